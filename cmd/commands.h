@@ -1,0 +1,13 @@
+/* commands.h: the entry points of the simstore subcommands, one file each
+ * (cmd/cmd_<name>.c). Each takes argv with argv[0] = the command's name and
+ * returns the process exit code (0 success, 1 failure, 2 usage). */
+#ifndef SIMS_CMD_COMMANDS_H
+#define SIMS_CMD_COMMANDS_H
+
+/* `simstore --version`: versions and the text segmenter in use. */
+int simstore_cli_version(void);
+
+int cmd_fingerprint(int argc, char **argv);
+int cmd_distance(int argc, char **argv);
+
+#endif

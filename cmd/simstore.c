@@ -1,0 +1,56 @@
+/* simstore.c: the simstore command: global options and the command table. */
+#include "cli.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    cli_command_fn run;
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"help", NULL, "show this help"},
+};
+
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static void print_help(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore [--version] [--help] COMMAND [ARGS...]\n"
+            "\n"
+            "A compressed on-disk store of 64-bit simhash fingerprints answering\n"
+            "exact Hamming-distance queries.\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "\n"
+            "Run 'simstore COMMAND --help' for a command's options.\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        print_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 || strcmp(name, "version") == 0)
+        return simstore_cli_version();
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    if (name[0] == '-')
+        return cli_usage_error(NULL, "unknown option '%s'", name);
+    return cli_usage_error(NULL, "unknown command '%s'", name);
+}

@@ -1,0 +1,113 @@
+/* error.c: error-code names, the per-thread detail message, and the library's
+ * version functions. */
+#include "common/error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SIMS_ERRMSG_BYTES 1024
+
+static _Thread_local char sims_errmsg[SIMS_ERRMSG_BYTES];
+
+unsigned simstore_version_number(void)
+{
+    return SIMSTORE_VERSION_NUMBER;
+}
+
+const char *simstore_version_string(void)
+{
+    return SIMSTORE_VERSION_STRING;
+}
+
+const char *simstore_strerror(int err)
+{
+    switch (err) {
+    case SIMSTORE_OK: return "success";
+    case SIMSTORE_ENOTFOUND: return "not found";
+    case SIMSTORE_ECORRUPT: return "corrupt data";
+    case SIMSTORE_EVERSION: return "unsupported format version";
+    case SIMSTORE_ENOMEM: return "out of memory";
+    case SIMSTORE_EIO: return "I/O error";
+    case SIMSTORE_EFULL: return "limit reached";
+    case SIMSTORE_EINVAL: return "invalid argument";
+    case SIMSTORE_EBUSY: return "store is busy (another writer holds it)";
+    case SIMSTORE_ERANGE: return "distance beyond the store's design";
+    case SIMSTORE_EEXIST: return "already exists";
+    case SIMSTORE_EREADONLY: return "store opened read-only";
+    default: return "unknown error";
+    }
+}
+
+const char *simstore_last_error(void)
+{
+    return sims_errmsg;
+}
+
+void sims_error_clear(void)
+{
+    sims_errmsg[0] = '\0';
+}
+
+int sims_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sims_errmsg, sizeof sims_errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int sims_fail_errno(const char *fmt, ...)
+{
+    int saved = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sims_errmsg, sizeof sims_errmsg, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof sims_errmsg)
+        snprintf(sims_errmsg + n, sizeof sims_errmsg - (size_t)n, ": %s", strerror(saved));
+    errno = saved;
+    return saved == ENOMEM ? SIMSTORE_ENOMEM : saved == ENOSPC ? SIMSTORE_EFULL : SIMSTORE_EIO;
+}
+
+int sims_fail_context(int code, const char *fmt, ...)
+{
+    char old[SIMS_ERRMSG_BYTES];
+    memcpy(old, sims_errmsg, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sims_errmsg, sizeof sims_errmsg, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof sims_errmsg) {
+        size_t used = (size_t)n;
+        const char *rest = old[0] ? old : simstore_strerror(code);
+        /* Append ": rest", truncating silently at the buffer's end. */
+        size_t room = sizeof sims_errmsg - used - 1;
+        size_t len = strlen(rest);
+        if (room >= 2) {
+            sims_errmsg[used++] = ':';
+            sims_errmsg[used++] = ' ';
+            room -= 2;
+            if (len > room)
+                len = room;
+            memcpy(sims_errmsg + used, rest, len);
+            sims_errmsg[used + len] = '\0';
+        }
+    }
+    return code;
+}
+
+#ifndef NDEBUG
+int sims_fail_at(const char *src, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sims_errmsg, sizeof sims_errmsg, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof sims_errmsg)
+        snprintf(sims_errmsg + n, sizeof sims_errmsg - (size_t)n, " [%s:%d]", src, line);
+    return SIMSTORE_ECORRUPT;
+}
+#endif

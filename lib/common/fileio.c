@@ -1,0 +1,310 @@
+/* fileio.c: atomic publish of output files, read-only mappings, directory
+ * fsync and fault injection. */
+#include "common/fileio.h"
+
+#include "common/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OUTFILE_BUF_BYTES (1u << 20)
+
+/* ---- fault injection ----------------------------------------------------- */
+
+static const char *const fault_names[SIMS_FAULT_OP_COUNT] = {
+    "write", "fsync", "rename", "mdb_commit"};
+
+static atomic_int fault_state = 0; /* 0 unparsed, 1 off, 2 armed */
+static int fault_op = -1;
+static long fault_target;
+static int fault_crash;
+static atomic_long fault_calls[SIMS_FAULT_OP_COUNT];
+
+static void fault_parse(void)
+{
+    const char *spec = getenv("SIMSTORE_FAULT");
+    int state = 1;
+    if (spec && *spec) {
+        for (int op = 0; op < SIMS_FAULT_OP_COUNT; op++) {
+            size_t n = strlen(fault_names[op]);
+            if (strncmp(spec, fault_names[op], n) == 0 && spec[n] == ':') {
+                char *end;
+                long target = strtol(spec + n + 1, &end, 10);
+                if (target > 0 && (*end == '\0' || strcmp(end, ":crash") == 0)) {
+                    fault_op = op;
+                    fault_target = target;
+                    fault_crash = *end != '\0';
+                    state = 2;
+                }
+            }
+        }
+        if (state != 2)
+            fprintf(stderr, "simstore: ignoring malformed SIMSTORE_FAULT=%s\n", spec);
+    }
+    atomic_store(&fault_state, state);
+}
+
+int sims_fault_hit(enum sims_fault_op op)
+{
+    int state = atomic_load_explicit(&fault_state, memory_order_relaxed);
+    if (SIMS_LIKELY(state == 1))
+        return 0;
+    if (state == 0) {
+        fault_parse();
+        state = atomic_load(&fault_state);
+        if (state == 1)
+            return 0;
+    }
+    if ((int)op != fault_op)
+        return 0;
+    long call = atomic_fetch_add(&fault_calls[op], 1) + 1;
+    if (call != fault_target)
+        return 0;
+    if (fault_crash)
+        _exit(86);
+    errno = EIO;
+    return 1;
+}
+
+int sims_rename(const char *from, const char *to)
+{
+    if (sims_fault_hit(SIMS_FAULT_RENAME))
+        return -1;
+    return rename(from, to);
+}
+
+int sims_fsync(int fd)
+{
+    if (sims_fault_hit(SIMS_FAULT_FSYNC))
+        return -1;
+    return fsync(fd);
+}
+
+int sims_write_all(int fd, const void *data, size_t n, const char *what)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    while (n > 0) {
+        if (sims_fault_hit(SIMS_FAULT_WRITE))
+            return sims_fail_errno("write %s", what);
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return sims_fail_errno("write %s", what);
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return SIMSTORE_OK;
+}
+
+/* ---- directories --------------------------------------------------------- */
+
+int sims_fsync_dir(const char *dir_path)
+{
+    int fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return sims_fail_errno("open directory %s", dir_path);
+    int rc = SIMSTORE_OK;
+    if (sims_fsync(fd) != 0)
+        rc = sims_fail_errno("fsync directory %s", dir_path);
+    close(fd);
+    return rc;
+}
+
+int sims_fsync_parent(const char *path)
+{
+    char dir[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof dir)
+        return sims_fail(SIMSTORE_EINVAL, "path too long: %s", path);
+    memcpy(dir, path, n + 1);
+    while (n > 1 && dir[n - 1] == '/')
+        dir[--n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return sims_fsync_dir(".");
+    if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    return sims_fsync_dir(dir);
+}
+
+/* ---- output files -------------------------------------------------------- */
+
+static void outfile_release(sims_outfile *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    free(f->tmp_path);
+    free(f->final_path);
+    free(f->buf);
+    f->tmp_path = f->final_path = NULL;
+    f->buf = NULL;
+}
+
+int sims_outfile_open(sims_outfile *f, const char *final_path)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    size_t n = strlen(final_path);
+    f->final_path = strdup(final_path);
+    f->tmp_path = malloc(n + sizeof ".tmp-XXXXXX");
+    f->buf = malloc(OUTFILE_BUF_BYTES);
+    if (!f->final_path || !f->tmp_path || !f->buf) {
+        outfile_release(f);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory opening %s", final_path);
+    }
+    memcpy(f->tmp_path, final_path, n);
+    memcpy(f->tmp_path + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+    f->buf_cap = OUTFILE_BUF_BYTES;
+    f->fd = mkostemp(f->tmp_path, O_CLOEXEC);
+    if (f->fd < 0) {
+        int rc = sims_fail_errno("create %s", f->tmp_path);
+        outfile_release(f);
+        return rc;
+    }
+    /* mkstemp creates 0600; published files are ordinary readable files. */
+    if (fchmod(f->fd, 0644) != 0) {
+        int rc = sims_fail_errno("chmod %s", f->tmp_path);
+        sims_outfile_abort(f);
+        return rc;
+    }
+    return SIMSTORE_OK;
+}
+
+static int outfile_flush(sims_outfile *f)
+{
+    if (f->buf_used == 0)
+        return SIMSTORE_OK;
+    int rc = sims_write_all(f->fd, f->buf, f->buf_used, f->tmp_path);
+    f->buf_used = 0;
+    return rc;
+}
+
+int sims_outfile_write(sims_outfile *f, const void *data, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    f->offset += n;
+    if (n >= f->buf_cap) {
+        int rc = outfile_flush(f);
+        return rc ? rc : sims_write_all(f->fd, p, n, f->tmp_path);
+    }
+    if (n > f->buf_cap - f->buf_used) {
+        int rc = outfile_flush(f);
+        if (rc)
+            return rc;
+    }
+    memcpy(f->buf + f->buf_used, p, n);
+    f->buf_used += n;
+    return SIMSTORE_OK;
+}
+
+int sims_outfile_pwrite(sims_outfile *f, const void *data, size_t n, uint64_t offset)
+{
+    if (offset > f->offset || n > f->offset - offset)
+        return sims_fail(SIMSTORE_EINVAL, "pwrite beyond the end of %s", f->tmp_path);
+    int rc = outfile_flush(f);
+    if (rc)
+        return rc;
+    const uint8_t *p = (const uint8_t *)data;
+    while (n > 0) {
+        if (sims_fault_hit(SIMS_FAULT_WRITE))
+            return sims_fail_errno("write %s", f->tmp_path);
+        ssize_t w = pwrite(f->fd, p, n, (off_t)offset);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return sims_fail_errno("write %s", f->tmp_path);
+        }
+        p += w;
+        n -= (size_t)w;
+        offset += (uint64_t)w;
+    }
+    return SIMSTORE_OK;
+}
+
+int sims_outfile_commit(sims_outfile *f)
+{
+    int rc = outfile_flush(f);
+    if (rc)
+        goto fail;
+    if (sims_fsync(f->fd) != 0) {
+        rc = sims_fail_errno("fsync %s", f->tmp_path);
+        goto fail;
+    }
+    if (close(f->fd) != 0) {
+        f->fd = -1;
+        rc = sims_fail_errno("close %s", f->tmp_path);
+        goto fail;
+    }
+    f->fd = -1;
+    if (sims_rename(f->tmp_path, f->final_path) != 0) {
+        rc = sims_fail_errno("rename %s to %s", f->tmp_path, f->final_path);
+        goto fail;
+    }
+    rc = sims_fsync_parent(f->final_path);
+    outfile_release(f);
+    return rc;
+fail:
+    sims_outfile_abort(f);
+    return rc;
+}
+
+void sims_outfile_abort(sims_outfile *f)
+{
+    if (f->tmp_path)
+        unlink(f->tmp_path);
+    outfile_release(f);
+}
+
+/* ---- mappings ------------------------------------------------------------ */
+
+int sims_map_open(const char *path, sims_map *m)
+{
+    m->data = NULL;
+    m->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return sims_fail(SIMSTORE_ENOTFOUND, "%s: no such file", path);
+        return sims_fail_errno("open %s", path);
+    }
+    struct stat st;
+    int rc = SIMSTORE_OK;
+    if (fstat(fd, &st) != 0) {
+        rc = sims_fail_errno("stat %s", path);
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = sims_fail(SIMSTORE_EINVAL, "%s: not a regular file", path);
+    } else if ((uint64_t)st.st_size > SIZE_MAX) {
+        rc = sims_fail(SIMSTORE_EFULL, "%s: too large to map", path);
+    } else if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            rc = sims_fail_errno("mmap %s", path);
+        } else {
+            m->data = (const uint8_t *)p;
+            m->size = (size_t)st.st_size;
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+void sims_map_close(sims_map *m)
+{
+    if (m->data)
+        munmap((void *)(uintptr_t)m->data, m->size);
+    m->data = NULL;
+    m->size = 0;
+}

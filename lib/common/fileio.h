@@ -1,0 +1,72 @@
+/* fileio.h: the file operations every layer above the codec shares:
+ * atomically published output files (temp, fsync, rename, fsync directory),
+ * read-only mappings, directory sync, and the fault-injection points the
+ * crash tests use. */
+#ifndef SIMS_COMMON_FILEIO_H
+#define SIMS_COMMON_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An output file written to a temporary name beside its final path and
+ * published by sims_outfile_commit(). Writes are buffered. After any failure
+ * the object only accepts sims_outfile_abort(). */
+typedef struct sims_outfile {
+    int fd;
+    char *tmp_path;
+    char *final_path;
+    uint8_t *buf;
+    size_t buf_used;
+    size_t buf_cap;
+    uint64_t offset; /* bytes appended so far (the file's logical size) */
+} sims_outfile;
+
+/* Create "<final_path>.tmp-XXXXXX" (mode 0644). */
+int sims_outfile_open(sims_outfile *f, const char *final_path);
+/* Append `n` bytes. */
+int sims_outfile_write(sims_outfile *f, const void *data, size_t n);
+/* Overwrite bytes already appended, at `offset` (offset + n <= f->offset). */
+int sims_outfile_pwrite(sims_outfile *f, const void *data, size_t n, uint64_t offset);
+/* Flush, fsync, rename over final_path, fsync the directory, release. */
+int sims_outfile_commit(sims_outfile *f);
+/* Close and unlink the temporary file; safe on a zeroed or released object. */
+void sims_outfile_abort(sims_outfile *f);
+
+/* A read-only mapping of a whole file. An empty file maps to data == NULL,
+ * size == 0. */
+typedef struct sims_map {
+    const uint8_t *data;
+    size_t size;
+} sims_map;
+
+int sims_map_open(const char *path, sims_map *m);
+void sims_map_close(sims_map *m);
+
+/* fsync the directory holding `path` (path itself when it is a directory). */
+int sims_fsync_dir(const char *dir_path);
+/* fsync the parent directory of `path`. */
+int sims_fsync_parent(const char *path);
+
+/* Write all of `n` bytes to `fd`, retrying short writes and EINTR. */
+int sims_write_all(int fd, const void *data, size_t n, const char *what);
+
+/* ---- Fault injection (tests) --------------------------------------------
+ * The environment variable SIMSTORE_FAULT="OP:N[:crash]" makes the N-th call
+ * (counting from 1 in this process) of OP fail with EIO, or with ":crash"
+ * end the process at once with _exit(86) as a power cut would. OP is one of
+ * write, fsync, rename, mdb_commit. Unset, the checks cost one load. */
+enum sims_fault_op {
+    SIMS_FAULT_WRITE = 0,
+    SIMS_FAULT_FSYNC,
+    SIMS_FAULT_RENAME,
+    SIMS_FAULT_MDB_COMMIT,
+    SIMS_FAULT_OP_COUNT
+};
+/* Nonzero when this call of `op` must fail (errno is set to EIO). */
+int sims_fault_hit(enum sims_fault_op op);
+
+/* rename(2) and fsync(2) through the fault points. */
+int sims_rename(const char *from, const char *to);
+int sims_fsync(int fd);
+
+#endif

@@ -1,0 +1,153 @@
+/* test_common.c: lib/common: error messages, little-endian helpers, the
+ * bounded cursor, atomic output files and mappings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void test_common_error__codes_have_names(void **state)
+{
+    (void)state;
+    int codes[] = {SIMSTORE_OK, SIMSTORE_ENOTFOUND, SIMSTORE_ECORRUPT, SIMSTORE_EVERSION,
+                   SIMSTORE_ENOMEM, SIMSTORE_EIO, SIMSTORE_EFULL, SIMSTORE_EINVAL,
+                   SIMSTORE_EBUSY, SIMSTORE_ERANGE, SIMSTORE_EEXIST, SIMSTORE_EREADONLY};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        const char *s = simstore_strerror(codes[i]);
+        assert_non_null(s);
+        assert_string_not_equal(s, "unknown error");
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(s, simstore_strerror(codes[j]));
+    }
+    assert_string_equal(simstore_strerror(12345), "unknown error");
+}
+
+static void test_common_error__detail_and_context(void **state)
+{
+    (void)state;
+    sims_error_clear();
+    assert_string_equal(simstore_last_error(), "");
+    assert_int_equal(sims_fail(SIMSTORE_EINVAL, "bad %s at %d", "thing", 7), SIMSTORE_EINVAL);
+    assert_string_equal(simstore_last_error(), "bad thing at 7");
+    assert_int_equal(sims_fail_context(SIMSTORE_EINVAL, "file %s", "x.tsv"), SIMSTORE_EINVAL);
+    assert_string_equal(simstore_last_error(), "file x.tsv: bad thing at 7");
+    assert_int_equal(SIMS_CORRUPT("block %u", 3u), SIMSTORE_ECORRUPT);
+    assert_non_null(strstr(simstore_last_error(), "block 3"));
+}
+
+static void test_common_bytes__little_and_big_endian(void **state)
+{
+    (void)state;
+    uint8_t b[8];
+    le_store64(b, 0x0102030405060708ULL);
+    assert_int_equal(b[0], 0x08);
+    assert_int_equal(b[7], 0x01);
+    assert_true(le_load64(b) == 0x0102030405060708ULL);
+    assert_int_equal(le_load32(b), 0x05060708u);
+    assert_int_equal(le_load16(b), 0x0708u);
+    be_store64(b, 0x0102030405060708ULL);
+    assert_int_equal(b[0], 0x01);
+    assert_true(be_load64(b) == 0x0102030405060708ULL);
+}
+
+static void test_common_bytes__cursor_never_overruns(void **state)
+{
+    (void)state;
+    uint8_t buf[11] = {1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0};
+    sims_cursor c;
+    cursor_init(&c, buf, sizeof buf);
+    uint16_t a;
+    uint32_t b;
+    uint64_t d;
+    const uint8_t *p;
+    assert_int_equal(cursor_u16(&c, &a), 0);
+    assert_int_equal(a, 1);
+    assert_int_equal(cursor_u32(&c, &b), 0);
+    assert_int_equal(b, 2);
+    assert_int_equal(cursor_remaining(&c), 5);
+    assert_int_equal(cursor_u64(&c, &d), -1);
+    assert_true(c.overrun);
+    assert_int_equal(cursor_remaining(&c), 5);
+    assert_int_equal(cursor_bytes(&c, 6, &p), -1);
+    assert_int_equal(cursor_bytes(&c, 5, &p), 0);
+    assert_int_equal(p[0], 3);
+    assert_int_equal(cursor_skip(&c, 1), -1);
+    assert_int_equal(cursor_skip(&c, 0), 0);
+    /* A count larger than the buffer must not wrap around. */
+    cursor_init(&c, buf, sizeof buf);
+    assert_int_equal(cursor_skip(&c, SIZE_MAX), -1);
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void test_common_fileio__commit_publishes_abort_leaves_nothing(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("common");
+    assert_non_null(dir);
+    char *path = test_path(dir, "out.bin");
+
+    sims_outfile f;
+    assert_int_equal(sims_outfile_open(&f, path), 0);
+    assert_int_equal(sims_outfile_write(&f, "hello, ", 7), 0);
+    assert_int_equal(sims_outfile_write(&f, "world", 5), 0);
+    assert_int_equal(sims_outfile_pwrite(&f, "H", 1, 0), 0);
+    assert_int_equal(sims_outfile_pwrite(&f, "xx", 2, 11), SIMSTORE_EINVAL);
+    struct stat st;
+    assert_int_equal(stat(path, &st), -1); /* not visible before commit */
+    assert_int_equal(sims_outfile_commit(&f), 0);
+
+    sims_map m;
+    assert_int_equal(sims_map_open(path, &m), 0);
+    assert_int_equal(m.size, 12);
+    assert_memory_equal(m.data, "Hello, world", 12);
+    sims_map_close(&m);
+    assert_int_equal(count_entries(dir), 1);
+
+    assert_int_equal(sims_outfile_open(&f, path), 0);
+    assert_int_equal(sims_outfile_write(&f, "zzz", 3), 0);
+    sims_outfile_abort(&f);
+    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(sims_map_open(path, &m), 0);
+    assert_int_equal(m.size, 12); /* the published file is untouched */
+    sims_map_close(&m);
+
+    char *missing = test_path(dir, "missing");
+    assert_int_equal(sims_map_open(missing, &m), SIMSTORE_ENOTFOUND);
+    free(missing);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_common_error__codes_have_names),
+        cmocka_unit_test(test_common_error__detail_and_context),
+        cmocka_unit_test(test_common_bytes__little_and_big_endian),
+        cmocka_unit_test(test_common_bytes__cursor_never_overruns),
+        cmocka_unit_test(test_common_fileio__commit_publishes_abort_leaves_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# run.sh: the whole test suite, as the README and CI run it:
+#  1. a -Werror build and every ctest;
+#  2. a second -Werror build under AddressSanitizer + UndefinedBehaviorSanitizer,
+#     and every ctest again;
+#  3. with clang, the libFuzzer targets built and each run briefly from its
+#     committed corpus (their corpora also replay as ordinary ctests above).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+step() { printf '\n==== %s\n' "$*"; }
+
+step "build (-Werror) in build/"
+cmake -S . -B build -DSIMSTORE_WERROR=ON >/dev/null
+cmake --build build -j "$jobs"
+step "tests"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+step "build (-Werror, ASan+UBSan) in build-asan/"
+cmake -S . -B build-asan -DSIMSTORE_WERROR=ON -DSIMSTORE_SANITIZE=ON -DSIMSTORE_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+step "tests under ASan+UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+if command -v clang >/dev/null 2>&1 && [ -d tests/fuzz ]; then
+  step "libFuzzer targets (clang, ASan+UBSan) in build-fuzz/"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DSIMSTORE_FUZZ=ON -DSIMSTORE_BENCH=OFF \
+    -DBUILD_TESTING=OFF >/dev/null
+  cmake --build build-fuzz -j "$jobs"
+  for t in build-fuzz/fuzz/fuzz_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    corpus=tests/fuzz/corpus/${name#fuzz_}
+    work=$(mktemp -d)
+    step "fuzz $name for 20 s"
+    "$t" -max_total_time=20 -print_final_stats=1 "$work" "$corpus" 2>&1 | tail -n 12
+    rm -rf "$work"
+  done
+fi
+step "all tests passed"
