@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+CLI_PRINTF(3, 0)
 static void vmessage(const char *cmd, const char *kind, const char *fmt, va_list ap)
 {
     fflush(stdout);

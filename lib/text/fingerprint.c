@@ -1,0 +1,205 @@
+/* fingerprint.c: the public fingerprinting API: options, fingerprinters
+ * (tokenizer + feature scratch, reused across documents), whole documents and
+ * paragraphs. */
+#include "simstore.h"
+
+#include "common/error.h"
+#include "text/features.h"
+#include "text/segment.h"
+#include "text/tokenize.h"
+#include "text/unicode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct simstore_fingerprinter {
+    simstore_text_options opts;
+    simstore_cjk_mode cjk; /* resolved: FRISO or BIGRAM */
+    sims_friso_task *friso;
+    sims_tokenizer tokenizer;
+    sims_features features;
+};
+
+void simstore_text_options_init(simstore_text_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->shingle_words = SIMSTORE_SHINGLE_DEFAULT;
+    opts->weighting = SIMSTORE_WEIGHT_TF;
+    opts->lambda = SIMSTORE_LAMBDA_DEFAULT;
+    opts->cjk = SIMSTORE_CJK_AUTO;
+}
+
+int simstore_cjk_segmenter(const char **description)
+{
+    return (int)sims_cjk_auto(description);
+}
+
+int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_fingerprinter **out)
+{
+    simstore_text_options defaults;
+    if (!out)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprinter_new: out is NULL");
+    *out = NULL;
+    if (!opts) {
+        simstore_text_options_init(&defaults);
+        opts = &defaults;
+    }
+    if (opts->shingle_words < 1 || opts->shingle_words > SIMSTORE_SHINGLE_MAX)
+        return sims_fail(SIMSTORE_EINVAL, "shingle size %u is outside 1..%u",
+                         opts->shingle_words, SIMSTORE_SHINGLE_MAX);
+    if (opts->weighting != SIMSTORE_WEIGHT_TF && opts->weighting != SIMSTORE_WEIGHT_LENGTH)
+        return sims_fail(SIMSTORE_EINVAL, "unknown weighting %d", (int)opts->weighting);
+    if (opts->weighting == SIMSTORE_WEIGHT_LENGTH &&
+        !(opts->lambda >= 0 && opts->lambda <= SIMSTORE_LAMBDA_MAX))
+        return sims_fail(SIMSTORE_EINVAL, "lambda %g is outside 0..%g", opts->lambda,
+                         SIMSTORE_LAMBDA_MAX);
+    if (opts->cjk != SIMSTORE_CJK_AUTO && opts->cjk != SIMSTORE_CJK_FRISO &&
+        opts->cjk != SIMSTORE_CJK_BIGRAM)
+        return sims_fail(SIMSTORE_EINVAL, "unknown CJK mode %d", (int)opts->cjk);
+
+    simstore_fingerprinter *fpr = calloc(1, sizeof *fpr);
+    if (!fpr)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a fingerprinter");
+    fpr->opts = *opts;
+    fpr->cjk = opts->cjk == SIMSTORE_CJK_AUTO ? sims_cjk_auto(NULL) : opts->cjk;
+    if (fpr->cjk == SIMSTORE_CJK_FRISO) {
+        int rc = sims_friso_task_new(&fpr->friso);
+        if (rc) {
+            free(fpr);
+            return rc;
+        }
+    }
+    sims_tokenizer_init(&fpr->tokenizer, fpr->friso);
+    uint64_t lambda_q16 = (uint64_t)llround(opts->lambda * 65536.0);
+    sims_features_init(&fpr->features, opts->shingle_words,
+                       opts->weighting == SIMSTORE_WEIGHT_LENGTH, lambda_q16);
+    *out = fpr;
+    return 0;
+}
+
+void simstore_fingerprinter_free(simstore_fingerprinter *fpr)
+{
+    if (!fpr)
+        return;
+    sims_tokenizer_release(&fpr->tokenizer);
+    sims_features_release(&fpr->features);
+    sims_friso_task_free(fpr->friso);
+    free(fpr);
+}
+
+simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr)
+{
+    return fpr->cjk;
+}
+
+/* One document (or paragraph) through tokenizer and features. */
+static int fingerprint_range(simstore_fingerprinter *fpr, const uint8_t *text, size_t len,
+                             uint64_t *fp, uint64_t *tokens, int *invalid)
+{
+    sims_features_begin(&fpr->features);
+    int rc = sims_tokenize(&fpr->tokenizer, text, len, sims_features_token, &fpr->features,
+                           invalid);
+    if (rc == 0)
+        rc = sims_features_end(&fpr->features, fp);
+    if (rc)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory while fingerprinting");
+    *tokens = fpr->features.tokens;
+    return 0;
+}
+
+int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text, size_t len,
+                              uint64_t *fp, unsigned *flags)
+{
+    if (!fpr || !fp || (!text && len))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprint_text: NULL argument");
+    int invalid = 0;
+    uint64_t tokens = 0;
+    *fp = 0;
+    int rc = fingerprint_range(fpr, (const uint8_t *)text, len, fp, &tokens, &invalid);
+    if (rc)
+        return rc;
+    if (flags)
+        *flags = (tokens == 0 ? SIMSTORE_FP_EMPTY : 0u) | (invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u);
+    return 0;
+}
+
+/* A line is blank when it holds only White_Space code points. Ill-formed
+ * bytes are not white space. */
+static int line_is_blank(const uint8_t *p, const uint8_t *end)
+{
+    while (p < end) {
+        if (*p < 0x80) {
+            if (*p != ' ' && (*p < 0x09 || *p > 0x0D))
+                return 0;
+            p++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp = sims_utf8_decode(p, end, &n);
+        if (cp == SIMS_UTF8_INVALID || !(sims_uc_class(cp) & SIMS_UC_SPACE))
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text, size_t len,
+                                    simstore_paragraph_fn fn, void *ctx,
+                                    unsigned long *count, unsigned *flags)
+{
+    if (count)
+        *count = 0;
+    if (flags)
+        *flags = SIMSTORE_FP_EMPTY;
+    if (!fpr || !fn || (!text && len))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprint_paragraphs: NULL argument");
+    const uint8_t *base = (const uint8_t *)text, *end = base + len, *p = base;
+    const uint8_t *para = NULL, *para_end = NULL;
+    unsigned long number = 0;
+    int any_invalid = 0;
+    for (;;) {
+        const uint8_t *line_end = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+        if (!line_end)
+            line_end = end;
+        int blank = p >= end || line_is_blank(p, line_end);
+        if (!blank) {
+            if (!para)
+                para = p;
+            para_end = line_end;
+        }
+        if ((blank || line_end >= end) && para) {
+            uint64_t fp, tokens;
+            int invalid = 0;
+            int rc = fingerprint_range(fpr, para, (size_t)(para_end - para), &fp, &tokens,
+                                       &invalid);
+            if (rc)
+                return rc;
+            any_invalid |= invalid;
+            if (tokens > 0) {
+                simstore_paragraph info;
+                info.number = ++number;
+                info.offset = (size_t)(para - base);
+                info.length = (size_t)(para_end - para);
+                info.fingerprint = fp;
+                info.flags = invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u;
+                if (count)
+                    *count = number;
+                if (flags)
+                    *flags = any_invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u;
+                rc = fn(ctx, &info);
+                if (rc)
+                    return rc;
+            }
+            para = NULL;
+        }
+        if (line_end >= end)
+            break;
+        p = line_end + 1;
+    }
+    if (flags)
+        *flags = (number == 0 ? SIMSTORE_FP_EMPTY : 0u) | (any_invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u);
+    return 0;
+}

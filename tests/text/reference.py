@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+# reference.py: a second, deliberately plain implementation of
+# format/fingerprint.md (character-bigram CJK mode), written from the spec
+# rather than from lib/text, so that the spec is checked for being complete:
+# `test_text_reference` runs it beside `simstore fingerprint --cjk bigram` and
+# requires identical output. XXH3-64 comes from the system's libxxhash through
+# ctypes; everything else is here.
+#
+#   reference.py [--shingle W] [--weights tf|length] [--lambda X]
+#                [--paragraphs] [--jsonl] FILE...
+#   reference.py --tokens TEXT       (print the tokens, one per line)
+import argparse
+import ctypes
+import ctypes.util
+import json
+import sys
+import unicodedata
+
+UNICODE_VERSION = "14.0.0"
+
+# --- XXH3-64 -----------------------------------------------------------------
+_lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+_xxh3 = _lib.XXH3_64bits_withSeed
+_xxh3.restype = ctypes.c_uint64
+_xxh3.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+
+
+def xxh3(data: bytes) -> int:
+    return _xxh3(data, len(data), 0)
+
+
+# --- Decoding (spec: "Decoding") --------------------------------------------
+REPLACEMENT = None  # marks an ill-formed subsequence
+
+
+def decode(b: bytes):
+    """Yield code points (int) or REPLACEMENT, one per maximal subpart."""
+    i, n = 0, len(b)
+    while i < n:
+        b0 = b[i]
+        if b0 < 0x80:
+            yield b0
+            i += 1
+            continue
+        if 0xC2 <= b0 <= 0xDF:
+            need, lo, hi = 1, 0x80, 0xBF
+        elif 0xE0 <= b0 <= 0xEF:
+            need = 2
+            lo = 0xA0 if b0 == 0xE0 else 0x80
+            hi = 0x9F if b0 == 0xED else 0xBF
+        elif 0xF0 <= b0 <= 0xF4:
+            need = 3
+            lo = 0x90 if b0 == 0xF0 else 0x80
+            hi = 0x8F if b0 == 0xF4 else 0xBF
+        else:
+            yield REPLACEMENT
+            i += 1
+            continue
+        if i + 1 >= n or not (lo <= b[i + 1] <= hi):
+            yield REPLACEMENT
+            i += 1
+            continue
+        k = 2
+        while k <= need and i + k < n and 0x80 <= b[i + k] <= 0xBF:
+            k += 1
+        if k <= need:
+            yield REPLACEMENT
+            i += k
+            continue
+        yield ord(b[i:i + need + 1].decode("utf-8"))
+        i += need + 1
+
+
+# --- Classes (spec: "Characters") -------------------------------------------
+HAN = [(0x3005, 0x3005), (0x3007, 0x3007), (0x3021, 0x3029), (0x3038, 0x303B),
+       (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3FFFF)]
+KANA = [(0x3041, 0x3096), (0x3099, 0x309F), (0x30A1, 0x30FA), (0x30FC, 0x30FF),
+        (0x31F0, 0x31FF), (0xFF66, 0xFF9F), (0x1AFF0, 0x1AFFF), (0x1B000, 0x1B16F)]
+IGNORE = [(0x00AD, 0x00AD), (0x180B, 0x180F), (0x200C, 0x200D), (0x2060, 0x2060),
+          (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xE0100, 0xE01EF)]
+SPACE = {0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F,
+         0x205F, 0x3000} | set(range(0x2000, 0x200B))
+WORD_CATEGORIES = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No"}
+
+
+def within(cp, ranges):
+    return any(lo <= cp <= hi for lo, hi in ranges)
+
+
+def kind(cp):
+    if cp is REPLACEMENT:
+        return "sep"
+    if within(cp, IGNORE):
+        return "ignore"
+    if within(cp, HAN):
+        return "han"
+    if within(cp, KANA):
+        return "kana"
+    if unicodedata.category(chr(cp)) in WORD_CATEGORIES:
+        return "word"
+    return "sep"
+
+
+def fold(cp):
+    c = chr(cp)
+    f = c.casefold()  # C + F mappings
+    if len(f) != 1:
+        lower = c.lower()  # where F has several code points, S is the lowercase
+        f = lower if len(lower) == 1 else c
+    cp = ord(f)
+    if 0xFF10 <= cp <= 0xFF19:
+        return cp - 0xFF10 + 0x30
+    if 0xFF21 <= cp <= 0xFF3A or 0xFF41 <= cp <= 0xFF5A:
+        return (cp - 0xFF21 if cp <= 0xFF3A else cp - 0xFF41) + 0x61
+    return cp
+
+
+# --- Tokens (spec: "Tokens") --------------------------------------------------
+RUN_MAX = 1 << 24
+
+
+def bigrams(run):
+    if len(run) == 1:
+        return ["".join(run)]
+    return [run[i] + run[i + 1] for i in range(len(run) - 1)]
+
+
+def tokenize(data: bytes):
+    tokens, word, run, run_kind = [], [], [], None
+
+    def end_word():
+        if word:
+            tokens.append("".join(word))
+            word.clear()
+
+    def end_run():
+        nonlocal run_kind
+        if run:
+            tokens.extend(bigrams(run))
+            run.clear()
+        run_kind = None
+
+    for cp in decode(data):
+        k = kind(cp)
+        if k == "word":
+            end_run()
+            word.append(chr(fold(cp)))
+        elif k in ("han", "kana"):
+            end_word()
+            if run_kind != k:
+                end_run()
+            run.append(chr(cp))
+            run_kind = k
+            if len(run) == RUN_MAX:
+                end_run()
+        elif k == "ignore":
+            pass
+        else:
+            end_word()
+            end_run()
+    end_word()
+    end_run()
+    return tokens
+
+
+# --- Features, weights, bits (spec: "Features" .. "Bits") --------------------
+def fingerprint(data: bytes, w=3, weights="tf", lam=1.0):
+    tokens = tokenize(data)
+    if not tokens:
+        return 0, True
+    if len(tokens) < w:
+        shingles = [tokens]
+    else:
+        shingles = [tokens[i:i + w] for i in range(len(tokens) - w + 1)]
+    tf = {}
+    length = {}
+    for sh in shingles:
+        h = xxh3(" ".join(sh).encode("utf-8"))
+        tf[h] = tf.get(h, 0) + 1
+        length.setdefault(h, max(len(t) for t in sh))
+    lam_q16 = int(lam * 65536 + 0.5)  # lam >= 0: round half away from zero
+    sums = [0] * 64
+    for h, n in tf.items():
+        if weights == "tf":
+            score = n * 65536
+        else:
+            score = n * 65536 + (lam_q16 if length[h] >= 4 else 0)
+        for i in range(64):
+            sums[i] += score if (h >> i) & 1 else -score
+    fp = 0
+    for i in range(64):
+        if sums[i] > 0:
+            fp |= 1 << i
+    return fp, False
+
+
+def is_blank(line: bytes):
+    return all(cp is not REPLACEMENT and cp in SPACE for cp in decode(line))
+
+
+def paragraphs(data: bytes):
+    """(number, text) for each paragraph that has tokens."""
+    out, current, number = [], [], 0
+    lines = data.split(b"\n")
+    for line in lines + [b""]:
+        if is_blank(line):
+            if current:
+                text = b"\n".join(current)
+                if tokenize(text):
+                    number += 1
+                    out.append((number, text))
+                current = []
+        else:
+            current.append(line)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shingle", type=int, default=3)
+    ap.add_argument("--weights", choices=["tf", "length"], default="tf")
+    ap.add_argument("--lambda", dest="lam", type=float, default=1.0)
+    ap.add_argument("--paragraphs", action="store_true")
+    ap.add_argument("--jsonl", action="store_true")
+    ap.add_argument("--tokens")
+    ap.add_argument("files", nargs="*")
+    a = ap.parse_args()
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        sys.exit(f"reference.py: needs Unicode {UNICODE_VERSION}, this Python has "
+                 f"{unicodedata.unidata_version}")
+    if a.tokens is not None:
+        for t in tokenize(a.tokens.encode("utf-8", "surrogateescape")):
+            print(t)
+        return
+    out = sys.stdout.buffer
+    for path in a.files:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if a.jsonl:
+            docs = []
+            for line in raw.split(b"\n"):
+                if line.strip():
+                    rec = json.loads(line)
+                    docs.append((str(rec["id"]).encode("utf-8"), rec["text"].encode("utf-8")))
+        else:
+            docs = [(path.encode(), raw)]
+        for ident, text in docs:
+            if a.paragraphs:
+                for number, para in paragraphs(text):
+                    fp, _ = fingerprint(para, a.shingle, a.weights, a.lam)
+                    out.write(b"%016x\t%s#%d\n" % (fp, ident, number))
+            else:
+                fp, _ = fingerprint(text, a.shingle, a.weights, a.lam)
+                out.write(b"%016x\t%s\n" % (fp, ident))
+
+
+if __name__ == "__main__":
+    main()

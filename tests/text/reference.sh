@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# reference.sh: `simstore fingerprint --cjk bigram` and tests/text/reference.py
+# (the spec implemented again, in Python) must print the same lines, over the
+# sample corpus, ill-formed bytes and generated texts, for several options.
+# Usage: reference.sh PATH/TO/simstore PATH/TO/python3
+set -u
+SIMSTORE=$1
+PY=$2
+SRC=${SIMSTORE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+REF=$SRC/tests/text/reference.py
+T=$(mktemp -d "${TMPDIR:-/tmp}/simstore-ref-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+if ! "$PY" -c 'import unicodedata, sys; sys.exit(unicodedata.unidata_version != "14.0.0")'; then
+    echo "SKIP: this python3 does not have Unicode 14.0.0"
+    exit 0
+fi
+
+# Generated inputs: every kind of ill-formed UTF-8, scripts, long lines.
+"$PY" - "$T" <<'PYEOF'
+import os, random, sys
+out = sys.argv[1]
+rnd = random.Random(4242)
+words = ["alpha", "Beta", "GAMMA", "déjà", "vu", "Straße", "ΣΟΦΊΑ", "中国", "人民", "ひらがな",
+         "안녕", "２０２３", "soft\u00adhyphen", "emoji\U0001F600", "x", "yz", "naïve", "Œuvre"]
+seps = [" ", " ", "\n", "\n\n", ", ", ". ", "\t", " \u3000 ", "\r\n\r\n"]
+for i in range(40):
+    parts = []
+    for _ in range(rnd.randrange(0, 400)):
+        parts.append(rnd.choice(words))
+        parts.append(rnd.choice(seps))
+    data = "".join(parts).encode("utf-8")
+    if i % 3 == 0:
+        # splice in raw bytes, valid or not
+        b = bytearray(data)
+        for _ in range(rnd.randrange(1, 20)):
+            pos = rnd.randrange(0, len(b) + 1)
+            b[pos:pos] = bytes(rnd.randrange(0x80, 0x100) if rnd.random() < 0.8 else
+                               rnd.randrange(0, 0x80) for _ in range(rnd.randrange(1, 5)))
+        data = bytes(b)
+    with open(os.path.join(out, f"gen{i:02d}.txt"), "wb") as f:
+        f.write(data)
+PYEOF
+
+failures=0
+compare() {
+    local what=$1
+    shift
+    "$SIMSTORE" fingerprint --cjk bigram "$@" >"$T/c.out" 2>/dev/null
+    "$PY" "$REF" "$@" >"$T/p.out"
+    if ! cmp -s "$T/c.out" "$T/p.out"; then
+        echo "FAIL: $what: simstore and reference.py differ:"
+        diff "$T/c.out" "$T/p.out" | head -10
+        failures=$((failures + 1))
+    fi
+}
+for opts in "" "--shingle 1" "--shingle 2 --weights length --lambda 0.75" \
+            "--weights length" "--shingle 5 --weights length --lambda 7"; do
+    # shellcheck disable=SC2086
+    compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
+    # shellcheck disable=SC2086
+    compare "generated ($opts)" $opts "$T"/gen*.txt
+    # shellcheck disable=SC2086
+    compare "generated paragraphs ($opts)" $opts --paragraphs "$T"/gen*.txt
+done
+n=$(wc -l <"$T/c.out")
+echo "compared $n lines per run; $failures failures"
+[ "$failures" = 0 ]

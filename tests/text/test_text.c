@@ -1,0 +1,1192 @@
+/* test_text.c: the text layer: UTF-8 decoding, tokens (Latin folding, friso,
+ * bigrams, ill-formed input), the golden vectors of format/fingerprint.md,
+ * agreement with a naive re-implementation, simhash properties, LENGTH
+ * weighting, paragraphs, very long lines and concurrent fingerprinters. */
+#include "testutil.h"
+
+#include "simstore.h"
+#include "text/segment.h"
+#include "text/tokenize.h"
+#include "text/unicode.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <xxhash.h>
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static int friso_available(void)
+{
+    return simstore_cjk_segmenter(NULL) == SIMSTORE_CJK_FRISO;
+}
+
+typedef struct token_list {
+    char *joined; /* "a|b|c" */
+    size_t len, cap;
+    size_t count;
+    uint32_t codepoints[64];
+} token_list;
+
+static int collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+{
+    token_list *t = ctx;
+    if (t->len + len + 2 > t->cap) {
+        t->cap = (t->len + len + 2) * 2;
+        t->joined = realloc(t->joined, t->cap);
+        assert_non_null(t->joined);
+    }
+    if (t->count)
+        t->joined[t->len++] = '|';
+    memcpy(t->joined + t->len, bytes, len);
+    t->len += len;
+    t->joined[t->len] = '\0';
+    if (t->count < 64)
+        t->codepoints[t->count] = codepoints;
+    t->count++;
+    return 0;
+}
+
+/* The tokens of text as "a|b|c"; friso when use_friso, else bigrams. */
+static char *tokens_n(const char *text, size_t len, int use_friso, int *invalid,
+                      token_list *info)
+{
+    sims_friso_task *task = NULL;
+    if (use_friso)
+        assert_int_equal(sims_friso_task_new(&task), 0);
+    sims_tokenizer tok;
+    sims_tokenizer_init(&tok, task);
+    token_list list;
+    memset(&list, 0, sizeof list);
+    int bad = 0;
+    assert_int_equal(sims_tokenize(&tok, (const uint8_t *)text, len, collect, &list, &bad), 0);
+    sims_tokenizer_release(&tok);
+    sims_friso_task_free(task);
+    if (invalid)
+        *invalid = bad;
+    if (!list.joined)
+        list.joined = strdup("");
+    if (info)
+        *info = list;
+    return list.joined;
+}
+
+static void assert_tokens(const char *text, int use_friso, const char *expected)
+{
+    char *got = tokens_n(text, strlen(text), use_friso, NULL, NULL);
+    if (strcmp(got, expected) != 0)
+        fail_msg("tokens of \"%s\":\n  got      %s\n  expected %s", text, got, expected);
+    free(got);
+}
+
+static simstore_fingerprinter *make_fpr(unsigned w, simstore_weighting weighting, double lambda,
+                                        simstore_cjk_mode cjk)
+{
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    o.shingle_words = w;
+    o.weighting = weighting;
+    o.lambda = lambda;
+    o.cjk = cjk;
+    simstore_fingerprinter *f = NULL;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), 0);
+    return f;
+}
+
+static uint64_t fp_n(simstore_fingerprinter *f, const char *text, size_t len, unsigned *flags)
+{
+    uint64_t fp = 0;
+    unsigned fl = 0;
+    assert_int_equal(simstore_fingerprint_text(f, text, len, &fp, &fl), 0);
+    if (flags)
+        *flags = fl;
+    return fp;
+}
+
+static uint64_t fp_s(simstore_fingerprinter *f, const char *text)
+{
+    return fp_n(f, text, strlen(text), NULL);
+}
+
+static uint64_t xxh(const char *s)
+{
+    return XXH3_64bits_withSeed(s, strlen(s), 0);
+}
+
+/* ---- UTF-8 decoding ------------------------------------------------------- */
+
+/* Decode to a compact trace: each scalar as itself, each replacement as
+ * U+FFFD, so the maximal-subpart rule can be compared with the Unicode
+ * standard's own examples. */
+static size_t decode_trace(const char *bytes, size_t len, uint32_t *out, size_t cap)
+{
+    const uint8_t *p = (const uint8_t *)bytes, *end = p + len;
+    size_t n = 0;
+    while (p < end) {
+        size_t step;
+        uint32_t cp = sims_utf8_decode(p, end, &step);
+        assert_true(step >= 1 && step <= 4 && step <= (size_t)(end - p));
+        assert_true(n < cap);
+        out[n++] = cp == SIMS_UTF8_INVALID ? 0xFFFD : cp;
+        p += step;
+    }
+    return n;
+}
+
+static void assert_decodes(const char *bytes, size_t len, const uint32_t *want, size_t count)
+{
+    uint32_t got[64];
+    size_t n = decode_trace(bytes, len, got, 64);
+    assert_int_equal(n, count);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("code point %zu: got U+%04X, expected U+%04X", i, got[i], want[i]);
+}
+
+#define R 0xFFFD
+/* Unicode 14.0, section 3.9, Tables 3-8 to 3-11. */
+static void test_text_utf8__unicode_tables(void **state)
+{
+    (void)state;
+    static const uint32_t t38[] = {R, R, R, R, R, R, R, R, 0x41};
+    assert_decodes("\xC0\xAF\xE0\x80\xBF\xF0\x81\x82\x41", 9, t38, 9);
+    static const uint32_t t39[] = {R, R, R, R, R, R, R, R, 0x41};
+    assert_decodes("\xED\xA0\x80\xED\xBF\xBF\xED\xAF\x41", 9, t39, 9);
+    static const uint32_t t310[] = {R, R, R, R, R, 0x41, R, R, 0x42};
+    assert_decodes("\xF4\x91\x92\x93\xFF\x41\x80\xBF\x42", 9, t310, 9);
+    static const uint32_t t311[] = {R, R, R, R, 0x41};
+    assert_decodes("\xE1\x80\xE2\xF0\x91\x92\xF1\xBF\x41", 9, t311, 5);
+}
+
+static void test_text_utf8__every_scalar_round_trips(void **state)
+{
+    (void)state;
+    for (uint32_t cp = 0; cp < 0x110000; cp++) {
+        if (cp >= 0xD800 && cp <= 0xDFFF)
+            continue;
+        uint8_t buf[4];
+        size_t n = sims_utf8_encode(cp, buf), got;
+        assert_int_equal(sims_utf8_decode(buf, buf + n, &got), cp);
+        assert_int_equal(got, n);
+        /* Every proper prefix is one maximal subpart, never a code point. */
+        for (size_t cut = 1; cut < n; cut++) {
+            assert_int_equal(sims_utf8_decode(buf, buf + cut, &got), SIMS_UTF8_INVALID);
+            assert_int_equal(got, cut);
+        }
+    }
+}
+
+static void test_text_utf8__truncated(void **state)
+{
+    (void)state;
+    int invalid = 0;
+    char *t = tokens_n("ab\xE4\xB8" "cd", 6, 0, &invalid, NULL);
+    assert_string_equal(t, "ab|cd");
+    assert_int_equal(invalid, 1);
+    free(t);
+    t = tokens_n("tail \xF0\x9F\x98", 8, 0, &invalid, NULL);
+    assert_string_equal(t, "tail");
+    free(t);
+}
+
+static void test_text_utf8__overlong(void **state)
+{
+    (void)state;
+    int invalid = 0;
+    /* C0 AF is an overlong '/'; E0 80 AF and F0 80 80 AF likewise. */
+    char *t = tokens_n("a\xC0\xAF" "b\xE0\x80\xAF" "c\xF0\x80\x80\xAF" "d", 13, 0, &invalid, NULL);
+    assert_string_equal(t, "a|b|c|d");
+    assert_int_equal(invalid, 1);
+    free(t);
+    /* An overlong encoding of a letter does not become that letter. */
+    t = tokens_n("x\xC1\x81y", 4, 0, &invalid, NULL);
+    assert_string_equal(t, "x|y");
+    free(t);
+}
+
+static void test_text_utf8__surrogates(void **state)
+{
+    (void)state;
+    int invalid = 0;
+    char *t = tokens_n("hi\xED\xA0\x80there\xED\xBF\xBFok", 15, 0, &invalid, NULL);
+    assert_string_equal(t, "hi|there|ok");
+    assert_int_equal(invalid, 1);
+    free(t);
+}
+
+static void test_text_utf8__above_max(void **state)
+{
+    (void)state;
+    int invalid = 0;
+    char *t = tokens_n("a\xF4\x90\x80\x80" "b\xF5\x80" "c\xFF" "d\xF8\x88\x80\x80\x80" "e", 17, 0,
+                       &invalid, NULL);
+    assert_string_equal(t, "a|b|c|d|e");
+    assert_int_equal(invalid, 1);
+    free(t);
+}
+
+static void test_text_utf8__lone_continuation(void **state)
+{
+    (void)state;
+    int invalid = 0;
+    char *t = tokens_n("\x80one\xBFtwo\x80\x80\x80three\xA0", 16, 0, &invalid, NULL);
+    assert_string_equal(t, "one|two|three");
+    assert_int_equal(invalid, 1);
+    free(t);
+}
+
+static void test_text_utf8__random_bytes(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "utf8 random bytes", 7);
+    simstore_fingerprinter *f = make_fpr(3, SIMSTORE_WEIGHT_LENGTH, 2.0, SIMSTORE_CJK_AUTO);
+    char buf[512];
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t len = (size_t)test_rng_below(&rng, sizeof buf);
+        for (size_t i = 0; i < len; i++) {
+            /* Favour the bytes that matter: leads, continuations, ASCII. */
+            uint64_t r = test_rng_next(&rng);
+            buf[i] = (char)(r % 4 == 0 ? 0x80 + (r >> 8) % 0x40
+                            : r % 4 == 1 ? 0xC0 + (r >> 8) % 0x40
+                            : r % 4 == 2 ? 'a' + (r >> 8) % 26
+                                         : (r >> 8) & 0xFF);
+        }
+        uint32_t trace[512];
+        decode_trace(buf, len, trace, 512);
+        unsigned flags;
+        uint64_t a = fp_n(f, buf, len, &flags);
+        /* Tokens are always well-formed UTF-8. */
+        char *t = tokens_n(buf, len, friso_available(), NULL, NULL);
+        size_t tlen = strlen(t);
+        for (const uint8_t *p = (const uint8_t *)t; p < (const uint8_t *)t + tlen;) {
+            size_t step;
+            assert_int_not_equal(sims_utf8_decode(p, (const uint8_t *)t + tlen, &step),
+                                 SIMS_UTF8_INVALID);
+            p += step;
+        }
+        free(t);
+        assert_int_equal(fp_n(f, buf, len, NULL), a);
+    }
+    simstore_fingerprinter_free(f);
+}
+
+/* ---- tokens ----------------------------------------------------------------- */
+
+static void test_text_tokenize__english(void **state)
+{
+    (void)state;
+    assert_tokens("Hello, World! It's 2024 -- e-mail me@example.com.", 0,
+                  "hello|world|it|s|2024|e|mail|me|example|com");
+    assert_tokens("The quick brown fox jumps over the lazy dog.", 0,
+                  "the|quick|brown|fox|jumps|over|the|lazy|dog");
+    assert_tokens("  \t\r\n  ", 0, "");
+    assert_tokens("", 0, "");
+}
+
+static void test_text_tokenize__accented_folding(void **state)
+{
+    (void)state;
+    assert_tokens("Ærø CAFÉ naïve Straße ŒUVRE Ĳssel ŸES Łódź", 0,
+                  "ærø|café|naïve|straße|œuvre|ĳssel|ÿes|łódź");
+    /* Final sigma folds to sigma: upper and lower case Greek agree. */
+    assert_tokens("ΣΊΣΥΦΟΣ σίσυφος", 0, "σίσυφοσ|σίσυφοσ");
+    /* Simple folding only: ß stays, İ keeps its dot, ſ is s, µ is μ. */
+    assert_tokens("STRASSE straße İstanbul ſun µm", 0, "strasse|straße|İstanbul|sun|μm");
+    /* Cyrillic and Armenian fold too. */
+    assert_tokens("МОСКВА Москва ԱՐԵՎ", 0, "москва|москва|արեվ");
+}
+
+/* Every letter of Latin-1 and Latin Extended-A folds to its lowercase
+ * partner (CaseFolding.txt C + S). */
+static void test_text_tokenize__latin_fold_table(void **state)
+{
+    (void)state;
+    for (uint32_t cp = 0x41; cp <= 0x17F; cp++) {
+        uint32_t want = cp;
+        if (cp == 0x130)
+            want = 0x130; /* İ: no simple folding (only full and Turkic) */
+        else if ((cp >= 0x41 && cp <= 0x5A) || (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7))
+            want = cp + 0x20;
+        else if (cp >= 0x100 && cp <= 0x137 && cp % 2 == 0)
+            want = cp + 1;
+        else if (cp >= 0x139 && cp <= 0x148 && cp % 2 == 1)
+            want = cp + 1;
+        else if (cp >= 0x14A && cp <= 0x177 && cp % 2 == 0)
+            want = cp + 1;
+        else if (cp >= 0x179 && cp <= 0x17E && cp % 2 == 1)
+            want = cp + 1;
+        else if (cp == 0x178)
+            want = 0xFF;
+        else if (cp == 0x17F)
+            want = 's';
+        else if (cp == 0xB5)
+            want = 0x3BC;
+        uint8_t in[4], out[4];
+        size_t n = sims_utf8_encode(cp, in);
+        unsigned cls = sims_uc_class(cp);
+        if ((cls & SIMS_UC_KIND) != SIMS_UC_WORD)
+            continue;
+        char *t = tokens_n((const char *)in, n, 0, NULL, NULL);
+        size_t m = sims_utf8_encode(want, out);
+        if (strlen(t) != m || memcmp(t, out, m) != 0)
+            fail_msg("U+%04X folds to '%s', expected U+%04X", cp, t, want);
+        free(t);
+    }
+}
+
+static void test_text_tokenize__fullwidth(void **state)
+{
+    (void)state;
+    assert_tokens("ＡＢＣ ａｂｃ ０１２３", 0, "abc|abc|0123");
+}
+
+static void test_text_tokenize__chinese_friso(void **state)
+{
+    (void)state;
+    const char *why = NULL;
+    int mode = simstore_cjk_segmenter(&why);
+    if (access("/usr/share/friso/dict/UTF-8/friso.lex.ini", R_OK) == 0 &&
+        !getenv("SIMSTORE_FRISO_INI"))
+        /* The dictionary is installed: the fallback must not be in use. */
+        if (mode != SIMSTORE_CJK_FRISO)
+            fail_msg("friso dictionary installed but not in use: %s", why);
+    if (mode != SIMSTORE_CJK_FRISO) {
+        print_message("friso unavailable (%s): friso token checks skipped\n", why);
+        return;
+    }
+    assert_non_null(strstr(why, "friso 1.6.4"));
+    assert_tokens("我们是中国人", 1, "我们|是|中国人");
+    assert_tokens("一心一意地学习汉语言文学", 1, "一心一意|地|学习|汉语|言|文学");
+    assert_tokens("研究生命起源，南京市长江大桥。", 1, "研究|生命|起源|南京市|长江大桥");
+    /* Characters outside the dictionary are words of one character. */
+    assert_tokens("𠀀中国㐀人", 1, "𠀀|中国|㐀|人");
+    token_list info;
+    char *t = tokens_n("一心一意", strlen("一心一意"), 1, NULL, &info);
+    assert_int_equal(info.count, 1);
+    assert_int_equal(info.codepoints[0], 4);
+    free(t);
+}
+
+static void test_text_tokenize__chinese_bigram(void **state)
+{
+    (void)state;
+    assert_tokens("我们是中国人", 0, "我们|们是|是中|中国|国人");
+    assert_tokens("人", 0, "人");
+    assert_tokens("人 口", 0, "人|口");
+    assert_tokens("中国，人民", 0, "中国|人民");
+    /* Planes 2 and 3 are Han too. */
+    assert_tokens("𠀀𠀁", 0, "𠀀𠀁");
+}
+
+static void test_text_tokenize__kana_and_hangul(void **state)
+{
+    (void)state;
+    /* Kana runs are bigrams in every mode; kanji are Han runs. */
+    assert_tokens("ひらがな", 1, "ひら|らが|がな");
+    assert_tokens("東京タワーに行きました", 0, "東京|タワ|ワー|ーに|行|きま|まし|した");
+    /* Hangul is written with spaces between words: ordinary words. */
+    assert_tokens("안녕하세요 세계, 반갑습니다", 1, "안녕하세요|세계|반갑습니다");
+}
+
+static void test_text_tokenize__mixed_scripts(void **state)
+{
+    (void)state;
+    assert_tokens("iPhone手机２０２３年发布", 0, "iphone|手机|2023|年发|发布");
+    if (friso_available())
+        assert_tokens("iPhone手机２０２３年发布", 1, "iphone|手机|2023|年|发布");
+    assert_tokens("Москва и Paris, Αθήνα και 北京", 0, "москва|и|paris|αθήνα|και|北京");
+    assert_tokens("مرحبا بالعالم שלום עולם नमस्ते दुनिया", 0,
+                  "مرحبا|بالعالم|שלום|עולם|नमस्ते|दुनिया");
+}
+
+static void test_text_tokenize__emoji(void **state)
+{
+    (void)state;
+    assert_tokens("I \xE2\x9D\xA4\xEF\xB8\x8F pizza \xF0\x9F\x8D\x95 and pasta\xF0\x9F\x8D\x9D!", 0,
+                  "i|pizza|and|pasta");
+    /* Skin tones and ZWJ sequences are not letters either. */
+    assert_tokens("ok\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBDgo \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x92\xBB", 0,
+                  "ok|go");
+}
+
+static void test_text_tokenize__ignorables(void **state)
+{
+    (void)state;
+    /* Soft hyphen, ZWJ, ZWNJ, word joiner, BOM and variation selectors join. */
+    assert_tokens("soft\xC2\xADhyphen zero\xE2\x80\x8Dwidth \xEF\xBB\xBF" "bom wo\xE2\x81\xA0rd", 0,
+                  "softhyphen|zerowidth|bom|word");
+    assert_tokens("中\xEF\xB8\x80国", 0, "中国");
+}
+
+static void test_text_tokenize__codepoint_lengths(void **state)
+{
+    (void)state;
+    token_list info;
+    char *t = tokens_n("café straße 中国人", strlen("café straße 中国人"), 0, NULL, &info);
+    assert_string_equal(t, "café|straße|中国|国人");
+    assert_int_equal(info.codepoints[0], 4);
+    assert_int_equal(info.codepoints[1], 6);
+    assert_int_equal(info.codepoints[2], 2);
+    free(t);
+}
+
+/* ---- golden vectors (format/fingerprint.md, "Test vectors") ------------- */
+
+typedef struct vector {
+    const char *text;
+    size_t len; /* 0: strlen */
+    unsigned w;
+    simstore_weighting weighting;
+    double lambda;
+    simstore_cjk_mode cjk;
+    uint64_t fp;
+    unsigned flags;
+} vector;
+
+#define TF SIMSTORE_WEIGHT_TF
+#define LEN SIMSTORE_WEIGHT_LENGTH
+#define FRISO SIMSTORE_CJK_FRISO
+#define BIGRAM SIMSTORE_CJK_BIGRAM
+static const vector vectors[] = {
+    {"", 0, 3, TF, 1, BIGRAM, 0x0000000000000000ULL, SIMSTORE_FP_EMPTY},
+    {"!!! --- ... ??? \xF0\x9F\x98\x80", 0, 3, TF, 1, BIGRAM, 0x0000000000000000ULL, SIMSTORE_FP_EMPTY},
+    {"Hello", 0, 3, TF, 1, BIGRAM, 0x9555e8555c62dcfdULL, 0},
+    {"The quick brown fox jumps over the lazy dog.", 0, 3, TF, 1, BIGRAM, 0x5cc1c8efc0c9b905ULL, 0},
+    {"The quick brown fox jumps over the lazy dog.", 0, 1, TF, 1, BIGRAM, 0x8212868318d29267ULL, 0},
+    {"The quick brown fox jumps over the lazy dog.", 0, 1, LEN, 0.5, BIGRAM, 0x8612868318d29263ULL, 0},
+    {"Ærø CAFÉ naïve Straße ΣΊΣΥΦΟΣ σίσυφος", 0, 3, TF, 1, BIGRAM, 0x2a2d252a33101405ULL, 0},
+    {"Ærø CAFÉ naïve Straße ΣΊΣΥΦΟΣ σίσυφος", 0, 1, LEN, 0.5, BIGRAM, 0xc4829d00d2053808ULL, 0},
+    {"我们是中国人", 0, 3, TF, 1, FRISO, 0xbaa4ca39912ecf47ULL, 0},
+    {"我们是中国人", 0, 3, TF, 1, BIGRAM, 0xe607871d2ad8e16aULL, 0},
+    {"東京タワーに行きました", 0, 3, TF, 1, FRISO, 0x73fe621488cfff5fULL, 0},
+    {"東京タワーに行きました", 0, 3, TF, 1, BIGRAM, 0x32824004404eae5dULL, 0},
+    {"iPhone手机２０２３年发布", 0, 3, TF, 1, FRISO, 0x340730985883a8ecULL, 0},
+    {"iPhone手机２０２３年发布", 0, 3, TF, 1, BIGRAM, 0xdeffe149c38f00baULL, 0},
+    {"iPhone手机２０２３年发布", 0, 1, LEN, 0.5, FRISO, 0x947e8d4b8e009076ULL, 0},
+    {"bad \xC0\xAF bytes \xED\xA0\x80 here \xF4\x90\x80\x80 and \xE4\xB8", 0, 3, TF, 1, BIGRAM,
+     0xa3818a0214402810ULL, SIMSTORE_FP_INVALID_UTF8},
+    {"soft\xC2\xADhyphen zero\xE2\x80\x8Dwidth joiner", 0, 3, TF, 1, BIGRAM, 0xfb37cedc998fcc24ULL, 0},
+    {"안녕하세요 세계, 반갑습니다", 0, 3, TF, 1, BIGRAM, 0x5a446926b2df8e4eULL, 0},
+    {"I \xE2\x9D\xA4\xEF\xB8\x8F pizza \xF0\x9F\x8D\x95 and pasta \xF0\x9F\x8D\x9D!", 0, 3, TF, 1,
+     BIGRAM, 0x10838000c840da1dULL, 0},
+    {"the extraordinary cat saw the extraordinary dog", 0, 1, TF, 1, BIGRAM, 0xc22283c29cf334f6ULL, 0},
+    {"the extraordinary cat saw the extraordinary dog", 0, 1, LEN, 3, BIGRAM, 0xe222b4ccdce3a4d2ULL, 0},
+};
+
+static void test_text_golden__vectors(void **state)
+{
+    (void)state;
+    int friso = friso_available(), skipped = 0;
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        const vector *v = &vectors[i];
+        if (v->cjk == FRISO && !friso) {
+            skipped++;
+            continue;
+        }
+        simstore_fingerprinter *f = make_fpr(v->w, v->weighting, v->lambda, v->cjk);
+        unsigned flags;
+        uint64_t fp = fp_n(f, v->text, v->len ? v->len : strlen(v->text), &flags);
+        if (fp != v->fp || flags != v->flags)
+            fail_msg("vector %zu: got %016llx flags %u, expected %016llx flags %u", i,
+                     (unsigned long long)fp, flags, (unsigned long long)v->fp, v->flags);
+        simstore_fingerprinter_free(f);
+    }
+    if (skipped)
+        print_message("%d friso vectors skipped: friso unavailable\n", skipped);
+}
+
+/* ---- exact consequences of the definition ---------------------------------- */
+
+static void test_text_fingerprint__definition_cases(void **state)
+{
+    (void)state;
+    simstore_fingerprinter *w1 = make_fpr(1, TF, 1, BIGRAM);
+    simstore_fingerprinter *w3 = make_fpr(3, TF, 1, BIGRAM);
+    /* One feature: every bit is that feature's bit. */
+    assert_int_equal(fp_s(w1, "Hello"), xxh("hello"));
+    assert_int_equal(fp_s(w3, "Hello"), xxh("hello"));
+    /* Shorter than w: one shingle of all its tokens, joined by spaces. */
+    assert_int_equal(fp_s(w3, "One, two!"), xxh("one two"));
+    /* Two features of weight 1: equal bits survive, ties are 0. */
+    assert_int_equal(fp_s(w1, "ab cd"), xxh("ab") & xxh("cd"));
+    assert_int_equal(fp_s(w3, "a b c d"), xxh("a b c") & xxh("b c d"));
+    /* Three occurrences outvote one. */
+    assert_int_equal(fp_s(w1, "ab ab ab cd"), xxh("ab"));
+    /* Bigram tokens join with spaces like words. */
+    assert_int_equal(fp_s(w3, "中国人"), xxh("中国 国人"));
+    simstore_fingerprinter_free(w1);
+    simstore_fingerprinter_free(w3);
+}
+
+static void test_text_fingerprint__empty_and_flags(void **state)
+{
+    (void)state;
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, BIGRAM);
+    unsigned flags = 99;
+    assert_int_equal(fp_n(f, NULL, 0, &flags), 0);
+    assert_int_equal(flags, SIMSTORE_FP_EMPTY);
+    assert_int_equal(fp_n(f, " \n\t,;:!?\xE2\x80\x94", 12, &flags), 0);
+    assert_int_equal(flags, SIMSTORE_FP_EMPTY);
+    assert_int_equal(fp_n(f, "\xFF\xFE", 2, &flags), 0);
+    assert_int_equal(flags, SIMSTORE_FP_EMPTY | SIMSTORE_FP_INVALID_UTF8);
+    fp_n(f, "ok \xFF", 4, &flags);
+    assert_int_equal(flags, SIMSTORE_FP_INVALID_UTF8);
+    /* NUL bytes are separators, not terminators. */
+    assert_int_equal(fp_n(f, "one\0two", 7, NULL), fp_s(f, "one two"));
+    simstore_fingerprinter_free(f);
+}
+
+/* ---- agreement with a naive implementation ------------------------------------
+ * Tokens from the tokenizer (tested above); shingles joined by spaces, hashed,
+ * and summed per bit with per-distinct-feature weights, the slow obvious way. */
+
+typedef struct naive_tokens {
+    char **tok;
+    uint32_t *cps;
+    size_t n, cap;
+} naive_tokens;
+
+static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+{
+    naive_tokens *t = ctx;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 256;
+        t->tok = realloc(t->tok, t->cap * sizeof *t->tok);
+        t->cps = realloc(t->cps, t->cap * sizeof *t->cps);
+    }
+    t->tok[t->n] = strndup((const char *)bytes, len);
+    t->cps[t->n] = codepoints;
+    t->n++;
+    return 0;
+}
+
+typedef struct naive_feature {
+    uint64_t h;
+    uint32_t len;
+} naive_feature;
+
+static int feature_cmp(const void *a, const void *b)
+{
+    const naive_feature *x = a, *y = b;
+    return x->h < y->h ? -1 : x->h > y->h;
+}
+
+static uint64_t naive_fp(const char *text, size_t len, unsigned w, int length, double lambda)
+{
+    naive_tokens t;
+    memset(&t, 0, sizeof t);
+    sims_tokenizer tok;
+    sims_tokenizer_init(&tok, NULL);
+    int invalid = 0;
+    assert_int_equal(sims_tokenize(&tok, (const uint8_t *)text, len, naive_collect, &t, &invalid), 0);
+    sims_tokenizer_release(&tok);
+    uint64_t fp = 0;
+    if (t.n) {
+        size_t nf = t.n < w ? 1 : t.n - w + 1, per = t.n < w ? t.n : w;
+        naive_feature *feat = calloc(nf, sizeof *feat);
+        for (size_t i = 0; i < nf; i++) {
+            size_t bytes = 0;
+            for (size_t j = 0; j < per; j++)
+                bytes += strlen(t.tok[i + j]) + 1;
+            char *s = calloc(1, bytes);
+            for (size_t j = 0; j < per; j++) {
+                if (j)
+                    strcat(s, " ");
+                strcat(s, t.tok[i + j]);
+                if (t.cps[i + j] > feat[i].len)
+                    feat[i].len = t.cps[i + j];
+            }
+            feat[i].h = xxh(s);
+            free(s);
+        }
+        /* Stable by hash; the first occurrence's length wins (qsort is not
+         * stable, but equal hashes here are equal shingles, equal lengths). */
+        qsort(feat, nf, sizeof *feat, feature_cmp);
+        long double sums[64] = {0};
+        uint64_t lambda_q16 = (uint64_t)(lambda * 65536 + 0.5);
+        for (size_t i = 0; i < nf;) {
+            size_t j = i;
+            while (j < nf && feat[j].h == feat[i].h)
+                j++;
+            long double score = (long double)(j - i) * 65536;
+            if (length && feat[i].len >= 4)
+                score += (long double)lambda_q16;
+            for (int b = 0; b < 64; b++)
+                sums[b] += (feat[i].h >> b & 1) ? score : -score;
+            i = j;
+        }
+        for (int b = 0; b < 64; b++)
+            if (sums[b] > 0)
+                fp |= 1ULL << b;
+        free(feat);
+    }
+    for (size_t i = 0; i < t.n; i++)
+        free(t.tok[i]);
+    free(t.tok);
+    free(t.cps);
+    return fp;
+}
+
+/* Random text over a seeded vocabulary: Latin words (some accented, some
+ * capitalised), Han and kana runs, punctuation, newlines. */
+static size_t random_text(test_rng *rng, char *out, size_t words, unsigned vocab)
+{
+    static const char *const syll[] = {"ka", "to", "re", "mi", "sa", "lo", "ne", "vu", "di",
+                                       "pe", "qu", "ra", "st", "xe", "bo", "é", "ß", "ø",
+                                       "中", "国", "人", "の", "カ"};
+    static const char *const seps[] = {" ", " ", " ", " ", ", ", ". ", "\n", " - ", "; "};
+    size_t n = 0;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t id = test_rng_below(rng, vocab);
+        /* A word is a fixed function of its vocabulary id. */
+        uint64_t h = id * 0x9E3779B97F4A7C15ULL + 12345;
+        unsigned sylls = 1 + (unsigned)(h % 4);
+        for (unsigned s = 0; s < sylls; s++) {
+            h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+            const char *sy = syll[(h >> 33) % (sizeof syll / sizeof syll[0])];
+            size_t l = strlen(sy);
+            memcpy(out + n, sy, l);
+            n += l;
+        }
+        const char *sep = seps[test_rng_below(rng, sizeof seps / sizeof seps[0])];
+        memcpy(out + n, sep, strlen(sep));
+        n += strlen(sep);
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static void test_text_fingerprint__matches_naive(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "naive agreement", 11);
+    static const unsigned ws[] = {1, 2, 3, 5, 32};
+    size_t cap = 200000 * 16;
+    char *text = malloc(cap);
+    simstore_fingerprinter *f[5][2];
+    for (int i = 0; i < 5; i++) {
+        f[i][0] = make_fpr(ws[i], TF, 1, BIGRAM);
+        f[i][1] = make_fpr(ws[i], LEN, 2.5, BIGRAM);
+    }
+    for (int trial = 0; trial < 40; trial++) {
+        /* Some documents exceed the 64 KiB token buffer, so compaction runs. */
+        size_t words = trial % 8 == 7 ? 30000 + test_rng_below(&rng, 20000)
+                                      : test_rng_below(&rng, 600);
+        size_t len = random_text(&rng, text, words, 50 + (unsigned)test_rng_below(&rng, 3000));
+        for (int i = 0; i < 5; i++)
+            for (int l = 0; l < 2; l++) {
+                uint64_t got = fp_n(f[i][l], text, len, NULL);
+                uint64_t want = naive_fp(text, len, ws[i], l, 2.5);
+                if (got != want)
+                    fail_msg("trial %d (%zu words), w=%u %s: got %016llx, naive %016llx", trial,
+                             words, ws[i], l ? "length" : "tf", (unsigned long long)got,
+                             (unsigned long long)want);
+            }
+    }
+    for (int i = 0; i < 5; i++) {
+        simstore_fingerprinter_free(f[i][0]);
+        simstore_fingerprinter_free(f[i][1]);
+    }
+    free(text);
+}
+
+/* ---- properties ------------------------------------------------------------ */
+
+static void test_text_properties__identical_and_reused(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "identical", 3);
+    char *a = malloc(100000), *b = malloc(100000);
+    simstore_fingerprinter *shared = make_fpr(3, LEN, 1, SIMSTORE_CJK_AUTO);
+    for (int trial = 0; trial < 50; trial++) {
+        size_t la = random_text(&rng, a, test_rng_below(&rng, 2000), 500);
+        size_t lb = random_text(&rng, b, test_rng_below(&rng, 2000), 500);
+        uint64_t first = fp_n(shared, a, la, NULL);
+        fp_n(shared, b, lb, NULL);
+        /* The same text, after other documents and in a fresh fingerprinter. */
+        simstore_fingerprinter *fresh = make_fpr(3, LEN, 1, SIMSTORE_CJK_AUTO);
+        assert_int_equal(fp_n(shared, a, la, NULL), first);
+        assert_int_equal(fp_n(fresh, a, la, NULL), first);
+        simstore_fingerprinter_free(fresh);
+    }
+    simstore_fingerprinter_free(shared);
+    free(a);
+    free(b);
+}
+
+static void test_text_properties__layout_and_case_do_not_matter(void **state)
+{
+    (void)state;
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
+    uint64_t a = fp_s(f, "The lighthouse at Carrow Point was lit again on Saturday.");
+    assert_int_equal(fp_s(f, "THE LIGHTHOUSE\nat  Carrow-Point\n\n  was lit AGAIN, on Saturday!!"), a);
+    assert_int_not_equal(fp_s(f, "The lighthouse at Carrow Point was lit again on Sunday."), a);
+    simstore_fingerprinter_free(f);
+}
+
+/* Build a text of `count` words from word ids. */
+static size_t words_text(const unsigned *ids, size_t count, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        n += (size_t)sprintf(out + n, "%sw%ux%u", i ? " " : "", ids[i] * 7919u % 10007u, ids[i]);
+    return n;
+}
+
+static void test_text_properties__one_word_edit(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "one-word edit", 5);
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
+    unsigned ids[500];
+    char *a = malloc(500 * 24), *b = malloc(500 * 24);
+    unsigned total = 0, worst = 0, trials = 200;
+    for (unsigned t = 0; t < trials; t++) {
+        for (int i = 0; i < 500; i++)
+            ids[i] = (unsigned)test_rng_below(&rng, 5000);
+        size_t la = words_text(ids, 500, a);
+        ids[test_rng_below(&rng, 500)] = 5000 + t; /* a word not in the text */
+        size_t lb = words_text(ids, 500, b);
+        unsigned d = simstore_distance(fp_n(f, a, la, NULL), fp_n(f, b, lb, NULL));
+        total += d;
+        if (d > worst)
+            worst = d;
+    }
+    double mean = (double)total / trials;
+    print_message("one-word edit of 500 words: mean %.2f bits, worst %u\n", mean, worst);
+    assert_true(mean <= 10.0);
+    simstore_fingerprinter_free(f);
+    free(a);
+    free(b);
+}
+
+static void test_text_properties__unrelated_texts(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "unrelated", 9);
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
+    char *a = malloc(300 * 40), *b = malloc(300 * 40);
+    unsigned total = 0, pairs = 200;
+    for (unsigned t = 0; t < pairs; t++) {
+        size_t la = random_text(&rng, a, 300, 2000);
+        size_t lb = random_text(&rng, b, 300, 2000);
+        total += simstore_distance(fp_n(f, a, la, NULL), fp_n(f, b, lb, NULL));
+    }
+    double mean = (double)total / pairs;
+    print_message("unrelated 300-word texts: mean distance %.2f bits\n", mean);
+    assert_true(mean >= 28.0 && mean <= 36.0);
+    simstore_fingerprinter_free(f);
+    free(a);
+    free(b);
+}
+
+/* ---- LENGTH weighting ----------------------------------------------------------- */
+
+static void test_text_length__lambda_zero_is_tf(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "lambda zero", 13);
+    char *text = malloc(2000 * 16);
+    simstore_fingerprinter *tf = make_fpr(2, TF, 1, BIGRAM), *l0 = make_fpr(2, LEN, 0, BIGRAM);
+    for (int t = 0; t < 100; t++) {
+        size_t len = random_text(&rng, text, test_rng_below(&rng, 2000), 300);
+        assert_int_equal(fp_n(tf, text, len, NULL), fp_n(l0, text, len, NULL));
+    }
+    simstore_fingerprinter_free(tf);
+    simstore_fingerprinter_free(l0);
+    free(text);
+}
+
+static void test_text_length__long_feature_outweighs(void **state)
+{
+    (void)state;
+    /* "ab" occurs 3 times (score 3); "longer" once, long: 1 + λ. */
+    simstore_fingerprinter *tf = make_fpr(1, TF, 1, BIGRAM);
+    simstore_fingerprinter *l1 = make_fpr(1, LEN, 1, BIGRAM);
+    simstore_fingerprinter *l5 = make_fpr(1, LEN, 5, BIGRAM);
+    simstore_fingerprinter *l2 = make_fpr(1, LEN, 2, BIGRAM);
+    const char *text = "ab ab ab longer";
+    uint64_t ab = xxh("ab"), lo = xxh("longer");
+    assert_int_equal(fp_s(tf, text), ab);      /* 3 vs 1 */
+    assert_int_equal(fp_s(l1, text), ab);      /* 3 vs 2 */
+    assert_int_equal(fp_s(l2, text), ab & lo); /* 3 vs 3: ties are 0 */
+    assert_int_equal(fp_s(l5, text), lo);      /* 3 vs 6 */
+    /* λ is added once per distinct feature, however often it occurs. */
+    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab ab ab longer longer"), ab); /* 8 vs 2+5 */
+    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab ab longer longer"), ab & lo); /* 7 vs 7 */
+    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab longer longer"), lo);      /* 6 vs 7 */
+    /* Length counts code points, not bytes: "éééé" is long, "中国" is not. */
+    assert_int_equal(fp_s(l5, "ab ab ab éééé"), xxh("éééé"));
+    assert_int_equal(fp_s(l5, "ab ab ab abc"), ab);
+    /* A shingle's length is that of its longest token. */
+    simstore_fingerprinter *s2 = make_fpr(2, LEN, 5, BIGRAM);
+    assert_int_equal(fp_s(s2, "a b c longer"), xxh("c longer")); /* 6 vs 1 + 1 */
+    simstore_fingerprinter_free(tf);
+    simstore_fingerprinter_free(l1);
+    simstore_fingerprinter_free(l2);
+    simstore_fingerprinter_free(l5);
+    simstore_fingerprinter_free(s2);
+}
+
+/* ---- paragraphs ----------------------------------------------------------------- */
+
+typedef struct para_log {
+    int count;
+    simstore_paragraph p[16];
+    int stop_after;
+} para_log;
+
+static int log_para(void *ctx, const simstore_paragraph *para)
+{
+    para_log *l = ctx;
+    l->p[l->count++] = *para;
+    return l->count == l->stop_after ? 42 : 0;
+}
+
+static void test_text_paragraphs__rules(void **state)
+{
+    (void)state;
+    static const char text[] = "First paragraph,\nstill the first.\n"
+                               "\n"
+                               " \t \r\n"
+                               "Second one.\n"
+                               "\xC2\xA0\xE3\x80\x80\n"     /* NBSP and U+3000: blank */
+                               "* * *\n"                    /* no tokens: skipped */
+                               "\n"
+                               "Third,\r\nwith CRLF.\r\n"
+                               "\xFF\n"                      /* ill-formed: not blank */
+                               "\n\n";
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, BIGRAM);
+    para_log log;
+    memset(&log, 0, sizeof log);
+    unsigned long count = 0;
+    unsigned flags = 0;
+    assert_int_equal(simstore_fingerprint_paragraphs(f, text, sizeof text - 1, log_para, &log,
+                                                     &count, &flags),
+                     0);
+    assert_int_equal(log.count, 3);
+    assert_int_equal(count, 3);
+    assert_int_equal(flags, SIMSTORE_FP_INVALID_UTF8);
+    static const char *const expect[] = {"First paragraph,\nstill the first.", "Second one.",
+                                         "Third,\r\nwith CRLF.\r\n\xFF"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(log.p[i].number, (unsigned long)i + 1);
+        assert_int_equal(log.p[i].length, strlen(expect[i]));
+        assert_memory_equal(text + log.p[i].offset, expect[i], strlen(expect[i]));
+        assert_int_equal(log.p[i].fingerprint, fp_s(f, expect[i]));
+        assert_int_equal(log.p[i].flags, i == 2 ? SIMSTORE_FP_INVALID_UTF8 : 0u);
+    }
+    simstore_fingerprinter_free(f);
+}
+
+static void test_text_paragraphs__edges(void **state)
+{
+    (void)state;
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, BIGRAM);
+    para_log log;
+    unsigned long count = 7;
+    unsigned flags = 0;
+    /* Nothing but blank lines and punctuation: no paragraphs, EMPTY. */
+    memset(&log, 0, sizeof log);
+    assert_int_equal(simstore_fingerprint_paragraphs(f, "\n \n--\n\n", 7, log_para, &log, &count,
+                                                     &flags),
+                     0);
+    assert_int_equal(count, 0);
+    assert_int_equal(log.count, 0);
+    assert_int_equal(flags, SIMSTORE_FP_EMPTY);
+    assert_int_equal(simstore_fingerprint_paragraphs(f, NULL, 0, log_para, &log, &count, &flags), 0);
+    assert_int_equal(flags, SIMSTORE_FP_EMPTY);
+    /* One paragraph without a final newline equals the whole document. */
+    memset(&log, 0, sizeof log);
+    const char *one = "just one paragraph of a few words";
+    assert_int_equal(simstore_fingerprint_paragraphs(f, one, strlen(one), log_para, &log, &count,
+                                                     &flags),
+                     0);
+    assert_int_equal(count, 1);
+    assert_int_equal(log.p[0].fingerprint, fp_s(f, one));
+    /* The callback's nonzero return stops and is returned. */
+    memset(&log, 0, sizeof log);
+    log.stop_after = 2;
+    const char *three = "a b c\n\nd e f\n\ng h i\n";
+    assert_int_equal(simstore_fingerprint_paragraphs(f, three, strlen(three), log_para, &log,
+                                                     &count, &flags),
+                     42);
+    assert_int_equal(log.count, 2);
+    assert_int_equal(count, 2);
+    simstore_fingerprinter_free(f);
+}
+
+/* ---- very long input ------------------------------------------------------------ */
+
+static void test_text_big__ten_megabyte_line(void **state)
+{
+    (void)state;
+    size_t len = 10u << 20;
+    char *text = malloc(len);
+    test_rng rng;
+    test_rng_init(&rng, "10 MB line", 17);
+    /* Words of 1..8 letters, single spaces, no newline anywhere. */
+    for (size_t i = 0; i < len;) {
+        size_t wl = 1 + (size_t)test_rng_below(&rng, 8);
+        for (size_t j = 0; j < wl && i < len; j++)
+            text[i++] = (char)('a' + test_rng_below(&rng, 26));
+        if (i < len)
+            text[i++] = ' ';
+    }
+    simstore_fingerprinter *f = make_fpr(3, LEN, 1, SIMSTORE_CJK_AUTO);
+    unsigned flags;
+    uint64_t whole = fp_n(f, text, len, &flags);
+    assert_int_equal(flags, 0);
+    assert_int_equal(fp_n(f, text, len, NULL), whole);
+    para_log log;
+    memset(&log, 0, sizeof log);
+    unsigned long count;
+    assert_int_equal(simstore_fingerprint_paragraphs(f, text, len, log_para, &log, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(log.p[0].fingerprint, whole);
+    /* One 10 MB word is one token, one feature. */
+    memset(text, 'x', len);
+    assert_int_equal(fp_n(f, text, len, NULL), XXH3_64bits_withSeed(text, len, 0));
+    /* A long Han line: 1 MB through friso (or bigrams). */
+    size_t han = 0;
+    static const char *const hz[] = {"中国", "人民", "研究", "生命", "起源", "的", "是", "大学"};
+    while (han + 8 < (1u << 20)) {
+        const char *s = hz[test_rng_below(&rng, 8)];
+        memcpy(text + han, s, strlen(s));
+        han += strlen(s);
+    }
+    uint64_t a = fp_n(f, text, han, &flags);
+    assert_int_equal(flags, 0);
+    assert_int_equal(fp_n(f, text, han, NULL), a);
+    simstore_fingerprinter_free(f);
+    free(text);
+}
+
+/* ---- API contract ----------------------------------------------------------------- */
+
+static void test_text_api__options_and_errors(void **state)
+{
+    (void)state;
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    assert_int_equal(o.shingle_words, 3);
+    assert_int_equal(o.weighting, SIMSTORE_WEIGHT_TF);
+    assert_true(o.lambda == 1.0);
+    assert_int_equal(o.cjk, SIMSTORE_CJK_AUTO);
+    simstore_fingerprinter *f = (simstore_fingerprinter *)&o;
+    o.shingle_words = 0;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
+    assert_null(f);
+    o.shingle_words = SIMSTORE_SHINGLE_MAX + 1;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
+    o.shingle_words = SIMSTORE_SHINGLE_MAX;
+    o.weighting = SIMSTORE_WEIGHT_LENGTH;
+    o.lambda = -0.5;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
+    o.lambda = 1001;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
+    o.lambda = 0.0 / 0.0;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
+    o.lambda = 1000;
+    o.cjk = (simstore_cjk_mode)7;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_fingerprinter_new(&o, NULL), SIMSTORE_EINVAL);
+    o.cjk = SIMSTORE_CJK_BIGRAM;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), 0);
+    assert_int_equal(simstore_fingerprinter_cjk(f), SIMSTORE_CJK_BIGRAM);
+    uint64_t fp;
+    assert_int_equal(simstore_fingerprint_text(f, NULL, 3, &fp, NULL), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_fingerprint_text(f, "x", 1, NULL, NULL), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_fingerprint_text(NULL, "x", 1, &fp, NULL), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_fingerprint_paragraphs(f, "x", 1, NULL, NULL, NULL, NULL),
+                     SIMSTORE_EINVAL);
+    assert_true(strlen(simstore_last_error()) > 0);
+    simstore_fingerprinter_free(f);
+    simstore_fingerprinter_free(NULL);
+    /* NULL options are the defaults. */
+    assert_int_equal(simstore_fingerprinter_new(NULL, &f), 0);
+    simstore_fingerprinter_free(f);
+    const char *why = NULL;
+    int mode = simstore_cjk_segmenter(&why);
+    assert_true(mode == SIMSTORE_CJK_FRISO || mode == SIMSTORE_CJK_BIGRAM);
+    assert_non_null(why);
+    assert_non_null(strstr(why, mode == SIMSTORE_CJK_FRISO ? "friso" : "bigrams"));
+}
+
+/* ---- allocation ----------------------------------------------------------------------
+ * tests.cmake links this test with -Wl,--wrap=malloc,realloc,calloc, so every
+ * allocation made by the objects linked into it (simstore's static layers and
+ * this file, not shared libraries such as friso) passes through here. */
+
+static unsigned long allocations;
+void *__real_malloc(size_t size);
+void *__real_realloc(void *ptr, size_t size);
+void *__real_calloc(size_t count, size_t size);
+void *__wrap_malloc(size_t size);
+void *__wrap_realloc(void *ptr, size_t size);
+void *__wrap_calloc(size_t count, size_t size);
+
+void *__wrap_malloc(size_t size)
+{
+    __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
+    return __real_malloc(size);
+}
+
+void *__wrap_realloc(void *ptr, size_t size)
+{
+    __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
+    return __real_realloc(ptr, size);
+}
+
+void *__wrap_calloc(size_t count, size_t size)
+{
+    __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
+    return __real_calloc(count, size);
+}
+
+/* Once its buffers have grown to the largest document, a fingerprinter
+ * allocates nothing more (friso's own allocations are not counted). */
+static void test_text_alloc__steady_state(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "allocation", 23);
+    enum { DOCS = 20 };
+    char *docs[DOCS];
+    size_t lens[DOCS], biggest = 0;
+    for (int i = 0; i < DOCS; i++) {
+        docs[i] = malloc(3000 * 16);
+        lens[i] = random_text(&rng, docs[i], 100 + test_rng_below(&rng, 2900), 5000);
+        if (lens[i] > lens[biggest])
+            biggest = (size_t)i;
+    }
+    static const simstore_cjk_mode modes[] = {SIMSTORE_CJK_BIGRAM, SIMSTORE_CJK_AUTO};
+    for (int m = 0; m < 2; m++)
+        for (unsigned w = 1; w <= 3; w += 2)
+            for (int l = 0; l < 2; l++) {
+                unsigned long at_start = allocations;
+                simstore_fingerprinter *f = make_fpr(w, l ? LEN : TF, 1, modes[m]);
+                fp_n(f, docs[biggest], lens[biggest], NULL);
+                assert_true(allocations > at_start); /* the counting works */
+                para_log log;
+                memset(&log, 0, sizeof log);
+                unsigned long before = allocations;
+                for (int i = 0; i < DOCS; i++) {
+                    fp_n(f, docs[i], lens[i], NULL);
+                    simstore_fingerprint_paragraphs(f, docs[i], lens[i], log_para, &log, NULL, NULL);
+                    log.count = 0;
+                }
+                unsigned long made = allocations - before;
+                if (made)
+                    fail_msg("w=%u %s cjk %d: %lu allocations after warm-up", w,
+                             l ? "length" : "tf", (int)modes[m], made);
+                simstore_fingerprinter_free(f);
+            }
+    for (int i = 0; i < DOCS; i++)
+        free(docs[i]);
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+#define THREAD_DOCS 60
+static char *thread_docs[THREAD_DOCS];
+static size_t thread_lens[THREAD_DOCS];
+static uint64_t thread_expect[THREAD_DOCS];
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    simstore_fingerprinter *f = NULL;
+    if (simstore_fingerprinter_new(NULL, &f) != 0)
+        return (void *)1;
+    intptr_t bad = 0;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < THREAD_DOCS; i++) {
+            uint64_t fp;
+            if (simstore_fingerprint_text(f, thread_docs[i], thread_lens[i], &fp, NULL) != 0 ||
+                fp != thread_expect[i])
+                bad = 1;
+        }
+    simstore_fingerprinter_free(f);
+    return (void *)bad;
+}
+
+/* Fingerprinters in several threads share the friso dictionary. */
+static void test_text_threads__shared_dictionary(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "threads", 19);
+    simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
+    for (int i = 0; i < THREAD_DOCS; i++) {
+        thread_docs[i] = malloc(4000 * 16);
+        thread_lens[i] = random_text(&rng, thread_docs[i], 4000, 400);
+        thread_expect[i] = fp_n(f, thread_docs[i], thread_lens[i], NULL);
+    }
+    simstore_fingerprinter_free(f);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *ret;
+        assert_int_equal(pthread_join(th[i], &ret), 0);
+        assert_null(ret);
+    }
+    for (int i = 0; i < THREAD_DOCS; i++)
+        free(thread_docs[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_utf8__unicode_tables),
+        cmocka_unit_test(test_text_utf8__every_scalar_round_trips),
+        cmocka_unit_test(test_text_utf8__truncated),
+        cmocka_unit_test(test_text_utf8__overlong),
+        cmocka_unit_test(test_text_utf8__surrogates),
+        cmocka_unit_test(test_text_utf8__above_max),
+        cmocka_unit_test(test_text_utf8__lone_continuation),
+        cmocka_unit_test(test_text_utf8__random_bytes),
+        cmocka_unit_test(test_text_tokenize__english),
+        cmocka_unit_test(test_text_tokenize__accented_folding),
+        cmocka_unit_test(test_text_tokenize__latin_fold_table),
+        cmocka_unit_test(test_text_tokenize__fullwidth),
+        cmocka_unit_test(test_text_tokenize__chinese_friso),
+        cmocka_unit_test(test_text_tokenize__chinese_bigram),
+        cmocka_unit_test(test_text_tokenize__kana_and_hangul),
+        cmocka_unit_test(test_text_tokenize__mixed_scripts),
+        cmocka_unit_test(test_text_tokenize__emoji),
+        cmocka_unit_test(test_text_tokenize__ignorables),
+        cmocka_unit_test(test_text_tokenize__codepoint_lengths),
+        cmocka_unit_test(test_text_golden__vectors),
+        cmocka_unit_test(test_text_fingerprint__definition_cases),
+        cmocka_unit_test(test_text_fingerprint__empty_and_flags),
+        cmocka_unit_test(test_text_fingerprint__matches_naive),
+        cmocka_unit_test(test_text_properties__identical_and_reused),
+        cmocka_unit_test(test_text_properties__layout_and_case_do_not_matter),
+        cmocka_unit_test(test_text_properties__one_word_edit),
+        cmocka_unit_test(test_text_properties__unrelated_texts),
+        cmocka_unit_test(test_text_length__lambda_zero_is_tf),
+        cmocka_unit_test(test_text_length__long_feature_outweighs),
+        cmocka_unit_test(test_text_paragraphs__rules),
+        cmocka_unit_test(test_text_paragraphs__edges),
+        cmocka_unit_test(test_text_big__ten_megabyte_line),
+        cmocka_unit_test(test_text_api__options_and_errors),
+        cmocka_unit_test(test_text_alloc__steady_state),
+        cmocka_unit_test(test_text_threads__shared_dictionary),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,24 @@
+# tests/text: the text layer (tokenizer, friso, simhash) and the command
+# input reader; included by tests/CMakeLists.txt.
+simstore_unit_test(test_text text/test_text.c)
+target_link_libraries(test_text PRIVATE simstore_text PkgConfig::XXHASH Threads::Threads)
+# Counts the allocations of the statically linked code (test_text_alloc__*).
+target_link_options(test_text PRIVATE -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc)
+
+# cmd/input.c is a client of the public header; it is compiled here on its own
+# to test every malformed-record message directly.
+simstore_unit_test(test_input text/test_input.c
+  ${PROJECT_SOURCE_DIR}/cmd/input.c ${PROJECT_SOURCE_DIR}/cmd/cli.c)
+target_include_directories(test_input PRIVATE ${PROJECT_SOURCE_DIR}/cmd)
+target_link_libraries(test_input PRIVATE simstore_common PkgConfig::JANSSON)
+
+# The spec, implemented a second time in Python from its text (bigram mode),
+# must agree with `simstore fingerprint` bit for bit.
+find_program(SIMSTORE_PYTHON3 python3)
+if(SIMSTORE_PYTHON3)
+  add_test(NAME test_text_reference
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/text/reference.sh $<TARGET_FILE:simstore_cli>
+            ${SIMSTORE_PYTHON3})
+  set_tests_properties(test_text_reference PROPERTIES
+    ENVIRONMENT "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endif()
