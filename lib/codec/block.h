@@ -1,0 +1,127 @@
+/* block.h: one block of a table: exactly block_bytes bytes of LSB-first
+ * bitstream holding strictly increasing fingerprints, each coded as its
+ * difference d >= 1 to its predecessor: the Huffman code of j = position of
+ * d's leading 1-bit, then the j bits of d below it (least significant first).
+ * Block 0 starts with its first fingerprint as 64 raw bits; every other block
+ * codes its first fingerprint against the previous block's key. Unused bits
+ * at the end are zero. There is no per-block header: the count, key and
+ * checksum live in the table's index (format/table.md).
+ *
+ * The encoder appends one fingerprint at a time and says when the block is
+ * full; the decoder is resumable (decode a few values, stop, go on) so a
+ * range scan can stop early without heap allocation. Pure: no I/O. */
+#ifndef SIMS_CODEC_BLOCK_H
+#define SIMS_CODEC_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/bitio.h"
+#include "codec/huffman.h"
+
+/* Block sizes the format allows: powers of two in this range. */
+#define CODEC_BLOCK_MIN_BYTES 256u
+#define CODEC_BLOCK_MAX_BYTES 65536u
+
+/* Nonzero when block_bytes is a power of two in [256, 65536]. */
+static inline int codec_block_size_valid(uint64_t block_bytes)
+{
+    return block_bytes >= CODEC_BLOCK_MIN_BYTES && block_bytes <= CODEC_BLOCK_MAX_BYTES &&
+           (block_bytes & (block_bytes - 1)) == 0;
+}
+
+/* The symbol (leading-bit position) of a difference d >= 1. */
+static inline unsigned codec_delta_symbol(uint64_t d)
+{
+    return bitio_msb(d);
+}
+
+/* Bits the difference d >= 1 occupies under `h`, or 0 when its symbol has no
+ * code (such a difference cannot be written). */
+static inline unsigned codec_delta_bits(const codec_huff_encoder *h, uint64_t d)
+{
+    unsigned j = codec_delta_symbol(d);
+    return h->len[j] ? h->len[j] + j : 0;
+}
+
+/* The most fingerprints one block can hold under a code whose shortest code
+ * length is min_len (0: no code; then only block 0's raw value fits). Readers
+ * bound the counts stored in the index with it. */
+uint64_t codec_block_max_count(size_t block_bytes, unsigned min_len, int raw_first);
+
+/* ---- encoder --------------------------------------------------------------- */
+
+typedef struct codec_block_encoder {
+    const codec_huff_encoder *huff;
+    bitio_writer bits;
+    uint64_t prev;  /* last value written (valid once count > 0 or after start) */
+    uint32_t count; /* fingerprints in the block so far */
+    int raw_first;  /* the next value is written as 64 raw bits */
+} codec_block_encoder;
+
+/* Start a block in buf, which must hold block_bytes + BITIO_WRITER_SLACK
+ * bytes; this zeroes all of it. With raw_first (block 0) the first value is
+ * written as 64 raw bits and `prev` is ignored; otherwise `prev` is the
+ * predecessor of the first value (the previous block's key). The encoder
+ * borrows `h` and `buf` until the block is done. */
+void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h,
+                               uint8_t *buf, size_t block_bytes, int raw_first, uint64_t prev);
+
+/* Append fingerprint v, which must exceed the previous one (the caller
+ * checks). Returns 1 when written, 0 when it does not fit (the block is then
+ * complete and unchanged), or SIMSTORE_EINVAL when the difference's symbol has
+ * no code. */
+int codec_block_encoder_put(codec_block_encoder *e, uint64_t v);
+
+/* Bits written so far (the rest of the block is zero padding). */
+static inline uint64_t codec_block_encoder_bits(const codec_block_encoder *e)
+{
+    return e->bits.pos;
+}
+
+/* Encode as many of fps[0..n) as fit into one block (see
+ * codec_block_encoder_start for buf, raw_first and prev); *used receives how
+ * many. Returns SIMSTORE_OK, or SIMSTORE_EINVAL for input that is not strictly
+ * increasing (also against prev) or a difference without code. */
+int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes,
+                       int raw_first, uint64_t prev, const uint64_t *fps, size_t n,
+                       size_t *used);
+
+/* ---- decoder --------------------------------------------------------------- */
+
+/* Resumable decoder state; plain data, safe to copy and keep on the stack. */
+typedef struct codec_block_decoder {
+    const codec_huff_decoder *huff;
+    const uint8_t *data;
+    size_t block_bytes;
+    uint64_t pos;       /* next bit to read */
+    uint64_t prev;      /* last value produced (the predecessor at first) */
+    uint64_t remaining; /* values still to decode */
+    int raw_first;      /* the next value is 64 raw bits (block 0's first) */
+} codec_block_decoder;
+
+/* Prepare to decode `count` values from data[0, block_bytes) (block_bytes
+ * >= CODEC_BLOCK_MIN_BYTES); see codec_block_encoder_start for raw_first and
+ * prev. Borrows h and data while decoding. */
+void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
+                              const uint8_t *data, size_t block_bytes, int raw_first,
+                              uint64_t prev, uint64_t count);
+
+/* Decode up to `cap` further values into out[0..*n); *n == 0 once all
+ * `count` values are out. Never reads outside the block, whatever its bytes.
+ * Returns SIMSTORE_OK, or SIMSTORE_ECORRUPT (with the bit offset) when the
+ * bits hold no valid code, a value runs past the block's end, or a value
+ * overflows 2^64; the state is then unusable and out's contents undefined. */
+int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, size_t *n);
+
+/* After all values are decoded: check that the last one equals `key` and that
+ * every bit after it is zero. Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
+int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key);
+
+/* Decode a whole block of `count` values into out[0..count) and check it
+ * against `key` (run + finish). Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
+int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
+                       int raw_first, uint64_t prev, uint64_t count, uint64_t key,
+                       uint64_t *out);
+
+#endif

@@ -1,0 +1,68 @@
+/* format.h: constants of the table file format, version 1 (format/table.md
+ * is the specification; every number here appears there). Internal to
+ * lib/table: the writer and the reader share them. */
+#ifndef SIMS_TABLE_FORMAT_H
+#define SIMS_TABLE_FORMAT_H
+
+#include <stdint.h>
+
+/* "\x89SIMTBL\n" opens the file, "\x89SIMEND\n" closes it. The high first
+ * byte and the newline catch text-mode transfers, as PNG's signature does. */
+#define TBL_MAGIC "\x89SIMTBL\n"
+#define TBL_FOOTER_MAGIC "\x89SIMEND\n"
+#define TBL_MAGIC_BYTES 8u
+
+#define TBL_HEADER_BYTES 256u
+#define TBL_FOOTER_BYTES 64u
+#define TBL_INDEX_ENTRY_BYTES 16u /* 8 (key) + 4 (count) + 4 (block checksum) */
+
+/* Header field offsets. */
+#define TBL_H_MAGIC 0
+#define TBL_H_VERSION 8
+#define TBL_H_HEADER_BYTES 12
+#define TBL_H_BLOCK_BYTES 16
+#define TBL_H_PREFIX_BITS 20
+#define TBL_H_RESERVED1 21 /* 3 bytes, zero */
+#define TBL_H_STORE_TAG 24
+#define TBL_H_TABLE_INDEX 32
+#define TBL_H_FLAGS 36 /* u32, zero in version 1 */
+#define TBL_H_FP_COUNT 40
+#define TBL_H_BLOCK_COUNT 48
+#define TBL_H_BLOCKS_OFFSET 56
+#define TBL_H_CODE_LENGTHS 64 /* 64 bytes */
+#define TBL_H_PERM 128        /* 64 bytes */
+#define TBL_H_RESERVED2 192   /* 56 bytes, zero */
+#define TBL_H_CHECKSUM 248    /* XXH3-64 of bytes [0, 248) */
+
+/* Footer field offsets (from the footer's start, file size - 64). */
+#define TBL_F_INDEX_OFFSET 0
+#define TBL_F_INDEX_BYTES 8
+#define TBL_F_BLOCK_COUNT 16
+#define TBL_F_FP_COUNT 24
+#define TBL_F_HEADER_CHECKSUM 32
+#define TBL_F_INDEX_CHECKSUM 40
+#define TBL_F_CHECKSUM 48 /* XXH3-64 of footer bytes [0, 48) */
+#define TBL_F_MAGIC 56
+
+/* XXH3-64 seeds: the ASCII of their names read as big-endian numbers. */
+#define TBL_SEED_HEADER UINT64_C(0x53494D5354484452) /* "SIMSTHDR" */
+#define TBL_SEED_INDEX UINT64_C(0x53494D5354494458)  /* "SIMSTIDX" */
+#define TBL_SEED_FOOTER UINT64_C(0x53494D5354465452) /* "SIMSTFTR" */
+#define TBL_SEED_BLOCK UINT64_C(0x53494D5354424C4B)  /* "SIMSTBLK" + block number */
+
+/* Blocks start at max(256, min(block_bytes, 4096)): right after the header
+ * for 256-byte blocks, else aligned to the block size up to a page, so no
+ * block of <= 4 KiB straddles a page of the mapping. */
+static inline uint64_t tbl_blocks_offset(uint64_t block_bytes)
+{
+    uint64_t a = block_bytes < 4096 ? block_bytes : 4096;
+    return a > TBL_HEADER_BYTES ? a : TBL_HEADER_BYTES;
+}
+
+/* The checksum stored for block b: low 32 bits of XXH3-64 over its bytes. */
+static inline uint64_t tbl_block_seed(uint64_t block)
+{
+    return TBL_SEED_BLOCK + block;
+}
+
+#endif

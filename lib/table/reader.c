@@ -1,0 +1,588 @@
+/* reader.c: the table reader: maps a file (or borrows a buffer), validates
+ * header, footer and index before trusting any count or offset, keeps the
+ * block keys in RAM, and serves whole-block decodes, range cursors and the
+ * fused Hamming-distance probe. */
+#include "table/table.h"
+
+#include "common/bytes.h"
+#include "common/checksum.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "table/format.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct table_reader {
+    sims_map map; /* the mapping when opened from a path */
+    const uint8_t *data;
+    size_t size;
+    unsigned flags;
+    table_info info;
+    uint64_t *keys;          /* block_count keys, native byte order, in RAM */
+    const uint8_t *blocks;   /* data + blocks_offset */
+    const uint8_t *entries;  /* index entries: (count u32, checksum u32) per block */
+    char *name;              /* path, or "memory", for messages */
+    codec_huff_decoder huff; /* read-only after open */
+};
+
+/* Values decoded per step of a search; small enough for the stack. */
+#define SEARCH_CHUNK 256
+
+/* ---- open ------------------------------------------------------------------- */
+
+static int is_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+static int parse_header(table_reader *r)
+{
+    const uint8_t *h = r->data;
+    table_info *in = &r->info;
+    if (r->size < TBL_HEADER_BYTES || memcmp(h + TBL_H_MAGIC, TBL_MAGIC, TBL_MAGIC_BYTES) != 0) {
+        if (r->size >= TBL_MAGIC_BYTES && memcmp(h, TBL_MAGIC, TBL_MAGIC_BYTES) == 0)
+            return SIMS_CORRUPT("truncated: %zu bytes, shorter than the %u-byte header", r->size,
+                                TBL_HEADER_BYTES);
+        return SIMS_CORRUPT("not a simstore table: bad header magic at byte offset 0");
+    }
+    in->format_version = le_load32(h + TBL_H_VERSION);
+    /* The version is checked before the checksum: a later version may lay
+     * out (and checksum) its header differently. */
+    if (in->format_version != TABLE_FORMAT_VERSION)
+        return sims_fail(SIMSTORE_EVERSION,
+                         "table format version %" PRIu32 " (this build reads version %u)",
+                         in->format_version, TABLE_FORMAT_VERSION);
+    in->header_checksum = le_load64(h + TBL_H_CHECKSUM);
+    uint64_t want = sims_xxh3_64(h, TBL_H_CHECKSUM, TBL_SEED_HEADER);
+    if (in->header_checksum != want)
+        return SIMS_CORRUPT("header checksum mismatch at byte offset %u (stored %016" PRIx64
+                            ", computed %016" PRIx64 ")",
+                            TBL_H_CHECKSUM, in->header_checksum, want);
+    if (le_load32(h + TBL_H_HEADER_BYTES) != TBL_HEADER_BYTES)
+        return SIMS_CORRUPT("header size %" PRIu32 " at byte offset %u, must be %u",
+                            le_load32(h + TBL_H_HEADER_BYTES), TBL_H_HEADER_BYTES,
+                            TBL_HEADER_BYTES);
+    if (!is_zero(h + TBL_H_RESERVED1, 3) || le_load32(h + TBL_H_FLAGS) != 0 ||
+        !is_zero(h + TBL_H_RESERVED2, TBL_H_CHECKSUM - TBL_H_RESERVED2))
+        return SIMS_CORRUPT("reserved header bytes (offsets 21..23, 36..39, 192..247) not zero");
+
+    table_params *p = &in->params;
+    p->block_bytes = le_load32(h + TBL_H_BLOCK_BYTES);
+    if (!codec_block_size_valid(p->block_bytes))
+        return SIMS_CORRUPT("block size %" PRIu32 " at byte offset %u is not a power of two in "
+                            "[%u, %u]",
+                            p->block_bytes, TBL_H_BLOCK_BYTES, CODEC_BLOCK_MIN_BYTES,
+                            CODEC_BLOCK_MAX_BYTES);
+    p->prefix_bits = h[TBL_H_PREFIX_BITS];
+    if (p->prefix_bits > 64)
+        return SIMS_CORRUPT("prefix bits %u at byte offset %u exceed 64", p->prefix_bits,
+                            TBL_H_PREFIX_BITS);
+    p->store_tag = le_load64(h + TBL_H_STORE_TAG);
+    p->table_index = le_load32(h + TBL_H_TABLE_INDEX);
+    memcpy(p->perm, h + TBL_H_PERM, 64);
+    uint64_t seen = 0;
+    for (unsigned i = 0; i < 64; i++) {
+        if (p->perm[i] > 63 || (seen >> p->perm[i] & 1))
+            return SIMS_CORRUPT("permutation entry %u (byte offset %u) = %u: not a permutation "
+                                "of 0..63",
+                                i, TBL_H_PERM + i, p->perm[i]);
+        seen |= (uint64_t)1 << p->perm[i];
+    }
+    in->fp_count = le_load64(h + TBL_H_FP_COUNT);
+    in->block_count = le_load64(h + TBL_H_BLOCK_COUNT);
+    in->blocks_offset = le_load64(h + TBL_H_BLOCKS_OFFSET);
+    if (in->blocks_offset != tbl_blocks_offset(p->block_bytes))
+        return SIMS_CORRUPT("blocks offset %" PRIu64 " at byte offset %u, must be %" PRIu64
+                            " for %" PRIu32 "-byte blocks",
+                            in->blocks_offset, TBL_H_BLOCKS_OFFSET,
+                            tbl_blocks_offset(p->block_bytes), p->block_bytes);
+    memcpy(in->code_lengths, h + TBL_H_CODE_LENGTHS, 64);
+    int rc = codec_huff_decoder_init(&r->huff, in->code_lengths);
+    if (rc)
+        return sims_fail_context(rc, "code lengths at byte offset %u", TBL_H_CODE_LENGTHS);
+    in->header_bytes = TBL_HEADER_BYTES;
+    return SIMSTORE_OK;
+}
+
+static int parse_footer(table_reader *r)
+{
+    table_info *in = &r->info;
+    uint64_t size = r->size;
+    if (size < TBL_HEADER_BYTES + TBL_FOOTER_BYTES)
+        return SIMS_CORRUPT("truncated: %" PRIu64 " bytes, no room for the footer", size);
+    uint64_t foff = size - TBL_FOOTER_BYTES;
+    const uint8_t *f = r->data + foff;
+    if (memcmp(f + TBL_F_MAGIC, TBL_FOOTER_MAGIC, TBL_MAGIC_BYTES) != 0)
+        return SIMS_CORRUPT("truncated or damaged: no footer magic at byte offset %" PRIu64,
+                            foff + TBL_F_MAGIC);
+    uint64_t stored = le_load64(f + TBL_F_CHECKSUM);
+    uint64_t want = sims_xxh3_64(f, TBL_F_CHECKSUM, TBL_SEED_FOOTER);
+    if (stored != want)
+        return SIMS_CORRUPT("footer checksum mismatch at byte offset %" PRIu64, foff + TBL_F_CHECKSUM);
+    if (le_load64(f + TBL_F_HEADER_CHECKSUM) != in->header_checksum)
+        return SIMS_CORRUPT("footer (byte offset %" PRIu64 ") belongs to another header",
+                            foff);
+    if (le_load64(f + TBL_F_BLOCK_COUNT) != in->block_count ||
+        le_load64(f + TBL_F_FP_COUNT) != in->fp_count)
+        return SIMS_CORRUPT("footer counts differ from the header's");
+    in->index_offset = le_load64(f + TBL_F_INDEX_OFFSET);
+    in->index_bytes = le_load64(f + TBL_F_INDEX_BYTES);
+    in->index_checksum = le_load64(f + TBL_F_INDEX_CHECKSUM);
+    in->footer_bytes = TBL_FOOTER_BYTES;
+
+    /* Every offset is derived from the counts and checked against the file
+     * size without overflow: block_count is bounded by the bytes there are. */
+    uint64_t bb = in->params.block_bytes;
+    uint64_t nb = in->block_count;
+    if (foff < in->blocks_offset || nb > (foff - in->blocks_offset) / bb)
+        return SIMS_CORRUPT("block count %" PRIu64 " does not fit in a %" PRIu64 "-byte file", nb,
+                            size);
+    in->blocks_bytes = nb * bb;
+    uint64_t index_offset = in->blocks_offset + in->blocks_bytes;
+    if (in->index_offset != index_offset)
+        return SIMS_CORRUPT("index offset %" PRIu64 " in the footer, expected %" PRIu64,
+                            in->index_offset, index_offset);
+    if (in->index_bytes != nb * TBL_INDEX_ENTRY_BYTES)
+        return SIMS_CORRUPT("index size %" PRIu64 " in the footer, expected %" PRIu64,
+                            in->index_bytes, nb * TBL_INDEX_ENTRY_BYTES);
+    if (foff - index_offset != in->index_bytes)
+        return SIMS_CORRUPT("file size %" PRIu64 " does not match its layout (expected %" PRIu64
+                            "): truncated or extended",
+                            size, index_offset + in->index_bytes + TBL_FOOTER_BYTES);
+    if ((nb == 0) != (in->fp_count == 0))
+        return SIMS_CORRUPT("%" PRIu64 " fingerprints in %" PRIu64 " blocks", in->fp_count, nb);
+    in->file_bytes = size;
+    return SIMSTORE_OK;
+}
+
+static int parse_index(table_reader *r)
+{
+    table_info *in = &r->info;
+    uint64_t nb = in->block_count;
+    const uint8_t *index = r->data + in->index_offset;
+    if (!is_zero(r->data + TBL_HEADER_BYTES, (size_t)(in->blocks_offset - TBL_HEADER_BYTES)))
+        return SIMS_CORRUPT("padding between header and blocks (bytes %u..%" PRIu64 ") not zero",
+                            TBL_HEADER_BYTES, in->blocks_offset - 1);
+    uint64_t want = sims_xxh3_64(index, (size_t)in->index_bytes, TBL_SEED_INDEX);
+    if (want != in->index_checksum)
+        return SIMS_CORRUPT("index checksum mismatch (index at byte offset %" PRIu64 ")",
+                            in->index_offset);
+    r->blocks = r->data + in->blocks_offset;
+    r->entries = index + 8 * nb;
+    if (nb) {
+        r->keys = malloc((size_t)nb * sizeof *r->keys);
+        if (!r->keys)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block keys", nb);
+    }
+    in->key_ram_bytes = nb * sizeof *r->keys;
+
+    size_t bb = in->params.block_bytes;
+    uint64_t max_first = codec_block_max_count(bb, r->huff.min_len, 1);
+    uint64_t max_other = codec_block_max_count(bb, r->huff.min_len, 0);
+    uint64_t total = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        uint64_t key = le_load64(index + 8 * b);
+        uint64_t count = le_load32(r->entries + 8 * b);
+        uint64_t entry_offset = in->index_offset + 8 * nb + 8 * b;
+        if (count == 0 || count > (b ? max_other : max_first))
+            return SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64 " (index byte offset %" PRIu64
+                                ") outside 1..%" PRIu64,
+                                b, count, entry_offset, b ? max_other : max_first);
+        /* The values of block b are distinct and above key[b-1] (or >= 0),
+         * so its key exceeds key[b-1] by at least its count. */
+        if (b ? (key <= r->keys[b - 1] || key - r->keys[b - 1] < count) : key < count - 1)
+            return SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64 " (index byte offset %" PRIu64
+                                ") cannot follow the previous key with %" PRIu64 " values",
+                                b, key, in->index_offset + 8 * b, count);
+        r->keys[b] = key;
+        total += count;
+    }
+    if (total != in->fp_count)
+        return SIMS_CORRUPT("block counts sum to %" PRIu64 ", header says %" PRIu64, total,
+                            in->fp_count);
+    return SIMSTORE_OK;
+}
+
+static int reader_open(table_reader *r, unsigned flags)
+{
+    if (flags & ~TABLE_SKIP_BLOCK_CHECKSUMS)
+        return sims_fail(SIMSTORE_EINVAL, "unknown table open flags %#x", flags);
+    r->flags = flags;
+    int rc = parse_header(r);
+    if (!rc)
+        rc = parse_footer(r);
+    if (!rc)
+        rc = parse_index(r);
+    return rc;
+}
+
+void table_reader_close(table_reader *r)
+{
+    if (!r)
+        return;
+    sims_map_close(&r->map);
+    free(r->keys);
+    free(r->name);
+    free(r);
+}
+
+static table_reader *reader_alloc(const char *name)
+{
+    table_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->name = strdup(name);
+    if (!r->name) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags,
+                             table_reader **out)
+{
+    *out = NULL;
+    table_reader *r = reader_alloc("memory");
+    if (!r)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory opening a table");
+    r->data = data;
+    r->size = size;
+    int rc = reader_open(r, flags);
+    if (rc) {
+        table_reader_close(r);
+        return sims_fail_context(rc, "table in memory");
+    }
+    *out = r;
+    return SIMSTORE_OK;
+}
+
+int table_reader_open(const char *path, unsigned flags, table_reader **out)
+{
+    *out = NULL;
+    table_reader *r = reader_alloc(path);
+    if (!r)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory opening %s", path);
+    int rc = sims_map_open(path, &r->map);
+    if (!rc) {
+        r->data = r->map.data;
+        r->size = r->map.size;
+        rc = reader_open(r, flags);
+        if (rc)
+            rc = sims_fail_context(rc, "table %s", path);
+    }
+    if (rc) {
+        table_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return SIMSTORE_OK;
+}
+
+const table_info *table_reader_info(const table_reader *r)
+{
+    return &r->info;
+}
+
+const uint64_t *table_reader_keys(const table_reader *r)
+{
+    return r->keys;
+}
+
+/* ---- finding blocks ----------------------------------------------------------- */
+
+/* First b with keys[b] >= v: an interpolation guess (keys of a permuted
+ * fingerprint table are close to uniform), then galloping from the guess and
+ * a binary search in the bracket, so skewed keys cost O(log n), not O(n). */
+uint64_t table_reader_find_block(const table_reader *r, uint64_t v)
+{
+    const uint64_t *keys = r->keys;
+    uint64_t n = r->info.block_count;
+    if (n == 0 || v <= keys[0])
+        return 0;
+    if (v > keys[n - 1])
+        return n;
+    /* Now keys[0] < v <= keys[n-1]; keep keys[lo] < v <= keys[hi]. */
+    double frac = (double)(v - keys[0]) / (double)(keys[n - 1] - keys[0]);
+    uint64_t guess = (uint64_t)(frac * (double)(n - 1));
+    if (guess < 1)
+        guess = 1;
+    if (guess > n - 1)
+        guess = n - 1;
+    uint64_t lo, hi, step = 1;
+    if (keys[guess] >= v) {
+        hi = guess;
+        for (;;) {
+            lo = hi > step ? hi - step : 0;
+            if (keys[lo] < v)
+                break;
+            hi = lo;
+            step *= 2;
+        }
+    } else {
+        lo = guess;
+        for (;;) {
+            hi = n - 1 - lo > step ? lo + step : n - 1;
+            if (keys[hi] >= v)
+                break;
+            lo = hi;
+            step *= 2;
+        }
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < v)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* ---- blocks ------------------------------------------------------------------- */
+
+static uint64_t block_offset(const table_reader *r, uint64_t b)
+{
+    return r->info.blocks_offset + b * r->info.params.block_bytes;
+}
+
+/* Prefix the current message with the table and the block's location. */
+static int block_fail(const table_reader *r, uint64_t b, int rc)
+{
+    return sims_fail_context(rc, "table %s: block %" PRIu64 " (byte offset %" PRIu64 ")", r->name,
+                             b, block_offset(r, b));
+}
+
+uint32_t table_reader_block_count(const table_reader *r, uint64_t block)
+{
+    return block < r->info.block_count ? le_load32(r->entries + 8 * block) : 0;
+}
+
+/* Verify block b's checksum (when asked) and start a decoder on it. */
+static int block_begin(const table_reader *r, uint64_t b, int verify, codec_block_decoder *dec)
+{
+    size_t bb = r->info.params.block_bytes;
+    const uint8_t *data = r->blocks + b * bb;
+    if (verify) {
+        uint32_t stored = le_load32(r->entries + 8 * b + 4);
+        uint32_t computed = (uint32_t)sims_xxh3_64(data, bb, tbl_block_seed(b));
+        if (stored != computed)
+            return block_fail(r, b,
+                              SIMS_CORRUPT("block checksum mismatch (stored %08" PRIx32
+                                           ", computed %08" PRIx32 ")",
+                                           stored, computed));
+    }
+    codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? r->keys[b - 1] : 0,
+                             le_load32(r->entries + 8 * b));
+    return SIMSTORE_OK;
+}
+
+static int verify_blocks(const table_reader *r)
+{
+    return !(r->flags & TABLE_SKIP_BLOCK_CHECKSUMS);
+}
+
+static int block_decode(const table_reader *r, uint64_t block, int verify, uint64_t *out,
+                        size_t cap, size_t *n, uint64_t *used_bits)
+{
+    *n = 0;
+    if (block >= r->info.block_count)
+        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
+                         block, r->info.block_count);
+    uint32_t count = table_reader_block_count(r, block);
+    if (cap < count)
+        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " holds %" PRIu32 " values, room for %zu",
+                         block, count, cap);
+    codec_block_decoder dec;
+    int rc = block_begin(r, block, verify, &dec);
+    if (rc)
+        return rc;
+    size_t got = 0, k;
+    /* One run normally decodes the whole block (cap >= count). */
+    while (got < count) {
+        rc = codec_block_decoder_run(&dec, out + got, cap - got, &k);
+        if (rc)
+            return block_fail(r, block, rc);
+        if (k == 0)
+            break;
+        got += k;
+    }
+    rc = codec_block_decoder_finish(&dec, r->keys[block]);
+    if (rc)
+        return block_fail(r, block, rc);
+    if (used_bits)
+        *used_bits = dec.pos;
+    *n = got;
+    return SIMSTORE_OK;
+}
+
+int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
+                       size_t *n)
+{
+    return block_decode(r, block, verify_blocks(r), out, cap, n, NULL);
+}
+
+int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *used_bits)
+{
+    uint64_t buf[SEARCH_CHUNK];
+    if (block >= r->info.block_count)
+        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
+                         block, r->info.block_count);
+    codec_block_decoder dec;
+    int rc = block_begin(r, block, 1, &dec);
+    if (rc)
+        return rc;
+    size_t k;
+    do {
+        rc = codec_block_decoder_run(&dec, buf, SEARCH_CHUNK, &k);
+        if (rc)
+            return block_fail(r, block, rc);
+    } while (k);
+    rc = codec_block_decoder_finish(&dec, r->keys[block]);
+    if (rc)
+        return block_fail(r, block, rc);
+    if (used_bits)
+        *used_bits = dec.pos;
+    return SIMSTORE_OK;
+}
+
+int table_reader_check_block(const table_reader *r, uint64_t block)
+{
+    return table_reader_block_bits(r, block, NULL);
+}
+
+/* ---- cursor ------------------------------------------------------------------- */
+
+enum { CURSOR_START = 0, CURSOR_INSIDE = 1, CURSOR_DONE = 2 };
+
+int table_cursor_init(table_cursor *c, const table_reader *r, uint64_t lo, uint64_t hi)
+{
+    memset(c, 0, sizeof *c);
+    c->reader = r;
+    c->lo = lo;
+    c->hi = hi;
+    c->state = lo > hi ? CURSOR_DONE : CURSOR_START;
+    c->block = c->first_block = lo > hi ? 0 : table_reader_find_block(r, lo);
+    return SIMSTORE_OK;
+}
+
+int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
+{
+    const table_reader *r = c->reader;
+    size_t got = 0;
+    int rc = SIMSTORE_OK;
+    *n = 0;
+    while (got < cap && c->state != CURSOR_DONE) {
+        if (c->state == CURSOR_START) {
+            uint64_t b = c->block;
+            /* Block b holds values above key[b-1]: none in range once
+             * key[b-1] >= hi. */
+            if (b >= r->info.block_count || (b > c->first_block && r->keys[b - 1] >= c->hi)) {
+                c->state = CURSOR_DONE;
+                break;
+            }
+            rc = block_begin(r, b, verify_blocks(r), &c->dec);
+            if (rc)
+                goto fail;
+            c->state = CURSOR_INSIDE;
+        }
+        uint64_t *p = out + got;
+        size_t k;
+        rc = codec_block_decoder_run(&c->dec, p, cap - got, &k);
+        if (rc) {
+            rc = block_fail(r, c->block, rc);
+            goto fail;
+        }
+        if (k == 0) {
+            rc = codec_block_decoder_finish(&c->dec, r->keys[c->block]);
+            if (rc) {
+                rc = block_fail(r, c->block, rc);
+                goto fail;
+            }
+            c->block++;
+            c->state = CURSOR_START;
+            continue;
+        }
+        /* Decoded values ascend: drop those below lo (first block only),
+         * stop at the first above hi. */
+        size_t skip = 0, end = k;
+        if (p[0] < c->lo) {
+            if (p[k - 1] < c->lo)
+                continue;
+            while (p[skip] < c->lo)
+                skip++;
+        }
+        if (p[k - 1] > c->hi) {
+            end = skip;
+            while (end < k && p[end] <= c->hi)
+                end++;
+            c->state = CURSOR_DONE;
+        }
+        if (skip)
+            memmove(p, p + skip, (end - skip) * sizeof *p);
+        got += end - skip;
+    }
+    *n = got;
+    return SIMSTORE_OK;
+fail:
+    c->state = CURSOR_DONE;
+    return rc;
+}
+
+/* ---- fused probe -------------------------------------------------------------- */
+
+int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                        int (*emit)(void *ctx, uint64_t value), void *ctx)
+{
+    if (lo > hi)
+        return SIMSTORE_OK;
+    uint64_t nb = r->info.block_count;
+    uint64_t first = table_reader_find_block(r, lo);
+    int verify = verify_blocks(r);
+    uint64_t buf[SEARCH_CHUNK];
+    for (uint64_t b = first; b < nb; b++) {
+        if (b > first && r->keys[b - 1] >= hi)
+            break;
+        codec_block_decoder dec;
+        int rc = block_begin(r, b, verify, &dec);
+        if (rc)
+            return rc;
+        for (;;) {
+            size_t m;
+            rc = codec_block_decoder_run(&dec, buf, SEARCH_CHUNK, &m);
+            if (rc)
+                return block_fail(r, b, rc);
+            if (m == 0)
+                break;
+            if (buf[m - 1] < lo)
+                continue;
+            size_t i = 0, end = m;
+            while (buf[i] < lo)
+                i++;
+            int past_hi = buf[m - 1] > hi;
+            if (past_hi) {
+                end = i;
+                while (end < m && buf[end] <= hi)
+                    end++;
+            }
+            for (; i < end; i++) {
+                if (simstore_distance(buf[i], q) <= k) {
+                    rc = emit(ctx, buf[i]);
+                    if (rc)
+                        return rc;
+                }
+            }
+            if (past_hi)
+                return SIMSTORE_OK;
+        }
+        rc = codec_block_decoder_finish(&dec, r->keys[b]);
+        if (rc)
+            return block_fail(r, b, rc);
+    }
+    return SIMSTORE_OK;
+}

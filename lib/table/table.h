@@ -1,0 +1,207 @@
+/* table.h: one permuted table file (format/table.md): a writer that streams
+ * sorted distinct fingerprints into fixed-size Huffman-delta blocks and
+ * publishes the file atomically, and a reader that maps a file (or borrows a
+ * buffer), validates it, keeps only the block keys in RAM, and answers range
+ * scans and fused Hamming-distance probes.
+ *
+ * The table layer knows nothing about LMDB, documents or what the
+ * permutation and prefix bits mean: it stores them for the caller.
+ *
+ * Errors: SIMSTORE_OK (0) or a negative SIMSTORE_E* code; the detail is in
+ * simstore_last_error(). Every rejection of file bytes is SIMSTORE_ECORRUPT
+ * (SIMSTORE_EVERSION for an unknown format version) with a message naming
+ * what is wrong and where (block number, byte offset).
+ *
+ * Threads: a reader is immutable after open; any number of threads may use
+ * it at once (cursors and searches keep their state on the caller's side).
+ * A writer is used by one thread at a time. */
+#ifndef SIMS_TABLE_TABLE_H
+#define SIMS_TABLE_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/block.h"
+
+/* The format version this code writes and reads. */
+#define TABLE_FORMAT_VERSION 1u
+/* Default block size (bytes). */
+#define TABLE_DEFAULT_BLOCK_BYTES 1024u
+
+/* What the caller supplies and the reader returns unchanged. */
+typedef struct table_params {
+    uint32_t block_bytes; /* a power of two in [256, 65536] */
+    uint8_t prefix_bits;  /* <= 64; opaque to this layer */
+    uint8_t perm[64];     /* a permutation of 0..63; opaque to this layer */
+    uint64_t store_tag;   /* identifies the store the file belongs to */
+    uint32_t table_index; /* which of the store's tables this is */
+} table_params;
+
+/* ---- histogram ------------------------------------------------------------ */
+
+/* Add the leading-bit positions of consecutive differences of fps[0..n) to
+ * hist (hist[j] counts differences whose leading 1-bit is j). Call it on
+ * successive chunks of one sorted stream: *prev and *have_prev carry the last
+ * value across calls (start with *have_prev = 0). The result does not depend
+ * on how the stream is chunked or where blocks will end. Pairs that are not
+ * strictly increasing are skipped (the writer rejects them later). */
+void table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev, const uint64_t *fps,
+                         size_t n);
+
+/* ---- writer --------------------------------------------------------------- */
+
+typedef struct table_writer table_writer;
+
+/* Start writing a table to `path` (published only by table_writer_finish;
+ * until then the data goes to a temporary file beside it). `hist` fixes the
+ * Huffman code (table_histogram_add over exactly the fingerprints to come is
+ * the optimal choice; any histogram that counts every difference that will
+ * occur works). *out receives the writer.
+ * Returns SIMSTORE_OK; SIMSTORE_EINVAL for bad params (block size, prefix
+ * bits > 64, perm not a permutation); SIMSTORE_ENOMEM; SIMSTORE_EIO (create). */
+int table_writer_open(const char *path, const table_params *p, const uint64_t hist[64],
+                      table_writer **out);
+
+/* Append fps[0..n): strictly increasing, also across calls. Returns
+ * SIMSTORE_OK; SIMSTORE_EINVAL for a value not greater than its predecessor
+ * or a difference whose symbol had count 0 in the histogram; SIMSTORE_EIO or
+ * SIMSTORE_EFULL from writing. After an error the writer only accepts
+ * table_writer_abort() (finish then fails with the same code and aborts). */
+int table_writer_add(table_writer *w, const uint64_t *fps, size_t n);
+
+/* Complete the file (last block, index, header counts, footer), fsync it,
+ * rename it over `path` and fsync the directory. Always frees w: on any
+ * failure the temporary file is removed and `path` is untouched.
+ * Returns SIMSTORE_OK or the error (SIMSTORE_EIO, SIMSTORE_EFULL, or the
+ * error an earlier call hit). */
+int table_writer_finish(table_writer *w);
+
+/* Discard the writer and its temporary file. NULL is allowed. */
+void table_writer_abort(table_writer *w);
+
+/* Encode a whole table of fps[0..n) (strictly increasing) into memory with
+ * the optimal code for these values: *out receives a malloc'd buffer the
+ * caller frees, *size its length. The bytes are exactly what the file writer
+ * produces. For tests, fuzzing and golden files.
+ * Returns SIMSTORE_OK, SIMSTORE_EINVAL or SIMSTORE_ENOMEM. */
+int table_encode_memory(const table_params *p, const uint64_t *fps, size_t n, uint8_t **out,
+                        size_t *size);
+
+/* As table_encode_memory, with a caller-chosen histogram (e.g. to produce
+ * files whose code contains unused symbols). */
+int table_encode_memory_hist(const table_params *p, const uint64_t hist[64], const uint64_t *fps,
+                             size_t n, uint8_t **out, size_t *size);
+
+/* ---- reader --------------------------------------------------------------- */
+
+typedef struct table_reader table_reader;
+
+/* Facts about an open table; everything was validated at open. Byte offsets
+ * are from the start of the file. */
+typedef struct table_info {
+    table_params params;
+    uint32_t format_version;
+    uint64_t fp_count;
+    uint64_t block_count;
+    uint8_t code_lengths[64]; /* Huffman code length per symbol; 0 = no code */
+    uint64_t file_bytes;
+    uint64_t header_bytes;  /* 256 */
+    uint64_t blocks_offset; /* where block 0 starts */
+    uint64_t blocks_bytes;  /* block_count * block_bytes */
+    uint64_t index_offset;
+    uint64_t index_bytes; /* 16 * block_count */
+    uint64_t footer_bytes; /* 64 */
+    uint64_t header_checksum;
+    uint64_t index_checksum;
+    uint64_t key_ram_bytes; /* block keys the reader keeps in memory */
+} table_info;
+
+/* Open flag: do not verify a block's checksum before decoding it (faster;
+ * corruption inside blocks may then go unnoticed or give wrong values, but
+ * never a crash or an out-of-bounds read). */
+#define TABLE_SKIP_BLOCK_CHECKSUMS 1u
+
+/* Map `path` read-only and validate header, footer and index (checksums,
+ * bounds, key order); blocks are checked when decoded. *out receives the
+ * reader. Returns SIMSTORE_OK; SIMSTORE_ENOTFOUND (no such file);
+ * SIMSTORE_ECORRUPT; SIMSTORE_EVERSION (format version not 1);
+ * SIMSTORE_ENOMEM; SIMSTORE_EIO; SIMSTORE_EINVAL (unknown flag). */
+int table_reader_open(const char *path, unsigned flags, table_reader **out);
+
+/* As table_reader_open on data[0, size), which the caller keeps valid and
+ * unchanged until table_reader_close (no copy is made except the keys). */
+int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags,
+                             table_reader **out);
+
+/* Release the reader (and its mapping). NULL is allowed. */
+void table_reader_close(table_reader *r);
+
+/* The table's facts; valid until table_reader_close. */
+const table_info *table_reader_info(const table_reader *r);
+
+/* The in-RAM block keys: keys[b] is the last fingerprint of block b,
+ * strictly increasing, table_reader_info(r)->block_count of them. Valid until
+ * table_reader_close. */
+const uint64_t *table_reader_keys(const table_reader *r);
+
+/* The first block whose key is >= v (block_count when there is none): the
+ * only block that can hold v. */
+uint64_t table_reader_find_block(const table_reader *r, uint64_t v);
+
+/* Decode block `block` whole into out[0..*n) (cap >= its count, at most
+ * codec_block_max_count; table_reader_block_count gives it), verifying its
+ * checksum first unless the reader skips checksums, and its count, last
+ * value and padding after. Returns SIMSTORE_OK; SIMSTORE_EINVAL (block out of
+ * range or cap too small); SIMSTORE_ECORRUPT. */
+int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
+                       size_t *n);
+
+/* Number of fingerprints in block `block` (from the validated index), or 0
+ * when block is out of range. */
+uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
+
+/* Check one block completely, whatever the open flags: checksum, decode,
+ * count, last value = key, zero padding. Returns SIMSTORE_OK, SIMSTORE_EINVAL
+ * (block out of range) or SIMSTORE_ECORRUPT. */
+int table_reader_check_block(const table_reader *r, uint64_t block);
+
+/* As table_reader_check_block, and *used_bits receives how many bits of the
+ * block its values occupy (the rest is padding); for inspection tools. */
+int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *used_bits);
+
+/* ---- range iteration -------------------------------------------------------- */
+
+/* A cursor over the stored values in [lo, hi], in increasing order. Plain
+ * data the caller allocates (on the stack is fine); the fields are private.
+ * Valid while its reader is open. */
+typedef struct table_cursor {
+    const table_reader *reader;
+    uint64_t lo, hi;
+    uint64_t block;  /* block being decoded, or next to start */
+    uint64_t first_block;
+    int state;       /* 0: start `block`; 1: inside it; 2: done */
+    codec_block_decoder dec;
+} table_cursor;
+
+/* Position c before the first value >= lo. lo > hi gives an empty range.
+ * Returns SIMSTORE_OK (nothing can fail yet). */
+int table_cursor_init(table_cursor *c, const table_reader *r, uint64_t lo, uint64_t hi);
+
+/* Copy the next values of the range into out[0..*n), at most cap (cap >= 1);
+ * *n == 0 means the range is exhausted. Each block is checksum-verified (as
+ * the reader's flags say) before its first value is returned, and a block
+ * decoded to its end is checked against its count and key. Returns
+ * SIMSTORE_OK or SIMSTORE_ECORRUPT (then the cursor stays at its end). */
+int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
+
+/* ---- fused probe ------------------------------------------------------------ */
+
+/* Call emit(ctx, v) for every stored v in [lo, hi] with popcount(v ^ q) <= k,
+ * in increasing order. emit returning nonzero stops the scan and that value
+ * is returned. Returns SIMSTORE_OK, the nonzero emit result, or
+ * SIMSTORE_ECORRUPT (values emitted before a corrupt block was found were
+ * correct; the caller should discard the partial answer). */
+int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                        int (*emit)(void *ctx, uint64_t value), void *ctx);
+
+#endif
