@@ -12,7 +12,12 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"help", NULL, "show this help"},
+    {"fingerprint", cmd_fingerprint, "simhash fingerprints of documents (text or JSON Lines)"},
+    {"distance", cmd_distance, "Hamming distance between two fingerprints"},
+    {"pairs", cmd_pairs, "pairs of fingerprints within distance k (brute force)"},
+    {"build", cmd_build, "create a store from documents or fingerprints"},
+    {"query", cmd_query, "documents within distance k of a fingerprint or text"},
+    {"stats", cmd_stats, "a store's design, counts and sizes"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

@@ -19,6 +19,8 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t)
     unsigned long long v;
     char *end;
     double d;
+    if (opt >= TEXTOPT_SHINGLE && opt <= TEXTOPT_CJK)
+        t->given = 1;
     switch (opt) {
     case TEXTOPT_SHINGLE:
         if (cli_parse_uint(arg, 1, SIMSTORE_SHINGLE_MAX, &v) != 0) {

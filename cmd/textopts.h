@@ -37,6 +37,7 @@ enum {
 typedef struct textopt_state {
     simstore_text_options opts;
     int lambda_given;
+    int given; /* any text option was on the command line */
 } textopt_state;
 
 void textopt_init(textopt_state *t);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -137,6 +138,32 @@ int sims_fsync_parent(const char *path)
     else
         *slash = '\0';
     return sims_fsync_dir(dir);
+}
+
+int sims_join_path(char *buf, size_t size, const char *dir, const char *name)
+{
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size)
+        return sims_fail(SIMSTORE_EINVAL, "path too long: %s/%s", dir, name);
+    return SIMSTORE_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+int sims_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return lstat(path, &st) == 0 ? -1 : 0;
 }
 
 /* ---- output files -------------------------------------------------------- */

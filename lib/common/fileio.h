@@ -47,6 +47,14 @@ int sims_fsync_dir(const char *dir_path);
 /* fsync the parent directory of `path`. */
 int sims_fsync_parent(const char *path);
 
+/* "dir/name" into buf. Returns 0, or SIMSTORE_EINVAL (message set) when the
+ * result would not fit: paths are never silently truncated. */
+int sims_join_path(char *buf, size_t size, const char *dir, const char *name);
+
+/* Remove a file or a directory tree (best effort: keeps going past errors).
+ * Returns 0 when `path` no longer exists afterwards. */
+int sims_remove_tree(const char *path);
+
 /* Write all of `n` bytes to `fd`, retrying short writes and EINTR. */
 int sims_write_all(int fd, const void *data, size_t n, const char *what);
 

@@ -76,6 +76,307 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
 #endif
 }
 
+/* ---- Fingerprinting -------------------------------------------------------
+ * UTF-8 text to a 64-bit simhash exactly as format/fingerprint.md specifies:
+ * letters and digits form words (case folded), Han runs are cut into words by
+ * friso (or character bigrams when its dictionary cannot be loaded), kana runs
+ * into bigrams; features are overlapping w-word shingles hashed with XXH3-64
+ * (seed 0); weighted bit sums give the bits.
+ *
+ * Threads: a fingerprinter is used by one thread at a time; any number may
+ * exist. The friso dictionary is loaded once per process, on first need, and
+ * shared read-only by all of them. The environment variable
+ * SIMSTORE_FRISO_INI, when set, names the friso.ini to use instead of the
+ * built-in paths (the one from friso's pkg-config, then /etc/friso/friso.ini).
+ */
+
+/* Shingle size: w words per feature (w = 1: single words). */
+#define SIMSTORE_SHINGLE_DEFAULT 3
+#define SIMSTORE_SHINGLE_MAX 32
+/* λ of the length-aware weighting: default and largest accepted. */
+#define SIMSTORE_LAMBDA_DEFAULT 1.0
+#define SIMSTORE_LAMBDA_MAX 1000.0
+
+typedef enum simstore_weighting {
+    SIMSTORE_WEIGHT_TF = 0,    /* weight = occurrences of the feature          */
+    SIMSTORE_WEIGHT_LENGTH = 1 /* Yu, Hu & Zhang: tf + λ·[length >= 4]         */
+} simstore_weighting;
+
+typedef enum simstore_cjk_mode {
+    SIMSTORE_CJK_AUTO = 0,  /* friso when its dictionary loads, else bigrams  */
+    SIMSTORE_CJK_FRISO = 1, /* friso words; fail if friso is unavailable      */
+    SIMSTORE_CJK_BIGRAM = 2 /* overlapping character bigrams                  */
+} simstore_cjk_mode;
+
+typedef struct simstore_text_options {
+    unsigned shingle_words;       /* w: 1..SIMSTORE_SHINGLE_MAX (3)               */
+    simstore_weighting weighting; /* (SIMSTORE_WEIGHT_TF)                        */
+    double lambda;                /* λ for SIMSTORE_WEIGHT_LENGTH: 0..1000 (1.0);
+                                     used as round(λ·65536)/65536                  */
+    simstore_cjk_mode cjk;        /* how Han runs are segmented (AUTO)            */
+} simstore_text_options;
+
+/* Fill *opts with the defaults above. Set fields after calling it, so that
+ * fields added later keep their defaults. */
+void simstore_text_options_init(simstore_text_options *opts);
+
+/* Which segmenter SIMSTORE_CJK_AUTO uses in this process, loading the friso
+ * dictionary if that has not happened yet (thread-safe; ~0.05 s once).
+ * Returns SIMSTORE_CJK_FRISO or SIMSTORE_CJK_BIGRAM. If description is not
+ * NULL, *description is set to a static sentence saying which and why, e.g.
+ * "friso 1.6.4 (complex mode), dictionary /usr/share/friso/dict/UTF-8/ (...)"
+ * or "character bigrams (friso dictionary not loadable: <reason>)"; it stays
+ * valid for the life of the process. */
+int simstore_cjk_segmenter(const char **description);
+
+typedef struct simstore_fingerprinter simstore_fingerprinter;
+
+/* Create a fingerprinter: the options plus scratch buffers that grow to the
+ * largest document seen, so that fingerprinting allocates nothing per document
+ * in steady state (friso itself allocates while segmenting Han runs).
+ *   opts  the options, copied; NULL for the defaults.
+ *   out   receives the fingerprinter, owned by the caller, released with
+ *         simstore_fingerprinter_free(); NULL on failure.
+ * Errors:
+ *   SIMSTORE_EINVAL    out is NULL, or an option is out of range.
+ *   SIMSTORE_ENOTFOUND opts->cjk is SIMSTORE_CJK_FRISO and the friso
+ *                      dictionary could not be loaded (the detail says why).
+ *   SIMSTORE_ENOMEM    out of memory. */
+int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_fingerprinter **out);
+
+/* Release a fingerprinter; NULL is allowed. */
+void simstore_fingerprinter_free(simstore_fingerprinter *fpr);
+
+/* The segmenter this fingerprinter uses for Han runs: SIMSTORE_CJK_FRISO or
+ * SIMSTORE_CJK_BIGRAM (AUTO resolved when it was created). */
+simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr);
+
+/* Flags reported with a fingerprint. */
+#define SIMSTORE_FP_EMPTY 0x1u        /* no tokens: the fingerprint is 0        */
+#define SIMSTORE_FP_INVALID_UTF8 0x2u /* ill-formed UTF-8 was read as U+FFFD    */
+
+/* Fingerprint one document.
+ *   fpr    a fingerprinter, not in use by another thread.
+ *   text   len bytes of UTF-8, not necessarily NUL-terminated; may hold any
+ *          bytes (ill-formed sequences separate words, see the spec). May be
+ *          NULL when len is 0.
+ *   fp     receives the fingerprint (0 for a document without tokens).
+ *   flags  if not NULL, receives SIMSTORE_FP_* bits.
+ * Errors: SIMSTORE_EINVAL (fpr or fp NULL, or text NULL with len > 0),
+ * SIMSTORE_ENOMEM (a scratch buffer could not grow; *fp is then 0). */
+int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text, size_t len,
+                              uint64_t *fp, unsigned *flags);
+
+/* One paragraph, as passed to a simstore_paragraph_fn. Paragraphs are the
+ * maximal groups of consecutive non-blank lines: lines end at LF (U+000A),
+ * and a line is blank when it is empty or holds only White_Space code points
+ * (tab, CR, space, NBSP, U+3000, ...). A paragraph is fingerprinted exactly
+ * like a document of its own; paragraphs without tokens are skipped and take
+ * no number. */
+typedef struct simstore_paragraph {
+    unsigned long number;  /* 1, 2, ... in text order, over reported paragraphs */
+    size_t offset;         /* first byte of its first line in the text          */
+    size_t length;         /* bytes up to the end of its last line, without the
+                              line's LF                                         */
+    uint64_t fingerprint;
+    unsigned flags;        /* SIMSTORE_FP_INVALID_UTF8 when it had ill-formed bytes */
+} simstore_paragraph;
+
+/* Called once per paragraph; `para` is valid only during the call. Return 0
+ * to continue, anything else to stop. */
+typedef int (*simstore_paragraph_fn)(void *ctx, const simstore_paragraph *para);
+
+/* Fingerprint each paragraph of a document, in order.
+ *   fpr, text, len  as for simstore_fingerprint_text().
+ *   fn, ctx         the callback and its first argument.
+ *   count           if not NULL, receives the number of paragraphs reported.
+ *   flags           if not NULL, receives SIMSTORE_FP_EMPTY when no paragraph
+ *                   had tokens, SIMSTORE_FP_INVALID_UTF8 when any paragraph
+ *                   had ill-formed UTF-8.
+ * Returns 0; the callback's nonzero value when it stopped the iteration;
+ * SIMSTORE_EINVAL (fpr or fn NULL, or text NULL with len > 0);
+ * SIMSTORE_ENOMEM. */
+int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text, size_t len,
+                                    simstore_paragraph_fn fn, void *ctx,
+                                    unsigned long *count, unsigned *flags);
+
+/* ---- Stores --------------------------------------------------------------
+ * A store is a directory (format/store.md): an LMDB environment holding the
+ * documents (id -> fingerprint, metadata) and one compressed table file per
+ * permuted table of its design, per segment. A store made for distance k
+ * answers queries for any distance up to k exactly: every stored document
+ * whose fingerprint is within the distance, and nothing farther.
+ *
+ * Threads: a simstore handle may be shared by any number of threads for
+ * queries, each using its own simstore_query. One process at a time may hold
+ * a store open for writing (SIMSTORE_EBUSY otherwise); readers in other
+ * processes keep answering while it commits. */
+
+typedef struct simstore simstore;
+typedef struct simstore_query simstore_query;
+typedef struct simstore_builder simstore_builder;
+
+/* Largest document id, in bytes (LMDB's key limit). */
+#define SIMSTORE_MAX_ID_BYTES 511
+/* Largest metadata value, in bytes. */
+#define SIMSTORE_MAX_META_BYTES (1u << 20)
+/* Largest distance a store can be designed for. */
+#define SIMSTORE_MAX_K 7
+
+/* Progress of a long operation: `phase` names the step ("reading",
+ * "sorting table 2", "writing documents", ...); `total` is 0 when unknown. */
+typedef void (*simstore_progress_fn)(void *ctx, const char *phase, uint64_t done,
+                                     uint64_t total);
+
+/* Names the source of a document for messages (e.g. "in.jsonl:17"), from the
+ * `source` value given with it. Writes a NUL-terminated string to buf. */
+typedef void (*simstore_source_fn)(void *ctx, uint64_t source, char *buf, size_t size);
+
+typedef struct simstore_build_options {
+    unsigned k;                /* distance the design is exact for: 0..7 (3)     */
+    unsigned tables;           /* table count; 0 chooses by the cost model (0)   */
+    uint64_t expected_fps;     /* size the automatic design plans for; 0 = the
+                                  distinct fingerprints of this build (0)        */
+    unsigned block_bytes;      /* table block size, power of two 256..65536 (1024) */
+    int fingerprint_only;      /* no documents: answers are the fingerprints (0) */
+    int replace;               /* build over an existing store, swapping it
+                                  atomically when done (0: existing = EEXIST)    */
+    const simstore_text_options *text; /* how the documents' texts are (or
+                                  would be) fingerprinted, recorded in the store
+                                  for text queries; NULL = the defaults (NULL)   */
+    uint64_t memory_bytes;     /* memory budget for sorting (1 GiB)              */
+    unsigned threads;          /* worker threads; 0 = every core (0)             */
+    simstore_progress_fn progress;
+    void *progress_ctx;
+    simstore_source_fn source_name;
+    void *source_ctx;
+} simstore_build_options;
+
+/* Fill *o with the defaults shown above. */
+void simstore_build_options_init(simstore_build_options *o);
+
+/* One document for a builder. id: 1..SIMSTORE_MAX_ID_BYTES bytes; meta:
+ * NULL or up to SIMSTORE_MAX_META_BYTES bytes (JSON text by convention);
+ * source: an opaque value passed back to source_name() in messages. */
+typedef struct simstore_doc {
+    const char *id;
+    size_t id_len;
+    uint64_t fp;
+    const char *meta;
+    size_t meta_len;
+    uint64_t source;
+} simstore_doc;
+
+/* Start building a new store at `path` (a directory that must not exist,
+ * unless o->replace). Nothing appears at `path` until
+ * simstore_builder_finish() succeeds; the build happens in a temporary
+ * directory beside it. o may be NULL for the defaults.
+ * Errors: SIMSTORE_EINVAL (bad option), SIMSTORE_EEXIST, SIMSTORE_EIO,
+ * SIMSTORE_ENOMEM. */
+int simstore_build_begin(const char *path, const simstore_build_options *o,
+                         simstore_builder **out);
+
+/* Start a new segment in a store opened with SIMSTORE_OPEN_WRITE: the
+ * documents added become visible to queries, all at once, when
+ * simstore_builder_finish() commits. Only memory_bytes, threads, progress and
+ * source_name of o are used (the design is the store's).
+ * Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY (a builder is already open),
+ * SIMSTORE_ENOMEM. */
+int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_builder **out);
+
+/* Add one document (documents may come in any order). Ids are checked for
+ * length here; duplicates are found at finish.
+ * Errors: SIMSTORE_EINVAL (empty or oversized id or metadata; a document
+ * given to a fingerprint-only builder), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
+
+/* Add a bare fingerprint to a fingerprint-only builder.
+ * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */
+int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
+
+/* Sort, write the tables, commit the documents in one LMDB transaction and
+ * publish. Frees b whatever the outcome; on failure nothing changes: a new
+ * store does not appear, an existing store keeps its last committed state.
+ * Errors: SIMSTORE_EINVAL (a document id given twice, or already stored; the
+ * message names both sources), SIMSTORE_EIO, SIMSTORE_EFULL,
+ * SIMSTORE_ENOMEM. */
+int simstore_builder_finish(simstore_builder *b);
+
+/* Abandon a build; removes everything it wrote. Accepts NULL. */
+void simstore_builder_abort(simstore_builder *b);
+
+#define SIMSTORE_OPEN_READONLY 0u
+#define SIMSTORE_OPEN_WRITE 1u /* take the writer lock: add, delete, compact */
+#define SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS 2u /* trust table blocks (faster) */
+
+/* Open the store at `path`. Read-only opens work on read-only copies.
+ * Errors: SIMSTORE_ENOTFOUND (no store there), SIMSTORE_ECORRUPT,
+ * SIMSTORE_EVERSION, SIMSTORE_EBUSY (SIMSTORE_OPEN_WRITE while another
+ * writer holds the store), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int simstore_open(const char *path, unsigned flags, simstore **out);
+
+/* Close a store; every simstore_query made from it must be freed first.
+ * Accepts NULL. */
+void simstore_close(simstore *s);
+
+/* One answer. id and meta borrow the query object's memory: valid until the
+ * next query on it or its free. For a fingerprint-only store id is NULL.
+ * meta is NULL unless SIMSTORE_QUERY_WITH_META was set (or the document has
+ * none). */
+typedef struct simstore_match {
+    const char *id; /* NUL-terminated as a convenience; id_len is the length */
+    size_t id_len;
+    uint64_t fp;
+    unsigned distance;
+    const char *meta;
+    size_t meta_len;
+} simstore_match;
+
+#define SIMSTORE_QUERY_WITH_META 1u
+
+/* A query context for one thread. Errors: SIMSTORE_ENOMEM, SIMSTORE_EIO. */
+int simstore_query_new(simstore *s, unsigned flags, simstore_query **out);
+void simstore_query_free(simstore_query *q);
+
+/* Every stored document whose fingerprint is within distance k of fp, sorted
+ * by distance, then id bytes. *matches stays valid until the next call on q.
+ * Allocates only when an answer outgrows the buffers of earlier ones.
+ * Errors: SIMSTORE_ERANGE (k above the store's design), SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
+                      const simstore_match **matches, size_t *count);
+
+/* Fingerprint `text` with fpr (simstore_fingerprint_text) and query it; the
+ * fingerprint goes to *fp when fp is not NULL. Same errors, plus those of
+ * fingerprinting. */
+int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const char *text,
+                        size_t len, unsigned k, uint64_t *fp, const simstore_match **matches,
+                        size_t *count);
+
+typedef struct simstore_stats {
+    unsigned k;
+    unsigned tables;
+    unsigned block_bytes;
+    int fingerprint_only;
+    uint64_t documents;
+    uint64_t fingerprints;      /* distinct, with at least one document */
+    uint64_t segments;
+    uint64_t generation;
+    uint64_t table_fps;         /* fingerprints held per table, all segments */
+    uint64_t table_bytes;       /* all table files */
+    uint64_t lmdb_bytes;        /* data.mdb */
+    uint64_t block_key_bytes;   /* block keys held in RAM by an open store */
+    char design[160];           /* e.g. "k=3: 1 level (4 blocks choose 1), 4 tables, prefix 16 bits" */
+} simstore_stats;
+
+/* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
+int simstore_get_stats(simstore *s, simstore_stats *out);
+
+/* The text options the store's documents were fingerprinted with (recorded
+ * at build, with SIMSTORE_CJK_AUTO resolved to the segmenter then in effect),
+ * for fingerprinting text queries the same way. Cannot fail. */
+void simstore_get_text_options(const simstore *s, simstore_text_options *out);
+
 #ifdef __cplusplus
 }
 #endif

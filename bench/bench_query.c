@@ -1,0 +1,308 @@
+/* bench_query.c: store query latency and size, beside a brute-force popcount
+ * scan measured in the same run.
+ *
+ * For each N (default 2^20, 2^23, 2^26) it builds a store of N uniform random
+ * fingerprints with the automatic design (documents with 9-byte ids up to
+ * --docs-up-to, fingerprint-only above), then, in a fresh child process (so
+ * the build's memory does not count), opens it read-only, records resident
+ * memory, and runs k = 3 queries: half are stored fingerprints with 0..3 bits
+ * flipped (hits), half random (misses). It prints build time, p50/p99/mean
+ * latency, single- and two-thread throughput, the brute-force scan's time per
+ * query over the same fingerprints, and bytes on disk per fingerprint for the
+ * tables and for LMDB separately.
+ *
+ * Usage: bench_query [--sizes 20,23,26] [--docs-up-to 23] [--queries 200000]
+ *                    [--dir DIR] [--k 3] [--keep] */
+#include "simstore.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t *make_fps(unsigned log2n)
+{
+    size_t n = (size_t)1 << log2n;
+    uint64_t *v = malloc(n * sizeof *v);
+    uint64_t s = 0xB0BA0000 + log2n;
+    for (size_t i = 0; i < n && v; i++)
+        v[i] = splitmix(&s);
+    return v;
+}
+
+static uint64_t *make_queries(const uint64_t *fps, size_t n, size_t nq, unsigned k)
+{
+    uint64_t *q = malloc(nq * sizeof *q);
+    uint64_t s = 0xC0FFEE;
+    for (size_t i = 0; i < nq; i++) {
+        if (i & 1) {
+            q[i] = splitmix(&s);
+        } else {
+            uint64_t x = fps[splitmix(&s) % n];
+            unsigned flips = (unsigned)(splitmix(&s) % (k + 1));
+            for (unsigned f = 0; f < flips; f++)
+                x ^= 1ULL << (splitmix(&s) % 64);
+            q[i] = x;
+        }
+    }
+    return q;
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct thread_arg {
+    simstore *s;
+    const uint64_t *q;
+    size_t nq;
+    unsigned k;
+    uint64_t matches;
+} thread_arg;
+
+static void *query_thread(void *p)
+{
+    thread_arg *a = (thread_arg *)p;
+    simstore_query *q;
+    if (simstore_query_new(a->s, 0, &q))
+        return NULL;
+    for (size_t i = 0; i < a->nq; i++) {
+        const simstore_match *m;
+        size_t n;
+        if (simstore_query_fp(q, a->q[i], a->k, &m, &n) == 0)
+            a->matches += n;
+    }
+    simstore_query_free(q);
+    return NULL;
+}
+
+/* The child: open, measure, query; prints one line of results. */
+static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
+{
+    long rss0 = rss_kib();
+    simstore *s;
+    if (simstore_open(path, SIMSTORE_OPEN_READONLY, &s)) {
+        fprintf(stderr, "open %s: %s\n", path, simstore_last_error());
+        return 1;
+    }
+    simstore_query *q;
+    simstore_query_new(s, 0, &q);
+    const simstore_match *m;
+    size_t n;
+    simstore_query_fp(q, 0, k, &m, &n); /* loads the segments */
+    long rss1 = rss_kib();
+    simstore_stats st;
+    simstore_get_stats(s, &st);
+
+    uint64_t *fps = make_fps(log2n);
+    uint64_t *qs = make_queries(fps, (size_t)1 << log2n, nq, k);
+    free(fps);
+    double *lat = malloc(nq * sizeof *lat);
+    uint64_t matches = 0;
+    /* Warm the page cache and branch predictors on a prefix. */
+    for (size_t i = 0; i < nq / 10; i++)
+        simstore_query_fp(q, qs[i], k, &m, &n);
+    double t0 = now();
+    for (size_t i = 0; i < nq; i++) {
+        double a = now();
+        simstore_query_fp(q, qs[i], k, &m, &n);
+        lat[i] = now() - a;
+        matches += n;
+    }
+    double total = now() - t0;
+    simstore_query_free(q);
+    qsort(lat, nq, sizeof *lat, cmp_double);
+
+    thread_arg ta[2];
+    pthread_t tid[2];
+    double t1 = now();
+    for (int i = 0; i < 2; i++) {
+        ta[i] = (thread_arg){s, qs + (size_t)i * (nq / 2), nq / 2, k, 0};
+        pthread_create(&tid[i], NULL, query_thread, &ta[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(tid[i], NULL);
+    double total2 = now() - t1;
+
+    printf("  query k=%u: p50 %.2f us, p99 %.2f us, mean %.2f us; %.0f q/s on 1 thread, "
+           "%.0f q/s on 2 threads; %.3f matches/query\n",
+           k, lat[nq / 2] * 1e6, lat[nq * 99 / 100] * 1e6, total / (double)nq * 1e6,
+           (double)nq / total, (double)(nq / 2 * 2) / total2, (double)matches / (double)nq);
+    printf("  memory: RSS %.2f MiB after open (+%.2f MiB for the store; block keys %.2f MiB)\n",
+           (double)rss1 / 1024, (double)(rss1 - rss0) / 1024,
+           (double)st.block_key_bytes / (1 << 20));
+    printf("  median query %.2f us\n", lat[nq / 2] * 1e6);
+    free(lat);
+    free(qs);
+    simstore_close(s);
+    return 0;
+}
+
+/* Brute force: popcount over the whole array, a few queries. */
+static __attribute__((noinline)) double brute_force_us(const uint64_t *fps, size_t n, const uint64_t *qs, size_t nq, unsigned k,
+                             uint64_t *found)
+{
+    double t0 = now();
+    volatile uint64_t hits = 0;
+    for (size_t i = 0; i < nq; i++) {
+        uint64_t q = qs[i];
+        uint64_t h = 0;
+        for (size_t j = 0; j < n; j++)
+            h += (unsigned)__builtin_popcountll(fps[j] ^ q) <= k;
+        hits += h;
+    }
+    *found = hits;
+    return (now() - t0) / (double)nq * 1e6;
+}
+
+static int build(const char *path, const uint64_t *fps, size_t n, int docs, unsigned k,
+                 double *seconds)
+{
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.k = k;
+    o.fingerprint_only = !docs;
+    o.memory_bytes = (uint64_t)4 << 30;
+    simstore_builder *b;
+    double t0 = now();
+    if (simstore_build_begin(path, &o, &b))
+        return -1;
+    char id[24];
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        if (docs) {
+            snprintf(id, sizeof id, "d%08zx", i);
+            simstore_doc d = {id, 9, fps[i], NULL, 0, i};
+            rc = simstore_builder_add(b, &d);
+        } else {
+            rc = simstore_builder_add_fp(b, fps[i]);
+        }
+        if (rc) {
+            simstore_builder_abort(b);
+            return -1;
+        }
+    }
+    int rc = simstore_builder_finish(b);
+    *seconds = now() - t0;
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned sizes[8] = {20, 23, 26};
+    unsigned nsizes = 3, docs_up_to = 23, k = 3;
+    size_t nq = 200000;
+    const char *dir = "bench-query.tmp";
+    int keep = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--measure") == 0 && i + 3 < argc)
+            return measure(argv[i + 1], (unsigned)atoi(argv[i + 2]), (size_t)atol(argv[i + 3]),
+                           i + 4 < argc ? (unsigned)atoi(argv[i + 4]) : 3);
+        if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            nsizes = 0;
+            for (char *p = strtok(argv[++i], ","); p && nsizes < 8; p = strtok(NULL, ","))
+                sizes[nsizes++] = (unsigned)atoi(p);
+        } else if (strcmp(argv[i], "--docs-up-to") == 0 && i + 1 < argc) {
+            docs_up_to = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--queries") == 0 && i + 1 < argc) {
+            nq = (size_t)atol(argv[++i]);
+        } else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
+            k = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--keep") == 0) {
+            keep = 1;
+        } else {
+            fprintf(stderr, "usage: %s [--sizes 20,23,26] [--docs-up-to 23] [--queries N] "
+                            "[--dir DIR] [--k K] [--keep]\n", argv[0]);
+            return 2;
+        }
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    if (system(cmd) != 0)
+        return 1;
+    printf("bench_query: k=%u, %zu queries per size (half hits: stored fingerprints with "
+           "0..%u bits flipped; half random)\n", k, nq, k);
+    for (unsigned si = 0; si < nsizes; si++) {
+        unsigned log2n = sizes[si];
+        size_t n = (size_t)1 << log2n;
+        int docs = log2n <= docs_up_to;
+        uint64_t *fps = make_fps(log2n);
+        char path[512];
+        snprintf(path, sizeof path, "%s/n%u", dir, log2n);
+        double secs;
+        if (build(path, fps, n, docs, k, &secs)) {
+            fprintf(stderr, "build: %s\n", simstore_last_error());
+            return 1;
+        }
+        simstore *s;
+        simstore_stats st;
+        simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
+        simstore_get_stats(s, &st);
+        simstore_close(s);
+        printf("N=2^%u (%zu) %s: %s\n", log2n, n, docs ? "documents" : "fingerprint-only",
+               st.design);
+        printf("  build: %.1f s (%.2f M fingerprints/s)\n", secs, (double)n / secs / 1e6);
+        printf("  disk: tables %.2f bytes/fp (%.2f bits/fp per table), LMDB %.2f bytes/fp\n",
+               (double)st.table_bytes / (double)n,
+               (double)st.table_bytes * 8 / (double)n / st.tables,
+               docs ? (double)st.lmdb_bytes / (double)n : 0.0);
+        fflush(stdout);
+        char self[64];
+        snprintf(self, sizeof self, "/proc/%d/exe", getpid());
+        snprintf(cmd, sizeof cmd, "'%s' --measure '%s' %u %zu %u", self, path, log2n, nq, k);
+        if (system(cmd) != 0)
+            return 1;
+        size_t bq = log2n >= 26 ? 4 : 16;
+        uint64_t *qs = make_queries(fps, n, bq, k);
+        uint64_t found;
+        double bf = brute_force_us(fps, n, qs, bq, k, &found);
+        printf("  brute force popcount scan: %.1f us/query (%.2f G fingerprints/s, %" PRIu64
+               " matches in %zu queries)\n", bf, (double)n / bf / 1e3, found, bq);
+        free(qs);
+        free(fps);
+        if (!keep) {
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+            if (system(cmd) != 0)
+                return 1;
+        }
+        fflush(stdout);
+    }
+    return 0;
+}

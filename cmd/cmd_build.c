@@ -1,0 +1,220 @@
+/* cmd_build.c: `simstore build`: create a store from documents (TSV
+ * fingerprints or JSON Lines texts) or, for fingerprint-only stores, bare
+ * fingerprints. All or nothing: a failed build leaves no store behind. */
+#include "cli.h"
+#include "commands.h"
+#include "ingest.h"
+#include "progress.h"
+#include "textopts.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const CMD = "build";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore build STORE [OPTIONS] INPUT...\n"
+            "\n"
+            "Create the store STORE (a new directory) from the INPUT files ('-' is\n"
+            "standard input). Nothing appears at STORE unless the whole build succeeds.\n"
+            "\n"
+            "Input (format from the extension, or --format):\n"
+            "  .tsv    id<TAB>hex16 per line: documents with their fingerprints\n"
+            "  .fp     hex16<TAB>id per line, as `simstore fingerprint` prints\n"
+            "  .jsonl  {\"id\": string or integer, \"text\": string[, \"meta\": any]} per\n"
+            "          line: documents, fingerprinted on the way\n"
+            "  .hex    hex16 per line (fingerprint-only stores)\n"
+            "  .u64    raw little-endian 64-bit values (fingerprint-only stores)\n"
+            "      --format tsv|fp|jsonl|hex|u64\n"
+            "\n"
+            "Store:\n"
+            "      --k K            the largest distance queries may ask, 0..7 (default 3)\n"
+            "      --tables auto|T  table count; auto picks by the cost model (default)\n"
+            "      --expected N     plan the automatic design for N fingerprints\n"
+            "                       (default: the fingerprints of this build)\n"
+            "      --block-bytes B  table block size, a power of two 256..65536\n"
+            "                       (default 1024)\n"
+            "      --fingerprint-only\n"
+            "                       keep no documents: answers are fingerprints\n"
+            "      --replace        replace an existing STORE atomically\n"
+            "\n"
+            "Resources:\n"
+            "      --memory SIZE    memory budget for sorting, e.g. 512M, 4G (default 1G)\n"
+            "      --threads N      worker threads (default: all cores)\n"
+            "  -q, --quiet          no progress on stderr\n"
+            "\n"
+            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP
+            "\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Document ids are 1..511 bytes without control characters; an id given\n"
+            "twice is an error. Bad records are reported as FILE:LINE: message and\n"
+            "the build is abandoned. On success one summary line goes to stdout.\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
+       OPT_MEMORY, OPT_THREADS };
+
+static void human_bytes(uint64_t v, char *buf, size_t size)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double d = (double)v;
+    int u = 0;
+    while (d >= 1024 && u < 4) {
+        d /= 1024;
+        u++;
+    }
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", d, unit[u]);
+}
+
+int cmd_build(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"k", required_argument, NULL, OPT_K},
+        {"tables", required_argument, NULL, OPT_TABLES},
+        {"expected", required_argument, NULL, OPT_EXPECTED},
+        {"block-bytes", required_argument, NULL, OPT_BLOCK},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"fingerprint-only", no_argument, NULL, OPT_FPONLY},
+        {"replace", no_argument, NULL, OPT_REPLACE},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        TEXTOPT_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    textopt_state text;
+    textopt_init(&text);
+    ingest_options io;
+    memset(&io, 0, sizeof io);
+    io.cmd = CMD;
+    io.text = &text.opts;
+    o.text = &text.opts;
+    int quiet = 0, c;
+    unsigned long long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_K:
+            if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
+                return cli_usage_error(CMD, "--k takes 0..%d, not '%s'", SIMSTORE_MAX_K, optarg);
+            o.k = (unsigned)v;
+            break;
+        case OPT_TABLES:
+            if (strcmp(optarg, "auto") == 0)
+                o.tables = 0;
+            else if (cli_parse_uint(optarg, 1, 256, &v))
+                return cli_usage_error(CMD, "--tables takes auto or 1..256, not '%s'", optarg);
+            else
+                o.tables = (unsigned)v;
+            break;
+        case OPT_EXPECTED:
+            if (cli_parse_uint(optarg, 1, UINT64_MAX, &v))
+                return cli_usage_error(CMD, "--expected takes a positive count, not '%s'", optarg);
+            o.expected_fps = v;
+            break;
+        case OPT_BLOCK:
+            if (cli_parse_uint(optarg, 256, 65536, &v) || (v & (v - 1)))
+                return cli_usage_error(CMD, "--block-bytes takes a power of two from 256 to "
+                                            "65536, not '%s'", optarg);
+            o.block_bytes = (unsigned)v;
+            break;
+        case OPT_FORMAT: {
+            int f = ingest_format_parse(optarg);
+            if (f < 0)
+                return cli_usage_error(CMD, "--format takes tsv, fp, jsonl, hex or u64, not '%s'",
+                                       optarg);
+            io.format = (ingest_format)f;
+            break;
+        }
+        case OPT_FPONLY: o.fingerprint_only = 1; break;
+        case OPT_REPLACE: o.replace = 1; break;
+        case OPT_MEMORY:
+            if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
+                return cli_usage_error(CMD, "--memory takes a size of at least 16M, not '%s'",
+                                       optarg);
+            o.memory_bytes = v;
+            break;
+        case OPT_THREADS:
+            if (cli_parse_uint(optarg, 1, 64, &v))
+                return cli_usage_error(CMD, "--threads takes 1..64, not '%s'", optarg);
+            o.threads = (unsigned)v;
+            break;
+        case 'q': quiet = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        case '?':
+        case ':': return cli_bad_option(CMD, c, argv, optind);
+        default: {
+            int t = textopt_apply(CMD, c, optarg, &text);
+            if (t == 2)
+                return CLI_EXIT_USAGE;
+            if (t == 0)
+                return cli_bad_option(CMD, '?', argv, optind);
+        }
+        }
+    }
+    if (textopt_finish(CMD, &text))
+        return CLI_EXIT_USAGE;
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE");
+    const char *path = argv[optind++];
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
+    io.fingerprint_only = o.fingerprint_only;
+    io.threads = o.threads;
+
+    cli_progress prog;
+    cli_progress_init(&prog, CMD, !quiet);
+    o.progress = cli_progress_update;
+    o.progress_ctx = &prog;
+    o.source_name = ingest_source_name;
+    o.source_ctx = argv + optind;
+    io.progress = cli_progress_update;
+    io.progress_ctx = &prog;
+
+    simstore_builder *b;
+    int rc = simstore_build_begin(path, &o, &b);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    ingest_result res;
+    int got = ingest_inputs(b, argv + optind, argc - optind, &io, &res);
+    if (got != 0) {
+        cli_progress_done(&prog);
+        simstore_builder_abort(b);
+        fprintf(stderr, "simstore %s: %s not created: %s\n", CMD, path,
+                got == 1 ? "the input has bad records" : "the input could not be read");
+        return CLI_EXIT_FAIL;
+    }
+    rc = simstore_builder_finish(b);
+    cli_progress_done(&prog);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s not created", path);
+
+    simstore *s;
+    simstore_stats st;
+    rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(s, &st);
+    simstore_close(s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s was built but cannot be read back", path);
+    char tb[32], lb[32];
+    human_bytes(st.table_bytes, tb, sizeof tb);
+    human_bytes(st.lmdb_bytes, lb, sizeof lb);
+    if (st.fingerprint_only)
+        printf("built %s: %llu distinct fingerprints; %s; tables %s\n", path,
+               (unsigned long long)st.fingerprints, st.design, tb);
+    else
+        printf("built %s: %llu documents, %llu distinct fingerprints; %s; tables %s, LMDB %s\n",
+               path, (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
+               st.design, tb, lb);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,328 @@
+/* cmd_query.c: `simstore query`: the stored documents within distance k of a
+ * fingerprint, a text, a file, or each line of a queries file. */
+#include "cli.h"
+#include "commands.h"
+#include "input.h"
+#include "textopts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const CMD = "query";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore query STORE [OPTIONS] (--fp HEX | --text STRING | --file PATH |\n"
+            "                                       --queries FILE)\n"
+            "\n"
+            "Print every stored document whose fingerprint is within distance K of the\n"
+            "query, one line per match, sorted by distance then document id:\n"
+            "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE\n"
+            "QUERY_ID is '-' for a single query; DOC_ID is '-' in fingerprint-only stores.\n"
+            "\n"
+            "Query:\n"
+            "      --fp HEX         a fingerprint (16 hex digits)\n"
+            "      --text STRING    a text, fingerprinted as `simstore fingerprint` does\n"
+            "      --file PATH      the text of a file ('-' for standard input)\n"
+            "      --queries FILE   one query per line ('-' for standard input): TSV\n"
+            "                       id<TAB>hex16, fingerprint lines hex16<TAB>id, or JSON\n"
+            "                       Lines {\"id\": ..., \"text\": ...}, by extension (.tsv,\n"
+            "                       .fp, .jsonl) or --format\n"
+            "      --format tsv|fp|jsonl\n"
+            "\n"
+            "Answer:\n"
+            "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
+            "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[, \"meta\"]}\n"
+            "      --meta           with --json, include each document's metadata\n"
+            "      --skip-self      omit a match whose document id equals the query id\n"
+            "      --no-verify      skip block checksums (faster; trusts the table files)\n"
+            "\n"
+            "Fingerprints of texts (default: as the store's documents were made, which\n"
+            "the store records):\n" TEXTOPT_HELP
+            "\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 success (with or without matches), 1 failure (a bad query\n"
+            "line is reported as FILE:LINE: message and skipped), 2 usage error.\n");
+}
+
+enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
+       OPT_NOVERIFY, OPT_SKIP_SELF };
+
+static void json_string(FILE *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    putc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') {
+            putc('\\', out);
+            putc(ch, out);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            fprintf(out, "\\u00%c%c", hex[ch >> 4], hex[ch & 15]);
+        } else {
+            putc(ch, out);
+        }
+    }
+    putc('"', out);
+}
+
+typedef struct query_run {
+    simstore_query *q;
+    simstore_fingerprinter *fpr;
+    const simstore_text_options *text;
+    unsigned k;
+    int json;
+    int skip_self;
+} query_run;
+
+static void print_matches(const query_run *r, const char *qid, size_t qid_len,
+                          const simstore_match *m, size_t n)
+{
+    char hex[17];
+    for (size_t i = 0; i < n; i++) {
+        if (r->skip_self && m[i].id && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
+            continue;
+        cli_format_hex64(m[i].fp, hex);
+        if (r->json) {
+            fputs("{\"query\":", stdout);
+            json_string(stdout, qid, qid_len);
+            fputs(",\"id\":", stdout);
+            if (m[i].id)
+                json_string(stdout, m[i].id, m[i].id_len);
+            else
+                fputs("null", stdout);
+            printf(",\"fp\":\"%s\",\"distance\":%u", hex, m[i].distance);
+            if (m[i].meta) {
+                fputs(",\"meta\":", stdout);
+                fwrite(m[i].meta, 1, m[i].meta_len, stdout);
+            }
+            fputs("}\n", stdout);
+        } else {
+            fwrite(qid, 1, qid_len, stdout);
+            putchar('\t');
+            if (m[i].id)
+                fwrite(m[i].id, 1, m[i].id_len, stdout);
+            else
+                putchar('-');
+            printf("\t%s\t%u\n", hex, m[i].distance);
+        }
+    }
+}
+
+static int need_fingerprinter(query_run *r)
+{
+    if (r->fpr)
+        return 0;
+    int rc = simstore_fingerprinter_new(r->text, &r->fpr);
+    if (rc) {
+        cli_api_error(CMD, rc, "fingerprinter");
+        return -1;
+    }
+    return 0;
+}
+
+/* One query; returns an exit code. */
+static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, uint64_t fp,
+                   const char *text, size_t text_len)
+{
+    const simstore_match *m;
+    size_t n;
+    int rc;
+    if (is_text) {
+        if (need_fingerprinter(r))
+            return CLI_EXIT_FAIL;
+        rc = simstore_query_text(r->q, r->fpr, text, text_len, r->k, NULL, &m, &n);
+    } else {
+        rc = simstore_query_fp(r->q, fp, r->k, &m, &n);
+    }
+    if (rc)
+        return cli_api_error(CMD, rc, "query");
+    print_matches(r, qid, qid_len, m, n);
+    return CLI_EXIT_OK;
+}
+
+static int run_queries_file(query_run *r, const char *path, int format)
+{
+    if (format < 0) {
+        size_t n = strlen(path);
+        if (n >= 4 && strcmp(path + n - 4, ".tsv") == 0)
+            format = INPUT_ID_FP;
+        else if (n >= 3 && strcmp(path + n - 3, ".fp") == 0)
+            format = INPUT_FP_ID;
+        else if (n >= 6 && strcmp(path + n - 6, ".jsonl") == 0)
+            format = INPUT_JSONL;
+        else
+            return cli_usage_error(CMD, "%s: cannot tell the format from the name; use --format "
+                                        "tsv|fp|jsonl", path);
+    }
+    input_reader *in;
+    if (input_open(&in, (input_format)format, path) != 0)
+        return cli_error(CMD, "%s: %s", path, strerror(errno));
+    input_record rec;
+    int got, status = CLI_EXIT_OK;
+    while ((got = input_next(in, &rec)) != 0) {
+        if (got == -2) {
+            cli_error(CMD, "%s", input_error(in));
+            status = CLI_EXIT_FAIL;
+            break;
+        }
+        if (got == -1) {
+            cli_error(CMD, "%s", input_error(in));
+            status = CLI_EXIT_FAIL;
+            continue;
+        }
+        int rc = run_one(r, rec.id, rec.id_len, format == INPUT_JSONL, rec.fingerprint, rec.text,
+                         rec.text_len);
+        if (rc != CLI_EXIT_OK) {
+            fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);
+            status = rc;
+            break;
+        }
+    }
+    input_close(in);
+    return status;
+}
+
+int cmd_query(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"k", required_argument, NULL, OPT_K},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"meta", no_argument, NULL, OPT_META},
+        {"fp", required_argument, NULL, OPT_FP},
+        {"text", required_argument, NULL, OPT_TEXT},
+        {"file", required_argument, NULL, OPT_FILE},
+        {"queries", required_argument, NULL, OPT_QUERIES},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"no-verify", no_argument, NULL, OPT_NOVERIFY},
+        {"skip-self", no_argument, NULL, OPT_SKIP_SELF},
+        {"help", no_argument, NULL, 'h'},
+        TEXTOPT_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    textopt_state text;
+    textopt_init(&text);
+    query_run r;
+    memset(&r, 0, sizeof r);
+    r.text = &text.opts;
+    int have_k = 0, meta = 0, format = -1, sources = 0, c;
+    unsigned open_flags = SIMSTORE_OPEN_READONLY;
+    const char *fp_arg = NULL, *text_arg = NULL, *file_arg = NULL, *queries_arg = NULL;
+    unsigned long long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_K:
+            if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
+                return cli_usage_error(CMD, "--k takes 0..%d, not '%s'", SIMSTORE_MAX_K, optarg);
+            r.k = (unsigned)v;
+            have_k = 1;
+            break;
+        case OPT_JSON: r.json = 1; break;
+        case OPT_META: meta = 1; break;
+        case OPT_FP: fp_arg = optarg; sources++; break;
+        case OPT_TEXT: text_arg = optarg; sources++; break;
+        case OPT_FILE: file_arg = optarg; sources++; break;
+        case OPT_QUERIES: queries_arg = optarg; sources++; break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "tsv") == 0)
+                format = INPUT_ID_FP;
+            else if (strcmp(optarg, "fp") == 0)
+                format = INPUT_FP_ID;
+            else if (strcmp(optarg, "jsonl") == 0)
+                format = INPUT_JSONL;
+            else
+                return cli_usage_error(CMD, "--format takes tsv, fp or jsonl, not '%s'", optarg);
+            break;
+        case OPT_NOVERIFY: open_flags |= SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS; break;
+        case OPT_SKIP_SELF: r.skip_self = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        case '?':
+        case ':': return cli_bad_option(CMD, c, argv, optind);
+        default: {
+            int t = textopt_apply(CMD, c, optarg, &text);
+            if (t == 2)
+                return CLI_EXIT_USAGE;
+            if (t == 0)
+                return cli_bad_option(CMD, '?', argv, optind);
+        }
+        }
+    }
+    if (textopt_finish(CMD, &text))
+        return CLI_EXIT_USAGE;
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE");
+    const char *path = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (sources != 1)
+        return cli_usage_error(CMD, "give exactly one of --fp, --text, --file, --queries");
+    if (meta && !r.json)
+        return cli_usage_error(CMD, "--meta needs --json");
+    uint64_t fp = 0;
+    if (fp_arg && cli_parse_hex64(fp_arg, &fp))
+        return cli_usage_error(CMD, "--fp takes 16 hex digits, not '%s'", fp_arg);
+
+    simstore *s;
+    int rc = simstore_open(path, open_flags, &s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    simstore_stats st;
+    rc = simstore_get_stats(s, &st);
+    if (rc) {
+        simstore_close(s);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
+    if (!have_k)
+        r.k = st.k;
+    else if (r.k > st.k) {
+        simstore_close(s);
+        return cli_error(CMD, "%s: --k %u exceeds the store's design (built for k <= %u)", path,
+                         r.k, st.k);
+    }
+    /* Texts are fingerprinted the way the store's documents were, unless the
+     * command line says otherwise. */
+    simstore_text_options stored;
+    simstore_get_text_options(s, &stored);
+    if (!text.given)
+        text.opts = stored;
+    else if ((text_arg || file_arg || format == INPUT_JSONL) &&
+             (text.opts.shingle_words != stored.shingle_words ||
+              text.opts.weighting != stored.weighting))
+        cli_warn(CMD, "the store's texts were fingerprinted with --shingle %u --weights %s; "
+                      "these options differ, so near texts may not match",
+                 stored.shingle_words, stored.weighting == SIMSTORE_WEIGHT_LENGTH ? "length" : "tf");
+    rc = simstore_query_new(s, meta ? SIMSTORE_QUERY_WITH_META : 0, &r.q);
+    if (rc) {
+        simstore_close(s);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
+    int status;
+    if (fp_arg) {
+        status = run_one(&r, "-", 1, 0, fp, NULL, 0);
+    } else if (text_arg) {
+        status = run_one(&r, "-", 1, 1, 0, text_arg, strlen(text_arg));
+    } else if (file_arg) {
+        char *data;
+        size_t len;
+        if (cli_read_file(file_arg, &data, &len) != 0) {
+            status = cli_error(CMD, "%s: %s", file_arg, strerror(errno));
+        } else {
+            status = run_one(&r, "-", 1, 1, 0, data, len);
+            free(data);
+        }
+    } else {
+        status = run_queries_file(&r, queries_arg, format);
+    }
+    if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
+        status = cli_error(CMD, "writing the answers: %s", strerror(errno));
+    simstore_fingerprinter_free(r.fpr);
+    simstore_query_free(r.q);
+    simstore_close(s);
+    return status;
+}

@@ -1,0 +1,85 @@
+/* cmd_stats.c: `simstore stats`: counts, design and sizes of a store. */
+#include "cli.h"
+#include "commands.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const CMD = "stats";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore stats STORE [--json]\n"
+            "\n"
+            "Print the store's design, counts and sizes, one 'name: value' per line:\n"
+            "k, tables, design, block bytes, documents, fingerprints (distinct),\n"
+            "segments, generation, table bytes (with bytes and bits per fingerprint),\n"
+            "LMDB bytes, and the block keys an open store keeps in RAM.\n"
+            "\n"
+            "      --json           one JSON object instead\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option(CMD, c, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE");
+    const char *path = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    simstore *s;
+    simstore_stats st;
+    int rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(s, &st);
+    simstore_close(s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    double per_fp = st.table_fps ? (double)st.table_bytes / (double)st.table_fps : 0;
+    double per_table_bits = st.tables ? per_fp * 8 / st.tables : 0;
+    if (json) {
+        printf("{\"k\":%u,\"tables\":%u,\"design\":\"%s\",\"block_bytes\":%u,"
+               "\"fingerprint_only\":%s,\"documents\":%llu,\"fingerprints\":%llu,"
+               "\"segments\":%llu,\"generation\":%llu,\"table_fingerprints\":%llu,"
+               "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"block_key_bytes\":%llu}\n",
+               st.k, st.tables, st.design, st.block_bytes, st.fingerprint_only ? "true" : "false",
+               (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
+               (unsigned long long)st.segments, (unsigned long long)st.generation,
+               (unsigned long long)st.table_fps, (unsigned long long)st.table_bytes,
+               (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes);
+        return CLI_EXIT_OK;
+    }
+    printf("store: %s\n", path);
+    printf("k: %u\n", st.k);
+    printf("tables: %u\n", st.tables);
+    printf("design: %s\n", st.design);
+    printf("block bytes: %u\n", st.block_bytes);
+    printf("kind: %s\n", st.fingerprint_only ? "fingerprint-only" : "documents");
+    printf("documents: %llu\n", (unsigned long long)st.documents);
+    printf("fingerprints: %llu\n", (unsigned long long)st.fingerprints);
+    printf("segments: %llu\n", (unsigned long long)st.segments);
+    printf("generation: %llu\n", (unsigned long long)st.generation);
+    printf("table bytes: %llu (%.2f bytes per fingerprint, %.2f bits per fingerprint per table)\n",
+           (unsigned long long)st.table_bytes, per_fp, per_table_bits);
+    printf("lmdb bytes: %llu\n", (unsigned long long)st.lmdb_bytes);
+    printf("block keys in RAM: %llu bytes\n", (unsigned long long)st.block_key_bytes);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,55 @@
+/* ingest.h: feeding input files into a store builder, for `build` and `add`:
+ * documents from TSV (id<TAB>hex16), fingerprint lines (hex16<TAB>id, what
+ * `simstore fingerprint` prints) or JSON Lines (fingerprinted on the way),
+ * or bare fingerprints for fingerprint-only stores (hex lines or raw
+ * little-endian 64-bit values). Every malformed record is reported as
+ * "FILE:LINE: what"; the caller then abandons the build, so nothing is
+ * committed from input that had errors. */
+#ifndef SIMS_CMD_INGEST_H
+#define SIMS_CMD_INGEST_H
+
+#include "simstore.h"
+
+#include <stdint.h>
+
+typedef enum ingest_format {
+    INGEST_BY_EXTENSION = 0, /* .tsv, .fp, .jsonl, .hex, .u64 */
+    INGEST_TSV,              /* id<TAB>hex16 */
+    INGEST_FP,               /* hex16<TAB>id, as `simstore fingerprint` prints */
+    INGEST_JSONL,            /* {"id": ..., "text": ...[, "meta": ...]} */
+    INGEST_HEX,              /* hex16 per line (fingerprint-only stores) */
+    INGEST_U64               /* raw little-endian u64s (fingerprint-only stores) */
+} ingest_format;
+
+/* "tsv", "fp", "jsonl", "hex", "u64" -> format; -1 for anything else. */
+int ingest_format_parse(const char *name);
+
+typedef struct ingest_options {
+    const char *cmd;                /* for messages */
+    ingest_format format;           /* INGEST_BY_EXTENSION: decide per file */
+    const simstore_text_options *text; /* for JSON Lines documents */
+    int fingerprint_only;           /* the store takes bare fingerprints */
+    unsigned max_errors;            /* stop reading after this many bad records */
+    unsigned threads;               /* fingerprinting threads (0: all cores) */
+    simstore_progress_fn progress;
+    void *progress_ctx;
+} ingest_options;
+
+typedef struct ingest_result {
+    uint64_t records;    /* given to the builder */
+    uint64_t bad;        /* malformed records reported */
+    uint64_t empty_docs; /* documents without words (fingerprint 0, warned) */
+} ingest_result;
+
+/* Feed every path ("-" is standard input) into b. Returns 0 when every record
+ * was good, 1 when some were malformed (reported on stderr; stop after
+ * max_errors), 2 when an input could not be read or the builder failed
+ * (reported). */
+int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
+                  ingest_result *res);
+
+/* The builder's simstore_source_fn for sources made by ingest_inputs: ctx is
+ * the same `paths` array. Writes "FILE:LINE". */
+void ingest_source_name(void *ctx, uint64_t source, char *buf, size_t size);
+
+#endif

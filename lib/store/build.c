@@ -1,0 +1,1022 @@
+/* build.c: builders. A builder takes documents (or bare fingerprints) in any
+ * order and, at finish, in bounded memory:
+ *   1. sorts documents by id (duplicates are errors) and then by
+ *      (fingerprint, id), which yields the distinct fingerprints;
+ *   2. for a new store, chooses the design from their number;
+ *   3. writes each permuted table (sorted in runs, merged twice: once for the
+ *      Huffman histogram, once to encode), tables in parallel threads;
+ *   4. commits documents and the new state in one LMDB write transaction;
+ *   5. for a new store, renames the work directory into place.
+ * A new store is built in "<path>.tmp-XXXXXX" beside its final path; a new
+ * segment of an existing store writes its files into the store, unreferenced
+ * until the commit. Failure removes everything written. */
+#include "store/store_internal.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "store/recsort.h"
+#include "store/spool.h"
+#include "store/u64sort.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READ_CHUNK 4096
+#define PROGRESS_EVERY ((uint64_t)1 << 20)
+#define DOC_VAL_FIXED 16 /* fp u64, source u64, then metadata */
+
+struct simstore_builder {
+    simstore_build_options opt;
+    simstore_text_options text; /* opt.text points here */
+    simstore *store;    /* add: the open store (not owned) */
+    char *final_path;   /* build: where the store appears */
+    char *work_dir;     /* build: the temporary directory; add: the store */
+    int work_lock_fd;   /* build: the work directory's writer.lock */
+    int fp_only;
+    unsigned threads;
+    sims_recsort *docs; /* key: id; value: fp, source, metadata */
+    sims_spool *raw;    /* fingerprint-only: every fingerprint added */
+    uint64_t added;
+    int broken; /* an add failed: finish refuses */
+};
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static void progress(const simstore_builder *b, const char *phase, uint64_t done, uint64_t total)
+{
+    if (b->opt.progress)
+        b->opt.progress(b->opt.progress_ctx, phase, done, total);
+}
+
+static void source_name(const simstore_builder *b, uint64_t source, char *buf, size_t size)
+{
+    if (b->opt.source_name)
+        b->opt.source_name(b->opt.source_ctx, source, buf, size);
+    else
+        snprintf(buf, size, "document #%" PRIu64, source + 1);
+}
+
+static unsigned default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
+static char *dir_of(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    size_t n = strlen(copy);
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';
+    char *slash = strrchr(copy, '/');
+    if (!slash) {
+        free(copy);
+        return strdup(".");
+    }
+    if (slash == copy)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    return copy;
+}
+
+/* Remove "<path>.tmp-*" directories left by builds that died: each live build
+ * holds the flock of its writer.lock, so a lock we can take is stale. */
+static void remove_stale_builds(const char *path)
+{
+    char *dir = dir_of(path);
+    if (!dir)
+        return;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".tmp-", 5) != 0)
+            continue;
+        char p[PATH_MAX], lock[PATH_MAX];
+        if (sims_join_path(p, sizeof p, dir, e->d_name) ||
+            sims_join_path(lock, sizeof lock, p, "writer.lock"))
+            continue;
+        int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            sims_remove_tree(p);
+        else if (fd < 0 && errno == ENOENT)
+            sims_remove_tree(p); /* died before taking its lock */
+        if (fd >= 0)
+            close(fd);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+}
+
+static int check_options(const simstore_build_options *o)
+{
+    if (o->k > SIMSTORE_MAX_K)
+        return sims_fail(SIMSTORE_EINVAL, "k = %u is above the maximum %u", o->k, SIMSTORE_MAX_K);
+    unsigned b = o->block_bytes;
+    if (b < 256 || b > 65536 || (b & (b - 1)))
+        return sims_fail(SIMSTORE_EINVAL,
+                         "block size %u is not a power of two from 256 to 65536", b);
+    if (o->tables > SIMS_DESIGN_MAX_TABLES)
+        return sims_fail(SIMSTORE_EINVAL, "%u tables is above the maximum %u", o->tables,
+                         SIMS_DESIGN_MAX_TABLES);
+    return SIMSTORE_OK;
+}
+
+static int builder_new(const simstore_build_options *o, simstore_builder **out)
+{
+    simstore_builder *b = calloc(1, sizeof *b);
+    if (!b)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a builder");
+    if (o)
+        b->opt = *o;
+    else
+        simstore_build_options_init(&b->opt);
+    if (b->opt.text)
+        b->text = *b->opt.text;
+    else
+        simstore_text_options_init(&b->text);
+    b->opt.text = &b->text;
+    if (b->opt.memory_bytes < ((uint64_t)16 << 20))
+        b->opt.memory_bytes = (uint64_t)16 << 20;
+    b->threads = b->opt.threads ? b->opt.threads : default_threads();
+    b->work_lock_fd = -1;
+    *out = b;
+    return SIMSTORE_OK;
+}
+
+static int builder_start_inputs(simstore_builder *b)
+{
+    uint64_t mem = b->opt.memory_bytes;
+    if (b->fp_only)
+        return sims_spool_new((size_t)(mem / 2 / sizeof(uint64_t)), b->work_dir, &b->raw);
+    return sims_recsort_new((size_t)(mem / 2), b->work_dir, &b->docs);
+}
+
+static void builder_free(simstore_builder *b)
+{
+    if (!b)
+        return;
+    sims_recsort_free(b->docs);
+    sims_spool_free(b->raw);
+    if (b->work_lock_fd >= 0)
+        close(b->work_lock_fd);
+    if (b->store) {
+        pthread_mutex_lock(&b->store->mu);
+        b->store->builder_open = 0;
+        pthread_mutex_unlock(&b->store->mu);
+    }
+    free(b->final_path);
+    free(b->work_dir);
+    free(b);
+}
+
+/* ---- begin ----------------------------------------------------------------- */
+
+int simstore_build_begin(const char *path, const simstore_build_options *o,
+                         simstore_builder **out)
+{
+    *out = NULL;
+    simstore_builder *b;
+    int rc = builder_new(o, &b);
+    if (rc)
+        return rc;
+    rc = check_options(&b->opt);
+    if (rc)
+        goto fail;
+    b->fp_only = b->opt.fingerprint_only != 0;
+    struct stat st;
+    if (lstat(path, &st) == 0 && !b->opt.replace) {
+        rc = sims_fail(SIMSTORE_EEXIST, "%s already exists (use replace to rebuild it)", path);
+        goto fail;
+    }
+    remove_stale_builds(path);
+    size_t n = strlen(path);
+    b->final_path = strdup(path);
+    b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
+    if (!b->final_path || !b->work_dir) {
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(b->work_dir, path, n);
+    memcpy(b->work_dir + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+    if (!mkdtemp(b->work_dir)) {
+        rc = sims_fail_errno("create a build directory beside %s", path);
+        free(b->work_dir);
+        b->work_dir = NULL;
+        goto fail;
+    }
+    chmod(b->work_dir, 0755);
+    char lock[PATH_MAX];
+    rc = sims_join_path(lock, sizeof lock, b->work_dir, "writer.lock");
+    if (rc)
+        goto fail;
+    b->work_lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (b->work_lock_fd < 0 || flock(b->work_lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = sims_fail_errno("lock %s", lock);
+        goto fail;
+    }
+    rc = builder_start_inputs(b);
+    if (rc)
+        goto fail;
+    *out = b;
+    return SIMSTORE_OK;
+fail:
+    simstore_builder_abort(b);
+    return rc;
+}
+
+int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_builder **out)
+{
+    *out = NULL;
+    if (!(s->open_flags & SIMSTORE_OPEN_WRITE))
+        return sims_fail(SIMSTORE_EREADONLY, "%s is open read-only", s->path);
+    pthread_mutex_lock(&s->mu);
+    int busy = s->builder_open;
+    s->builder_open = 1;
+    pthread_mutex_unlock(&s->mu);
+    if (busy)
+        return sims_fail(SIMSTORE_EBUSY, "%s: a builder is already open", s->path);
+    simstore_builder *b;
+    int rc = builder_new(o, &b);
+    if (rc) {
+        pthread_mutex_lock(&s->mu);
+        s->builder_open = 0;
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
+    b->store = s;
+    b->fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    b->work_dir = strdup(s->path);
+    rc = b->work_dir ? builder_start_inputs(b) : sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    if (rc) {
+        builder_free(b);
+        return rc;
+    }
+    *out = b;
+    return SIMSTORE_OK;
+}
+
+/* ---- add -------------------------------------------------------------------- */
+
+int simstore_builder_add(simstore_builder *b, const simstore_doc *doc)
+{
+    if (b->fp_only)
+        return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store takes no documents");
+    if (doc->id_len == 0 || doc->id_len > SIMSTORE_MAX_ID_BYTES)
+        return sims_fail(SIMSTORE_EINVAL, "document id of %zu bytes (1 to %u allowed)",
+                         doc->id_len, SIMSTORE_MAX_ID_BYTES);
+    size_t meta_len = doc->meta ? doc->meta_len : 0;
+    if (meta_len > SIMSTORE_MAX_META_BYTES)
+        return sims_fail(SIMSTORE_EINVAL, "metadata of %zu bytes (at most %u allowed)", meta_len,
+                         SIMSTORE_MAX_META_BYTES);
+    uint8_t fixed[DOC_VAL_FIXED];
+    le_store64(fixed, doc->fp);
+    le_store64(fixed + 8, doc->source);
+    /* One record: the sorter copies key and value; the value is the fixed
+     * part followed by the metadata, pushed through a small staging buffer. */
+    uint8_t stack[DOC_VAL_FIXED + 1024];
+    uint8_t *val = stack;
+    if (meta_len > sizeof stack - DOC_VAL_FIXED) {
+        val = malloc(DOC_VAL_FIXED + meta_len);
+        if (!val)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    }
+    memcpy(val, fixed, DOC_VAL_FIXED);
+    if (meta_len)
+        memcpy(val + DOC_VAL_FIXED, doc->meta, meta_len);
+    int rc = sims_recsort_push(b->docs, doc->id, (uint32_t)doc->id_len, val,
+                               (uint32_t)(DOC_VAL_FIXED + meta_len));
+    if (val != stack)
+        free(val);
+    if (rc)
+        b->broken = 1;
+    else if (++b->added % PROGRESS_EVERY == 0)
+        progress(b, "reading", b->added, 0);
+    return rc;
+}
+
+int simstore_builder_add_fp(simstore_builder *b, uint64_t fp)
+{
+    if (!b->fp_only)
+        return sims_fail(SIMSTORE_EINVAL, "this store keeps documents: add documents, not bare fingerprints");
+    int rc = sims_spool_append(b->raw, &fp, 1);
+    if (rc)
+        b->broken = 1;
+    else if (++b->added % PROGRESS_EVERY == 0)
+        progress(b, "reading", b->added, 0);
+    return rc;
+}
+
+/* ---- finish: distinct fingerprints ------------------------------------------ */
+
+typedef struct finish_state {
+    simstore_builder *b;
+    sims_recsort *fps;     /* key: fp big-endian, then id */
+    sims_spool *distinct;  /* the new segment's fingerprints, sorted, distinct */
+    uint64_t doc_count;    /* documents added */
+    uint64_t new_fps;      /* distinct fingerprints new to the store */
+    uint64_t total_fps;    /* distinct fingerprints of the store after commit */
+    sims_design *design;   /* the store's or the new one (owned when building) */
+    uint64_t store_tag;
+    uint64_t segment_id;
+    sims_state_record old_state;
+    int have_old_state;
+    MDB_txn *check_txn; /* add: a read transaction to test existence */
+} finish_state;
+
+static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
+{
+    MDB_val key = {len, (void *)id}, val;
+    int rc = mdb_get(f->check_txn, f->b->store->env.docs, &key, &val);
+    if (rc == 0)
+        return 1;
+    return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read docs");
+}
+
+static int fp_exists_lmdb(finish_state *f, uint64_t fp)
+{
+    uint8_t k[8];
+    be_store64(k, fp);
+    MDB_val key = {8, k}, val;
+    int rc = mdb_get(f->check_txn, f->b->store->env.fps, &key, &val);
+    if (rc == 0)
+        return 1;
+    return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read fps");
+}
+
+static int found_one(void *ctx, uint64_t v)
+{
+    (void)v;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+/* Fingerprint-only stores: is fp in any committed segment's table 0? */
+static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t fp)
+{
+    const sims_design *d = f->design;
+    uint64_t pq = sims_permute(&d->tables[0].permuter, fp);
+    for (uint32_t i = 0; i < snap->segment_count; i++) {
+        int found = 0;
+        int rc = table_reader_search(snap->segments[i]->tables[0], pq, pq, pq, 0, found_one,
+                                     &found);
+        if (rc < 0)
+            return rc;
+        if (found)
+            return 1;
+    }
+    return 0;
+}
+
+/* Documents mode: pass over documents by id (duplicates, existing ids), then
+ * over (fingerprint, id) pairs (distinct fingerprints). */
+static int distinct_from_docs(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    int rc = sims_recsort_finish(b->docs);
+    if (rc)
+        return rc;
+    rc = sims_recsort_new((size_t)(b->opt.memory_bytes / 4), b->work_dir, &f->fps);
+    if (rc)
+        return rc;
+    sims_rec rec;
+    uint8_t prev[SIMSTORE_MAX_ID_BYTES];
+    uint32_t prev_len = 0;
+    uint64_t prev_source = 0;
+    int have_prev = 0;
+    uint8_t key[8 + SIMSTORE_MAX_ID_BYTES];
+    while ((rc = sims_recsort_next(b->docs, &rec)) == 1) {
+        if (rec.val_len < DOC_VAL_FIXED)
+            return sims_fail(SIMSTORE_EIO, "internal: short document record");
+        uint64_t fp = le_load64(rec.val);
+        uint64_t source = le_load64(rec.val + 8);
+        if (have_prev && prev_len == rec.key_len && memcmp(prev, rec.key, prev_len) == 0) {
+            char a[256], c[256];
+            source_name(b, prev_source, a, sizeof a);
+            source_name(b, source, c, sizeof c);
+            return sims_fail(SIMSTORE_EINVAL, "%s: duplicate document id '%.*s' (first at %s)", c,
+                             (int)rec.key_len, (const char *)rec.key, a);
+        }
+        if (f->check_txn) {
+            int ex = doc_exists(f, rec.key, rec.key_len);
+            if (ex < 0)
+                return ex;
+            if (ex) {
+                char c[256];
+                source_name(b, source, c, sizeof c);
+                return sims_fail(SIMSTORE_EINVAL, "%s: document id '%.*s' is already in the store",
+                                 c, (int)rec.key_len, (const char *)rec.key);
+            }
+        }
+        memcpy(prev, rec.key, rec.key_len);
+        prev_len = rec.key_len;
+        prev_source = source;
+        have_prev = 1;
+        be_store64(key, fp);
+        memcpy(key + 8, rec.key, rec.key_len);
+        rc = sims_recsort_push(f->fps, key, 8 + rec.key_len, NULL, 0);
+        if (rc)
+            return rc;
+        if (++f->doc_count % PROGRESS_EVERY == 0)
+            progress(b, "sorting documents", f->doc_count, b->added);
+    }
+    if (rc < 0)
+        return rc;
+    rc = sims_recsort_finish(f->fps);
+    if (rc)
+        return rc;
+    uint64_t last = 0;
+    int have_last = 0;
+    uint64_t buf[READ_CHUNK];
+    size_t nbuf = 0;
+    while ((rc = sims_recsort_next(f->fps, &rec)) == 1) {
+        uint64_t fp = be_load64(rec.key);
+        if (have_last && fp == last)
+            continue;
+        last = fp;
+        have_last = 1;
+        if (f->check_txn) {
+            int ex = fp_exists_lmdb(f, fp);
+            if (ex < 0)
+                return ex;
+            if (ex)
+                continue;
+        }
+        buf[nbuf++] = fp;
+        if (nbuf == READ_CHUNK) {
+            if ((rc = sims_spool_append(f->distinct, buf, nbuf)))
+                return rc;
+            nbuf = 0;
+        }
+    }
+    if (rc < 0)
+        return rc;
+    return sims_spool_append(f->distinct, buf, nbuf);
+}
+
+/* Fingerprint-only mode: sort the raw fingerprints, dropping repeats and
+ * (for a new segment) those already stored. */
+static int distinct_from_raw(finish_state *f, const sims_snapshot *snap)
+{
+    simstore_builder *b = f->b;
+    int rc = sims_spool_seal(b->raw);
+    if (rc)
+        return rc;
+    sims_u64sort *sorter;
+    rc = sims_u64sort_new((size_t)(b->opt.memory_bytes / 4 / 16), b->work_dir, &sorter);
+    if (rc)
+        return rc;
+    uint64_t *buf = malloc(READ_CHUNK * sizeof *buf);
+    if (!buf) {
+        sims_u64sort_free(sorter);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    }
+    sims_spool_reader r;
+    sims_spool_reader_init(&r, b->raw);
+    size_t n;
+    while ((rc = sims_spool_read(&r, buf, READ_CHUNK, &n)) == SIMSTORE_OK && n > 0)
+        if ((rc = sims_u64sort_push(sorter, buf, n)))
+            break;
+    if (rc == SIMSTORE_OK) {
+        /* The raw spool is no longer needed: give its memory back. */
+        sims_spool_free(b->raw);
+        b->raw = NULL;
+        progress(b, "sorting fingerprints", 0, 0);
+        rc = sims_u64sort_finish(sorter, 1);
+    }
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 &&
+           n > 0) {
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (snap) {
+                int ex = fp_exists_tables(f, snap, buf[i]);
+                if (ex < 0) {
+                    rc = ex;
+                    break;
+                }
+                if (ex)
+                    continue;
+            }
+            buf[w++] = buf[i];
+        }
+        if (rc == SIMSTORE_OK)
+            rc = sims_spool_append(f->distinct, buf, w);
+    }
+    free(buf);
+    sims_u64sort_free(sorter);
+    return rc;
+}
+
+/* ---- finish: tables ------------------------------------------------------------ */
+
+typedef struct table_job {
+    finish_state *f;
+    pthread_mutex_t mu;
+    unsigned next_table;
+    int rc;
+    char message[1024];
+} table_job;
+
+static int write_one_table(finish_state *f, unsigned t, size_t run_values)
+{
+    simstore_builder *b = f->b;
+    const sims_design_table *dt = &f->design->tables[t];
+    char path[PATH_MAX];
+    if (sims_table_path(path, sizeof path, b->work_dir, f->segment_id, t))
+        return SIMSTORE_EINVAL;
+    sims_u64sort *sorter = NULL;
+    table_writer *w = NULL;
+    uint64_t *buf = malloc(READ_CHUNK * sizeof *buf);
+    int rc = buf ? sims_u64sort_new(run_values, b->work_dir, &sorter)
+                 : sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    sims_spool_reader r;
+    sims_spool_reader_init(&r, f->distinct);
+    size_t n;
+    while (rc == SIMSTORE_OK && (rc = sims_spool_read(&r, buf, READ_CHUNK, &n)) == 0 && n > 0) {
+        for (size_t i = 0; i < n; i++)
+            buf[i] = sims_permute(&dt->permuter, buf[i]);
+        rc = sims_u64sort_push(sorter, buf, n);
+    }
+    if (rc == SIMSTORE_OK)
+        rc = sims_u64sort_finish(sorter, 0);
+    /* First pass: the histogram the table's Huffman code is built from. */
+    uint64_t hist[64] = {0}, prev = 0;
+    int have_prev = 0;
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
+        table_histogram_add(hist, &prev, &have_prev, buf, n);
+    if (rc == SIMSTORE_OK)
+        rc = sims_u64sort_rewind(sorter);
+    table_params params;
+    memset(&params, 0, sizeof params);
+    params.block_bytes = b->opt.block_bytes;
+    params.prefix_bits = dt->prefix_bits;
+    memcpy(params.perm, dt->perm, 64);
+    params.store_tag = f->store_tag;
+    params.table_index = t;
+    if (rc == SIMSTORE_OK)
+        rc = table_writer_open(path, &params, hist, &w);
+    /* Second pass: encode. */
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
+        rc = table_writer_add(w, buf, n);
+    if (rc == SIMSTORE_OK) {
+        rc = table_writer_finish(w);
+        w = NULL;
+    }
+    if (rc)
+        rc = sims_fail_context(rc, "table %u", t);
+    table_writer_abort(w);
+    sims_u64sort_free(sorter);
+    free(buf);
+    return rc;
+}
+
+static void *table_worker(void *arg)
+{
+    table_job *job = (table_job *)arg;
+    finish_state *f = job->f;
+    unsigned threads = f->b->threads < f->design->n_tables ? f->b->threads : f->design->n_tables;
+    size_t run_values = (size_t)(f->b->opt.memory_bytes / 2 / threads / 16);
+    for (;;) {
+        pthread_mutex_lock(&job->mu);
+        unsigned t = job->next_table++;
+        int stop = job->rc != SIMSTORE_OK || t >= f->design->n_tables;
+        pthread_mutex_unlock(&job->mu);
+        if (stop)
+            break;
+        progress(f->b, "writing tables", t, f->design->n_tables);
+        int rc = write_one_table(f, t, run_values);
+        if (rc) {
+            pthread_mutex_lock(&job->mu);
+            if (job->rc == SIMSTORE_OK) {
+                job->rc = rc;
+                snprintf(job->message, sizeof job->message, "%s", simstore_last_error());
+            }
+            pthread_mutex_unlock(&job->mu);
+        }
+    }
+    return NULL;
+}
+
+static int write_tables(finish_state *f)
+{
+    table_job job;
+    memset(&job, 0, sizeof job);
+    job.f = f;
+    pthread_mutex_init(&job.mu, NULL);
+    unsigned threads = f->b->threads < f->design->n_tables ? f->b->threads : f->design->n_tables;
+    pthread_t tids[64];
+    unsigned started = 0;
+    for (unsigned i = 1; i < threads && i < 64; i++)
+        if (pthread_create(&tids[started], NULL, table_worker, &job) == 0)
+            started++;
+    table_worker(&job);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    pthread_mutex_destroy(&job.mu);
+    if (job.rc)
+        return sims_fail(job.rc, "%s", job.message);
+    progress(f->b, "writing tables", f->design->n_tables, f->design->n_tables);
+    return SIMSTORE_OK;
+}
+
+static void remove_segment_files(const simstore_builder *b, const finish_state *f)
+{
+    char path[PATH_MAX];
+    for (unsigned t = 0; f->design && t < f->design->n_tables; t++) {
+        if (sims_table_path(path, sizeof path, b->work_dir, f->segment_id, t) == SIMSTORE_OK)
+            unlink(path);
+    }
+}
+
+/* ---- finish: the LMDB transaction ---------------------------------------------- */
+
+typedef struct commit_ctx {
+    finish_state *f;
+    sims_env *env;
+    int new_store;
+    const uint8_t *store_record;
+    size_t store_record_len;
+    uint8_t text_record[SIMS_TEXT_RECORD_BYTES];
+} commit_ctx;
+
+static int put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st)
+{
+    size_t n = sims_state_record_size(st->segment_count);
+    uint8_t *buf = malloc(n);
+    if (!buf)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    sims_state_record_encode(st, buf, n);
+    MDB_val key = {5, (void *)"state"}, val = {n, buf};
+    int rc = mdb_put(txn, meta, &key, &val, 0);
+    free(buf);
+    return sims_mdb_write_status(rc, "write the state record");
+}
+
+static int put_documents(commit_ctx *c, MDB_txn *txn)
+{
+    finish_state *f = c->f;
+    simstore_builder *b = f->b;
+    unsigned docs_flags = c->new_store ? MDB_APPEND : MDB_NOOVERWRITE;
+    unsigned fps_flags = c->new_store ? MDB_APPENDDUP : 0;
+    int rc = sims_recsort_rewind(b->docs);
+    if (rc)
+        return rc;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    sims_rec rec;
+    uint64_t done = 0;
+    while ((rc = sims_recsort_next(b->docs, &rec)) == 1) {
+        size_t meta_len = rec.val_len - DOC_VAL_FIXED;
+        size_t need = sims_doc_record_size(meta_len);
+        if (need > cap) {
+            uint8_t *g = realloc(buf, need);
+            if (!g) {
+                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+                break;
+            }
+            buf = g;
+            cap = need;
+        }
+        size_t n = sims_doc_record_encode(rec.key, rec.key_len, le_load64(rec.val),
+                                          meta_len ? rec.val + DOC_VAL_FIXED : NULL, meta_len,
+                                          buf, cap);
+        MDB_val key = {rec.key_len, (void *)rec.key}, val = {n, buf};
+        rc = sims_mdb_write_status(mdb_put(txn, c->env->docs, &key, &val, docs_flags),
+                                   "write a document");
+        if (rc)
+            break;
+        if (++done % PROGRESS_EVERY == 0)
+            progress(b, "writing documents", done, f->doc_count);
+    }
+    free(buf);
+    if (rc < 0)
+        return rc;
+    rc = sims_recsort_rewind(f->fps);
+    if (rc)
+        return rc;
+    done = 0;
+    while ((rc = sims_recsort_next(f->fps, &rec)) == 1) {
+        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
+        rc = sims_mdb_write_status(mdb_put(txn, c->env->fps, &key, &val, fps_flags),
+                                   "write a fingerprint");
+        if (rc)
+            return rc;
+        if (++done % PROGRESS_EVERY == 0)
+            progress(b, "writing fingerprint index", done, f->doc_count);
+    }
+    return rc < 0 ? rc : SIMSTORE_OK;
+}
+
+static int commit_fn(MDB_txn *txn, void *ctx)
+{
+    commit_ctx *c = (commit_ctx *)ctx;
+    finish_state *f = c->f;
+    int rc;
+    sims_state_record st;
+    memset(&st, 0, sizeof st);
+    sims_segment_entry *segs = NULL;
+    if (c->new_store) {
+        MDB_val key = {5, (void *)"store"}, val = {c->store_record_len, (void *)c->store_record};
+        rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &key, &val, MDB_NOOVERWRITE),
+                                   "write the store record");
+        if (rc)
+            return rc;
+        MDB_val tkey = {4, (void *)"text"}, tval = {SIMS_TEXT_RECORD_BYTES, c->text_record};
+        rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &tkey, &tval, MDB_NOOVERWRITE),
+                                   "write the text record");
+        if (rc)
+            return rc;
+        st.next_segment_id = 1;
+    } else {
+        /* Re-read inside the transaction: it is what this commit replaces. */
+        rc = sims_store_read_state(f->b->store, txn, &st);
+        if (rc)
+            return rc;
+        if (st.generation != f->old_state.generation) {
+            sims_state_record_release(&st);
+            return sims_fail(SIMSTORE_EBUSY, "the store changed during the build");
+        }
+    }
+    if (!f->b->fp_only) {
+        rc = put_documents(c, txn);
+        if (rc) {
+            sims_state_record_release(&st);
+            return rc;
+        }
+    }
+    uint32_t nseg = st.segment_count + (f->new_fps > 0);
+    segs = calloc(nseg ? nseg : 1, sizeof *segs);
+    if (!segs) {
+        sims_state_record_release(&st);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    }
+    if (st.segment_count)
+        memcpy(segs, st.segments, st.segment_count * sizeof *segs);
+    if (f->new_fps > 0) {
+        sims_segment_entry *e = &segs[nseg - 1];
+        e->id = f->segment_id;
+        e->fp_count = f->new_fps;
+        e->created_unix = sims_now_unix();
+        e->table_count = f->design->n_tables;
+    }
+    sims_state_record next = {
+        .generation = st.generation + 1,
+        .next_segment_id = f->new_fps > 0 ? f->segment_id + 1 : st.next_segment_id,
+        .doc_count = st.doc_count + f->doc_count,
+        .fp_count = st.fp_count + f->new_fps,
+        .segment_count = nseg,
+        .segments = segs,
+    };
+    if (next.next_segment_id == 0)
+        next.next_segment_id = 1;
+    rc = put_state(txn, c->env->meta, &next);
+    free(segs);
+    sims_state_record_release(&st);
+    return rc;
+}
+
+/* ---- finish --------------------------------------------------------------------- */
+
+/* The text record for a new store: the options with AUTO resolved to the
+ * segmenter this process uses. */
+static void encode_text_options(const simstore_text_options *given, uint8_t *out)
+{
+    simstore_text_options t;
+    if (given)
+        t = *given;
+    else
+        simstore_text_options_init(&t);
+    if (t.cjk == SIMSTORE_CJK_AUTO)
+        t.cjk = (simstore_cjk_mode)simstore_cjk_segmenter(NULL);
+    sims_text_record r = {
+        .shingle_words = t.shingle_words,
+        .weighting = t.weighting == SIMSTORE_WEIGHT_LENGTH ? 1u : 0u,
+        .cjk = t.cjk == SIMSTORE_CJK_FRISO ? 1u : 2u,
+        .lambda_fixed = (uint64_t)(t.lambda * 65536.0 + 0.5),
+    };
+    sims_text_record_encode(&r, out);
+}
+
+static uint64_t random_tag(void)
+{
+    uint64_t tag = 0;
+    if (getrandom(&tag, sizeof tag, 0) != (ssize_t)sizeof tag || tag == 0)
+        tag = (sims_now_unix() << 20) ^ (uint64_t)getpid() ^ 0x9E3779B97F4A7C15ULL;
+    return tag;
+}
+
+static int choose_design(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    f->design = malloc(sizeof *f->design);
+    if (!f->design)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    uint64_t n = b->opt.expected_fps ? b->opt.expected_fps : f->new_fps;
+    if (b->opt.tables)
+        return sims_design_with_tables(b->opt.k, b->opt.tables, f->design);
+    double fpb = sims_design_fps_per_block(n, b->opt.block_bytes);
+    return sims_design_choose(b->opt.k, n, fpb, NULL, f->design);
+}
+
+/* Move the finished work directory to its final path. */
+static int publish_store(simstore_builder *b)
+{
+    int rc = sims_fsync_dir(b->work_dir);
+    if (rc)
+        return rc;
+    struct stat st;
+    if (lstat(b->final_path, &st) == 0) {
+        if (!b->opt.replace)
+            return sims_fail(SIMSTORE_EEXIST, "%s appeared during the build", b->final_path);
+        /* Swap atomically, holding the old store's writer lock so no writer
+         * is inside it, then delete the old store. */
+        char lock[PATH_MAX];
+        rc = sims_join_path(lock, sizeof lock, b->final_path, "writer.lock");
+        if (rc)
+            return rc;
+        int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            close(fd);
+            return sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", b->final_path);
+        }
+        if (sims_fault_hit(SIMS_FAULT_RENAME) ||
+            renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) != 0) {
+            rc = sims_fail_errno("swap %s into place", b->final_path);
+            if (fd >= 0)
+                close(fd);
+            return rc;
+        }
+        if (fd >= 0)
+            close(fd);
+        rc = sims_fsync_parent(b->final_path);
+        sims_remove_tree(b->work_dir); /* now the old store */
+        return rc;
+    }
+    if (sims_rename(b->work_dir, b->final_path) != 0)
+        return sims_fail_errno("rename %s to %s", b->work_dir, b->final_path);
+    return sims_fsync_parent(b->final_path);
+}
+
+int simstore_builder_finish(simstore_builder *b)
+{
+    if (b->broken) {
+        int rc = sims_fail(SIMSTORE_EINVAL, "an earlier add failed; the build was abandoned");
+        simstore_builder_abort(b);
+        return rc;
+    }
+    int new_store = b->store == NULL;
+    finish_state f;
+    memset(&f, 0, sizeof f);
+    f.b = b;
+    sims_env env;
+    memset(&env, 0, sizeof env);
+    int env_open = 0;
+    sims_snapshot *snap = NULL;
+    uint8_t *store_record = NULL;
+    size_t store_record_len = 0;
+    int tables_written = 0;
+    int rc = sims_spool_new((size_t)(b->opt.memory_bytes / 4 / sizeof(uint64_t)), b->work_dir,
+                            &f.distinct);
+    if (rc)
+        goto done;
+    if (!new_store) {
+        simstore *s = b->store;
+        f.design = s->design;
+        f.store_tag = s->store_tag;
+        rc = sims_env_read_begin(&s->env, &f.check_txn);
+        if (rc)
+            goto done;
+        rc = sims_store_read_state(s, f.check_txn, &f.old_state);
+        if (rc)
+            goto done;
+        f.have_old_state = 1;
+        f.segment_id = f.old_state.next_segment_id;
+        if (b->fp_only)
+            rc = sims_store_snapshot(s, f.check_txn, &snap);
+        if (rc)
+            goto done;
+    } else {
+        f.store_tag = random_tag();
+        f.segment_id = 1;
+    }
+
+    progress(b, "sorting", 0, 0);
+    rc = b->fp_only ? distinct_from_raw(&f, snap) : distinct_from_docs(&f);
+    if (rc == SIMSTORE_OK)
+        rc = sims_spool_seal(f.distinct);
+    if (rc)
+        goto done;
+    f.new_fps = sims_spool_count(f.distinct);
+    if (f.check_txn) {
+        mdb_txn_abort(f.check_txn);
+        f.check_txn = NULL;
+    }
+
+    if (new_store) {
+        rc = choose_design(&f);
+        if (rc)
+            goto done;
+        uint8_t *design_rec = malloc(sims_design_record_bytes(f.design));
+        size_t design_len = 0;
+        rc = design_rec ? sims_design_encode(f.design, design_rec,
+                                             sims_design_record_bytes(f.design), &design_len)
+                        : sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        if (rc == SIMSTORE_OK) {
+            sims_store_record sr = {
+                .format_version = SIMS_STORE_FORMAT_VERSION,
+                .flags = b->fp_only ? SIMS_STORE_FLAG_FP_ONLY : 0,
+                .store_tag = f.store_tag,
+                .block_bytes = b->opt.block_bytes,
+                .created_unix = sims_now_unix(),
+                .design = design_rec,
+                .design_len = (uint32_t)design_len,
+            };
+            store_record_len = sims_store_record_size(&sr);
+            store_record = malloc(store_record_len);
+            if (!store_record)
+                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+            else
+                sims_store_record_encode(&sr, store_record, store_record_len);
+        }
+        free(design_rec);
+        if (rc)
+            goto done;
+    } else {
+        /* The segment's tables use the store's block size. */
+        b->opt.block_bytes = b->store->block_bytes;
+    }
+
+    if (f.new_fps > 0) {
+        tables_written = 1;
+        rc = write_tables(&f);
+        if (rc)
+            goto done;
+    }
+
+    if (new_store) {
+        rc = sims_env_open(&env, b->work_dir, SIMS_ENV_CREATE);
+        if (rc)
+            goto done;
+        env_open = 1;
+    }
+    progress(b, "committing", 0, 0);
+    commit_ctx c = {&f, new_store ? &env : &b->store->env, new_store, store_record,
+                    store_record_len, {0}};
+    if (new_store)
+        encode_text_options(b->opt.text, c.text_record);
+    rc = sims_env_write(c.env, commit_fn, &c);
+    if (rc)
+        goto done;
+    if (new_store) {
+        sims_env_close(&env);
+        env_open = 0;
+        rc = publish_store(b);
+    }
+    progress(b, "done", 1, 1);
+
+done:
+    if (f.check_txn)
+        mdb_txn_abort(f.check_txn);
+    if (env_open)
+        sims_env_close(&env);
+    sims_snapshot_release(snap);
+    if (rc && !new_store && tables_written)
+        remove_segment_files(b, &f);
+    if (f.have_old_state)
+        sims_state_record_release(&f.old_state);
+    sims_recsort_free(f.fps);
+    sims_spool_free(f.distinct);
+    if (new_store)
+        free(f.design);
+    free(store_record);
+    if (rc && new_store)
+        sims_remove_tree(b->work_dir);
+    builder_free(b);
+    return rc;
+}
+
+void simstore_builder_abort(simstore_builder *b)
+{
+    if (!b)
+        return;
+    if (!b->store && b->work_dir)
+        sims_remove_tree(b->work_dir);
+    builder_free(b);
+}

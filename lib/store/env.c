@@ -1,0 +1,275 @@
+/* env.c: the LMDB environment of a store. */
+#include "store/env.h"
+
+#include "common/error.h"
+#include "common/fileio.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAP_BYTES ((size_t)1 << 40)     /* 1 TiB of address space */
+#define MIN_MAP_BYTES ((size_t)1 << 30)
+#define MAX_MAP_BYTES ((size_t)1 << 46)
+
+int sims_mdb_fail(int rc, const char *what)
+{
+    int code;
+    switch (rc) {
+    case MDB_NOTFOUND: code = SIMSTORE_ENOTFOUND; break;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID: code = SIMSTORE_ECORRUPT; break;
+    case MDB_VERSION_MISMATCH: code = SIMSTORE_EVERSION; break;
+    case MDB_MAP_FULL:
+    case MDB_READERS_FULL:
+    case MDB_TXN_FULL:
+    case MDB_DBS_FULL: code = SIMSTORE_EFULL; break;
+    case MDB_BAD_VALSIZE: code = SIMSTORE_EINVAL; break;
+    case ENOMEM: code = SIMSTORE_ENOMEM; break;
+    case ENOENT: code = SIMSTORE_ENOTFOUND; break;
+    case EACCES:
+    case EROFS: code = SIMSTORE_EREADONLY; break;
+    case ENOSPC: code = SIMSTORE_EFULL; break;
+    default: code = SIMSTORE_EIO; break;
+    }
+    return sims_fail(code, "%s: LMDB: %s", what, mdb_strerror(rc));
+}
+
+int sims_mdb_write_status(int rc, const char *what)
+{
+    if (rc == 0)
+        return SIMSTORE_OK;
+    if (rc == MDB_MAP_FULL)
+        return SIMS_MAP_FULL_RETRY;
+    return sims_mdb_fail(rc, what);
+}
+
+static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonly);
+
+struct sims_env_shared {
+    sims_env_shared *next;
+    dev_t dev;
+    ino_t ino;
+    unsigned refs;
+    MDB_env *env;
+    MDB_dbi meta, docs, fps;
+    int rdonly_env; /* opened MDB_RDONLY: nobody in this process may write */
+    int nolock;
+    size_t map_bytes;
+    pthread_mutex_t resize_mu;
+};
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static sims_env_shared *registry;
+
+static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonly)
+{
+    MDB_txn *txn;
+    unsigned create = (flags & SIMS_ENV_CREATE) ? MDB_CREATE : 0;
+    int rc = mdb_txn_begin(env, NULL, rdonly ? MDB_RDONLY : 0, &txn);
+    if (rc)
+        return sims_mdb_fail(rc, "begin transaction");
+    if ((rc = mdb_dbi_open(txn, "meta", create, &sh->meta)) ||
+        (rc = mdb_dbi_open(txn, "docs", create, &sh->docs)) ||
+        (rc = mdb_dbi_open(txn, "fps", create | MDB_DUPSORT, &sh->fps))) {
+        mdb_txn_abort(txn);
+        if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE)
+            return sims_fail(SIMSTORE_ECORRUPT, "not a simstore store (LMDB databases missing)");
+        return sims_mdb_fail(rc, "open databases");
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc)
+        return sims_mdb_fail(rc, "open databases");
+    return SIMSTORE_OK;
+}
+
+/* Open a new MDB_env: >0 is an errno-style LMDB failure of mdb_env_open (the
+ * caller may retry another way), <0 a SIMSTORE code. */
+static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, unsigned mdb_flags)
+{
+    int rc = mdb_env_create(&sh->env);
+    if (rc)
+        return sims_mdb_fail(rc, "create LMDB environment");
+    mdb_env_set_maxdbs(sh->env, 4);
+    mdb_env_set_maxreaders(sh->env, 1022);
+    /* Address space only; fall back to smaller maps where it is limited. */
+    for (sh->map_bytes = MAP_BYTES; ; sh->map_bytes /= 4) {
+        mdb_env_set_mapsize(sh->env, sh->map_bytes);
+        rc = mdb_env_open(sh->env, dir, mdb_flags, 0644);
+        if (rc != ENOMEM || sh->map_bytes <= MIN_MAP_BYTES)
+            break;
+        mdb_env_close(sh->env);
+        if ((rc = mdb_env_create(&sh->env)) != 0)
+            return sims_mdb_fail(rc, "create LMDB environment");
+        mdb_env_set_maxdbs(sh->env, 4);
+        mdb_env_set_maxreaders(sh->env, 1022);
+    }
+    if (rc) {
+        mdb_env_close(sh->env);
+        sh->env = NULL;
+        return rc;
+    }
+    MDB_envinfo info;
+    if (mdb_env_info(sh->env, &info) == 0 && info.me_mapsize > sh->map_bytes)
+        sh->map_bytes = info.me_mapsize;
+    rc = open_dbs(sh, sh->env, flags, (mdb_flags & MDB_RDONLY) != 0);
+    if (rc) {
+        mdb_env_close(sh->env);
+        sh->env = NULL;
+    }
+    return rc;
+}
+
+static void env_copy(sims_env *e, sims_env_shared *sh, int readonly)
+{
+    e->shared = sh;
+    e->env = sh->env;
+    e->meta = sh->meta;
+    e->docs = sh->docs;
+    e->fps = sh->fps;
+    e->readonly = readonly || sh->rdonly_env;
+    e->nolock = sh->nolock;
+}
+
+int sims_env_open(sims_env *e, const char *dir, unsigned flags)
+{
+    memset(e, 0, sizeof *e);
+    int readonly = (flags & SIMS_ENV_READONLY) != 0;
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return sims_fail_errno("%s", dir);
+    pthread_mutex_lock(&registry_mu);
+    for (sims_env_shared *sh = registry; sh; sh = sh->next) {
+        if (sh->dev == st.st_dev && sh->ino == st.st_ino) {
+            int rc = SIMSTORE_OK;
+            if (!readonly && sh->rdonly_env)
+                rc = sims_fail(SIMSTORE_EREADONLY,
+                               "%s: already open read-only in this process (read-only files)", dir);
+            else
+                sh->refs++;
+            pthread_mutex_unlock(&registry_mu);
+            if (rc == SIMSTORE_OK)
+                env_copy(e, sh, readonly);
+            return rc;
+        }
+    }
+    sims_env_shared *sh = calloc(1, sizeof *sh);
+    if (!sh) {
+        pthread_mutex_unlock(&registry_mu);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    }
+    sh->dev = st.st_dev;
+    sh->ino = st.st_ino;
+    sh->refs = 1;
+    pthread_mutex_init(&sh->resize_mu, NULL);
+    /* Open read-write even for readers, so that a writer later in this
+     * process can share the environment. MDB_NOTLS: read transactions belong
+     * to query objects, not threads. */
+    int rc = env_try_open(sh, dir, flags, MDB_NOTLS);
+    if (rc > 0 && readonly && (rc == EACCES || rc == EROFS)) {
+        sh->rdonly_env = 1;
+        rc = env_try_open(sh, dir, flags, MDB_NOTLS | MDB_RDONLY);
+        if (rc > 0 && (rc == EACCES || rc == EROFS)) {
+            /* A read-only copy of a store: no writer can exist, so LMDB's
+             * lock table is not needed. */
+            sh->nolock = 1;
+            rc = env_try_open(sh, dir, flags, MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK);
+        }
+    }
+    if (rc > 0)
+        rc = sims_mdb_fail(rc, dir);
+    if (rc) {
+        pthread_mutex_unlock(&registry_mu);
+        pthread_mutex_destroy(&sh->resize_mu);
+        free(sh);
+        return rc;
+    }
+    sh->next = registry;
+    registry = sh;
+    pthread_mutex_unlock(&registry_mu);
+    env_copy(e, sh, readonly);
+    return SIMSTORE_OK;
+}
+
+void sims_env_close(sims_env *e)
+{
+    sims_env_shared *sh = e->shared;
+    e->shared = NULL;
+    e->env = NULL;
+    if (!sh)
+        return;
+    pthread_mutex_lock(&registry_mu);
+    if (--sh->refs == 0) {
+        for (sims_env_shared **p = &registry; *p; p = &(*p)->next) {
+            if (*p == sh) {
+                *p = sh->next;
+                break;
+            }
+        }
+        mdb_env_close(sh->env);
+        pthread_mutex_destroy(&sh->resize_mu);
+        free(sh);
+    }
+    pthread_mutex_unlock(&registry_mu);
+}
+
+int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
+{
+    if (e->readonly)
+        return sims_fail(SIMSTORE_EREADONLY, "store opened read-only");
+    for (;;) {
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(e->env, NULL, 0, &txn);
+        if (rc)
+            return sims_mdb_fail(rc, "begin write transaction");
+        rc = fn(txn, ctx);
+        if (rc == SIMSTORE_OK) {
+            if (sims_fault_hit(SIMS_FAULT_MDB_COMMIT)) {
+                mdb_txn_abort(txn);
+                return sims_fail(SIMSTORE_EIO, "commit: injected failure");
+            }
+            int mrc = mdb_txn_commit(txn);
+            if (mrc == 0)
+                return SIMSTORE_OK;
+            if (mrc != MDB_MAP_FULL)
+                return sims_mdb_fail(mrc, "commit");
+            rc = SIMS_MAP_FULL_RETRY;
+        } else {
+            mdb_txn_abort(txn);
+        }
+        if (rc != SIMS_MAP_FULL_RETRY)
+            return rc;
+        /* Only reached past 1 TiB: growing remaps, which is only safe with no
+         * read transaction of this process in flight. */
+        sims_env_shared *sh = e->shared;
+        if (sh->map_bytes >= MAX_MAP_BYTES)
+            return sims_fail(SIMSTORE_EFULL, "LMDB map reached %zu bytes", sh->map_bytes);
+        sh->map_bytes *= 2;
+        int mrc = mdb_env_set_mapsize(e->env, sh->map_bytes);
+        if (mrc)
+            return sims_mdb_fail(mrc, "grow the LMDB map");
+    }
+}
+
+int sims_env_read_begin(sims_env *e, MDB_txn **txn)
+{
+    int rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(e->env, 0);
+        rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
+    }
+    return rc ? sims_mdb_fail(rc, "begin read transaction") : SIMSTORE_OK;
+}
+
+int sims_env_read_renew(sims_env *e, MDB_txn *txn)
+{
+    int rc = mdb_txn_renew(txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(e->env, 0);
+        rc = mdb_txn_renew(txn);
+    }
+    return rc ? sims_mdb_fail(rc, "renew read transaction") : SIMSTORE_OK;
+}

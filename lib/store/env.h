@@ -1,0 +1,67 @@
+/* env.h: the store's LMDB environment: opening (read-write, read-only, and
+ * read-only on a read-only copy), the three named databases, write
+ * transactions that grow the map on MDB_MAP_FULL and replay, read
+ * transactions that survive another process growing the map, and the mapping
+ * of LMDB's error codes to simstore's.
+ *
+ * LMDB forbids opening one environment twice in a process (closing the second
+ * clears the first's reader slots and locks), so environments are shared: a
+ * process-wide registry keyed by the directory's device and inode hands every
+ * opener of a store the same MDB_env, closed with its last user. The map is
+ * sized generously (address space only) at open, because resizing it needs
+ * every transaction in the process to be idle. */
+#ifndef SIMS_STORE_ENV_H
+#define SIMS_STORE_ENV_H
+
+#include <lmdb.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sims_env_shared sims_env_shared;
+
+typedef struct sims_env {
+    sims_env_shared *shared;
+    MDB_env *env;
+    MDB_dbi meta;
+    MDB_dbi docs;
+    MDB_dbi fps;
+    int readonly; /* this opener may not write */
+    int nolock;   /* opened without LMDB's lock file (read-only copy) */
+} sims_env;
+
+#define SIMS_ENV_CREATE 1u   /* create the databases (a new store) */
+#define SIMS_ENV_READONLY 2u /* read-only; falls back to MDB_NOLOCK when the
+                                lock file cannot be opened for writing */
+
+/* Open (or share) the environment in directory `dir`. A writable opener of a
+ * store that this process already has open only read-only (a read-only copy)
+ * gets SIMSTORE_EREADONLY. */
+int sims_env_open(sims_env *e, const char *dir, unsigned flags);
+void sims_env_close(sims_env *e);
+
+/* Map an LMDB return code to a SIMSTORE_E* code with a message naming `what`. */
+int sims_mdb_fail(int mdb_rc, const char *what);
+
+/* Run fn inside one write transaction and commit it. When LMDB reports
+ * MDB_MAP_FULL (from fn or the commit), the transaction is aborted, the map
+ * doubled and fn run again from the start, so fn must be replayable: it may
+ * read its inputs again but must not consume them irreversibly. fn returns a
+ * SIMSTORE code; anything but OK aborts. */
+typedef int (*sims_write_fn)(MDB_txn *txn, void *ctx);
+int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx);
+
+/* fn signals map exhaustion by returning this private code when an LMDB call
+ * failed with MDB_MAP_FULL; sims_mdb_write_status() does the mapping. */
+#define SIMS_MAP_FULL_RETRY (-1000)
+
+/* For LMDB calls inside a sims_write_fn: 0 stays 0, MDB_MAP_FULL becomes
+ * SIMS_MAP_FULL_RETRY, anything else goes through sims_mdb_fail. */
+int sims_mdb_write_status(int mdb_rc, const char *what);
+
+/* Begin a read-only transaction (MDB_RDONLY), adopting a larger map size when
+ * another process has grown it. */
+int sims_env_read_begin(sims_env *e, MDB_txn **txn);
+/* Renew a reset read transaction, with the same map-size handling. */
+int sims_env_read_renew(sims_env *e, MDB_txn *txn);
+
+#endif

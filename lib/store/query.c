@@ -1,0 +1,335 @@
+/* query.c: answering "which documents are within distance k of this
+ * fingerprint": probe every table of every segment, unpermute and dedupe the
+ * candidates, then look up their documents in LMDB. A query object keeps its
+ * read transaction (reset between queries) and buffers that only grow. */
+#include "store/store_internal.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SNAPSHOT_RETRIES 8
+
+struct simstore_query {
+    simstore *store;
+    unsigned flags;
+    MDB_txn *txn; /* reset between queries */
+    MDB_cursor *fps_cursor;
+    uint64_t *cand;
+    size_t cand_len;
+    size_t cand_cap;
+    simstore_match *matches;
+    size_t match_len;
+    size_t match_cap;
+    char *arena;
+    size_t arena_len;
+    size_t arena_cap;
+    const sims_permuter *permuter; /* of the table being probed */
+    int grow_failed;
+};
+
+int simstore_query_new(simstore *s, unsigned flags, simstore_query **out)
+{
+    *out = NULL;
+    simstore_query *q = calloc(1, sizeof *q);
+    if (!q)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a query");
+    q->store = s;
+    q->flags = flags;
+    int rc = sims_env_read_begin(&s->env, &q->txn);
+    if (rc == SIMSTORE_OK) {
+        int mrc = mdb_cursor_open(q->txn, s->env.fps, &q->fps_cursor);
+        if (mrc)
+            rc = sims_mdb_fail(mrc, "open a cursor");
+    }
+    if (rc) {
+        simstore_query_free(q);
+        return rc;
+    }
+    mdb_txn_reset(q->txn);
+    q->cand_cap = 256;
+    q->match_cap = 64;
+    q->arena_cap = 4096;
+    q->cand = malloc(q->cand_cap * sizeof *q->cand);
+    q->matches = malloc(q->match_cap * sizeof *q->matches);
+    q->arena = malloc(q->arena_cap);
+    if (!q->cand || !q->matches || !q->arena) {
+        simstore_query_free(q);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a query");
+    }
+    *out = q;
+    return SIMSTORE_OK;
+}
+
+void simstore_query_free(simstore_query *q)
+{
+    if (!q)
+        return;
+    if (q->fps_cursor)
+        mdb_cursor_close(q->fps_cursor);
+    if (q->txn)
+        mdb_txn_abort(q->txn);
+    free(q->cand);
+    free(q->matches);
+    free(q->arena);
+    free(q);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *g = realloc(*p, c * elem);
+    if (!g)
+        return -1;
+    *p = g;
+    *cap = c;
+    return 0;
+}
+
+static int collect_candidate(void *ctx, uint64_t permuted)
+{
+    simstore_query *q = (simstore_query *)ctx;
+    if (q->cand_len == q->cand_cap &&
+        grow((void **)&q->cand, &q->cand_cap, q->cand_len + 1, sizeof *q->cand)) {
+        q->grow_failed = 1;
+        return 1;
+    }
+    q->cand[q->cand_len++] = sims_unpermute(q->permuter, permuted);
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_match(const void *a, const void *b)
+{
+    const simstore_match *x = (const simstore_match *)a, *y = (const simstore_match *)b;
+    if (x->distance != y->distance)
+        return x->distance < y->distance ? -1 : 1;
+    if (x->id && y->id) {
+        size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
+        int c = memcmp(x->id, y->id, n);
+        if (c)
+            return c;
+        if (x->id_len != y->id_len)
+            return x->id_len < y->id_len ? -1 : 1;
+    }
+    return (x->fp > y->fp) - (x->fp < y->fp);
+}
+
+/* Append a copy of bytes (NUL-terminated) to the arena; returns its offset. */
+static int arena_put(simstore_query *q, const void *data, size_t n, size_t *off)
+{
+    if (grow((void **)&q->arena, &q->arena_cap, q->arena_len + n + 1, 1))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    *off = q->arena_len;
+    memcpy(q->arena + q->arena_len, data, n);
+    q->arena[q->arena_len + n] = '\0';
+    q->arena_len += n + 1;
+    return SIMSTORE_OK;
+}
+
+static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_id, uint64_t fp,
+                      unsigned distance)
+{
+    if (grow((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    simstore_match *m = &q->matches[q->match_len++];
+    memset(m, 0, sizeof *m);
+    /* Offsets now, pointers once the arena stops moving. */
+    m->id = has_id ? (const char *)(uintptr_t)(id_off + 1) : NULL;
+    m->id_len = id_len;
+    m->fp = fp;
+    m->distance = distance;
+    return SIMSTORE_OK;
+}
+
+static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
+{
+    simstore *s = q->store;
+    uint8_t keybuf[8];
+    be_store64(keybuf, fp);
+    MDB_val key = {8, keybuf}, val;
+    int rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
+    if (rc == MDB_NOTFOUND)
+        return SIMSTORE_OK; /* every document with it was deleted */
+    while (rc == 0) {
+        size_t off;
+        if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES)
+            return SIMS_CORRUPT("%s: fps entry %016llx holds an id of %zu bytes", s->path,
+                                (unsigned long long)fp, val.mv_size);
+        int e = arena_put(q, val.mv_data, val.mv_size, &off);
+        if (e == SIMSTORE_OK)
+            e = push_match(q, off, val.mv_size, 1, fp, distance);
+        if (e)
+            return e;
+        rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_NEXT_DUP);
+    }
+    return rc == MDB_NOTFOUND ? SIMSTORE_OK : sims_mdb_fail(rc, "read fps");
+}
+
+static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
+{
+    simstore *s = q->store;
+    MDB_val key = {m->id_len, (void *)(q->arena + (uintptr_t)m->id - 1)}, val;
+    *meta_off = 0;
+    int rc = mdb_get(q->txn, s->env.docs, &key, &val);
+    if (rc == MDB_NOTFOUND)
+        return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
+                            (int)m->id_len, (const char *)key.mv_data);
+    if (rc)
+        return sims_mdb_fail(rc, "read docs");
+    sims_doc_record rec;
+    rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                (const uint8_t *)val.mv_data, val.mv_size, &rec);
+    if (rc)
+        return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)m->id_len,
+                                 (const char *)key.mv_data);
+    if (rec.fp != m->fp)
+        return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
+                            s->path, (int)m->id_len, (const char *)key.mv_data,
+                            (unsigned long long)rec.fp, (unsigned long long)m->fp);
+    if (rec.meta) {
+        size_t off;
+        /* The key pointer may move with the arena: copy it out first. */
+        rc = arena_put(q, rec.meta, rec.meta_len, &off);
+        if (rc)
+            return rc;
+        m->meta_len = rec.meta_len;
+        *meta_off = off + 1;
+    }
+    return SIMSTORE_OK;
+}
+
+static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
+{
+    simstore *s = q->store;
+    const sims_design *d = s->design;
+    q->cand_len = 0;
+    q->match_len = 0;
+    q->arena_len = 0;
+    q->grow_failed = 0;
+    for (uint32_t i = 0; i < snap->segment_count; i++) {
+        const sims_segment *seg = snap->segments[i];
+        for (uint32_t t = 0; t < seg->table_count; t++) {
+            uint64_t lo, hi;
+            sims_design_probe(d, t, fp, &lo, &hi);
+            q->permuter = &d->tables[t].permuter;
+            uint64_t pq = sims_permute(q->permuter, fp);
+            int rc = table_reader_search(seg->tables[t], lo, hi, pq, k, collect_candidate, q);
+            if (q->grow_failed)
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
+            if (rc)
+                return rc;
+        }
+    }
+    /* A fingerprint is found by every table whose prefix it shares with the
+     * query: keep one of each. */
+    if (q->cand_len > 1) {
+        qsort(q->cand, q->cand_len, sizeof *q->cand, cmp_u64);
+        size_t w = 1;
+        for (size_t i = 1; i < q->cand_len; i++)
+            if (q->cand[i] != q->cand[w - 1])
+                q->cand[w++] = q->cand[i];
+        q->cand_len = w;
+    }
+    int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    for (size_t i = 0; i < q->cand_len; i++) {
+        unsigned dist = simstore_distance(q->cand[i], fp);
+        int rc = fp_only ? push_match(q, 0, 0, 0, q->cand[i], dist)
+                         : lookup_documents(q, q->cand[i], dist);
+        if (rc)
+            return rc;
+    }
+    size_t *meta_offs = NULL;
+    if ((q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only && q->match_len) {
+        meta_offs = calloc(q->match_len, sizeof *meta_offs);
+        if (!meta_offs)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+        for (size_t i = 0; i < q->match_len; i++) {
+            int rc = attach_meta(q, &q->matches[i], &meta_offs[i]);
+            if (rc) {
+                free(meta_offs);
+                return rc;
+            }
+        }
+    }
+    /* The arena is final: turn offsets into pointers. */
+    for (size_t i = 0; i < q->match_len; i++) {
+        simstore_match *m = &q->matches[i];
+        if (m->id)
+            m->id = q->arena + ((uintptr_t)m->id - 1);
+        if (meta_offs && meta_offs[i])
+            m->meta = q->arena + (meta_offs[i] - 1);
+    }
+    free(meta_offs);
+    qsort(q->matches, q->match_len, sizeof *q->matches, cmp_match);
+    return SIMSTORE_OK;
+}
+
+int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k, const simstore_match **matches,
+                      size_t *count)
+{
+    simstore *s = q->store;
+    *matches = NULL;
+    *count = 0;
+    if (k > s->design->params.k)
+        return sims_fail(SIMSTORE_ERANGE,
+                         "distance %u exceeds the store's design (built for k <= %u)", k,
+                         s->design->params.k);
+    int rc = SIMSTORE_OK;
+    for (int attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++) {
+        rc = sims_env_read_renew(&s->env, q->txn);
+        if (rc)
+            return rc;
+        int mrc = mdb_cursor_renew(q->txn, q->fps_cursor);
+        if (mrc) {
+            mdb_txn_reset(q->txn);
+            return sims_mdb_fail(mrc, "renew a cursor");
+        }
+        sims_snapshot *snap;
+        rc = sims_store_snapshot(s, q->txn, &snap);
+        if (rc == SIMSTORE_ENOTFOUND) {
+            /* A writer removed files of a state newer than this transaction
+             * saw: look again with a fresh transaction. */
+            mdb_txn_reset(q->txn);
+            continue;
+        }
+        if (rc == SIMSTORE_OK) {
+            rc = run_query(q, snap, fp, k);
+            sims_snapshot_release(snap);
+        }
+        mdb_txn_reset(q->txn);
+        break;
+    }
+    if (rc)
+        return rc;
+    *matches = q->matches;
+    *count = q->match_len;
+    return SIMSTORE_OK;
+}
+
+int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const char *text,
+                        size_t len, unsigned k, uint64_t *fp, const simstore_match **matches,
+                        size_t *count)
+{
+    uint64_t f;
+    unsigned flags;
+    *matches = NULL;
+    *count = 0;
+    int rc = simstore_fingerprint_text(fpr, text, len, &f, &flags);
+    if (rc)
+        return rc;
+    if (fp)
+        *fp = f;
+    return simstore_query_fp(q, f, k, matches, count);
+}

@@ -1,0 +1,266 @@
+/* records.c: the store, state and document records of format/store.md. */
+#include "store/records.h"
+
+#include "common/bytes.h"
+#include "common/checksum.h"
+#include "common/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STORE_MAGIC "SIMSTORE"
+#define STATE_MAGIC "SIMSTATE"
+#define STORE_FIXED_BYTES 44u
+#define STATE_FIXED_BYTES 48u
+#define SEGMENT_ENTRY_BYTES 32u
+
+/* ---- store record -------------------------------------------------------- */
+
+size_t sims_store_record_size(const sims_store_record *r)
+{
+    return STORE_FIXED_BYTES + (size_t)r->design_len + 8;
+}
+
+size_t sims_store_record_encode(const sims_store_record *r, uint8_t *buf, size_t cap)
+{
+    size_t n = sims_store_record_size(r);
+    if (cap < n)
+        return 0;
+    memset(buf, 0, STORE_FIXED_BYTES);
+    memcpy(buf, STORE_MAGIC, 8);
+    le_store32(buf + 8, r->format_version);
+    le_store32(buf + 12, r->flags);
+    le_store64(buf + 16, r->store_tag);
+    le_store32(buf + 24, r->block_bytes);
+    le_store64(buf + 32, r->created_unix);
+    le_store32(buf + 40, r->design_len);
+    if (r->design_len)
+        memcpy(buf + STORE_FIXED_BYTES, r->design, r->design_len);
+    le_store64(buf + n - 8, sims_xxh3_64(buf, n - 8, SIMS_STORE_RECORD_SEED));
+    return n;
+}
+
+static int valid_block_bytes(uint32_t b)
+{
+    return b >= 256 && b <= 65536 && (b & (b - 1)) == 0;
+}
+
+int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *out)
+{
+    sims_cursor c;
+    const uint8_t *magic;
+    uint32_t version, flags, block_bytes, reserved, design_len;
+    uint64_t tag, created;
+    cursor_init(&c, buf, len);
+    if (cursor_bytes(&c, 8, &magic) || memcmp(magic, STORE_MAGIC, 8) != 0)
+        return SIMS_CORRUPT("store record: bad magic");
+    if (cursor_u32(&c, &version) || cursor_u32(&c, &flags) || cursor_u64(&c, &tag) ||
+        cursor_u32(&c, &block_bytes) || cursor_u32(&c, &reserved) || cursor_u64(&c, &created) ||
+        cursor_u32(&c, &design_len))
+        return SIMS_CORRUPT("store record: truncated (%zu bytes)", len);
+    if (version != SIMS_STORE_FORMAT_VERSION)
+        return sims_fail(SIMSTORE_EVERSION,
+                         "store format version %u; this build reads version %u", version,
+                         SIMS_STORE_FORMAT_VERSION);
+    if (design_len > cursor_remaining(&c) || cursor_remaining(&c) - design_len != 8)
+        return SIMS_CORRUPT("store record: length %zu does not match design length %u", len,
+                            design_len);
+    uint64_t want = sims_xxh3_64(buf, len - 8, SIMS_STORE_RECORD_SEED);
+    if (le_load64(buf + len - 8) != want)
+        return SIMS_CORRUPT("store record: checksum mismatch");
+    if (flags & ~SIMS_STORE_FLAG_FP_ONLY)
+        return SIMS_CORRUPT("store record: unknown flags 0x%x", flags);
+    if (reserved != 0)
+        return SIMS_CORRUPT("store record: reserved field is not zero");
+    if (!valid_block_bytes(block_bytes))
+        return SIMS_CORRUPT("store record: invalid block size %u", block_bytes);
+    out->format_version = version;
+    out->flags = flags;
+    out->store_tag = tag;
+    out->block_bytes = block_bytes;
+    out->created_unix = created;
+    out->design = buf + STORE_FIXED_BYTES;
+    out->design_len = design_len;
+    return SIMSTORE_OK;
+}
+
+/* ---- state record -------------------------------------------------------- */
+
+size_t sims_state_record_size(uint32_t segment_count)
+{
+    return STATE_FIXED_BYTES + (size_t)segment_count * SEGMENT_ENTRY_BYTES + 8;
+}
+
+size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t cap)
+{
+    size_t n = sims_state_record_size(r->segment_count);
+    if (cap < n)
+        return 0;
+    memset(buf, 0, n);
+    memcpy(buf, STATE_MAGIC, 8);
+    le_store64(buf + 8, r->generation);
+    le_store64(buf + 16, r->next_segment_id);
+    le_store64(buf + 24, r->doc_count);
+    le_store64(buf + 32, r->fp_count);
+    le_store32(buf + 40, r->segment_count);
+    uint8_t *p = buf + STATE_FIXED_BYTES;
+    for (uint32_t i = 0; i < r->segment_count; i++, p += SEGMENT_ENTRY_BYTES) {
+        le_store64(p, r->segments[i].id);
+        le_store64(p + 8, r->segments[i].fp_count);
+        le_store64(p + 16, r->segments[i].created_unix);
+        le_store32(p + 24, r->segments[i].table_count);
+    }
+    le_store64(buf + n - 8, sims_xxh3_64(buf, n - 8, SIMS_STATE_RECORD_SEED));
+    return n;
+}
+
+int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_table_count,
+                             sims_state_record *out)
+{
+    memset(out, 0, sizeof *out);
+    if (len < STATE_FIXED_BYTES + 8 || memcmp(buf, STATE_MAGIC, 8) != 0)
+        return SIMS_CORRUPT("state record: bad magic or too short (%zu bytes)", len);
+    uint32_t count = le_load32(buf + 40);
+    if (count > SIMS_MAX_SEGMENTS)
+        return SIMS_CORRUPT("state record: %u segments exceeds the limit %u", count,
+                            SIMS_MAX_SEGMENTS);
+    if (len != sims_state_record_size(count))
+        return SIMS_CORRUPT("state record: length %zu does not match %u segments", len, count);
+    if (le_load64(buf + len - 8) != sims_xxh3_64(buf, len - 8, SIMS_STATE_RECORD_SEED))
+        return SIMS_CORRUPT("state record: checksum mismatch");
+    if (le_load32(buf + 44) != 0)
+        return SIMS_CORRUPT("state record: reserved field is not zero");
+    sims_state_record r;
+    r.generation = le_load64(buf + 8);
+    r.next_segment_id = le_load64(buf + 16);
+    r.doc_count = le_load64(buf + 24);
+    r.fp_count = le_load64(buf + 32);
+    r.segment_count = count;
+    r.segments = NULL;
+    if (count) {
+        r.segments = calloc(count, sizeof *r.segments);
+        if (!r.segments)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory reading the state record");
+    }
+    const uint8_t *p = buf + STATE_FIXED_BYTES;
+    uint64_t prev_id = 0;
+    for (uint32_t i = 0; i < count; i++, p += SEGMENT_ENTRY_BYTES) {
+        sims_segment_entry *e = &r.segments[i];
+        e->id = le_load64(p);
+        e->fp_count = le_load64(p + 8);
+        e->created_unix = le_load64(p + 16);
+        e->table_count = le_load32(p + 24);
+        int bad = 0;
+        if (e->id <= prev_id || e->id >= r.next_segment_id)
+            bad = SIMS_CORRUPT("state record: segment %u has id %llu out of order or range", i,
+                               (unsigned long long)e->id);
+        else if (e->table_count != expect_table_count)
+            bad = SIMS_CORRUPT("state record: segment %llu has %u tables, the design has %u",
+                               (unsigned long long)e->id, e->table_count, expect_table_count);
+        else if (le_load32(p + 28) != 0)
+            bad = SIMS_CORRUPT("state record: segment %llu reserved field is not zero",
+                               (unsigned long long)e->id);
+        if (bad) {
+            free(r.segments);
+            return bad;
+        }
+        prev_id = e->id;
+    }
+    *out = r;
+    return SIMSTORE_OK;
+}
+
+void sims_state_record_release(sims_state_record *r)
+{
+    if (r) {
+        free(r->segments);
+        r->segments = NULL;
+        r->segment_count = 0;
+    }
+}
+
+/* ---- document record ----------------------------------------------------- */
+
+size_t sims_doc_record_size(size_t meta_len)
+{
+    return SIMS_DOC_RECORD_OVERHEAD + meta_len;
+}
+
+static uint32_t doc_check(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t n)
+{
+    uint64_t seed = sims_xxh3_64(id, id_len, SIMS_DOC_RECORD_SEED);
+    return (uint32_t)sims_xxh3_64(rec, n, seed);
+}
+
+size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, const uint8_t *meta,
+                              size_t meta_len, uint8_t *buf, size_t cap)
+{
+    if (!meta)
+        meta_len = 0;
+    size_t n = sims_doc_record_size(meta_len);
+    if (cap < n)
+        return 0;
+    buf[0] = 1;
+    buf[1] = meta_len ? 1 : 0;
+    le_store64(buf + 2, fp);
+    if (meta_len)
+        memcpy(buf + 10, meta, meta_len);
+    le_store32(buf + 10 + meta_len, doc_check(id, id_len, buf, 10 + meta_len));
+    return n;
+}
+
+int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,
+                           sims_doc_record *out)
+{
+    if (len < SIMS_DOC_RECORD_OVERHEAD)
+        return SIMS_CORRUPT("document record: %zu bytes is too short", len);
+    if (buf[0] != 1)
+        return SIMS_CORRUPT("document record: unknown version %u", buf[0]);
+    if (buf[1] & ~1u)
+        return SIMS_CORRUPT("document record: unknown flags 0x%x", buf[1]);
+    size_t meta_len = len - SIMS_DOC_RECORD_OVERHEAD;
+    if (le_load32(buf + len - 4) != doc_check(id, id_len, buf, len - 4))
+        return SIMS_CORRUPT("document record: check mismatch");
+    if ((buf[1] & 1) != (meta_len != 0))
+        return SIMS_CORRUPT("document record: metadata flag disagrees with its length");
+    out->fp = le_load64(buf + 2);
+    out->meta = (buf[1] & 1) ? buf + 10 : NULL;
+    out->meta_len = meta_len;
+    return SIMSTORE_OK;
+}
+
+/* ---- text record ---------------------------------------------------------- */
+
+#define TEXT_MAGIC "SIMSTEXT"
+
+void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RECORD_BYTES])
+{
+    memset(buf, 0, SIMS_TEXT_RECORD_BYTES);
+    memcpy(buf, TEXT_MAGIC, 8);
+    le_store32(buf + 8, r->shingle_words);
+    le_store32(buf + 12, r->weighting);
+    le_store32(buf + 16, r->cjk);
+    le_store32(buf + 20, 0);
+    le_store64(buf + 24, r->lambda_fixed);
+    le_store64(buf + 32, sims_xxh3_64(buf, 32, SIMS_TEXT_RECORD_SEED));
+}
+
+int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *out)
+{
+    if (len != SIMS_TEXT_RECORD_BYTES || memcmp(buf, TEXT_MAGIC, 8) != 0)
+        return SIMS_CORRUPT("text record: bad magic or length (%zu bytes)", len);
+    if (le_load64(buf + 32) != sims_xxh3_64(buf, 32, SIMS_TEXT_RECORD_SEED))
+        return SIMS_CORRUPT("text record: checksum mismatch");
+    sims_text_record r;
+    r.shingle_words = le_load32(buf + 8);
+    r.weighting = le_load32(buf + 12);
+    r.cjk = le_load32(buf + 16);
+    r.lambda_fixed = le_load64(buf + 24);
+    if (le_load32(buf + 20) != 0)
+        return SIMS_CORRUPT("text record: reserved field is not zero");
+    if (r.shingle_words < 1 || r.shingle_words > 32 || r.weighting > 1 || r.cjk < 1 ||
+        r.cjk > 2 || r.lambda_fixed > 1000ULL * 65536)
+        return SIMS_CORRUPT("text record: value out of range");
+    *out = r;
+    return SIMSTORE_OK;
+}

@@ -1,0 +1,104 @@
+/* records.h: encode and decode the records simstore keeps in LMDB (the store
+ * record, the state record, document records), as format/store.md specifies.
+ * Pure functions over byte buffers: no LMDB, no I/O, fuzzable. */
+#ifndef SIMS_STORE_RECORDS_H
+#define SIMS_STORE_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIMS_STORE_FORMAT_VERSION 1u
+#define SIMS_STORE_FLAG_FP_ONLY 1u
+
+#define SIMS_STORE_RECORD_SEED 0x53494D53544F5245ULL /* "SIMSTORE" */
+#define SIMS_STATE_RECORD_SEED 0x53494D5354415445ULL /* "SIMSTATE" */
+#define SIMS_DOC_RECORD_SEED 0x53494D53444F4353ULL   /* "SIMSDOCS" */
+
+#define SIMS_MAX_SEGMENTS 65536u
+#define SIMS_DOC_RECORD_OVERHEAD 14u
+
+/* The store record: fixed at creation. `design` borrows the design record's
+ * bytes (inside the decoded buffer, or the caller's when encoding). */
+typedef struct sims_store_record {
+    uint32_t format_version;
+    uint32_t flags;
+    uint64_t store_tag;
+    uint32_t block_bytes;
+    uint64_t created_unix;
+    const uint8_t *design;
+    uint32_t design_len;
+} sims_store_record;
+
+/* Bytes sims_store_record_encode() writes. */
+size_t sims_store_record_size(const sims_store_record *r);
+/* Write the record into buf (cap >= sims_store_record_size()). Returns the
+ * size written, or 0 when cap is too small. */
+size_t sims_store_record_encode(const sims_store_record *r, uint8_t *buf, size_t cap);
+/* Parse and check a store record. SIMSTORE_ECORRUPT for a bad magic, length,
+ * checksum, reserved field or block size; SIMSTORE_EVERSION for a format
+ * version other than SIMS_STORE_FORMAT_VERSION. The design bytes are returned
+ * unparsed (the design decoder checks them). */
+int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *out);
+
+typedef struct sims_segment_entry {
+    uint64_t id;
+    uint64_t fp_count;
+    uint64_t created_unix;
+    uint32_t table_count;
+} sims_segment_entry;
+
+/* The state record. `segments` points at `segment_count` entries owned by the
+ * caller (when encoding) or allocated by the decoder (free with
+ * sims_state_record_release()). */
+typedef struct sims_state_record {
+    uint64_t generation;
+    uint64_t next_segment_id;
+    uint64_t doc_count;
+    uint64_t fp_count;
+    uint32_t segment_count;
+    sims_segment_entry *segments;
+} sims_state_record;
+
+size_t sims_state_record_size(uint32_t segment_count);
+size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t cap);
+/* Parse and check a state record: magic, length, checksum, reserved fields,
+ * segment ids >= 1, strictly increasing and below next_segment_id, table
+ * counts equal to `expect_table_count`. SIMSTORE_ECORRUPT or SIMSTORE_ENOMEM
+ * on failure (nothing to release then). */
+int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_table_count,
+                             sims_state_record *out);
+void sims_state_record_release(sims_state_record *r);
+
+/* The text record: how the store's texts were fingerprinted. */
+#define SIMS_TEXT_RECORD_SEED 0x53494D5354455854ULL /* "SIMSTEXT" */
+#define SIMS_TEXT_RECORD_BYTES 40u
+
+typedef struct sims_text_record {
+    uint32_t shingle_words; /* 1..32 */
+    uint32_t weighting;     /* 0 tf, 1 length */
+    uint32_t cjk;           /* 1 friso, 2 bigram (never auto) */
+    uint64_t lambda_fixed;  /* round(lambda * 65536) */
+} sims_text_record;
+
+void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RECORD_BYTES]);
+/* SIMSTORE_ECORRUPT for a bad length, magic, checksum, reserved field or value. */
+int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *out);
+
+/* A document record, the value of `docs` for one id. */
+typedef struct sims_doc_record {
+    uint64_t fp;
+    const uint8_t *meta; /* NULL when absent; borrowed */
+    size_t meta_len;
+} sims_doc_record;
+
+size_t sims_doc_record_size(size_t meta_len);
+/* Encode for document `id`; meta may be NULL or empty (absent). Returns bytes written or
+ * 0 when cap is too small. */
+size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, const uint8_t *meta,
+                              size_t meta_len, uint8_t *buf, size_t cap);
+/* Decode and check the record stored under `id`. SIMSTORE_ECORRUPT on a bad
+ * length, version, flags or check. meta borrows from buf. */
+int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,
+                           sims_doc_record *out);
+
+#endif

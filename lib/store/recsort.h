@@ -1,0 +1,39 @@
+/* recsort.h: sorting variable-length (key, value) records in bounded memory,
+ * by key bytes in LMDB's default order (memcmp, then the shorter key first),
+ * ties in push order. Sorted runs spill to unlinked temporary files and are
+ * merged back as one stream. The build uses it to load LMDB with sorted
+ * appends: documents by id, then (fingerprint, id) pairs. */
+#ifndef SIMS_STORE_RECSORT_H
+#define SIMS_STORE_RECSORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sims_recsort sims_recsort;
+
+/* A record as read back; pointers borrow the sorter's buffers until the next
+ * call. seq is the record's push order (0, 1, ...). */
+typedef struct sims_rec {
+    const uint8_t *key;
+    uint32_t key_len;
+    const uint8_t *val;
+    uint32_t val_len;
+    uint64_t seq;
+} sims_rec;
+
+/* budget_bytes: memory for buffered records and their index before a run is
+ * spilled (at least 1 MiB is used). */
+int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **out);
+int sims_recsort_push(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
+                      uint32_t val_len);
+/* End of input; then read the sorted stream with sims_recsort_next(). */
+int sims_recsort_finish(sims_recsort *s);
+/* Restart the sorted stream from its beginning (after finish). */
+int sims_recsort_rewind(sims_recsort *s);
+/* 1 = a record is in *rec, 0 = end, negative = error code. */
+int sims_recsort_next(sims_recsort *s, sims_rec *rec);
+uint64_t sims_recsort_count(const sims_recsort *s);
+unsigned sims_recsort_spilled_runs(const sims_recsort *s);
+void sims_recsort_free(sims_recsort *s);
+
+#endif

@@ -1,0 +1,447 @@
+/* store.c: opening and closing stores, the writer lock, cleaning leftovers of
+ * interrupted writers, snapshots of the committed segments, and stats. */
+#include "store/store_internal.h"
+
+#include "common/error.h"
+#include "common/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void simstore_build_options_init(simstore_build_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->k = 3;
+    o->block_bytes = 1024;
+    o->memory_bytes = (uint64_t)1 << 30;
+}
+
+uint64_t sims_now_unix(void)
+{
+    time_t t = time(NULL);
+    return t < 0 ? 0 : (uint64_t)t;
+}
+
+int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, unsigned table)
+{
+    char name[40];
+    snprintf(name, sizeof name, "s%010" PRIu64 "-t%03u.tbl", segment, table);
+    return sims_join_path(buf, size, dir, name);
+}
+
+/* ---- segments and snapshots ---------------------------------------------- */
+
+void sims_segment_release(sims_segment *seg)
+{
+    if (!seg || atomic_fetch_sub(&seg->refs, 1) != 1)
+        return;
+    for (uint32_t t = 0; t < seg->table_count; t++)
+        table_reader_close(seg->tables[t]);
+    free(seg->tables);
+    free(seg);
+}
+
+int sims_segment_open(const simstore *s, const char *dir, const sims_segment_entry *e,
+                      sims_segment **out)
+{
+    *out = NULL;
+    sims_segment *seg = calloc(1, sizeof *seg);
+    if (!seg)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory opening a segment");
+    atomic_init(&seg->refs, 1);
+    seg->id = e->id;
+    seg->fp_count = e->fp_count;
+    seg->created_unix = e->created_unix;
+    seg->tables = calloc(e->table_count ? e->table_count : 1, sizeof *seg->tables);
+    if (!seg->tables) {
+        free(seg);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory opening a segment");
+    }
+    unsigned flags = (s->open_flags & SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS)
+                         ? TABLE_SKIP_BLOCK_CHECKSUMS
+                         : 0;
+    char path[PATH_MAX];
+    int rc = SIMSTORE_OK;
+    for (uint32_t t = 0; t < e->table_count && rc == SIMSTORE_OK; t++) {
+        rc = sims_table_path(path, sizeof path, dir, e->id, t);
+        if (rc == SIMSTORE_OK)
+            rc = table_reader_open(path, flags, &seg->tables[t]);
+        if (rc) {
+            rc = sims_fail_context(rc, "%s", path);
+            break;
+        }
+        seg->table_count = t + 1;
+        const table_info *info = table_reader_info(seg->tables[t]);
+        const sims_design_table *dt = &s->design->tables[t];
+        if (info->params.store_tag != s->store_tag)
+            rc = SIMS_CORRUPT("%s: belongs to another store (tag %016" PRIx64 ", store %016" PRIx64
+                              ")",
+                              path, info->params.store_tag, s->store_tag);
+        else if (info->params.table_index != t)
+            rc = SIMS_CORRUPT("%s: holds table %u, expected table %u", path,
+                              info->params.table_index, t);
+        else if (info->params.block_bytes != s->block_bytes)
+            rc = SIMS_CORRUPT("%s: block size %u, the store uses %u", path,
+                              info->params.block_bytes, s->block_bytes);
+        else if (info->params.prefix_bits != dt->prefix_bits ||
+                 memcmp(info->params.perm, dt->perm, 64) != 0)
+            rc = SIMS_CORRUPT("%s: permutation differs from the store's design", path);
+        else if (info->fp_count != e->fp_count)
+            rc = SIMS_CORRUPT("%s: holds %" PRIu64 " fingerprints, the state says %" PRIu64, path,
+                              info->fp_count, e->fp_count);
+    }
+    if (rc) {
+        sims_segment_release(seg);
+        return rc;
+    }
+    *out = seg;
+    return SIMSTORE_OK;
+}
+
+void sims_snapshot_release(sims_snapshot *snap)
+{
+    if (!snap || atomic_fetch_sub(&snap->refs, 1) != 1)
+        return;
+    for (uint32_t i = 0; i < snap->segment_count; i++)
+        sims_segment_release(snap->segments[i]);
+    free(snap->segments);
+    free(snap);
+}
+
+int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out)
+{
+    MDB_val key = {5, (void *)"state"}, val;
+    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    if (rc == MDB_NOTFOUND)
+        return SIMS_CORRUPT("%s: the state record is missing", s->path);
+    if (rc)
+        return sims_mdb_fail(rc, "read the state record");
+    rc = sims_state_record_decode((const uint8_t *)val.mv_data, val.mv_size,
+                                  s->design->n_tables, out);
+    return rc ? sims_fail_context(rc, "%s", s->path) : SIMSTORE_OK;
+}
+
+static sims_segment *find_segment(sims_snapshot *snap, uint64_t id)
+{
+    if (!snap)
+        return NULL;
+    for (uint32_t i = 0; i < snap->segment_count; i++)
+        if (snap->segments[i]->id == id)
+            return snap->segments[i];
+    return NULL;
+}
+
+int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
+{
+    *out = NULL;
+    MDB_val key = {5, (void *)"state"}, val;
+    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    if (rc == 0 && val.mv_size >= 16) {
+        /* The common case: nothing committed since the last query. */
+        uint64_t gen;
+        memcpy(&gen, (const uint8_t *)val.mv_data + 8, 8);
+        pthread_mutex_lock(&s->mu);
+        sims_snapshot *cur = s->current;
+        if (cur && cur->generation == gen) {
+            atomic_fetch_add(&cur->refs, 1);
+            pthread_mutex_unlock(&s->mu);
+            *out = cur;
+            return SIMSTORE_OK;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    sims_state_record st;
+    rc = sims_store_read_state(s, txn, &st);
+    if (rc)
+        return rc;
+    sims_snapshot *snap = calloc(1, sizeof *snap);
+    if (snap)
+        snap->segments = calloc(st.segment_count ? st.segment_count : 1, sizeof *snap->segments);
+    if (!snap || !snap->segments) {
+        free(snap);
+        sims_state_record_release(&st);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory loading segments");
+    }
+    atomic_init(&snap->refs, 1);
+    snap->generation = st.generation;
+    snap->doc_count = st.doc_count;
+    snap->fp_count = st.fp_count;
+    /* Share the segments the current snapshot already has open. */
+    pthread_mutex_lock(&s->mu);
+    sims_snapshot *cur = s->current;
+    if (cur)
+        atomic_fetch_add(&cur->refs, 1);
+    pthread_mutex_unlock(&s->mu);
+    for (uint32_t i = 0; i < st.segment_count && rc == SIMSTORE_OK; i++) {
+        sims_segment *seg = find_segment(cur, st.segments[i].id);
+        if (seg)
+            atomic_fetch_add(&seg->refs, 1);
+        else
+            rc = sims_segment_open(s, s->path, &st.segments[i], &seg);
+        if (rc == SIMSTORE_OK)
+            snap->segments[snap->segment_count++] = seg;
+    }
+    sims_snapshot_release(cur);
+    sims_state_record_release(&st);
+    if (rc) {
+        sims_snapshot_release(snap);
+        return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (!s->current || s->current->generation < snap->generation) {
+        sims_snapshot *old = s->current;
+        atomic_fetch_add(&snap->refs, 1);
+        s->current = snap;
+        pthread_mutex_unlock(&s->mu);
+        sims_snapshot_release(old);
+    } else {
+        pthread_mutex_unlock(&s->mu);
+    }
+    *out = snap;
+    return SIMSTORE_OK;
+}
+
+/* ---- leftovers ------------------------------------------------------------ */
+
+static int parse_table_name(const char *name, uint64_t *segment)
+{
+    unsigned long long seg;
+    unsigned table;
+    int end = 0;
+    if (sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &table, &end) == 2 && end > 0 &&
+        name[end] == '\0' && strlen(name) == 20) {
+        *segment = seg;
+        return 1;
+    }
+    return 0;
+}
+
+int sims_store_clean(simstore *s)
+{
+    MDB_txn *txn;
+    int rc = sims_env_read_begin(&s->env, &txn);
+    if (rc)
+        return rc;
+    sims_state_record st;
+    rc = sims_store_read_state(s, txn, &st);
+    mdb_txn_abort(txn);
+    if (rc)
+        return rc;
+    DIR *d = opendir(s->path);
+    if (!d) {
+        sims_state_record_release(&st);
+        return sims_fail_errno("open directory %s", s->path);
+    }
+    struct dirent *ent;
+    char path[PATH_MAX];
+    int removed = 0;
+    while ((ent = readdir(d)) != NULL) {
+        const char *name = ent->d_name;
+        uint64_t seg;
+        int stale = strstr(name, ".tmp-") != NULL;
+        if (!stale && parse_table_name(name, &seg)) {
+            stale = 1;
+            for (uint32_t i = 0; i < st.segment_count; i++)
+                if (st.segments[i].id == seg)
+                    stale = 0;
+        }
+        if (stale) {
+            if (sims_join_path(path, sizeof path, s->path, name) == SIMSTORE_OK &&
+                unlink(path) == 0)
+                removed = 1;
+        }
+    }
+    closedir(d);
+    sims_state_record_release(&st);
+    return removed ? sims_fsync_dir(s->path) : SIMSTORE_OK;
+}
+
+/* ---- open / close ---------------------------------------------------------- */
+
+static int take_writer_lock(const char *dir, int *fd_out)
+{
+    char path[PATH_MAX];
+    int rc0 = sims_join_path(path, sizeof path, dir, "writer.lock");
+    if (rc0)
+        return rc0;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return sims_fail_errno("open %s", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int busy = errno == EWOULDBLOCK;
+        int rc = busy ? sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", dir)
+                      : sims_fail_errno("lock %s", path);
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return SIMSTORE_OK;
+}
+
+static int load_text_record(simstore *s, MDB_txn *txn)
+{
+    simstore_text_options_init(&s->text);
+    MDB_val key = {4, (void *)"text"}, val;
+    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    if (rc == MDB_NOTFOUND)
+        return SIMSTORE_OK;
+    if (rc)
+        return sims_mdb_fail(rc, "read the text record");
+    sims_text_record tr;
+    rc = sims_text_record_decode((const uint8_t *)val.mv_data, val.mv_size, &tr);
+    if (rc)
+        return sims_fail_context(rc, "%s", s->path);
+    s->text.shingle_words = tr.shingle_words;
+    s->text.weighting = tr.weighting ? SIMSTORE_WEIGHT_LENGTH : SIMSTORE_WEIGHT_TF;
+    s->text.cjk = tr.cjk == 1 ? SIMSTORE_CJK_FRISO : SIMSTORE_CJK_BIGRAM;
+    s->text.lambda = (double)tr.lambda_fixed / 65536.0;
+    return SIMSTORE_OK;
+}
+
+void simstore_get_text_options(const simstore *s, simstore_text_options *out)
+{
+    *out = s->text;
+}
+
+static int load_store_record(simstore *s)
+{
+    MDB_txn *txn;
+    int rc = sims_env_read_begin(&s->env, &txn);
+    if (rc)
+        return rc;
+    MDB_val key = {5, (void *)"store"}, val;
+    rc = mdb_get(txn, s->env.meta, &key, &val);
+    if (rc == MDB_NOTFOUND) {
+        rc = sims_fail(SIMSTORE_ECORRUPT, "%s: not a simstore store (no store record)", s->path);
+    } else if (rc) {
+        rc = sims_mdb_fail(rc, "read the store record");
+    } else {
+        sims_store_record rec;
+        rc = sims_store_record_decode((const uint8_t *)val.mv_data, val.mv_size, &rec);
+        if (rc == SIMSTORE_OK) {
+            s->store_flags = rec.flags;
+            s->store_tag = rec.store_tag;
+            s->block_bytes = rec.block_bytes;
+            s->created_unix = rec.created_unix;
+            s->design = malloc(sizeof *s->design);
+            if (!s->design)
+                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+            else
+                rc = sims_design_decode(rec.design, rec.design_len, s->design);
+        }
+        if (rc)
+            rc = sims_fail_context(rc, "%s", s->path);
+    }
+    if (rc == SIMSTORE_OK)
+        rc = load_text_record(s, txn);
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int simstore_open(const char *path, unsigned flags, simstore **out)
+{
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return sims_fail(SIMSTORE_ENOTFOUND, "%s: no such store", path);
+        return sims_fail_errno("%s", path);
+    }
+    if (!S_ISDIR(st.st_mode))
+        return sims_fail(SIMSTORE_ENOTFOUND, "%s: not a store (not a directory)", path);
+    char probe[PATH_MAX];
+    if (sims_join_path(probe, sizeof probe, path, "data.mdb") != SIMSTORE_OK)
+        return SIMSTORE_EINVAL;
+    if (access(probe, F_OK) != 0)
+        return sims_fail(SIMSTORE_ENOTFOUND, "%s: not a store (no data.mdb)", path);
+
+    simstore *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    }
+    s->open_flags = flags;
+    s->lock_fd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    int rc = SIMSTORE_OK;
+    int writing = (flags & SIMSTORE_OPEN_WRITE) != 0;
+    if (writing)
+        rc = take_writer_lock(path, &s->lock_fd);
+    if (rc == SIMSTORE_OK)
+        rc = sims_env_open(&s->env, path, writing ? 0 : SIMS_ENV_READONLY);
+    if (rc == SIMSTORE_OK)
+        rc = load_store_record(s);
+    if (rc == SIMSTORE_OK && writing)
+        rc = sims_store_clean(s);
+    if (rc) {
+        simstore_close(s);
+        return rc;
+    }
+    *out = s;
+    return SIMSTORE_OK;
+}
+
+void simstore_close(simstore *s)
+{
+    if (!s)
+        return;
+    sims_snapshot_release(s->current);
+    sims_env_close(&s->env);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the flock */
+    pthread_mutex_destroy(&s->mu);
+    free(s->design);
+    free(s->path);
+    free(s);
+}
+
+/* ---- stats ----------------------------------------------------------------- */
+
+int simstore_get_stats(simstore *s, simstore_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    MDB_txn *txn;
+    int rc = sims_env_read_begin(&s->env, &txn);
+    if (rc)
+        return rc;
+    sims_snapshot *snap;
+    rc = sims_store_snapshot(s, txn, &snap);
+    mdb_txn_abort(txn);
+    if (rc)
+        return rc;
+    out->k = s->design->params.k;
+    out->tables = s->design->n_tables;
+    out->block_bytes = s->block_bytes;
+    out->fingerprint_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    out->documents = snap->doc_count;
+    out->fingerprints = snap->fp_count;
+    out->segments = snap->segment_count;
+    out->generation = snap->generation;
+    for (uint32_t i = 0; i < snap->segment_count; i++) {
+        const sims_segment *seg = snap->segments[i];
+        out->table_fps += seg->fp_count;
+        for (uint32_t t = 0; t < seg->table_count; t++) {
+            const table_info *info = table_reader_info(seg->tables[t]);
+            out->table_bytes += info->file_bytes;
+            out->block_key_bytes += info->key_ram_bytes;
+        }
+    }
+    sims_design_describe(s->design, out->design, sizeof out->design);
+    char path[PATH_MAX];
+    struct stat st;
+    if (sims_join_path(path, sizeof path, s->path, "data.mdb") == SIMSTORE_OK &&
+        stat(path, &st) == 0)
+        out->lmdb_bytes = (uint64_t)st.st_size;
+    sims_snapshot_release(snap);
+    return SIMSTORE_OK;
+}

@@ -1,0 +1,78 @@
+/* store_internal.h: the structures behind the public store handles, shared by
+ * store.c (open, segments, stats), build.c (builders) and query.c. */
+#ifndef SIMS_STORE_INTERNAL_H
+#define SIMS_STORE_INTERNAL_H
+
+#include "simstore.h"
+#include "store/design.h"
+#include "store/env.h"
+#include "store/records.h"
+#include "table/table.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* One segment: its table files, open. Shared by every snapshot that lists it
+ * and freed with the last. */
+typedef struct sims_segment {
+    atomic_uint refs;
+    uint64_t id;
+    uint64_t fp_count;
+    uint64_t created_unix;
+    uint32_t table_count;
+    table_reader **tables;
+} sims_segment;
+
+/* The segments of one committed state (one generation), as readers use it. */
+typedef struct sims_snapshot {
+    atomic_uint refs;
+    uint64_t generation;
+    uint64_t doc_count;
+    uint64_t fp_count;
+    uint32_t segment_count;
+    sims_segment **segments;
+} sims_snapshot;
+
+struct simstore {
+    char *path;
+    unsigned open_flags;
+    sims_env env;
+    int lock_fd; /* writer.lock held with flock(LOCK_EX), or -1 */
+    uint32_t store_flags;
+    uint64_t store_tag;
+    uint32_t block_bytes;
+    uint64_t created_unix;
+    sims_design *design;
+    simstore_text_options text; /* from the text record */
+    pthread_mutex_t mu;      /* guards `current` and `builder_open` */
+    sims_snapshot *current;  /* the newest snapshot loaded */
+    int builder_open;
+};
+
+/* "<dir>/s<segment:10>-t<table:3>.tbl" into buf; SIMSTORE_EINVAL when too long. */
+int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, unsigned table);
+
+/* Open the segment's table files and check each against the store (tag,
+ * table index, block size, permutation, prefix, fingerprint count). */
+int sims_segment_open(const simstore *s, const char *dir, const sims_segment_entry *e,
+                      sims_segment **out);
+void sims_segment_release(sims_segment *seg);
+
+/* The snapshot for the state committed as seen by `txn`: the current one when
+ * its generation matches, else a new one (sharing open segments) that becomes
+ * current. The caller owns one reference. */
+int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out);
+void sims_snapshot_release(sims_snapshot *snap);
+
+/* Read and decode the state record inside txn (free with
+ * sims_state_record_release). */
+int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out);
+
+/* Remove leftovers of interrupted writers: temporary files and table files
+ * the committed state does not name. Called with the writer lock held. */
+int sims_store_clean(simstore *s);
+
+/* Seconds since the epoch. */
+uint64_t sims_now_unix(void);
+
+#endif

@@ -1,0 +1,385 @@
+/* u64sort.c: LSD radix sort of 64-bit values and a spilling run sorter with a
+ * heap merge. Run files are unlinked as soon as they are created, so a crash
+ * leaves nothing behind; they hold raw native-endian values and are never part
+ * of a store. */
+#include "store/u64sort.h"
+
+#include "common/error.h"
+#include "common/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
+#define RADIX_PASSES 6 /* ceil(64 / 11) */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    if (n <= 64) {
+        for (size_t i = 1; i < n; i++) {
+            uint64_t x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    /* One counting pass for all digits. The counters are 96 KiB: too much
+     * for small thread stacks, negligible beside a run's allocation. */
+    size_t (*count)[RADIX_SIZE] = calloc(RADIX_PASSES, sizeof *count);
+    if (!count) {
+        qsort(v, n, sizeof *v, cmp_u64);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = v[i];
+        for (unsigned p = 0; p < RADIX_PASSES; p++)
+            count[p][(x >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
+    }
+    uint64_t *src = v, *dst = tmp;
+    for (unsigned p = 0; p < RADIX_PASSES; p++) {
+        size_t *c = count[p];
+        unsigned shift = p * RADIX_BITS;
+        /* Skip a pass when every value has the same digit. */
+        if (c[(src[0] >> shift) & (RADIX_SIZE - 1)] == n)
+            continue;
+        size_t sum = 0;
+        for (unsigned d = 0; d < RADIX_SIZE; d++) {
+            size_t t = c[d];
+            c[d] = sum;
+            sum += t;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = src[i];
+            dst[c[(x >> shift) & (RADIX_SIZE - 1)]++] = x;
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+    free(count);
+}
+
+/* ---- spilling sorter ----------------------------------------------------- */
+
+typedef struct run_source {
+    int fd;          /* -1 for the in-memory run */
+    uint64_t length; /* values in the run */
+    uint64_t next;   /* index of the next value to load into buf */
+    const uint64_t *mem;
+    uint64_t *buf; /* read buffer (file runs) */
+    size_t buf_cap;
+    size_t buf_len;
+    size_t buf_pos;
+    uint64_t head; /* current smallest unread value */
+} run_source;
+
+struct sims_u64sort {
+    uint64_t *run;
+    uint64_t *tmp;
+    size_t run_cap;
+    size_t run_len;
+    uint64_t pushed;
+    char *tmp_dir;
+    run_source *sources;
+    unsigned nsources;
+    unsigned spilled;
+    int finished;
+    int unique;
+    /* merge state */
+    unsigned *heap; /* indexes into sources, ordered by head */
+    unsigned heap_len;
+    int have_last;
+    uint64_t last;
+    /* in-memory state (no spills) */
+    size_t mem_pos;
+};
+
+int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
+{
+    *out = NULL;
+    if (run_values < 1024)
+        run_values = 1024;
+    sims_u64sort *s = calloc(1, sizeof *s);
+    if (!s)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sorter");
+    s->run_cap = run_values;
+    s->run = malloc(run_values * sizeof *s->run);
+    s->tmp = malloc(run_values * sizeof *s->tmp);
+    s->tmp_dir = strdup(tmp_dir ? tmp_dir : ".");
+    if (!s->run || !s->tmp || !s->tmp_dir) {
+        sims_u64sort_free(s);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sort run of %zu values",
+                         run_values);
+    }
+    *out = s;
+    return SIMSTORE_OK;
+}
+
+static int add_source(sims_u64sort *s, run_source src)
+{
+    run_source *g = realloc(s->sources, (s->nsources + 1) * sizeof *g);
+    if (!g)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for sort runs");
+    s->sources = g;
+    s->sources[s->nsources++] = src;
+    return SIMSTORE_OK;
+}
+
+static int spill_run(sims_u64sort *s)
+{
+    sims_radix_sort_u64(s->run, s->tmp, s->run_len);
+    size_t n = strlen(s->tmp_dir) + sizeof "/sortrun.tmp-XXXXXX";
+    char *path = malloc(n);
+    if (!path)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    snprintf(path, n, "%s/sortrun.tmp-XXXXXX", s->tmp_dir);
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) {
+        int rc = sims_fail_errno("create sort run in %s", s->tmp_dir);
+        free(path);
+        return rc;
+    }
+    unlink(path); /* anonymous from now on: nothing is left after a crash */
+    int rc = sims_write_all(fd, s->run, s->run_len * sizeof *s->run, "sort run");
+    free(path);
+    if (rc == SIMSTORE_OK) {
+        run_source src = {.fd = fd, .length = s->run_len};
+        rc = add_source(s, src);
+    }
+    if (rc != SIMSTORE_OK) {
+        close(fd);
+        return rc;
+    }
+    s->spilled++;
+    s->run_len = 0;
+    return SIMSTORE_OK;
+}
+
+int sims_u64sort_push(sims_u64sort *s, const uint64_t *v, size_t n)
+{
+    if (s->finished)
+        return sims_fail(SIMSTORE_EINVAL, "push after finish");
+    s->pushed += n;
+    while (n > 0) {
+        size_t take = s->run_cap - s->run_len;
+        if (take > n)
+            take = n;
+        memcpy(s->run + s->run_len, v, take * sizeof *v);
+        s->run_len += take;
+        v += take;
+        n -= take;
+        if (s->run_len == s->run_cap) {
+            int rc = spill_run(s);
+            if (rc)
+                return rc;
+        }
+    }
+    return SIMSTORE_OK;
+}
+
+static size_t dedupe(uint64_t *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    size_t w = 1;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] != v[w - 1])
+            v[w++] = v[i];
+    return w;
+}
+
+int sims_u64sort_finish(sims_u64sort *s, int unique)
+{
+    if (s->finished)
+        return SIMSTORE_OK;
+    s->finished = 1;
+    s->unique = unique;
+    sims_radix_sort_u64(s->run, s->tmp, s->run_len);
+    if (s->nsources == 0) {
+        if (unique)
+            s->run_len = dedupe(s->run, s->run_len);
+        free(s->tmp);
+        s->tmp = NULL;
+        return sims_u64sort_rewind(s);
+    }
+    /* The last run stays in memory as one more merge source; the scratch
+     * array becomes the file runs' read buffers. */
+    if (s->run_len > 0) {
+        run_source src = {.fd = -1, .length = s->run_len, .mem = s->run};
+        int rc = add_source(s, src);
+        if (rc)
+            return rc;
+    }
+    size_t per = s->run_cap / (s->nsources ? s->nsources : 1);
+    if (per < 512) {
+        /* Too many runs for the scratch space: give each a small buffer. */
+        per = 512;
+        free(s->tmp);
+        s->tmp = malloc((size_t)s->nsources * per * sizeof *s->tmp);
+        if (!s->tmp)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for merge buffers");
+    }
+    for (unsigned i = 0; i < s->nsources; i++) {
+        s->sources[i].buf = s->tmp + (size_t)i * per;
+        s->sources[i].buf_cap = per;
+    }
+    s->heap = malloc(s->nsources * sizeof *s->heap);
+    if (!s->heap)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for the merge heap");
+    return sims_u64sort_rewind(s);
+}
+
+/* Load the next value of a source into head; 0 = has a value, 1 = exhausted. */
+static int source_advance(run_source *r, int *err)
+{
+    if (r->fd < 0) {
+        if (r->next >= r->length)
+            return 1;
+        r->head = r->mem[r->next++];
+        return 0;
+    }
+    if (r->buf_pos == r->buf_len) {
+        if (r->next >= r->length)
+            return 1;
+        uint64_t want = r->length - r->next;
+        if (want > r->buf_cap)
+            want = r->buf_cap;
+        size_t bytes = (size_t)want * sizeof(uint64_t);
+        size_t got = 0;
+        while (got < bytes) {
+            ssize_t k = pread(r->fd, (char *)r->buf + got, bytes - got,
+                              (off_t)(r->next * sizeof(uint64_t) + got));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                *err = k < 0 ? sims_fail_errno("read sort run")
+                             : sims_fail(SIMSTORE_EIO, "sort run shorter than written");
+                return 1;
+            }
+            got += (size_t)k;
+        }
+        r->next += want;
+        r->buf_len = (size_t)want;
+        r->buf_pos = 0;
+    }
+    r->head = r->buf[r->buf_pos++];
+    return 0;
+}
+
+static void heap_sift_down(sims_u64sort *s, unsigned i)
+{
+    unsigned n = s->heap_len;
+    for (;;) {
+        unsigned l = 2 * i + 1, m = i;
+        if (l < n && s->sources[s->heap[l]].head < s->sources[s->heap[m]].head)
+            m = l;
+        if (l + 1 < n && s->sources[s->heap[l + 1]].head < s->sources[s->heap[m]].head)
+            m = l + 1;
+        if (m == i)
+            return;
+        unsigned t = s->heap[i];
+        s->heap[i] = s->heap[m];
+        s->heap[m] = t;
+        i = m;
+    }
+}
+
+int sims_u64sort_rewind(sims_u64sort *s)
+{
+    if (!s->finished)
+        return sims_fail(SIMSTORE_EINVAL, "rewind before finish");
+    s->mem_pos = 0;
+    s->have_last = 0;
+    if (s->nsources == 0)
+        return SIMSTORE_OK;
+    s->heap_len = 0;
+    int err = SIMSTORE_OK;
+    for (unsigned i = 0; i < s->nsources; i++) {
+        run_source *r = &s->sources[i];
+        r->next = 0;
+        r->buf_len = r->buf_pos = 0;
+        if (source_advance(r, &err) == 0)
+            s->heap[s->heap_len++] = i;
+        if (err)
+            return err;
+    }
+    for (unsigned i = s->heap_len / 2; i-- > 0;)
+        heap_sift_down(s, i);
+    return SIMSTORE_OK;
+}
+
+int sims_u64sort_read(sims_u64sort *s, uint64_t *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    if (!s->finished)
+        return sims_fail(SIMSTORE_EINVAL, "read before finish");
+    if (s->nsources == 0) {
+        size_t left = s->run_len - s->mem_pos;
+        size_t take = left < cap ? left : cap;
+        memcpy(out, s->run + s->mem_pos, take * sizeof *out);
+        s->mem_pos += take;
+        *n = take;
+        return SIMSTORE_OK;
+    }
+    size_t w = 0;
+    int err = SIMSTORE_OK;
+    while (w < cap && s->heap_len > 0) {
+        run_source *r = &s->sources[s->heap[0]];
+        uint64_t v = r->head;
+        if (!(s->unique && s->have_last && v == s->last)) {
+            out[w++] = v;
+            s->last = v;
+            s->have_last = 1;
+        }
+        if (source_advance(r, &err)) {
+            if (err)
+                return err;
+            s->heap[0] = s->heap[--s->heap_len];
+        }
+        heap_sift_down(s, 0);
+    }
+    *n = w;
+    return SIMSTORE_OK;
+}
+
+uint64_t sims_u64sort_pushed(const sims_u64sort *s)
+{
+    return s->pushed;
+}
+
+unsigned sims_u64sort_spilled_runs(const sims_u64sort *s)
+{
+    return s->spilled;
+}
+
+void sims_u64sort_free(sims_u64sort *s)
+{
+    if (!s)
+        return;
+    for (unsigned i = 0; i < s->nsources; i++)
+        if (s->sources[i].fd >= 0)
+            close(s->sources[i].fd);
+    free(s->sources);
+    free(s->heap);
+    free(s->run);
+    free(s->tmp);
+    free(s->tmp_dir);
+    free(s);
+}

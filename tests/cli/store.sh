@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# store.sh: `simstore build`, `query` and `stats`: outputs, every error with
+# its file and line, exit codes, all-or-nothing builds, and exactness through
+# the CLI for k = 0..7 against `simstore pairs` (a brute-force scan).
+. "$(dirname "$0")/lib.sh"
+
+sample="$SRC/tests/data/sample.jsonl"
+
+# ---- build, stats, query on the sample ------------------------------------
+run build "$T/s" "$sample"
+expect_status 0
+expect_out_has "built $T/s: 92 documents"
+expect_out_has "4 tables"
+run stats "$T/s"
+expect_status 0; expect_err_empty
+expect_out_has "documents: 92"
+expect_out_has "k: 3"
+expect_out_has "kind: documents"
+expect_out_has "segments: 1"
+run stats "$T/s" --json
+expect_status 0
+expect_out_has '"documents":92'
+expect_out_has '"k":3'
+
+# Every planted pair is found by querying each sample document's text.
+run query "$T/s" --queries "$sample"
+expect_status 0; expect_err_empty
+awk -F'\t' '$1 != $2 { print ($1 < $2) ? $1 "\t" $2 : $2 "\t" $1 }' "$T/out" | LC_ALL=C sort -u >"$T/found"
+if cmp -s "$T/found" "$SRC/tests/data/sample.pairs"; then ok; else
+    fail "query --queries pairs differ from the planted pairs:
+$(diff "$T/found" "$SRC/tests/data/sample.pairs" | head)"
+fi
+
+# --skip-self leaves exactly the planted pairs, each seen from both sides.
+run query "$T/s" --queries "$sample" --skip-self
+expect_status 0
+expect_out_lines $(( $(wc -l <"$SRC/tests/data/sample.pairs") * 2 ))
+
+# A single query by fingerprint, text and file.
+run fingerprint --jsonl "$sample"
+head -1 "$T/out" >"$T/first.fp"
+fp=$(cut -f1 "$T/first.fp")
+id=$(cut -f2 "$T/first.fp")
+run query "$T/s" --fp "$fp"
+expect_status 0
+head -1 "$T/out" | grep -q "^-	$id	$fp	0\$" && ok || fail "query --fp does not list $id at distance 0 first"
+run query "$T/s" --fp "$fp" --k 0 --json
+expect_status 0
+expect_out_has "{\"query\":\"-\",\"id\":\"$id\",\"fp\":\"$fp\",\"distance\":0}"
+run query "$T/s" --fp 0000000000000000 --k 0
+expect_status 0; expect_out_lines 0
+# --meta shows metadata stored with --jsonl input.
+printf '{"id": "m1", "text": "alpha beta gamma delta", "meta": {"url": "http://x/"}}\n' >"$T/meta.jsonl"
+run build "$T/m" "$T/meta.jsonl"
+expect_status 0
+run query "$T/m" --text "alpha beta gamma delta" --json --meta
+expect_status 0
+expect_out_has '"id":"m1"'
+expect_out_has '"meta":{"url":"http://x/"}'
+run query "$T/m" --file "$T/meta.jsonl" --k 3
+expect_status 0
+printf 'alpha beta gamma delta' >"$T/doc.txt"
+run query "$T/m" --file "$T/doc.txt"
+expect_status 0
+expect_out_has "-	m1	"
+run_in "$T/doc.txt" query "$T/m" --file -
+expect_status 0
+expect_out_has "-	m1	"
+
+# Queries files: TSV, fingerprint lines, JSON Lines; a bad line is reported
+# and skipped, the rest answered, exit 1.
+printf 'q1\t%s\nq2\tnothex\nq3\t%s\n' "$fp" "$fp" >"$T/q.tsv"
+run query "$T/s" --queries "$T/q.tsv"
+expect_status 1
+expect_err_has "$T/q.tsv:2:"
+expect_out_has "q1	$id	$fp	0"
+expect_out_has "q3	$id	$fp	0"
+cp "$T/first.fp" "$T/q.fp"
+run query "$T/s" --queries "$T/q.fp"
+expect_status 0
+expect_out_has "$id	$id	$fp	0"
+run query "$T/s" --queries "$T/q.txt"
+expect_status 2
+expect_err_has "cannot tell the format"
+
+# ---- query errors ----------------------------------------------------------
+run query "$T/s" --fp 123
+expect_status 2; expect_err_has "--fp takes 16 hex digits"
+run query "$T/s" --fp "$fp" --k 4
+expect_status 1; expect_err_has "exceeds the store's design"
+run query "$T/s" --fp "$fp" --k 9
+expect_status 2
+run query "$T/s"
+expect_status 2; expect_err_has "exactly one of"
+run query "$T/s" --fp "$fp" --text x
+expect_status 2; expect_err_has "exactly one of"
+run query "$T/missing" --fp "$fp"
+expect_status 1; expect_err_has "no such store"
+run query "$T/s" --fp "$fp" --bogus
+expect_status 2; expect_err_has "unknown option '--bogus'"
+run query "$T/s" --meta --fp "$fp"
+expect_status 2; expect_err_has "--meta needs --json"
+run query --help
+expect_status 0; expect_out_has "Usage: simstore query"
+run stats
+expect_status 2; expect_err_has "missing STORE"
+run stats "$T/nothing"
+expect_status 1
+run stats --help
+expect_status 0; expect_out_has "Usage: simstore stats"
+
+# ---- build errors: all or nothing -----------------------------------------
+run build --help
+expect_status 0; expect_out_has "Usage: simstore build"
+run build "$T/s" "$sample"
+expect_status 1; expect_err_has "already exists"
+run build "$T/b"
+expect_status 2; expect_err_has "missing INPUT"
+run build "$T/b" --k 8 "$sample"
+expect_status 2
+run build "$T/b" --block-bytes 1000 "$sample"
+expect_status 2; expect_err_has "power of two"
+run build "$T/b" --tables 3 "$sample"
+expect_status 1; expect_err_has "available table counts: 4, 10, 16"
+[ ! -e "$T/b" ] && ok || fail "a failed build left $T/b"
+
+printf 'a\t0123456789abcdef\nb\t0123456789abcdeg\nc\t0000000000000001\n' >"$T/bad.tsv"
+run build "$T/b" "$T/bad.tsv"
+expect_status 1
+expect_err_has "$T/bad.tsv:2:"
+expect_err_has "not created"
+[ ! -e "$T/b" ] && ok || fail "a build with a bad record left $T/b"
+
+printf 'a\t0123456789abcdef\nb\t0000000000000002\na\t0000000000000003\n' >"$T/dup.tsv"
+run build "$T/b" "$T/dup.tsv"
+expect_status 1
+expect_err_has "$T/dup.tsv:3: duplicate document id 'a' (first at $T/dup.tsv:1)"
+[ ! -e "$T/b" ] && ok || fail "a build with a duplicate id left $T/b"
+
+printf '{"id": "x", "text": "ok"}\n{"id": "y", "text": \n' >"$T/bad.jsonl"
+run build "$T/b" "$T/bad.jsonl"
+expect_status 1
+expect_err_has "$T/bad.jsonl:2:"
+[ ! -e "$T/b" ] && ok || fail "a build with invalid JSON left $T/b"
+
+long=$(printf 'x%.0s' $(seq 512))
+printf '%s\t0000000000000001\n' "$long" >"$T/long.tsv"
+run build "$T/b" "$T/long.tsv"
+expect_status 1
+expect_err_has "$T/long.tsv:1:"
+[ ! -e "$T/b" ] && ok || fail "a build with an oversized id left $T/b"
+
+run build "$T/b" "$T/no-such-file.tsv"
+expect_status 1
+expect_err_has "no-such-file.tsv"
+run build "$T/b" "$T/doc.txt"
+expect_status 1
+expect_err_has "cannot tell the format"
+run build "$T/b" --fingerprint-only "$T/dup.tsv"
+expect_status 1
+expect_err_has "a fingerprint-only store reads --format hex or u64"
+[ ! -e "$T/b" ] && ok || fail "failed builds left $T/b"
+ls "$T" | grep -q '\.tmp-' && fail "a failed build left a temporary directory" || ok
+
+# --replace swaps a store atomically; the old one is gone afterwards.
+printf 'only\t00000000000000ff\n' >"$T/one.tsv"
+run build "$T/s" --replace "$T/one.tsv"
+expect_status 0
+expect_out_has "1 documents"
+run query "$T/s" --fp 00000000000000ff --k 0
+expect_out "-	only	00000000000000ff	0"
+
+# stdin with --format; fingerprint output piped into build.
+run fingerprint --jsonl "$sample"
+cp "$T/out" "$T/sample.fp"
+run_in "$T/sample.fp" build "$T/p" --format fp -
+expect_status 0
+expect_out_has "92 documents"
+run_in "$T/sample.fp" build "$T/p2" -
+expect_status 1
+expect_err_has "cannot tell the format"
+
+# Fingerprint-only stores: hex lines.
+cut -f1 "$T/sample.fp" >"$T/sample.hex"
+run build "$T/h" --fingerprint-only "$T/sample.hex"
+expect_status 0
+run query "$T/h" --fp "$fp" --k 0
+expect_out "-	-	$fp	0"
+run stats "$T/h"
+expect_out_has "kind: fingerprint-only"
+
+# ---- exactness through the CLI for k = 0..7 --------------------------------
+# A deterministic clustered set (64-bit LCG in bash arithmetic): centres with
+# neighbours 0..9 bits away, plus queries near and far.
+gen() {
+    local n=$1 seed=$2 prefix=$3 x c i b
+    x=$seed
+    for ((i = 0; i < n; i++)); do
+        x=$((x * 6364136223846793005 + 1442695040888963407))
+        if ((i % 6 == 0)); then c=$x; fi
+        v=$c
+        for ((b = 0; b < (i % 6) * 2 - 1; b++)); do
+            x=$((x * 6364136223846793005 + 1442695040888963407))
+            v=$((v ^ (1 << ((x >> 33) & 63))))
+        done
+        printf '%s%d\t%016x\n' "$prefix" "$i" "$v"
+    done
+}
+gen 1500 12345 d >"$T/docs.tsv"
+gen 120 777 q >"$T/queries.tsv"
+# Queries near stored fingerprints too: reuse stored ones with a bit flipped.
+awk -F'\t' 'NR % 10 == 0 { print "r" NR "\t" $2 }' "$T/docs.tsv" >>"$T/queries.tsv"
+awk -F'\t' '{ print $2 "\t" $1 }' "$T/docs.tsv" "$T/queries.tsv" >"$T/all.fp"
+for k in 0 1 2 3 4 5 6 7; do
+    run build "$T/k$k" --k "$k" --block-bytes 256 "$T/docs.tsv"
+    expect_status 0
+    run query "$T/k$k" --queries "$T/queries.tsv"
+    expect_status 0
+    LC_ALL=C sort "$T/out" | cut -f1,2,4 | LC_ALL=C sort >"$T/got"
+    "$SIMSTORE" pairs --k "$k" "$T/all.fp" |
+        awk -F'\t' '($1 ~ /^[qr]/) != ($2 ~ /^[qr]/) { if ($1 ~ /^[qr]/) print $1 "\t" $2 "\t" $3; else print $2 "\t" $1 "\t" $3 }' |
+        LC_ALL=C sort >"$T/want"
+    if cmp -s "$T/got" "$T/want"; then ok; else
+        fail "k=$k: query answers differ from brute force ($(wc -l <"$T/got") vs $(wc -l <"$T/want") lines)"
+    fi
+done
+[ "$(wc -l <"$T/want")" -gt 100 ] && ok || fail "the k=7 oracle found too few pairs to mean much"
+finish
