@@ -12,7 +12,7 @@
  * tables and for LMDB separately.
  *
  * Usage: bench_query [--sizes 20,23,26] [--docs-up-to 23] [--queries 200000]
- *                    [--dir DIR] [--k 3] [--keep] */
+ *                    [--dir DIR] [--k 3] [--block-bytes B] [--tables T] [--keep] */
 #include "simstore.h"
 
 #include <errno.h>
@@ -190,12 +190,18 @@ static __attribute__((noinline)) double brute_force_us(const uint64_t *fps, size
     return (now() - t0) / (double)nq * 1e6;
 }
 
+static unsigned block_bytes = 0; /* 0: the store's default */
+static unsigned tables = 0;      /* 0: the automatic design */
+
 static int build(const char *path, const uint64_t *fps, size_t n, int docs, unsigned k,
                  double *seconds)
 {
     simstore_build_options o;
     simstore_build_options_init(&o);
     o.k = k;
+    if (block_bytes)
+        o.block_bytes = block_bytes;
+    o.tables = tables;
     o.fingerprint_only = !docs;
     o.memory_bytes = (uint64_t)4 << 30;
     simstore_builder *b;
@@ -245,11 +251,15 @@ int main(int argc, char **argv)
             dir = argv[++i];
         } else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
             k = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--block-bytes") == 0 && i + 1 < argc) {
+            block_bytes = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--tables") == 0 && i + 1 < argc) {
+            tables = (unsigned)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--keep") == 0) {
             keep = 1;
         } else {
             fprintf(stderr, "usage: %s [--sizes 20,23,26] [--docs-up-to 23] [--queries N] "
-                            "[--dir DIR] [--k K] [--keep]\n", argv[0]);
+                            "[--dir DIR] [--k K] [--block-bytes B] [--tables T] [--keep]\n", argv[0]);
             return 2;
         }
     }
@@ -276,8 +286,8 @@ int main(int argc, char **argv)
         simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
         simstore_get_stats(s, &st);
         simstore_close(s);
-        printf("N=2^%u (%zu) %s: %s\n", log2n, n, docs ? "documents" : "fingerprint-only",
-               st.design);
+        printf("N=2^%u (%zu) %s, %u-byte blocks: %s\n", log2n, n,
+               docs ? "documents" : "fingerprint-only", st.block_bytes, st.design);
         printf("  build: %.1f s (%.2f M fingerprints/s)\n", secs, (double)n / secs / 1e6);
         printf("  disk: tables %.2f bytes/fp (%.2f bits/fp per table), LMDB %.2f bytes/fp\n",
                (double)st.table_bytes / (double)n,

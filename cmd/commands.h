@@ -13,5 +13,8 @@ int cmd_pairs(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 
 #endif

@@ -18,6 +18,9 @@ static const command commands[] = {
     {"build", cmd_build, "create a store from documents or fingerprints"},
     {"query", cmd_query, "documents within distance k of a fingerprint or text"},
     {"stats", cmd_stats, "a store's design, counts and sizes"},
+    {"add", cmd_add, "add documents to a store as a new segment"},
+    {"delete", cmd_delete, "remove documents from a store"},
+    {"compact", cmd_compact, "merge a store's segments, dropping dead fingerprints"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

@@ -41,6 +41,10 @@ typedef struct sims_map {
 
 int sims_map_open(const char *path, sims_map *m);
 void sims_map_close(sims_map *m);
+/* Drop the whole pages inside [offset, offset + len) from this process's
+ * resident set (MADV_DONTNEED on a shared file mapping: the bytes stay in the
+ * page cache and fault back in when read again). A hint; never fails. */
+void sims_map_release(const sims_map *m, size_t offset, size_t len);
 
 /* fsync the directory holding `path` (path itself when it is a directory). */
 int sims_fsync_dir(const char *dir_path);

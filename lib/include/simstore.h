@@ -237,7 +237,7 @@ typedef struct simstore_build_options {
     unsigned tables;           /* table count; 0 chooses by the cost model (0)   */
     uint64_t expected_fps;     /* size the automatic design plans for; 0 = the
                                   distinct fingerprints of this build (0)        */
-    unsigned block_bytes;      /* table block size, power of two 256..65536 (1024) */
+    unsigned block_bytes;      /* table block size, power of two 256..65536 (512) */
     int fingerprint_only;      /* no documents: answers are the fingerprints (0) */
     int replace;               /* build over an existing store, swapping it
                                   atomically when done (0: existing = EEXIST)    */
@@ -308,6 +308,7 @@ void simstore_builder_abort(simstore_builder *b);
 #define SIMSTORE_OPEN_READONLY 0u
 #define SIMSTORE_OPEN_WRITE 1u /* take the writer lock: add, delete, compact */
 #define SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS 2u /* trust table blocks (faster) */
+#define SIMSTORE_OPEN_NO_AUTO_COMPACT 4u /* writers: never compact on their own */
 
 /* Open the store at `path`. Read-only opens work on read-only copies.
  * Errors: SIMSTORE_ENOTFOUND (no store there), SIMSTORE_ECORRUPT,
@@ -376,6 +377,42 @@ int simstore_get_stats(simstore *s, simstore_stats *out);
  * at build, with SIMSTORE_CJK_AUTO resolved to the segmenter then in effect),
  * for fingerprinting text queries the same way. Cannot fail. */
 void simstore_get_text_options(const simstore *s, simstore_text_options *out);
+
+/* ---- Changing a store ----------------------------------------------------
+ * Adds (simstore_add_begin) create a new segment; deletes remove documents at
+ * once but leave their fingerprints in the table files ("dead") until a
+ * compaction rewrites the live fingerprints into one segment. The automatic
+ * policy: after an add, a writer compacts when the store has more than
+ * SIMSTORE_MAX_SEGMENTS segments; after a delete, when more than
+ * SIMSTORE_COMPACT_DEAD_SHARE of the tables' fingerprints are dead. Open with
+ * SIMSTORE_OPEN_NO_AUTO_COMPACT to compact only on request. Every change is
+ * one commit: readers see the store before it or after it. */
+
+#define SIMSTORE_MAX_SEGMENTS 8
+#define SIMSTORE_COMPACT_DEAD_SHARE 0.5
+
+/* Called with each id simstore_delete() did not find. */
+typedef void (*simstore_missing_fn)(void *ctx, const char *id, size_t id_len);
+
+/* Delete the documents with the given ids, in one transaction. Ids that are
+ * not stored are not errors: they go to `missing` (may be NULL) after the
+ * commit. *deleted (may be NULL) receives the number removed. The store must
+ * be open with SIMSTORE_OPEN_WRITE and keep documents.
+ * Errors: SIMSTORE_EREADONLY, SIMSTORE_EINVAL (a fingerprint-only store),
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, size_t n,
+                    uint64_t *deleted, simstore_missing_fn missing, void *ctx);
+
+/* Rewrite every segment into one that holds only live fingerprints; remove
+ * the old files after the commit. A store of one segment without dead
+ * fingerprints is left as it is. o supplies memory_bytes, threads and
+ * progress (NULL: defaults). Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY,
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
+int simstore_compact(simstore *s, const simstore_build_options *o);
+
+/* Compact when the automatic policy says so (see above); otherwise do
+ * nothing. Same errors as simstore_compact(). */
+int simstore_maybe_compact(simstore *s, const simstore_build_options *o);
 
 #ifdef __cplusplus
 }

@@ -524,127 +524,6 @@ static int distinct_from_raw(finish_state *f, const sims_snapshot *snap)
     return rc;
 }
 
-/* ---- finish: tables ------------------------------------------------------------ */
-
-typedef struct table_job {
-    finish_state *f;
-    pthread_mutex_t mu;
-    unsigned next_table;
-    int rc;
-    char message[1024];
-} table_job;
-
-static int write_one_table(finish_state *f, unsigned t, size_t run_values)
-{
-    simstore_builder *b = f->b;
-    const sims_design_table *dt = &f->design->tables[t];
-    char path[PATH_MAX];
-    if (sims_table_path(path, sizeof path, b->work_dir, f->segment_id, t))
-        return SIMSTORE_EINVAL;
-    sims_u64sort *sorter = NULL;
-    table_writer *w = NULL;
-    uint64_t *buf = malloc(READ_CHUNK * sizeof *buf);
-    int rc = buf ? sims_u64sort_new(run_values, b->work_dir, &sorter)
-                 : sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    sims_spool_reader r;
-    sims_spool_reader_init(&r, f->distinct);
-    size_t n;
-    while (rc == SIMSTORE_OK && (rc = sims_spool_read(&r, buf, READ_CHUNK, &n)) == 0 && n > 0) {
-        for (size_t i = 0; i < n; i++)
-            buf[i] = sims_permute(&dt->permuter, buf[i]);
-        rc = sims_u64sort_push(sorter, buf, n);
-    }
-    if (rc == SIMSTORE_OK)
-        rc = sims_u64sort_finish(sorter, 0);
-    /* First pass: the histogram the table's Huffman code is built from. */
-    uint64_t hist[64] = {0}, prev = 0;
-    int have_prev = 0;
-    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
-        table_histogram_add(hist, &prev, &have_prev, buf, n);
-    if (rc == SIMSTORE_OK)
-        rc = sims_u64sort_rewind(sorter);
-    table_params params;
-    memset(&params, 0, sizeof params);
-    params.block_bytes = b->opt.block_bytes;
-    params.prefix_bits = dt->prefix_bits;
-    memcpy(params.perm, dt->perm, 64);
-    params.store_tag = f->store_tag;
-    params.table_index = t;
-    if (rc == SIMSTORE_OK)
-        rc = table_writer_open(path, &params, hist, &w);
-    /* Second pass: encode. */
-    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
-        rc = table_writer_add(w, buf, n);
-    if (rc == SIMSTORE_OK) {
-        rc = table_writer_finish(w);
-        w = NULL;
-    }
-    if (rc)
-        rc = sims_fail_context(rc, "table %u", t);
-    table_writer_abort(w);
-    sims_u64sort_free(sorter);
-    free(buf);
-    return rc;
-}
-
-static void *table_worker(void *arg)
-{
-    table_job *job = (table_job *)arg;
-    finish_state *f = job->f;
-    unsigned threads = f->b->threads < f->design->n_tables ? f->b->threads : f->design->n_tables;
-    size_t run_values = (size_t)(f->b->opt.memory_bytes / 2 / threads / 16);
-    for (;;) {
-        pthread_mutex_lock(&job->mu);
-        unsigned t = job->next_table++;
-        int stop = job->rc != SIMSTORE_OK || t >= f->design->n_tables;
-        pthread_mutex_unlock(&job->mu);
-        if (stop)
-            break;
-        progress(f->b, "writing tables", t, f->design->n_tables);
-        int rc = write_one_table(f, t, run_values);
-        if (rc) {
-            pthread_mutex_lock(&job->mu);
-            if (job->rc == SIMSTORE_OK) {
-                job->rc = rc;
-                snprintf(job->message, sizeof job->message, "%s", simstore_last_error());
-            }
-            pthread_mutex_unlock(&job->mu);
-        }
-    }
-    return NULL;
-}
-
-static int write_tables(finish_state *f)
-{
-    table_job job;
-    memset(&job, 0, sizeof job);
-    job.f = f;
-    pthread_mutex_init(&job.mu, NULL);
-    unsigned threads = f->b->threads < f->design->n_tables ? f->b->threads : f->design->n_tables;
-    pthread_t tids[64];
-    unsigned started = 0;
-    for (unsigned i = 1; i < threads && i < 64; i++)
-        if (pthread_create(&tids[started], NULL, table_worker, &job) == 0)
-            started++;
-    table_worker(&job);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-    pthread_mutex_destroy(&job.mu);
-    if (job.rc)
-        return sims_fail(job.rc, "%s", job.message);
-    progress(f->b, "writing tables", f->design->n_tables, f->design->n_tables);
-    return SIMSTORE_OK;
-}
-
-static void remove_segment_files(const simstore_builder *b, const finish_state *f)
-{
-    char path[PATH_MAX];
-    for (unsigned t = 0; f->design && t < f->design->n_tables; t++) {
-        if (sims_table_path(path, sizeof path, b->work_dir, f->segment_id, t) == SIMSTORE_OK)
-            unlink(path);
-    }
-}
-
 /* ---- finish: the LMDB transaction ---------------------------------------------- */
 
 typedef struct commit_ctx {
@@ -655,19 +534,6 @@ typedef struct commit_ctx {
     size_t store_record_len;
     uint8_t text_record[SIMS_TEXT_RECORD_BYTES];
 } commit_ctx;
-
-static int put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st)
-{
-    size_t n = sims_state_record_size(st->segment_count);
-    uint8_t *buf = malloc(n);
-    if (!buf)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    sims_state_record_encode(st, buf, n);
-    MDB_val key = {5, (void *)"state"}, val = {n, buf};
-    int rc = mdb_put(txn, meta, &key, &val, 0);
-    free(buf);
-    return sims_mdb_write_status(rc, "write the state record");
-}
 
 static int put_documents(commit_ctx *c, MDB_txn *txn)
 {
@@ -786,7 +652,7 @@ static int commit_fn(MDB_txn *txn, void *ctx)
     };
     if (next.next_segment_id == 0)
         next.next_segment_id = 1;
-    rc = put_state(txn, c->env->meta, &next);
+    rc = sims_put_state(txn, c->env->meta, &next);
     free(segs);
     sims_state_record_release(&st);
     return rc;
@@ -965,7 +831,19 @@ int simstore_builder_finish(simstore_builder *b)
 
     if (f.new_fps > 0) {
         tables_written = 1;
-        rc = write_tables(&f);
+        sims_segment_job job = {
+            .design = f.design,
+            .store_tag = f.store_tag,
+            .block_bytes = b->opt.block_bytes,
+            .dir = b->work_dir,
+            .segment_id = f.segment_id,
+            .distinct = f.distinct,
+            .threads = b->threads,
+            .memory_bytes = b->opt.memory_bytes / 2,
+            .progress = b->opt.progress,
+            .progress_ctx = b->opt.progress_ctx,
+        };
+        rc = sims_segment_write(&job);
         if (rc)
             goto done;
     }
@@ -988,6 +866,12 @@ int simstore_builder_finish(simstore_builder *b)
         sims_env_close(&env);
         env_open = 0;
         rc = publish_store(b);
+    } else if (!(b->store->open_flags & SIMSTORE_OPEN_NO_AUTO_COMPACT)) {
+        /* The segment is committed, so the add has succeeded whatever
+         * happens next: a failed compaction leaves a valid store with more
+         * segments, and the next writer tries again. */
+        if (simstore_maybe_compact(b->store, &b->opt) != SIMSTORE_OK)
+            sims_error_clear();
     }
     progress(b, "done", 1, 1);
 
@@ -998,7 +882,7 @@ done:
         sims_env_close(&env);
     sims_snapshot_release(snap);
     if (rc && !new_store && tables_written)
-        remove_segment_files(b, &f);
+        sims_segment_remove(b->work_dir, f.segment_id, f.design->n_tables);
     if (f.have_old_state)
         sims_state_record_release(&f.old_state);
     sims_recsort_free(f.fps);

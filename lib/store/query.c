@@ -12,8 +12,14 @@
 
 #define SNAPSHOT_RETRIES 8
 
+typedef struct probe {
+    uint64_t lo, hi, first;
+} probe;
+
 struct simstore_query {
     simstore *store;
+    probe *probes; /* one per table per segment */
+    size_t probe_cap;
     unsigned flags;
     MDB_txn *txn; /* reset between queries */
     MDB_cursor *fps_cursor;
@@ -71,6 +77,7 @@ void simstore_query_free(simstore_query *q)
         mdb_cursor_close(q->fps_cursor);
     if (q->txn)
         mdb_txn_abort(q->txn);
+    free(q->probes);
     free(q->cand);
     free(q->matches);
     free(q->arena);
@@ -214,18 +221,33 @@ static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, 
 {
     simstore *s = q->store;
     const sims_design *d = s->design;
+    size_t need = (size_t)snap->segment_count * d->n_tables;
+    if (grow((void **)&q->probes, &q->probe_cap, need ? need : 1, sizeof *q->probes))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
     q->cand_len = 0;
     q->match_len = 0;
     q->arena_len = 0;
     q->grow_failed = 0;
+    /* Every probe's blocks are cold in a large store: ask for all of them
+     * first, so that the tables' memory reads overlap, then search. */
+    uint32_t nprobe = 0;
     for (uint32_t i = 0; i < snap->segment_count; i++) {
         const sims_segment *seg = snap->segments[i];
-        for (uint32_t t = 0; t < seg->table_count; t++) {
-            uint64_t lo, hi;
-            sims_design_probe(d, t, fp, &lo, &hi);
+        for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
+            probe *p = &q->probes[nprobe];
+            sims_design_probe(d, t, fp, &p->lo, &p->hi);
+            p->first = table_reader_prefetch(seg->tables[t], p->lo, p->hi);
+        }
+    }
+    nprobe = 0;
+    for (uint32_t i = 0; i < snap->segment_count; i++) {
+        const sims_segment *seg = snap->segments[i];
+        for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
+            const probe *p = &q->probes[nprobe];
             q->permuter = &d->tables[t].permuter;
             uint64_t pq = sims_permute(q->permuter, fp);
-            int rc = table_reader_search(seg->tables[t], lo, hi, pq, k, collect_candidate, q);
+            int rc = table_reader_search_from(seg->tables[t], p->first, p->lo, p->hi, pq, k,
+                                              collect_candidate, q);
             if (q->grow_failed)
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
             if (rc)

@@ -22,7 +22,7 @@ void simstore_build_options_init(simstore_build_options *o)
 {
     memset(o, 0, sizeof *o);
     o->k = 3;
-    o->block_bytes = 1024;
+    o->block_bytes = 512;
     o->memory_bytes = (uint64_t)1 << 30;
 }
 
@@ -144,6 +144,18 @@ static sims_segment *find_segment(sims_snapshot *snap, uint64_t id)
 int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
 {
     *out = NULL;
+    /* Cheapest: no write transaction committed since the current snapshot
+     * was taken (LMDB read transactions carry the last committed id). */
+    uint64_t txn_id = (uint64_t)mdb_txn_id(txn);
+    pthread_mutex_lock(&s->mu);
+    sims_snapshot *fast = s->current;
+    if (fast && fast->txn_id == txn_id) {
+        atomic_fetch_add(&fast->refs, 1);
+        pthread_mutex_unlock(&s->mu);
+        *out = fast;
+        return SIMSTORE_OK;
+    }
+    pthread_mutex_unlock(&s->mu);
     MDB_val key = {5, (void *)"state"}, val;
     int rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == 0 && val.mv_size >= 16) {
@@ -153,6 +165,9 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
         pthread_mutex_lock(&s->mu);
         sims_snapshot *cur = s->current;
         if (cur && cur->generation == gen) {
+            /* Commits that changed only documents: same segments. */
+            if (txn_id > cur->txn_id)
+                cur->txn_id = txn_id;
             atomic_fetch_add(&cur->refs, 1);
             pthread_mutex_unlock(&s->mu);
             *out = cur;
@@ -174,6 +189,7 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
     }
     atomic_init(&snap->refs, 1);
     snap->generation = st.generation;
+    snap->txn_id = txn_id;
     snap->doc_count = st.doc_count;
     snap->fp_count = st.fp_count;
     /* Share the segments the current snapshot already has open. */

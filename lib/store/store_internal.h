@@ -7,6 +7,7 @@
 #include "store/design.h"
 #include "store/env.h"
 #include "store/records.h"
+#include "store/spool.h"
 #include "table/table.h"
 
 #include <pthread.h>
@@ -27,6 +28,7 @@ typedef struct sims_segment {
 typedef struct sims_snapshot {
     atomic_uint refs;
     uint64_t generation;
+    uint64_t txn_id; /* an LMDB read transaction id that saw this state */
     uint64_t doc_count;
     uint64_t fp_count;
     uint32_t segment_count;
@@ -71,6 +73,28 @@ int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *ou
 /* Remove leftovers of interrupted writers: temporary files and table files
  * the committed state does not name. Called with the writer lock held. */
 int sims_store_clean(simstore *s);
+
+/* Writing a segment's table files (segment.c). */
+typedef struct sims_segment_job {
+    const sims_design *design;
+    uint64_t store_tag;
+    uint32_t block_bytes;
+    const char *dir;
+    uint64_t segment_id;
+    const struct sims_spool *distinct; /* sorted distinct fingerprints */
+    unsigned threads;
+    uint64_t memory_bytes; /* for all table sorters together */
+    simstore_progress_fn progress;
+    void *progress_ctx;
+} sims_segment_job;
+
+/* Write every table file of the segment (published atomically, one by one;
+ * on failure the ones written are removed). */
+int sims_segment_write(const sims_segment_job *job);
+/* Unlink the segment's table files (best effort). */
+void sims_segment_remove(const char *dir, uint64_t segment_id, unsigned tables);
+/* Encode and put the state record. */
+int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st);
 
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);

@@ -11,6 +11,7 @@
 #include "table/format.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,11 @@ struct table_reader {
     const uint8_t *entries;  /* index entries: (count u32, checksum u32) per block */
     char *name;              /* path, or "memory", for messages */
     codec_huff_decoder huff; /* read-only after open */
+    /* One bit per block whose checksum a search or cursor has verified: the
+     * file is immutable, so a block is hashed before its first decode, not
+     * on every query. Explicit checks (table_reader_check_block, _block)
+     * always hash. */
+    _Atomic uint64_t *verified;
 };
 
 /* Values decoded per step of a search; small enough for the stack. */
@@ -218,6 +224,16 @@ static int reader_open(table_reader *r, unsigned flags)
         rc = parse_footer(r);
     if (!rc)
         rc = parse_index(r);
+    /* The index was read once to check it; only the keys (copied above) need
+     * to stay in RAM. Probes fault in the few entries they read. */
+    if (!rc)
+        sims_map_release(&r->map, (size_t)r->info.index_offset, (size_t)r->info.index_bytes);
+    if (!rc && !(flags & TABLE_SKIP_BLOCK_CHECKSUMS)) {
+        size_t words = (size_t)(r->info.block_count + 63) / 64;
+        r->verified = calloc(words ? words : 1, sizeof *r->verified);
+        if (!r->verified)
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a table's block bitmap");
+    }
     return rc;
 }
 
@@ -227,6 +243,7 @@ void table_reader_close(table_reader *r)
         return;
     sims_map_close(&r->map);
     free(r->keys);
+    free((void *)r->verified);
     free(r->name);
     free(r);
 }
@@ -363,11 +380,19 @@ uint32_t table_reader_block_count(const table_reader *r, uint64_t block)
     return block < r->info.block_count ? le_load32(r->entries + 8 * block) : 0;
 }
 
-/* Verify block b's checksum (when asked) and start a decoder on it. */
+/* How block_begin treats checksums. */
+enum { VERIFY_NEVER = 0, VERIFY_ALWAYS = 1, VERIFY_ONCE = 2 };
+
+/* Verify block b's checksum (always, or unless already verified once) and
+ * start a decoder on it. */
 static int block_begin(const table_reader *r, uint64_t b, int verify, codec_block_decoder *dec)
 {
     size_t bb = r->info.params.block_bytes;
     const uint8_t *data = r->blocks + b * bb;
+    uint64_t bit = 1ULL << (b & 63);
+    if (verify == VERIFY_ONCE &&
+        (atomic_load_explicit(&r->verified[b >> 6], memory_order_relaxed) & bit))
+        verify = VERIFY_NEVER;
     if (verify) {
         uint32_t stored = le_load32(r->entries + 8 * b + 4);
         uint32_t computed = (uint32_t)sims_xxh3_64(data, bb, tbl_block_seed(b));
@@ -376,6 +401,8 @@ static int block_begin(const table_reader *r, uint64_t b, int verify, codec_bloc
                               SIMS_CORRUPT("block checksum mismatch (stored %08" PRIx32
                                            ", computed %08" PRIx32 ")",
                                            stored, computed));
+        if (r->verified)
+            atomic_fetch_or_explicit(&r->verified[b >> 6], bit, memory_order_relaxed);
     }
     codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? r->keys[b - 1] : 0,
                              le_load32(r->entries + 8 * b));
@@ -384,7 +411,13 @@ static int block_begin(const table_reader *r, uint64_t b, int verify, codec_bloc
 
 static int verify_blocks(const table_reader *r)
 {
-    return !(r->flags & TABLE_SKIP_BLOCK_CHECKSUMS);
+    return (r->flags & TABLE_SKIP_BLOCK_CHECKSUMS) ? VERIFY_NEVER : VERIFY_ALWAYS;
+}
+
+/* Searches and cursors: verify each block before its first decode only. */
+static int verify_blocks_once(const table_reader *r)
+{
+    return (r->flags & TABLE_SKIP_BLOCK_CHECKSUMS) ? VERIFY_NEVER : VERIFY_ONCE;
 }
 
 static int block_decode(const table_reader *r, uint64_t block, int verify, uint64_t *out,
@@ -486,7 +519,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
                 c->state = CURSOR_DONE;
                 break;
             }
-            rc = block_begin(r, b, verify_blocks(r), &c->dec);
+            rc = block_begin(r, b, verify_blocks_once(r), &c->dec);
             if (rc)
                 goto fail;
             c->state = CURSOR_INSIDE;
@@ -534,16 +567,51 @@ fail:
     return rc;
 }
 
+/* ---- prefetch ------------------------------------------------------------------ */
+
+#define PREFETCH_MAX_BYTES 8192
+
+uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
+{
+    uint64_t nb = r->info.block_count;
+    uint64_t first = table_reader_find_block(r, lo);
+    if (lo > hi || first >= nb)
+        return first;
+    /* The blocks the search will decode: up to the first whose key >= hi. */
+    uint64_t last = first;
+    size_t bb = r->info.params.block_bytes;
+    while (last + 1 < nb && r->keys[last] < hi && (last + 1 - first) * bb < PREFETCH_MAX_BYTES)
+        last++;
+    const uint8_t *p = r->blocks + first * bb;
+    size_t bytes = (size_t)(last - first + 1) * bb;
+    if (bytes > PREFETCH_MAX_BYTES)
+        bytes = PREFETCH_MAX_BYTES;
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(r->entries + 8 * first, 0, 3);
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch(p + off, 0, 3);
+#else
+    (void)p;
+#endif
+    return first;
+}
+
 /* ---- fused probe -------------------------------------------------------------- */
 
 int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
                         int (*emit)(void *ctx, uint64_t value), void *ctx)
 {
+    return table_reader_search_from(r, table_reader_find_block(r, lo), lo, hi, q, k, emit, ctx);
+}
+
+int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo, uint64_t hi,
+                             uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
+                             void *ctx)
+{
     if (lo > hi)
         return SIMSTORE_OK;
     uint64_t nb = r->info.block_count;
-    uint64_t first = table_reader_find_block(r, lo);
-    int verify = verify_blocks(r);
+    int verify = verify_blocks_once(r);
     uint64_t buf[SEARCH_CHUNK];
     for (uint64_t b = first; b < nb; b++) {
         if (b > first && r->keys[b - 1] >= hi)

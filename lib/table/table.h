@@ -196,6 +196,14 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
 
 /* ---- fused probe ------------------------------------------------------------ */
 
+/* Hint that a search of [lo, hi] follows soon: issue prefetches for the block
+ * bytes and index entries that search will read (at most 8 KiB), so that the
+ * probes of several tables wait on memory in parallel, not one after
+ * another. Reads nothing it is not bounded to; never fails. Returns the
+ * first block the search will read (table_reader_find_block(r, lo)), to hand
+ * to table_reader_search_from(). */
+uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi);
+
 /* Call emit(ctx, v) for every stored v in [lo, hi] with popcount(v ^ q) <= k,
  * in increasing order. emit returning nonzero stops the scan and that value
  * is returned. Returns SIMSTORE_OK, the nonzero emit result, or
@@ -203,5 +211,11 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
  * correct; the caller should discard the partial answer). */
 int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
                         int (*emit)(void *ctx, uint64_t value), void *ctx);
+
+/* table_reader_search() starting at block `first`, which must be
+ * table_reader_find_block(r, lo) (as table_reader_prefetch() returns). */
+int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo, uint64_t hi,
+                             uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
+                             void *ctx);
 
 #endif

@@ -466,6 +466,246 @@ static void test_store_segments__add_is_visible_and_exact(void **state)
     free(dir);
 }
 
+
+typedef struct missing_log {
+    int count;
+    char last[64];
+} missing_log;
+
+static void note_missing(void *ctx, const char *id, size_t len)
+{
+    missing_log *m = (missing_log *)ctx;
+    m->count++;
+    snprintf(m->last, sizeof m->last, "%.*s", (int)len, id);
+}
+
+/* Remove docs[i] for the indexes where keep[i] == 0 (a corpus view). */
+static corpus surviving(const corpus *c, const unsigned char *keep)
+{
+    corpus out = {calloc(c->n + 1, sizeof(doc)), 0};
+    for (size_t i = 0; i < c->n; i++)
+        if (keep[i])
+            out.docs[out.n++] = c->docs[i];
+    return out;
+}
+
+static void test_store_delete__gone_at_once_then_compacted(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "delete", 21);
+    char *dir = test_tmpdir("del");
+    char *path = test_path(dir, "s");
+    corpus c = make_corpus(&r, CLUSTERED, 2000, 3);
+    assert_int_equal(build_store(path, &c, 3, 0, 512), 0);
+    unsigned char *keep = malloc(c.n);
+    memset(keep, 1, c.n);
+    const char *ids[503];
+    size_t lens[503];
+    size_t n = 0;
+    for (size_t i = 0; i < c.n; i += 4) {
+        keep[i] = 0;
+        ids[n] = c.docs[i].id;
+        lens[n++] = strlen(c.docs[i].id);
+    }
+    ids[n] = "no-such-doc";
+    lens[n++] = 11;
+    ids[n] = "uniform-1"; /* another shape's id: absent here */
+    lens[n++] = 9;
+    ids[n] = "";
+    lens[n++] = 0;
+
+    simstore *ro;
+    assert_int_equal(simstore_open(path, 0, &ro), 0);
+    uint64_t deleted = 99;
+    assert_int_equal(simstore_delete(ro, ids, lens, n, &deleted, NULL, NULL), SIMSTORE_EREADONLY);
+    simstore_query *rq;
+    assert_int_equal(simstore_query_new(ro, 0, &rq), 0);
+
+    simstore *w;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &w), 0);
+    missing_log ml = {0, ""};
+    assert_int_equal(simstore_delete(w, ids, lens, n, &deleted, note_missing, &ml), 0);
+    assert_int_equal(deleted, 500);
+    assert_int_equal(ml.count, 3);
+    /* Deleting again finds nothing and changes nothing. */
+    simstore_stats before, after;
+    assert_int_equal(simstore_get_stats(w, &before), 0);
+    assert_int_equal(simstore_delete(w, ids, lens, 10, &deleted, NULL, NULL), 0);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(simstore_get_stats(w, &after), 0);
+    assert_int_equal(after.generation, before.generation);
+
+    corpus left = surviving(&c, keep);
+    /* The reader opened before the delete answers without the deleted. */
+    for (int i = 0; i < 100; i++) {
+        uint64_t q = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
+        check_query(rq, &left, q, 3);
+    }
+    assert_int_equal(before.documents, 1500);
+    assert_true(before.table_fps > before.fingerprints); /* dead fingerprints remain */
+
+    assert_int_equal(simstore_compact(w, NULL), 0);
+    simstore_stats st;
+    assert_int_equal(simstore_get_stats(w, &st), 0);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.table_fps, st.fingerprints);
+    assert_int_equal(st.documents, 1500);
+    assert_true(st.generation > before.generation);
+    for (int i = 0; i < 100; i++) {
+        uint64_t q = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
+        check_query(rq, &left, q, 3);
+    }
+    /* Compacting a compact store changes nothing. */
+    assert_int_equal(simstore_compact(w, NULL), 0);
+    assert_int_equal(simstore_get_stats(w, &after), 0);
+    assert_int_equal(after.generation, st.generation);
+    /* Only the live segment's files remain. */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '\\.tbl$') -eq %u", path, st.tables);
+    assert_int_equal(system(cmd), 0);
+    simstore_close(w);
+    simstore_query_free(rq);
+    simstore_close(ro);
+    free(left.docs);
+    free(keep);
+    free(c.docs);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
+static void add_range(const char *path, const corpus *c, size_t from, size_t to, unsigned flags)
+{
+    simstore *w;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | flags, &w), 0);
+    simstore_builder *b;
+    assert_int_equal(simstore_add_begin(w, NULL, &b), 0);
+    for (size_t i = from; i < to; i++) {
+        simstore_doc d = {c->docs[i].id, strlen(c->docs[i].id), c->docs[i].fp, NULL, 0, i};
+        assert_int_equal(simstore_builder_add(b, &d), 0);
+    }
+    assert_int_equal(simstore_builder_finish(b), 0);
+    simstore_close(w);
+}
+
+static void test_store_policy__segments_and_dead_stay_bounded(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "policy", 33);
+    char *dir = test_tmpdir("policy");
+    char *path = test_path(dir, "s");
+    corpus c = make_corpus(&r, UNIFORM, 1200, 3);
+    corpus first = {c.docs, 100};
+    assert_int_equal(build_store(path, &first, 3, 0, 256), 0);
+    /* Without the policy, every add is a segment. */
+    for (size_t k = 1; k < 10; k++)
+        add_range(path, &c, k * 100, k * 100 + 100, SIMSTORE_OPEN_NO_AUTO_COMPACT);
+    simstore *s;
+    simstore_stats st;
+    assert_int_equal(simstore_open(path, 0, &s), 0);
+    assert_int_equal(simstore_get_stats(s, &st), 0);
+    assert_int_equal(st.segments, 10);
+    simstore_close(s);
+    /* With it, the next add brings the count back within the bound. */
+    add_range(path, &c, 1000, 1100, 0);
+    assert_int_equal(simstore_open(path, 0, &s), 0);
+    assert_int_equal(simstore_get_stats(s, &st), 0);
+    assert_true(st.segments <= SIMSTORE_MAX_SEGMENTS);
+    assert_int_equal(st.documents, 1100);
+    simstore_query *q;
+    assert_int_equal(simstore_query_new(s, 0, &q), 0);
+    corpus sofar = {c.docs, 1100};
+    for (int i = 0; i < 100; i++)
+        check_query(q, &sofar, at_distance(&r, c.docs[test_rng_below(&r, 1100)].fp, (unsigned)test_rng_below(&r, 4)), 3);
+    simstore_query_free(q);
+    simstore_close(s);
+    /* Deleting most documents compacts on its own. */
+    simstore *w;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &w), 0);
+    const char *ids[800];
+    size_t lens[800];
+    for (size_t i = 0; i < 800; i++) {
+        ids[i] = c.docs[i].id;
+        lens[i] = strlen(c.docs[i].id);
+    }
+    uint64_t deleted;
+    assert_int_equal(simstore_delete(w, ids, lens, 800, &deleted, NULL, NULL), 0);
+    assert_int_equal(deleted, 800);
+    assert_int_equal(simstore_get_stats(w, &st), 0);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.table_fps, st.fingerprints);
+    assert_int_equal(st.documents, 300);
+    simstore_close(w);
+    free(c.docs);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
+static void test_store_fponly__segments_compact_exactly(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "fponly-compact", 44);
+    char *dir = test_tmpdir("fpc");
+    char *path = test_path(dir, "s");
+    corpus c = make_corpus(&r, DUPLICATES, 3000, 3);
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.fingerprint_only = 1;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), 0);
+    for (size_t i = 0; i < 1000; i++)
+        assert_int_equal(simstore_builder_add_fp(b, c.docs[i].fp), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    simstore *w;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &w), 0);
+    for (size_t part = 1; part < 3; part++) {
+        assert_int_equal(simstore_add_begin(w, NULL, &b), 0);
+        /* Overlapping ranges: fingerprints already stored are not stored again. */
+        for (size_t i = part * 1000 - 200; i < part * 1000 + 1000; i++)
+            assert_int_equal(simstore_builder_add_fp(b, c.docs[i].fp), 0);
+        assert_int_equal(simstore_builder_finish(b), 0);
+    }
+    const char *id = "x";
+    size_t len = 1;
+    assert_int_equal(simstore_delete(w, &id, &len, 1, NULL, NULL, NULL), SIMSTORE_EINVAL);
+    simstore_stats st;
+    assert_int_equal(simstore_get_stats(w, &st), 0);
+    assert_int_equal(st.segments, 3);
+    uint64_t distinct = st.fingerprints;
+    assert_int_equal(st.table_fps, distinct); /* segments are disjoint */
+    assert_int_equal(simstore_compact(w, NULL), 0);
+    assert_int_equal(simstore_get_stats(w, &st), 0);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.fingerprints, distinct);
+    simstore_query *q;
+    assert_int_equal(simstore_query_new(w, 0, &q), 0);
+    for (int i = 0; i < 200; i++) {
+        uint64_t qf = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
+        size_t want = 0;
+        for (size_t j = 0; j < c.n; j++) {
+            int dup = 0;
+            for (size_t t = 0; t < j && !dup; t++)
+                dup = c.docs[t].fp == c.docs[j].fp;
+            if (!dup && simstore_distance(c.docs[j].fp, qf) <= 3)
+                want++;
+        }
+        const simstore_match *m;
+        size_t n;
+        assert_int_equal(simstore_query_fp(q, qf, 3, &m, &n), 0);
+        assert_int_equal(n, want);
+    }
+    simstore_query_free(q);
+    simstore_close(w);
+    free(c.docs);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,6 +717,9 @@ int main(void)
         cmocka_unit_test(test_store_meta__round_trip),
         cmocka_unit_test(test_store_fponly__answers_fingerprints),
         cmocka_unit_test(test_store_segments__add_is_visible_and_exact),
+        cmocka_unit_test(test_store_delete__gone_at_once_then_compacted),
+        cmocka_unit_test(test_store_policy__segments_and_dead_stay_bounded),
+        cmocka_unit_test(test_store_fponly__segments_compact_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

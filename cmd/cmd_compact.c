@@ -1,0 +1,94 @@
+/* cmd_compact.c: `simstore compact`: merge a store's segments into one and
+ * drop the fingerprints no document uses any more. */
+#include "cli.h"
+#include "commands.h"
+#include "progress.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const CMD = "compact";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore compact STORE [OPTIONS]\n"
+            "\n"
+            "Rewrite STORE's segments as one, without the fingerprints of deleted\n"
+            "documents, in one commit; the old table files are removed afterwards.\n"
+            "Readers keep answering throughout. A store of one segment without dead\n"
+            "fingerprints is left as it is.\n"
+            "\n"
+            "      --memory SIZE    memory budget for sorting (default 1G)\n"
+            "      --threads N      worker threads (default: all cores)\n"
+            "  -q, --quiet          no progress on stderr\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "One summary line goes to stdout: compacted STORE: S segments -> T, D dead\n"
+            "fingerprints dropped.\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+enum { OPT_MEMORY = 1, OPT_THREADS };
+
+int cmd_compact(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    int quiet = 0, c;
+    unsigned long long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_MEMORY:
+            if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
+                return cli_usage_error(CMD, "--memory takes a size of at least 16M, not '%s'",
+                                       optarg);
+            o.memory_bytes = v;
+            break;
+        case OPT_THREADS:
+            if (cli_parse_uint(optarg, 1, 64, &v))
+                return cli_usage_error(CMD, "--threads takes 1..64, not '%s'", optarg);
+            o.threads = (unsigned)v;
+            break;
+        case 'q': quiet = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option(CMD, c, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE");
+    const char *path = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    simstore *s;
+    simstore_stats before, after;
+    int rc = simstore_open(path, SIMSTORE_OPEN_WRITE, &s);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(s, &before);
+    cli_progress prog;
+    cli_progress_init(&prog, CMD, !quiet);
+    o.progress = cli_progress_update;
+    o.progress_ctx = &prog;
+    if (rc == SIMSTORE_OK)
+        rc = simstore_compact(s, &o);
+    cli_progress_done(&prog);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(s, &after);
+    simstore_close(s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    printf("compacted %s: %llu segment%s -> %llu, %llu dead fingerprints dropped\n", path,
+           (unsigned long long)before.segments, before.segments == 1 ? "" : "s",
+           (unsigned long long)after.segments,
+           (unsigned long long)(before.table_fps - after.table_fps));
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,360 @@
+/* maintain.c: changing a store after its build: deleting documents (gone
+ * from answers at the commit; their fingerprints stay in the table files,
+ * dead, until a compaction), compacting segments into one without the dead
+ * fingerprints, and the automatic policy that keeps the number of segments
+ * and the share of dead fingerprints bounded. */
+#include "store/store_internal.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "store/u64sort.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_CHUNK 4096
+
+static int need_writer(const simstore *s)
+{
+    if (!(s->open_flags & SIMSTORE_OPEN_WRITE))
+        return sims_fail(SIMSTORE_EREADONLY, "%s is open read-only", s->path);
+    return SIMSTORE_OK;
+}
+
+/* ---- delete ----------------------------------------------------------------- */
+
+typedef struct delete_ctx {
+    simstore *s;
+    const char *const *ids;
+    const size_t *lens;
+    size_t n;
+    uint8_t *missing; /* per id: 1 when not stored (recomputed on replay) */
+    uint64_t deleted;
+} delete_ctx;
+
+static int delete_fn(MDB_txn *txn, void *arg)
+{
+    delete_ctx *c = (delete_ctx *)arg;
+    simstore *s = c->s;
+    sims_state_record st;
+    int rc = sims_store_read_state(s, txn, &st);
+    if (rc)
+        return rc;
+    c->deleted = 0;
+    memset(c->missing, 0, c->n);
+    uint64_t fps_gone = 0;
+    for (size_t i = 0; i < c->n && rc == SIMSTORE_OK; i++) {
+        size_t len = c->lens[i];
+        if (len == 0 || len > SIMSTORE_MAX_ID_BYTES) {
+            c->missing[i] = 1;
+            continue;
+        }
+        MDB_val key = {len, (void *)c->ids[i]}, val;
+        int m = mdb_get(txn, s->env.docs, &key, &val);
+        if (m == MDB_NOTFOUND) {
+            c->missing[i] = 1;
+            continue;
+        }
+        if (m) {
+            rc = sims_mdb_write_status(m, "read docs");
+            break;
+        }
+        sims_doc_record rec;
+        rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
+        if (rc) {
+            rc = sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)len, c->ids[i]);
+            break;
+        }
+        uint8_t fpkey[8];
+        be_store64(fpkey, rec.fp);
+        MDB_val fk = {8, fpkey}, fv = {len, (void *)c->ids[i]};
+        if ((m = mdb_del(txn, s->env.docs, &key, NULL)) != 0 ||
+            ((m = mdb_del(txn, s->env.fps, &fk, &fv)) != 0 && m != MDB_NOTFOUND)) {
+            rc = sims_mdb_write_status(m, "delete a document");
+            break;
+        }
+        if (m == MDB_NOTFOUND) {
+            rc = SIMS_CORRUPT("%s: document '%.*s' is missing from the fingerprint index", s->path,
+                              (int)len, c->ids[i]);
+            break;
+        }
+        MDB_val probe_val;
+        m = mdb_get(txn, s->env.fps, &fk, &probe_val);
+        if (m == MDB_NOTFOUND)
+            fps_gone++;
+        else if (m) {
+            rc = sims_mdb_write_status(m, "read fps");
+            break;
+        }
+        c->deleted++;
+    }
+    if (rc == SIMSTORE_OK && c->deleted > 0) {
+        if (st.doc_count < c->deleted || st.fp_count < fps_gone)
+            rc = SIMS_CORRUPT("%s: the state's counts are below what was deleted", s->path);
+        else {
+            st.generation++;
+            st.doc_count -= c->deleted;
+            st.fp_count -= fps_gone;
+            rc = sims_put_state(txn, s->env.meta, &st);
+        }
+    }
+    sims_state_record_release(&st);
+    return rc;
+}
+
+/* Dead fingerprints: held by tables, used by no document. */
+static int dead_share(simstore *s, double *share, uint32_t *segments)
+{
+    MDB_txn *txn;
+    int rc = sims_env_read_begin(&s->env, &txn);
+    if (rc)
+        return rc;
+    sims_state_record st;
+    rc = sims_store_read_state(s, txn, &st);
+    mdb_txn_abort(txn);
+    if (rc)
+        return rc;
+    uint64_t held = 0;
+    for (uint32_t i = 0; i < st.segment_count; i++)
+        held += st.segments[i].fp_count;
+    *share = held ? (double)(held - (st.fp_count < held ? st.fp_count : held)) / (double)held : 0;
+    *segments = st.segment_count;
+    sims_state_record_release(&st);
+    return SIMSTORE_OK;
+}
+
+int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, size_t n,
+                    uint64_t *deleted, simstore_missing_fn missing, void *ctx)
+{
+    if (deleted)
+        *deleted = 0;
+    int rc = need_writer(s);
+    if (rc)
+        return rc;
+    if (s->store_flags & SIMS_STORE_FLAG_FP_ONLY)
+        return sims_fail(SIMSTORE_EINVAL, "%s is a fingerprint-only store: it has no documents",
+                         s->path);
+    delete_ctx c = {s, ids, id_lens, n, calloc(n ? n : 1, 1), 0};
+    if (!c.missing)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    rc = sims_env_write(&s->env, delete_fn, &c);
+    if (rc == SIMSTORE_OK) {
+        if (deleted)
+            *deleted = c.deleted;
+        for (size_t i = 0; missing && i < n; i++)
+            if (c.missing[i])
+                missing(ctx, ids[i], id_lens[i]);
+    }
+    free(c.missing);
+    if (rc == SIMSTORE_OK && c.deleted > 0 && !(s->open_flags & SIMSTORE_OPEN_NO_AUTO_COMPACT)) {
+        double share;
+        uint32_t segments;
+        rc = dead_share(s, &share, &segments);
+        if (rc == SIMSTORE_OK && share > SIMSTORE_COMPACT_DEAD_SHARE)
+            rc = simstore_compact(s, NULL);
+    }
+    return rc;
+}
+
+/* ---- compact ---------------------------------------------------------------- */
+
+typedef struct compact_ctx {
+    simstore *s;
+    uint64_t old_generation;
+    uint64_t segment_id;
+    uint64_t fp_count;
+    uint32_t table_count;
+} compact_ctx;
+
+static int compact_fn(MDB_txn *txn, void *arg)
+{
+    compact_ctx *c = (compact_ctx *)arg;
+    sims_state_record st;
+    int rc = sims_store_read_state(c->s, txn, &st);
+    if (rc)
+        return rc;
+    if (st.generation != c->old_generation) {
+        sims_state_record_release(&st);
+        return sims_fail(SIMSTORE_EBUSY, "the store changed during compaction");
+    }
+    sims_segment_entry e = {c->segment_id, c->fp_count, sims_now_unix(), c->table_count};
+    sims_state_record next = st;
+    next.generation = st.generation + 1;
+    next.next_segment_id = c->fp_count ? c->segment_id + 1 : st.next_segment_id;
+    next.segment_count = c->fp_count ? 1 : 0;
+    next.segments = &e;
+    if (!(c->s->store_flags & SIMS_STORE_FLAG_FP_ONLY) && next.fp_count != c->fp_count)
+        rc = SIMS_CORRUPT("%s: the state counts %" PRIu64 " fingerprints, the index holds %" PRIu64,
+                          c->s->path, st.fp_count, c->fp_count);
+    else {
+        next.fp_count = c->fp_count;
+        rc = sims_put_state(txn, c->s->env.meta, &next);
+    }
+    sims_state_record_release(&st);
+    return rc;
+}
+
+/* The live fingerprints, sorted and distinct, into `out`: the keys of `fps`
+ * for a store of documents; the union of every segment's table 0 for a
+ * fingerprint-only store. */
+static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, uint64_t memory,
+                        sims_spool *out)
+{
+    uint64_t buf[READ_CHUNK];
+    size_t n = 0;
+    int rc = SIMSTORE_OK;
+    if (!(s->store_flags & SIMS_STORE_FLAG_FP_ONLY)) {
+        MDB_cursor *cur;
+        int m = mdb_cursor_open(txn, s->env.fps, &cur);
+        if (m)
+            return sims_mdb_fail(m, "open a cursor");
+        MDB_val key, val;
+        m = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
+        while (m == 0 && rc == SIMSTORE_OK) {
+            if (key.mv_size != 8) {
+                rc = SIMS_CORRUPT("%s: an fps key of %zu bytes", s->path, key.mv_size);
+                break;
+            }
+            buf[n++] = be_load64(key.mv_data);
+            if (n == READ_CHUNK) {
+                rc = sims_spool_append(out, buf, n);
+                n = 0;
+            }
+            m = mdb_cursor_get(cur, &key, &val, MDB_NEXT_NODUP);
+        }
+        mdb_cursor_close(cur);
+        if (rc == SIMSTORE_OK && m != MDB_NOTFOUND)
+            rc = sims_mdb_fail(m, "read fps");
+        return rc ? rc : sims_spool_append(out, buf, n);
+    }
+    /* Fingerprint-only: decode table 0 of every segment, unpermute, sort. */
+    const sims_permuter *perm = &s->design->tables[0].permuter;
+    sims_u64sort *sorter;
+    rc = sims_u64sort_new((size_t)(memory / 16), s->path, &sorter);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < snap->segment_count && rc == SIMSTORE_OK; i++) {
+        table_cursor cur;
+        rc = table_cursor_init(&cur, snap->segments[i]->tables[0], 0, UINT64_MAX);
+        while (rc == SIMSTORE_OK && (rc = table_cursor_next(&cur, buf, READ_CHUNK, &n)) == 0 &&
+               n > 0) {
+            for (size_t j = 0; j < n; j++)
+                buf[j] = sims_unpermute(perm, buf[j]);
+            rc = sims_u64sort_push(sorter, buf, n);
+        }
+    }
+    if (rc == SIMSTORE_OK)
+        rc = sims_u64sort_finish(sorter, 1);
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
+        rc = sims_spool_append(out, buf, n);
+    sims_u64sort_free(sorter);
+    return rc;
+}
+
+int simstore_compact(simstore *s, const simstore_build_options *o)
+{
+    int rc = need_writer(s);
+    if (rc)
+        return rc;
+    simstore_build_options opt;
+    if (o)
+        opt = *o;
+    else
+        simstore_build_options_init(&opt);
+    if (opt.memory_bytes < ((uint64_t)16 << 20))
+        opt.memory_bytes = (uint64_t)16 << 20;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = opt.threads ? opt.threads : cores < 1 ? 1u : (unsigned)cores;
+
+    MDB_txn *txn = NULL;
+    sims_snapshot *snap = NULL;
+    sims_spool *live = NULL;
+    sims_state_record old;
+    memset(&old, 0, sizeof old);
+    int have_old = 0, written = 0;
+    compact_ctx c = {s, 0, 0, 0, s->design->n_tables};
+
+    rc = sims_env_read_begin(&s->env, &txn);
+    if (rc == SIMSTORE_OK)
+        rc = sims_store_read_state(s, txn, &old);
+    if (rc)
+        goto done;
+    have_old = 1;
+    if (old.segment_count <= 1) {
+        /* One segment: compacting only pays when it holds dead fingerprints. */
+        uint64_t held = old.segment_count ? old.segments[0].fp_count : 0;
+        if (held == old.fp_count || (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
+            goto done;
+    }
+    rc = sims_store_snapshot(s, txn, &snap);
+    if (rc == SIMSTORE_OK)
+        rc = sims_spool_new((size_t)(opt.memory_bytes / 4 / 8), s->path, &live);
+    if (opt.progress)
+        opt.progress(opt.progress_ctx, "collecting fingerprints", 0, old.fp_count);
+    if (rc == SIMSTORE_OK)
+        rc = collect_live(s, txn, snap, opt.memory_bytes / 4, live);
+    if (rc == SIMSTORE_OK)
+        rc = sims_spool_seal(live);
+    mdb_txn_abort(txn);
+    txn = NULL;
+    if (rc)
+        goto done;
+    c.old_generation = old.generation;
+    c.segment_id = old.next_segment_id;
+    c.fp_count = sims_spool_count(live);
+    if (c.fp_count > 0) {
+        sims_segment_job job = {
+            .design = s->design,
+            .store_tag = s->store_tag,
+            .block_bytes = s->block_bytes,
+            .dir = s->path,
+            .segment_id = c.segment_id,
+            .distinct = live,
+            .threads = threads,
+            .memory_bytes = opt.memory_bytes / 2,
+            .progress = opt.progress,
+            .progress_ctx = opt.progress_ctx,
+        };
+        rc = sims_segment_write(&job);
+        if (rc)
+            goto done;
+        written = 1;
+    }
+    if (opt.progress)
+        opt.progress(opt.progress_ctx, "committing", 0, 0);
+    rc = sims_env_write(&s->env, compact_fn, &c);
+    if (rc)
+        goto done;
+    written = 0; /* committed: the new segment is the store's now */
+    /* The old segments' files are garbage from here on; readers that still
+     * have them open keep their mappings. */
+    for (uint32_t i = 0; i < old.segment_count; i++)
+        sims_segment_remove(s->path, old.segments[i].id, old.segments[i].table_count);
+    sims_fsync_dir(s->path);
+done:
+    if (txn)
+        mdb_txn_abort(txn);
+    if (written)
+        sims_segment_remove(s->path, c.segment_id, c.table_count);
+    sims_snapshot_release(snap);
+    sims_spool_free(live);
+    if (have_old)
+        sims_state_record_release(&old);
+    return rc;
+}
+
+int simstore_maybe_compact(simstore *s, const simstore_build_options *o)
+{
+    double share;
+    uint32_t segments;
+    int rc = dead_share(s, &share, &segments);
+    if (rc)
+        return rc;
+    if (segments > SIMSTORE_MAX_SEGMENTS || share > SIMSTORE_COMPACT_DEAD_SHARE)
+        return simstore_compact(s, o);
+    return SIMSTORE_OK;
+}
