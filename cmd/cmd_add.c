@@ -29,6 +29,7 @@ static void usage(FILE *out)
             "                       do not compact afterwards, even when the store has\n"
             "                       more than 8 segments\n"
             "  -q, --quiet          no progress on stderr\n"
+            "  -v, --verbose        report wall time and peak memory on stderr\n"
             "  -h, --help           show this help\n"
             "\n"
             "An id already in the store, or given twice, is an error (both places are\n"
@@ -47,6 +48,7 @@ int cmd_add(int argc, char **argv)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-auto-compact", no_argument, NULL, OPT_NO_COMPACT},
         {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -56,10 +58,11 @@ int cmd_add(int argc, char **argv)
     memset(&io, 0, sizeof io);
     io.cmd = CMD;
     unsigned open_flags = SIMSTORE_OPEN_WRITE;
-    int quiet = 0, c;
+    int quiet = 0, verbose = 0, c;
+    double started = cli_now();
     unsigned long long v;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qvh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT: {
             int f = ingest_format_parse(optarg);
@@ -82,6 +85,7 @@ int cmd_add(int argc, char **argv)
             break;
         case OPT_NO_COMPACT: open_flags |= SIMSTORE_OPEN_NO_AUTO_COMPACT; break;
         case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
@@ -142,6 +146,8 @@ int cmd_add(int argc, char **argv)
     simstore_close(s);
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
+    if (verbose)
+        cli_report_resources(CMD, started);
     printf("added %llu %s to %s (%llu new fingerprints); now %llu documents, %llu fingerprints "
            "in %llu segment%s\n",
            (unsigned long long)res.records, before.fingerprint_only ? "fingerprints" : "documents",

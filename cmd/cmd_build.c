@@ -47,6 +47,7 @@ static void usage(FILE *out)
             "      --memory SIZE    memory budget for sorting, e.g. 512M, 4G (default 1G)\n"
             "      --threads N      worker threads (default: all cores)\n"
             "  -q, --quiet          no progress on stderr\n"
+            "  -v, --verbose        report wall time and peak memory on stderr\n"
             "\n"
             "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP
             "\n"
@@ -86,6 +87,7 @@ int cmd_build(int argc, char **argv)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -99,10 +101,11 @@ int cmd_build(int argc, char **argv)
     io.cmd = CMD;
     io.text = &text.opts;
     o.text = &text.opts;
-    int quiet = 0, c;
+    int quiet = 0, verbose = 0, c;
+    double started = cli_now();
     unsigned long long v;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qvh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_K:
             if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
@@ -150,6 +153,7 @@ int cmd_build(int argc, char **argv)
             o.threads = (unsigned)v;
             break;
         case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
@@ -207,6 +211,8 @@ int cmd_build(int argc, char **argv)
     simstore_close(s);
     if (rc)
         return cli_api_error(CMD, rc, "%s was built but cannot be read back", path);
+    if (verbose)
+        cli_report_resources(CMD, started);
     char tb[32], lb[32];
     human_bytes(st.table_bytes, tb, sizeof tb);
     human_bytes(st.lmdb_bytes, lb, sizeof lb);

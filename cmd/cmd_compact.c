@@ -23,6 +23,7 @@ static void usage(FILE *out)
             "      --memory SIZE    memory budget for sorting (default 1G)\n"
             "      --threads N      worker threads (default: all cores)\n"
             "  -q, --quiet          no progress on stderr\n"
+            "  -v, --verbose        report wall time and peak memory on stderr\n"
             "  -h, --help           show this help\n"
             "\n"
             "One summary line goes to stdout: compacted STORE: S segments -> T, D dead\n"
@@ -38,15 +39,17 @@ int cmd_compact(int argc, char **argv)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     simstore_build_options o;
     simstore_build_options_init(&o);
-    int quiet = 0, c;
+    int quiet = 0, verbose = 0, c;
+    double started = cli_now();
     unsigned long long v;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qvh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_MEMORY:
             if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
@@ -60,6 +63,7 @@ int cmd_compact(int argc, char **argv)
             o.threads = (unsigned)v;
             break;
         case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
@@ -86,6 +90,8 @@ int cmd_compact(int argc, char **argv)
     simstore_close(s);
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
+    if (verbose)
+        cli_report_resources(CMD, started);
     printf("compacted %s: %llu segment%s -> %llu, %llu dead fingerprints dropped\n", path,
            (unsigned long long)before.segments, before.segments == 1 ? "" : "s",
            (unsigned long long)after.segments,

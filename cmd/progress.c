@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <stdio.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,4 +69,13 @@ void cli_progress_done(cli_progress *p)
     if (p->enabled && p->drawn)
         fputs("\r\033[K", stderr);
     p->drawn = 0;
+}
+
+void cli_report_resources(const char *cmd, double start)
+{
+    struct rusage ru;
+    double peak_mib = 0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        peak_mib = (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
+    fprintf(stderr, "simstore %s: %.1f s, peak RSS %.1f MiB\n", cmd, cli_now() - start, peak_mib);
 }

@@ -24,4 +24,7 @@ void cli_progress_done(cli_progress *p);
 /* Monotonic seconds. */
 double cli_now(void);
 
+/* "simstore CMD: N.N s, peak RSS X MiB" on stderr, since `start` (cli_now). */
+void cli_report_resources(const char *cmd, double start);
+
 #endif

@@ -155,6 +155,12 @@ static int builder_new(const simstore_build_options *o, simstore_builder **out)
     b->opt.text = &b->text;
     if (b->opt.memory_bytes < ((uint64_t)16 << 20))
         b->opt.memory_bytes = (uint64_t)16 << 20;
+    /* The budget covers the whole process: keep back room for what is not
+     * sorting (I/O buffers, the program, LMDB, threads' stacks). */
+    uint64_t reserve = b->opt.memory_bytes / 8;
+    if (reserve > ((uint64_t)64 << 20))
+        reserve = (uint64_t)64 << 20;
+    b->opt.memory_bytes -= reserve;
     b->threads = b->opt.threads ? b->opt.threads : default_threads();
     b->work_lock_fd = -1;
     *out = b;
@@ -758,8 +764,10 @@ int simstore_builder_finish(simstore_builder *b)
     uint8_t *store_record = NULL;
     size_t store_record_len = 0;
     int tables_written = 0;
+    const sims_spool *source; /* what the tables are written from */
     int rc = sims_spool_new((size_t)(b->opt.memory_bytes / 4 / sizeof(uint64_t)), b->work_dir,
                             &f.distinct);
+    source = f.distinct;
     if (rc)
         goto done;
     if (!new_store) {
@@ -784,12 +792,20 @@ int simstore_builder_finish(simstore_builder *b)
     }
 
     progress(b, "sorting", 0, 0);
-    rc = b->fp_only ? distinct_from_raw(&f, snap) : distinct_from_docs(&f);
-    if (rc == SIMSTORE_OK)
-        rc = sims_spool_seal(f.distinct);
+    if (b->fp_only && new_store) {
+        /* Nothing to filter against: each table's sort drops repeats itself,
+         * so the fingerprints go to the tables as read. new_fps is an upper
+         * bound until the tables report the distinct count. */
+        rc = sims_spool_seal(b->raw);
+        source = b->raw;
+    } else {
+        rc = b->fp_only ? distinct_from_raw(&f, snap) : distinct_from_docs(&f);
+        if (rc == SIMSTORE_OK)
+            rc = sims_spool_seal(f.distinct);
+    }
     if (rc)
         goto done;
-    f.new_fps = sims_spool_count(f.distinct);
+    f.new_fps = sims_spool_count(source);
     if (f.check_txn) {
         mdb_txn_abort(f.check_txn);
         f.check_txn = NULL;
@@ -837,7 +853,8 @@ int simstore_builder_finish(simstore_builder *b)
             .block_bytes = b->opt.block_bytes,
             .dir = b->work_dir,
             .segment_id = f.segment_id,
-            .distinct = f.distinct,
+            .distinct = source,
+            .fp_count = &f.new_fps,
             .threads = b->threads,
             .memory_bytes = b->opt.memory_bytes / 2,
             .progress = b->opt.progress,

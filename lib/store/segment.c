@@ -17,6 +17,7 @@
 
 typedef struct table_job {
     const sims_segment_job *seg;
+    uint64_t *written; /* per table: fingerprints written */
     unsigned threads;
     pthread_mutex_t mu;
     unsigned next_table;
@@ -24,7 +25,8 @@ typedef struct table_job {
     char message[1024];
 } table_job;
 
-static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_values)
+static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_values,
+                           uint64_t *written)
 {
     const sims_design_table *dt = &job->design->tables[t];
     char path[PATH_MAX];
@@ -44,13 +46,19 @@ static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_v
             buf[i] = sims_permute(&dt->permuter, buf[i]);
         rc = sims_u64sort_push(sorter, buf, n);
     }
+    /* The input may repeat fingerprints (a fingerprint-only build reads them
+     * as given); the permutation is a bijection, so dropping repeats after
+     * permuting drops exactly the repeated fingerprints. */
     if (rc == SIMSTORE_OK)
-        rc = sims_u64sort_finish(sorter, 0);
+        rc = sims_u64sort_finish(sorter, 1);
     /* First pass: the histogram the table's Huffman code is built from. */
-    uint64_t hist[64] = {0}, prev = 0;
+    uint64_t hist[64] = {0}, prev = 0, count = 0;
     int have_prev = 0;
-    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0) {
         table_histogram_add(hist, &prev, &have_prev, buf, n);
+        count += n;
+    }
+    *written = count;
     if (rc == SIMSTORE_OK)
         rc = sims_u64sort_rewind(sorter);
     table_params params;
@@ -91,7 +99,7 @@ static void *table_worker(void *arg)
             break;
         if (job->progress)
             job->progress(job->progress_ctx, "writing tables", t, job->design->n_tables);
-        int rc = write_one_table(job, t, run_values);
+        int rc = write_one_table(job, t, run_values, &tj->written[t]);
         if (rc) {
             pthread_mutex_lock(&tj->mu);
             if (tj->rc == SIMSTORE_OK) {
@@ -115,6 +123,9 @@ int sims_segment_write(const sims_segment_job *job)
     if (threads > 64)
         threads = 64;
     tj.threads = threads;
+    tj.written = calloc(job->design->n_tables, sizeof *tj.written);
+    if (!tj.written)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     pthread_mutex_init(&tj.mu, NULL);
     pthread_t tids[64];
     unsigned started = 0;
@@ -125,10 +136,21 @@ int sims_segment_write(const sims_segment_job *job)
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     pthread_mutex_destroy(&tj.mu);
+    for (unsigned t = 1; tj.rc == SIMSTORE_OK && t < job->design->n_tables; t++)
+        if (tj.written[t] != tj.written[0]) {
+            tj.rc = SIMSTORE_EIO;
+            snprintf(tj.message, sizeof tj.message,
+                     "internal: table %u holds %llu fingerprints, table 0 %llu", t,
+                     (unsigned long long)tj.written[t], (unsigned long long)tj.written[0]);
+        }
+    uint64_t count = tj.written[0];
+    free(tj.written);
     if (tj.rc) {
         sims_segment_remove(job->dir, job->segment_id, job->design->n_tables);
         return sims_fail(tj.rc, "%s", tj.message);
     }
+    if (job->fp_count)
+        *job->fp_count = count;
     if (job->progress)
         job->progress(job->progress_ctx, "writing tables", job->design->n_tables,
                       job->design->n_tables);

@@ -81,11 +81,12 @@ typedef struct sims_segment_job {
     uint32_t block_bytes;
     const char *dir;
     uint64_t segment_id;
-    const struct sims_spool *distinct; /* sorted distinct fingerprints */
+    const struct sims_spool *distinct; /* the fingerprints, in any order, repeats allowed */
     unsigned threads;
     uint64_t memory_bytes; /* for all table sorters together */
     simstore_progress_fn progress;
     void *progress_ctx;
+    uint64_t *fp_count; /* out (may be NULL): distinct fingerprints written */
 } sims_segment_job;
 
 /* Write every table file of the segment (published atomically, one by one;

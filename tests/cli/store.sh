@@ -189,6 +189,23 @@ expect_out "-	-	$fp	0"
 run stats "$T/h"
 expect_out_has "kind: fingerprint-only"
 
+# Fingerprinting threads change nothing: the same answers, the same messages.
+for t in 1 3; do
+    run build "$T/t$t" --threads "$t" "$sample"
+    expect_status 0
+    run query "$T/t$t" --queries "$sample"
+    cp "$T/out" "$T/answers.t$t"
+done
+cmp -s "$T/answers.t1" "$T/answers.t3" && ok || fail "--threads 1 and 3 give different stores"
+awk 'NR == 50 { print; print } NR != 50' "$sample" >"$T/dup-big.jsonl"
+for t in 1 3; do
+    run build "$T/d$t" --threads "$t" "$T/dup-big.jsonl"
+    expect_status 1
+    grep -v '^simstore build: .* not created' "$T/err" >"$T/err.t$t"
+done
+expect_err_has "$T/dup-big.jsonl:51: duplicate document id"
+cmp -s "$T/err.t1" "$T/err.t3" && ok || fail "messages depend on the thread count"
+
 # ---- exactness through the CLI for k = 0..7 --------------------------------
 # A deterministic clustered set (64-bit LCG in bash arithmetic): centres with
 # neighbours 0..9 bits away, plus queries near and far.
