@@ -26,6 +26,6 @@ n=$("$build/simstore" stats "$store" --json | sed 's/.*"fingerprints":\([0-9]*\)
 for f in "$store"/*.tbl; do
     bytes=$(stat -c %s "$f")
     awk -v f="$(basename "$f")" -v b="$bytes" -v n="$n" 'BEGIN {
-        printf "%s: %d bytes, %.3f bits/fp; floor %.3f bits/fp\n", f, b, b * 8 / n, 64 - log(n) / log(2) + 1.443 }'
+        printf "%s: %.0f bytes, %.3f bits/fp; floor %.3f bits/fp\n", f, b, b * 8 / n, 64 - log(n) / log(2) + 1.443 }'
 
 done

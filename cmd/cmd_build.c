@@ -202,6 +202,8 @@ int cmd_build(int argc, char **argv)
     cli_progress_done(&prog);
     if (rc)
         return cli_api_error(CMD, rc, "%s not created", path);
+    if (verbose)
+        cli_report_resources(CMD, started);
 
     simstore *s;
     simstore_stats st;
@@ -211,8 +213,6 @@ int cmd_build(int argc, char **argv)
     simstore_close(s);
     if (rc)
         return cli_api_error(CMD, rc, "%s was built but cannot be read back", path);
-    if (verbose)
-        cli_report_resources(CMD, started);
     char tb[32], lb[32];
     human_bytes(st.table_bytes, tb, sizeof tb);
     human_bytes(st.lmdb_bytes, lb, sizeof lb);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LINE_BITS 44
@@ -459,6 +460,11 @@ static int ingest_u64(ingest_state *st, const char *path)
         return 1;
     }
     enum { CHUNK = 1 << 16 };
+    /* A regular file's size gives the total, and so an ETA. */
+    uint64_t total = 0;
+    struct stat sb;
+    if (!is_stdin && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode))
+        total = (uint64_t)sb.st_size / 8;
     uint8_t *buf = malloc(CHUNK * 8);
     uint64_t offset = 0;
     size_t got;
@@ -489,7 +495,7 @@ static int ingest_u64(ingest_state *st, const char *path)
         offset += got;
         st->res->records += got / 8;
         if (st->o->progress)
-            st->o->progress(st->o->progress_ctx, "reading", st->res->records, 0);
+            st->o->progress(st->o->progress_ctx, "reading", st->res->records, total);
     }
     if (!buf || ferror(f)) {
         fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, name, buf ? "read error" : "out of memory");

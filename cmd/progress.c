@@ -17,6 +17,7 @@ double cli_now(void)
 void cli_progress_init(cli_progress *p, const char *cmd, int enabled)
 {
     memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
     p->cmd = cmd;
     p->enabled = enabled && isatty(STDERR_FILENO);
 }
@@ -38,12 +39,14 @@ void cli_progress_update(void *ctx, const char *phase, uint64_t done, uint64_t t
     cli_progress *p = (cli_progress *)ctx;
     if (!p->enabled)
         return;
+    pthread_mutex_lock(&p->mu);
     double now = cli_now();
     int new_phase = strncmp(p->phase, phase, sizeof p->phase - 1) != 0;
     if (new_phase) {
         snprintf(p->phase, sizeof p->phase, "%s", phase);
         p->phase_start = now;
     } else if (now - p->last_draw < 0.25 && !(total && done >= total)) {
+        pthread_mutex_unlock(&p->mu);
         return;
     }
     p->last_draw = now;
@@ -62,13 +65,16 @@ void cli_progress_update(void *ctx, const char *phase, uint64_t done, uint64_t t
         fprintf(stderr, "\r\033[Ksimstore %s: %s", p->cmd, phase);
     }
     p->drawn = 1;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void cli_progress_done(cli_progress *p)
 {
+    pthread_mutex_lock(&p->mu);
     if (p->enabled && p->drawn)
         fputs("\r\033[K", stderr);
     p->drawn = 0;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void cli_report_resources(const char *cmd, double start)

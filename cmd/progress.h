@@ -4,9 +4,12 @@
 #ifndef SIMS_CMD_PROGRESS_H
 #define SIMS_CMD_PROGRESS_H
 
+#include <pthread.h>
 #include <stdint.h>
 
+/* Safe to update from several threads (the build's table workers do). */
 typedef struct cli_progress {
+    pthread_mutex_t mu;
     int enabled;
     const char *cmd;
     char phase[64];

@@ -396,7 +396,10 @@ static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t
 static int distinct_from_docs(finish_state *f)
 {
     simstore_builder *b = f->b;
-    int rc = sims_recsort_finish(b->docs);
+    /* What each sorter keeps once its input ends: the phases after this one
+     * (fingerprint sort, tables, LMDB) share the budget with it. */
+    size_t keep = (size_t)(b->opt.memory_bytes / 16);
+    int rc = sims_recsort_finish(b->docs, keep);
     if (rc)
         return rc;
     rc = sims_recsort_new((size_t)(b->opt.memory_bytes / 4), b->work_dir, &f->fps);
@@ -445,7 +448,7 @@ static int distinct_from_docs(finish_state *f)
     }
     if (rc < 0)
         return rc;
-    rc = sims_recsort_finish(f->fps);
+    rc = sims_recsort_finish(f->fps, keep);
     if (rc)
         return rc;
     uint64_t last = 0;
@@ -539,7 +542,119 @@ typedef struct commit_ctx {
     const uint8_t *store_record;
     size_t store_record_len;
     uint8_t text_record[SIMS_TEXT_RECORD_BYTES];
+    int docs_written; /* a new store's documents went in by chunks already */
 } commit_ctx;
+
+/* ---- a new store's documents, in bounded transactions ---------------------------
+ * A new store's commit point is the rename of its directory, so its documents
+ * can go into LMDB in many small transactions: LMDB then holds only one
+ * chunk's dirty pages in memory, not the whole store's. Each chunk is staged
+ * in a buffer first so that its transaction can be replayed. */
+
+#define CHUNK_RECORDS 65536
+#define CHUNK_BYTES ((size_t)8 << 20)
+
+typedef struct chunk_entry {
+    size_t key_off, key_len, val_off, val_len;
+} chunk_entry;
+
+typedef struct chunk {
+    uint8_t *buf;
+    size_t used, cap;
+    chunk_entry *entries;
+    size_t n;
+    MDB_dbi dbi;
+    unsigned put_flags;
+} chunk;
+
+static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen,
+                     int encode_doc)
+{
+    size_t need = klen + (encode_doc ? sims_doc_record_size(vlen - DOC_VAL_FIXED) : vlen);
+    if (need > ck->cap - ck->used) {
+        size_t cap = ck->cap ? ck->cap : CHUNK_BYTES;
+        while (cap - ck->used < need)
+            cap *= 2;
+        uint8_t *g = realloc(ck->buf, cap);
+        if (!g)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        ck->buf = g;
+        ck->cap = cap;
+    }
+    chunk_entry *e = &ck->entries[ck->n++];
+    e->key_off = ck->used;
+    e->key_len = klen;
+    memcpy(ck->buf + ck->used, key, klen);
+    ck->used += klen;
+    e->val_off = ck->used;
+    if (encode_doc) {
+        const uint8_t *v = (const uint8_t *)val;
+        size_t meta_len = vlen - DOC_VAL_FIXED;
+        e->val_len = sims_doc_record_encode((const uint8_t *)key, klen, le_load64(v),
+                                            meta_len ? v + DOC_VAL_FIXED : NULL, meta_len,
+                                            ck->buf + ck->used, ck->cap - ck->used);
+    } else {
+        e->val_len = vlen;
+        memcpy(ck->buf + ck->used, val, vlen);
+    }
+    ck->used += e->val_len;
+    return SIMSTORE_OK;
+}
+
+static int chunk_put_fn(MDB_txn *txn, void *arg)
+{
+    chunk *ck = (chunk *)arg;
+    for (size_t i = 0; i < ck->n; i++) {
+        chunk_entry *e = &ck->entries[i];
+        MDB_val key = {e->key_len, ck->buf + e->key_off}, val = {e->val_len, ck->buf + e->val_off};
+        int rc = sims_mdb_write_status(mdb_put(txn, ck->dbi, &key, &val, ck->put_flags),
+                                       "write a document");
+        if (rc)
+            return rc;
+    }
+    return SIMSTORE_OK;
+}
+
+static int chunk_flush(sims_env *env, chunk *ck)
+{
+    if (ck->n == 0)
+        return SIMSTORE_OK;
+    int rc = sims_env_write(env, chunk_put_fn, ck);
+    ck->n = 0;
+    ck->used = 0;
+    return rc;
+}
+
+/* Stream one sorted record stream into `dbi` by chunks. docs: encode document
+ * records (key id, value fp|source|meta); else key = 8-byte fp, value = id. */
+static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort *sorter,
+                          MDB_dbi dbi, int docs, uint64_t total)
+{
+    chunk ck;
+    memset(&ck, 0, sizeof ck);
+    ck.dbi = dbi;
+    ck.put_flags = docs ? MDB_APPEND : MDB_APPENDDUP;
+    ck.entries = malloc(CHUNK_RECORDS * sizeof *ck.entries);
+    if (!ck.entries)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    int rc = sims_recsort_rewind(sorter);
+    sims_rec rec;
+    uint64_t done = 0;
+    while (rc == SIMSTORE_OK && (rc = sims_recsort_next(sorter, &rec)) == 1) {
+        rc = docs ? chunk_add(&ck, rec.key, rec.key_len, rec.val, rec.val_len, 1)
+                  : chunk_add(&ck, rec.key, 8, rec.key + 8, rec.key_len - 8, 0);
+        if (rc == SIMSTORE_OK && (ck.n == CHUNK_RECORDS || ck.used >= CHUNK_BYTES)) {
+            done += ck.n;
+            rc = chunk_flush(env, &ck);
+            progress(b, docs ? "writing documents" : "writing fingerprint index", done, total);
+        }
+    }
+    if (rc == SIMSTORE_OK)
+        rc = chunk_flush(env, &ck);
+    free(ck.buf);
+    free(ck.entries);
+    return rc;
+}
 
 static int put_documents(commit_ctx *c, MDB_txn *txn)
 {
@@ -626,7 +741,7 @@ static int commit_fn(MDB_txn *txn, void *ctx)
             return sims_fail(SIMSTORE_EBUSY, "the store changed during the build");
         }
     }
-    if (!f->b->fp_only) {
+    if (!f->b->fp_only && !c->docs_written) {
         rc = put_documents(c, txn);
         if (rc) {
             sims_state_record_release(&st);
@@ -735,15 +850,30 @@ static int publish_store(simstore_builder *b)
                 close(fd);
             return rc;
         }
+        rc = sims_fsync_parent(b->final_path);
+        if (rc) {
+            /* The swap is not known to be durable, and a failed build must
+             * leave the old store: swap back (still holding its lock); the
+             * caller removes the new one from work_dir. */
+            if (renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) == 0)
+                (void)sims_fsync_parent(b->final_path);
+            if (fd >= 0)
+                close(fd);
+            return rc;
+        }
         if (fd >= 0)
             close(fd);
-        rc = sims_fsync_parent(b->final_path);
         sims_remove_tree(b->work_dir); /* now the old store */
         return rc;
     }
     if (sims_rename(b->work_dir, b->final_path) != 0)
         return sims_fail_errno("rename %s to %s", b->work_dir, b->final_path);
-    return sims_fsync_parent(b->final_path);
+    rc = sims_fsync_parent(b->final_path);
+    /* Not known to be durable: a failed build leaves no store, so take it
+     * back (the caller removes work_dir). */
+    if (rc && rename(b->final_path, b->work_dir) == 0)
+        (void)sims_fsync_parent(b->final_path);
+    return rc;
 }
 
 int simstore_builder_finish(simstore_builder *b)
@@ -754,6 +884,8 @@ int simstore_builder_finish(simstore_builder *b)
         return rc;
     }
     int new_store = b->store == NULL;
+    if (!new_store)
+        pthread_mutex_lock(&b->store->write_mu); /* one change at a time per handle */
     finish_state f;
     memset(&f, 0, sizeof f);
     f.b = b;
@@ -765,7 +897,7 @@ int simstore_builder_finish(simstore_builder *b)
     size_t store_record_len = 0;
     int tables_written = 0;
     const sims_spool *source; /* what the tables are written from */
-    int rc = sims_spool_new((size_t)(b->opt.memory_bytes / 4 / sizeof(uint64_t)), b->work_dir,
+    int rc = sims_spool_new((size_t)(b->opt.memory_bytes / 8 / sizeof(uint64_t)), b->work_dir,
                             &f.distinct);
     source = f.distinct;
     if (rc)
@@ -873,9 +1005,22 @@ int simstore_builder_finish(simstore_builder *b)
     }
     progress(b, "committing", 0, 0);
     commit_ctx c = {&f, new_store ? &env : &b->store->env, new_store, store_record,
-                    store_record_len, {0}};
+                    store_record_len, {0}, 0};
     if (new_store)
         encode_text_options(b->opt.text, c.text_record);
+    if (new_store && !b->fp_only) {
+        /* Nobody can see this store until its directory is renamed, after
+         * the final commit below, which syncs everything these chunks wrote:
+         * the chunks need not each wait for the disk. */
+        mdb_env_set_flags(env.env, MDB_NOSYNC, 1);
+        rc = load_by_chunks(b, &env, b->docs, env.docs, 1, f.doc_count);
+        if (rc == SIMSTORE_OK)
+            rc = load_by_chunks(b, &env, f.fps, env.fps, 0, f.doc_count);
+        mdb_env_set_flags(env.env, MDB_NOSYNC, 0);
+        if (rc)
+            goto done;
+        c.docs_written = 1;
+    }
     rc = sims_env_write(c.env, commit_fn, &c);
     if (rc)
         goto done;
@@ -909,6 +1054,8 @@ done:
     free(store_record);
     if (rc && new_store)
         sims_remove_tree(b->work_dir);
+    if (!new_store)
+        pthread_mutex_unlock(&b->store->write_mu);
     builder_free(b);
     return rc;
 }

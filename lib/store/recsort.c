@@ -305,10 +305,17 @@ static void heap_sift_down(sims_recsort *s, unsigned i)
     }
 }
 
-int sims_recsort_finish(sims_recsort *s)
+int sims_recsort_finish(sims_recsort *s, size_t keep_bytes)
 {
     if (s->finished)
         return SIMSTORE_OK;
+    size_t in_memory = s->arena_used + s->index_len * sizeof *s->index;
+    if (s->index_len > 0 && s->spilled > 0 && in_memory > keep_bytes / 2) {
+        /* Too big to keep beside the merge: the last run goes to disk too. */
+        int rc = spill_run(s);
+        if (rc)
+            return rc;
+    }
     s->finished = 1;
     sort_run(s);
     if (s->index_len > 0) {
@@ -316,8 +323,14 @@ int sims_recsort_finish(sims_recsort *s)
         int rc = add_source(s, src);
         if (rc)
             return rc;
+    } else {
+        free(s->arena);
+        free(s->index);
+        s->arena = NULL;
+        s->index = NULL;
+        s->arena_cap = s->index_cap = 0;
     }
-    size_t per = s->spilled ? s->budget / (2 * s->spilled) : 0;
+    size_t per = s->spilled ? keep_bytes / 2 / s->spilled : 0;
     if (per < (64u << 10))
         per = 64u << 10;
     for (unsigned i = 0; i < s->nsources; i++) {

@@ -26,8 +26,11 @@ typedef struct sims_rec {
 int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **out);
 int sims_recsort_push(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
                       uint32_t val_len);
-/* End of input; then read the sorted stream with sims_recsort_next(). */
-int sims_recsort_finish(sims_recsort *s);
+/* End of input; then read the sorted stream with sims_recsort_next().
+ * keep_bytes bounds what the sorter holds from now on: the last run stays in
+ * memory only if it fits, and the merge buffers share the same allowance
+ * (each at least 64 KiB). */
+int sims_recsort_finish(sims_recsort *s, size_t keep_bytes);
 /* Restart the sorted stream from its beginning (after finish). */
 int sims_recsort_rewind(sims_recsort *s);
 /* 1 = a record is in *rec, 0 = end, negative = error code. */

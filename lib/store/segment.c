@@ -8,6 +8,7 @@
 #include "store/u64sort.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,10 @@
 typedef struct table_job {
     const sims_segment_job *seg;
     uint64_t *written; /* per table: fingerprints written */
+    /* Progress over every table: each input value is read, then merged twice
+     * (histogram, encode), so the whole job is 3 * N * tables units. */
+    atomic_uint_fast64_t units_done;
+    uint64_t units_total;
     unsigned threads;
     pthread_mutex_t mu;
     unsigned next_table;
@@ -25,9 +30,22 @@ typedef struct table_job {
     char message[1024];
 } table_job;
 
-static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_values,
-                           uint64_t *written)
+#define PROGRESS_UNITS ((uint64_t)1 << 22)
+
+/* Count n units of work and report every PROGRESS_UNITS. */
+static void table_progress(table_job *tj, size_t n)
 {
+    const sims_segment_job *job = tj->seg;
+    if (!job->progress)
+        return;
+    uint64_t before = atomic_fetch_add(&tj->units_done, n);
+    if ((before + n) / PROGRESS_UNITS != before / PROGRESS_UNITS)
+        job->progress(job->progress_ctx, "writing tables", before + n, tj->units_total);
+}
+
+static int write_one_table(table_job *tj, unsigned t, size_t run_values, uint64_t *written)
+{
+    const sims_segment_job *job = tj->seg;
     const sims_design_table *dt = &job->design->tables[t];
     char path[PATH_MAX];
     int rc = sims_table_path(path, sizeof path, job->dir, job->segment_id, t);
@@ -45,6 +63,7 @@ static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_v
         for (size_t i = 0; i < n; i++)
             buf[i] = sims_permute(&dt->permuter, buf[i]);
         rc = sims_u64sort_push(sorter, buf, n);
+        table_progress(tj, n);
     }
     /* The input may repeat fingerprints (a fingerprint-only build reads them
      * as given); the permutation is a bijection, so dropping repeats after
@@ -57,6 +76,7 @@ static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_v
     while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0) {
         table_histogram_add(hist, &prev, &have_prev, buf, n);
         count += n;
+        table_progress(tj, n);
     }
     *written = count;
     if (rc == SIMSTORE_OK)
@@ -71,8 +91,10 @@ static int write_one_table(const sims_segment_job *job, unsigned t, size_t run_v
     if (rc == SIMSTORE_OK)
         rc = table_writer_open(path, &params, hist, &w);
     /* Second pass: encode. */
-    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0)
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0) {
         rc = table_writer_add(w, buf, n);
+        table_progress(tj, n);
+    }
     if (rc == SIMSTORE_OK) {
         rc = table_writer_finish(w);
         w = NULL;
@@ -97,9 +119,7 @@ static void *table_worker(void *arg)
         pthread_mutex_unlock(&tj->mu);
         if (stop)
             break;
-        if (job->progress)
-            job->progress(job->progress_ctx, "writing tables", t, job->design->n_tables);
-        int rc = write_one_table(job, t, run_values, &tj->written[t]);
+        int rc = write_one_table(tj, t, run_values, &tj->written[t]);
         if (rc) {
             pthread_mutex_lock(&tj->mu);
             if (tj->rc == SIMSTORE_OK) {
@@ -123,6 +143,8 @@ int sims_segment_write(const sims_segment_job *job)
     if (threads > 64)
         threads = 64;
     tj.threads = threads;
+    atomic_init(&tj.units_done, 0);
+    tj.units_total = 3 * sims_spool_count(job->distinct) * job->design->n_tables;
     tj.written = calloc(job->design->n_tables, sizeof *tj.written);
     if (!tj.written)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
@@ -152,8 +174,7 @@ int sims_segment_write(const sims_segment_job *job)
     if (job->fp_count)
         *job->fp_count = count;
     if (job->progress)
-        job->progress(job->progress_ctx, "writing tables", job->design->n_tables,
-                      job->design->n_tables);
+        job->progress(job->progress_ctx, "writing tables", tj.units_total, tj.units_total);
     return SIMSTORE_OK;
 }
 

@@ -380,6 +380,11 @@ uint32_t table_reader_block_count(const table_reader *r, uint64_t block)
     return block < r->info.block_count ? le_load32(r->entries + 8 * block) : 0;
 }
 
+uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block)
+{
+    return block < r->info.block_count ? le_load32(r->entries + 8 * block + 4) : 0;
+}
+
 /* How block_begin treats checksums. */
 enum { VERIFY_NEVER = 0, VERIFY_ALWAYS = 1, VERIFY_ONCE = 2 };
 

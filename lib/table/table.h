@@ -67,6 +67,11 @@ int table_writer_open(const char *path, const table_params *p, const uint64_t hi
  * or a difference whose symbol had count 0 in the histogram; SIMSTORE_EIO or
  * SIMSTORE_EFULL from writing. After an error the writer only accepts
  * table_writer_abort() (finish then fails with the same code and aborts). */
+/* How many index values (per column: keys, entries) the writer keeps in
+ * memory before moving them to an unlinked file beside the output; default
+ * 2^18 (2 MiB per column). Only before the first block; for tests. */
+void table_writer_index_buffer(table_writer *w, size_t values);
+
 int table_writer_add(table_writer *w, const uint64_t *fps, size_t n);
 
 /* Complete the file (last block, index, header counts, footer), fsync it,
@@ -159,6 +164,10 @@ int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, siz
 /* Number of fingerprints in block `block` (from the validated index), or 0
  * when block is out of range. */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
+
+/* Block `block`'s checksum as the index stores it (not verified here), or 0
+ * when block is out of range; for inspection tools. */
+uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block);
 
 /* Check one block completely, whatever the open flags: checksum, decode,
  * count, last value = key, zero padding. Returns SIMSTORE_OK, SIMSTORE_EINVAL

@@ -1,6 +1,8 @@
 /* writer.c: the table writer: streams strictly increasing fingerprints into
  * fixed-size blocks, then writes the block index, the header's counts and the
- * footer, and publishes the file atomically (or fills a memory buffer). */
+ * footer, and publishes the file atomically (or fills a memory buffer). Its
+ * memory does not grow with the table: the index entries collect in fixed
+ * buffers that spill to unlinked temporary files beside the output. */
 #include "table/table.h"
 
 #include "common/bytes.h"
@@ -9,9 +11,26 @@
 #include "common/fileio.h"
 #include "table/format.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Index values kept in memory per column before the oldest go to a file. */
+#define INDEX_MEM_VALUES ((size_t)1 << 18)
+
+/* One column of the index (keys, or entries): values in append order, the
+ * oldest in an unlinked file once the buffer has filled. */
+typedef struct index_column {
+    uint64_t *mem;
+    size_t len, cap;
+    int fd;
+    uint64_t file_values;
+} index_column;
 
 struct table_writer {
     table_params params;
@@ -33,9 +52,11 @@ struct table_writer {
     uint64_t last; /* last fingerprint added, valid when fp_count > 0 */
 
     /* Per block: the key, and count | checksum << 32 (the index entry). */
-    uint64_t *keys;
-    uint64_t *entries;
-    uint64_t block_count, block_cap;
+    index_column keys;
+    index_column entries;
+    uint64_t last_key; /* the key of the last block written */
+    size_t index_mem_values; /* per column, before spilling */
+    uint64_t block_count;
 
     int error; /* sticky: the first error; later calls return it */
 };
@@ -116,13 +137,111 @@ static int sink_pwrite(table_writer *w, const void *data, size_t n, uint64_t off
 
 /* ---- lifecycle -------------------------------------------------------------- */
 
+static void column_free(index_column *c)
+{
+    free(c->mem);
+    if (c->fd >= 0)
+        close(c->fd);
+}
+
 static void writer_free(table_writer *w)
 {
     free(w->block);
-    free(w->keys);
-    free(w->entries);
+    column_free(&w->keys);
+    column_free(&w->entries);
     free(w->mem);
     free(w);
+}
+
+/* The directory of the output file, for spill files. */
+static int spill_dir(const table_writer *w, char *dir, size_t size)
+{
+    const char *path = w->file.final_path;
+    const char *slash = strrchr(path, '/');
+    int n = slash ? snprintf(dir, size, "%.*s", (int)(slash - path), path) : snprintf(dir, size, ".");
+    if (slash == path)
+        n = snprintf(dir, size, "/");
+    return n < 0 || (size_t)n >= size ? sims_fail(SIMSTORE_EINVAL, "path too long: %s", path)
+                                      : SIMSTORE_OK;
+}
+
+static int column_push(table_writer *w, index_column *c, uint64_t v)
+{
+    if (c->len == c->cap) {
+        if (c->cap >= w->index_mem_values && !w->to_memory) {
+            /* Full: move the buffer to the spill file. */
+            if (c->fd < 0) {
+                char dir[PATH_MAX], path[PATH_MAX];
+                int rc = spill_dir(w, dir, sizeof dir);
+                if (rc == SIMSTORE_OK)
+                    rc = sims_join_path(path, sizeof path, dir, "index.tmp-XXXXXX");
+                if (rc)
+                    return rc;
+                c->fd = mkostemp(path, O_CLOEXEC);
+                if (c->fd < 0)
+                    return sims_fail_errno("create %s", path);
+                unlink(path);
+            }
+            int rc = sims_write_all(c->fd, c->mem, c->len * sizeof *c->mem, "index spill");
+            if (rc)
+                return rc;
+            c->file_values += c->len;
+            c->len = 0;
+        } else {
+            size_t cap = c->cap ? c->cap * 2 : 64;
+            if (!w->to_memory && cap > w->index_mem_values)
+                cap = w->index_mem_values;
+            if (cap > SIZE_MAX / 16)
+                return sims_fail(SIMSTORE_ENOMEM, "too many blocks");
+            uint64_t *g = realloc(c->mem, cap * sizeof *g);
+            if (!g)
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory for the block index");
+            c->mem = g;
+            c->cap = cap;
+        }
+    }
+    c->mem[c->len++] = v;
+    return SIMSTORE_OK;
+}
+
+/* Append a column to the output as little-endian values, hashing them. */
+static int column_write(table_writer *w, const index_column *c, sims_xxh3_stream *hash)
+{
+    uint8_t buf[8192];
+    uint64_t vals[sizeof buf / 8];
+    for (uint64_t done = 0; done < c->file_values;) {
+        uint64_t want = c->file_values - done;
+        if (want > sizeof vals / 8)
+            want = sizeof vals / 8;
+        size_t bytes = (size_t)want * 8, got = 0;
+        while (got < bytes) {
+            ssize_t k = pread(c->fd, (char *)vals + got, bytes - got, (off_t)(done * 8 + got));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                return k < 0 ? sims_fail_errno("read index spill")
+                             : sims_fail(SIMSTORE_EIO, "index spill shorter than written");
+            got += (size_t)k;
+        }
+        for (size_t i = 0; i < want; i++)
+            le_store64(buf + 8 * i, vals[i]);
+        sims_xxh3_stream_update(hash, buf, bytes);
+        int rc = sink_write(w, buf, bytes);
+        if (rc)
+            return rc;
+        done += want;
+    }
+    for (size_t i = 0; i < c->len;) {
+        size_t n = c->len - i < sizeof buf / 8 ? c->len - i : sizeof buf / 8;
+        for (size_t j = 0; j < n; j++)
+            le_store64(buf + 8 * j, c->mem[i + j]);
+        sims_xxh3_stream_update(hash, buf, n * 8);
+        int rc = sink_write(w, buf, n * 8);
+        if (rc)
+            return rc;
+        i += n;
+    }
+    return SIMSTORE_OK;
 }
 
 static int writer_create(const table_params *p, const uint64_t hist[64], table_writer **out)
@@ -135,6 +254,8 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
     if (!w)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     w->file.fd = -1;
+    w->keys.fd = w->entries.fd = -1;
+    w->index_mem_values = INDEX_MEM_VALUES;
     w->params = *p;
     w->blocks_offset = tbl_blocks_offset(p->block_bytes);
     rc = codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, w->code_lengths);
@@ -182,6 +303,12 @@ int table_writer_open(const char *path, const table_params *p, const uint64_t hi
     return SIMSTORE_OK;
 }
 
+void table_writer_index_buffer(table_writer *w, size_t values)
+{
+    if (w->block_count == 0 && values > 0)
+        w->index_mem_values = values;
+}
+
 void table_writer_abort(table_writer *w)
 {
     if (!w)
@@ -196,23 +323,13 @@ void table_writer_abort(table_writer *w)
 static int flush_block(table_writer *w)
 {
     uint64_t b = w->block_count;
-    if (b == w->block_cap) {
-        uint64_t cap = w->block_cap ? w->block_cap * 2 : 64;
-        if (cap > SIZE_MAX / 16)
-            return sims_fail(SIMSTORE_ENOMEM, "too many blocks");
-        uint64_t *k = realloc(w->keys, (size_t)cap * sizeof *k);
-        if (!k)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for block keys");
-        w->keys = k;
-        uint64_t *e = realloc(w->entries, (size_t)cap * sizeof *e);
-        if (!e)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for block index");
-        w->entries = e;
-        w->block_cap = cap;
-    }
     uint32_t checksum = (uint32_t)sims_xxh3_64(w->block, w->params.block_bytes, tbl_block_seed(b));
-    w->keys[b] = w->enc.prev;
-    w->entries[b] = (uint64_t)w->enc.count | (uint64_t)checksum << 32;
+    int rc = column_push(w, &w->keys, w->enc.prev);
+    if (rc == SIMSTORE_OK)
+        rc = column_push(w, &w->entries, (uint64_t)w->enc.count | (uint64_t)checksum << 32);
+    if (rc)
+        return rc;
+    w->last_key = w->enc.prev;
     w->block_count = b + 1;
     w->block_open = 0;
     return sink_write(w, w->block, w->params.block_bytes);
@@ -222,7 +339,7 @@ static void start_block(table_writer *w)
 {
     int first = w->block_count == 0;
     codec_block_encoder_start(&w->enc, &w->huff, w->block, w->params.block_bytes, first,
-                              first ? 0 : w->keys[w->block_count - 1]);
+                              first ? 0 : w->last_key);
     w->block_open = 1;
 }
 
@@ -299,21 +416,16 @@ static int write_trailer(table_writer *w)
     uint64_t index_offset = sink_offset(w);
     size_t index_bytes = (size_t)nb * TBL_INDEX_ENTRY_BYTES;
 
-    /* The index is keys then entries, little-endian; build it in one buffer
-     * so its checksum is a single call. */
-    uint8_t *index = NULL;
-    if (index_bytes) {
-        index = malloc(index_bytes);
-        if (!index)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for the block index");
-        for (uint64_t b = 0; b < nb; b++) {
-            le_store64(index + 8 * b, w->keys[b]);
-            le_store64(index + 8 * nb + 8 * b, w->entries[b]);
-        }
-    }
-    uint64_t index_checksum = sims_xxh3_64(index, index_bytes, TBL_SEED_INDEX);
-    rc = index_bytes ? sink_write(w, index, index_bytes) : SIMSTORE_OK;
-    free(index);
+    /* The index is keys then entries, little-endian, streamed from the
+     * columns (and their spill files) with the checksum computed on the way. */
+    sims_xxh3_stream *hash = sims_xxh3_stream_new(TBL_SEED_INDEX);
+    if (!hash)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for the index checksum");
+    rc = column_write(w, &w->keys, hash);
+    if (rc == SIMSTORE_OK)
+        rc = column_write(w, &w->entries, hash);
+    uint64_t index_checksum = sims_xxh3_stream_digest(hash);
+    sims_xxh3_stream_free(hash);
     if (rc)
         return rc;
 

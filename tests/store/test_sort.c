@@ -144,7 +144,7 @@ static void test_sort_recsort__orders_by_key_then_push_order(void **state)
             memcpy(val, &idx, 8);
             assert_int_equal(sims_recsort_push(s, key, len, val, (uint32_t)vlen), 0);
         }
-        assert_int_equal(sims_recsort_finish(s), 0);
+        assert_int_equal(sims_recsort_finish(s, (size_t)budget_mib << 19), 0);
         if (budget_mib == 1)
             assert_true(sims_recsort_spilled_runs(s) > 0);
         sims_rec prev, rec;
