@@ -16,5 +16,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 #endif

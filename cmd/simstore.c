@@ -21,6 +21,9 @@ static const command commands[] = {
     {"add", cmd_add, "add documents to a store as a new segment"},
     {"delete", cmd_delete, "remove documents from a store"},
     {"compact", cmd_compact, "merge a store's segments, dropping dead fingerprints"},
+    {"inspect", cmd_inspect, "a store's or table file's design, coding and histogram"},
+    {"verify", cmd_verify, "check a store or table file: checksums, structure, agreement"},
+    {"dump", cmd_dump, "the fingerprints of a table file, block by block"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

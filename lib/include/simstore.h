@@ -309,6 +309,10 @@ void simstore_builder_abort(simstore_builder *b);
 #define SIMSTORE_OPEN_WRITE 1u /* take the writer lock: add, delete, compact */
 #define SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS 2u /* trust table blocks (faster) */
 #define SIMSTORE_OPEN_NO_AUTO_COMPACT 4u /* writers: never compact on their own */
+/* Skip the walk of data.mdb's pages at open (format/store.md, "Trusting
+ * LMDB"): a faster open of a large store whose disk is trusted; a damaged
+ * data.mdb may then crash LMDB or give wrong answers. */
+#define SIMSTORE_OPEN_TRUST_LMDB 8u
 
 /* Open the store at `path`. Read-only opens work on read-only copies.
  * Errors: SIMSTORE_ENOTFOUND (no store there), SIMSTORE_ECORRUPT,
@@ -403,6 +407,11 @@ typedef void (*simstore_missing_fn)(void *ctx, const char *id, size_t id_len);
 int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, size_t n,
                     uint64_t *deleted, simstore_missing_fn missing, void *ctx);
 
+/* The resources (memory_bytes, threads, progress of o; NULL: the defaults)
+ * the automatic compaction after simstore_delete() may use on this handle.
+ * Adds use their builder's options instead. */
+void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o);
+
 /* Rewrite every segment into one that holds only live fingerprints; remove
  * the old files after the commit. A store of one segment without dead
  * fingerprints is left as it is. o supplies memory_bytes, threads and
@@ -413,6 +422,239 @@ int simstore_compact(simstore *s, const simstore_build_options *o);
 /* Compact when the automatic policy says so (see above); otherwise do
  * nothing. Same errors as simstore_compact(). */
 int simstore_maybe_compact(simstore *s, const simstore_build_options *o);
+
+/* ---- Inspection and verification -----------------------------------------
+ * Looking inside a store, or one table file, without trusting it
+ * (format/table.md, format/store.md). A table handle opens one table file
+ * alone (no store, no LMDB) or one table of an open store; it validates the
+ * header, footer and index at open and every block it decodes.
+ * simstore_verify() checks a whole store or one table file and reports every
+ * problem through a callback, continuing past a problem wherever that is
+ * safe.
+ *
+ * Threads: a table handle may be used by several threads at once (it is
+ * read-only after open). simstore_verify() keeps its state on the caller's
+ * stack and heap; its callback runs in the calling thread. */
+
+typedef struct simstore_table simstore_table;
+
+/* Open the table file at `path` for inspection: map it and validate header,
+ * footer and index (checksums, bounds, key order); blocks are checked as they
+ * are read.
+ *   path  a table file (format/table.md); not a store directory.
+ *   out   receives the handle, owned by the caller, released with
+ *         simstore_table_close(); NULL on failure.
+ * Errors: SIMSTORE_EINVAL (path or out NULL); SIMSTORE_ENOTFOUND (no such
+ * file); SIMSTORE_ECORRUPT (the detail names the rule broken and its byte
+ * offset); SIMSTORE_EVERSION (a table format this build does not read);
+ * SIMSTORE_EIO; SIMSTORE_ENOMEM. */
+int simstore_table_open(const char *path, simstore_table **out);
+
+/* Open table `table` of the segment at position `segment` (0-based, in the
+ * order of the store's committed state; see simstore_get_segment()) of an
+ * open store. The handle shares the store's mapping of the file and keeps it
+ * alive until simstore_table_close(), even past simstore_close(s).
+ * Errors: SIMSTORE_EINVAL (NULL argument, or table beyond the design's
+ * tables); SIMSTORE_ENOTFOUND (no such segment: a writer may have committed
+ * since the count was read); SIMSTORE_ECORRUPT, SIMSTORE_EIO (loading the
+ * segment's files); SIMSTORE_ENOMEM. */
+int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table,
+                                simstore_table **out);
+
+/* Release a table handle; NULL is allowed. */
+void simstore_table_close(simstore_table *t);
+
+/* A table file's facts, all validated at open. */
+typedef struct simstore_table_info {
+    const char *path;          /* the file; valid until simstore_table_close() */
+    unsigned format_version;
+    unsigned block_bytes;
+    unsigned prefix_bits;      /* the leading bits a query probes on        */
+    uint64_t store_tag;        /* the store the file belongs to             */
+    unsigned table_index;      /* its table number in that store's design   */
+    uint64_t fingerprints;
+    uint64_t blocks;
+    uint64_t max_block_fingerprints; /* the most any block holds: room enough
+                                        for simstore_table_read_block()     */
+    uint64_t file_bytes;
+    uint64_t blocks_offset;    /* byte offset of block 0                   */
+    uint64_t index_offset;     /* byte offset of the block index           */
+    uint64_t footer_offset;
+    uint64_t key_ram_bytes;    /* block keys a reader keeps in memory      */
+    double bits_per_fp;        /* 8 * file_bytes / fingerprints (0 if none) */
+    double floor_bits_per_fp;  /* 64 - log2(fingerprints) + 1.443: the
+                                  information-theoretic size of a sorted set */
+    uint8_t perm[64];          /* bit i of a permuted value is bit perm[i] of
+                                  the fingerprint (bit 63 most significant) */
+    uint8_t code_lengths[64];  /* Huffman code length of leading-bit position
+                                  j (0: no code)                           */
+    char permutation[192];     /* perm and prefix in words, e.g. "prefix bits
+                                  63..48 (16), then 47..0"                 */
+} simstore_table_info;
+
+/* Fill *out. Cannot fail. */
+void simstore_table_get_info(const simstore_table *t, simstore_table_info *out);
+
+/* One block, as the index describes it. */
+typedef struct simstore_block_info {
+    uint64_t block;
+    uint64_t offset;       /* byte offset of the block in the file      */
+    uint32_t fingerprints; /* values it holds                           */
+    uint32_t checksum;     /* as stored in the index                    */
+    uint64_t first;        /* its first (smallest) permuted value       */
+    uint64_t key;          /* its last (largest) permuted value: the key
+                              readers keep in memory                    */
+    uint64_t used_bits;    /* bits its values occupy; the rest is zero
+                              padding                                   */
+} simstore_block_info;
+
+/* Verify (checksum, decode, count, last value = key, zero padding) and
+ * decode block `block`.
+ *   info    if not NULL, receives the block's facts.
+ *   values  if not NULL, receives its permuted values in increasing order
+ *           (unpermute with simstore_table_unpermute()); room for cap values.
+ *   n       if not NULL, receives the number of values.
+ * Errors: SIMSTORE_EINVAL (block out of range; values given with cap below
+ * the block's count); SIMSTORE_ECORRUPT (the detail names the file, block
+ * and byte offset). */
+int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_block_info *info,
+                              uint64_t *values, size_t cap, size_t *n);
+
+/* The first block whose key is >= `permuted` (the only block that can hold
+ * it), or the block count when there is none. Cannot fail. */
+uint64_t simstore_table_find_block(const simstore_table *t, uint64_t permuted);
+
+/* A fingerprint under the table's permutation, and back. */
+uint64_t simstore_table_permute(const simstore_table *t, uint64_t fp);
+uint64_t simstore_table_unpermute(const simstore_table *t, uint64_t permuted);
+
+/* The histogram of the leading 1-bit position j of consecutive differences
+ * (the symbols the Huffman code codes). */
+typedef struct simstore_histogram {
+    uint64_t count[64];      /* differences whose leading 1-bit is j      */
+    uint64_t differences;    /* their sum                                 */
+    uint64_t blocks_decoded;
+    uint64_t payload_bits;   /* bits the decoded blocks' values occupy    */
+    int exact;               /* every block was decoded                   */
+} simstore_histogram;
+
+/* Decode blocks (verifying each) and count. max_blocks = 0 decodes every
+ * block: exact, but a large table takes a few seconds per 10^8
+ * fingerprints; otherwise at most max_blocks blocks spread evenly over the
+ * table, a sample (divide count[j] by differences for shares).
+ * Errors: SIMSTORE_ECORRUPT (a block fails its checks; the detail names the
+ * file, block and byte offset); SIMSTORE_ENOMEM. */
+int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks,
+                             simstore_histogram *out);
+
+/* One segment of an open store's committed state. */
+typedef struct simstore_segment_info {
+    uint64_t id;           /* names its files: sIIIIIIIIII-tTTT.tbl          */
+    uint64_t fingerprints; /* in each of its tables (live and dead)          */
+    uint64_t created_unix;
+    unsigned tables;
+} simstore_segment_info;
+
+/* Segment number `segment` (0 <= segment < simstore_stats.segments) of the
+ * state committed now. Errors: SIMSTORE_EINVAL (NULL argument);
+ * SIMSTORE_ENOTFOUND (no such segment); SIMSTORE_ECORRUPT, SIMSTORE_EIO. */
+int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *out);
+
+/* Table `table` of the store's design in words, e.g. "blocks 0 | 1: bits
+ * 63..48 47..36 (p=28)" (chosen level-1 blocks, "|" then level-2 blocks,
+ * then the prefix's original bit ranges). snprintf conventions: returns the
+ * length the whole text needs; SIMSTORE_EINVAL for a table beyond the
+ * design. */
+int simstore_describe_table(const simstore *s, unsigned table, char *buf, size_t size);
+
+/* What simstore_verify() checks:
+ *  - a store directory: data.mdb's B-tree structure (every page; LMDB 0.9
+ *    keeps no checksums), the store, text, state and design records, every
+ *    live table file (header, footer, index and block checksums; decoding,
+ *    order and uniqueness inside and across blocks; counts; tag, table number,
+ *    block size, permutation and count against the store), every table of a
+ *    segment holding the same fingerprint set, every fps fingerprint held by
+ *    a live segment, docs and fps agreeing both ways, the state's counts, and
+ *    files the store does not use (warnings);
+ *  - one table file: everything a file can say about itself.
+ * Sets are compared exactly (sorted) for segments of up to 2^22
+ * fingerprints, beyond that by an order-independent digest (count, sum and
+ * xor of a 64-bit mix of each fingerprint), which misses a difference only
+ * by a 2^-64-scale coincidence. */
+#define SIMSTORE_VERIFY_QUICK 1u /* headers, indexes, records and counts only:
+                                    no block decoding, no set or document
+                                    cross-checks (the LMDB walk still runs) */
+
+/* What one problem is about (stable numbers, for programs and tests). */
+typedef enum simstore_problem_kind {
+    SIMSTORE_PROBLEM_IO = 1,           /* a file could not be read           */
+    SIMSTORE_PROBLEM_MISSING,          /* a file the store needs is missing  */
+    SIMSTORE_PROBLEM_LEFTOVER,         /* (warning) a file the store does not
+                                          use: a temporary or stale file     */
+    SIMSTORE_PROBLEM_LMDB,             /* data.mdb's own structure           */
+    SIMSTORE_PROBLEM_RECORD,           /* the store, state, text or design
+                                          record                             */
+    SIMSTORE_PROBLEM_TABLE,            /* a table file's header, footer or
+                                          index                              */
+    SIMSTORE_PROBLEM_BLOCK,            /* a table block                      */
+    SIMSTORE_PROBLEM_TABLE_STORE,      /* a table file that does not belong:
+                                          store tag, table number, block size,
+                                          permutation or count               */
+    SIMSTORE_PROBLEM_TABLE_SET,        /* the tables of a segment hold
+                                          different fingerprints             */
+    SIMSTORE_PROBLEM_SEGMENT_OVERLAP,  /* a fingerprint held by two segments */
+    SIMSTORE_PROBLEM_DOC,              /* a document record fails its checks */
+    SIMSTORE_PROBLEM_DOC_WITHOUT_FPS,  /* a document missing from fps        */
+    SIMSTORE_PROBLEM_FPS_WITHOUT_DOC,  /* an fps entry without its document,
+                                          or under another fingerprint       */
+    SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE,/* an fps fingerprint no live segment
+                                          holds                              */
+    SIMSTORE_PROBLEM_COUNTS            /* the state's counts disagree        */
+} simstore_problem_kind;
+
+/* One problem. The strings are valid only during the callback. */
+typedef struct simstore_problem {
+    simstore_problem_kind kind;
+    int warning;          /* 1: harmless to answers (leftover files, LMDB
+                             pages neither used nor free, dead duplicates);
+                             0: an error                                    */
+    const char *file;     /* the file concerned (path), or NULL             */
+    int64_t block;        /* the table block, or the LMDB page for
+                             SIMSTORE_PROBLEM_LMDB; -1 when none            */
+    int64_t offset;       /* byte offset in the file; -1 when unknown       */
+    const char *message;  /* one line naming what is wrong and where        */
+} simstore_problem;
+
+/* Receives each problem; return 0 to go on, nonzero to stop verify (which
+ * then returns that value). */
+typedef int (*simstore_problem_fn)(void *ctx, const simstore_problem *p);
+
+typedef struct simstore_verify_summary {
+    int store;                 /* 1: a store directory; 0: one table file   */
+    uint64_t errors;
+    uint64_t warnings;
+    uint64_t table_files;      /* table files opened                        */
+    uint64_t blocks;           /* blocks decoded                            */
+    uint64_t fingerprints;     /* values decoded, over all tables           */
+    uint64_t documents;        /* docs entries checked                      */
+    uint64_t fps_entries;      /* fps (fingerprint, id) entries checked     */
+    uint64_t lmdb_pages;       /* data.mdb pages walked                     */
+    uint64_t dead_fingerprints; /* held by tables, without documents        */
+    int sets_by_digest;        /* some segment was compared by digest       */
+} simstore_verify_summary;
+
+/* Verify the store directory or table file at `path`.
+ *   flags    0 or SIMSTORE_VERIFY_QUICK.
+ *   fn, ctx  receive each problem as it is found (fn may be NULL).
+ *   summary  if not NULL, receives counts (also on failure).
+ * Returns SIMSTORE_OK when no error was found (warnings allowed);
+ * SIMSTORE_ECORRUPT when at least one was (each went to fn; the detail holds
+ * the first); SIMSTORE_EINVAL (NULL path, unknown flag); SIMSTORE_ENOTFOUND
+ * (nothing at path, or neither a directory nor a regular file);
+ * SIMSTORE_ENOMEM; or fn's nonzero value. Verify opens the store read-only
+ * and never changes it; a writer may keep working meanwhile. */
+int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, void *ctx,
+                    simstore_verify_summary *summary);
 
 #ifdef __cplusplus
 }

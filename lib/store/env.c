@@ -1,10 +1,13 @@
 /* env.c: the LMDB environment of a store. */
 #include "store/env.h"
 
+#include "store/lmdbwalk.h"
+
 #include "common/error.h"
 #include "common/fileio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,8 @@ int sims_mdb_write_status(int rc, const char *what)
 }
 
 static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonly);
+static int env_walk(MDB_env *env, const char *dir, sims_lmdb_problem_fn fn, void *ctx,
+                    sims_lmdb_summary *summary);
 
 struct sims_env_shared {
     sims_env_shared *next;
@@ -88,8 +93,35 @@ static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonl
 
 /* Open a new MDB_env: >0 is an errno-style LMDB failure of mdb_env_open (the
  * caller may retry another way), <0 a SIMSTORE code. */
+/* The meta pages, before mdb_env_open reads them (lmdbwalk.h): LMDB adopts
+ * the newer meta page's page size and last page without question, and a
+ * damaged one sends its first reads outside the file. A writer's commit can
+ * be mid-write while we read: a failure is looked at twice. */
+static int check_metas(const char *dir)
+{
+    char path[PATH_MAX];
+    int rc = sims_join_path(path, sizeof path, dir, "data.mdb");
+    for (int attempt = 0; rc == SIMSTORE_OK && attempt < 2; attempt++) {
+        sims_map map;
+        if (sims_map_open(path, &map) != SIMSTORE_OK)
+            return SIMSTORE_OK; /* no file yet, or unreadable: LMDB says which */
+        rc = sims_lmdb_check_metas(map.data, map.size, NULL, NULL);
+        sims_map_close(&map);
+        if (rc == SIMSTORE_OK)
+            break;
+        if (attempt == 0)
+            rc = SIMSTORE_OK;
+    }
+    return rc;
+}
+
 static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, unsigned mdb_flags)
 {
+    if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
+        int crc = check_metas(dir);
+        if (crc)
+            return sims_fail_context(crc, "%s", dir);
+    }
     int rc = mdb_env_create(&sh->env);
     if (rc)
         return sims_mdb_fail(rc, "create LMDB environment");
@@ -115,6 +147,26 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
     MDB_envinfo info;
     if (mdb_env_info(sh->env, &info) == 0 && info.me_mapsize > sh->map_bytes)
         sh->map_bytes = info.me_mapsize;
+    /* Reader slots of processes that died holding read transactions (one
+     * per open simstore_query) stay taken until every process has closed the
+     * environment: free them, or enough killed readers fill the table and
+     * every new reader gets MDB_READERS_FULL (test_concurrency
+     * readers__killed_leave_no_slots). */
+    if (!(mdb_flags & MDB_NOLOCK)) {
+        int dead;
+        (void)mdb_reader_check(sh->env, &dead);
+    }
+    /* LMDB has read only its meta pages so far: check the B-trees it will
+     * read before open_dbs touches them (lmdbwalk.h). */
+    if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
+        rc = env_walk(sh->env, dir, NULL, NULL, NULL);
+        if (rc) {
+            rc = sims_fail_context(rc, "%s", dir);
+            mdb_env_close(sh->env);
+            sh->env = NULL;
+            return rc;
+        }
+    }
     rc = open_dbs(sh, sh->env, flags, (mdb_flags & MDB_RDONLY) != 0);
     if (rc) {
         mdb_env_close(sh->env);
@@ -232,8 +284,13 @@ int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
                 return sims_fail(SIMSTORE_EIO, "commit: injected failure");
             }
             int mrc = mdb_txn_commit(txn);
-            if (mrc == 0)
+            if (mrc == 0) {
+                /* Tests: SIMSTORE_FAULT=mdb_committed:N:crash dies here, just
+                 * past the commit point (a failure here is not injected: the
+                 * commit has happened). */
+                (void)sims_fault_hit(SIMS_FAULT_MDB_COMMITTED);
                 return SIMSTORE_OK;
+            }
             if (mrc != MDB_MAP_FULL)
                 return sims_mdb_fail(mrc, "commit");
             rc = SIMS_MAP_FULL_RETRY;
@@ -254,12 +311,52 @@ int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
     }
 }
 
+/* The snapshot a read transaction pins cannot be recycled by a writer while
+ * the walk reads it; a writer committing twice meanwhile overwrites its meta
+ * page (SIMSTORE_ENOTFOUND from the walk): walk again from a new transaction. */
+static int env_walk(MDB_env *env, const char *dir, sims_lmdb_problem_fn fn, void *ctx,
+                    sims_lmdb_summary *summary)
+{
+    char path[PATH_MAX];
+    int rc = sims_join_path(path, sizeof path, dir, "data.mdb");
+    for (int attempt = 0; rc == SIMSTORE_OK; attempt++) {
+        MDB_txn *txn;
+        int mrc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
+        if (mrc == MDB_MAP_RESIZED) {
+            mdb_env_set_mapsize(env, 0);
+            mrc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
+        }
+        if (mrc)
+            return sims_mdb_fail(mrc, "begin read transaction");
+        sims_map map;
+        rc = sims_map_open(path, &map);
+        if (rc == SIMSTORE_OK) {
+            rc = sims_lmdb_walk(map.data, map.size, (uint64_t)mdb_txn_id(txn), fn, ctx, summary);
+            sims_map_close(&map);
+        }
+        mdb_txn_abort(txn);
+        if (rc != SIMSTORE_ENOTFOUND)
+            break;
+        if (attempt == 8)
+            return sims_fail(SIMSTORE_ECORRUPT,
+                             "data.mdb: the meta page of the last transaction does not hold it");
+        rc = SIMSTORE_OK;
+    }
+    return rc;
+}
+
 int sims_env_read_begin(sims_env *e, MDB_txn **txn)
 {
     int rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
     if (rc == MDB_MAP_RESIZED) {
         mdb_env_set_mapsize(e->env, 0);
         rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
+    }
+    if (rc == MDB_READERS_FULL && !e->nolock) {
+        /* Slots of readers that died since this environment was opened. */
+        int dead = 0;
+        if (mdb_reader_check(e->env, &dead) == 0 && dead > 0)
+            rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
     }
     return rc ? sims_mdb_fail(rc, "begin read transaction") : SIMSTORE_OK;
 }

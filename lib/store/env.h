@@ -32,10 +32,16 @@ typedef struct sims_env {
 #define SIMS_ENV_CREATE 1u   /* create the databases (a new store) */
 #define SIMS_ENV_READONLY 2u /* read-only; falls back to MDB_NOLOCK when the
                                 lock file cannot be opened for writing */
+#define SIMS_ENV_TRUST 4u    /* skip the walk of data.mdb at open (below) */
 
 /* Open (or share) the environment in directory `dir`. A writable opener of a
  * store that this process already has open only read-only (a read-only copy)
- * gets SIMSTORE_EREADONLY. */
+ * gets SIMSTORE_EREADONLY.
+ * LMDB 0.9 trusts its pages, so the first opener in a process checks the
+ * meta pages before mdb_env_open and walks the snapshot LMDB will read
+ * before any B-tree is touched (lmdbwalk.h; format/store.md, "Trusting
+ * LMDB"), unless SIMS_ENV_CREATE or SIMS_ENV_TRUST; a damaged data.mdb is
+ * then SIMSTORE_ECORRUPT naming the page and byte offset. */
 int sims_env_open(sims_env *e, const char *dir, unsigned flags);
 void sims_env_close(sims_env *e);
 

@@ -160,6 +160,60 @@ static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_i
     return SIMSTORE_OK;
 }
 
+/* LMDB answer cross-check (issue 6; format/store.md, "Trusting LMDB").
+ * A table holds fp but fps does not: its documents were deleted, or a
+ * damaged byte changed fp's key in fps (LMDB 0.9 keeps no page checksums).
+ * The walk at open (lmdbwalk.h) has checked that fps keys are in order, so a
+ * damaged key still sits where fp would be: the first key after fp or the
+ * last one before it. A key whose document records another fingerprint
+ * gives it away; a deletion leaves both neighbours consistent. */
+static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const MDB_val *val)
+{
+    simstore *s = q->store;
+    if (rc == MDB_NOTFOUND)
+        return SIMSTORE_OK;
+    if (rc)
+        return sims_mdb_fail(rc, "read fps");
+    if (key->mv_size != 8 || val->mv_size == 0 || val->mv_size > SIMSTORE_MAX_ID_BYTES)
+        return SIMS_CORRUPT("%s: fps entry of a %zu-byte key and a %zu-byte id", s->path,
+                            key->mv_size, val->mv_size);
+    uint64_t kfp = be_load64(key->mv_data);
+    MDB_val id = *val, rec_val;
+    rc = mdb_get(q->txn, s->env.docs, &id, &rec_val);
+    if (rc == MDB_NOTFOUND)
+        return SIMS_CORRUPT("%s: fps entry %016llx lists document '%.*s', which docs lacks",
+                            s->path, (unsigned long long)kfp, (int)id.mv_size,
+                            (const char *)id.mv_data);
+    if (rc)
+        return sims_mdb_fail(rc, "read docs");
+    sims_doc_record rec;
+    rc = sims_doc_record_decode((const uint8_t *)id.mv_data, id.mv_size,
+                                (const uint8_t *)rec_val.mv_data, rec_val.mv_size, &rec);
+    if (rc)
+        return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)id.mv_size,
+                                 (const char *)id.mv_data);
+    if (rec.fp != kfp)
+        return SIMS_CORRUPT("%s: fps key %016llx lists document '%.*s', whose fingerprint is "
+                            "%016llx (a damaged fps key)",
+                            s->path, (unsigned long long)kfp, (int)id.mv_size,
+                            (const char *)id.mv_data, (unsigned long long)rec.fp);
+    return SIMSTORE_OK;
+}
+
+static int check_missing(simstore_query *q, uint64_t fp)
+{
+    uint8_t keybuf[8];
+    be_store64(keybuf, fp);
+    MDB_val key = {8, keybuf}, val;
+    int after = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_RANGE);
+    int rc = check_neighbour(q, after, &key, &val);
+    if (rc)
+        return rc;
+    int before = mdb_cursor_get(q->fps_cursor, &key, &val,
+                                after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
+    return check_neighbour(q, before, &key, &val);
+}
+
 static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
 {
     simstore *s = q->store;
@@ -168,7 +222,7 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
     MDB_val key = {8, keybuf}, val;
     int rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
-        return SIMSTORE_OK; /* every document with it was deleted */
+        return check_missing(q, fp); /* deleted, unless a damaged key */
     while (rc == 0) {
         size_t off;
         if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES)
@@ -184,11 +238,14 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
     return rc == MDB_NOTFOUND ? SIMSTORE_OK : sims_mdb_fail(rc, "read fps");
 }
 
+/* Check match m against its document record; with meta_off, also copy the
+ * metadata out. */
 static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
 {
     simstore *s = q->store;
     MDB_val key = {m->id_len, (void *)(q->arena + (uintptr_t)m->id - 1)}, val;
-    *meta_off = 0;
+    if (meta_off)
+        *meta_off = 0;
     int rc = mdb_get(q->txn, s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
@@ -205,7 +262,7 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
         return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
                             s->path, (int)m->id_len, (const char *)key.mv_data,
                             (unsigned long long)rec.fp, (unsigned long long)m->fp);
-    if (rec.meta) {
+    if (rec.meta && meta_off) {
         size_t off;
         /* The key pointer may move with the arena: copy it out first. */
         rc = arena_put(q, rec.meta, rec.meta_len, &off);
@@ -272,13 +329,19 @@ static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, 
         if (rc)
             return rc;
     }
+    /* LMDB answer cross-check (issue 6): every answer is checked against its
+     * checksummed document record, whose fingerprint must match, so that a
+     * damaged id in fps (LMDB keeps no checksums) is an error, never a wrong
+     * answer. One lookup per match; matches are rare. */
     size_t *meta_offs = NULL;
-    if ((q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only && q->match_len) {
-        meta_offs = calloc(q->match_len, sizeof *meta_offs);
-        if (!meta_offs)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    if (!fp_only && q->match_len) {
+        if (q->flags & SIMSTORE_QUERY_WITH_META) {
+            meta_offs = calloc(q->match_len, sizeof *meta_offs);
+            if (!meta_offs)
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+        }
         for (size_t i = 0; i < q->match_len; i++) {
-            int rc = attach_meta(q, &q->matches[i], &meta_offs[i]);
+            int rc = attach_meta(q, &q->matches[i], meta_offs ? &meta_offs[i] : NULL);
             if (rc) {
                 free(meta_offs);
                 return rc;

@@ -16,3 +16,9 @@ endforeach()
 #   fuzz_seed_gen <source>/tests/fuzz/corpus
 add_executable(fuzz_seed_gen ${CMAKE_CURRENT_LIST_DIR}/gen_seeds.c)
 target_link_libraries(fuzz_seed_gen PRIVATE simstore_internal)
+
+# Writes the seed inputs of fuzz_store_records and fuzz_lmdb_walk (records
+# and data.mdb files of small real stores; not a test; run by hand):
+#   fuzz_record_seed_gen <source>/tests/fuzz/corpus
+add_executable(fuzz_record_seed_gen ${CMAKE_CURRENT_LIST_DIR}/gen_record_seeds.c)
+target_link_libraries(fuzz_record_seed_gen PRIVATE simstore_internal)

@@ -1,0 +1,366 @@
+/* cmd_inspect.c: `simstore inspect`: what a store (or one table file) holds
+ * and how it is coded: counts, segments, the design table by table, sizes
+ * beside the information-theoretic floor, the Huffman code lengths and the
+ * leading-bit histogram drawn as a text chart; --json for scripts. */
+#include "cli.h"
+#include "commands.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char *const CMD = "inspect";
+
+/* Tables with more blocks than this get a sampled histogram by default. */
+#define DEFAULT_SAMPLE_BLOCKS 4096u
+#define BAR_WIDTH 40
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore inspect STORE|FILE [--json] [--brief] [--exact | --sample N]\n"
+            "\n"
+            "Describe a store without trusting it: documents, distinct fingerprints,\n"
+            "segments, the design (per table: permutation, prefix bits, blocks, bytes,\n"
+            "bits per fingerprint beside the floor 64 - log2 N + 1.443, block keys in\n"
+            "RAM), LMDB and table sizes, and for every table its Huffman code lengths\n"
+            "and the histogram of the leading-bit position j of consecutive\n"
+            "differences, drawn as a chart. FILE (a regular file) inspects one table\n"
+            "file alone, without LMDB.\n"
+            "\n"
+            "      --json           one JSON object instead of text\n"
+            "      --brief          no code or histogram per table\n"
+            "      --exact          decode every block for the histogram (slow for large\n"
+            "                       tables; by default tables of more than %u blocks are\n"
+            "                       sampled: %u blocks spread evenly)\n"
+            "      --sample N       sample N blocks per table\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 success, 1 failure (the message names the file and, for\n"
+            "damage, the block and byte offset), 2 usage error.\n",
+            DEFAULT_SAMPLE_BLOCKS, DEFAULT_SAMPLE_BLOCKS);
+}
+
+typedef struct options {
+    int json;
+    int brief;
+    uint64_t sample; /* 0: exact */
+} options;
+
+static void json_string(const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            putchar('\\');
+            putchar(c);
+        } else if (c < 0x20 || c == 0x7f) {
+            printf("\\u00%c%c", hex[c >> 4], hex[c & 15]);
+        } else {
+            putchar(c);
+        }
+    }
+    putchar('"');
+}
+
+static void format_time(uint64_t unix_seconds, char *buf, size_t size)
+{
+    time_t t = (time_t)unix_seconds;
+    struct tm tm;
+    if (gmtime_r(&t, &tm) == NULL || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+        snprintf(buf, size, "%" PRIu64, unix_seconds);
+}
+
+/* ---- one table -------------------------------------------------------------- */
+
+static int table_histogram(simstore_table *t, const simstore_table_info *in, const options *o,
+                           simstore_histogram *h)
+{
+    uint64_t max = o->sample;
+    if (max && in->blocks <= max)
+        max = 0;
+    int rc = simstore_table_histogram(t, max, h);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", in->path);
+    return 0;
+}
+
+static void print_chart(const simstore_table_info *in, const simstore_histogram *h)
+{
+    uint64_t top = 0;
+    for (unsigned j = 0; j < 64; j++)
+        if (h->count[j] > top)
+            top = h->count[j];
+    printf("      leading-bit histogram: %s, %" PRIu64 " differences in %" PRIu64 " of %" PRIu64
+           " blocks\n",
+           h->exact ? "exact" : "sampled", h->differences, h->blocks_decoded, in->blocks);
+    printf("         j  %12s  share   code bits  2^-bits  chart\n", h->exact ? "count" : "sampled");
+    for (unsigned j = 0; j < 64; j++) {
+        if (!h->count[j] && !in->code_lengths[j])
+            continue;
+        double share = h->differences ? 100.0 * (double)h->count[j] / (double)h->differences : 0;
+        double code_share = in->code_lengths[j] ? 100.0 * ldexp(1.0, -in->code_lengths[j]) : 0;
+        int bar = top ? (int)((h->count[j] * BAR_WIDTH + top - 1) / top) : 0;
+        char bars[BAR_WIDTH + 1];
+        memset(bars, '#', (size_t)bar);
+        bars[bar] = '\0';
+        if (in->code_lengths[j])
+            printf("        %2u  %12" PRIu64 "  %5.1f%%  %9u  %6.1f%%  %s\n", j, h->count[j], share,
+                   in->code_lengths[j], code_share, bars);
+        else
+            printf("        %2u  %12" PRIu64 "  %5.1f%%  %9s  %7s  %s\n", j, h->count[j], share, "-",
+                   "-", bars);
+    }
+    if (h->blocks_decoded && in->block_bytes)
+        printf("      block fill: %.1f%% of block bits hold values (%.2f bits per "
+               "fingerprint of payload)\n",
+               100.0 * (double)h->payload_bits / ((double)h->blocks_decoded * 8.0 * in->block_bytes),
+               h->differences ? (double)h->payload_bits / (double)(h->differences + h->blocks_decoded)
+                              : 0.0);
+}
+
+static void print_table_text(const simstore_table_info *in, const char *design_line, int indent)
+{
+    const char *pad = indent ? "    " : "";
+    if (design_line)
+        printf("%s%s\n", pad, design_line);
+    printf("%s  file: %s\n", pad, in->path);
+    printf("%s  permutation: %s\n", pad, in->permutation);
+    printf("%s  prefix bits: %u\n", pad, in->prefix_bits);
+    printf("%s  fingerprints: %" PRIu64 "\n", pad, in->fingerprints);
+    printf("%s  blocks: %" PRIu64 " of %u bytes (at most %" PRIu64 " fingerprints in one)\n", pad,
+           in->blocks, in->block_bytes, in->max_block_fingerprints);
+    printf("%s  bytes: %" PRIu64 " (blocks from byte offset %" PRIu64 ", index at %" PRIu64
+           ", footer at %" PRIu64 ")\n",
+           pad, in->file_bytes, in->blocks_offset, in->index_offset, in->footer_offset);
+    if (in->fingerprints) {
+        double blocks_bits = 8.0 * (double)in->blocks * in->block_bytes / (double)in->fingerprints;
+        printf("%s  bits per fingerprint: %.2f in the file, %.2f in its blocks; floor 64 - log2 N "
+               "+ 1.443 = %.2f\n",
+               pad, in->bits_per_fp, blocks_bits, in->floor_bits_per_fp);
+    }
+    printf("%s  block keys in RAM: %" PRIu64 " bytes\n", pad, in->key_ram_bytes);
+    printf("%s  store tag: %016" PRIx64 ", table index %u, format version %u\n", pad,
+           in->store_tag, in->table_index, in->format_version);
+}
+
+static void print_table_json(const simstore_table_info *in, const char *description,
+                             const simstore_histogram *h)
+{
+    printf("{\"file\":");
+    json_string(in->path);
+    if (description) {
+        printf(",\"description\":");
+        json_string(description);
+    }
+    printf(",\"permutation\":");
+    json_string(in->permutation);
+    printf(",\"table_index\":%u,\"store_tag\":\"%016" PRIx64 "\",\"format_version\":%u,"
+           "\"prefix_bits\":%u,\"fingerprints\":%" PRIu64 ",\"blocks\":%" PRIu64
+           ",\"block_bytes\":%u,\"max_block_fingerprints\":%" PRIu64 ",\"bytes\":%" PRIu64
+           ",\"blocks_offset\":%" PRIu64 ",\"index_offset\":%" PRIu64 ",\"footer_offset\":%" PRIu64
+           ",\"bits_per_fp\":%.4f,\"floor_bits_per_fp\":%.4f,\"key_ram_bytes\":%" PRIu64,
+           in->table_index, in->store_tag, in->format_version, in->prefix_bits, in->fingerprints,
+           in->blocks, in->block_bytes, in->max_block_fingerprints, in->file_bytes,
+           in->blocks_offset, in->index_offset, in->footer_offset, in->bits_per_fp,
+           in->floor_bits_per_fp, in->key_ram_bytes);
+    printf(",\"perm\":[");
+    for (unsigned i = 0; i < 64; i++)
+        printf("%s%u", i ? "," : "", in->perm[i]);
+    printf("],\"code_lengths\":[");
+    for (unsigned i = 0; i < 64; i++)
+        printf("%s%u", i ? "," : "", in->code_lengths[i]);
+    printf("]");
+    if (h) {
+        printf(",\"histogram\":{\"exact\":%s,\"blocks_decoded\":%" PRIu64 ",\"differences\":%" PRIu64
+               ",\"payload_bits\":%" PRIu64 ",\"count\":[",
+               h->exact ? "true" : "false", h->blocks_decoded, h->differences, h->payload_bits);
+        for (unsigned i = 0; i < 64; i++)
+            printf("%s%" PRIu64, i ? "," : "", h->count[i]);
+        printf("]}");
+    }
+    printf("}");
+}
+
+/* Inspect one open table: text or JSON. Returns an exit code. */
+static int inspect_table(simstore_table *t, const char *description, const options *o,
+                         int indent, int first)
+{
+    simstore_table_info in;
+    simstore_table_get_info(t, &in);
+    simstore_histogram h;
+    int want_hist = !o->brief;
+    if (want_hist && table_histogram(t, &in, o, &h))
+        return CLI_EXIT_FAIL;
+    if (o->json) {
+        if (!first)
+            putchar(',');
+        print_table_json(&in, description, want_hist ? &h : NULL);
+        return CLI_EXIT_OK;
+    }
+    print_table_text(&in, description, indent);
+    if (want_hist) {
+        print_chart(&in, &h);
+    }
+    return CLI_EXIT_OK;
+}
+
+static int inspect_file(const char *path, const options *o)
+{
+    simstore_table *t;
+    int rc = simstore_table_open(path, &t);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    if (o->json)
+        printf("{\"kind\":\"table\",\"table\":");
+    else
+        printf("table file: %s\n", path);
+    int status = inspect_table(t, NULL, o, 0, 1);
+    if (o->json && status == CLI_EXIT_OK)
+        printf("}\n");
+    simstore_table_close(t);
+    return status;
+}
+
+/* ---- a store ------------------------------------------------------------------ */
+
+static int inspect_store(const char *path, const options *o)
+{
+    simstore *s;
+    int rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    simstore_stats st;
+    rc = simstore_get_stats(s, &st);
+    if (rc) {
+        simstore_close(s);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
+    double floor_bits = st.table_fps ? 64.0 - log2((double)st.table_fps) + 1.4426950408889634 : 0;
+    double bits = st.table_fps && st.tables
+                      ? 8.0 * (double)st.table_bytes / (double)st.table_fps / st.tables
+                      : 0;
+    if (o->json) {
+        printf("{\"kind\":\"store\",\"path\":");
+        json_string(path);
+        printf(",\"k\":%u,\"tables\":%u,\"design\":", st.k, st.tables);
+        json_string(st.design);
+        printf(",\"block_bytes\":%u,\"fingerprint_only\":%s,\"documents\":%" PRIu64
+               ",\"fingerprints\":%" PRIu64 ",\"segment_count\":%" PRIu64 ",\"generation\":%" PRIu64
+               ",\"table_fingerprints\":%" PRIu64 ",\"table_bytes\":%" PRIu64
+               ",\"bits_per_fp_per_table\":%.4f,\"floor_bits_per_fp\":%.4f,\"lmdb_bytes\":%" PRIu64
+               ",\"block_key_bytes\":%" PRIu64 ",\"segments\":[",
+               st.block_bytes, st.fingerprint_only ? "true" : "false", st.documents,
+               st.fingerprints, st.segments, st.generation, st.table_fps, st.table_bytes, bits,
+               floor_bits, st.lmdb_bytes, st.block_key_bytes);
+    } else {
+        printf("store: %s\n", path);
+        printf("kind: %s\n", st.fingerprint_only ? "fingerprint-only" : "documents");
+        printf("documents: %" PRIu64 "\n", st.documents);
+        printf("distinct fingerprints: %" PRIu64 "%s\n", st.fingerprints,
+               st.fingerprint_only ? "" : " (with documents)");
+        printf("fingerprints in tables: %" PRIu64 " per table (%" PRIu64 " dead)\n", st.table_fps,
+               st.fingerprint_only || st.table_fps < st.fingerprints ? 0
+                                                                      : st.table_fps - st.fingerprints);
+        printf("segments: %" PRIu64 "\n", st.segments);
+        printf("generation: %" PRIu64 "\n", st.generation);
+        printf("design: %s\n", st.design);
+        printf("block bytes: %u\n", st.block_bytes);
+        printf("table bytes: %" PRIu64 " (%.2f bits per fingerprint per table; floor %.2f)\n",
+               st.table_bytes, bits, floor_bits);
+        printf("block keys in RAM: %" PRIu64 " bytes\n", st.block_key_bytes);
+        printf("lmdb bytes: %" PRIu64 "\n", st.lmdb_bytes);
+    }
+    int status = CLI_EXIT_OK;
+    for (uint64_t i = 0; i < st.segments && status == CLI_EXIT_OK; i++) {
+        simstore_segment_info seg;
+        rc = simstore_get_segment(s, i, &seg);
+        if (rc) {
+            status = cli_api_error(CMD, rc, "%s", path);
+            break;
+        }
+        char when[64];
+        format_time(seg.created_unix, when, sizeof when);
+        if (o->json)
+            printf("%s{\"id\":%" PRIu64 ",\"fingerprints\":%" PRIu64 ",\"created_unix\":%" PRIu64
+                   ",\"tables\":[",
+                   i ? "," : "", seg.id, seg.fingerprints, seg.created_unix);
+        else
+            printf("\nsegment %" PRIu64 ": %" PRIu64 " fingerprints, created %s\n", seg.id,
+                   seg.fingerprints, when);
+        for (unsigned t = 0; t < seg.tables && status == CLI_EXIT_OK; t++) {
+            char desc[160], line[192];
+            simstore_describe_table(s, t, desc, sizeof desc);
+            snprintf(line, sizeof line, "table %u: %s", t, desc);
+            simstore_table *tab;
+            rc = simstore_open_segment_table(s, i, t, &tab);
+            if (rc) {
+                status = cli_api_error(CMD, rc, "%s: segment %" PRIu64 " table %u", path, seg.id, t);
+                break;
+            }
+            status = inspect_table(tab, o->json ? desc : line, o, 1, t == 0);
+            simstore_table_close(tab);
+        }
+        if (o->json && status == CLI_EXIT_OK)
+            printf("]}");
+    }
+    if (o->json && status == CLI_EXIT_OK)
+        printf("]}\n");
+    simstore_close(s);
+    return status;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    enum { OPT_JSON = 1, OPT_EXACT, OPT_SAMPLE, OPT_BRIEF };
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"exact", no_argument, NULL, OPT_EXACT},
+        {"sample", required_argument, NULL, OPT_SAMPLE},
+        {"brief", no_argument, NULL, OPT_BRIEF},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    options o = {0, 0, DEFAULT_SAMPLE_BLOCKS};
+    int exact = 0, sampled = 0, c;
+    unsigned long long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_JSON: o.json = 1; break;
+        case OPT_BRIEF: o.brief = 1; break;
+        case OPT_EXACT: exact = 1; break;
+        case OPT_SAMPLE:
+            if (cli_parse_uint(optarg, 1, UINT64_MAX, &v))
+                return cli_usage_error(CMD, "--sample takes a block count >= 1, not '%s'", optarg);
+            o.sample = v;
+            sampled = 1;
+            break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option(CMD, c, argv, optind);
+        }
+    }
+    if (exact && sampled)
+        return cli_usage_error(CMD, "give --exact or --sample, not both");
+    if (exact)
+        o.sample = 0;
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE or FILE");
+    const char *path = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return cli_error(CMD, "%s: no such store or table file", path);
+    int status = S_ISDIR(st.st_mode) ? inspect_store(path, &o) : inspect_file(path, &o);
+    if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
+        status = cli_error(CMD, "writing the output failed");
+    return status;
+}

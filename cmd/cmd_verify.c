@@ -1,0 +1,172 @@
+/* cmd_verify.c: `simstore verify`: check a store (or one table file) without
+ * trusting it and list every problem with its file, block and byte offset;
+ * exit 1 when anything is wrong. */
+#include "cli.h"
+#include "commands.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const CMD = "verify";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore verify STORE|FILE [--quick] [--json] [--quiet]\n"
+            "\n"
+            "Check a store directory, or one table file, and print one line per\n"
+            "problem found: 'error: ...' or 'warning: ...', naming the file and, where\n"
+            "it applies, the block (LMDB page) and byte offset. Then one summary line.\n"
+            "\n"
+            "A store check walks data.mdb's B-trees page by page (LMDB keeps no\n"
+            "checksums), checks the store, state, text and design records, every table\n"
+            "file (header, footer, index and block checksums, decoding, order and\n"
+            "uniqueness inside and across blocks, counts, and tag, table number, block\n"
+            "size, permutation and count against the store), that the tables of a\n"
+            "segment hold the same fingerprints (exactly up to 2^22 per segment, by an\n"
+            "order-independent digest beyond), that every fps fingerprint is in a live\n"
+            "segment, that docs and fps agree both ways, and the state's counts; files\n"
+            "the store does not use are warnings.\n"
+            "\n"
+            "      --quick          headers, indexes, records and counts only (no block\n"
+            "                       decoding and no cross-checks)\n"
+            "      --json           JSON Lines: one object per problem, then\n"
+            "                       {\"summary\": {...}}\n"
+            "      --quiet          print only errors and the summary\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 no error (warnings allowed), 1 errors found or the check\n"
+            "could not run, 2 usage error.\n");
+}
+
+static const char *kind_name(simstore_problem_kind k)
+{
+    switch (k) {
+    case SIMSTORE_PROBLEM_IO: return "io";
+    case SIMSTORE_PROBLEM_MISSING: return "missing";
+    case SIMSTORE_PROBLEM_LEFTOVER: return "leftover";
+    case SIMSTORE_PROBLEM_LMDB: return "lmdb";
+    case SIMSTORE_PROBLEM_RECORD: return "record";
+    case SIMSTORE_PROBLEM_TABLE: return "table";
+    case SIMSTORE_PROBLEM_BLOCK: return "block";
+    case SIMSTORE_PROBLEM_TABLE_STORE: return "table_store";
+    case SIMSTORE_PROBLEM_TABLE_SET: return "table_set";
+    case SIMSTORE_PROBLEM_SEGMENT_OVERLAP: return "segment_overlap";
+    case SIMSTORE_PROBLEM_DOC: return "doc";
+    case SIMSTORE_PROBLEM_DOC_WITHOUT_FPS: return "doc_without_fps";
+    case SIMSTORE_PROBLEM_FPS_WITHOUT_DOC: return "fps_without_doc";
+    case SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE: return "fps_without_table";
+    case SIMSTORE_PROBLEM_COUNTS: return "counts";
+    }
+    return "other";
+}
+
+static void json_string(const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            putchar('\\');
+            putchar(c);
+        } else if (c < 0x20 || c == 0x7f) {
+            printf("\\u00%c%c", hex[c >> 4], hex[c & 15]);
+        } else {
+            putchar(c);
+        }
+    }
+    putchar('"');
+}
+
+typedef struct printer {
+    int json;
+    int quiet;
+} printer;
+
+static int print_problem(void *ctx, const simstore_problem *p)
+{
+    const printer *pr = (const printer *)ctx;
+    if (pr->quiet && p->warning)
+        return 0;
+    if (pr->json) {
+        printf("{\"severity\":\"%s\",\"kind\":\"%s\",\"file\":", p->warning ? "warning" : "error",
+               kind_name(p->kind));
+        if (p->file)
+            json_string(p->file);
+        else
+            printf("null");
+        printf(",\"block\":%" PRId64 ",\"offset\":%" PRId64 ",\"message\":", p->block, p->offset);
+        json_string(p->message);
+        printf("}\n");
+    } else {
+        printf("%s: %s\n", p->warning ? "warning" : "error", p->message);
+    }
+    return 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    enum { OPT_QUICK = 1, OPT_JSON, OPT_QUIET };
+    static const struct option longopts[] = {
+        {"quick", no_argument, NULL, OPT_QUICK},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    printer pr = {0, 0};
+    unsigned flags = 0;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_QUICK: flags |= SIMSTORE_VERIFY_QUICK; break;
+        case OPT_JSON: pr.json = 1; break;
+        case OPT_QUIET: pr.quiet = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option(CMD, c, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE or FILE");
+    const char *path = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    simstore_verify_summary sum;
+    int rc = simstore_verify(path, flags, print_problem, &pr, &sum);
+    if (rc && rc != SIMSTORE_ECORRUPT) {
+        fflush(stdout);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
+    if (pr.json) {
+        printf("{\"summary\":{\"path\":");
+        json_string(path);
+        printf(",\"kind\":\"%s\",\"ok\":%s,\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64
+               ",\"quick\":%s,\"table_files\":%" PRIu64 ",\"blocks\":%" PRIu64
+               ",\"fingerprints\":%" PRIu64 ",\"documents\":%" PRIu64 ",\"fps_entries\":%" PRIu64
+               ",\"lmdb_pages\":%" PRIu64 ",\"dead_fingerprints\":%" PRIu64
+               ",\"sets_by_digest\":%s}}\n",
+               sum.store ? "store" : "table", sum.errors ? "false" : "true", sum.errors,
+               sum.warnings, (flags & SIMSTORE_VERIFY_QUICK) ? "true" : "false", sum.table_files,
+               sum.blocks, sum.fingerprints, sum.documents, sum.fps_entries, sum.lmdb_pages,
+               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false");
+    } else {
+        printf("verify %s: %s: %" PRIu64 " error%s, %" PRIu64 " warning%s (%s%" PRIu64
+               " table file%s, %" PRIu64 " blocks, %" PRIu64 " fingerprints decoded",
+               path, sum.errors ? "FAILED" : "OK", sum.errors, sum.errors == 1 ? "" : "s",
+               sum.warnings, sum.warnings == 1 ? "" : "s",
+               (flags & SIMSTORE_VERIFY_QUICK) ? "quick; " : "", sum.table_files,
+               sum.table_files == 1 ? "" : "s", sum.blocks, sum.fingerprints);
+        if (sum.store)
+            printf(", %" PRIu64 " documents, %" PRIu64 " fps entries, %" PRIu64 " LMDB pages%s",
+                   sum.documents, sum.fps_entries, sum.lmdb_pages,
+                   sum.sets_by_digest ? ", sets by digest" : "");
+        printf(")\n");
+    }
+    if (fflush(stdout) != 0)
+        return cli_error(CMD, "writing the output failed");
+    return sum.errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}

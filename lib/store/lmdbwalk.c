@@ -1,0 +1,912 @@
+/* lmdbwalk.c: the LMDB data-file validator of lmdbwalk.h. The layout below is
+ * LMDB 0.9's (mdb.c: MDB_page, MDB_node, MDB_db, MDB_meta) on 64-bit
+ * little-endian hosts; it is read through le_load* helpers, never by casting
+ * structs over the file. */
+#include "store/lmdbwalk.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- LMDB 0.9 layout ------------------------------------------------------- */
+
+#define PAGE_HEADER 16u /* pgno u64, pad u16, flags u16, lower u16, upper u16 */
+#define P_BRANCH 0x01u
+#define P_LEAF 0x02u
+#define P_OVERFLOW 0x04u
+#define P_META 0x08u
+#define P_DIRTY 0x10u
+#define P_LEAF2 0x20u
+#define P_SUBP 0x40u
+
+#define NODE_HEADER 8u /* lo u16, hi u16, flags u16, ksize u16 */
+#define F_BIGDATA 0x01u
+#define F_SUBDATA 0x02u
+#define F_DUPDATA 0x04u
+
+#define DB_RECORD_BYTES 48u /* pad u32, flags u16, depth u16, 4 x u64, root u64 */
+#define DB_FLAG_DUPSORT 0x04u
+#define DB_FLAG_INTEGERKEY 0x08u
+
+#define META_MAGIC 0xBEEFC0DEu
+#define META_VERSION 1u
+#define META_AT PAGE_HEADER         /* MDB_meta after the page header */
+#define META_DBS (META_AT + 24)     /* magic, version, address, mapsize */
+#define META_LAST_PG (META_DBS + 2 * DB_RECORD_BYTES)
+#define META_TXNID (META_LAST_PG + 8)
+#define META_END (META_TXNID + 8)
+
+#define P_INVALID UINT64_MAX
+#define MAX_DEPTH 32u     /* LMDB's CURSOR_STACK */
+#define MAX_KEY_BYTES 511u /* LMDB's default MDB_MAXKEYSIZE */
+#define EVEN(n) (((n) + 1u) & ~(uint64_t)1u)
+
+/* ---- the walker -------------------------------------------------------------- */
+
+typedef enum kind { K_FREE, K_MAIN, K_META, K_DOCS, K_FPS, K_DUP, K_HEADER } kind;
+static const char *const kind_names[] = {"free", "main", "meta", "docs", "fps", "fps", NULL};
+static const char *const kind_prefix[] = {
+    "free list: ",     "main database: ", "meta database: ", "docs database: ",
+    "fps database: ",  "fps database, duplicate sub-database: ", ""};
+
+typedef struct tree {
+    kind k;
+    uint64_t depth; /* from the record */
+    uint64_t branch, leaf, overflow, entries, keys; /* walked */
+} tree;
+
+typedef struct meta_view {
+    uint64_t pgno;
+    uint32_t page_bytes;
+    uint16_t env_flags;
+    const uint8_t *dbs; /* two 48-byte records: free, main (in `copy`) */
+    uint64_t last_pg;
+    uint64_t txnid;
+    int valid; /* header checks passed */
+    /* The fields a commit rewrites (records, last page, transaction id),
+     * copied: LMDB rewrites a meta page in place (commit t + 2 reuses commit
+     * t's page) while others read the file, so the walk must not read them
+     * through the mapping twice (test_concurrency). */
+    uint8_t copy[META_END - META_DBS];
+    int unstable; /* the page changed while it was copied */
+} meta_view;
+
+typedef struct walker {
+    const uint8_t *data;
+    uint64_t size;
+    uint32_t psize;
+    uint64_t file_pages;
+    uint64_t last_pg;
+    uint64_t txnid;
+    uint64_t meta_pgno; /* the meta page whose snapshot is walked */
+    uint64_t nbits;  /* bitmap size: last_pg + 1 */
+    uint8_t *used;   /* pages reached from the trees */
+    uint8_t *freed;  /* pages listed in the free list */
+    int light;       /* walking the other meta's free list: findings are warnings */
+    uint64_t max_free_key;
+    int have_free_key;
+    uint32_t *scratch; /* node extents of one page, for the tiling check */
+    sims_lmdb_problem_fn fn;
+    void *ctx;
+    int stopped; /* the callback said stop, or the first error without fn */
+    int stop_rc;
+    uint64_t errors, warnings;
+    char first_error[512];
+    int seen_db[SIMS_LMDB_DB_COUNT];
+    sims_lmdb_summary *sum;
+} walker;
+
+SIMS_PRINTF(6, 7)
+static void report(walker *w, int warning, kind k, uint64_t pgno, uint64_t in_page,
+                   const char *fmt, ...)
+{
+    if (w->stopped)
+        return;
+    if (w->light)
+        warning = 1;
+    char what[384], msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    uint64_t offset = SIMS_LMDB_NONE;
+    if (pgno != SIMS_LMDB_NONE) {
+        offset = pgno * w->psize + (in_page == SIMS_LMDB_NONE ? 0 : in_page);
+        snprintf(msg, sizeof msg, "data.mdb page %" PRIu64 " (byte offset %" PRIu64 "): %s%s%s",
+                 pgno, offset, w->light ? "older snapshot: " : "", kind_prefix[k], what);
+    } else {
+        snprintf(msg, sizeof msg, "data.mdb: %s%s", w->light ? "older snapshot: " : "", what);
+    }
+    if (warning)
+        w->warnings++;
+    else {
+        if (!w->errors)
+            snprintf(w->first_error, sizeof w->first_error, "%s", msg);
+        w->errors++;
+    }
+    if (w->fn) {
+        sims_lmdb_problem p = {warning, pgno, offset, kind_names[k], msg};
+        int rc = w->fn(w->ctx, &p);
+        if (rc) {
+            w->stopped = 1;
+            w->stop_rc = rc;
+        }
+    } else if (!warning) {
+        w->stopped = 1;
+    }
+}
+
+static int bit_get(const uint8_t *map, uint64_t i)
+{
+    return (map[i >> 3] >> (i & 7)) & 1;
+}
+
+static void bit_set(uint8_t *map, uint64_t i)
+{
+    map[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static const uint8_t *page_at(const walker *w, uint64_t pgno)
+{
+    return w->data + pgno * w->psize;
+}
+
+/* LMDB's default comparison (mdb_cmp_memn): bytes, then length. */
+static int cmp_memn(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* The free list's keys are native size_t transaction ids (MDB_INTEGERKEY). */
+static int cmp_keys(kind k, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    if (k == K_FREE && alen == 8 && blen == 8) {
+        uint64_t x = le_load64(a), y = le_load64(b);
+        return (x > y) - (x < y);
+    }
+    return cmp_memn(a, alen, b, blen);
+}
+
+/* Claim page pgno for a tree: inside the file, not beyond the last page, not
+ * reached before. Returns 0 when the page may be read. */
+static int claim_page(walker *w, kind k, uint64_t pgno, uint64_t from_pgno, const char *what)
+{
+    if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
+        report(w, 0, k, from_pgno, SIMS_LMDB_NONE,
+               "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")", what,
+               pgno, (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
+        return -1;
+    }
+    if (bit_get(w->used, pgno)) {
+        report(w, 0, k, from_pgno, SIMS_LMDB_NONE,
+               "%s page %" PRIu64 " is reached twice (a cycle or a shared page)", what, pgno);
+        return -1;
+    }
+    bit_set(w->used, pgno);
+    return 0;
+}
+
+/* Overflow run of a F_BIGDATA node: returns its data, or NULL. */
+static const uint8_t *overflow_data(walker *w, tree *t, uint64_t from_pgno, uint64_t pgno,
+                                    uint64_t dsize)
+{
+    if (claim_page(w, t->k, pgno, from_pgno, "overflow"))
+        return NULL;
+    const uint8_t *p = page_at(w, pgno);
+    uint16_t flags = le_load16(p + 10);
+    uint64_t pages = le_load32(p + 12);
+    uint64_t need = (PAGE_HEADER - 1 + dsize) / w->psize + 1;
+    if (le_load64(p) != pgno) {
+        report(w, 0, t->k, pgno, 0, "overflow page records page number %" PRIu64,
+               le_load64(p));
+        return NULL;
+    }
+    if (flags != P_OVERFLOW) {
+        report(w, 0, t->k, pgno, 10, "overflow page has flags 0x%x", flags);
+        return NULL;
+    }
+    if (pages < need || pages > w->file_pages - pgno || pgno + pages - 1 > w->last_pg) {
+        report(w, 0, t->k, pgno, 12,
+               "overflow run of %" PRIu64 " pages (needs %" PRIu64 " for %" PRIu64
+               " bytes) does not fit the file",
+               pages, need, dsize);
+        return NULL;
+    }
+    for (uint64_t i = 1; i < pages; i++) {
+        if (bit_get(w->used, pgno + i)) {
+            report(w, 0, t->k, pgno, 12, "overflow run overlaps page %" PRIu64, pgno + i);
+            return NULL;
+        }
+        bit_set(w->used, pgno + i);
+    }
+    t->overflow += pages;
+    return p + PAGE_HEADER;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Geometry of the nodes of a (sub-)page occupying base[0, limit): bounds,
+ * node extents, exact tiling of [upper, limit). leaf selects leaf node
+ * sizes. Returns the node count, or -1 after reporting. */
+static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off,
+                           const uint8_t *base, uint64_t limit, int leaf, const char *what)
+{
+    uint16_t lower = le_load16(base + 12), upper = le_load16(base + 14);
+    if (lower < PAGE_HEADER || lower > upper || upper > limit || (lower & 1)) {
+        report(w, 0, k, pgno, base_off + 12,
+               "%s: free-space bounds lower %u, upper %u outside %u..%" PRIu64, what, lower,
+               upper, PAGE_HEADER, limit);
+        return -1;
+    }
+    uint64_t n = (uint64_t)(lower - PAGE_HEADER) / 2;
+    if (n == 0) {
+        report(w, 0, k, pgno, base_off + 12, "%s holds no nodes", what);
+        return -1;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint16_t ptr = le_load16(base + PAGE_HEADER + 2 * i);
+        if (ptr < upper || (ptr & 1) || (uint64_t)ptr + NODE_HEADER > limit) {
+            report(w, 0, k, pgno, base_off + PAGE_HEADER + 2 * i,
+                   "%s: node %" PRIu64 " at offset %u is outside the node area %u..%" PRIu64, what,
+                   i, ptr, upper, limit);
+            return -1;
+        }
+        const uint8_t *node = base + ptr;
+        uint64_t ksize = le_load16(node + 6);
+        uint64_t size = NODE_HEADER + ksize;
+        if (leaf)
+            size += (le_load16(node + 4) & F_BIGDATA)
+                        ? 8
+                        : ((uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16);
+        size = EVEN(size);
+        if (size > limit - ptr) {
+            report(w, 0, k, pgno, base_off + ptr,
+                   "%s: node %" PRIu64 " of %" PRIu64 " bytes runs past the end (%" PRIu64 ")",
+                   what, i, size, limit);
+            return -1;
+        }
+        w->scratch[i] = (uint32_t)ptr << 16 | (uint32_t)(size - 1);
+    }
+    /* LMDB keeps nodes packed against the end (mdb_node_del moves the rest
+     * up): the extents must tile [upper, limit) exactly. A dropped or extra
+     * pointer, or a changed size, breaks the tiling. */
+    qsort(w->scratch, (size_t)n, sizeof *w->scratch, cmp_u32);
+    uint64_t at = upper;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t ptr = w->scratch[i] >> 16, size = (w->scratch[i] & 0xFFFF) + 1;
+        if (ptr != at) {
+            report(w, 0, k, pgno, base_off + (ptr < at ? ptr : at),
+                   "%s: nodes do not tile the node area (%s at offset %" PRIu64 ")", what,
+                   ptr < at ? "overlap" : "gap", ptr < at ? ptr : at);
+            return -1;
+        }
+        at = ptr + size;
+    }
+    if (at != limit) {
+        report(w, 0, k, pgno, base_off + at,
+               "%s: nodes end at offset %" PRIu64 ", not at the end (%" PRIu64 ")", what, at,
+               limit);
+        return -1;
+    }
+    return (int64_t)n;
+}
+
+static int key_size_ok(kind k, uint64_t ksize)
+{
+    switch (k) {
+    case K_FREE:
+    case K_FPS: return ksize == 8;
+    default: return ksize >= 1 && ksize <= MAX_KEY_BYTES;
+    }
+}
+
+static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno,
+                      uint64_t rec_off, tree *out);
+
+/* A duplicate sub-page (F_DUPDATA without F_SUBDATA) of `size` bytes at
+ * node data `sp` (byte offset sp_off in page pgno). Returns its count. */
+static uint64_t walk_subpage(walker *w, uint64_t pgno, uint64_t sp_off, const uint8_t *sp,
+                             uint64_t size)
+{
+    if (size < PAGE_HEADER || size > w->psize) {
+        report(w, 0, K_FPS, pgno, sp_off, "duplicate sub-page of %" PRIu64 " bytes", size);
+        return 0;
+    }
+    uint16_t flags = le_load16(sp + 10);
+    if ((flags & (uint16_t)~P_DIRTY) != (P_LEAF | P_SUBP)) {
+        report(w, 0, K_FPS, pgno, sp_off + 10, "duplicate sub-page has flags 0x%x", flags);
+        return 0;
+    }
+    int64_t n = check_nodes(w, K_FPS, pgno, sp_off, sp, size, 1, "duplicate sub-page");
+    if (n < 0)
+        return 0;
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t ptr = le_load16(sp + PAGE_HEADER + 2 * (uint64_t)i);
+        const uint8_t *node = sp + ptr;
+        uint64_t ksize = le_load16(node + 6);
+        if (le_load16(node + 4) != 0 || le_load16(node) != 0 || le_load16(node + 2) != 0) {
+            report(w, 0, K_FPS, pgno, sp_off + ptr, "duplicate %" PRId64 " has flags or data", i);
+            return 0;
+        }
+        if (!key_size_ok(K_DUP, ksize)) {
+            report(w, 0, K_FPS, pgno, sp_off + ptr, "duplicate %" PRId64 " is an id of %" PRIu64
+                   " bytes", i, ksize);
+            return 0;
+        }
+        if (prev && cmp_memn(prev, prev_len, node + NODE_HEADER, ksize) >= 0) {
+            report(w, 0, K_FPS, pgno, sp_off + ptr,
+                   "duplicate ids out of order at %" PRId64, i);
+            return 0;
+        }
+        prev = node + NODE_HEADER;
+        prev_len = ksize;
+    }
+    return (uint64_t)n;
+}
+
+/* A free-list record: an IDL, count then page numbers. */
+static void check_idl(walker *w, uint64_t pgno, uint64_t off, const uint8_t *v, uint64_t size,
+                      uint64_t key)
+{
+    if (size < 8 || size % 8) {
+        report(w, 0, K_FREE, pgno, off, "record %" PRIu64 " of %" PRIu64 " bytes is not a page list",
+               key, size);
+        return;
+    }
+    uint64_t count = le_load64(v);
+    if (count > size / 8 - 1) {
+        report(w, 0, K_FREE, pgno, off, "record %" PRIu64 " lists %" PRIu64 " pages in %" PRIu64
+               " slots", key, count, size / 8 - 1);
+        return;
+    }
+    if (w->light)
+        return; /* the older snapshot's list is not ours to account */
+    for (uint64_t i = 1; i <= count; i++) {
+        uint64_t fp = le_load64(v + 8 * i);
+        if (fp < 2 || fp > w->last_pg) {
+            report(w, 0, K_FREE, pgno, off, "record %" PRIu64 " lists page %" PRIu64
+                   " beyond the last page %" PRIu64, key, fp, w->last_pg);
+            return;
+        }
+        if (bit_get(w->freed, fp)) {
+            report(w, 0, K_FREE, pgno, off, "page %" PRIu64 " is listed free twice", fp);
+            return;
+        }
+        bit_set(w->freed, fp);
+    }
+}
+
+/* One leaf node of tree t. */
+static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *page, uint16_t ptr,
+                           int64_t i)
+{
+    const uint8_t *node = page + ptr;
+    uint16_t flags = le_load16(node + 4);
+    uint64_t ksize = le_load16(node + 6);
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    const uint8_t *key = node + NODE_HEADER;
+    const uint8_t *val = key + ksize;
+    uint64_t val_off = ptr + NODE_HEADER + ksize;
+    uint64_t val_file_off = pgno * w->psize + val_off;
+    unsigned allowed;
+    switch (t->k) {
+    case K_FREE:
+    case K_META:
+    case K_DOCS: allowed = F_BIGDATA; break;
+    case K_MAIN: allowed = F_SUBDATA; break;
+    case K_FPS: allowed = F_DUPDATA | F_SUBDATA; break;
+    default: allowed = 0; break;
+    }
+    if ((flags & ~allowed) || (t->k == K_MAIN && flags != F_SUBDATA) ||
+        (t->k == K_FPS && flags == F_SUBDATA)) {
+        report(w, 0, t->k, pgno, ptr + 4u, "node %" PRId64 " has flags 0x%x", i, flags);
+        return;
+    }
+    if (flags & F_BIGDATA) {
+        uint64_t ov = le_load64(val);
+        val = overflow_data(w, t, pgno, ov, dsize);
+        if (!val)
+            return;
+        val_off = SIMS_LMDB_NONE;
+        val_file_off = ov * w->psize + PAGE_HEADER;
+    }
+    switch (t->k) {
+    case K_FREE: {
+        uint64_t txn = le_load64(key);
+        if (!w->light && txn > w->txnid)
+            report(w, 0, K_FREE, pgno, ptr + NODE_HEADER,
+                   "record of transaction %" PRIu64 " is newer than the snapshot's %" PRIu64, txn,
+                   w->txnid);
+        if (!w->have_free_key || txn > w->max_free_key)
+            w->max_free_key = txn;
+        w->have_free_key = 1;
+        check_idl(w, pgno, ptr, val, dsize, txn);
+        t->entries++;
+        break;
+    }
+    case K_MAIN: {
+        int which = -1;
+        if (ksize == 4 && memcmp(key, "meta", 4) == 0)
+            which = SIMS_LMDB_META;
+        else if (ksize == 4 && memcmp(key, "docs", 4) == 0)
+            which = SIMS_LMDB_DOCS;
+        else if (ksize == 3 && memcmp(key, "fps", 3) == 0)
+            which = SIMS_LMDB_FPS;
+        if (which < 0) {
+            report(w, 0, K_MAIN, pgno, ptr + NODE_HEADER, "unexpected database '%.*s'",
+                   (int)(ksize < 64 ? ksize : 64), (const char *)key);
+            return;
+        }
+        if (dsize != DB_RECORD_BYTES) {
+            report(w, 0, K_MAIN, pgno, ptr, "record of database '%.*s' is %" PRIu64 " bytes",
+                   (int)ksize, (const char *)key, dsize);
+            return;
+        }
+        t->entries++;
+        w->seen_db[which] = 1;
+        tree sub;
+        walk_tree(w, which == SIMS_LMDB_META ? K_META : which == SIMS_LMDB_DOCS ? K_DOCS : K_FPS,
+                  val, pgno, val_off, &sub);
+        break;
+    }
+    case K_META:
+        if (!w->light && ksize == 5 && memcmp(key, "store", 5) == 0)
+            w->sum->store_record_offset = val_file_off;
+        t->entries++;
+        break;
+    case K_DOCS:
+        t->entries++;
+        break;
+    case K_FPS:
+        if (!(flags & F_DUPDATA)) {
+            if (dsize < 1 || dsize > MAX_KEY_BYTES)
+                report(w, 0, K_FPS, pgno, ptr, "node %" PRId64 " holds an id of %" PRIu64 " bytes",
+                       i, dsize);
+            t->entries++;
+        } else if (!(flags & F_SUBDATA)) {
+            t->entries += walk_subpage(w, pgno, val_off, val, dsize);
+        } else {
+            if (dsize != DB_RECORD_BYTES) {
+                report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64
+                       " bytes", dsize);
+                return;
+            }
+            tree sub;
+            walk_tree(w, K_DUP, val, pgno, val_off, &sub);
+            t->entries += sub.entries;
+        }
+        break;
+    default:
+        if (flags || dsize)
+            report(w, 0, t->k, pgno, ptr, "duplicate %" PRId64 " has flags or data", i);
+        t->entries++;
+        break;
+    }
+}
+
+/* Walk the subtree at pgno (level 1 = root) with keys in [lo, hi) (NULL:
+ * unbounded). */
+static void walk_page(walker *w, tree *t, uint64_t pgno, uint64_t level, uint64_t from_pgno,
+                      const uint8_t *lo, uint64_t lo_len, const uint8_t *hi, uint64_t hi_len)
+{
+    if (w->stopped || claim_page(w, t->k, pgno, from_pgno, level == 1 ? "root" : "child"))
+        return;
+    const uint8_t *page = page_at(w, pgno);
+    uint16_t flags = le_load16(page + 10);
+    int leaf = level == t->depth;
+    if (le_load64(page) != pgno) {
+        report(w, 0, t->k, pgno, 0, "page records page number %" PRIu64, le_load64(page));
+        return;
+    }
+    if (flags != (leaf ? P_LEAF : P_BRANCH)) {
+        report(w, 0, t->k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64
+               " has flags 0x%x", leaf ? "leaf" : "branch", level, t->depth, flags);
+        return;
+    }
+    int64_t n = check_nodes(w, t->k, pgno, 0, page, w->psize, leaf, leaf ? "leaf" : "branch");
+    if (n < 0)
+        return;
+    if (leaf)
+        t->leaf++;
+    else
+        t->branch++;
+    /* Keys: strictly increasing, inside [lo, hi). A branch page's first key
+     * is not used by LMDB (it may hold anything) and is skipped. */
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    for (int64_t i = leaf ? 0 : 1; i < n; i++) {
+        uint16_t ptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
+        const uint8_t *key = page + ptr + NODE_HEADER;
+        uint64_t ksize = le_load16(page + ptr + 6);
+        if (!key_size_ok(t->k == K_DUP ? K_DUP : t->k, ksize)) {
+            report(w, 0, t->k, pgno, ptr + 6u, "key %" PRId64 " of %" PRIu64 " bytes", i, ksize);
+            return;
+        }
+        if ((prev && cmp_keys(t->k, prev, prev_len, key, ksize) >= 0) ||
+            (!prev && lo && cmp_keys(t->k, lo, lo_len, key, ksize) > 0) ||
+            (hi && cmp_keys(t->k, key, ksize, hi, hi_len) >= 0)) {
+            report(w, 0, t->k, pgno, ptr + NODE_HEADER,
+                   "key %" PRId64 " is out of order (against %s)", i,
+                   prev && cmp_keys(t->k, prev, prev_len, key, ksize) >= 0
+                       ? "the key before it"
+                       : "the parent page's separators");
+            return;
+        }
+        prev = key;
+        prev_len = ksize;
+    }
+    for (int64_t i = 0; i < n && !w->stopped; i++) {
+        uint16_t ptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
+        const uint8_t *node = page + ptr;
+        if (leaf) {
+            walk_leaf_node(w, t, pgno, page, ptr, i);
+            t->keys++;
+            continue;
+        }
+        if (level >= t->depth || level >= MAX_DEPTH)
+            return;
+        uint64_t child = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16 |
+                         (uint64_t)le_load16(node + 4) << 32;
+        const uint8_t *clo = lo, *chi = hi;
+        uint64_t clo_len = lo_len, chi_len = hi_len;
+        if (i > 0) {
+            clo = node + NODE_HEADER;
+            clo_len = le_load16(node + 6);
+        }
+        if (i + 1 < n) {
+            uint16_t nptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)(i + 1));
+            chi = page + nptr + NODE_HEADER;
+            chi_len = le_load16(page + nptr + 6);
+        }
+        walk_page(w, t, child, level + 1, pgno, clo, clo_len, chi, chi_len);
+    }
+}
+
+/* Walk the tree of database record rec (48 bytes at byte rec_off of page
+ * rec_pgno; rec_pgno SIMS_LMDB_NONE for the meta page's records) and check
+ * the record's counts against what was found. */
+static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno,
+                      uint64_t rec_off, tree *t)
+{
+    memset(t, 0, sizeof *t);
+    t->k = k;
+    uint32_t pad = le_load32(rec);
+    uint16_t flags = le_load16(rec + 4);
+    uint64_t depth = le_load16(rec + 6);
+    uint64_t branch = le_load64(rec + 8), leafp = le_load64(rec + 16);
+    uint64_t overflow = le_load64(rec + 24), entries = le_load64(rec + 32);
+    uint64_t root = le_load64(rec + 40);
+    uint64_t at = rec_pgno, off = rec_off;
+    uint16_t want_flags = k == K_FPS ? DB_FLAG_DUPSORT : 0;
+    if (k != K_FREE && (pad != 0 || flags != want_flags)) {
+        report(w, 0, k, at, off, "database record has flags 0x%x (expected 0x%x), pad %u", flags,
+               want_flags, pad);
+        return;
+    }
+    if (root == P_INVALID) {
+        if (depth || branch || leafp || overflow || entries)
+            report(w, 0, k, at, off, "empty database record with depth %" PRIu64 " and %" PRIu64
+                   " entries", depth, entries);
+        return;
+    }
+    if (depth < 1 || depth > MAX_DEPTH) {
+        report(w, 0, k, at, off, "database depth %" PRIu64 " outside 1..%u", depth, MAX_DEPTH);
+        return;
+    }
+    t->depth = depth;
+    uint64_t errors_before = w->errors;
+    walk_page(w, t, root, 1, at == SIMS_LMDB_NONE ? w->meta_pgno : at, NULL, 0, NULL, 0);
+    if (w->stopped || w->errors != errors_before)
+        return;
+    if (t->branch != branch || t->leaf != leafp || t->overflow != overflow ||
+        t->entries != entries)
+        report(w, 0, k, at, off,
+               "database record counts %" PRIu64 " branch, %" PRIu64 " leaf, %" PRIu64
+               " overflow pages and %" PRIu64 " entries; the tree has %" PRIu64 ", %" PRIu64
+               ", %" PRIu64 " and %" PRIu64,
+               branch, leafp, overflow, entries, t->branch, t->leaf, t->overflow, t->entries);
+    if (w->sum && k != K_DUP) {
+        int slot = k == K_FREE ? SIMS_LMDB_FREE : k == K_MAIN ? SIMS_LMDB_MAIN
+                 : k == K_META ? SIMS_LMDB_META : k == K_DOCS ? SIMS_LMDB_DOCS : SIMS_LMDB_FPS;
+        if (!w->light) {
+            sims_lmdb_db_summary *s = &w->sum->db[slot];
+            s->depth = depth;
+            s->branch_pages = t->branch;
+            s->leaf_pages = t->leaf;
+            s->overflow_pages = t->overflow;
+            s->entries = t->entries;
+            s->keys = t->keys;
+        }
+    }
+}
+
+/* ---- meta pages ---------------------------------------------------------------- */
+
+static void read_meta(walker *w, uint64_t i, meta_view *m)
+{
+    memset(m, 0, sizeof *m);
+    m->pgno = i;
+    const uint8_t *p = w->data + i * w->psize;
+    uint8_t again[sizeof m->copy];
+    memcpy(m->copy, p + META_DBS, sizeof m->copy);
+    memcpy(again, p + META_DBS, sizeof again);
+    m->unstable = memcmp(m->copy, again, sizeof again) != 0;
+    m->dbs = m->copy;
+    m->page_bytes = le_load32(m->copy);
+    m->env_flags = le_load16(m->copy + 4);
+    m->last_pg = le_load64(m->copy + (META_LAST_PG - META_DBS));
+    m->txnid = le_load64(m->copy + (META_TXNID - META_DBS));
+    if (le_load64(p) != i) {
+        report(w, 0, K_HEADER, i, 0, "meta page records page number %" PRIu64, le_load64(p));
+    } else if (le_load16(p + 10) != P_META) {
+        report(w, 0, K_HEADER, i, 10, "meta page has flags 0x%x", le_load16(p + 10));
+    } else if (le_load32(p + META_AT) != META_MAGIC) {
+        report(w, 0, K_HEADER, i, META_AT, "meta page has no LMDB magic");
+    } else if (le_load32(p + META_AT + 4) != META_VERSION) {
+        report(w, 0, K_HEADER, i, META_AT + 4, "meta page has data version %u (this build reads 1)",
+               le_load32(p + META_AT + 4));
+    } else if (m->page_bytes != w->psize) {
+        report(w, 0, K_HEADER, i, META_DBS, "meta page says %u-byte pages, meta page 0 says %u",
+               m->page_bytes, w->psize);
+    } else if (m->env_flags != DB_FLAG_INTEGERKEY) {
+        /* simstore opens its environments without persistent flags (no
+         * MDB_FIXEDMAP: LMDB would map at the page's stored address). */
+        report(w, 0, K_HEADER, i, META_DBS + 4, "meta page has environment flags 0x%x",
+               m->env_flags);
+    } else if (le_load32(p + META_DBS + DB_RECORD_BYTES) != 0 ||
+               le_load16(p + META_DBS + DB_RECORD_BYTES + 4) != 0) {
+        report(w, 0, K_HEADER, i, META_DBS + DB_RECORD_BYTES, "main database record has flags 0x%x",
+               le_load16(p + META_DBS + DB_RECORD_BYTES + 4));
+    } else if (m->last_pg < 1) {
+        report(w, 0, K_HEADER, i, META_LAST_PG, "meta page's last page %" PRIu64, m->last_pg);
+    } else if (m->txnid && (m->txnid & 1) != i) {
+        /* LMDB writes transaction t's meta to page t % 2. */
+        report(w, 0, K_HEADER, i, META_TXNID,
+               "meta page %" PRIu64 " holds transaction %" PRIu64 ", which belongs on page %" PRIu64,
+               i, m->txnid, m->txnid & 1);
+    } else {
+        m->valid = 1;
+    }
+}
+
+/* ---- entry ------------------------------------------------------------------------- */
+
+static int walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,
+                void *ctx, sims_lmdb_summary *summary, int metas_only)
+{
+    walker w;
+    memset(&w, 0, sizeof w);
+    w.data = data;
+    w.size = size;
+    w.fn = fn;
+    w.ctx = ctx;
+    sims_lmdb_summary local;
+    w.sum = summary ? summary : &local;
+    memset(w.sum, 0, sizeof *w.sum);
+    w.sum->store_record_offset = SIMS_LMDB_NONE;
+    int rc = SIMSTORE_OK;
+    meta_view m[2];
+    int pick = -1;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || UINTPTR_MAX != UINT64_MAX
+    report(&w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+           "cannot check LMDB files on this platform (needs 64-bit little-endian)");
+    goto done;
+#endif
+    /* The page size comes from meta page 0, as LMDB reads it. */
+    if (size < META_END) {
+        report(&w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+               "file of %" PRIu64 " bytes is too short for a meta page", size);
+        goto done;
+    }
+    w.psize = le_load32(data + META_DBS);
+    if (w.psize < 512 || w.psize > 32768 || (w.psize & (w.psize - 1))) {
+        w.psize = 4096; /* for the message's offsets */
+        report(&w, 0, K_HEADER, 0, META_DBS, "meta page says %u-byte pages", le_load32(data + META_DBS));
+        goto done;
+    }
+    w.file_pages = size / w.psize;
+    w.sum->page_bytes = w.psize;
+    w.sum->file_pages = w.file_pages;
+    if (w.file_pages < 2) {
+        report(&w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+               "file of %" PRIu64 " bytes holds fewer than the two meta pages", size);
+        goto done;
+    }
+    read_meta(&w, 0, &m[0]);
+    read_meta(&w, 1, &m[1]);
+    if (!m[0].valid || !m[1].valid)
+        goto done;
+    /* Consecutive commits write alternate pages: the ids differ by one
+     * (both 0 in a fresh file, or 0 and 1 after its first commit). */
+    uint64_t a = m[0].txnid, b = m[1].txnid;
+    if (m[0].unstable || m[1].unstable) {
+        /* A writer is committing: its meta page is half written. */
+        rc = sims_fail(SIMSTORE_ENOTFOUND, "data.mdb: a meta page changed while it was read");
+        goto done;
+    }
+    if (a + 1 != b && b + 1 != a && !(a == 0 && b == 0)) {
+        report(&w, 0, K_HEADER, a > b ? 0 : 1, META_TXNID,
+               "meta pages hold transactions %" PRIu64 " and %" PRIu64 ", not consecutive", a, b);
+        goto done;
+    }
+    if (metas_only) {
+        /* What LMDB's open reads: the page size (checked above), and the last
+         * page of the meta it picks (the newer), which sizes its map. */
+        int newer = b > a;
+        if (m[newer].last_pg >= 2 * w.file_pages + 4096)
+            report(&w, 0, K_HEADER, (uint64_t)newer, META_LAST_PG,
+                   "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages",
+                   m[newer].last_pg, w.file_pages);
+        goto done;
+    }
+    if (txnid) {
+        pick = (int)(txnid & 1);
+        if (m[pick].txnid != txnid) {
+            rc = sims_fail(SIMSTORE_ENOTFOUND, "data.mdb: no meta page holds transaction %" PRIu64,
+                           txnid);
+            goto done;
+        }
+    } else {
+        pick = b > a;
+    }
+    const meta_view *cur = &m[pick], *old = &m[pick ^ 1];
+    w.txnid = cur->txnid;
+    w.meta_pgno = cur->pgno;
+    w.last_pg = cur->last_pg;
+    w.sum->txnid = w.txnid;
+    w.sum->last_pgno = w.last_pg;
+    /* Free pages past the end of the file are legal (LMDB never wrote them),
+     * but not without bound: that is a damaged last page number. */
+    if (w.last_pg >= 2 * w.file_pages + 4096) {
+        report(&w, 0, K_HEADER, cur->pgno, META_LAST_PG,
+               "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages", w.last_pg,
+               w.file_pages);
+        goto done;
+    }
+    w.nbits = w.last_pg + 1;
+    w.used = calloc((size_t)(w.nbits + 7) / 8, 1);
+    w.freed = calloc((size_t)(w.nbits + 7) / 8, 1);
+    w.scratch = malloc(((size_t)w.psize / 2 + 1) * sizeof *w.scratch);
+    if (!w.used || !w.freed || !w.scratch) {
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+        goto done;
+    }
+    bit_set(w.used, 0);
+    bit_set(w.used, 1);
+
+    tree t;
+    walk_tree(&w, K_FREE, cur->dbs, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
+    /* The newest snapshot's newest free record is its own: every commit
+     * frees the pages it copied. (The first commit of a file frees none.) */
+    if (!w.stopped && w.txnid >= 2 && w.max_free_key != w.txnid && !w.errors)
+        report(&w, 0, K_FREE, cur->pgno, META_TXNID,
+               "meta page says transaction %" PRIu64 ", but its newest free-list record is %s%" PRIu64,
+               w.txnid, w.have_free_key ? "" : "absent ", w.have_free_key ? w.max_free_key : 0);
+    walk_tree(&w, K_MAIN, cur->dbs + DB_RECORD_BYTES, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
+    if (!w.stopped && !w.errors) {
+        static const char *const names[] = {NULL, NULL, "meta", "docs", "fps"};
+        for (int d = SIMS_LMDB_META; d < SIMS_LMDB_DB_COUNT; d++)
+            if (!w.seen_db[d])
+                report(&w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+                       "the database '%s' is missing", names[d]);
+    }
+
+    /* Page accounting, only over a structurally sound walk. */
+    if (!w.stopped && !w.errors) {
+        uint64_t used = 0, freed = 0, leaked = 0, first_leak = 0;
+        for (uint64_t p = 0; p < w.nbits; p++) {
+            int u = bit_get(w.used, p), f = bit_get(w.freed, p);
+            used += (uint64_t)u;
+            freed += (uint64_t)f;
+            if (u && f) {
+                report(&w, 0, K_FREE, p, SIMS_LMDB_NONE,
+                       "page is in use and also listed free (a writer would overwrite it)");
+                if (w.stopped)
+                    break;
+            } else if (!u && !f) {
+                if (!leaked)
+                    first_leak = p;
+                leaked++;
+            }
+        }
+        w.sum->used_pages = used;
+        w.sum->free_pages = freed;
+        w.sum->leaked_pages = leaked;
+        if (leaked)
+            report(&w, 1, K_FREE, first_leak, SIMS_LMDB_NONE,
+                   "%" PRIu64 " page(s) up to the last page %" PRIu64
+                   " are neither in use nor free (first: page %" PRIu64 ")",
+                   leaked, w.last_pg, first_leak);
+    }
+
+    /* The other meta page: its snapshot's free list must not hold records
+     * newer than its own id, else its id was rewritten (and LMDB might pick
+     * the wrong snapshot). Problems in that older snapshot's pages are only
+     * warnings: LMDB reads the newest snapshot. */
+    if (!w.stopped && old->txnid >= 1 && old->last_pg >= 2 * w.file_pages + 4096)
+        report(&w, 1, K_HEADER, old->pgno, META_LAST_PG,
+               "older snapshot: last page %" PRIu64 " is far beyond the file's %" PRIu64
+               " pages (LMDB reads the newer snapshot; the next commit rewrites this page)",
+               old->last_pg, w.file_pages);
+    else if (!w.stopped && old->txnid >= 1) {
+        /* Its own page bitmap: that snapshot may reach pages past this one's
+         * last page (it may be the newer one, its id damaged). */
+        uint8_t *keep_used = w.used;
+        uint64_t keep_nbits = w.nbits;
+        w.nbits = old->last_pg + 1;
+        w.used = calloc((size_t)(w.nbits + 7) / 8, 1);
+        if (!w.used) {
+            w.used = keep_used;
+            w.nbits = keep_nbits;
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+            goto done;
+        }
+        bit_set(w.used, 0);
+        bit_set(w.used, 1);
+        uint64_t keep_last = w.last_pg, keep_txnid = w.txnid;
+        w.last_pg = old->last_pg;
+        w.txnid = old->txnid;
+        w.max_free_key = 0;
+        w.have_free_key = 0;
+        w.light = 1;
+        w.meta_pgno = old->pgno;
+        walk_tree(&w, K_FREE, old->dbs, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
+        w.light = 0;
+        /* Unless a writer has rewritten that meta page meanwhile: no reader
+         * pins the older snapshot, the next commit reuses its page, and
+         * old->dbs reads the page as it is now (test_concurrency: a reader
+         * opening while a writer commits got a false "damaged" error). */
+        uint64_t live_txnid = le_load64(w.data + old->pgno * w.psize + META_TXNID);
+        if (!w.stopped && w.have_free_key && w.max_free_key > old->txnid &&
+            live_txnid == old->txnid)
+            report(&w, 0, K_FREE, old->pgno, META_TXNID,
+                   "meta page says transaction %" PRIu64 ", but its free list holds a record of "
+                   "transaction %" PRIu64 ": a damaged transaction id",
+                   old->txnid, w.max_free_key);
+        w.last_pg = keep_last;
+        w.txnid = keep_txnid;
+        free(w.used);
+        w.used = keep_used;
+        w.nbits = keep_nbits;
+    }
+
+done:
+    free(w.used);
+    free(w.freed);
+    free(w.scratch);
+    w.sum->errors = w.errors;
+    w.sum->warnings = w.warnings;
+    if (rc)
+        return rc;
+    if (w.stop_rc)
+        return w.stop_rc;
+    if (w.errors)
+        return sims_fail(SIMSTORE_ECORRUPT, "%s", w.first_error);
+    return SIMSTORE_OK;
+}
+
+int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,
+                   void *ctx, sims_lmdb_summary *summary)
+{
+    return walk(data, size, txnid, fn, ctx, summary, 0);
+}
+
+int sims_lmdb_check_metas(const uint8_t *data, uint64_t size, sims_lmdb_problem_fn fn, void *ctx)
+{
+    return walk(data, size, 0, fn, ctx, NULL, 1);
+}

@@ -1,0 +1,1193 @@
+/* verify.c: simstore_verify(): a deep check of a store directory or of one
+ * table file that reports every problem through a callback and keeps going
+ * wherever that is safe. Order for a store: walk data.mdb's B-trees
+ * ourselves (LMDB 0.9 trusts its pages); only if they are sound, open LMDB
+ * and check the records; check every live table file (and, without usable
+ * records, every table file in the directory on its own); compare the sets
+ * of a segment's tables; cross-check docs, fps and the segments; compare the
+ * state's counts; list files the store does not use. */
+#include "store/inspect.h"
+#include "store/lmdbwalk.h"
+#include "store/store_internal.h"
+#include "store/u64sort.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "common/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Segments up to this many fingerprints have their tables' sets compared
+ * exactly (8 bytes per fingerprint, twice); larger ones by digest. */
+#define EXACT_SET_LIMIT ((uint64_t)1 << 22)
+/* Problems listed per kind; the rest are counted. */
+#define LIST_PER_KIND 100
+/* Differences listed per table when sets differ. */
+#define LIST_PER_SET 3
+#define KIND_COUNT 16
+
+typedef struct vctx {
+    simstore_problem_fn fn;
+    void *ctx;
+    simstore_verify_summary *sum;
+    unsigned flags;
+    int stop_rc;
+    char first_error[1024];
+    uint64_t listed[KIND_COUNT];
+    uint64_t unlisted[KIND_COUNT];
+} vctx;
+
+SIMS_PRINTF(7, 8)
+static int problem(vctx *v, simstore_problem_kind kind, int warning, const char *file,
+                   int64_t block, int64_t offset, const char *fmt, ...)
+{
+    if (v->stop_rc)
+        return v->stop_rc;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (warning) {
+        v->sum->warnings++;
+    } else {
+        if (!v->sum->errors)
+            snprintf(v->first_error, sizeof v->first_error, "%s", msg);
+        v->sum->errors++;
+    }
+    unsigned k = (unsigned)kind < KIND_COUNT ? (unsigned)kind : 0;
+    if (v->listed[k] >= LIST_PER_KIND) {
+        v->unlisted[k]++;
+        return 0;
+    }
+    v->listed[k]++;
+    if (v->fn) {
+        simstore_problem p = {kind, warning, file, block, offset, msg};
+        int rc = v->fn(v->ctx, &p);
+        if (rc)
+            v->stop_rc = rc;
+    }
+    return v->stop_rc;
+}
+
+/* The detail of the last failure, for a problem's message. */
+static const char *detail(int rc)
+{
+    const char *d = simstore_last_error();
+    return d && *d ? d : simstore_strerror(rc);
+}
+
+/* ---- fingerprint sets ------------------------------------------------------------ */
+
+/* splitmix64's finalizer on x + a constant: a bijection, so different sets
+ * give different (count, sum, xor) but by coincidence. */
+static uint64_t mix64(uint64_t x)
+{
+    uint64_t z = x + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+typedef struct set_digest {
+    uint64_t count, sum, xor;
+} set_digest;
+
+static void digest_add(set_digest *d, uint64_t fp)
+{
+    uint64_t m = mix64(fp);
+    d->count++;
+    d->sum += m;
+    d->xor ^= m;
+}
+
+/* One table of a segment, as checked. */
+typedef struct table_result {
+    char path[PATH_MAX];
+    table_reader *reader; /* kept open for table 0 (the membership merge) */
+    int opened;
+    int blocks_ok;      /* every block decoded */
+    int identity;       /* its permutation is the identity */
+    set_digest digest;  /* of the original (unpermuted) fingerprints */
+    uint64_t *values;   /* exact mode: sorted original fingerprints */
+    size_t nvalues;
+} table_result;
+
+/* ---- one table file ---------------------------------------------------------- */
+
+typedef struct table_expect {
+    uint64_t store_tag;
+    uint32_t block_bytes;
+    unsigned table_index;
+    const sims_design_table *design; /* prefix and permutation */
+    uint64_t fp_count;
+} table_expect;
+
+static int open_table(vctx *v, const char *path, table_reader **out)
+{
+    sims_error_clear();
+    int rc = table_reader_open(path, 0, out);
+    if (rc == SIMSTORE_OK) {
+        v->sum->table_files++;
+        return SIMSTORE_OK;
+    }
+    simstore_problem_kind kind = rc == SIMSTORE_ENOTFOUND ? SIMSTORE_PROBLEM_MISSING
+                                 : rc == SIMSTORE_ECORRUPT || rc == SIMSTORE_EVERSION
+                                     ? SIMSTORE_PROBLEM_TABLE
+                                     : SIMSTORE_PROBLEM_IO;
+    if (rc == SIMSTORE_ENOTFOUND)
+        problem(v, kind, 0, path, -1, -1, "%s: table file missing", path);
+    else
+        problem(v, kind, 0, path, -1, -1, "%s", detail(rc));
+    return rc;
+}
+
+/* The header against what the store says: one problem per disagreement. */
+static void check_against_store(vctx *v, const char *path, const table_reader *r,
+                                const table_expect *e)
+{
+    const table_info *in = table_reader_info(r);
+    if (in->params.store_tag != e->store_tag)
+        problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 24,
+                "%s (byte offset 24): belongs to another store (tag %016" PRIx64
+                ", this store's is %016" PRIx64 ")",
+                path, in->params.store_tag, e->store_tag);
+    if (in->params.table_index != e->table_index)
+        problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 32,
+                "%s (byte offset 32): holds table %u, its name says table %u", path,
+                in->params.table_index, e->table_index);
+    if (in->params.block_bytes != e->block_bytes)
+        problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 16,
+                "%s (byte offset 16): %u-byte blocks, the store uses %u", path,
+                in->params.block_bytes, e->block_bytes);
+    if (e->design && in->params.prefix_bits != e->design->prefix_bits)
+        problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 20,
+                "%s (byte offset 20): prefix of %u bits, the design's table %u has %u", path,
+                in->params.prefix_bits, e->table_index, e->design->prefix_bits);
+    if (e->design && memcmp(in->params.perm, e->design->perm, 64) != 0)
+        problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 128,
+                "%s (byte offset 128): permutation differs from the design's table %u", path,
+                e->table_index);
+    if (in->fp_count != e->fp_count)
+        problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 40,
+                "%s (byte offset 40): holds %" PRIu64 " fingerprints, the state says %" PRIu64,
+                path, in->fp_count, e->fp_count);
+}
+
+/* Decode every block (unless quick): checksums, codes, order, counts, keys,
+ * padding. Fills the digest, and the sorted values when `exact`. */
+static void check_blocks(vctx *v, table_result *t, const sims_permuter *permuter, int exact)
+{
+    const table_reader *r = t->reader;
+    const table_info *in = table_reader_info(r);
+    uint64_t nb = in->block_count, max = 0;
+    for (uint64_t b = 0; b < nb; b++)
+        if (table_reader_block_count(r, b) > max)
+            max = table_reader_block_count(r, b);
+    uint64_t *buf = malloc((max ? max : 1) * sizeof *buf);
+    if (exact && in->fp_count)
+        t->values = malloc((size_t)in->fp_count * sizeof *t->values);
+    if (!buf || (exact && in->fp_count && !t->values)) {
+        free(buf);
+        free(t->values);
+        t->values = NULL;
+        problem(v, SIMSTORE_PROBLEM_IO, 0, t->path, -1, -1,
+                "%s: out of memory decoding it (%" PRIu64 " fingerprints)", t->path, in->fp_count);
+        return;
+    }
+    t->blocks_ok = 1;
+    for (uint64_t b = 0; b < nb && !v->stop_rc; b++) {
+        size_t n = 0;
+        sims_error_clear();
+        int rc = table_reader_block(r, b, buf, (size_t)max, &n);
+        if (rc) {
+            t->blocks_ok = 0;
+            problem(v, SIMSTORE_PROBLEM_BLOCK, 0, t->path, (int64_t)b,
+                    (int64_t)(in->blocks_offset + b * in->params.block_bytes), "%s",
+                    detail(rc));
+            continue;
+        }
+        v->sum->blocks++;
+        v->sum->fingerprints += n;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t fp = permuter ? sims_unpermute(permuter, buf[i])
+                                   : sims_unpermute_naive(in->params.perm, buf[i]);
+            digest_add(&t->digest, fp);
+            if (t->values && t->nvalues < in->fp_count)
+                t->values[t->nvalues++] = fp;
+        }
+    }
+    free(buf);
+    if (!t->blocks_ok || !t->values) {
+        free(t->values);
+        t->values = NULL;
+        t->nvalues = 0;
+        return;
+    }
+    if (!t->identity) {
+        uint64_t *tmp = malloc(t->nvalues * sizeof *tmp + 1);
+        if (!tmp) {
+            free(t->values);
+            t->values = NULL;
+            t->nvalues = 0;
+            return;
+        }
+        sims_radix_sort_u64(t->values, tmp, t->nvalues);
+        free(tmp);
+    }
+}
+
+/* Check one table file; with e (a store's table), against the store too. */
+static void check_table(vctx *v, table_result *t, const table_expect *e, int exact)
+{
+    if (open_table(v, t->path, &t->reader))
+        return;
+    t->opened = 1;
+    const table_info *in = table_reader_info(t->reader);
+    t->identity = 1;
+    for (unsigned i = 0; i < 64; i++)
+        t->identity &= in->params.perm[i] == i;
+    if (e)
+        check_against_store(v, t->path, t->reader, e);
+    if (v->flags & SIMSTORE_VERIFY_QUICK)
+        return;
+    const sims_permuter *permuter = NULL;
+    if (e && e->design && memcmp(in->params.perm, e->design->perm, 64) == 0)
+        permuter = &e->design->permuter;
+    check_blocks(v, t, permuter, exact);
+}
+
+/* ---- a segment: its tables' sets ----------------------------------------------- */
+
+typedef struct segment_result {
+    uint64_t id;
+    unsigned ntables;
+    table_result *tables;
+    int usable; /* a stream of its fingerprints in order exists (below) */
+    int stream_table; /* which table streams (identity), or -1 for `values` */
+    uint64_t *values; /* sorted fingerprints, when no identity table streams */
+    size_t nvalues;
+} segment_result;
+
+static void release_table(table_result *t)
+{
+    table_reader_close(t->reader);
+    t->reader = NULL;
+    free(t->values);
+    t->values = NULL;
+}
+
+/* Report how table `o` differs from the reference `r` (both sorted). */
+static void report_set_difference(vctx *v, uint64_t seg, const table_result *ref, unsigned rt,
+                                  const table_result *o, unsigned ot)
+{
+    size_t i = 0, j = 0;
+    uint64_t missing = 0, extra = 0;
+    while (i < ref->nvalues || j < o->nvalues) {
+        if (j == o->nvalues || (i < ref->nvalues && ref->values[i] < o->values[j])) {
+            if (missing++ < LIST_PER_SET)
+                problem(v, SIMSTORE_PROBLEM_TABLE_SET, 0, o->path, -1, -1,
+                        "%s: segment %" PRIu64 " table %u lacks fingerprint %016" PRIx64
+                        ", which its table %u holds",
+                        o->path, seg, ot, ref->values[i], rt);
+            i++;
+        } else if (i == ref->nvalues || o->values[j] < ref->values[i]) {
+            if (extra++ < LIST_PER_SET)
+                problem(v, SIMSTORE_PROBLEM_TABLE_SET, 0, o->path, -1, -1,
+                        "%s: segment %" PRIu64 " table %u holds fingerprint %016" PRIx64
+                        ", which its table %u lacks",
+                        o->path, seg, ot, o->values[j], rt);
+            j++;
+        } else {
+            i++;
+            j++;
+        }
+    }
+    if (missing + extra > 2 * LIST_PER_SET)
+        problem(v, SIMSTORE_PROBLEM_TABLE_SET, 0, o->path, -1, -1,
+                "%s: in all, segment %" PRIu64 " table %u lacks %" PRIu64 " and adds %" PRIu64
+                " fingerprints against table %u",
+                o->path, seg, ot, missing, extra, rt);
+}
+
+/* Compare the tables that decoded completely; choose how the segment's
+ * fingerprints will be streamed in order for the membership merge. */
+static void compare_sets(vctx *v, segment_result *s, int exact)
+{
+    int ref = -1;
+    for (unsigned t = 0; t < s->ntables; t++)
+        if (s->tables[t].opened && s->tables[t].blocks_ok) {
+            ref = (int)t;
+            break;
+        }
+    if (ref < 0)
+        return;
+    table_result *r = &s->tables[ref];
+    if (!exact)
+        v->sum->sets_by_digest = 1;
+    for (unsigned t = (unsigned)ref + 1; t < s->ntables && !v->stop_rc; t++) {
+        table_result *o = &s->tables[t];
+        if (!o->opened || !o->blocks_ok)
+            continue;
+        if (r->values && o->values) {
+            if (r->nvalues != o->nvalues || memcmp(r->values, o->values, r->nvalues * 8) != 0)
+                report_set_difference(v, s->id, r, (unsigned)ref, o, t);
+        } else if (memcmp(&r->digest, &o->digest, sizeof r->digest) != 0) {
+            problem(v, SIMSTORE_PROBLEM_TABLE_SET, 0, o->path, -1, -1,
+                    "%s: segment %" PRIu64 " table %u holds a different fingerprint set from "
+                    "table %u (%" PRIu64 " and %" PRIu64 " fingerprints; set digests differ)",
+                    o->path, s->id, t, (unsigned)ref, o->digest.count, r->digest.count);
+        }
+    }
+    /* The merge reads the segment in numeric order: an identity table that
+     * decoded streams it; else the reference's sorted values serve. */
+    for (unsigned t = 0; t < s->ntables; t++) {
+        if (s->tables[t].opened && s->tables[t].blocks_ok && s->tables[t].identity) {
+            s->usable = 1;
+            s->stream_table = (int)t;
+            break;
+        }
+    }
+    if (!s->usable && r->values) {
+        s->usable = 1;
+        s->stream_table = -1;
+        s->values = r->values;
+        s->nvalues = r->nvalues;
+        r->values = NULL;
+    }
+    for (unsigned t = 0; t < s->ntables; t++)
+        if ((int)t != s->stream_table)
+            release_table(&s->tables[t]);
+        else {
+            free(s->tables[t].values);
+            s->tables[t].values = NULL;
+        }
+}
+
+/* ---- streams of a segment's fingerprints in numeric order ----------------------- */
+
+typedef struct seg_stream {
+    segment_result *seg;
+    table_cursor cursor;
+    uint64_t buf[256];
+    size_t len, pos;
+    size_t array_pos;
+    int done;
+    uint64_t head; /* valid unless done */
+} seg_stream;
+
+static void stream_advance(vctx *v, seg_stream *st)
+{
+    segment_result *s = st->seg;
+    if (s->stream_table < 0) {
+        if (st->array_pos < s->nvalues)
+            st->head = s->values[st->array_pos++];
+        else
+            st->done = 1;
+        return;
+    }
+    if (st->pos == st->len) {
+        size_t n = 0;
+        int rc = table_cursor_next(&st->cursor, st->buf, 256, &n);
+        if (rc) {
+            /* Decoded cleanly a moment ago: only a file changed under us. */
+            problem(v, SIMSTORE_PROBLEM_BLOCK, 0, s->tables[s->stream_table].path, -1, -1, "%s",
+                    detail(rc));
+            n = 0;
+        }
+        st->len = n;
+        st->pos = 0;
+        if (n == 0) {
+            st->done = 1;
+            return;
+        }
+    }
+    st->head = st->buf[st->pos++];
+}
+
+/* ---- the store ------------------------------------------------------------------ */
+
+typedef struct lmdb_finding {
+    int warning;
+    uint64_t pgno, offset;
+    char *message;
+} lmdb_finding;
+
+typedef struct findings {
+    lmdb_finding *v;
+    size_t n, cap;
+} findings;
+
+static int collect_lmdb(void *ctx, const sims_lmdb_problem *p)
+{
+    findings *f = (findings *)ctx;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 16;
+        lmdb_finding *g = realloc(f->v, cap * sizeof *g);
+        if (!g)
+            return SIMSTORE_ENOMEM;
+        f->v = g;
+        f->cap = cap;
+    }
+    lmdb_finding *x = &f->v[f->n];
+    x->message = strdup(p->message);
+    if (!x->message)
+        return SIMSTORE_ENOMEM;
+    x->warning = p->warning;
+    x->pgno = p->pgno;
+    x->offset = p->offset;
+    f->n++;
+    return 0;
+}
+
+static void findings_free(findings *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->v[i].message);
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+/* The newest transaction id on the meta pages, or 0. */
+static uint64_t newest_txnid(const char *path)
+{
+    sims_map m;
+    if (sims_map_open(path, &m) != SIMSTORE_OK)
+        return 0;
+    uint64_t id = 0;
+    if (m.size >= 2 * 4096 + 160) {
+        uint32_t psize = le_load32(m.data + 16 + 24);
+        if (psize >= 512 && psize <= 32768 && (uint64_t)psize * 2 <= m.size) {
+            /* MDB_meta.mm_txnid: page header 16 + 24 + two 48-byte records
+             * + mm_last_pg 8 = byte 144 of the page. */
+            uint64_t a = le_load64(m.data + 144), b = le_load64(m.data + psize + 144);
+            id = a > b ? a : b;
+        }
+    }
+    sims_map_close(&m);
+    return id;
+}
+
+/* Walk data.mdb; a writer committing during the walk can make pages we read
+ * inconsistent, so a walk that finds errors is repeated while the newest
+ * transaction moves. Returns 1 when the B-trees are sound. */
+static int walk_lmdb(vctx *v, const char *dir, char *mdb_path, sims_lmdb_summary *sum)
+{
+    findings f;
+    memset(&f, 0, sizeof f);
+    int rc = SIMSTORE_OK;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        findings_free(&f);
+        uint64_t before = newest_txnid(mdb_path);
+        sims_map map;
+        rc = sims_map_open(mdb_path, &map);
+        if (rc) {
+            problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s", detail(rc));
+            return 0;
+        }
+        rc = sims_lmdb_walk(map.data, map.size, 0, collect_lmdb, &f, sum);
+        sims_map_close(&map);
+        if (rc == SIMSTORE_ENOMEM)
+            break;
+        if (sum->errors == 0 || newest_txnid(mdb_path) == before)
+            break;
+    }
+    (void)dir;
+    for (size_t i = 0; i < f.n; i++)
+        problem(v, SIMSTORE_PROBLEM_LMDB, f.v[i].warning, mdb_path,
+                f.v[i].pgno == SIMS_LMDB_NONE ? -1 : (int64_t)f.v[i].pgno,
+                f.v[i].offset == SIMS_LMDB_NONE ? -1 : (int64_t)f.v[i].offset, "%s",
+                f.v[i].message);
+    findings_free(&f);
+    if (rc == SIMSTORE_ENOMEM) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s: out of memory walking it",
+                mdb_path);
+        return 0;
+    }
+    v->sum->lmdb_pages = sum->used_pages + sum->free_pages;
+    return sum->errors == 0;
+}
+
+typedef struct store_ctx {
+    const char *dir;
+    char mdb_path[PATH_MAX];
+    sims_env env;
+    int env_open;
+    MDB_txn *txn;
+    const uint8_t *map_base; /* LMDB's map, derived from the store record */
+    uint64_t map_size;
+    int fp_only;
+    uint64_t store_tag;
+    uint32_t block_bytes;
+    sims_design *design;
+    sims_state_record state;
+    int have_state;
+    segment_result *segs;
+    uint32_t nsegs;
+} store_ctx;
+
+/* data.mdb byte offset of a value LMDB returned, or -1. */
+static int64_t mdb_offset(const store_ctx *c, const void *p)
+{
+    const uint8_t *q = (const uint8_t *)p;
+    if (!c->map_base || q < c->map_base || (uint64_t)(q - c->map_base) >= c->map_size)
+        return -1;
+    return (int64_t)(q - c->map_base);
+}
+
+/* Read the records; 1 when store record, design and state are usable. */
+static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
+{
+    MDB_val key = {5, (void *)"store"}, val;
+    int mrc = mdb_get(c->txn, c->env.meta, &key, &val);
+    if (mrc) {
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
+                mrc == MDB_NOTFOUND ? "%s: the store record is missing" : "%s: reading the store "
+                "record failed", c->mdb_path);
+        return 0;
+    }
+    if (walk->store_record_offset != SIMS_LMDB_NONE &&
+        (uint64_t)(uintptr_t)val.mv_data >= walk->store_record_offset) {
+        c->map_base = (const uint8_t *)val.mv_data - walk->store_record_offset;
+        struct stat st;
+        c->map_size = stat(c->mdb_path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    }
+    int64_t at = mdb_offset(c, val.mv_data);
+    sims_store_record rec;
+    sims_error_clear();
+    int rc = sims_store_record_decode((const uint8_t *)val.mv_data, val.mv_size, &rec);
+    if (rc) {
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, at,
+                "%s (byte offset %" PRId64 "): %s", c->mdb_path, at, detail(rc));
+        return 0;
+    }
+    c->fp_only = (rec.flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    c->store_tag = rec.store_tag;
+    c->block_bytes = rec.block_bytes;
+    c->design = malloc(sizeof *c->design);
+    if (!c->design) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "out of memory");
+        return 0;
+    }
+    sims_error_clear();
+    rc = sims_design_decode(rec.design, rec.design_len, c->design);
+    if (rc) {
+        int64_t dat = at < 0 ? -1 : at + 44;
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, dat,
+                "%s (byte offset %" PRId64 "): design record: %s", c->mdb_path, dat, detail(rc));
+        free(c->design);
+        c->design = NULL;
+        return 0;
+    }
+    MDB_val tkey = {4, (void *)"text"}, tval;
+    mrc = mdb_get(c->txn, c->env.meta, &tkey, &tval);
+    if (mrc == 0) {
+        sims_text_record tr;
+        sims_error_clear();
+        rc = sims_text_record_decode((const uint8_t *)tval.mv_data, tval.mv_size, &tr);
+        int64_t tat = mdb_offset(c, tval.mv_data);
+        if (rc)
+            problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, tat,
+                    "%s (byte offset %" PRId64 "): %s", c->mdb_path, tat, detail(rc));
+    } else if (mrc != MDB_NOTFOUND) {
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1, "%s: reading the text record: "
+                "%s", c->mdb_path, mdb_strerror(mrc));
+    }
+    MDB_val skey = {5, (void *)"state"}, sval;
+    mrc = mdb_get(c->txn, c->env.meta, &skey, &sval);
+    if (mrc) {
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
+                "%s: the state record is %s", c->mdb_path,
+                mrc == MDB_NOTFOUND ? "missing" : "unreadable");
+        return 0;
+    }
+    sims_error_clear();
+    rc = sims_state_record_decode((const uint8_t *)sval.mv_data, sval.mv_size,
+                                  c->design->n_tables, &c->state);
+    if (rc) {
+        int64_t sat = mdb_offset(c, sval.mv_data);
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, sat,
+                "%s (byte offset %" PRId64 "): %s", c->mdb_path, sat, detail(rc));
+        return 0;
+    }
+    c->have_state = 1;
+    return 1;
+}
+
+/* The generation committed now, or 0: a writer that committed since verify
+ * read the state may have removed the files of segments it compacted. */
+static uint64_t current_generation(store_ctx *c)
+{
+    MDB_txn *txn;
+    if (sims_env_read_begin(&c->env, &txn) != SIMSTORE_OK)
+        return 0;
+    uint64_t gen = 0;
+    MDB_val key = {5, (void *)"state"}, val;
+    if (mdb_get(txn, c->env.meta, &key, &val) == 0 && val.mv_size >= 16)
+        gen = le_load64((const uint8_t *)val.mv_data + 8);
+    mdb_txn_abort(txn);
+    return gen;
+}
+
+/* Check the segments the state lists (or, without a usable state, the
+ * table files found in the directory). */
+static void check_segments(vctx *v, store_ctx *c, int with_store, uint64_t *ids, unsigned *tcounts,
+                           uint32_t nsegs)
+{
+    c->segs = calloc(nsegs ? nsegs : 1, sizeof *c->segs);
+    if (!c->segs) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->dir, -1, -1, "out of memory");
+        return;
+    }
+    c->nsegs = nsegs;
+    for (uint32_t i = 0; i < nsegs && !v->stop_rc; i++) {
+        segment_result *s = &c->segs[i];
+        s->id = ids[i];
+        s->ntables = tcounts[i];
+        s->stream_table = -1;
+        s->tables = calloc(s->ntables ? s->ntables : 1, sizeof *s->tables);
+        if (!s->tables) {
+            problem(v, SIMSTORE_PROBLEM_IO, 0, c->dir, -1, -1, "out of memory");
+            return;
+        }
+        uint64_t fp_count = with_store ? c->state.segments[i].fp_count : 0;
+        int exact = !with_store || fp_count <= EXACT_SET_LIMIT;
+        for (unsigned t = 0; t < s->ntables && !v->stop_rc; t++) {
+            table_result *tr = &s->tables[t];
+            if (sims_table_path(tr->path, sizeof tr->path, c->dir, s->id, t) != SIMSTORE_OK)
+                continue;
+            struct stat st;
+            if (!with_store && stat(tr->path, &st) != 0)
+                continue; /* standalone: only the files that exist */
+            if (with_store && stat(tr->path, &st) != 0 && c->env_open) {
+                uint64_t now = current_generation(c);
+                if (now && now != c->state.generation) {
+                    problem(v, SIMSTORE_PROBLEM_MISSING, 1, tr->path, -1, -1,
+                            "%s: removed by a writer that committed generation %" PRIu64
+                            " after verify read generation %" PRIu64 " (not checked)",
+                            tr->path, now, c->state.generation);
+                    continue;
+                }
+            }
+            table_expect e = {c->store_tag, c->block_bytes, t,
+                              c->design && t < c->design->n_tables ? &c->design->tables[t] : NULL,
+                              fp_count};
+            int exact_here = exact;
+            if (!with_store) {
+                /* Without a store, size the comparison by the file itself. */
+                exact_here = 1;
+            }
+            check_table(v, tr, with_store ? &e : NULL, exact_here);
+            if (!with_store && tr->reader &&
+                table_reader_info(tr->reader)->fp_count > EXACT_SET_LIMIT) {
+                free(tr->values);
+                tr->values = NULL;
+            }
+        }
+        if (!(v->flags & SIMSTORE_VERIFY_QUICK))
+            compare_sets(v, s, exact);
+        else
+            for (unsigned t = 0; t < s->ntables; t++)
+                release_table(&s->tables[t]);
+    }
+}
+
+static void free_segments(store_ctx *c)
+{
+    for (uint32_t i = 0; i < c->nsegs; i++) {
+        segment_result *s = &c->segs[i];
+        if (s->tables)
+            for (unsigned t = 0; t < s->ntables; t++)
+                release_table(&s->tables[t]);
+        free(s->tables);
+        free(s->values);
+    }
+    free(c->segs);
+    c->segs = NULL;
+    c->nsegs = 0;
+}
+
+/* docs -> fps and fps -> docs. */
+static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t *fps_keys)
+{
+    MDB_cursor *dc = NULL, *fc = NULL;
+    int mrc = mdb_cursor_open(c->txn, c->env.docs, &dc);
+    if (!mrc)
+        mrc = mdb_cursor_open(c->txn, c->env.fps, &fc);
+    if (mrc) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                mdb_strerror(mrc));
+        goto done;
+    }
+    MDB_val key, val;
+    for (mrc = mdb_cursor_get(dc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
+         mrc = mdb_cursor_get(dc, &key, &val, MDB_NEXT)) {
+        (*docs_seen)++;
+        v->sum->documents++;
+        int64_t at = mdb_offset(c, val.mv_data);
+        int idl = key.mv_size > 64 ? 64 : (int)key.mv_size;
+        if (c->fp_only) {
+            problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): document '%.*s' in a fingerprint-only store",
+                    c->mdb_path, at, idl, (const char *)key.mv_data);
+            continue;
+        }
+        sims_doc_record rec;
+        sims_error_clear();
+        int rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                        (const uint8_t *)val.mv_data, val.mv_size, &rec);
+        if (rc) {
+            problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): document '%.*s': %s", c->mdb_path, at, idl,
+                    (const char *)key.mv_data, detail(rc));
+            continue;
+        }
+        uint8_t fk[8];
+        be_store64(fk, rec.fp);
+        MDB_val k2 = {8, fk}, v2 = key;
+        int g = mdb_cursor_get(fc, &k2, &v2, MDB_GET_BOTH);
+        if (g == MDB_NOTFOUND)
+            problem(v, SIMSTORE_PROBLEM_DOC_WITHOUT_FPS, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): document '%.*s' (fingerprint %016" PRIx64
+                    ") has no fps entry",
+                    c->mdb_path, at, idl, (const char *)key.mv_data, rec.fp);
+        else if (g)
+            problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                    mdb_strerror(g));
+    }
+    if (mrc && mrc != MDB_NOTFOUND)
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading docs: %s",
+                c->mdb_path, mdb_strerror(mrc));
+    uint64_t last_key = 0;
+    int have_key = 0;
+    for (mrc = mdb_cursor_get(fc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
+         mrc = mdb_cursor_get(fc, &key, &val, MDB_NEXT)) {
+        v->sum->fps_entries++;
+        int64_t at = mdb_offset(c, val.mv_data);
+        if (key.mv_size != 8 || val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES) {
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): fps entry of a %zu-byte key and a %zu-byte id",
+                    c->mdb_path, at, key.mv_size, val.mv_size);
+            continue;
+        }
+        uint64_t fp = be_load64(key.mv_data);
+        if (!have_key || fp != last_key)
+            (*fps_keys)++;
+        last_key = fp;
+        have_key = 1;
+        int idl = val.mv_size > 64 ? 64 : (int)val.mv_size;
+        if (c->fp_only) {
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): fps entry %016" PRIx64
+                    " in a fingerprint-only store", c->mdb_path, at, fp);
+            continue;
+        }
+        MDB_val dk = val, dv;
+        int g = mdb_get(c->txn, c->env.docs, &dk, &dv);
+        if (g == MDB_NOTFOUND) {
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): fps entry %016" PRIx64
+                    " lists document '%.*s', which docs lacks",
+                    c->mdb_path, at, fp, idl, (const char *)val.mv_data);
+            continue;
+        }
+        if (g) {
+            problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                    mdb_strerror(g));
+            continue;
+        }
+        sims_doc_record rec;
+        if (sims_doc_record_decode((const uint8_t *)dk.mv_data, dk.mv_size,
+                                   (const uint8_t *)dv.mv_data, dv.mv_size, &rec) != SIMSTORE_OK)
+            continue; /* reported with docs */
+        if (rec.fp != fp)
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): fps entry %016" PRIx64
+                    " lists document '%.*s', whose fingerprint is %016" PRIx64,
+                    c->mdb_path, at, fp, idl, (const char *)val.mv_data, rec.fp);
+    }
+    if (mrc && mrc != MDB_NOTFOUND)
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading fps: %s",
+                c->mdb_path, mdb_strerror(mrc));
+done:
+    mdb_cursor_close(dc);
+    mdb_cursor_close(fc);
+}
+
+/* Merge fps keys (numeric order) with every segment's fingerprints:
+ * overlaps, fps keys no segment holds, dead fingerprints; returns the number
+ * of distinct fingerprints the segments hold. */
+static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
+{
+    *complete = 1;
+    seg_stream *st = calloc(c->nsegs ? c->nsegs : 1, sizeof *st);
+    if (!st) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->dir, -1, -1, "out of memory");
+        *complete = 0;
+        return 0;
+    }
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < c->nsegs; i++) {
+        segment_result *s = &c->segs[i];
+        st[i].seg = s;
+        if (!s->usable) {
+            st[i].done = 1;
+            *complete = 0;
+            continue;
+        }
+        if (s->stream_table >= 0)
+            table_cursor_init(&st[i].cursor, s->tables[s->stream_table].reader, 0, UINT64_MAX);
+        stream_advance(v, &st[i]);
+        live++;
+    }
+    MDB_cursor *fc = NULL;
+    MDB_val key, val;
+    int frc = MDB_NOTFOUND;
+    if (!c->fp_only && mdb_cursor_open(c->txn, c->env.fps, &fc) == 0)
+        frc = mdb_cursor_get(fc, &key, &val, MDB_FIRST);
+    uint64_t distinct = 0;
+    for (;;) {
+        if (v->stop_rc)
+            break;
+        int have_fps = frc == 0 && key.mv_size == 8;
+        uint64_t fk = have_fps ? be_load64(key.mv_data) : 0;
+        int have = have_fps;
+        uint64_t m = fk;
+        for (uint32_t i = 0; i < c->nsegs; i++)
+            if (!st[i].done && (!have || st[i].head < m)) {
+                m = st[i].head;
+                have = 1;
+            }
+        if (!have)
+            break;
+        uint32_t holders = 0;
+        uint64_t first_id = 0, second_id = 0;
+        for (uint32_t i = 0; i < c->nsegs; i++) {
+            if (!st[i].done && st[i].head == m) {
+                if (holders == 0)
+                    first_id = st[i].seg->id;
+                else if (holders == 1)
+                    second_id = st[i].seg->id;
+                holders++;
+                stream_advance(v, &st[i]);
+            }
+        }
+        if (holders)
+            distinct++;
+        if (holders > 1)
+            /* Harmless to answers (queries drop repeats); in a store with
+             * documents a fingerprint deleted and added again lands in a new
+             * segment while its dead copy stays until compaction. */
+            problem(v, SIMSTORE_PROBLEM_SEGMENT_OVERLAP, !c->fp_only, c->dir, -1, -1,
+                    "%s: fingerprint %016" PRIx64 " is held by segments %" PRIu64 " and %" PRIu64
+                    "%s",
+                    c->dir, m, first_id, second_id,
+                    c->fp_only ? "" : " (a dead copy; compaction removes it)");
+        if (have_fps && fk == m) {
+            if (holders == 0 && *complete)
+                problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, 0, c->mdb_path, -1,
+                        mdb_offset(c, key.mv_data),
+                        "%s (byte offset %" PRId64 "): fps fingerprint %016" PRIx64
+                        " is in no segment's tables: queries cannot find its documents",
+                        c->mdb_path, mdb_offset(c, key.mv_data), fk);
+            frc = mdb_cursor_get(fc, &key, &val, MDB_NEXT_NODUP);
+        } else if (!c->fp_only) {
+            v->sum->dead_fingerprints++;
+        }
+    }
+    mdb_cursor_close(fc);
+    free(st);
+    return distinct;
+}
+
+static int parse_table_file(const char *name, uint64_t *segment, unsigned *table)
+{
+    unsigned long long seg;
+    unsigned t;
+    int end = 0;
+    if (strlen(name) == 20 && sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &t, &end) == 2 &&
+        end == 20) {
+        *segment = seg;
+        *table = t;
+        return 1;
+    }
+    return 0;
+}
+
+static void check_leftovers(vctx *v, store_ctx *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->dir, -1, -1, "%s: cannot list: %s", c->dir,
+                strerror(errno));
+        return;
+    }
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d)) && !v->stop_rc) {
+        const char *name = e->d_name;
+        if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, "data.mdb") ||
+            !strcmp(name, "lock.mdb") || !strcmp(name, "writer.lock"))
+            continue;
+        if (sims_join_path(path, sizeof path, c->dir, name) != SIMSTORE_OK)
+            continue;
+        uint64_t seg;
+        unsigned t;
+        if (parse_table_file(name, &seg, &t)) {
+            int known = 0;
+            for (uint32_t i = 0; i < c->nsegs; i++)
+                if (c->segs[i].id == seg && t < c->segs[i].ntables)
+                    known = 1;
+            if (!known)
+                problem(v, SIMSTORE_PROBLEM_LEFTOVER, 1, path, -1, -1,
+                        "%s: table file of segment %" PRIu64 ", which the committed state does "
+                        "not list (left by an interrupted writer, or written by one at work; "
+                        "the next writer removes it)",
+                        path, seg);
+        } else if (strstr(name, ".tmp-")) {
+            problem(v, SIMSTORE_PROBLEM_LEFTOVER, 1, path, -1, -1,
+                    "%s: temporary file of an interrupted (or working) writer", path);
+        } else {
+            problem(v, SIMSTORE_PROBLEM_LEFTOVER, 1, path, -1, -1,
+                    "%s: a file that is not part of a store", path);
+        }
+    }
+    closedir(d);
+}
+
+/* Without usable records: every table file in the directory on its own,
+ * grouped into segments by name. */
+static void check_tables_standalone(vctx *v, store_ctx *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        return;
+    uint64_t *ids = NULL;
+    unsigned *counts = NULL;
+    uint32_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        uint64_t seg;
+        unsigned t;
+        if (!parse_table_file(e->d_name, &seg, &t))
+            continue;
+        uint32_t i = 0;
+        while (i < n && ids[i] != seg)
+            i++;
+        if (i == n) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                uint64_t *gi = realloc(ids, cap * sizeof *ids);
+                unsigned *gc = gi ? realloc(counts, cap * sizeof *counts) : NULL;
+                if (gi)
+                    ids = gi;
+                if (gc)
+                    counts = gc;
+                if (!gi || !gc)
+                    break;
+            }
+            ids[n] = seg;
+            counts[n] = 0;
+            n++;
+        }
+        if (t + 1 > counts[i])
+            counts[i] = t + 1;
+    }
+    closedir(d);
+    if (n)
+        problem(v, SIMSTORE_PROBLEM_RECORD, 1, c->mdb_path, -1, -1,
+                "%s: the store's records are not usable: checking the %u segment(s) of table "
+                "files in %s on their own, without the store's design and counts",
+                c->mdb_path, n, c->dir);
+    check_segments(v, c, 0, ids, counts, n);
+    free(ids);
+    free(counts);
+}
+
+static int verify_store(vctx *v, const char *dir)
+{
+    store_ctx c;
+    memset(&c, 0, sizeof c);
+    c.dir = dir;
+    v->sum->store = 1;
+    if (sims_join_path(c.mdb_path, sizeof c.mdb_path, dir, "data.mdb") != SIMSTORE_OK)
+        return SIMSTORE_EINVAL;
+    struct stat st;
+    if (stat(c.mdb_path, &st) != 0) {
+        /* Not a store at all, unless table files say it was one. */
+        DIR *d = opendir(dir);
+        int tables = 0;
+        struct dirent *e;
+        uint64_t seg;
+        unsigned t;
+        while (d && (e = readdir(d)))
+            tables |= parse_table_file(e->d_name, &seg, &t);
+        if (d)
+            closedir(d);
+        if (!tables)
+            return sims_fail(SIMSTORE_ENOTFOUND, "%s: not a store (no data.mdb)", dir);
+        problem(v, SIMSTORE_PROBLEM_MISSING, 0, c.mdb_path, -1, -1, "%s: missing", c.mdb_path);
+        check_tables_standalone(v, &c);
+        free_segments(&c);
+        return SIMSTORE_OK;
+    }
+
+    sims_lmdb_summary walk;
+    int lmdb_ok = walk_lmdb(v, dir, c.mdb_path, &walk);
+    int records_ok = 0;
+    if (lmdb_ok && !v->stop_rc) {
+        sims_error_clear();
+        int rc = sims_env_open(&c.env, dir, SIMS_ENV_READONLY | SIMS_ENV_TRUST);
+        if (rc) {
+            problem(v, rc == SIMSTORE_ECORRUPT ? SIMSTORE_PROBLEM_LMDB : SIMSTORE_PROBLEM_IO, 0,
+                    c.mdb_path, -1, -1, "%s: %s", c.mdb_path, detail(rc));
+        } else {
+            c.env_open = 1;
+            rc = sims_env_read_begin(&c.env, &c.txn);
+            if (rc)
+                problem(v, SIMSTORE_PROBLEM_IO, 0, c.mdb_path, -1, -1, "%s: %s", c.mdb_path,
+                        detail(rc));
+            else
+                records_ok = check_records(v, &c, &walk);
+        }
+    }
+
+    if (records_ok && !v->stop_rc) {
+        uint32_t n = c.state.segment_count;
+        uint64_t *ids = calloc(n ? n : 1, sizeof *ids);
+        unsigned *counts = calloc(n ? n : 1, sizeof *counts);
+        if (!ids || !counts) {
+            problem(v, SIMSTORE_PROBLEM_IO, 0, dir, -1, -1, "out of memory");
+        } else {
+            for (uint32_t i = 0; i < n; i++) {
+                ids[i] = c.state.segments[i].id;
+                counts[i] = c.state.segments[i].table_count;
+            }
+            check_segments(v, &c, 1, ids, counts, n);
+        }
+        free(ids);
+        free(counts);
+
+        /* Counts (cheap: LMDB's own entry counts) and cross-checks. */
+        MDB_stat ds, fs;
+        uint64_t held = 0;
+        for (uint32_t i = 0; i < n; i++)
+            held += c.state.segments[i].fp_count;
+        if (!v->stop_rc && mdb_stat(c.txn, c.env.docs, &ds) == 0 &&
+            mdb_stat(c.txn, c.env.fps, &fs) == 0) {
+            if (c.state.doc_count != ds.ms_entries)
+                problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
+                        "%s: the state records %" PRIu64 " documents, docs holds %zu",
+                        c.mdb_path, c.state.doc_count, ds.ms_entries);
+            if (fs.ms_entries != ds.ms_entries)
+                problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
+                        "%s: docs holds %zu documents, fps %zu (fingerprint, id) entries",
+                        c.mdb_path, ds.ms_entries, fs.ms_entries);
+            if (!c.fp_only && c.state.fp_count > held)
+                problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
+                        "%s: the state records %" PRIu64 " live fingerprints, its segments hold "
+                        "only %" PRIu64, c.mdb_path, c.state.fp_count, held);
+        }
+        if (!(v->flags & SIMSTORE_VERIFY_QUICK) && !v->stop_rc) {
+            uint64_t docs_seen = 0, fps_keys = 0;
+            check_documents(v, &c, &docs_seen, &fps_keys);
+            int complete;
+            uint64_t distinct = check_membership(v, &c, &complete);
+            if (!c.fp_only && fps_keys != c.state.fp_count && !v->stop_rc)
+                problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
+                        "%s: the state records %" PRIu64 " distinct fingerprints, fps holds %" PRIu64,
+                        c.mdb_path, c.state.fp_count, fps_keys);
+            if (c.fp_only && complete && distinct != c.state.fp_count && !v->stop_rc)
+                problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
+                        "%s: the state records %" PRIu64 " fingerprints, the segments hold %" PRIu64,
+                        c.mdb_path, c.state.fp_count, distinct);
+        } else if (c.fp_only && c.state.fp_count != held && !v->stop_rc) {
+            problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
+                    "%s: the state records %" PRIu64 " fingerprints, its segments %" PRIu64,
+                    c.mdb_path, c.state.fp_count, held);
+        }
+    } else if (!v->stop_rc) {
+        check_tables_standalone(v, &c);
+    }
+    if (!v->stop_rc)
+        check_leftovers(v, &c);
+
+    free_segments(&c);
+    if (c.txn)
+        mdb_txn_abort(c.txn);
+    if (c.env_open)
+        sims_env_close(&c.env);
+    if (c.have_state)
+        sims_state_record_release(&c.state);
+    free(c.design);
+    return SIMSTORE_OK;
+}
+
+static int verify_table_file(vctx *v, const char *path)
+{
+    table_result t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.path, sizeof t.path, "%s", path);
+    check_table(v, &t, NULL, 0);
+    release_table(&t);
+    return SIMSTORE_OK;
+}
+
+int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, void *ctx,
+                    simstore_verify_summary *summary)
+{
+    simstore_verify_summary local;
+    vctx v;
+    memset(&v, 0, sizeof v);
+    v.sum = summary ? summary : &local;
+    memset(v.sum, 0, sizeof *v.sum);
+    v.fn = fn;
+    v.ctx = ctx;
+    v.flags = flags;
+    if (!path)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_verify: path is NULL");
+    if (flags & ~SIMSTORE_VERIFY_QUICK)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_verify: unknown flags %#x", flags);
+    if (strlen(path) >= PATH_MAX - 32)
+        return sims_fail(SIMSTORE_EINVAL, "%s: path too long", path);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return sims_fail(SIMSTORE_ENOTFOUND, "%s: no such store or table file", path);
+        return sims_fail_errno("%s", path);
+    }
+    int rc;
+    if (S_ISDIR(st.st_mode))
+        rc = verify_store(&v, path);
+    else if (S_ISREG(st.st_mode))
+        rc = verify_table_file(&v, path);
+    else
+        return sims_fail(SIMSTORE_ENOTFOUND, "%s: neither a store directory nor a table file",
+                         path);
+    if (rc)
+        return rc;
+    for (unsigned k = 0; k < KIND_COUNT && !v.stop_rc; k++)
+        if (v.unlisted[k] && v.fn) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s: %" PRIu64 " more problems of this kind, not listed",
+                     path, v.unlisted[k]);
+            simstore_problem p = {(simstore_problem_kind)k, 0, path, -1, -1, msg};
+            int r = v.fn(v.ctx, &p);
+            if (r)
+                v.stop_rc = r;
+        }
+    if (v.stop_rc)
+        return v.stop_rc;
+    if (v.sum->errors)
+        return sims_fail(SIMSTORE_ECORRUPT, "%s", v.first_error);
+    sims_error_clear();
+    return SIMSTORE_OK;
+}

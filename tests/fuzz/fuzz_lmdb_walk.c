@@ -1,0 +1,64 @@
+/* fuzz_lmdb_walk.c: libFuzzer target for lib/store/lmdbwalk.c, simstore's
+ * own validator of a store's LMDB data file (the parser that must hold
+ * whatever data.mdb contains, since it runs before LMDB reads anything).
+ *
+ * Input: the bytes of a data.mdb (run with -max_len=65536 or more: the seeds
+ * are real stores of 4 KiB pages). The walk runs twice: collecting every
+ * finding, and stopping at the first error as an opener does.
+ * Invariants (abort on violation): the result is OK, CORRUPT or NOMEM;
+ * OK has no error in its summary and CORRUPT at least one; both runs agree on
+ * whether the file is sound; the page accounting never claims more pages
+ * than the last page number allows; a file the walk accepts passes the
+ * meta-page check an opener runs before LMDB (sims_lmdb_check_metas).
+ * Corpus: tests/fuzz/corpus/lmdb_walk/ (data.mdb files of small stores
+ * written by gen_record_seeds.c). */
+#include "simstore.h"
+#include "store/lmdbwalk.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int count_problem(void *ctx, const sims_lmdb_problem *p)
+{
+    uint64_t *n = (uint64_t *)ctx;
+    if (!p->message || !p->message[0])
+        abort();
+    (*n)++;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return 0;
+    memcpy(copy, data, size);
+    uint64_t seen = 0;
+    sims_lmdb_summary sum;
+    int rc = sims_lmdb_walk(copy, size, 0, count_problem, &seen, &sum);
+    if (rc != SIMSTORE_OK && rc != SIMSTORE_ECORRUPT && rc != SIMSTORE_ENOMEM)
+        abort();
+    if (rc == SIMSTORE_OK && sum.errors)
+        abort();
+    if (rc == SIMSTORE_ECORRUPT && !sum.errors)
+        abort();
+    if (seen != sum.errors + sum.warnings)
+        abort();
+    if (rc == SIMSTORE_OK && sum.used_pages + sum.free_pages + sum.leaked_pages != sum.last_pgno + 1)
+        abort();
+    sims_lmdb_summary first;
+    int rc2 = sims_lmdb_walk(copy, size, 0, NULL, NULL, &first);
+    if (rc != SIMSTORE_ENOMEM && rc2 != SIMSTORE_ENOMEM && (rc == SIMSTORE_OK) != (rc2 == SIMSTORE_OK))
+        abort();
+    /* The meta-page check an opener runs before LMDB is a subset of the walk. */
+    int rc3 = sims_lmdb_check_metas(copy, size, NULL, NULL);
+    if (rc3 != SIMSTORE_OK && rc3 != SIMSTORE_ECORRUPT)
+        abort();
+    if (rc == SIMSTORE_OK && rc3 != SIMSTORE_OK)
+        abort();
+    free(copy);
+    return 0;
+}
