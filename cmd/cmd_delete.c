@@ -24,6 +24,8 @@ static void usage(FILE *out)
             "                       lines are skipped\n"
             "      --no-auto-compact\n"
             "                       never compact afterwards\n"
+            "      --memory SIZE    memory budget of an automatic compaction (default 1G)\n"
+            "      --threads N      its worker threads (default: all cores)\n"
             "  -h, --help           show this help\n"
             "\n"
             "Ids that are not in the store are reported as warnings. One summary line\n"
@@ -76,24 +78,40 @@ static void report_missing(void *ctx, const char *id, size_t len)
     cli_warn(CMD, "no document '%.*s'", (int)len, id);
 }
 
-enum { OPT_IDS = 1, OPT_NO_COMPACT };
+enum { OPT_IDS = 1, OPT_NO_COMPACT, OPT_MEMORY, OPT_THREADS };
 
 int cmd_delete(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"ids", required_argument, NULL, OPT_IDS},
         {"no-auto-compact", no_argument, NULL, OPT_NO_COMPACT},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"threads", required_argument, NULL, OPT_THREADS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *ids_file = NULL;
     unsigned open_flags = SIMSTORE_OPEN_WRITE;
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    unsigned long long v;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_IDS: ids_file = optarg; break;
         case OPT_NO_COMPACT: open_flags |= SIMSTORE_OPEN_NO_AUTO_COMPACT; break;
+        case OPT_MEMORY:
+            if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
+                return cli_usage_error(CMD, "--memory takes a size of at least 16M, not '%s'",
+                                       optarg);
+            o.memory_bytes = v;
+            break;
+        case OPT_THREADS:
+            if (cli_parse_uint(optarg, 1, 64, &v))
+                return cli_usage_error(CMD, "--threads takes 1..64, not '%s'", optarg);
+            o.threads = (unsigned)v;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
@@ -154,6 +172,7 @@ int cmd_delete(int argc, char **argv)
         free_ids(&l);
         return cli_api_error(CMD, rc, "%s", path);
     }
+    simstore_set_maintenance_options(s, &o);
     uint64_t deleted = 0;
     size_t missing = 0;
     rc = simstore_delete(s, (const char *const *)l.ids, l.lens, l.n, &deleted, report_missing,

@@ -39,7 +39,9 @@ static void usage(FILE *out)
             "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[, \"meta\"]}\n"
             "      --meta           with --json, include each document's metadata\n"
             "      --skip-self      omit a match whose document id equals the query id\n"
-            "      --no-verify      skip block checksums (faster; trusts the table files)\n"
+            "      --no-verify      skip block checksums and the open-time check of\n"
+            "                       LMDB's pages (faster, above all the first query of\n"
+            "                       a large store; trusts the files on disk)\n"
             "\n"
             "Fingerprints of texts (default: as the store's documents were made, which\n"
             "the store records):\n" TEXTOPT_HELP
@@ -239,7 +241,9 @@ int cmd_query(int argc, char **argv)
             else
                 return cli_usage_error(CMD, "--format takes tsv, fp or jsonl, not '%s'", optarg);
             break;
-        case OPT_NOVERIFY: open_flags |= SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS; break;
+        case OPT_NOVERIFY:
+            open_flags |= SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB;
+            break;
         case OPT_SKIP_SELF: r.skip_self = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':

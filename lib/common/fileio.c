@@ -21,7 +21,7 @@
 /* ---- fault injection ----------------------------------------------------- */
 
 static const char *const fault_names[SIMS_FAULT_OP_COUNT] = {
-    "write", "fsync", "rename", "mdb_commit"};
+    "write", "fsync", "rename", "mdb_commit", "mdb_committed"};
 
 static atomic_int fault_state = 0; /* 0 unparsed, 1 off, 2 armed */
 static int fault_op = -1;

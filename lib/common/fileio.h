@@ -66,12 +66,16 @@ int sims_write_all(int fd, const void *data, size_t n, const char *what);
  * The environment variable SIMSTORE_FAULT="OP:N[:crash]" makes the N-th call
  * (counting from 1 in this process) of OP fail with EIO, or with ":crash"
  * end the process at once with _exit(86) as a power cut would. OP is one of
- * write, fsync, rename, mdb_commit. Unset, the checks cost one load. */
+ * write, fsync, rename, mdb_commit (the N-th LMDB commit fails before it
+ * starts), mdb_committed (the point just after the N-th LMDB commit returned:
+ * only ":crash" means something there, a crash right after the commit point;
+ * without it the call is only counted). Unset, the checks cost one load. */
 enum sims_fault_op {
     SIMS_FAULT_WRITE = 0,
     SIMS_FAULT_FSYNC,
     SIMS_FAULT_RENAME,
     SIMS_FAULT_MDB_COMMIT,
+    SIMS_FAULT_MDB_COMMITTED,
     SIMS_FAULT_OP_COUNT
 };
 /* Nonzero when this call of `op` must fail (errno is set to EIO). */

@@ -131,6 +131,14 @@ int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *ou
     return rc ? sims_fail_context(rc, "%s", s->path) : SIMSTORE_OK;
 }
 
+/* Whether `path` now names another directory than the one this handle
+ * opened (build --replace swapped a new store in). */
+static int store_replaced(const simstore *s)
+{
+    struct stat st;
+    return stat(s->path, &st) != 0 || st.st_dev != s->dir_dev || st.st_ino != s->dir_ino;
+}
+
 static sims_segment *find_segment(sims_snapshot *snap, uint64_t id)
 {
     if (!snap)
@@ -204,6 +212,14 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
             atomic_fetch_add(&seg->refs, 1);
         else
             rc = sims_segment_open(s, s->path, &st.segments[i], &seg);
+        /* The files are opened by path: say so when the path has moved on
+         * to another store, rather than report its files as missing. */
+        if (rc && store_replaced(s))
+            rc = sims_fail(SIMSTORE_ENOTFOUND,
+                           "%s: the store this handle opened was replaced by another "
+                           "(build --replace) after a change this handle had not loaded; "
+                           "open it again",
+                           s->path);
         if (rc == SIMSTORE_OK)
             snap->segments[snap->segment_count++] = seg;
     }
@@ -291,8 +307,12 @@ static int take_writer_lock(const char *dir, int *fd_out)
     if (rc0)
         return rc0;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
+    if (fd < 0) {
+        if (errno == EACCES || errno == EROFS)
+            return sims_fail(SIMSTORE_EREADONLY, "%s: the store cannot be written here (%s)", dir,
+                             strerror(errno));
         return sims_fail_errno("open %s", path);
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int busy = errno == EWOULDBLOCK;
         int rc = busy ? sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", dir)
@@ -387,14 +407,23 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     }
     s->open_flags = flags;
+    s->dir_dev = st.st_dev;
+    s->dir_ino = st.st_ino;
     s->lock_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutexattr_t recursive;
+    pthread_mutexattr_init(&recursive);
+    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&s->write_mu, &recursive);
+    pthread_mutexattr_destroy(&recursive);
     int rc = SIMSTORE_OK;
     int writing = (flags & SIMSTORE_OPEN_WRITE) != 0;
     if (writing)
         rc = take_writer_lock(path, &s->lock_fd);
     if (rc == SIMSTORE_OK)
-        rc = sims_env_open(&s->env, path, writing ? 0 : SIMS_ENV_READONLY);
+        rc = sims_env_open(&s->env, path,
+                           (writing ? 0 : SIMS_ENV_READONLY) |
+                               ((flags & SIMSTORE_OPEN_TRUST_LMDB) ? SIMS_ENV_TRUST : 0));
     if (rc == SIMSTORE_OK)
         rc = load_store_record(s);
     if (rc == SIMSTORE_OK && writing)
@@ -403,8 +432,29 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
         simstore_close(s);
         return rc;
     }
+    /* Map the committed segments now rather than at the first query: the
+     * handle then keeps answering from the store it opened even when build
+     * --replace swaps another store in at its path and removes this one
+     * (test_concurrency replace__open_readers). Best effort: a failure here
+     * is reported by the first query or stats instead. */
+    MDB_txn *txn;
+    if (sims_env_read_begin(&s->env, &txn) == SIMSTORE_OK) {
+        sims_snapshot *snap;
+        if (sims_store_snapshot(s, txn, &snap) == SIMSTORE_OK)
+            sims_snapshot_release(snap);
+        mdb_txn_abort(txn);
+    }
+    sims_error_clear();
     *out = s;
     return SIMSTORE_OK;
+}
+
+void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o)
+{
+    if (o)
+        s->maintenance = *o;
+    else
+        simstore_build_options_init(&s->maintenance);
 }
 
 void simstore_close(simstore *s)
@@ -416,6 +466,7 @@ void simstore_close(simstore *s)
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->write_mu);
     free(s->design);
     free(s->path);
     free(s);
@@ -426,13 +477,21 @@ void simstore_close(simstore *s)
 int simstore_get_stats(simstore *s, simstore_stats *out)
 {
     memset(out, 0, sizeof *out);
-    MDB_txn *txn;
-    int rc = sims_env_read_begin(&s->env, &txn);
-    if (rc)
-        return rc;
     sims_snapshot *snap;
-    rc = sims_store_snapshot(s, txn, &snap);
-    mdb_txn_abort(txn);
+    int rc;
+    /* As in queries: SIMSTORE_ENOTFOUND when a writer removed the files of
+     * the state this transaction saw (a compaction committed meanwhile):
+     * look again with a fresh transaction. */
+    for (int attempt = 0;; attempt++) {
+        MDB_txn *txn;
+        rc = sims_env_read_begin(&s->env, &txn);
+        if (rc)
+            return rc;
+        rc = sims_store_snapshot(s, txn, &snap);
+        mdb_txn_abort(txn);
+        if (rc != SIMSTORE_ENOTFOUND || attempt == 8)
+            break;
+    }
     if (rc)
         return rc;
     out->k = s->design->params.k;

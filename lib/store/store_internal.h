@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 /* One segment: its table files, open. Shared by every snapshot that lists it
  * and freed with the last. */
@@ -37,6 +38,8 @@ typedef struct sims_snapshot {
 
 struct simstore {
     char *path;
+    dev_t dir_dev; /* the directory opened: another one may be renamed to */
+    ino_t dir_ino; /* `path` later (build --replace) */
     unsigned open_flags;
     sims_env env;
     int lock_fd; /* writer.lock held with flock(LOCK_EX), or -1 */
@@ -46,9 +49,16 @@ struct simstore {
     uint64_t created_unix;
     sims_design *design;
     simstore_text_options text; /* from the text record */
+    simstore_build_options maintenance; /* for automatic compaction after deletes */
     pthread_mutex_t mu;      /* guards `current` and `builder_open` */
     sims_snapshot *current;  /* the newest snapshot loaded */
     int builder_open;
+    /* Held (recursively: an add or delete may compact) by each change made
+     * through this handle: adds (from finish), deletes, compactions. Each
+     * reads the state it replaces and names its new segment from it, so two
+     * threads changing the store through one handle must not interleave
+     * (test_concurrency writers__one_at_a_time). */
+    pthread_mutex_t write_mu;
 };
 
 /* "<dir>/s<segment:10>-t<table:3>.tbl" into buf; SIMSTORE_EINVAL when too long. */

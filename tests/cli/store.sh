@@ -31,6 +31,12 @@ if cmp -s "$T/found" "$SRC/tests/data/sample.pairs"; then ok; else
 $(diff "$T/found" "$SRC/tests/data/sample.pairs" | head)"
 fi
 
+# --no-verify (no block checksums, no LMDB walk) answers the same.
+cp "$T/out" "$T/verified"
+run query "$T/s" --queries "$sample" --no-verify
+expect_status 0
+cmp -s "$T/out" "$T/verified" && ok || fail "--no-verify changed the answers"
+
 # --skip-self leaves exactly the planted pairs, each seen from both sides.
 run query "$T/s" --queries "$sample" --skip-self
 expect_status 0
