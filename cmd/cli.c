@@ -146,6 +146,24 @@ int cli_parse_size(const char *s, unsigned long long *out)
     return 0;
 }
 
+int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes)
+{
+    unsigned long long v;
+    if (cli_parse_size(arg, &v) || v < (16ULL << 20))
+        return cli_usage_error(cmd, "--memory takes a size of at least 16M, not '%s'", arg);
+    *memory_bytes = v;
+    return 0;
+}
+
+int cli_threads_option(const char *cmd, const char *arg, unsigned *threads)
+{
+    unsigned long long v;
+    if (cli_parse_uint(arg, 1, 64, &v))
+        return cli_usage_error(cmd, "--threads takes 1..64, not '%s'", arg);
+    *threads = (unsigned)v;
+    return 0;
+}
+
 int cli_lines_open(cli_lines *r, const char *path)
 {
     memset(r, 0, sizeof *r);

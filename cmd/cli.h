@@ -46,6 +46,12 @@ int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max
 /* Parse a size such as 512M, 4G, 1024 (suffixes K, M, G, T; powers of 1024). */
 int cli_parse_size(const char *s, unsigned long long *out);
 
+/* The resource options of the commands that sort (build, add, compact,
+ * delete): --memory SIZE (at least 16M) and --threads N (1..64). Each
+ * returns 0, or 2 after printing the usage error. */
+int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes);
+int cli_threads_option(const char *cmd, const char *arg, unsigned *threads);
+
 /* Reads lines of any length from a named file or stdin ("-"), counting them.
  * The returned line excludes the newline (and a CR before it) and stays valid
  * until the next call. */

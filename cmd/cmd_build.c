@@ -142,15 +142,12 @@ int cmd_build(int argc, char **argv)
         case OPT_FPONLY: o.fingerprint_only = 1; break;
         case OPT_REPLACE: o.replace = 1; break;
         case OPT_MEMORY:
-            if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
-                return cli_usage_error(CMD, "--memory takes a size of at least 16M, not '%s'",
-                                       optarg);
-            o.memory_bytes = v;
+            if (cli_memory_option(CMD, optarg, &o.memory_bytes))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_THREADS:
-            if (cli_parse_uint(optarg, 1, 64, &v))
-                return cli_usage_error(CMD, "--threads takes 1..64, not '%s'", optarg);
-            o.threads = (unsigned)v;
+            if (cli_threads_option(CMD, optarg, &o.threads))
+                return CLI_EXIT_USAGE;
             break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
@@ -158,11 +155,9 @@ int cmd_build(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
-            int t = textopt_apply(CMD, c, optarg, &text);
-            if (t == 2)
-                return CLI_EXIT_USAGE;
-            if (t == 0)
-                return cli_bad_option(CMD, '?', argv, optind);
+            int t = textopt_or_bad_option(CMD, c, argv, optind, &text);
+            if (t >= 0)
+                return t;
         }
         }
     }

@@ -47,20 +47,16 @@ int cmd_compact(int argc, char **argv)
     simstore_build_options_init(&o);
     int quiet = 0, verbose = 0, c;
     double started = cli_now();
-    unsigned long long v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":qvh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_MEMORY:
-            if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
-                return cli_usage_error(CMD, "--memory takes a size of at least 16M, not '%s'",
-                                       optarg);
-            o.memory_bytes = v;
+            if (cli_memory_option(CMD, optarg, &o.memory_bytes))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_THREADS:
-            if (cli_parse_uint(optarg, 1, 64, &v))
-                return cli_usage_error(CMD, "--threads takes 1..64, not '%s'", optarg);
-            o.threads = (unsigned)v;
+            if (cli_threads_option(CMD, optarg, &o.threads))
+                return CLI_EXIT_USAGE;
             break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;

@@ -94,7 +94,6 @@ int cmd_delete(int argc, char **argv)
     unsigned open_flags = SIMSTORE_OPEN_WRITE;
     simstore_build_options o;
     simstore_build_options_init(&o);
-    unsigned long long v;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -102,15 +101,12 @@ int cmd_delete(int argc, char **argv)
         case OPT_IDS: ids_file = optarg; break;
         case OPT_NO_COMPACT: open_flags |= SIMSTORE_OPEN_NO_AUTO_COMPACT; break;
         case OPT_MEMORY:
-            if (cli_parse_size(optarg, &v) || v < (16ULL << 20))
-                return cli_usage_error(CMD, "--memory takes a size of at least 16M, not '%s'",
-                                       optarg);
-            o.memory_bytes = v;
+            if (cli_memory_option(CMD, optarg, &o.memory_bytes))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_THREADS:
-            if (cli_parse_uint(optarg, 1, 64, &v))
-                return cli_usage_error(CMD, "--threads takes 1..64, not '%s'", optarg);
-            o.threads = (unsigned)v;
+            if (cli_threads_option(CMD, optarg, &o.threads))
+                return CLI_EXIT_USAGE;
             break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);

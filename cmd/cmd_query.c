@@ -249,11 +249,9 @@ int cmd_query(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
-            int t = textopt_apply(CMD, c, optarg, &text);
-            if (t == 2)
-                return CLI_EXIT_USAGE;
-            if (t == 0)
-                return cli_bad_option(CMD, '?', argv, optind);
+            int t = textopt_or_bad_option(CMD, c, argv, optind, &text);
+            if (t >= 0)
+                return t;
         }
         }
     }

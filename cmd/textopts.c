@@ -68,6 +68,17 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t)
     }
 }
 
+int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
+                          textopt_state *t)
+{
+    int applied = textopt_apply(cmd, opt, optarg, t);
+    if (applied == 2)
+        return CLI_EXIT_USAGE;
+    if (applied == 0)
+        return cli_bad_option(cmd, '?', argv, optind_now);
+    return -1;
+}
+
 int textopt_finish(const char *cmd, const textopt_state *t)
 {
     if (t->lambda_given && t->opts.weighting != SIMSTORE_WEIGHT_LENGTH) {

@@ -47,6 +47,11 @@ void textopt_init(textopt_state *t);
  * error for a bad value (the command then exits 2). */
 int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t);
 
+/* The `default:` case of a command's getopt loop: applies a text option, or
+ * reports an unknown one. Returns -1 to go on parsing, else the exit code. */
+int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
+                          textopt_state *t);
+
 /* After parsing: 0, or 2 after printing a usage error for a combination
  * that makes no sense (--lambda without --weights length). */
 int textopt_finish(const char *cmd, const textopt_state *t);

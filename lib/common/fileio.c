@@ -107,6 +107,37 @@ int sims_write_all(int fd, const void *data, size_t n, const char *what)
     return SIMSTORE_OK;
 }
 
+int sims_tmpfile_unlinked(const char *dir, const char *stem, int *fd_out)
+{
+    char path[PATH_MAX], name[64];
+    snprintf(name, sizeof name, "%s.tmp-XXXXXX", stem);
+    int rc = sims_join_path(path, sizeof path, dir, name);
+    if (rc)
+        return rc;
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0)
+        return sims_fail_errno("create a scratch file in %s", dir);
+    unlink(path);
+    *fd_out = fd;
+    return SIMSTORE_OK;
+}
+
+int sims_pread_all(int fd, void *buf, size_t n, uint64_t offset, const char *what)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(offset + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return sims_fail_errno("read %s", what);
+        if (k == 0)
+            return sims_fail(SIMSTORE_EIO, "read %s: ends before its end", what);
+        got += (size_t)k;
+    }
+    return SIMSTORE_OK;
+}
+
 /* ---- directories --------------------------------------------------------- */
 
 int sims_fsync_dir(const char *dir_path)

@@ -59,6 +59,15 @@ int sims_join_path(char *buf, size_t size, const char *dir, const char *name);
  * Returns 0 when `path` no longer exists afterwards. */
 int sims_remove_tree(const char *path);
 
+/* Create an anonymous scratch file in `dir`: "<dir>/<stem>.tmp-XXXXXX",
+ * unlinked at once so that nothing outlives the process, even a crash.
+ * *fd_out receives the descriptor (O_CLOEXEC). */
+int sims_tmpfile_unlinked(const char *dir, const char *stem, int *fd_out);
+
+/* Read exactly `n` bytes at `offset`, retrying short reads and EINTR; a file
+ * that ends first is an I/O error naming `what`. */
+int sims_pread_all(int fd, void *buf, size_t n, uint64_t offset, const char *what);
+
 /* Write all of `n` bytes to `fd`, retrying short writes and EINTR. */
 int sims_write_all(int fd, const void *data, size_t n, const char *what);
 

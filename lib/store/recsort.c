@@ -136,21 +136,15 @@ static void sort_run(sims_recsort *s)
 static int spill_run(sims_recsort *s)
 {
     sort_run(s);
-    size_t n = strlen(s->tmp_dir) + sizeof "/recrun.tmp-XXXXXX";
-    char *path = malloc(n);
     uint8_t *wbuf = malloc(WRITE_BUF_BYTES);
     int fd = -1, rc = SIMSTORE_OK;
-    if (!path || !wbuf) {
+    if (!wbuf) {
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
         goto done;
     }
-    snprintf(path, n, "%s/recrun.tmp-XXXXXX", s->tmp_dir);
-    fd = mkostemp(path, O_CLOEXEC);
-    if (fd < 0) {
-        rc = sims_fail_errno("create sort run in %s", s->tmp_dir);
+    rc = sims_tmpfile_unlinked(s->tmp_dir, "recrun", &fd);
+    if (rc)
         goto done;
-    }
-    unlink(path);
     size_t used = 0;
     uint64_t size = 0;
     for (size_t i = 0; i < s->index_len && rc == SIMSTORE_OK; i++) {
@@ -185,7 +179,6 @@ static int spill_run(sims_recsort *s)
 done:
     if (fd >= 0)
         close(fd);
-    free(path);
     free(wbuf);
     return rc;
 }

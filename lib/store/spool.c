@@ -56,20 +56,10 @@ static int spool_flush(sims_spool *s)
 
 static int spool_open_file(sims_spool *s)
 {
-    size_t n = strlen(s->tmp_dir) + sizeof "/spool.tmp-XXXXXX";
-    char *path = malloc(n);
     s->wbuf = malloc(SPOOL_WRITE_VALUES * sizeof *s->wbuf);
-    if (!path || !s->wbuf) {
-        free(path);
+    if (!s->wbuf)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a spool");
-    }
-    snprintf(path, n, "%s/spool.tmp-XXXXXX", s->tmp_dir);
-    s->fd = mkostemp(path, O_CLOEXEC);
-    int rc = s->fd < 0 ? sims_fail_errno("create spool file in %s", s->tmp_dir) : SIMSTORE_OK;
-    if (s->fd >= 0)
-        unlink(path);
-    free(path);
-    return rc;
+    return sims_tmpfile_unlinked(s->tmp_dir, "spool", &s->fd);
 }
 
 int sims_spool_append(sims_spool *s, const uint64_t *v, size_t n)
@@ -174,17 +164,9 @@ int sims_spool_read(sims_spool_reader *r, uint64_t *out, size_t cap, size_t *n)
     uint64_t fpos = r->pos - s->mem_len;
     uint64_t left = s->file_values - fpos;
     size_t take = left < cap ? (size_t)left : cap;
-    size_t bytes = take * sizeof *out, got = 0;
-    while (got < bytes) {
-        ssize_t k = pread(s->fd, (char *)out + got, bytes - got,
-                          (off_t)(fpos * sizeof *out + got));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return k < 0 ? sims_fail_errno("read spool")
-                         : sims_fail(SIMSTORE_EIO, "spool file shorter than written");
-        got += (size_t)k;
-    }
+    int rc = sims_pread_all(s->fd, out, take * sizeof *out, fpos * sizeof *out, "spool");
+    if (rc)
+        return rc;
     r->pos += take;
     *n = take;
     return SIMSTORE_OK;

@@ -145,20 +145,11 @@ static int add_source(sims_u64sort *s, run_source src)
 static int spill_run(sims_u64sort *s)
 {
     sims_radix_sort_u64(s->run, s->tmp, s->run_len);
-    size_t n = strlen(s->tmp_dir) + sizeof "/sortrun.tmp-XXXXXX";
-    char *path = malloc(n);
-    if (!path)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    snprintf(path, n, "%s/sortrun.tmp-XXXXXX", s->tmp_dir);
-    int fd = mkostemp(path, O_CLOEXEC);
-    if (fd < 0) {
-        int rc = sims_fail_errno("create sort run in %s", s->tmp_dir);
-        free(path);
+    int fd;
+    int rc = sims_tmpfile_unlinked(s->tmp_dir, "sortrun", &fd);
+    if (rc)
         return rc;
-    }
-    unlink(path); /* anonymous from now on: nothing is left after a crash */
-    int rc = sims_write_all(fd, s->run, s->run_len * sizeof *s->run, "sort run");
-    free(path);
+    rc = sims_write_all(fd, s->run, s->run_len * sizeof *s->run, "sort run");
     if (rc == SIMSTORE_OK) {
         run_source src = {.fd = fd, .length = s->run_len};
         rc = add_source(s, src);
@@ -261,19 +252,11 @@ static int source_advance(run_source *r, int *err)
         uint64_t want = r->length - r->next;
         if (want > r->buf_cap)
             want = r->buf_cap;
-        size_t bytes = (size_t)want * sizeof(uint64_t);
-        size_t got = 0;
-        while (got < bytes) {
-            ssize_t k = pread(r->fd, (char *)r->buf + got, bytes - got,
-                              (off_t)(r->next * sizeof(uint64_t) + got));
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k <= 0) {
-                *err = k < 0 ? sims_fail_errno("read sort run")
-                             : sims_fail(SIMSTORE_EIO, "sort run shorter than written");
-                return 1;
-            }
-            got += (size_t)k;
+        int rc = sims_pread_all(r->fd, r->buf, (size_t)want * sizeof(uint64_t),
+                                r->next * sizeof(uint64_t), "sort run");
+        if (rc) {
+            *err = rc;
+            return 1;
         }
         r->next += want;
         r->buf_len = (size_t)want;

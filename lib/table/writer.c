@@ -171,16 +171,12 @@ static int column_push(table_writer *w, index_column *c, uint64_t v)
         if (c->cap >= w->index_mem_values && !w->to_memory) {
             /* Full: move the buffer to the spill file. */
             if (c->fd < 0) {
-                char dir[PATH_MAX], path[PATH_MAX];
+                char dir[PATH_MAX];
                 int rc = spill_dir(w, dir, sizeof dir);
                 if (rc == SIMSTORE_OK)
-                    rc = sims_join_path(path, sizeof path, dir, "index.tmp-XXXXXX");
+                    rc = sims_tmpfile_unlinked(dir, "index", &c->fd);
                 if (rc)
                     return rc;
-                c->fd = mkostemp(path, O_CLOEXEC);
-                if (c->fd < 0)
-                    return sims_fail_errno("create %s", path);
-                unlink(path);
             }
             int rc = sims_write_all(c->fd, c->mem, c->len * sizeof *c->mem, "index spill");
             if (rc)
@@ -213,20 +209,14 @@ static int column_write(table_writer *w, const index_column *c, sims_xxh3_stream
         uint64_t want = c->file_values - done;
         if (want > sizeof vals / 8)
             want = sizeof vals / 8;
-        size_t bytes = (size_t)want * 8, got = 0;
-        while (got < bytes) {
-            ssize_t k = pread(c->fd, (char *)vals + got, bytes - got, (off_t)(done * 8 + got));
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k <= 0)
-                return k < 0 ? sims_fail_errno("read index spill")
-                             : sims_fail(SIMSTORE_EIO, "index spill shorter than written");
-            got += (size_t)k;
-        }
+        size_t bytes = (size_t)want * 8;
+        int rc = sims_pread_all(c->fd, vals, bytes, done * 8, "index spill");
+        if (rc)
+            return rc;
         for (size_t i = 0; i < want; i++)
             le_store64(buf + 8 * i, vals[i]);
         sims_xxh3_stream_update(hash, buf, bytes);
-        int rc = sink_write(w, buf, bytes);
+        rc = sink_write(w, buf, bytes);
         if (rc)
             return rc;
         done += want;
