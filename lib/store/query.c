@@ -34,6 +34,8 @@ struct simstore_query {
     size_t arena_cap;
     const sims_permuter *permuter; /* of the table being probed */
     int grow_failed;
+    size_t *meta_offs; /* per match, with SIMSTORE_QUERY_WITH_META */
+    size_t meta_cap;
 };
 
 int simstore_query_new(simstore *s, unsigned flags, simstore_query **out)
@@ -78,6 +80,7 @@ void simstore_query_free(simstore_query *q)
     if (q->txn)
         mdb_txn_abort(q->txn);
     free(q->probes);
+    free(q->meta_offs);
     free(q->cand);
     free(q->matches);
     free(q->arena);
@@ -274,7 +277,27 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
     return SIMSTORE_OK;
 }
 
-static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
+/* Sort small arrays by insertion (the usual case: a handful of candidates
+ * and matches), larger ones with qsort. */
+static void sort_small(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 16) {
+        qsort(base, n, size, cmp);
+        return;
+    }
+    unsigned char *a = (unsigned char *)base, tmp[sizeof(simstore_match)];
+    for (size_t i = 1; i < n; i++) {
+        memcpy(tmp, a + i * size, size);
+        size_t j = i;
+        for (; j > 0 && cmp(a + (j - 1) * size, tmp) > 0; j--)
+            memcpy(a + j * size, a + (j - 1) * size, size);
+        memcpy(a + j * size, tmp, size);
+    }
+}
+
+/* Phase 1, no LMDB: every stored fingerprint of the snapshot's tables within
+ * distance k of fp, once each, into q->cand. */
+static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
 {
     simstore *s = q->store;
     const sims_design *d = s->design;
@@ -314,13 +337,21 @@ static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, 
     /* A fingerprint is found by every table whose prefix it shares with the
      * query: keep one of each. */
     if (q->cand_len > 1) {
-        qsort(q->cand, q->cand_len, sizeof *q->cand, cmp_u64);
+        sort_small(q->cand, q->cand_len, sizeof *q->cand, cmp_u64);
         size_t w = 1;
         for (size_t i = 1; i < q->cand_len; i++)
             if (q->cand[i] != q->cand[w - 1])
                 q->cand[w++] = q->cand[i];
         q->cand_len = w;
     }
+    return SIMSTORE_OK;
+}
+
+/* Phase 2: the candidates' documents (inside q->txn for a store of
+ * documents), checked, sorted; then the answer's pointers. */
+static int resolve_candidates(simstore_query *q, uint64_t fp)
+{
+    simstore *s = q->store;
     int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
     for (size_t i = 0; i < q->cand_len; i++) {
         unsigned dist = simstore_distance(q->cand[i], fp);
@@ -333,19 +364,15 @@ static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, 
      * checksummed document record, whose fingerprint must match, so that a
      * damaged id in fps (LMDB keeps no checksums) is an error, never a wrong
      * answer. One lookup per match; matches are rare. */
-    size_t *meta_offs = NULL;
-    if (!fp_only && q->match_len) {
-        if (q->flags & SIMSTORE_QUERY_WITH_META) {
-            meta_offs = calloc(q->match_len, sizeof *meta_offs);
-            if (!meta_offs)
-                return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-        }
+    int with_meta = (q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only;
+    if (with_meta && grow((void **)&q->meta_offs, &q->meta_cap, q->match_len ? q->match_len : 1,
+                          sizeof *q->meta_offs))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    if (!fp_only) {
         for (size_t i = 0; i < q->match_len; i++) {
-            int rc = attach_meta(q, &q->matches[i], meta_offs ? &meta_offs[i] : NULL);
-            if (rc) {
-                free(meta_offs);
+            int rc = attach_meta(q, &q->matches[i], with_meta ? &q->meta_offs[i] : NULL);
+            if (rc)
                 return rc;
-            }
         }
     }
     /* The arena is final: turn offsets into pointers. */
@@ -353,11 +380,41 @@ static int run_query(simstore_query *q, const sims_snapshot *snap, uint64_t fp, 
         simstore_match *m = &q->matches[i];
         if (m->id)
             m->id = q->arena + ((uintptr_t)m->id - 1);
-        if (meta_offs && meta_offs[i])
-            m->meta = q->arena + (meta_offs[i] - 1);
+        if (with_meta && q->meta_offs[i])
+            m->meta = q->arena + (q->meta_offs[i] - 1);
     }
-    free(meta_offs);
-    qsort(q->matches, q->match_len, sizeof *q->matches, cmp_match);
+    sort_small(q->matches, q->match_len, sizeof *q->matches, cmp_match);
+    return SIMSTORE_OK;
+}
+
+/* The current snapshot, when no write transaction has committed since it was
+ * taken: then the answer needs no LMDB transaction unless the tables give
+ * candidates. NULL otherwise. */
+static sims_snapshot *fresh_snapshot(simstore *s)
+{
+    MDB_envinfo info;
+    if (mdb_env_info(s->env.env, &info) != 0)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    sims_snapshot *cur = s->current;
+    if (cur && cur->txn_id == (uint64_t)info.me_last_txnid)
+        atomic_fetch_add(&cur->refs, 1);
+    else
+        cur = NULL;
+    pthread_mutex_unlock(&s->mu);
+    return cur;
+}
+
+static int begin_txn(simstore_query *q)
+{
+    int rc = sims_env_read_renew(&q->store->env, q->txn);
+    if (rc)
+        return rc;
+    int mrc = mdb_cursor_renew(q->txn, q->fps_cursor);
+    if (mrc) {
+        mdb_txn_reset(q->txn);
+        return sims_mdb_fail(mrc, "renew a cursor");
+    }
     return SIMSTORE_OK;
 }
 
@@ -371,31 +428,54 @@ int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k, const simstore
         return sims_fail(SIMSTORE_ERANGE,
                          "distance %u exceeds the store's design (built for k <= %u)", k,
                          s->design->params.k);
-    int rc = SIMSTORE_OK;
-    for (int attempt = 0; attempt < SNAPSHOT_RETRIES; attempt++) {
-        rc = sims_env_read_renew(&s->env, q->txn);
-        if (rc)
-            return rc;
-        int mrc = mdb_cursor_renew(q->txn, q->fps_cursor);
-        if (mrc) {
+    int rc = SIMSTORE_OK, answered = 0;
+    int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    for (int attempt = 0; attempt < SNAPSHOT_RETRIES && !answered; attempt++) {
+        int in_txn = 0;
+        sims_snapshot *snap = fresh_snapshot(s);
+        if (!snap) {
+            rc = begin_txn(q);
+            if (rc)
+                return rc;
+            in_txn = 1;
+            rc = sims_store_snapshot(s, q->txn, &snap);
+            if (rc == SIMSTORE_ENOTFOUND) {
+                /* A writer removed files of a state newer than this
+                 * transaction saw: look again with a fresh transaction. */
+                mdb_txn_reset(q->txn);
+                continue;
+            }
+            if (rc) {
+                mdb_txn_reset(q->txn);
+                answered = 1; /* with an error */
+                break;
+            }
+        }
+        rc = probe_candidates(q, snap, fp, k);
+        if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn) {
+            /* The documents must come from the state the tables were probed
+             * in: if a commit came in between, probe again. */
+            rc = begin_txn(q);
+            if (rc == SIMSTORE_OK) {
+                in_txn = 1;
+                if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id) {
+                    mdb_txn_reset(q->txn);
+                    sims_snapshot_release(snap);
+                    continue;
+                }
+            }
+        }
+        if (rc == SIMSTORE_OK)
+            rc = resolve_candidates(q, fp);
+        sims_snapshot_release(snap);
+        if (in_txn)
             mdb_txn_reset(q->txn);
-            return sims_mdb_fail(mrc, "renew a cursor");
-        }
-        sims_snapshot *snap;
-        rc = sims_store_snapshot(s, q->txn, &snap);
-        if (rc == SIMSTORE_ENOTFOUND) {
-            /* A writer removed files of a state newer than this transaction
-             * saw: look again with a fresh transaction. */
-            mdb_txn_reset(q->txn);
-            continue;
-        }
-        if (rc == SIMSTORE_OK) {
-            rc = run_query(q, snap, fp, k);
-            sims_snapshot_release(snap);
-        }
-        mdb_txn_reset(q->txn);
-        break;
+        answered = 1;
     }
+    /* Never an answer from no state: a store changing faster than it can be
+     * read is an error the caller may retry. */
+    if (!answered && rc == SIMSTORE_OK)
+        rc = sims_fail(SIMSTORE_EBUSY, "%s kept changing during the query", s->path);
     if (rc)
         return rc;
     *matches = q->matches;
