@@ -43,6 +43,7 @@ typedef struct vctx {
     char first_error[1024];
     uint64_t listed[KIND_COUNT];
     uint64_t unlisted[KIND_COUNT];
+    uint64_t unlisted_errors[KIND_COUNT];
 } vctx;
 
 SIMS_PRINTF(7, 8)
@@ -66,6 +67,8 @@ static int problem(vctx *v, simstore_problem_kind kind, int warning, const char 
     unsigned k = (unsigned)kind < KIND_COUNT ? (unsigned)kind : 0;
     if (v->listed[k] >= LIST_PER_KIND) {
         v->unlisted[k]++;
+        if (!warning)
+            v->unlisted_errors[k]++;
         return 0;
     }
     v->listed[k]++;
@@ -1177,9 +1180,12 @@ int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, vo
     for (unsigned k = 0; k < KIND_COUNT && !v.stop_rc; k++)
         if (v.unlisted[k] && v.fn) {
             char msg[160];
-            snprintf(msg, sizeof msg, "%s: %" PRIu64 " more problems of this kind, not listed",
-                     path, v.unlisted[k]);
-            simstore_problem p = {(simstore_problem_kind)k, 0, path, -1, -1, msg};
+            snprintf(msg, sizeof msg,
+                     "%s: %" PRIu64 " more problems of this kind (%" PRIu64 " errors), not listed",
+                     path, v.unlisted[k], v.unlisted_errors[k]);
+            /* A warning when every problem it stands for was one. */
+            simstore_problem p = {(simstore_problem_kind)k, v.unlisted_errors[k] == 0, path, -1,
+                                  -1, msg};
             int r = v.fn(v.ctx, &p);
             if (r)
                 v.stop_rc = r;

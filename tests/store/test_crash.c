@@ -680,9 +680,8 @@ static void verify_store(const scenario *sc, const char *store, const char *wher
     verify_count v = {0, 0, ""};
     simstore_verify_summary sum;
     int rc = simstore_verify(store, 0, count_problem, &v, &sum);
-    /* Errors by the return code and the summary: the callback's closing
-     * "N more problems of this kind" line does not say whether they were
-     * warnings. */
+    /* Errors by the return code and the summary: they count every problem,
+     * listed or not. */
     if (rc != SIMSTORE_OK || sum.errors) {
         fprintf(stderr, "%s %s: %s: verify: %s, %llu errors, %u leftovers; first: %s\n",
                 sc->name, trial, where, simstore_strerror(rc), (unsigned long long)sum.errors,

@@ -583,6 +583,48 @@ static void test_verify__leftovers_and_stop(void **state)
     free(dir);
 }
 
+typedef struct tail_line {
+    int seen, warning;
+    unsigned errors_reported;
+} tail_line;
+
+static int note_tail(void *ctx, const simstore_problem *p)
+{
+    tail_line *t = ctx;
+    if (!p->warning)
+        t->errors_reported++;
+    if (strstr(p->message, "more problems of this kind")) {
+        t->seen = 1;
+        t->warning = p->warning;
+    }
+    return 0;
+}
+
+static void test_verify__many_warnings_stay_warnings(void **state)
+{
+    /* More problems of one kind than are listed: the closing "N more" line
+     * is a warning when all it stands for are warnings. */
+    fixture *f = *state;
+    char *dir = copy_store(f, "many-leftovers");
+    for (int i = 0; i < 150; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "junk%03d.tmp-XXXXXX", i);
+        char *p = test_path(dir, name);
+        assert_int_equal(test_write_file(p, "x", 1), 0);
+        free(p);
+    }
+    tail_line t = {0, 0, 0};
+    simstore_verify_summary sum;
+    assert_int_equal(simstore_verify(dir, 0, note_tail, &t, &sum), SIMSTORE_OK);
+    assert_int_equal(sum.errors, 0);
+    assert_int_equal(sum.warnings, 150);
+    assert_true(t.seen);
+    assert_true(t.warning);
+    assert_int_equal(t.errors_reported, 0);
+    test_rmtree(dir);
+    free(dir);
+}
+
 static void test_verify__dead_duplicate_after_delete(void **state)
 {
     fixture *f = *state;
@@ -800,6 +842,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verify__clean_store),
+        cmocka_unit_test(test_verify__many_warnings_stay_warnings),
         cmocka_unit_test(test_verify__bad_arguments),
         cmocka_unit_test(test_verify__flipped_block_byte),
         cmocka_unit_test(test_verify__flipped_index_byte),
