@@ -6,6 +6,7 @@
 #include "progress.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -122,20 +123,12 @@ int cmd_add(int argc, char **argv)
         return cli_api_error(CMD, rc, "%s", path);
     }
     ingest_result res;
-    int got = ingest_inputs(b, argv + optind, argc - optind, &io, &res);
-    if (got != 0) {
-        cli_progress_done(&prog);
-        simstore_builder_abort(b);
+    char failed[PATH_MAX + 32];
+    snprintf(failed, sizeof failed, "nothing added to %s", path);
+    if (ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb,
+                          failed)) {
         simstore_close(s);
-        fprintf(stderr, "simstore %s: nothing added to %s: %s\n", CMD, path,
-                got == 1 ? "the input has bad records" : "the input could not be read");
         return CLI_EXIT_FAIL;
-    }
-    rc = simstore_builder_finish(b);
-    cli_progress_done(&prog);
-    if (rc) {
-        simstore_close(s);
-        return cli_api_error(CMD, rc, "nothing added to %s", path);
     }
     simstore_stats after;
     rc = simstore_get_stats(s, &after);

@@ -8,6 +8,7 @@
 #include "textopts.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,18 +186,10 @@ int cmd_build(int argc, char **argv)
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
     ingest_result res;
-    int got = ingest_inputs(b, argv + optind, argc - optind, &io, &res);
-    if (got != 0) {
-        cli_progress_done(&prog);
-        simstore_builder_abort(b);
-        fprintf(stderr, "simstore %s: %s not created: %s\n", CMD, path,
-                got == 1 ? "the input has bad records" : "the input could not be read");
+    char failed[PATH_MAX + 32];
+    snprintf(failed, sizeof failed, "%s not created", path);
+    if (ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb, failed))
         return CLI_EXIT_FAIL;
-    }
-    rc = simstore_builder_finish(b);
-    cli_progress_done(&prog);
-    if (rc)
-        return cli_api_error(CMD, rc, "%s not created", path);
     if (verbose)
         cli_report_resources(CMD, started);
 

@@ -560,3 +560,23 @@ int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_op
         return 2;
     return res->bad ? 1 : 0;
 }
+
+int ingest_and_finish(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
+                      ingest_result *res, void (*progress_done)(void *ctx), const char *failed)
+{
+    int got = ingest_inputs(b, paths, npaths, o, res);
+    if (got != 0) {
+        if (progress_done)
+            progress_done(o->progress_ctx);
+        simstore_builder_abort(b);
+        fprintf(stderr, "simstore %s: %s: %s\n", o->cmd, failed,
+                got == 1 ? "the input has bad records" : "the input could not be read");
+        return CLI_EXIT_FAIL;
+    }
+    int rc = simstore_builder_finish(b);
+    if (progress_done)
+        progress_done(o->progress_ctx);
+    if (rc)
+        return cli_api_error(o->cmd, rc, "%s", failed);
+    return CLI_EXIT_OK;
+}

@@ -48,6 +48,13 @@ typedef struct ingest_result {
 int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
                   ingest_result *res);
 
+/* Feed the paths into b, then finish it (commit) or, when any input failed,
+ * abandon it. progress_done (may be NULL) is called with progress_ctx before
+ * anything is printed. On failure prints "simstore CMD: <failed>: why" and
+ * returns 1 (the builder is gone either way); 0 on success. */
+int ingest_and_finish(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
+                      ingest_result *res, void (*progress_done)(void *ctx), const char *failed);
+
 /* The builder's simstore_source_fn for sources made by ingest_inputs: ctx is
  * the same `paths` array. Writes "FILE:LINE". */
 void ingest_source_name(void *ctx, uint64_t source, char *buf, size_t size);

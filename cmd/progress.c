@@ -85,3 +85,8 @@ void cli_report_resources(const char *cmd, double start)
         peak_mib = (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
     fprintf(stderr, "simstore %s: %.1f s, peak RSS %.1f MiB\n", cmd, cli_now() - start, peak_mib);
 }
+
+void cli_progress_done_cb(void *ctx)
+{
+    cli_progress_done((cli_progress *)ctx);
+}

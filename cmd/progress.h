@@ -24,6 +24,8 @@ void cli_progress_init(cli_progress *p, const char *cmd, int enabled);
 void cli_progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total);
 /* End the line on screen, if any. */
 void cli_progress_done(cli_progress *p);
+/* The same, with the cli_progress as a void pointer (a callback). */
+void cli_progress_done_cb(void *ctx);
 /* Monotonic seconds. */
 double cli_now(void);
 
