@@ -14,3 +14,7 @@ set_tests_properties(test_cli_concurrency PROPERTIES TIMEOUT 600)
 simstore_cli_test(test_cli_inspect inspect.sh)
 simstore_cli_test(test_cli_verify verify.sh)
 simstore_cli_test(test_cli_dump dump.sh)
+# cmd/stream.c alone, on gzip and zstd inputs the test makes itself.
+simstore_unit_test(test_cli_stream cli/test_stream.c ${PROJECT_SOURCE_DIR}/cmd/stream.c)
+target_include_directories(test_cli_stream PRIVATE ${PROJECT_SOURCE_DIR}/cmd)
+target_link_libraries(test_cli_stream PRIVATE PkgConfig::ZLIB PkgConfig::ZSTD Threads::Threads)
