@@ -18,3 +18,7 @@ simstore_cli_test(test_cli_dump dump.sh)
 simstore_unit_test(test_cli_stream cli/test_stream.c ${PROJECT_SOURCE_DIR}/cmd/stream.c)
 target_include_directories(test_cli_stream PRIVATE ${PROJECT_SOURCE_DIR}/cmd)
 target_link_libraries(test_cli_stream PRIVATE PkgConfig::ZLIB PkgConfig::ZSTD Threads::Threads)
+# cmd/quantity.c alone: counts and sizes (1e9, 2^30, 64MiB) for the command
+# and gen_fingerprints.
+simstore_unit_test(test_quantity cli/test_quantity.c)
+target_link_libraries(test_quantity PRIVATE simstore_quantity)
