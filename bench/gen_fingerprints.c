@@ -5,9 +5,12 @@
  *
  * Usage: gen_fingerprints --count N [--seed S] [--shape uniform|clustered]
  *                         [--cluster-size C] [--spread D] [--format u64|hex|tsv]
- *   N may be written as 2^30. u64: raw little-endian values (for
+ *   N is a count as the simstore command takes them (cmd/quantity.h): 2^30,
+ *   1e9, 1073741824, 64M (powers of 1024). u64: raw little-endian values (for
  *   `simstore build --fingerprint-only --format u64`); hex: one hex16 per
  *   line; tsv: "d<index><TAB>hex16" (documents). */
+#include "quantity.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,20 +22,6 @@ static uint64_t splitmix(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
-}
-
-static int parse_count(const char *s, uint64_t *out)
-{
-    char *end;
-    if (strncmp(s, "2^", 2) == 0) {
-        unsigned long e = strtoul(s + 2, &end, 10);
-        if (*end || e > 63)
-            return -1;
-        *out = 1ULL << e;
-        return 0;
-    }
-    *out = strtoull(s, &end, 10);
-    return *end || !*s ? -1 : 0;
 }
 
 static void usage(void)
@@ -53,7 +42,7 @@ int main(int argc, char **argv)
         if (!v)
             usage();
         if (strcmp(a, "--count") == 0) {
-            if (parse_count(v, &count))
+            if (quantity_parse(v, &count))
                 usage();
         } else if (strcmp(a, "--seed") == 0) {
             seed = strtoull(v, NULL, 0);

@@ -1,11 +1,15 @@
 /* cli.c: messages, option helpers, number parsing and line reading shared by
  * the simstore commands. */
 #include "cli.h"
+#include "quantity.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
 
 CLI_PRINTF(3, 0)
 static void vmessage(const char *cmd, const char *kind, const char *fmt, va_list ap)
@@ -49,17 +53,160 @@ void cli_warn(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Does `text` name `what`: hold it bounded by the start, a space or a quote
+ * before and the end, ':', a space, a quote or ',' after? */
+static int names(const char *text, const char *what)
+{
+    size_t n = strlen(what);
+    if (n == 0)
+        return 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) {
+        char before = p == text ? ' ' : p[-1];
+        char after = p[n];
+        if ((before == ' ' || before == '\'' || before == '"') &&
+            (after == '\0' || after == ':' || after == ' ' || after == '\'' || after == '"' ||
+             after == ','))
+            return 1;
+    }
+    return 0;
+}
+
 int cli_api_error(const char *cmd, int rc, const char *fmt, ...)
 {
-    char what[512];
+    char raw[4096 + 64], what[4 * 1024 + 1], detail[4 * 1024 + 1];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    const char *detail = simstore_last_error();
-    if (!detail || !*detail)
-        detail = simstore_strerror(rc);
+    cli_escape(raw, strlen(raw), what, sizeof what);
+    const char *last = simstore_last_error();
+    if (!last || !*last)
+        last = simstore_strerror(rc);
+    cli_escape(last, strlen(last), detail, sizeof detail);
+    if (names(detail, what))
+        return cli_error(cmd, "%s", detail);
+    /* "S not created" and "S: why": the path once, "S not created: why". */
+    const char *colon = strstr(detail, ": ");
+    if (colon && colon > detail && (size_t)(colon - detail) < sizeof raw) {
+        memcpy(raw, detail, (size_t)(colon - detail));
+        raw[colon - detail] = '\0';
+        if (names(what, raw))
+            return cli_error(cmd, "%s: %s", what, colon + 2);
+    }
     return cli_error(cmd, "%s: %s", what, detail);
+}
+
+const char *cli_escape(const char *s, size_t len, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t o = 0;
+    size_t cut = 0; /* the length after the last whole piece that leaves room for "..." */
+    if (size == 0)
+        return buf;
+    while (p < end) {
+        /* How many bytes to copy as they are (0: escape one byte). */
+        size_t keep = 0;
+        unsigned c = p[0];
+        if (c >= 0x20 && c < 0x7f) {
+            keep = 1;
+        } else if (c >= 0xc2 && c <= 0xf4) {
+            size_t n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+            /* The second byte's range excludes overlong forms, surrogates
+             * and code points above U+10FFFF. */
+            unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+            unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+            int ok = (size_t)(end - p) >= n && p[1] >= lo && p[1] <= hi;
+            for (size_t i = 2; ok && i < n; i++)
+                ok = (p[i] & 0xc0) == 0x80;
+            /* U+0080..U+009F, the C1 controls, are C2 80..C2 9F. */
+            if (ok && !(c == 0xc2 && p[1] < 0xa0))
+                keep = n;
+        }
+        size_t need = keep ? keep : 4;
+        if (o + need + 1 > size) {
+            o = cut;
+            size_t dots = size - 1 - o < 3 ? size - 1 - o : 3;
+            memcpy(buf + o, "...", dots);
+            o += dots;
+            break;
+        }
+        if (keep) {
+            memcpy(buf + o, p, keep);
+            p += keep;
+        } else {
+            buf[o] = '\\';
+            buf[o + 1] = 'x';
+            buf[o + 2] = hex[c >> 4];
+            buf[o + 3] = hex[c & 15];
+            p++;
+        }
+        o += need;
+        if (o + 4 <= size)
+            cut = o;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+const char *cli_plural(unsigned long long n, const char *singular, const char *plural)
+{
+    return n == 1 ? singular : plural;
+}
+
+void cli_clash_report(void *ctx, const simstore_clash *clash)
+{
+    cli_clashes *r = (cli_clashes *)ctx;
+    unsigned long long seen = r->stored + r->repeated;
+    if (clash->repeated)
+        r->repeated++;
+    else
+        r->stored++;
+    if (r->skipping || seen >= CLI_CLASH_LINES)
+        return;
+    if (seen == 0 && r->before_print)
+        r->before_print(r->before_ctx);
+    char where[512], first[512], id[CLI_ESCAPED_ID_BYTES];
+    snprintf(where, sizeof where, "document #%llu", (unsigned long long)clash->source + 1);
+    if (r->source_name)
+        r->source_name(r->source_ctx, clash->source, where, sizeof where);
+    cli_escape(clash->id, clash->id_len, id, sizeof id);
+    if (!clash->repeated) {
+        cli_error(r->cmd, "%s: document id '%s' is already in the store", where, id);
+        return;
+    }
+    snprintf(first, sizeof first, "document #%llu", (unsigned long long)clash->first_source + 1);
+    if (r->source_name)
+        r->source_name(r->source_ctx, clash->first_source, first, sizeof first);
+    cli_error(r->cmd, "%s: duplicate document id '%s' (first at %s)", where, id, first);
+}
+
+void cli_clashes_finish(const cli_clashes *r, const char *hint)
+{
+    unsigned long long all = r->stored + r->repeated;
+    unsigned long long unlisted = r->skipping || all <= CLI_CLASH_LINES ? 0 : all - CLI_CLASH_LINES;
+    if (unlisted)
+        cli_error(r->cmd, "%llu more clashing %s not listed%s%s", unlisted,
+                  CLI_NOUN(unlisted, "id"), hint ? "; " : "", hint ? hint : "");
+    else if (hint && all)
+        cli_error(r->cmd, "%s", hint);
+}
+
+void cli_note_compaction(void *ctx, const simstore_compaction *c)
+{
+    cli_compaction *seen = (cli_compaction *)ctx;
+    seen->happened = 1;
+    seen->what = *c;
+}
+
+void cli_print_compaction(const cli_compaction *c)
+{
+    if (!c->happened)
+        return;
+    unsigned long long before = c->what.segments_before, after = c->what.segments_after;
+    unsigned long long dropped = c->what.fingerprints_dropped;
+    printf("; compacted %llu %s -> %llu, %llu dead %s dropped", before,
+           CLI_NOUN(before, "segment"), after, dropped, CLI_NOUN(dropped, "fingerprint"));
 }
 
 int cli_bad_option(const char *cmd, int opt, char **argv, int optind_now)
@@ -122,35 +269,45 @@ int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max
 
 int cli_parse_size(const char *s, unsigned long long *out)
 {
-    if (!s || *s < '0' || *s > '9')
+    uint64_t v;
+    if (quantity_parse(s, &v))
         return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
-    default: return -1;
-    }
-    if (*end && end[1] != '\0' && !((end[1] == 'B' || end[1] == 'b' || end[1] == 'i') && end[2] == '\0'))
-        return -1;
-    if (shift && v > (~0ULL >> shift))
-        return -1;
-    *out = v << shift;
+    *out = v;
     return 0;
+}
+
+char *cli_store_path(char *arg)
+{
+    size_t n = strlen(arg);
+    while (n > 1 && arg[n - 1] == '/')
+        arg[--n] = '\0';
+    return arg;
+}
+
+/* RAM plus swap, in bytes: the most memory this machine can give a process;
+ * 0 when unknown. */
+static uint64_t machine_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return 0;
+    uint64_t bytes = (uint64_t)pages * (uint64_t)page;
+    struct sysinfo si;
+    if (sysinfo(&si) == 0)
+        bytes += (uint64_t)si.totalswap * (si.mem_unit ? si.mem_unit : 1);
+    return bytes;
 }
 
 int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes)
 {
     unsigned long long v;
     if (cli_parse_size(arg, &v) || v < (16ULL << 20))
-        return cli_usage_error(cmd, "--memory takes a size of at least 16M, not '%s'", arg);
+        return cli_usage_error(cmd, "--memory takes a size of at least 16M (K, M, G, T: powers "
+                                    "of 1024; 512M, 4GiB), not '%s'", arg);
+    uint64_t machine = machine_memory_bytes();
+    if (machine && v > machine)
+        return cli_usage_error(cmd, "--memory %s is more than this machine has (%.1f GiB of RAM "
+                                    "and swap)", arg, (double)machine / (double)(1ULL << 30));
     *memory_bytes = v;
     return 0;
 }
@@ -164,83 +321,174 @@ int cli_threads_option(const char *cmd, const char *arg, unsigned *threads)
     return 0;
 }
 
+#define LINE_BUF_BYTES ((size_t)64 << 10)
+
 int cli_lines_open(cli_lines *r, const char *path)
 {
     memset(r, 0, sizeof *r);
-    if (strcmp(path, "-") == 0) {
-        r->fp = stdin;
-        r->name = "<stdin>";
-        r->is_stdin = 1;
-        return 0;
+    r->is_stdin = strcmp(path, "-") == 0;
+    r->name = r->is_stdin ? "<stdin>" : path;
+    r->buf = malloc(LINE_BUF_BYTES);
+    if (!r->buf) {
+        errno = ENOMEM;
+        return -1;
     }
-    r->name = path;
-    r->fp = fopen(path, "rb");
-    return r->fp ? 0 : -1;
+    if (cli_stream_open(&r->stream, path) != 0) {
+        int saved = errno;
+        free(r->buf);
+        memset(r, 0, sizeof *r);
+        errno = saved;
+        return -1;
+    }
+    r->error = "";
+    return 0;
+}
+
+/* Append buf[from, to) to the joined line, keeping room for a NUL. */
+static int join(cli_lines *r, size_t *joined_len, size_t from, size_t to)
+{
+    size_t n = to - from;
+    if (*joined_len + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < *joined_len + n + 1)
+            cap *= 2;
+        char *grown = realloc(r->joined, cap);
+        if (!grown)
+            return -1;
+        r->joined = grown;
+        r->cap = cap;
+    }
+    memcpy(r->joined + *joined_len, r->buf + from, n);
+    *joined_len += n;
+    return 0;
+}
+
+static int lines_broken(cli_lines *r, const char *why)
+{
+    r->state = -1;
+    r->error = why;
+    r->lineno++; /* the line being read */
+    r->line = NULL;
+    return -1;
 }
 
 int cli_lines_next(cli_lines *r, size_t *len)
 {
-    errno = 0;
-    ssize_t n = getline(&r->line, &r->cap, r->fp);
-    if (n < 0)
-        return ferror(r->fp) ? -1 : 0;
-    r->lineno++;
-    if (n > 0 && r->line[n - 1] == '\n')
-        r->line[--n] = '\0';
+    if (r->state != 0)
+        return r->state > 0 ? 0 : -1;
+    size_t n = 0, joined_len = 0;
+    int joining = 0;
+    for (;;) {
+        char *start = r->buf + r->buf_pos;
+        char *nl = memchr(start, '\n', r->buf_len - r->buf_pos);
+        if (nl && !joining) {
+            /* The common case: the whole line is in buf. */
+            *nl = '\0';
+            r->line = start;
+            n = (size_t)(nl - start);
+            r->buf_pos += n + 1;
+            break;
+        }
+        size_t end = nl ? (size_t)(nl - r->buf) : r->buf_len;
+        if (join(r, &joined_len, r->buf_pos, end) != 0)
+            return lines_broken(r, "out of memory");
+        joining = 1;
+        if (nl) {
+            r->buf_pos = end + 1;
+            break;
+        }
+        ssize_t got = cli_stream_read(r->stream, r->buf, LINE_BUF_BYTES);
+        if (got < 0)
+            return lines_broken(r, cli_stream_error(r->stream));
+        r->buf_pos = 0;
+        r->buf_len = got > 0 ? (size_t)got : 0;
+        if (got == 0) {
+            if (joined_len == 0) {
+                r->state = 1;
+                r->line = NULL;
+                return 0;
+            }
+            break; /* a last line without a newline */
+        }
+    }
+    if (joining) {
+        r->joined[joined_len] = '\0';
+        r->line = r->joined;
+        n = joined_len;
+    }
     if (n > 0 && r->line[n - 1] == '\r')
         r->line[--n] = '\0';
-    *len = (size_t)n;
+    r->lineno++;
+    *len = n;
     return 1;
+}
+
+const char *cli_lines_error(const cli_lines *r)
+{
+    return r->state < 0 && r->error ? r->error : "";
 }
 
 void cli_lines_close(cli_lines *r)
 {
-    if (r->fp && !r->is_stdin)
-        fclose(r->fp);
-    free(r->line);
+    cli_stream_close(r->stream);
+    free(r->buf);
+    free(r->joined);
     memset(r, 0, sizeof *r);
 }
 
-int cli_read_file(const char *path, char **data, size_t *len)
+int cli_read_stream(cli_stream *s, char **data, size_t *len, unsigned long long *line)
 {
-    int is_stdin = strcmp(path, "-") == 0;
-    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
-    if (!fp)
-        return -1;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
+    if (!buf)
+        goto no_memory;
+    for (;;) {
         if (cap - n < 2) {
-            char *grown = realloc(buf, cap * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                errno = ENOMEM;
-                break;
-            }
+            char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!grown)
+                goto no_memory;
             buf = grown;
             cap *= 2;
         }
-        size_t got = fread(buf + n, 1, cap - n - 1, fp);
-        n += got;
-        if (got == 0) {
-            if (ferror(fp)) {
-                free(buf);
-                buf = NULL;
-                errno = EIO;
-            }
+        ssize_t got = cli_stream_read(s, buf + n, cap - n - 1);
+        if (got == 0)
             break;
+        if (got < 0) {
+            if (line) {
+                unsigned long long newlines = 0;
+                for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + n - p))); p++)
+                    newlines++;
+                *line = newlines + 1;
+            }
+            free(buf);
+            return -2;
         }
+        n += (size_t)got;
     }
-    if (!is_stdin)
-        fclose(fp);
-    if (!buf)
-        rc = -1;
-    else {
-        buf[n] = '\0';
-        *data = buf;
-        *len = n;
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+no_memory:
+    free(buf);
+    errno = ENOMEM;
+    return -1;
+}
+
+int cli_read_file(const char *path, char **data, size_t *len, char *why, size_t why_size)
+{
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    cli_stream *s;
+    if (cli_stream_open(&s, path) != 0) {
+        snprintf(why, why_size, "%s: %s", name, strerror(errno));
+        return -1;
     }
-    return rc;
+    unsigned long long line = 0;
+    int rc = cli_read_stream(s, data, len, &line);
+    if (rc == -1)
+        snprintf(why, why_size, "%s: %s", name, strerror(errno));
+    else if (rc == -2)
+        snprintf(why, why_size, "%s:%llu: %s", name, line, cli_stream_error(s));
+    cli_stream_close(s);
+    return rc == 0 ? 0 : -1;
 }

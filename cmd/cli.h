@@ -5,6 +5,7 @@
 #define SIMS_CMD_CLI_H
 
 #include "simstore.h"
+#include "stream.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -26,10 +27,62 @@ typedef int (*cli_command_fn)(int argc, char **argv);
 int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* Print "simstore CMD: message"; returns 1. */
 int cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
-/* Print "simstore CMD: what: <simstore_last_error() or strerror(rc)>"; returns 1. */
+/* Print "simstore CMD: what: <simstore_last_error() or strerror(rc)>",
+ * naming a path once: only the detail when it already names `what` (the
+ * library's details start with the path they are about), and without the
+ * detail's leading "PATH: " when `what` names PATH. Control characters are
+ * escaped (cli_escape). Returns 1. */
 int cli_api_error(const char *cmd, int rc, const char *fmt, ...) CLI_PRINTF(3, 4);
 /* Print "simstore CMD: warning: message". */
 void cli_warn(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* s[0..len) made safe to print in a message: C0 control characters, DEL,
+ * C1 control characters and bytes that are not UTF-8 become \xHH, so that an
+ * id or a name read from input cannot drive a terminal; everything else
+ * (backslashes too) is copied. Writes a NUL-terminated string to buf, ending
+ * in "..." when it does not fit; returns buf. CLI_ESCAPED_ID_BYTES holds any
+ * document id. */
+#define CLI_ESCAPED_ID_BYTES (4 * SIMSTORE_MAX_ID_BYTES + 1)
+const char *cli_escape(const char *s, size_t len, char *buf, size_t size);
+
+/* The noun for a count: singular when n is 1, else plural, as in
+ * printf("%llu %s", n, CLI_NOUN(n, "document")). cli_plural takes irregular
+ * plurals ("entry", "entries"). */
+const char *cli_plural(unsigned long long n, const char *singular, const char *plural);
+#define CLI_NOUN(n, word) cli_plural((unsigned long long)(n), word, word "s")
+
+/* Clashing document ids of a build or add (simstore_build_options.clash,
+ * with a cli_clashes as ctx): each is counted and, unless skipping, the
+ * first CLI_CLASH_LINES are reported on stderr, "simstore CMD: FILE:LINE:
+ * document id 'ID' is already in the store" or "...: duplicate document id
+ * 'ID' (first at FILE:LINE)". before_print (may be NULL) runs before the
+ * first line (to end a progress line). After a failed finish,
+ * cli_clashes_finish() says how many were not listed, followed by `hint`
+ * (may be NULL), on one line, when there were clashes. */
+#define CLI_CLASH_LINES 20
+typedef struct cli_clashes {
+    const char *cmd;
+    int skipping;
+    simstore_source_fn source_name;
+    void *source_ctx;
+    void (*before_print)(void *ctx);
+    void *before_ctx;
+    unsigned long long stored;   /* ids already in the store */
+    unsigned long long repeated; /* ids given again after their first time */
+} cli_clashes;
+void cli_clash_report(void *ctx, const simstore_clash *clash);
+void cli_clashes_finish(const cli_clashes *r, const char *hint);
+
+/* The automatic compaction a change made, if any (simstore_build_options
+ * .compacted, with a cli_compaction as ctx); cli_print_compaction() adds
+ * "; compacted S segments -> T, D dead fingerprints dropped" to a summary
+ * line on stdout when there was one. */
+typedef struct cli_compaction {
+    int happened;
+    simstore_compaction what;
+} cli_compaction;
+void cli_note_compaction(void *ctx, const simstore_compaction *c);
+void cli_print_compaction(const cli_compaction *c);
 
 /* Report an unknown option or a missing argument the way every command does,
  * from getopt_long's optopt / argv state; returns 2. Call it on '?' or ':'. */
@@ -43,34 +96,69 @@ void cli_format_hex64(uint64_t fp, char buf[17]);
 /* Parse a decimal unsigned integer in [min, max]. Returns 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out);
-/* Parse a size such as 512M, 4G, 1024 (suffixes K, M, G, T; powers of 1024). */
+/* Parse a size or count (quantity.h): 1024, 512M, 4GiB, 64mb, 1.5G, 1e9,
+ * 2^30; suffixes K, M, G, T are powers of 1024, optionally followed by i
+ * and/or B, in either case. Returns 0 or -1. */
 int cli_parse_size(const char *s, unsigned long long *out);
 
+/* A STORE argument without its trailing slashes ("S/" is S; "/" stays),
+ * taken before anything else, so that every message and every path made
+ * from it names the store once. Edits arg in place and returns it. */
+char *cli_store_path(char *arg);
+
 /* The resource options of the commands that sort (build, add, compact,
- * delete): --memory SIZE (at least 16M) and --threads N (1..64). Each
+ * delete): --memory SIZE (at least 16M, at most the machine's RAM plus
+ * swap) and --threads N (1..64). Each
  * returns 0, or 2 after printing the usage error. */
 int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes);
 int cli_threads_option(const char *cmd, const char *arg, unsigned *threads);
 
-/* Reads lines of any length from a named file or stdin ("-"), counting them.
- * The returned line excludes the newline (and a CR before it) and stays valid
- * until the next call. */
+/* Reads lines of any length from a named file or stdin ("-"), plain or
+ * compressed (cli_stream, stream.h: opened once, gzip or zstd told by the
+ * magic bytes), counting them. The returned line excludes the newline (and a
+ * CR before it), is NUL-terminated, may hold NUL bytes (use the length), and
+ * stays valid until the next call. A last line without a newline counts. */
 typedef struct cli_lines {
-    FILE *fp;
+    cli_stream *stream;
     const char *name; /* as given; "<stdin>" for "-" */
-    char *line;
-    size_t cap;
-    unsigned long long lineno;
+    char *line;       /* the current line: into buf, or into joined */
+    unsigned long long lineno; /* lines returned; after -1, the line that broke */
     int is_stdin;
+    /* Private to cli.c. */
+    char *buf;        /* bytes read from the stream */
+    size_t buf_len, buf_pos;
+    char *joined;     /* a line that spans reads of buf */
+    size_t cap;       /* of joined */
+    int state;        /* 0 reading, 1 at the end, -1 broken */
+    const char *error;
 } cli_lines;
 
+/* Open `path` ("-": standard input). Returns 0, or -1 with errno set (ENOENT,
+ * EISDIR, ENOMEM, ...); r needs no close then. */
 int cli_lines_open(cli_lines *r, const char *path);
-/* 1 = a line is in r->line with length *len, 0 = end of input, -1 = read error. */
+/* 1 = a line is in r->line with length *len, 0 = end of input, -1 = the
+ * input cannot be read further (a read error, corrupt or truncated compressed
+ * data, no memory): cli_lines_error() says why and r->lineno is the number of
+ * the line that was being read. 0 and -1 are sticky. */
 int cli_lines_next(cli_lines *r, size_t *len);
+/* The message of the last -1 from cli_lines_next ("gzip data is truncated",
+ * "read error: ...", "out of memory"), without the file name; "" otherwise. */
+const char *cli_lines_error(const cli_lines *r);
+/* Close the stream and free the buffers; r may be all zeros. */
 void cli_lines_close(cli_lines *r);
 
-/* Read a whole file (or stdin for "-") into a NUL-terminated buffer. Returns 0
- * or -1 with errno set. */
-int cli_read_file(const char *path, char **data, size_t *len);
+/* Read the rest of s into a NUL-terminated buffer *data (the caller frees it)
+ * of *len bytes (the NUL not counted; NUL bytes inside are kept). Returns 0;
+ * -1 out of memory (errno ENOMEM); -2 the stream broke: cli_stream_error(s)
+ * says why and *line (if not NULL) gets the 1-based line being read when it
+ * broke. Nothing is returned in *data on failure. */
+int cli_read_stream(cli_stream *s, char **data, size_t *len, unsigned long long *line);
+
+/* Read a whole file (or stdin for "-"), plain or compressed, like
+ * cli_read_stream. Returns 0, or -1 with a message in why[why_size] ready to
+ * follow "simstore CMD: ": "FILE: strerror" when it cannot be opened or
+ * memory runs out, "FILE:LINE: gzip data is truncated" (and the like) when
+ * the input broke. */
+int cli_read_file(const char *path, char **data, size_t *len, char *why, size_t why_size);
 
 #endif

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "ingest.h"
 #include "progress.h"
+#include "textopts.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -21,25 +22,39 @@ static void usage(FILE *out)
             "of them at once when the add commits, or none if it fails. Input formats\n"
             "are those of `simstore build` (.tsv, .fp, .jsonl; .hex, .u64 for\n"
             "fingerprint-only stores; or --format). JSON Lines texts are fingerprinted\n"
-            "with the options the store recorded when it was built.\n"
+            "with the options the store recorded when it was built. '-' is standard\n"
+            "input, which has no extension: give --format with it.\n"
             "\n"
             "      --format tsv|fp|jsonl|hex|u64\n"
-            "      --memory SIZE    memory budget for sorting (default 1G)\n"
+            "      --skip-existing  skip documents whose id is already in the store, or\n"
+            "                       was given earlier in the input (the first is kept),\n"
+            "                       and count them in the summary\n"
+            "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
+            "                       K, M, G, T: powers of 1024); the process uses about\n"
+            "                       25 MiB more, plus about 3x the size of each JSON\n"
+            "                       Lines record being read (README: Building at scale)\n"
             "      --threads N      worker threads (default: all cores)\n"
             "      --no-auto-compact\n"
             "                       do not compact afterwards, even when the store has\n"
             "                       more than 8 segments\n"
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
+            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
+            "\n"
             "  -h, --help           show this help\n"
             "\n"
-            "An id already in the store, or given twice, is an error (both places are\n"
-            "named); bad records are reported as FILE:LINE: message. Either way nothing\n"
-            "is added. On success one summary line goes to stdout.\n"
+            "Without --skip-existing an id already in the store, or given twice, is an\n"
+            "error: each is reported (the first 20, then how many more) and nothing is\n"
+            "added. Bad records are reported as FILE:LINE: message, and nothing is\n"
+            "added. On success one summary line goes to stdout:\n"
+            "  added N documents to STORE (M new fingerprints)[; skipped K (I already\n"
+            "  stored, J repeated)]; now D documents, F fingerprints in S segments[;\n"
+            "  compacted S1 segments -> S2, X dead fingerprints dropped]\n"
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_FORMAT = 1, OPT_MEMORY, OPT_THREADS, OPT_NO_COMPACT };
+enum { OPT_FORMAT = 1, OPT_MEMORY, OPT_THREADS, OPT_NO_COMPACT, OPT_SKIP_EXISTING };
 
 int cmd_add(int argc, char **argv)
 {
@@ -48,17 +63,24 @@ int cmd_add(int argc, char **argv)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-auto-compact", no_argument, NULL, OPT_NO_COMPACT},
+        {"skip-existing", no_argument, NULL, OPT_SKIP_EXISTING},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
+        INPUT_FIELD_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     simstore_build_options o;
     simstore_build_options_init(&o);
+    input_fields fields;
+    input_fields_init(&fields);
     ingest_options io;
     memset(&io, 0, sizeof io);
+    io.fields = &fields;
     io.cmd = CMD;
-    unsigned open_flags = SIMSTORE_OPEN_WRITE;
+    /* The automatic compaction runs below, where its failure can be told. */
+    unsigned open_flags = SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT;
+    int auto_compact = 1;
     int quiet = 0, verbose = 0, c;
     double started = cli_now();
     opterr = 0;
@@ -80,16 +102,21 @@ int cmd_add(int argc, char **argv)
             if (cli_threads_option(CMD, optarg, &o.threads))
                 return CLI_EXIT_USAGE;
             break;
-        case OPT_NO_COMPACT: open_flags |= SIMSTORE_OPEN_NO_AUTO_COMPACT; break;
+        case OPT_NO_COMPACT: auto_compact = 0; break;
+        case OPT_SKIP_EXISTING: o.skip_existing = 1; break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
-        default: return cli_bad_option(CMD, c, argv, optind);
+        default: {
+            int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, NULL, &fields, NULL);
+            if (t >= 0)
+                return t;
+        }
         }
     }
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
 
@@ -115,6 +142,13 @@ int cmd_add(int argc, char **argv)
     o.progress_ctx = io.progress_ctx = &prog;
     o.source_name = ingest_source_name;
     o.source_ctx = argv + optind;
+    cli_clashes clashes = {CMD, o.skip_existing, ingest_source_name, argv + optind,
+                           cli_progress_done_cb, &prog, 0, 0};
+    o.clash = cli_clash_report;
+    o.clash_ctx = &clashes;
+    cli_compaction compaction = {0, {0, 0, 0}};
+    o.compacted = cli_note_compaction;
+    o.compacted_ctx = &compaction;
 
     simstore_builder *b;
     rc = simstore_add_begin(s, &o, &b);
@@ -125,11 +159,22 @@ int cmd_add(int argc, char **argv)
     ingest_result res;
     char failed[PATH_MAX + 32];
     snprintf(failed, sizeof failed, "nothing added to %s", path);
-    if (ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb,
-                          failed)) {
+    int failed_add = ingest_and_finish(b, argv + optind, argc - optind, &io, &res,
+                                       cli_progress_done_cb, failed);
+    if (failed_add) {
+        cli_clashes_finish(&clashes, "use --skip-existing to add the other documents");
         simstore_close(s);
         return CLI_EXIT_FAIL;
     }
+    /* The library's policy after an add (simstore_maybe_compact), run here
+     * rather than inside the add, which keeps a failure to itself: the add
+     * is committed either way, but a failed compaction is reported and fails
+     * the command. */
+    char compact_failed[1024] = "";
+    if (auto_compact && (rc = simstore_maybe_compact(s, &o)) != SIMSTORE_OK)
+        snprintf(compact_failed, sizeof compact_failed, "%s",
+                 *simstore_last_error() ? simstore_last_error() : simstore_strerror(rc));
+    cli_progress_done(&prog);
     simstore_stats after;
     rc = simstore_get_stats(s, &after);
     simstore_close(s);
@@ -137,11 +182,25 @@ int cmd_add(int argc, char **argv)
         return cli_api_error(CMD, rc, "%s", path);
     if (verbose)
         cli_report_resources(CMD, started);
-    printf("added %llu %s to %s (%llu new fingerprints); now %llu documents, %llu fingerprints "
-           "in %llu segment%s\n",
-           (unsigned long long)res.records, before.fingerprint_only ? "fingerprints" : "documents",
-           path, (unsigned long long)(after.fingerprints - before.fingerprints),
-           (unsigned long long)after.documents, (unsigned long long)after.fingerprints,
-           (unsigned long long)after.segments, after.segments == 1 ? "" : "s");
+    unsigned long long skipped = clashes.stored + clashes.repeated;
+    unsigned long long added = res.records - skipped;
+    unsigned long long new_fps = after.fingerprints - before.fingerprints;
+    printf("added %llu %s to %s (%llu new %s)", added,
+           before.fingerprint_only ? CLI_NOUN(added, "fingerprint") : CLI_NOUN(added, "document"),
+           path, new_fps, CLI_NOUN(new_fps, "fingerprint"));
+    if (o.skip_existing)
+        printf("; skipped %llu (%llu already stored, %llu repeated)", skipped, clashes.stored,
+               clashes.repeated);
+    printf("; now %llu %s, %llu %s in %llu %s", (unsigned long long)after.documents,
+           CLI_NOUN(after.documents, "document"), (unsigned long long)after.fingerprints,
+           CLI_NOUN(after.fingerprints, "fingerprint"), (unsigned long long)after.segments,
+           CLI_NOUN(after.segments, "segment"));
+    cli_print_compaction(&compaction);
+    putchar('\n');
+    if (compact_failed[0])
+        return cli_error(CMD, "%s: the add is committed, but the automatic compaction failed "
+                              "(the store stays valid, with more segments; `simstore compact` "
+                              "or the next add tries again): %s",
+                         path, compact_failed);
     return CLI_EXIT_OK;
 }

@@ -21,7 +21,8 @@ static void usage(FILE *out)
             "Usage: simstore build STORE [OPTIONS] INPUT...\n"
             "\n"
             "Create the store STORE (a new directory) from the INPUT files ('-' is\n"
-            "standard input). Nothing appears at STORE unless the whole build succeeds.\n"
+            "standard input, which has no extension: give --format with it). Nothing\n"
+            "appears at STORE unless the whole build succeeds.\n"
             "\n"
             "Input (format from the extension, or --format):\n"
             "  .tsv    id<TAB>hex16 per line: documents with their fingerprints\n"
@@ -36,19 +37,26 @@ static void usage(FILE *out)
             "      --k K            the largest distance queries may ask, 0..7 (default 3)\n"
             "      --tables auto|T  table count; auto picks by the cost model (default)\n"
             "      --expected N     plan the automatic design for N fingerprints\n"
-            "                       (default: the fingerprints of this build)\n"
+            "                       (default: the fingerprints of this build); N as\n"
+            "                       1000000, 1e6, 2^20 or 1M (K, M, G, T: powers of 1024)\n"
             "      --block-bytes B  table block size, a power of two 256..65536\n"
             "                       (default 512: smaller blocks decode less per query,\n"
             "                       larger ones keep fewer keys in RAM)\n"
             "      --fingerprint-only\n"
             "                       keep no documents: answers are fingerprints\n"
-            "      --replace        replace an existing STORE atomically\n"
+            "      --replace        replace an existing STORE atomically (only a store:\n"
+            "                       a file or any other directory is refused)\n"
             "\n"
             "Resources:\n"
-            "      --memory SIZE    memory budget for sorting, e.g. 512M, 4G (default 1G)\n"
+            "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
+            "                       K, M, G, T: powers of 1024); the process uses about\n"
+            "                       25 MiB more, plus about 3x the size of each JSON\n"
+            "                       Lines record being read (README: Building at scale)\n"
             "      --threads N      worker threads (default: all cores)\n"
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
+            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
             "\n"
             "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP
             "\n"
@@ -91,14 +99,18 @@ int cmd_build(int argc, char **argv)
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
+        INPUT_FIELD_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     simstore_build_options o;
     simstore_build_options_init(&o);
     textopt_state text;
     textopt_init(&text);
+    input_fields fields;
+    input_fields_init(&fields);
     ingest_options io;
     memset(&io, 0, sizeof io);
+    io.fields = &fields;
     io.cmd = CMD;
     io.text = &text.opts;
     o.text = &text.opts;
@@ -122,8 +134,9 @@ int cmd_build(int argc, char **argv)
                 o.tables = (unsigned)v;
             break;
         case OPT_EXPECTED:
-            if (cli_parse_uint(optarg, 1, UINT64_MAX, &v))
-                return cli_usage_error(CMD, "--expected takes a positive count, not '%s'", optarg);
+            if (cli_parse_size(optarg, &v) || v == 0)
+                return cli_usage_error(CMD, "--expected takes a positive count (1000000, 1e6, "
+                                            "2^20, 1M), not '%s'", optarg);
             o.expected_fps = v;
             break;
         case OPT_BLOCK:
@@ -156,7 +169,7 @@ int cmd_build(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
-            int t = textopt_or_bad_option(CMD, c, argv, optind, &text);
+            int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields, NULL);
             if (t >= 0)
                 return t;
         }
@@ -166,7 +179,7 @@ int cmd_build(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
     io.fingerprint_only = o.fingerprint_only;
@@ -180,16 +193,25 @@ int cmd_build(int argc, char **argv)
     o.source_ctx = argv + optind;
     io.progress = cli_progress_update;
     io.progress_ctx = &prog;
+    cli_clashes clashes = {CMD, 0, ingest_source_name, argv + optind, cli_progress_done_cb, &prog,
+                           0, 0};
+    o.clash = cli_clash_report;
+    o.clash_ctx = &clashes;
 
     simstore_builder *b;
     int rc = simstore_build_begin(path, &o, &b);
+    if (rc == SIMSTORE_EEXIST && !o.replace)
+        return cli_error(CMD, "%s already exists; use --replace to replace it", path);
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
     ingest_result res;
     char failed[PATH_MAX + 32];
     snprintf(failed, sizeof failed, "%s not created", path);
-    if (ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb, failed))
+    if (ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb,
+                          failed)) {
+        cli_clashes_finish(&clashes, NULL);
         return CLI_EXIT_FAIL;
+    }
     if (verbose)
         cli_report_resources(CMD, started);
 
@@ -199,17 +221,21 @@ int cmd_build(int argc, char **argv)
     if (rc == SIMSTORE_OK)
         rc = simstore_get_stats(s, &st);
     simstore_close(s);
-    if (rc)
-        return cli_api_error(CMD, rc, "%s was built but cannot be read back", path);
+    if (rc) {
+        cli_error(CMD, "%s was built, but cannot be read back:", path);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
     char tb[32], lb[32];
     human_bytes(st.table_bytes, tb, sizeof tb);
     human_bytes(st.lmdb_bytes, lb, sizeof lb);
     if (st.fingerprint_only)
-        printf("built %s: %llu distinct fingerprints; %s; tables %s\n", path,
-               (unsigned long long)st.fingerprints, st.design, tb);
+        printf("built %s: %llu distinct %s; %s; tables %s\n", path,
+               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
+               st.design, tb);
     else
-        printf("built %s: %llu documents, %llu distinct fingerprints; %s; tables %s, LMDB %s\n",
-               path, (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
+        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s\n", path,
+               (unsigned long long)st.documents, CLI_NOUN(st.documents, "document"),
+               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
                st.design, tb, lb);
     return CLI_EXIT_OK;
 }

@@ -20,7 +20,8 @@ static void usage(FILE *out)
             "Readers keep answering throughout. A store of one segment without dead\n"
             "fingerprints is left as it is.\n"
             "\n"
-            "      --memory SIZE    memory budget for sorting (default 1G)\n"
+            "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G);\n"
+            "                       the process uses about 25 MiB more\n"
             "      --threads N      worker threads (default: all cores)\n"
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
@@ -66,7 +67,7 @@ int cmd_compact(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     simstore *s;
@@ -88,9 +89,9 @@ int cmd_compact(int argc, char **argv)
         return cli_api_error(CMD, rc, "%s", path);
     if (verbose)
         cli_report_resources(CMD, started);
-    printf("compacted %s: %llu segment%s -> %llu, %llu dead fingerprints dropped\n", path,
-           (unsigned long long)before.segments, before.segments == 1 ? "" : "s",
-           (unsigned long long)after.segments,
-           (unsigned long long)(before.table_fps - after.table_fps));
+    unsigned long long dropped = before.table_fps - after.table_fps;
+    printf("compacted %s: %llu %s -> %llu, %llu dead %s dropped\n", path,
+           (unsigned long long)before.segments, CLI_NOUN(before.segments, "segment"),
+           (unsigned long long)after.segments, dropped, CLI_NOUN(dropped, "fingerprint"));
     return CLI_EXIT_OK;
 }

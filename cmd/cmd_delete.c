@@ -21,15 +21,19 @@ static void usage(FILE *out)
             "tables' fingerprints are dead; or `simstore compact`).\n"
             "\n"
             "      --ids FILE       one id per line ('-' for standard input); empty\n"
-            "                       lines are skipped\n"
+            "                       lines are skipped, and so is a UTF-8 byte-order mark\n"
+            "                       at the start\n"
             "      --no-auto-compact\n"
             "                       never compact afterwards\n"
-            "      --memory SIZE    memory budget of an automatic compaction (default 1G)\n"
+            "      --memory SIZE    memory budget of an automatic compaction, e.g. 512M\n"
+            "                       (default 1G); the process uses about 25 MiB more\n"
             "      --threads N      its worker threads (default: all cores)\n"
             "  -h, --help           show this help\n"
             "\n"
-            "Ids that are not in the store are reported as warnings. One summary line\n"
-            "goes to stdout: deleted N documents from STORE (M not found).\n"
+            "Ids that are not in the store are reported as warnings (control characters\n"
+            "shown as \\xHH). One summary line goes to stdout: deleted N documents from\n"
+            "STORE (M not found)[; compacted S segments -> T, D dead fingerprints\n"
+            "dropped], the last part when the delete compacted the store.\n"
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
@@ -75,7 +79,8 @@ static void report_missing(void *ctx, const char *id, size_t len)
 {
     size_t *count = (size_t *)ctx;
     (*count)++;
-    cli_warn(CMD, "no document '%.*s'", (int)len, id);
+    char shown[CLI_ESCAPED_ID_BYTES];
+    cli_warn(CMD, "no document '%s'", cli_escape(id, len, shown, sizeof shown));
 }
 
 enum { OPT_IDS = 1, OPT_NO_COMPACT, OPT_MEMORY, OPT_THREADS };
@@ -91,7 +96,9 @@ int cmd_delete(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *ids_file = NULL;
-    unsigned open_flags = SIMSTORE_OPEN_WRITE;
+    /* The automatic compaction runs below, where its failure can be told. */
+    unsigned open_flags = SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT;
+    int auto_compact = 1;
     simstore_build_options o;
     simstore_build_options_init(&o);
     int c;
@@ -99,7 +106,7 @@ int cmd_delete(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_IDS: ids_file = optarg; break;
-        case OPT_NO_COMPACT: open_flags |= SIMSTORE_OPEN_NO_AUTO_COMPACT; break;
+        case OPT_NO_COMPACT: auto_compact = 0; break;
         case OPT_MEMORY:
             if (cli_memory_option(CMD, optarg, &o.memory_bytes))
                 return CLI_EXIT_USAGE;
@@ -114,7 +121,7 @@ int cmd_delete(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (!ids_file && optind >= argc)
         return cli_usage_error(CMD, "give ids to delete, or --ids FILE");
     if (ids_file && optind < argc)
@@ -140,21 +147,29 @@ int cmd_delete(int argc, char **argv)
         size_t len;
         int got;
         while ((got = cli_lines_next(&lines, &len)) == 1) {
+            const char *id = lines.line;
+            /* Editors put a byte-order mark at the start of "UTF-8" files:
+             * it is not part of the first id. */
+            if (lines.lineno == 1 && len >= 3 && memcmp(id, "\xEF\xBB\xBF", 3) == 0) {
+                id += 3;
+                len -= 3;
+            }
             if (len == 0)
                 continue;
-            if (len > SIMSTORE_MAX_ID_BYTES || memchr(lines.line, '\0', len)) {
+            if (len > SIMSTORE_MAX_ID_BYTES || memchr(id, '\0', len)) {
                 cli_error(CMD, "%s:%llu: not a document id (1 to %d bytes, no NUL)", lines.name,
                           lines.lineno, SIMSTORE_MAX_ID_BYTES);
                 status = CLI_EXIT_FAIL;
                 break;
             }
-            if (push_id(&l, lines.line, len)) {
+            if (push_id(&l, id, len)) {
                 status = cli_error(CMD, "out of memory");
                 break;
             }
         }
         if (got < 0)
-            status = cli_error(CMD, "%s: %s", lines.name, strerror(errno));
+            status = cli_error(CMD, "%s:%llu: %s", lines.name, lines.lineno,
+                               cli_lines_error(&lines));
         cli_lines_close(&lines);
         if (status != CLI_EXIT_OK) {
             free_ids(&l);
@@ -168,16 +183,43 @@ int cmd_delete(int argc, char **argv)
         free_ids(&l);
         return cli_api_error(CMD, rc, "%s", path);
     }
+    cli_compaction compaction = {0, {0, 0, 0}};
+    o.compacted = cli_note_compaction;
+    o.compacted_ctx = &compaction;
     simstore_set_maintenance_options(s, &o);
     uint64_t deleted = 0;
     size_t missing = 0;
     rc = simstore_delete(s, (const char *const *)l.ids, l.lens, l.n, &deleted, report_missing,
                          &missing);
+    /* The library's policy after a delete: compact when more than
+     * SIMSTORE_COMPACT_DEAD_SHARE of the tables' fingerprints are dead. Run
+     * here rather than inside simstore_delete(), which keeps a failure to
+     * itself: the delete is committed either way, but a failed compaction
+     * is reported and fails the command. */
+    char compact_failed[1024] = "";
+    if (rc == SIMSTORE_OK && deleted > 0 && auto_compact) {
+        simstore_stats st;
+        int crc = simstore_get_stats(s, &st);
+        uint64_t live = st.fingerprints < st.table_fps ? st.fingerprints : st.table_fps;
+        if (crc == SIMSTORE_OK && st.table_fps > 0 &&
+            (double)(st.table_fps - live) / (double)st.table_fps > SIMSTORE_COMPACT_DEAD_SHARE)
+            crc = simstore_compact(s, &o);
+        if (crc)
+            snprintf(compact_failed, sizeof compact_failed, "%s",
+                     *simstore_last_error() ? simstore_last_error() : simstore_strerror(crc));
+    }
     simstore_close(s);
     free_ids(&l);
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
-    printf("deleted %llu document%s from %s (%zu not found)\n", (unsigned long long)deleted,
-           deleted == 1 ? "" : "s", path, missing);
+    printf("deleted %llu %s from %s (%zu not found)", (unsigned long long)deleted,
+           CLI_NOUN(deleted, "document"), path, missing);
+    cli_print_compaction(&compaction);
+    putchar('\n');
+    if (compact_failed[0])
+        return cli_error(CMD, "%s: the delete is committed, but the automatic compaction failed "
+                              "(the store stays valid, with dead fingerprints; `simstore compact` "
+                              "or the next delete tries again): %s",
+                         path, compact_failed);
     return CLI_EXIT_OK;
 }

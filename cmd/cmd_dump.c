@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -102,17 +103,18 @@ int cmd_dump(int argc, char **argv)
     if (have_block) {
         if (block >= in.blocks) {
             simstore_table_close(t);
-            return cli_error(CMD, "%s: no block %llu (the table has %" PRIu64 " blocks)", path,
-                             block, in.blocks);
+            return cli_error(CMD, "%s: no block %llu (the table has %" PRIu64 " %s)", path,
+                             block, in.blocks, CLI_NOUN(in.blocks, "block"));
         }
         if (block > first)
             first = block;
         if (block + 1 < last)
             last = block + 1;
     }
-    printf("# table %s: %" PRIu64 " fingerprints in %" PRIu64 " blocks of %u bytes; table %u "
-           "of store %016" PRIx64 "\n",
-           path, in.fingerprints, in.blocks, in.block_bytes, in.table_index, in.store_tag);
+    printf("# table %s: %" PRIu64 " %s in %" PRIu64 " %s of %u bytes; table %u of store %016" PRIx64
+           "\n",
+           path, in.fingerprints, CLI_NOUN(in.fingerprints, "fingerprint"), in.blocks,
+           CLI_NOUN(in.blocks, "block"), in.block_bytes, in.table_index, in.store_tag);
     printf("# permutation: %s\n", in.permutation);
     uint64_t *values = malloc((in.max_block_fingerprints ? in.max_block_fingerprints : 1) *
                               sizeof *values);
@@ -122,7 +124,7 @@ int cmd_dump(int argc, char **argv)
     }
     int status = CLI_EXIT_OK;
     char p[17], o[17];
-    for (uint64_t b = first; b < last; b++) {
+    for (uint64_t b = first; b < last && !ferror(stdout); b++) {
         simstore_block_info bi;
         size_t n;
         rc = simstore_table_read_block(t, b, &bi, values, (size_t)in.max_block_fingerprints, &n);
@@ -132,10 +134,10 @@ int cmd_dump(int argc, char **argv)
         }
         cli_format_hex64(bi.first, p);
         cli_format_hex64(bi.key, o);
-        printf("# block %" PRIu64 " at byte offset %" PRIu64 ": %" PRIu32 " fingerprints, first "
-               "%s, key %s, checksum %08" PRIx32 ", %" PRIu64 " of %u bits used\n",
-               b, bi.offset, bi.fingerprints, p, o, bi.checksum, bi.used_bits,
-               in.block_bytes * 8);
+        printf("# block %" PRIu64 " at byte offset %" PRIu64 ": %" PRIu32 " %s, first %s, key %s, "
+               "checksum %08" PRIx32 ", %" PRIu64 " of %u bits used\n",
+               b, bi.offset, bi.fingerprints, CLI_NOUN(bi.fingerprints, "fingerprint"), p, o,
+               bi.checksum, bi.used_bits, in.block_bytes * 8);
         for (size_t i = 0; i < n; i++) {
             if (values[i] < lo || values[i] > hi)
                 continue;
@@ -147,6 +149,6 @@ int cmd_dump(int argc, char **argv)
     free(values);
     simstore_table_close(t);
     if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
-        status = cli_error(CMD, "writing the output failed");
+        status = cli_error(CMD, "cannot write standard output: %s", strerror(errno));
     return status;
 }

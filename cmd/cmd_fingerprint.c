@@ -27,7 +27,8 @@ static void usage(FILE *out)
             "Input:\n"
             "      --jsonl          one record per line: {\"id\": string or integer,\n"
             "                       \"text\": string[, \"meta\": any]}; without it each FILE\n"
-            "                       is one document whose id is its path ('-' for stdin)\n"
+            "                       is one document whose id is its path ('-' for stdin);\n"
+            "                       other members are ignored, and:\n" INPUT_FIELD_HELP
             "      --paragraphs     one line per paragraph (lines separated by blank\n"
             "                       lines), id ID#N, N counting paragraphs with words\n"
             "\n"
@@ -109,7 +110,9 @@ static void fingerprint_record(run_state *st, const input_record *rec)
         }
     }
     if (rc) {
-        cli_api_error(CMD, rc, "%s: '%.*s'", where(rec, loc), (int)rec->id_len, rec->id);
+        char id[CLI_ESCAPED_ID_BYTES];
+        cli_api_error(CMD, rc, "%s: '%s'", where(rec, loc),
+                      cli_escape(rec->id, rec->id_len, id, sizeof id));
         st->failed = 1;
         return;
     }
@@ -122,10 +125,11 @@ static void fingerprint_record(run_state *st, const input_record *rec)
                  st->paragraphs ? "no paragraphs printed" : "fingerprint 0000000000000000");
 }
 
-static void run_input(run_state *st, input_format format, const char *path)
+static void run_input(run_state *st, input_format format, const input_fields *fields,
+                      const char *path)
 {
     input_reader *r;
-    if (input_open(&r, format, path) != 0) {
+    if (input_open(&r, format, path) != 0 || input_set_fields(r, fields) != 0) {
         cli_error(CMD, "%s: %s", path, strerror(errno));
         st->failed = 1;
         return;
@@ -135,6 +139,8 @@ static void run_input(run_state *st, input_format format, const char *path)
     while ((got = input_next(r, &rec)) != 0) {
         if (got == 1) {
             fingerprint_record(st, &rec);
+            if (ferror(stdout))
+                break; /* stdout is broken: reported once, after the inputs */
             continue;
         }
         cli_error(CMD, "%s", input_error(r));
@@ -152,12 +158,16 @@ int cmd_fingerprint(int argc, char **argv)
         {"jsonl", no_argument, NULL, OPT_JSONL},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         TEXTOPT_LONG_OPTIONS,
+        INPUT_FIELD_LONG_OPTIONS,
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     textopt_state text;
     textopt_init(&text);
+    input_fields fields;
+    input_fields_init(&fields);
+    int fields_given = 0;
     int jsonl = 0, paragraphs = 0, verbose = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
@@ -169,7 +179,8 @@ int cmd_fingerprint(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
-            int t = textopt_or_bad_option(CMD, c, argv, optind, &text);
+            int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields,
+                                                   &fields_given);
             if (t >= 0)
                 return t;
         }
@@ -177,6 +188,9 @@ int cmd_fingerprint(int argc, char **argv)
     }
     if (textopt_finish(CMD, &text))
         return CLI_EXIT_USAGE;
+    if (fields_given && !jsonl)
+        return cli_usage_error(CMD, "--id-field, --text-field, --meta-fields, --strict and "
+                                    "--id-from-line need --jsonl");
     const simstore_text_options opts = text.opts;
 
     /* Only friso needs its dictionary loaded (~0.05 s). */
@@ -200,9 +214,9 @@ int cmd_fingerprint(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     input_format format = jsonl ? INPUT_JSONL : INPUT_PLAIN;
     if (optind >= argc)
-        run_input(&st, format, "-");
-    for (int i = optind; i < argc; i++)
-        run_input(&st, format, argv[i]);
+        run_input(&st, format, &fields, "-");
+    for (int i = optind; i < argc && !ferror(stdout); i++)
+        run_input(&st, format, &fields, argv[i]);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     simstore_fingerprinter_free(st.fpr);
 
@@ -213,9 +227,9 @@ int cmd_fingerprint(int argc, char **argv)
     if (verbose) {
         double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
         fprintf(stderr,
-                "simstore %s: %llu documents, %llu lines printed, %llu bytes of text, "
-                "%.3f s (%.1f MB/s)%s\n",
-                CMD, st.documents, st.printed, st.bytes, secs,
+                "simstore %s: %llu %s, %llu %s printed, %llu %s of text, %.3f s (%.1f MB/s)%s\n",
+                CMD, st.documents, CLI_NOUN(st.documents, "document"), st.printed,
+                CLI_NOUN(st.printed, "line"), st.bytes, CLI_NOUN(st.bytes, "byte"), secs,
                 secs > 0 ? (double)st.bytes / 1e6 / secs : 0.0,
                 st.failed ? ", with errors" : "");
     }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -98,9 +99,9 @@ static void print_chart(const simstore_table_info *in, const simstore_histogram 
     for (unsigned j = 0; j < 64; j++)
         if (h->count[j] > top)
             top = h->count[j];
-    printf("      leading-bit histogram: %s, %" PRIu64 " differences in %" PRIu64 " of %" PRIu64
-           " blocks\n",
-           h->exact ? "exact" : "sampled", h->differences, h->blocks_decoded, in->blocks);
+    printf("      leading-bit histogram: %s, %" PRIu64 " %s in %" PRIu64 " of %" PRIu64 " %s\n",
+           h->exact ? "exact" : "sampled", h->differences, CLI_NOUN(h->differences, "difference"),
+           h->blocks_decoded, in->blocks, CLI_NOUN(in->blocks, "block"));
     printf("         j  %12s  share   code bits  2^-bits  chart\n", h->exact ? "count" : "sampled");
     for (unsigned j = 0; j < 64; j++) {
         if (!h->count[j] && !in->code_lengths[j])
@@ -135,8 +136,9 @@ static void print_table_text(const simstore_table_info *in, const char *design_l
     printf("%s  permutation: %s\n", pad, in->permutation);
     printf("%s  prefix bits: %u\n", pad, in->prefix_bits);
     printf("%s  fingerprints: %" PRIu64 "\n", pad, in->fingerprints);
-    printf("%s  blocks: %" PRIu64 " of %u bytes (at most %" PRIu64 " fingerprints in one)\n", pad,
-           in->blocks, in->block_bytes, in->max_block_fingerprints);
+    printf("%s  blocks: %" PRIu64 " of %u bytes (at most %" PRIu64 " %s in one)\n", pad,
+           in->blocks, in->block_bytes, in->max_block_fingerprints,
+           CLI_NOUN(in->max_block_fingerprints, "fingerprint"));
     printf("%s  bytes: %" PRIu64 " (blocks from byte offset %" PRIu64 ", index at %" PRIu64
            ", footer at %" PRIu64 ")\n",
            pad, in->file_bytes, in->blocks_offset, in->index_offset, in->footer_offset);
@@ -293,8 +295,8 @@ static int inspect_store(const char *path, const options *o)
                    ",\"tables\":[",
                    i ? "," : "", seg.id, seg.fingerprints, seg.created_unix);
         else
-            printf("\nsegment %" PRIu64 ": %" PRIu64 " fingerprints, created %s\n", seg.id,
-                   seg.fingerprints, when);
+            printf("\nsegment %" PRIu64 ": %" PRIu64 " %s, created %s\n", seg.id,
+                   seg.fingerprints, CLI_NOUN(seg.fingerprints, "fingerprint"), when);
         for (unsigned t = 0; t < seg.tables && status == CLI_EXIT_OK; t++) {
             char desc[160], line[192];
             simstore_describe_table(s, t, desc, sizeof desc);
@@ -353,7 +355,7 @@ int cmd_inspect(int argc, char **argv)
         o.sample = 0;
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE or FILE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     struct stat st;
@@ -361,6 +363,6 @@ int cmd_inspect(int argc, char **argv)
         return cli_error(CMD, "%s: no such store or table file", path);
     int status = S_ISDIR(st.st_mode) ? inspect_store(path, &o) : inspect_file(path, &o);
     if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
-        status = cli_error(CMD, "writing the output failed");
+        status = cli_error(CMD, "cannot write standard output: %s", strerror(errno));
     return status;
 }

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char *const CMD = "query";
 
@@ -28,17 +31,25 @@ static void usage(FILE *out)
             "      --fp HEX         a fingerprint (16 hex digits)\n"
             "      --text STRING    a text, fingerprinted as `simstore fingerprint` does\n"
             "      --file PATH      the text of a file ('-' for standard input)\n"
-            "      --queries FILE   one query per line ('-' for standard input): TSV\n"
-            "                       id<TAB>hex16, fingerprint lines hex16<TAB>id, or JSON\n"
-            "                       Lines {\"id\": ..., \"text\": ...}, by extension (.tsv,\n"
-            "                       .fp, .jsonl) or --format\n"
+            "      --queries FILE   one query per line: TSV id<TAB>hex16, fingerprint\n"
+            "                       lines hex16<TAB>id, or JSON Lines {\"id\": ...,\n"
+            "                       \"text\": ...}, by extension (.tsv, .fp, .jsonl) or\n"
+            "                       --format; '-' is standard input, which has no\n"
+            "                       extension: give --format with it. From a pipe each\n"
+            "                       answer is written as soon as it is known\n"
             "      --format tsv|fp|jsonl\n"
+            "JSON Lines queries (members other than these are ignored):\n" INPUT_FIELD_HELP
             "\n"
             "Answer:\n"
             "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
             "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[, \"meta\"]}\n"
             "      --meta           with --json, include each document's metadata\n"
             "      --skip-self      omit a match whose document id equals the query id\n"
+            "      --end-marker     end each query's answer, even an empty one or a bad\n"
+            "                       line's, with a line '.'; with --json, print one\n"
+            "                       record per query instead, {\"query\", \"matches\": [{\"id\",\n"
+            "                       \"fp\", \"distance\"[, \"meta\"]}, ...]} (a bad line:\n"
+            "                       {\"query\": null, \"matches\": [], \"error\": MESSAGE})\n"
             "      --no-verify      skip block checksums and the open-time check of\n"
             "                       LMDB's pages (faster, above all the first query of\n"
             "                       a large store; trusts the files on disk)\n"
@@ -53,7 +64,7 @@ static void usage(FILE *out)
 }
 
 enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
-       OPT_NOVERIFY, OPT_SKIP_SELF };
+       OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER };
 
 static void json_string(FILE *out, const char *s, size_t n)
 {
@@ -66,6 +77,16 @@ static void json_string(FILE *out, const char *s, size_t n)
             putc(ch, out);
         } else if (ch < 0x20 || ch == 0x7f) {
             fprintf(out, "\\u00%c%c", hex[ch >> 4], hex[ch & 15]);
+        } else if (ch >= 0x80) {
+            /* Ids are checked as UTF-8 at input; bytes that are not (a store
+             * made before that check) become U+FFFD, so the line stays JSON. */
+            size_t len = input_utf8_sequence((const unsigned char *)s + i, n - i);
+            if (len == 0) {
+                fputs("\\ufffd", out);
+            } else {
+                fwrite(s + i, 1, len, out);
+                i += len - 1;
+            }
         } else {
             putc(ch, out);
         }
@@ -80,21 +101,129 @@ typedef struct query_run {
     unsigned k;
     int json;
     int skip_self;
+    int qid_integer; /* the query's id was a JSON integer */
+    const input_fields *fields; /* of --queries JSON Lines */
+    int end_marker;  /* end each query's answer: a '.' line, or one JSON record */
+    int flush_each;  /* flush each answer: queries come from a pipe or terminal */
+    /* The store, and what reopening it needs (build --replace may swap
+     * another store in at its path while queries are read). */
+    simstore *s;
+    const char *path;
+    unsigned open_flags, query_flags;
+    int have_k;                         /* --k given: check it, else the store's k */
+    simstore_text_options *store_text;  /* texts as the store's (no text options
+                                           given): updated at each open */
+    int64_t checked_ms;                 /* when follow_store last looked */
 } query_run;
+
+/* Open r->path into r->s and r->q: --k against the store's design, the
+ * store's text options unless given. Returns an exit code. */
+static int open_store(query_run *r)
+{
+    int rc = simstore_open(r->path, r->open_flags, &r->s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", r->path);
+    simstore_stats st;
+    rc = simstore_get_stats(r->s, &st);
+    if (rc == SIMSTORE_OK && r->have_k && r->k > st.k) {
+        cli_error(CMD, "%s: --k %u exceeds the store's design (built for k <= %u)", r->path, r->k,
+                  st.k);
+        simstore_close(r->s);
+        r->s = NULL;
+        return CLI_EXIT_FAIL;
+    }
+    if (rc == SIMSTORE_OK) {
+        if (!r->have_k)
+            r->k = st.k;
+        if (r->store_text)
+            simstore_get_text_options(r->s, r->store_text);
+        rc = simstore_query_new(r->s, r->query_flags, &r->q);
+    }
+    if (rc) {
+        cli_api_error(CMD, rc, "%s", r->path);
+        simstore_close(r->s);
+        r->s = NULL;
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+static void close_store(query_run *r)
+{
+    simstore_fingerprinter_free(r->fpr); /* made with the store's text options */
+    r->fpr = NULL;
+    simstore_query_free(r->q);
+    r->q = NULL;
+    simstore_close(r->s);
+    r->s = NULL;
+}
+
+static int64_t coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Before a query read from a file or pipe: when build --replace has swapped
+ * another store in at the path, answer from that one, as a new `simstore
+ * query` would. Looking is one stat (about 1 us, a sixth of a query): made
+ * before every query that comes from a pipe or terminal (a co-process, which
+ * waits for each answer anyway), and from a regular file at most every
+ * FOLLOW_EVERY_MS. Returns an exit code. */
+#define FOLLOW_EVERY_MS 20
+static int follow_store(query_run *r)
+{
+    if (!r->flush_each) {
+        int64_t now = coarse_ms();
+        if (now - r->checked_ms < FOLLOW_EVERY_MS)
+            return CLI_EXIT_OK;
+        r->checked_ms = now;
+    }
+    if (!simstore_replaced(r->s))
+        return CLI_EXIT_OK;
+    close_store(r);
+    int status = open_store(r);
+    if (status == CLI_EXIT_OK)
+        fprintf(stderr, "simstore %s: %s was replaced by another store; answering from it\n",
+                CMD, r->path);
+    return status;
+}
+
+static void json_query_id(const query_run *r, const char *qid, size_t qid_len)
+{
+    if (r->qid_integer)
+        fwrite(qid, 1, qid_len, stdout);
+    else
+        json_string(stdout, qid, qid_len);
+}
 
 static void print_matches(const query_run *r, const char *qid, size_t qid_len,
                           const simstore_match *m, size_t n)
 {
     char hex[17];
+    /* --json --end-marker: one record per query, its matches in an array. */
+    int per_query = r->json && r->end_marker, listed = 0;
+    if (per_query) {
+        fputs("{\"query\":", stdout);
+        json_query_id(r, qid, qid_len);
+        fputs(",\"matches\":[", stdout);
+    }
     for (size_t i = 0; i < n; i++) {
         if (r->skip_self && m[i].id && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
             continue;
         cli_format_hex64(m[i].fp, hex);
-        if (r->json) {
+        if (per_query) {
+            fputs(listed++ ? ",{\"id\":" : "{\"id\":", stdout);
+        } else if (r->json) {
             fputs("{\"query\":", stdout);
-            json_string(stdout, qid, qid_len);
+            json_query_id(r, qid, qid_len);
             fputs(",\"id\":", stdout);
-            if (m[i].id)
+        }
+        if (r->json) {
+            if (m[i].id && (m[i].flags & SIMSTORE_MATCH_INTEGER_ID))
+                fwrite(m[i].id, 1, m[i].id_len, stdout);
+            else if (m[i].id)
                 json_string(stdout, m[i].id, m[i].id_len);
             else
                 fputs("null", stdout);
@@ -103,7 +232,7 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
                 fputs(",\"meta\":", stdout);
                 fwrite(m[i].meta, 1, m[i].meta_len, stdout);
             }
-            fputs("}\n", stdout);
+            fputs(per_query ? "}" : "}\n", stdout);
         } else {
             fwrite(qid, 1, qid_len, stdout);
             putchar('\t');
@@ -113,6 +242,23 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
                 putchar('-');
             printf("\t%s\t%u\n", hex, m[i].distance);
         }
+    }
+    if (per_query)
+        fputs("]}\n", stdout);
+    else if (r->end_marker)
+        fputs(".\n", stdout);
+}
+
+/* The end of the answer to a query line that was bad (reported on stderr),
+ * so that a co-process waiting for it goes on. */
+static void print_bad_query_end(const query_run *r, const char *why)
+{
+    if (r->json) {
+        fputs("{\"query\":null,\"matches\":[],\"error\":", stdout);
+        json_string(stdout, why, strlen(why));
+        fputs("}\n", stdout);
+    } else {
+        fputs(".\n", stdout);
     }
 }
 
@@ -151,13 +297,25 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
 static int run_queries_file(query_run *r, const char *path, int format)
 {
     if (format < 0) {
+        /* The extension under a compression suffix (the kind itself is told
+         * from the bytes). */
         size_t n = strlen(path);
-        if (n >= 4 && strcmp(path + n - 4, ".tsv") == 0)
+        static const char *const zsuffix[] = {".gz", ".zst", ".zstd"};
+        for (size_t i = 0; i < sizeof zsuffix / sizeof *zsuffix; i++) {
+            size_t m = strlen(zsuffix[i]);
+            if (n > m && strcmp(path + n - m, zsuffix[i]) == 0) {
+                n -= m;
+                break;
+            }
+        }
+        if (n >= 4 && memcmp(path + n - 4, ".tsv", 4) == 0)
             format = INPUT_ID_FP;
-        else if (n >= 3 && strcmp(path + n - 3, ".fp") == 0)
+        else if (n >= 3 && memcmp(path + n - 3, ".fp", 3) == 0)
             format = INPUT_FP_ID;
-        else if (n >= 6 && strcmp(path + n - 6, ".jsonl") == 0)
+        else if (n >= 6 && memcmp(path + n - 6, ".jsonl", 6) == 0)
             format = INPUT_JSONL;
+        else if (strcmp(path, "-") == 0)
+            return cli_usage_error(CMD, "standard input ('-') needs --format tsv|fp|jsonl");
         else
             return cli_usage_error(CMD, "%s: cannot tell the format from the name; use --format "
                                         "tsv|fp|jsonl", path);
@@ -165,6 +323,12 @@ static int run_queries_file(query_run *r, const char *path, int format)
     input_reader *in;
     if (input_open(&in, (input_format)format, path) != 0)
         return cli_error(CMD, "%s: %s", path, strerror(errno));
+    input_set_fields(in, r->fields);
+    /* A co-process writing queries into a pipe waits for each answer. */
+    struct stat st;
+    int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
+                                          : stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    r->flush_each = !regular;
     input_record rec;
     int got, status = CLI_EXIT_OK;
     while ((got = input_next(in, &rec)) != 0) {
@@ -176,13 +340,26 @@ static int run_queries_file(query_run *r, const char *path, int format)
         if (got == -1) {
             cli_error(CMD, "%s", input_error(in));
             status = CLI_EXIT_FAIL;
+            if (r->end_marker)
+                print_bad_query_end(r, input_error(in));
+            if (r->flush_each)
+                fflush(stdout);
             continue;
         }
-        int rc = run_one(r, rec.id, rec.id_len, format == INPUT_JSONL, rec.fingerprint, rec.text,
+        r->qid_integer = rec.id_is_integer;
+        int rc = follow_store(r);
+        if (rc == CLI_EXIT_OK)
+            rc = run_one(r, rec.id, rec.id_len, format == INPUT_JSONL, rec.fingerprint, rec.text,
                          rec.text_len);
+        r->qid_integer = 0;
         if (rc != CLI_EXIT_OK) {
             fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);
             status = rc;
+            break;
+        }
+        if ((r->flush_each && fflush(stdout) != 0) || ferror(stdout)) {
+            /* Stop reading queries whose answers cannot be written. */
+            status = cli_error(CMD, "writing the answers: %s", strerror(errno ? errno : EIO));
             break;
         }
     }
@@ -203,15 +380,20 @@ int cmd_query(int argc, char **argv)
         {"format", required_argument, NULL, OPT_FORMAT},
         {"no-verify", no_argument, NULL, OPT_NOVERIFY},
         {"skip-self", no_argument, NULL, OPT_SKIP_SELF},
+        {"end-marker", no_argument, NULL, OPT_END_MARKER},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
+        INPUT_FIELD_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     textopt_state text;
     textopt_init(&text);
+    input_fields fields;
+    input_fields_init(&fields);
     query_run r;
     memset(&r, 0, sizeof r);
     r.text = &text.opts;
+    r.fields = &fields;
     int have_k = 0, meta = 0, format = -1, sources = 0, c;
     unsigned open_flags = SIMSTORE_OPEN_READONLY;
     const char *fp_arg = NULL, *text_arg = NULL, *file_arg = NULL, *queries_arg = NULL;
@@ -245,11 +427,12 @@ int cmd_query(int argc, char **argv)
             open_flags |= SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB;
             break;
         case OPT_SKIP_SELF: r.skip_self = 1; break;
+        case OPT_END_MARKER: r.end_marker = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
-            int t = textopt_or_bad_option(CMD, c, argv, optind, &text);
+            int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields, NULL);
             if (t >= 0)
                 return t;
         }
@@ -259,7 +442,7 @@ int cmd_query(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (sources != 1)
@@ -270,50 +453,33 @@ int cmd_query(int argc, char **argv)
     if (fp_arg && cli_parse_hex64(fp_arg, &fp))
         return cli_usage_error(CMD, "--fp takes 16 hex digits, not '%s'", fp_arg);
 
-    simstore *s;
-    int rc = simstore_open(path, open_flags, &s);
-    if (rc)
-        return cli_api_error(CMD, rc, "%s", path);
-    simstore_stats st;
-    rc = simstore_get_stats(s, &st);
-    if (rc) {
-        simstore_close(s);
-        return cli_api_error(CMD, rc, "%s", path);
-    }
-    if (!have_k)
-        r.k = st.k;
-    else if (r.k > st.k) {
-        simstore_close(s);
-        return cli_error(CMD, "%s: --k %u exceeds the store's design (built for k <= %u)", path,
-                         r.k, st.k);
-    }
+    r.path = path;
+    r.open_flags = open_flags;
+    r.query_flags = meta ? SIMSTORE_QUERY_WITH_META : 0;
+    r.have_k = have_k;
     /* Texts are fingerprinted the way the store's documents were, unless the
      * command line says otherwise. */
+    r.store_text = text.given ? NULL : &text.opts;
+    if (open_store(&r) != CLI_EXIT_OK)
+        return CLI_EXIT_FAIL;
     simstore_text_options stored;
-    simstore_get_text_options(s, &stored);
-    if (!text.given)
-        text.opts = stored;
-    else if ((text_arg || file_arg || format == INPUT_JSONL) &&
-             (text.opts.shingle_words != stored.shingle_words ||
-              text.opts.weighting != stored.weighting))
+    simstore_get_text_options(r.s, &stored);
+    if (text.given && (text_arg || file_arg || format == INPUT_JSONL) &&
+        (text.opts.shingle_words != stored.shingle_words ||
+         text.opts.weighting != stored.weighting))
         cli_warn(CMD, "the store's texts were fingerprinted with --shingle %u --weights %s; "
                       "these options differ, so near texts may not match",
                  stored.shingle_words, stored.weighting == SIMSTORE_WEIGHT_LENGTH ? "length" : "tf");
-    rc = simstore_query_new(s, meta ? SIMSTORE_QUERY_WITH_META : 0, &r.q);
-    if (rc) {
-        simstore_close(s);
-        return cli_api_error(CMD, rc, "%s", path);
-    }
     int status;
     if (fp_arg) {
         status = run_one(&r, "-", 1, 0, fp, NULL, 0);
     } else if (text_arg) {
         status = run_one(&r, "-", 1, 1, 0, text_arg, strlen(text_arg));
     } else if (file_arg) {
-        char *data;
+        char *data, why[1024];
         size_t len;
-        if (cli_read_file(file_arg, &data, &len) != 0) {
-            status = cli_error(CMD, "%s: %s", file_arg, strerror(errno));
+        if (cli_read_file(file_arg, &data, &len, why, sizeof why) != 0) {
+            status = cli_error(CMD, "%s", why);
         } else {
             status = run_one(&r, "-", 1, 1, 0, data, len);
             free(data);
@@ -323,8 +489,6 @@ int cmd_query(int argc, char **argv)
     }
     if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
         status = cli_error(CMD, "writing the answers: %s", strerror(errno));
-    simstore_fingerprinter_free(r.fpr);
-    simstore_query_free(r.q);
-    simstore_close(s);
+    close_store(&r);
     return status;
 }

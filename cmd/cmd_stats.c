@@ -42,7 +42,7 @@ int cmd_stats(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     simstore *s;

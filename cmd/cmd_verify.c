@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -132,7 +133,7 @@ int cmd_verify(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE or FILE");
-    const char *path = argv[optind++];
+    const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     simstore_verify_summary sum;
@@ -154,19 +155,22 @@ int cmd_verify(int argc, char **argv)
                sum.blocks, sum.fingerprints, sum.documents, sum.fps_entries, sum.lmdb_pages,
                sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false");
     } else {
-        printf("verify %s: %s: %" PRIu64 " error%s, %" PRIu64 " warning%s (%s%" PRIu64
-               " table file%s, %" PRIu64 " blocks, %" PRIu64 " fingerprints decoded",
-               path, sum.errors ? "FAILED" : "OK", sum.errors, sum.errors == 1 ? "" : "s",
-               sum.warnings, sum.warnings == 1 ? "" : "s",
+        printf("verify %s: %s: %" PRIu64 " %s, %" PRIu64 " %s (%s%" PRIu64 " %s, %" PRIu64
+               " %s, %" PRIu64 " %s decoded",
+               path, sum.errors ? "FAILED" : "OK", sum.errors, CLI_NOUN(sum.errors, "error"),
+               sum.warnings, CLI_NOUN(sum.warnings, "warning"),
                (flags & SIMSTORE_VERIFY_QUICK) ? "quick; " : "", sum.table_files,
-               sum.table_files == 1 ? "" : "s", sum.blocks, sum.fingerprints);
+               CLI_NOUN(sum.table_files, "table file"), sum.blocks, CLI_NOUN(sum.blocks, "block"),
+               sum.fingerprints, CLI_NOUN(sum.fingerprints, "fingerprint"));
         if (sum.store)
-            printf(", %" PRIu64 " documents, %" PRIu64 " fps entries, %" PRIu64 " LMDB pages%s",
-                   sum.documents, sum.fps_entries, sum.lmdb_pages,
+            printf(", %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s%s", sum.documents,
+                   CLI_NOUN(sum.documents, "document"), sum.fps_entries,
+                   cli_plural(sum.fps_entries, "fps entry", "fps entries"), sum.lmdb_pages,
+                   CLI_NOUN(sum.lmdb_pages, "LMDB page"),
                    sum.sets_by_digest ? ", sets by digest" : "");
         printf(")\n");
     }
     if (fflush(stdout) != 0)
-        return cli_error(CMD, "writing the output failed");
+        return cli_error(CMD, "cannot write standard output: %s", strerror(errno));
     return sum.errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -1,12 +1,25 @@
-/* ingest.c: input files into a builder: record formats, per-record checks and
- * messages, fingerprinting of JSON Lines documents. A source value packs the
- * input's index (high 20 bits) and line number (low 44 bits). */
+/* ingest.c: input files into a builder, in input order, on N threads.
+ *
+ * A reader thread opens each input (decompressed by its stream, on a thread
+ * of its own) and cuts it into batches of whole lines (or of whole raw
+ * values); worker threads parse and fingerprint whole batches; the calling
+ * thread hands finished batches to the builder strictly in the order they
+ * were read. So the builder sees the same records in the same order, and
+ * every message comes out the same, whatever the thread count. A ring of
+ * INGEST_RING_SLOTS(N) batch slots bounds what is in flight; every slot
+ * carries the sequence number of the batch it holds, and a slot is refilled
+ * only after the calling thread has drained it.
+ *
+ * A source value packs the input's index (high 20 bits) and line number (low
+ * 44 bits). */
 #include "ingest.h"
 
 #include "cli.h"
 #include "input.h"
+#include "stream.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +28,10 @@
 #include <unistd.h>
 
 #define LINE_BITS 44
+#define MAX_INPUTS (1u << 20)
 #define DEFAULT_MAX_ERRORS 20
+#define MAX_THREADS 64
+#define READ_CHUNK ((size_t)64 << 10)
 
 int ingest_format_parse(const char *name)
 {
@@ -32,26 +48,29 @@ int ingest_format_parse(const char *name)
     return -1;
 }
 
-static int ends_with(const char *s, const char *suffix)
+static int ends_with(const char *s, size_t n, const char *suffix)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
+    size_t m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-static int format_for(const char *path, ingest_format f)
+int ingest_format_of_name(const char *path)
 {
-    if (f != INGEST_BY_EXTENSION)
-        return f;
-    if (ends_with(path, ".tsv"))
-        return INGEST_TSV;
-    if (ends_with(path, ".fp"))
-        return INGEST_FP;
-    if (ends_with(path, ".jsonl"))
-        return INGEST_JSONL;
-    if (ends_with(path, ".hex"))
-        return INGEST_HEX;
-    if (ends_with(path, ".u64"))
-        return INGEST_U64;
+    size_t n = strlen(path);
+    static const char *const compressed[] = {".gz", ".zst", ".zstd"};
+    for (size_t i = 0; i < sizeof compressed / sizeof *compressed; i++)
+        if (ends_with(path, n, compressed[i])) {
+            n -= strlen(compressed[i]);
+            break;
+        }
+    static const struct {
+        const char *ext;
+        int format;
+    } names[] = {{".tsv", INGEST_TSV}, {".fp", INGEST_FP},   {".jsonl", INGEST_JSONL},
+                 {".hex", INGEST_HEX}, {".u64", INGEST_U64}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (ends_with(path, n, names[i].ext))
+            return names[i].format;
     return -1;
 }
 
@@ -64,501 +83,846 @@ void ingest_source_name(void *ctx, uint64_t source, char *buf, size_t size)
     snprintf(buf, size, "%s:%llu", name, (unsigned long long)line);
 }
 
-/* ---- parallel fingerprinting ---------------------------------------------
- * JSON Lines texts are fingerprinted by worker threads: the reading thread
- * fills batches of records, workers fingerprint whole batches, and the reading
- * thread hands finished batches to the builder in the order they were read
- * (so every message is the same whatever the thread count). A fixed ring of
- * batches bounds the memory in flight. */
+/* ---- batches ------------------------------------------------------------ */
 
-#define BATCH_RECORDS 512
-#define BATCH_BYTES ((size_t)4 << 20)
-#define RING_BATCHES 8
+enum rec_kind {
+    REC_DOC,   /* a document: id, fingerprint, metadata */
+    REC_FP,    /* a bare fingerprint */
+    REC_BAD,   /* a malformed record: the message is at text_off */
+    REC_FAILED /* parsing or fingerprinting failed (no memory, ...): rc */
+};
 
-typedef struct batch_rec {
-    size_t id_off, id_len, text_off, text_len, meta_off, meta_len;
-    int has_meta;
+/* One parsed record of a batch; strings live in the batch's `out` arena. */
+typedef struct ingest_rec {
     unsigned long long line;
     uint64_t fp;
-    unsigned flags;
+    size_t text_off, text_len; /* the id, or the message of REC_BAD */
+    size_t meta_off, meta_len;
     int rc;
-} batch_rec;
+    unsigned char kind, has_meta, empty, id_integer;
+} ingest_rec;
 
-enum { BATCH_FREE = 0, BATCH_READY, BATCH_CLAIMED, BATCH_DONE };
+enum slot_state { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_WORKING, SLOT_DONE };
 
-typedef struct batch {
-    batch_rec recs[BATCH_RECORDS];
-    size_t n;
-    char *arena;
-    size_t used, cap;
-    unsigned file_index;
-    const char *file;
+enum slot_failure {
+    FAIL_NONE = 0,
+    FAIL_OPEN,  /* the input could not be opened: "FILE: why" */
+    FAIL_READ,  /* it broke while reading fail_line: "FILE:LINE: why" */
+    FAIL_SIZE,  /* raw values: the length is not a multiple of 8 */
+    FAIL_LINES  /* more lines than a source value can number */
+};
+
+typedef struct slot {
+    uint64_t seq; /* the batch held: the reader's count when it filled it */
     int state;
-} batch;
+    unsigned file_index;
+    int format;
+    unsigned long long first_line; /* of in[0]; for raw values, the value number */
+    size_t nlines;                 /* lines (or values) in `in` */
+    char *in;                      /* whole lines, each ending in '\n'; or values */
+    size_t in_len, in_cap;
+    int failure; /* after the lines: enum slot_failure */
+    unsigned long long fail_line;
+    char fail_msg[300];
+    ingest_rec *recs;
+    size_t nrecs, recs_cap;
+    char *out;
+    size_t out_len, out_cap;
+} slot;
 
-typedef struct fp_pool {
+typedef struct pipeline {
     pthread_mutex_t mu;
-    pthread_cond_t work, done;
-    batch *ring; /* RING_BATCHES */
-    unsigned head;       /* oldest batch not yet handed to the builder */
-    unsigned filling;    /* the batch being filled */
-    unsigned in_flight;  /* submitted, not yet drained */
-    unsigned next_claim; /* the next ready batch a worker takes */
+    pthread_cond_t space; /* a slot became free (reader) */
+    pthread_cond_t work;  /* a batch is ready (workers) */
+    pthread_cond_t done;  /* a batch is parsed (consumer) */
+    slot *ring;
+    unsigned nslots;
+    uint64_t published;  /* batches the reader has made ready */
+    uint64_t next_claim; /* the next batch a worker takes */
+    int reader_done;
     int stop;
-    pthread_t threads[64];
-    unsigned nthreads;
+    /* inputs */
+    char **paths;
+    const char **names; /* for messages */
+    const int *formats;
+    int npaths;
+    /* parsing */
     const simstore_text_options *text;
-} fp_pool;
+    const input_fields *fields;
+    pthread_t reader;
+    int reader_started;
+    pthread_t workers[MAX_THREADS];
+    unsigned nworkers;
+} pipeline;
+
+/* Make room for `need` more bytes in the growable buffer (*buf, *len, *cap). */
+static int reserve(char **buf, size_t len, size_t *cap, size_t need)
+{
+    if (need <= *cap - len)
+        return 0;
+    size_t c = *cap ? *cap : 4096;
+    while (c - len < need) {
+        if (c > SIZE_MAX / 2)
+            return -1;
+        c *= 2;
+    }
+    char *g = realloc(*buf, c);
+    if (!g)
+        return -1;
+    *buf = g;
+    *cap = c;
+    return 0;
+}
+
+/* ---- the reader thread -------------------------------------------------- */
+
+/* Wait for the slot of batch `seq` to be free and take it; NULL on stop. */
+static slot *reader_acquire(pipeline *pl, uint64_t seq)
+{
+    slot *s = &pl->ring[seq % pl->nslots];
+    pthread_mutex_lock(&pl->mu);
+    while (!pl->stop && s->state != SLOT_FREE)
+        pthread_cond_wait(&pl->space, &pl->mu);
+    int stop = pl->stop;
+    if (!stop) {
+        s->state = SLOT_FILLING;
+        s->seq = seq;
+    }
+    pthread_mutex_unlock(&pl->mu);
+    if (stop)
+        return NULL;
+    s->nlines = 0;
+    s->in_len = 0;
+    s->failure = FAIL_NONE;
+    s->fail_line = 0;
+    s->fail_msg[0] = '\0';
+    return s;
+}
+
+static void reader_publish(pipeline *pl, slot *s)
+{
+    pthread_mutex_lock(&pl->mu);
+    s->state = SLOT_READY;
+    pl->published++;
+    pthread_cond_broadcast(&pl->work);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+typedef struct reader_state {
+    pipeline *pl;
+    uint64_t seq;
+    slot *s;
+    char *carry; /* a partial line moved from a full batch to the next */
+    size_t carry_len, carry_cap;
+} reader_state;
+
+/* Start the next batch of input `index`, at line `first_line`. */
+static int reader_next_slot(reader_state *rs, unsigned index, unsigned long long first_line)
+{
+    rs->s = reader_acquire(rs->pl, rs->seq++);
+    if (!rs->s)
+        return -1;
+    rs->s->file_index = index;
+    rs->s->format = rs->pl->formats[index];
+    rs->s->first_line = first_line;
+    return 0;
+}
+
+/* Publish the current batch; with `fail`, it ends the whole input. */
+static void reader_finish_slot(reader_state *rs, int fail, unsigned long long fail_line,
+                               const char *msg)
+{
+    slot *s = rs->s;
+    s->failure = fail;
+    s->fail_line = fail_line;
+    if (msg)
+        snprintf(s->fail_msg, sizeof s->fail_msg, "%s", msg);
+    reader_publish(rs->pl, s);
+    rs->s = NULL;
+}
+
+/* Raw little-endian values: batches of whole values. Returns 0 at the end of
+ * the input, -1 when everything stops. */
+static int read_values(reader_state *rs, unsigned index, cli_stream *st)
+{
+    unsigned long long first = 1;
+    if (reader_next_slot(rs, index, first))
+        return -1;
+    for (;;) {
+        slot *s = rs->s;
+        if (reserve(&s->in, s->in_len, &s->in_cap, INGEST_BATCH_BYTES - s->in_len + 8)) {
+            reader_finish_slot(rs, FAIL_READ, first + s->nlines, "out of memory");
+            return -1;
+        }
+        ssize_t n = cli_stream_read(st, s->in + s->in_len, INGEST_BATCH_BYTES - s->in_len);
+        if (n < 0) {
+            s->nlines = s->in_len / 8;
+            s->in_len = s->nlines * 8;
+            reader_finish_slot(rs, FAIL_READ, first + s->nlines, cli_stream_error(st));
+            return -1;
+        }
+        if (n == 0) {
+            int odd = s->in_len % 8 != 0;
+            s->nlines = s->in_len / 8;
+            s->in_len = s->nlines * 8;
+            reader_finish_slot(rs, odd ? FAIL_SIZE : FAIL_NONE, 0, NULL);
+            return odd ? -1 : 0;
+        }
+        s->in_len += (size_t)n;
+        if (s->in_len == INGEST_BATCH_BYTES) {
+            s->nlines = s->in_len / 8;
+            first += s->nlines;
+            reader_finish_slot(rs, FAIL_NONE, 0, NULL);
+            if (reader_next_slot(rs, index, first))
+                return -1;
+        }
+    }
+}
+
+/* Lines: batches of whole lines, each ending in '\n' (one is added to a last
+ * line without). Returns 0 at the end of the input, -1 when everything stops. */
+static int read_lines(reader_state *rs, unsigned index, cli_stream *st)
+{
+    unsigned long long next_line = 1;
+    if (reader_next_slot(rs, index, next_line))
+        return -1;
+    size_t scan = 0, cut = 0; /* newlines counted up to scan; whole lines end at cut */
+    for (;;) {
+        slot *s = rs->s;
+        if (next_line + s->nlines >= (1ULL << LINE_BITS)) {
+            s->in_len = cut;
+            reader_finish_slot(rs, FAIL_LINES, next_line + s->nlines, NULL);
+            return -1;
+        }
+        size_t want = READ_CHUNK;
+        if (s->in_len < INGEST_BATCH_BYTES && INGEST_BATCH_BYTES - s->in_len < want)
+            want = INGEST_BATCH_BYTES - s->in_len;
+        if (reserve(&s->in, s->in_len, &s->in_cap, want + 1)) {
+            s->in_len = cut;
+            reader_finish_slot(rs, FAIL_READ, next_line + s->nlines, "out of memory");
+            return -1;
+        }
+        ssize_t n = cli_stream_read(st, s->in + s->in_len, want);
+        if (n < 0) {
+            /* The lines read whole go first; the one being read broke. */
+            s->in_len = cut;
+            reader_finish_slot(rs, FAIL_READ, next_line + s->nlines, cli_stream_error(st));
+            return -1;
+        }
+        if (n == 0) {
+            if (s->in_len > cut) {
+                s->in[s->in_len++] = '\n';
+                s->nlines++;
+            }
+            reader_finish_slot(rs, FAIL_NONE, 0, NULL);
+            return 0;
+        }
+        s->in_len += (size_t)n;
+        while (scan < s->in_len && s->nlines < INGEST_BATCH_LINES) {
+            const char *nl = memchr(s->in + scan, '\n', s->in_len - scan);
+            if (!nl) {
+                scan = s->in_len;
+                break;
+            }
+            s->nlines++;
+            scan = cut = (size_t)(nl - s->in) + 1;
+        }
+        if (s->nlines == INGEST_BATCH_LINES || (cut > 0 && s->in_len >= INGEST_BATCH_BYTES)) {
+            /* Cut after the last whole line; the rest starts the next batch. */
+            size_t rest = s->in_len - cut;
+            if (reserve(&rs->carry, 0, &rs->carry_cap, rest + 1)) {
+                s->in_len = cut;
+                reader_finish_slot(rs, FAIL_READ, next_line + s->nlines, "out of memory");
+                return -1;
+            }
+            memcpy(rs->carry, s->in + cut, rest);
+            s->in_len = cut;
+            next_line += s->nlines;
+            reader_finish_slot(rs, FAIL_NONE, 0, NULL);
+            if (reader_next_slot(rs, index, next_line))
+                return -1;
+            s = rs->s;
+            if (reserve(&s->in, 0, &s->in_cap, rest + READ_CHUNK + 1)) {
+                reader_finish_slot(rs, FAIL_READ, next_line, "out of memory");
+                return -1;
+            }
+            memcpy(s->in, rs->carry, rest);
+            s->in_len = rest;
+            scan = cut = 0;
+        }
+    }
+}
+
+static void *reader_main(void *arg)
+{
+    pipeline *pl = (pipeline *)arg;
+    reader_state rs = {pl, 0, NULL, NULL, 0, 0};
+    for (int i = 0; i < pl->npaths; i++) {
+        cli_stream *st = NULL;
+        if (cli_stream_open(&st, pl->paths[i]) != 0) {
+            int err = errno;
+            if (reader_next_slot(&rs, (unsigned)i, 1) == 0)
+                reader_finish_slot(&rs, FAIL_OPEN, 0, strerror(err));
+            break;
+        }
+        int rc = pl->formats[i] == INGEST_U64 ? read_values(&rs, (unsigned)i, st)
+                                              : read_lines(&rs, (unsigned)i, st);
+        cli_stream_close(st);
+        if (rc)
+            break;
+    }
+    free(rs.carry);
+    pthread_mutex_lock(&pl->mu);
+    pl->reader_done = 1;
+    pthread_cond_broadcast(&pl->work);
+    pthread_cond_broadcast(&pl->done);
+    pthread_mutex_unlock(&pl->mu);
+    return NULL;
+}
+
+/* ---- the worker threads ------------------------------------------------- */
+
+typedef struct worker_state {
+    simstore_fingerprinter *fpr;
+    int fpr_rc;
+    input_parser *parsers[INGEST_U64 + 1];
+} worker_state;
+
+static ingest_rec *new_rec(slot *s, unsigned long long line)
+{
+    if (s->nrecs == s->recs_cap) {
+        size_t cap = s->recs_cap ? s->recs_cap * 2 : 256;
+        ingest_rec *g = realloc(s->recs, cap * sizeof *g);
+        if (!g)
+            return NULL;
+        s->recs = g;
+        s->recs_cap = cap;
+    }
+    ingest_rec *r = &s->recs[s->nrecs++];
+    memset(r, 0, sizeof *r);
+    r->line = line;
+    return r;
+}
+
+/* Copy len bytes into the batch's out arena (NUL-terminated). */
+static int out_copy(slot *s, const char *data, size_t len, size_t *off)
+{
+    if (reserve(&s->out, s->out_len, &s->out_cap, len + 1))
+        return -1;
+    *off = s->out_len;
+    if (len)
+        memcpy(s->out + s->out_len, data, len);
+    s->out[s->out_len + len] = '\0';
+    s->out_len += len + 1;
+    return 0;
+}
+
+static void set_bad(slot *s, ingest_rec *r, const char *msg)
+{
+    r->kind = REC_BAD;
+    if (out_copy(s, msg, strlen(msg), &r->text_off) != 0) {
+        r->kind = REC_FAILED;
+        r->rc = SIMSTORE_ENOMEM;
+    } else {
+        r->text_len = strlen(msg);
+    }
+}
+
+static void parse_hex(slot *s, ingest_rec *r, const char *line, size_t len)
+{
+    char hex[17];
+    if (len == 16) {
+        memcpy(hex, line, 16);
+        hex[16] = '\0';
+        if (cli_parse_hex64(hex, &r->fp) == 0) {
+            r->kind = REC_FP;
+            return;
+        }
+    }
+    char msg[120];
+    char shown[44];
+    size_t n = len < 40 ? len : 40;
+    for (size_t i = 0; i < n; i++)
+        shown[i] = (unsigned char)line[i] < 0x20 || line[i] == 0x7F ? '?' : line[i];
+    shown[n] = '\0';
+    snprintf(msg, sizeof msg, "expected 16 hex digits, got '%s'", shown);
+    set_bad(s, r, msg);
+}
+
+static void parse_record(pipeline *pl, worker_state *w, slot *s, ingest_rec *r, const char *line,
+                         size_t len)
+{
+    int fmt = s->format;
+    if (fmt == INGEST_HEX) {
+        parse_hex(s, r, line, len);
+        return;
+    }
+    input_format in = fmt == INGEST_TSV ? INPUT_ID_FP : fmt == INGEST_FP ? INPUT_FP_ID : INPUT_JSONL;
+    if (!w->parsers[fmt] && input_parser_new(&w->parsers[fmt], in, pl->fields) != 0) {
+        r->kind = REC_FAILED;
+        r->rc = SIMSTORE_ENOMEM;
+        return;
+    }
+    input_record rec;
+    int rc = input_parse_line(w->parsers[fmt], line, len, pl->names[s->file_index], r->line, &rec);
+    if (rc != 1) {
+        if (rc == -1) {
+            set_bad(s, r, input_parser_error(w->parsers[fmt]));
+        } else {
+            r->kind = REC_FAILED;
+            r->rc = SIMSTORE_ENOMEM;
+        }
+        return;
+    }
+    r->fp = rec.fingerprint;
+    if (fmt == INGEST_JSONL) {
+        unsigned flags = 0;
+        int e = w->fpr_rc ? w->fpr_rc
+                          : simstore_fingerprint_text(w->fpr, rec.text, rec.text_len, &r->fp, &flags);
+        if (e) {
+            r->kind = REC_FAILED;
+            r->rc = e;
+            return;
+        }
+        r->empty = (flags & SIMSTORE_FP_EMPTY) != 0;
+    }
+    r->kind = REC_DOC;
+    r->id_integer = (unsigned char)rec.id_is_integer;
+    size_t meta_len = rec.meta ? strlen(rec.meta) : 0;
+    if (out_copy(s, rec.id, rec.id_len, &r->text_off) ||
+        (rec.meta && out_copy(s, rec.meta, meta_len, &r->meta_off))) {
+        r->kind = REC_FAILED;
+        r->rc = SIMSTORE_ENOMEM;
+        return;
+    }
+    r->text_len = rec.id_len;
+    r->has_meta = rec.meta != NULL;
+    r->meta_len = meta_len;
+}
+
+/* Parse (and fingerprint) every record of a batch. */
+static void parse_batch(pipeline *pl, worker_state *w, slot *s)
+{
+    s->nrecs = 0;
+    s->out_len = 0;
+    if (s->format == INGEST_U64)
+        return; /* the values are read as they are */
+    const char *p = s->in, *end = s->in + s->in_len;
+    unsigned long long line = s->first_line;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        const char *text = p;
+        size_t n = len;
+        if (n > 0 && text[n - 1] == '\r')
+            n--;
+        if (!input_trim_line(&text, &n, line == 1)) {
+            ingest_rec *r = new_rec(s, line);
+            if (!r) {
+                /* Report it on the last record there is room for. */
+                if (s->nrecs > 0) {
+                    s->recs[s->nrecs - 1].kind = REC_FAILED;
+                    s->recs[s->nrecs - 1].rc = SIMSTORE_ENOMEM;
+                }
+                return;
+            }
+            parse_record(pl, w, s, r, text, n);
+        }
+        p += len + 1;
+        line++;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    pipeline *pl = (pipeline *)arg;
+    worker_state w;
+    memset(&w, 0, sizeof w);
+    int any_jsonl = 0;
+    for (int i = 0; i < pl->npaths; i++)
+        any_jsonl |= pl->formats[i] == INGEST_JSONL;
+    if (any_jsonl)
+        w.fpr_rc = simstore_fingerprinter_new(pl->text, &w.fpr);
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        slot *s = &pl->ring[pl->next_claim % pl->nslots];
+        if (pl->stop)
+            break;
+        if (s->state == SLOT_READY && s->seq == pl->next_claim) {
+            s->state = SLOT_WORKING;
+            pl->next_claim++;
+            pthread_mutex_unlock(&pl->mu);
+            parse_batch(pl, &w, s);
+            pthread_mutex_lock(&pl->mu);
+            s->state = SLOT_DONE;
+            pthread_cond_broadcast(&pl->done);
+            continue;
+        }
+        if (pl->reader_done && pl->next_claim == pl->published)
+            break;
+        pthread_cond_wait(&pl->work, &pl->mu);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    for (size_t i = 0; i < sizeof w.parsers / sizeof *w.parsers; i++)
+        input_parser_free(w.parsers[i]);
+    simstore_fingerprinter_free(w.fpr);
+    return NULL;
+}
+
+/* ---- the pipeline ------------------------------------------------------- */
+
+/* Stop every thread and wait for them. */
+static void pipeline_stop(pipeline *pl)
+{
+    pthread_mutex_lock(&pl->mu);
+    pl->stop = 1;
+    pthread_cond_broadcast(&pl->space);
+    pthread_cond_broadcast(&pl->work);
+    pthread_cond_broadcast(&pl->done);
+    pthread_mutex_unlock(&pl->mu);
+    if (pl->reader_started)
+        pthread_join(pl->reader, NULL);
+    for (unsigned i = 0; i < pl->nworkers; i++)
+        pthread_join(pl->workers[i], NULL);
+    pl->reader_started = 0;
+    pl->nworkers = 0;
+}
+
+static void pipeline_free(pipeline *pl)
+{
+    pipeline_stop(pl);
+    for (unsigned i = 0; pl->ring && i < pl->nslots; i++) {
+        free(pl->ring[i].in);
+        free(pl->ring[i].recs);
+        free(pl->ring[i].out);
+    }
+    free(pl->ring);
+    pthread_mutex_destroy(&pl->mu);
+    pthread_cond_destroy(&pl->space);
+    pthread_cond_destroy(&pl->work);
+    pthread_cond_destroy(&pl->done);
+}
+
+static int pipeline_start(pipeline *pl, unsigned threads)
+{
+    pl->nslots = INGEST_RING_SLOTS(threads);
+    pl->ring = calloc(pl->nslots, sizeof *pl->ring);
+    if (!pl->ring)
+        return -1;
+    /* jansson seeds its hash tables on first use; do it before the threads. */
+    json_object_seed(0);
+    for (unsigned i = 0; i < threads; i++)
+        if (pthread_create(&pl->workers[pl->nworkers], NULL, worker_main, pl) == 0)
+            pl->nworkers++;
+    if (pl->nworkers == 0)
+        return -1;
+    if (pthread_create(&pl->reader, NULL, reader_main, pl) != 0)
+        return -1;
+    pl->reader_started = 1;
+    return 0;
+}
+
+/* The next parsed batch, in read order; NULL when the input is exhausted. */
+static slot *pipeline_next(pipeline *pl, uint64_t seq)
+{
+    slot *s = &pl->ring[seq % pl->nslots];
+    pthread_mutex_lock(&pl->mu);
+    while (!(s->seq == seq && s->state == SLOT_DONE) && !(pl->reader_done && pl->published <= seq))
+        pthread_cond_wait(&pl->done, &pl->mu);
+    int have = s->seq == seq && s->state == SLOT_DONE;
+    pthread_mutex_unlock(&pl->mu);
+    return have ? s : NULL;
+}
+
+static void pipeline_release(pipeline *pl, slot *s)
+{
+    /* A huge record made its batch grow: give the memory back. */
+    if (s->in_cap > 4 * INGEST_BATCH_BYTES) {
+        free(s->in);
+        s->in = NULL;
+        s->in_cap = 0;
+    }
+    if (s->out_cap > 4 * INGEST_BATCH_BYTES) {
+        free(s->out);
+        s->out = NULL;
+        s->out_cap = 0;
+    }
+    pthread_mutex_lock(&pl->mu);
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&pl->space);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+/* ---- the consumer: records into the builder, in order ------------------- */
 
 typedef struct ingest_state {
-    simstore_builder *b;
+    const ingest_sink *sink;
     const ingest_options *o;
     ingest_result *res;
-    simstore_fingerprinter *fpr;
-    fp_pool *pool;
+    pipeline *pl;
     unsigned max_errors;
     int fatal;
 } ingest_state;
 
 /* Report a bad record; returns nonzero when reading should stop. */
-static int bad_record(ingest_state *st, const char *message)
+static int bad_record(ingest_state *st, const char *file, unsigned long long line, const char *what)
 {
     st->res->bad++;
-    fprintf(stderr, "simstore %s: %s\n", st->o->cmd, message);
+    if (line)
+        fprintf(stderr, "simstore %s: %s:%llu: %s\n", st->o->cmd, file, line, what);
+    else
+        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, file, what);
     if (st->res->bad >= st->max_errors) {
-        fprintf(stderr, "simstore %s: stopping after %u bad records\n", st->o->cmd,
-                st->max_errors);
+        fprintf(stderr, "simstore %s: stopping after %u bad record%s\n", st->o->cmd,
+                st->max_errors, st->max_errors == 1 ? "" : "s");
         return 1;
     }
     return 0;
 }
 
-static int builder_failed(ingest_state *st, int rc, const char *file, unsigned long long line)
+static int fatal_error(ingest_state *st, const char *file, unsigned long long line, const char *what)
 {
-    fprintf(stderr, "simstore %s: %s:%llu: %s\n", st->o->cmd, file, line,
-            *simstore_last_error() ? simstore_last_error() : simstore_strerror(rc));
+    if (line)
+        fprintf(stderr, "simstore %s: %s:%llu: %s\n", st->o->cmd, file, line, what);
+    else
+        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, file, what);
     st->fatal = 1;
     return 1;
 }
 
-static void *pool_worker(void *arg)
+static int builder_failed(ingest_state *st, int rc, const char *file, unsigned long long line)
 {
-    fp_pool *p = (fp_pool *)arg;
-    simstore_fingerprinter *fpr = NULL;
-    int init_rc = simstore_fingerprinter_new(p->text, &fpr);
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->stop && p->ring[p->next_claim].state != BATCH_READY)
-            pthread_cond_wait(&p->work, &p->mu);
-        if (p->ring[p->next_claim].state != BATCH_READY) {
-            pthread_mutex_unlock(&p->mu);
-            break;
+    return fatal_error(st, file, line,
+                       *simstore_last_error() ? simstore_last_error() : simstore_strerror(rc));
+}
+
+static void count_record(ingest_state *st, uint64_t step)
+{
+    uint64_t before = st->res->records;
+    st->res->records += step;
+    if (st->o->progress && (before >> 16) != (st->res->records >> 16))
+        st->o->progress(st->o->progress_ctx, "reading", st->res->records, 0);
+}
+
+/* Hand one parsed batch to the builder. Returns nonzero to stop. */
+static int drain_batch(ingest_state *st, const slot *s)
+{
+    const char *file = st->pl->names[s->file_index];
+    uint64_t source_file = (uint64_t)s->file_index << LINE_BITS;
+    if (s->format == INGEST_U64) {
+        const unsigned char *v = (const unsigned char *)s->in;
+        for (size_t i = 0; i < s->nlines; i++, v += 8) {
+            uint64_t fp = 0;
+            for (int j = 7; j >= 0; j--)
+                fp = fp << 8 | v[j];
+            int e = st->sink->fp(st->sink->ctx, fp);
+            if (e)
+                return builder_failed(st, e, file, s->first_line + i);
         }
-        batch *bt = &p->ring[p->next_claim];
-        bt->state = BATCH_CLAIMED;
-        p->next_claim = (p->next_claim + 1) % RING_BATCHES;
-        pthread_mutex_unlock(&p->mu);
-        for (size_t i = 0; i < bt->n; i++) {
-            batch_rec *r = &bt->recs[i];
-            r->rc = init_rc ? init_rc
-                            : simstore_fingerprint_text(fpr, bt->arena + r->text_off, r->text_len,
-                                                        &r->fp, &r->flags);
-        }
-        pthread_mutex_lock(&p->mu);
-        bt->state = BATCH_DONE;
-        pthread_cond_broadcast(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        count_record(st, s->nlines);
     }
-    simstore_fingerprinter_free(fpr);
-    return NULL;
-}
-
-static void pool_free(fp_pool *p)
-{
-    if (!p)
-        return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->mu);
-    for (unsigned i = 0; i < p->nthreads; i++)
-        pthread_join(p->threads[i], NULL);
-    for (unsigned i = 0; p->ring && i < RING_BATCHES; i++)
-        free(p->ring[i].arena);
-    free(p->ring);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->work);
-    pthread_cond_destroy(&p->done);
-    free(p);
-}
-
-static fp_pool *pool_new(const simstore_text_options *text, unsigned threads)
-{
-    fp_pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->work, NULL);
-    pthread_cond_init(&p->done, NULL);
-    p->text = text;
-    p->ring = calloc(RING_BATCHES, sizeof *p->ring);
-    if (!p->ring) {
-        pool_free(p);
-        return NULL;
-    }
-    for (unsigned i = 0; i < threads && i < 64; i++)
-        if (pthread_create(&p->threads[p->nthreads], NULL, pool_worker, p) == 0)
-            p->nthreads++;
-    if (p->nthreads == 0) {
-        pool_free(p);
-        return NULL;
-    }
-    return p;
-}
-
-/* Hand a finished batch to the builder, in read order. Returns nonzero to stop. */
-static int drain_batch(ingest_state *st, batch *bt)
-{
-    int stop = 0;
-    for (size_t i = 0; i < bt->n && !stop; i++) {
-        batch_rec *r = &bt->recs[i];
-        const char *id = bt->arena + r->id_off;
-        if (r->rc) {
-            stop = builder_failed(st, r->rc, bt->file, r->line);
-            break;
-        }
-        if (r->flags & SIMSTORE_FP_EMPTY) {
-            st->res->empty_docs++;
-            fprintf(stderr, "simstore %s: warning: %s:%llu: document '%.*s' has no words\n",
-                    st->o->cmd, bt->file, r->line, (int)r->id_len, id);
-        }
-        simstore_doc d = {id, r->id_len, r->fp, r->has_meta ? bt->arena + r->meta_off : NULL,
-                          r->meta_len, (uint64_t)bt->file_index << LINE_BITS | r->line};
-        int e = simstore_builder_add(st->b, &d);
-        if (e) {
-            stop = builder_failed(st, e, bt->file, r->line);
-            break;
-        }
-        if (++st->res->records % 65536 == 0 && st->o->progress)
-            st->o->progress(st->o->progress_ctx, "reading", st->res->records, 0);
-    }
-    bt->n = 0;
-    bt->used = 0;
-    return stop;
-}
-
-/* Wait for the oldest batch in flight and drain it. */
-static int drain_oldest(ingest_state *st)
-{
-    fp_pool *p = st->pool;
-    batch *bt = &p->ring[p->head];
-    pthread_mutex_lock(&p->mu);
-    while (bt->state != BATCH_DONE)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    int stop = drain_batch(st, bt);
-    pthread_mutex_lock(&p->mu);
-    bt->state = BATCH_FREE;
-    p->head = (p->head + 1) % RING_BATCHES;
-    p->in_flight--;
-    pthread_mutex_unlock(&p->mu);
-    return stop;
-}
-
-/* Submit the batch being filled (if it holds anything). */
-static void submit_filling(ingest_state *st)
-{
-    fp_pool *p = st->pool;
-    batch *bt = &p->ring[p->filling];
-    if (bt->n == 0)
-        return;
-    pthread_mutex_lock(&p->mu);
-    bt->state = BATCH_READY;
-    p->in_flight++;
-    p->filling = (p->filling + 1) % RING_BATCHES;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* Drain everything in flight, in order. Returns nonzero to stop. */
-static int drain_all(ingest_state *st)
-{
-    int stop = 0;
-    submit_filling(st);
-    while (st->pool->in_flight > 0)
-        stop |= drain_oldest(st);
-    return stop;
-}
-
-static int arena_copy(batch *bt, const char *data, size_t len, size_t *off)
-{
-    if (len + 1 > bt->cap - bt->used) {
-        size_t cap = bt->cap ? bt->cap : BATCH_BYTES;
-        while (cap - bt->used < len + 1)
-            cap *= 2;
-        char *g = realloc(bt->arena, cap);
-        if (!g)
-            return -1;
-        bt->arena = g;
-        bt->cap = cap;
-    }
-    *off = bt->used;
-    if (len)
-        memcpy(bt->arena + bt->used, data, len);
-    bt->arena[bt->used + len] = '\0';
-    bt->used += len + 1;
-    return 0;
-}
-
-/* Queue a JSON Lines record for the workers. Returns nonzero to stop. */
-static int pool_add(ingest_state *st, const input_record *rec, unsigned index)
-{
-    fp_pool *p = st->pool;
-    batch *bt = &p->ring[p->filling];
-    if (bt->n == 0) {
-        /* Reusing a slot: it must have been drained. */
-        while (p->in_flight == RING_BATCHES || bt->state != BATCH_FREE)
-            if (drain_oldest(st))
+    for (size_t i = 0; i < s->nrecs; i++) {
+        const ingest_rec *r = &s->recs[i];
+        int e = 0;
+        switch (r->kind) {
+        case REC_BAD:
+            if (bad_record(st, file, r->line, s->out + r->text_off))
                 return 1;
-        bt->file_index = index;
-        bt->file = rec->file;
-    }
-    batch_rec *r = &bt->recs[bt->n];
-    size_t meta_len = rec->meta ? strlen(rec->meta) : 0;
-    if (arena_copy(bt, rec->id, rec->id_len, &r->id_off) ||
-        arena_copy(bt, rec->text, rec->text_len, &r->text_off) ||
-        arena_copy(bt, rec->meta ? rec->meta : "", meta_len, &r->meta_off)) {
-        fprintf(stderr, "simstore %s: out of memory\n", st->o->cmd);
-        st->fatal = 1;
-        return 1;
-    }
-    r->id_len = rec->id_len;
-    r->text_len = rec->text_len;
-    r->meta_len = meta_len;
-    r->has_meta = rec->meta != NULL;
-    r->line = rec->line;
-    r->rc = 0;
-    r->flags = 0;
-    bt->n++;
-    if (bt->n == BATCH_RECORDS || bt->used >= BATCH_BYTES)
-        submit_filling(st);
-    return 0;
-}
-
-/* Documents from TSV or JSON Lines. Returns nonzero to stop. */
-static int ingest_documents(ingest_state *st, const char *path, unsigned index, int fmt)
-{
-    input_reader *r;
-    input_format in = fmt == INGEST_TSV ? INPUT_ID_FP : fmt == INGEST_FP ? INPUT_FP_ID : INPUT_JSONL;
-    if (input_open(&r, in, path) != 0) {
-        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, path, strerror(errno));
-        st->fatal = 1;
-        return 1;
-    }
-    input_record rec;
-    int rc;
-    while ((rc = input_next(r, &rec)) != 0) {
-        if (rc == -2) {
-            fprintf(stderr, "simstore %s: %s\n", st->o->cmd, input_error(r));
-            st->fatal = 1;
-            break;
-        }
-        if (rc == -1) {
-            if (bad_record(st, input_error(r)))
-                break;
             continue;
-        }
-        if (rec.line >= (1ULL << LINE_BITS)) {
-            fprintf(stderr, "simstore %s: %s: too many lines\n", st->o->cmd, rec.file);
-            st->fatal = 1;
+        case REC_FAILED:
+            return builder_failed(st, r->rc, file, r->line);
+        case REC_FP:
+            e = st->sink->fp(st->sink->ctx, r->fp);
             break;
-        }
-        if (fmt == INGEST_JSONL && st->pool) {
-            if (pool_add(st, &rec, index))
-                break;
-            continue;
-        }
-        uint64_t fp = rec.fingerprint;
-        if (fmt == INGEST_JSONL) {
-            unsigned flags = 0;
-            int e = simstore_fingerprint_text(st->fpr, rec.text, rec.text_len, &fp, &flags);
-            if (e) {
-                builder_failed(st, e, rec.file, rec.line);
-                break;
-            }
-            if (flags & SIMSTORE_FP_EMPTY) {
+        default: {
+            const char *id = s->out + r->text_off;
+            if (r->empty) {
                 st->res->empty_docs++;
                 fprintf(stderr, "simstore %s: warning: %s:%llu: document '%.*s' has no words\n",
-                        st->o->cmd, rec.file, rec.line, (int)rec.id_len, rec.id);
+                        st->o->cmd, file, r->line, (int)r->text_len, id);
             }
-        }
-        simstore_doc d = {rec.id, rec.id_len, fp, rec.meta, rec.meta ? strlen(rec.meta) : 0,
-                          (uint64_t)index << LINE_BITS | rec.line};
-        int e = simstore_builder_add(st->b, &d);
-        if (e) {
-            builder_failed(st, e, rec.file, rec.line);
+            st->res->integer_ids += r->id_integer;
+            simstore_doc d = {id, r->text_len, r->fp, r->has_meta ? s->out + r->meta_off : NULL,
+                              r->meta_len, source_file | r->line};
+            e = st->sink->doc(st->sink->ctx, &d, r->id_integer);
             break;
         }
-        if (++st->res->records % 65536 == 0 && st->o->progress)
-            st->o->progress(st->o->progress_ctx, "reading", st->res->records, 0);
+        }
+        if (e)
+            return builder_failed(st, e, file, r->line);
+        count_record(st, 1);
     }
-    /* The batches hold copies: finish them before this file's reader goes. */
-    if (st->pool && drain_all(st))
-        st->fatal = 1;
-    input_close(r);
-    return st->fatal || st->res->bad >= st->max_errors;
+    switch (s->failure) {
+    case FAIL_OPEN:
+        return fatal_error(st, file, 0, s->fail_msg);
+    case FAIL_READ:
+        return fatal_error(st, file, s->fail_line, s->fail_msg);
+    case FAIL_SIZE:
+        return fatal_error(st, file, 0, "length is not a multiple of 8 bytes");
+    case FAIL_LINES:
+        return fatal_error(st, file, 0, "too many lines");
+    default:
+        return 0;
+    }
 }
 
-/* Bare fingerprints, one hex16 per line. */
-static int ingest_hex(ingest_state *st, const char *path)
+/* Check every input before reading any: a known format of the right kind
+ * for the store, and a path that exists and is not a directory (opening is
+ * the reader's: a FIFO is opened once, when its turn comes). */
+static int check_inputs(const ingest_options *o, char **paths, int npaths, int *formats)
 {
-    cli_lines lines;
-    if (cli_lines_open(&lines, path) != 0) {
-        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, path, strerror(errno));
-        st->fatal = 1;
-        return 1;
+    if ((unsigned)npaths > MAX_INPUTS) {
+        fprintf(stderr, "simstore %s: at most %u inputs\n", o->cmd, MAX_INPUTS);
+        return -1;
     }
-    size_t len;
-    int got;
-    char msg[1200];
-    while ((got = cli_lines_next(&lines, &len)) == 1) {
-        if (len == 0)
-            continue;
-        uint64_t fp;
-        if (cli_parse_hex64(lines.line, &fp) != 0) {
-            snprintf(msg, sizeof msg, "%s:%llu: expected 16 hex digits, got '%.40s'", lines.name,
-                     lines.lineno, lines.line);
-            if (bad_record(st, msg))
-                break;
-            continue;
+    for (int i = 0; i < npaths; i++) {
+        int is_stdin = strcmp(paths[i], "-") == 0;
+        int fmt = o->format != INGEST_BY_EXTENSION ? (int)o->format
+                  : is_stdin                        ? -1
+                                                    : ingest_format_of_name(paths[i]);
+        if (fmt < 0) {
+            fprintf(stderr,
+                    is_stdin ? "simstore %s: %s: cannot tell the format of standard input; "
+                               "use --format %s\n"
+                             : "simstore %s: %s: cannot tell the format from the name; use "
+                               "--format %s\n",
+                    o->cmd, is_stdin ? "<stdin>" : paths[i],
+                    o->fingerprint_only ? "hex|u64" : "tsv|fp|jsonl");
+            return -1;
         }
-        int e = simstore_builder_add_fp(st->b, fp);
-        if (e) {
-            builder_failed(st, e, lines.name, lines.lineno);
-            break;
+        int fp_format = fmt == INGEST_HEX || fmt == INGEST_U64;
+        if (fp_format != (o->fingerprint_only != 0)) {
+            if (o->fingerprint_only)
+                fprintf(stderr,
+                        "simstore %s: %s: a fingerprint-only store reads --format hex or u64 "
+                        "(.hex, .u64: bare fingerprints)\n",
+                        o->cmd, paths[i]);
+            else if (strcmp(o->cmd, "build") == 0)
+                fprintf(stderr,
+                        "simstore %s: %s: bare fingerprints (hex, u64) make a fingerprint-only "
+                        "store: add --fingerprint-only\n",
+                        o->cmd, paths[i]);
+            else
+                fprintf(stderr,
+                        "simstore %s: %s: bare fingerprints (hex, u64) need a fingerprint-only "
+                        "store (one built with --fingerprint-only); this store keeps documents\n",
+                        o->cmd, paths[i]);
+            return -1;
         }
-        if (++st->res->records % (1u << 20) == 0 && st->o->progress)
-            st->o->progress(st->o->progress_ctx, "reading", st->res->records, 0);
+        struct stat sb;
+        if (!is_stdin && stat(paths[i], &sb) != 0) {
+            fprintf(stderr, "simstore %s: %s: %s\n", o->cmd, paths[i], strerror(errno));
+            return -1;
+        }
+        if (!is_stdin && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "simstore %s: %s: is a directory, not an input file\n", o->cmd,
+                    paths[i]);
+            return -1;
+        }
+        formats[i] = fmt;
     }
-    if (got < 0) {
-        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, lines.name, strerror(errno));
-        st->fatal = 1;
-    }
-    cli_lines_close(&lines);
-    return st->fatal || st->res->bad >= st->max_errors;
+    return 0;
 }
 
-/* Bare fingerprints as raw little-endian 64-bit values. */
-static int ingest_u64(ingest_state *st, const char *path)
+int ingest_run(const ingest_sink *sink, char **paths, int npaths, const ingest_options *o,
+               ingest_result *res)
 {
-    int is_stdin = strcmp(path, "-") == 0;
-    const char *name = is_stdin ? "<stdin>" : path;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, path, strerror(errno));
-        st->fatal = 1;
-        return 1;
+    memset(res, 0, sizeof *res);
+    int *formats = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof *formats);
+    const char **names = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof *names);
+    char **owned = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof *owned);
+    if (!formats || !names || !owned) {
+        free(formats);
+        free(names);
+        free(owned);
+        fprintf(stderr, "simstore %s: out of memory\n", o->cmd);
+        return 2;
     }
-    enum { CHUNK = 1 << 16 };
-    /* A regular file's size gives the total, and so an ETA. */
-    uint64_t total = 0;
-    struct stat sb;
-    if (!is_stdin && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode))
-        total = (uint64_t)sb.st_size / 8;
-    uint8_t *buf = malloc(CHUNK * 8);
-    uint64_t offset = 0;
-    size_t got;
-    while (buf && (got = fread(buf, 1, CHUNK * 8, f)) > 0) {
-        if (got % 8) {
-            /* A short read mid-file is legal: top up to whole values. */
-            size_t more = fread(buf + got, 1, 8 - got % 8, f);
-            got += more;
-            if (got % 8) {
-                fprintf(stderr, "simstore %s: %s: length is not a multiple of 8 bytes\n",
-                        st->o->cmd, name);
-                st->fatal = 1;
-                break;
-            }
+    int rc = 2;
+    pipeline pl;
+    memset(&pl, 0, sizeof pl);
+    pthread_mutex_init(&pl.mu, NULL);
+    pthread_cond_init(&pl.space, NULL);
+    pthread_cond_init(&pl.work, NULL);
+    pthread_cond_init(&pl.done, NULL);
+    ingest_state st = {sink, o, res, &pl, o->max_errors ? o->max_errors : DEFAULT_MAX_ERRORS, 0};
+    if (check_inputs(o, paths, npaths, formats) != 0)
+        goto out;
+    /* Names for messages: "<stdin>", control characters shown as '?'. */
+    for (int i = 0; i < npaths; i++) {
+        owned[i] = strdup(strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i]);
+        if (!owned[i]) {
+            fprintf(stderr, "simstore %s: out of memory\n", o->cmd);
+            goto out;
         }
-        for (size_t i = 0; i < got; i += 8) {
-            uint64_t v = 0;
-            for (int j = 7; j >= 0; j--)
-                v = v << 8 | buf[i + (size_t)j];
-            int e = simstore_builder_add_fp(st->b, v);
+        for (char *c = owned[i]; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7F)
+                *c = '?';
+        names[i] = owned[i];
+    }
+    for (int i = 0; i < npaths; i++)
+        if (formats[i] == INGEST_JSONL) {
+            /* Check the options and load the dictionary once, up front, so a
+             * bad option is one message, not one per thread. */
+            simstore_fingerprinter *fpr = NULL;
+            int e = simstore_fingerprinter_new(o->text, &fpr);
+            simstore_fingerprinter_free(fpr);
             if (e) {
-                builder_failed(st, e, name, (offset + i) / 8 + 1);
-                break;
+                fprintf(stderr, "simstore %s: %s\n", o->cmd, simstore_last_error());
+                goto out;
             }
-        }
-        if (st->fatal)
             break;
-        offset += got;
-        st->res->records += got / 8;
-        if (st->o->progress)
-            st->o->progress(st->o->progress_ctx, "reading", st->res->records, total);
+        }
+    pl.paths = paths;
+    pl.names = names;
+    pl.formats = formats;
+    pl.npaths = npaths;
+    pl.text = o->text;
+    pl.fields = o->fields;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = o->threads ? o->threads : cores < 1 ? 1u : (unsigned)cores;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (pipeline_start(&pl, threads) != 0) {
+        fprintf(stderr, "simstore %s: cannot start the reading threads\n", o->cmd);
+        goto out;
     }
-    if (!buf || ferror(f)) {
-        fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, name, buf ? "read error" : "out of memory");
-        st->fatal = 1;
+    for (uint64_t seq = 0;; seq++) {
+        slot *s = pipeline_next(&pl, seq);
+        if (!s)
+            break;
+        int stop = drain_batch(&st, s);
+        pipeline_release(&pl, s);
+        if (stop)
+            break;
     }
-    free(buf);
-    if (!is_stdin)
-        fclose(f);
-    return st->fatal;
+    rc = st.fatal ? 2 : res->bad ? 1 : 0;
+out:
+    pipeline_free(&pl);
+    for (int i = 0; i < npaths; i++)
+        free(owned[i]);
+    free(owned);
+    free(names);
+    free(formats);
+    return rc;
+}
+
+static int builder_doc(void *ctx, const simstore_doc *doc, int id_is_integer)
+{
+    return simstore_builder_add_flags((simstore_builder *)ctx, doc,
+                                      id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0);
+}
+
+static int builder_fp(void *ctx, uint64_t fp)
+{
+    return simstore_builder_add_fp((simstore_builder *)ctx, fp);
 }
 
 int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
                   ingest_result *res)
 {
-    memset(res, 0, sizeof *res);
-    ingest_state st = {b, o, res, NULL, NULL, o->max_errors ? o->max_errors : DEFAULT_MAX_ERRORS, 0};
-    for (int i = 0; i < npaths && !st.fatal; i++) {
-        int fmt = format_for(paths[i], o->format);
-        if (fmt < 0) {
-            fprintf(stderr,
-                    "simstore %s: %s: cannot tell the format from the name; use --format "
-                    "tsv|fp|jsonl%s\n",
-                    o->cmd, paths[i], o->fingerprint_only ? "|hex|u64" : "");
-            st.fatal = 1;
-            break;
-        }
-        int fp_format = fmt == INGEST_HEX || fmt == INGEST_U64;
-        if (fp_format != (o->fingerprint_only != 0)) {
-            fprintf(stderr, "simstore %s: %s: %s\n", o->cmd, paths[i],
-                    o->fingerprint_only
-                        ? "a fingerprint-only store reads --format hex or u64"
-                        : "bare fingerprints (hex, u64) need a fingerprint-only store");
-            st.fatal = 1;
-            break;
-        }
-        if (fmt == INGEST_JSONL && !st.fpr) {
-            /* Made first even with workers: it checks the options and loads
-             * the friso dictionary once, before the threads need it. */
-            int e = simstore_fingerprinter_new(o->text, &st.fpr);
-            if (e) {
-                fprintf(stderr, "simstore %s: %s\n", o->cmd, simstore_last_error());
-                st.fatal = 1;
-                break;
-            }
-            long cores = sysconf(_SC_NPROCESSORS_ONLN);
-            unsigned threads = o->threads ? o->threads : cores < 1 ? 1u : (unsigned)cores;
-            if (threads > 1 && !(st.pool = pool_new(o->text, threads))) {
-                fprintf(stderr, "simstore %s: cannot start fingerprinting threads\n", o->cmd);
-                st.fatal = 1;
-                break;
-            }
-        }
-        int stop = fmt == INGEST_HEX   ? ingest_hex(&st, paths[i])
-                   : fmt == INGEST_U64 ? ingest_u64(&st, paths[i])
-                                       : ingest_documents(&st, paths[i], (unsigned)i, fmt);
-        if (stop)
-            break;
-    }
-    pool_free(st.pool);
-    simstore_fingerprinter_free(st.fpr);
-    if (st.fatal)
-        return 2;
-    return res->bad ? 1 : 0;
+    ingest_sink sink = {builder_doc, builder_fp, b};
+    return ingest_run(&sink, paths, npaths, o, res);
 }
 
 int ingest_and_finish(simstore_builder *b, char **paths, int npaths, const ingest_options *o,

@@ -2,12 +2,15 @@
  * documents from TSV (id<TAB>hex16), fingerprint lines (hex16<TAB>id, what
  * `simstore fingerprint` prints) or JSON Lines (fingerprinted on the way),
  * or bare fingerprints for fingerprint-only stores (hex lines or raw
- * little-endian 64-bit values). Every malformed record is reported as
+ * little-endian 64-bit values), plain or compressed (gzip, zstd), parsed and
+ * fingerprinted on N threads and handed to the builder in input order, in
+ * bounded memory. Every malformed record is reported as
  * "FILE:LINE: what"; the caller then abandons the build, so nothing is
  * committed from input that had errors. */
 #ifndef SIMS_CMD_INGEST_H
 #define SIMS_CMD_INGEST_H
 
+#include "input.h"
 #include "simstore.h"
 
 #include <stdint.h>
@@ -24,13 +27,28 @@ typedef enum ingest_format {
 /* "tsv", "fp", "jsonl", "hex", "u64" -> format; -1 for anything else. */
 int ingest_format_parse(const char *name);
 
+/* The pipeline's sizes, for tests that probe their edges: a batch holds up
+ * to INGEST_BATCH_LINES lines (or INGEST_BATCH_VALUES raw values) and is cut
+ * once it holds INGEST_BATCH_BYTES bytes (a longer line makes its batch
+ * grow to fit it); INGEST_RING_SLOTS(threads) batches are in flight at most. */
+#define INGEST_BATCH_LINES 4096
+#define INGEST_BATCH_BYTES ((size_t)256 << 10)
+#define INGEST_BATCH_VALUES (INGEST_BATCH_BYTES / 8)
+#define INGEST_RING_SLOTS(threads) (2 * (threads) + 2)
+
+/* The format a path names: its extension, after a compression suffix (.gz,
+ * .zst, .zstd) is dropped; -1 when it names none. */
+int ingest_format_of_name(const char *path);
+
 typedef struct ingest_options {
     const char *cmd;                /* for messages */
     ingest_format format;           /* INGEST_BY_EXTENSION: decide per file */
     const simstore_text_options *text; /* for JSON Lines documents */
+    const input_fields *fields;     /* JSON Lines members; NULL: the defaults */
     int fingerprint_only;           /* the store takes bare fingerprints */
     unsigned max_errors;            /* stop reading after this many bad records */
-    unsigned threads;               /* fingerprinting threads (0: all cores) */
+    unsigned threads;               /* parsing and fingerprinting threads
+                                       (0: every core) */
     simstore_progress_fn progress;
     void *progress_ctx;
 } ingest_options;
@@ -39,7 +57,24 @@ typedef struct ingest_result {
     uint64_t records;    /* given to the builder */
     uint64_t bad;        /* malformed records reported */
     uint64_t empty_docs; /* documents without words (fingerprint 0, warned) */
+    uint64_t integer_ids; /* documents whose JSON id was an integer */
 } ingest_result;
+
+/* Where ingested records go, in input order, on the calling thread. Each
+ * function returns 0 or a simstore error code (with simstore_last_error()
+ * set, or not), which stops the ingest. doc->id and doc->meta are valid only
+ * during the call. */
+typedef struct ingest_sink {
+    int (*doc)(void *ctx, const simstore_doc *doc, int id_is_integer);
+    int (*fp)(void *ctx, uint64_t fp); /* bare fingerprints (.hex, .u64) */
+    void *ctx;
+} ingest_sink;
+
+/* Read, parse and fingerprint every path ("-" is standard input) on
+ * o->threads threads and hand the records to sink. Returns as
+ * ingest_inputs() does. */
+int ingest_run(const ingest_sink *sink, char **paths, int npaths, const ingest_options *o,
+               ingest_result *res);
 
 /* Feed every path ("-" is standard input) into b. Returns 0 when every record
  * was good, 1 when some were malformed (reported on stderr; stop after

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +46,27 @@ static void print_help(FILE *out)
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
+/* Every command's output reaches stdout through stdio: a full disk, a
+ * closed descriptor or /dev/full shows up here, at the latest, and must not
+ * be a silent success. fclose also reports what only close() sees (NFS). */
+static int finish_stdout(const char *cmd, int status)
+{
+    errno = 0;
+    int failed = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    if (fclose(stdout) != 0 && !failed) {
+        failed = 1;
+        err = errno;
+    }
+    if (!failed)
+        return status;
+    /* An error the command reported itself (status 1 or 2) has been said. */
+    if (status == CLI_EXIT_OK)
+        cli_error(cmd, "cannot write standard output: %s",
+                  err ? strerror(err) : "write error");
+    return status == CLI_EXIT_OK ? CLI_EXIT_FAIL : status;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -54,13 +76,13 @@ int main(int argc, char **argv)
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
         print_help(stdout);
-        return CLI_EXIT_OK;
+        return finish_stdout(NULL, CLI_EXIT_OK);
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 || strcmp(name, "version") == 0)
-        return simstore_cli_version();
+        return finish_stdout(NULL, simstore_cli_version());
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         if (strcmp(name, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return finish_stdout(name, commands[i].run(argc - 1, argv + 1));
     if (name[0] == '-')
         return cli_usage_error(NULL, "unknown option '%s'", name);
     return cli_usage_error(NULL, "unknown command '%s'", name);

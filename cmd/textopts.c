@@ -79,6 +79,22 @@ int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
     return -1;
 }
 
+int textopt_or_field_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
+                                   textopt_state *t, input_fields *f, int *fields_given)
+{
+    int applied = input_fields_apply(cmd, opt, optarg, f);
+    if (applied == 2)
+        return CLI_EXIT_USAGE;
+    if (applied == 1) {
+        if (fields_given)
+            *fields_given = 1;
+        return -1;
+    }
+    if (!t)
+        return cli_bad_option(cmd, opt, argv, optind_now);
+    return textopt_or_bad_option(cmd, opt, argv, optind_now, t);
+}
+
 int textopt_finish(const char *cmd, const textopt_state *t)
 {
     if (t->lambda_given && t->opts.weighting != SIMSTORE_WEIGHT_LENGTH) {

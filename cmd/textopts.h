@@ -4,6 +4,7 @@
 #ifndef SIMS_CMD_TEXTOPTS_H
 #define SIMS_CMD_TEXTOPTS_H
 
+#include "input.h"
 #include "simstore.h"
 
 #include <getopt.h>
@@ -51,6 +52,13 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t);
  * reports an unknown one. Returns -1 to go on parsing, else the exit code. */
 int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
                           textopt_state *t);
+
+/* The `default:` case of a command that reads JSON Lines records: applies a
+ * field option (input.h; *fields_given, when not NULL, is set to 1), else a
+ * text option (t may be NULL: the command takes none), else reports an
+ * unknown option. Returns -1 to go on parsing, else the exit code. */
+int textopt_or_field_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
+                                   textopt_state *t, input_fields *f, int *fields_given);
 
 /* After parsing: 0, or 2 after printing a usage error for a combination
  * that makes no sense (--lambda without --weights length). */

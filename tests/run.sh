@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh: the whole test suite, as the README and CI run it:
-#  1. a -Werror build and every ctest;
+#  1. a -Werror build and every ctest, and a Release -Werror build (compiled
+#     only: the optimiser's warnings);
 #  2. a second -Werror build under AddressSanitizer + UndefinedBehaviorSanitizer,
 #     and every ctest again;
 #  3. with clang, the libFuzzer targets built and each run briefly from its
@@ -16,6 +17,11 @@ cmake -S . -B build -DSIMSTORE_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
 step "tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+step "compile check: Release (optimised, -Werror) in build-release/"
+# Optimised builds see more (maybe-uninitialized and friends): compile only.
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSIMSTORE_WERROR=ON -DBUILD_TESTING=OFF >/dev/null
+cmake --build build-release -j "$jobs"
 
 step "build (-Werror, ASan+UBSan) in build-asan/"
 cmake -S . -B build-asan -DSIMSTORE_WERROR=ON -DSIMSTORE_SANITIZE=ON -DSIMSTORE_BENCH=OFF >/dev/null

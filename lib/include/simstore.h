@@ -232,6 +232,33 @@ typedef void (*simstore_progress_fn)(void *ctx, const char *phase, uint64_t done
  * `source` value given with it. Writes a NUL-terminated string to buf. */
 typedef void (*simstore_source_fn)(void *ctx, uint64_t source, char *buf, size_t size);
 
+/* A document whose id clashes: the id is already stored (an add), or an
+ * earlier document of the same builder had it. */
+typedef struct simstore_clash {
+    const char *id;        /* id_len bytes, not NUL-terminated; valid only
+                              during the call                               */
+    size_t id_len;
+    uint64_t source;       /* the clashing document's simstore_doc.source  */
+    int repeated;          /* 1: given earlier to this builder, at
+                              first_source; 0: already in the store         */
+    uint64_t first_source; /* where the id was first given (repeated only) */
+} simstore_clash;
+
+/* Receives each clash found by simstore_builder_finish(), in id order (for
+ * one id: in the order the documents were added). */
+typedef void (*simstore_clash_fn)(void *ctx, const simstore_clash *clash);
+
+/* What a compaction did. */
+typedef struct simstore_compaction {
+    uint64_t segments_before;
+    uint64_t segments_after;        /* 1, or 0 when no fingerprint is live  */
+    uint64_t fingerprints_dropped;  /* dead fingerprints dropped, per table */
+} simstore_compaction;
+
+/* Called after each compaction that committed (simstore_compact(), and the
+ * automatic ones after an add or a delete; see "Changing a store"). */
+typedef void (*simstore_compacted_fn)(void *ctx, const simstore_compaction *c);
+
 typedef struct simstore_build_options {
     unsigned k;                /* distance the design is exact for: 0..7 (3)     */
     unsigned tables;           /* table count; 0 chooses by the cost model (0)   */
@@ -250,6 +277,15 @@ typedef struct simstore_build_options {
     void *progress_ctx;
     simstore_source_fn source_name;
     void *source_ctx;
+    int skip_existing;         /* a document whose id is already stored, or was
+                                  given to this builder before, is skipped (the
+                                  first one given is kept) instead of failing
+                                  the finish; see simstore_builder_finish() (0) */
+    simstore_clash_fn clash;   /* receives every clashing id; NULL: none (NULL) */
+    void *clash_ctx;
+    simstore_compacted_fn compacted; /* told of compactions made with these
+                                  options; NULL: not told (NULL)               */
+    void *compacted_ctx;
 } simstore_build_options;
 
 /* Fill *o with the defaults shown above. */
@@ -267,6 +303,12 @@ typedef struct simstore_doc {
     uint64_t source;
 } simstore_doc;
 
+/* Flags of simstore_builder_add_flags: the id is the decimal form of an
+ * integer the input gave as a number (a JSON integer); it is stored with the
+ * document, and matches report it (SIMSTORE_MATCH_INTEGER_ID) so output can
+ * give it back as a number. */
+#define SIMSTORE_DOC_INTEGER_ID 1u
+
 /* Start building a new store at `path` (a directory that must not exist,
  * unless o->replace). Nothing appears at `path` until
  * simstore_builder_finish() succeeds; the build happens in a temporary
@@ -278,8 +320,10 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
 
 /* Start a new segment in a store opened with SIMSTORE_OPEN_WRITE: the
  * documents added become visible to queries, all at once, when
- * simstore_builder_finish() commits. Only memory_bytes, threads, progress and
- * source_name of o are used (the design is the store's).
+ * simstore_builder_finish() commits. Only memory_bytes, threads, progress,
+ * source_name, skip_existing, clash and compacted of o are used (the design
+ * is the store's); compacted is told of the automatic compaction after the
+ * commit, if there is one.
  * Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY (a builder is already open),
  * SIMSTORE_ENOMEM. */
 int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_builder **out);
@@ -290,6 +334,10 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
  * given to a fingerprint-only builder), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
 
+/* simstore_builder_add with flags (SIMSTORE_DOC_INTEGER_ID or 0); the same
+ * errors, and SIMSTORE_EINVAL for an unknown flag. */
+int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, unsigned flags);
+
 /* Add a bare fingerprint to a fingerprint-only builder.
  * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */
 int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
@@ -297,9 +345,18 @@ int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
 /* Sort, write the tables, commit the documents in one LMDB transaction and
  * publish. Frees b whatever the outcome; on failure nothing changes: a new
  * store does not appear, an existing store keeps its last committed state.
- * Errors: SIMSTORE_EINVAL (a document id given twice, or already stored; the
- * message names both sources), SIMSTORE_EIO, SIMSTORE_EFULL,
- * SIMSTORE_ENOMEM. */
+ *
+ * Clashing ids (a document id given twice, or, for an add, already stored;
+ * fingerprint-only builders have none): each clash goes to o->clash, when
+ * set, before the commit, in id order. With o->skip_existing the clashing
+ * documents are skipped (neither stored nor counted; the first document
+ * given with an id is the one kept) and the finish goes on. Without it the
+ * finish fails with SIMSTORE_EINVAL: without o->clash at the first clash, the
+ * detail naming both sources; with o->clash after reporting every clash, the
+ * detail giving their number.
+ *
+ * Errors: SIMSTORE_EINVAL (clashing ids, above), SIMSTORE_EIO,
+ * SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
 int simstore_builder_finish(simstore_builder *b);
 
 /* Abandon a build; removes everything it wrote. Accepts NULL. */
@@ -324,6 +381,15 @@ int simstore_open(const char *path, unsigned flags, simstore **out);
  * Accepts NULL. */
 void simstore_close(simstore *s);
 
+/* Whether the path s was opened with now names another directory than the
+ * one s opened, or nothing: build --replace swapped a new store in (or the
+ * store was removed). A handle keeps answering from the store it opened
+ * (its files stay mapped), so a long-running reader that must follow the
+ * path calls this before each batch of queries and, on 1, closes s and
+ * opens the path again. One stat() of the path; thread-safe. Returns 1 or 0
+ * (0 for NULL). */
+int simstore_replaced(const simstore *s);
+
 /* One answer. id and meta borrow the query object's memory: valid until the
  * next query on it or its free. For a fingerprint-only store id is NULL.
  * meta is NULL unless SIMSTORE_QUERY_WITH_META was set (or the document has
@@ -335,7 +401,12 @@ typedef struct simstore_match {
     unsigned distance;
     const char *meta;
     size_t meta_len;
+    unsigned flags; /* SIMSTORE_MATCH_INTEGER_ID or 0 */
 } simstore_match;
+
+/* simstore_match.flags: the document's id was given as an integer
+ * (SIMSTORE_DOC_INTEGER_ID). */
+#define SIMSTORE_MATCH_INTEGER_ID 1u
 
 #define SIMSTORE_QUERY_WITH_META 1u
 
@@ -408,14 +479,16 @@ int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, 
                     uint64_t *deleted, simstore_missing_fn missing, void *ctx);
 
 /* The resources (memory_bytes, threads, progress of o; NULL: the defaults)
- * the automatic compaction after simstore_delete() may use on this handle.
- * Adds use their builder's options instead. */
+ * the automatic compaction after simstore_delete() may use on this handle,
+ * and whom it tells (compacted). o is copied. Adds use their builder's
+ * options instead. */
 void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o);
 
 /* Rewrite every segment into one that holds only live fingerprints; remove
  * the old files after the commit. A store of one segment without dead
- * fingerprints is left as it is. o supplies memory_bytes, threads and
- * progress (NULL: defaults). Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY,
+ * fingerprints is left as it is. o supplies memory_bytes, threads,
+ * progress and compacted (told after the commit; not when the store was
+ * left as it is) (NULL: defaults). Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY,
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
 int simstore_compact(simstore *s, const simstore_build_options *o);
 

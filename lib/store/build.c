@@ -34,7 +34,7 @@
 
 #define READ_CHUNK 4096
 #define PROGRESS_EVERY ((uint64_t)1 << 20)
-#define DOC_VAL_FIXED 16 /* fp u64, source u64, then metadata */
+#define DOC_VAL_FIXED 17 /* fp u64, source u64, flags u8, then metadata */
 
 struct simstore_builder {
     simstore_build_options opt;
@@ -93,8 +93,72 @@ static char *dir_of(const char *path)
     return copy;
 }
 
-/* Remove "<path>.tmp-*" directories left by builds that died: each live build
- * holds the flock of its writer.lock, so a lock we can take is stale. */
+/* Temporary build directories (format/store.md, "Temporary build
+ * directories"): a build works in "<STORE>.tmp-XXXXXX" (mkdtemp's six
+ * letters and digits), which holds the empty marker file BUILD_MARKER from
+ * its first moment until its store is published. Only entries that match
+ * the name exactly, are directories of this user and are empty or hold the
+ * marker are ever removed as leftovers of other builds: a user's own
+ * "<STORE>.tmp-mine", or a file, is never touched. The marker's name has
+ * ".tmp-" in it, so one left inside a published store by a crash is a
+ * temporary file there, removed by the next writer. */
+#define BUILD_MARKER "build.tmp-marker"
+#define BUILD_SUFFIX ".tmp-"
+#define BUILD_RANDOM_CHARS 6
+
+static int is_alnum_ascii(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Whether `name` is "<base>.tmp-XXXXXX" with X letters and digits. */
+static int is_build_dir_name(const char *name, const char *base, size_t blen)
+{
+    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, BUILD_SUFFIX, 5) != 0)
+        return 0;
+    const char *x = name + blen + 5;
+    for (int i = 0; i < BUILD_RANDOM_CHARS; i++)
+        if (!is_alnum_ascii(x[i]))
+            return 0;
+    return x[BUILD_RANDOM_CHARS] == '\0';
+}
+
+/* Create the marker in directory `dir`: one open(O_CREAT | O_EXCL), so the
+ * name appears whole or not at all. An existing marker is fine. */
+static int put_marker(const char *dir)
+{
+    char p[PATH_MAX];
+    int rc = sims_join_path(p, sizeof p, dir, BUILD_MARKER);
+    if (rc)
+        return rc;
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno != EEXIST)
+        return sims_fail_errno("create %s", p);
+    if (fd >= 0)
+        close(fd);
+    return SIMSTORE_OK;
+}
+
+static void remove_marker(const char *dir)
+{
+    char p[PATH_MAX];
+    if (sims_join_path(p, sizeof p, dir, BUILD_MARKER) == SIMSTORE_OK)
+        unlink(p);
+}
+
+/* Whether directory `p` holds the marker as a regular file. */
+static int has_marker(const char *p)
+{
+    char m[PATH_MAX];
+    struct stat st;
+    return sims_join_path(m, sizeof m, p, BUILD_MARKER) == SIMSTORE_OK && lstat(m, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
+/* Remove the build directories of `path` left by builds that died: each live
+ * build holds the flock of its writer.lock, so a marked directory whose lock
+ * we can take (or that has none yet) is stale. An empty one (a build that
+ * died just after mkdtemp) goes by rmdir, which removes nothing else. */
 static void remove_stale_builds(const char *path)
 {
     char *dir = dir_of(path);
@@ -103,16 +167,20 @@ static void remove_stale_builds(const char *path)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t blen = strlen(base);
-    DIR *d = opendir(dir);
+    DIR *d = blen ? opendir(dir) : NULL;
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".tmp-", 5) != 0)
+        if (!is_build_dir_name(e->d_name, base, blen))
             continue;
         char p[PATH_MAX], lock[PATH_MAX];
+        struct stat st;
         if (sims_join_path(p, sizeof p, dir, e->d_name) ||
-            sims_join_path(lock, sizeof lock, p, "writer.lock"))
+            sims_join_path(lock, sizeof lock, p, "writer.lock") || lstat(p, &st) != 0 ||
+            !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
             continue;
-        int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (rmdir(p) == 0 || !has_marker(p))
+            continue;
+        int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
             sims_remove_tree(p);
         else if (fd < 0 && errno == ENOENT)
@@ -123,6 +191,86 @@ static void remove_stale_builds(const char *path)
     if (d)
         closedir(d);
     free(dir);
+}
+
+/* Whether a directory entry's name is one a store holds (format/store.md,
+ * "Directory layout"). */
+static int is_store_entry_name(const char *name, int *is_table)
+{
+    unsigned long long seg;
+    unsigned table;
+    int end = 0;
+    *is_table = sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &table, &end) == 2 && end == 20 &&
+                name[end] == '\0';
+    return *is_table || strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0 ||
+           strcmp(name, "writer.lock") == 0 || strstr(name, BUILD_SUFFIX) != NULL;
+}
+
+/* What build --replace may replace: recognisably a simstore store (also a
+ * damaged one, which is what a rebuild is for): a directory, not a symbolic
+ * link, holding an LMDB data.mdb, writer.lock or a table file, and nothing
+ * but the names a store uses. Anything else is SIMSTORE_EEXIST, untouched. */
+static int check_replaceable(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? SIMSTORE_OK : sims_fail_errno("%s", path);
+    const char *what = NULL;
+    char other[NAME_MAX + 64] = "";
+    if (S_ISLNK(st.st_mode))
+        what = "a symbolic link";
+    else if (S_ISREG(st.st_mode))
+        what = "a regular file";
+    else if (!S_ISDIR(st.st_mode))
+        what = "not a directory";
+    if (!what) {
+        DIR *d = opendir(path);
+        if (!d)
+            return sims_fail_errno("%s: open directory", path);
+        int has_data = 0, has_lock = 0, has_table = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            int is_table;
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            if (!is_store_entry_name(e->d_name, &is_table)) {
+                snprintf(other, sizeof other, "a directory holding '%s', which no store has",
+                         e->d_name);
+                break;
+            }
+            has_data |= strcmp(e->d_name, "data.mdb") == 0;
+            has_lock |= strcmp(e->d_name, "writer.lock") == 0;
+            has_table |= is_table;
+        }
+        closedir(d);
+        if (other[0]) {
+            what = other;
+        } else if (!has_data) {
+            what = "a directory without data.mdb";
+        } else if (!has_lock && !has_table) {
+            what = "a directory without writer.lock or table files";
+        } else {
+            /* LMDB's first meta page: the page header (16 bytes), then the
+             * magic 0xBEEFC0DE, little-endian. */
+            char p[PATH_MAX];
+            uint8_t head[20];
+            int rc = sims_join_path(p, sizeof p, path, "data.mdb");
+            if (rc)
+                return rc;
+            int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            ssize_t got = fd >= 0 ? pread(fd, head, sizeof head, 0) : -1;
+            if (fd >= 0)
+                close(fd);
+            if (got != (ssize_t)sizeof head || le_load32(head + 16) != 0xBEEFC0DEu)
+                what = "its data.mdb is not an LMDB file";
+        }
+    }
+    if (what)
+        return sims_fail(SIMSTORE_EEXIST,
+                         "%s is not a simstore store (%s): replace only replaces a store; "
+                         "remove it yourself or choose another path",
+                         path, what);
+    return SIMSTORE_OK;
 }
 
 static int check_options(const simstore_build_options *o)
@@ -207,19 +355,30 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
     if (rc)
         goto fail;
     b->fp_only = b->opt.fingerprint_only != 0;
-    struct stat st;
-    if (lstat(path, &st) == 0 && !b->opt.replace) {
-        rc = sims_fail(SIMSTORE_EEXIST, "%s already exists (use replace to rebuild it)", path);
+    /* "S/" names the store S: the work directory goes beside it, not in it. */
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n == 0) {
+        rc = sims_fail(SIMSTORE_EINVAL, "empty store path");
         goto fail;
     }
-    remove_stale_builds(path);
-    size_t n = strlen(path);
-    b->final_path = strdup(path);
+    b->final_path = strndup(path, n);
     b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
     if (!b->final_path || !b->work_dir) {
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
         goto fail;
     }
+    path = b->final_path;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        rc = b->opt.replace ? check_replaceable(path)
+                            : sims_fail(SIMSTORE_EEXIST,
+                                        "%s already exists (use replace to rebuild it)", path);
+        if (rc)
+            goto fail;
+    }
+    remove_stale_builds(path);
     memcpy(b->work_dir, path, n);
     memcpy(b->work_dir + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
     if (!mkdtemp(b->work_dir)) {
@@ -229,6 +388,10 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
         goto fail;
     }
     chmod(b->work_dir, 0755);
+    /* Marked before anything else goes in (remove_stale_builds). */
+    rc = put_marker(b->work_dir);
+    if (rc)
+        goto fail;
     char lock[PATH_MAX];
     rc = sims_join_path(lock, sizeof lock, b->work_dir, "writer.lock");
     if (rc)
@@ -283,6 +446,13 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
 
 int simstore_builder_add(simstore_builder *b, const simstore_doc *doc)
 {
+    return simstore_builder_add_flags(b, doc, 0);
+}
+
+int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, unsigned flags)
+{
+    if (flags & ~SIMSTORE_DOC_INTEGER_ID)
+        return sims_fail(SIMSTORE_EINVAL, "unknown document flags 0x%x", flags);
     if (b->fp_only)
         return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store takes no documents");
     if (doc->id_len == 0 || doc->id_len > SIMSTORE_MAX_ID_BYTES)
@@ -295,6 +465,7 @@ int simstore_builder_add(simstore_builder *b, const simstore_doc *doc)
     uint8_t fixed[DOC_VAL_FIXED];
     le_store64(fixed, doc->fp);
     le_store64(fixed + 8, doc->source);
+    fixed[16] = (flags & SIMSTORE_DOC_INTEGER_ID) ? SIMS_DOC_FLAG_INTEGER_ID : 0;
     /* One record: the sorter copies key and value; the value is the fixed
      * part followed by the metadata, pushed through a small staging buffer. */
     uint8_t stack[DOC_VAL_FIXED + 1024];
@@ -345,6 +516,7 @@ typedef struct finish_state {
     sims_state_record old_state;
     int have_old_state;
     MDB_txn *check_txn; /* add: a read transaction to test existence */
+    uint64_t clashes;   /* documents whose id was stored or given before */
 } finish_state;
 
 static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
@@ -416,28 +588,43 @@ static int distinct_from_docs(finish_state *f)
             return sims_fail(SIMSTORE_EIO, "internal: short document record");
         uint64_t fp = le_load64(rec.val);
         uint64_t source = le_load64(rec.val + 8);
-        if (have_prev && prev_len == rec.key_len && memcmp(prev, rec.key, prev_len) == 0) {
-            char a[256], c[256];
-            source_name(b, prev_source, a, sizeof a);
-            source_name(b, source, c, sizeof c);
-            return sims_fail(SIMSTORE_EINVAL, "%s: duplicate document id '%.*s' (first at %s)", c,
-                             (int)rec.key_len, (const char *)rec.key, a);
+        /* Ties sort in the order added: the first document with an id is
+         * the one kept, and prev stays on it for the repeats that follow. */
+        int repeated = have_prev && prev_len == rec.key_len && memcmp(prev, rec.key, prev_len) == 0;
+        int stored = 0;
+        if (!repeated && f->check_txn) {
+            stored = doc_exists(f, rec.key, rec.key_len);
+            if (stored < 0)
+                return stored;
         }
-        if (f->check_txn) {
-            int ex = doc_exists(f, rec.key, rec.key_len);
-            if (ex < 0)
-                return ex;
-            if (ex) {
-                char c[256];
+        if (!repeated) {
+            memcpy(prev, rec.key, rec.key_len);
+            prev_len = rec.key_len;
+            prev_source = source;
+            have_prev = 1;
+        }
+        if (repeated || stored) {
+            if (!b->opt.skip_existing && !b->opt.clash) {
+                char a[256], c[256];
                 source_name(b, source, c, sizeof c);
-                return sims_fail(SIMSTORE_EINVAL, "%s: document id '%.*s' is already in the store",
-                                 c, (int)rec.key_len, (const char *)rec.key);
+                if (stored)
+                    return sims_fail(SIMSTORE_EINVAL,
+                                     "%s: document id '%.*s' is already in the store", c,
+                                     (int)rec.key_len, (const char *)rec.key);
+                source_name(b, prev_source, a, sizeof a);
+                return sims_fail(SIMSTORE_EINVAL, "%s: duplicate document id '%.*s' (first at %s)",
+                                 c, (int)rec.key_len, (const char *)rec.key, a);
             }
+            f->clashes++;
+            if (b->opt.clash) {
+                simstore_clash cl = {(const char *)rec.key, rec.key_len, source, repeated,
+                                     repeated ? prev_source : 0};
+                b->opt.clash(b->opt.clash_ctx, &cl);
+            }
+            continue;
         }
-        memcpy(prev, rec.key, rec.key_len);
-        prev_len = rec.key_len;
-        prev_source = source;
-        have_prev = 1;
+        if (f->clashes && !b->opt.skip_existing)
+            continue; /* the finish fails: only the clashes are still of use */
         be_store64(key, fp);
         memcpy(key + 8, rec.key, rec.key_len);
         rc = sims_recsort_push(f->fps, key, 8 + rec.key_len, NULL, 0);
@@ -448,6 +635,9 @@ static int distinct_from_docs(finish_state *f)
     }
     if (rc < 0)
         return rc;
+    if (f->clashes && !b->opt.skip_existing)
+        return sims_fail(SIMSTORE_EINVAL, "%" PRIu64 " document id%s given twice or already in the store",
+                         f->clashes, f->clashes == 1 ? "" : "s");
     rc = sims_recsort_finish(f->fps, keep);
     if (rc)
         return rc;
@@ -590,7 +780,7 @@ static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, s
     if (encode_doc) {
         const uint8_t *v = (const uint8_t *)val;
         size_t meta_len = vlen - DOC_VAL_FIXED;
-        e->val_len = sims_doc_record_encode((const uint8_t *)key, klen, le_load64(v),
+        e->val_len = sims_doc_record_encode((const uint8_t *)key, klen, le_load64(v), v[16],
                                             meta_len ? v + DOC_VAL_FIXED : NULL, meta_len,
                                             ck->buf + ck->used, ck->cap - ck->used);
     } else {
@@ -640,7 +830,19 @@ static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort
     int rc = sims_recsort_rewind(sorter);
     sims_rec rec;
     uint64_t done = 0;
+    /* Documents: ids given again were skipped (opt.skip_existing; otherwise
+     * the finish failed before this), and the first given sorts first. */
+    uint8_t prev[SIMSTORE_MAX_ID_BYTES];
+    uint32_t prev_len = 0;
     while (rc == SIMSTORE_OK && (rc = sims_recsort_next(sorter, &rec)) == 1) {
+        if (docs) {
+            if (prev_len == rec.key_len && memcmp(prev, rec.key, prev_len) == 0) {
+                rc = SIMSTORE_OK;
+                continue;
+            }
+            memcpy(prev, rec.key, rec.key_len);
+            prev_len = rec.key_len;
+        }
         rc = docs ? chunk_add(&ck, rec.key, rec.key_len, rec.val, rec.val_len, 1)
                   : chunk_add(&ck, rec.key, 8, rec.key + 8, rec.key_len - 8, 0);
         if (rc == SIMSTORE_OK && (ck.n == CHUNK_RECORDS || ck.used >= CHUNK_BYTES)) {
@@ -681,12 +883,16 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
             buf = g;
             cap = need;
         }
-        size_t n = sims_doc_record_encode(rec.key, rec.key_len, le_load64(rec.val),
+        size_t n = sims_doc_record_encode(rec.key, rec.key_len, le_load64(rec.val), rec.val[16],
                                           meta_len ? rec.val + DOC_VAL_FIXED : NULL, meta_len,
                                           buf, cap);
         MDB_val key = {rec.key_len, (void *)rec.key}, val = {n, buf};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->docs, &key, &val, docs_flags),
-                                   "write a document");
+        int m = mdb_put(txn, c->env->docs, &key, &val, docs_flags);
+        /* An id stored already, or given again (the first given sorts
+         * first): skipped, as the fingerprint pass decided. */
+        if (m == MDB_KEYEXIST && f->clashes && b->opt.skip_existing)
+            continue;
+        rc = sims_mdb_write_status(m, "write a document");
         if (rc)
             break;
         if (++done % PROGRESS_EVERY == 0)
@@ -832,8 +1038,14 @@ static int publish_store(simstore_builder *b)
     if (lstat(b->final_path, &st) == 0) {
         if (!b->opt.replace)
             return sims_fail(SIMSTORE_EEXIST, "%s appeared during the build", b->final_path);
+        /* What is there now is what gets removed: check it again. */
+        rc = check_replaceable(b->final_path);
+        if (rc)
+            return rc;
         /* Swap atomically, holding the old store's writer lock so no writer
-         * is inside it, then delete the old store. */
+         * is inside it, then delete the old store. It is marked first: a
+         * crash after the swap leaves it as a marked build directory, which
+         * the next build of this path removes. */
         char lock[PATH_MAX];
         rc = sims_join_path(lock, sizeof lock, b->final_path, "writer.lock");
         if (rc)
@@ -843,20 +1055,31 @@ static int publish_store(simstore_builder *b)
             close(fd);
             return sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", b->final_path);
         }
-        if (sims_fault_hit(SIMS_FAULT_RENAME) ||
-            renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) != 0) {
+        rc = put_marker(b->final_path);
+        if (rc == SIMSTORE_OK)
+            rc = sims_fsync_dir(b->final_path);
+        if (rc == SIMSTORE_OK &&
+            (sims_fault_hit(SIMS_FAULT_RENAME) ||
+             renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) != 0))
             rc = sims_fail_errno("swap %s into place", b->final_path);
+        if (rc) {
+            remove_marker(b->final_path);
             if (fd >= 0)
                 close(fd);
             return rc;
         }
+        /* The new store is published: it is no build directory any more
+         * (the caller removes work_dir by name if what follows fails). */
+        remove_marker(b->final_path);
         rc = sims_fsync_parent(b->final_path);
         if (rc) {
             /* The swap is not known to be durable, and a failed build must
              * leave the old store: swap back (still holding its lock); the
              * caller removes the new one from work_dir. */
-            if (renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) == 0)
+            if (renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) == 0) {
                 (void)sims_fsync_parent(b->final_path);
+                remove_marker(b->final_path);
+            }
             if (fd >= 0)
                 close(fd);
             return rc;
@@ -868,6 +1091,7 @@ static int publish_store(simstore_builder *b)
     }
     if (sims_rename(b->work_dir, b->final_path) != 0)
         return sims_fail_errno("rename %s to %s", b->work_dir, b->final_path);
+    remove_marker(b->final_path);
     rc = sims_fsync_parent(b->final_path);
     /* Not known to be durable: a failed build leaves no store, so take it
      * back (the caller removes work_dir). */

@@ -314,7 +314,10 @@ static void offer(unsigned k, unsigned levels, unsigned r1, unsigned r2,
 /* All candidates for k into list[SIMS_DESIGN_MAX_CANDIDATES]. */
 static size_t candidates_all(unsigned k, sims_design_candidate *list)
 {
+    /* Zeroed, though only entries with have[t] are read: the compiler cannot
+     * see that through offer(). */
     sims_design_candidate best[SIMS_DESIGN_MAX_TABLES + 1];
+    memset(best, 0, sizeof best);
     uint8_t have[SIMS_DESIGN_MAX_TABLES + 1] = {0};
 
     if (k == 0) {

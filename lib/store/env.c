@@ -7,15 +7,28 @@
 #include "common/fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #define MAP_BYTES ((size_t)1 << 40)     /* 1 TiB of address space */
 #define MIN_MAP_BYTES ((size_t)1 << 30)
 #define MAX_MAP_BYTES ((size_t)1 << 46)
+#define MAX_READERS 1022
+/* The size LMDB 0.9 gives lock.mdb on x86-64 and the other 64-bit Linux
+ * targets: a 192-byte header (three cache lines: the transaction info and
+ * two mutexes) holding the first reader slot, then MAX_READERS - 1 more
+ * slots of one 64-byte cache line each. */
+#define LOCK_FILE_BYTES ((off_t)(MAX_READERS - 1) * 64 + 192)
+/* A write LMDB could not finish while the file system had less room than
+ * this is taken for a full disk (LMDB reports a short write as EIO). */
+#define FULL_BELOW_BYTES ((uint64_t)1 << 20)
 
 int sims_mdb_fail(int rc, const char *what)
 {
@@ -115,6 +128,35 @@ static int check_metas(const char *dir)
     return rc;
 }
 
+/* LMDB maps lock.mdb shared and writable and keeps its reader table there,
+ * but only ftruncates the file to size: on a full file system the first
+ * store to a page not yet allocated is SIGBUS, in a writer or in any reader
+ * that takes a slot there. Allocate the whole file for real (posix_fallocate
+ * allocates only what is missing) so that a full disk is an error here
+ * instead. A lock file this process cannot write is LMDB's business: it
+ * falls back to a read-only open or says why. */
+static int allocate_lock_file(const char *dir)
+{
+    char path[PATH_MAX];
+    int rc = sims_join_path(path, sizeof path, dir, "lock.mdb");
+    if (rc)
+        return rc;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return SIMSTORE_OK;
+    struct stat st;
+    off_t bytes = LOCK_FILE_BYTES;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > bytes)
+        bytes = st.st_size;
+    int err = posix_fallocate(fd, 0, bytes);
+    close(fd);
+    if (err == ENOSPC || err == EDQUOT)
+        return sims_fail(SIMSTORE_EFULL,
+                         "%s: cannot allocate lock.mdb, LMDB's lock file (%lld bytes): %s", dir,
+                         (long long)bytes, strerror(err));
+    return SIMSTORE_OK; /* other failures (no support): LMDB works as before */
+}
+
 static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, unsigned mdb_flags)
 {
     if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
@@ -122,11 +164,16 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
         if (crc)
             return sims_fail_context(crc, "%s", dir);
     }
+    if (!(mdb_flags & MDB_NOLOCK)) {
+        int arc = allocate_lock_file(dir);
+        if (arc)
+            return arc;
+    }
     int rc = mdb_env_create(&sh->env);
     if (rc)
         return sims_mdb_fail(rc, "create LMDB environment");
     mdb_env_set_maxdbs(sh->env, 4);
-    mdb_env_set_maxreaders(sh->env, 1022);
+    mdb_env_set_maxreaders(sh->env, MAX_READERS);
     /* Address space only; fall back to smaller maps where it is limited. */
     for (sh->map_bytes = MAP_BYTES; ; sh->map_bytes /= 4) {
         mdb_env_set_mapsize(sh->env, sh->map_bytes);
@@ -137,7 +184,7 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
         if ((rc = mdb_env_create(&sh->env)) != 0)
             return sims_mdb_fail(rc, "create LMDB environment");
         mdb_env_set_maxdbs(sh->env, 4);
-        mdb_env_set_maxreaders(sh->env, 1022);
+        mdb_env_set_maxreaders(sh->env, MAX_READERS);
     }
     if (rc) {
         mdb_env_close(sh->env);
@@ -186,6 +233,42 @@ static void env_copy(sims_env *e, sims_env_shared *sh, int readonly)
     e->nolock = sh->nolock;
 }
 
+/* A writer could not open the environment for writing (EACCES, EPERM,
+ * EROFS): name the file that refuses and say what would allow writes. */
+static int explain_unwritable(const char *dir, int mdb_rc)
+{
+    static const char *const names[] = {"data.mdb", "lock.mdb"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[PATH_MAX];
+        if (sims_join_path(path, sizeof path, dir, names[i]) != SIMSTORE_OK)
+            break;
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+            continue;
+        }
+        if (errno == EPERM)
+            return sims_fail(SIMSTORE_EREADONLY,
+                             "%s is immutable or append-only (see lsattr), so the store "
+                             "cannot be changed; queries still work. To change it, clear the "
+                             "attribute as root: chattr -i -a %s",
+                             path, path);
+        if (errno == EACCES)
+            return sims_fail(SIMSTORE_EREADONLY,
+                             "%s is read-only for this user, so the store cannot be changed; "
+                             "queries still work. To change it, make it writable (chmod u+w %s) "
+                             "or run as its owner",
+                             path, path);
+        if (errno == EROFS)
+            return sims_fail(SIMSTORE_EREADONLY,
+                             "%s is on a read-only file system, so the store cannot be "
+                             "changed; queries still work. Copy it to a writable place to "
+                             "change it",
+                             path);
+    }
+    return sims_mdb_fail(mdb_rc, dir);
+}
+
 int sims_env_open(sims_env *e, const char *dir, unsigned flags)
 {
     memset(e, 0, sizeof *e);
@@ -221,17 +304,20 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
      * process can share the environment. MDB_NOTLS: read transactions belong
      * to query objects, not threads. */
     int rc = env_try_open(sh, dir, flags, MDB_NOTLS);
-    if (rc > 0 && readonly && (rc == EACCES || rc == EROFS)) {
+    if (rc > 0 && readonly && (rc == EACCES || rc == EROFS || rc == EPERM)) {
+        /* EPERM: an immutable data.mdb (chattr +i), readable as it is. */
         sh->rdonly_env = 1;
         rc = env_try_open(sh, dir, flags, MDB_NOTLS | MDB_RDONLY);
-        if (rc > 0 && (rc == EACCES || rc == EROFS)) {
+        if (rc > 0 && (rc == EACCES || rc == EROFS || rc == EPERM)) {
             /* A read-only copy of a store: no writer can exist, so LMDB's
              * lock table is not needed. */
             sh->nolock = 1;
             rc = env_try_open(sh, dir, flags, MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK);
         }
     }
-    if (rc > 0)
+    if (rc > 0 && !readonly && (rc == EACCES || rc == EROFS || rc == EPERM))
+        rc = explain_unwritable(dir, rc);
+    else if (rc > 0)
         rc = sims_mdb_fail(rc, dir);
     if (rc) {
         pthread_mutex_unlock(&registry_mu);
@@ -268,6 +354,36 @@ void sims_env_close(sims_env *e)
     pthread_mutex_unlock(&registry_mu);
 }
 
+/* Whether the file system holding `dir` is (all but) full, for the user we
+ * run as (root may use the blocks reserved for it). */
+static int file_system_full(const char *dir)
+{
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) != 0)
+        return 0;
+    uint64_t blocks = geteuid() == 0 ? (uint64_t)vfs.f_bfree : (uint64_t)vfs.f_bavail;
+    return blocks * (uint64_t)vfs.f_frsize < FULL_BELOW_BYTES;
+}
+
+/* A write transaction failed with `code` (message set): name the store, and
+ * when its file system is full say so. LMDB turns a write that the full disk
+ * cut short into EIO (mdb_page_flush), which alone would read as a failing
+ * disk. */
+static int write_failed(sims_env *e, int code)
+{
+    const char *dir = NULL;
+    if (code != SIMSTORE_EIO && code != SIMSTORE_EFULL)
+        return code;
+    if (mdb_env_get_path(e->env, &dir) != 0 || !dir)
+        return code;
+    if (file_system_full(dir)) {
+        char said[256];
+        snprintf(said, sizeof said, "%s", simstore_last_error());
+        return sims_fail(SIMSTORE_EFULL, "%s: data.mdb: %s (%s)", dir, strerror(ENOSPC), said);
+    }
+    return sims_fail_context(code, "%s", dir);
+}
+
 int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
 {
     if (e->readonly)
@@ -276,7 +392,7 @@ int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
         MDB_txn *txn;
         int rc = mdb_txn_begin(e->env, NULL, 0, &txn);
         if (rc)
-            return sims_mdb_fail(rc, "begin write transaction");
+            return write_failed(e, sims_mdb_fail(rc, "begin write transaction"));
         rc = fn(txn, ctx);
         if (rc == SIMSTORE_OK) {
             if (sims_fault_hit(SIMS_FAULT_MDB_COMMIT)) {
@@ -292,13 +408,13 @@ int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
                 return SIMSTORE_OK;
             }
             if (mrc != MDB_MAP_FULL)
-                return sims_mdb_fail(mrc, "commit");
+                return write_failed(e, sims_mdb_fail(mrc, "commit"));
             rc = SIMS_MAP_FULL_RETRY;
         } else {
             mdb_txn_abort(txn);
         }
         if (rc != SIMS_MAP_FULL_RETRY)
-            return rc;
+            return write_failed(e, rc);
         /* Only reached past 1 TiB: growing remaps, which is only safe with no
          * read transaction of this process in flight. */
         sims_env_shared *sh = e->shared;

@@ -340,9 +340,17 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
     written = 0; /* committed: the new segment is the store's now */
     /* The old segments' files are garbage from here on; readers that still
      * have them open keep their mappings. */
-    for (uint32_t i = 0; i < old.segment_count; i++)
+    uint64_t held = 0;
+    for (uint32_t i = 0; i < old.segment_count; i++) {
         sims_segment_remove(s->path, old.segments[i].id, old.segments[i].table_count);
+        held += old.segments[i].fp_count;
+    }
     sims_fsync_dir(s->path);
+    if (opt.compacted) {
+        simstore_compaction done_info = {old.segment_count, c.fp_count ? 1 : 0,
+                                         held > c.fp_count ? held - c.fp_count : 0};
+        opt.compacted(opt.compacted_ctx, &done_info);
+    }
 done:
     if (txn)
         mdb_txn_abort(txn);

@@ -139,9 +139,9 @@ static int cmp_match(const void *a, const void *b)
 /* Append a copy of bytes (NUL-terminated) to the arena; returns its offset. */
 static int arena_put(simstore_query *q, const void *data, size_t n, size_t *off)
 {
+    *off = q->arena_len; /* set on failure too: callers' offsets are never undefined */
     if (grow((void **)&q->arena, &q->arena_cap, q->arena_len + n + 1, 1))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-    *off = q->arena_len;
     memcpy(q->arena + q->arena_len, data, n);
     q->arena[q->arena_len + n] = '\0';
     q->arena_len += n + 1;
@@ -265,6 +265,7 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
         return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
                             s->path, (int)m->id_len, (const char *)key.mv_data,
                             (unsigned long long)rec.fp, (unsigned long long)m->fp);
+    m->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
     if (rec.meta && meta_off) {
         size_t off;
         /* The key pointer may move with the arena: copy it out first. */

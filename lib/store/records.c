@@ -192,8 +192,8 @@ static uint32_t doc_check(const uint8_t *id, size_t id_len, const uint8_t *rec, 
     return (uint32_t)sims_xxh3_64(rec, n, seed);
 }
 
-size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, const uint8_t *meta,
-                              size_t meta_len, uint8_t *buf, size_t cap)
+size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
+                              const uint8_t *meta, size_t meta_len, uint8_t *buf, size_t cap)
 {
     if (!meta)
         meta_len = 0;
@@ -201,7 +201,7 @@ size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, con
     if (cap < n)
         return 0;
     buf[0] = 1;
-    buf[1] = meta_len ? 1 : 0;
+    buf[1] = (uint8_t)((meta_len ? SIMS_DOC_FLAG_META : 0) | (flags & SIMS_DOC_FLAG_INTEGER_ID));
     le_store64(buf + 2, fp);
     if (meta_len)
         memcpy(buf + 10, meta, meta_len);
@@ -216,7 +216,7 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
         return SIMS_CORRUPT("document record: %zu bytes is too short", len);
     if (buf[0] != 1)
         return SIMS_CORRUPT("document record: unknown version %u", buf[0]);
-    if (buf[1] & ~1u)
+    if (buf[1] & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID))
         return SIMS_CORRUPT("document record: unknown flags 0x%x", buf[1]);
     size_t meta_len = len - SIMS_DOC_RECORD_OVERHEAD;
     if (le_load32(buf + len - 4) != doc_check(id, id_len, buf, len - 4))
@@ -224,6 +224,7 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
     if ((buf[1] & 1) != (meta_len != 0))
         return SIMS_CORRUPT("document record: metadata flag disagrees with its length");
     out->fp = le_load64(buf + 2);
+    out->flags = buf[1] & SIMS_DOC_FLAG_INTEGER_ID;
     out->meta = (buf[1] & 1) ? buf + 10 : NULL;
     out->meta_len = meta_len;
     return SIMSTORE_OK;

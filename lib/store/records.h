@@ -85,17 +85,22 @@ void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RE
 int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *out);
 
 /* A document record, the value of `docs` for one id. */
+#define SIMS_DOC_FLAG_META 1u       /* metadata present */
+#define SIMS_DOC_FLAG_INTEGER_ID 2u /* the id was given as a JSON integer */
+
 typedef struct sims_doc_record {
     uint64_t fp;
+    unsigned flags; /* SIMS_DOC_FLAG_INTEGER_ID (META is implied by meta) */
     const uint8_t *meta; /* NULL when absent; borrowed */
     size_t meta_len;
 } sims_doc_record;
 
 size_t sims_doc_record_size(size_t meta_len);
-/* Encode for document `id`; meta may be NULL or empty (absent). Returns bytes written or
+/* Encode for document `id`; flags: SIMS_DOC_FLAG_INTEGER_ID or 0; meta may be
+ * NULL or empty (absent). Returns bytes written or
  * 0 when cap is too small. */
-size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, const uint8_t *meta,
-                              size_t meta_len, uint8_t *buf, size_t cap);
+size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
+                              const uint8_t *meta, size_t meta_len, uint8_t *buf, size_t cap);
 /* Decode and check the record stored under `id`. SIMSTORE_ECORRUPT on a bad
  * length, version, flags or check. meta borrows from buf. */
 int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,

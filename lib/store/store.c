@@ -139,6 +139,11 @@ static int store_replaced(const simstore *s)
     return stat(s->path, &st) != 0 || st.st_dev != s->dir_dev || st.st_ino != s->dir_ino;
 }
 
+int simstore_replaced(const simstore *s)
+{
+    return s && store_replaced(s);
+}
+
 static sims_segment *find_segment(sims_snapshot *snap, uint64_t id)
 {
     if (!snap)
@@ -308,9 +313,14 @@ static int take_writer_lock(const char *dir, int *fd_out)
         return rc0;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
+        if (errno == EPERM)
+            return sims_fail(SIMSTORE_EREADONLY,
+                             "%s: the store cannot be changed: %s is immutable or append-only "
+                             "(see lsattr; as root, chattr -i -a clears it)",
+                             dir, path);
         if (errno == EACCES || errno == EROFS)
-            return sims_fail(SIMSTORE_EREADONLY, "%s: the store cannot be written here (%s)", dir,
-                             strerror(errno));
+            return sims_fail(SIMSTORE_EREADONLY, "%s: the store cannot be written here (%s: %s)",
+                             dir, path, strerror(errno));
         return sims_fail_errno("open %s", path);
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -401,11 +411,16 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
     if (access(probe, F_OK) != 0)
         return sims_fail(SIMSTORE_ENOTFOUND, "%s: not a store (no data.mdb)", path);
 
+    /* "S/" is S: messages and the files' paths name it once. */
+    size_t path_len = strlen(path);
+    while (path_len > 1 && path[path_len - 1] == '/')
+        path_len--;
     simstore *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = strdup(path))) {
+    if (!s || !(s->path = strndup(path, path_len))) {
         free(s);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     }
+    path = s->path;
     s->open_flags = flags;
     s->dir_dev = st.st_dev;
     s->dir_ino = st.st_ino;

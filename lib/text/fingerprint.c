@@ -99,6 +99,9 @@ simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr)
 static int fingerprint_range(simstore_fingerprinter *fpr, const uint8_t *text, size_t len,
                              uint64_t *fp, uint64_t *tokens, int *invalid)
 {
+    /* Defined outputs on every path, the failing one included. */
+    *fp = 0;
+    *tokens = 0;
     sims_features_begin(&fpr->features);
     int rc = sims_tokenize(&fpr->tokenizer, text, len, sims_features_token, &fpr->features,
                            invalid);

@@ -28,7 +28,7 @@ expect_status 2
 # Table 0 is the identity: both columns equal, in fingerprint order.
 run dump "$T/s/s0000000001-t000.tbl"
 expect_status 0; expect_err_empty
-expect_out_has "# table $T/s/s0000000001-t000.tbl: 9 fingerprints in 1 blocks of 512 bytes; table 0"
+expect_out_has "# table $T/s/s0000000001-t000.tbl: 9 fingerprints in 1 block of 512 bytes; table 0"
 expect_out_has "# permutation: prefix bits 63..48 (16), then 47..0 (identity)"
 expect_out_has "# block 0 at byte offset 512: 9 fingerprints, first 00000000000000ff, key fedcba9876543210"
 grep -v '^#' "$T/out" >"$T/rows"
@@ -54,7 +54,7 @@ expect_status 0
 expect_out_has "# block 0 at byte offset 512"
 run dump "$T/s/s0000000001-t001.tbl" --block 1
 expect_status 1
-expect_err_has "no block 1 (the table has 1 blocks)"
+expect_err_has "no block 1 (the table has 1 block)"
 
 # Many blocks: boundaries, and --block picks one.
 awk 'BEGIN { srand(3); for (i = 0; i < 2000; i++) printf "id%d\t%08x%08x\n", i, int(rand() * 4294967296), int(rand() * 4294967296) }' >"$T/many.tsv"

@@ -142,7 +142,7 @@ if "$SIMSTORE" --version | grep -q "CJK segmenter: friso"; then
     expect_status 0; expect_err_empty; expect_out "baa4ca39912ecf47	$T/zh.txt"
     run fingerprint --verbose "$T/zh.txt"
     expect_err_has "simstore fingerprint: CJK segmenter: friso 1.6.4"
-    expect_err_has "1 documents, 1 lines printed"
+    expect_err_has "1 document, 1 line printed"
 fi
 SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --cjk friso "$T/zh.txt"
 expect_status 1

@@ -21,7 +21,7 @@ expect_out "-	a	0000000000000001	1
 -	c	0000000000000007	3"
 run add "$T/s" "$T/three.jsonl"
 expect_status 0
-expect_out_has "added 1 documents"
+expect_out_has "added 1 document to"
 run query "$T/s" --text "the quick brown fox jumps over the lazy dog" --k 0
 expect_status 0
 expect_out_has "-	e	"
@@ -91,7 +91,7 @@ printf '00000000000000fe\n00000000000000ff\n' >"$T/b.hex"
 run build "$T/h" --fingerprint-only "$T/a.hex"
 run add "$T/h" "$T/b.hex"
 expect_status 0
-expect_out_has "added 2 fingerprints to $T/h (1 new fingerprints)"
+expect_out_has "added 2 fingerprints to $T/h (1 new fingerprint)"
 run delete "$T/h" x
 expect_status 1; expect_err_has "fingerprint-only store"
 

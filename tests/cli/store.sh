@@ -172,7 +172,7 @@ ls "$T" | grep -q '\.tmp-' && fail "a failed build left a temporary directory" |
 printf 'only\t00000000000000ff\n' >"$T/one.tsv"
 run build "$T/s" --replace "$T/one.tsv"
 expect_status 0
-expect_out_has "1 documents"
+expect_out_has "1 document, 1 distinct fingerprint;"
 run query "$T/s" --fp 00000000000000ff --k 0
 expect_out "-	only	00000000000000ff	0"
 

@@ -35,7 +35,7 @@ expect_status 0
 expect_out_has "OK: 0 errors, 0 warnings (quick; 4 table files, 0 blocks"
 run verify "$T/s/s0000000001-t003.tbl"
 expect_status 0
-expect_out_has "OK: 0 errors, 0 warnings (1 table file, 1 blocks, 9 fingerprints decoded)"
+expect_out_has "OK: 0 errors, 0 warnings (1 table file, 1 block, 9 fingerprints decoded)"
 run verify "$T/s" --json
 expect_status 0
 expect_out_lines 1

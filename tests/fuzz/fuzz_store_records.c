@@ -99,7 +99,7 @@ static void run_doc(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t
         abort();
     size_t n = sims_doc_record_size(r.meta_len);
     uint8_t *again = malloc(n);
-    if (!again || sims_doc_record_encode(id, id_len, r.fp, r.meta, r.meta_len, again, n) != n ||
+    if (!again || sims_doc_record_encode(id, id_len, r.fp, r.flags, r.meta, r.meta_len, again, n) != n ||
         n != size || memcmp(again, rec, n) != 0)
         abort();
     free(again);

@@ -979,7 +979,11 @@ static const scenario fault_scenarios[] = {
       {"mdb_committed", 1, "before", LEFT_TMPDIR},
       {"fsync", 0, "after", 0}}}, /* the directory fsync after the rename */
     {"build-replace", 0, 1250, {BUILD(0, 300)}, 1, REPLACE(1000, 250), 1,
-     {{"rename", 0, "before", LEFT_TMPDIR}, /* at the RENAME_EXCHANGE */
+     /* At the RENAME_EXCHANGE: the work directory, and the old store holds
+      * the marker put there so that, once swapped out, it is recognisably
+      * a build directory (format/store.md, "Temporary build directories");
+      * in a store it is a temporary file its next writer removes. */
+     {{"rename", 0, "before", LEFT_TMPDIR | LEFT_TMPFILE},
       {"fsync", 0, "after", LEFT_TMPDIR}}}, /* swapped, old store not removed */
     {"add", 0, 450, {BUILD(0, 300)}, 1, ADD(300, 150), 1,
      {{"rename", 1, "before", LEFT_TMPFILE}, /* a table file being published */

@@ -10,6 +10,8 @@
 
 #include "store/design.h"
 #include "store/records.h"
+#include "common/bytes.h"
+#include "common/checksum.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -172,7 +174,8 @@ static void test_records_golden__document_records(void **state)
     assert_int_equal(sims_doc_record_decode((const uint8_t *)"doc-43", 6, b, n, &r),
                      SIMSTORE_ECORRUPT);
     uint8_t again[128];
-    assert_int_equal(sims_doc_record_encode((const uint8_t *)"doc-42", 6, 0xfedcba9876543210ULL,
+    assert_int_equal(r.flags, 0);
+    assert_int_equal(sims_doc_record_encode((const uint8_t *)"doc-42", 6, 0xfedcba9876543210ULL, 0,
                                             (const uint8_t *)meta, strlen(meta), again,
                                             sizeof again),
                      n);
@@ -186,6 +189,31 @@ static void test_records_golden__document_records(void **state)
     assert_true(r.fp == 0);
     assert_null(r.meta);
     free(b);
+
+    /* Flag bit 1: the id "1234567" was a JSON integer. */
+    b = golden("doc-record-int-1234567.bin", &n);
+    assert_int_equal(n, SIMS_DOC_RECORD_OVERHEAD);
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"1234567", 7, b, n, &r), 0);
+    assert_true(r.fp == 0x0123456789abcdefULL);
+    assert_int_equal(r.flags, SIMS_DOC_FLAG_INTEGER_ID);
+    assert_null(r.meta);
+    assert_int_equal(sims_doc_record_encode((const uint8_t *)"1234567", 7, 0x0123456789abcdefULL,
+                                            SIMS_DOC_FLAG_INTEGER_ID, NULL, 0, again,
+                                            sizeof again),
+                     n);
+    assert_memory_equal(again, b, n);
+    free(b);
+    /* Bits 2..7 stay reserved. */
+    uint8_t bad[SIMS_DOC_RECORD_OVERHEAD];
+    for (unsigned bit = 2; bit < 8; bit++) {
+        sims_doc_record_encode((const uint8_t *)"x", 1, 7, 0, NULL, 0, bad, sizeof bad);
+        bad[1] = (uint8_t)(1u << bit);
+        /* Re-seal the check so only the flag is wrong. */
+        uint64_t seed = sims_xxh3_64("x", 1, SIMS_DOC_RECORD_SEED);
+        le_store32(bad + 10, (uint32_t)sims_xxh3_64(bad, 10, seed));
+        assert_int_equal(sims_doc_record_decode((const uint8_t *)"x", 1, bad, sizeof bad, &r),
+                         SIMSTORE_ECORRUPT);
+    }
 }
 
 int main(void)

@@ -50,3 +50,14 @@ target_link_libraries(test_verify PRIVATE simstore_store)
 # test_records: the store's LMDB records against format/golden/*-record*.bin.
 simstore_unit_test(test_records store/test_records.c)
 target_link_libraries(test_records PRIVATE simstore_store)
+
+# test_clash: clashing document ids in builds and adds (fail at the first,
+# report every one, or skip them) and the reports of compactions.
+simstore_unit_test(test_clash store/test_clash.c)
+target_link_libraries(test_clash PRIVATE simstore_store)
+
+# test_hostile: what build --replace and a build's clean-up may remove (only
+# stores; only marked temporary build directories), STORE/ paths, and
+# simstore_replaced() after a swap (issue 10, item 6).
+simstore_unit_test(test_hostile store/test_hostile.c)
+target_link_libraries(test_hostile PRIVATE simstore_store)

@@ -122,9 +122,10 @@ static void test_input_jsonl__malformed_records(void **state)
            "a=2@1;"
            "!:2: invalid JSON (column 34): premature end of input near '\"unterminated}';"
            "!:3: expected a JSON object {\"id\": ..., \"text\": ...}, found an array;"
-           "!:4: missing member \"id\";"
-           "!:5: missing member \"text\";"
-           "!:6: unexpected member 'extra' (allowed: id, text, meta);"
+           "!:4: missing member \"id\" (--id-field NAME picks another member, --id-from-line "
+           "makes ids FILE:LINE);"
+           "!:5: missing member \"text\" (--text-field NAME picks another member);"
+           "d=1@6;" /* other members are ignored unless --strict */
            "!:7: \"id\" must be a string or an integer, not a number with a fraction or exponent;"
            "!:8: \"id\" must be a string or an integer, not null;"
            "!:9: \"text\" must be a string, not an integer;"
@@ -232,6 +233,81 @@ static void test_input_ids__rules(void **state)
     assert_non_null(input_check_id("a\x7f", 2));
     assert_non_null(input_check_id("\xC2\x9F", 2));
     assert_null(input_check_id("\xC2\xA0", 2));
+    assert_null(input_check_id("\xF0\x9F\x98\x80", 4));
+    /* Not UTF-8: a stray continuation byte, a truncated sequence, an
+     * overlong form, a surrogate, a value above U+10FFFF, Latin-1. */
+    assert_string_equal(input_check_id("a\x80", 2), "id is not valid UTF-8");
+    assert_non_null(input_check_id("\xE4\xB8", 2));
+    assert_non_null(input_check_id("\xC0\xAF", 2));
+    assert_non_null(input_check_id("\xED\xA0\x80", 3));
+    assert_non_null(input_check_id("\xF4\x90\x80\x80", 4));
+    assert_non_null(input_check_id("caf\xE9", 4));
+}
+
+/* Parse one line with the given fields; "id=...[+meta][#int]" or "!message". */
+static void expect_line(const input_fields *f, const char *line, const char *want)
+{
+    input_parser *p;
+    assert_int_equal(input_parser_new(&p, INPUT_JSONL, f), 0);
+    input_record rec;
+    char got[1200];
+    int rc = input_parse_line(p, line, strlen(line), "in.jsonl", 7, &rec);
+    if (rc == 1)
+        snprintf(got, sizeof got, "%.*s=%.*s%s%s%s", (int)rec.id_len, rec.id, (int)rec.text_len,
+                 rec.text, rec.meta ? "+" : "", rec.meta ? rec.meta : "",
+                 rec.id_is_integer ? "#int" : "");
+    else
+        snprintf(got, sizeof got, "!%s", input_parser_error(p));
+    input_parser_free(p);
+    if (strcmp(got, want) != 0)
+        fail_msg("line %s:\n  got      %s\n  expected %s", line, got, want);
+}
+
+static void test_input_jsonl__fields(void **state)
+{
+    (void)state;
+    input_fields f;
+    input_fields_init(&f);
+    /* Defaults: id, text, meta; C4-style extra members ignored. */
+    expect_line(&f, "{\"id\": \"a\", \"text\": \"t\", \"url\": \"u\", \"timestamp\": 1}", "a=t");
+    expect_line(&f, "{\"id\": 12, \"text\": \"t\"}", "12=t#int");
+    expect_line(&f, "{\"id\": -5, \"text\": \"t\", \"meta\": [1]}", "-5=t+[1]#int");
+    f.strict = 1;
+    expect_line(&f, "{\"id\": \"a\", \"text\": \"t\", \"url\": \"u\"}",
+                "!unexpected member 'url' (--strict allows only id, text and meta)");
+    expect_line(&f, "{\"id\": \"a\", \"text\": \"t\", \"meta\": 1}", "a=t+1");
+    /* Other names, nested names, and metadata picked from members. */
+    input_fields_init(&f);
+    f.id_field = "doc_id";
+    f.text_field = "content";
+    f.meta_fields = "url,source.name,missing";
+    expect_line(&f,
+                "{\"doc_id\": \"d\", \"content\": \"c\", \"url\": \"u\", "
+                "\"source\": {\"name\": \"cc\", \"x\": 1}, \"meta\": 5}",
+                "d=c+{\"url\":\"u\",\"source.name\":\"cc\"}");
+    expect_line(&f, "{\"doc_id\": \"d\", \"content\": \"c\"}", "d=c");
+    f.strict = 1;
+    expect_line(&f, "{\"doc_id\": \"d\", \"content\": \"c\", \"source\": {}, \"url\": 1}",
+                "d=c+{\"url\":1}");
+    expect_line(&f, "{\"doc_id\": \"d\", \"content\": \"c\", \"meta\": 1}",
+                "!unexpected member 'meta' (--strict allows only doc_id, content, "
+                "url,source.name,missing)");
+    input_fields_init(&f);
+    f.id_field = "a.b";
+    expect_line(&f, "{\"a\": {\"b\": \"nested\"}, \"text\": \"t\"}", "nested=t");
+    expect_line(&f, "{\"a.b\": \"literal\", \"a\": {\"b\": \"nested\"}, \"text\": \"t\"}",
+                "literal=t");
+    expect_line(&f, "{\"a\": 3, \"text\": \"t\"}",
+                "!missing member \"a.b\" (--id-field NAME picks another member, --id-from-line "
+                "makes ids FILE:LINE)");
+    /* Records without ids. */
+    input_fields_init(&f);
+    f.id_from_line = 1;
+    expect_line(&f, "{\"text\": \"t\"}", "in.jsonl:7=t");
+    expect_line(&f, "{\"id\": \"own\", \"text\": \"t\"}", "own=t");
+    input_fields_init(&f);
+    f.text_field = "body";
+    expect_line(&f, "{\"id\": \"a\", \"text\": \"t\"}", "!missing member \"body\"");
 }
 
 int main(void)
@@ -244,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_input_fingerprints__both_orders),
         cmocka_unit_test(test_input_plain__whole_file),
         cmocka_unit_test(test_input_ids__rules),
+        cmocka_unit_test(test_input_jsonl__fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
