@@ -4,7 +4,7 @@
  * build targets it, and the naive loop over 64 bits as the same-run
  * baseline. Prints ns per permutation and per inverse, and the ratio to the
  * naive loop. Usage: bench_permute [k] [tables] [count]. */
-#include "store/design.h"
+#include "design/design.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #define SIMS_STORE_INTERNAL_H
 
 #include "simstore.h"
-#include "store/design.h"
+#include "design/design.h"
 #include "store/env.h"
 #include "store/records.h"
 #include "store/spool.h"

@@ -8,7 +8,7 @@
  * table's prefix clean. Corpus: tests/fuzz/corpus/design_record/. */
 #include "common/bytes.h"
 #include "common/checksum.h"
-#include "store/design.h"
+#include "design/design.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "simstore.h"
-#include "store/design.h"
+#include "design/design.h"
 #include "store/records.h"
 
 #include <stdint.h>

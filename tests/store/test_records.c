@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "store/design.h"
+#include "design/design.h"
 #include "store/records.h"
 #include "common/bytes.h"
 #include "common/checksum.h"

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "simstore.h"
-#include "store/design.h"
+#include "design/design.h"
 #include "testutil.h"
 
 #include <stdio.h>

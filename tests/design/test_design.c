@@ -12,8 +12,8 @@
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "common/error.h"
-#include "store/design.h"
-#include "store/permute.h"
+#include "design/design.h"
+#include "design/permute.h"
 #include "testutil.h"
 
 #include <inttypes.h>

@@ -30,7 +30,7 @@
 #define SIMS_STORE_DESIGN_H
 
 #include "simstore.h" /* SIMSTORE_E* codes */
-#include "store/permute.h"
+#include "design/permute.h"
 
 #include <stddef.h>
 #include <stdint.h>

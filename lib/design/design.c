@@ -2,7 +2,7 @@
  * design from its construction parameters, the candidate list and the cost
  * model that chooses among it, descriptions, and the design record
  * (format/design.md). */
-#include "store/design.h"
+#include "design/design.h"
 
 #include "common/bytes.h"
 #include "common/checksum.h"

@@ -1,5 +1,5 @@
 /* permute.c: compiling a 64-bit permutation into rotate-and-mask moves. */
-#include "store/permute.h"
+#include "design/permute.h"
 
 #include "common/error.h"
 
