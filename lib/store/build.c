@@ -15,9 +15,9 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
-#include "store/recsort.h"
-#include "store/spool.h"
-#include "store/u64sort.h"
+#include "sort/recsort.h"
+#include "sort/spool.h"
+#include "sort/u64sort.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
-#include "store/u64sort.h"
+#include "sort/u64sort.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #include "store/store_internal.h"
 
 #include "common/error.h"
-#include "store/u64sort.h"
+#include "sort/u64sort.h"
 
 #include <limits.h>
 #include <stdatomic.h>

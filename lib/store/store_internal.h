@@ -7,7 +7,7 @@
 #include "design/design.h"
 #include "store/env.h"
 #include "store/records.h"
-#include "store/spool.h"
+#include "sort/spool.h"
 #include "table/table.h"
 
 #include <pthread.h>

@@ -9,7 +9,7 @@
 #include "store/inspect.h"
 #include "store/lmdbwalk.h"
 #include "store/store_internal.h"
-#include "store/u64sort.h"
+#include "sort/u64sort.h"
 
 #include "common/bytes.h"
 #include "common/error.h"

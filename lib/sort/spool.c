@@ -1,6 +1,6 @@
 /* spool.c: memory-then-file value spool. The file holds native-endian values
  * and is unlinked at creation: it never outlives the process. */
-#include "store/spool.h"
+#include "sort/spool.h"
 
 #include "common/error.h"
 #include "common/fileio.h"

@@ -3,7 +3,7 @@
  * qsort_r; spilled runs are unlinked temporary files holding the records in
  * order, merged through a binary heap. Run files hold native-endian headers
  * and are never part of a store. */
-#include "store/recsort.h"
+#include "sort/recsort.h"
 
 #include "common/bytes.h"
 #include "common/error.h"

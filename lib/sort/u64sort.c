@@ -2,7 +2,7 @@
  * heap merge. Run files are unlinked as soon as they are created, so a crash
  * leaves nothing behind; they hold raw native-endian values and are never part
  * of a store. */
-#include "store/u64sort.h"
+#include "sort/u64sort.h"
 
 #include "common/error.h"
 #include "common/fileio.h"

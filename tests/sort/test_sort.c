@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "store/recsort.h"
-#include "store/u64sort.h"
+#include "sort/recsort.h"
+#include "sort/u64sort.h"
 #include "testutil.h"
 
 #include <stdio.h>
