@@ -5,8 +5,8 @@
 
 #include "simstore.h"
 #include "design/design.h"
-#include "store/env.h"
-#include "store/records.h"
+#include "docs/env.h"
+#include "docs/records.h"
 #include "sort/spool.h"
 #include "table/table.h"
 

@@ -7,7 +7,7 @@
  * of a segment's tables; cross-check docs, fps and the segments; compare the
  * state's counts; list files the store does not use. */
 #include "store/inspect.h"
-#include "store/lmdbwalk.h"
+#include "docs/lmdbwalk.h"
 #include "store/store_internal.h"
 #include "sort/u64sort.h"
 

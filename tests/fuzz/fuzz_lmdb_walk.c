@@ -13,7 +13,7 @@
  * Corpus: tests/fuzz/corpus/lmdb_walk/ (data.mdb files of small stores
  * written by gen_record_seeds.c). */
 #include "simstore.h"
-#include "store/lmdbwalk.h"
+#include "docs/lmdbwalk.h"
 
 #include <stdint.h>
 #include <stdlib.h>

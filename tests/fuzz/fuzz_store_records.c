@@ -18,7 +18,7 @@
 #include "common/checksum.h"
 #include "simstore.h"
 #include "design/design.h"
-#include "store/records.h"
+#include "docs/records.h"
 
 #include <stdint.h>
 #include <stdlib.h>

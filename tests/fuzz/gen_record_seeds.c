@@ -5,7 +5,7 @@
  *   gen_record_seeds <source>/tests/fuzz/corpus
  * (writes corpus/store_records/seed-* and corpus/lmdb_walk/seed-*). */
 #include "simstore.h"
-#include "store/env.h"
+#include "docs/env.h"
 
 #include <lmdb.h>
 #include <stdio.h>

@@ -16,8 +16,8 @@
 
 #include "common/bytes.h"
 #include "simstore.h"
-#include "store/lmdbwalk.h"
-#include "store/records.h"
+#include "docs/lmdbwalk.h"
+#include "docs/records.h"
 #include "table/table.h"
 #include "testutil.h"
 

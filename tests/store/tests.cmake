@@ -38,10 +38,6 @@ set_tests_properties(test_concurrency PROPERTIES TIMEOUT 600)
 simstore_unit_test(test_verify store/test_verify.c)
 target_link_libraries(test_verify PRIVATE simstore_store)
 
-# test_records: the store's LMDB records against format/golden/*-record*.bin.
-simstore_unit_test(test_records store/test_records.c)
-target_link_libraries(test_records PRIVATE simstore_store)
-
 # test_clash: clashing document ids in builds and adds (fail at the first,
 # report every one, or skip them) and the reports of compactions.
 simstore_unit_test(test_clash store/test_clash.c)

@@ -1,5 +1,5 @@
 /* records.c: the store, state and document records of format/store.md. */
-#include "store/records.h"
+#include "docs/records.h"
 
 #include "common/bytes.h"
 #include "common/checksum.h"

@@ -1,7 +1,7 @@
 /* env.c: the LMDB environment of a store. */
-#include "store/env.h"
+#include "docs/env.h"
 
-#include "store/lmdbwalk.h"
+#include "docs/lmdbwalk.h"
 
 #include "common/error.h"
 #include "common/fileio.h"

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "design/design.h"
-#include "store/records.h"
+#include "docs/records.h"
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "testutil.h"

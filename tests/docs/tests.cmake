@@ -1,0 +1,4 @@
+# tests/docs: the document-side layer (included by tests/CMakeLists.txt).
+# test_records: the store's LMDB records against format/golden/*-record*.bin.
+simstore_unit_test(test_records docs/test_records.c)
+target_link_libraries(test_records PRIVATE simstore_docs simstore_design)
