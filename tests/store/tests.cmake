@@ -8,7 +8,7 @@ set_tests_properties(test_store PROPERTIES TIMEOUT 600)
 # file of a small store; query, inspect and verify must fail cleanly or answer
 # correctly). SIMSTORE_SWEEP=full samples densely, =report prints outcomes.
 simstore_unit_test(test_corruption store/test_corruption.c)
-target_link_libraries(test_corruption PRIVATE simstore_store)
+target_link_libraries(test_corruption PRIVATE simstore_check)
 set_tests_properties(test_corruption PROPERTIES TIMEOUT 1800)
 
 # crash_op: the helper test_crash runs (and kills) in child processes: one
@@ -20,7 +20,7 @@ target_link_libraries(crash_op PRIVATE simstore)
 # faults at every write/fsync/rename/commit, and SIGKILL at random moments)
 # leave exactly a committed state, and the next writer cleans up.
 simstore_unit_test(test_crash store/test_crash.c)
-target_link_libraries(test_crash PRIVATE simstore_store)
+target_link_libraries(test_crash PRIVATE simstore_check)
 target_compile_definitions(test_crash PRIVATE CRASH_OP="$<TARGET_FILE:crash_op>")
 add_dependencies(test_crash crash_op)
 set_tests_properties(test_crash PROPERTIES TIMEOUT 900)
@@ -32,16 +32,10 @@ simstore_unit_test(test_concurrency store/test_concurrency.c)
 target_link_libraries(test_concurrency PRIVATE simstore_store)
 set_tests_properties(test_concurrency PROPERTIES TIMEOUT 600)
 
-# test_verify: simstore_verify() on stores damaged one way at a time (by
-# writing table files and LMDB directly), the inspection API, and the LMDB
-# walker against LMDB's own statistics.
-simstore_unit_test(test_verify store/test_verify.c)
-target_link_libraries(test_verify PRIVATE simstore_store)
-
 # test_clash: clashing document ids in builds and adds (fail at the first,
 # report every one, or skip them) and the reports of compactions.
 simstore_unit_test(test_clash store/test_clash.c)
-target_link_libraries(test_clash PRIVATE simstore_store)
+target_link_libraries(test_clash PRIVATE simstore_check)
 
 # test_hostile: what build --replace and a build's clean-up may remove (only
 # stores; only marked temporary build directories), STORE/ paths, and

@@ -6,7 +6,7 @@
  * records, every table file in the directory on its own); compare the sets
  * of a segment's tables; cross-check docs, fps and the segments; compare the
  * state's counts; list files the store does not use. */
-#include "store/inspect.h"
+#include "check/inspect.h"
 #include "docs/lmdbwalk.h"
 #include "store/store_internal.h"
 #include "sort/u64sort.h"

@@ -2,7 +2,7 @@
  * verification": table handles over a lone table file or one table of an open
  * store (facts, blocks, permutation both ways, the leading-bit histogram),
  * the segments of a store's committed state, and its design in words. */
-#include "store/inspect.h"
+#include "check/inspect.h"
 #include "store/store_internal.h"
 
 #include "common/error.h"
