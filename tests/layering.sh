@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# layering.sh: the dependency rules of the tree, checked on every file, so a
+# wrong include fails the tests rather than waiting for a review.
+#   - lib/<layer>/ includes internal headers ("layer/x.h") only of the layers
+#     below it (the table RULES below; lib/README.md draws the same graph);
+#   - <lmdb.h> only in lib/docs/; no file in lib/ includes jansson,
+#     libmicrohttpd, MPI, zlib or zstd (those belong to the clients);
+#   - cmd/ includes only the public header and its own headers;
+#   - server/ and mpi/, once they exist, include only the public header and
+#     cmd/'s helpers.
+# Usage: layering.sh SOURCE_DIR
+set -u
+SRC=${1:?usage: layering.sh SOURCE_DIR}
+cd "$SRC" || exit 1
+
+# layer: the layers whose internal headers it may include (itself included).
+declare -A RULES=(
+    [common]="common"
+    [codec]="common codec"
+    [text]="common text"
+    [table]="common codec table"
+    [design]="common design"
+    [sort]="common sort"
+    [docs]="common docs"
+    [store]="common codec text table design sort docs store"
+    [check]="common codec text table design sort docs store check"
+    [scan]="common codec text table design sort docs store scan"
+    [live]="common codec text table design sort docs store live"
+)
+failures=0
+checks=0
+problem() {
+    echo "layering: $*" >&2
+    failures=$((failures + 1))
+}
+
+for dir in lib/*/; do
+    layer=$(basename "$dir")
+    [ "$layer" = include ] && continue
+    if [ -z "${RULES[$layer]+x}" ]; then
+        problem "lib/$layer/ is a layer this check does not know: add it to RULES in tests/layering.sh and to lib/README.md"
+        continue
+    fi
+    for f in "$dir"*.c "$dir"*.h; do
+        [ -e "$f" ] || continue
+        checks=$((checks + 1))
+        while IFS=: read -r line inc; do
+            target=${inc%%/*}
+            case " ${RULES[$layer]} " in
+            *" $target "*) ;;
+            *) problem "$f:$line: includes \"$inc\": lib/$layer/ may use only ${RULES[$layer]}" ;;
+            esac
+        done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]*/' "$f" |
+                 sed 's/^\([0-9]*\):.*"\([^"]*\)".*/\1:\2/')
+        while IFS=: read -r line inc; do
+            case "$inc" in
+            lmdb.h) [ "$layer" = docs ] || problem "$f:$line: <lmdb.h> belongs to lib/docs/ alone" ;;
+            jansson.h | microhttpd.h | mpi.h | zlib.h | zstd.h)
+                problem "$f:$line: <$inc> is for clients (cmd/, server/, mpi/), not lib/" ;;
+            esac
+        done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<' "$f" |
+                 sed 's/^\([0-9]*\):.*<\([^>]*\)>.*/\1:\2/')
+    done
+done
+
+# Clients: the public header, their own headers, and (server/, mpi/) cmd/'s.
+for dir in cmd server mpi; do
+    [ -d "$dir" ] || continue
+    for f in "$dir"/*.c "$dir"/*.h; do
+        [ -e "$f" ] || continue
+        checks=$((checks + 1))
+        while IFS=: read -r line inc; do
+            [ "$inc" = simstore.h ] && continue
+            [ -e "$dir/$inc" ] && continue
+            if [ "$dir" != cmd ] && [ -e "cmd/$inc" ]; then continue; fi
+            problem "$f:$line: includes \"$inc\": $dir/ includes only simstore.h and its own headers"
+        done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
+                 sed 's/^\([0-9]*\):.*"\([^"]*\)".*/\1:\2/')
+    done
+done
+
+echo "$checks files checked, $failures problems"
+[ "$failures" = 0 ]
