@@ -96,6 +96,54 @@ int cli_api_error(const char *cmd, int rc, const char *fmt, ...)
     return cli_error(cmd, "%s: %s", what, detail);
 }
 
+size_t cli_utf8_sequence(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c < 0xc2 || c > 0xf4)
+        return 0;
+    size_t len = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+    /* The second byte's range excludes overlong forms, surrogates and code
+     * points above U+10FFFF. */
+    unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
+void cli_json_string(FILE *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    putc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') {
+            putc('\\', out);
+            putc(ch, out);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            fprintf(out, "\\u00%c%c", hex[ch >> 4], hex[ch & 15]);
+        } else if (ch >= 0x80) {
+            /* Bytes that are not UTF-8 (a store made before ids were
+             * checked) become U+FFFD, so the output stays JSON. */
+            size_t len = cli_utf8_sequence((const unsigned char *)s + i, n - i);
+            if (len == 0) {
+                fputs("\\ufffd", out);
+            } else {
+                fwrite(s + i, 1, len, out);
+                i += len - 1;
+            }
+        } else {
+            putc(ch, out);
+        }
+    }
+    putc('"', out);
+}
+
 const char *cli_escape(const char *s, size_t len, char *buf, size_t size)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -110,17 +158,10 @@ const char *cli_escape(const char *s, size_t len, char *buf, size_t size)
         unsigned c = p[0];
         if (c >= 0x20 && c < 0x7f) {
             keep = 1;
-        } else if (c >= 0xc2 && c <= 0xf4) {
-            size_t n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-            /* The second byte's range excludes overlong forms, surrogates
-             * and code points above U+10FFFF. */
-            unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
-            unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
-            int ok = (size_t)(end - p) >= n && p[1] >= lo && p[1] <= hi;
-            for (size_t i = 2; ok && i < n; i++)
-                ok = (p[i] & 0xc0) == 0x80;
+        } else if (c >= 0x80) {
+            size_t n = cli_utf8_sequence(p, (size_t)(end - p));
             /* U+0080..U+009F, the C1 controls, are C2 80..C2 9F. */
-            if (ok && !(c == 0xc2 && p[1] < 0xa0))
+            if (n && !(c == 0xc2 && p[1] < 0xa0))
                 keep = n;
         }
         size_t need = keep ? keep : 4;

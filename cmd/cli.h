@@ -91,6 +91,16 @@ int cli_bad_option(const char *cmd, int opt, char **argv, int optind_now);
 /* Parse a 16-digit hexadecimal fingerprint (exactly 16 hex digits, either
  * case, no prefix). Returns 0 or -1. */
 int cli_parse_hex64(const char *s, uint64_t *out);
+
+/* The length of the valid UTF-8 sequence at s (n > 0 bytes available), or 0
+ * when it is not one (overlong forms, surrogates, above U+10FFFF): the one
+ * UTF-8 rule of the commands (ids, escaping, JSON output). */
+size_t cli_utf8_sequence(const unsigned char *s, size_t n);
+
+/* Write n bytes of s to out as a JSON string: quotes, backslashes and
+ * control characters escaped, bytes that are not UTF-8 as U+FFFD. The one
+ * JSON string writer of the commands. */
+void cli_json_string(FILE *out, const char *s, size_t n);
 /* Format a fingerprint as 16 lowercase hex digits plus NUL into buf[17]. */
 void cli_format_hex64(uint64_t fp, char buf[17]);
 /* Parse a decimal unsigned integer in [min, max]. Returns 0 or -1. */

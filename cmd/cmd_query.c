@@ -66,34 +66,6 @@ static void usage(FILE *out)
 enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
        OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER };
 
-static void json_string(FILE *out, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    putc('"', out);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') {
-            putc('\\', out);
-            putc(ch, out);
-        } else if (ch < 0x20 || ch == 0x7f) {
-            fprintf(out, "\\u00%c%c", hex[ch >> 4], hex[ch & 15]);
-        } else if (ch >= 0x80) {
-            /* Ids are checked as UTF-8 at input; bytes that are not (a store
-             * made before that check) become U+FFFD, so the line stays JSON. */
-            size_t len = input_utf8_sequence((const unsigned char *)s + i, n - i);
-            if (len == 0) {
-                fputs("\\ufffd", out);
-            } else {
-                fwrite(s + i, 1, len, out);
-                i += len - 1;
-            }
-        } else {
-            putc(ch, out);
-        }
-    }
-    putc('"', out);
-}
-
 typedef struct query_run {
     simstore_query *q;
     simstore_fingerprinter *fpr;
@@ -195,7 +167,7 @@ static void json_query_id(const query_run *r, const char *qid, size_t qid_len)
     if (r->qid_integer)
         fwrite(qid, 1, qid_len, stdout);
     else
-        json_string(stdout, qid, qid_len);
+        cli_json_string(stdout, qid, qid_len);
 }
 
 static void print_matches(const query_run *r, const char *qid, size_t qid_len,
@@ -224,7 +196,7 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
             if (m[i].id && (m[i].flags & SIMSTORE_MATCH_INTEGER_ID))
                 fwrite(m[i].id, 1, m[i].id_len, stdout);
             else if (m[i].id)
-                json_string(stdout, m[i].id, m[i].id_len);
+                cli_json_string(stdout, m[i].id, m[i].id_len);
             else
                 fputs("null", stdout);
             printf(",\"fp\":\"%s\",\"distance\":%u", hex, m[i].distance);
@@ -255,7 +227,7 @@ static void print_bad_query_end(const query_run *r, const char *why)
 {
     if (r->json) {
         fputs("{\"query\":null,\"matches\":[],\"error\":", stdout);
-        json_string(stdout, why, strlen(why));
+        cli_json_string(stdout, why, strlen(why));
         fputs("}\n", stdout);
     } else {
         fputs(".\n", stdout);

@@ -64,22 +64,10 @@ static const char *kind_name(simstore_problem_kind k)
     return "other";
 }
 
+/* A NUL-terminated string as JSON (cli_json_string). */
 static void json_string(const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            putchar('\\');
-            putchar(c);
-        } else if (c < 0x20 || c == 0x7f) {
-            printf("\\u00%c%c", hex[c >> 4], hex[c & 15]);
-        } else {
-            putchar(c);
-        }
-    }
-    putchar('"');
+    cli_json_string(stdout, s, strlen(s));
 }
 
 typedef struct printer {

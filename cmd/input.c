@@ -77,7 +77,7 @@ static const char *excerpt(const char *s, size_t len, char out[200])
             n += (size_t)snprintf(out + n, 8, "\\u%04x", (unsigned char)s[i + 1]);
             i++;
         } else if (c >= 0x80) {
-            size_t seq = input_utf8_sequence((const unsigned char *)s + i, len - i);
+            size_t seq = cli_utf8_sequence((const unsigned char *)s + i, len - i);
             if (seq == 0) {
                 n += (size_t)snprintf(out + n, 8, "\\x%02x", c);
             } else {
@@ -93,39 +93,6 @@ static const char *excerpt(const char *s, size_t len, char out[200])
     return out;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when it is
- * not one: overlong forms, surrogates and values above U+10FFFF are invalid. */
-size_t input_utf8_sequence(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return len;
-}
-
 const char *input_check_id(const char *id, size_t len)
 {
     if (len == 0)
@@ -133,7 +100,7 @@ const char *input_check_id(const char *id, size_t len)
     if (len > INPUT_MAX_ID_BYTES)
         return "id longer than 511 bytes";
     for (size_t i = 0; i < len;) {
-        size_t step = input_utf8_sequence((const unsigned char *)id + i, len - i);
+        size_t step = cli_utf8_sequence((const unsigned char *)id + i, len - i);
         if (step == 0)
             return "id is not valid UTF-8";
         i += step;

@@ -144,10 +144,6 @@ const char *input_name(const input_reader *r);
 /* Close and free; NULL is allowed. */
 void input_close(input_reader *r);
 
-/* The length of the valid UTF-8 sequence at s (n > 0 bytes available), or 0
- * when it is not one (overlong forms, surrogates, above U+10FFFF). */
-size_t input_utf8_sequence(const unsigned char *s, size_t n);
-
 /* Check an id against the rules above; returns NULL or what is wrong. */
 const char *input_check_id(const char *id, size_t len);
 

@@ -8,6 +8,8 @@
 
 #include "cli.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *esc(const char *s, size_t len, size_t size)
@@ -66,6 +68,51 @@ static void test_cli_escape__truncates_whole_pieces(void **state)
     assert_int_equal(strlen(out), 4 * SIMSTORE_MAX_ID_BYTES); /* any id fits whole */
 }
 
+/* cli_json_string of n bytes, as a C string. */
+static char *json_of(const char *s, size_t n)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    cli_json_string(f, s, n);
+    assert_int_equal(fclose(f), 0);
+    return buf;
+}
+
+static void test_cli_json_string__valid_json_whatever_the_bytes(void **state)
+{
+    (void)state;
+    char *j = json_of("a\"b\\c\td\x01\x7f", 9);
+    assert_string_equal(j, "\"a\\\"b\\\\c\\u0009d\\u0001\\u007f\"");
+    free(j);
+    /* UTF-8 of every length as it is; a NUL inside; non-UTF-8 bytes, an
+     * overlong form, a surrogate and a truncated sequence as U+FFFD. */
+    j = json_of("\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 9);
+    assert_string_equal(j, "\"\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\"");
+    free(j);
+    j = json_of("x\0y", 3);
+    assert_string_equal(j, "\"x\\u0000y\"");
+    free(j);
+    j = json_of("caf\xe9|\xc0\xaf|\xed\xa0\x80|\xe4\xb8", 14);
+    assert_string_equal(j, "\"caf\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\"");
+    free(j);
+}
+
+static void test_cli_utf8_sequence__the_one_rule(void **state)
+{
+    (void)state;
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"a", 1), 1);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xc2\x80", 2), 2);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xef\xbf\xbd", 3), 3);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xf4\x8f\xbf\xbf", 4), 4);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xf4\x90\x80\x80", 4), 0);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xe0\x80\x80", 3), 0);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xed\xa0\x80", 3), 0);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\xc3", 1), 0);
+    assert_int_equal(cli_utf8_sequence((const unsigned char *)"\x80", 1), 0);
+}
+
 static void test_cli_plural__singular_only_for_one(void **state)
 {
     (void)state;
@@ -83,6 +130,8 @@ int main(void)
         cmocka_unit_test(test_cli_escape__utf8_kept_c1_and_invalid_escaped),
         cmocka_unit_test(test_cli_escape__truncates_whole_pieces),
         cmocka_unit_test(test_cli_plural__singular_only_for_one),
+        cmocka_unit_test(test_cli_json_string__valid_json_whatever_the_bytes),
+        cmocka_unit_test(test_cli_utf8_sequence__the_one_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

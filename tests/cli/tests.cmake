@@ -16,10 +16,9 @@ simstore_cli_test(test_cli_verify verify.sh)
 simstore_cli_test(test_cli_dump dump.sh)
 simstore_cli_test(test_cli_compressed compressed.sh)
 simstore_cli_test(test_cli_corpora corpora.sh)
-# cmd/stream.c alone, on gzip and zstd inputs the test makes itself.
-simstore_unit_test(test_cli_stream cli/test_stream.c ${PROJECT_SOURCE_DIR}/cmd/stream.c)
-target_include_directories(test_cli_stream PRIVATE ${PROJECT_SOURCE_DIR}/cmd)
-target_link_libraries(test_cli_stream PRIVATE PkgConfig::ZLIB PkgConfig::ZSTD Threads::Threads)
+# cmd/stream.c, on gzip and zstd inputs the test makes itself.
+simstore_unit_test(test_cli_stream cli/test_stream.c)
+target_link_libraries(test_cli_stream PRIVATE simstore_cmdkit)
 # The parallel ingest at real sizes; the sanitizer build uses fewer records.
 simstore_cli_test(test_cli_ingest ingest.sh)
 if(SIMSTORE_SANITIZE)
@@ -29,12 +28,9 @@ else()
   set_tests_properties(test_cli_ingest PROPERTIES TIMEOUT 900)
 endif()
 simstore_cli_test(test_cli_usability usability.sh)
-# cmd/cli.c's text helpers (escaping, plurals) alone.
-simstore_unit_test(test_cli_text cli/test_cli_text.c ${PROJECT_SOURCE_DIR}/cmd/cli.c
-  ${PROJECT_SOURCE_DIR}/cmd/stream.c)
-target_include_directories(test_cli_text PRIVATE ${PROJECT_SOURCE_DIR}/cmd)
-target_link_libraries(test_cli_text PRIVATE simstore simstore_quantity PkgConfig::ZLIB PkgConfig::ZSTD
-  Threads::Threads)
+# cmd/cli.c's text helpers (escaping, plurals, UTF-8, JSON strings).
+simstore_unit_test(test_cli_text cli/test_cli_text.c)
+target_link_libraries(test_cli_text PRIVATE simstore_cmdkit)
 # What a hostile trial run found (issue 10, item 6): build --replace and
 # temporary directories, STORE/, full disks (a tmpfs, where mount is
 # permitted), failed automatic compactions, immutable files, unwritable

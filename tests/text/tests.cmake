@@ -5,14 +5,10 @@ target_link_libraries(test_text PRIVATE simstore_text PkgConfig::XXHASH Threads:
 # Counts the allocations of the statically linked code (test_text_alloc__*).
 target_link_options(test_text PRIVATE -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc)
 
-# cmd/input.c is a client of the public header; it is compiled here on its own
-# to test every malformed-record message directly.
-simstore_unit_test(test_input text/test_input.c
-  ${PROJECT_SOURCE_DIR}/cmd/input.c ${PROJECT_SOURCE_DIR}/cmd/cli.c
-  ${PROJECT_SOURCE_DIR}/cmd/stream.c)
-target_include_directories(test_input PRIVATE ${PROJECT_SOURCE_DIR}/cmd)
-target_link_libraries(test_input PRIVATE simstore simstore_quantity PkgConfig::JANSSON PkgConfig::ZLIB
-  PkgConfig::ZSTD Threads::Threads)
+# cmd/input.c (in the command's helper library) is tested directly for
+# every malformed-record message.
+simstore_unit_test(test_input text/test_input.c)
+target_link_libraries(test_input PRIVATE simstore_cmdkit)
 
 # The spec, implemented a second time in Python from its text (bigram mode),
 # must agree with `simstore fingerprint` bit for bit.
