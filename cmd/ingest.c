@@ -2,13 +2,13 @@
  *
  * A reader thread opens each input (decompressed by its stream, on a thread
  * of its own) and cuts it into batches of whole lines (or of whole raw
- * values); worker threads parse and fingerprint whole batches; the calling
- * thread hands finished batches to the builder strictly in the order they
- * were read. So the builder sees the same records in the same order, and
- * every message comes out the same, whatever the thread count. A ring of
- * INGEST_RING_SLOTS(N) batch slots bounds what is in flight; every slot
- * carries the sequence number of the batch it holds, and a slot is refilled
- * only after the calling thread has drained it.
+ * values); the library's ordered pool (simstore_ordered) has N workers parse
+ * and fingerprint whole batches and gives them back to the calling thread
+ * strictly in the order they were read, and the calling thread hands them to
+ * the builder. So the builder sees the same records in the same order, and
+ * every message comes out the same, whatever the thread count. The reader
+ * cycles through INGEST_RING_SLOTS(N) batch buffers with one fewer in flight
+ * in the pool, so it never refills a buffer still being parsed or drained.
  *
  * A source value packs the input's index (high 20 bits) and line number (low
  * 44 bits). */
@@ -102,8 +102,6 @@ typedef struct ingest_rec {
     unsigned char kind, has_meta, empty, id_integer;
 } ingest_rec;
 
-enum slot_state { SLOT_FREE = 0, SLOT_FILLING, SLOT_READY, SLOT_WORKING, SLOT_DONE };
-
 enum slot_failure {
     FAIL_NONE = 0,
     FAIL_OPEN,  /* the input could not be opened: "FILE: why" */
@@ -113,8 +111,6 @@ enum slot_failure {
 };
 
 typedef struct slot {
-    uint64_t seq; /* the batch held: the reader's count when it filled it */
-    int state;
     unsigned file_index;
     int format;
     unsigned long long first_line; /* of in[0]; for raw values, the value number */
@@ -130,17 +126,13 @@ typedef struct slot {
     size_t out_len, out_cap;
 } slot;
 
+typedef struct worker_state worker_state;
+
 typedef struct pipeline {
-    pthread_mutex_t mu;
-    pthread_cond_t space; /* a slot became free (reader) */
-    pthread_cond_t work;  /* a batch is ready (workers) */
-    pthread_cond_t done;  /* a batch is parsed (consumer) */
-    slot *ring;
+    simstore_ordered *pool;
+    slot *ring; /* nslots batch buffers, used in turn */
     unsigned nslots;
-    uint64_t published;  /* batches the reader has made ready */
-    uint64_t next_claim; /* the next batch a worker takes */
-    int reader_done;
-    int stop;
+    worker_state *workers; /* one per pool worker, set up on first use */
     /* inputs */
     char **paths;
     const char **names; /* for messages */
@@ -151,8 +143,6 @@ typedef struct pipeline {
     const input_fields *fields;
     pthread_t reader;
     int reader_started;
-    pthread_t workers[MAX_THREADS];
-    unsigned nworkers;
 } pipeline;
 
 /* Make room for `need` more bytes in the growable buffer (*buf, *len, *cap). */
@@ -176,21 +166,12 @@ static int reserve(char **buf, size_t len, size_t *cap, size_t need)
 
 /* ---- the reader thread -------------------------------------------------- */
 
-/* Wait for the slot of batch `seq` to be free and take it; NULL on stop. */
+/* The buffer for batch `seq`. The pool keeps one fewer batch in flight than
+ * there are buffers, so once batch seq - 1 was submitted, batch seq - nslots
+ * (this buffer's last) has been drained. */
 static slot *reader_acquire(pipeline *pl, uint64_t seq)
 {
     slot *s = &pl->ring[seq % pl->nslots];
-    pthread_mutex_lock(&pl->mu);
-    while (!pl->stop && s->state != SLOT_FREE)
-        pthread_cond_wait(&pl->space, &pl->mu);
-    int stop = pl->stop;
-    if (!stop) {
-        s->state = SLOT_FILLING;
-        s->seq = seq;
-    }
-    pthread_mutex_unlock(&pl->mu);
-    if (stop)
-        return NULL;
     s->nlines = 0;
     s->in_len = 0;
     s->failure = FAIL_NONE;
@@ -199,13 +180,10 @@ static slot *reader_acquire(pipeline *pl, uint64_t seq)
     return s;
 }
 
-static void reader_publish(pipeline *pl, slot *s)
+/* Hand a filled batch to the pool; nonzero when the work was stopped. */
+static int reader_publish(pipeline *pl, slot *s)
 {
-    pthread_mutex_lock(&pl->mu);
-    s->state = SLOT_READY;
-    pl->published++;
-    pthread_cond_broadcast(&pl->work);
-    pthread_mutex_unlock(&pl->mu);
+    return simstore_ordered_submit(pl->pool, s) != SIMSTORE_OK;
 }
 
 typedef struct reader_state {
@@ -217,28 +195,26 @@ typedef struct reader_state {
 } reader_state;
 
 /* Start the next batch of input `index`, at line `first_line`. */
-static int reader_next_slot(reader_state *rs, unsigned index, unsigned long long first_line)
+static void reader_next_slot(reader_state *rs, unsigned index, unsigned long long first_line)
 {
     rs->s = reader_acquire(rs->pl, rs->seq++);
-    if (!rs->s)
-        return -1;
     rs->s->file_index = index;
     rs->s->format = rs->pl->formats[index];
     rs->s->first_line = first_line;
-    return 0;
 }
 
-/* Publish the current batch; with `fail`, it ends the whole input. */
-static void reader_finish_slot(reader_state *rs, int fail, unsigned long long fail_line,
-                               const char *msg)
+/* Publish the current batch; with `fail`, it ends the whole input. Returns
+ * nonzero when the work was stopped (the batch then goes nowhere). */
+static int reader_finish_slot(reader_state *rs, int fail, unsigned long long fail_line,
+                              const char *msg)
 {
     slot *s = rs->s;
     s->failure = fail;
     s->fail_line = fail_line;
     if (msg)
         snprintf(s->fail_msg, sizeof s->fail_msg, "%s", msg);
-    reader_publish(rs->pl, s);
     rs->s = NULL;
+    return reader_publish(rs->pl, s);
 }
 
 /* Raw little-endian values: batches of whole values. Returns 0 at the end of
@@ -246,8 +222,7 @@ static void reader_finish_slot(reader_state *rs, int fail, unsigned long long fa
 static int read_values(reader_state *rs, unsigned index, cli_stream *st)
 {
     unsigned long long first = 1;
-    if (reader_next_slot(rs, index, first))
-        return -1;
+    reader_next_slot(rs, index, first);
     for (;;) {
         slot *s = rs->s;
         if (reserve(&s->in, s->in_len, &s->in_cap, INGEST_BATCH_BYTES - s->in_len + 8)) {
@@ -265,16 +240,17 @@ static int read_values(reader_state *rs, unsigned index, cli_stream *st)
             int odd = s->in_len % 8 != 0;
             s->nlines = s->in_len / 8;
             s->in_len = s->nlines * 8;
-            reader_finish_slot(rs, odd ? FAIL_SIZE : FAIL_NONE, 0, NULL);
+            if (reader_finish_slot(rs, odd ? FAIL_SIZE : FAIL_NONE, 0, NULL))
+                return -1;
             return odd ? -1 : 0;
         }
         s->in_len += (size_t)n;
         if (s->in_len == INGEST_BATCH_BYTES) {
             s->nlines = s->in_len / 8;
             first += s->nlines;
-            reader_finish_slot(rs, FAIL_NONE, 0, NULL);
-            if (reader_next_slot(rs, index, first))
+            if (reader_finish_slot(rs, FAIL_NONE, 0, NULL))
                 return -1;
+            reader_next_slot(rs, index, first);
         }
     }
 }
@@ -284,8 +260,7 @@ static int read_values(reader_state *rs, unsigned index, cli_stream *st)
 static int read_lines(reader_state *rs, unsigned index, cli_stream *st)
 {
     unsigned long long next_line = 1;
-    if (reader_next_slot(rs, index, next_line))
-        return -1;
+    reader_next_slot(rs, index, next_line);
     size_t scan = 0, cut = 0; /* newlines counted up to scan; whole lines end at cut */
     for (;;) {
         slot *s = rs->s;
@@ -314,8 +289,7 @@ static int read_lines(reader_state *rs, unsigned index, cli_stream *st)
                 s->in[s->in_len++] = '\n';
                 s->nlines++;
             }
-            reader_finish_slot(rs, FAIL_NONE, 0, NULL);
-            return 0;
+            return reader_finish_slot(rs, FAIL_NONE, 0, NULL) ? -1 : 0;
         }
         s->in_len += (size_t)n;
         while (scan < s->in_len && s->nlines < INGEST_BATCH_LINES) {
@@ -338,9 +312,9 @@ static int read_lines(reader_state *rs, unsigned index, cli_stream *st)
             memcpy(rs->carry, s->in + cut, rest);
             s->in_len = cut;
             next_line += s->nlines;
-            reader_finish_slot(rs, FAIL_NONE, 0, NULL);
-            if (reader_next_slot(rs, index, next_line))
+            if (reader_finish_slot(rs, FAIL_NONE, 0, NULL))
                 return -1;
+            reader_next_slot(rs, index, next_line);
             s = rs->s;
             if (reserve(&s->in, 0, &s->in_cap, rest + READ_CHUNK + 1)) {
                 reader_finish_slot(rs, FAIL_READ, next_line, "out of memory");
@@ -361,8 +335,8 @@ static void *reader_main(void *arg)
         cli_stream *st = NULL;
         if (cli_stream_open(&st, pl->paths[i]) != 0) {
             int err = errno;
-            if (reader_next_slot(&rs, (unsigned)i, 1) == 0)
-                reader_finish_slot(&rs, FAIL_OPEN, 0, strerror(err));
+            reader_next_slot(&rs, (unsigned)i, 1);
+            reader_finish_slot(&rs, FAIL_OPEN, 0, strerror(err));
             break;
         }
         int rc = pl->formats[i] == INGEST_U64 ? read_values(&rs, (unsigned)i, st)
@@ -372,21 +346,18 @@ static void *reader_main(void *arg)
             break;
     }
     free(rs.carry);
-    pthread_mutex_lock(&pl->mu);
-    pl->reader_done = 1;
-    pthread_cond_broadcast(&pl->work);
-    pthread_cond_broadcast(&pl->done);
-    pthread_mutex_unlock(&pl->mu);
+    simstore_ordered_finish(pl->pool);
     return NULL;
 }
 
 /* ---- the worker threads ------------------------------------------------- */
 
-typedef struct worker_state {
+struct worker_state {
+    int ready;
     simstore_fingerprinter *fpr;
     int fpr_rc;
     input_parser *parsers[INGEST_U64 + 1];
-} worker_state;
+};
 
 static ingest_rec *new_rec(slot *s, unsigned long long line)
 {
@@ -533,88 +504,57 @@ static void parse_batch(pipeline *pl, worker_state *w, slot *s)
     }
 }
 
-static void *worker_main(void *arg)
+/* The pool's work function: parse one batch on worker `index`, whose parsers
+ * and fingerprinter are made on its first batch. */
+static void work_batch(void *ctx, void *item, unsigned index)
 {
-    pipeline *pl = (pipeline *)arg;
-    worker_state w;
-    memset(&w, 0, sizeof w);
-    int any_jsonl = 0;
-    for (int i = 0; i < pl->npaths; i++)
-        any_jsonl |= pl->formats[i] == INGEST_JSONL;
-    if (any_jsonl)
-        w.fpr_rc = simstore_fingerprinter_new(pl->text, &w.fpr);
-    pthread_mutex_lock(&pl->mu);
-    for (;;) {
-        slot *s = &pl->ring[pl->next_claim % pl->nslots];
-        if (pl->stop)
-            break;
-        if (s->state == SLOT_READY && s->seq == pl->next_claim) {
-            s->state = SLOT_WORKING;
-            pl->next_claim++;
-            pthread_mutex_unlock(&pl->mu);
-            parse_batch(pl, &w, s);
-            pthread_mutex_lock(&pl->mu);
-            s->state = SLOT_DONE;
-            pthread_cond_broadcast(&pl->done);
-            continue;
-        }
-        if (pl->reader_done && pl->next_claim == pl->published)
-            break;
-        pthread_cond_wait(&pl->work, &pl->mu);
+    pipeline *pl = (pipeline *)ctx;
+    worker_state *w = &pl->workers[index];
+    if (!w->ready) {
+        w->ready = 1;
+        int any_jsonl = 0;
+        for (int i = 0; i < pl->npaths; i++)
+            any_jsonl |= pl->formats[i] == INGEST_JSONL;
+        if (any_jsonl)
+            w->fpr_rc = simstore_fingerprinter_new(pl->text, &w->fpr);
     }
-    pthread_mutex_unlock(&pl->mu);
-    for (size_t i = 0; i < sizeof w.parsers / sizeof *w.parsers; i++)
-        input_parser_free(w.parsers[i]);
-    simstore_fingerprinter_free(w.fpr);
-    return NULL;
+    parse_batch(pl, w, (slot *)item);
 }
 
 /* ---- the pipeline ------------------------------------------------------- */
 
-/* Stop every thread and wait for them. */
-static void pipeline_stop(pipeline *pl)
-{
-    pthread_mutex_lock(&pl->mu);
-    pl->stop = 1;
-    pthread_cond_broadcast(&pl->space);
-    pthread_cond_broadcast(&pl->work);
-    pthread_cond_broadcast(&pl->done);
-    pthread_mutex_unlock(&pl->mu);
-    if (pl->reader_started)
-        pthread_join(pl->reader, NULL);
-    for (unsigned i = 0; i < pl->nworkers; i++)
-        pthread_join(pl->workers[i], NULL);
-    pl->reader_started = 0;
-    pl->nworkers = 0;
-}
-
 static void pipeline_free(pipeline *pl)
 {
-    pipeline_stop(pl);
+    if (pl->pool)
+        simstore_ordered_stop(pl->pool);
+    if (pl->reader_started)
+        pthread_join(pl->reader, NULL);
+    unsigned nworkers = pl->pool ? simstore_ordered_threads(pl->pool) : 0;
+    simstore_ordered_free(pl->pool);
+    for (unsigned i = 0; pl->workers && i < nworkers; i++) {
+        for (size_t k = 0; k < sizeof pl->workers[i].parsers / sizeof *pl->workers[i].parsers; k++)
+            input_parser_free(pl->workers[i].parsers[k]);
+        simstore_fingerprinter_free(pl->workers[i].fpr);
+    }
+    free(pl->workers);
     for (unsigned i = 0; pl->ring && i < pl->nslots; i++) {
         free(pl->ring[i].in);
         free(pl->ring[i].recs);
         free(pl->ring[i].out);
     }
     free(pl->ring);
-    pthread_mutex_destroy(&pl->mu);
-    pthread_cond_destroy(&pl->space);
-    pthread_cond_destroy(&pl->work);
-    pthread_cond_destroy(&pl->done);
 }
 
 static int pipeline_start(pipeline *pl, unsigned threads)
 {
     pl->nslots = INGEST_RING_SLOTS(threads);
     pl->ring = calloc(pl->nslots, sizeof *pl->ring);
-    if (!pl->ring)
+    pl->workers = calloc(threads, sizeof *pl->workers);
+    if (!pl->ring || !pl->workers)
         return -1;
     /* jansson seeds its hash tables on first use; do it before the threads. */
     json_object_seed(0);
-    for (unsigned i = 0; i < threads; i++)
-        if (pthread_create(&pl->workers[pl->nworkers], NULL, worker_main, pl) == 0)
-            pl->nworkers++;
-    if (pl->nworkers == 0)
+    if (simstore_ordered_new(threads, pl->nslots - 1, work_batch, pl, &pl->pool) != SIMSTORE_OK)
         return -1;
     if (pthread_create(&pl->reader, NULL, reader_main, pl) != 0)
         return -1;
@@ -622,21 +562,17 @@ static int pipeline_start(pipeline *pl, unsigned threads)
     return 0;
 }
 
-/* The next parsed batch, in read order; NULL when the input is exhausted. */
-static slot *pipeline_next(pipeline *pl, uint64_t seq)
+/* The next parsed batch, in read order; NULL when the input is exhausted.
+ * The batch before it goes back to the reader. */
+static slot *pipeline_next(pipeline *pl)
 {
-    slot *s = &pl->ring[seq % pl->nslots];
-    pthread_mutex_lock(&pl->mu);
-    while (!(s->seq == seq && s->state == SLOT_DONE) && !(pl->reader_done && pl->published <= seq))
-        pthread_cond_wait(&pl->done, &pl->mu);
-    int have = s->seq == seq && s->state == SLOT_DONE;
-    pthread_mutex_unlock(&pl->mu);
-    return have ? s : NULL;
+    void *item;
+    return simstore_ordered_next(pl->pool, &item) ? (slot *)item : NULL;
 }
 
-static void pipeline_release(pipeline *pl, slot *s)
+/* A huge record made its batch grow: give the memory back. */
+static void pipeline_trim(slot *s)
 {
-    /* A huge record made its batch grow: give the memory back. */
     if (s->in_cap > 4 * INGEST_BATCH_BYTES) {
         free(s->in);
         s->in = NULL;
@@ -647,10 +583,6 @@ static void pipeline_release(pipeline *pl, slot *s)
         s->out = NULL;
         s->out_cap = 0;
     }
-    pthread_mutex_lock(&pl->mu);
-    s->state = SLOT_FREE;
-    pthread_cond_broadcast(&pl->space);
-    pthread_mutex_unlock(&pl->mu);
 }
 
 /* ---- the consumer: records into the builder, in order ------------------- */
@@ -841,10 +773,6 @@ int ingest_run(const ingest_sink *sink, char **paths, int npaths, const ingest_o
     int rc = 2;
     pipeline pl;
     memset(&pl, 0, sizeof pl);
-    pthread_mutex_init(&pl.mu, NULL);
-    pthread_cond_init(&pl.space, NULL);
-    pthread_cond_init(&pl.work, NULL);
-    pthread_cond_init(&pl.done, NULL);
     ingest_state st = {sink, o, res, &pl, o->max_errors ? o->max_errors : DEFAULT_MAX_ERRORS, 0};
     if (check_inputs(o, paths, npaths, formats) != 0)
         goto out;
@@ -879,20 +807,19 @@ int ingest_run(const ingest_sink *sink, char **paths, int npaths, const ingest_o
     pl.npaths = npaths;
     pl.text = o->text;
     pl.fields = o->fields;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned threads = o->threads ? o->threads : cores < 1 ? 1u : (unsigned)cores;
+    unsigned threads = o->threads ? o->threads : simstore_default_threads();
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
     if (pipeline_start(&pl, threads) != 0) {
         fprintf(stderr, "simstore %s: cannot start the reading threads\n", o->cmd);
         goto out;
     }
-    for (uint64_t seq = 0;; seq++) {
-        slot *s = pipeline_next(&pl, seq);
+    for (;;) {
+        slot *s = pipeline_next(&pl);
         if (!s)
             break;
         int stop = drain_batch(&st, s);
-        pipeline_release(&pl, s);
+        pipeline_trim(s);
         if (stop)
             break;
     }

@@ -3,8 +3,8 @@
  * `simstore fingerprint` prints) or JSON Lines (fingerprinted on the way),
  * or bare fingerprints for fingerprint-only stores (hex lines or raw
  * little-endian 64-bit values), plain or compressed (gzip, zstd), parsed and
- * fingerprinted on N threads and handed to the builder in input order, in
- * bounded memory. Every malformed record is reported as
+ * fingerprinted on N threads of the library's ordered pool (simstore_ordered)
+ * and handed to the builder in input order, in bounded memory. Every malformed record is reported as
  * "FILE:LINE: what"; the caller then abandons the build, so nothing is
  * committed from input that had errors. */
 #ifndef SIMS_CMD_INGEST_H

@@ -729,6 +729,58 @@ typedef struct simstore_verify_summary {
 int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, void *ctx,
                     simstore_verify_summary *summary);
 
+/* ---- Ordered parallel work ---------------------------------------------
+ * A pool of threads that processes work items and hands them back in the
+ * order they were submitted, with a bounded number in flight: what ingestion
+ * uses to parse and fingerprint documents on every core while the store still
+ * receives them in input order. One thread submits, one (possibly another)
+ * takes items back; the items are the caller's (typically a ring of batch
+ * buffers), the pool only orders them. */
+
+typedef struct simstore_ordered simstore_ordered;
+
+/* Process one item on worker thread `worker` (0..threads-1). Called once per
+ * item, on one thread, never concurrently for the same item. */
+typedef void (*simstore_work_fn)(void *ctx, void *item, unsigned worker);
+
+/* The default number of worker threads: the cores online (at least 1). The
+ * one rule behind every "0 = every core" option of the library and tool. */
+unsigned simstore_default_threads(void);
+
+/* Start `threads` workers (0: simstore_default_threads(); at most 256) that
+ * run fn(ctx, item, worker) on each item submitted. At most `max_in_flight`
+ * items (1..65536) are in flight: from their submission until the call of
+ * simstore_ordered_next() that follows the one that returned them. So a
+ * producer that cycles through max_in_flight + 1 buffers never refills one
+ * still in use. Errors: SIMSTORE_EINVAL (fn or out NULL, a count out of
+ * range), SIMSTORE_ENOMEM, SIMSTORE_EIO (no thread could be started). */
+int simstore_ordered_new(unsigned threads, unsigned max_in_flight, simstore_work_fn fn, void *ctx,
+                         simstore_ordered **out);
+
+/* The number of worker threads started. */
+unsigned simstore_ordered_threads(const simstore_ordered *p);
+
+/* Submit an item; blocks while max_in_flight items are in flight. Returns
+ * SIMSTORE_OK, or SIMSTORE_EINVAL after simstore_ordered_finish() or
+ * simstore_ordered_stop() (the item is then not processed). */
+int simstore_ordered_submit(simstore_ordered *p, void *item);
+
+/* No more items will be submitted (the producer's last call). */
+void simstore_ordered_finish(simstore_ordered *p);
+
+/* Take back the oldest item, once processed; blocks until it is. Returns 1
+ * with *item set; 0 when the producer has finished and every item was taken
+ * back, or after simstore_ordered_stop(). Calling it again releases the item
+ * it returned before (it leaves the count in flight). */
+int simstore_ordered_next(simstore_ordered *p, void **item);
+
+/* Abandon the work: a blocked submit returns SIMSTORE_EINVAL, next returns 0,
+ * items not yet started are not processed. Safe from any thread. */
+void simstore_ordered_stop(simstore_ordered *p);
+
+/* Stop, wait for the workers and free. Items are the caller's. NULL allowed. */
+void simstore_ordered_free(simstore_ordered *p);
+
 #ifdef __cplusplus
 }
 #endif
