@@ -4,6 +4,7 @@
  * order, merged through a binary heap. Run files hold native-endian headers
  * and are never part of a store. */
 #include "sort/recsort.h"
+#include "sort/merge.h"
 
 #include "common/bytes.h"
 #include "common/error.h"
@@ -279,23 +280,11 @@ static int source_advance(sims_recsort *s, rec_source *r)
     }
 }
 
-static void heap_sift_down(sims_recsort *s, unsigned i)
+/* The merge order: run a's head before run b's (merge.h). */
+static int run_less(const void *ctx, unsigned a, unsigned b)
 {
-    unsigned n = s->heap_len;
-    for (;;) {
-        unsigned l = 2 * i + 1, m = i;
-        if (l < n && rec_cmp(&s->sources[s->heap[l]].head, &s->sources[s->heap[m]].head) < 0)
-            m = l;
-        if (l + 1 < n &&
-            rec_cmp(&s->sources[s->heap[l + 1]].head, &s->sources[s->heap[m]].head) < 0)
-            m = l + 1;
-        if (m == i)
-            return;
-        unsigned t = s->heap[i];
-        s->heap[i] = s->heap[m];
-        s->heap[m] = t;
-        i = m;
-    }
+    const sims_recsort *s = (const sims_recsort *)ctx;
+    return rec_cmp(&s->sources[a].head, &s->sources[b].head) < 0;
 }
 
 int sims_recsort_finish(sims_recsort *s, size_t keep_bytes)
@@ -358,8 +347,7 @@ int sims_recsort_rewind(sims_recsort *s)
         if (rc == 0)
             s->heap[s->heap_len++] = i;
     }
-    for (unsigned i = s->heap_len / 2; i-- > 0;)
-        heap_sift_down(s, i);
+    sims_merge_heapify(s->heap, s->heap_len, run_less, s);
     return SIMSTORE_OK;
 }
 
@@ -374,9 +362,7 @@ int sims_recsort_next(sims_recsort *s, sims_rec *rec)
         int rc = source_advance(s, &s->sources[s->heap[0]]);
         if (rc < 0)
             return rc;
-        if (rc == 1)
-            s->heap[0] = s->heap[--s->heap_len];
-        heap_sift_down(s, 0);
+        s->heap_len = sims_merge_next(s->heap, s->heap_len, rc == 1, run_less, s);
     }
     if (s->heap_len == 0)
         return 0;

@@ -3,6 +3,7 @@
  * leaves nothing behind; they hold raw native-endian values and are never part
  * of a store. */
 #include "sort/u64sort.h"
+#include "sort/merge.h"
 
 #include "common/error.h"
 #include "common/fileio.h"
@@ -266,22 +267,11 @@ static int source_advance(run_source *r, int *err)
     return 0;
 }
 
-static void heap_sift_down(sims_u64sort *s, unsigned i)
+/* The merge order: run a's head before run b's (merge.h). */
+static int run_less(const void *ctx, unsigned a, unsigned b)
 {
-    unsigned n = s->heap_len;
-    for (;;) {
-        unsigned l = 2 * i + 1, m = i;
-        if (l < n && s->sources[s->heap[l]].head < s->sources[s->heap[m]].head)
-            m = l;
-        if (l + 1 < n && s->sources[s->heap[l + 1]].head < s->sources[s->heap[m]].head)
-            m = l + 1;
-        if (m == i)
-            return;
-        unsigned t = s->heap[i];
-        s->heap[i] = s->heap[m];
-        s->heap[m] = t;
-        i = m;
-    }
+    const sims_u64sort *s = (const sims_u64sort *)ctx;
+    return s->sources[a].head < s->sources[b].head;
 }
 
 int sims_u64sort_rewind(sims_u64sort *s)
@@ -303,8 +293,7 @@ int sims_u64sort_rewind(sims_u64sort *s)
         if (err)
             return err;
     }
-    for (unsigned i = s->heap_len / 2; i-- > 0;)
-        heap_sift_down(s, i);
+    sims_merge_heapify(s->heap, s->heap_len, run_less, s);
     return SIMSTORE_OK;
 }
 
@@ -331,12 +320,10 @@ int sims_u64sort_read(sims_u64sort *s, uint64_t *out, size_t cap, size_t *n)
             s->last = v;
             s->have_last = 1;
         }
-        if (source_advance(r, &err)) {
-            if (err)
-                return err;
-            s->heap[0] = s->heap[--s->heap_len];
-        }
-        heap_sift_down(s, 0);
+        int exhausted = source_advance(r, &err);
+        if (err)
+            return err;
+        s->heap_len = sims_merge_next(s->heap, s->heap_len, exhausted, run_less, s);
     }
     *n = w;
     return SIMSTORE_OK;
