@@ -12,17 +12,21 @@ log2n=${3:-30}
 tables=${4:-4}
 memory=${5:-4G}
 shape=${6:-uniform}
+# The command as the benchmarks build it (bench/simstore, tuned with
+# SIMSTORE_BENCH_MARCH) when the build has it.
+simstore=$build/simstore
+[ -x "$build/bench/simstore" ] && simstore=$build/bench/simstore
 rm -rf "$store"
 echo "scale run: 2^$log2n $shape fingerprints, $tables tables, --memory $memory, $(nproc) cores"
 start=$(date +%s.%N)
 "$build/bench/gen_fingerprints" --count "2^$log2n" --shape "$shape" --format u64 |
-    "$build/simstore" build "$store" --fingerprint-only --format u64 --tables "$tables" \
+    "$simstore" build "$store" --fingerprint-only --format u64 --tables "$tables" \
         --memory "$memory" --verbose --quiet -
 end=$(date +%s.%N)
 echo "wall time (generator + build): $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
-"$build/simstore" stats "$store"
+"$simstore" stats "$store"
 echo "bytes on disk: $(du -sb "$store" | cut -f1) ($(du -sh "$store" | cut -f1))"
-n=$("$build/simstore" stats "$store" --json | sed 's/.*"fingerprints":\([0-9]*\).*/\1/')
+n=$("$simstore" stats "$store" --json | sed 's/.*"fingerprints":\([0-9]*\).*/\1/')
 for f in "$store"/*.tbl; do
     bytes=$(stat -c %s "$f")
     awk -v f="$(basename "$f")" -v b="$bytes" -v n="$n" 'BEGIN {

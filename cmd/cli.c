@@ -342,9 +342,10 @@ static uint64_t machine_memory_bytes(void)
 int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes)
 {
     unsigned long long v;
-    if (cli_parse_size(arg, &v) || v < (16ULL << 20))
-        return cli_usage_error(cmd, "--memory takes a size of at least 16M (K, M, G, T: powers "
-                                    "of 1024; 512M, 4GiB), not '%s'", arg);
+    if (cli_parse_size(arg, &v) || v < SIMSTORE_MIN_MEMORY_BYTES)
+        return cli_usage_error(cmd, "--memory takes a size of at least %lluM (K, M, G, T: "
+                                    "powers of 1024; 512M, 4GiB), not '%s'",
+                               (unsigned long long)(SIMSTORE_MIN_MEMORY_BYTES >> 20), arg);
     uint64_t machine = machine_memory_bytes();
     if (machine && v > machine)
         return cli_usage_error(cmd, "--memory %s is more than this machine has (%.1f GiB of RAM "

@@ -117,8 +117,8 @@ int cli_parse_size(const char *s, unsigned long long *out);
 char *cli_store_path(char *arg);
 
 /* The resource options of the commands that sort (build, add, compact,
- * delete): --memory SIZE (at least 16M, at most the machine's RAM plus
- * swap) and --threads N (1..64). Each
+ * delete): --memory SIZE (at least SIMSTORE_MIN_MEMORY_BYTES, 16M; at most
+ * the machine's RAM plus swap) and --threads N (1..64). Each
  * returns 0, or 2 after printing the usage error. */
 int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes);
 int cli_threads_option(const char *cmd, const char *arg, unsigned *threads);

@@ -39,8 +39,8 @@ static void usage(FILE *out)
             "      --expected N     plan the automatic design for N fingerprints\n"
             "                       (default: the fingerprints of this build); N as\n"
             "                       1000000, 1e6, 2^20 or 1M (K, M, G, T: powers of 1024)\n"
-            "      --block-bytes B  table block size, a power of two 256..65536\n"
-            "                       (default 512: smaller blocks decode less per query,\n"
+            "      --block-bytes B  table block size, a power of two %u..%u\n"
+            "                       (default %u: smaller blocks decode less per query,\n"
             "                       larger ones keep fewer keys in RAM)\n"
             "      --fingerprint-only\n"
             "                       keep no documents: answers are fingerprints\n"
@@ -65,7 +65,8 @@ static void usage(FILE *out)
             "Document ids are 1..511 bytes without control characters; an id given\n"
             "twice is an error. Bad records are reported as FILE:LINE: message and\n"
             "the build is abandoned. On success one summary line goes to stdout.\n"
-            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+            "Exit status: 0 success, 1 failure, 2 usage error.\n",
+            SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES);
 }
 
 enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
@@ -140,9 +141,11 @@ int cmd_build(int argc, char **argv)
             o.expected_fps = v;
             break;
         case OPT_BLOCK:
-            if (cli_parse_uint(optarg, 256, 65536, &v) || (v & (v - 1)))
-                return cli_usage_error(CMD, "--block-bytes takes a power of two from 256 to "
-                                            "65536, not '%s'", optarg);
+            if (cli_parse_uint(optarg, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, &v) ||
+                !simstore_block_bytes_valid(v))
+                return cli_usage_error(CMD, "--block-bytes takes a power of two from %u to %u, "
+                                            "not '%s'", SIMSTORE_MIN_BLOCK_BYTES,
+                                       SIMSTORE_MAX_BLOCK_BYTES, optarg);
             o.block_bytes = (unsigned)v;
             break;
         case OPT_FORMAT: {

@@ -139,25 +139,13 @@ int simstore_table_open(const char *path, simstore_table **out)
     return SIMSTORE_OK;
 }
 
-/* The store's current snapshot (a reference the caller releases). */
-static int current_snapshot(simstore *s, sims_snapshot **snap)
-{
-    MDB_txn *txn;
-    int rc = sims_env_read_begin(&s->env, &txn);
-    if (rc)
-        return rc;
-    rc = sims_store_snapshot(s, txn, snap);
-    mdb_txn_abort(txn);
-    return rc;
-}
-
 int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *out)
 {
     if (!s || !out)
         return sims_fail(SIMSTORE_EINVAL, "simstore_get_segment: NULL argument");
     memset(out, 0, sizeof *out);
     sims_snapshot *snap;
-    int rc = current_snapshot(s, &snap);
+    int rc = sims_read_snapshot(s, &snap);
     if (rc)
         return rc;
     if (segment >= snap->segment_count) {
@@ -186,7 +174,7 @@ int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table,
         return sims_fail(SIMSTORE_EINVAL, "table %u: the design has %u tables", table,
                          s->design->n_tables);
     sims_snapshot *snap;
-    int rc = current_snapshot(s, &snap);
+    int rc = sims_read_snapshot(s, &snap);
     if (rc)
         return rc;
     simstore_table *t = NULL;

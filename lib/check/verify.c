@@ -479,37 +479,57 @@ static uint64_t newest_txnid(const char *path)
     return id;
 }
 
-/* Walk data.mdb; a writer committing during the walk can make pages we read
- * inconsistent, so a walk that finds errors is repeated while the newest
- * transaction moves. Returns 1 when the B-trees are sound. */
+typedef struct lmdb_walk_ctx {
+    const char *mdb_path;
+    sims_lmdb_summary *sum;
+    findings f;     /* the last walk's */
+    int map_failed; /* the file could not be mapped: the result says why */
+} lmdb_walk_ctx;
+
+/* One walk of data.mdb's newest snapshot. A writer committing during the
+ * walk can make pages we read inconsistent: a walk that finds errors while
+ * the newest transaction moves is walked again (SIMS_ERETRY), and the last
+ * walk's findings stand if it keeps moving. */
+static int walk_lmdb_once(void *ctx)
+{
+    lmdb_walk_ctx *w = (lmdb_walk_ctx *)ctx;
+    findings_free(&w->f);
+    uint64_t before = newest_txnid(w->mdb_path);
+    sims_map map;
+    int rc = sims_map_open(w->mdb_path, &map);
+    if (rc) {
+        w->map_failed = 1;
+        return rc;
+    }
+    rc = sims_lmdb_walk(map.data, map.size, 0, collect_lmdb, &w->f, w->sum);
+    sims_map_close(&map);
+    if (rc == SIMSTORE_ENOMEM)
+        return rc;
+    if (w->sum->errors != 0 && newest_txnid(w->mdb_path) != before)
+        return sims_retry_or_fail(SIMSTORE_OK);
+    return SIMSTORE_OK;
+}
+
+/* Walk data.mdb (again while a writer moves it on: sims_retry). Returns 1
+ * when the B-trees are sound. */
 static int walk_lmdb(vctx *v, const char *dir, char *mdb_path, sims_lmdb_summary *sum)
 {
-    findings f;
-    memset(&f, 0, sizeof f);
-    int rc = SIMSTORE_OK;
-    for (int attempt = 0; attempt < 4; attempt++) {
-        findings_free(&f);
-        uint64_t before = newest_txnid(mdb_path);
-        sims_map map;
-        rc = sims_map_open(mdb_path, &map);
-        if (rc) {
-            problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s", detail(rc));
-            return 0;
-        }
-        rc = sims_lmdb_walk(map.data, map.size, 0, collect_lmdb, &f, sum);
-        sims_map_close(&map);
-        if (rc == SIMSTORE_ENOMEM)
-            break;
-        if (sum->errors == 0 || newest_txnid(mdb_path) == before)
-            break;
+    lmdb_walk_ctx w;
+    memset(&w, 0, sizeof w);
+    w.mdb_path = mdb_path;
+    w.sum = sum;
+    int rc = sims_retry(walk_lmdb_once, &w);
+    if (w.map_failed) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s", detail(rc));
+        return 0;
     }
     (void)dir;
-    for (size_t i = 0; i < f.n; i++)
-        problem(v, SIMSTORE_PROBLEM_LMDB, f.v[i].warning, mdb_path,
-                f.v[i].pgno == SIMS_LMDB_NONE ? -1 : (int64_t)f.v[i].pgno,
-                f.v[i].offset == SIMS_LMDB_NONE ? -1 : (int64_t)f.v[i].offset, "%s",
-                f.v[i].message);
-    findings_free(&f);
+    for (size_t i = 0; i < w.f.n; i++)
+        problem(v, SIMSTORE_PROBLEM_LMDB, w.f.v[i].warning, mdb_path,
+                w.f.v[i].pgno == SIMS_LMDB_NONE ? -1 : (int64_t)w.f.v[i].pgno,
+                w.f.v[i].offset == SIMS_LMDB_NONE ? -1 : (int64_t)w.f.v[i].offset, "%s",
+                w.f.v[i].message);
+    findings_free(&w.f);
     if (rc == SIMSTORE_ENOMEM) {
         problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s: out of memory walking it",
                 mdb_path);

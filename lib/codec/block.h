@@ -16,19 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simstore.h"
 #include "codec/bitio.h"
 #include "codec/huffman.h"
 
-/* Block sizes the format allows: powers of two in this range. */
-#define CODEC_BLOCK_MIN_BYTES 256u
-#define CODEC_BLOCK_MAX_BYTES 65536u
-
-/* Nonzero when block_bytes is a power of two in [256, 65536]. */
-static inline int codec_block_size_valid(uint64_t block_bytes)
-{
-    return block_bytes >= CODEC_BLOCK_MIN_BYTES && block_bytes <= CODEC_BLOCK_MAX_BYTES &&
-           (block_bytes & (block_bytes - 1)) == 0;
-}
+/* Block sizes: the ones simstore_block_bytes_valid() (simstore.h) allows,
+ * SIMSTORE_MIN_BLOCK_BYTES to SIMSTORE_MAX_BLOCK_BYTES, powers of two. */
 
 /* The symbol (leading-bit position) of a difference d >= 1. */
 static inline unsigned codec_delta_symbol(uint64_t d)
@@ -101,7 +94,7 @@ typedef struct codec_block_decoder {
 } codec_block_decoder;
 
 /* Prepare to decode `count` values from data[0, block_bytes) (block_bytes
- * >= CODEC_BLOCK_MIN_BYTES); see codec_block_encoder_start for raw_first and
+ * >= SIMSTORE_MIN_BLOCK_BYTES); see codec_block_encoder_start for raw_first and
  * prev. Borrows h and data while decoding. */
 void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
                               const uint8_t *data, size_t block_bytes, int raw_first,

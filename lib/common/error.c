@@ -1,5 +1,5 @@
-/* error.c: error-code names, the per-thread detail message, and the library's
- * version functions. */
+/* error.c: error-code names, the per-thread detail message, the retry loop of
+ * stale reads (SIMS_ERETRY), and the library's version functions. */
 #include "common/error.h"
 
 #include <errno.h>
@@ -10,6 +10,9 @@
 #define SIMS_ERRMSG_BYTES 1024
 
 static _Thread_local char sims_errmsg[SIMS_ERRMSG_BYTES];
+/* What sims_retry() returns when its attempts run out: the last attempt's
+ * sims_retry_or_fail() code, beside the message it set. */
+static _Thread_local int sims_retry_code;
 
 unsigned simstore_version_number(void)
 {
@@ -97,6 +100,22 @@ int sims_fail_context(int code, const char *fmt, ...)
         }
     }
     return code;
+}
+
+int sims_retry_or_fail(int code)
+{
+    sims_retry_code = code == SIMS_ERETRY ? SIMSTORE_EBUSY : code;
+    return SIMS_ERETRY;
+}
+
+int sims_retry(sims_attempt_fn attempt, void *ctx)
+{
+    /* An attempt that returned SIMS_ERETRY without naming its error. */
+    sims_retry_code = SIMSTORE_EBUSY;
+    int rc = SIMS_ERETRY;
+    for (int i = 0; i < SIMS_READ_ATTEMPTS && rc == SIMS_ERETRY; i++)
+        rc = attempt(ctx);
+    return rc == SIMS_ERETRY ? sims_retry_code : rc;
 }
 
 #ifndef NDEBUG

@@ -1,6 +1,6 @@
 /* error.h: internal error reporting: set the thread's detail message and return
  * a SIMSTORE_E* code in one expression; the corruption macro used by every
- * parser of on-disk bytes. */
+ * parser of on-disk bytes; the private "read again" code and its loop. */
 #ifndef SIMS_COMMON_ERROR_H
 #define SIMS_COMMON_ERROR_H
 
@@ -29,6 +29,34 @@ int sims_fail_context(int code, const char *fmt, ...) SIMS_PRINTF(2, 3);
 
 /* Clear the detail message. */
 void sims_error_clear(void);
+
+/* ---- "the store changed under this read: read again" ------------------------
+ * A reader's view of a store (an LMDB read transaction, the segment files its
+ * state names, the meta page it pins) can go stale while it is used: a writer
+ * commits, then removes files of the state the view saw or rewrites that meta
+ * page. The step that finds out returns SIMS_ERETRY (through
+ * sims_retry_or_fail); sims_retry() owns the loop that reads again, and the
+ * limit. The code never reaches a caller of the public API. */
+#define SIMS_ERETRY (-1001)
+
+/* Attempts sims_retry() makes before a view that keeps going stale is an
+ * error. */
+#define SIMS_READ_ATTEMPTS 8
+
+/* This attempt found its view stale: return SIMS_ERETRY, and keep `code`
+ * (with the detail message already set) as the result sims_retry() gives if
+ * no attempt is left. */
+int sims_retry_or_fail(int code);
+
+/* One attempt of a read; returns SIMS_ERETRY (from sims_retry_or_fail) to be
+ * attempted again from a new view, anything else to end. */
+typedef int (*sims_attempt_fn)(void *ctx);
+
+/* Call attempt(ctx) until it returns anything but SIMS_ERETRY, at most
+ * SIMS_READ_ATTEMPTS times, and return what it returned; when every attempt
+ * found its view stale, the code the last one gave sims_retry_or_fail().
+ * Never returns SIMS_ERETRY. */
+int sims_retry(sims_attempt_fn attempt, void *ctx);
 
 /* Every rejection of on-disk bytes goes through SIMS_CORRUPT: it returns
  * SIMSTORE_ECORRUPT with a message naming what is wrong; debug builds append

@@ -18,7 +18,8 @@
 
 #define OUTFILE_BUF_BYTES (1u << 20)
 
-/* ---- fault injection ----------------------------------------------------- */
+/* ---- fault injection (test builds only) ---------------------------------- */
+#if SIMS_FAULT_INJECTION
 
 static const char *const fault_names[SIMS_FAULT_OP_COUNT] = {
     "write", "fsync", "rename", "mdb_commit", "mdb_committed"};
@@ -74,6 +75,7 @@ int sims_fault_hit(enum sims_fault_op op)
     errno = EIO;
     return 1;
 }
+#endif
 
 int sims_rename(const char *from, const char *to)
 {

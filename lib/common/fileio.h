@@ -72,13 +72,17 @@ int sims_pread_all(int fd, void *buf, size_t n, uint64_t offset, const char *wha
 int sims_write_all(int fd, const void *data, size_t n, const char *what);
 
 /* ---- Fault injection (tests) --------------------------------------------
- * The environment variable SIMSTORE_FAULT="OP:N[:crash]" makes the N-th call
- * (counting from 1 in this process) of OP fail with EIO, or with ":crash"
- * end the process at once with _exit(86) as a power cut would. OP is one of
- * write, fsync, rename, mdb_commit (the N-th LMDB commit fails before it
- * starts), mdb_committed (the point just after the N-th LMDB commit returned:
- * only ":crash" means something there, a crash right after the commit point;
- * without it the call is only counted). Unset, the checks cost one load. */
+ * In builds with SIMS_FAULT_INJECTION=1 (CMake's SIMSTORE_FAULT_INJECTION,
+ * on when the tests are built), the environment variable
+ * SIMSTORE_FAULT="OP:N[:crash]" makes the N-th call (counting from 1 in this
+ * process) of OP fail with EIO, or with ":crash" end the process at once with
+ * _exit(86) as a power cut would. OP is one of write, fsync, rename,
+ * mdb_commit (the N-th LMDB commit fails before it starts), mdb_committed
+ * (the point just after the N-th LMDB commit returned: only ":crash" means
+ * something there, a crash right after the commit point; without it the
+ * call is only counted). Unset, the checks cost one load. In other builds
+ * (an installed library) sims_fault_hit() is the constant 0 and nothing
+ * reads SIMSTORE_FAULT. */
 enum sims_fault_op {
     SIMS_FAULT_WRITE = 0,
     SIMS_FAULT_FSYNC,
@@ -88,7 +92,11 @@ enum sims_fault_op {
     SIMS_FAULT_OP_COUNT
 };
 /* Nonzero when this call of `op` must fail (errno is set to EIO). */
+#if SIMS_FAULT_INJECTION
 int sims_fault_hit(enum sims_fault_op op);
+#else
+#define sims_fault_hit(op) ((void)(op), 0)
+#endif
 
 /* rename(2) and fsync(2) through the fault points. */
 int sims_rename(const char *from, const char *to);

@@ -106,26 +106,30 @@ static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonl
 
 /* Open a new MDB_env: >0 is an errno-style LMDB failure of mdb_env_open (the
  * caller may retry another way), <0 a SIMSTORE code. */
+static int check_metas_once(void *path)
+{
+    sims_map map;
+    if (sims_map_open((const char *)path, &map) != SIMSTORE_OK)
+        return SIMSTORE_OK; /* no file yet, or unreadable: LMDB says which */
+    int rc = sims_lmdb_check_metas(map.data, map.size, NULL, NULL);
+    sims_map_close(&map);
+    /* A meta page a writer is rewriting can look damaged: look again. */
+    if (rc != SIMSTORE_OK && rc != SIMS_ERETRY)
+        rc = sims_retry_or_fail(rc);
+    return rc;
+}
+
 /* The meta pages, before mdb_env_open reads them (lmdbwalk.h): LMDB adopts
  * the newer meta page's page size and last page without question, and a
  * damaged one sends its first reads outside the file. A writer's commit can
- * be mid-write while we read: a failure is looked at twice. */
+ * be mid-write while we read: a failure is looked at again (sims_retry). */
 static int check_metas(const char *dir)
 {
     char path[PATH_MAX];
     int rc = sims_join_path(path, sizeof path, dir, "data.mdb");
-    for (int attempt = 0; rc == SIMSTORE_OK && attempt < 2; attempt++) {
-        sims_map map;
-        if (sims_map_open(path, &map) != SIMSTORE_OK)
-            return SIMSTORE_OK; /* no file yet, or unreadable: LMDB says which */
-        rc = sims_lmdb_check_metas(map.data, map.size, NULL, NULL);
-        sims_map_close(&map);
-        if (rc == SIMSTORE_OK)
-            break;
-        if (attempt == 0)
-            rc = SIMSTORE_OK;
-    }
-    return rc;
+    if (rc)
+        return rc;
+    return sims_retry(check_metas_once, path);
 }
 
 /* LMDB maps lock.mdb shared and writable and keeps its reader table there,
@@ -427,38 +431,50 @@ int sims_env_write(sims_env *e, sims_write_fn fn, void *ctx)
     }
 }
 
-/* The snapshot a read transaction pins cannot be recycled by a writer while
- * the walk reads it; a writer committing twice meanwhile overwrites its meta
- * page (SIMSTORE_ENOTFOUND from the walk): walk again from a new transaction. */
+typedef struct env_walk_ctx {
+    MDB_env *env;
+    const char *path; /* data.mdb */
+    sims_lmdb_problem_fn fn;
+    void *ctx;
+    sims_lmdb_summary *summary;
+} env_walk_ctx;
+
+/* One walk of the snapshot a new read transaction pins: a writer cannot
+ * recycle its pages while the walk reads them, but a writer committing twice
+ * meanwhile overwrites its meta page (SIMS_ERETRY from the walk). */
+static int env_walk_once(void *arg)
+{
+    env_walk_ctx *w = (env_walk_ctx *)arg;
+    MDB_txn *txn;
+    int mrc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn);
+    if (mrc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(w->env, 0);
+        mrc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn);
+    }
+    if (mrc)
+        return sims_mdb_fail(mrc, "begin read transaction");
+    sims_map map;
+    int rc = sims_map_open(w->path, &map);
+    if (rc == SIMSTORE_OK) {
+        rc = sims_lmdb_walk(map.data, map.size, (uint64_t)mdb_txn_id(txn), w->fn, w->ctx,
+                            w->summary);
+        sims_map_close(&map);
+    }
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+/* Walk data.mdb from a new transaction, again while writers overwrite the
+ * meta page the walk pinned (sims_retry). */
 static int env_walk(MDB_env *env, const char *dir, sims_lmdb_problem_fn fn, void *ctx,
                     sims_lmdb_summary *summary)
 {
     char path[PATH_MAX];
     int rc = sims_join_path(path, sizeof path, dir, "data.mdb");
-    for (int attempt = 0; rc == SIMSTORE_OK; attempt++) {
-        MDB_txn *txn;
-        int mrc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
-        if (mrc == MDB_MAP_RESIZED) {
-            mdb_env_set_mapsize(env, 0);
-            mrc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
-        }
-        if (mrc)
-            return sims_mdb_fail(mrc, "begin read transaction");
-        sims_map map;
-        rc = sims_map_open(path, &map);
-        if (rc == SIMSTORE_OK) {
-            rc = sims_lmdb_walk(map.data, map.size, (uint64_t)mdb_txn_id(txn), fn, ctx, summary);
-            sims_map_close(&map);
-        }
-        mdb_txn_abort(txn);
-        if (rc != SIMSTORE_ENOTFOUND)
-            break;
-        if (attempt == 8)
-            return sims_fail(SIMSTORE_ECORRUPT,
-                             "data.mdb: the meta page of the last transaction does not hold it");
-        rc = SIMSTORE_OK;
-    }
-    return rc;
+    if (rc)
+        return rc;
+    env_walk_ctx w = {env, path, fn, ctx, summary};
+    return sims_retry(env_walk_once, &w);
 }
 
 int sims_env_read_begin(sims_env *e, MDB_txn **txn)

@@ -686,6 +686,241 @@ static void read_meta(walker *w, uint64_t i, meta_view *m)
 
 /* ---- entry ------------------------------------------------------------------------- */
 
+/* What a phase of walk() says besides an error code (< 0): go on to the next
+ * phase, or stop here (the problem that stops it is reported). */
+#define WALK_ON 0
+#define WALK_STOP 1
+
+/* Phase 1: the page size (from meta page 0, as LMDB reads it) and both meta
+ * pages, which must be sound and hold consecutive transactions.
+ * SIMS_ERETRY when a writer rewrote one while it was read. */
+static int walk_metas(walker *w, meta_view m[2])
+{
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || UINTPTR_MAX != UINT64_MAX
+    report(w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+           "cannot check LMDB files on this platform (needs 64-bit little-endian)");
+    return WALK_STOP;
+#endif
+    if (w->size < META_END) {
+        report(w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+               "file of %" PRIu64 " bytes is too short for a meta page", w->size);
+        return WALK_STOP;
+    }
+    w->psize = le_load32(w->data + META_DBS);
+    if (w->psize < 512 || w->psize > 32768 || (w->psize & (w->psize - 1))) {
+        w->psize = 4096; /* for the message's offsets */
+        report(w, 0, K_HEADER, 0, META_DBS, "meta page says %u-byte pages",
+               le_load32(w->data + META_DBS));
+        return WALK_STOP;
+    }
+    w->file_pages = w->size / w->psize;
+    w->sum->page_bytes = w->psize;
+    w->sum->file_pages = w->file_pages;
+    if (w->file_pages < 2) {
+        report(w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+               "file of %" PRIu64 " bytes holds fewer than the two meta pages", w->size);
+        return WALK_STOP;
+    }
+    read_meta(w, 0, &m[0]);
+    read_meta(w, 1, &m[1]);
+    if (!m[0].valid || !m[1].valid)
+        return WALK_STOP;
+    /* Consecutive commits write alternate pages: the ids differ by one
+     * (both 0 in a fresh file, or 0 and 1 after its first commit). */
+    uint64_t a = m[0].txnid, b = m[1].txnid;
+    if (m[0].unstable || m[1].unstable) {
+        /* A writer is committing: its meta page is half written. */
+        return sims_retry_or_fail(
+            sims_fail(SIMSTORE_ECORRUPT, "data.mdb: a meta page changed while it was read"));
+    }
+    if (a + 1 != b && b + 1 != a && !(a == 0 && b == 0)) {
+        report(w, 0, K_HEADER, a > b ? 0 : 1, META_TXNID,
+               "meta pages hold transactions %" PRIu64 " and %" PRIu64 ", not consecutive", a, b);
+        return WALK_STOP;
+    }
+    return WALK_ON;
+}
+
+/* sims_lmdb_check_metas' last step: what LMDB's open reads beyond the page
+ * size (checked by walk_metas) is the last page of the meta it picks (the
+ * newer), which sizes its map. */
+static void check_newer_last_page(walker *w, const meta_view m[2])
+{
+    int newer = m[1].txnid > m[0].txnid;
+    if (m[newer].last_pg >= 2 * w->file_pages + 4096)
+        report(w, 0, K_HEADER, (uint64_t)newer, META_LAST_PG,
+               "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages",
+               m[newer].last_pg, w->file_pages);
+}
+
+/* The meta page to walk: transaction txnid's, or the newer one when txnid
+ * is 0. SIMS_ERETRY when neither holds txnid (a writer moved on). */
+static int pick_meta(const meta_view m[2], uint64_t txnid, int *pick)
+{
+    if (!txnid) {
+        *pick = m[1].txnid > m[0].txnid;
+        return WALK_ON;
+    }
+    *pick = (int)(txnid & 1);
+    if (m[*pick].txnid != txnid)
+        return sims_retry_or_fail(sims_fail(
+            SIMSTORE_ECORRUPT, "data.mdb: no meta page holds transaction %" PRIu64, txnid));
+    return WALK_ON;
+}
+
+/* Phase 2: the snapshot of meta page `cur`: its free list and main database
+ * (and through it the store's databases), marking the pages reached. */
+static int walk_snapshot(walker *w, const meta_view *cur)
+{
+    w->txnid = cur->txnid;
+    w->meta_pgno = cur->pgno;
+    w->last_pg = cur->last_pg;
+    w->sum->txnid = w->txnid;
+    w->sum->last_pgno = w->last_pg;
+    /* Free pages past the end of the file are legal (LMDB never wrote them),
+     * but not without bound: that is a damaged last page number. */
+    if (w->last_pg >= 2 * w->file_pages + 4096) {
+        report(w, 0, K_HEADER, cur->pgno, META_LAST_PG,
+               "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages", w->last_pg,
+               w->file_pages);
+        return WALK_STOP;
+    }
+    w->nbits = w->last_pg + 1;
+    w->used = calloc((size_t)(w->nbits + 7) / 8, 1);
+    w->freed = calloc((size_t)(w->nbits + 7) / 8, 1);
+    w->scratch = malloc(((size_t)w->psize / 2 + 1) * sizeof *w->scratch);
+    if (!w->used || !w->freed || !w->scratch)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+    bit_set(w->used, 0);
+    bit_set(w->used, 1);
+
+    tree t;
+    walk_tree(w, K_FREE, cur->dbs, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
+    /* The newest snapshot's newest free record is its own: every commit
+     * frees the pages it copied. (The first commit of a file frees none.) */
+    if (!w->stopped && w->txnid >= 2 && w->max_free_key != w->txnid && !w->errors)
+        report(w, 0, K_FREE, cur->pgno, META_TXNID,
+               "meta page says transaction %" PRIu64 ", but its newest free-list record is %s%" PRIu64,
+               w->txnid, w->have_free_key ? "" : "absent ", w->have_free_key ? w->max_free_key : 0);
+    walk_tree(w, K_MAIN, cur->dbs + DB_RECORD_BYTES, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
+    if (!w->stopped && !w->errors) {
+        static const char *const names[] = {NULL, NULL, "meta", "docs", "fps"};
+        for (int d = SIMS_LMDB_META; d < SIMS_LMDB_DB_COUNT; d++)
+            if (!w->seen_db[d])
+                report(w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
+                       "the database '%s' is missing", names[d]);
+    }
+    return WALK_ON;
+}
+
+/* Phase 3: page accounting, only over a structurally sound walk: no page
+ * both in use and free; pages neither are leaked (a warning). */
+static void account_pages(walker *w)
+{
+    if (w->stopped || w->errors)
+        return;
+    uint64_t used = 0, freed = 0, leaked = 0, first_leak = 0;
+    for (uint64_t p = 0; p < w->nbits; p++) {
+        int u = bit_get(w->used, p), f = bit_get(w->freed, p);
+        used += (uint64_t)u;
+        freed += (uint64_t)f;
+        if (u && f) {
+            report(w, 0, K_FREE, p, SIMS_LMDB_NONE,
+                   "page is in use and also listed free (a writer would overwrite it)");
+            if (w->stopped)
+                break;
+        } else if (!u && !f) {
+            if (!leaked)
+                first_leak = p;
+            leaked++;
+        }
+    }
+    w->sum->used_pages = used;
+    w->sum->free_pages = freed;
+    w->sum->leaked_pages = leaked;
+    if (leaked)
+        report(w, 1, K_FREE, first_leak, SIMS_LMDB_NONE,
+               "%" PRIu64 " page(s) up to the last page %" PRIu64
+               " are neither in use nor free (first: page %" PRIu64 ")",
+               leaked, w->last_pg, first_leak);
+}
+
+/* Phase 4: the other meta page. Its snapshot's free list must not hold
+ * records newer than its own id, else its id was rewritten (and LMDB might
+ * pick the wrong snapshot). Problems in that older snapshot's pages are only
+ * warnings: LMDB reads the newest snapshot. */
+static int walk_older_snapshot(walker *w, const meta_view *old)
+{
+    if (w->stopped || old->txnid < 1)
+        return WALK_ON;
+    if (old->last_pg >= 2 * w->file_pages + 4096) {
+        report(w, 1, K_HEADER, old->pgno, META_LAST_PG,
+               "older snapshot: last page %" PRIu64 " is far beyond the file's %" PRIu64
+               " pages (LMDB reads the newer snapshot; the next commit rewrites this page)",
+               old->last_pg, w->file_pages);
+        return WALK_ON;
+    }
+    /* Its own page bitmap: that snapshot may reach pages past this one's
+     * last page (it may be the newer one, its id damaged). */
+    uint8_t *keep_used = w->used;
+    uint64_t keep_nbits = w->nbits;
+    w->nbits = old->last_pg + 1;
+    w->used = calloc((size_t)(w->nbits + 7) / 8, 1);
+    if (!w->used) {
+        w->used = keep_used;
+        w->nbits = keep_nbits;
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+    }
+    bit_set(w->used, 0);
+    bit_set(w->used, 1);
+    uint64_t keep_last = w->last_pg, keep_txnid = w->txnid;
+    w->last_pg = old->last_pg;
+    w->txnid = old->txnid;
+    w->max_free_key = 0;
+    w->have_free_key = 0;
+    w->light = 1;
+    w->meta_pgno = old->pgno;
+    tree t;
+    walk_tree(w, K_FREE, old->dbs, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
+    w->light = 0;
+    /* Unless a writer has rewritten that meta page meanwhile: no reader
+     * pins the older snapshot, the next commit reuses its page, and
+     * old->dbs reads the page as it is now (test_concurrency: a reader
+     * opening while a writer commits got a false "damaged" error). */
+    uint64_t live_txnid = le_load64(w->data + old->pgno * w->psize + META_TXNID);
+    if (!w->stopped && w->have_free_key && w->max_free_key > old->txnid &&
+        live_txnid == old->txnid)
+        report(w, 0, K_FREE, old->pgno, META_TXNID,
+               "meta page says transaction %" PRIu64 ", but its free list holds a record of "
+               "transaction %" PRIu64 ": a damaged transaction id",
+               old->txnid, w->max_free_key);
+    w->last_pg = keep_last;
+    w->txnid = keep_txnid;
+    free(w->used);
+    w->used = keep_used;
+    w->nbits = keep_nbits;
+    return WALK_ON;
+}
+
+/* Free what the walk allocated and give its result: rc when an error ended
+ * it, else the callback's stop value, else SIMSTORE_ECORRUPT (with the first
+ * error's message) when an error was found. */
+static int walk_result(walker *w, int rc)
+{
+    free(w->used);
+    free(w->freed);
+    free(w->scratch);
+    w->sum->errors = w->errors;
+    w->sum->warnings = w->warnings;
+    if (rc)
+        return rc;
+    if (w->stop_rc)
+        return w->stop_rc;
+    if (w->errors)
+        return sims_fail(SIMSTORE_ECORRUPT, "%s", w->first_error);
+    return SIMSTORE_OK;
+}
+
 static int walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,
                 void *ctx, sims_lmdb_summary *summary, int metas_only)
 {
@@ -699,205 +934,23 @@ static int walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_pr
     w.sum = summary ? summary : &local;
     memset(w.sum, 0, sizeof *w.sum);
     w.sum->store_record_offset = SIMS_LMDB_NONE;
-    int rc = SIMSTORE_OK;
     meta_view m[2];
-    int pick = -1;
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || UINTPTR_MAX != UINT64_MAX
-    report(&w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
-           "cannot check LMDB files on this platform (needs 64-bit little-endian)");
-    goto done;
-#endif
-    /* The page size comes from meta page 0, as LMDB reads it. */
-    if (size < META_END) {
-        report(&w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
-               "file of %" PRIu64 " bytes is too short for a meta page", size);
-        goto done;
+    memset(m, 0, sizeof m);
+    int pick = 0;
+    int rc = walk_metas(&w, m);
+    if (rc == WALK_ON && metas_only) {
+        check_newer_last_page(&w, m);
+        rc = WALK_STOP;
     }
-    w.psize = le_load32(data + META_DBS);
-    if (w.psize < 512 || w.psize > 32768 || (w.psize & (w.psize - 1))) {
-        w.psize = 4096; /* for the message's offsets */
-        report(&w, 0, K_HEADER, 0, META_DBS, "meta page says %u-byte pages", le_load32(data + META_DBS));
-        goto done;
+    if (rc == WALK_ON)
+        rc = pick_meta(m, txnid, &pick);
+    if (rc == WALK_ON)
+        rc = walk_snapshot(&w, &m[pick]);
+    if (rc == WALK_ON) {
+        account_pages(&w);
+        rc = walk_older_snapshot(&w, &m[pick ^ 1]);
     }
-    w.file_pages = size / w.psize;
-    w.sum->page_bytes = w.psize;
-    w.sum->file_pages = w.file_pages;
-    if (w.file_pages < 2) {
-        report(&w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
-               "file of %" PRIu64 " bytes holds fewer than the two meta pages", size);
-        goto done;
-    }
-    read_meta(&w, 0, &m[0]);
-    read_meta(&w, 1, &m[1]);
-    if (!m[0].valid || !m[1].valid)
-        goto done;
-    /* Consecutive commits write alternate pages: the ids differ by one
-     * (both 0 in a fresh file, or 0 and 1 after its first commit). */
-    uint64_t a = m[0].txnid, b = m[1].txnid;
-    if (m[0].unstable || m[1].unstable) {
-        /* A writer is committing: its meta page is half written. */
-        rc = sims_fail(SIMSTORE_ENOTFOUND, "data.mdb: a meta page changed while it was read");
-        goto done;
-    }
-    if (a + 1 != b && b + 1 != a && !(a == 0 && b == 0)) {
-        report(&w, 0, K_HEADER, a > b ? 0 : 1, META_TXNID,
-               "meta pages hold transactions %" PRIu64 " and %" PRIu64 ", not consecutive", a, b);
-        goto done;
-    }
-    if (metas_only) {
-        /* What LMDB's open reads: the page size (checked above), and the last
-         * page of the meta it picks (the newer), which sizes its map. */
-        int newer = b > a;
-        if (m[newer].last_pg >= 2 * w.file_pages + 4096)
-            report(&w, 0, K_HEADER, (uint64_t)newer, META_LAST_PG,
-                   "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages",
-                   m[newer].last_pg, w.file_pages);
-        goto done;
-    }
-    if (txnid) {
-        pick = (int)(txnid & 1);
-        if (m[pick].txnid != txnid) {
-            rc = sims_fail(SIMSTORE_ENOTFOUND, "data.mdb: no meta page holds transaction %" PRIu64,
-                           txnid);
-            goto done;
-        }
-    } else {
-        pick = b > a;
-    }
-    const meta_view *cur = &m[pick], *old = &m[pick ^ 1];
-    w.txnid = cur->txnid;
-    w.meta_pgno = cur->pgno;
-    w.last_pg = cur->last_pg;
-    w.sum->txnid = w.txnid;
-    w.sum->last_pgno = w.last_pg;
-    /* Free pages past the end of the file are legal (LMDB never wrote them),
-     * but not without bound: that is a damaged last page number. */
-    if (w.last_pg >= 2 * w.file_pages + 4096) {
-        report(&w, 0, K_HEADER, cur->pgno, META_LAST_PG,
-               "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages", w.last_pg,
-               w.file_pages);
-        goto done;
-    }
-    w.nbits = w.last_pg + 1;
-    w.used = calloc((size_t)(w.nbits + 7) / 8, 1);
-    w.freed = calloc((size_t)(w.nbits + 7) / 8, 1);
-    w.scratch = malloc(((size_t)w.psize / 2 + 1) * sizeof *w.scratch);
-    if (!w.used || !w.freed || !w.scratch) {
-        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
-        goto done;
-    }
-    bit_set(w.used, 0);
-    bit_set(w.used, 1);
-
-    tree t;
-    walk_tree(&w, K_FREE, cur->dbs, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
-    /* The newest snapshot's newest free record is its own: every commit
-     * frees the pages it copied. (The first commit of a file frees none.) */
-    if (!w.stopped && w.txnid >= 2 && w.max_free_key != w.txnid && !w.errors)
-        report(&w, 0, K_FREE, cur->pgno, META_TXNID,
-               "meta page says transaction %" PRIu64 ", but its newest free-list record is %s%" PRIu64,
-               w.txnid, w.have_free_key ? "" : "absent ", w.have_free_key ? w.max_free_key : 0);
-    walk_tree(&w, K_MAIN, cur->dbs + DB_RECORD_BYTES, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
-    if (!w.stopped && !w.errors) {
-        static const char *const names[] = {NULL, NULL, "meta", "docs", "fps"};
-        for (int d = SIMS_LMDB_META; d < SIMS_LMDB_DB_COUNT; d++)
-            if (!w.seen_db[d])
-                report(&w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
-                       "the database '%s' is missing", names[d]);
-    }
-
-    /* Page accounting, only over a structurally sound walk. */
-    if (!w.stopped && !w.errors) {
-        uint64_t used = 0, freed = 0, leaked = 0, first_leak = 0;
-        for (uint64_t p = 0; p < w.nbits; p++) {
-            int u = bit_get(w.used, p), f = bit_get(w.freed, p);
-            used += (uint64_t)u;
-            freed += (uint64_t)f;
-            if (u && f) {
-                report(&w, 0, K_FREE, p, SIMS_LMDB_NONE,
-                       "page is in use and also listed free (a writer would overwrite it)");
-                if (w.stopped)
-                    break;
-            } else if (!u && !f) {
-                if (!leaked)
-                    first_leak = p;
-                leaked++;
-            }
-        }
-        w.sum->used_pages = used;
-        w.sum->free_pages = freed;
-        w.sum->leaked_pages = leaked;
-        if (leaked)
-            report(&w, 1, K_FREE, first_leak, SIMS_LMDB_NONE,
-                   "%" PRIu64 " page(s) up to the last page %" PRIu64
-                   " are neither in use nor free (first: page %" PRIu64 ")",
-                   leaked, w.last_pg, first_leak);
-    }
-
-    /* The other meta page: its snapshot's free list must not hold records
-     * newer than its own id, else its id was rewritten (and LMDB might pick
-     * the wrong snapshot). Problems in that older snapshot's pages are only
-     * warnings: LMDB reads the newest snapshot. */
-    if (!w.stopped && old->txnid >= 1 && old->last_pg >= 2 * w.file_pages + 4096)
-        report(&w, 1, K_HEADER, old->pgno, META_LAST_PG,
-               "older snapshot: last page %" PRIu64 " is far beyond the file's %" PRIu64
-               " pages (LMDB reads the newer snapshot; the next commit rewrites this page)",
-               old->last_pg, w.file_pages);
-    else if (!w.stopped && old->txnid >= 1) {
-        /* Its own page bitmap: that snapshot may reach pages past this one's
-         * last page (it may be the newer one, its id damaged). */
-        uint8_t *keep_used = w.used;
-        uint64_t keep_nbits = w.nbits;
-        w.nbits = old->last_pg + 1;
-        w.used = calloc((size_t)(w.nbits + 7) / 8, 1);
-        if (!w.used) {
-            w.used = keep_used;
-            w.nbits = keep_nbits;
-            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
-            goto done;
-        }
-        bit_set(w.used, 0);
-        bit_set(w.used, 1);
-        uint64_t keep_last = w.last_pg, keep_txnid = w.txnid;
-        w.last_pg = old->last_pg;
-        w.txnid = old->txnid;
-        w.max_free_key = 0;
-        w.have_free_key = 0;
-        w.light = 1;
-        w.meta_pgno = old->pgno;
-        walk_tree(&w, K_FREE, old->dbs, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
-        w.light = 0;
-        /* Unless a writer has rewritten that meta page meanwhile: no reader
-         * pins the older snapshot, the next commit reuses its page, and
-         * old->dbs reads the page as it is now (test_concurrency: a reader
-         * opening while a writer commits got a false "damaged" error). */
-        uint64_t live_txnid = le_load64(w.data + old->pgno * w.psize + META_TXNID);
-        if (!w.stopped && w.have_free_key && w.max_free_key > old->txnid &&
-            live_txnid == old->txnid)
-            report(&w, 0, K_FREE, old->pgno, META_TXNID,
-                   "meta page says transaction %" PRIu64 ", but its free list holds a record of "
-                   "transaction %" PRIu64 ": a damaged transaction id",
-                   old->txnid, w.max_free_key);
-        w.last_pg = keep_last;
-        w.txnid = keep_txnid;
-        free(w.used);
-        w.used = keep_used;
-        w.nbits = keep_nbits;
-    }
-
-done:
-    free(w.used);
-    free(w.freed);
-    free(w.scratch);
-    w.sum->errors = w.errors;
-    w.sum->warnings = w.warnings;
-    if (rc)
-        return rc;
-    if (w.stop_rc)
-        return w.stop_rc;
-    if (w.errors)
-        return sims_fail(SIMSTORE_ECORRUPT, "%s", w.first_error);
-    return SIMSTORE_OK;
+    return walk_result(&w, rc == WALK_STOP ? SIMSTORE_OK : rc);
 }
 
 int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,

@@ -91,9 +91,11 @@ typedef struct sims_lmdb_summary {
  *   summary   if not NULL, receives counts (valid whatever the result).
  * Returns SIMSTORE_OK when no error was found (warnings allowed);
  * SIMSTORE_ECORRUPT when one was (simstore_last_error() then holds the first
- * error's message); SIMSTORE_ENOTFOUND when txnid is not 0 and neither meta
- * page holds it (a writer moved on: begin a new read transaction and walk
- * again); SIMSTORE_ENOMEM; or fn's nonzero value. */
+ * error's message); SIMS_ERETRY (common/error.h) when txnid is not 0 and
+ * neither meta page holds it, or a meta page changed while it was read (a
+ * writer moved on: begin a new read transaction and walk again, under
+ * sims_retry(); if it keeps happening the result is SIMSTORE_ECORRUPT);
+ * SIMSTORE_ENOMEM; or fn's nonzero value. */
 int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,
                    void *ctx, sims_lmdb_summary *summary);
 
@@ -101,7 +103,8 @@ int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb
  * takes the page size and the last page of the newer meta page and trusts
  * them): the checks of the walk's first step. Run it before mdb_env_open;
  * the full walk needs an open environment's read transaction. Returns
- * SIMSTORE_OK, SIMSTORE_ECORRUPT or fn's nonzero value. */
+ * SIMSTORE_OK, SIMSTORE_ECORRUPT, SIMS_ERETRY (a meta page changed while it
+ * was read, as sims_lmdb_walk) or fn's nonzero value. */
 int sims_lmdb_check_metas(const uint8_t *data, uint64_t size, sims_lmdb_problem_fn fn, void *ctx);
 
 #endif

@@ -40,11 +40,6 @@ size_t sims_store_record_encode(const sims_store_record *r, uint8_t *buf, size_t
     return n;
 }
 
-static int valid_block_bytes(uint32_t b)
-{
-    return b >= 256 && b <= 65536 && (b & (b - 1)) == 0;
-}
-
 int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *out)
 {
     sims_cursor c;
@@ -72,7 +67,7 @@ int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *
         return SIMS_CORRUPT("store record: unknown flags 0x%x", flags);
     if (reserved != 0)
         return SIMS_CORRUPT("store record: reserved field is not zero");
-    if (!valid_block_bytes(block_bytes))
+    if (!simstore_block_bytes_valid(block_bytes))
         return SIMS_CORRUPT("store record: invalid block size %u", block_bytes);
     out->format_version = version;
     out->flags = flags;

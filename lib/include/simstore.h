@@ -18,6 +18,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* SIMSTORE_API marks the functions the library exports. The library's own
+ * objects are compiled with -fvisibility=hidden, so with GCC and clang these
+ * (default visibility) are all that libsimstore.so exports; elsewhere it is
+ * empty. Define it before including this header to override. */
+#ifndef SIMSTORE_API
+#if defined(__GNUC__) || defined(__clang__)
+#define SIMSTORE_API __attribute__((visibility("default")))
+#else
+#define SIMSTORE_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,9 +44,9 @@ extern "C" {
 #define SIMSTORE_VERSION_STRING "0.1.0"
 
 /* The library's version, as SIMSTORE_VERSION_NUMBER was when it was built. */
-unsigned simstore_version_number(void);
+SIMSTORE_API unsigned simstore_version_number(void);
 /* The library's version as "MAJOR.MINOR.PATCH"; a static string. */
-const char *simstore_version_string(void);
+SIMSTORE_API const char *simstore_version_string(void);
 
 /* ---- Error codes --------------------------------------------------------- */
 
@@ -52,11 +64,11 @@ const char *simstore_version_string(void);
 #define SIMSTORE_EREADONLY (-11) /* write attempted on a read-only handle       */
 
 /* A short static description of an error code ("corrupt data", ...). */
-const char *simstore_strerror(int err);
+SIMSTORE_API const char *simstore_strerror(int err);
 
 /* The detail message of the most recent failure in the calling thread, or ""
  * when none. Valid until the next simstore call in the same thread. */
-const char *simstore_last_error(void);
+SIMSTORE_API const char *simstore_last_error(void);
 
 /* ---- Fingerprints -------------------------------------------------------- */
 
@@ -118,7 +130,7 @@ typedef struct simstore_text_options {
 
 /* Fill *opts with the defaults above. Set fields after calling it, so that
  * fields added later keep their defaults. */
-void simstore_text_options_init(simstore_text_options *opts);
+SIMSTORE_API void simstore_text_options_init(simstore_text_options *opts);
 
 /* Which segmenter SIMSTORE_CJK_AUTO uses in this process, loading the friso
  * dictionary if that has not happened yet (thread-safe; ~0.05 s once).
@@ -127,7 +139,7 @@ void simstore_text_options_init(simstore_text_options *opts);
  * "friso 1.6.4 (complex mode), dictionary /usr/share/friso/dict/UTF-8/ (...)"
  * or "character bigrams (friso dictionary not loadable: <reason>)"; it stays
  * valid for the life of the process. */
-int simstore_cjk_segmenter(const char **description);
+SIMSTORE_API int simstore_cjk_segmenter(const char **description);
 
 typedef struct simstore_fingerprinter simstore_fingerprinter;
 
@@ -142,14 +154,15 @@ typedef struct simstore_fingerprinter simstore_fingerprinter;
  *   SIMSTORE_ENOTFOUND opts->cjk is SIMSTORE_CJK_FRISO and the friso
  *                      dictionary could not be loaded (the detail says why).
  *   SIMSTORE_ENOMEM    out of memory. */
-int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_fingerprinter **out);
+SIMSTORE_API int simstore_fingerprinter_new(const simstore_text_options *opts,
+                                            simstore_fingerprinter **out);
 
 /* Release a fingerprinter; NULL is allowed. */
-void simstore_fingerprinter_free(simstore_fingerprinter *fpr);
+SIMSTORE_API void simstore_fingerprinter_free(simstore_fingerprinter *fpr);
 
 /* The segmenter this fingerprinter uses for Han runs: SIMSTORE_CJK_FRISO or
  * SIMSTORE_CJK_BIGRAM (AUTO resolved when it was created). */
-simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr);
+SIMSTORE_API simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr);
 
 /* Flags reported with a fingerprint. */
 #define SIMSTORE_FP_EMPTY 0x1u        /* no tokens: the fingerprint is 0        */
@@ -164,8 +177,8 @@ simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr);
  *   flags  if not NULL, receives SIMSTORE_FP_* bits.
  * Errors: SIMSTORE_EINVAL (fpr or fp NULL, or text NULL with len > 0),
  * SIMSTORE_ENOMEM (a scratch buffer could not grow; *fp is then 0). */
-int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text, size_t len,
-                              uint64_t *fp, unsigned *flags);
+SIMSTORE_API int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text,
+                                           size_t len, uint64_t *fp, unsigned *flags);
 
 /* One paragraph, as passed to a simstore_paragraph_fn. Paragraphs are the
  * maximal groups of consecutive non-blank lines: lines end at LF (U+000A),
@@ -196,9 +209,9 @@ typedef int (*simstore_paragraph_fn)(void *ctx, const simstore_paragraph *para);
  * Returns 0; the callback's nonzero value when it stopped the iteration;
  * SIMSTORE_EINVAL (fpr or fn NULL, or text NULL with len > 0);
  * SIMSTORE_ENOMEM. */
-int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text, size_t len,
-                                    simstore_paragraph_fn fn, void *ctx,
-                                    unsigned long *count, unsigned *flags);
+SIMSTORE_API int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text,
+                                                 size_t len, simstore_paragraph_fn fn, void *ctx,
+                                                 unsigned long *count, unsigned *flags);
 
 /* ---- Stores --------------------------------------------------------------
  * A store is a directory (format/store.md): an LMDB environment holding the
@@ -222,6 +235,25 @@ typedef struct simstore_builder simstore_builder;
 #define SIMSTORE_MAX_META_BYTES (1u << 20)
 /* Largest distance a store can be designed for. */
 #define SIMSTORE_MAX_K 7
+
+/* Table blocks (format/table.md): a store's table files are cut into blocks
+ * of its block size, a power of two from SIMSTORE_MIN_BLOCK_BYTES to
+ * SIMSTORE_MAX_BLOCK_BYTES; a build uses SIMSTORE_DEFAULT_BLOCK_BYTES unless
+ * told otherwise. Smaller blocks decode less per query, larger ones keep
+ * fewer block keys in RAM. */
+#define SIMSTORE_MIN_BLOCK_BYTES 256u
+#define SIMSTORE_MAX_BLOCK_BYTES 65536u
+#define SIMSTORE_DEFAULT_BLOCK_BYTES 512u
+
+/* 1 when block_bytes is a block size the format allows (a power of two from
+ * SIMSTORE_MIN_BLOCK_BYTES to SIMSTORE_MAX_BLOCK_BYTES), else 0: the one
+ * check behind builds, table files, store records and the tool's option.
+ * Cannot fail. */
+SIMSTORE_API int simstore_block_bytes_valid(uint64_t block_bytes);
+
+/* The smallest memory budget (simstore_build_options.memory_bytes) a build,
+ * add or compaction works with: a smaller one is raised to it. */
+#define SIMSTORE_MIN_MEMORY_BYTES ((uint64_t)16 << 20)
 
 /* Progress of a long operation: `phase` names the step ("reading",
  * "sorting table 2", "writing documents", ...); `total` is 0 when unknown. */
@@ -264,14 +296,16 @@ typedef struct simstore_build_options {
     unsigned tables;           /* table count; 0 chooses by the cost model (0)   */
     uint64_t expected_fps;     /* size the automatic design plans for; 0 = the
                                   distinct fingerprints of this build (0)        */
-    unsigned block_bytes;      /* table block size, power of two 256..65536 (512) */
+    unsigned block_bytes;      /* table block size: see simstore_block_bytes_valid()
+                                  (SIMSTORE_DEFAULT_BLOCK_BYTES)                 */
     int fingerprint_only;      /* no documents: answers are the fingerprints (0) */
     int replace;               /* build over an existing store, swapping it
                                   atomically when done (0: existing = EEXIST)    */
     const simstore_text_options *text; /* how the documents' texts are (or
                                   would be) fingerprinted, recorded in the store
                                   for text queries; NULL = the defaults (NULL)   */
-    uint64_t memory_bytes;     /* memory budget for sorting (1 GiB)              */
+    uint64_t memory_bytes;     /* memory budget for sorting, raised to at least
+                                  SIMSTORE_MIN_MEMORY_BYTES (1 GiB)              */
     unsigned threads;          /* worker threads; 0 = every core (0)             */
     simstore_progress_fn progress;
     void *progress_ctx;
@@ -289,7 +323,7 @@ typedef struct simstore_build_options {
 } simstore_build_options;
 
 /* Fill *o with the defaults shown above. */
-void simstore_build_options_init(simstore_build_options *o);
+SIMSTORE_API void simstore_build_options_init(simstore_build_options *o);
 
 /* One document for a builder. id: 1..SIMSTORE_MAX_ID_BYTES bytes; meta:
  * NULL or up to SIMSTORE_MAX_META_BYTES bytes (JSON text by convention);
@@ -315,8 +349,8 @@ typedef struct simstore_doc {
  * directory beside it. o may be NULL for the defaults.
  * Errors: SIMSTORE_EINVAL (bad option), SIMSTORE_EEXIST, SIMSTORE_EIO,
  * SIMSTORE_ENOMEM. */
-int simstore_build_begin(const char *path, const simstore_build_options *o,
-                         simstore_builder **out);
+SIMSTORE_API int simstore_build_begin(const char *path, const simstore_build_options *o,
+                                      simstore_builder **out);
 
 /* Start a new segment in a store opened with SIMSTORE_OPEN_WRITE: the
  * documents added become visible to queries, all at once, when
@@ -326,21 +360,23 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
  * commit, if there is one.
  * Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY (a builder is already open),
  * SIMSTORE_ENOMEM. */
-int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_builder **out);
+SIMSTORE_API int simstore_add_begin(simstore *s, const simstore_build_options *o,
+                                    simstore_builder **out);
 
 /* Add one document (documents may come in any order). Ids are checked for
  * length here; duplicates are found at finish.
  * Errors: SIMSTORE_EINVAL (empty or oversized id or metadata; a document
  * given to a fingerprint-only builder), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
-int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
+SIMSTORE_API int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
 
 /* simstore_builder_add with flags (SIMSTORE_DOC_INTEGER_ID or 0); the same
  * errors, and SIMSTORE_EINVAL for an unknown flag. */
-int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, unsigned flags);
+SIMSTORE_API int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc,
+                                            unsigned flags);
 
 /* Add a bare fingerprint to a fingerprint-only builder.
  * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */
-int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
+SIMSTORE_API int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
 
 /* Sort, write the tables, commit the documents in one LMDB transaction and
  * publish. Frees b whatever the outcome; on failure nothing changes: a new
@@ -357,10 +393,10 @@ int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
  *
  * Errors: SIMSTORE_EINVAL (clashing ids, above), SIMSTORE_EIO,
  * SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
-int simstore_builder_finish(simstore_builder *b);
+SIMSTORE_API int simstore_builder_finish(simstore_builder *b);
 
 /* Abandon a build; removes everything it wrote. Accepts NULL. */
-void simstore_builder_abort(simstore_builder *b);
+SIMSTORE_API void simstore_builder_abort(simstore_builder *b);
 
 #define SIMSTORE_OPEN_READONLY 0u
 #define SIMSTORE_OPEN_WRITE 1u /* take the writer lock: add, delete, compact */
@@ -375,11 +411,11 @@ void simstore_builder_abort(simstore_builder *b);
  * Errors: SIMSTORE_ENOTFOUND (no store there), SIMSTORE_ECORRUPT,
  * SIMSTORE_EVERSION, SIMSTORE_EBUSY (SIMSTORE_OPEN_WRITE while another
  * writer holds the store), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
-int simstore_open(const char *path, unsigned flags, simstore **out);
+SIMSTORE_API int simstore_open(const char *path, unsigned flags, simstore **out);
 
 /* Close a store; every simstore_query made from it must be freed first.
  * Accepts NULL. */
-void simstore_close(simstore *s);
+SIMSTORE_API void simstore_close(simstore *s);
 
 /* Whether the path s was opened with now names another directory than the
  * one s opened, or nothing: build --replace swapped a new store in (or the
@@ -388,7 +424,7 @@ void simstore_close(simstore *s);
  * path calls this before each batch of queries and, on 1, closes s and
  * opens the path again. One stat() of the path; thread-safe. Returns 1 or 0
  * (0 for NULL). */
-int simstore_replaced(const simstore *s);
+SIMSTORE_API int simstore_replaced(const simstore *s);
 
 /* One answer. id and meta borrow the query object's memory: valid until the
  * next query on it or its free. For a fingerprint-only store id is NULL.
@@ -411,23 +447,23 @@ typedef struct simstore_match {
 #define SIMSTORE_QUERY_WITH_META 1u
 
 /* A query context for one thread. Errors: SIMSTORE_ENOMEM, SIMSTORE_EIO. */
-int simstore_query_new(simstore *s, unsigned flags, simstore_query **out);
-void simstore_query_free(simstore_query *q);
+SIMSTORE_API int simstore_query_new(simstore *s, unsigned flags, simstore_query **out);
+SIMSTORE_API void simstore_query_free(simstore_query *q);
 
 /* Every stored document whose fingerprint is within distance k of fp, sorted
  * by distance, then id bytes. *matches stays valid until the next call on q.
  * Allocates only when an answer outgrows the buffers of earlier ones.
  * Errors: SIMSTORE_ERANGE (k above the store's design), SIMSTORE_ECORRUPT,
  * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
-int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
-                      const simstore_match **matches, size_t *count);
+SIMSTORE_API int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
+                                   const simstore_match **matches, size_t *count);
 
 /* Fingerprint `text` with fpr (simstore_fingerprint_text) and query it; the
  * fingerprint goes to *fp when fp is not NULL. Same errors, plus those of
  * fingerprinting. */
-int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const char *text,
-                        size_t len, unsigned k, uint64_t *fp, const simstore_match **matches,
-                        size_t *count);
+SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr,
+                                     const char *text, size_t len, unsigned k, uint64_t *fp,
+                                     const simstore_match **matches, size_t *count);
 
 typedef struct simstore_stats {
     unsigned k;
@@ -446,12 +482,12 @@ typedef struct simstore_stats {
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
-int simstore_get_stats(simstore *s, simstore_stats *out);
+SIMSTORE_API int simstore_get_stats(simstore *s, simstore_stats *out);
 
 /* The text options the store's documents were fingerprinted with (recorded
  * at build, with SIMSTORE_CJK_AUTO resolved to the segmenter then in effect),
  * for fingerprinting text queries the same way. Cannot fail. */
-void simstore_get_text_options(const simstore *s, simstore_text_options *out);
+SIMSTORE_API void simstore_get_text_options(const simstore *s, simstore_text_options *out);
 
 /* ---- Changing a store ----------------------------------------------------
  * Adds (simstore_add_begin) create a new segment; deletes remove documents at
@@ -475,14 +511,15 @@ typedef void (*simstore_missing_fn)(void *ctx, const char *id, size_t id_len);
  * be open with SIMSTORE_OPEN_WRITE and keep documents.
  * Errors: SIMSTORE_EREADONLY, SIMSTORE_EINVAL (a fingerprint-only store),
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
-int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, size_t n,
-                    uint64_t *deleted, simstore_missing_fn missing, void *ctx);
+SIMSTORE_API int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens,
+                                 size_t n, uint64_t *deleted, simstore_missing_fn missing,
+                                 void *ctx);
 
 /* The resources (memory_bytes, threads, progress of o; NULL: the defaults)
  * the automatic compaction after simstore_delete() may use on this handle,
  * and whom it tells (compacted). o is copied. Adds use their builder's
  * options instead. */
-void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o);
+SIMSTORE_API void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o);
 
 /* Rewrite every segment into one that holds only live fingerprints; remove
  * the old files after the commit. A store of one segment without dead
@@ -490,11 +527,11 @@ void simstore_set_maintenance_options(simstore *s, const simstore_build_options 
  * progress and compacted (told after the commit; not when the store was
  * left as it is) (NULL: defaults). Errors: SIMSTORE_EREADONLY, SIMSTORE_EBUSY,
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
-int simstore_compact(simstore *s, const simstore_build_options *o);
+SIMSTORE_API int simstore_compact(simstore *s, const simstore_build_options *o);
 
 /* Compact when the automatic policy says so (see above); otherwise do
  * nothing. Same errors as simstore_compact(). */
-int simstore_maybe_compact(simstore *s, const simstore_build_options *o);
+SIMSTORE_API int simstore_maybe_compact(simstore *s, const simstore_build_options *o);
 
 /* ---- Inspection and verification -----------------------------------------
  * Looking inside a store, or one table file, without trusting it
@@ -521,7 +558,7 @@ typedef struct simstore_table simstore_table;
  * file); SIMSTORE_ECORRUPT (the detail names the rule broken and its byte
  * offset); SIMSTORE_EVERSION (a table format this build does not read);
  * SIMSTORE_EIO; SIMSTORE_ENOMEM. */
-int simstore_table_open(const char *path, simstore_table **out);
+SIMSTORE_API int simstore_table_open(const char *path, simstore_table **out);
 
 /* Open table `table` of the segment at position `segment` (0-based, in the
  * order of the store's committed state; see simstore_get_segment()) of an
@@ -531,11 +568,11 @@ int simstore_table_open(const char *path, simstore_table **out);
  * tables); SIMSTORE_ENOTFOUND (no such segment: a writer may have committed
  * since the count was read); SIMSTORE_ECORRUPT, SIMSTORE_EIO (loading the
  * segment's files); SIMSTORE_ENOMEM. */
-int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table,
-                                simstore_table **out);
+SIMSTORE_API int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table,
+                                             simstore_table **out);
 
 /* Release a table handle; NULL is allowed. */
-void simstore_table_close(simstore_table *t);
+SIMSTORE_API void simstore_table_close(simstore_table *t);
 
 /* A table file's facts, all validated at open. */
 typedef struct simstore_table_info {
@@ -566,7 +603,7 @@ typedef struct simstore_table_info {
 } simstore_table_info;
 
 /* Fill *out. Cannot fail. */
-void simstore_table_get_info(const simstore_table *t, simstore_table_info *out);
+SIMSTORE_API void simstore_table_get_info(const simstore_table *t, simstore_table_info *out);
 
 /* One block, as the index describes it. */
 typedef struct simstore_block_info {
@@ -590,16 +627,17 @@ typedef struct simstore_block_info {
  * Errors: SIMSTORE_EINVAL (block out of range; values given with cap below
  * the block's count); SIMSTORE_ECORRUPT (the detail names the file, block
  * and byte offset). */
-int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_block_info *info,
-                              uint64_t *values, size_t cap, size_t *n);
+SIMSTORE_API int simstore_table_read_block(const simstore_table *t, uint64_t block,
+                                           simstore_block_info *info, uint64_t *values, size_t cap,
+                                           size_t *n);
 
 /* The first block whose key is >= `permuted` (the only block that can hold
  * it), or the block count when there is none. Cannot fail. */
-uint64_t simstore_table_find_block(const simstore_table *t, uint64_t permuted);
+SIMSTORE_API uint64_t simstore_table_find_block(const simstore_table *t, uint64_t permuted);
 
 /* A fingerprint under the table's permutation, and back. */
-uint64_t simstore_table_permute(const simstore_table *t, uint64_t fp);
-uint64_t simstore_table_unpermute(const simstore_table *t, uint64_t permuted);
+SIMSTORE_API uint64_t simstore_table_permute(const simstore_table *t, uint64_t fp);
+SIMSTORE_API uint64_t simstore_table_unpermute(const simstore_table *t, uint64_t permuted);
 
 /* The histogram of the leading 1-bit position j of consecutive differences
  * (the symbols the Huffman code codes). */
@@ -617,8 +655,8 @@ typedef struct simstore_histogram {
  * table, a sample (divide count[j] by differences for shares).
  * Errors: SIMSTORE_ECORRUPT (a block fails its checks; the detail names the
  * file, block and byte offset); SIMSTORE_ENOMEM. */
-int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks,
-                             simstore_histogram *out);
+SIMSTORE_API int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks,
+                                          simstore_histogram *out);
 
 /* One segment of an open store's committed state. */
 typedef struct simstore_segment_info {
@@ -631,14 +669,14 @@ typedef struct simstore_segment_info {
 /* Segment number `segment` (0 <= segment < simstore_stats.segments) of the
  * state committed now. Errors: SIMSTORE_EINVAL (NULL argument);
  * SIMSTORE_ENOTFOUND (no such segment); SIMSTORE_ECORRUPT, SIMSTORE_EIO. */
-int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *out);
+SIMSTORE_API int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *out);
 
 /* Table `table` of the store's design in words, e.g. "blocks 0 | 1: bits
  * 63..48 47..36 (p=28)" (chosen level-1 blocks, "|" then level-2 blocks,
  * then the prefix's original bit ranges). snprintf conventions: returns the
  * length the whole text needs; SIMSTORE_EINVAL for a table beyond the
  * design. */
-int simstore_describe_table(const simstore *s, unsigned table, char *buf, size_t size);
+SIMSTORE_API int simstore_describe_table(const simstore *s, unsigned table, char *buf, size_t size);
 
 /* What simstore_verify() checks:
  *  - a store directory: data.mdb's B-tree structure (every page; LMDB 0.9
@@ -726,8 +764,8 @@ typedef struct simstore_verify_summary {
  * (nothing at path, or neither a directory nor a regular file);
  * SIMSTORE_ENOMEM; or fn's nonzero value. Verify opens the store read-only
  * and never changes it; a writer may keep working meanwhile. */
-int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, void *ctx,
-                    simstore_verify_summary *summary);
+SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn,
+                                 void *ctx, simstore_verify_summary *summary);
 
 /* ---- Ordered parallel work ---------------------------------------------
  * A pool of threads that processes work items and hands them back in the
@@ -745,7 +783,7 @@ typedef void (*simstore_work_fn)(void *ctx, void *item, unsigned worker);
 
 /* The default number of worker threads: the cores online (at least 1). The
  * one rule behind every "0 = every core" option of the library and tool. */
-unsigned simstore_default_threads(void);
+SIMSTORE_API unsigned simstore_default_threads(void);
 
 /* Start `threads` workers (0: simstore_default_threads(); at most 256) that
  * run fn(ctx, item, worker) on each item submitted. At most `max_in_flight`
@@ -754,32 +792,32 @@ unsigned simstore_default_threads(void);
  * producer that cycles through max_in_flight + 1 buffers never refills one
  * still in use. Errors: SIMSTORE_EINVAL (fn or out NULL, a count out of
  * range), SIMSTORE_ENOMEM, SIMSTORE_EIO (no thread could be started). */
-int simstore_ordered_new(unsigned threads, unsigned max_in_flight, simstore_work_fn fn, void *ctx,
-                         simstore_ordered **out);
+SIMSTORE_API int simstore_ordered_new(unsigned threads, unsigned max_in_flight, simstore_work_fn fn,
+                                      void *ctx, simstore_ordered **out);
 
 /* The number of worker threads started. */
-unsigned simstore_ordered_threads(const simstore_ordered *p);
+SIMSTORE_API unsigned simstore_ordered_threads(const simstore_ordered *p);
 
 /* Submit an item; blocks while max_in_flight items are in flight. Returns
  * SIMSTORE_OK, or SIMSTORE_EINVAL after simstore_ordered_finish() or
  * simstore_ordered_stop() (the item is then not processed). */
-int simstore_ordered_submit(simstore_ordered *p, void *item);
+SIMSTORE_API int simstore_ordered_submit(simstore_ordered *p, void *item);
 
 /* No more items will be submitted (the producer's last call). */
-void simstore_ordered_finish(simstore_ordered *p);
+SIMSTORE_API void simstore_ordered_finish(simstore_ordered *p);
 
 /* Take back the oldest item, once processed; blocks until it is. Returns 1
  * with *item set; 0 when the producer has finished and every item was taken
  * back, or after simstore_ordered_stop(). Calling it again releases the item
  * it returned before (it leaves the count in flight). */
-int simstore_ordered_next(simstore_ordered *p, void **item);
+SIMSTORE_API int simstore_ordered_next(simstore_ordered *p, void **item);
 
 /* Abandon the work: a blocked submit returns SIMSTORE_EINVAL, next returns 0,
  * items not yet started are not processed. Safe from any thread. */
-void simstore_ordered_stop(simstore_ordered *p);
+SIMSTORE_API void simstore_ordered_stop(simstore_ordered *p);
 
 /* Stop, wait for the workers and free. Items are the caller's. NULL allowed. */
-void simstore_ordered_free(simstore_ordered *p);
+SIMSTORE_API void simstore_ordered_free(simstore_ordered *p);
 
 #ifdef __cplusplus
 }

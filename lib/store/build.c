@@ -1,12 +1,16 @@
 /* build.c: builders. A builder takes documents (or bare fingerprints) in any
- * order and, at finish, in bounded memory:
+ * order and, at finish, in bounded memory (each step a finish_* phase):
  *   1. sorts documents by id (duplicates are errors) and then by
- *      (fingerprint, id), which yields the distinct fingerprints;
- *   2. for a new store, chooses the design from their number;
+ *      (fingerprint, id), which yields the distinct fingerprints (finish_begin
+ *      reads what an add is measured against, finish_sort sorts);
+ *   2. for a new store, chooses the design from their number (finish_design);
  *   3. writes each permuted table (sorted in runs, merged twice: once for the
- *      Huffman histogram, once to encode), tables in parallel threads;
- *   4. commits documents and the new state in one LMDB write transaction;
- *   5. for a new store, renames the work directory into place.
+ *      Huffman histogram, once to encode), tables in parallel threads
+ *      (finish_write_tables);
+ *   4. commits documents and the new state in one LMDB write transaction
+ *      (finish_commit);
+ *   5. for a new store, renames the work directory into place; after an add,
+ *      may compact (finish_publish).
  * A new store is built in "<path>.tmp-XXXXXX" beside its final path; a new
  * segment of an existing store writes its files into the store, unreferenced
  * until the commit. Failure removes everything written. */
@@ -65,12 +69,6 @@ static void source_name(const simstore_builder *b, uint64_t source, char *buf, s
         b->opt.source_name(b->opt.source_ctx, source, buf, size);
     else
         snprintf(buf, size, "document #%" PRIu64, source + 1);
-}
-
-static unsigned default_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
 static char *dir_of(const char *path)
@@ -277,10 +275,9 @@ static int check_options(const simstore_build_options *o)
 {
     if (o->k > SIMSTORE_MAX_K)
         return sims_fail(SIMSTORE_EINVAL, "k = %u is above the maximum %u", o->k, SIMSTORE_MAX_K);
-    unsigned b = o->block_bytes;
-    if (b < 256 || b > 65536 || (b & (b - 1)))
-        return sims_fail(SIMSTORE_EINVAL,
-                         "block size %u is not a power of two from 256 to 65536", b);
+    if (!simstore_block_bytes_valid(o->block_bytes))
+        return sims_fail(SIMSTORE_EINVAL, "block size %u is not a power of two from %u to %u",
+                         o->block_bytes, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES);
     if (o->tables > SIMS_DESIGN_MAX_TABLES)
         return sims_fail(SIMSTORE_EINVAL, "%u tables is above the maximum %u", o->tables,
                          SIMS_DESIGN_MAX_TABLES);
@@ -301,15 +298,10 @@ static int builder_new(const simstore_build_options *o, simstore_builder **out)
     else
         simstore_text_options_init(&b->text);
     b->opt.text = &b->text;
-    if (b->opt.memory_bytes < ((uint64_t)16 << 20))
-        b->opt.memory_bytes = (uint64_t)16 << 20;
-    /* The budget covers the whole process: keep back room for what is not
-     * sorting (I/O buffers, the program, LMDB, threads' stacks). */
-    uint64_t reserve = b->opt.memory_bytes / 8;
-    if (reserve > ((uint64_t)64 << 20))
-        reserve = (uint64_t)64 << 20;
-    b->opt.memory_bytes -= reserve;
-    b->threads = b->opt.threads ? b->opt.threads : default_threads();
+    /* The budget covers the whole process: from here on memory_bytes is the
+     * part sorting may use (so is the automatic compaction's after an add). */
+    b->opt.memory_bytes = sims_sorting_budget(b->opt.memory_bytes);
+    b->threads = b->opt.threads ? b->opt.threads : simstore_default_threads();
     b->work_lock_fd = -1;
     *out = b;
     return SIMSTORE_OK;
@@ -503,10 +495,14 @@ int simstore_builder_add_fp(simstore_builder *b, uint64_t fp)
 
 /* ---- finish: distinct fingerprints ------------------------------------------ */
 
+/* What simstore_builder_finish() holds across its phases; finish_cleanup()
+ * releases it. */
 typedef struct finish_state {
     simstore_builder *b;
+    int new_store;         /* a build (else an add to b->store) */
     sims_recsort *fps;     /* key: fp big-endian, then id */
     sims_spool *distinct;  /* the new segment's fingerprints, sorted, distinct */
+    const sims_spool *source; /* what the tables are written from */
     uint64_t doc_count;    /* documents added */
     uint64_t new_fps;      /* distinct fingerprints new to the store */
     uint64_t total_fps;    /* distinct fingerprints of the store after commit */
@@ -516,7 +512,13 @@ typedef struct finish_state {
     sims_state_record old_state;
     int have_old_state;
     MDB_txn *check_txn; /* add: a read transaction to test existence */
+    sims_snapshot *snap; /* add, fingerprint-only: the segments to test against */
     uint64_t clashes;   /* documents whose id was stored or given before */
+    uint8_t *store_record; /* build: the store record to commit */
+    size_t store_record_len;
+    int tables_written; /* the segment's table files may exist */
+    sims_env env;       /* build: the new store's environment */
+    int env_open;
 } finish_state;
 
 static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
@@ -1100,157 +1102,169 @@ static int publish_store(simstore_builder *b)
     return rc;
 }
 
-int simstore_builder_finish(simstore_builder *b)
+/* Phase 1: what the new segment is measured against: the store's state
+ * (an add), or a new store's tag. */
+static int finish_begin(finish_state *f)
 {
-    if (b->broken) {
-        int rc = sims_fail(SIMSTORE_EINVAL, "an earlier add failed; the build was abandoned");
-        simstore_builder_abort(b);
-        return rc;
-    }
-    int new_store = b->store == NULL;
-    if (!new_store)
-        pthread_mutex_lock(&b->store->write_mu); /* one change at a time per handle */
-    finish_state f;
-    memset(&f, 0, sizeof f);
-    f.b = b;
-    sims_env env;
-    memset(&env, 0, sizeof env);
-    int env_open = 0;
-    sims_snapshot *snap = NULL;
-    uint8_t *store_record = NULL;
-    size_t store_record_len = 0;
-    int tables_written = 0;
-    const sims_spool *source; /* what the tables are written from */
+    simstore_builder *b = f->b;
     int rc = sims_spool_new((size_t)(b->opt.memory_bytes / 8 / sizeof(uint64_t)), b->work_dir,
-                            &f.distinct);
-    source = f.distinct;
+                            &f->distinct);
+    f->source = f->distinct;
     if (rc)
-        goto done;
-    if (!new_store) {
-        simstore *s = b->store;
-        f.design = s->design;
-        f.store_tag = s->store_tag;
-        rc = sims_env_read_begin(&s->env, &f.check_txn);
-        if (rc)
-            goto done;
-        rc = sims_store_read_state(s, f.check_txn, &f.old_state);
-        if (rc)
-            goto done;
-        f.have_old_state = 1;
-        f.segment_id = f.old_state.next_segment_id;
-        if (b->fp_only)
-            rc = sims_store_snapshot(s, f.check_txn, &snap);
-        if (rc)
-            goto done;
-    } else {
-        f.store_tag = random_tag();
-        f.segment_id = 1;
+        return rc;
+    if (f->new_store) {
+        f->store_tag = random_tag();
+        f->segment_id = 1;
+        return SIMSTORE_OK;
     }
+    simstore *s = b->store;
+    f->design = s->design;
+    f->store_tag = s->store_tag;
+    rc = sims_env_read_begin(&s->env, &f->check_txn);
+    if (rc)
+        return rc;
+    rc = sims_store_read_state(s, f->check_txn, &f->old_state);
+    if (rc)
+        return rc;
+    f->have_old_state = 1;
+    f->segment_id = f->old_state.next_segment_id;
+    if (b->fp_only)
+        rc = sims_store_snapshot(s, f->check_txn, &f->snap);
+    return rc;
+}
 
+/* Phase 2: sort the documents (clashing ids found here) and keep the
+ * fingerprints new to the store, distinct: the source of the tables. */
+static int finish_sort(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    int rc;
     progress(b, "sorting", 0, 0);
-    if (b->fp_only && new_store) {
+    if (b->fp_only && f->new_store) {
         /* Nothing to filter against: each table's sort drops repeats itself,
          * so the fingerprints go to the tables as read. new_fps is an upper
          * bound until the tables report the distinct count. */
         rc = sims_spool_seal(b->raw);
-        source = b->raw;
+        f->source = b->raw;
     } else {
-        rc = b->fp_only ? distinct_from_raw(&f, snap) : distinct_from_docs(&f);
+        rc = b->fp_only ? distinct_from_raw(f, f->snap) : distinct_from_docs(f);
         if (rc == SIMSTORE_OK)
-            rc = sims_spool_seal(f.distinct);
+            rc = sims_spool_seal(f->distinct);
     }
     if (rc)
-        goto done;
-    f.new_fps = sims_spool_count(source);
-    if (f.check_txn) {
-        mdb_txn_abort(f.check_txn);
-        f.check_txn = NULL;
+        return rc;
+    f->new_fps = sims_spool_count(f->source);
+    if (f->check_txn) {
+        mdb_txn_abort(f->check_txn);
+        f->check_txn = NULL;
     }
+    return SIMSTORE_OK;
+}
 
-    if (new_store) {
-        rc = choose_design(&f);
-        if (rc)
-            goto done;
-        uint8_t *design_rec = malloc(sims_design_record_bytes(f.design));
-        size_t design_len = 0;
-        rc = design_rec ? sims_design_encode(f.design, design_rec,
-                                             sims_design_record_bytes(f.design), &design_len)
-                        : sims_fail(SIMSTORE_ENOMEM, "out of memory");
-        if (rc == SIMSTORE_OK) {
-            sims_store_record sr = {
-                .format_version = SIMS_STORE_FORMAT_VERSION,
-                .flags = b->fp_only ? SIMS_STORE_FLAG_FP_ONLY : 0,
-                .store_tag = f.store_tag,
-                .block_bytes = b->opt.block_bytes,
-                .created_unix = sims_now_unix(),
-                .design = design_rec,
-                .design_len = (uint32_t)design_len,
-            };
-            store_record_len = sims_store_record_size(&sr);
-            store_record = malloc(store_record_len);
-            if (!store_record)
-                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
-            else
-                sims_store_record_encode(&sr, store_record, store_record_len);
-        }
-        free(design_rec);
-        if (rc)
-            goto done;
-    } else {
+/* Phase 3: a new store's design (from the fingerprint count) and store
+ * record; an add's segment takes the store's block size. */
+static int finish_design(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    if (!f->new_store) {
         /* The segment's tables use the store's block size. */
         b->opt.block_bytes = b->store->block_bytes;
+        return SIMSTORE_OK;
     }
-
-    if (f.new_fps > 0) {
-        tables_written = 1;
-        sims_segment_job job = {
-            .design = f.design,
-            .store_tag = f.store_tag,
+    int rc = choose_design(f);
+    if (rc)
+        return rc;
+    uint8_t *design_rec = malloc(sims_design_record_bytes(f->design));
+    size_t design_len = 0;
+    rc = design_rec ? sims_design_encode(f->design, design_rec,
+                                         sims_design_record_bytes(f->design), &design_len)
+                    : sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    if (rc == SIMSTORE_OK) {
+        sims_store_record sr = {
+            .format_version = SIMS_STORE_FORMAT_VERSION,
+            .flags = b->fp_only ? SIMS_STORE_FLAG_FP_ONLY : 0,
+            .store_tag = f->store_tag,
             .block_bytes = b->opt.block_bytes,
-            .dir = b->work_dir,
-            .segment_id = f.segment_id,
-            .distinct = source,
-            .fp_count = &f.new_fps,
-            .threads = b->threads,
-            .memory_bytes = b->opt.memory_bytes / 2,
-            .progress = b->opt.progress,
-            .progress_ctx = b->opt.progress_ctx,
+            .created_unix = sims_now_unix(),
+            .design = design_rec,
+            .design_len = (uint32_t)design_len,
         };
-        rc = sims_segment_write(&job);
-        if (rc)
-            goto done;
+        f->store_record_len = sims_store_record_size(&sr);
+        f->store_record = malloc(f->store_record_len);
+        if (!f->store_record)
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        else
+            sims_store_record_encode(&sr, f->store_record, f->store_record_len);
     }
+    free(design_rec);
+    return rc;
+}
 
-    if (new_store) {
-        rc = sims_env_open(&env, b->work_dir, SIMS_ENV_CREATE);
+/* Phase 4: the segment's table files, unreferenced until the commit. */
+static int finish_write_tables(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    if (f->new_fps == 0)
+        return SIMSTORE_OK;
+    f->tables_written = 1;
+    sims_segment_job job = {
+        .design = f->design,
+        .store_tag = f->store_tag,
+        .block_bytes = b->opt.block_bytes,
+        .dir = b->work_dir,
+        .segment_id = f->segment_id,
+        .distinct = f->source,
+        .fp_count = &f->new_fps,
+        .threads = b->threads,
+        .memory_bytes = b->opt.memory_bytes / 2,
+        .progress = b->opt.progress,
+        .progress_ctx = b->opt.progress_ctx,
+    };
+    return sims_segment_write(&job);
+}
+
+/* Phase 5: the documents and the new state, in one LMDB commit (a new
+ * store's documents first, in chunks of their own). */
+static int finish_commit(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    int rc;
+    if (f->new_store) {
+        rc = sims_env_open(&f->env, b->work_dir, SIMS_ENV_CREATE);
         if (rc)
-            goto done;
-        env_open = 1;
+            return rc;
+        f->env_open = 1;
     }
     progress(b, "committing", 0, 0);
-    commit_ctx c = {&f, new_store ? &env : &b->store->env, new_store, store_record,
-                    store_record_len, {0}, 0};
-    if (new_store)
+    commit_ctx c = {f, f->new_store ? &f->env : &b->store->env, f->new_store, f->store_record,
+                    f->store_record_len, {0}, 0};
+    if (f->new_store)
         encode_text_options(b->opt.text, c.text_record);
-    if (new_store && !b->fp_only) {
+    if (f->new_store && !b->fp_only) {
         /* Nobody can see this store until its directory is renamed, after
          * the final commit below, which syncs everything these chunks wrote:
          * the chunks need not each wait for the disk. */
-        mdb_env_set_flags(env.env, MDB_NOSYNC, 1);
-        rc = load_by_chunks(b, &env, b->docs, env.docs, 1, f.doc_count);
+        mdb_env_set_flags(f->env.env, MDB_NOSYNC, 1);
+        rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->doc_count);
         if (rc == SIMSTORE_OK)
-            rc = load_by_chunks(b, &env, f.fps, env.fps, 0, f.doc_count);
-        mdb_env_set_flags(env.env, MDB_NOSYNC, 0);
+            rc = load_by_chunks(b, &f->env, f->fps, f->env.fps, 0, f->doc_count);
+        mdb_env_set_flags(f->env.env, MDB_NOSYNC, 0);
         if (rc)
-            goto done;
+            return rc;
         c.docs_written = 1;
     }
-    rc = sims_env_write(c.env, commit_fn, &c);
-    if (rc)
-        goto done;
-    if (new_store) {
-        sims_env_close(&env);
-        env_open = 0;
+    return sims_env_write(c.env, commit_fn, &c);
+}
+
+/* Phase 6, once committed: a new store is renamed into place; an add may
+ * compact. Progress says "done" either way. */
+static int finish_publish(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    int rc = SIMSTORE_OK;
+    if (f->new_store) {
+        sims_env_close(&f->env);
+        f->env_open = 0;
         rc = publish_store(b);
     } else if (!(b->store->open_flags & SIMSTORE_OPEN_NO_AUTO_COMPACT)) {
         /* The segment is committed, so the add has succeeded whatever
@@ -1260,25 +1274,58 @@ int simstore_builder_finish(simstore_builder *b)
             sims_error_clear();
     }
     progress(b, "done", 1, 1);
+    return rc;
+}
 
-done:
-    if (f.check_txn)
-        mdb_txn_abort(f.check_txn);
-    if (env_open)
-        sims_env_close(&env);
-    sims_snapshot_release(snap);
-    if (rc && !new_store && tables_written)
-        sims_segment_remove(b->work_dir, f.segment_id, f.design->n_tables);
-    if (f.have_old_state)
-        sims_state_record_release(&f.old_state);
-    sims_recsort_free(f.fps);
-    sims_spool_free(f.distinct);
-    if (new_store)
-        free(f.design);
-    free(store_record);
-    if (rc && new_store)
+/* Release what the phases hold; after a failure (rc), remove what they
+ * wrote: an add's table files, a build's whole work directory. */
+static void finish_cleanup(finish_state *f, int rc)
+{
+    simstore_builder *b = f->b;
+    if (f->check_txn)
+        mdb_txn_abort(f->check_txn);
+    if (f->env_open)
+        sims_env_close(&f->env);
+    sims_snapshot_release(f->snap);
+    if (rc && !f->new_store && f->tables_written)
+        sims_segment_remove(b->work_dir, f->segment_id, f->design->n_tables);
+    if (f->have_old_state)
+        sims_state_record_release(&f->old_state);
+    sims_recsort_free(f->fps);
+    sims_spool_free(f->distinct);
+    if (f->new_store)
+        free(f->design);
+    free(f->store_record);
+    if (rc && f->new_store)
         sims_remove_tree(b->work_dir);
-    if (!new_store)
+}
+
+int simstore_builder_finish(simstore_builder *b)
+{
+    if (b->broken) {
+        int rc = sims_fail(SIMSTORE_EINVAL, "an earlier add failed; the build was abandoned");
+        simstore_builder_abort(b);
+        return rc;
+    }
+    finish_state f;
+    memset(&f, 0, sizeof f);
+    f.b = b;
+    f.new_store = b->store == NULL;
+    if (!f.new_store)
+        pthread_mutex_lock(&b->store->write_mu); /* one change at a time per handle */
+    int rc = finish_begin(&f);
+    if (rc == SIMSTORE_OK)
+        rc = finish_sort(&f);
+    if (rc == SIMSTORE_OK)
+        rc = finish_design(&f);
+    if (rc == SIMSTORE_OK)
+        rc = finish_write_tables(&f);
+    if (rc == SIMSTORE_OK)
+        rc = finish_commit(&f);
+    if (rc == SIMSTORE_OK)
+        rc = finish_publish(&f);
+    finish_cleanup(&f, rc);
+    if (!f.new_store)
         pthread_mutex_unlock(&b->store->write_mu);
     builder_free(b);
     return rc;

@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define READ_CHUNK 4096
 
@@ -272,10 +271,8 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
         opt = *o;
     else
         simstore_build_options_init(&opt);
-    if (opt.memory_bytes < ((uint64_t)16 << 20))
-        opt.memory_bytes = (uint64_t)16 << 20;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned threads = opt.threads ? opt.threads : cores < 1 ? 1u : (unsigned)cores;
+    opt.memory_bytes = sims_memory_budget(opt.memory_bytes);
+    unsigned threads = opt.threads ? opt.threads : simstore_default_threads();
 
     MDB_txn *txn = NULL;
     sims_snapshot *snap = NULL;

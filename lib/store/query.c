@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SNAPSHOT_RETRIES 8
-
 typedef struct probe {
     uint64_t lo, hi, first;
 } probe;
@@ -419,6 +417,54 @@ static int begin_txn(simstore_query *q)
     return SIMSTORE_OK;
 }
 
+typedef struct query_attempt {
+    simstore_query *q;
+    uint64_t fp;
+    unsigned k;
+} query_attempt;
+
+/* Answer from one committed state; SIMS_ERETRY (sims_retry) when a writer
+ * moved the store on under it. Never an answer from no state: a store
+ * changing faster than it can be read is an error the caller may retry. */
+static int answer_once(void *ctx)
+{
+    query_attempt *a = (query_attempt *)ctx;
+    simstore_query *q = a->q;
+    simstore *s = q->store;
+    int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    int in_txn = 0;
+    sims_snapshot *snap = fresh_snapshot(s);
+    if (!snap) {
+        int rc = begin_txn(q);
+        if (rc)
+            return rc;
+        rc = sims_store_snapshot(s, q->txn, &snap);
+        if (rc) {
+            mdb_txn_reset(q->txn);
+            return rc;
+        }
+        in_txn = 1;
+    }
+    int rc = probe_candidates(q, snap, a->fp, a->k);
+    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn) {
+        /* The documents must come from the state the tables were probed
+         * in: if a commit came in between, probe again. */
+        rc = begin_txn(q);
+        if (rc == SIMSTORE_OK) {
+            in_txn = 1;
+            if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id)
+                rc = sims_retry_or_fail(sims_fail(
+                    SIMSTORE_EBUSY, "%s kept changing during the query", s->path));
+        }
+    }
+    if (rc == SIMSTORE_OK)
+        rc = resolve_candidates(q, a->fp);
+    sims_snapshot_release(snap);
+    if (in_txn)
+        mdb_txn_reset(q->txn);
+    return rc;
+}
+
 int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k, const simstore_match **matches,
                       size_t *count)
 {
@@ -429,54 +475,8 @@ int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k, const simstore
         return sims_fail(SIMSTORE_ERANGE,
                          "distance %u exceeds the store's design (built for k <= %u)", k,
                          s->design->params.k);
-    int rc = SIMSTORE_OK, answered = 0;
-    int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
-    for (int attempt = 0; attempt < SNAPSHOT_RETRIES && !answered; attempt++) {
-        int in_txn = 0;
-        sims_snapshot *snap = fresh_snapshot(s);
-        if (!snap) {
-            rc = begin_txn(q);
-            if (rc)
-                return rc;
-            in_txn = 1;
-            rc = sims_store_snapshot(s, q->txn, &snap);
-            if (rc == SIMSTORE_ENOTFOUND) {
-                /* A writer removed files of a state newer than this
-                 * transaction saw: look again with a fresh transaction. */
-                mdb_txn_reset(q->txn);
-                continue;
-            }
-            if (rc) {
-                mdb_txn_reset(q->txn);
-                answered = 1; /* with an error */
-                break;
-            }
-        }
-        rc = probe_candidates(q, snap, fp, k);
-        if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn) {
-            /* The documents must come from the state the tables were probed
-             * in: if a commit came in between, probe again. */
-            rc = begin_txn(q);
-            if (rc == SIMSTORE_OK) {
-                in_txn = 1;
-                if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id) {
-                    mdb_txn_reset(q->txn);
-                    sims_snapshot_release(snap);
-                    continue;
-                }
-            }
-        }
-        if (rc == SIMSTORE_OK)
-            rc = resolve_candidates(q, fp);
-        sims_snapshot_release(snap);
-        if (in_txn)
-            mdb_txn_reset(q->txn);
-        answered = 1;
-    }
-    /* Never an answer from no state: a store changing faster than it can be
-     * read is an error the caller may retry. */
-    if (!answered && rc == SIMSTORE_OK)
-        rc = sims_fail(SIMSTORE_EBUSY, "%s kept changing during the query", s->path);
+    query_attempt a = {q, fp, k};
+    int rc = sims_retry(answer_once, &a);
     if (rc)
         return rc;
     *matches = q->matches;

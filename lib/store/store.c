@@ -1,5 +1,6 @@
 /* store.c: opening and closing stores, the writer lock, cleaning leftovers of
- * interrupted writers, snapshots of the committed segments, and stats. */
+ * interrupted writers, snapshots of the committed segments, and stats; the
+ * build options' defaults and the memory budget rules writers share. */
 #include "store/store_internal.h"
 
 #include "common/error.h"
@@ -22,8 +23,27 @@ void simstore_build_options_init(simstore_build_options *o)
 {
     memset(o, 0, sizeof *o);
     o->k = 3;
-    o->block_bytes = 512;
+    o->block_bytes = SIMSTORE_DEFAULT_BLOCK_BYTES;
     o->memory_bytes = (uint64_t)1 << 30;
+}
+
+/* Kept back of a builder's budget for what is not sorting: 1/8 of it, at
+ * most 64 MiB (README, "Building at scale"). */
+#define MEMORY_RESERVE_SHARE 8u
+#define MEMORY_RESERVE_MAX_BYTES ((uint64_t)64 << 20)
+
+uint64_t sims_memory_budget(uint64_t memory_bytes)
+{
+    return memory_bytes < SIMSTORE_MIN_MEMORY_BYTES ? SIMSTORE_MIN_MEMORY_BYTES : memory_bytes;
+}
+
+uint64_t sims_sorting_budget(uint64_t memory_bytes)
+{
+    uint64_t budget = sims_memory_budget(memory_bytes);
+    uint64_t reserve = budget / MEMORY_RESERVE_SHARE;
+    if (reserve > MEMORY_RESERVE_MAX_BYTES)
+        reserve = MEMORY_RESERVE_MAX_BYTES;
+    return budget - reserve;
 }
 
 uint64_t sims_now_unix(void)
@@ -144,6 +164,16 @@ int simstore_replaced(const simstore *s)
     return s && store_replaced(s);
 }
 
+/* Whether a writer has committed since txn began: then files of the state
+ * txn sees may be gone (a compaction removes the segments it replaced once
+ * it has committed). */
+static int store_moved_on(const simstore *s, MDB_txn *txn)
+{
+    MDB_envinfo info;
+    return mdb_env_info(s->env.env, &info) == 0 &&
+           (uint64_t)info.me_last_txnid > (uint64_t)mdb_txn_id(txn);
+}
+
 static sims_segment *find_segment(sims_snapshot *snap, uint64_t id)
 {
     if (!snap)
@@ -225,6 +255,9 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
                            "(build --replace) after a change this handle had not loaded; "
                            "open it again",
                            s->path);
+        else if (rc == SIMSTORE_ENOTFOUND && store_moved_on(s, txn))
+            /* Not damage: a newer state replaced this one's files. */
+            rc = sims_retry_or_fail(rc);
         if (rc == SIMSTORE_OK)
             snap->segments[snap->segment_count++] = seg;
     }
@@ -246,6 +279,30 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
     }
     *out = snap;
     return SIMSTORE_OK;
+}
+
+typedef struct read_snapshot_ctx {
+    simstore *s;
+    sims_snapshot **out;
+} read_snapshot_ctx;
+
+static int read_snapshot_once(void *ctx)
+{
+    read_snapshot_ctx *r = (read_snapshot_ctx *)ctx;
+    MDB_txn *txn;
+    int rc = sims_env_read_begin(&r->s->env, &txn);
+    if (rc)
+        return rc;
+    rc = sims_store_snapshot(r->s, txn, r->out);
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int sims_read_snapshot(simstore *s, sims_snapshot **out)
+{
+    read_snapshot_ctx r = {s, out};
+    *out = NULL;
+    return sims_retry(read_snapshot_once, &r);
 }
 
 /* ---- leftovers ------------------------------------------------------------ */
@@ -493,20 +550,7 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
 {
     memset(out, 0, sizeof *out);
     sims_snapshot *snap;
-    int rc;
-    /* As in queries: SIMSTORE_ENOTFOUND when a writer removed the files of
-     * the state this transaction saw (a compaction committed meanwhile):
-     * look again with a fresh transaction. */
-    for (int attempt = 0;; attempt++) {
-        MDB_txn *txn;
-        rc = sims_env_read_begin(&s->env, &txn);
-        if (rc)
-            return rc;
-        rc = sims_store_snapshot(s, txn, &snap);
-        mdb_txn_abort(txn);
-        if (rc != SIMSTORE_ENOTFOUND || attempt == 8)
-            break;
-    }
+    int rc = sims_read_snapshot(s, &snap);
     if (rc)
         return rc;
     out->k = s->design->params.k;

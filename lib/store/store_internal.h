@@ -72,9 +72,19 @@ void sims_segment_release(sims_segment *seg);
 
 /* The snapshot for the state committed as seen by `txn`: the current one when
  * its generation matches, else a new one (sharing open segments) that becomes
- * current. The caller owns one reference. */
+ * current. The caller owns one reference. SIMS_ERETRY when files of that
+ * state are gone because a writer has committed since txn began (a reader
+ * reads again from a new transaction, under sims_retry(); a writer, holding
+ * the lock, never sees it); SIMSTORE_ENOTFOUND when they are missing
+ * otherwise, or the path now names another store. */
 int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out);
 void sims_snapshot_release(sims_snapshot *snap);
+
+/* The snapshot of the newest committed state, from a read transaction of its
+ * own, read again (sims_retry) while writers remove the files of the state it
+ * saw. The caller owns one reference. Errors: those of sims_store_snapshot
+ * but SIMS_ERETRY. */
+int sims_read_snapshot(simstore *s, sims_snapshot **out);
 
 /* Read and decode the state record inside txn (free with
  * sims_state_record_release). */
@@ -109,5 +119,14 @@ int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st);
 
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);
+
+/* The memory budget every writer (build, add, compaction) works with:
+ * memory_bytes (simstore_build_options) raised to SIMSTORE_MIN_MEMORY_BYTES. */
+uint64_t sims_memory_budget(uint64_t memory_bytes);
+/* What a builder's sorting, spilling and table writing may use of
+ * memory_bytes: its sims_memory_budget() less the part kept back for the
+ * rest of the process (I/O buffers, the program, LMDB, threads' stacks):
+ * 1/8 of it, at most 64 MiB. */
+uint64_t sims_sorting_budget(uint64_t memory_bytes);
 
 #endif

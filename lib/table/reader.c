@@ -79,11 +79,11 @@ static int parse_header(table_reader *r)
 
     table_params *p = &in->params;
     p->block_bytes = le_load32(h + TBL_H_BLOCK_BYTES);
-    if (!codec_block_size_valid(p->block_bytes))
+    if (!simstore_block_bytes_valid(p->block_bytes))
         return SIMS_CORRUPT("block size %" PRIu32 " at byte offset %u is not a power of two in "
                             "[%u, %u]",
-                            p->block_bytes, TBL_H_BLOCK_BYTES, CODEC_BLOCK_MIN_BYTES,
-                            CODEC_BLOCK_MAX_BYTES);
+                            p->block_bytes, TBL_H_BLOCK_BYTES, SIMSTORE_MIN_BLOCK_BYTES,
+                            SIMSTORE_MAX_BLOCK_BYTES);
     p->prefix_bits = h[TBL_H_PREFIX_BITS];
     if (p->prefix_bits > 64)
         return SIMS_CORRUPT("prefix bits %u at byte offset %u exceed 64", p->prefix_bits,

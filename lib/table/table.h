@@ -25,12 +25,10 @@
 
 /* The format version this code writes and reads. */
 #define TABLE_FORMAT_VERSION 1u
-/* Default block size (bytes). */
-#define TABLE_DEFAULT_BLOCK_BYTES 1024u
 
 /* What the caller supplies and the reader returns unchanged. */
 typedef struct table_params {
-    uint32_t block_bytes; /* a power of two in [256, 65536] */
+    uint32_t block_bytes; /* simstore_block_bytes_valid() */
     uint8_t prefix_bits;  /* <= 64; opaque to this layer */
     uint8_t perm[64];     /* a permutation of 0..63; opaque to this layer */
     uint64_t store_tag;   /* identifies the store the file belongs to */

@@ -83,9 +83,9 @@ void table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev, cons
 
 static int params_check(const table_params *p)
 {
-    if (!codec_block_size_valid(p->block_bytes))
+    if (!simstore_block_bytes_valid(p->block_bytes))
         return sims_fail(SIMSTORE_EINVAL, "block size %" PRIu32 " is not a power of two in [%u, %u]",
-                         p->block_bytes, CODEC_BLOCK_MIN_BYTES, CODEC_BLOCK_MAX_BYTES);
+                         p->block_bytes, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES);
     if (p->prefix_bits > 64)
         return sims_fail(SIMSTORE_EINVAL, "prefix bits %u exceed 64", p->prefix_bits);
     uint64_t seen = 0;

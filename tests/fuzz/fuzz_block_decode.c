@@ -160,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned mode = in_byte(data, size, 0);
     unsigned op = mode & 3;
     int raw_first = (mode >> 2) & 1;
-    size_t bytes = (size_t)CODEC_BLOCK_MIN_BYTES << ((mode >> 4) & 3);
+    size_t bytes = (size_t)SIMSTORE_MIN_BLOCK_BYTES << ((mode >> 4) & 3);
     if (op <= 1)
         decode_arbitrary(data, size, op, raw_first, bytes);
     else

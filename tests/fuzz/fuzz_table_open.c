@@ -41,7 +41,7 @@ static void repair_checksums(uint8_t *b, size_t size)
     uint64_t ioff = le_load64(f + TBL_F_INDEX_OFFSET);
     uint64_t ilen = le_load64(f + TBL_F_INDEX_BYTES);
     if (ioff <= foff && ilen <= foff - ioff) {
-        if (codec_block_size_valid(bb) && nb <= ilen / 16) {
+        if (simstore_block_bytes_valid(bb) && nb <= ilen / 16) {
             for (uint64_t k = 0; k < nb; k++) {
                 if (boff > foff || k >= (foff - boff) / bb)
                     break;

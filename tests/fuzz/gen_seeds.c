@@ -156,7 +156,7 @@ static void block_seed(const char *name, unsigned mode_bits, size_t block_bytes,
     if (codec_block_encode(&enc, block, block_bytes, raw_first, prev, v, n, &used) || !used)
         exit(1);
     unsigned size_code = 0;
-    while (((size_t)CODEC_BLOCK_MIN_BYTES << size_code) < block_bytes)
+    while (((size_t)SIMSTORE_MIN_BLOCK_BYTES << size_code) < block_bytes)
         size_code++;
     uint8_t hdr[HDR] = {0};
     for (unsigned op = 0; op < 2; op++) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# symbols.sh: the names libsimstore gives the world (lib/README.md, "Names
+# and visibility"):
+#  1. every function simstore.h declares is marked SIMSTORE_API;
+#  2. libsimstore.so exports exactly those functions (nm -D --defined-only):
+#     nothing internal leaks, nothing public is missing;
+#  3. every global symbol defined in libsimstore.a starts with simstore_ (and
+#     is then one of those functions), sims_, or a layer's name and _ (a
+#     folder of lib/: codec_, table_, ...): nothing unprefixed that a static
+#     link could clash with.
+# Usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A
+set -euo pipefail
+src=${1:?usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A}
+so=${2:?usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A}
+archive=${3:?usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A}
+header=$src/lib/include/simstore.h
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() {
+    echo "symbols.sh: $*" >&2
+    status=1
+}
+
+# 1. Function declarations start at column 0 with their return type; the
+# name is on the first line.
+decl='^[A-Za-z_][A-Za-z0-9_ ]*[ *]simstore_[a-z0-9_]+\('
+grep -E "$decl" "$header" | grep -vE '^(SIMSTORE_API |typedef |static )' >"$tmp/unmarked" || true
+if [ -s "$tmp/unmarked" ]; then
+    fail "simstore.h declares functions without SIMSTORE_API:"
+    sed 's/^/    /' "$tmp/unmarked" >&2
+fi
+grep -E '^SIMSTORE_API ' "$header" | grep -oE 'simstore_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/api"
+[ -s "$tmp/api" ] || fail "no SIMSTORE_API declaration found in $header"
+
+# 2. The shared library's dynamic symbol table.
+nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/exported"
+comm -13 "$tmp/api" "$tmp/exported" >"$tmp/leaked"
+comm -23 "$tmp/api" "$tmp/exported" >"$tmp/missing"
+if [ -s "$tmp/leaked" ]; then
+    fail "$(basename "$so") exports symbols simstore.h does not declare (make them static, or hidden):"
+    sed 's/^/    /' "$tmp/leaked" >&2
+fi
+if [ -s "$tmp/missing" ]; then
+    fail "$(basename "$so") does not export these SIMSTORE_API functions (is simstore.h included where they are defined?):"
+    sed 's/^/    /' "$tmp/missing" >&2
+fi
+
+# 3. The static library: external symbols defined by its objects (but the
+# ODR indicators AddressSanitizer adds for instrumented globals).
+layers=$(for d in "$src"/lib/*/CMakeLists.txt; do basename "$(dirname "$d")"; done | paste -sd '|')
+nm -g --defined-only "$archive" | awk 'NF == 3 { print $3 }' | grep -v '^__odr_asan[._]' |
+    sort -u >"$tmp/defined"
+grep -vE "^(simstore_|sims_|($layers)_)" "$tmp/defined" >"$tmp/unprefixed" || true
+if [ -s "$tmp/unprefixed" ]; then
+    fail "$(basename "$archive") defines global symbols without simstore_, sims_ or a layer prefix ($layers):"
+    sed 's/^/    /' "$tmp/unprefixed" >&2
+fi
+grep -E '^simstore_' "$tmp/defined" | comm -23 - "$tmp/api" >"$tmp/private_public" || true
+if [ -s "$tmp/private_public" ]; then
+    fail "$(basename "$archive") defines simstore_ symbols that are not public API (internal names start with sims_):"
+    sed 's/^/    /' "$tmp/private_public" >&2
+fi
+
+if [ "$status" -eq 0 ]; then
+    echo "symbols.sh: $(wc -l <"$tmp/exported") public functions exported, $(wc -l <"$tmp/defined") global symbols in $(basename "$archive"), all prefixed"
+fi
+exit "$status"
