@@ -180,6 +180,21 @@ SIMSTORE_API simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerp
 SIMSTORE_API int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text,
                                            size_t len, uint64_t *fp, unsigned *flags);
 
+/* Documents in, fingerprints out: fingerprint texts[0..n) (lens[i] bytes
+ * each) on `threads` threads (0: simstore_default_threads()) of the ordered
+ * pool (simstore_ordered_*), in chunks, with options o (NULL: the defaults).
+ * fps[i] (and flags[i], when flags is not NULL) receive exactly what
+ * simstore_fingerprint_text() gives for texts[i], whatever the thread count.
+ * Memory beyond the caller's arrays: one fingerprinter per thread and a
+ * bounded number of chunk descriptors.
+ * Errors: those of simstore_fingerprinter_new() and of
+ * simstore_fingerprint_text() (the first failing document's, by index;
+ * fps of the others are still written); SIMSTORE_EINVAL (texts, lens or fps
+ * NULL with n > 0); SIMSTORE_ENOMEM; SIMSTORE_EIO (no thread started). */
+SIMSTORE_API int simstore_fingerprint_many(const simstore_text_options *o, unsigned threads,
+                                           const char *const *texts, const size_t *lens,
+                                           size_t n, uint64_t *fps, unsigned *flags);
+
 /* One paragraph, as passed to a simstore_paragraph_fn. Paragraphs are the
  * maximal groups of consecutive non-blank lines: lines end at LF (U+000A),
  * and a line is blank when it is empty or holds only White_Space code points

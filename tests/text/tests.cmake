@@ -20,3 +20,8 @@ if(SIMSTORE_PYTHON3)
   set_tests_properties(test_text_reference PROPERTIES
     ENVIRONMENT "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endif()
+
+# simstore_fingerprint_many: the same fingerprints as one by one, at every
+# thread count and around the chunk size.
+simstore_unit_test(test_fingerprint_many text/test_fingerprint_many.c)
+target_link_libraries(test_fingerprint_many PRIVATE simstore_text)
