@@ -191,19 +191,13 @@ int cmd_delete(int argc, char **argv)
     size_t missing = 0;
     rc = simstore_delete(s, (const char *const *)l.ids, l.lens, l.n, &deleted, report_missing,
                          &missing);
-    /* The library's policy after a delete: compact when more than
-     * SIMSTORE_COMPACT_DEAD_SHARE of the tables' fingerprints are dead. Run
-     * here rather than inside simstore_delete(), which keeps a failure to
-     * itself: the delete is committed either way, but a failed compaction
-     * is reported and fails the command. */
+    /* The library's policy after a delete, run here rather than inside
+     * simstore_delete(), which keeps a failure to itself: the delete is
+     * committed either way, but a failed compaction is reported and fails
+     * the command. */
     char compact_failed[1024] = "";
     if (rc == SIMSTORE_OK && deleted > 0 && auto_compact) {
-        simstore_stats st;
-        int crc = simstore_get_stats(s, &st);
-        uint64_t live = st.fingerprints < st.table_fps ? st.fingerprints : st.table_fps;
-        if (crc == SIMSTORE_OK && st.table_fps > 0 &&
-            (double)(st.table_fps - live) / (double)st.table_fps > SIMSTORE_COMPACT_DEAD_SHARE)
-            crc = simstore_compact(s, &o);
+        int crc = simstore_maybe_compact_dead(s, &o);
         if (crc)
             snprintf(compact_failed, sizeof compact_failed, "%s",
                      *simstore_last_error() ? simstore_last_error() : simstore_strerror(crc));

@@ -2,6 +2,7 @@
  * fingerprint, a text, a file, or each line of a queries file. */
 #include "cli.h"
 #include "commands.h"
+#include "ingest.h"
 #include "input.h"
 #include "textopts.h"
 
@@ -269,22 +270,14 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
 static int run_queries_file(query_run *r, const char *path, int format)
 {
     if (format < 0) {
-        /* The extension under a compression suffix (the kind itself is told
-         * from the bytes). */
-        size_t n = strlen(path);
-        static const char *const zsuffix[] = {".gz", ".zst", ".zstd"};
-        for (size_t i = 0; i < sizeof zsuffix / sizeof *zsuffix; i++) {
-            size_t m = strlen(zsuffix[i]);
-            if (n > m && strcmp(path + n - m, zsuffix[i]) == 0) {
-                n -= m;
-                break;
-            }
-        }
-        if (n >= 4 && memcmp(path + n - 4, ".tsv", 4) == 0)
+        /* The extension under a compression suffix, as build and add tell
+         * it (the compression itself is told from the bytes). */
+        int by_name = ingest_format_of_name(path);
+        if (by_name == INGEST_TSV)
             format = INPUT_ID_FP;
-        else if (n >= 3 && memcmp(path + n - 3, ".fp", 3) == 0)
+        else if (by_name == INGEST_FP)
             format = INPUT_FP_ID;
-        else if (n >= 6 && memcmp(path + n - 6, ".jsonl", 6) == 0)
+        else if (by_name == INGEST_JSONL)
             format = INPUT_JSONL;
         else if (strcmp(path, "-") == 0)
             return cli_usage_error(CMD, "standard input ('-') needs --format tsv|fp|jsonl");

@@ -548,6 +548,11 @@ SIMSTORE_API int simstore_compact(simstore *s, const simstore_build_options *o);
  * nothing. Same errors as simstore_compact(). */
 SIMSTORE_API int simstore_maybe_compact(simstore *s, const simstore_build_options *o);
 
+/* The policy after a delete: compact only when more than
+ * SIMSTORE_COMPACT_DEAD_SHARE of the tables' fingerprints are dead (a delete
+ * adds no segment). Same errors as simstore_compact(). */
+SIMSTORE_API int simstore_maybe_compact_dead(simstore *s, const simstore_build_options *o);
+
 /* ---- Inspection and verification -----------------------------------------
  * Looking inside a store, or one table file, without trusting it
  * (format/table.md, format/store.md). A table handle opens one table file

@@ -156,10 +156,7 @@ int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, 
          * fingerprints (the next add or delete checks the policy again), and
          * must not report the committed delete as failed (test_crash
          * delete-autocompact). */
-        double share;
-        uint32_t segments;
-        if (dead_share(s, &share, &segments) != SIMSTORE_OK ||
-            (share > SIMSTORE_COMPACT_DEAD_SHARE && simstore_compact(s, &s->maintenance) != SIMSTORE_OK))
+        if (simstore_maybe_compact_dead(s, &s->maintenance) != SIMSTORE_OK)
             sims_error_clear();
     }
     pthread_mutex_unlock(&s->write_mu);
@@ -361,15 +358,29 @@ done:
     return rc;
 }
 
-int simstore_maybe_compact(simstore *s, const simstore_build_options *o)
+/* The automatic policy, in one place: compact when more than
+ * SIMSTORE_COMPACT_DEAD_SHARE of the tables' fingerprints are dead, or (with
+ * count_segments: after an add) when more than SIMSTORE_MAX_SEGMENTS
+ * segments are live. */
+static int compact_if_due(simstore *s, const simstore_build_options *o, int count_segments)
 {
     double share;
     uint32_t segments;
     pthread_mutex_lock(&s->write_mu); /* the policy reads the state it acts on */
     int rc = dead_share(s, &share, &segments);
-    if (rc == SIMSTORE_OK &&
-        (segments > SIMSTORE_MAX_SEGMENTS || share > SIMSTORE_COMPACT_DEAD_SHARE))
+    if (rc == SIMSTORE_OK && ((count_segments && segments > SIMSTORE_MAX_SEGMENTS) ||
+                              share > SIMSTORE_COMPACT_DEAD_SHARE))
         rc = simstore_compact(s, o);
     pthread_mutex_unlock(&s->write_mu);
     return rc;
+}
+
+int simstore_maybe_compact(simstore *s, const simstore_build_options *o)
+{
+    return compact_if_due(s, o, 1);
+}
+
+int simstore_maybe_compact_dead(simstore *s, const simstore_build_options *o)
+{
+    return compact_if_due(s, o, 0);
 }
