@@ -44,7 +44,11 @@ major=${version%%.*}
     fail "libsimstore.so.$major is not a link to libsimstore.so.$version"
 [ "$(readlink "$libdir/libsimstore.so")" = "libsimstore.so.$major" ] ||
     fail "libsimstore.so is not a link to libsimstore.so.$major"
-readelf -d "$libdir/libsimstore.so.$version" | grep -q "Library soname: \[libsimstore.so.$major\]" ||
+# (Outputs are captured before grep -q reads them: with pipefail, grep -q
+# quitting at its first match can kill the writer with SIGPIPE and fail the
+# pipeline although the line was there.)
+dynamic=$(readelf -d "$libdir/libsimstore.so.$version")
+grep -q "Library soname: \[libsimstore.so.$major\]" <<<"$dynamic" ||
     fail "the SONAME of libsimstore.so.$version is not libsimstore.so.$major"
 for f in "$libdir/libsimstore.a" "$prefix/include/simstore.h" "$prefix/bin/simstore" \
     "$libdir/cmake/simstore/simstore-config.cmake" \
@@ -83,12 +87,16 @@ run() {
 uses_installed_so() {
     local program=$1
     shift
-    env "$@" ldd "$program" | grep -q "libsimstore.so.$major => $libdir/libsimstore.so.$major" ||
-        fail "$program does not load $libdir/libsimstore.so.$major: $(env "$@" ldd "$program")"
+    local libs
+    libs=$(env "$@" ldd "$program")
+    grep -q "libsimstore.so.$major => $libdir/libsimstore.so.$major" <<<"$libs" ||
+        fail "$program does not load $libdir/libsimstore.so.$major: $libs"
 }
 # static_only PROGRAM: PROGRAM does not need libsimstore.so.
 static_only() {
-    if readelf -d "$1" | grep -q 'NEEDED.*libsimstore'; then
+    local dynamic
+    dynamic=$(readelf -d "$1")
+    if grep -q 'NEEDED.*libsimstore' <<<"$dynamic"; then
         fail "$1 needs libsimstore.so although it was linked with libsimstore.a"
     fi
 }
