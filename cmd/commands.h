@@ -10,6 +10,7 @@ int simstore_cli_version(void);
 int cmd_fingerprint(int argc, char **argv);
 int cmd_distance(int argc, char **argv);
 int cmd_pairs(int argc, char **argv);
+int cmd_clusters(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_stats(int argc, char **argv);

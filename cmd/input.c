@@ -384,6 +384,38 @@ static json_t *get_field(json_t *obj, const char *name)
     }
 }
 
+const char *input_field_name_problem(const char *name)
+{
+    return check_field_name(name);
+}
+
+int input_json_number(const char *text, size_t len, const char *name, double *value)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_ALLOW_NUL, &jerr);
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        return -1;
+    }
+    json_t *v = get_field(root, name);
+    int got = 0;
+    if (json_is_number(v)) {
+        *value = json_number_value(v);
+        got = 1;
+    } else if (json_is_string(v)) {
+        const char *str = json_string_value(v);
+        char *end;
+        errno = 0;
+        double d = strtod(str, &end);
+        if (end != str && *end == '\0' && errno == 0) {
+            *value = d;
+            got = 1;
+        }
+    }
+    json_decref(root);
+    return got;
+}
+
 /* Is `key` (a top-level member) one of the fields in use? */
 static int is_known_member(const input_parser *p, const char *key)
 {

@@ -147,4 +147,13 @@ void input_close(input_reader *r);
 /* Check an id against the rules above; returns NULL or what is wrong. */
 const char *input_check_id(const char *id, size_t len);
 
+/* Why a JSON member name (nested as a.b) is not valid, or NULL when it is. */
+const char *input_field_name_problem(const char *name);
+
+/* The number held by member `name` (nested as a.b; a member literally named
+ * so first) of the JSON object text[0..len): 1 with *value for a JSON number
+ * or a string holding a whole decimal number ("1.5e3"), 0 when the member is
+ * absent or holds anything else, -1 when the text is not a JSON object. */
+int input_json_number(const char *text, size_t len, const char *name, double *value);
+
 #endif

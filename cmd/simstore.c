@@ -15,7 +15,8 @@ typedef struct command {
 static const command commands[] = {
     {"fingerprint", cmd_fingerprint, "simhash fingerprints of documents (text or JSON Lines)"},
     {"distance", cmd_distance, "Hamming distance between two fingerprints"},
-    {"pairs", cmd_pairs, "pairs of fingerprints within distance k (brute force)"},
+    {"pairs", cmd_pairs, "every pair of documents within distance k (a self-join)"},
+    {"clusters", cmd_clusters, "near-duplicate clusters, each with the document it keeps"},
     {"build", cmd_build, "create a store from documents or fingerprints"},
     {"query", cmd_query, "documents within distance k of a fingerprint or text"},
     {"stats", cmd_stats, "a store's design, counts and sizes"},

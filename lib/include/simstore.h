@@ -787,6 +787,164 @@ typedef struct simstore_verify_summary {
 SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn,
                                  void *ctx, simstore_verify_summary *summary);
 
+/* ---- Deduplicating a store: pairs and clusters ----------------------------
+ * The self-join of a store: every pair of stored documents within distance
+ * k, found by scanning each permuted table once (a pair comes only from the
+ * first table of the design whose prefix its differing bits avoid), and the
+ * clusters those pairs form, each with the one document it keeps. Answers
+ * are exact and come in a fixed order, the same for every thread count, and
+ * a store with several segments and deleted documents answers as it would
+ * after a compaction. Both read one committed state (a long read
+ * transaction: writers go on, but LMDB cannot reuse the pages it holds). */
+
+typedef struct simstore_scan_options {
+    unsigned k;            /* distance, 0..the store's k; SIMSTORE_SCAN_STORE_K
+                              (the default) for the store's k                */
+    unsigned threads;      /* 0 (default): simstore_default_threads()        */
+    uint64_t memory_bytes; /* for sorting pairs (spilled beyond it) and the
+                              clusters' tables; 0 (default): 1 GiB           */
+    const char *tmp_dir;   /* spill files; NULL (default): $TMPDIR or /tmp   */
+    simstore_progress_fn progress; /* may be NULL                           */
+    void *progress_ctx;
+} simstore_scan_options;
+
+#define SIMSTORE_SCAN_STORE_K 0xFFFFFFFFu
+
+/* Fill *o with the defaults above. */
+SIMSTORE_API void simstore_scan_options_init(simstore_scan_options *o);
+
+/* One pair. Strings are valid only during the callback. */
+typedef struct simstore_pair {
+    const char *id_a;  /* id_a_len bytes, byte order id_a < id_b; NULL in a
+                          fingerprint-only store or by fingerprint         */
+    size_t id_a_len;
+    const char *id_b;
+    size_t id_b_len;
+    unsigned flags_a;  /* SIMSTORE_MATCH_INTEGER_ID or 0                 */
+    unsigned flags_b;
+    uint64_t fp_a;     /* the fingerprints of a and b; by fingerprint and in
+                          a fingerprint-only store fp_a <= fp_b             */
+    uint64_t fp_b;
+    unsigned distance;
+    uint64_t count_a;  /* SIMSTORE_PAIRS_BY_FINGERPRINT: documents holding
+                          fp_a and fp_b (1 each in a fingerprint-only store);
+                          else 0                                            */
+    uint64_t count_b;
+} simstore_pair;
+
+/* Receives each pair; nonzero stops simstore_pairs(), which returns it. */
+typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
+
+/* Pairs of distinct fingerprints with their document counts instead of
+ * pairs of documents (a fingerprint held by several documents is paired
+ * with itself at distance 0): for stores where one fingerprint has millions
+ * of documents. */
+#define SIMSTORE_PAIRS_BY_FINGERPRINT 1u
+
+/* Every unordered pair of stored documents within o->k, each once, ordered
+ * by distance, then id_a, then id_b (byte order); documents sharing a
+ * fingerprint are pairs at distance 0. In a fingerprint-only store, and by
+ * fingerprint, pairs of fingerprints ordered by distance, fp_a, fp_b.
+ *   o      NULL for the defaults.
+ *   flags  0 or SIMSTORE_PAIRS_BY_FINGERPRINT.
+ * Memory: o->memory_bytes for the sorted pairs (more spill to o->tmp_dir)
+ * plus, per thread, the largest prefix group of a table (a group of values
+ * sharing a table's prefix) and a few buffers.
+ * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag), SIMSTORE_ERANGE (k
+ * above the store's design), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
+ * SIMSTORE_ENOMEM, or fn's nonzero value. */
+SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, unsigned flags,
+                                simstore_pair_fn fn, void *ctx);
+
+/* Receives a pair of distinct fingerprints (a < b) within the distance. */
+typedef int (*simstore_fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned distance);
+
+/* The same join over fps[0..n) in memory (any order, repeats allowed and
+ * ignored), with the design a store of n fingerprints would have for k
+ * (1..SIMSTORE_MAX_K): every pair of distinct values within k, once each,
+ * in increasing (a, b) order. Memory: o->memory_bytes for the pairs, plus
+ * 16 n bytes per thread. Errors: SIMSTORE_EINVAL (k out of range, NULL
+ * arguments), SIMSTORE_ENOMEM, SIMSTORE_EIO, or fn's nonzero value. */
+SIMSTORE_API int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
+                                            const simstore_scan_options *o,
+                                            simstore_fp_pair_fn fn, void *ctx);
+
+typedef enum simstore_cluster_mode {
+    SIMSTORE_CLUSTER_COMPONENTS = 0, /* connected components of the
+                                        within-k graph                     */
+    SIMSTORE_CLUSTER_STAR = 1        /* in keep order, each document not yet
+                                        taken becomes a centre and takes every
+                                        document not yet taken within k      */
+} simstore_cluster_mode;
+
+typedef enum simstore_keep_rule {
+    SIMSTORE_KEEP_FIRST = 0,   /* inserted first (documents written before
+                                  insertion numbers count as inserted at 0) */
+    SIMSTORE_KEEP_MIN_ID = 1,  /* smallest id                               */
+    SIMSTORE_KEEP_MIN_KEY = 2, /* smallest key (from the key callback)      */
+    SIMSTORE_KEEP_MAX_KEY = 3  /* largest key                               */
+} simstore_keep_rule;
+
+/* A document's key for SIMSTORE_KEEP_MIN_KEY / MAX_KEY, read from its
+ * metadata (meta_len bytes of JSON, NULL when it has none): return 1 and set
+ * *key, or 0 when it has none (documents without a key sort last). Called
+ * from the thread that called simstore_clusters(). */
+typedef int (*simstore_doc_key_fn)(void *ctx, const char *meta, size_t meta_len, double *key);
+
+typedef struct simstore_cluster_options {
+    simstore_scan_options scan;
+    simstore_cluster_mode mode;  /* (SIMSTORE_CLUSTER_COMPONENTS)           */
+    simstore_keep_rule keep;     /* (SIMSTORE_KEEP_FIRST); ties: smallest id */
+    simstore_doc_key_fn key;     /* for the key rules                        */
+    void *key_ctx;
+    int singletons;              /* 1: also report each document in no pair,
+                                    as a cluster of its own (0)              */
+} simstore_cluster_options;
+
+/* Fill *o with the defaults above. */
+SIMSTORE_API void simstore_cluster_options_init(simstore_cluster_options *o);
+
+/* One clustered document. Strings are valid only during the callback. */
+typedef struct simstore_cluster_member {
+    const char *cluster;   /* the kept document's id (NULL in a
+                              fingerprint-only store)                      */
+    size_t cluster_len;
+    unsigned cluster_flags; /* SIMSTORE_MATCH_INTEGER_ID or 0              */
+    const char *id;        /* this document's id (NULL in a fingerprint-only
+                              store)                                        */
+    size_t id_len;
+    unsigned flags;
+    uint64_t fp;
+    uint64_t cluster_fp;   /* the kept document's fingerprint              */
+    int kept;              /* 1 for the cluster's kept document            */
+    unsigned distance;     /* to the kept document                         */
+} simstore_cluster_member;
+
+typedef int (*simstore_cluster_fn)(void *ctx, const simstore_cluster_member *m);
+
+typedef struct simstore_cluster_summary {
+    uint64_t documents;  /* documents reported                            */
+    uint64_t clusters;
+    uint64_t dropped;    /* documents not kept                            */
+    uint64_t largest;    /* documents in the largest cluster              */
+} simstore_cluster_summary;
+
+/* The clusters of the store's documents at distance o->scan.k: one call of
+ * fn per clustered document, clusters in the byte order of their kept
+ * document's id, each kept document first, then the others by id (in a
+ * fingerprint-only store, where documents are fingerprints: by
+ * fingerprint). Clusters have two documents or more unless o->singletons.
+ * The same store gives the same clusters on every run and thread count.
+ * Memory: that of simstore_pairs(), plus about 48 bytes per pair and per
+ * clustered document and the clustered documents' ids, which must fit in
+ * o->scan.memory_bytes (SIMSTORE_EFULL otherwise).
+ * Errors: those of simstore_pairs(); SIMSTORE_EINVAL for a key rule without
+ * a key callback, or a rule a fingerprint-only store cannot apply (the key
+ * rules); SIMSTORE_EFULL. */
+SIMSTORE_API int simstore_clusters(simstore *s, const simstore_cluster_options *o,
+                                   simstore_cluster_fn fn, void *ctx,
+                                   simstore_cluster_summary *summary);
+
 /* ---- Ordered parallel work ---------------------------------------------
  * A pool of threads that processes work items and hands them back in the
  * order they were submitted, with a bounded number in flight: what ingestion

@@ -1,0 +1,236 @@
+/* cmd_clusters.c: `simstore clusters`: the store's near-duplicate clusters,
+ * each with the one document it keeps (simstore_clusters). */
+#include "cli.h"
+#include "commands.h"
+#include "input.h"
+#include "progress.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const CMD = "clusters";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
+            "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
+            "\n"
+            "Group the store's documents into clusters of near-duplicates (within\n"
+            "Hamming distance K) and choose the one document each cluster keeps. Prints\n"
+            "one line per clustered document:\n"
+            "  CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT\n"
+            "CLUSTER is the kept document's id, KEPT is 1 for it and 0 for the documents\n"
+            "to drop. Clusters come in the byte order of their CLUSTER, the kept\n"
+            "document first, then the others by id. In a fingerprint-only store the\n"
+            "documents are the fingerprints (16 hex digits). The same store gives the\n"
+            "same bytes on every run and thread count. A summary goes to stderr.\n"
+            "\n"
+            "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
+            "      --mode components  connected components of the within-K graph: a chain\n"
+            "                       of near-duplicates is one cluster (default)\n"
+            "      --mode star      in keep order, each document not yet taken becomes a\n"
+            "                       centre and takes every document not yet taken within\n"
+            "                       K of it: nobody is farther than K from what it keeps\n"
+            "      --keep first     keep the document inserted first (default)\n"
+            "      --keep min-id    keep the smallest id\n"
+            "      --keep max-meta FIELD, --keep min-meta FIELD\n"
+            "                       keep the largest (smallest) number in the member FIELD\n"
+            "                       of the document's metadata (nested as a.b; a string\n"
+            "                       holding a decimal number counts); documents without\n"
+            "                       one come last. Ties are broken by id\n"
+            "      --singletons     also print each document near no other, as a cluster\n"
+            "                       of its own\n"
+            "      --json           JSON Lines {\"cluster\", \"id\", \"kept\", \"distance\"}\n"
+            "      --threads N      threads (default: every core)\n"
+            "      --memory SIZE    memory for the sorted pairs and the clusters (default\n"
+            "                       1G); pairs beyond it spill to $TMPDIR\n"
+            "      --progress       report progress on stderr\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+enum { OPT_K = 1, OPT_MODE, OPT_KEEP, OPT_SINGLETONS, OPT_JSON, OPT_THREADS, OPT_MEMORY,
+       OPT_PROGRESS };
+
+typedef struct clusters_out {
+    int json;
+    int fp_only;
+} clusters_out;
+
+static void print_id(const clusters_out *o, const char *id, size_t len, unsigned flags,
+                     uint64_t fp)
+{
+    char hex[17];
+    if (!id) {
+        cli_format_hex64(fp, hex);
+        if (o->json)
+            printf("\"%s\"", hex);
+        else
+            fputs(hex, stdout);
+    } else if (o->json && !(flags & SIMSTORE_MATCH_INTEGER_ID)) {
+        cli_json_string(stdout, id, len);
+    } else {
+        fwrite(id, 1, len, stdout);
+    }
+}
+
+static int print_member(void *ctx, const simstore_cluster_member *m)
+{
+    const clusters_out *o = (const clusters_out *)ctx;
+    if (o->json) {
+        fputs("{\"cluster\":", stdout);
+        print_id(o, m->cluster, m->cluster_len, m->cluster_flags, m->cluster_fp);
+        fputs(",\"id\":", stdout);
+        print_id(o, m->id, m->id_len, m->flags, m->fp);
+        printf(",\"kept\":%s,\"distance\":%u}\n", m->kept ? "true" : "false", m->distance);
+    } else {
+        print_id(o, m->cluster, m->cluster_len, m->cluster_flags, m->cluster_fp);
+        putchar('\t');
+        print_id(o, m->id, m->id_len, m->flags, m->fp);
+        printf("\t%d\t%u\n", m->kept, m->distance);
+    }
+    return ferror(stdout) ? SIMSTORE_EIO : 0;
+}
+
+static int meta_key(void *ctx, const char *meta, size_t len, double *key)
+{
+    const char *field = (const char *)ctx;
+    return meta && input_json_number(meta, len, field, key) == 1;
+}
+
+/* --keep RULE [FIELD]: the FIELD of the meta rules is the next argument
+ * (or follows a space or '=' in the same one). */
+static int parse_keep(const char *arg, char **argv, int argc, simstore_cluster_options *o,
+                      const char **field)
+{
+    const char *rest = NULL;
+    size_t n = strcspn(arg, " =");
+    if (arg[n])
+        rest = arg + n + 1;
+    if (n == 5 && strncmp(arg, "first", n) == 0 && !rest) {
+        o->keep = SIMSTORE_KEEP_FIRST;
+    } else if (n == 6 && strncmp(arg, "min-id", n) == 0 && !rest) {
+        o->keep = SIMSTORE_KEEP_MIN_ID;
+    } else if (n == 8 && (strncmp(arg, "max-meta", n) == 0 || strncmp(arg, "min-meta", n) == 0)) {
+        o->keep = arg[1] == 'a' ? SIMSTORE_KEEP_MAX_KEY : SIMSTORE_KEEP_MIN_KEY;
+        if (!rest) {
+            if (optind >= argc)
+                return cli_usage_error(CMD, "--keep %s needs a FIELD", arg);
+            rest = argv[optind++];
+        }
+        const char *why = input_field_name_problem(rest);
+        if (why)
+            return cli_usage_error(CMD, "--keep %.*s: the field name '%s' %s", (int)n, arg, rest,
+                                   why);
+        *field = rest;
+    } else {
+        return cli_usage_error(CMD, "--keep: '%s' is not first, min-id, max-meta FIELD or "
+                               "min-meta FIELD", arg);
+    }
+    return 0;
+}
+
+int cmd_clusters(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"k", required_argument, NULL, OPT_K},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"keep", required_argument, NULL, OPT_KEEP},
+        {"singletons", no_argument, NULL, OPT_SINGLETONS},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    simstore_cluster_options o;
+    simstore_cluster_options_init(&o);
+    clusters_out out = {0, 0};
+    const char *field = NULL;
+    int progress = 0, c, rc;
+    unsigned long long k = 0;
+    int have_k = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_K:
+            if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &k) != 0)
+                return cli_usage_error(CMD, "--k: '%s' is not a distance in 0..%d", optarg,
+                                       SIMSTORE_MAX_K);
+            have_k = 1;
+            break;
+        case OPT_MODE:
+            if (strcmp(optarg, "components") == 0)
+                o.mode = SIMSTORE_CLUSTER_COMPONENTS;
+            else if (strcmp(optarg, "star") == 0)
+                o.mode = SIMSTORE_CLUSTER_STAR;
+            else
+                return cli_usage_error(CMD, "--mode: '%s' is not components or star", optarg);
+            break;
+        case OPT_KEEP:
+            if ((rc = parse_keep(optarg, argv, argc, &o, &field)) != 0)
+                return rc;
+            break;
+        case OPT_SINGLETONS: o.singletons = 1; break;
+        case OPT_JSON: out.json = 1; break;
+        case OPT_THREADS:
+            if ((rc = cli_threads_option(CMD, optarg, &o.scan.threads)) != 0)
+                return rc;
+            break;
+        case OPT_MEMORY:
+            if ((rc = cli_memory_option(CMD, optarg, &o.scan.memory_bytes)) != 0)
+                return rc;
+            break;
+        case OPT_PROGRESS: progress = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option(CMD, c, argv, optind);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(CMD, optind >= argc ? "missing STORE" : "one STORE only");
+    const char *path = cli_store_path(argv[optind]);
+    simstore *s;
+    rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    simstore_stats st;
+    rc = simstore_get_stats(s, &st);
+    if (rc == 0 && have_k && k > st.k) {
+        simstore_close(s);
+        return cli_usage_error(CMD, "--k %llu exceeds the store's design (built for k <= %u)", k,
+                               st.k);
+    }
+    out.fp_only = st.fingerprint_only;
+    o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_STORE_K;
+    o.key = meta_key;
+    o.key_ctx = (void *)field;
+    cli_progress prog;
+    cli_progress_init(&prog, CMD, progress);
+    o.scan.progress = cli_progress_update;
+    o.scan.progress_ctx = &prog;
+    simstore_cluster_summary sum;
+    if (rc == 0)
+        rc = simstore_clusters(s, &o, print_member, &out, &sum);
+    cli_progress_done(&prog);
+    simstore_close(s);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error(CMD, "writing standard output: %s", strerror(errno ? errno : EIO));
+        return CLI_EXIT_FAIL;
+    }
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    fprintf(stderr,
+            "clusters: %llu %s in %llu %s, %llu to drop, largest cluster %llu %s\n",
+            (unsigned long long)sum.documents, CLI_NOUN(sum.documents, "document"),
+            (unsigned long long)sum.clusters, CLI_NOUN(sum.clusters, "cluster"),
+            (unsigned long long)sum.dropped, (unsigned long long)sum.largest,
+            CLI_NOUN(sum.largest, "document"));
+    return CLI_EXIT_OK;
+}

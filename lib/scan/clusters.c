@@ -1,0 +1,677 @@
+/* clusters.c: simstore_clusters: the live pairs of the join as a graph
+ * over distinct fingerprints, documents attached after; connected
+ * components (union-find) or stars (centres in keep order); one kept
+ * document per cluster by the keep rule; members reported in order. */
+#include "scan/joinall.h"
+#include "scan/pairs.h"
+#include "scan/state.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "sort/u64sort.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cdoc {
+    uint64_t rank;   /* keep order: smaller first; ties by id */
+    size_t id_off;
+    uint32_t id_len;
+    uint32_t node;
+    uint32_t flags;
+    uint32_t cluster; /* the kept document's index */
+} cdoc;
+
+typedef struct crun {
+    scan_state *st;
+    const simstore_cluster_options *o;
+    simstore_scan_options so;
+    uint64_t *edges; /* live pairs (a, b) */
+    size_t nedges, edge_cap;
+    uint64_t *nodes; /* distinct fingerprints in pairs or shared, sorted */
+    size_t nnodes, node_cap;
+    cdoc *docs;
+    size_t ndocs, doc_cap;
+    char *ids;
+    size_t ids_len, ids_cap;
+    uint32_t *first_doc; /* per node: its documents are first_doc[i].. */
+    uint32_t *best;      /* per node: its best document */
+    scan_docs tmp;
+} crun;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need)
+        c *= 2;
+    void *g = realloc(*p, c * elem);
+    if (!g)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    *p = g;
+    *cap = c;
+    return 0;
+}
+
+static int budget_check(const crun *r)
+{
+    uint64_t used = (uint64_t)r->nedges * 16 + (uint64_t)r->nnodes * 16 +
+                    (uint64_t)r->ndocs * sizeof(cdoc) + r->ids_len;
+    if (used > r->so.memory_bytes)
+        return sims_fail(SIMSTORE_EFULL,
+                         "clusters need %llu MiB for %zu pairs and %zu documents, above the "
+                         "memory budget of %llu MiB (give more memory)",
+                         (unsigned long long)(used >> 20), r->nedges / 2, r->ndocs,
+                         (unsigned long long)(r->so.memory_bytes >> 20));
+    return 0;
+}
+
+/* ---- the graph -------------------------------------------------------------- */
+
+static int add_node(crun *r, uint64_t fp)
+{
+    int rc = grow((void **)&r->nodes, &r->node_cap, r->nnodes + 1, sizeof *r->nodes);
+    if (rc == 0)
+        r->nodes[r->nnodes++] = fp;
+    return rc;
+}
+
+static int note_shared(void *ctx, uint64_t fp, uint64_t count)
+{
+    (void)count;
+    return add_node((crun *)ctx, fp);
+}
+
+/* The live pairs of the join into edges, their ends into nodes. */
+static int collect_edges(crun *r, sims_recsort *joined)
+{
+    sims_rec rec;
+    int got, rc = 0;
+    uint64_t last_a = 0, count_a = 0;
+    int have_a = 0;
+    while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
+        uint64_t a, b, cb = 1;
+        unsigned d;
+        scan_pair_record_decode(&rec, &a, &b, &d);
+        if (!r->st->fp_only) {
+            if (!have_a || a != last_a) {
+                if ((rc = scan_fp_count(r->st, a, &count_a)))
+                    break;
+                last_a = a;
+                have_a = 1;
+            }
+            if (count_a == 0 || (rc = scan_fp_count(r->st, b, &cb)) || cb == 0)
+                continue;
+        }
+        if ((rc = grow((void **)&r->edges, &r->edge_cap, r->nedges + 2, sizeof *r->edges)))
+            break;
+        r->edges[r->nedges++] = a;
+        r->edges[r->nedges++] = b;
+        if ((rc = add_node(r, a)) || (rc = add_node(r, b)))
+            break;
+        if ((r->nedges & 0xFFFFF) == 0 && (rc = budget_check(r)))
+            break;
+    }
+    if (rc == 0 && got < 0)
+        rc = got;
+    return rc;
+}
+
+static void sort_unique_nodes(crun *r)
+{
+    uint64_t *tmp = malloc((r->nnodes ? r->nnodes : 1) * sizeof *tmp);
+    if (tmp) {
+        sims_radix_sort_u64(r->nodes, tmp, r->nnodes);
+        free(tmp);
+    } else {
+        for (size_t i = 1; i < r->nnodes; i++) { /* out of memory: insertion sort */
+            uint64_t x = r->nodes[i];
+            size_t p = i;
+            for (; p > 0 && r->nodes[p - 1] > x; p--)
+                r->nodes[p] = r->nodes[p - 1];
+            r->nodes[p] = x;
+        }
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (w == 0 || r->nodes[i] != r->nodes[w - 1])
+            r->nodes[w++] = r->nodes[i];
+    r->nnodes = w;
+}
+
+static uint32_t node_of(const crun *r, uint64_t fp)
+{
+    size_t lo = 0, hi = r->nnodes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->nodes[mid] < fp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint32_t)lo;
+}
+
+/* ---- documents and the keep rule ------------------------------------------ */
+
+/* A double as a u64 that sorts like it (NaN: none). */
+static uint64_t sortable(double x)
+{
+    if (x == 0)
+        x = 0; /* -0 as +0 */
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits >> 63) ? ~bits : bits | (UINT64_C(1) << 63);
+}
+
+static uint64_t doc_rank(const crun *r, const scan_docs *d, const scan_doc *doc)
+{
+    const simstore_cluster_options *o = r->o;
+    double key;
+    switch (o->keep) {
+    case SIMSTORE_KEEP_FIRST: return doc->insertion;
+    case SIMSTORE_KEEP_MIN_ID: return 0;
+    default: break;
+    }
+    const char *meta = doc->meta_len ? d->ids + doc->meta_off : NULL;
+    if (!o->key(o->key_ctx, meta, doc->meta_len, &key) || isnan(key))
+        return UINT64_MAX; /* no key: last */
+    uint64_t v = sortable(o->keep == SIMSTORE_KEEP_MAX_KEY ? -key : key);
+    return v == UINT64_MAX ? UINT64_MAX - 1 : v;
+}
+
+static int add_doc(crun *r, uint32_t node, uint64_t rank, const char *id, size_t len,
+                   unsigned flags)
+{
+    int rc = grow((void **)&r->docs, &r->doc_cap, r->ndocs + 1, sizeof *r->docs);
+    if (rc == 0)
+        rc = grow((void **)&r->ids, &r->ids_cap, r->ids_len + len + 1, 1);
+    if (rc)
+        return rc;
+    cdoc *c = &r->docs[r->ndocs++];
+    c->rank = rank;
+    c->id_off = r->ids_len;
+    c->id_len = (uint32_t)len;
+    c->node = node;
+    c->flags = flags;
+    c->cluster = 0;
+    memcpy(r->ids + r->ids_len, id, len);
+    r->ids_len += len;
+    return 0;
+}
+
+/* Nonzero when document x is kept before document y. */
+static int keeps_before(const crun *r, uint32_t x, uint32_t y)
+{
+    const cdoc *a = &r->docs[x], *b = &r->docs[y];
+    if (a->rank != b->rank)
+        return a->rank < b->rank;
+    if (r->st->fp_only)
+        return r->nodes[a->node] < r->nodes[b->node];
+    size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
+    int c = memcmp(r->ids + a->id_off, r->ids + b->id_off, n);
+    return c ? c < 0 : a->id_len < b->id_len;
+}
+
+static int load_documents(crun *r)
+{
+    int with_meta = r->o->keep == SIMSTORE_KEEP_MIN_KEY || r->o->keep == SIMSTORE_KEEP_MAX_KEY;
+    r->first_doc = malloc((r->nnodes + 1) * sizeof *r->first_doc);
+    r->best = malloc((r->nnodes ? r->nnodes : 1) * sizeof *r->best);
+    if (!r->first_doc || !r->best)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    int rc = 0;
+    for (size_t i = 0; i < r->nnodes && rc == 0; i++) {
+        r->first_doc[i] = (uint32_t)r->ndocs;
+        if (r->st->fp_only) {
+            rc = add_doc(r, (uint32_t)i, 0, "", 0, 0);
+        } else {
+            rc = scan_docs_load(r->st, r->nodes[i], with_meta, &r->tmp);
+            for (size_t j = 0; rc == 0 && j < r->tmp.count; j++) {
+                const scan_doc *d = &r->tmp.docs[j];
+                rc = add_doc(r, (uint32_t)i, doc_rank(r, &r->tmp, d), r->tmp.ids + d->off,
+                             d->len, d->flags);
+            }
+        }
+        if (rc == 0 && r->ndocs == r->first_doc[i])
+            rc = SIMS_CORRUPT("%s: fingerprint %016llx lost its documents during the scan",
+                              r->st->s->path, (unsigned long long)r->nodes[i]);
+        if (rc == 0) {
+            uint32_t b = r->first_doc[i];
+            for (uint32_t d = b + 1; d < r->ndocs; d++)
+                if (keeps_before(r, d, b))
+                    b = d;
+            r->best[i] = b;
+        }
+        if (rc == 0 && (i & 0xFFFF) == 0)
+            rc = budget_check(r);
+    }
+    r->first_doc[r->nnodes] = (uint32_t)r->ndocs;
+    return rc;
+}
+
+/* ---- clustering --------------------------------------------------------------- */
+
+static uint32_t uf_find(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* cluster_of[node] = the kept document of its cluster. */
+static int cluster_components(crun *r, uint32_t *cluster_of)
+{
+    uint32_t *parent = malloc((r->nnodes ? r->nnodes : 1) * sizeof *parent);
+    if (!parent)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    for (size_t i = 0; i < r->nnodes; i++)
+        parent[i] = (uint32_t)i;
+    for (size_t e = 0; e < r->nedges; e += 2) {
+        uint32_t x = uf_find(parent, node_of(r, r->edges[e]));
+        uint32_t y = uf_find(parent, node_of(r, r->edges[e + 1]));
+        if (x != y)
+            parent[x > y ? x : y] = x < y ? x : y;
+    }
+    /* Each root's kept document: the best over its nodes. */
+    for (size_t i = 0; i < r->nnodes; i++)
+        cluster_of[i] = UINT32_MAX;
+    for (size_t i = 0; i < r->nnodes; i++) {
+        uint32_t root = uf_find(parent, (uint32_t)i);
+        if (cluster_of[root] == UINT32_MAX || keeps_before(r, r->best[i], cluster_of[root]))
+            cluster_of[root] = r->best[i];
+    }
+    for (size_t i = 0; i < r->nnodes; i++)
+        cluster_of[i] = cluster_of[uf_find(parent, (uint32_t)i)];
+    free(parent);
+    return 0;
+}
+
+static const crun *g_order_run; /* qsort has no context argument */
+
+static int by_best(const void *x, const void *y)
+{
+    uint32_t a = g_order_run->best[*(const uint32_t *)x], b = g_order_run->best[*(const uint32_t *)y];
+    return keeps_before(g_order_run, a, b) ? -1 : keeps_before(g_order_run, b, a) ? 1 : 0;
+}
+
+static int cluster_stars(crun *r, uint32_t *cluster_of)
+{
+    size_t n = r->nnodes;
+    uint32_t *deg = calloc(n + 1, sizeof *deg);
+    uint32_t *adj = malloc((r->nedges ? r->nedges : 1) * sizeof *adj);
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!deg || !adj || !order) {
+        free(deg);
+        free(adj);
+        free(order);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    }
+    for (size_t e = 0; e < r->nedges; e++)
+        deg[node_of(r, r->edges[e]) + 1]++;
+    for (size_t i = 0; i < n; i++)
+        deg[i + 1] += deg[i];
+    for (size_t e = 0; e < r->nedges; e += 2) {
+        uint32_t a = node_of(r, r->edges[e]), b = node_of(r, r->edges[e + 1]);
+        adj[deg[a]++] = b;
+        adj[deg[b]++] = a;
+    }
+    for (size_t i = n; i > 0; i--) /* deg[i] is now where node i's list ends */
+        deg[i] = deg[i - 1];
+    deg[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        order[i] = (uint32_t)i;
+        cluster_of[i] = UINT32_MAX;
+    }
+    g_order_run = r;
+    qsort(order, n, sizeof *order, by_best);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t c = order[k];
+        if (cluster_of[c] != UINT32_MAX)
+            continue;
+        cluster_of[c] = r->best[c];
+        for (uint32_t e = deg[c]; e < deg[c + 1]; e++)
+            if (cluster_of[adj[e]] == UINT32_MAX)
+                cluster_of[adj[e]] = r->best[c];
+    }
+    free(deg);
+    free(adj);
+    free(order);
+    return 0;
+}
+
+/* ---- reporting ------------------------------------------------------------------ */
+
+static const crun *g_member_run;
+
+/* Members by (kept document's id, kept first, id); in a fingerprint-only
+ * store ids are the fingerprints. */
+static int id_cmp(const crun *r, uint32_t x, uint32_t y)
+{
+    const cdoc *a = &r->docs[x], *b = &r->docs[y];
+    if (r->st->fp_only) {
+        uint64_t fa = r->nodes[a->node], fb = r->nodes[b->node];
+        return (fa > fb) - (fa < fb);
+    }
+    size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
+    int c = memcmp(r->ids + a->id_off, r->ids + b->id_off, n);
+    return c ? c : (a->id_len > b->id_len) - (a->id_len < b->id_len);
+}
+
+static int by_member(const void *x, const void *y)
+{
+    const crun *r = g_member_run;
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    int c = id_cmp(r, r->docs[a].cluster, r->docs[b].cluster);
+    if (c)
+        return c;
+    int ka = r->docs[a].cluster == a, kb = r->docs[b].cluster == b;
+    if (ka != kb)
+        return ka ? -1 : 1;
+    return id_cmp(r, a, b);
+}
+
+typedef struct reporter {
+    crun *r;
+    simstore_cluster_fn fn;
+    void *ctx;
+    simstore_cluster_summary sum;
+    uint64_t current; /* members of the cluster being reported */
+} reporter;
+
+static int report(reporter *p, const simstore_cluster_member *m)
+{
+    p->sum.documents++;
+    if (m->kept) {
+        p->sum.clusters++;
+        p->current = 0;
+    } else {
+        p->sum.dropped++;
+    }
+    if (++p->current > p->sum.largest)
+        p->sum.largest = p->current;
+    return p->fn(p->ctx, m);
+}
+
+static int report_doc(reporter *p, uint32_t d)
+{
+    const crun *r = p->r;
+    const cdoc *doc = &r->docs[d], *kept = &r->docs[doc->cluster];
+    simstore_cluster_member m;
+    memset(&m, 0, sizeof m);
+    char id[SIMSTORE_MAX_ID_BYTES + 1], cid[SIMSTORE_MAX_ID_BYTES + 1];
+    m.fp = r->nodes[doc->node];
+    m.cluster_fp = r->nodes[kept->node];
+    m.kept = doc->cluster == d;
+    m.distance = simstore_distance(m.fp, m.cluster_fp);
+    if (!r->st->fp_only) {
+        memcpy(id, r->ids + doc->id_off, doc->id_len);
+        id[doc->id_len] = '\0';
+        memcpy(cid, r->ids + kept->id_off, kept->id_len);
+        cid[kept->id_len] = '\0';
+        m.id = id;
+        m.id_len = doc->id_len;
+        m.flags = doc->flags;
+        m.cluster = cid;
+        m.cluster_len = kept->id_len;
+        m.cluster_flags = kept->flags;
+    }
+    return report(p, &m);
+}
+
+static int report_single(reporter *p, const char *id, size_t len, unsigned flags, uint64_t fp)
+{
+    simstore_cluster_member m;
+    memset(&m, 0, sizeof m);
+    char copy[SIMSTORE_MAX_ID_BYTES + 1];
+    if (id) {
+        if (len > SIMSTORE_MAX_ID_BYTES)
+            return SIMS_CORRUPT("%s: a document id of %zu bytes", p->r->st->s->path, len);
+        memcpy(copy, id, len);
+        copy[len] = '\0';
+        id = copy;
+    }
+    m.id = id;
+    m.id_len = len;
+    m.flags = flags;
+    m.cluster = id;
+    m.cluster_len = len;
+    m.cluster_flags = flags;
+    m.fp = m.cluster_fp = fp;
+    m.kept = 1;
+    return report(p, &m);
+}
+
+/* The singletons: documents whose fingerprint is in no pair, in id order
+ * (the docs database's order), and clusters of one (a star's centre whose
+ * neighbours were taken), interleaved with the clusters by id. */
+typedef struct merged {
+    reporter *p;
+    const uint32_t *members;
+    size_t nmembers, next;
+    int singletons;
+} merged;
+
+static int emit_members_before(merged *m, const char *id, size_t len, uint64_t fp, int all)
+{
+    crun *r = m->p->r;
+    while (m->next < m->nmembers) {
+        uint32_t d = m->members[m->next];
+        const cdoc *kept = &r->docs[r->docs[d].cluster];
+        if (!all) {
+            int c;
+            if (r->st->fp_only) {
+                uint64_t kf = r->nodes[kept->node];
+                c = (kf > fp) - (kf < fp);
+            } else {
+                size_t n = kept->id_len < len ? kept->id_len : len;
+                c = memcmp(r->ids + kept->id_off, id, n);
+                if (c == 0)
+                    c = (kept->id_len > len) - (kept->id_len < len);
+            }
+            if (c >= 0)
+                break;
+        }
+        m->next++;
+        /* A cluster of one is a singleton. */
+        size_t size = 1;
+        if (r->docs[d].cluster == d) {
+            size = 0;
+            for (size_t k = m->next - 1; k < m->nmembers &&
+                                         r->docs[m->members[k]].cluster == d; k++)
+                size++;
+        }
+        if (size == 1 && r->docs[d].cluster == d && !m->singletons)
+            continue;
+        int rc = report_doc(m->p, d);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int report_with_singletons(merged *m)
+{
+    crun *r = m->p->r;
+    scan_state *st = r->st;
+    int rc = 0;
+    if (st->fp_only) {
+        /* Every stored fingerprint, in order. */
+        sims_u64sort *all = NULL;
+        rc = sims_u64sort_new((size_t)(r->so.memory_bytes / 32), r->so.tmp_dir ? r->so.tmp_dir
+                              : "/tmp", &all);
+        for (uint32_t i = 0; rc == 0 && i < st->snap->segment_count; i++) {
+            const table_reader *t = st->snap->segments[i]->tables[0];
+            const sims_permuter *pm = &st->s->design->tables[0].permuter;
+            table_cursor c;
+            uint64_t buf[1024];
+            size_t n;
+            table_cursor_init(&c, t, 0, UINT64_MAX);
+            while (rc == 0 && (rc = table_cursor_next(&c, buf, 1024, &n)) == 0 && n) {
+                for (size_t k = 0; k < n; k++)
+                    buf[k] = sims_unpermute(pm, buf[k]);
+                rc = sims_u64sort_push(all, buf, n);
+            }
+        }
+        if (rc == 0)
+            rc = sims_u64sort_finish(all, 1);
+        uint64_t buf[1024];
+        size_t n = 0;
+        while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
+            for (size_t k = 0; rc == 0 && k < n; k++) {
+                uint64_t fp = buf[k];
+                if ((rc = emit_members_before(m, NULL, 0, fp, 0)))
+                    break;
+                uint32_t node = node_of(r, fp);
+                if (node < r->nnodes && r->nodes[node] == fp)
+                    continue;
+                rc = report_single(m->p, NULL, 0, 0, fp);
+            }
+        }
+        sims_u64sort_free(all);
+        return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
+    }
+    MDB_cursor *cur;
+    int mrc = mdb_cursor_open(st->txn, st->s->env.docs, &cur);
+    if (mrc)
+        return sims_mdb_fail(mrc, "open a cursor on docs");
+    MDB_val key, val;
+    mrc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
+    while (rc == 0 && mrc == 0) {
+        sims_doc_record rec;
+        rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
+        if (rc) {
+            rc = sims_fail_context(rc, "%s: document '%.*s'", st->s->path, (int)key.mv_size,
+                                   (const char *)key.mv_data);
+            break;
+        }
+        if ((rc = emit_members_before(m, key.mv_data, key.mv_size, 0, 0)))
+            break;
+        uint32_t node = node_of(r, rec.fp);
+        if (!(node < r->nnodes && r->nodes[node] == rec.fp))
+            rc = report_single(m->p, key.mv_data, key.mv_size,
+                               (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID
+                                                                      : 0,
+                               rec.fp);
+        if (rc == 0)
+            mrc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc == 0 && mrc != MDB_NOTFOUND)
+        rc = sims_mdb_fail(mrc, "read docs");
+    return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
+}
+
+static int report_all(crun *r, simstore_cluster_fn fn, void *ctx,
+                      simstore_cluster_summary *summary)
+{
+    uint32_t *members = malloc((r->ndocs ? r->ndocs : 1) * sizeof *members);
+    if (!members)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    for (size_t i = 0; i < r->ndocs; i++)
+        members[i] = (uint32_t)i;
+    g_member_run = r;
+    qsort(members, r->ndocs, sizeof *members, by_member);
+    reporter p = {r, fn, ctx, {0, 0, 0, 0}, 0};
+    merged m = {&p, members, r->ndocs, 0, r->o->singletons};
+    int rc = r->o->singletons ? report_with_singletons(&m) : emit_members_before(&m, NULL, 0, 0, 1);
+    free(members);
+    if (summary)
+        *summary = p.sum;
+    return rc;
+}
+
+static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
+                             simstore_cluster_summary *summary)
+{
+    sims_recsort *joined = NULL;
+    int rc = scan_join_store(r->st, &r->so, &joined);
+    if (rc == 0)
+        rc = collect_edges(r, joined);
+    sims_recsort_free(joined);
+    if (rc == 0 && !r->st->fp_only)
+        rc = scan_each_shared_fp(r->st, note_shared, r);
+    if (rc)
+        return rc;
+    sort_unique_nodes(r);
+    if (r->nnodes >= UINT32_MAX)
+        return sims_fail(SIMSTORE_EFULL, "more than 2^32 clustered fingerprints");
+    if (r->so.progress)
+        r->so.progress(r->so.progress_ctx, "reading documents", 0, r->nnodes);
+    rc = load_documents(r);
+    uint32_t *cluster_of = NULL;
+    if (rc == 0) {
+        cluster_of = malloc((r->nnodes ? r->nnodes : 1) * sizeof *cluster_of);
+        rc = cluster_of ? 0 : sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    }
+    if (rc == 0)
+        rc = r->o->mode == SIMSTORE_CLUSTER_STAR ? cluster_stars(r, cluster_of)
+                                                 : cluster_components(r, cluster_of);
+    if (rc == 0) {
+        for (size_t i = 0; i < r->ndocs; i++)
+            r->docs[i].cluster = cluster_of[r->docs[i].node];
+        rc = report_all(r, fn, ctx, summary);
+    }
+    free(cluster_of);
+    return rc;
+}
+
+void simstore_cluster_options_init(simstore_cluster_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    simstore_scan_options_init(&o->scan);
+    o->mode = SIMSTORE_CLUSTER_COMPONENTS;
+    o->keep = SIMSTORE_KEEP_FIRST;
+}
+
+int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_cluster_fn fn,
+                      void *ctx, simstore_cluster_summary *summary)
+{
+    if (summary)
+        memset(summary, 0, sizeof *summary);
+    if (!s || !fn)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_clusters: NULL store or callback");
+    simstore_cluster_options dflt;
+    if (!o) {
+        simstore_cluster_options_init(&dflt);
+        o = &dflt;
+    }
+    if (o->mode != SIMSTORE_CLUSTER_COMPONENTS && o->mode != SIMSTORE_CLUSTER_STAR)
+        return sims_fail(SIMSTORE_EINVAL, "unknown cluster mode %d", (int)o->mode);
+    int key_rule = o->keep == SIMSTORE_KEEP_MIN_KEY || o->keep == SIMSTORE_KEEP_MAX_KEY;
+    if (!key_rule && o->keep != SIMSTORE_KEEP_FIRST && o->keep != SIMSTORE_KEEP_MIN_ID)
+        return sims_fail(SIMSTORE_EINVAL, "unknown keep rule %d", (int)o->keep);
+    if (key_rule && !o->key)
+        return sims_fail(SIMSTORE_EINVAL, "a keep rule by key needs a key callback");
+    if (key_rule && (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s holds fingerprints only: no metadata to keep documents by", s->path);
+    crun r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    int rc = scan_options_resolve(s, &o->scan, &r.so);
+    if (rc)
+        return rc;
+    scan_state st;
+    rc = scan_state_begin(s, &st);
+    if (rc)
+        return rc;
+    r.st = &st;
+    rc = clusters_in_state(&r, fn, ctx, summary);
+    scan_state_end(&st);
+    free(r.edges);
+    free(r.nodes);
+    free(r.docs);
+    free(r.ids);
+    free(r.first_doc);
+    free(r.best);
+    scan_docs_free(&r.tmp);
+    return rc;
+}

@@ -1,0 +1,305 @@
+/* joinall.c: the self-join of every table on N threads (joinall.h), and
+ * its two inputs: a store's segments merged per table, or an array. */
+#include "scan/joinall.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "sort/u64sort.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAIR_BATCH 4096 /* pairs a worker gathers before taking the lock */
+#define MAX_THREADS 256
+
+typedef struct join_shared {
+    const sims_design *d;
+    unsigned k;
+    const scan_join_input *in;
+    sims_recsort *out;
+    unsigned items;
+    atomic_uint next;
+    atomic_int failed;
+    pthread_mutex_t mu;
+    int rc; /* the first failure, under mu */
+} join_shared;
+
+typedef struct join_worker {
+    join_shared *sh;
+    scan_joiner *joiner;
+    uint8_t (*batch)[17];
+    size_t batch_len;
+    pthread_t thread;
+} join_worker;
+
+static int flush_batch(join_worker *w)
+{
+    join_shared *sh = w->sh;
+    int rc = 0;
+    pthread_mutex_lock(&sh->mu);
+    for (size_t i = 0; i < w->batch_len && rc == 0; i++)
+        rc = sims_recsort_push(sh->out, w->batch[i], 16, w->batch[i] + 16, 1);
+    pthread_mutex_unlock(&sh->mu);
+    w->batch_len = 0;
+    return rc;
+}
+
+static int collect_pair(void *ctx, uint64_t a, uint64_t b, unsigned distance)
+{
+    join_worker *w = (join_worker *)ctx;
+    uint8_t *r = w->batch[w->batch_len++];
+    be_store64(r, a);
+    be_store64(r + 8, b);
+    r[16] = (uint8_t)distance;
+    if (w->batch_len == PAIR_BATCH)
+        return flush_batch(w);
+    return atomic_load(&w->sh->failed) ? SIMSTORE_EINVAL : 0;
+}
+
+static void note_failure(join_shared *sh, int rc)
+{
+    pthread_mutex_lock(&sh->mu);
+    if (sh->rc == 0)
+        sh->rc = rc;
+    pthread_mutex_unlock(&sh->mu);
+    atomic_store(&sh->failed, 1);
+}
+
+static void *join_worker_main(void *arg)
+{
+    join_worker *w = (join_worker *)arg;
+    join_shared *sh = w->sh;
+    const scan_join_input *in = sh->in;
+    for (;;) {
+        unsigned item = atomic_fetch_add(&sh->next, 1);
+        if (item >= sh->items || atomic_load(&sh->failed))
+            break;
+        unsigned t = item / in->parts, part = item % in->parts;
+        uint64_t lo, hi;
+        scan_part_range(sh->d, part, in->parts, &lo, &hi);
+        void *src = NULL;
+        int rc = in->open(in->ctx, t, lo, hi, &src);
+        if (rc == 0)
+            rc = scan_join_table(w->joiner, t, in->next, src, collect_pair, w);
+        if (src)
+            in->close(src);
+        if (rc == 0 && w->batch_len)
+            rc = flush_batch(w);
+        if (rc) {
+            note_failure(sh, rc);
+            break;
+        }
+    }
+    return NULL;
+}
+
+int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan_join_input *in,
+                  sims_recsort *out)
+{
+    if (k == 0)
+        return SIMSTORE_OK; /* tables hold distinct values: no pair at 0 */
+    if (threads == 0)
+        threads = simstore_default_threads();
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    join_shared sh = {.d = d, .k = k, .in = in, .out = out,
+                      .items = d->n_tables * in->parts};
+    atomic_init(&sh.next, 0);
+    atomic_init(&sh.failed, 0);
+    pthread_mutex_init(&sh.mu, NULL);
+    if (threads > sh.items)
+        threads = sh.items;
+    join_worker *w = calloc(threads, sizeof *w);
+    int rc = w ? 0 : sims_fail(SIMSTORE_ENOMEM, "out of memory for join threads");
+    unsigned started = 0;
+    for (unsigned i = 0; i < threads && rc == 0; i++) {
+        w[i].sh = &sh;
+        w[i].batch = malloc(PAIR_BATCH * sizeof *w[i].batch);
+        if (!w[i].batch)
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for join threads");
+        if (rc == 0)
+            rc = scan_joiner_new(d, k, &w[i].joiner);
+        if (rc == 0) {
+            if (pthread_create(&w[i].thread, NULL, join_worker_main, &w[i]) != 0)
+                rc = sims_fail(SIMSTORE_EIO, "cannot start a join thread");
+            else
+                started++;
+        }
+    }
+    if (rc)
+        note_failure(&sh, rc);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(w[i].thread, NULL);
+    if (w) {
+        for (unsigned i = 0; i < threads; i++) {
+            scan_joiner_free(w[i].joiner);
+            free(w[i].batch);
+        }
+    }
+    free(w);
+    pthread_mutex_destroy(&sh.mu);
+    return sh.rc;
+}
+
+void scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance)
+{
+    *a = be_load64(r->key);
+    *b = be_load64(r->key + 8);
+    *distance = r->val_len ? r->val[0] : 0;
+}
+
+/* ---- a store's segments ------------------------------------------------- */
+
+#define SEG_BUF 1024
+
+typedef struct seg_head {
+    table_cursor cur;
+    uint64_t buf[SEG_BUF];
+    size_t len, pos;
+    int done;
+} seg_head;
+
+typedef struct store_src {
+    unsigned nsegs;
+    seg_head heads[];
+} store_src;
+
+static int seg_fill(seg_head *h)
+{
+    if (h->pos < h->len || h->done)
+        return 0;
+    h->pos = 0;
+    int rc = table_cursor_next(&h->cur, h->buf, SEG_BUF, &h->len);
+    if (rc == 0 && h->len == 0)
+        h->done = 1;
+    return rc;
+}
+
+static int store_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **out)
+{
+    const sims_snapshot *snap = (const sims_snapshot *)ctx;
+    store_src *s = malloc(sizeof *s + snap->segment_count * sizeof s->heads[0]);
+    if (!s)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a table scan");
+    s->nsegs = snap->segment_count;
+    for (unsigned i = 0; i < s->nsegs; i++) {
+        seg_head *h = &s->heads[i];
+        h->len = h->pos = 0;
+        h->done = 0;
+        table_cursor_init(&h->cur, snap->segments[i]->tables[t], lo, hi);
+    }
+    *out = s;
+    return 0;
+}
+
+/* The next values in order: one segment hands its chunks straight over,
+ * several are merged (segments are few: a linear pick of the least). */
+static int store_next(void *src, uint64_t *out, size_t cap, size_t *n)
+{
+    store_src *s = (store_src *)src;
+    *n = 0;
+    for (unsigned i = 0; i < s->nsegs; i++) {
+        int rc = seg_fill(&s->heads[i]);
+        if (rc)
+            return rc;
+    }
+    if (s->nsegs == 1) {
+        seg_head *h = &s->heads[0];
+        size_t m = h->len - h->pos < cap ? h->len - h->pos : cap;
+        memcpy(out, h->buf + h->pos, m * sizeof *out);
+        h->pos += m;
+        *n = m;
+        return 0;
+    }
+    while (*n < cap) {
+        seg_head *best = NULL;
+        for (unsigned i = 0; i < s->nsegs; i++) {
+            seg_head *h = &s->heads[i];
+            if (h->pos < h->len && (!best || h->buf[h->pos] < best->buf[best->pos]))
+                best = h;
+        }
+        if (!best)
+            break;
+        out[(*n)++] = best->buf[best->pos++];
+        int rc = seg_fill(best);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void store_close(void *src)
+{
+    free(src);
+}
+
+void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
+                      unsigned threads)
+{
+    in->open = store_open;
+    in->next = store_next;
+    in->close = store_close;
+    in->ctx = (void *)snap;
+    in->parts = scan_parts_for(s->design, threads ? threads : simstore_default_threads());
+}
+
+/* ---- an array ------------------------------------------------------------- */
+
+typedef struct array_src {
+    uint64_t *v;
+    size_t n, pos;
+} array_src;
+
+static int array_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **out)
+{
+    (void)lo;
+    (void)hi; /* one part per table */
+    const scan_array_ctx *a = (const scan_array_ctx *)ctx;
+    array_src *s = calloc(1, sizeof *s);
+    uint64_t *tmp = malloc((a->n ? a->n : 1) * sizeof *tmp);
+    if (s)
+        s->v = malloc((a->n ? a->n : 1) * sizeof *s->v);
+    if (!s || !s->v || !tmp) {
+        free(tmp);
+        if (s)
+            free(s->v);
+        free(s);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %zu fingerprints", a->n);
+    }
+    const sims_permuter *p = &a->d->tables[t].permuter;
+    for (size_t i = 0; i < a->n; i++)
+        s->v[i] = sims_permute(p, a->fps[i]);
+    sims_radix_sort_u64(s->v, tmp, a->n);
+    free(tmp);
+    s->n = a->n;
+    *out = s;
+    return 0;
+}
+
+static int array_next(void *src, uint64_t *out, size_t cap, size_t *n)
+{
+    array_src *s = (array_src *)src;
+    size_t m = s->n - s->pos < cap ? s->n - s->pos : cap;
+    memcpy(out, s->v + s->pos, m * sizeof *out);
+    s->pos += m;
+    *n = m;
+    return 0;
+}
+
+static void array_close(void *src)
+{
+    array_src *s = (array_src *)src;
+    free(s->v);
+    free(s);
+}
+
+void scan_array_input(scan_join_input *in, scan_array_ctx *ctx)
+{
+    in->open = array_open;
+    in->next = array_next;
+    in->close = array_close;
+    in->ctx = ctx;
+    in->parts = 1;
+}

@@ -1,0 +1,46 @@
+/* joinall.h: running the self-join (join.h) over every table of a design
+ * on N threads, the work cut into (table, part) items, the pairs collected
+ * in a spilling sorter in fingerprint order; and the two inputs it runs on:
+ * an open store's segments, or an array of fingerprints in memory. */
+#ifndef SIMS_SCAN_JOINALL_H
+#define SIMS_SCAN_JOINALL_H
+
+#include "scan/join.h"
+#include "sort/recsort.h"
+#include "store/store_internal.h"
+
+/* Where the values of one table come from. */
+typedef struct scan_join_input {
+    /* Open the values of table t in [lo, hi] as a source for next(). */
+    int (*open)(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **src);
+    scan_source_fn next;
+    void (*close)(void *src);
+    void *ctx;
+    unsigned parts; /* parts per table (scan_parts_for), 1 for none */
+} scan_join_input;
+
+/* Join every table of d at distance k (1..d's k) on `threads` threads (0:
+ * every core) and push each pair once into `out` as a pair record (below):
+ * the sorted stream is then every pair of distinct values within k, by
+ * (a, b), whatever the thread count. */
+int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan_join_input *in,
+                  sims_recsort *out);
+
+/* The pair record: key = a, b (8 bytes each, big-endian: byte order is
+ * numeric order), value = the distance (1 byte). */
+void scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance);
+
+/* The input of a store snapshot: table t of every segment, merged. */
+void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
+                      unsigned threads);
+
+/* The input of fps[0..n) (any order, repeats allowed), permuted and sorted
+ * per table by the thread that joins it (n * 16 bytes each). */
+typedef struct scan_array_ctx {
+    const sims_design *d;
+    const uint64_t *fps;
+    size_t n;
+} scan_array_ctx;
+void scan_array_input(scan_join_input *in, scan_array_ctx *ctx);
+
+#endif

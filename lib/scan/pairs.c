@@ -1,0 +1,279 @@
+/* pairs.c: simstore_pairs (the join's fingerprint pairs turned into
+ * document pairs, or counted fingerprint pairs, in the documented order)
+ * and simstore_join_fingerprints (the same join over an array). */
+#include "scan/joinall.h"
+#include "scan/pairs.h"
+#include "scan/state.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A key: distance, then two escaped ids of up to 511 bytes each. */
+#define KEY_MAX (1 + 2 * (2 * SIMSTORE_MAX_ID_BYTES + 2))
+
+int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out)
+{
+    const char *dir = o->tmp_dir;
+    if (!dir)
+        dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    return sims_recsort_new((size_t)(o->memory_bytes / share), dir, out);
+}
+
+int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined)
+{
+    int rc = scan_sorter_new(o, 4, joined);
+    if (rc)
+        return rc;
+    scan_join_input in;
+    scan_store_input(&in, st->s, st->snap, o->threads);
+    if (o->progress)
+        o->progress(o->progress_ctx, "joining tables", 0, st->s->design->n_tables);
+    rc = scan_join_all(st->s->design, o->k, o->threads, &in, *joined);
+    if (rc == 0)
+        rc = sims_recsort_finish(*joined, (size_t)(o->memory_bytes / 4));
+    if (o->progress)
+        o->progress(o->progress_ctx, "joining tables", st->s->design->n_tables,
+                    st->s->design->n_tables);
+    return rc;
+}
+
+typedef struct pairs_run {
+    scan_state *st;
+    const simstore_scan_options *o;
+    unsigned flags;
+    sims_recsort *out;
+    scan_docs da, db;
+    uint8_t key[KEY_MAX];
+} pairs_run;
+
+/* ---- the final records ---------------------------------------------------- */
+
+static int push_fp_pair(pairs_run *r, uint64_t a, uint64_t b, unsigned d, uint64_t ca,
+                        uint64_t cb)
+{
+    uint8_t key[17], val[16];
+    key[0] = (uint8_t)d;
+    be_store64(key + 1, a);
+    be_store64(key + 9, b);
+    be_store64(val, ca);
+    be_store64(val + 8, cb);
+    return sims_recsort_push(r->out, key, sizeof key, val, sizeof val);
+}
+
+static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_docs *y, size_t j,
+                         unsigned d)
+{
+    const scan_doc *p = &x->docs[i], *q = &y->docs[j];
+    const char *pid = x->ids + p->off, *qid = y->ids + q->off;
+    size_t n = p->len < q->len ? p->len : q->len;
+    int c = memcmp(pid, qid, n);
+    if (c > 0 || (c == 0 && p->len > q->len)) {
+        const scan_doc *td = p;
+        p = q;
+        q = td;
+        const char *ti = pid;
+        pid = qid;
+        qid = ti;
+        const scan_docs *tx = x;
+        x = y;
+        y = tx;
+    }
+    size_t len = 0;
+    r->key[len++] = (uint8_t)d;
+    len += scan_key_put_id(r->key + len, pid, p->len);
+    len += scan_key_put_id(r->key + len, qid, q->len);
+    uint8_t val[18];
+    val[0] = (uint8_t)p->flags;
+    val[1] = (uint8_t)q->flags;
+    be_store64(val + 2, x->fp);
+    be_store64(val + 10, y->fp);
+    return sims_recsort_push(r->out, r->key, (uint32_t)len, val, sizeof val);
+}
+
+/* Every pair of fp's documents: distance 0. */
+static int push_shared(void *ctx, uint64_t fp, uint64_t count)
+{
+    pairs_run *r = (pairs_run *)ctx;
+    if (r->flags & SIMSTORE_PAIRS_BY_FINGERPRINT)
+        return push_fp_pair(r, fp, fp, 0, count, count);
+    int rc = scan_docs_load(r->st, fp, 0, &r->da);
+    for (size_t i = 0; rc == 0 && i < r->da.count; i++)
+        for (size_t j = i + 1; rc == 0 && j < r->da.count; j++)
+            rc = push_doc_pair(r, &r->da, i, &r->da, j, 0);
+    r->da.valid = 0; /* reused: not a cache of the join's a */
+    return rc;
+}
+
+/* One pair of distinct fingerprints from the join: skipped when either has
+ * no document (dead), else its document pairs or its counts. */
+static int push_joined(pairs_run *r, uint64_t a, uint64_t b, unsigned d)
+{
+    if (r->st->fp_only)
+        return push_fp_pair(r, a, b, d, 1, 1);
+    int rc;
+    if (r->flags & SIMSTORE_PAIRS_BY_FINGERPRINT) {
+        uint64_t ca, cb;
+        if ((rc = scan_fp_count(r->st, a, &ca)) || (rc = scan_fp_count(r->st, b, &cb)))
+            return rc;
+        return ca && cb ? push_fp_pair(r, a, b, d, ca, cb) : 0;
+    }
+    if (!r->da.valid || r->da.fp != a) {
+        if ((rc = scan_docs_load(r->st, a, 0, &r->da)))
+            return rc;
+    }
+    if (r->da.count == 0)
+        return 0;
+    if ((rc = scan_docs_load(r->st, b, 0, &r->db)))
+        return rc;
+    for (size_t i = 0; rc == 0 && i < r->da.count; i++)
+        for (size_t j = 0; rc == 0 && j < r->db.count; j++)
+            rc = push_doc_pair(r, &r->da, i, &r->db, j, d);
+    return rc;
+}
+
+static int deliver(pairs_run *r, simstore_pair_fn fn, void *ctx)
+{
+    char ida[SIMSTORE_MAX_ID_BYTES + 1], idb[SIMSTORE_MAX_ID_BYTES + 1];
+    sims_rec rec;
+    int got;
+    while ((got = sims_recsort_next(r->out, &rec)) == 1) {
+        simstore_pair p;
+        memset(&p, 0, sizeof p);
+        p.distance = rec.key[0];
+        if (rec.key_len == 17 && rec.val_len == 16) {
+            p.fp_a = be_load64(rec.key + 1);
+            p.fp_b = be_load64(rec.key + 9);
+            if (r->flags & SIMSTORE_PAIRS_BY_FINGERPRINT) {
+                p.count_a = be_load64(rec.val);
+                p.count_b = be_load64(rec.val + 8);
+            }
+        } else {
+            size_t pos = 1;
+            p.id_a_len = scan_key_get_id(rec.key, rec.key_len, &pos, ida);
+            p.id_b_len = scan_key_get_id(rec.key, rec.key_len, &pos, idb);
+            ida[p.id_a_len] = idb[p.id_b_len] = '\0';
+            p.id_a = ida;
+            p.id_b = idb;
+            p.flags_a = rec.val[0];
+            p.flags_b = rec.val[1];
+            p.fp_a = be_load64(rec.val + 2);
+            p.fp_b = be_load64(rec.val + 10);
+        }
+        int rc = fn(ctx, &p);
+        if (rc)
+            return rc;
+    }
+    return got < 0 ? got : 0;
+}
+
+static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsigned flags,
+                          simstore_pair_fn fn, void *ctx)
+{
+    sims_recsort *joined = NULL;
+    pairs_run r;
+    memset(&r, 0, sizeof r);
+    r.st = st;
+    r.o = o;
+    r.flags = flags;
+    int rc = scan_join_store(st, o, &joined);
+    if (rc == 0)
+        rc = scan_sorter_new(o, 4, &r.out);
+    if (rc == 0 && !st->fp_only)
+        rc = scan_each_shared_fp(st, push_shared, &r);
+    if (rc == 0 && o->progress)
+        o->progress(o->progress_ctx, "reading documents", 0, sims_recsort_count(joined));
+    sims_rec rec;
+    int got = 0;
+    while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
+        uint64_t a, b;
+        unsigned d;
+        scan_pair_record_decode(&rec, &a, &b, &d);
+        rc = push_joined(&r, a, b, d);
+    }
+    if (rc == 0 && got < 0)
+        rc = got;
+    sims_recsort_free(joined);
+    if (rc == 0)
+        rc = sims_recsort_finish(r.out, (size_t)(o->memory_bytes / 4));
+    if (rc == 0)
+        rc = deliver(&r, fn, ctx);
+    sims_recsort_free(r.out);
+    scan_docs_free(&r.da);
+    scan_docs_free(&r.db);
+    return rc;
+}
+
+int simstore_pairs(simstore *s, const simstore_scan_options *opts, unsigned flags,
+                   simstore_pair_fn fn, void *ctx)
+{
+    if (!s || !fn)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_pairs: NULL store or callback");
+    if (flags & ~SIMSTORE_PAIRS_BY_FINGERPRINT)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_pairs: unknown flags %#x", flags);
+    simstore_scan_options o;
+    int rc = scan_options_resolve(s, opts, &o);
+    if (rc)
+        return rc;
+    scan_state st;
+    rc = scan_state_begin(s, &st);
+    if (rc)
+        return rc;
+    rc = pairs_in_state(&st, &o, flags, fn, ctx);
+    scan_state_end(&st);
+    return rc;
+}
+
+/* ---- an array of fingerprints --------------------------------------------- */
+
+int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
+                               const simstore_scan_options *opts, simstore_fp_pair_fn fn,
+                               void *ctx)
+{
+    if ((!fps && n) || !fn)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_join_fingerprints: NULL argument");
+    if (k < 1 || k > SIMSTORE_MAX_K)
+        return sims_fail(SIMSTORE_EINVAL, "join distance %u outside 1..%u", k, SIMSTORE_MAX_K);
+    simstore_scan_options o;
+    if (opts)
+        o = *opts;
+    else
+        simstore_scan_options_init(&o);
+    if (o.threads == 0)
+        o.threads = simstore_default_threads();
+    if (o.memory_bytes < ((uint64_t)16 << 20))
+        o.memory_bytes = o.memory_bytes ? ((uint64_t)16 << 20) : ((uint64_t)1 << 30);
+    sims_design *d = malloc(sizeof *d);
+    if (!d)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
+    int rc = sims_design_choose(k, n, sims_design_fps_per_block(n, SIMSTORE_DEFAULT_BLOCK_BYTES),
+                                NULL, d);
+    sims_recsort *joined = NULL;
+    if (rc == 0)
+        rc = scan_sorter_new(&o, 2, &joined);
+    if (rc == 0) {
+        scan_array_ctx actx = {d, fps, n};
+        scan_join_input in;
+        scan_array_input(&in, &actx);
+        rc = scan_join_all(d, k, o.threads, &in, joined);
+    }
+    if (rc == 0)
+        rc = sims_recsort_finish(joined, (size_t)(o.memory_bytes / 2));
+    sims_rec rec;
+    int got = 0;
+    while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
+        uint64_t a, b;
+        unsigned dist;
+        scan_pair_record_decode(&rec, &a, &b, &dist);
+        rc = fn(ctx, a, b, dist);
+    }
+    if (rc == 0 && got < 0)
+        rc = got;
+    sims_recsort_free(joined);
+    free(d);
+    return rc;
+}

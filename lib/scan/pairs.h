@@ -1,0 +1,18 @@
+/* pairs.h: what clusters.c shares with pairs.c: the spill sorters of a
+ * scan and the join of a store's state into sorted fingerprint pairs. */
+#ifndef SIMS_SCAN_PAIRS_H
+#define SIMS_SCAN_PAIRS_H
+
+#include "scan/state.h"
+#include "sort/recsort.h"
+
+/* A record sorter with 1/share of o->memory_bytes, spilling to o->tmp_dir
+ * ($TMPDIR, /tmp). */
+int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out);
+
+/* Join the state's tables at o->k into *joined (finished: read it with
+ * sims_recsort_next; pair records of joinall.h), dead fingerprints
+ * included. The caller frees *joined, also on failure. */
+int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined);
+
+#endif

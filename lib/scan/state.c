@@ -1,0 +1,268 @@
+/* state.c: the committed state a store-wide scan reads, the documents of a
+ * fingerprint, and ids inside sort keys (state.h). */
+#include "scan/state.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "docs/records.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int state_attempt(void *ctx)
+{
+    scan_state *st = (scan_state *)ctx;
+    int rc = sims_env_read_begin(&st->s->env, &st->txn);
+    if (rc)
+        return rc;
+    rc = sims_store_snapshot(st->s, st->txn, &st->snap);
+    if (rc) {
+        mdb_txn_abort(st->txn);
+        st->txn = NULL;
+        st->snap = NULL;
+    }
+    return rc;
+}
+
+int scan_state_begin(simstore *s, scan_state *st)
+{
+    memset(st, 0, sizeof *st);
+    st->s = s;
+    st->fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    int rc = sims_retry(state_attempt, st);
+    if (rc == 0 && !st->fp_only) {
+        int mrc = mdb_cursor_open(st->txn, s->env.fps, &st->fps);
+        if (mrc)
+            rc = sims_mdb_fail(mrc, "open a cursor on fps");
+    }
+    if (rc)
+        scan_state_end(st);
+    return rc;
+}
+
+void scan_state_end(scan_state *st)
+{
+    if (st->fps)
+        mdb_cursor_close(st->fps);
+    if (st->txn)
+        mdb_txn_abort(st->txn);
+    if (st->snap)
+        sims_snapshot_release(st->snap);
+    st->fps = NULL;
+    st->txn = NULL;
+    st->snap = NULL;
+}
+
+int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
+                         simstore_scan_options *out)
+{
+    if (in)
+        *out = *in;
+    else
+        simstore_scan_options_init(out);
+    unsigned design_k = s->design->params.k;
+    if (out->k == SIMSTORE_SCAN_STORE_K)
+        out->k = design_k;
+    if (out->k > design_k)
+        return sims_fail(SIMSTORE_ERANGE,
+                         "distance %u exceeds the store's design (built for k <= %u)", out->k,
+                         design_k);
+    if (out->threads == 0)
+        out->threads = simstore_default_threads();
+    if (out->memory_bytes == 0)
+        out->memory_bytes = (uint64_t)1 << 30;
+    if (out->memory_bytes < ((uint64_t)16 << 20))
+        out->memory_bytes = (uint64_t)16 << 20;
+    return SIMSTORE_OK;
+}
+
+void simstore_scan_options_init(simstore_scan_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->k = SIMSTORE_SCAN_STORE_K;
+}
+
+/* ---- documents of a fingerprint ----------------------------------------- */
+
+static int docs_grow(scan_docs *d, size_t id_bytes)
+{
+    if (d->count == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 16;
+        scan_doc *g = realloc(d->docs, cap * sizeof *g);
+        if (!g)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for documents");
+        d->docs = g;
+        d->cap = cap;
+    }
+    if (id_bytes > d->ids_cap - d->ids_len) {
+        size_t cap = d->ids_cap ? d->ids_cap : 4096;
+        while (cap - d->ids_len < id_bytes)
+            cap *= 2;
+        char *g = realloc(d->ids, cap);
+        if (!g)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for documents");
+        d->ids = g;
+        d->ids_cap = cap;
+    }
+    return 0;
+}
+
+/* Append document `id` with its record, checked to hold fp. */
+static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_meta, scan_docs *d)
+{
+    const char *path = st->s->path;
+    if (id->mv_size == 0 || id->mv_size > SIMSTORE_MAX_ID_BYTES)
+        return SIMS_CORRUPT("%s: fps entry %016llx holds an id of %zu bytes", path,
+                            (unsigned long long)fp, id->mv_size);
+    MDB_val key = *id, val;
+    int rc = mdb_get(st->txn, st->s->env.docs, &key, &val);
+    if (rc == MDB_NOTFOUND)
+        return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", path,
+                            (int)id->mv_size, (const char *)id->mv_data);
+    if (rc)
+        return sims_mdb_fail(rc, "read docs");
+    sims_doc_record rec;
+    rc = sims_doc_record_decode((const uint8_t *)id->mv_data, id->mv_size,
+                                (const uint8_t *)val.mv_data, val.mv_size, &rec);
+    if (rc)
+        return sims_fail_context(rc, "%s: document '%.*s'", path, (int)id->mv_size,
+                                 (const char *)id->mv_data);
+    if (rec.fp != fp)
+        return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
+                            path, (int)id->mv_size, (const char *)id->mv_data,
+                            (unsigned long long)rec.fp, (unsigned long long)fp);
+    size_t meta = with_meta && rec.meta ? rec.meta_len : 0;
+    rc = docs_grow(d, id->mv_size + meta);
+    if (rc)
+        return rc;
+    scan_doc *doc = &d->docs[d->count++];
+    doc->off = d->ids_len;
+    doc->len = (uint32_t)id->mv_size;
+    doc->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    doc->insertion = SCAN_RECORD_INSERTION(rec);
+    memcpy(d->ids + d->ids_len, id->mv_data, id->mv_size);
+    d->ids_len += id->mv_size;
+    doc->meta_off = d->ids_len;
+    doc->meta_len = meta;
+    if (meta) {
+        memcpy(d->ids + d->ids_len, rec.meta, meta);
+        d->ids_len += meta;
+    }
+    return 0;
+}
+
+int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)
+{
+    d->fp = fp;
+    d->valid = 0;
+    d->count = 0;
+    d->ids_len = 0;
+    uint8_t kb[8];
+    be_store64(kb, fp);
+    MDB_val key = {8, kb}, val;
+    int rc = mdb_cursor_get(st->fps, &key, &val, MDB_SET_KEY);
+    while (rc == 0) {
+        int e = docs_add(st, fp, &val, with_meta, d);
+        if (e)
+            return e;
+        rc = mdb_cursor_get(st->fps, &key, &val, MDB_NEXT_DUP);
+    }
+    if (rc != MDB_NOTFOUND)
+        return sims_mdb_fail(rc, "read fps");
+    d->valid = 1;
+    return 0;
+}
+
+void scan_docs_free(scan_docs *d)
+{
+    free(d->docs);
+    free(d->ids);
+    memset(d, 0, sizeof *d);
+}
+
+int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
+{
+    *count = 0;
+    uint8_t kb[8];
+    be_store64(kb, fp);
+    MDB_val key = {8, kb}, val;
+    int rc = mdb_cursor_get(st->fps, &key, &val, MDB_SET_KEY);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc)
+        return sims_mdb_fail(rc, "read fps");
+    size_t n = 0;
+    rc = mdb_cursor_count(st->fps, &n);
+    if (rc)
+        return sims_mdb_fail(rc, "count fps entries");
+    *count = (uint64_t)n;
+    return 0;
+}
+
+int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
+{
+    /* Documents outnumber fingerprints only when some are shared. */
+    if (st->snap->doc_count <= st->snap->fp_count)
+        return 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);
+    if (rc)
+        return sims_mdb_fail(rc, "open a cursor on fps");
+    MDB_val key, val;
+    int e = 0;
+    rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
+    while (rc == 0 && e == 0) {
+        size_t n = 0;
+        if (key.mv_size != 8) {
+            e = SIMS_CORRUPT("%s: fps key of %zu bytes", st->s->path, key.mv_size);
+            break;
+        }
+        rc = mdb_cursor_count(cur, &n);
+        if (rc)
+            break;
+        if (n >= 2)
+            e = fn(ctx, be_load64(key.mv_data), (uint64_t)n);
+        if (e == 0)
+            rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT_NODUP);
+    }
+    mdb_cursor_close(cur);
+    if (e)
+        return e;
+    return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read fps");
+}
+
+/* ---- ids in sort keys ----------------------------------------------------- */
+
+size_t scan_key_put_id(uint8_t *out, const char *id, size_t len)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < len; i++) {
+        out[w++] = (uint8_t)id[i];
+        if (id[i] == 0)
+            out[w++] = 1;
+    }
+    out[w++] = 0;
+    out[w++] = 0;
+    return w;
+}
+
+size_t scan_key_get_id(const uint8_t *key, size_t n, size_t *pos, char *out)
+{
+    size_t p = *pos, len = 0;
+    while (p < n) {
+        if (key[p] == 0) {
+            if (p + 1 < n && key[p + 1] == 1) {
+                out[len++] = 0;
+                p += 2;
+                continue;
+            }
+            p += 2; /* the end mark */
+            break;
+        }
+        out[len++] = (char)key[p++];
+    }
+    *pos = p;
+    return len;
+}

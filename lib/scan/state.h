@@ -1,0 +1,77 @@
+/* state.h: what the store-wide scans (pairs, clusters) share: one
+ * committed state held for the whole scan (a read transaction and the
+ * snapshot of its segments), the documents of a fingerprint read from LMDB
+ * and checked against their records, and the order-preserving encoding of
+ * ids inside sort keys. */
+#ifndef SIMS_SCAN_STATE_H
+#define SIMS_SCAN_STATE_H
+
+#include "simstore.h"
+#include "store/store_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A document record's insertion number (0 for records written without). */
+#define SCAN_RECORD_INSERTION(rec) ((void)(rec), (uint64_t)0)
+
+typedef struct scan_state {
+    simstore *s;
+    MDB_txn *txn;
+    MDB_cursor *fps; /* NULL in a fingerprint-only store */
+    sims_snapshot *snap;
+    int fp_only;
+} scan_state;
+
+/* Begin: a read transaction and the snapshot it sees (read again while
+ * writers remove the files of the state it saw). */
+int scan_state_begin(simstore *s, scan_state *st);
+void scan_state_end(scan_state *st);
+
+/* The resolved scan options: k checked against the design (ERANGE), the
+ * defaults filled in. */
+int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
+                         simstore_scan_options *out);
+
+/* The documents holding one fingerprint, in fps order (id byte order). */
+typedef struct scan_doc {
+    size_t off; /* of the id in ids */
+    uint32_t len;
+    uint32_t flags;      /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    uint64_t insertion;  /* the record's insertion number (0: none) */
+    size_t meta_off;     /* of the metadata in ids; meta_len 0: none */
+    size_t meta_len;
+} scan_doc;
+
+typedef struct scan_docs {
+    uint64_t fp;
+    int valid;
+    scan_doc *docs;
+    size_t count, cap;
+    char *ids;
+    size_t ids_len, ids_cap;
+} scan_docs;
+
+/* Load fp's documents into d (replacing what it held): each id from fps,
+ * its record from docs (flags, insertion number, and metadata when
+ * with_meta), checked to hold fp. A fingerprint without documents (dead)
+ * gives count 0. Errors: SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d);
+void scan_docs_free(scan_docs *d);
+
+/* Documents holding fp (0 when none). */
+int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count);
+
+/* Visit every fingerprint held by two documents or more, in order. */
+typedef int (*scan_shared_fn)(void *ctx, uint64_t fp, uint64_t count);
+int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx);
+
+/* Ids inside sort keys: each 0x00 byte becomes 0x00 0x01 and the id ends
+ * with 0x00 0x00, so that keys compare as the ids do in byte order (a
+ * shorter id first when it is a prefix of the other). */
+size_t scan_key_put_id(uint8_t *out, const char *id, size_t len);
+/* Decode one such id at key[*pos..n) into out (capacity cap >= n); returns
+ * its length and moves *pos past it. */
+size_t scan_key_get_id(const uint8_t *key, size_t n, size_t *pos, char *out);
+
+#endif

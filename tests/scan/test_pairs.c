@@ -1,0 +1,625 @@
+/* test_pairs.c: simstore_pairs, simstore_join_fingerprints and
+ * simstore_clusters against brute-force references: uniform, clustered,
+ * duplicate-heavy and adversarial sets, k = 0..7, stores of two segments
+ * with deleted documents, before and after a compaction, at 1 and 2
+ * threads; fingerprint-only and empty stores; a big prefix group. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "simstore.h"
+#include "testutil.h"
+
+enum { UNIFORM, CLUSTERED, DUPLICATES, ADVERSARIAL, SHAPES };
+static const char *const shape_names[SHAPES] = {"uniform", "clustered", "duplicates",
+                                                "adversarial"};
+
+typedef struct doc {
+    char id[32];
+    uint64_t fp;
+    uint64_t rank; /* insertion order: (commit << 40) | position */
+    double len;    /* the metadata's "len"; < 0: none */
+    int deleted;
+} doc;
+
+typedef struct corpus {
+    doc *docs;
+    size_t n;
+} corpus;
+
+static uint64_t flip_bits(test_rng *r, uint64_t fp, unsigned bits)
+{
+    for (unsigned i = 0; i < bits; i++)
+        fp ^= UINT64_C(1) << test_rng_below(r, 64);
+    return fp;
+}
+
+static corpus make_corpus(test_rng *r, int shape, size_t n, unsigned k)
+{
+    corpus c = {calloc(n, sizeof(doc)), n};
+    assert_non_null(c.docs);
+    uint64_t base = test_rng_next(r);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t fp;
+        switch (shape) {
+        case UNIFORM: fp = i % 5 == 0 && i ? flip_bits(r, c.docs[i - 1].fp, k) : test_rng_next(r); break;
+        case CLUSTERED: /* one table prefix for most, near-duplicate chains */
+            fp = (base & 0xFFFFFFFF00000000ULL) | (test_rng_next(r) >> 32);
+            if (i % 3 == 0 && i)
+                fp = flip_bits(r, c.docs[i - 1].fp, 1 + (unsigned)test_rng_below(r, k + 1));
+            break;
+        case DUPLICATES: fp = i % 4 ? c.docs[test_rng_below(r, i ? i : 1)].fp : flip_bits(r, base, (unsigned)test_rng_below(r, 9)); break;
+        default:
+            switch (i % 4) {
+            case 0: fp = flip_bits(r, 0, (unsigned)test_rng_below(r, k + 3)); break;
+            case 1: fp = flip_bits(r, UINT64_MAX, (unsigned)test_rng_below(r, k + 3)); break;
+            case 2: fp = flip_bits(r, 0xAAAAAAAAAAAAAAAAULL, (unsigned)test_rng_below(r, k + 3)); break;
+            default: fp = flip_bits(r, base, (unsigned)test_rng_below(r, 12)); break;
+            }
+        }
+        if (shape == DUPLICATES && i == 0)
+            fp = base;
+        c.docs[i].fp = fp;
+        snprintf(c.docs[i].id, sizeof c.docs[i].id, "%s-%05zu", shape_names[shape],
+                 (size_t)test_rng_below(r, 100000) * 0 + (i * 7919) % n);
+        c.docs[i].len = i % 5 == 4 ? -1 : (double)test_rng_below(r, 50);
+    }
+    return c;
+}
+
+/* ---- stores ------------------------------------------------------------------- */
+
+static void add_docs(simstore_builder *b, corpus *c, size_t from, size_t to, uint64_t commit)
+{
+    for (size_t i = from; i < to; i++) {
+        char meta[48] = "";
+        if (c->docs[i].len >= 0)
+            snprintf(meta, sizeof meta, "{\"len\":%g}", c->docs[i].len);
+        simstore_doc d = {c->docs[i].id, strlen(c->docs[i].id), c->docs[i].fp,
+                          meta[0] ? meta : NULL, strlen(meta), i};
+        assert_int_equal(simstore_builder_add(b, &d), 0);
+        c->docs[i].rank = (commit << 40) | (i - from);
+    }
+}
+
+/* Two segments (a build and an add), then every 7th document deleted. */
+static simstore *make_store(const char *path, corpus *c, unsigned k)
+{
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.k = k;
+    o.memory_bytes = 16u << 20;
+    o.threads = 2;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), 0);
+    add_docs(b, c, 0, c->n / 2, 1);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s), 0);
+    assert_int_equal(simstore_add_begin(s, &o, &b), 0);
+    add_docs(b, c, c->n / 2, c->n, 2);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    const char **ids = malloc(c->n * sizeof *ids);
+    size_t *lens = malloc(c->n * sizeof *lens), nd = 0;
+    for (size_t i = 3; i < c->n; i += 7) {
+        ids[nd] = c->docs[i].id;
+        lens[nd++] = strlen(c->docs[i].id);
+        c->docs[i].deleted = 1;
+    }
+    uint64_t deleted = 0;
+    assert_int_equal(simstore_delete(s, ids, lens, nd, &deleted, NULL, NULL), 0);
+    assert_int_equal(deleted, nd);
+    free(ids);
+    free(lens);
+    return s;
+}
+
+/* ---- text of answers ------------------------------------------------------------- */
+
+typedef struct text {
+    char *buf;
+    size_t len, cap;
+} text;
+
+static void text_add(text *t, const char *fmt, ...)
+{
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (t->len + (size_t)n + 1 > t->cap) {
+        t->cap = (t->len + (size_t)n + 1) * 2;
+        t->buf = realloc(t->buf, t->cap);
+        assert_non_null(t->buf);
+    }
+    memcpy(t->buf + t->len, line, (size_t)n + 1);
+    t->len += (size_t)n;
+}
+
+static void text_equal(const text *a, const text *b, const char *what)
+{
+    if (a->len != b->len || (a->len && memcmp(a->buf, b->buf, a->len) != 0)) {
+        fprintf(stderr, "%s differs:\n--- got (%zu bytes)\n%.3000s\n--- want (%zu bytes)\n%.3000s\n",
+                what, a->len, a->buf ? a->buf : "", b->len, b->buf ? b->buf : "");
+        fail();
+    }
+}
+
+static int pair_line(void *ctx, const simstore_pair *p)
+{
+    text *t = (text *)ctx;
+    if (p->id_a)
+        text_add(t, "%s\t%s\t%u\n", p->id_a, p->id_b, p->distance);
+    else
+        text_add(t, "%016llx\t%016llx\t%u\t%llu\t%llu\n", (unsigned long long)p->fp_a,
+                 (unsigned long long)p->fp_b, p->distance, (unsigned long long)p->count_a,
+                 (unsigned long long)p->count_b);
+    return 0;
+}
+
+static text store_pairs(simstore *s, unsigned k, unsigned threads, unsigned flags)
+{
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    o.k = k;
+    o.threads = threads;
+    o.memory_bytes = 16u << 20;
+    text t = {0};
+    int rc = simstore_pairs(s, &o, flags, pair_line, &t);
+    if (rc)
+        fprintf(stderr, "simstore_pairs: %s\n", simstore_last_error());
+    assert_int_equal(rc, 0);
+    return t;
+}
+
+/* ---- brute force ------------------------------------------------------------------- */
+
+typedef struct bpair {
+    const doc *a, *b;
+    unsigned d;
+} bpair;
+
+static int cmp_bpair(const void *x, const void *y)
+{
+    const bpair *p = (const bpair *)x, *q = (const bpair *)y;
+    if (p->d != q->d)
+        return p->d < q->d ? -1 : 1;
+    int c = strcmp(p->a->id, q->a->id);
+    return c ? c : strcmp(p->b->id, q->b->id);
+}
+
+static text brute_pairs(const corpus *c, unsigned k)
+{
+    size_t cap = 1024, n = 0;
+    bpair *ps = malloc(cap * sizeof *ps);
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t j = i + 1; j < c->n; j++) {
+            const doc *a = &c->docs[i], *b = &c->docs[j];
+            unsigned d = simstore_distance(a->fp, b->fp);
+            if (a->deleted || b->deleted || d > k)
+                continue;
+            if (n == cap)
+                ps = realloc(ps, (cap *= 2) * sizeof *ps);
+            if (strcmp(a->id, b->id) > 0) {
+                const doc *t = a;
+                a = b;
+                b = t;
+            }
+            ps[n++] = (bpair){a, b, d};
+        }
+    }
+    qsort(ps, n, sizeof *ps, cmp_bpair);
+    text t = {0};
+    for (size_t i = 0; i < n; i++)
+        text_add(&t, "%s\t%s\t%u\n", ps[i].a->id, ps[i].b->id, ps[i].d);
+    free(ps);
+    return t;
+}
+
+typedef struct bfp {
+    uint64_t fp;
+    uint64_t count;
+} bfp;
+
+static int cmp_bfp(const void *x, const void *y)
+{
+    uint64_t a = ((const bfp *)x)->fp, b = ((const bfp *)y)->fp;
+    return (a > b) - (a < b);
+}
+
+/* Distinct live fingerprints with counts; pairs by (d, a, b). */
+static text brute_by_fingerprint(const corpus *c, unsigned k)
+{
+    bfp *f = malloc(c->n * sizeof *f);
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->docs[i].deleted)
+            f[n++] = (bfp){c->docs[i].fp, 1};
+    qsort(f, n, sizeof *f, cmp_bfp);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w && f[w - 1].fp == f[i].fp)
+            f[w - 1].count++;
+        else
+            f[w++] = f[i];
+    }
+    text t = {0};
+    for (unsigned d = 0; d <= k; d++)
+        for (size_t i = 0; i < w; i++)
+            for (size_t j = d == 0 ? i : i + 1; j < w; j++)
+                if (simstore_distance(f[i].fp, f[j].fp) == d && (d > 0 || f[i].count > 1))
+                    text_add(&t, "%016llx\t%016llx\t%u\t%llu\t%llu\n",
+                             (unsigned long long)f[i].fp, (unsigned long long)f[j].fp, d,
+                             (unsigned long long)f[i].count, (unsigned long long)f[j].count);
+    free(f);
+    return t;
+}
+
+/* ---- clusters ------------------------------------------------------------------------ */
+
+static int member_line(void *ctx, const simstore_cluster_member *m)
+{
+    text *t = (text *)ctx;
+    if (m->id)
+        text_add(t, "%s\t%s\t%d\t%u\n", m->cluster, m->id, m->kept, m->distance);
+    else
+        text_add(t, "%016llx\t%016llx\t%d\t%u\n", (unsigned long long)m->cluster_fp,
+                 (unsigned long long)m->fp, m->kept, m->distance);
+    return 0;
+}
+
+static int len_key(void *ctx, const char *meta, size_t len, double *key)
+{
+    (void)ctx;
+    if (!meta)
+        return 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*s", (int)len, meta);
+    return sscanf(buf, "{\"len\":%lf}", key) == 1;
+}
+
+static text store_clusters(simstore *s, unsigned k, unsigned threads, simstore_cluster_mode mode,
+                           simstore_keep_rule keep, int singletons,
+                           simstore_cluster_summary *sum)
+{
+    simstore_cluster_options o;
+    simstore_cluster_options_init(&o);
+    o.scan.k = k;
+    o.scan.threads = threads;
+    o.scan.memory_bytes = 64u << 20;
+    o.mode = mode;
+    o.keep = keep;
+    o.key = len_key;
+    o.singletons = singletons;
+    text t = {0};
+    int rc = simstore_clusters(s, &o, member_line, &t, sum);
+    if (rc)
+        fprintf(stderr, "simstore_clusters: %s\n", simstore_last_error());
+    assert_int_equal(rc, 0);
+    return t;
+}
+
+static simstore_keep_rule g_keep;
+
+/* Keep order of two documents: the rule, then id. */
+static int keep_cmp(const doc *a, const doc *b)
+{
+    if (g_keep == SIMSTORE_KEEP_FIRST && a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (g_keep == SIMSTORE_KEEP_MIN_KEY || g_keep == SIMSTORE_KEEP_MAX_KEY) {
+        int ma = a->len < 0, mb = b->len < 0;
+        if (ma != mb)
+            return ma ? 1 : -1;
+        if (!ma && a->len != b->len)
+            return (a->len < b->len) == (g_keep == SIMSTORE_KEEP_MIN_KEY) ? -1 : 1;
+    }
+    return strcmp(a->id, b->id);
+}
+
+typedef struct bmember {
+    const doc *d, *kept;
+} bmember;
+
+static int cmp_bmember(const void *x, const void *y)
+{
+    const bmember *p = (const bmember *)x, *q = (const bmember *)y;
+    int c = strcmp(p->kept->id, q->kept->id);
+    if (c)
+        return c;
+    int kp = p->d == p->kept, kq = q->d == q->kept;
+    if (kp != kq)
+        return kp ? -1 : 1;
+    return strcmp(p->d->id, q->d->id);
+}
+
+static size_t find_root(size_t *parent, size_t x)
+{
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+static const doc **g_docs;
+
+static int cmp_keep_ptr(const void *x, const void *y)
+{
+    return keep_cmp(*(const doc *const *)x, *(const doc *const *)y);
+}
+
+static text brute_clusters(const corpus *c, unsigned k, simstore_cluster_mode mode, int singletons)
+{
+    size_t n = 0;
+    const doc **live = malloc(c->n * sizeof *live);
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->docs[i].deleted)
+            live[n++] = &c->docs[i];
+    qsort(live, n, sizeof *live, cmp_keep_ptr); /* keep order */
+    g_docs = live;
+    const doc **kept = calloc(n, sizeof *kept);
+    size_t *size = calloc(n, sizeof *size);
+    if (mode == SIMSTORE_CLUSTER_STAR) {
+        for (size_t i = 0; i < n; i++) {
+            if (kept[i])
+                continue;
+            for (size_t j = i; j < n; j++)
+                if (!kept[j] && simstore_distance(live[i]->fp, live[j]->fp) <= k)
+                    kept[j] = live[i];
+        }
+    } else {
+        size_t *parent = malloc(n * sizeof *parent);
+        for (size_t i = 0; i < n; i++)
+            parent[i] = i;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                if (simstore_distance(live[i]->fp, live[j]->fp) <= k) {
+                    size_t x = find_root(parent, i), y = find_root(parent, j);
+                    if (x != y)
+                        parent[x > y ? x : y] = x < y ? x : y; /* the root: first in keep order */
+                }
+        for (size_t i = 0; i < n; i++)
+            kept[i] = live[find_root(parent, i)];
+        free(parent);
+    }
+    bmember *m = malloc((n ? n : 1) * sizeof *m);
+    size_t nm = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (live[j] == kept[i])
+                size[j]++;
+    for (size_t i = 0; i < n; i++) {
+        size_t ki = 0;
+        while (live[ki] != kept[i])
+            ki++;
+        if (size[ki] > 1 || singletons)
+            m[nm++] = (bmember){live[i], kept[i]};
+    }
+    qsort(m, nm, sizeof *m, cmp_bmember);
+    text t = {0};
+    for (size_t i = 0; i < nm; i++)
+        text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
+                 simstore_distance(m[i].d->fp, m[i].kept->fp));
+    free(m);
+    free(kept);
+    free(size);
+    free(live);
+    return t;
+}
+
+/* ---- the tests ------------------------------------------------------------------------ */
+
+static void check_store(simstore *s, const corpus *c, unsigned k, const char *what)
+{
+    for (unsigned q = 0; q <= k; q++) {
+        text want = brute_pairs(c, q), one = store_pairs(s, q, 1, 0), two = store_pairs(s, q, 2, 0);
+        text_equal(&one, &want, what);
+        text_equal(&two, &want, what);
+        free(one.buf);
+        free(two.buf);
+        free(want.buf);
+    }
+    text want = brute_by_fingerprint(c, k), got = store_pairs(s, k, 2, SIMSTORE_PAIRS_BY_FINGERPRINT);
+    text_equal(&got, &want, "by fingerprint");
+    free(want.buf);
+    free(got.buf);
+    for (int mode = 0; mode < 2; mode++) {
+        for (int keep = 0; keep < 4; keep++) {
+            g_keep = (simstore_keep_rule)keep;
+            text bw = brute_clusters(c, k, (simstore_cluster_mode)mode, keep == 1);
+            simstore_cluster_summary s1, s2;
+            text c1 = store_clusters(s, k, 1, (simstore_cluster_mode)mode, (simstore_keep_rule)keep,
+                                     keep == 1, &s1);
+            text c2 = store_clusters(s, k, 2, (simstore_cluster_mode)mode, (simstore_keep_rule)keep,
+                                     keep == 1, &s2);
+            fprintf(stderr, "  %s k=%u mode %d keep %d: %llu documents, %llu clusters\n", what, k,
+                    mode, keep, (unsigned long long)s1.documents, (unsigned long long)s1.clusters);
+            text_equal(&c1, &bw, "clusters");
+            text_equal(&c2, &bw, "clusters at 2 threads");
+            assert_memory_equal(&s1, &s2, sizeof s1);
+            free(bw.buf);
+            free(c1.buf);
+            free(c2.buf);
+        }
+    }
+}
+
+static void sweep(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "pairs sweep", 12);
+    char *dir = test_tmpdir("pairs");
+    size_t n = getenv("SIMSTORE_DENSE") ? 3000 : 600;
+    for (unsigned k = 0; k <= 7; k++) {
+        for (int shape = 0; shape < SHAPES; shape++) {
+            corpus c = make_corpus(&r, shape, n, k);
+            char name[64];
+            snprintf(name, sizeof name, "%s-k%u", shape_names[shape], k);
+            char *path = test_path(dir, name);
+            simstore *s = make_store(path, &c, k);
+            check_store(s, &c, k, name);
+            /* The same answers after a compaction. */
+            assert_int_equal(simstore_compact(s, NULL), 0);
+            text want = brute_pairs(&c, k), got = store_pairs(s, k, 2, 0);
+            text_equal(&got, &want, "after compaction");
+            free(want.buf);
+            free(got.buf);
+            simstore_close(s);
+            test_rmtree(path);
+            free(path);
+            free(c.docs);
+        }
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void fingerprint_only_and_empty(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "pairs fp-only", 5);
+    char *dir = test_tmpdir("pairs-fp");
+    char *path = test_path(dir, "fp");
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.k = 3;
+    o.fingerprint_only = 1;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), 0);
+    corpus c = make_corpus(&r, CLUSTERED, 500, 3);
+    for (size_t i = 0; i < c.n; i++)
+        assert_int_equal(simstore_builder_add_fp(b, c.docs[i].fp), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    simstore *s;
+    assert_int_equal(simstore_open(path, 0, &s), 0);
+    /* Fingerprints once each; distance 0 never (a fingerprint is stored once). */
+    text want = brute_by_fingerprint(&c, 3);
+    text got = {0};
+    {
+        /* Remove the counts (1 each in a fingerprint-only store, so the
+         * brute force's "count > 1" distance-0 lines do not occur). */
+        simstore_scan_options so;
+        simstore_scan_options_init(&so);
+        assert_int_equal(simstore_pairs(s, &so, SIMSTORE_PAIRS_BY_FINGERPRINT, pair_line, &got), 0);
+    }
+    /* Brute force counts repeated fingerprints; dedupe the corpus first. */
+    free(want.buf);
+    for (size_t i = 0; i < c.n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (c.docs[j].fp == c.docs[i].fp && !c.docs[j].deleted)
+                c.docs[i].deleted = 1;
+    want = brute_by_fingerprint(&c, 3);
+    text_equal(&got, &want, "fingerprint-only pairs");
+    free(got.buf);
+    free(want.buf);
+    simstore_cluster_summary sum;
+    g_keep = SIMSTORE_KEEP_MIN_ID;
+    text cl = store_clusters(s, 3, 2, SIMSTORE_CLUSTER_COMPONENTS, SIMSTORE_KEEP_MIN_ID, 1, &sum);
+    size_t distinct = 0;
+    for (size_t i = 0; i < c.n; i++)
+        distinct += !c.docs[i].deleted;
+    assert_int_equal(sum.documents, distinct); /* every fingerprint, singletons too */
+    free(cl.buf);
+    simstore_close(s);
+
+    /* An empty store: no pairs, no clusters. */
+    char *empty = test_path(dir, "empty");
+    assert_int_equal(simstore_build_begin(empty, NULL, &b), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    assert_int_equal(simstore_open(empty, 0, &s), 0);
+    text e = store_pairs(s, 3, 2, 0);
+    assert_int_equal(e.len, 0);
+    text ec = store_clusters(s, 3, 2, SIMSTORE_CLUSTER_STAR, SIMSTORE_KEEP_FIRST, 1, &sum);
+    assert_int_equal(ec.len, 0);
+    assert_int_equal(sum.documents, 0);
+    /* k above the design. */
+    simstore_scan_options so;
+    simstore_scan_options_init(&so);
+    so.k = 4;
+    assert_int_equal(simstore_pairs(s, &so, 0, pair_line, &e), SIMSTORE_ERANGE);
+    simstore_close(s);
+    free(c.docs);
+    free(path);
+    free(empty);
+    test_rmtree(dir);
+    free(dir);
+}
+
+static int fp_pair_line(void *ctx, uint64_t a, uint64_t b, unsigned d)
+{
+    text_add((text *)ctx, "%016llx %016llx %u\n", (unsigned long long)a, (unsigned long long)b, d);
+    return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* A tight cluster sharing every table prefix (the join's enumeration), a
+ * wide one sharing a 32-bit prefix (its splits), and uniform values. */
+static void big_prefix_group(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "pairs big group", 9);
+    size_t n = 12000;
+    uint64_t *fps = malloc(n * sizeof *fps);
+    uint64_t centre = test_rng_next(&r);
+    for (size_t i = 0; i < n; i++) {
+        if (i % 3 == 0)
+            fps[i] = flip_bits(&r, centre, 1 + (unsigned)test_rng_below(&r, 4));
+        else if (i % 3 == 1)
+            fps[i] = (centre & 0xFFFFFFFF00000000ULL) | (test_rng_next(&r) >> 32);
+        else
+            fps[i] = test_rng_next(&r);
+    }
+    for (unsigned k = 1; k <= 7; k += 2) {
+        text got = {0}, got1 = {0}, want = {0};
+        simstore_scan_options o;
+        simstore_scan_options_init(&o);
+        o.threads = 2;
+        assert_int_equal(simstore_join_fingerprints(fps, n, k, &o, fp_pair_line, &got), 0);
+        o.threads = 1;
+        assert_int_equal(simstore_join_fingerprints(fps, n, k, &o, fp_pair_line, &got1), 0);
+        uint64_t *u = malloc(n * sizeof *u);
+        memcpy(u, fps, n * sizeof *u);
+        qsort(u, n, sizeof *u, cmp_u64);
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!w || u[w - 1] != u[i])
+                u[w++] = u[i];
+        for (size_t i = 0; i < w; i++)
+            for (size_t j = i + 1; j < w; j++) {
+                unsigned d = simstore_distance(u[i], u[j]);
+                if (d <= k)
+                    text_add(&want, "%016llx %016llx %u\n", (unsigned long long)u[i],
+                             (unsigned long long)u[j], d);
+            }
+        text_equal(&got, &want, "join of an array");
+        text_equal(&got1, &want, "join of an array, 1 thread");
+        free(u);
+        free(got.buf);
+        free(got1.buf);
+        free(want.buf);
+    }
+    free(fps);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(big_prefix_group),
+        cmocka_unit_test(fingerprint_only_and_empty),
+        cmocka_unit_test(sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
