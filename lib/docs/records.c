@@ -176,9 +176,25 @@ void sims_state_record_release(sims_state_record *r)
 
 /* ---- document record ----------------------------------------------------- */
 
-size_t sims_doc_record_size(size_t meta_len)
+int sims_doc_insertion_number(uint64_t generation, uint64_t position, uint64_t *out)
 {
-    return SIMS_DOC_RECORD_OVERHEAD + meta_len;
+    if (generation >= SIMS_DOC_GENERATION_LIMIT)
+        return sims_fail(SIMSTORE_EFULL,
+                         "generation %llu: documents can be inserted only below generation "
+                         "%llu (rebuild the store)",
+                         (unsigned long long)generation,
+                         (unsigned long long)SIMS_DOC_GENERATION_LIMIT);
+    if (position >= SIMS_DOC_POSITION_LIMIT)
+        return sims_fail(SIMSTORE_EFULL, "one commit takes at most %llu documents",
+                         (unsigned long long)SIMS_DOC_POSITION_LIMIT);
+    *out = generation << SIMS_DOC_POSITION_BITS | position;
+    return SIMSTORE_OK;
+}
+
+size_t sims_doc_record_size(size_t meta_len, unsigned flags)
+{
+    size_t insertion_bytes = (flags & SIMS_DOC_FLAG_INSERTION) ? SIMS_DOC_INSERTION_BYTES : 0;
+    return SIMS_DOC_RECORD_OVERHEAD + insertion_bytes + meta_len;
 }
 
 static uint32_t doc_check(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t n)
@@ -188,19 +204,26 @@ static uint32_t doc_check(const uint8_t *id, size_t id_len, const uint8_t *rec, 
 }
 
 size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
-                              const uint8_t *meta, size_t meta_len, uint8_t *buf, size_t cap)
+                              uint64_t insertion, const uint8_t *meta, size_t meta_len,
+                              uint8_t *buf, size_t cap)
 {
     if (!meta)
         meta_len = 0;
-    size_t n = sims_doc_record_size(meta_len);
+    flags &= SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION;
+    size_t n = sims_doc_record_size(meta_len, flags);
     if (cap < n)
         return 0;
     buf[0] = 1;
-    buf[1] = (uint8_t)((meta_len ? SIMS_DOC_FLAG_META : 0) | (flags & SIMS_DOC_FLAG_INTEGER_ID));
+    buf[1] = (uint8_t)((meta_len ? SIMS_DOC_FLAG_META : 0) | flags);
     le_store64(buf + 2, fp);
+    size_t at = 10;
+    if (flags & SIMS_DOC_FLAG_INSERTION) {
+        le_store64(buf + at, insertion);
+        at += SIMS_DOC_INSERTION_BYTES;
+    }
     if (meta_len)
-        memcpy(buf + 10, meta, meta_len);
-    le_store32(buf + 10 + meta_len, doc_check(id, id_len, buf, 10 + meta_len));
+        memcpy(buf + at, meta, meta_len);
+    le_store32(buf + at + meta_len, doc_check(id, id_len, buf, at + meta_len));
     return n;
 }
 
@@ -211,16 +234,27 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
         return SIMS_CORRUPT("document record: %zu bytes is too short", len);
     if (buf[0] != 1)
         return SIMS_CORRUPT("document record: unknown version %u", buf[0]);
-    if (buf[1] & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID))
-        return SIMS_CORRUPT("document record: unknown flags 0x%x", buf[1]);
-    size_t meta_len = len - SIMS_DOC_RECORD_OVERHEAD;
+    unsigned flags = buf[1];
+    if (flags & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION))
+        return SIMS_CORRUPT("document record: unknown flags 0x%x", flags);
+    size_t fixed = sims_doc_record_size(0, flags);
+    if (len < fixed)
+        return SIMS_CORRUPT("document record: %zu bytes is too short for its flags 0x%x", len,
+                            flags);
+    size_t meta_len = len - fixed;
     if (le_load32(buf + len - 4) != doc_check(id, id_len, buf, len - 4))
         return SIMS_CORRUPT("document record: check mismatch");
-    if ((buf[1] & 1) != (meta_len != 0))
+    if (((flags & SIMS_DOC_FLAG_META) != 0) != (meta_len != 0))
         return SIMS_CORRUPT("document record: metadata flag disagrees with its length");
+    size_t at = 10;
     out->fp = le_load64(buf + 2);
-    out->flags = buf[1] & SIMS_DOC_FLAG_INTEGER_ID;
-    out->meta = (buf[1] & 1) ? buf + 10 : NULL;
+    out->flags = flags & (SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION);
+    out->insertion = 0;
+    if (flags & SIMS_DOC_FLAG_INSERTION) {
+        out->insertion = le_load64(buf + at);
+        at += SIMS_DOC_INSERTION_BYTES;
+    }
+    out->meta = meta_len ? buf + at : NULL;
     out->meta_len = meta_len;
     return SIMSTORE_OK;
 }

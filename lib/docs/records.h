@@ -87,22 +87,45 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
 /* A document record, the value of `docs` for one id. */
 #define SIMS_DOC_FLAG_META 1u       /* metadata present */
 #define SIMS_DOC_FLAG_INTEGER_ID 2u /* the id was given as a JSON integer */
+#define SIMS_DOC_FLAG_INSERTION 4u  /* the insertion number is present */
+#define SIMS_DOC_INSERTION_BYTES 8u
+
+/* Insertion numbers (format/store.md, "The document record"):
+ * (commit generation << 40) | the document's 0-based position in that
+ * commit's input. */
+#define SIMS_DOC_POSITION_BITS 40
+#define SIMS_DOC_POSITION_LIMIT ((uint64_t)1 << SIMS_DOC_POSITION_BITS)
+#define SIMS_DOC_GENERATION_LIMIT ((uint64_t)1 << (64 - SIMS_DOC_POSITION_BITS))
+
+/* The insertion number of the document at `position` (0-based, in the order
+ * given) in the input of the commit that makes generation `generation`.
+ * SIMSTORE_EFULL when generation >= SIMS_DOC_GENERATION_LIMIT or position >=
+ * SIMS_DOC_POSITION_LIMIT (*out is then left alone). */
+int sims_doc_insertion_number(uint64_t generation, uint64_t position, uint64_t *out);
 
 typedef struct sims_doc_record {
     uint64_t fp;
-    unsigned flags; /* SIMS_DOC_FLAG_INTEGER_ID (META is implied by meta) */
+    unsigned flags; /* SIMS_DOC_FLAG_INTEGER_ID, SIMS_DOC_FLAG_INSERTION (META is
+                       implied by meta) */
+    uint64_t insertion; /* 0 unless flags has SIMS_DOC_FLAG_INSERTION */
     const uint8_t *meta; /* NULL when absent; borrowed */
     size_t meta_len;
 } sims_doc_record;
 
-size_t sims_doc_record_size(size_t meta_len);
-/* Encode for document `id`; flags: SIMS_DOC_FLAG_INTEGER_ID or 0; meta may be
- * NULL or empty (absent). Returns bytes written or
- * 0 when cap is too small. */
+/* Bytes sims_doc_record_encode() writes for meta_len bytes of metadata and
+ * `flags`. */
+size_t sims_doc_record_size(size_t meta_len, unsigned flags);
+/* Encode for document `id`; flags: SIMS_DOC_FLAG_INTEGER_ID and
+ * SIMS_DOC_FLAG_INSERTION or 0; insertion is written only with
+ * SIMS_DOC_FLAG_INSERTION (a record without it, as stores before it was
+ * specified hold, when clear). meta may be NULL or empty (absent). Returns
+ * bytes written or 0 when cap is too small. */
 size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
-                              const uint8_t *meta, size_t meta_len, uint8_t *buf, size_t cap);
+                              uint64_t insertion, const uint8_t *meta, size_t meta_len,
+                              uint8_t *buf, size_t cap);
 /* Decode and check the record stored under `id`. SIMSTORE_ECORRUPT on a bad
- * length, version, flags or check. meta borrows from buf. */
+ * length, version, flags or check. meta borrows from buf; insertion is 0 for
+ * a record without the field. */
 int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,
                            sims_doc_record *out);
 

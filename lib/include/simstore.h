@@ -407,7 +407,9 @@ SIMSTORE_API int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
  * detail giving their number.
  *
  * Errors: SIMSTORE_EINVAL (clashing ids, above), SIMSTORE_EIO,
- * SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
+ * SIMSTORE_EFULL (also when the documents cannot be given insertion numbers,
+ * simstore_match: 2^40 or more documents, or an add to a store at generation
+ * 2^24 - 1), SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_builder_finish(simstore_builder *b);
 
 /* Abandon a build; removes everything it wrote. Accepts NULL. */
@@ -444,7 +446,16 @@ SIMSTORE_API int simstore_replaced(const simstore *s);
 /* One answer. id and meta borrow the query object's memory: valid until the
  * next query on it or its free. For a fingerprint-only store id is NULL.
  * meta is NULL unless SIMSTORE_QUERY_WITH_META was set (or the document has
- * none). */
+ * none).
+ *
+ * insertion orders documents as they were inserted: a document of a later
+ * commit (build, then each add) has a larger number than every document of
+ * an earlier one, and within one commit the documents given earlier have the
+ * smaller numbers. The value is (the commit's generation << 40) | the
+ * document's 0-based position among the documents given to that builder
+ * (format/store.md, "The document record"). It is 0 for a fingerprint-only
+ * store and for documents written by a simstore that predates it, which
+ * therefore sort before every document inserted since. */
 typedef struct simstore_match {
     const char *id; /* NUL-terminated as a convenience; id_len is the length */
     size_t id_len;
@@ -452,7 +463,8 @@ typedef struct simstore_match {
     unsigned distance;
     const char *meta;
     size_t meta_len;
-    unsigned flags; /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    unsigned flags;     /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    uint64_t insertion; /* insertion order, 0 when unknown (above) */
 } simstore_match;
 
 /* simstore_match.flags: the document's id was given as an integer

@@ -509,6 +509,7 @@ typedef struct finish_state {
     sims_design *design;   /* the store's or the new one (owned when building) */
     uint64_t store_tag;
     uint64_t segment_id;
+    uint64_t generation;   /* the commit's: documents' insertion numbers take it */
     sims_state_record old_state;
     int have_old_state;
     MDB_txn *check_txn; /* add: a read transaction to test existence */
@@ -759,10 +760,14 @@ typedef struct chunk {
     unsigned put_flags;
 } chunk;
 
+/* encode_doc: val is the builder's (fp, source, flags, metadata), encoded
+ * as the document record with `insertion`; else val goes in as it is. */
 static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen,
-                     int encode_doc)
+                     int encode_doc, uint64_t insertion)
 {
-    size_t need = klen + (encode_doc ? sims_doc_record_size(vlen - DOC_VAL_FIXED) : vlen);
+    size_t need = klen + (encode_doc ? sims_doc_record_size(vlen - DOC_VAL_FIXED,
+                                                            SIMS_DOC_FLAG_INSERTION)
+                                     : vlen);
     if (need > ck->cap - ck->used) {
         size_t cap = ck->cap ? ck->cap : CHUNK_BYTES;
         while (cap - ck->used < need)
@@ -782,7 +787,8 @@ static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, s
     if (encode_doc) {
         const uint8_t *v = (const uint8_t *)val;
         size_t meta_len = vlen - DOC_VAL_FIXED;
-        e->val_len = sims_doc_record_encode((const uint8_t *)key, klen, le_load64(v), v[16],
+        e->val_len = sims_doc_record_encode((const uint8_t *)key, klen, le_load64(v),
+                                            v[16] | SIMS_DOC_FLAG_INSERTION, insertion,
                                             meta_len ? v + DOC_VAL_FIXED : NULL, meta_len,
                                             ck->buf + ck->used, ck->cap - ck->used);
     } else {
@@ -818,9 +824,10 @@ static int chunk_flush(sims_env *env, chunk *ck)
 }
 
 /* Stream one sorted record stream into `dbi` by chunks. docs: encode document
- * records (key id, value fp|source|meta); else key = 8-byte fp, value = id. */
+ * records (key id, value fp|source|meta) with the insertion numbers of
+ * `generation`; else key = 8-byte fp, value = id. */
 static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort *sorter,
-                          MDB_dbi dbi, int docs, uint64_t total)
+                          MDB_dbi dbi, int docs, uint64_t generation, uint64_t total)
 {
     chunk ck;
     memset(&ck, 0, sizeof ck);
@@ -844,9 +851,14 @@ static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort
             }
             memcpy(prev, rec.key, rec.key_len);
             prev_len = rec.key_len;
+            /* seq is the document's position in the order given. */
+            uint64_t insertion;
+            rc = sims_doc_insertion_number(generation, rec.seq, &insertion);
+            if (rc == SIMSTORE_OK)
+                rc = chunk_add(&ck, rec.key, rec.key_len, rec.val, rec.val_len, 1, insertion);
+        } else {
+            rc = chunk_add(&ck, rec.key, 8, rec.key + 8, rec.key_len - 8, 0, 0);
         }
-        rc = docs ? chunk_add(&ck, rec.key, rec.key_len, rec.val, rec.val_len, 1)
-                  : chunk_add(&ck, rec.key, 8, rec.key + 8, rec.key_len - 8, 0);
         if (rc == SIMSTORE_OK && (ck.n == CHUNK_RECORDS || ck.used >= CHUNK_BYTES)) {
             done += ck.n;
             rc = chunk_flush(env, &ck);
@@ -875,7 +887,11 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
     uint64_t done = 0;
     while ((rc = sims_recsort_next(b->docs, &rec)) == 1) {
         size_t meta_len = rec.val_len - DOC_VAL_FIXED;
-        size_t need = sims_doc_record_size(meta_len);
+        size_t need = sims_doc_record_size(meta_len, SIMS_DOC_FLAG_INSERTION);
+        uint64_t insertion;
+        rc = sims_doc_insertion_number(f->generation, rec.seq, &insertion);
+        if (rc)
+            break;
         if (need > cap) {
             uint8_t *g = realloc(buf, need);
             if (!g) {
@@ -885,7 +901,8 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
             buf = g;
             cap = need;
         }
-        size_t n = sims_doc_record_encode(rec.key, rec.key_len, le_load64(rec.val), rec.val[16],
+        size_t n = sims_doc_record_encode(rec.key, rec.key_len, le_load64(rec.val),
+                                          rec.val[16] | SIMS_DOC_FLAG_INSERTION, insertion,
                                           meta_len ? rec.val + DOC_VAL_FIXED : NULL, meta_len,
                                           buf, cap);
         MDB_val key = {rec.key_len, (void *)rec.key}, val = {n, buf};
@@ -1102,6 +1119,17 @@ static int publish_store(simstore_builder *b)
     return rc;
 }
 
+/* Whether the commit of f->generation can number the documents given
+ * (format/store.md, "The document record"): refused before anything is
+ * written when it cannot. */
+static int check_insertion_limits(const finish_state *f)
+{
+    uint64_t last;
+    if (f->b->fp_only || f->b->added == 0)
+        return SIMSTORE_OK;
+    return sims_doc_insertion_number(f->generation, f->b->added - 1, &last);
+}
+
 /* Phase 1: what the new segment is measured against: the store's state
  * (an add), or a new store's tag. */
 static int finish_begin(finish_state *f)
@@ -1115,7 +1143,8 @@ static int finish_begin(finish_state *f)
     if (f->new_store) {
         f->store_tag = random_tag();
         f->segment_id = 1;
-        return SIMSTORE_OK;
+        f->generation = 1;
+        return check_insertion_limits(f);
     }
     simstore *s = b->store;
     f->design = s->design;
@@ -1128,6 +1157,11 @@ static int finish_begin(finish_state *f)
         return rc;
     f->have_old_state = 1;
     f->segment_id = f->old_state.next_segment_id;
+    /* commit_fn fails unless the state it replaces is this one. */
+    f->generation = f->old_state.generation + 1;
+    rc = check_insertion_limits(f);
+    if (rc)
+        return rc;
     if (b->fp_only)
         rc = sims_store_snapshot(s, f->check_txn, &f->snap);
     return rc;
@@ -1245,9 +1279,9 @@ static int finish_commit(finish_state *f)
          * the final commit below, which syncs everything these chunks wrote:
          * the chunks need not each wait for the disk. */
         mdb_env_set_flags(f->env.env, MDB_NOSYNC, 1);
-        rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->doc_count);
+        rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->generation, f->doc_count);
         if (rc == SIMSTORE_OK)
-            rc = load_by_chunks(b, &f->env, f->fps, f->env.fps, 0, f->doc_count);
+            rc = load_by_chunks(b, &f->env, f->fps, f->env.fps, 0, 0, f->doc_count);
         mdb_env_set_flags(f->env.env, MDB_NOSYNC, 0);
         if (rc)
             return rc;

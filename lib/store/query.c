@@ -264,6 +264,7 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
                             s->path, (int)m->id_len, (const char *)key.mv_data,
                             (unsigned long long)rec.fp, (unsigned long long)m->fp);
     m->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    m->insertion = rec.insertion;
     if (rec.meta && meta_off) {
         size_t off;
         /* The key pointer may move with the arena: copy it out first. */

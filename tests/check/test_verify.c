@@ -456,7 +456,8 @@ static void test_verify__counts_and_unheld_fingerprint(void **state)
     /* A document whose fingerprint no segment holds (fps and docs agree). */
     uint64_t stray = 0x0123456789abcdefULL;
     uint8_t rec[32], fk[8];
-    size_t rl = sims_doc_record_encode((const uint8_t *)"stray", 5, stray, 0, NULL, 0, rec, sizeof rec);
+    size_t rl = sims_doc_record_encode((const uint8_t *)"stray", 5, stray, 0, 0, NULL, 0, rec,
+                                       sizeof rec);
     MDB_val dk = {5, (void *)"stray"}, dv = {rl, rec};
     assert_int_equal(mdb_put(r.txn, r.docs, &dk, &dv, 0), 0);
     be_store64(fk, stray);

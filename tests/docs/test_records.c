@@ -86,6 +86,12 @@ static int decode_doc42(const uint8_t *buf, size_t len)
     return sims_doc_record_decode((const uint8_t *)"doc-42", 6, buf, len, &r);
 }
 
+static int decode_doc7(const uint8_t *buf, size_t len)
+{
+    sims_doc_record r;
+    return sims_doc_record_decode((const uint8_t *)"doc-7", 5, buf, len, &r);
+}
+
 static void test_records_golden__store_record(void **state)
 {
     (void)state;
@@ -175,8 +181,9 @@ static void test_records_golden__document_records(void **state)
                      SIMSTORE_ECORRUPT);
     uint8_t again[128];
     assert_int_equal(r.flags, 0);
+    assert_int_equal(r.insertion, 0); /* written before insertion numbers */
     assert_int_equal(sims_doc_record_encode((const uint8_t *)"doc-42", 6, 0xfedcba9876543210ULL, 0,
-                                            (const uint8_t *)meta, strlen(meta), again,
+                                            0, (const uint8_t *)meta, strlen(meta), again,
                                             sizeof again),
                      n);
     assert_memory_equal(again, b, n);
@@ -188,6 +195,7 @@ static void test_records_golden__document_records(void **state)
     assert_int_equal(sims_doc_record_decode((const uint8_t *)"x", 1, b, n, &r), 0);
     assert_true(r.fp == 0);
     assert_null(r.meta);
+    assert_int_equal(r.insertion, 0);
     free(b);
 
     /* Flag bit 1: the id "1234567" was a JSON integer. */
@@ -198,15 +206,16 @@ static void test_records_golden__document_records(void **state)
     assert_int_equal(r.flags, SIMS_DOC_FLAG_INTEGER_ID);
     assert_null(r.meta);
     assert_int_equal(sims_doc_record_encode((const uint8_t *)"1234567", 7, 0x0123456789abcdefULL,
-                                            SIMS_DOC_FLAG_INTEGER_ID, NULL, 0, again,
+                                            SIMS_DOC_FLAG_INTEGER_ID, 0, NULL, 0, again,
                                             sizeof again),
                      n);
     assert_memory_equal(again, b, n);
     free(b);
-    /* Bits 2..7 stay reserved. */
+    /* Bits 3..7 stay reserved; bit 2 on a record without room for the
+     * insertion number is corrupt too. */
     uint8_t bad[SIMS_DOC_RECORD_OVERHEAD];
     for (unsigned bit = 2; bit < 8; bit++) {
-        sims_doc_record_encode((const uint8_t *)"x", 1, 7, 0, NULL, 0, bad, sizeof bad);
+        sims_doc_record_encode((const uint8_t *)"x", 1, 7, 0, 0, NULL, 0, bad, sizeof bad);
         bad[1] = (uint8_t)(1u << bit);
         /* Re-seal the check so only the flag is wrong. */
         uint64_t seed = sims_xxh3_64("x", 1, SIMS_DOC_RECORD_SEED);
@@ -216,6 +225,88 @@ static void test_records_golden__document_records(void **state)
     }
 }
 
+/* Flag bit 2: the insertion number follows the fingerprint. */
+static void test_records_golden__document_record_insertion(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("doc-record-seq-doc-7.bin", &n);
+    const char *meta = "{\"n\":7}";
+    assert_int_equal(n, SIMS_DOC_RECORD_OVERHEAD + 8 + strlen(meta));
+    sims_doc_record r;
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"doc-7", 5, b, n, &r), 0);
+    assert_true(r.fp == 0x0123456789abcdefULL);
+    assert_int_equal(r.flags, SIMS_DOC_FLAG_INSERTION);
+    assert_true(r.insertion == ((uint64_t)3 << 40 | 5)); /* generation 3, position 5 */
+    assert_int_equal(r.meta_len, strlen(meta));
+    assert_memory_equal(r.meta, meta, strlen(meta));
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"doc-8", 5, b, n, &r),
+                     SIMSTORE_ECORRUPT);
+    uint8_t again[64];
+    assert_int_equal(sims_doc_record_size(strlen(meta), SIMS_DOC_FLAG_INSERTION), n);
+    assert_int_equal(sims_doc_record_encode((const uint8_t *)"doc-7", 5, 0x0123456789abcdefULL,
+                                            SIMS_DOC_FLAG_INSERTION, (uint64_t)3 << 40 | 5,
+                                            (const uint8_t *)meta, strlen(meta), again,
+                                            sizeof again),
+                     n);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_doc7);
+    free(b);
+
+    /* Round trips: each flag combination, with and without metadata; the
+     * insertion number is written only with its flag. */
+    static const uint64_t values[] = {0, 1, (uint64_t)1 << 40, UINT64_MAX};
+    for (unsigned flags = 0; flags < 4; flags++) {
+        unsigned f = (flags & 1 ? SIMS_DOC_FLAG_INTEGER_ID : 0) |
+                     (flags & 2 ? SIMS_DOC_FLAG_INSERTION : 0);
+        for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+            for (size_t ml = 0; ml <= strlen(meta); ml += strlen(meta)) {
+                size_t len = sims_doc_record_encode((const uint8_t *)"id", 2, 42, f, values[v],
+                                                    (const uint8_t *)meta, ml, again,
+                                                    sizeof again);
+                assert_int_equal(len, sims_doc_record_size(ml, f));
+                assert_int_equal(sims_doc_record_decode((const uint8_t *)"id", 2, again, len, &r),
+                                 0);
+                assert_int_equal(r.flags, f);
+                assert_true(r.fp == 42);
+                assert_true(r.insertion == ((f & SIMS_DOC_FLAG_INSERTION) ? values[v] : 0));
+                assert_int_equal(r.meta_len, ml);
+                if (ml)
+                    assert_memory_equal(r.meta, meta, ml);
+                else
+                    assert_null(r.meta);
+            }
+        }
+    }
+    /* Too small a buffer writes nothing. */
+    assert_int_equal(sims_doc_record_encode((const uint8_t *)"id", 2, 42, SIMS_DOC_FLAG_INSERTION,
+                                            1, NULL, 0, again, SIMS_DOC_RECORD_OVERHEAD + 7),
+                     0);
+}
+
+/* Insertion numbers: (generation << 40) | position, refused past either limit. */
+static void test_records_insertion__limits(void **state)
+{
+    (void)state;
+    uint64_t x = 99;
+    assert_int_equal(sims_doc_insertion_number(1, 0, &x), 0);
+    assert_true(x == (uint64_t)1 << 40);
+    assert_int_equal(sims_doc_insertion_number(2, 7, &x), 0);
+    assert_true(x == ((uint64_t)2 << 40 | 7));
+    assert_int_equal(sims_doc_insertion_number((1u << 24) - 1, ((uint64_t)1 << 40) - 1, &x), 0);
+    assert_true(x == UINT64_MAX);
+    x = 99;
+    assert_int_equal(sims_doc_insertion_number(1u << 24, 0, &x), SIMSTORE_EFULL);
+    assert_int_equal(sims_doc_insertion_number(1, (uint64_t)1 << 40, &x), SIMSTORE_EFULL);
+    assert_int_equal(sims_doc_insertion_number(UINT64_MAX, UINT64_MAX, &x), SIMSTORE_EFULL);
+    assert_true(x == 99);
+    /* A later generation orders after every position of an earlier one. */
+    uint64_t a, c;
+    assert_int_equal(sims_doc_insertion_number(5, ((uint64_t)1 << 40) - 1, &a), 0);
+    assert_int_equal(sims_doc_insertion_number(6, 0, &c), 0);
+    assert_true(a < c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +314,8 @@ int main(void)
         cmocka_unit_test(test_records_golden__state_record),
         cmocka_unit_test(test_records_golden__text_record),
         cmocka_unit_test(test_records_golden__document_records),
+        cmocka_unit_test(test_records_golden__document_record_insertion),
+        cmocka_unit_test(test_records_insertion__limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,9 +97,13 @@ static void run_doc(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t
         return;
     if (r.meta && (r.meta < rec || r.meta + r.meta_len > rec + size))
         abort();
-    size_t n = sims_doc_record_size(r.meta_len);
+    if (!(r.flags & SIMS_DOC_FLAG_INSERTION) && r.insertion != 0)
+        abort();
+    size_t n = sims_doc_record_size(r.meta_len, r.flags);
     uint8_t *again = malloc(n);
-    if (!again || sims_doc_record_encode(id, id_len, r.fp, r.flags, r.meta, r.meta_len, again, n) != n ||
+    if (!again ||
+        sims_doc_record_encode(id, id_len, r.fp, r.flags, r.insertion, r.meta, r.meta_len, again,
+                               n) != n ||
         n != size || memcmp(again, rec, n) != 0)
         abort();
     free(again);

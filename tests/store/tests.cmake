@@ -42,3 +42,9 @@ target_link_libraries(test_clash PRIVATE simstore_check)
 # simstore_replaced() after a swap (issue 10, item 6).
 simstore_unit_test(test_hostile store/test_hostile.c)
 target_link_libraries(test_hostile PRIVATE simstore_store)
+
+# test_insertion: documents' insertion numbers through queries: build and
+# adds in order, kept by deletes and compactions, records written without one
+# (as older stores hold), and the generation limit (format/store.md).
+simstore_unit_test(test_insertion store/test_insertion.c)
+target_link_libraries(test_insertion PRIVATE simstore_check)
