@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* A document record's insertion number (0 for records written without). */
-#define SCAN_RECORD_INSERTION(rec) ((void)(rec), (uint64_t)0)
+#define SCAN_RECORD_INSERTION(rec) ((rec).insertion)
 
 typedef struct scan_state {
     simstore *s;
