@@ -1,0 +1,165 @@
+/* bench_pairs.c: `pairs` and `clusters` of a store of N documents (uniform
+ * fingerprints plus planted groups of near-duplicates), beside two
+ * baselines measured in the same run: all pairs compared on a 2^16 sample
+ * (scaled to N by (N / 2^16)^2) and one query per stored fingerprint
+ * (2^16 of them timed, scaled to N).
+ * Usage: bench_pairs [N (2^26)] [K (3)] [STORE_DIR (a temporary one)]
+ *        [THREADS (2)] [MEMORY_MIB (1024)] */
+#include "simstore.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static uint64_t rng(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* Document i's fingerprint: every 64th starts a group of 4 near-duplicates
+ * (1 to 3 bits from the first). */
+static uint64_t *make_fps(size_t n)
+{
+    uint64_t *f = malloc(n * sizeof *f);
+    for (size_t i = 0; i < n; i++) {
+        size_t g = i % 64;
+        if (g >= 1 && g <= 3) {
+            f[i] = f[i - g];
+            for (unsigned b = 0, flips = 1 + (unsigned)(rng() % 3); b < flips; b++)
+                f[i] ^= UINT64_C(1) << (rng() % 64);
+        } else {
+            f[i] = rng();
+        }
+    }
+    return f;
+}
+
+static int build(const char *path, const uint64_t *f, size_t n, unsigned k, unsigned threads,
+                 uint64_t memory)
+{
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.k = k;
+    o.threads = threads;
+    o.memory_bytes = memory;
+    simstore_builder *b;
+    int rc = simstore_build_begin(path, &o, &b);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char id[24];
+        int len = snprintf(id, sizeof id, "d%010zu", i);
+        simstore_doc d = {id, (size_t)len, f[i], NULL, 0, i};
+        rc = simstore_builder_add(b, &d);
+    }
+    return rc ? rc : simstore_builder_finish(b);
+}
+
+static int count_pair(void *ctx, const simstore_pair *p)
+{
+    (void)p;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+static int count_member(void *ctx, const simstore_cluster_member *m)
+{
+    (void)m;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    size_t n = argc > 1 ? (size_t)strtod(argv[1], NULL) : (size_t)1 << 26;
+    unsigned k = argc > 2 ? (unsigned)atoi(argv[2]) : 3;
+    char tmpl[] = "/tmp/bench_pairs-XXXXXX";
+    const char *dir = argc > 3 ? argv[3] : mkdtemp(tmpl);
+    unsigned threads = argc > 4 ? (unsigned)atoi(argv[4]) : 2;
+    uint64_t memory = (argc > 5 ? strtoull(argv[5], NULL, 10) : 1024) << 20;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/store", dir);
+    uint64_t *f = make_fps(n);
+    simstore *s = NULL;
+    if (simstore_open(path, SIMSTORE_OPEN_READONLY, &s) != 0) {
+        double t0 = now();
+        if (build(path, f, n, k, threads, memory) != 0) {
+            fprintf(stderr, "build: %s\n", simstore_last_error());
+            return 1;
+        }
+        printf("built %zu documents in %.1f s\n", n, now() - t0);
+        if (simstore_open(path, SIMSTORE_OPEN_READONLY, &s) != 0) {
+            fprintf(stderr, "open: %s\n", simstore_last_error());
+            return 1;
+        }
+    }
+    simstore_scan_options so;
+    simstore_scan_options_init(&so);
+    so.k = k;
+    so.threads = threads;
+    so.memory_bytes = memory;
+    uint64_t pairs = 0;
+    double t0 = now();
+    int rc = simstore_pairs(s, &so, 0, count_pair, &pairs);
+    double t_pairs = now() - t0;
+    uint64_t members = 0;
+    simstore_cluster_options co;
+    simstore_cluster_options_init(&co);
+    co.scan = so;
+    simstore_cluster_summary sum;
+    t0 = now();
+    if (rc == 0)
+        rc = simstore_clusters(s, &co, count_member, &members, &sum);
+    double t_clusters = now() - t0;
+    if (rc) {
+        fprintf(stderr, "scan: %s\n", simstore_last_error());
+        return 1;
+    }
+    /* Baseline 1: all pairs of a 2^16 sample, scaled by (N / 2^16)^2. */
+    size_t m = n < 65536 ? n : 65536;
+    uint64_t found = 0;
+    t0 = now();
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = i + 1; j < m; j++)
+            found += simstore_distance(f[i], f[j]) <= k;
+    double t_brute = (now() - t0) * ((double)n / m) * ((double)n / m);
+    /* Baseline 2: one query per stored fingerprint, 2^16 timed, scaled. */
+    simstore_query *q;
+    simstore_query_new(s, 0, &q);
+    uint64_t answers = 0;
+    t0 = now();
+    for (size_t i = 0; i < m; i++) {
+        const simstore_match *mt;
+        size_t c;
+        simstore_query_fp(q, f[(i * 2654435761u) % n], k, &mt, &c);
+        answers += c;
+    }
+    double t_query = (now() - t0) * ((double)n / m);
+    simstore_query_free(q);
+    printf("N=%zu k=%u threads=%u memory=%lluMiB\n", n, k, threads,
+           (unsigned long long)(memory >> 20));
+    printf("pairs:    %8.1f s  (%llu pairs)\n", t_pairs, (unsigned long long)pairs);
+    printf("clusters: %8.1f s  (%llu documents in %llu clusters, %llu to drop, largest %llu)\n",
+           t_clusters, (unsigned long long)sum.documents, (unsigned long long)sum.clusters,
+           (unsigned long long)sum.dropped, (unsigned long long)sum.largest);
+    printf("baseline all pairs (2^16 sample, %llu pairs, scaled to N): %10.1f s  (pairs %.0fx faster)\n",
+           (unsigned long long)found, t_brute, t_brute / t_pairs);
+    printf("baseline one query per fingerprint (2^16 timed, 1 thread, scaled to N): %8.1f s  (pairs %.1fx faster)\n",
+           t_query, t_query / t_pairs);
+    simstore_close(s);
+    free(f);
+    (void)answers;
+    (void)members;
+    return 0;
+}
