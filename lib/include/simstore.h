@@ -480,6 +480,14 @@ SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *
                                      const char *text, size_t len, unsigned k, uint64_t *fp,
                                      const simstore_match **matches, size_t *count);
 
+/* Whether a document with this id is stored, in the state committed now:
+ * 1 (its fingerprint to *fp when fp is not NULL), 0 when not. A fingerprint-
+ * only store has no documents (always 0). Errors: SIMSTORE_EINVAL (q or id
+ * NULL, id_len 0 or above SIMSTORE_MAX_ID_BYTES); SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO. Uses q's read transaction: same threads rule as queries. */
+SIMSTORE_API int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len,
+                                       uint64_t *fp);
+
 typedef struct simstore_stats {
     unsigned k;
     unsigned tables;
