@@ -94,6 +94,27 @@ run dedup --store "$T/store" --removed "$T/again.removed" "$T/new.jsonl" --id-fi
 expect_status 0
 if [ ! -s "$T/out" ]; then ok; else fail "a second run (other ids) kept records"; fi
 
+# Ties for KEPT_ID: a record R at the same distance from two records S and A
+# that are not near each other: the earlier kept one (S) wins; a STORE
+# document (S) wins over a kept record (A).
+grep -v '^[[:space:]]*$' "$T/gen.jsonl" >"$T/recs.jsonl"
+"$SIMSTORE" fingerprint --jsonl "$T/recs.jsonl" >"$T/recs.fps"
+read -r ts ta tr < <($REF tie 3 "$T/recs.fps" 1500)
+rec_line() { sed -n "$(($1 + 1))p" "$T/recs.jsonl"; }
+rec_field() { sed -n "$(($1 + 1))p" "$T/recs.fps" | cut -f"$2"; }
+tie_d=$("$SIMSTORE" distance "$(rec_field "$tr" 1)" "$(rec_field "$ts" 1)")
+{ rec_line "$ts"; rec_line "$ta"; rec_line "$tr"; } >"$T/tie.jsonl"
+run dedup --removed "$T/tie.removed" "$T/tie.jsonl"
+if [ "$(cat "$T/tie.removed")" = "$(rec_field "$tr" 2)	$(rec_field "$ts" 2)	$tie_d" ]; then ok; else
+    fail "tie between kept records: $(cat "$T/tie.removed")"; fi
+rec_line "$ts" >"$T/tie_store.jsonl"
+"$SIMSTORE" build "$T/tiestore" -q "$T/tie_store.jsonl" >/dev/null || fail "build tiestore"
+{ rec_line "$ta"; rec_line "$tr"; } >"$T/tie2.jsonl"
+run dedup --store "$T/tiestore" --removed "$T/tie.removed" "$T/tie2.jsonl"
+expect_out "$(rec_line "$ta")"
+if [ "$(cat "$T/tie.removed")" = "$(rec_field "$tr" 2)	$(rec_field "$ts" 2)	$tie_d" ]; then ok; else
+    fail "tie between STORE and a kept record: $(cat "$T/tie.removed")"; fi
+
 # Bad input: FILE:LINE, exit 1, the record not written, nothing added.
 snapshot() { "$SIMSTORE" query "$T/store" --k 3 --queries "$T/gen.jsonl" 2>&1; "$SIMSTORE" stats "$T/store" | grep -E "^(documents|segments)"; }
 snapshot >"$T/before"

@@ -7,6 +7,9 @@ tests/cli/dedup.sh, and the generator of its corpus.
       (HEX16<TAB>ID per record, in input order); STORE_FPS: the same for the
       documents of the store, or '-' for none. Writes the kept records' lines
       to OUT and ID<TAB>KEPT_ID<TAB>DISTANCE lines to REMOVED.
+  dedup_ref.py tie K FPS LIMIT
+      Record numbers S A R among the first LIMIT of FPS with d(S, A) > K
+      and d(R, S) == d(R, A) <= K: a tie for the KEPT_ID rule.
   dedup_ref.py gen N SEED
       A corpus of about N records on stdout with planted near-duplicates,
       exact duplicates, odd spacing and key order, unknown members, integer
@@ -125,8 +128,28 @@ def gen(n, seed):
     sys.stdout.buffer.write(("\n".join(out) + "\n").encode("utf-8"))
 
 
+def tie(k, fps_path, limit):
+    """Record numbers (0-based) s, a, r with d(s, a) > k and
+    d(r, s) == d(r, a) <= k: r ties between two records that are not
+    near-duplicates of each other."""
+    fps = [fp for fp, _ in read_fps(fps_path)][:limit]
+    for r, fr in enumerate(fps):
+        near = {}
+        for i, fi in enumerate(fps):
+            d = bin(fi ^ fr).count("1")
+            if i != r and d <= k:
+                for j in near.get(d, []):
+                    if bin(fps[j] ^ fi).count("1") > k:
+                        print(j, i, r)
+                        return
+                near.setdefault(d, []).append(i)
+    sys.exit("no tie found")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "ref":
         ref(int(sys.argv[2]), *sys.argv[3:8])
+    elif sys.argv[1] == "tie":
+        tie(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     else:
         gen(int(sys.argv[2]), int(sys.argv[3]))
