@@ -385,8 +385,13 @@ static int commit_added(dedup_run *run, char **paths)
 static int run_dedup(dedup_run *run, char **paths, int npaths, ingest_options *io, int verbose,
                      double started)
 {
+    /* Records go out in large writes; once per process (a benchmark calls
+     * the command repeatedly). */
     static char outbuf[1 << 20];
-    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    static int buffered;
+    if (!buffered)
+        setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    buffered = 1;
     ingest_sink sink = {NULL, NULL, run, decide};
     if (run->store) {
         io->note = note_store;
