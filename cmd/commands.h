@@ -20,5 +20,6 @@ int cmd_compact(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_dedup(int argc, char **argv);
 
 #endif

@@ -98,8 +98,12 @@ typedef struct ingest_rec {
     uint64_t fp;
     size_t text_off, text_len; /* the id, or the message of REC_BAD */
     size_t meta_off, meta_len;
+    size_t raw_off, raw_len; /* the line as read, in the batch's `in` */
+    uint64_t note_value;
+    size_t note_off, note_len;
+    unsigned note_flags;
     int rc;
-    unsigned char kind, has_meta, empty, id_integer;
+    unsigned char kind, has_meta, empty, id_integer, has_note_text;
 } ingest_rec;
 
 enum slot_failure {
@@ -141,6 +145,8 @@ typedef struct pipeline {
     /* parsing */
     const simstore_text_options *text;
     const input_fields *fields;
+    ingest_note_fn note;
+    void *note_ctx;
     pthread_t reader;
     int reader_started;
 } pipeline;
@@ -420,8 +426,35 @@ static void parse_hex(slot *s, ingest_rec *r, const char *line, size_t len)
     set_bad(s, r, msg);
 }
 
-static void parse_record(pipeline *pl, worker_state *w, slot *s, ingest_rec *r, const char *line,
-                         size_t len)
+/* Let the pipeline's note function look at a parsed document (on this
+ * worker) and keep what it says with the record. */
+static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
+                        const input_record *rec)
+{
+    simstore_doc d = {rec->id, rec->id_len, r->fp, rec->meta, rec->meta ? strlen(rec->meta) : 0,
+                      r->line};
+    ingest_note n = {0, 0, NULL, 0};
+    int e = pl->note(pl->note_ctx, worker, &d, &n);
+    if (e) {
+        r->kind = REC_FAILED;
+        r->rc = e;
+        return;
+    }
+    r->note_value = n.value;
+    r->note_flags = n.flags;
+    if (n.text) {
+        if (out_copy(s, n.text, n.text_len, &r->note_off)) {
+            r->kind = REC_FAILED;
+            r->rc = SIMSTORE_ENOMEM;
+            return;
+        }
+        r->note_len = n.text_len;
+        r->has_note_text = 1;
+    }
+}
+
+static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s, ingest_rec *r,
+                         const char *line, size_t len)
 {
     int fmt = s->format;
     if (fmt == INGEST_HEX) {
@@ -469,10 +502,12 @@ static void parse_record(pipeline *pl, worker_state *w, slot *s, ingest_rec *r, 
     r->text_len = rec.id_len;
     r->has_meta = rec.meta != NULL;
     r->meta_len = meta_len;
+    if (pl->note)
+        note_record(pl, worker, s, r, &rec);
 }
 
 /* Parse (and fingerprint) every record of a batch. */
-static void parse_batch(pipeline *pl, worker_state *w, slot *s)
+static void parse_batch(pipeline *pl, worker_state *w, unsigned worker, slot *s)
 {
     s->nrecs = 0;
     s->out_len = 0;
@@ -497,7 +532,9 @@ static void parse_batch(pipeline *pl, worker_state *w, slot *s)
                 }
                 return;
             }
-            parse_record(pl, w, s, r, text, n);
+            r->raw_off = (size_t)(text - s->in);
+            r->raw_len = (size_t)(p + len + 1 - text);
+            parse_record(pl, w, worker, s, r, text, n);
         }
         p += len + 1;
         line++;
@@ -518,7 +555,7 @@ static void work_batch(void *ctx, void *item, unsigned index)
         if (any_jsonl)
             w->fpr_rc = simstore_fingerprinter_new(pl->text, &w->fpr);
     }
-    parse_batch(pl, w, (slot *)item);
+    parse_batch(pl, w, index, (slot *)item);
 }
 
 /* ---- the pipeline ------------------------------------------------------- */
@@ -676,6 +713,15 @@ static int drain_batch(ingest_state *st, const slot *s)
             st->res->integer_ids += r->id_integer;
             simstore_doc d = {id, r->text_len, r->fp, r->has_meta ? s->out + r->meta_off : NULL,
                               r->meta_len, source_file | r->line};
+            if (st->sink->record) {
+                ingest_record ir = {d, r->id_integer, r->empty, s->in + r->raw_off, r->raw_len,
+                                    file, r->line,
+                                    {r->note_value, r->note_flags,
+                                     r->has_note_text ? s->out + r->note_off : NULL,
+                                     r->note_len}};
+                e = st->sink->record(st->sink->ctx, &ir);
+                break;
+            }
             e = st->sink->doc(st->sink->ctx, &d, r->id_integer);
             break;
         }
@@ -807,6 +853,8 @@ int ingest_run(const ingest_sink *sink, char **paths, int npaths, const ingest_o
     pl.npaths = npaths;
     pl.text = o->text;
     pl.fields = o->fields;
+    pl.note = o->note;
+    pl.note_ctx = o->note_ctx;
     unsigned threads = o->threads ? o->threads : simstore_default_threads();
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
@@ -848,7 +896,7 @@ static int builder_fp(void *ctx, uint64_t fp)
 int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
                   ingest_result *res)
 {
-    ingest_sink sink = {builder_doc, builder_fp, b};
+    ingest_sink sink = {builder_doc, builder_fp, b, NULL};
     return ingest_run(&sink, paths, npaths, o, res);
 }
 

@@ -40,6 +40,23 @@ int ingest_format_parse(const char *name);
  * .zst, .zstd) is dropped; -1 when it names none. */
 int ingest_format_of_name(const char *path);
 
+/* What a worker may attach to a document (ingest_options.note): a number,
+ * flags and a string (copied into the batch), handed back with the record
+ * to ingest_sink.record on the consuming thread. */
+typedef struct ingest_note {
+    uint64_t value;
+    unsigned flags;
+    const char *text; /* NULL or text_len bytes, valid during the call */
+    size_t text_len;
+} ingest_note;
+
+/* Called on worker thread `worker` (0..threads-1, each with its own state)
+ * for every document parsed, before it is handed on: lookups that may run
+ * in parallel (`dedup` asks its store there). Returns 0, or a simstore
+ * error code that fails the ingest at this record. */
+typedef int (*ingest_note_fn)(void *ctx, unsigned worker, const simstore_doc *doc,
+                              ingest_note *out);
+
 typedef struct ingest_options {
     const char *cmd;                /* for messages */
     ingest_format format;           /* INGEST_BY_EXTENSION: decide per file */
@@ -51,6 +68,8 @@ typedef struct ingest_options {
                                        (0: every core) */
     simstore_progress_fn progress;
     void *progress_ctx;
+    ingest_note_fn note;            /* NULL: none */
+    void *note_ctx;
 } ingest_options;
 
 typedef struct ingest_result {
@@ -64,10 +83,28 @@ typedef struct ingest_result {
  * function returns 0 or a simstore error code (with simstore_last_error()
  * set, or not), which stops the ingest. doc->id and doc->meta are valid only
  * during the call. */
+/* One document as `dedup` sees it: the record, its line as read and what
+ * the worker noted. Everything is valid only during the call. */
+typedef struct ingest_record {
+    simstore_doc doc;
+    int id_is_integer;
+    int empty;              /* no words (fingerprint 0; warned about) */
+    const char *line;       /* the record's line as read: from its first byte
+                               (after a UTF-8 byte order mark on line 1) to its
+                               '\n' inclusive (a CR before it kept; a last line
+                               without one gets one) */
+    size_t line_len;
+    const char *file;       /* the input's name for messages */
+    unsigned long long line_number;
+    ingest_note note;       /* zeros without ingest_options.note */
+} ingest_record;
+
 typedef struct ingest_sink {
     int (*doc)(void *ctx, const simstore_doc *doc, int id_is_integer);
     int (*fp)(void *ctx, uint64_t fp); /* bare fingerprints (.hex, .u64) */
     void *ctx;
+    /* When set, documents go here instead of to doc. */
+    int (*record)(void *ctx, const ingest_record *rec);
 } ingest_sink;
 
 /* Read, parse and fingerprint every path ("-" is standard input) on

@@ -26,6 +26,7 @@ static const command commands[] = {
     {"inspect", cmd_inspect, "a store's or table file's design, coding and histogram"},
     {"verify", cmd_verify, "check a store or table file: checksums, structure, agreement"},
     {"dump", cmd_dump, "the fingerprints of a table file, block by block"},
+    {"dedup", cmd_dedup, "JSON Lines without near-duplicates of earlier records or a store"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

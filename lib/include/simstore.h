@@ -492,6 +492,14 @@ SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *
                                      const char *text, size_t len, unsigned k, uint64_t *fp,
                                      const simstore_match **matches, size_t *count);
 
+/* Whether a document with this id is stored, in the state committed now:
+ * 1 (its fingerprint to *fp when fp is not NULL), 0 when not. A fingerprint-
+ * only store has no documents (always 0). Errors: SIMSTORE_EINVAL (q or id
+ * NULL, id_len 0 or above SIMSTORE_MAX_ID_BYTES); SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO. Uses q's read transaction: same threads rule as queries. */
+SIMSTORE_API int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len,
+                                       uint64_t *fp);
+
 typedef struct simstore_stats {
     unsigned k;
     unsigned tables;
@@ -956,6 +964,84 @@ typedef struct simstore_cluster_summary {
 SIMSTORE_API int simstore_clusters(simstore *s, const simstore_cluster_options *o,
                                    simstore_cluster_fn fn, void *ctx,
                                    simstore_cluster_summary *summary);
+
+/* ---- In-memory near-duplicate index ---------------------------------------
+ * An exact index of (fingerprint, value) entries in RAM that grows one entry
+ * at a time and answers "which entries are within distance k of this
+ * fingerprint?": what `simstore dedup` remembers its kept records in, and
+ * what an insert-if-new service keeps in front of a store. It uses the
+ * store's table designs (every set of k flipped bits leaves some table's
+ * prefix untouched) over hash chains, re-choosing the design as it grows, so
+ * answers are exact for every k up to the index's. Memory: per slot of its
+ * capacity (the count rounded up to a power of two) 16 bytes plus 6 bytes
+ * per table of its design, at most 16 tables: for k = 3, 4 tables up to
+ * about a million entries (40..80 bytes an entry), 10 beyond; for a large k
+ * at a large count it scans longer chains rather than using more tables.
+ * simstore_memindex_bytes() tells. Queries allocate nothing.
+ *
+ * Threads: one writer. Queries may run on any number of threads at once,
+ * but not while an add runs (an add may rebuild the chains). */
+
+typedef struct simstore_memindex simstore_memindex;
+
+/* Create an empty index exact for distances up to k (0..SIMSTORE_MAX_K),
+ * with room for expected_count entries before its first growth (0 is fine:
+ * it grows as needed).
+ *   out  receives the index, owned by the caller, released with
+ *        simstore_memindex_free(); NULL on failure.
+ * Errors: SIMSTORE_EINVAL (out NULL, k above SIMSTORE_MAX_K); SIMSTORE_EFULL
+ * (expected_count above 2^32 - 2, the most entries an index holds);
+ * SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_memindex_new(unsigned k, uint64_t expected_count,
+                                       simstore_memindex **out);
+
+/* Release an index; NULL is allowed. */
+SIMSTORE_API void simstore_memindex_free(simstore_memindex *ix);
+
+/* Add an entry: fingerprint fp with the caller's value (a record number, an
+ * offset, a pointer cast to an integer). The same fingerprint may be added
+ * any number of times, with the same or other values; each is an entry.
+ * Errors: SIMSTORE_EINVAL (ix NULL); SIMSTORE_EFULL (2^32 - 2 entries);
+ * SIMSTORE_ENOMEM (growing failed: the index is unchanged and still valid). */
+SIMSTORE_API int simstore_memindex_add(simstore_memindex *ix, uint64_t fp, uint64_t value);
+
+/* Receives one entry within the distance: its fingerprint, value and
+ * distance to the query. Return 0 to go on, nonzero to stop the query
+ * (which then returns that value). */
+typedef int (*simstore_memindex_fn)(void *ctx, uint64_t fp, uint64_t value, unsigned distance);
+
+/* Call fn(ctx, ...) once for every entry whose fingerprint is within
+ * distance k of fp (k at most the index's), in no particular order.
+ * Returns SIMSTORE_OK, fn's nonzero value when it stopped the query, or
+ * SIMSTORE_EINVAL (ix or fn NULL), SIMSTORE_ERANGE (k above the index's). */
+SIMSTORE_API int simstore_memindex_query(const simstore_memindex *ix, uint64_t fp, unsigned k,
+                                         simstore_memindex_fn fn, void *ctx);
+
+/* The nearest entry of a query. */
+typedef struct simstore_memindex_match {
+    uint64_t fp;
+    uint64_t value;
+    unsigned distance;
+} simstore_memindex_match;
+
+/* The entry within distance k of fp with the smallest distance, ties going
+ * to the smallest value (so, with values numbered in insertion order, to
+ * the earliest entry). Returns 1 with *out filled, 0 when no entry is
+ * within k (*out untouched), or SIMSTORE_EINVAL, SIMSTORE_ERANGE as
+ * simstore_memindex_query(). */
+SIMSTORE_API int simstore_memindex_nearest(const simstore_memindex *ix, uint64_t fp, unsigned k,
+                                           simstore_memindex_match *out);
+
+/* Entries added; 0 for NULL. */
+SIMSTORE_API uint64_t simstore_memindex_count(const simstore_memindex *ix);
+
+/* Tables of the design the index uses now (it changes as the index grows);
+ * 0 for NULL. */
+SIMSTORE_API unsigned simstore_memindex_tables(const simstore_memindex *ix);
+
+/* Bytes the index holds allocated (entries, chains and room for growth);
+ * 0 for NULL. */
+SIMSTORE_API uint64_t simstore_memindex_bytes(const simstore_memindex *ix);
 
 /* ---- Ordered parallel work ---------------------------------------------
  * A pool of threads that processes work items and hands them back in the

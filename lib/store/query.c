@@ -500,3 +500,33 @@ int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const ch
         *fp = f;
     return simstore_query_fp(q, f, k, matches, count);
 }
+
+int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint64_t *fp)
+{
+    if (!q || !id || id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)
+        return sims_fail(SIMSTORE_EINVAL, "has_id: a NULL query or an id of %zu bytes", id_len);
+    simstore *s = q->store;
+    int rc = begin_txn(q);
+    if (rc)
+        return rc;
+    MDB_val key = {id_len, (void *)id}, val;
+    int mrc = mdb_get(q->txn, s->env.docs, &key, &val);
+    if (mrc == MDB_NOTFOUND) {
+        rc = 0;
+    } else if (mrc) {
+        rc = sims_mdb_fail(mrc, "read docs");
+    } else {
+        sims_doc_record rec;
+        rc = sims_doc_record_decode((const uint8_t *)id, id_len, (const uint8_t *)val.mv_data,
+                                    val.mv_size, &rec);
+        if (rc)
+            rc = sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)id_len, id);
+        else {
+            if (fp)
+                *fp = rec.fp;
+            rc = 1;
+        }
+    }
+    mdb_txn_reset(q->txn);
+    return rc;
+}

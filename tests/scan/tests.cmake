@@ -2,3 +2,8 @@
 # test_pairs: pairs, the join of an array, and clusters against brute force.
 simstore_unit_test(test_pairs scan/test_pairs.c)
 target_link_libraries(test_pairs PRIVATE simstore)
+# test_memindex: the in-memory near-duplicate index against a brute-force
+# scan, k = 0..7, on uniform, clustered, duplicate-heavy and adversarial
+# sets, while it grows past its resize thresholds.
+simstore_unit_test(test_memindex scan/test_memindex.c)
+target_link_libraries(test_memindex PRIVATE simstore_scan)

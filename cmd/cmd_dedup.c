@@ -1,0 +1,523 @@
+/* cmd_dedup.c: `simstore dedup`: streaming near-duplicate removal from JSON
+ * Lines. The ingest pipeline (ingest.c) parses and fingerprints records on
+ * every core and, with --store, asks the store about each record on the
+ * worker that parsed it; this thread then takes the records in input order
+ * and keeps or drops each against the kept records (simstore_memindex) and
+ * the store's answer. Kept records pass through to stdout byte for byte;
+ * with --add they go into the store in one commit at the end. */
+#include "cli.h"
+#include "commands.h"
+#include "ingest.h"
+#include "progress.h"
+#include "textopts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const CMD = "dedup";
+
+#define DEFAULT_K 3
+#define MAX_WORKERS 64 /* ingest.c's thread limit */
+#define MAX_REPORTED 20
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: simstore dedup [OPTIONS] INPUT...\n"
+            "\n"
+            "Read JSON Lines documents from the INPUT files ('-' is standard input;\n"
+            "gzip and zstd are read as they are), fingerprint them on all cores and\n"
+            "write to stdout, in input order, every record that is not within K of an\n"
+            "earlier kept record or of a document in STORE.\n"
+            "\n"
+            "The rule: records are taken in input order; a record is dropped when its\n"
+            "fingerprint is within K of a record KEPT before it or of a document in\n"
+            "STORE; otherwise it is kept (written to stdout). Because only kept records\n"
+            "are remembered, memory grows with the kept ones.\n"
+            "\n"
+            "Kept records are written byte for byte as read (key order, spacing,\n"
+            "unknown members and a CR before the newline kept); a last line without a\n"
+            "newline gets one; blank lines and a byte order mark are not records.\n"
+            "\n"
+            "      --k K            the distance, 0..7 (default 3; with --store, the\n"
+            "                       store's k, and at most that)\n"
+            "      --store STORE    also drop records within K of a document of STORE;\n"
+            "                       texts are fingerprinted with the store's text\n"
+            "                       options unless text options are given\n"
+            "      --add            add the kept records to STORE (id, fingerprint and\n"
+            "                       metadata as `build` stores them) in one commit when\n"
+            "                       the whole run succeeds; nothing is added otherwise\n"
+            "      --removed FILE   write ID<TAB>KEPT_ID<TAB>DISTANCE for every dropped\n"
+            "                       record: KEPT_ID is the nearest kept record or stored\n"
+            "                       document (smallest distance; ties: STORE documents\n"
+            "                       first, by id byte order, then kept records in input\n"
+            "                       order)\n"
+            "      --threads N      parsing and fingerprinting threads (default: all\n"
+            "                       cores); the output does not depend on it\n"
+            "  -v, --verbose        report records read, kept and dropped, the memory\n"
+            "                       of the kept records' index, time and peak memory on\n"
+            "                       stderr\n"
+            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
+            "\n"
+            "Fingerprints of the texts:\n" TEXTOPT_HELP
+            "\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Errors: a malformed record, a record without text, an id given to an\n"
+            "earlier kept record or already in STORE are reported as FILE:LINE: what;\n"
+            "the record is not written, the run goes on to report more, exits 1 and\n"
+            "adds nothing. Ids are checked against kept records and STORE: an id\n"
+            "shared only by dropped records, or by a kept record and an earlier\n"
+            "dropped one, is not noticed (that would need every id in memory).\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+enum { OPT_K = 1, OPT_STORE, OPT_ADD, OPT_REMOVED, OPT_THREADS };
+
+/* ---- the kept records' ids: an arena and an open-addressing set --------- */
+
+typedef struct kept_ids {
+    char *bytes;
+    size_t bytes_len, bytes_cap;
+    uint64_t *offs;   /* by kept ordinal: offset << 16 | length */
+    size_t n, offs_cap;
+    uint32_t *slots;  /* ordinal + 1; 0 = empty */
+    size_t nslots;    /* a power of two, at least 2 n */
+} kept_ids;
+
+static uint64_t id_hash(const char *id, size_t len)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)id[i]) * UINT64_C(0x100000001b3);
+    return h ^ (h >> 29);
+}
+
+static const char *kept_id(const kept_ids *k, size_t ordinal, size_t *len)
+{
+    *len = (size_t)(k->offs[ordinal] & 0xFFFF);
+    return k->bytes + (k->offs[ordinal] >> 16);
+}
+
+/* The slot holding id, or the empty slot where it would go. */
+static size_t kept_slot(const kept_ids *k, const char *id, size_t len)
+{
+    size_t mask = k->nslots - 1, i = (size_t)id_hash(id, len) & mask;
+    for (;; i = (i + 1) & mask) {
+        if (!k->slots[i])
+            return i;
+        size_t n;
+        const char *s = kept_id(k, k->slots[i] - 1, &n);
+        if (n == len && memcmp(s, id, len) == 0)
+            return i;
+    }
+}
+
+static int kept_contains(const kept_ids *k, const char *id, size_t len)
+{
+    return k->nslots && k->slots[kept_slot(k, id, len)] != 0;
+}
+
+static int kept_grow_slots(kept_ids *k)
+{
+    size_t n = k->nslots ? k->nslots * 2 : 1024;
+    uint32_t *old = k->slots;
+    size_t old_n = k->nslots;
+    k->slots = calloc(n, sizeof *k->slots);
+    if (!k->slots) {
+        k->slots = old;
+        return -1;
+    }
+    k->nslots = n;
+    for (size_t i = 0; i < old_n; i++)
+        if (old[i]) {
+            size_t len;
+            const char *s = kept_id(k, old[i] - 1, &len);
+            k->slots[kept_slot(k, s, len)] = old[i];
+        }
+    free(old);
+    return 0;
+}
+
+static int kept_add(kept_ids *k, const char *id, size_t len)
+{
+    if (k->n >= UINT32_MAX - 1)
+        return -1;
+    if (2 * (k->n + 1) > k->nslots && kept_grow_slots(k))
+        return -1;
+    if (k->n == k->offs_cap) {
+        size_t c = k->offs_cap ? 2 * k->offs_cap : 1024;
+        uint64_t *g = realloc(k->offs, c * sizeof *g);
+        if (!g)
+            return -1;
+        k->offs = g;
+        k->offs_cap = c;
+    }
+    if (k->bytes_cap - k->bytes_len < len) {
+        size_t c = k->bytes_cap ? k->bytes_cap : 65536;
+        while (c - k->bytes_len < len)
+            c *= 2;
+        char *g = realloc(k->bytes, c);
+        if (!g)
+            return -1;
+        k->bytes = g;
+        k->bytes_cap = c;
+    }
+    memcpy(k->bytes + k->bytes_len, id, len);
+    k->offs[k->n] = (uint64_t)k->bytes_len << 16 | len;
+    k->bytes_len += len;
+    k->slots[kept_slot(k, id, len)] = (uint32_t)(k->n + 1);
+    k->n++;
+    return 0;
+}
+
+static uint64_t kept_bytes(const kept_ids *k)
+{
+    return k->bytes_cap + k->offs_cap * sizeof *k->offs + k->nslots * sizeof *k->slots;
+}
+
+static void kept_free(kept_ids *k)
+{
+    free(k->bytes);
+    free(k->offs);
+    free(k->slots);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+/* What a worker notes about a record (ingest_note.flags). */
+#define NOTE_NEAR_STORED 1u /* value: distance; text: the nearest document's id */
+#define NOTE_ID_STORED 2u   /* the record's id is already in STORE */
+
+typedef struct dedup_run {
+    unsigned k;
+    simstore *store;
+    const char *store_path;
+    simstore_query *queries[MAX_WORKERS]; /* one per worker, made on first use */
+    simstore_memindex *index;
+    kept_ids ids;
+    simstore_builder *builder;
+    FILE *removed;
+    const char *removed_path;
+    unsigned long long read, kept, dropped, dropped_by_store, errors;
+    int failed; /* writing --removed or the builder failed */
+} dedup_run;
+
+/* On worker `worker`: the nearest stored document and whether the id is
+ * stored. The store does not change during the run. */
+static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, ingest_note *out)
+{
+    dedup_run *run = (dedup_run *)ctx;
+    if (worker >= MAX_WORKERS)
+        return SIMSTORE_EINVAL;
+    simstore_query **q = &run->queries[worker];
+    if (!*q) {
+        int rc = simstore_query_new(run->store, 0, q);
+        if (rc)
+            return rc;
+    }
+    int has = simstore_query_has_id(*q, doc->id, doc->id_len, NULL);
+    if (has < 0)
+        return has;
+    const simstore_match *m;
+    size_t n;
+    int rc = simstore_query_fp(*q, doc->fp, run->k, &m, &n);
+    if (rc)
+        return rc;
+    out->flags = has ? NOTE_ID_STORED : 0;
+    if (n > 0) {
+        /* Sorted by distance, then id bytes: the first is the nearest. */
+        out->flags |= NOTE_NEAR_STORED;
+        out->value = m[0].distance;
+        out->text = m[0].id;
+        out->text_len = m[0].id_len;
+    }
+    return 0;
+}
+
+/* "FILE:LINE: document id 'ID' <what>"; the record is not written. */
+static void record_error(dedup_run *run, const ingest_record *r, const char *what)
+{
+    run->errors++;
+    if (run->errors > MAX_REPORTED)
+        return;
+    char esc[CLI_ESCAPED_ID_BYTES];
+    fprintf(stderr, "simstore %s: %s:%llu: document id '%s' %s\n", CMD, r->file, r->line_number,
+            cli_escape(r->doc.id, r->doc.id_len, esc, sizeof esc), what);
+}
+
+static int write_removed(dedup_run *run, const ingest_record *r, const char *kept,
+                         size_t kept_len, unsigned distance)
+{
+    if (!run->removed)
+        return 0;
+    if (fwrite(r->doc.id, 1, r->doc.id_len, run->removed) != r->doc.id_len ||
+        putc('\t', run->removed) == EOF ||
+        fwrite(kept, 1, kept_len, run->removed) != kept_len ||
+        fprintf(run->removed, "\t%u\n", distance) < 0) {
+        run->failed = 1;
+        return SIMSTORE_EIO;
+    }
+    return 0;
+}
+
+static int keep_record(dedup_run *run, const ingest_record *r)
+{
+    int rc = simstore_memindex_add(run->index, r->doc.fp, run->ids.n);
+    if (rc)
+        return rc;
+    if (kept_add(&run->ids, r->doc.id, r->doc.id_len))
+        return SIMSTORE_ENOMEM;
+    if (fwrite(r->line, 1, r->line_len, stdout) != r->line_len)
+        return SIMSTORE_EIO;
+    run->kept++;
+    if (run->builder) {
+        rc = simstore_builder_add_flags(run->builder, &r->doc,
+                                        r->id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0);
+        if (rc) {
+            run->failed = 1;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* One record, in input order: error, drop or keep. */
+static int decide(void *ctx, const ingest_record *r)
+{
+    dedup_run *run = (dedup_run *)ctx;
+    run->read++;
+    if (r->note.flags & NOTE_ID_STORED) {
+        record_error(run, r, "is already in STORE");
+        return 0;
+    }
+    if (kept_contains(&run->ids, r->doc.id, r->doc.id_len)) {
+        record_error(run, r, "was given before (to a kept record)");
+        return 0;
+    }
+    simstore_memindex_match near;
+    int found = simstore_memindex_nearest(run->index, r->doc.fp, run->k, &near);
+    if (found < 0)
+        return found;
+    int by_store = (r->note.flags & NOTE_NEAR_STORED) != 0;
+    if (by_store && found && near.distance < r->note.value)
+        by_store = 0; /* ties go to the store */
+    if (!by_store && !found)
+        return keep_record(run, r);
+    run->dropped++;
+    if (by_store) {
+        run->dropped_by_store++;
+        return write_removed(run, r, r->note.text, r->note.text_len, (unsigned)r->note.value);
+    }
+    size_t len;
+    const char *id = kept_id(&run->ids, (size_t)near.value, &len);
+    return write_removed(run, r, id, len, near.distance);
+}
+
+static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt_state *text)
+{
+    unsigned flags = add ? SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT
+                         : SIMSTORE_OPEN_READONLY;
+    int rc = simstore_open(run->store_path, flags, &run->store);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", run->store_path);
+    simstore_stats st;
+    rc = simstore_get_stats(run->store, &st);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", run->store_path);
+    if (st.fingerprint_only)
+        return cli_error(CMD, "%s keeps no documents (a fingerprint-only store): dedup needs "
+                              "document ids",
+                         run->store_path);
+    if (!k_given)
+        *k = st.k;
+    else if (*k > st.k) {
+        cli_usage_error(CMD, "--k %u is above %s's design (built for k <= %u)", *k,
+                        run->store_path, st.k);
+        return CLI_EXIT_USAGE;
+    }
+    if (text->given && add) {
+        cli_usage_error(CMD, "--add stores fingerprints made with the store's text options: "
+                             "give no text options with it");
+        return CLI_EXIT_USAGE;
+    }
+    if (!text->given)
+        simstore_get_text_options(run->store, &text->opts);
+    return 0;
+}
+
+static void report(const dedup_run *run, double started)
+{
+    uint64_t index_bytes = simstore_memindex_bytes(run->index) + kept_bytes(&run->ids);
+    fprintf(stderr,
+            "simstore %s: %llu %s read, %llu kept, %llu dropped (%llu near a document of "
+            "STORE); kept records' index %.1f MiB (%.0f bytes per kept record, %u tables)\n",
+            CMD, run->read, CLI_NOUN(run->read, "record"), run->kept, run->dropped,
+            run->dropped_by_store, (double)index_bytes / (1 << 20),
+            run->kept ? (double)index_bytes / (double)run->kept : 0.0,
+            simstore_memindex_tables(run->index));
+    cli_report_resources(CMD, started);
+}
+
+/* Finish --add: commit the kept records, then compact when the policy says
+ * so (as `add` does). */
+static int commit_added(dedup_run *run, char **paths)
+{
+    (void)paths;
+    simstore_builder *b = run->builder;
+    run->builder = NULL;
+    int rc = simstore_builder_finish(b);
+    if (rc)
+        return cli_api_error(CMD, rc, "nothing added to %s", run->store_path);
+    rc = simstore_maybe_compact(run->store, NULL);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s: the records are added, but the automatic compaction "
+                                      "failed",
+                             run->store_path);
+    return 0;
+}
+
+static int run_dedup(dedup_run *run, char **paths, int npaths, ingest_options *io, int verbose,
+                     double started)
+{
+    /* Records go out in large writes; once per process (a benchmark calls
+     * the command repeatedly). */
+    static char outbuf[1 << 20];
+    static int buffered;
+    if (!buffered)
+        setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    buffered = 1;
+    ingest_sink sink = {NULL, NULL, run, decide};
+    if (run->store) {
+        io->note = note_store;
+        io->note_ctx = run;
+    }
+    ingest_result res;
+    int got = ingest_run(&sink, paths, npaths, io, &res);
+    if (fflush(stdout) != 0)
+        got = 2;
+    if (run->removed && fflush(run->removed) != 0)
+        run->failed = 1;
+    if (run->errors > MAX_REPORTED)
+        fprintf(stderr, "simstore %s: %llu more bad records not listed\n", CMD,
+                run->errors - MAX_REPORTED);
+    if (verbose)
+        report(run, started);
+    if (run->failed && run->removed && ferror(run->removed))
+        cli_error(CMD, "%s: cannot write", run->removed_path);
+    if (got != 0 || run->errors || res.bad || run->failed) {
+        if (run->builder)
+            fprintf(stderr, "simstore %s: nothing added to %s\n", CMD, run->store_path);
+        return CLI_EXIT_FAIL;
+    }
+    if (run->builder)
+        return commit_added(run, paths) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    return CLI_EXIT_OK;
+}
+
+int cmd_dedup(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"k", required_argument, NULL, OPT_K},
+        {"store", required_argument, NULL, OPT_STORE},
+        {"add", no_argument, NULL, OPT_ADD},
+        {"removed", required_argument, NULL, OPT_REMOVED},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        TEXTOPT_LONG_OPTIONS,
+        INPUT_FIELD_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    textopt_state text;
+    textopt_init(&text);
+    input_fields fields;
+    input_fields_init(&fields);
+    ingest_options io;
+    memset(&io, 0, sizeof io);
+    io.cmd = CMD;
+    io.format = INGEST_JSONL;
+    io.fields = &fields;
+    io.text = &text.opts;
+    dedup_run run;
+    memset(&run, 0, sizeof run);
+    unsigned k = DEFAULT_K;
+    int k_given = 0, add = 0, verbose = 0, c;
+    double started = cli_now();
+    unsigned long long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_K:
+            if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
+                return cli_usage_error(CMD, "--k takes 0..%d, not '%s'", SIMSTORE_MAX_K, optarg);
+            k = (unsigned)v;
+            k_given = 1;
+            break;
+        case OPT_STORE: run.store_path = cli_store_path(optarg); break;
+        case OPT_ADD: add = 1; break;
+        case OPT_REMOVED: run.removed_path = optarg; break;
+        case OPT_THREADS:
+            if (cli_threads_option(CMD, optarg, &io.threads))
+                return CLI_EXIT_USAGE;
+            break;
+        case 'v': verbose = 1; break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        case '?':
+        case ':': return cli_bad_option(CMD, c, argv, optind);
+        default: {
+            int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields, NULL);
+            if (t >= 0)
+                return t;
+        }
+        }
+    }
+    if (textopt_finish(CMD, &text))
+        return CLI_EXIT_USAGE;
+    if (add && !run.store_path)
+        return cli_usage_error(CMD, "--add needs --store STORE");
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
+
+    int rc = CLI_EXIT_FAIL;
+    if (run.store_path && (rc = open_store(&run, add, &k, k_given, &text)) != 0)
+        goto out;
+    rc = CLI_EXIT_FAIL;
+    run.k = k;
+    if (simstore_memindex_new(k, 0, &run.index) != SIMSTORE_OK) {
+        cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept records' index");
+        goto out;
+    }
+    if (run.removed_path && !(run.removed = fopen(run.removed_path, "w"))) {
+        cli_error(CMD, "%s: cannot create: %s", run.removed_path, strerror(errno));
+        goto out;
+    }
+    if (add) {
+        simstore_build_options o;
+        simstore_build_options_init(&o);
+        o.threads = io.threads;
+        o.source_name = ingest_source_name;
+        o.source_ctx = argv + optind;
+        int e = simstore_add_begin(run.store, &o, &run.builder);
+        if (e) {
+            cli_api_error(CMD, e, "%s", run.store_path);
+            goto out;
+        }
+    }
+    rc = run_dedup(&run, argv + optind, argc - optind, &io, verbose, started);
+out:
+    simstore_builder_abort(run.builder);
+    for (unsigned i = 0; i < MAX_WORKERS; i++)
+        simstore_query_free(run.queries[i]);
+    simstore_close(run.store);
+    simstore_memindex_free(run.index);
+    kept_free(&run.ids);
+    if (run.removed && fclose(run.removed) != 0 && rc == CLI_EXIT_OK)
+        rc = cli_error(CMD, "%s: cannot write", run.removed_path);
+    return rc;
+}
