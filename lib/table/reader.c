@@ -465,6 +465,12 @@ int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, siz
     return block_decode(r, block, verify_blocks(r), out, cap, n, NULL);
 }
 
+int table_reader_block_once(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
+                            size_t *n)
+{
+    return block_decode(r, block, verify_blocks_once(r), out, cap, n, NULL);
+}
+
 int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *used_bits)
 {
     uint64_t buf[SEARCH_CHUNK];

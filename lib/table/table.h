@@ -159,6 +159,12 @@ uint64_t table_reader_find_block(const table_reader *r, uint64_t v);
 int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
                        size_t *n);
 
+/* As table_reader_block, but verifying the checksum only before the block's
+ * first decode by this reader (as searches do): for batch scans that decode
+ * many blocks, some more than once. */
+int table_reader_block_once(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
+                            size_t *n);
+
 /* Number of fingerprints in block `block` (from the validated index), or 0
  * when block is out of range. */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);

@@ -1,0 +1,7 @@
+# tests/scan: the scan layer (included by tests/CMakeLists.txt).
+# test_batch: simstore_query_batch() against simstore_query_fp() one by one,
+# byte for byte, on several store shapes, every strategy, 1 and 2 threads,
+# chunked; SIMSTORE_DENSE=1 sweeps more queries.
+simstore_unit_test(test_batch scan/test_batch.c)
+target_link_libraries(test_batch PRIVATE simstore_scan)
+set_tests_properties(test_batch PROPERTIES TIMEOUT 600)
