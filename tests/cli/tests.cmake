@@ -41,3 +41,5 @@ set_tests_properties(test_cli_hostile PROPERTIES TIMEOUT 600)
 # and gen_fingerprints.
 simstore_unit_test(test_quantity cli/test_quantity.c)
 target_link_libraries(test_quantity PRIVATE simstore_quantity)
+# query --queries in batches: byte-identical to one by one in every mode.
+simstore_cli_test(test_cli_batch batch.sh)
