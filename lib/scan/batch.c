@@ -38,8 +38,6 @@ typedef struct worker {
     unsigned id;
     pair *keys, *keys_tmp; /* one task's queries by probe range */
     size_t keys_cap;
-    uint64_t *pq; /* permuted queries of one group */
-    size_t pq_cap;
     uint64_t *block; /* one decoded block */
     size_t block_cap;
     pair *cand; /* (fingerprint, query) found by this worker's tasks */
@@ -136,10 +134,11 @@ static void radix_pass(const pair *in, pair *out, size_t n, int high, unsigned s
         out[count[((high ? in[i].a : in[i].b) >> shift) & 0xff]++] = in[i];
 }
 
-/* Sort v by (a, b): LSD radix over the bytes that differ between elements
- * (probe ranges' low bits are all zero, query numbers small), qsort for
- * short arrays. tmp has room for n. */
-static void sort_pairs(pair *v, pair *tmp, size_t n)
+/* Sort v by the bits a_mask keeps of a, then (with by_b) by b: LSD radix
+ * over the bytes that differ between elements (query numbers are small),
+ * qsort for short arrays (which orders by all of a and b: also an order by
+ * the masked bits). tmp has room for n. */
+static void sort_pairs(pair *v, pair *tmp, size_t n, uint64_t a_mask, int by_b)
 {
     if (n < 256) {
         qsort(v, n, sizeof *v, cmp_pair);
@@ -153,8 +152,8 @@ static void sort_pairs(pair *v, pair *tmp, size_t n)
         b_or |= v[i].b;
     }
     pair *src = v, *dst = tmp;
-    for (int high = 0; high <= 1; high++) {
-        uint64_t varies = high ? a_and ^ a_or : b_and ^ b_or;
+    for (int high = by_b ? 0 : 1; high <= 1; high++) {
+        uint64_t varies = high ? (a_and ^ a_or) & a_mask : b_and ^ b_or;
         for (unsigned shift = 0; shift < 64; shift += 8) {
             if (((varies >> shift) & 0xff) == 0)
                 continue;
@@ -207,9 +206,8 @@ static int probe_table(worker *w, const table_reader *r, unsigned t, size_t n, u
     batch *b = w->run;
     probe_emit e = {w, &b->design->tables[t].permuter, 0};
     for (size_t i = 0; i < n; i++) {
-        uint64_t lo = w->keys[i].a;
+        uint64_t pq = w->keys[i].a, lo = pq & ~low;
         e.query = w->keys[i].b;
-        uint64_t pq = sims_permute(e.permuter, b->fps[e.query]);
         int rc = table_reader_search(r, lo, lo | low, pq, b->k, emit_probed, &e);
         if (rc)
             return rc;
@@ -261,7 +259,7 @@ static int scan_values(worker *w, const sims_permuter *perm, const pair *group, 
     for (size_t i = lower_bound(w->block, nv, lo); i < nv && w->block[i] <= hi; i++) {
         uint64_t v = w->block[i];
         for (size_t j = 0; j < gn; j++) {
-            if (simstore_distance(v, w->pq[j]) <= k) {
+            if (simstore_distance(v, group[j].a) <= k) {
                 int rc = push_candidate(w, sims_unpermute(perm, v), group[j].b);
                 if (rc)
                     return rc;
@@ -270,6 +268,9 @@ static int scan_values(worker *w, const sims_permuter *perm, const pair *group, 
     }
     return SIMSTORE_OK;
 }
+
+/* Values decoded at a time while a scan needs more of a block. */
+#define SCAN_STEP 16
 
 /* Merge-scan: walk the probe-range groups (equal ranges together; ranges of
  * one table never overlap otherwise) and the table's blocks together,
@@ -281,25 +282,35 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
     const uint64_t *keys = table_reader_keys(r);
     uint64_t nb = table_reader_info(r)->block_count;
     uint64_t decoded = UINT64_MAX, first = 0;
-    size_t nv = 0;
+    size_t nv = 0; /* values of block `decoded` decoded so far */
+    codec_block_decoder dec;
     for (size_t g = 0, gend; g < n; g = gend) {
-        uint64_t lo = w->keys[g].a, hi = lo | low;
-        for (gend = g + 1; gend < n && w->keys[gend].a == lo; gend++)
+        uint64_t lo = w->keys[g].a & ~low, hi = lo | low;
+        for (gend = g + 1; gend < n && (w->keys[gend].a & ~low) == lo; gend++)
             ;
-        if (grow((void **)&w->pq, &w->pq_cap, gend - g, sizeof *w->pq))
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for a batch");
-        for (size_t j = g; j < gend; j++)
-            w->pq[j - g] = sims_permute(perm, b->fps[w->keys[j].b]);
         first = gallop_block(keys, nb, first, lo);
         for (uint64_t blk = first; blk < nb; blk++) {
             /* Block blk holds values above keys[blk - 1]. */
             if (blk > first && keys[blk - 1] >= hi)
                 break;
             if (blk != decoded) {
-                int rc = table_reader_block_once(r, blk, w->block, w->block_cap, &nv);
+                int rc = table_reader_block_start(r, blk, &dec);
                 if (rc)
                     return rc;
                 decoded = blk;
+                nv = 0;
+            }
+            /* Decode only as far as this range needs: the next ranges may
+             * need more of the block, or not. */
+            while (dec.remaining > 0 && (nv == 0 || w->block[nv - 1] <= hi)) {
+                size_t got, room = w->block_cap - nv;
+                int rc = table_reader_block_next(r, blk, &dec, w->block + nv,
+                                                 room < SCAN_STEP ? room : SCAN_STEP, &got);
+                if (rc)
+                    return rc;
+                if (got == 0)
+                    break;
+                nv += got;
             }
             int rc = scan_values(w, perm, &w->keys[g], gend - g, nv, lo, hi);
             if (rc)
@@ -348,19 +359,20 @@ static int run_task(worker *w, size_t task)
     if (grow((void **)&w->keys, &w->keys_cap, n, sizeof *w->keys) ||
         (w->keys_tmp = realloc(w->keys_tmp, w->keys_cap * sizeof *w->keys_tmp)) == NULL)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a batch");
-    uint64_t hi;
+    /* Each query permuted, sorted by its prefix: its probe range. */
+    const sims_permuter *perm = &b->design->tables[t].permuter;
     for (size_t i = 0; i < n; i++) {
-        sims_design_probe(b->design, t, b->fps[from + i], &w->keys[i].a, &hi);
+        w->keys[i].a = sims_permute(perm, b->fps[from + i]);
         w->keys[i].b = from + i;
     }
-    sort_pairs(w->keys, w->keys_tmp, n);
     unsigned prefix_bits = b->design->tables[t].prefix_bits;
     uint64_t low = (UINT64_MAX >> 1) >> (prefix_bits - 1u);
+    sort_pairs(w->keys, w->keys_tmp, n, ~low, 0);
     int scan = b->strategy == SIMSTORE_BATCH_SCAN;
     if (b->strategy == SIMSTORE_BATCH_AUTO) {
         size_t groups = n ? 1 : 0;
         for (size_t i = 1; i < n; i++)
-            groups += w->keys[i].a != w->keys[i - 1].a;
+            groups += (w->keys[i].a & ~low) != (w->keys[i - 1].a & ~low);
         scan = choose_scan(r, prefix_bits, n, groups);
     }
     return scan ? scan_table(w, r, t, n, low) : probe_table(w, r, t, n, low);
@@ -502,7 +514,7 @@ static int gather_candidates(batch *b)
         len += w->cand_len;
         w->cand_len = 0;
     }
-    sort_pairs(b->cand, b->cand_tmp, len);
+    sort_pairs(b->cand, b->cand_tmp, len, ~0ULL, 1);
     size_t keep = len ? 1 : 0;
     for (size_t i = 1; i < len; i++)
         if (b->cand[i].a != b->cand[keep - 1].a || b->cand[i].b != b->cand[keep - 1].b)
@@ -684,7 +696,6 @@ static void batch_free(batch *b)
         worker *w = &b->workers[i];
         free(w->keys);
         free(w->keys_tmp);
-        free(w->pq);
         free(w->block);
         free(w->cand);
         free(w->docs);
