@@ -302,7 +302,7 @@ typedef struct query_chunk {
     size_t bytes_len, bytes_cap;
     uint64_t *fps;
     size_t *item_of; /* the item of each fingerprint */
-    size_t nfps, fps_cap;
+    size_t nfps, fps_cap, item_of_cap;
     size_t printed;  /* items printed so far */
     const char *file;
     unsigned long long first_line, last_line;
@@ -339,9 +339,8 @@ static int chunk_push(query_chunk *c, int bad, int qid_integer, const char *byte
 
 static int chunk_push_query(query_chunk *c, const input_record *rec, uint64_t fp)
 {
-    size_t fps_cap = c->fps_cap;
     if (chunk_grow((void **)&c->fps, &c->fps_cap, c->nfps + 1, sizeof *c->fps) ||
-        chunk_grow((void **)&c->item_of, &fps_cap, c->nfps + 1, sizeof *c->item_of) ||
+        chunk_grow((void **)&c->item_of, &c->item_of_cap, c->nfps + 1, sizeof *c->item_of) ||
         chunk_push(c, 0, rec->id_is_integer, rec->id, rec->id_len))
         return -1;
     c->fps[c->nfps] = fp;

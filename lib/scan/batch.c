@@ -35,7 +35,6 @@ typedef struct batch batch;
 /* One worker's state, kept across chunks. */
 typedef struct worker {
     batch *run;
-    unsigned id;
     pair *keys, *keys_tmp; /* one task's queries by probe range */
     size_t keys_cap;
     uint64_t *block; /* one decoded block */
@@ -106,6 +105,21 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
         return -1;
     *p = g;
     *cap = c;
+    return 0;
+}
+
+/* Room for need pairs in *v and in its radix buffer *tmp (same capacity). */
+static int grow_pairs(pair **v, pair **tmp, size_t *cap, size_t need)
+{
+    size_t old = *cap;
+    if (grow((void **)v, cap, need, sizeof **v))
+        return -1;
+    if (*cap != old || !*tmp) {
+        pair *t = (pair *)realloc(*tmp, *cap * sizeof *t);
+        if (!t)
+            return -1;
+        *tmp = t;
+    }
     return 0;
 }
 
@@ -321,7 +335,8 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
 }
 
 /* The cost model, in values decoded (a binary-search step into cold block
- * keys costs about 4). For G distinct probe ranges among n queries over a
+ * keys costs about 4; a scan decodes a block only as far as its ranges
+ * need, counted here as the whole block). For G distinct probe ranges among n queries over a
  * table of nb blocks holding f values each and about c blocks per range
  * (c = 1 + values per range / f, values per range = fps / 2^prefix_bits):
  *   merge-scan decodes about D = nb * (1 - exp(-G * c / nb)) whole blocks
@@ -356,8 +371,7 @@ static int run_task(worker *w, size_t task)
     size_t from = b->m * part / b->parts, to = b->m * (part + 1) / b->parts, n = to - from;
     if (n == 0)
         return SIMSTORE_OK;
-    if (grow((void **)&w->keys, &w->keys_cap, n, sizeof *w->keys) ||
-        (w->keys_tmp = realloc(w->keys_tmp, w->keys_cap * sizeof *w->keys_tmp)) == NULL)
+    if (grow_pairs(&w->keys, &w->keys_tmp, &w->keys_cap, n))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a batch");
     /* Each query permuted, sorted by its prefix: its probe range. */
     const sims_permuter *perm = &b->design->tables[t].permuter;
@@ -503,8 +517,7 @@ static int gather_candidates(batch *b)
     size_t total = 0;
     for (unsigned i = 0; i < b->threads; i++)
         total += b->workers[i].cand_len;
-    if (grow((void **)&b->cand, &b->cand_cap, total ? total : 1, sizeof *b->cand) ||
-        (b->cand_tmp = realloc(b->cand_tmp, b->cand_cap * sizeof *b->cand_tmp)) == NULL)
+    if (grow_pairs(&b->cand, &b->cand_tmp, &b->cand_cap, total ? total : 1))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch candidates");
     size_t len = 0;
     for (unsigned i = 0; i < b->threads; i++) {
@@ -676,7 +689,6 @@ static int workers_new(batch *b, unsigned flags)
     for (unsigned i = 0; i < b->threads; i++) {
         worker *w = &b->workers[i];
         w->run = b;
-        w->id = i;
         w->block_cap = block_cap;
         w->block = (uint64_t *)malloc(block_cap * sizeof *w->block);
         if (!w->block)

@@ -484,6 +484,67 @@ static void test_batch__stop_and_errors(void **state)
     free(dir);
 }
 
+static int ignore_answer(void *ctx, size_t index, uint64_t fp, const simstore_match *m,
+                         size_t count)
+{
+    (void)ctx;
+    (void)index;
+    (void)fp;
+    (void)m;
+    (void)count;
+    return 0;
+}
+
+/* A damaged table block is an error for every strategy, never an answer. */
+static void test_batch__damaged_block_is_an_error(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "damaged", 0xDA3A6E);
+    char *dir = test_tmpdir("batch");
+    char *path = test_path(dir, "store");
+    uint64_t *fps = make_fps(&r, UNIFORM, 3000);
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.fingerprint_only = 1;
+    o.block_bytes = 256;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), 0);
+    assert_int_equal(add_docs(b, UNIFORM, fps, 0, 3000, 1), 0);
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), 0);
+    simstore_table *t;
+    assert_int_equal(simstore_open_segment_table(s, 0, 0, &t), 0);
+    simstore_table_info info;
+    simstore_table_get_info(t, &info);
+    char *file = strdup(info.path);
+    uint64_t offset = info.blocks_offset + info.block_bytes * (info.blocks / 2) + 40;
+    simstore_table_close(t);
+    simstore_close(s);
+    size_t size;
+    uint8_t *bytes = test_read_file(file, &size);
+    assert_non_null(bytes);
+    assert_true(offset < size);
+    bytes[offset] ^= 0x10;
+    assert_int_equal(test_write_file(file, bytes, size), 0);
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), 0);
+    for (int st = SIMSTORE_BATCH_AUTO; st <= SIMSTORE_BATCH_SCAN; st++) {
+        simstore_batch_options bo;
+        simstore_batch_options_init(&bo);
+        bo.strategy = (simstore_batch_strategy)st;
+        assert_int_equal(simstore_query_batch(s, fps, 3000, 0, &bo, ignore_answer, NULL),
+                         SIMSTORE_ECORRUPT);
+        assert_non_null(strstr(simstore_last_error(), "block"));
+    }
+    simstore_close(s);
+    free(bytes);
+    free(file);
+    free(fps);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_batch__large_batch),
         cmocka_unit_test(test_batch__empty_store),
         cmocka_unit_test(test_batch__stop_and_errors),
+        cmocka_unit_test(test_batch__damaged_block_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

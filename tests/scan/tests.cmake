@@ -3,5 +3,5 @@
 # byte for byte, on several store shapes, every strategy, 1 and 2 threads,
 # chunked; SIMSTORE_DENSE=1 sweeps more queries.
 simstore_unit_test(test_batch scan/test_batch.c)
-target_link_libraries(test_batch PRIVATE simstore_scan)
+target_link_libraries(test_batch PRIVATE simstore_scan simstore_check)
 set_tests_properties(test_batch PROPERTIES TIMEOUT 600)
