@@ -51,6 +51,15 @@ static void usage(FILE *out)
             "                       record per query instead, {\"query\", \"matches\": [{\"id\",\n"
             "                       \"fp\", \"distance\"[, \"meta\"]}, ...]} (a bad line:\n"
             "                       {\"query\": null, \"matches\": [], \"error\": MESSAGE})\n"
+            "      --strategy auto|scan|probe|one-by-one\n"
+            "                       how --queries from a regular file is answered: in\n"
+            "                       batches, each table merge-scanned or probed as a\n"
+            "                       cost model chooses (auto, the default), always\n"
+            "                       scanned, always probed; or query by query as from a\n"
+            "                       pipe (one-by-one). The output is the same\n"
+            "      --threads N      batch worker threads (default: all cores)\n"
+            "      --memory SIZE    batch working memory, at least 64K (default 256M): it\n"
+            "                       bounds the queries read and answered at once\n"
             "      --no-verify      skip block checksums and the open-time check of\n"
             "                       LMDB's pages (faster, above all the first query of\n"
             "                       a large store; trusts the files on disk)\n"
@@ -65,7 +74,11 @@ static void usage(FILE *out)
 }
 
 enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
-       OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER };
+       OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER, OPT_STRATEGY, OPT_THREADS, OPT_MEMORY };
+
+/* --strategy one-by-one: simstore_query_fp per query, as from a pipe. */
+#define STRATEGY_ONE_BY_ONE (-1)
+#define BATCH_MIN_MEMORY ((uint64_t)64 << 10)
 
 typedef struct query_run {
     simstore_query *q;
@@ -87,6 +100,10 @@ typedef struct query_run {
     simstore_text_options *store_text;  /* texts as the store's (no text options
                                            given): updated at each open */
     int64_t checked_ms;                 /* when follow_store last looked */
+    int strategy;                       /* simstore_batch_strategy, or
+                                           STRATEGY_ONE_BY_ONE */
+    unsigned threads;
+    uint64_t memory_bytes;
 } query_run;
 
 /* Open r->path into r->s and r->q: --k against the store's design, the
@@ -267,6 +284,191 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
     return CLI_EXIT_OK;
 }
 
+/* ---- --queries from a regular file, in batches (simstore_query_batch) ---- */
+
+/* One line of a chunk: a query, or a bad line already reported on stderr. */
+typedef struct chunk_item {
+    int bad;
+    int qid_integer;
+    size_t off, len; /* the query id, or the bad line's message, in bytes */
+} chunk_item;
+
+/* Queries read ahead, answered together, printed in input order. */
+typedef struct query_chunk {
+    query_run *r;
+    chunk_item *items;
+    size_t len, cap;
+    char *bytes;
+    size_t bytes_len, bytes_cap;
+    uint64_t *fps;
+    size_t *item_of; /* the item of each fingerprint */
+    size_t nfps, fps_cap, item_of_cap;
+    size_t printed;  /* items printed so far */
+    const char *file;
+    unsigned long long first_line, last_line;
+    int write_failed;
+} query_chunk;
+
+static int chunk_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need)
+        c *= 2;
+    void *g = realloc(*p, c * elem);
+    if (!g)
+        return -1;
+    *p = g;
+    *cap = c;
+    return 0;
+}
+
+static int chunk_push(query_chunk *c, int bad, int qid_integer, const char *bytes, size_t len)
+{
+    if (chunk_grow((void **)&c->items, &c->cap, c->len + 1, sizeof *c->items) ||
+        chunk_grow((void **)&c->bytes, &c->bytes_cap, c->bytes_len + len + 1, 1))
+        return -1;
+    c->items[c->len++] = (chunk_item){bad, qid_integer, c->bytes_len, len};
+    if (len)
+        memcpy(c->bytes + c->bytes_len, bytes, len);
+    c->bytes_len += len;
+    c->bytes[c->bytes_len++] = '\0'; /* messages are read as strings */
+    return 0;
+}
+
+static int chunk_push_query(query_chunk *c, const input_record *rec, uint64_t fp)
+{
+    if (chunk_grow((void **)&c->fps, &c->fps_cap, c->nfps + 1, sizeof *c->fps) ||
+        chunk_grow((void **)&c->item_of, &c->item_of_cap, c->nfps + 1, sizeof *c->item_of) ||
+        chunk_push(c, 0, rec->id_is_integer, rec->id, rec->id_len))
+        return -1;
+    c->fps[c->nfps] = fp;
+    c->item_of[c->nfps++] = c->len - 1;
+    return 0;
+}
+
+/* Print the bad lines' ends (with --end-marker) before item `upto`. */
+static void print_bad_items(query_chunk *c, size_t upto)
+{
+    for (; c->printed < upto; c->printed++) {
+        const chunk_item *it = &c->items[c->printed];
+        if (it->bad && c->r->end_marker)
+            print_bad_query_end(c->r, c->bytes + it->off);
+    }
+}
+
+static int print_batch_answer(void *ctx, size_t index, uint64_t fp, const simstore_match *m,
+                              size_t count)
+{
+    (void)fp;
+    query_chunk *c = (query_chunk *)ctx;
+    size_t item = c->item_of[index];
+    print_bad_items(c, item);
+    const chunk_item *it = &c->items[item];
+    c->r->qid_integer = it->qid_integer;
+    print_matches(c->r, c->bytes + it->off, it->len, m, count);
+    c->r->qid_integer = 0;
+    c->printed = item + 1;
+    if (ferror(stdout)) {
+        c->write_failed = 1;
+        return 1; /* stop answering queries whose answers cannot be written */
+    }
+    return 0;
+}
+
+/* Answer and print the chunk, then empty it. Returns an exit code. */
+static int flush_chunk(query_chunk *c)
+{
+    query_run *r = c->r;
+    int status = CLI_EXIT_OK;
+    if (c->nfps) {
+        simstore_batch_options o;
+        simstore_batch_options_init(&o);
+        o.threads = r->threads;
+        if (r->memory_bytes)
+            o.memory_bytes = r->memory_bytes;
+        o.strategy = (simstore_batch_strategy)r->strategy;
+        o.flags = r->query_flags;
+        int rc = simstore_query_batch(r->s, c->fps, c->nfps, r->k, &o, print_batch_answer, c);
+        if (c->write_failed) {
+            status = cli_error(CMD, "writing the answers: %s", strerror(errno ? errno : EIO));
+        } else if (rc) {
+            cli_api_error(CMD, rc, "query");
+            fprintf(stderr, "simstore %s: (at %s:%llu-%llu)\n", CMD, c->file, c->first_line,
+                    c->last_line);
+            status = CLI_EXIT_FAIL;
+        }
+    }
+    if (status == CLI_EXIT_OK) {
+        print_bad_items(c, c->len);
+        if (ferror(stdout))
+            status = cli_error(CMD, "writing the answers: %s", strerror(errno ? errno : EIO));
+    }
+    c->len = c->bytes_len = c->nfps = c->printed = 0;
+    c->first_line = 0;
+    return status;
+}
+
+/* Read queries into chunks of at most `per_chunk` lines and answer each
+ * chunk with one batch call: the same lines on stdout as query by query. */
+static int run_queries_batched(query_run *r, input_reader *in, int format)
+{
+    uint64_t memory = r->memory_bytes ? r->memory_bytes : (uint64_t)256 << 20;
+    size_t per_chunk = (size_t)(memory / 128);
+    if (per_chunk < 1)
+        per_chunk = 1;
+    if (per_chunk > ((size_t)1 << 22))
+        per_chunk = (size_t)1 << 22;
+    query_chunk c;
+    memset(&c, 0, sizeof c);
+    c.r = r;
+    input_record rec;
+    int got = 1, bad_lines = 0, status = CLI_EXIT_OK;
+    while (got > 0 && status == CLI_EXIT_OK) {
+        /* Each chunk from the store now at the path, its texts fingerprinted
+         * as that store's. */
+        status = follow_store(r);
+        while (status == CLI_EXIT_OK && c.len < per_chunk && (got = input_next(in, &rec)) != 0) {
+            if (got == -2)
+                break;
+            if (!c.first_line)
+                c.first_line = rec.line;
+            c.file = rec.file;
+            c.last_line = rec.line;
+            uint64_t fp = rec.fingerprint;
+            unsigned flags;
+            if (got == -1) {
+                const char *why = input_error(in);
+                cli_error(CMD, "%s", why);
+                bad_lines = 1;
+                if (chunk_push(&c, 1, 0, why, strlen(why)))
+                    status = cli_error(CMD, "out of memory");
+            } else if (format == INPUT_JSONL &&
+                       (need_fingerprinter(r) ||
+                        simstore_fingerprint_text(r->fpr, rec.text, rec.text_len, &fp, &flags))) {
+                if (r->fpr)
+                    cli_api_error(CMD, SIMSTORE_ENOMEM, "query");
+                fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);
+                status = CLI_EXIT_FAIL;
+            } else if (chunk_push_query(&c, &rec, fp)) {
+                status = cli_error(CMD, "out of memory");
+            }
+        }
+        /* What was read before a failure is still answered. */
+        int flushed = flush_chunk(&c);
+        if (status == CLI_EXIT_OK)
+            status = flushed;
+        if (status == CLI_EXIT_OK && got == -2)
+            status = cli_error(CMD, "%s", input_error(in));
+    }
+    free(c.items);
+    free(c.bytes);
+    free(c.fps);
+    free(c.item_of);
+    return status == CLI_EXIT_OK && bad_lines ? CLI_EXIT_FAIL : status;
+}
+
 static int run_queries_file(query_run *r, const char *path, int format)
 {
     if (format < 0) {
@@ -294,6 +496,11 @@ static int run_queries_file(query_run *r, const char *path, int format)
     int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
                                           : stat(path, &st) == 0 && S_ISREG(st.st_mode);
     r->flush_each = !regular;
+    if (regular && r->strategy != STRATEGY_ONE_BY_ONE) {
+        int status = run_queries_batched(r, in, format);
+        input_close(in);
+        return status;
+    }
     input_record rec;
     int got, status = CLI_EXIT_OK;
     while ((got = input_next(in, &rec)) != 0) {
@@ -346,6 +553,9 @@ int cmd_query(int argc, char **argv)
         {"no-verify", no_argument, NULL, OPT_NOVERIFY},
         {"skip-self", no_argument, NULL, OPT_SKIP_SELF},
         {"end-marker", no_argument, NULL, OPT_END_MARKER},
+        {"strategy", required_argument, NULL, OPT_STRATEGY},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"memory", required_argument, NULL, OPT_MEMORY},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
@@ -393,6 +603,30 @@ int cmd_query(int argc, char **argv)
             break;
         case OPT_SKIP_SELF: r.skip_self = 1; break;
         case OPT_END_MARKER: r.end_marker = 1; break;
+        case OPT_STRATEGY:
+            if (strcmp(optarg, "auto") == 0)
+                r.strategy = SIMSTORE_BATCH_AUTO;
+            else if (strcmp(optarg, "scan") == 0)
+                r.strategy = SIMSTORE_BATCH_SCAN;
+            else if (strcmp(optarg, "probe") == 0)
+                r.strategy = SIMSTORE_BATCH_PROBE;
+            else if (strcmp(optarg, "one-by-one") == 0)
+                r.strategy = STRATEGY_ONE_BY_ONE;
+            else
+                return cli_usage_error(CMD, "--strategy takes auto, scan, probe or one-by-one, "
+                                            "not '%s'", optarg);
+            break;
+        case OPT_THREADS:
+            if (cli_threads_option(CMD, optarg, &r.threads))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_MEMORY:
+            /* Small budgets are allowed (they only make chunks small). */
+            if (cli_parse_size(optarg, &v) || v < BATCH_MIN_MEMORY)
+                return cli_usage_error(CMD, "--memory takes a size of at least 64K (K, M, G: "
+                                            "powers of 1024; 256M, 1GiB), not '%s'", optarg);
+            r.memory_bytes = v;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);

@@ -499,6 +499,57 @@ SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *
  * SIMSTORE_EIO. Uses q's read transaction: same threads rule as queries. */
 SIMSTORE_API int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len,
                                        uint64_t *fp);
+/* ---- Batch queries --------------------------------------------------------
+ * Many queries at once (lib/scan/batch.c): per table of every segment the
+ * queries are sorted by their permuted probe range, then the table is either
+ * merge-scanned (its blocks walked in order, each needed block decoded once
+ * for every query whose range touches it) or probed query by query in that
+ * order; the candidates are de-duplicated per query and their documents
+ * looked up in fingerprint order. The answers are exactly those of
+ * simstore_query_fp(): the same matches, in the same order, with the same
+ * flags and metadata and the same checks (corruption is an error, never a
+ * wrong answer), all from one committed state of the store. */
+
+typedef enum simstore_batch_strategy {
+    SIMSTORE_BATCH_AUTO = 0,  /* per table and segment, by the cost model:
+                                 blocks to decode against probes to make    */
+    SIMSTORE_BATCH_PROBE = 1, /* probe every table for every query          */
+    SIMSTORE_BATCH_SCAN = 2   /* merge-scan every table                     */
+} simstore_batch_strategy;
+
+typedef struct simstore_batch_options {
+    unsigned threads;        /* worker threads; 0 = simstore_default_threads() (0) */
+    uint64_t memory_bytes;   /* working memory: queries are answered in chunks
+                                whose sorting and bookkeeping fit it (about
+                                16 * (2 * threads + 4) bytes per query); the
+                                answers of one chunk come on top (256 MiB)      */
+    simstore_batch_strategy strategy; /* (SIMSTORE_BATCH_AUTO)                 */
+    unsigned flags;          /* SIMSTORE_QUERY_WITH_META or 0 (0)              */
+} simstore_batch_options;
+
+/* Fill *o with the defaults shown above. Set fields after calling it. */
+SIMSTORE_API void simstore_batch_options_init(simstore_batch_options *o);
+
+/* Receives the answer to query `index` (fps[index] = fp), exactly as
+ * simstore_query_fp() would give it: `matches` (count of them) are valid
+ * only during the call. Return 0 to go on, anything else to stop the batch. */
+typedef int (*simstore_batch_fn)(void *ctx, size_t index, uint64_t fp,
+                                 const simstore_match *matches, size_t count);
+
+/* Answer the queries fps[0..n) for distance k, calling fn once per query in
+ * input order (index 0, 1, ..., n - 1), from the calling thread.
+ *   o    the options; NULL for the defaults.
+ * Returns SIMSTORE_OK; fn's nonzero value when it stopped the batch;
+ * SIMSTORE_EINVAL (s or fn NULL, fps NULL with n > 0, an unknown strategy or
+ * flag); SIMSTORE_ERANGE (k above the store's design); SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO, SIMSTORE_ENOMEM (queries answered before the failure have
+ * had their callbacks; no other will); SIMSTORE_EBUSY (the store kept
+ * changing while the batch began).
+ * Threads: any number of batches and queries may run on one handle at once;
+ * the batch starts its own worker threads. */
+SIMSTORE_API int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
+                                      const simstore_batch_options *o, simstore_batch_fn fn,
+                                      void *ctx);
 
 typedef struct simstore_stats {
     unsigned k;

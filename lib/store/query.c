@@ -118,7 +118,7 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int cmp_match(const void *a, const void *b)
+int sims_match_cmp(const void *a, const void *b)
 {
     const simstore_match *x = (const simstore_match *)a, *y = (const simstore_match *)b;
     if (x->distance != y->distance)
@@ -383,7 +383,7 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
         if (with_meta && q->meta_offs[i])
             m->meta = q->arena + (q->meta_offs[i] - 1);
     }
-    sort_small(q->matches, q->match_len, sizeof *q->matches, cmp_match);
+    sort_small(q->matches, q->match_len, sizeof *q->matches, sims_match_cmp);
     return SIMSTORE_OK;
 }
 
@@ -529,4 +529,60 @@ int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint
     }
     mdb_txn_reset(q->txn);
     return rc;
+}
+
+/* ---- Batch support (lib/scan; store_internal.h) ------------------------- */
+
+void sims_sort_matches(simstore_match *m, size_t n)
+{
+    sort_small(m, n, sizeof *m, sims_match_cmp);
+}
+
+int sims_query_begin_state(simstore_query *q, sims_snapshot **snap)
+{
+    *snap = NULL;
+    int rc = begin_txn(q);
+    if (rc)
+        return rc;
+    rc = sims_store_snapshot(q->store, q->txn, snap);
+    if (rc)
+        mdb_txn_reset(q->txn);
+    return rc;
+}
+
+int sims_query_join_state(simstore_query *q, const sims_snapshot *snap)
+{
+    int rc = begin_txn(q);
+    if (rc)
+        return rc;
+    if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id) {
+        mdb_txn_reset(q->txn);
+        return sims_retry_or_fail(
+            sims_fail(SIMSTORE_EBUSY, "%s kept changing during the query", q->store->path));
+    }
+    return SIMSTORE_OK;
+}
+
+void sims_query_end_state(simstore_query *q)
+{
+    mdb_txn_reset(q->txn);
+}
+
+int sims_query_fp_documents(simstore_query *q, uint64_t fp, const simstore_match **docs,
+                            size_t *count)
+{
+    *docs = NULL;
+    *count = 0;
+    q->match_len = 0;
+    q->arena_len = 0;
+    q->cand_len = 0;
+    if (grow((void **)&q->cand, &q->cand_cap, 1, sizeof *q->cand))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
+    q->cand[q->cand_len++] = fp;
+    int rc = resolve_candidates(q, fp);
+    if (rc)
+        return rc;
+    *docs = q->matches;
+    *count = q->match_len;
+    return SIMSTORE_OK;
 }

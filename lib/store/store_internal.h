@@ -129,4 +129,33 @@ uint64_t sims_memory_budget(uint64_t memory_bytes);
  * 1/8 of it, at most 64 MiB. */
 uint64_t sims_sorting_budget(uint64_t memory_bytes);
 
+/* ---- Batch support: what lib/scan shares with the single query (query.c) --
+ * so that a batch answers exactly as simstore_query_fp() does. */
+
+/* simstore_query_fp()'s order of matches: distance, then id bytes (then
+ * fingerprint, for fingerprint-only stores); a qsort comparator. */
+int sims_match_cmp(const void *a, const void *b);
+/* Sort matches into that order. */
+void sims_sort_matches(simstore_match *m, size_t n);
+
+/* Begin q's read transaction and take the snapshot of the state it sees
+ * (the caller owns one reference). SIMS_ERETRY as sims_store_snapshot();
+ * on failure the transaction is reset. */
+int sims_query_begin_state(simstore_query *q, sims_snapshot **snap);
+/* Begin q's read transaction on the state of snap, taken by another query
+ * object: SIMS_ERETRY (sims_retry_or_fail) when a writer committed since. */
+int sims_query_join_state(simstore_query *q, const sims_snapshot *snap);
+/* End the transaction begun by one of the two above. */
+void sims_query_end_state(simstore_query *q);
+
+/* Inside such a transaction: the documents stored under fingerprint fp as
+ * simstore_query_fp() finds and checks them (fps, the cross-check against
+ * each document record, metadata as q's flags say), as matches of distance
+ * 0 with fp set, in q's buffers: valid until the next call on q. A
+ * fingerprint the tables hold without documents (deleted) gives none. For a
+ * fingerprint-only store: one match of id NULL. Errors: SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int sims_query_fp_documents(simstore_query *q, uint64_t fp, const simstore_match **docs,
+                            size_t *count);
+
 #endif

@@ -465,6 +465,28 @@ int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, siz
     return block_decode(r, block, verify_blocks(r), out, cap, n, NULL);
 }
 
+int table_reader_block_start(const table_reader *r, uint64_t block, codec_block_decoder *dec)
+{
+    if (block >= r->info.block_count)
+        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
+                         block, r->info.block_count);
+    return block_begin(r, block, verify_blocks_once(r), dec);
+}
+
+int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_decoder *dec,
+                            uint64_t *out, size_t cap, size_t *n)
+{
+    int rc = codec_block_decoder_run(dec, out, cap, n);
+    if (rc)
+        return block_fail(r, block, rc);
+    if (dec->remaining == 0) {
+        rc = codec_block_decoder_finish(dec, r->keys[block]);
+        if (rc)
+            return block_fail(r, block, rc);
+    }
+    return SIMSTORE_OK;
+}
+
 int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *used_bits)
 {
     uint64_t buf[SEARCH_CHUNK];

@@ -159,6 +159,17 @@ uint64_t table_reader_find_block(const table_reader *r, uint64_t v);
 int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
                        size_t *n);
 
+/* Decoding one block a piece at a time (batch scans that need only its
+ * values up to some bound): start verifies the checksum before the block's
+ * first decode by this reader (as searches do) and initialises dec; next
+ * decodes up to cap further values into out[0..*n) and, once the block's
+ * last value is out (dec->remaining == 0), checks its count, key and
+ * padding. Errors: SIMSTORE_EINVAL (block out of range), SIMSTORE_ECORRUPT
+ * (the detail names the file, block and byte offset). */
+int table_reader_block_start(const table_reader *r, uint64_t block, codec_block_decoder *dec);
+int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_decoder *dec,
+                            uint64_t *out, size_t cap, size_t *n);
+
 /* Number of fingerprints in block `block` (from the validated index), or 0
  * when block is out of range. */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);

@@ -7,3 +7,9 @@ target_link_libraries(test_pairs PRIVATE simstore)
 # sets, while it grows past its resize thresholds.
 simstore_unit_test(test_memindex scan/test_memindex.c)
 target_link_libraries(test_memindex PRIVATE simstore_scan)
+# test_batch: simstore_query_batch() against simstore_query_fp() one by one,
+# byte for byte, on several store shapes, every strategy, 1 and 2 threads,
+# chunked; SIMSTORE_DENSE=1 sweeps more queries.
+simstore_unit_test(test_batch scan/test_batch.c)
+target_link_libraries(test_batch PRIVATE simstore_scan simstore_check)
+set_tests_properties(test_batch PROPERTIES TIMEOUT 600)
