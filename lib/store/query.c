@@ -1,7 +1,9 @@
 /* query.c: answering "which documents are within distance k of this
  * fingerprint": probe every table of every segment, unpermute and dedupe the
  * candidates, then look up their documents in LMDB. A query object keeps its
- * read transaction (reset between queries) and buffers that only grow. */
+ * read transaction (reset between queries) and buffers that only grow. The
+ * batch queries of lib/scan share its document lookup, cross-checks and
+ * match order through the sims_query_* functions at the end. */
 #include "store/store_internal.h"
 
 #include "common/bytes.h"

@@ -318,31 +318,31 @@ static void check_store_shape(enum shape shape, int fp_only, size_t n, unsigned 
     free(dir);
 }
 
-static void test_batch__uniform_k0_to_7(void **state)
+static void test_batch_query__uniform_k0_to_7(void **state)
 {
     (void)state;
     check_store_shape(UNIFORM, 0, 6000, 7);
 }
 
-static void test_batch__clustered_k0_to_7(void **state)
+static void test_batch_query__clustered_k0_to_7(void **state)
 {
     (void)state;
     check_store_shape(CLUSTERED, 0, 6000, 7);
 }
 
-static void test_batch__duplicates_k0_to_7(void **state)
+static void test_batch_query__duplicates_k0_to_7(void **state)
 {
     (void)state;
     check_store_shape(DUPLICATES, 0, 6000, 7);
 }
 
-static void test_batch__clustered_k3_design(void **state)
+static void test_batch_query__clustered_k3_design(void **state)
 {
     (void)state;
     check_store_shape(CLUSTERED, 0, 6000, 3);
 }
 
-static void test_batch__fingerprint_only(void **state)
+static void test_batch_query__fingerprint_only(void **state)
 {
     (void)state;
     check_store_shape(UNIFORM, 1, 6000, 4);
@@ -350,7 +350,7 @@ static void test_batch__fingerprint_only(void **state)
 }
 
 /* A batch of 10^5 queries (several chunks under a 1 MiB budget). */
-static void test_batch__large_batch(void **state)
+static void test_batch_query__large_batch(void **state)
 {
     (void)state;
     test_rng r;
@@ -390,7 +390,7 @@ static int count_answers(void *ctx, size_t index, uint64_t fp, const simstore_ma
 }
 
 /* A store whose every document was deleted, and one built without any. */
-static void test_batch__empty_store(void **state)
+static void test_batch_query__empty_store(void **state)
 {
     (void)state;
     char *dir = test_tmpdir("batch");
@@ -446,7 +446,7 @@ static int never_called(void *ctx, size_t index, uint64_t fp, const simstore_mat
 }
 
 /* The callback's stop, k beyond the design, bad arguments. */
-static void test_batch__stop_and_errors(void **state)
+static void test_batch_query__stop_and_errors(void **state)
 {
     (void)state;
     test_rng r;
@@ -496,7 +496,7 @@ static int ignore_answer(void *ctx, size_t index, uint64_t fp, const simstore_ma
 }
 
 /* A damaged table block is an error for every strategy, never an answer. */
-static void test_batch__damaged_block_is_an_error(void **state)
+static void test_batch_query__damaged_block_is_an_error(void **state)
 {
     (void)state;
     test_rng r;
@@ -548,15 +548,15 @@ static void test_batch__damaged_block_is_an_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_batch__uniform_k0_to_7),
-        cmocka_unit_test(test_batch__clustered_k0_to_7),
-        cmocka_unit_test(test_batch__duplicates_k0_to_7),
-        cmocka_unit_test(test_batch__clustered_k3_design),
-        cmocka_unit_test(test_batch__fingerprint_only),
-        cmocka_unit_test(test_batch__large_batch),
-        cmocka_unit_test(test_batch__empty_store),
-        cmocka_unit_test(test_batch__stop_and_errors),
-        cmocka_unit_test(test_batch__damaged_block_is_an_error),
+        cmocka_unit_test(test_batch_query__uniform_k0_to_7),
+        cmocka_unit_test(test_batch_query__clustered_k0_to_7),
+        cmocka_unit_test(test_batch_query__duplicates_k0_to_7),
+        cmocka_unit_test(test_batch_query__clustered_k3_design),
+        cmocka_unit_test(test_batch_query__fingerprint_only),
+        cmocka_unit_test(test_batch_query__large_batch),
+        cmocka_unit_test(test_batch_query__empty_store),
+        cmocka_unit_test(test_batch_query__stop_and_errors),
+        cmocka_unit_test(test_batch_query__damaged_block_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
