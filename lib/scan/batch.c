@@ -8,6 +8,7 @@
 #include "store/store_internal.h"
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "design/design.h"
 #include "table/table.h"
 
@@ -95,17 +96,7 @@ void simstore_batch_options_init(simstore_batch_options *o)
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *g = realloc(*p, c * elem);
-    if (!g)
-        return -1;
-    *p = g;
-    *cap = c;
-    return 0;
+    return sims_grow(p, cap, need, elem, 16);
 }
 
 /* Room for need pairs in *v and in its radix buffer *tmp (same capacity). */

@@ -8,6 +8,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "sort/u64sort.h"
 
 #include <math.h>
@@ -42,16 +43,8 @@ typedef struct crun {
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *g = realloc(*p, c * elem);
-    if (!g)
+    if (sims_grow(p, cap, need, elem, 1024) != 0)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
-    *p = g;
-    *cap = c;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -89,17 +90,7 @@ void simstore_query_free(simstore_query *q)
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *g = realloc(*p, c * elem);
-    if (!g)
-        return -1;
-    *p = g;
-    *cap = c;
-    return 0;
+    return sims_grow(p, cap, need, elem, 16);
 }
 
 static int collect_candidate(void *ctx, uint64_t permuted)
