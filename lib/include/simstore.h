@@ -520,9 +520,12 @@ typedef enum simstore_batch_strategy {
 typedef struct simstore_batch_options {
     unsigned threads;        /* worker threads; 0 = simstore_default_threads() (0) */
     uint64_t memory_bytes;   /* working memory: queries are answered in chunks
-                                whose sorting and bookkeeping fit it (about
-                                16 * (2 * threads + 4) bytes per query); the
-                                answers of one chunk come on top (256 MiB)      */
+                                whose sorting and bookkeeping take half of it
+                                (about 16 * (2 * threads + 4) bytes a query);
+                                a chunk whose candidates and documents pass
+                                the other half is answered again in halves,
+                                down to one query, whose answer is held whole
+                                as simstore_query_fp() holds it (256 MiB)       */
     simstore_batch_strategy strategy; /* (SIMSTORE_BATCH_AUTO)                 */
     unsigned flags;          /* SIMSTORE_QUERY_WITH_META or 0 (0)              */
 } simstore_batch_options;
@@ -918,11 +921,14 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
  * fingerprint, pairs of fingerprints ordered by distance, fp_a, fp_b.
  *   o      NULL for the defaults.
  *   flags  0 or SIMSTORE_PAIRS_BY_FINGERPRINT.
- * Memory: o->memory_bytes for the sorted pairs (more spill to o->tmp_dir)
- * plus, per thread, the largest prefix group of a table (a group of values
- * sharing a table's prefix) and a few buffers.
+ * Memory: half of o->memory_bytes for the two sorts of pairs (more spills
+ * to o->tmp_dir), a quarter for the threads' prefix groups (values sharing
+ * a table's prefix, about 40 bytes a value while a group is split), and the
+ * documents of the two fingerprints of a pair being read (a fingerprint
+ * shared by very many documents: SIMSTORE_PAIRS_BY_FINGERPRINT reads none).
  * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag), SIMSTORE_ERANGE (k
- * above the store's design), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
+ * above the store's design), SIMSTORE_EFULL (one prefix group needs more
+ * than its threads' share of the memory), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
  * SIMSTORE_ENOMEM, or fn's nonzero value. */
 SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, unsigned flags,
                                 simstore_pair_fn fn, void *ctx);
@@ -933,9 +939,11 @@ typedef int (*simstore_fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned d
 /* The same join over fps[0..n) in memory (any order, repeats allowed and
  * ignored), with the design a store of n fingerprints would have for k
  * (1..SIMSTORE_MAX_K): every pair of distinct values within k, once each,
- * in increasing (a, b) order. Memory: o->memory_bytes for the pairs, plus
- * 16 n bytes per thread. Errors: SIMSTORE_EINVAL (k out of range, NULL
- * arguments), SIMSTORE_ENOMEM, SIMSTORE_EIO, or fn's nonzero value. */
+ * in increasing (a, b) order. Memory: half of o->memory_bytes for the
+ * pairs, a quarter for the prefix groups (as simstore_pairs()), plus 16 n
+ * bytes per thread for the permuted copy of fps. Errors: SIMSTORE_EINVAL
+ * (k out of range, NULL arguments), SIMSTORE_EFULL (a prefix group past its
+ * share), SIMSTORE_ENOMEM, SIMSTORE_EIO, or fn's nonzero value. */
 SIMSTORE_API int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
                                             const simstore_scan_options *o,
                                             simstore_fp_pair_fn fn, void *ctx);

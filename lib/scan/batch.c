@@ -23,8 +23,14 @@
 #define BATCH_MAX_THREADS 256u
 /* Working bytes per query of a chunk: its probe-range pairs (and their radix
  * buffer) on each worker, the candidate pairs (a few per query), the per-query
- * answer index. */
+ * answer index. A chunk is sized so that these take half the memory budget;
+ * the other half bounds what grows with the answers (more candidates than a
+ * few per query, the documents found): a chunk that passes it is answered
+ * again as two halves (CHUNK_SPLIT), down to single queries, whose answer
+ * is held whole as simstore_query_fp() holds it. */
 #define BATCH_BYTES_PER_QUERY(threads) (16u * (2u * (threads) + 4u))
+/* A worker's answers outgrew its share: split the chunk (internal). */
+#define CHUNK_SPLIT 1
 
 /* Sorted by (a, b): (probe range low end, query) or (fingerprint, query). */
 typedef struct pair {
@@ -42,13 +48,14 @@ typedef struct worker {
     size_t block_cap;
     pair *cand; /* (fingerprint, query) found by this worker's tasks */
     size_t cand_len, cand_cap;
-    simstore_query *q; /* document lookups, in the batch's state */
+    simstore_query *q;    /* document lookups, in the batch's state */
     simstore_match *docs; /* documents of this worker's fingerprints: id and
                              meta as arena offsets + 1 until fixed up */
     size_t docs_len, docs_cap;
     char *arena;
     size_t arena_len, arena_cap;
     size_t fp_from, fp_to; /* this worker's share of the distinct fingerprints */
+    size_t limit;          /* bytes of candidates, documents and ids before CHUNK_SPLIT */
     int rc;
     char message[512];
 } worker;
@@ -65,21 +72,22 @@ struct batch {
     /* The chunk being answered. */
     const uint64_t *fps;
     size_t m;
-    unsigned parts; /* tasks per table and segment: query ranges */
+    uint64_t answer_memory; /* the half of the budget answers may take */
+    unsigned parts;         /* tasks per table and segment: query ranges */
     size_t tasks;
     atomic_size_t next_task;
     /* After phase 1: distinct (fingerprint, query) pairs, by fingerprint. */
     pair *cand, *cand_tmp;
     size_t cand_len, cand_cap;
-    uint64_t *ufp;        /* distinct candidate fingerprints */
+    uint64_t *ufp; /* distinct candidate fingerprints */
     size_t ufp_len, ufp_cap;
-    size_t *ufp_of_cand;  /* per candidate: its index in ufp */
+    size_t *ufp_of_cand; /* per candidate: its index in ufp */
     size_t ufp_of_cand_cap;
     const simstore_match **fp_docs; /* per distinct fingerprint: its documents */
     uint32_t *fp_doc_count;
     size_t fp_docs_cap;
-    size_t *by_query;     /* candidate indices grouped by query (counting sort) */
-    size_t *query_start;  /* m + 1 offsets into by_query */
+    size_t *by_query;    /* candidate indices grouped by query (counting sort) */
+    size_t *query_start; /* m + 1 offsets into by_query */
     size_t by_query_cap, query_start_cap;
     simstore_match *answer;
     size_t answer_cap;
@@ -176,13 +184,17 @@ static int worker_fail(worker *w, int rc)
 {
     if (w->rc == SIMSTORE_OK) {
         w->rc = rc;
-        snprintf(w->message, sizeof w->message, "%s", simstore_last_error());
+        if (rc != CHUNK_SPLIT)
+            snprintf(w->message, sizeof w->message, "%s", simstore_last_error());
     }
     return rc;
 }
 
 static int push_candidate(worker *w, uint64_t fp, uint64_t query)
 {
+    if (w->cand_len == w->cand_cap && w->run->m > 1 &&
+        (w->cand_len + 1) * sizeof *w->cand > w->limit)
+        return CHUNK_SPLIT;
     if (w->cand_len == w->cand_cap &&
         grow((void **)&w->cand, &w->cand_cap, w->cand_len + 1, sizeof *w->cand))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch candidates");
@@ -433,6 +445,9 @@ static int resolve_share(worker *w)
         size_t n;
         first[u - w->fp_from] = w->docs_len;
         rc = sims_query_fp_documents(w->q, b->ufp[u], &docs, &n);
+        if (rc == SIMSTORE_OK && b->m > 1 &&
+            (w->docs_len + n) * sizeof *w->docs + w->arena_len > w->limit)
+            rc = CHUNK_SPLIT;
         if (rc == SIMSTORE_OK &&
             grow((void **)&w->docs, &w->docs_cap, w->docs_len + n, sizeof *w->docs))
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
@@ -494,10 +509,14 @@ static int run_workers(batch *b, unsigned count, void *(*fn)(void *))
     fn(&b->workers[0]);
     for (unsigned i = 1; i < started; i++)
         pthread_join(tid[i], NULL);
-    for (unsigned i = 0; i < count; i++)
-        if (b->workers[i].rc)
+    int split = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (b->workers[i].rc == CHUNK_SPLIT)
+            split = 1;
+        else if (b->workers[i].rc)
             return sims_fail(b->workers[i].rc, "%s", b->workers[i].message);
-    return SIMSTORE_OK;
+    }
+    return split ? CHUNK_SPLIT : SIMSTORE_OK;
 }
 
 /* Gather the workers' candidates, sort by (fingerprint, query) and drop
@@ -614,11 +633,16 @@ static int deliver(batch *b, size_t base, simstore_batch_fn fn, void *ctx)
     return SIMSTORE_OK;
 }
 
-static int answer_chunk(batch *b, const uint64_t *fps, size_t m, size_t base,
-                        simstore_batch_fn fn, void *ctx)
+static int answer_chunk(batch *b, const uint64_t *fps, size_t m, size_t base, simstore_batch_fn fn,
+                        void *ctx)
 {
     b->fps = fps;
     b->m = m;
+    for (unsigned i = 0; i < b->threads; i++) {
+        worker *w = &b->workers[i];
+        w->cand_len = 0;
+        w->limit = (size_t)(b->answer_memory / b->threads);
+    }
     size_t per_part = (size_t)b->snap->segment_count * b->design->n_tables;
     /* Enough tasks to keep every worker busy: split the queries when the
      * tables alone are too few. */
@@ -636,6 +660,42 @@ static int answer_chunk(batch *b, const uint64_t *fps, size_t m, size_t base,
         rc = group_by_query(b);
     if (rc == SIMSTORE_OK)
         rc = deliver(b, base, fn, ctx);
+    return rc;
+}
+
+/* Free what a chunk too big for the budget left grown. */
+static void shrink_workers(batch *b)
+{
+    for (unsigned i = 0; i < b->threads; i++) {
+        worker *w = &b->workers[i];
+        free(w->cand);
+        free(w->docs);
+        free(w->arena);
+        w->cand = NULL;
+        w->docs = NULL;
+        w->arena = NULL;
+        w->cand_len = w->cand_cap = w->docs_len = w->docs_cap = 0;
+        w->arena_len = w->arena_cap = 0;
+    }
+    free(b->cand);
+    free(b->cand_tmp);
+    b->cand = b->cand_tmp = NULL;
+    b->cand_len = b->cand_cap = 0;
+}
+
+/* A chunk whose answers outgrow the budget is answered as two halves: no
+ * answer of it was delivered yet, so the halves deliver each query once. */
+static int answer_bounded(batch *b, const uint64_t *fps, size_t m, size_t base,
+                          simstore_batch_fn fn, void *ctx)
+{
+    int rc = answer_chunk(b, fps, m, base, fn, ctx);
+    if (rc != CHUNK_SPLIT)
+        return rc;
+    shrink_workers(b);
+    size_t half = m / 2;
+    rc = answer_bounded(b, fps, half, base, fn, ctx);
+    if (rc == SIMSTORE_OK)
+        rc = answer_bounded(b, fps + half, m - half, base + half, fn, ctx);
     return rc;
 }
 
@@ -756,7 +816,8 @@ int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
     if (b.threads > BATCH_MAX_THREADS)
         b.threads = BATCH_MAX_THREADS;
     uint64_t memory = o->memory_bytes ? o->memory_bytes : BATCH_DEFAULT_MEMORY;
-    uint64_t chunk = memory / BATCH_BYTES_PER_QUERY(b.threads);
+    b.answer_memory = memory / 2;
+    uint64_t chunk = memory / 2 / BATCH_BYTES_PER_QUERY(b.threads);
     if (chunk < 1)
         chunk = 1;
     if (chunk > n)
@@ -767,7 +828,7 @@ int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
     if (rc == SIMSTORE_OK) {
         for (size_t base = 0; base < n && rc == SIMSTORE_OK; base += (size_t)chunk) {
             size_t m = n - base < chunk ? n - base : (size_t)chunk;
-            rc = answer_chunk(&b, fps + base, m, base, fn, ctx);
+            rc = answer_bounded(&b, fps + base, m, base, fn, ctx);
         }
         if (!b.fp_only)
             end_states(&b, b.threads);

@@ -32,11 +32,14 @@ struct scan_joiner {
     uint32_t *slots; /* enumeration's hash set: index + 1, 0 = empty */
     size_t slot_cap;
     uint8_t bitpos[64];
+    uint64_t budget; /* bytes of scratch allowed (0: no limit) */
+    uint64_t used;   /* bytes of scratch held */
+    unsigned table;  /* the table being joined, for messages */
     scan_pair_fn emit;
     void *emit_ctx;
 };
 
-int scan_joiner_new(const sims_design *d, unsigned k, scan_joiner **out)
+int scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_joiner **out)
 {
     *out = NULL;
     if (k < 1 || k > d->params.k)
@@ -46,6 +49,7 @@ int scan_joiner_new(const sims_design *d, unsigned k, scan_joiner **out)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a join");
     j->design = d;
     j->k = k;
+    j->budget = budget;
     *out = j;
     return SIMSTORE_OK;
 }
@@ -61,16 +65,36 @@ void scan_joiner_free(scan_joiner *j)
     free(j);
 }
 
-static int reserve(uint64_t **v, size_t *cap, size_t n)
+/* Scratch growing from `had` to `want` bytes for a group of n values:
+ * refused (SIMSTORE_EFULL) past the budget. */
+static int charge(scan_joiner *j, size_t had, size_t want, size_t n)
+{
+    uint64_t used = j->used - had + want;
+    if (j->budget && used > j->budget)
+        return sims_fail(SIMSTORE_EFULL,
+                         "a prefix group of %zu fingerprints in table %u needs more than the "
+                         "join's share of the memory budget (%llu MiB a thread): give more "
+                         "memory (--memory) or fewer threads",
+                         n, j->table, (unsigned long long)(j->budget >> 20));
+    j->used = used;
+    return 0;
+}
+
+static int reserve(scan_joiner *j, uint64_t **v, size_t *cap, size_t n)
 {
     if (n <= *cap)
         return 0;
     size_t c = *cap ? *cap : 256;
     while (c < n)
         c *= 2;
+    int rc = charge(j, *cap * sizeof **v, c * sizeof **v, n);
+    if (rc)
+        return rc;
     uint64_t *g = realloc(*v, c * sizeof *g);
-    if (!g)
+    if (!g) {
+        j->used -= (c - *cap) * sizeof *g;
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a prefix group of %zu values", n);
+    }
     *v = g;
     *cap = c;
     return 0;
@@ -125,9 +149,14 @@ static int hash_build(scan_joiner *j, const uint64_t *s, size_t n)
     while (cap < 2 * n)
         cap *= 2;
     if (cap > j->slot_cap) {
+        int rc = charge(j, j->slot_cap * sizeof *j->slots, cap * sizeof *j->slots, n);
+        if (rc)
+            return rc;
         uint32_t *g = realloc(j->slots, cap * sizeof *g);
-        if (!g)
+        if (!g) {
+            j->used -= (cap - j->slot_cap) * sizeof *g;
             return sims_fail(SIMSTORE_ENOMEM, "out of memory for a prefix group of %zu values", n);
+        }
         j->slots = g;
         j->slot_cap = cap;
     }
@@ -296,7 +325,7 @@ static int join_split(scan_joiner *j, const uint64_t *s, size_t n, uint64_t free
     uint64_t blocks[SIMS_DESIGN_MAX_K + 1];
     unsigned m = j->k + 1;
     cut_blocks(free_bits, m, blocks);
-    int rc = reserve(&j->level[depth], &j->level_cap[depth], n);
+    int rc = reserve(j, &j->level[depth], &j->level_cap[depth], n);
     if (rc)
         return rc;
     uint64_t *v = j->level[depth];
@@ -344,6 +373,7 @@ int scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ct
     const sims_design *d = j->design;
     const sims_design_table *tab = &d->tables[t];
     j->perm = &tab->permuter;
+    j->table = t;
     j->emit = emit;
     j->emit_ctx = emit_ctx;
     /* A pair belongs to the first table whose prefix its flips avoid: here
@@ -371,7 +401,7 @@ int scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ct
                     j->group_len = 0;
                 }
             }
-            if (rc == 0 && (rc = reserve(&j->group, &j->group_cap, j->group_len + 1)) == 0)
+            if (rc == 0 && (rc = reserve(j, &j->group, &j->group_cap, j->group_len + 1)) == 0)
                 j->group[j->group_len++] = v;
         }
         if (rc)

@@ -41,13 +41,18 @@ typedef int (*scan_source_fn)(void *ctx, uint64_t *out, size_t cap, size_t *n);
 typedef struct scan_joiner scan_joiner;
 
 /* k: 1..design's k (k = 0 has no pairs of distinct fingerprints: callers
- * skip the join). Errors: SIMSTORE_EINVAL, SIMSTORE_ENOMEM. */
-int scan_joiner_new(const sims_design *d, unsigned k, scan_joiner **out);
+ * skip the join). budget: the bytes of scratch the joiner may hold (0: no
+ * limit); a prefix group needs about 8 bytes a value per split level plus
+ * a hash set of 8..16 bytes a value, and a group past the budget fails
+ * with SIMSTORE_EFULL naming its size. Errors: SIMSTORE_EINVAL,
+ * SIMSTORE_ENOMEM. */
+int scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_joiner **out);
 void scan_joiner_free(scan_joiner *j);
 
 /* Join table t over the values src gives (all of t's values in one part of
  * its range: a part must hold whole prefix groups). Returns SIMSTORE_OK,
- * the source's error, emit's nonzero value or SIMSTORE_ENOMEM. */
+ * the source's error, emit's nonzero value, SIMSTORE_EFULL (a group past
+ * the budget) or SIMSTORE_ENOMEM. */
 int scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ctx,
                     scan_pair_fn emit, void *emit_ctx);
 

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,8 @@ typedef struct join_shared {
     atomic_uint next;
     atomic_int failed;
     pthread_mutex_t mu;
-    int rc; /* the first failure, under mu */
+    int rc;            /* the first failure, under mu */
+    char message[512]; /* its message (the workers' own are thread-local) */
 } join_shared;
 
 typedef struct join_worker {
@@ -61,8 +63,10 @@ static int collect_pair(void *ctx, uint64_t a, uint64_t b, unsigned distance)
 static void note_failure(join_shared *sh, int rc)
 {
     pthread_mutex_lock(&sh->mu);
-    if (sh->rc == 0)
+    if (sh->rc == 0) {
         sh->rc = rc;
+        snprintf(sh->message, sizeof sh->message, "%s", simstore_last_error());
+    }
     pthread_mutex_unlock(&sh->mu);
     atomic_store(&sh->failed, 1);
 }
@@ -95,8 +99,8 @@ static void *join_worker_main(void *arg)
     return NULL;
 }
 
-int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan_join_input *in,
-                  sims_recsort *out)
+int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t memory,
+                  const scan_join_input *in, sims_recsort *out)
 {
     if (k == 0)
         return SIMSTORE_OK; /* tables hold distinct values: no pair at 0 */
@@ -104,8 +108,7 @@ int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan
         threads = simstore_default_threads();
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
-    join_shared sh = {.d = d, .k = k, .in = in, .out = out,
-                      .items = d->n_tables * in->parts};
+    join_shared sh = {.d = d, .k = k, .in = in, .out = out, .items = d->n_tables * in->parts};
     atomic_init(&sh.next, 0);
     atomic_init(&sh.failed, 0);
     pthread_mutex_init(&sh.mu, NULL);
@@ -120,7 +123,7 @@ int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan
         if (!w[i].batch)
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for join threads");
         if (rc == 0)
-            rc = scan_joiner_new(d, k, &w[i].joiner);
+            rc = scan_joiner_new(d, k, memory / threads, &w[i].joiner);
         if (rc == 0) {
             if (pthread_create(&w[i].thread, NULL, join_worker_main, &w[i]) != 0)
                 rc = sims_fail(SIMSTORE_EIO, "cannot start a join thread");
@@ -140,6 +143,8 @@ int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan
     }
     free(w);
     pthread_mutex_destroy(&sh.mu);
+    if (sh.rc && sh.rc != rc) /* a worker's failure: its message here */
+        return sims_fail(sh.rc, "%s", sh.message);
     return sh.rc;
 }
 

@@ -22,9 +22,10 @@ typedef struct scan_join_input {
 /* Join every table of d at distance k (1..d's k) on `threads` threads (0:
  * every core) and push each pair once into `out` as a pair record (below):
  * the sorted stream is then every pair of distinct values within k, by
- * (a, b), whatever the thread count. */
-int scan_join_all(const sims_design *d, unsigned k, unsigned threads, const scan_join_input *in,
-                  sims_recsort *out);
+ * (a, b), whatever the thread count. memory: the bytes the threads' prefix
+ * groups may hold together (0: no limit; join.h, budget). */
+int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t memory,
+                  const scan_join_input *in, sims_recsort *out);
 
 /* The pair record: key = a, b (8 bytes each, big-endian: byte order is
  * numeric order), value = the distance (1 byte). */

@@ -1,8 +1,8 @@
 /* pairs.c: simstore_pairs (the join's fingerprint pairs turned into
  * document pairs, or counted fingerprint pairs, in the documented order)
  * and simstore_join_fingerprints (the same join over an array). */
-#include "scan/joinall.h"
 #include "scan/pairs.h"
+#include "scan/joinall.h"
 #include "scan/state.h"
 
 #include "common/bytes.h"
@@ -33,7 +33,7 @@ int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort
     scan_store_input(&in, st->s, st->snap, o->threads);
     if (o->progress)
         o->progress(o->progress_ctx, "joining tables", 0, st->s->design->n_tables);
-    rc = scan_join_all(st->s->design, o->k, o->threads, &in, *joined);
+    rc = scan_join_all(st->s->design, o->k, o->threads, o->memory_bytes / 4, &in, *joined);
     if (rc == 0)
         rc = sims_recsort_finish(*joined, (size_t)(o->memory_bytes / 4));
     if (o->progress)
@@ -53,8 +53,7 @@ typedef struct pairs_run {
 
 /* ---- the final records ---------------------------------------------------- */
 
-static int push_fp_pair(pairs_run *r, uint64_t a, uint64_t b, unsigned d, uint64_t ca,
-                        uint64_t cb)
+static int push_fp_pair(pairs_run *r, uint64_t a, uint64_t b, unsigned d, uint64_t ca, uint64_t cb)
 {
     uint8_t key[17], val[16];
     key[0] = (uint8_t)d;
@@ -231,8 +230,7 @@ int simstore_pairs(simstore *s, const simstore_scan_options *opts, unsigned flag
 /* ---- an array of fingerprints --------------------------------------------- */
 
 int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
-                               const simstore_scan_options *opts, simstore_fp_pair_fn fn,
-                               void *ctx)
+                               const simstore_scan_options *opts, simstore_fp_pair_fn fn, void *ctx)
 {
     if ((!fps && n) || !fn)
         return sims_fail(SIMSTORE_EINVAL, "simstore_join_fingerprints: NULL argument");
@@ -259,7 +257,7 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
         scan_array_ctx actx = {d, fps, n};
         scan_join_input in;
         scan_array_input(&in, &actx);
-        rc = scan_join_all(d, k, o.threads, &in, joined);
+        rc = scan_join_all(d, k, o.threads, o.memory_bytes / 4, &in, joined);
     }
     if (rc == 0)
         rc = sims_recsort_finish(joined, (size_t)(o.memory_bytes / 2));

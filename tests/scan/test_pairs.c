@@ -614,10 +614,45 @@ static void big_prefix_group(void **state)
     free(fps);
 }
 
+static int count_fp_pair(void *ctx, uint64_t a, uint64_t b, unsigned d)
+{
+    assert_int_equal(d, simstore_distance(a, b));
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+/* A prefix group bigger than the join's share of the memory budget: a clear
+ * SIMSTORE_EFULL naming the group, not an allocation past the budget; with
+ * more memory the same join gives every pair. 2^19 values that differ only
+ * in their low 19 bits: each has 19 neighbours at distance 1. */
+static void group_past_memory_budget(void **state)
+{
+    (void)state;
+    size_t n = (size_t)1 << 19;
+    uint64_t *fps = malloc(n * sizeof *fps);
+    for (size_t i = 0; i < n; i++)
+        fps[i] = UINT64_C(0x5DEECE66D0000000) ^ (uint64_t)i;
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    o.threads = 2;
+    o.memory_bytes = (uint64_t)16 << 20;
+    uint64_t count = 0;
+    assert_int_equal(simstore_join_fingerprints(fps, n, 1, &o, count_fp_pair, &count),
+                     SIMSTORE_EFULL);
+    assert_non_null(strstr(simstore_last_error(), "prefix group of"));
+    assert_non_null(strstr(simstore_last_error(), "--memory"));
+    o.memory_bytes = (uint64_t)256 << 20;
+    count = 0;
+    assert_int_equal(simstore_join_fingerprints(fps, n, 1, &o, count_fp_pair, &count), 0);
+    assert_int_equal(count, (uint64_t)n * 19 / 2);
+    free(fps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(big_prefix_group),
+        cmocka_unit_test(group_past_memory_budget),
         cmocka_unit_test(fingerprint_only_and_empty),
         cmocka_unit_test(sweep),
     };
