@@ -738,10 +738,55 @@ static void free_segments(store_ctx *c)
     c->nsegs = 0;
 }
 
+/* Insertion numbers (format/store.md): each names a commit no later than
+ * the state's generation, and no two documents share one. They are sorted
+ * in bounded memory (spilled to $TMPDIR or /tmp) and read back in order. */
+static void check_insertion_repeats(vctx *v, store_ctx *c, sims_u64sort *ins)
+{
+    if (!ins || v->stop_rc)
+        return;
+    if (sims_u64sort_finish(ins, 0) != SIMSTORE_OK) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1,
+                "%s: insertion numbers not checked: %s", c->mdb_path, simstore_last_error());
+        return;
+    }
+    uint64_t buf[1024], last = 0, repeats = 0, first_repeat = 0;
+    int have = 0;
+    size_t n;
+    while (sims_u64sort_read(ins, buf, 1024, &n) == SIMSTORE_OK && n) {
+        for (size_t i = 0; i < n; i++) {
+            if (have && buf[i] == last && repeats++ == 0)
+                first_repeat = last;
+            last = buf[i];
+            have = 1;
+        }
+    }
+    if (repeats)
+        problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, -1,
+                "%s: %" PRIu64 " documents repeat an earlier document's insertion number "
+                "(the first: generation %" PRIu64 ", position %" PRIu64 ")",
+                c->mdb_path, repeats, first_repeat >> 40,
+                first_repeat & ((UINT64_C(1) << 40) - 1));
+}
+
+static sims_u64sort *insertion_sorter(void)
+{
+    const char *dir = getenv("TMPDIR");
+    sims_u64sort *s = NULL;
+    if (sims_u64sort_new((size_t)1 << 20, dir && *dir ? dir : "/tmp", &s) != SIMSTORE_OK)
+        return NULL;
+    return s;
+}
+
 /* docs -> fps and fps -> docs. */
 static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t *fps_keys)
 {
     MDB_cursor *dc = NULL, *fc = NULL;
+    sims_u64sort *ins = c->fp_only ? NULL : insertion_sorter();
+    if (!c->fp_only && !ins)
+        problem(v, SIMSTORE_PROBLEM_IO, 1, c->mdb_path, -1, -1,
+                "%s: insertion numbers not checked for repeats: %s", c->mdb_path,
+                simstore_last_error());
     int mrc = mdb_cursor_open(c->txn, c->env.docs, &dc);
     if (!mrc)
         mrc = mdb_cursor_open(c->txn, c->env.fps, &fc);
@@ -773,6 +818,20 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
                     (const char *)key.mv_data, detail(rc));
             continue;
         }
+        if (rec.flags & SIMS_DOC_FLAG_INSERTION) {
+            uint64_t gen = rec.insertion >> 40;
+            if (c->have_state && (gen == 0 || gen > c->state.generation))
+                problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, at,
+                        "%s (byte offset %" PRId64 "): document '%.*s' has insertion number "
+                        "%" PRIu64 " of generation %" PRIu64 ", outside the committed "
+                        "generations 1..%" PRIu64,
+                        c->mdb_path, at, idl, (const char *)key.mv_data, rec.insertion, gen,
+                        c->state.generation);
+            if (ins && sims_u64sort_push(ins, &rec.insertion, 1) != SIMSTORE_OK) {
+                sims_u64sort_free(ins);
+                ins = NULL;
+            }
+        }
         uint8_t fk[8];
         be_store64(fk, rec.fp);
         MDB_val k2 = {8, fk}, v2 = key;
@@ -789,6 +848,9 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
     if (mrc && mrc != MDB_NOTFOUND)
         problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading docs: %s",
                 c->mdb_path, mdb_strerror(mrc));
+    check_insertion_repeats(v, c, ins);
+    sims_u64sort_free(ins);
+    ins = NULL;
     uint64_t last_key = 0;
     int have_key = 0;
     for (mrc = mdb_cursor_get(fc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
@@ -841,6 +903,7 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
         problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading fps: %s",
                 c->mdb_path, mdb_strerror(mrc));
 done:
+    sims_u64sort_free(ins);
     mdb_cursor_close(dc);
     mdb_cursor_close(fc);
 }

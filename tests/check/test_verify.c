@@ -652,6 +652,59 @@ static void test_verify__dead_duplicate_after_delete(void **state)
     free(dir);
 }
 
+/* Insertion numbers: one repeated by a second document, one naming a
+ * generation not committed yet; the clean fixture has neither. */
+static void test_verify__insertion_numbers(void **state)
+{
+    fixture *f = *state;
+    char *dir = copy_store(f, "insertion");
+    got g;
+    assert_int_equal(verify(dir, 0, &g, NULL), SIMSTORE_OK);
+    assert_int_equal(find(&g, SIMSTORE_PROBLEM_DOC, "insertion"), -1);
+    raw r;
+    raw_open(&r, dir);
+    MDB_cursor *cur;
+    assert_int_equal(mdb_cursor_open(r.txn, r.docs, &cur), 0);
+    MDB_val key, val;
+    char ids[3][64];
+    size_t lens[3];
+    sims_doc_record recs[3];
+    uint8_t metas[3][512];
+    int op = MDB_FIRST;
+    for (int i = 0; i < 3; i++, op = MDB_NEXT) {
+        assert_int_equal(mdb_cursor_get(cur, &key, &val, op), 0);
+        assert_true(key.mv_size < sizeof ids[0]);
+        memcpy(ids[i], key.mv_data, key.mv_size);
+        lens[i] = key.mv_size;
+        assert_int_equal(
+            sims_doc_record_decode(key.mv_data, key.mv_size, val.mv_data, val.mv_size, &recs[i]),
+            0);
+        assert_true(recs[i].flags & SIMS_DOC_FLAG_INSERTION);
+        assert_true(recs[i].meta_len <= sizeof metas[0]);
+        if (recs[i].meta_len)
+            memcpy(metas[i], recs[i].meta, recs[i].meta_len);
+        recs[i].meta = recs[i].meta_len ? metas[i] : NULL;
+    }
+    mdb_cursor_close(cur);
+    /* Document 1 takes document 0's number; document 2 one of generation 999. */
+    uint64_t number[2] = {recs[0].insertion, (UINT64_C(999) << 40) | 7};
+    for (int i = 1; i < 3; i++) {
+        uint8_t buf[600];
+        size_t n =
+            sims_doc_record_encode((const uint8_t *)ids[i], lens[i], recs[i].fp, recs[i].flags,
+                                   number[i - 1], recs[i].meta, recs[i].meta_len, buf, sizeof buf);
+        assert_true(n > 0);
+        MDB_val k = {lens[i], ids[i]}, v = {n, buf};
+        assert_int_equal(mdb_put(r.txn, r.docs, &k, &v, 0), 0);
+    }
+    raw_commit(&r);
+    assert_int_equal(verify(dir, 0, &g, NULL), SIMSTORE_ECORRUPT);
+    assert_true(find(&g, SIMSTORE_PROBLEM_DOC, "repeat an earlier document's insertion") >= 0);
+    assert_true(find(&g, SIMSTORE_PROBLEM_DOC, "of generation 999, outside") >= 0);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* ---- inspection ------------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -855,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_verify__lmdb_meta_rollback),
         cmocka_unit_test(test_verify__leftovers_and_stop),
         cmocka_unit_test(test_verify__dead_duplicate_after_delete),
+        cmocka_unit_test(test_verify__insertion_numbers),
         cmocka_unit_test(test_inspect__tables_hold_the_documents),
         cmocka_unit_test(test_inspect__lone_files),
         cmocka_unit_test(test_lmdbwalk__agrees_with_lmdb),
