@@ -7,6 +7,7 @@
  * with --add they go into the store in one commit at the end. */
 #include "cli.h"
 #include "commands.h"
+#include "idcheck.h"
 #include "ingest.h"
 #include "progress.h"
 #include "textopts.h"
@@ -62,18 +63,16 @@ static void usage(FILE *out)
             "                       of the kept records' index, time and peak memory on\n"
             "                       stderr\n"
             "\n"
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
-            "\n"
-            "Fingerprints of the texts:\n" TEXTOPT_HELP
-            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n"
+            "Fingerprints of the texts:\n" TEXTOPT_HELP "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Errors: a malformed record, a record without text, an id given to an\n"
             "earlier kept record or already in STORE are reported as FILE:LINE: what;\n"
             "the record is not written, the run goes on to report more, exits 1 and\n"
-            "adds nothing. Ids are checked against kept records and STORE: an id\n"
-            "shared only by dropped records, or by a kept record and an earlier\n"
-            "dropped one, is not noticed (that would need every id in memory).\n"
+            "adds nothing. Ids of dropped records are checked at the end of the run\n"
+            "(spilled to $TMPDIR): a repeat is reported the same way, after the kept\n"
+            "records were written.\n"
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
@@ -201,6 +200,7 @@ typedef struct dedup_run {
     simstore_query *queries[MAX_WORKERS]; /* one per worker, made on first use */
     simstore_memindex *index;
     kept_ids ids;
+    idcheck *dropped_ids; /* checked for repeats at the end */
     simstore_builder *builder;
     FILE *removed;
     const char *removed_path;
@@ -310,6 +310,11 @@ static int decide(void *ctx, const ingest_record *r)
     if (!by_store && !found)
         return keep_record(run, r);
     run->dropped++;
+    if (idcheck_add(run->dropped_ids, r->doc.id, r->doc.id_len, r->file, r->line_number)) {
+        cli_error(CMD, "cannot keep dropped records' ids in $TMPDIR: %s", strerror(errno));
+        run->failed = 1;
+        return SIMSTORE_EIO;
+    }
     if (by_store) {
         run->dropped_by_store++;
         return write_removed(run, r, r->note.text, r->note.text_len, (unsigned)r->note.value);
@@ -317,6 +322,42 @@ static int decide(void *ctx, const ingest_record *r)
     size_t len;
     const char *id = kept_id(&run->ids, (size_t)near.value, &len);
     return write_removed(run, r, id, len, near.distance);
+}
+
+static int id_is_kept(void *ctx, const char *id, size_t len)
+{
+    return kept_contains(&((dedup_run *)ctx)->ids, id, len);
+}
+
+static void report_repeat(void *ctx, const char *file, unsigned long long line, const char *id,
+                          size_t len, const char *first_file, unsigned long long first_line)
+{
+    (void)ctx;
+    char esc[CLI_ESCAPED_ID_BYTES];
+    cli_escape(id, len, esc, sizeof esc);
+    if (first_file)
+        fprintf(stderr,
+                "simstore %s: %s:%llu: document id '%s' was given before (to a dropped "
+                "record, %s:%llu)\n",
+                CMD, file, line, esc, first_file, first_line);
+    else
+        fprintf(stderr,
+                "simstore %s: %s:%llu: document id '%s' (a dropped record) is also a kept "
+                "record's\n",
+                CMD, file, line, esc);
+}
+
+/* Dropped records whose id an earlier dropped record or any kept record
+ * has: errors, reported in input order after those found on the way. */
+static void check_dropped_ids(dedup_run *run)
+{
+    size_t room = run->errors < MAX_REPORTED ? (size_t)(MAX_REPORTED - run->errors) : 0;
+    unsigned long long repeats = 0;
+    if (idcheck_finish(run->dropped_ids, id_is_kept, run, report_repeat, run, room, &repeats)) {
+        cli_error(CMD, "checking dropped records' ids in $TMPDIR: %s", strerror(errno));
+        run->failed = 1;
+    }
+    run->errors += repeats;
 }
 
 static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt_state *text)
@@ -403,6 +444,8 @@ static int run_dedup(dedup_run *run, char **paths, int npaths, ingest_options *i
         got = 2;
     if (run->removed && fflush(run->removed) != 0)
         run->failed = 1;
+    if (got == 0 && !run->failed)
+        check_dropped_ids(run);
     if (run->errors > MAX_REPORTED)
         fprintf(stderr, "simstore %s: %llu more bad records not listed\n", CMD,
                 run->errors - MAX_REPORTED);
@@ -489,6 +532,10 @@ int cmd_dedup(int argc, char **argv)
         goto out;
     rc = CLI_EXIT_FAIL;
     run.k = k;
+    if (idcheck_new(&run.dropped_ids)) {
+        cli_api_error(CMD, SIMSTORE_ENOMEM, "the dropped records' ids");
+        goto out;
+    }
     if (simstore_memindex_new(k, 0, &run.index) != SIMSTORE_OK) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept records' index");
         goto out;
@@ -517,6 +564,7 @@ out:
     simstore_close(run.store);
     simstore_memindex_free(run.index);
     kept_free(&run.ids);
+    idcheck_free(run.dropped_ids);
     if (run.removed && fclose(run.removed) != 0 && rc == CLI_EXIT_OK)
         rc = cli_error(CMD, "%s: cannot write", run.removed_path);
     return rc;

@@ -136,6 +136,28 @@ expect_out '{"id": "x1", "text": "alpha beta gamma delta epsilon zeta"}
 snapshot >"$T/after"
 if cmp -s "$T/before" "$T/after"; then ok; else fail "a failed --add changed the store"; fi
 
+# Ids of dropped records: repeated among them, or shared with a kept record
+# that comes later, across two input files. Found at the end of the run
+# (after the kept records were written): FILE:LINE, exit 1, nothing added.
+printf '%s\n' '{"id": "k1", "text": "one two three four five six seven eight nine ten"}' \
+    '{"id": "r1", "text": "one two three four five six seven eight nine ten"}' \
+    '{"id": "r2", "text": "one two three four five six seven eight nine ten"}' >"$T/ids1.jsonl"
+printf '%s\n' '{"id": "r1", "text": "one two three four five six seven eight nine ten"}' \
+    '{"id": "r2", "text": "a record on another subject altogether, kept in the end"}' \
+    '{"id": "k9", "text": "a fine record about something else entirely, kept"}' >"$T/ids2.jsonl"
+snapshot >"$T/before"
+run dedup --store "$T/store" --add "$T/ids1.jsonl" "$T/ids2.jsonl"
+expect_status 1
+expect_err_has "$T/ids2.jsonl:1: document id 'r1' was given before (to a dropped record, $T/ids1.jsonl:2)"
+expect_err_has "$T/ids1.jsonl:3: document id 'r2' (a dropped record) is also a kept record's"
+expect_err_has "nothing added to $T/store"
+snapshot >"$T/after"
+if cmp -s "$T/before" "$T/after"; then ok; else fail "a failed --add changed the store (ids)"; fi
+# Distinct ids: the same input minus the repeats is accepted.
+printf '%s\n' '{"id": "r3", "text": "one two three four five six seven eight nine ten"}' >"$T/ids3.jsonl"
+run dedup "$T/ids1.jsonl" "$T/ids3.jsonl"
+expect_status 0
+
 # Usage errors.
 run dedup
 expect_status 2
