@@ -35,9 +35,10 @@ typedef struct token_list {
     uint32_t codepoints[64];
 } token_list;
 
-static int collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+static int collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints, int cjk)
 {
     token_list *t = ctx;
+    (void)cjk;
     if (t->len + len + 2 > t->cap) {
         t->cap = (t->len + len + 2) * 2;
         t->joined = realloc(t->joined, t->cap);
@@ -86,11 +87,13 @@ static void assert_tokens(const char *text, int use_friso, const char *expected)
     free(got);
 }
 
+/* A version 1 fingerprinter (the tests written for version 1 use it). */
 static simstore_fingerprinter *make_fpr(unsigned w, simstore_weighting weighting, double lambda,
                                         simstore_cjk_mode cjk)
 {
     simstore_text_options o;
     simstore_text_options_init(&o);
+    o.version = 1;
     o.shingle_words = w;
     o.weighting = weighting;
     o.lambda = lambda;
@@ -551,19 +554,23 @@ static void test_text_fingerprint__empty_and_flags(void **state)
 typedef struct naive_tokens {
     char **tok;
     uint32_t *cps;
+    char *cjk;
     size_t n, cap;
 } naive_tokens;
 
-static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
+                         int cjk)
 {
     naive_tokens *t = ctx;
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 256;
         t->tok = realloc(t->tok, t->cap * sizeof *t->tok);
         t->cps = realloc(t->cps, t->cap * sizeof *t->cps);
+        t->cjk = realloc(t->cjk, t->cap);
     }
     t->tok[t->n] = strndup((const char *)bytes, len);
     t->cps[t->n] = codepoints;
+    t->cjk[t->n] = (char)cjk;
     t->n++;
     return 0;
 }
@@ -632,6 +639,7 @@ static uint64_t naive_fp(const char *text, size_t len, unsigned w, int length, d
         free(t.tok[i]);
     free(t.tok);
     free(t.cps);
+    free(t.cjk);
     return fp;
 }
 
@@ -1130,7 +1138,8 @@ static void test_text_threads__shared_dictionary(void **state)
     (void)state;
     test_rng rng;
     test_rng_init(&rng, "threads", 19);
-    simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
+    simstore_fingerprinter *f = NULL; /* the defaults, as in thread_main() */
+    assert_int_equal(simstore_fingerprinter_new(NULL, &f), 0);
     for (int i = 0; i < THREAD_DOCS; i++) {
         thread_docs[i] = malloc(4000 * 16);
         thread_lens[i] = random_text(&rng, thread_docs[i], 4000, 400);
