@@ -1,7 +1,9 @@
 /* bench_fingerprint.c: fingerprinting throughput (MB of text per second, one
- * core) on a generated corpus, for w = 1 and w = 3, TF and LENGTH weighting,
- * beside two baselines measured in the same run over the same bytes: raw
- * XXH3-64 of each document, and tokenization alone.
+ * core) on a generated corpus, for fingerprint versions 1 and 2, w = 1 and
+ * w = 3, TF and LENGTH weighting (and LOG, version 2), beside two baselines
+ * measured in the same run over the same bytes: raw XXH3-64 of each
+ * document, and version 1 tokenization alone. The "v2 / v1" line is the
+ * ratio of the defaults' throughputs (w = 3, TF).
  *
  *   bench_fingerprint [MEGABYTES [SEED]]      (default 24 MB, seed 1)
  *
@@ -158,9 +160,11 @@ typedef struct job {
     uint64_t sink;
 } job;
 
-static int count_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+static int count_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
+                       int cjk)
 {
     (void)bytes;
+    (void)cjk;
     *(uint64_t *)ctx += len + codepoints;
     return 0;
 }
@@ -204,11 +208,12 @@ static double measure(job *j)
     return (double)j->c->len / 1e6 / best;
 }
 
-static double bench_fpr(const corpus *c, unsigned w, simstore_weighting weighting,
-                        simstore_cjk_mode cjk)
+static double bench_fpr(const corpus *c, unsigned version, unsigned w,
+                        simstore_weighting weighting, simstore_cjk_mode cjk)
 {
     simstore_text_options o;
     simstore_text_options_init(&o);
+    o.version = version;
     o.shingle_words = w;
     o.weighting = weighting;
     o.cjk = cjk;
@@ -293,18 +298,32 @@ int main(int argc, char **argv)
             printf("  %-44s %8.1f MB/s\n", "baseline: tokenize only (bigrams)",
                    bench_tokenize(c, 0));
         static const unsigned ws[] = {1, 3};
-        for (int wi = 0; wi < 2; wi++)
-            for (int l = 0; l < 2; l++) {
-                double mbs = bench_fpr(c, ws[wi], l ? SIMSTORE_WEIGHT_LENGTH : SIMSTORE_WEIGHT_TF,
-                                       SIMSTORE_CJK_AUTO);
-                char label[64];
-                snprintf(label, sizeof label, "fingerprint w=%u %s", ws[wi], l ? "length" : "tf");
-                printf("  %-44s %8.1f MB/s  (%.2f x tokenize, %.4f x XXH3)\n", label, mbs,
-                       mbs / tok, mbs / xxh);
-            }
+        static const simstore_weighting weights[] = {SIMSTORE_WEIGHT_TF, SIMSTORE_WEIGHT_LENGTH,
+                                                     SIMSTORE_WEIGHT_LOG};
+        static const char *const weight_names[] = {"tf", "length", "log"};
+        double defaults[3] = {0, 0, 0}; /* w = 3, tf, by version */
+        for (unsigned version = 1; version <= 2; version++)
+            for (int wi = 0; wi < 2; wi++)
+                for (int l = 0; l < (version == 1 ? 2 : 3); l++) {
+                    if (l == 2 && ws[wi] == 1)
+                        continue;
+                    double mbs = bench_fpr(c, version, ws[wi], weights[l], SIMSTORE_CJK_AUTO);
+                    if (ws[wi] == 3 && l == 0)
+                        defaults[version] = mbs;
+                    char label[64];
+                    snprintf(label, sizeof label, "fingerprint v%u w=%u %s", version, ws[wi],
+                             weight_names[l]);
+                    printf("  %-44s %8.1f MB/s  (%.2f x tokenize, %.4f x XXH3)\n", label, mbs,
+                           mbs / tok, mbs / xxh);
+                }
+        printf("  %-44s %8.2f\n", "v2 / v1 (w=3 tf)", defaults[2] / defaults[1]);
         if (s == 2 && friso)
-            printf("  %-44s %8.1f MB/s\n", "fingerprint w=3 tf --cjk bigram",
-                   bench_fpr(c, 3, SIMSTORE_WEIGHT_TF, SIMSTORE_CJK_BIGRAM));
+            for (unsigned version = 1; version <= 2; version++) {
+                char label[64];
+                snprintf(label, sizeof label, "fingerprint v%u w=3 tf --cjk bigram", version);
+                printf("  %-44s %8.1f MB/s\n", label,
+                       bench_fpr(c, version, 3, SIMSTORE_WEIGHT_TF, SIMSTORE_CJK_BIGRAM));
+            }
         printf("\n");
     }
     printf("(sink %016llx: printed so that no measured work can be optimised away)\n",

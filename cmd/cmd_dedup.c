@@ -48,7 +48,7 @@ static void usage(FILE *out)
             "                       store's k, and at most that)\n"
             "      --store STORE    also drop records within K of a document of STORE;\n"
             "                       texts are fingerprinted with the store's text\n"
-            "                       options unless text options are given\n"
+            "                       options, except for the text options given\n"
             "      --add            add the kept records to STORE (id, fingerprint and\n"
             "                       metadata as `build` stores them) in one commit when\n"
             "                       the whole run succeeds; nothing is added otherwise\n"
@@ -387,8 +387,12 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
                              "give no text options with it");
         return CLI_EXIT_USAGE;
     }
-    if (!text->given)
-        simstore_get_text_options(run->store, &text->opts);
+    /* The store's options (its fingerprint version included), with those
+     * given over them. */
+    simstore_text_options stored;
+    simstore_get_text_options(run->store, &stored);
+    textopt_over(text, &stored);
+    text->opts = stored;
     return 0;
 }
 

@@ -33,22 +33,29 @@ static void usage(FILE *out)
             "                       lines), id ID#N, N counting paragraphs with words\n"
             "\n"
             "Fingerprint:\n"
+            "      --fp-version 1|2 fingerprint algorithm (default %d: NFKC with case\n"
+            "                       folding, Han/kana joined across line breaks, CJK\n"
+            "                       shingles of their own width; 1: as before)\n"
             "      --shingle W      words per feature, 1..%d (default %d)\n"
-            "      --weights tf|length\n"
-            "                       term frequency (default), or Yu, Hu & Zhang's\n"
-            "                       tf + lambda*[length >= 4]\n"
+            "      --cjk-shingle C  version 2: tokens per feature starting at a Han or\n"
+            "                       kana token, 1..%d (default %d)\n"
+            "      --weights tf|length|log\n"
+            "                       term frequency (default), Yu, Hu & Zhang's\n"
+            "                       tf + lambda*[length >= 4], or (version 2) 1 + ln(tf)\n"
             "      --lambda X       lambda for --weights length, 0..%g (default %g)\n"
             "      --cjk auto|friso|bigram\n"
             "                       Han text: friso words (auto: when its dictionary\n"
             "                       loads) or character bigrams\n"
             "\n"
-            "  -v, --verbose        report the CJK segmenter and totals on stderr\n"
+            "  -v, --verbose        report the options, the CJK segmenter and totals on\n"
+            "                       stderr\n"
             "  -h, --help           show this help\n"
             "\n"
             "A malformed record is reported as FILE:LINE: message and skipped; a\n"
             "document without words gets fingerprint 0000000000000000 and a warning.\n"
             "Exit status: 0 success, 1 some input failed, 2 usage error.\n",
-            SIMSTORE_SHINGLE_MAX, SIMSTORE_SHINGLE_DEFAULT, SIMSTORE_LAMBDA_MAX,
+            SIMSTORE_FP_VERSION_DEFAULT, SIMSTORE_SHINGLE_MAX, SIMSTORE_SHINGLE_DEFAULT,
+            SIMSTORE_SHINGLE_MAX, SIMSTORE_CJK_SHINGLE_DEFAULT, SIMSTORE_LAMBDA_MAX,
             SIMSTORE_LAMBDA_DEFAULT);
 }
 
@@ -207,8 +214,12 @@ int cmd_fingerprint(int argc, char **argv)
     if (opts.cjk == SIMSTORE_CJK_AUTO && auto_mode != SIMSTORE_CJK_FRISO)
         /* Han text then hashes differently from a machine with friso: say so. */
         cli_warn(CMD, "Han text is segmented into %s", segmenter);
-    if (verbose)
+    if (verbose) {
+        char desc[256];
+        textopt_describe(&opts, desc, sizeof desc);
+        fprintf(stderr, "simstore %s: options: %s\n", CMD, desc);
         fprintf(stderr, "simstore %s: CJK segmenter: %s\n", CMD, segmenter);
+    }
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -4,6 +4,7 @@
  * leading-bit histogram drawn as a text chart; --json for scripts. */
 #include "cli.h"
 #include "commands.h"
+#include "textopts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +28,8 @@ static void usage(FILE *out)
             "Usage: simstore inspect STORE|FILE [--json] [--brief] [--exact | --sample N]\n"
             "\n"
             "Describe a store without trusting it: documents, distinct fingerprints,\n"
-            "segments, the design (per table: permutation, prefix bits, blocks, bytes,\n"
+            "segments, how its texts are fingerprinted (fingerprint version, text\n"
+            "options), the design (per table: permutation, prefix bits, blocks, bytes,\n"
             "bits per fingerprint beside the floor 64 - log2 N + 1.443, block keys in\n"
             "RAM), LMDB and table sizes, and for every table its Huffman code lengths\n"
             "and the histogram of the leading-bit position j of consecutive\n"
@@ -233,6 +235,10 @@ static int inspect_store(const char *path, const options *o)
         simstore_close(s);
         return cli_api_error(CMD, rc, "%s", path);
     }
+    simstore_text_options text;
+    simstore_get_text_options(s, &text);
+    char text_desc[256];
+    textopt_describe(&text, text_desc, sizeof text_desc);
     double floor_bits = st.table_fps ? 64.0 - log2((double)st.table_fps) + 1.4426950408889634 : 0;
     double bits = st.table_fps && st.tables
                       ? 8.0 * (double)st.table_bytes / (double)st.table_fps / st.tables
@@ -246,10 +252,12 @@ static int inspect_store(const char *path, const options *o)
                ",\"fingerprints\":%" PRIu64 ",\"segment_count\":%" PRIu64 ",\"generation\":%" PRIu64
                ",\"table_fingerprints\":%" PRIu64 ",\"table_bytes\":%" PRIu64
                ",\"bits_per_fp_per_table\":%.4f,\"floor_bits_per_fp\":%.4f,\"lmdb_bytes\":%" PRIu64
-               ",\"block_key_bytes\":%" PRIu64 ",\"segments\":[",
+               ",\"block_key_bytes\":%" PRIu64 ",\"fingerprint_version\":%u,\"text_options\":{",
                st.block_bytes, st.fingerprint_only ? "true" : "false", st.documents,
                st.fingerprints, st.segments, st.generation, st.table_fps, st.table_bytes, bits,
-               floor_bits, st.lmdb_bytes, st.block_key_bytes);
+               floor_bits, st.lmdb_bytes, st.block_key_bytes, text.version);
+        textopt_json(stdout, &text);
+        printf("},\"segments\":[");
     } else {
         printf("store: %s\n", path);
         printf("kind: %s\n", st.fingerprint_only ? "fingerprint-only" : "documents");
@@ -261,6 +269,8 @@ static int inspect_store(const char *path, const options *o)
                                                                       : st.table_fps - st.fingerprints);
         printf("segments: %" PRIu64 "\n", st.segments);
         printf("generation: %" PRIu64 "\n", st.generation);
+        printf("fingerprint version: %u\n", text.version);
+        printf("text options: %s\n", text_desc);
         printf("design: %s\n", st.design);
         printf("block bytes: %u\n", st.block_bytes);
         printf("table bytes: %" PRIu64 " (%.2f bits per fingerprint per table; floor %.2f)\n",

@@ -40,7 +40,8 @@ static void usage(FILE *out)
             "                       answer is written as soon as it is known\n"
             "      --format tsv|fp|jsonl\n"
             "JSON Lines queries (members other than these are ignored):\n" INPUT_FIELD_HELP
-            "\n"
+            "\n");
+    fprintf(out,
             "Answer:\n"
             "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
             "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[, \"meta\"]}\n"
@@ -65,7 +66,8 @@ static void usage(FILE *out)
             "                       a large store; trusts the files on disk)\n"
             "\n"
             "Fingerprints of texts (default: as the store's documents were made, which\n"
-            "the store records):\n" TEXTOPT_HELP
+            "the store records, fingerprint version included; an option given changes\n"
+            "only itself):\n" TEXTOPT_HELP
             "\n"
             "  -h, --help           show this help\n"
             "\n"
@@ -97,8 +99,10 @@ typedef struct query_run {
     const char *path;
     unsigned open_flags, query_flags;
     int have_k;                         /* --k given: check it, else the store's k */
-    simstore_text_options *store_text;  /* texts as the store's (no text options
-                                           given): updated at each open */
+    simstore_text_options *store_text;  /* texts as the store's, with the text
+                                           options given over them: updated at
+                                           each open */
+    const textopt_state *given_text;    /* the text options given */
     int64_t checked_ms;                 /* when follow_store last looked */
     int strategy;                       /* simstore_batch_strategy, or
                                            STRATEGY_ONE_BY_ONE */
@@ -107,7 +111,7 @@ typedef struct query_run {
 } query_run;
 
 /* Open r->path into r->s and r->q: --k against the store's design, the
- * store's text options unless given. Returns an exit code. */
+ * store's text options with those given over them. Returns an exit code. */
 static int open_store(query_run *r)
 {
     int rc = simstore_open(r->path, r->open_flags, &r->s);
@@ -125,8 +129,8 @@ static int open_store(query_run *r)
     if (rc == SIMSTORE_OK) {
         if (!r->have_k)
             r->k = st.k;
-        if (r->store_text)
-            simstore_get_text_options(r->s, r->store_text);
+        simstore_get_text_options(r->s, r->store_text);
+        textopt_over(r->given_text, r->store_text);
         rc = simstore_query_new(r->s, r->query_flags, &r->q);
     }
     if (rc) {
@@ -567,7 +571,9 @@ int cmd_query(int argc, char **argv)
     input_fields_init(&fields);
     query_run r;
     memset(&r, 0, sizeof r);
-    r.text = &text.opts;
+    simstore_text_options effective;
+    simstore_text_options_init(&effective);
+    r.text = &effective;
     r.fields = &fields;
     int have_k = 0, meta = 0, format = -1, sources = 0, c;
     unsigned open_flags = SIMSTORE_OPEN_READONLY;
@@ -656,19 +662,23 @@ int cmd_query(int argc, char **argv)
     r.open_flags = open_flags;
     r.query_flags = meta ? SIMSTORE_QUERY_WITH_META : 0;
     r.have_k = have_k;
-    /* Texts are fingerprinted the way the store's documents were, unless the
-     * command line says otherwise. */
-    r.store_text = text.given ? NULL : &text.opts;
+    /* Texts are fingerprinted the way the store's documents were (its
+     * fingerprint version included), except for the options the command
+     * line gives. */
+    r.store_text = &effective;
+    r.given_text = &text;
     if (open_store(&r) != CLI_EXIT_OK)
         return CLI_EXIT_FAIL;
     simstore_text_options stored;
     simstore_get_text_options(r.s, &stored);
+    char stored_desc[256], effective_desc[256];
+    textopt_describe(&stored, stored_desc, sizeof stored_desc);
+    textopt_describe(&effective, effective_desc, sizeof effective_desc);
     if (text.given && (text_arg || file_arg || format == INPUT_JSONL) &&
-        (text.opts.shingle_words != stored.shingle_words ||
-         text.opts.weighting != stored.weighting))
-        cli_warn(CMD, "the store's texts were fingerprinted with --shingle %u --weights %s; "
-                      "these options differ, so near texts may not match",
-                 stored.shingle_words, stored.weighting == SIMSTORE_WEIGHT_LENGTH ? "length" : "tf");
+        strcmp(stored_desc, effective_desc) != 0)
+        cli_warn(CMD, "the store's texts were fingerprinted with %s; these options (%s) "
+                      "differ, so near texts may not match",
+                 stored_desc, effective_desc);
     int status;
     if (fp_arg) {
         status = run_one(&r, "-", 1, 0, fp, NULL, 0);

@@ -1,6 +1,7 @@
 /* cmd_stats.c: `simstore stats`: counts, design and sizes of a store. */
 #include "cli.h"
 #include "commands.h"
+#include "textopts.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -16,7 +17,8 @@ static void usage(FILE *out)
             "Print the store's design, counts and sizes, one 'name: value' per line:\n"
             "k, tables, design, block bytes, documents, fingerprints (distinct),\n"
             "segments, generation, table bytes (with bytes and bits per fingerprint),\n"
-            "LMDB bytes, and the block keys an open store keeps in RAM.\n"
+            "LMDB bytes, the block keys an open store keeps in RAM, and how its texts\n"
+            "are fingerprinted: the fingerprint version and the text options.\n"
             "\n"
             "      --json           one JSON object instead\n"
             "  -h, --help           show this help\n"
@@ -47,9 +49,12 @@ int cmd_stats(int argc, char **argv)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     simstore *s;
     simstore_stats st;
+    simstore_text_options text;
     int rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
     if (rc == SIMSTORE_OK)
         rc = simstore_get_stats(s, &st);
+    if (rc == SIMSTORE_OK)
+        simstore_get_text_options(s, &text);
     simstore_close(s);
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
@@ -59,12 +64,16 @@ int cmd_stats(int argc, char **argv)
         printf("{\"k\":%u,\"tables\":%u,\"design\":\"%s\",\"block_bytes\":%u,"
                "\"fingerprint_only\":%s,\"documents\":%llu,\"fingerprints\":%llu,"
                "\"segments\":%llu,\"generation\":%llu,\"table_fingerprints\":%llu,"
-               "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"block_key_bytes\":%llu}\n",
+               "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"block_key_bytes\":%llu,"
+               "\"fingerprint_version\":%u,\"text_options\":{",
                st.k, st.tables, st.design, st.block_bytes, st.fingerprint_only ? "true" : "false",
                (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
                (unsigned long long)st.segments, (unsigned long long)st.generation,
                (unsigned long long)st.table_fps, (unsigned long long)st.table_bytes,
-               (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes);
+               (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes,
+               text.version);
+        textopt_json(stdout, &text);
+        printf("}}\n");
         return CLI_EXIT_OK;
     }
     printf("store: %s\n", path);
@@ -81,5 +90,9 @@ int cmd_stats(int argc, char **argv)
            (unsigned long long)st.table_bytes, per_fp, per_table_bits);
     printf("lmdb bytes: %llu\n", (unsigned long long)st.lmdb_bytes);
     printf("block keys in RAM: %llu bytes\n", (unsigned long long)st.block_key_bytes);
+    char desc[256];
+    textopt_describe(&text, desc, sizeof desc);
+    printf("fingerprint version: %u\n", text.version);
+    printf("text options: %s\n", desc);
     return CLI_EXIT_OK;
 }

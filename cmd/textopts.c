@@ -19,9 +19,26 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t)
     unsigned long long v;
     char *end;
     double d;
-    if (opt >= TEXTOPT_SHINGLE && opt <= TEXTOPT_CJK)
+    if (opt >= TEXTOPT_SHINGLE && opt <= TEXTOPT_CJK_SHINGLE) {
         t->given = 1;
+        t->given_set |= 1u << (opt - TEXTOPT_SHINGLE);
+    }
     switch (opt) {
+    case TEXTOPT_FP_VERSION:
+        if (cli_parse_uint(arg, 1, SIMSTORE_FP_VERSION_LATEST, &v) != 0) {
+            cli_usage_error(cmd, "--fp-version: '%s' is not 1 or 2", arg);
+            return 2;
+        }
+        t->opts.version = (unsigned)v;
+        return 1;
+    case TEXTOPT_CJK_SHINGLE:
+        if (cli_parse_uint(arg, 1, SIMSTORE_SHINGLE_MAX, &v) != 0) {
+            cli_usage_error(cmd, "--cjk-shingle: '%s' is not a number in 1..%d", arg,
+                            SIMSTORE_SHINGLE_MAX);
+            return 2;
+        }
+        t->opts.cjk_shingle = (unsigned)v;
+        return 1;
     case TEXTOPT_SHINGLE:
         if (cli_parse_uint(arg, 1, SIMSTORE_SHINGLE_MAX, &v) != 0) {
             cli_usage_error(cmd, "--shingle: '%s' is not a number in 1..%d", arg,
@@ -35,8 +52,10 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t)
             t->opts.weighting = SIMSTORE_WEIGHT_TF;
         else if (strcmp(arg, "length") == 0)
             t->opts.weighting = SIMSTORE_WEIGHT_LENGTH;
+        else if (strcmp(arg, "log") == 0)
+            t->opts.weighting = SIMSTORE_WEIGHT_LOG;
         else {
-            cli_usage_error(cmd, "--weights: '%s' is not tf or length", arg);
+            cli_usage_error(cmd, "--weights: '%s' is not tf, length or log", arg);
             return 2;
         }
         return 1;
@@ -101,5 +120,85 @@ int textopt_finish(const char *cmd, const textopt_state *t)
         cli_usage_error(cmd, "--lambda applies only with --weights length");
         return 2;
     }
+    if (t->opts.version == 1 && t->opts.weighting == SIMSTORE_WEIGHT_LOG) {
+        cli_usage_error(cmd, "--weights log needs --fp-version 2");
+        return 2;
+    }
+    if (t->opts.version == 1 && (t->given_set & 1u << (TEXTOPT_CJK_SHINGLE - TEXTOPT_SHINGLE))) {
+        cli_usage_error(cmd, "--cjk-shingle applies only with --fp-version 2");
+        return 2;
+    }
     return 0;
+}
+
+static int given(const textopt_state *t, int opt)
+{
+    return (t->given_set >> (opt - TEXTOPT_SHINGLE)) & 1;
+}
+
+void textopt_over(const textopt_state *t, simstore_text_options *base)
+{
+    if (given(t, TEXTOPT_FP_VERSION)) {
+        if (base->version != t->opts.version)
+            base->cjk_shingle = 0; /* the new version's default, unless given */
+        base->version = t->opts.version;
+    }
+    if (given(t, TEXTOPT_SHINGLE))
+        base->shingle_words = t->opts.shingle_words;
+    if (given(t, TEXTOPT_CJK_SHINGLE))
+        base->cjk_shingle = t->opts.cjk_shingle;
+    if (given(t, TEXTOPT_WEIGHTS))
+        base->weighting = t->opts.weighting;
+    if (given(t, TEXTOPT_LAMBDA))
+        base->lambda = t->opts.lambda;
+    if (given(t, TEXTOPT_CJK))
+        base->cjk = t->opts.cjk;
+}
+
+static const char *weights_name(simstore_weighting w)
+{
+    return w == SIMSTORE_WEIGHT_LENGTH ? "length" : w == SIMSTORE_WEIGHT_LOG ? "log" : "tf";
+}
+
+static const char *cjk_name(simstore_cjk_mode m)
+{
+    return m == SIMSTORE_CJK_FRISO ? "friso" : m == SIMSTORE_CJK_BIGRAM ? "bigram" : "auto";
+}
+
+static unsigned version_of(const simstore_text_options *o)
+{
+    return o->version ? o->version : 1;
+}
+
+static unsigned cjk_shingle_of(const simstore_text_options *o)
+{
+    return o->cjk_shingle ? o->cjk_shingle : SIMSTORE_CJK_SHINGLE_DEFAULT;
+}
+
+void textopt_describe(const simstore_text_options *o, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "--fp-version %u --shingle %u", version_of(o), o->shingle_words);
+    if (n >= 0 && (size_t)n < size && version_of(o) >= 2)
+        n += snprintf(buf + n, size - (size_t)n, " --cjk-shingle %u", cjk_shingle_of(o));
+    if (n >= 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, " --weights %s", weights_name(o->weighting));
+    if (n >= 0 && (size_t)n < size && o->weighting == SIMSTORE_WEIGHT_LENGTH)
+        n += snprintf(buf + n, size - (size_t)n, " --lambda %g", o->lambda);
+    if (n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " --cjk %s", cjk_name(o->cjk));
+}
+
+void textopt_json(FILE *out, const simstore_text_options *o)
+{
+    fprintf(out, "\"fp_version\":%u,\"shingle\":%u,", version_of(o), o->shingle_words);
+    if (version_of(o) >= 2)
+        fprintf(out, "\"cjk_shingle\":%u,", cjk_shingle_of(o));
+    else
+        fprintf(out, "\"cjk_shingle\":null,");
+    fprintf(out, "\"weights\":\"%s\",", weights_name(o->weighting));
+    if (o->weighting == SIMSTORE_WEIGHT_LENGTH)
+        fprintf(out, "\"lambda\":%.17g,", o->lambda);
+    else
+        fprintf(out, "\"lambda\":null,");
+    fprintf(out, "\"cjk\":\"%s\"", cjk_name(o->cjk));
 }

@@ -1,6 +1,6 @@
 /* textopts.h: the text options every command that fingerprints documents
- * accepts (--shingle, --weights, --lambda, --cjk), parsed and checked one
- * way. */
+ * accepts (--fp-version, --shingle, --cjk-shingle, --weights, --lambda,
+ * --cjk), parsed and checked one way, and shown one way. */
 #ifndef SIMS_CMD_TEXTOPTS_H
 #define SIMS_CMD_TEXTOPTS_H
 
@@ -8,13 +8,16 @@
 #include "simstore.h"
 
 #include <getopt.h>
+#include <stdio.h>
 
 /* getopt_long values of the text options. */
 enum {
     TEXTOPT_SHINGLE = 0x1000,
     TEXTOPT_WEIGHTS,
     TEXTOPT_LAMBDA,
-    TEXTOPT_CJK
+    TEXTOPT_CJK,
+    TEXTOPT_FP_VERSION,
+    TEXTOPT_CJK_SHINGLE
 };
 
 /* The long options, for splicing into a command's option table. */
@@ -22,14 +25,21 @@ enum {
     {"shingle", required_argument, NULL, TEXTOPT_SHINGLE},          \
         {"weights", required_argument, NULL, TEXTOPT_WEIGHTS},      \
         {"lambda", required_argument, NULL, TEXTOPT_LAMBDA},        \
-        {"cjk", required_argument, NULL, TEXTOPT_CJK}
+        {"cjk", required_argument, NULL, TEXTOPT_CJK},              \
+        {"fp-version", required_argument, NULL, TEXTOPT_FP_VERSION}, \
+        {"cjk-shingle", required_argument, NULL, TEXTOPT_CJK_SHINGLE}
 
 /* The help lines describing them. */
 #define TEXTOPT_HELP                                                              \
+    "      --fp-version 1|2 fingerprint algorithm (default 2: NFKC with case\n"     \
+    "                       folding, Han/kana joined across line breaks, CJK\n"     \
+    "                       shingles of their own width; 1: as before)\n"          \
     "      --shingle W      words per feature, 1..32 (default 3)\n"                 \
-    "      --weights tf|length\n"                                                   \
-    "                       term frequency (default), or Yu, Hu & Zhang's\n"        \
-    "                       tf + lambda*[length >= 4]\n"                            \
+    "      --cjk-shingle C  version 2: tokens per feature starting at a Han or\n"   \
+    "                       kana token, 1..32 (default 2)\n"                        \
+    "      --weights tf|length|log\n"                                               \
+    "                       term frequency (default), Yu, Hu & Zhang's\n"           \
+    "                       tf + lambda*[length >= 4], or (version 2) 1 + ln(tf)\n" \
     "      --lambda X       lambda for --weights length, 0..1000 (default 1)\n"     \
     "      --cjk auto|friso|bigram\n"                                               \
     "                       Han text: friso words (auto: when its dictionary\n"     \
@@ -38,7 +48,8 @@ enum {
 typedef struct textopt_state {
     simstore_text_options opts;
     int lambda_given;
-    int given; /* any text option was on the command line */
+    int given;          /* any text option was on the command line */
+    unsigned given_set; /* which: bit (opt - TEXTOPT_SHINGLE) */
 } textopt_state;
 
 void textopt_init(textopt_state *t);
@@ -61,7 +72,22 @@ int textopt_or_field_or_bad_option(const char *cmd, int opt, char **argv, int op
                                    textopt_state *t, input_fields *f, int *fields_given);
 
 /* After parsing: 0, or 2 after printing a usage error for a combination
- * that makes no sense (--lambda without --weights length). */
+ * that makes no sense (--lambda without --weights length, --weights log or
+ * --cjk-shingle with --fp-version 1). */
 int textopt_finish(const char *cmd, const textopt_state *t);
+
+/* The options given on the command line applied over *base (a store's
+ * recorded options), so that a query changes only what it names. */
+void textopt_over(const textopt_state *t, simstore_text_options *base);
+
+/* The options as the command line that gives them, e.g. "--fp-version 2
+ * --shingle 3 --cjk-shingle 2 --weights tf --cjk friso" (lambda only with
+ * length weighting, the CJK shingle only with version 2). */
+void textopt_describe(const simstore_text_options *o, char *buf, size_t size);
+
+/* The options as the members of a JSON object, without braces:
+ * "fp_version":2,"shingle":3,"cjk_shingle":2,"weights":"tf","lambda":null,
+ * "cjk":"friso" (null where an option does not apply). */
+void textopt_json(FILE *out, const simstore_text_options *o);
 
 #endif

@@ -270,7 +270,11 @@ void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RE
     le_store32(buf + 8, r->shingle_words);
     le_store32(buf + 12, r->weighting);
     le_store32(buf + 16, r->cjk);
-    le_store32(buf + 20, 0);
+    /* Version 1 is stored as 0, so that its records are those written
+     * before the field existed, which older readers accept. */
+    buf[20] = (uint8_t)(r->version == 1 ? 0 : r->version);
+    buf[21] = (uint8_t)(r->version == 1 ? 0 : r->cjk_shingle);
+    le_store16(buf + 22, 0);
     le_store64(buf + 24, r->lambda_fixed);
     le_store64(buf + 32, sims_xxh3_64(buf, 32, SIMS_TEXT_RECORD_SEED));
 }
@@ -286,10 +290,18 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
     r.weighting = le_load32(buf + 12);
     r.cjk = le_load32(buf + 16);
     r.lambda_fixed = le_load64(buf + 24);
-    if (le_load32(buf + 20) != 0)
+    r.version = buf[20] == 0 ? 1 : buf[20];
+    r.cjk_shingle = buf[21];
+    if (le_load16(buf + 22) != 0)
         return SIMS_CORRUPT("text record: reserved field is not zero");
-    if (r.shingle_words < 1 || r.shingle_words > 32 || r.weighting > 1 || r.cjk < 1 ||
-        r.cjk > 2 || r.lambda_fixed > 1000ULL * 65536)
+    if (buf[20] != 0 && buf[20] != 2) /* version 1 is only ever 0 */
+        return SIMS_CORRUPT("text record: unknown fingerprint version %u", (unsigned)buf[20]);
+    if (r.version == 1 ? r.cjk_shingle != 0 : r.cjk_shingle < 1 || r.cjk_shingle > 32)
+        return SIMS_CORRUPT("text record: CJK shingle %u with fingerprint version %u",
+                            (unsigned)r.cjk_shingle, (unsigned)r.version);
+    if (r.shingle_words < 1 || r.shingle_words > 32 || r.weighting > 2 ||
+        (r.weighting == 2 && r.version == 1) || r.cjk < 1 || r.cjk > 2 ||
+        r.lambda_fixed > 1000ULL * 65536)
         return SIMS_CORRUPT("text record: value out of range");
     *out = r;
     return SIMSTORE_OK;

@@ -75,9 +75,11 @@ void sims_state_record_release(sims_state_record *r);
 
 typedef struct sims_text_record {
     uint32_t shingle_words; /* 1..32 */
-    uint32_t weighting;     /* 0 tf, 1 length */
+    uint32_t weighting;     /* 0 tf, 1 length, 2 log (version 2 only) */
     uint32_t cjk;           /* 1 friso, 2 bigram (never auto) */
     uint64_t lambda_fixed;  /* round(lambda * 65536) */
+    uint32_t version;       /* fingerprint version: 1 (stored as 0) or 2 */
+    uint32_t cjk_shingle;   /* version 2: 1..32; version 1: 0 */
 } sims_text_record;
 
 void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RECORD_BYTES]);

@@ -93,7 +93,10 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  * letters and digits form words (case folded), Han runs are cut into words by
  * friso (or character bigrams when its dictionary cannot be loaded), kana runs
  * into bigrams; features are overlapping w-word shingles hashed with XXH3-64
- * (seed 0); weighted bit sums give the bits.
+ * (seed 0); weighted bit sums give the bits. Version 2 of the algorithm (the
+ * default) first normalizes the text (NFKC with case folding), joins Han and
+ * kana across a line break, and shingles CJK tokens with a width of their
+ * own; version 1 stays available, and stores record the version they use.
  *
  * Threads: a fingerprinter is used by one thread at a time; any number may
  * exist. The friso dictionary is loaded once per process, on first need, and
@@ -102,16 +105,24 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  * built-in paths (the one from friso's pkg-config, then /etc/friso/friso.ini).
  */
 
+/* Fingerprint algorithm versions (format/fingerprint.md, "Changelog"). */
+#define SIMSTORE_FP_VERSION_DEFAULT 2
+#define SIMSTORE_FP_VERSION_LATEST 2
+
 /* Shingle size: w words per feature (w = 1: single words). */
 #define SIMSTORE_SHINGLE_DEFAULT 3
 #define SIMSTORE_SHINGLE_MAX 32
+/* Version 2: tokens per feature for one starting at a Han or kana token. */
+#define SIMSTORE_CJK_SHINGLE_DEFAULT 2
 /* λ of the length-aware weighting: default and largest accepted. */
 #define SIMSTORE_LAMBDA_DEFAULT 1.0
 #define SIMSTORE_LAMBDA_MAX 1000.0
 
 typedef enum simstore_weighting {
-    SIMSTORE_WEIGHT_TF = 0,    /* weight = occurrences of the feature          */
-    SIMSTORE_WEIGHT_LENGTH = 1 /* Yu, Hu & Zhang: tf + λ·[length >= 4]         */
+    SIMSTORE_WEIGHT_TF = 0,     /* weight = occurrences of the feature         */
+    SIMSTORE_WEIGHT_LENGTH = 1, /* Yu, Hu & Zhang: tf + λ·[length >= 4]        */
+    SIMSTORE_WEIGHT_LOG = 2     /* version 2 only: 1 + ln(tf), sublinear, in
+                                   exact fixed point (format/fingerprint.md)   */
 } simstore_weighting;
 
 typedef enum simstore_cjk_mode {
@@ -126,10 +137,18 @@ typedef struct simstore_text_options {
     double lambda;                /* λ for SIMSTORE_WEIGHT_LENGTH: 0..1000 (1.0);
                                      used as round(λ·65536)/65536                  */
     simstore_cjk_mode cjk;        /* how Han runs are segmented (AUTO)            */
+    /* Fields added with fingerprint version 2 (at the end, so that the
+     * fields above keep their offsets). */
+    unsigned version;     /* the algorithm: 1 or 2 (SIMSTORE_FP_VERSION_DEFAULT);
+                             0 is read as 1, for callers that fill the struct
+                             without simstore_text_options_init()           */
+    unsigned cjk_shingle; /* version 2: tokens per feature starting at a Han
+                             or kana token, 1..SIMSTORE_SHINGLE_MAX (2);
+                             0 = the default; version 1 ignores it          */
 } simstore_text_options;
 
-/* Fill *opts with the defaults above. Set fields after calling it, so that
- * fields added later keep their defaults. */
+/* Fill *opts with the defaults above (version 2). Set fields after calling
+ * it, so that fields added later keep their defaults. */
 SIMSTORE_API void simstore_text_options_init(simstore_text_options *opts);
 
 /* Which segmenter SIMSTORE_CJK_AUTO uses in this process, loading the friso
@@ -150,7 +169,8 @@ typedef struct simstore_fingerprinter simstore_fingerprinter;
  *   out   receives the fingerprinter, owned by the caller, released with
  *         simstore_fingerprinter_free(); NULL on failure.
  * Errors:
- *   SIMSTORE_EINVAL    out is NULL, or an option is out of range.
+ *   SIMSTORE_EINVAL    out is NULL, an option is out of range, or
+ *                      SIMSTORE_WEIGHT_LOG with version 1.
  *   SIMSTORE_ENOTFOUND opts->cjk is SIMSTORE_CJK_FRISO and the friso
  *                      dictionary could not be loaded (the detail says why).
  *   SIMSTORE_ENOMEM    out of memory. */

@@ -271,6 +271,30 @@ static int check_replaceable(const char *path)
     return SIMSTORE_OK;
 }
 
+/* The text options a store records must be ones a fingerprinter accepts
+ * (simstore_fingerprinter_new), or the text record would not decode. */
+static int validate_text_options(const simstore_text_options *t)
+{
+    if (!t)
+        return SIMSTORE_OK;
+    unsigned version = t->version ? t->version : 1;
+    if (version > SIMSTORE_FP_VERSION_LATEST)
+        return sims_fail(SIMSTORE_EINVAL, "unknown fingerprint version %u", version);
+    if (t->shingle_words < 1 || t->shingle_words > SIMSTORE_SHINGLE_MAX ||
+        t->cjk_shingle > SIMSTORE_SHINGLE_MAX)
+        return sims_fail(SIMSTORE_EINVAL, "shingle sizes %u and %u: outside 1..%u",
+                         t->shingle_words, t->cjk_shingle, SIMSTORE_SHINGLE_MAX);
+    if ((unsigned)t->weighting > SIMSTORE_WEIGHT_LOG ||
+        (t->weighting == SIMSTORE_WEIGHT_LOG && version == 1))
+        return sims_fail(SIMSTORE_EINVAL, "weighting %d is not available with fingerprint "
+                                          "version %u", (int)t->weighting, version);
+    if (!(t->lambda >= 0 && t->lambda <= SIMSTORE_LAMBDA_MAX) ||
+        (unsigned)t->cjk > SIMSTORE_CJK_BIGRAM)
+        return sims_fail(SIMSTORE_EINVAL, "lambda %g or CJK mode %d out of range", t->lambda,
+                         (int)t->cjk);
+    return SIMSTORE_OK;
+}
+
 static int check_options(const simstore_build_options *o)
 {
     if (o->k > SIMSTORE_MAX_K)
@@ -281,7 +305,7 @@ static int check_options(const simstore_build_options *o)
     if (o->tables > SIMS_DESIGN_MAX_TABLES)
         return sims_fail(SIMSTORE_EINVAL, "%u tables is above the maximum %u", o->tables,
                          SIMS_DESIGN_MAX_TABLES);
-    return SIMSTORE_OK;
+    return validate_text_options(o->text);
 }
 
 static int builder_new(const simstore_build_options *o, simstore_builder **out)
@@ -1006,8 +1030,9 @@ static int commit_fn(MDB_txn *txn, void *ctx)
 
 /* ---- finish --------------------------------------------------------------------- */
 
-/* The text record for a new store: the options with AUTO resolved to the
- * segmenter this process uses. */
+/* The text record for a new store: the options (checked by
+ * validate_text_options) with AUTO resolved to the segmenter this process
+ * uses, version 0 read as 1 and CJK shingle 0 as the default. */
 static void encode_text_options(const simstore_text_options *given, uint8_t *out)
 {
     simstore_text_options t;
@@ -1017,11 +1042,16 @@ static void encode_text_options(const simstore_text_options *given, uint8_t *out
         simstore_text_options_init(&t);
     if (t.cjk == SIMSTORE_CJK_AUTO)
         t.cjk = (simstore_cjk_mode)simstore_cjk_segmenter(NULL);
+    unsigned version = t.version ? t.version : 1;
     sims_text_record r = {
         .shingle_words = t.shingle_words,
-        .weighting = t.weighting == SIMSTORE_WEIGHT_LENGTH ? 1u : 0u,
+        .weighting = (uint32_t)t.weighting,
         .cjk = t.cjk == SIMSTORE_CJK_FRISO ? 1u : 2u,
         .lambda_fixed = (uint64_t)(t.lambda * 65536.0 + 0.5),
+        .version = version,
+        .cjk_shingle = version == 1 ? 0
+                       : t.cjk_shingle ? t.cjk_shingle
+                                       : SIMSTORE_CJK_SHINGLE_DEFAULT,
     };
     sims_text_record_encode(&r, out);
 }

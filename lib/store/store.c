@@ -393,7 +393,10 @@ static int take_writer_lock(const char *dir, int *fd_out)
 
 static int load_text_record(simstore *s, MDB_txn *txn)
 {
+    /* A store without the record has version 1's defaults. */
     simstore_text_options_init(&s->text);
+    s->text.version = 1;
+    s->text.cjk_shingle = 0;
     MDB_val key = {4, (void *)"text"}, val;
     int rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == MDB_NOTFOUND)
@@ -405,7 +408,9 @@ static int load_text_record(simstore *s, MDB_txn *txn)
     if (rc)
         return sims_fail_context(rc, "%s", s->path);
     s->text.shingle_words = tr.shingle_words;
-    s->text.weighting = tr.weighting ? SIMSTORE_WEIGHT_LENGTH : SIMSTORE_WEIGHT_TF;
+    s->text.weighting = (simstore_weighting)tr.weighting;
+    s->text.version = tr.version;
+    s->text.cjk_shingle = tr.cjk_shingle;
     s->text.cjk = tr.cjk == 1 ? SIMSTORE_CJK_FRISO : SIMSTORE_CJK_BIGRAM;
     s->text.lambda = (double)tr.lambda_fixed / 65536.0;
     return SIMSTORE_OK;

@@ -1,5 +1,6 @@
 /* features.h: tokens to a simhash (format/fingerprint.md, "Features" to "Bits"):
- * overlapping w-shingles hashed with XXH3-64, counted into 64 bit sums. */
+ * overlapping shingles (w words, or c CJK tokens in version 2) hashed with
+ * XXH3-64, weighted and counted into 64 bit sums. */
 #ifndef SIMS_TEXT_FEATURES_H
 #define SIMS_TEXT_FEATURES_H
 
@@ -8,24 +9,32 @@
 
 #define SIMS_FEATURE_SEED 0 /* XXH3-64 seed of every feature hash */
 
-/* One slot of the distinct-feature set LENGTH weighting keeps. */
+/* Weightings (simstore_weighting's values). */
+enum { SIMS_WEIGHT_TF = 0, SIMS_WEIGHT_LENGTH = 1, SIMS_WEIGHT_LOG = 2 };
+
+/* One slot of the distinct-feature set LENGTH and LOG weighting keep. */
 typedef struct sims_feature_slot {
     uint64_t hash;
+    uint64_t count;      /* LOG: occurrences in the document */
     uint32_t generation; /* live when equal to the set's generation */
 } sims_feature_slot;
 
+#define SIMS_WINDOW 32 /* tokens kept for shingles: the widest shingle */
+
 typedef struct sims_features {
-    unsigned shingle_words;
-    int length_weighting;
+    unsigned shingle_words; /* width of a shingle starting at a word */
+    unsigned cjk_shingle;   /* width of one starting at a CJK token */
+    unsigned widest;
+    int weighting;       /* SIMS_WEIGHT_* */
     uint64_t lambda_q16; /* λ in units of 2^-16 */
 
     /* The tokens still needed, joined by single spaces. */
     uint8_t *text;
     size_t text_len, text_cap;
-    size_t window_start[32]; /* by token number mod shingle_words */
-    uint32_t window_codepoints[32];
+    size_t window_start[SIMS_WINDOW]; /* by token number mod SIMS_WINDOW */
+    uint32_t window_codepoints[SIMS_WINDOW];
+    uint8_t window_cjk[SIMS_WINDOW];
     uint64_t tokens; /* in the current document */
-    unsigned slot;   /* tokens mod shingle_words, kept without dividing */
 
     /* Bit counts in 8-bit lanes (lane k of acc[j] counts bit 8j+k), spilled
      * into the 64-bit counts before a lane can overflow. */
@@ -37,19 +46,25 @@ typedef struct sims_features {
     sims_feature_slot *set;
     size_t set_cap, set_used;
     uint32_t generation;
+    size_t *set_order; /* LOG: the live slots, in insertion order */
 
     int failed; /* out of memory since the document began */
 } sims_features;
 
-/* shingle_words in 1..32; lambda_q16 is used only with length_weighting. */
-void sims_features_init(sims_features *f, unsigned shingle_words, int length_weighting,
-                        uint64_t lambda_q16);
+/* shingle_words and cjk_shingle in 1..32 (equal in version 1); weighting a
+ * SIMS_WEIGHT_*; lambda_q16 is used only with SIMS_WEIGHT_LENGTH. */
+void sims_features_init(sims_features *f, unsigned shingle_words, unsigned cjk_shingle,
+                        int weighting, uint64_t lambda_q16);
 void sims_features_release(sims_features *f);
 
 /* Start a document. */
 void sims_features_begin(sims_features *f);
 /* Add the next token (a sims_token_fn; ctx is the sims_features). */
-int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints);
+int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
+                        int cjk);
+/* The LOG weight of a feature that occurs tf >= 1 times, in units of 2^-16
+ * (format/fingerprint.md, "Weights"). */
+uint64_t sims_log_weight(uint64_t tf);
 /* End the document: the fingerprint (0 when it had no tokens). Returns 0 or
  * SIMSTORE_ENOMEM. */
 int sims_features_end(sims_features *f, uint64_t *fingerprint);

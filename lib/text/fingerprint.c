@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "text/features.h"
+#include "text/normalize.h"
 #include "text/segment.h"
 #include "text/tokenize.h"
 #include "text/unicode.h"
@@ -19,6 +20,7 @@ struct simstore_fingerprinter {
     sims_friso_task *friso;
     sims_tokenizer tokenizer;
     sims_features features;
+    sims_normalizer normalizer; /* version 2 */
 };
 
 void simstore_text_options_init(simstore_text_options *opts)
@@ -30,6 +32,8 @@ void simstore_text_options_init(simstore_text_options *opts)
     opts->weighting = SIMSTORE_WEIGHT_TF;
     opts->lambda = SIMSTORE_LAMBDA_DEFAULT;
     opts->cjk = SIMSTORE_CJK_AUTO;
+    opts->version = SIMSTORE_FP_VERSION_DEFAULT;
+    opts->cjk_shingle = SIMSTORE_CJK_SHINGLE_DEFAULT;
 }
 
 int simstore_cjk_segmenter(const char **description)
@@ -50,8 +54,21 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     if (opts->shingle_words < 1 || opts->shingle_words > SIMSTORE_SHINGLE_MAX)
         return sims_fail(SIMSTORE_EINVAL, "shingle size %u is outside 1..%u",
                          opts->shingle_words, SIMSTORE_SHINGLE_MAX);
-    if (opts->weighting != SIMSTORE_WEIGHT_TF && opts->weighting != SIMSTORE_WEIGHT_LENGTH)
+    unsigned version = opts->version ? opts->version : 1;
+    if (version > SIMSTORE_FP_VERSION_LATEST)
+        return sims_fail(SIMSTORE_EINVAL, "unknown fingerprint version %u (this build knows 1..%u)",
+                         version, SIMSTORE_FP_VERSION_LATEST);
+    unsigned cjk_shingle = version == 1 ? opts->shingle_words
+                           : opts->cjk_shingle ? opts->cjk_shingle
+                                               : SIMSTORE_CJK_SHINGLE_DEFAULT;
+    if (cjk_shingle > SIMSTORE_SHINGLE_MAX)
+        return sims_fail(SIMSTORE_EINVAL, "CJK shingle size %u is outside 1..%u", cjk_shingle,
+                         SIMSTORE_SHINGLE_MAX);
+    if (opts->weighting != SIMSTORE_WEIGHT_TF && opts->weighting != SIMSTORE_WEIGHT_LENGTH &&
+        opts->weighting != SIMSTORE_WEIGHT_LOG)
         return sims_fail(SIMSTORE_EINVAL, "unknown weighting %d", (int)opts->weighting);
+    if (opts->weighting == SIMSTORE_WEIGHT_LOG && version == 1)
+        return sims_fail(SIMSTORE_EINVAL, "log weighting needs fingerprint version 2");
     if (opts->weighting == SIMSTORE_WEIGHT_LENGTH &&
         !(opts->lambda >= 0 && opts->lambda <= SIMSTORE_LAMBDA_MAX))
         return sims_fail(SIMSTORE_EINVAL, "lambda %g is outside 0..%g", opts->lambda,
@@ -64,6 +81,8 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     if (!fpr)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a fingerprinter");
     fpr->opts = *opts;
+    fpr->opts.version = version;
+    fpr->opts.cjk_shingle = version == 1 ? 0 : cjk_shingle;
     fpr->cjk = opts->cjk == SIMSTORE_CJK_AUTO ? sims_cjk_auto(NULL) : opts->cjk;
     if (fpr->cjk == SIMSTORE_CJK_FRISO) {
         int rc = sims_friso_task_new(&fpr->friso);
@@ -73,9 +92,12 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
         }
     }
     sims_tokenizer_init(&fpr->tokenizer, fpr->friso);
+    fpr->tokenizer.join_lines = version >= 2;
+    fpr->tokenizer.inert_only = version >= 2;
+    sims_normalizer_init(&fpr->normalizer);
     uint64_t lambda_q16 = (uint64_t)llround(opts->lambda * 65536.0);
-    sims_features_init(&fpr->features, opts->shingle_words,
-                       opts->weighting == SIMSTORE_WEIGHT_LENGTH, lambda_q16);
+    sims_features_init(&fpr->features, opts->shingle_words, cjk_shingle, (int)opts->weighting,
+                       lambda_q16);
     *out = fpr;
     return 0;
 }
@@ -86,6 +108,7 @@ void simstore_fingerprinter_free(simstore_fingerprinter *fpr)
         return;
     sims_tokenizer_release(&fpr->tokenizer);
     sims_features_release(&fpr->features);
+    sims_normalizer_release(&fpr->normalizer);
     sims_friso_task_free(fpr->friso);
     free(fpr);
 }
@@ -103,8 +126,21 @@ static int fingerprint_range(simstore_fingerprinter *fpr, const uint8_t *text, s
     *fp = 0;
     *tokens = 0;
     sims_features_begin(&fpr->features);
+    /* Version 2: most text is inert under normalization (ASCII, precomposed
+     * letters, ideographs), so it is tokenized as it is, and normalized and
+     * tokenized again only when the tokenizer meets a code point that is
+     * not inert. */
     int rc = sims_tokenize(&fpr->tokenizer, text, len, sims_features_token, &fpr->features,
                            invalid);
+    if (rc == SIMS_TOKENIZE_NOT_INERT) {
+        sims_features_begin(&fpr->features);
+        rc = sims_normalize(&fpr->normalizer, text, len, &text, &len);
+        fpr->tokenizer.inert_only = 0;
+        if (rc == 0)
+            rc = sims_tokenize(&fpr->tokenizer, text, len, sims_features_token, &fpr->features,
+                               invalid);
+        fpr->tokenizer.inert_only = 1;
+    }
     if (rc == 0)
         rc = sims_features_end(&fpr->features, fp);
     if (rc)

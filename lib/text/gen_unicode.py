@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # gen_unicode.py: generates lib/text/unicode_data.c, the code point classes and
-# case folding the tokenizer uses (format/fingerprint.md, "Characters"), from
-# the Unicode Character Database built into Python. The output is committed;
+# case folding the tokenizer uses (format/fingerprint.md, "Characters"), and
+# the normalization tables of fingerprint version 2 ("Normalization": the
+# decomposition D(c), canonical combining classes, canonical compositions),
+# from the Unicode Character Database built into Python. The output is committed;
 # rerun only to change the definition, and only with a Python whose
 # unicodedata.unidata_version is the one the spec names, because the tables are
 # part of the fingerprint format.
@@ -16,6 +18,13 @@ UNICODE_VERSION = "14.0.0"
 SEP, WORD, HAN, KANA, IGNORE = 0, 1, 2, 3, 4
 SPACE_FLAG = 0x08
 FOLD_FLAG = 0x10
+NORM_FLAG = 0x20  # not inert under version 2 normalization
+
+# Hangul syllables decompose and compose by arithmetic (Unicode 3.12), not
+# through the tables.
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
+HANGUL_V = (0x1161, 0x1175)
+HANGUL_T = (0x11A8, 0x11C2)
 
 WORD_CATEGORIES = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No"}
 
@@ -43,6 +52,10 @@ SPACE_RANGES = [
     (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F),
     (0x205F, 0x205F), (0x3000, 0x3000),
 ]
+
+
+# The line breaks of version 2's line joining (CR LF counts as one).
+LINE_BREAKS = {0x0A, 0x0D, 0x85, 0x2028, 0x2029}
 
 
 def in_ranges(cp, ranges):
@@ -96,6 +109,47 @@ def fold(cp):
     return width_fold(simple_case_fold(cp))
 
 
+def decompose(cp):
+    """D(c): the fixed point of s -> NFKD(full case folding of s), from c."""
+    s = chr(cp)
+    while True:
+        t = unicodedata.normalize("NFKD", s.casefold())
+        if t == s:
+            return s
+        s = t
+
+
+def is_scalar(cp):
+    return not 0xD800 <= cp <= 0xDFFF
+
+
+def compositions():
+    """Canonical compositions (first, second) -> composite, Hangul aside:
+    the two-code-point canonical decompositions that NFC recomposes (so not
+    the composition exclusions)."""
+    pairs = {}
+    for cp in range(0x110000):
+        if not is_scalar(cp) or HANGUL_FIRST <= cp <= HANGUL_LAST:
+            continue
+        d = unicodedata.decomposition(chr(cp))
+        if not d or d.startswith("<"):
+            continue
+        parts = [int(x, 16) for x in d.split()]
+        if len(parts) != 2:
+            continue
+        if unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(cp):
+            pairs[(parts[0], parts[1])] = cp
+    return pairs
+
+
+def normalize(text):
+    """Version 2 normalization as format/fingerprint.md defines it (the
+    oracle the generated tables are checked against)."""
+    kept = "".join(decompose(ord(c)) for c in text
+                   if not in_ranges(ord(c), IGNORE_RANGES))
+    return unicodedata.normalize("NFC", kept)
+
+
 def build():
     classes = []
     folds = []
@@ -109,7 +163,48 @@ def build():
                 folds.append((cp, f))
                 cls |= FOLD_FLAG
         classes.append(cls)
-    return classes, folds
+    pairs = compositions()
+    seconds = {b for (_, b) in pairs}
+    seconds.update(range(HANGUL_V[0], HANGUL_V[1] + 1))
+    seconds.update(range(HANGUL_T[0], HANGUL_T[1] + 1))
+    decomps = []
+    ccc = []
+    for cp in range(0x110000):
+        if not is_scalar(cp):
+            continue
+        c = chr(cp)
+        d = decompose(cp)
+        combining = unicodedata.combining(c)
+        if combining:
+            ccc.append((cp, combining))
+        if d != c and not HANGUL_FIRST <= cp <= HANGUL_LAST:
+            decomps.append((cp, [ord(x) for x in d]))
+        normal = unicodedata.normalize("NFC", d)
+        starter = (not in_ranges(cp, IGNORE_RANGES) and combining == 0 and cp not in seconds
+                   and unicodedata.combining(d[0]) == 0 and ord(d[0]) not in seconds)
+        # Inert: normalization leaves the code point alone wherever it is.
+        # Token-inert, the flag's meaning: a separator that normalizes to
+        # separators alone, all White_Space or none (no line break among
+        # them), which changes no token (full-width punctuation, U+3000).
+        # Either way a span may start or end before it: its decomposition
+        # starts with a starter that composes with nothing before it.
+        inert = starter and normal == c
+        space = classes[cp] & SPACE_FLAG
+        token_inert = starter and (classes[cp] & 7) == SEP and all(
+            (classify(ord(x)) & 7) == SEP and (classify(ord(x)) & SPACE_FLAG) == space
+            and ord(x) not in LINE_BREAKS for x in normal)
+        if not (inert or token_inert):
+            classes[cp] |= NORM_FLAG
+        # Normalized text needs no folding and holds no ignorable: the
+        # tokenizer's folding is the identity on it.
+        for x in unicodedata.normalize("NFC", d):
+            k = classes[ord(x)] if ord(x) < cp else classify(ord(x))
+            assert (k & 7) != IGNORE or in_ranges(cp, IGNORE_RANGES), hex(cp)
+            assert (k & 7) != WORD or fold(ord(x)) == ord(x), hex(cp)
+    for (a, b), composite in pairs.items():
+        assert fold(composite) == composite or classify(composite) & 7 != WORD or \
+            fold(a) != a, hex(composite)
+    return classes, folds, decomps, ccc, pairs
 
 
 def ranges_of(classes, kind):
@@ -141,7 +236,7 @@ def emit_ranges(classes):
         print()
 
 
-def emit_c(classes, folds):
+def emit_c(classes, folds, decomps, ccc, pairs):
     blocks = {}
     stage1 = []
     stage2 = []
@@ -168,18 +263,49 @@ def emit_c(classes, folds):
     for i in range(0, len(folds), 4):
         w("    " + " ".join(f"{{0x{a:05X}, 0x{b:05X}}}," for a, b in folds[i:i + 4]) + "\n")
     w("};\n\n")
-    w(f"const size_t sims_uc_fold_count = {len(folds)};\n")
+    w(f"const size_t sims_uc_fold_count = {len(folds)};\n\n")
+    seq = []
+    w("/* Version 2 normalization: D(c) for every code point it changes (Hangul\n"
+      " * syllables aside), as offset << 5 | length into sims_uc_decomp_seq. */\n")
+    w(f"const sims_uc_decomp sims_uc_decomps[{len(decomps)}] = {{\n")
+    items = []
+    for cp, d in decomps:
+        assert len(d) < 32
+        items.append(f"{{0x{cp:05X}, {len(seq) << 5 | len(d)}}},")
+        seq.extend(d)
+    for i in range(0, len(items), 4):
+        w("    " + " ".join(items[i:i + 4]) + "\n")
+    w("};\n\n")
+    w(f"const size_t sims_uc_decomp_count = {len(decomps)};\n\n")
+    w(f"const uint32_t sims_uc_decomp_seq[{len(seq)}] = {{\n")
+    for i in range(0, len(seq), 8):
+        w("    " + " ".join(f"0x{x:05X}," for x in seq[i:i + 8]) + "\n")
+    w("};\n\n")
+    w("/* Canonical combining classes other than 0, as code point << 8 | class. */\n")
+    w(f"const uint32_t sims_uc_ccc[{len(ccc)}] = {{\n")
+    for i in range(0, len(ccc), 6):
+        w("    " + " ".join(f"0x{cp << 8 | k:07X}," for cp, k in ccc[i:i + 6]) + "\n")
+    w("};\n\n")
+    w(f"const size_t sims_uc_ccc_count = {len(ccc)};\n\n")
+    w("/* Canonical compositions (Hangul aside): first << 21 | second, composite;\n"
+      " * sorted by the pair. */\n")
+    ordered = sorted((a << 21 | b, c) for (a, b), c in pairs.items())
+    w(f"const sims_uc_composition sims_uc_compositions[{len(ordered)}] = {{\n")
+    for i in range(0, len(ordered), 3):
+        w("    " + " ".join(f"{{0x{k:011X}ULL, 0x{c:05X}}}," for k, c in ordered[i:i + 3]) + "\n")
+    w("};\n\n")
+    w(f"const size_t sims_uc_composition_count = {len(ordered)};\n")
 
 
 def main():
     if unicodedata.unidata_version != UNICODE_VERSION:
         sys.exit(f"gen_unicode.py: this Python has Unicode {unicodedata.unidata_version}, "
                  f"the format needs {UNICODE_VERSION}")
-    classes, folds = build()
+    classes, folds, decomps, ccc, pairs = build()
     if len(sys.argv) > 1 and sys.argv[1] == "--ranges":
-        emit_ranges(classes)
+        emit_ranges([c & ~NORM_FLAG for c in classes])
     else:
-        emit_c(classes, folds)
+        emit_c(classes, folds, decomps, ccc, pairs)
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ static int end_word(sims_tokenizer *t, sims_token_fn emit, void *ctx)
         return 0;
     /* Only "at least 4" matters downstream, so saturating is exact. */
     uint32_t codepoints = t->word_codepoints > UINT32_MAX ? UINT32_MAX : (uint32_t)t->word_codepoints;
-    int rc = emit(ctx, t->word, t->word_len, codepoints);
+    int rc = emit(ctx, t->word, t->word_len, codepoints, 0);
     t->word_len = 0;
     t->word_codepoints = 0;
     return rc;
@@ -93,11 +93,11 @@ static int emit_bigrams(const uint8_t *run, size_t len, uint32_t codepoints, sim
                         void *ctx)
 {
     if (codepoints == 1)
-        return emit(ctx, run, len, 1);
+        return emit(ctx, run, len, 1, 1);
     size_t first = 0, second = utf8_seq_len(run[0]);
     while (second < len) {
         size_t after = second + utf8_seq_len(run[second]);
-        int rc = emit(ctx, run + first, after - first, 2);
+        int rc = emit(ctx, run + first, after - first, 2, 1);
         if (rc)
             return rc;
         first = second;
@@ -115,7 +115,7 @@ static int emit_friso(sims_tokenizer *t, sims_token_fn emit, void *ctx)
         uint32_t codepoints = 0;
         for (size_t i = 0; i < len; i++)
             codepoints += (t->run[offset + i] & 0xC0) != 0x80;
-        int rc = emit(ctx, t->run + offset, len, codepoints);
+        int rc = emit(ctx, t->run + offset, len, codepoints, 1);
         if (rc)
             return rc;
     }
@@ -135,6 +135,36 @@ static int end_run(sims_tokenizer *t, sims_token_fn emit, void *ctx)
     t->run_len = 0;
     t->run_codepoints = 0;
     return rc;
+}
+
+/* Version 2 line joining: p starts White_Space after a Han or kana code
+ * point. When that White_Space holds exactly one line break (LF, CR, CR LF,
+ * NEL, LS or PS) and a Han or kana code point follows it, returns where that
+ * code point starts (the White_Space is removed); otherwise NULL. */
+static const uint8_t *join_across_break(const uint8_t *p, const uint8_t *end)
+{
+    unsigned breaks = 0;
+    while (p < end) {
+        size_t n = 1;
+        uint32_t cp = *p;
+        if (cp >= 0x80) {
+            cp = sims_utf8_decode(p, end, &n);
+            if (cp == SIMS_UTF8_INVALID)
+                return NULL;
+        }
+        unsigned cls = sims_uc_class(cp);
+        if (!(cls & SIMS_UC_SPACE)) {
+            unsigned kind = cls & SIMS_UC_KIND;
+            return breaks == 1 && (kind == SIMS_UC_HAN || kind == SIMS_UC_KANA) ? p : NULL;
+        }
+        if (cp == '\r' && end - p > 1 && p[1] == '\n')
+            n = 2;
+        if (cp == '\n' || cp == '\r' || cp == 0x85 || cp == 0x2028 || cp == 0x2029)
+            if (++breaks > 1)
+                return NULL;
+        p += n;
+    }
+    return NULL;
 }
 
 int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token_fn emit,
@@ -183,6 +213,13 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
         }
         if (*p < 0x80) {
             /* ASCII separator: spaces, punctuation, controls. */
+            if (t->run_kind && t->join_lines && (sims_uc_class(*p) & SIMS_UC_SPACE)) {
+                const uint8_t *joined = join_across_break(p, end);
+                if (joined) {
+                    p = joined;
+                    continue;
+                }
+            }
             if ((rc = end_word(t, emit, ctx)) != 0 || (rc = end_run(t, emit, ctx)) != 0)
                 break;
             p++;
@@ -199,6 +236,8 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
             continue;
         }
         unsigned cls = sims_uc_class(cp);
+        if ((cls & SIMS_UC_NORM) && t->inert_only)
+            return SIMS_TOKENIZE_NOT_INERT;
         switch (cls & SIMS_UC_KIND) {
         case SIMS_UC_WORD:
             if (t->run_kind && (rc = end_run(t, emit, ctx)) != 0)
@@ -227,6 +266,13 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
         case SIMS_UC_IGNORE:
             break;
         default:
+            if (t->run_kind && t->join_lines && (cls & SIMS_UC_SPACE)) {
+                const uint8_t *joined = join_across_break(p, end);
+                if (joined) {
+                    n = (size_t)(joined - p);
+                    break;
+                }
+            }
             if ((rc = end_word(t, emit, ctx)) == 0)
                 rc = end_run(t, emit, ctx);
             break;

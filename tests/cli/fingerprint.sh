@@ -21,7 +21,15 @@ expect_status 2; expect_err_has "--shingle: '0' is not a number in 1..32"
 run fingerprint --shingle 33 /dev/null
 expect_status 2
 run fingerprint --weights idf /dev/null
-expect_status 2; expect_err_has "--weights: 'idf' is not tf or length"
+expect_status 2; expect_err_has "--weights: 'idf' is not tf, length or log"
+run fingerprint --fp-version 3 /dev/null
+expect_status 2; expect_err_has "--fp-version: '3' is not 1 or 2"
+run fingerprint --cjk-shingle 0 /dev/null
+expect_status 2; expect_err_has "--cjk-shingle: '0' is not a number in 1..32"
+run fingerprint --fp-version 1 --weights log /dev/null
+expect_status 2; expect_err_has "--weights log needs --fp-version 2"
+run fingerprint --fp-version 1 --cjk-shingle 2 /dev/null
+expect_status 2; expect_err_has "--cjk-shingle applies only with --fp-version 2"
 run fingerprint --weights length --lambda -1 /dev/null
 expect_status 2; expect_err_has "--lambda: '-1' is not a number in 0..1000"
 run fingerprint --lambda 2 /dev/null
@@ -134,22 +142,51 @@ run fingerprint --jsonl "$T/big.jsonl"
 expect_status 0; expect_all_lines_match "${hexline}big\$"
 
 # CJK: friso when its dictionary loads, bigrams on request or as a fallback.
+# The spec's vectors: version 1 (9, 10) and version 2 (4, 5), the default.
 printf '我们是中国人' >"$T/zh.txt"
-run fingerprint --cjk bigram "$T/zh.txt"
+run fingerprint --fp-version 1 --cjk bigram "$T/zh.txt"
 expect_out "e607871d2ad8e16a	$T/zh.txt"
+run fingerprint --cjk bigram "$T/zh.txt"
+expect_out "c059a641416449f8	$T/zh.txt"
 if "$SIMSTORE" --version | grep -q "CJK segmenter: friso"; then
-    run fingerprint "$T/zh.txt"
+    run fingerprint --fp-version 1 "$T/zh.txt"
     expect_status 0; expect_err_empty; expect_out "baa4ca39912ecf47	$T/zh.txt"
+    run fingerprint "$T/zh.txt"
+    expect_status 0; expect_err_empty; expect_out "60783d10123e8464	$T/zh.txt"
     run fingerprint --verbose "$T/zh.txt"
+    expect_err_has "simstore fingerprint: options: --fp-version 2 --shingle 3 --cjk-shingle 2 --weights tf --cjk auto"
     expect_err_has "simstore fingerprint: CJK segmenter: friso 1.6.4"
     expect_err_has "1 document, 1 line printed"
 fi
 SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --cjk friso "$T/zh.txt"
 expect_status 1
 expect_err_has "friso dictionary not loadable: /nonexistent/friso.ini: No such file or directory"
-SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint "$T/zh.txt"
+SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --fp-version 1 "$T/zh.txt"
 expect_status 0; expect_out "e607871d2ad8e16a	$T/zh.txt"
+SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint "$T/zh.txt"
+expect_status 0; expect_out "c059a641416449f8	$T/zh.txt"
 expect_err_has "warning: Han text is segmented into character bigrams (friso dictionary not loadable: /nonexistent/friso.ini"
+
+# Version 2: NFC, NFD, a ligature, full-width letters and capitals are one
+# text; a hard-wrapped Chinese copy is the unwrapped one. Version 1 tells
+# them apart (no normalization, line breaks separate).
+printf 'caf\xc3\xa9 fine wine\n' >"$T/nfc.txt"
+printf 'cafe\xcc\x81 fine wine\n' >"$T/nfd.txt"
+printf 'CAF\xc3\x89 \xef\xac\x81ne \xef\xbd\x97\xef\xbd\x89\xef\xbd\x8e\xef\xbd\x85\n' >"$T/lig.txt"
+printf '研究生命起源是一个古老的问题' >"$T/zh1.txt"
+printf '研究生\n命起源是一\r\n  个古老的问题' >"$T/zh2.txt"
+for cjk in bigram auto; do
+    run fingerprint --cjk $cjk "$T/nfc.txt" "$T/nfd.txt" "$T/lig.txt"
+    expect_status 0
+    if [ "$(cut -f1 "$T/out" | sort -u | wc -l)" = 1 ]; then ok; else fail "--cjk $cjk: NFC, NFD, ligature variants differ under version 2"; fi
+    run fingerprint --cjk $cjk "$T/zh1.txt" "$T/zh2.txt"
+    if [ "$(cut -f1 "$T/out" | sort -u | wc -l)" = 1 ]; then ok; else fail "--cjk $cjk: wrapped Chinese differs under version 2"; fi
+    run fingerprint --fp-version 1 --cjk $cjk "$T/nfc.txt" "$T/nfd.txt" "$T/zh1.txt" "$T/zh2.txt"
+    if [ "$(cut -f1 "$T/out" | sort -u | wc -l)" = 4 ]; then ok; else fail "--cjk $cjk: version 1 should tell the variants apart"; fi
+done
+# --weights log: version 2's sublinear weight.
+run fingerprint --weights log --shingle 1 "$T/fox.txt"
+expect_status 0; expect_all_lines_match "$hexline"
 
 # Write errors are failures.
 if [ -w /dev/full ]; then

@@ -6,8 +6,12 @@
 . "$(dirname "$0")/lib.sh"
 
 docs=$(grep -c . "$SRC/tests/data/sample.jsonl")
+# friso with the default fingerprint version (2), and the bigram fallback
+# with version 1; version 2 with bigrams below.
 for cjk in auto bigram; do
-    run fingerprint --cjk "$cjk" --jsonl "$SRC/tests/data/sample.jsonl"
+    version=2
+    [ "$cjk" = bigram ] && version=1
+    run fingerprint --cjk "$cjk" --fp-version $version --jsonl "$SRC/tests/data/sample.jsonl"
     expect_status 0; expect_err_empty; expect_out_lines "$docs"
     cp "$T/out" "$T/sample.fp"
     run pairs --k 3 "$T/sample.fp"
@@ -24,6 +28,20 @@ $(diff "$T/found" "$SRC/tests/data/sample.pairs")"
     cut -f1,2 "$T/out" | LC_ALL=C sort | cmp -s - "$SRC/tests/data/sample.pairs" && ok ||
         fail "--cjk $cjk: unplanted pairs within distance 10"
 done
+# Version 2 with bigrams (CJK shingle 2): one planted Chinese edit lands 6
+# bits from its original (measured; the CJK shingle width's default comes
+# from friso's measurements), so k = 3 finds the planted pairs but that one;
+# at k = 10 exactly the planted pairs, nothing else.
+run fingerprint --cjk bigram --jsonl "$SRC/tests/data/sample.jsonl"
+cp "$T/out" "$T/sample.fp"
+run pairs --k 3 "$T/sample.fp"
+cut -f1,2 "$T/out" | LC_ALL=C sort | comm -23 - "$SRC/tests/data/sample.pairs" >"$T/extra"
+[ -s "$T/extra" ] && fail "version 2 bigrams: unplanted pairs at k = 3: $(cat "$T/extra")" || ok
+[ "$(wc -l <"$T/out")" -ge $(($(wc -l <"$SRC/tests/data/sample.pairs") - 2)) ] && ok ||
+    fail "version 2 bigrams: only $(wc -l <"$T/out") pairs at k = 3"
+run pairs --k 10 "$T/sample.fp"
+cut -f1,2 "$T/out" | LC_ALL=C sort | cmp -s - "$SRC/tests/data/sample.pairs" && ok ||
+    fail "version 2 bigrams: pairs --k 10 differs from the planted pairs"
 # The quick start exactly as the README writes it (paths relative to the tree).
 (cd "$SRC" && "$SIMSTORE" fingerprint --jsonl tests/data/sample.jsonl >"$T/q.fp" &&
     "$SIMSTORE" pairs --k 3 "$T/q.fp" >"$T/q.pairs")

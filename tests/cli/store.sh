@@ -248,4 +248,52 @@ for k in 0 1 2 3 4 5 6 7; do
     fi
 done
 [ "$(wc -l <"$T/want")" -gt 100 ] && ok || fail "the k=7 oracle found too few pairs to mean much"
+# Fingerprint versions: each store records its own, and text queries are
+# fingerprinted with it after any reopen: a version 1 store as version 1
+# forever, a new store (version 2 by default) as version 2. stats and
+# inspect (and --json) show it.
+printf '{"id":"nfc","text":"caf\xc3\xa9 cr\xc3\xa8me fine wine list"}\n{"id":"zh","text":"研究生命起源是一个古老的问题"}\n' >"$T/v.jsonl"
+run build "$T/fv1" -q --cjk bigram --fp-version 1 "$T/v.jsonl"
+expect_status 0
+run build "$T/fv2" -q --cjk bigram "$T/v.jsonl"
+expect_status 0
+nfd=$(printf 'CAFE\xcc\x81 cre\xcc\x80me \xef\xac\x81ne wine list')
+wrapped=$(printf '研究生\n命起源是一\n个古老的问题')
+run query "$T/fv2" --k 0 --text "$nfd"
+expect_status 0; expect_out_has "	nfc	"
+run query "$T/fv2" --k 0 --text "$wrapped"
+expect_status 0; expect_out_has "	zh	"
+run query "$T/fv1" --k 0 --text "$nfd"
+expect_status 0; expect_out_lines 0
+run query "$T/fv1" --k 0 --text "$(printf 'caf\xc3\xa9 cr\xc3\xa8me fine wine list')"
+expect_status 0; expect_out_has "	nfc	"
+# The query's fingerprint is the version 1 one: the same as `fingerprint --fp-version 1`.
+v1fp=$(printf '研究生命起源是一个古老的问题' | "$SIMSTORE" fingerprint --fp-version 1 --cjk bigram | cut -f1)
+run query "$T/fv1" --k 0 --text "研究生命起源是一个古老的问题"
+expect_status 0; expect_out_has "	zh	$v1fp	0"
+# A text option given changes only itself: the version stays the store's.
+run query "$T/fv1" --k 0 --shingle 3 --text "$nfd"
+expect_status 0; expect_out_lines 0
+run query "$T/fv1" --k 0 --fp-version 2 --text "$nfd"
+expect_err_has "the store's texts were fingerprinted with --fp-version 1"
+# An add to a version 1 store fingerprints as version 1.
+printf '{"id":"zh2","text":"研究生命起源是一个古老的问题"}\n' >"$T/v2.jsonl"
+run add "$T/fv1" -q "$T/v2.jsonl"
+expect_status 0
+run query "$T/fv1" --k 0 --fp "$v1fp"
+expect_out_has "	zh2	"
+run stats "$T/fv1"
+expect_out_has "fingerprint version: 1"
+expect_out_has "text options: --fp-version 1 --shingle 3 --weights tf --cjk bigram"
+run stats "$T/fv2" --json
+expect_out_has '"fingerprint_version":2,"text_options":{"fp_version":2,"shingle":3,"cjk_shingle":2,"weights":"tf","lambda":null,"cjk":"bigram"}'
+run build "$T/fv3" -q --cjk bigram --cjk-shingle 3 --weights log "$T/v.jsonl"
+expect_status 0
+run inspect "$T/fv3" --brief
+expect_out_has "fingerprint version: 2"
+expect_out_has "text options: --fp-version 2 --shingle 3 --cjk-shingle 3 --weights log --cjk bigram"
+run inspect "$T/fv1" --brief --json
+expect_out_has '"fingerprint_version":1,"text_options":{"fp_version":1,"shingle":3,"cjk_shingle":null,"weights":"tf","lambda":null,"cjk":"bigram"}'
+run build "$T/fv4" -q --fp-version 1 --weights log "$T/v.jsonl"
+expect_status 2; expect_err_has "--weights log needs --fp-version 2"
 finish

@@ -158,10 +158,58 @@ static void test_records_golden__text_record(void **state)
     assert_int_equal(r.weighting, 1);
     assert_int_equal(r.cjk, 1);
     assert_int_equal(r.lambda_fixed, 32768); /* lambda 0.5 */
+    /* Written before fingerprint versions: version 1, no CJK shingle. */
+    assert_int_equal(r.version, 1);
+    assert_int_equal(r.cjk_shingle, 0);
     uint8_t again[SIMS_TEXT_RECORD_BYTES];
     sims_text_record_encode(&r, again);
     assert_memory_equal(again, b, n);
     reject_damage(b, n, decode_text);
+    free(b);
+}
+
+static void test_records_golden__text_record_v2(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("text-record-v2.bin", &n);
+    sims_text_record r;
+    assert_int_equal(sims_text_record_decode(b, n, &r), 0);
+    assert_int_equal(r.version, 2);
+    assert_int_equal(r.shingle_words, 3);
+    assert_int_equal(r.cjk_shingle, 2);
+    assert_int_equal(r.weighting, 2); /* log */
+    assert_int_equal(r.cjk, 2);       /* bigrams */
+    assert_int_equal(r.lambda_fixed, 65536);
+    uint8_t again[SIMS_TEXT_RECORD_BYTES];
+    sims_text_record_encode(&r, again);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_text);
+    /* Values the format forbids, each with a valid checksum: log weighting
+     * or a CJK shingle with version 1, version 2 without a CJK shingle or
+     * with one above 32, version 3. */
+    static const struct {
+        uint32_t version, cjk_shingle, weighting;
+    } bad[] = {{1, 0, 2}, {1, 2, 0}, {2, 0, 0}, {2, 33, 0}, {3, 2, 0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sims_text_record w = r;
+        w.version = bad[i].version;
+        w.cjk_shingle = bad[i].cjk_shingle;
+        w.weighting = bad[i].weighting;
+        uint8_t enc[SIMS_TEXT_RECORD_BYTES];
+        sims_text_record_encode(&w, enc);
+        if (bad[i].version == 1)
+            enc[21] = (uint8_t)bad[i].cjk_shingle; /* the encoder writes 0 */
+        le_store64(enc + 32, sims_xxh3_64(enc, 32, SIMS_TEXT_RECORD_SEED));
+        assert_int_equal(sims_text_record_decode(enc, sizeof enc, &w), SIMSTORE_ECORRUPT);
+    }
+    /* Version 1 is written as 0, byte for byte the record of before. */
+    sims_text_record v1 = r;
+    v1.version = 1;
+    v1.weighting = 0;
+    sims_text_record_encode(&v1, again);
+    assert_int_equal(again[20], 0);
+    assert_int_equal(again[21], 0);
     free(b);
 }
 
@@ -313,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_records_golden__store_record),
         cmocka_unit_test(test_records_golden__state_record),
         cmocka_unit_test(test_records_golden__text_record),
+        cmocka_unit_test(test_records_golden__text_record_v2),
         cmocka_unit_test(test_records_golden__document_records),
         cmocka_unit_test(test_records_golden__document_record_insertion),
         cmocka_unit_test(test_records_insertion__limits),

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # reference.py: a second, deliberately plain implementation of
-# format/fingerprint.md (character-bigram CJK mode), written from the spec
+# format/fingerprint.md, versions 1 and 2 (character-bigram CJK mode),
+# written from the spec
 # rather than from lib/text, so that the spec is checked for being complete:
 # `test_text_reference` runs it beside `simstore fingerprint --cjk bigram` and
 # requires identical output. XXH3-64 comes from the system's libxxhash through
 # ctypes; everything else is here.
 #
-#   reference.py [--shingle W] [--weights tf|length] [--lambda X]
+#   reference.py [--fp-version 1|2] [--shingle W] [--cjk-shingle C]
+#                [--weights tf|length|log] [--lambda X]
 #                [--paragraphs] [--jsonl] FILE...
 #   reference.py --tokens TEXT       (print the tokens, one per line)
 import argparse
@@ -125,22 +127,83 @@ def bigrams(run):
     return [run[i] + run[i + 1] for i in range(len(run) - 1)]
 
 
-def tokenize(data: bytes):
+# --- Version 2: normalization and line joining --------------------------------
+def decompose(c):
+    """D(c): NFKD and full case folding, repeated to a fixed point."""
+    s = c
+    while True:
+        t = unicodedata.normalize("NFKD", s.casefold())
+        if t == s:
+            return s
+        s = t
+
+
+def normalize(cps):
+    """Code points (or REPLACEMENT) to version 2's normalized sequence:
+    ignorables dropped, NFC of the concatenated D(c), per stretch between
+    replacements (which stay)."""
+    out, stretch = [], []
+
+    def flush():
+        if stretch:
+            text = "".join(decompose(chr(c)) for c in stretch if not within(c, IGNORE))
+            out.extend(ord(x) for x in unicodedata.normalize("NFC", text))
+            stretch.clear()
+
+    for cp in cps:
+        if cp is REPLACEMENT:
+            flush()
+            out.append(REPLACEMENT)
+        else:
+            stretch.append(cp)
+    flush()
+    return out
+
+
+LINE_BREAKS = {0x0A, 0x0D, 0x85, 0x2028, 0x2029}
+
+
+def join_lines(cps):
+    """Drop White_Space holding exactly one line break (CR LF is one) between
+    two Han or kana code points."""
+    out, i, n = [], 0, len(cps)
+    while i < n:
+        cp = cps[i]
+        if cp is not REPLACEMENT and cp in SPACE and out and \
+                kind(out[-1]) in ("han", "kana"):
+            j, breaks = i, 0
+            while j < n and cps[j] is not REPLACEMENT and cps[j] in SPACE:
+                if cps[j] in LINE_BREAKS and not (cps[j] == 0x0D and j + 1 < n and cps[j + 1] == 0x0A):
+                    breaks += 1
+                j += 1
+            if breaks == 1 and j < n and kind(cps[j]) in ("han", "kana"):
+                i = j
+                continue
+        out.append(cp)
+        i += 1
+    return out
+
+
+def tokenize(data: bytes, version=1):
+    """Tokens as (text, cjk) pairs."""
     tokens, word, run, run_kind = [], [], [], None
 
     def end_word():
         if word:
-            tokens.append("".join(word))
+            tokens.append(("".join(word), False))
             word.clear()
 
     def end_run():
         nonlocal run_kind
         if run:
-            tokens.extend(bigrams(run))
+            tokens.extend((b, True) for b in bigrams(run))
             run.clear()
         run_kind = None
 
-    for cp in decode(data):
+    cps = list(decode(data))
+    if version == 2:
+        cps = join_lines(normalize(cps))
+    for cp in cps:
         k = kind(cp)
         if k == "word":
             end_run()
@@ -164,14 +227,31 @@ def tokenize(data: bytes):
 
 
 # --- Features, weights, bits (spec: "Features" .. "Bits") --------------------
-def fingerprint(data: bytes, w=3, weights="tf", lam=1.0):
-    tokens = tokenize(data)
-    if not tokens:
+def log_weight(tf):
+    k = tf.bit_length() - 1
+    m = (k << 16) + (((tf - (1 << k)) << 16) >> k)
+    return 65536 + (m * 45426 >> 16)
+
+
+def fingerprint(data: bytes, w=3, weights="tf", lam=1.0, version=1, c=2):
+    pairs = tokenize(data, version)
+    if not pairs:
         return 0, True
-    if len(tokens) < w:
-        shingles = [tokens]
-    else:
-        shingles = [tokens[i:i + w] for i in range(len(tokens) - w + 1)]
+    tokens = [t for t, _ in pairs]
+    if version == 1:
+        c = w
+    # Each token starts a shingle of its kind's width; every whole shingle,
+    # and the first shingle to reach the last token when it is cut there.
+    shingles, n, reached = [], len(tokens), False
+    for i, (_, cjk) in enumerate(pairs):
+        end = i + (c if cjk else w)
+        if end > n:
+            if reached:
+                continue
+            end = n
+        if end == n:
+            reached = True
+        shingles.append(tokens[i:end])
     tf = {}
     length = {}
     for sh in shingles:
@@ -183,6 +263,8 @@ def fingerprint(data: bytes, w=3, weights="tf", lam=1.0):
     for h, n in tf.items():
         if weights == "tf":
             score = n * 65536
+        elif weights == "log":
+            score = log_weight(n)
         else:
             score = n * 65536 + (lam_q16 if length[h] >= 4 else 0)
         for i in range(64):
@@ -198,7 +280,7 @@ def is_blank(line: bytes):
     return all(cp is not REPLACEMENT and cp in SPACE for cp in decode(line))
 
 
-def paragraphs(data: bytes):
+def paragraphs(data: bytes, version=1):
     """(number, text) for each paragraph that has tokens."""
     out, current, number = [], [], 0
     lines = data.split(b"\n")
@@ -206,7 +288,7 @@ def paragraphs(data: bytes):
         if is_blank(line):
             if current:
                 text = b"\n".join(current)
-                if tokenize(text):
+                if tokenize(text, version):
                     number += 1
                     out.append((number, text))
                 current = []
@@ -217,8 +299,10 @@ def paragraphs(data: bytes):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--fp-version", dest="version", type=int, choices=[1, 2], default=2)
     ap.add_argument("--shingle", type=int, default=3)
-    ap.add_argument("--weights", choices=["tf", "length"], default="tf")
+    ap.add_argument("--cjk-shingle", dest="cjk_shingle", type=int, default=2)
+    ap.add_argument("--weights", choices=["tf", "length", "log"], default="tf")
     ap.add_argument("--lambda", dest="lam", type=float, default=1.0)
     ap.add_argument("--paragraphs", action="store_true")
     ap.add_argument("--jsonl", action="store_true")
@@ -229,7 +313,7 @@ def main():
         sys.exit(f"reference.py: needs Unicode {UNICODE_VERSION}, this Python has "
                  f"{unicodedata.unidata_version}")
     if a.tokens is not None:
-        for t in tokenize(a.tokens.encode("utf-8", "surrogateescape")):
+        for t, _ in tokenize(a.tokens.encode("utf-8", "surrogateescape"), a.version):
             print(t)
         return
     out = sys.stdout.buffer
@@ -246,11 +330,13 @@ def main():
             docs = [(path.encode(), raw)]
         for ident, text in docs:
             if a.paragraphs:
-                for number, para in paragraphs(text):
-                    fp, _ = fingerprint(para, a.shingle, a.weights, a.lam)
+                for number, para in paragraphs(text, a.version):
+                    fp, _ = fingerprint(para, a.shingle, a.weights, a.lam, a.version,
+                                        a.cjk_shingle)
                     out.write(b"%016x\t%s#%d\n" % (fp, ident, number))
             else:
-                fp, _ = fingerprint(text, a.shingle, a.weights, a.lam)
+                fp, _ = fingerprint(text, a.shingle, a.weights, a.lam, a.version,
+                                    a.cjk_shingle)
                 out.write(b"%016x\t%s\n" % (fp, ident))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # reference.sh: `simstore fingerprint --cjk bigram` and tests/text/reference.py
 # (the spec implemented again, in Python) must print the same lines, over the
-# sample corpus, ill-formed bytes and generated texts, for several options.
+# sample corpus, ill-formed bytes and generated texts, for several options of
+# fingerprint versions 1 and 2.
 # Usage: reference.sh PATH/TO/simstore PATH/TO/python3
 set -u
 SIMSTORE=$1
@@ -22,8 +23,10 @@ import os, random, sys
 out = sys.argv[1]
 rnd = random.Random(4242)
 words = ["alpha", "Beta", "GAMMA", "déjà", "vu", "Straße", "ΣΟΦΊΑ", "中国", "人民", "ひらがな",
-         "안녕", "２０２３", "soft\u00adhyphen", "emoji\U0001F600", "x", "yz", "naïve", "Œuvre"]
-seps = [" ", " ", "\n", "\n\n", ", ", ". ", "\t", " \u3000 ", "\r\n\r\n"]
+         "안녕", "２０２３", "soft\u00adhyphen", "emoji\U0001F600", "x", "yz", "naïve", "Œuvre",
+         "cafe\u0301", "\ufb01ne", "ＡＢＣ", "ｶﾀｶﾅ", "\u1112\u1161\u11ab", "a\u0323\u0302", "㊥"]
+seps = [" ", " ", "\n", "\n\n", ", ", ". ", "\t", " \u3000 ", "\r\n\r\n", "\n", " \n ", "\r\n",
+        "", "\u2028", "，"]
 for i in range(40):
     parts = []
     for _ in range(rnd.randrange(0, 400)):
@@ -54,8 +57,11 @@ compare() {
         failures=$((failures + 1))
     fi
 }
-for opts in "" "--shingle 1" "--shingle 2 --weights length --lambda 0.75" \
-            "--weights length" "--shingle 5 --weights length --lambda 7"; do
+for opts in "--fp-version 1" "--fp-version 1 --shingle 1" \
+            "--fp-version 1 --shingle 2 --weights length --lambda 0.75" \
+            "--fp-version 1 --weights length" "--fp-version 1 --shingle 5 --weights length --lambda 7" \
+            "" "--shingle 1" "--cjk-shingle 3 --weights log" "--shingle 2 --cjk-shingle 1" \
+            "--shingle 5 --cjk-shingle 2 --weights length --lambda 7" "--shingle 1 --cjk-shingle 4 --weights log"; do
     # shellcheck disable=SC2086
     compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
     # shellcheck disable=SC2086

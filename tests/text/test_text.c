@@ -5,10 +5,13 @@
 #include "testutil.h"
 
 #include "simstore.h"
+#include "text/features.h"
+#include "text/normalize.h"
 #include "text/segment.h"
 #include "text/tokenize.h"
 #include "text/unicode.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,9 +38,10 @@ typedef struct token_list {
     uint32_t codepoints[64];
 } token_list;
 
-static int collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+static int collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints, int cjk)
 {
     token_list *t = ctx;
+    (void)cjk;
     if (t->len + len + 2 > t->cap) {
         t->cap = (t->len + len + 2) * 2;
         t->joined = realloc(t->joined, t->cap);
@@ -86,11 +90,13 @@ static void assert_tokens(const char *text, int use_friso, const char *expected)
     free(got);
 }
 
+/* A version 1 fingerprinter (the tests written for version 1 use it). */
 static simstore_fingerprinter *make_fpr(unsigned w, simstore_weighting weighting, double lambda,
                                         simstore_cjk_mode cjk)
 {
     simstore_text_options o;
     simstore_text_options_init(&o);
+    o.version = 1;
     o.shingle_words = w;
     o.weighting = weighting;
     o.lambda = lambda;
@@ -551,19 +557,23 @@ static void test_text_fingerprint__empty_and_flags(void **state)
 typedef struct naive_tokens {
     char **tok;
     uint32_t *cps;
+    char *cjk;
     size_t n, cap;
 } naive_tokens;
 
-static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints)
+static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
+                         int cjk)
 {
     naive_tokens *t = ctx;
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 256;
         t->tok = realloc(t->tok, t->cap * sizeof *t->tok);
         t->cps = realloc(t->cps, t->cap * sizeof *t->cps);
+        t->cjk = realloc(t->cjk, t->cap);
     }
     t->tok[t->n] = strndup((const char *)bytes, len);
     t->cps[t->n] = codepoints;
+    t->cjk[t->n] = (char)cjk;
     t->n++;
     return 0;
 }
@@ -632,6 +642,7 @@ static uint64_t naive_fp(const char *text, size_t len, unsigned w, int length, d
         free(t.tok[i]);
     free(t.tok);
     free(t.cps);
+    free(t.cjk);
     return fp;
 }
 
@@ -975,6 +986,491 @@ static void test_text_big__ten_megabyte_line(void **state)
     free(text);
 }
 
+/* ---- version 2 (format/fingerprint.md, "Version 2") ------------------------------ */
+
+static simstore_fingerprinter *make_fpr2_lambda(unsigned w, unsigned c,
+                                                simstore_weighting weighting, double lambda,
+                                                simstore_cjk_mode cjk)
+{
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    assert_int_equal(o.version, 2);
+    o.shingle_words = w;
+    o.cjk_shingle = c;
+    o.weighting = weighting;
+    o.lambda = lambda;
+    o.cjk = cjk;
+    simstore_fingerprinter *f = NULL;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), 0);
+    return f;
+}
+
+static simstore_fingerprinter *make_fpr2(unsigned w, unsigned c, simstore_weighting weighting,
+                                         simstore_cjk_mode cjk)
+{
+    return make_fpr2_lambda(w, c, weighting, 1.0, cjk);
+}
+
+#define LOG SIMSTORE_WEIGHT_LOG
+typedef struct vector2 {
+    const char *text;
+    unsigned w, c;
+    simstore_weighting weighting;
+    simstore_cjk_mode cjk;
+    uint64_t fp;
+} vector2;
+
+/* format/fingerprint.md, "Test vectors of version 2". */
+static const vector2 vectors2[] = {
+    {"The quick brown fox jumps over the lazy dog.", 3, 2, TF, BIGRAM, 0x5cc1c8efc0c9b905ULL},
+    {"Ærø CAFÉ naïve Straße ΣΊΣΥΦΟΣ σίσυφος", 3, 2, TF, BIGRAM, 0xd02702a0db0251d7ULL},
+    {"\xEF\xAC\x81" "ne Ｃａｆｅ\xCC\x81 ＡＢＣ ① Ⅻ ½", 1, 2, TF, BIGRAM, 0x648707928f1df358ULL},
+    {"我们是中国人", 3, 2, TF, FRISO, 0x60783d10123e8464ULL},
+    {"我们是中国人", 3, 2, TF, BIGRAM, 0xc059a641416449f8ULL},
+    {"我们是\n中国人", 3, 2, TF, BIGRAM, 0xc059a641416449f8ULL},
+    {"東京タワーに行きました", 3, 2, TF, FRISO, 0x20b3100819086150ULL},
+    {"東京タワーに行きました", 3, 2, TF, BIGRAM, 0x21b354085b1a6552ULL},
+    {"iPhone手机２０２３年发布", 3, 2, TF, FRISO, 0x3804108810c15064ULL},
+    {"iPhone手机２０２３年发布", 3, 2, TF, BIGRAM, 0x3e0ce588c3834094ULL},
+    {"iPhone手机２０２３年发布", 3, 1, TF, BIGRAM, 0xb67fecda9b8e88f4ULL},
+    {"the extraordinary cat saw the extraordinary dog", 1, 2, LOG, BIGRAM, 0xc22283c29cf334f6ULL},
+    {"ab ab ab ab ab ab ab ab longer", 1, 2, LOG, BIGRAM, 0xa873719c24d5735cULL},
+    {"안녕하세요 세계, 반갑습니다", 3, 2, TF, BIGRAM, 0x5a446926b2df8e4eULL},
+};
+
+static void test_text_v2__vectors(void **state)
+{
+    (void)state;
+    int friso = friso_available(), skipped = 0, print = getenv("SIMSTORE_PRINT_VECTORS") != NULL;
+    for (size_t i = 0; i < sizeof vectors2 / sizeof vectors2[0]; i++) {
+        const vector2 *v = &vectors2[i];
+        if (v->cjk == FRISO && !friso) {
+            skipped++;
+            continue;
+        }
+        simstore_fingerprinter *f = make_fpr2(v->w, v->c, v->weighting, v->cjk);
+        uint64_t fp = fp_s(f, v->text);
+        if (print)
+            print_message("v2 vector %zu: %016llx\n", i + 1, (unsigned long long)fp);
+        else if (fp != v->fp)
+            fail_msg("v2 vector %zu: got %016llx, expected %016llx", i + 1,
+                     (unsigned long long)fp, (unsigned long long)v->fp);
+        simstore_fingerprinter_free(f);
+    }
+    if (skipped)
+        print_message("%d friso vectors skipped: friso unavailable\n", skipped);
+}
+
+/* The normalized text of s, as UTF-8, through the span normalizer. */
+static char *normalized(const char *s, size_t len, size_t *out_len)
+{
+    sims_normalizer n;
+    sims_normalizer_init(&n);
+    const uint8_t *out;
+    assert_int_equal(sims_normalize(&n, (const uint8_t *)s, len, &out, out_len), 0);
+    char *copy = malloc(*out_len + 1);
+    memcpy(copy, out, *out_len);
+    copy[*out_len] = '\0';
+    sims_normalizer_release(&n);
+    return copy;
+}
+
+static void assert_normalizes(const char *in, const char *want)
+{
+    size_t n;
+    char *got = normalized(in, strlen(in), &n);
+    /* Spans leave ASCII letters' case to the tokenizer. */
+    for (size_t i = 0; i < n; i++)
+        if (got[i] >= 'A' && got[i] <= 'Z')
+            got[i] = (char)(got[i] + 32);
+    if (strcmp(got, want) != 0)
+        fail_msg("normalization of \"%s\": got \"%s\", expected \"%s\"", in, got, want);
+    free(got);
+}
+
+static void test_text_v2__normalization(void **state)
+{
+    (void)state;
+    assert_normalizes("plain ascii", "plain ascii");
+    assert_normalizes("Cafe\xCC\x81", "café");                 /* NFD -> NFC */
+    assert_normalizes("\xEF\xAC\x81nance", "finance");         /* ligature */
+    assert_normalizes("ＡＢＣ１２３", "abc123");                  /* full width */
+    assert_normalizes("Straße ẞ", "strasse ss");                /* full folding */
+    assert_normalizes("\xE2\x84\xAB", "å");                     /* Angstrom sign */
+    assert_normalizes("ΣΊΣΥΦΟΣ", "σίσυφοσ");
+    assert_normalizes("\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB", "한"); /* jamo compose */
+    assert_normalizes("a\xCC\x82\xCC\xA3", "ậ"); /* marks reordered, then composed */
+    assert_normalizes("soft\xC2\xADhy\xEF\xB8\x8Fphen", "softhyphen"); /* ignorables go */
+    assert_normalizes("ｶﾀｶﾅ ﾊﾟ", "カタカナ パ");                  /* half-width kana */
+    assert_normalizes("㊥ ⼀ 豈", "中 一 豈");                    /* ideographs */
+    assert_normalizes("中文，（标点）", "中文，（标点）"); /* token-inert: left as is */
+    assert_normalizes("bad \xC0 byte", "bad \xC0 byte");       /* ill-formed: copied */
+}
+
+/* The span normalizer (text) against normalizing all code points at once. */
+static void test_text_v2__spans_match_whole(void **state)
+{
+    (void)state;
+    static const uint32_t alphabet[] = {
+        'a', 'E', 'o', ' ', 0xE9, 0x301, 0x323, 0x302, 0x308, 0x327, 0x345, 0x399, 0x1F00,
+        0x1100, 0x1161, 0x11A8, 0xAC00, 0xD55C, 0xFB01, 0xFF21, 0xFF41, 0x2460, 0x212B, 0x1E9E,
+        0xDF, 0xAD, 0x200D, 0xFE0F, 0x4E2D, 0x3099, 0x304B, 0xFF76, 0xFF9E, 0x0CC6, 0x0CD5,
+        0x0B47, 0x0B3E, 0x3000, 0xFF0C, 0x2126, 0x1E0A, 0x0307, 0x0F73, 0x0344};
+    test_rng rng;
+    test_rng_init(&rng, "normalizer spans", 29);
+    uint32_t cps[64], whole[64 * 19];
+    uint8_t text[64 * 4];
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t count = 1 + test_rng_below(&rng, 40), len = 0;
+        for (size_t i = 0; i < count; i++) {
+            cps[i] = alphabet[test_rng_below(&rng, sizeof alphabet / sizeof alphabet[0])];
+            len += sims_utf8_encode(cps[i], text + len);
+        }
+        size_t whole_count;
+        sims_normalize_codepoints(cps, count, whole, &whole_count);
+        char want[64 * 19 * 4 + 1];
+        size_t want_len = 0;
+        for (size_t i = 0; i < whole_count; i++)
+            want_len += sims_utf8_encode(whole[i], (uint8_t *)want + want_len);
+        want[want_len] = '\0';
+        size_t got_len;
+        char *got = normalized((const char *)text, len, &got_len);
+        for (size_t i = 0; i < got_len; i++)
+            if (got[i] >= 'A' && got[i] <= 'Z')
+                got[i] = (char)(got[i] + 32);
+        /* Token-inert separators (U+3000, U+FF0C) are left as they are;
+         * compare with them normalized too. */
+        size_t again_len;
+        char *again = normalized(got, got_len, &again_len);
+        int same = strcmp(got, want) == 0;
+        if (!same) {
+            uint32_t gcp[64 * 19];
+            size_t gn = 0;
+            for (const uint8_t *p = (const uint8_t *)got; p < (const uint8_t *)got + got_len;) {
+                size_t k;
+                uint32_t cp = sims_utf8_decode(p, (const uint8_t *)got + got_len, &k);
+                gcp[gn++] = cp == 0x3000 ? ' ' : cp == 0xFF0C ? ',' : cp;
+                p += k;
+            }
+            size_t m = 0;
+            char fixed[64 * 19 * 4 + 1];
+            for (size_t i = 0; i < gn; i++)
+                m += sims_utf8_encode(gcp[i], (uint8_t *)fixed + m);
+            fixed[m] = '\0';
+            same = strcmp(fixed, want) == 0;
+        }
+        if (!same)
+            fail_msg("trial %d: spans give \"%s\", the whole text \"%s\"", trial, got, want);
+        free(got);
+        free(again);
+    }
+}
+
+/* NFC, NFD, ligatures, full-width Latin and case fingerprint identically in
+ * version 2 (and, documented, not in version 1). */
+static void test_text_v2__variants_identical(void **state)
+{
+    (void)state;
+    static const char *const variants[][5] = {
+        {"The caf\xC3\xA9 served cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e with a fine ch\xC3\xA2teau wine",
+         "The cafe\xCC\x81 served cre\xCC\x80me bru\xCC\x82le\xCC\x81" "e with a fine cha\xCC\x82teau wine",
+         "The caf\xC3\xA9 served cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e with a \xEF\xAC\x81ne ch\xC3\xA2teau wine",
+         "Ｔｈｅ ｃａｆé ｓｅｒｖｅｄ ｃｒèｍｅ ｂｒûｌéｅ ｗｉｔｈ ａ ｆｉｎｅ ｃｈâｔｅａｕ ｗｉｎｅ",
+         "THE CAFÉ SERVED CRÈME BRÛLÉE WITH A FINE CHÂTEAU WINE"},
+        {"Straße und Maß", "STRASSE UND MASS", "Stra\xE1\xBA\x9E" "e und Ma\xC3\x9F",
+         "ＳＴＲＡＳＳＥ ｕｎｄ ｍａß", "strasse und mass"},
+    };
+    for (size_t set = 0; set < sizeof variants / sizeof variants[0]; set++) {
+        simstore_fingerprinter *v2 = make_fpr2(3, 2, TF, BIGRAM), *v1 = make_fpr(3, TF, 1, BIGRAM);
+        uint64_t want = fp_s(v2, variants[set][0]);
+        unsigned v1_differs = 0;
+        for (int i = 1; i < 5; i++) {
+            if (fp_s(v2, variants[set][i]) != want)
+                fail_msg("set %zu variant %d differs under version 2", set, i);
+            v1_differs += fp_s(v1, variants[set][i]) != fp_s(v1, variants[set][0]);
+        }
+        /* Version 1 folds case and full-width letters but does not normalize. */
+        assert_true(v1_differs >= 2);
+        simstore_fingerprinter_free(v2);
+        simstore_fingerprinter_free(v1);
+    }
+}
+
+/* A Chinese text hard-wrapped anywhere, with or without spaces around the
+ * line breaks, fingerprints like the unwrapped text in version 2. */
+static void test_text_v2__wrapped_chinese(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "研究生命起源是一个古老的问题。我们是中国人，一心一意地学习汉语言文学。"
+        "东京タワーに行きました。这座城市的历史非常悠久，吸引了许多游客前来参观访问。";
+    static const char *const breaks[] = {"\n", " \n", "\n  ", "\r\n", "\t\r\n ",
+                                         "\xE3\x80\x80\n", "\xE2\x80\xA8"};
+    test_rng rng;
+    test_rng_init(&rng, "wrapped chinese", 31);
+    static const simstore_cjk_mode modes[] = {BIGRAM, FRISO};
+    for (int m = 0; m < 2; m++) {
+        if (modes[m] == FRISO && !friso_available())
+            continue;
+        simstore_fingerprinter *v2 = make_fpr2(3, 2, TF, modes[m]);
+        simstore_fingerprinter *v1 = make_fpr(3, TF, 1, modes[m]);
+        uint64_t want = fp_s(v2, text);
+        unsigned v1_same = 0, trials = 200;
+        for (unsigned t = 0; t < trials; t++) {
+            char wrapped[4096];
+            size_t n = 0, since = 0;
+            for (const char *p = text; *p;) {
+                size_t k = ((unsigned char)*p >= 0xF0) ? 4 : ((unsigned char)*p >= 0xE0) ? 3 : 1;
+                memcpy(wrapped + n, p, k);
+                n += k;
+                p += k;
+                /* A break after 3..20 characters, never at the end. */
+                if (*p && ++since >= 3 && test_rng_below(&rng, 18) == 0) {
+                    const char *b = breaks[test_rng_below(&rng, 7)];
+                    memcpy(wrapped + n, b, strlen(b));
+                    n += strlen(b);
+                    since = 0;
+                }
+            }
+            wrapped[n] = '\0';
+            uint64_t got = fp_s(v2, wrapped);
+            if (got != want)
+                fail_msg("cjk %d: wrapped text differs: %016llx, unwrapped %016llx\n%s",
+                         (int)modes[m], (unsigned long long)got, (unsigned long long)want, wrapped);
+            v1_same += fp_s(v1, wrapped) == fp_s(v1, text);
+        }
+        print_message("cjk %d: version 1 fingerprints %u of %u wrapped copies like the "
+                      "unwrapped text\n", (int)modes[m], v1_same, trials);
+        assert_true(v1_same < trials / 2);
+        simstore_fingerprinter_free(v2);
+        simstore_fingerprinter_free(v1);
+    }
+    /* A blank line (two line breaks) still separates; so does a space alone,
+     * and a break between Han and Latin is the separator it always was. */
+    simstore_fingerprinter *b = make_fpr2(1, 1, TF, BIGRAM);
+    assert_int_equal(fp_s(b, "中国\n人"), fp_s(b, "中国人"));
+    assert_int_not_equal(fp_s(b, "中国\n\n人"), fp_s(b, "中国人"));
+    assert_int_not_equal(fp_s(b, "中国\n \n人"), fp_s(b, "中国人"));
+    assert_int_not_equal(fp_s(b, "中国 人"), fp_s(b, "中国人"));
+    assert_int_equal(fp_s(b, "中国\n人"), xxh("中国") & xxh("国人"));
+    assert_int_equal(fp_s(b, "ab\ncd"), fp_s(b, "ab cd"));
+    simstore_fingerprinter_free(b);
+}
+
+/* Exact consequences of the CJK shingle width (format/fingerprint.md,
+ * "Version 2: shingles"). */
+static void test_text_v2__cjk_shingles(void **state)
+{
+    (void)state;
+    simstore_fingerprinter *f = make_fpr2(3, 2, TF, BIGRAM);
+    /* Only CJK tokens: shingles of 2. */
+    assert_int_equal(fp_s(f, "中国人"), xxh("中国 国人"));
+    assert_int_equal(fp_s(f, "中国人民"), xxh("中国 国人") & xxh("国人 人民"));
+    /* A word starts a shingle of 3, a CJK token one of 2; the first shingle
+     * that reaches the last token is kept, cut there. */
+    uint64_t a = xxh("ab 中国 国人"), b = xxh("中国 国人"), c = xxh("国人 cd");
+    uint64_t want = 0;
+    for (int i = 0; i < 64; i++) {
+        int ones = (int)(a >> i & 1) + (int)(b >> i & 1) + (int)(c >> i & 1);
+        want |= (uint64_t)(ones >= 2) << i;
+    }
+    assert_int_equal(fp_s(f, "ab 中国人 cd"), want);
+    /* Words alone: version 1's shingles. */
+    simstore_fingerprinter *v1 = make_fpr(3, TF, 1, BIGRAM);
+    assert_int_equal(fp_s(f, "one two three four"), fp_s(v1, "one two three four"));
+    assert_int_equal(fp_s(f, "one, two!"), xxh("one two"));
+    simstore_fingerprinter_free(f);
+    simstore_fingerprinter_free(v1);
+}
+
+/* Pure ASCII Latin text has the same fingerprint in both versions. */
+static void test_text_v2__ascii_latin_as_v1(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "ascii as v1", 37);
+    unsigned ids[300];
+    char *text = malloc(300 * 24);
+    for (unsigned w = 1; w <= 5; w += 2) {
+        simstore_fingerprinter *v1 = make_fpr(w, LEN, 1.5, BIGRAM);
+        simstore_fingerprinter *v2 = make_fpr2_lambda(w, 2, LEN, 1.5, BIGRAM);
+        for (int t = 0; t < 50; t++) {
+            size_t count = test_rng_below(&rng, 300);
+            for (size_t i = 0; i < count; i++)
+                ids[i] = (unsigned)test_rng_below(&rng, 2000);
+            size_t len = words_text(ids, count, text);
+            assert_int_equal(fp_n(v2, text, len, NULL), fp_n(v1, text, len, NULL));
+        }
+        simstore_fingerprinter_free(v1);
+        simstore_fingerprinter_free(v2);
+    }
+    free(text);
+}
+
+/* Version 2 against a naive implementation: normalized text, tokens with
+ * their kinds, every shingle listed, weights per distinct feature. */
+static uint64_t naive_fp2(const char *text, size_t len, unsigned w, unsigned c, int weighting,
+                          double lambda)
+{
+    size_t nlen;
+    char *norm = normalized(text, len, &nlen);
+    naive_tokens t;
+    memset(&t, 0, sizeof t);
+    sims_tokenizer tok;
+    sims_tokenizer_init(&tok, NULL);
+    tok.join_lines = 1;
+    int invalid = 0;
+    assert_int_equal(sims_tokenize(&tok, (const uint8_t *)norm, nlen, naive_collect, &t, &invalid),
+                     0);
+    sims_tokenizer_release(&tok);
+    free(norm);
+    uint64_t fp = 0;
+    if (t.n) {
+        naive_feature *feat = calloc(t.n, sizeof *feat);
+        size_t nf = 0;
+        int tail_done = 0;
+        for (size_t i = 0; i < t.n; i++) {
+            /* Every whole shingle; of those cut by the end, only the first
+             * shingle to reach the last token, when it is cut. */
+            size_t width = t.cjk[i] ? c : w, end = i + width;
+            if (end > t.n) {
+                if (tail_done)
+                    continue;
+                end = t.n;
+            }
+            if (end == t.n)
+                tail_done = 1;
+            size_t bytes = 1;
+            for (size_t j = i; j < end; j++)
+                bytes += strlen(t.tok[j]) + 1;
+            char *s = calloc(1, bytes);
+            for (size_t j = i; j < end; j++) {
+                if (j > i)
+                    strcat(s, " ");
+                strcat(s, t.tok[j]);
+                if (t.cps[j] > feat[nf].len)
+                    feat[nf].len = t.cps[j];
+            }
+            feat[nf++].h = xxh(s);
+            free(s);
+        }
+        qsort(feat, nf, sizeof *feat, feature_cmp);
+        long double sums[64] = {0};
+        uint64_t lambda_q16 = (uint64_t)(lambda * 65536 + 0.5);
+        for (size_t i = 0; i < nf;) {
+            size_t j = i;
+            while (j < nf && feat[j].h == feat[i].h)
+                j++;
+            long double score = (long double)(j - i) * 65536;
+            if (weighting == LEN && feat[i].len >= 4)
+                score += (long double)lambda_q16;
+            if (weighting == LOG)
+                score = (long double)sims_log_weight(j - i);
+            for (int b = 0; b < 64; b++)
+                sums[b] += (feat[i].h >> b & 1) ? score : -score;
+            i = j;
+        }
+        for (int b = 0; b < 64; b++)
+            if (sums[b] > 0)
+                fp |= 1ULL << b;
+        free(feat);
+    }
+    for (size_t i = 0; i < t.n; i++)
+        free(t.tok[i]);
+    free(t.tok);
+    free(t.cps);
+    free(t.cjk);
+    return fp;
+}
+
+static void test_text_v2__matches_naive(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "naive agreement v2", 41);
+    static const unsigned widths[][2] = {{3, 2}, {1, 2}, {2, 5}, {4, 1}, {3, 3}, {32, 7}};
+    static const int weightings[] = {TF, LEN, LOG};
+    size_t cap = 60000 * 16;
+    char *text = malloc(cap);
+    for (int trial = 0; trial < 30; trial++) {
+        size_t words = trial % 10 == 9 ? 30000 + test_rng_below(&rng, 20000)
+                                       : test_rng_below(&rng, 600);
+        size_t len = random_text(&rng, text, words, 50 + (unsigned)test_rng_below(&rng, 3000));
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int l = 0; l < 3; l++) {
+                simstore_fingerprinter *f =
+                    make_fpr2_lambda(widths[wi][0], widths[wi][1], weightings[l], 2.5, BIGRAM);
+                uint64_t got = fp_n(f, text, len, NULL);
+                uint64_t want = naive_fp2(text, len, widths[wi][0], widths[wi][1],
+                                          weightings[l], 2.5);
+                if (got != want)
+                    fail_msg("trial %d (%zu words), w=%u c=%u weighting %d: got %016llx, "
+                             "naive %016llx",
+                             trial, words, widths[wi][0], widths[wi][1], weightings[l],
+                             (unsigned long long)got, (unsigned long long)want);
+                simstore_fingerprinter_free(f);
+            }
+    }
+    free(text);
+}
+
+/* ---- LOG weighting --------------------------------------------------------------- */
+
+static void test_text_log__weights(void **state)
+{
+    (void)state;
+    /* format/fingerprint.md: 65536 + floor(M(tf) * 45426 / 65536). */
+    assert_int_equal(sims_log_weight(1), 65536);
+    assert_int_equal(sims_log_weight(2), 65536 + 45426);
+    assert_int_equal(sims_log_weight(3), 65536 + (98304ULL * 45426 >> 16));
+    assert_int_equal(sims_log_weight(50), 318218); /* 1 + ln 50 = 4.912; 318218 / 65536 = 4.856 */
+    assert_int_equal(sims_log_weight(UINT64_MAX), 65536 + (((63ULL << 16) + 65535) * 45426 >> 16));
+    uint64_t last = 0;
+    for (uint64_t tf = 1; tf < 100000; tf++) {
+        uint64_t wgt = sims_log_weight(tf);
+        assert_true(wgt > last || tf > 65536); /* strictly increasing while it resolves */
+        assert_true(wgt >= last);
+        long double ideal = 65536.0L * (1.0L + logl((long double)tf));
+        assert_true(fabsl((long double)wgt - ideal) < 0.07L * 65536);
+        last = wgt;
+    }
+}
+
+/* Two unrelated documents that share one phrase repeated 50 times: the
+ * phrase's features dominate under term frequency, far less under log. */
+static void test_text_log__repeated_phrase(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "repeated phrase", 43);
+    simstore_fingerprinter *tf = make_fpr2(3, 2, TF, BIGRAM), *lg = make_fpr2(3, 2, LOG, BIGRAM);
+    char *a = malloc(200000), *b = malloc(200000);
+    const char *phrase = " click here to subscribe to our newsletter today.";
+    unsigned tf_total = 0, log_total = 0, trials = 40;
+    for (unsigned t = 0; t < trials; t++) {
+        size_t la = random_text(&rng, a, 400, 3000), lb = random_text(&rng, b, 400, 3000);
+        for (int r = 0; r < 50; r++) {
+            memcpy(a + la, phrase, strlen(phrase));
+            la += strlen(phrase);
+            memcpy(b + lb, phrase, strlen(phrase));
+            lb += strlen(phrase);
+        }
+        unsigned dtf = simstore_distance(fp_n(tf, a, la, NULL), fp_n(tf, b, lb, NULL));
+        unsigned dlog = simstore_distance(fp_n(lg, a, la, NULL), fp_n(lg, b, lb, NULL));
+        tf_total += dtf;
+        log_total += dlog;
+    }
+    print_message("phrase repeated 50 times in two unrelated documents: mean distance %.1f "
+                  "bits under tf, %.1f under log\n",
+                  (double)tf_total / trials, (double)log_total / trials);
+    assert_true(log_total > tf_total);
+    assert_true((double)log_total / trials >= 16.0);
+    simstore_fingerprinter_free(tf);
+    simstore_fingerprinter_free(lg);
+    free(a);
+    free(b);
+}
+
 /* ---- API contract ----------------------------------------------------------------- */
 
 static void test_text_api__options_and_errors(void **state)
@@ -986,6 +1482,42 @@ static void test_text_api__options_and_errors(void **state)
     assert_int_equal(o.weighting, SIMSTORE_WEIGHT_TF);
     assert_true(o.lambda == 1.0);
     assert_int_equal(o.cjk, SIMSTORE_CJK_AUTO);
+    assert_int_equal(o.version, 2);
+    assert_int_equal(o.cjk_shingle, 2);
+    {
+        /* Versions and the options only version 2 has. */
+        simstore_text_options v = o;
+        simstore_fingerprinter *g = NULL;
+        v.version = 3;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), SIMSTORE_EINVAL);
+        v.version = 1;
+        v.weighting = SIMSTORE_WEIGHT_LOG;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), SIMSTORE_EINVAL);
+        v.version = 2;
+        v.cjk_shingle = SIMSTORE_SHINGLE_MAX + 1;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), SIMSTORE_EINVAL);
+        assert_null(g);
+        /* Version 0 (a struct filled without the init function) is 1, and
+         * version 1 ignores the CJK shingle. */
+        v = o;
+        v.cjk = SIMSTORE_CJK_BIGRAM;
+        v.version = 0;
+        v.cjk_shingle = 0;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
+        assert_int_equal(fp_s(g, "我们是中国人"), 0xe607871d2ad8e16aULL);
+        simstore_fingerprinter_free(g);
+        v.version = 1;
+        v.cjk_shingle = 7;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
+        assert_int_equal(fp_s(g, "我们是中国人"), 0xe607871d2ad8e16aULL);
+        simstore_fingerprinter_free(g);
+        /* Version 2 with CJK shingle 0 takes the default, 2. */
+        v.version = 2;
+        v.cjk_shingle = 0;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
+        assert_int_equal(fp_s(g, "中国人"), xxh("中国 国人"));
+        simstore_fingerprinter_free(g);
+    }
     simstore_fingerprinter *f = (simstore_fingerprinter *)&o;
     o.shingle_words = 0;
     assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
@@ -1095,6 +1627,24 @@ static void test_text_alloc__steady_state(void **state)
                              l ? "length" : "tf", (int)modes[m], made);
                 simstore_fingerprinter_free(f);
             }
+    /* Version 2, normalizing (the documents hold é, ß, ø) and with each
+     * weighting. */
+    static const simstore_weighting weightings[] = {SIMSTORE_WEIGHT_TF, SIMSTORE_WEIGHT_LENGTH,
+                                                    SIMSTORE_WEIGHT_LOG};
+    for (int l = 0; l < 3; l++) {
+        simstore_fingerprinter *f = make_fpr2(3, 2, weightings[l], SIMSTORE_CJK_BIGRAM);
+        /* Warm up on every document: the longest span to normalize need
+         * not be in the longest document. */
+        for (int i = 0; i < DOCS; i++)
+            fp_n(f, docs[i], lens[i], NULL);
+        unsigned long before = allocations;
+        for (int i = 0; i < DOCS; i++)
+            fp_n(f, docs[i], lens[i], NULL);
+        unsigned long made = allocations - before;
+        if (made)
+            fail_msg("version 2 weighting %d: %lu allocations after warm-up", l, made);
+        simstore_fingerprinter_free(f);
+    }
     for (int i = 0; i < DOCS; i++)
         free(docs[i]);
 }
@@ -1130,7 +1680,8 @@ static void test_text_threads__shared_dictionary(void **state)
     (void)state;
     test_rng rng;
     test_rng_init(&rng, "threads", 19);
-    simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
+    simstore_fingerprinter *f = NULL; /* the defaults, as in thread_main() */
+    assert_int_equal(simstore_fingerprinter_new(NULL, &f), 0);
     for (int i = 0; i < THREAD_DOCS; i++) {
         thread_docs[i] = malloc(4000 * 16);
         thread_lens[i] = random_text(&rng, thread_docs[i], 4000, 400);
@@ -1184,6 +1735,16 @@ int main(void)
         cmocka_unit_test(test_text_paragraphs__rules),
         cmocka_unit_test(test_text_paragraphs__edges),
         cmocka_unit_test(test_text_big__ten_megabyte_line),
+        cmocka_unit_test(test_text_v2__vectors),
+        cmocka_unit_test(test_text_v2__normalization),
+        cmocka_unit_test(test_text_v2__spans_match_whole),
+        cmocka_unit_test(test_text_v2__variants_identical),
+        cmocka_unit_test(test_text_v2__wrapped_chinese),
+        cmocka_unit_test(test_text_v2__cjk_shingles),
+        cmocka_unit_test(test_text_v2__ascii_latin_as_v1),
+        cmocka_unit_test(test_text_v2__matches_naive),
+        cmocka_unit_test(test_text_log__weights),
+        cmocka_unit_test(test_text_log__repeated_phrase),
         cmocka_unit_test(test_text_api__options_and_errors),
         cmocka_unit_test(test_text_alloc__steady_state),
         cmocka_unit_test(test_text_threads__shared_dictionary),
