@@ -1080,7 +1080,8 @@ static text pairs_clusters(simstore *s, const corpus *c, unsigned k, int singlet
  * path, forced or chosen because the in-memory graph outgrew the budget
  * (while collecting the edges of the first store, while reading the
  * documents of the second), with its sorters spilled to disk, gives the
- * reference's bytes and the in-memory path's summary. */
+ * reference's bytes and the in-memory path's summary; and so it does on a
+ * fingerprint-only store of the first store's fingerprints. */
 static void test_clusters_spill__tiny_budget(void **state)
 {
     (void)state;
@@ -1128,6 +1129,41 @@ static void test_clusters_spill__tiny_budget(void **state)
         simstore_close(s);
         test_rmtree(path);
         free(path);
+        if (shape == 0) {
+            /* The same fingerprints in a fingerprint-only store (whose
+             * singletons come from a sort of every stored fingerprint):
+             * the spilling path against the in-memory one. */
+            char *fpath = test_path(dir, "fp");
+            simstore_build_options o;
+            simstore_build_options_init(&o);
+            o.k = 3;
+            o.fingerprint_only = 1;
+            o.memory_bytes = 16u << 20;
+            simstore_builder *b;
+            assert_int_equal(simstore_build_begin(fpath, &o, &b), 0);
+            for (size_t i = 0; i < c.n; i++)
+                assert_int_equal(simstore_builder_add_fp(b, c.docs[i].fp), 0);
+            assert_int_equal(simstore_builder_finish(b), 0);
+            assert_int_equal(simstore_open(fpath, 0, &s), 0);
+            for (int singletons = 0; singletons < 2; singletons++) {
+                simstore_cluster_summary in_memory, spilled;
+                scan_spill_stats stats;
+                text want = components_in(s, 3, 2, SIMSTORE_KEEP_FIRST, singletons, 1u << 30, 0,
+                                          &in_memory, &stats);
+                assert_int_equal(stats.runs, 0);
+                text got = components_in(s, 3, 2, SIMSTORE_KEEP_FIRST, singletons, 16u << 20, 1,
+                                         &spilled, &stats);
+                assert_int_equal(stats.runs, 1);
+                assert_true(stats.spilled_runs > 0);
+                text_equal(&got, &want, "fingerprint-only components spilled at 16 MiB");
+                assert_memory_equal(&spilled, &in_memory, sizeof spilled);
+                free(got.buf);
+                free(want.buf);
+            }
+            simstore_close(s);
+            test_rmtree(fpath);
+            free(fpath);
+        }
         free(c.docs);
     }
     test_rmtree(dir);
