@@ -4,7 +4,11 @@
  * (scaled to N by (N / 2^16)^2) and one query per stored fingerprint
  * (2^16 of them timed, scaled to N).
  * Usage: bench_pairs [N (2^26)] [K (3)] [STORE_DIR (a temporary one)]
- *        [THREADS (2)] [MEMORY_MIB (1024)] */
+ *        [THREADS (2)] [MEMORY_MIB (1024)] [CLUSTERS (memory)]
+ * CLUSTERS: `memory` (the path simstore_clusters chooses), `spill` (the
+ * spilling path of components forced through its test hook), or `both`
+ * (the chosen path, then the spilling one, their outputs compared). */
+#include "scan/clusters.h" /* scan_clusters_force_spill: a measurement hook */
 #include "simstore.h"
 
 #include <stdio.h>
@@ -73,11 +77,63 @@ static int count_pair(void *ctx, const simstore_pair *p)
     return 0;
 }
 
+/* Members counted and hashed (FNV-1a over every field), to compare paths. */
+typedef struct member_hash {
+    uint64_t count, hash;
+} member_hash;
+
+static void hash_bytes(member_hash *h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h->hash = (h->hash ^ ((const unsigned char *)p)[i]) * 0x100000001B3ULL;
+}
+
 static int count_member(void *ctx, const simstore_cluster_member *m)
 {
-    (void)m;
-    ++*(uint64_t *)ctx;
+    member_hash *h = (member_hash *)ctx;
+    h->count++;
+    hash_bytes(h, m->cluster, m->cluster_len);
+    hash_bytes(h, "\t", 1);
+    hash_bytes(h, m->id, m->id_len);
+    unsigned v[4] = {m->flags, m->cluster_flags, (unsigned)m->kept, m->distance};
+    uint64_t fps[2] = {m->fp, m->cluster_fp};
+    hash_bytes(h, v, sizeof v);
+    hash_bytes(h, fps, sizeof fps);
     return 0;
+}
+
+/* One clusters run: seconds, or -1 on failure. */
+static double time_clusters(simstore *s, const simstore_cluster_options *co, int spill,
+                            member_hash *h, simstore_cluster_summary *sum, scan_spill_stats *stats)
+{
+    memset(h, 0, sizeof *h);
+    h->hash = 0xCBF29CE484222325ULL;
+    memset(stats, 0, sizeof *stats);
+    scan_clusters_force_spill(spill);
+    scan_clusters_spill_stats(stats);
+    double t0 = now();
+    int rc = simstore_clusters(s, co, count_member, h, sum);
+    double t = now() - t0;
+    scan_clusters_force_spill(0);
+    scan_clusters_spill_stats(NULL);
+    if (rc) {
+        fprintf(stderr, "clusters: %s\n", simstore_last_error());
+        return -1;
+    }
+    return t;
+}
+
+static void print_clusters(const char *what, double t, const simstore_cluster_summary *sum,
+                           const scan_spill_stats *st)
+{
+    printf("%s %8.1f s  (%llu documents in %llu clusters, %llu to drop, largest %llu)", what, t,
+           (unsigned long long)sum->documents, (unsigned long long)sum->clusters,
+           (unsigned long long)sum->dropped, (unsigned long long)sum->largest);
+    if (st->runs)
+        printf("; spilled: %llu edges, %llu rounds, %llu sorted runs on disk",
+               (unsigned long long)st->edges, (unsigned long long)st->rounds,
+               (unsigned long long)st->spilled_runs);
+    printf("\n");
 }
 
 int main(int argc, char **argv)
@@ -88,6 +144,11 @@ int main(int argc, char **argv)
     const char *dir = argc > 3 ? argv[3] : mkdtemp(tmpl);
     unsigned threads = argc > 4 ? (unsigned)atoi(argv[4]) : 2;
     uint64_t memory = (argc > 5 ? strtoull(argv[5], NULL, 10) : 1024) << 20;
+    const char *mode = argc > 6 ? argv[6] : "memory";
+    if (strcmp(mode, "memory") != 0 && strcmp(mode, "spill") != 0 && strcmp(mode, "both") != 0) {
+        fprintf(stderr, "CLUSTERS: memory, spill or both\n");
+        return 2;
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/store", dir);
     uint64_t *f = make_fps(n);
@@ -113,19 +174,23 @@ int main(int argc, char **argv)
     double t0 = now();
     int rc = simstore_pairs(s, &so, 0, count_pair, &pairs);
     double t_pairs = now() - t0;
-    uint64_t members = 0;
-    simstore_cluster_options co;
-    simstore_cluster_options_init(&co);
-    co.scan = so;
-    simstore_cluster_summary sum;
-    t0 = now();
-    if (rc == 0)
-        rc = simstore_clusters(s, &co, count_member, &members, &sum);
-    double t_clusters = now() - t0;
     if (rc) {
         fprintf(stderr, "scan: %s\n", simstore_last_error());
         return 1;
     }
+    simstore_cluster_options co;
+    simstore_cluster_options_init(&co);
+    co.scan = so;
+    simstore_cluster_summary sum, spill_sum;
+    scan_spill_stats stats, spill_stats;
+    member_hash members, spill_members;
+    double t_clusters = 0, t_spill = 0;
+    if (strcmp(mode, "spill") != 0 &&
+        (t_clusters = time_clusters(s, &co, 0, &members, &sum, &stats)) < 0)
+        return 1;
+    if (strcmp(mode, "memory") != 0 &&
+        (t_spill = time_clusters(s, &co, 1, &spill_members, &spill_sum, &spill_stats)) < 0)
+        return 1;
     /* Baseline 1: all pairs of a 2^16 sample, scaled by (N / 2^16)^2. */
     size_t m = n < 65536 ? n : 65536;
     uint64_t found = 0;
@@ -150,9 +215,18 @@ int main(int argc, char **argv)
     printf("N=%zu k=%u threads=%u memory=%lluMiB\n", n, k, threads,
            (unsigned long long)(memory >> 20));
     printf("pairs:    %8.1f s  (%llu pairs)\n", t_pairs, (unsigned long long)pairs);
-    printf("clusters: %8.1f s  (%llu documents in %llu clusters, %llu to drop, largest %llu)\n",
-           t_clusters, (unsigned long long)sum.documents, (unsigned long long)sum.clusters,
-           (unsigned long long)sum.dropped, (unsigned long long)sum.largest);
+    if (strcmp(mode, "spill") != 0)
+        print_clusters("clusters:", t_clusters, &sum, &stats);
+    if (strcmp(mode, "memory") != 0)
+        print_clusters("clusters, spilling path forced:", t_spill, &spill_sum, &spill_stats);
+    if (strcmp(mode, "both") == 0) {
+        int same = members.count == spill_members.count && members.hash == spill_members.hash &&
+                   memcmp(&sum, &spill_sum, sizeof sum) == 0;
+        printf("spilling path / chosen path: %.2fx the time, output %s\n", t_spill / t_clusters,
+               same ? "identical (hash of every member, summary)" : "DIFFERENT");
+        if (!same)
+            return 1;
+    }
     printf("baseline all pairs (2^16 sample, %llu pairs, scaled to N): %10.1f s  (pairs %.0fx faster)\n",
            (unsigned long long)found, t_brute, t_brute / t_pairs);
     printf("baseline one query per fingerprint (2^16 timed, 1 thread, scaled to N): %8.1f s  (pairs %.1fx faster)\n",
@@ -160,6 +234,5 @@ int main(int argc, char **argv)
     simstore_close(s);
     free(f);
     (void)answers;
-    (void)members;
     return 0;
 }

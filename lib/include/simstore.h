@@ -895,8 +895,9 @@ typedef struct simstore_scan_options {
     unsigned k;            /* distance, 0..the store's k; SIMSTORE_SCAN_STORE_K
                               (the default) for the store's k                */
     unsigned threads;      /* 0 (default): simstore_default_threads()        */
-    uint64_t memory_bytes; /* for sorting pairs (spilled beyond it) and the
-                              clusters' tables; 0 (default): 1 GiB           */
+    uint64_t memory_bytes; /* for sorting pairs and the clusters' tables
+                              (spilled beyond it but for stars); 0 (default):
+                              1 GiB                                          */
     const char *tmp_dir;   /* spill files; NULL (default): $TMPDIR or /tmp   */
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
@@ -1035,11 +1036,13 @@ typedef struct simstore_cluster_summary {
  * fingerprint). Clusters have two documents or more unless o->singletons.
  * The same store gives the same clusters on every run and thread count.
  * Memory: that of simstore_pairs(), plus about 48 bytes per pair and per
- * clustered document and the clustered documents' ids, which must fit in
- * o->scan.memory_bytes (SIMSTORE_EFULL otherwise).
+ * clustered document and the clustered documents' ids while they fit in
+ * o->scan.memory_bytes. Beyond it, components go on in o->scan.memory_bytes
+ * by spilling sorted runs to o->scan.tmp_dir (the same answer, a few sorts
+ * of the pairs and documents slower), while stars stop with SIMSTORE_EFULL.
  * Errors: those of simstore_pairs(); SIMSTORE_EINVAL for a key rule without
  * a key callback, or a rule a fingerprint-only store cannot apply (the key
- * rules); SIMSTORE_EFULL. */
+ * rules); SIMSTORE_EFULL (stars beyond the memory budget). */
 SIMSTORE_API int simstore_clusters(simstore *s, const simstore_cluster_options *o,
                                    simstore_cluster_fn fn, void *ctx,
                                    simstore_cluster_summary *summary);

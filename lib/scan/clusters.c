@@ -1,7 +1,11 @@
 /* clusters.c: simstore_clusters: the live pairs of the join as a graph
  * over distinct fingerprints, documents attached after; connected
  * components (union-find) or stars (centres in keep order); one kept
- * document per cluster by the keep rule; members reported in order. */
+ * document per cluster by the keep rule; members reported in order. The
+ * graph and the clustered documents are held in memory while they fit
+ * memory_bytes; components beyond it go on by spilling (components.c, the
+ * same output in bounded memory), stars stop with SIMSTORE_EFULL. */
+#include "scan/clusters.h"
 #include "scan/joinall.h"
 #include "scan/pairs.h"
 #include "scan/state.h"
@@ -39,7 +43,21 @@ typedef struct crun {
     uint32_t *first_doc; /* per node: its documents are first_doc[i].. */
     uint32_t *best;      /* per node: its best document */
     scan_docs tmp;
+    scan_spill *spill; /* components that did not fit: the spilling run */
 } crun;
+
+static int g_force_spill;               /* scan_clusters_force_spill */
+static scan_spill_stats *g_spill_stats; /* scan_clusters_spill_stats */
+
+void scan_clusters_force_spill(int on)
+{
+    g_force_spill = on;
+}
+
+void scan_clusters_spill_stats(scan_spill_stats *stats)
+{
+    g_spill_stats = stats;
+}
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -48,17 +66,51 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-static int budget_check(const crun *r)
+static uint64_t memory_used(const crun *r)
 {
-    uint64_t used = (uint64_t)r->nedges * 16 + (uint64_t)r->nnodes * 16 +
-                    (uint64_t)r->ndocs * sizeof(cdoc) + r->ids_len;
-    if (used > r->so.memory_bytes)
-        return sims_fail(SIMSTORE_EFULL,
-                         "clusters need %llu MiB for %zu pairs and %zu documents, above the "
-                         "memory budget of %llu MiB (give more memory)",
-                         (unsigned long long)(used >> 20), r->nedges / 2, r->ndocs,
-                         (unsigned long long)(r->so.memory_bytes >> 20));
-    return 0;
+    return (uint64_t)r->nedges * 16 + (uint64_t)r->nnodes * 16 + (uint64_t)r->ndocs * sizeof(cdoc) +
+           r->ids_len;
+}
+
+/* Components that do not fit: hand the live edges collected so far to the
+ * spilling path and drop the in-memory state (the nodes and documents
+ * first, so that only the edges are held beside the new sorter); the run
+ * goes on there. */
+static int start_spill(crun *r)
+{
+    free(r->nodes);
+    free(r->docs);
+    free(r->ids);
+    free(r->first_doc);
+    free(r->best);
+    r->nodes = NULL;
+    r->docs = NULL;
+    r->ids = NULL;
+    r->first_doc = r->best = NULL;
+    r->nnodes = r->node_cap = r->ndocs = r->doc_cap = r->ids_len = r->ids_cap = 0;
+    int rc = scan_spill_new(r->st, r->o, &r->so, &r->spill);
+    for (size_t e = 0; rc == 0 && e < r->nedges; e += 2)
+        rc = scan_spill_edge(r->spill, r->edges[e], r->edges[e + 1]);
+    free(r->edges);
+    r->edges = NULL;
+    r->nedges = r->edge_cap = 0;
+    return rc;
+}
+
+/* Past the memory budget (or the 32-bit indexes): components spill, stars
+ * stop. */
+static int budget_check(crun *r)
+{
+    uint64_t used = memory_used(r);
+    if (used <= r->so.memory_bytes && r->ndocs < UINT32_MAX)
+        return 0;
+    if (r->o->mode == SIMSTORE_CLUSTER_COMPONENTS)
+        return start_spill(r);
+    return sims_fail(SIMSTORE_EFULL,
+                     "clusters need %llu MiB for %zu pairs and %zu documents, above the "
+                     "memory budget of %llu MiB (give more memory)",
+                     (unsigned long long)(used >> 20), r->nedges / 2, r->ndocs,
+                     (unsigned long long)(r->so.memory_bytes >> 20));
 }
 
 /* ---- the graph -------------------------------------------------------------- */
@@ -71,10 +123,18 @@ static int add_node(crun *r, uint64_t fp)
     return rc;
 }
 
+/* note_shared's value when the run began spilling: the walk stops (the
+ * spilling path walks the shared fingerprints itself). */
+#define STOP_SPILLING 1
+
 static int note_shared(void *ctx, uint64_t fp, uint64_t count)
 {
+    crun *r = (crun *)ctx;
     (void)count;
-    return add_node((crun *)ctx, fp);
+    int rc = add_node(r, fp);
+    if (rc == 0 && (r->nnodes & 0xFFFFF) == 0)
+        rc = budget_check(r);
+    return rc == 0 && r->spill ? STOP_SPILLING : rc;
 }
 
 /* The live pairs of the join into edges, their ends into nodes. */
@@ -97,6 +157,10 @@ static int collect_edges(crun *r, sims_recsort *joined)
             }
             if (count_a == 0 || (rc = scan_fp_count(r->st, b, &cb)) || cb == 0)
                 continue;
+        }
+        if (r->spill) {
+            rc = scan_spill_edge(r->spill, a, b);
+            continue;
         }
         if ((rc = grow((void **)&r->edges, &r->edge_cap, r->nedges + 2, sizeof *r->edges)))
             break;
@@ -159,9 +223,8 @@ static uint64_t sortable(double x)
     return (bits >> 63) ? ~bits : bits | (UINT64_C(1) << 63);
 }
 
-static uint64_t doc_rank(const crun *r, const scan_docs *d, const scan_doc *doc)
+uint64_t scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d, const scan_doc *doc)
 {
-    const simstore_cluster_options *o = r->o;
     double key;
     switch (o->keep) {
     case SIMSTORE_KEEP_FIRST: return doc->insertion;
@@ -216,6 +279,7 @@ static int load_documents(crun *r)
     if (!r->first_doc || !r->best)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
     int rc = 0;
+    size_t checked = 0; /* documents at the last budget check */
     for (size_t i = 0; i < r->nnodes && rc == 0; i++) {
         r->first_doc[i] = (uint32_t)r->ndocs;
         if (r->st->fp_only) {
@@ -224,7 +288,7 @@ static int load_documents(crun *r)
             rc = scan_docs_load(r->st, r->nodes[i], with_meta, &r->tmp);
             for (size_t j = 0; rc == 0 && j < r->tmp.count; j++) {
                 const scan_doc *d = &r->tmp.docs[j];
-                rc = add_doc(r, (uint32_t)i, doc_rank(r, &r->tmp, d), r->tmp.ids + d->off,
+                rc = add_doc(r, (uint32_t)i, scan_keep_rank(r->o, &r->tmp, d), r->tmp.ids + d->off,
                              d->len, d->flags);
             }
         }
@@ -238,8 +302,11 @@ static int load_documents(crun *r)
                     b = d;
             r->best[i] = b;
         }
-        if (rc == 0 && (i & 0xFFFF) == 0)
-            rc = budget_check(r);
+        if (rc == 0 && ((i & 0xFFFF) == 0 || r->ndocs - checked >= 0x10000)) {
+            checked = r->ndocs;
+            if ((rc = budget_check(r)) || r->spill)
+                return rc;
+        }
     }
     r->first_doc[r->nnodes] = (uint32_t)r->ndocs;
     return rc;
@@ -368,15 +435,7 @@ static int by_member(const void *x, const void *y)
     return id_cmp(r, a, b);
 }
 
-typedef struct reporter {
-    crun *r;
-    simstore_cluster_fn fn;
-    void *ctx;
-    simstore_cluster_summary sum;
-    uint64_t current; /* members of the cluster being reported */
-} reporter;
-
-static int report(reporter *p, const simstore_cluster_member *m)
+int scan_report(scan_reporter *p, const simstore_cluster_member *m)
 {
     p->sum.documents++;
     if (m->kept) {
@@ -388,6 +447,16 @@ static int report(reporter *p, const simstore_cluster_member *m)
     if (++p->current > p->sum.largest)
         p->sum.largest = p->current;
     return p->fn(p->ctx, m);
+}
+
+typedef struct reporter {
+    crun *r;
+    scan_reporter out;
+} reporter;
+
+static int report(reporter *p, const simstore_cluster_member *m)
+{
+    return scan_report(&p->out, m);
 }
 
 static int report_doc(reporter *p, uint32_t d)
@@ -487,6 +556,26 @@ static int emit_members_before(merged *m, const char *id, size_t len, uint64_t f
     return 0;
 }
 
+int scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
+                    sims_u64sort **out)
+{
+    int rc = sims_u64sort_new(run_values, scan_tmp_dir(so), out);
+    for (uint32_t i = 0; rc == 0 && i < st->snap->segment_count; i++) {
+        const table_reader *t = st->snap->segments[i]->tables[0];
+        const sims_permuter *pm = &st->s->design->tables[0].permuter;
+        table_cursor c;
+        uint64_t buf[1024];
+        size_t n;
+        table_cursor_init(&c, t, 0, UINT64_MAX);
+        while (rc == 0 && (rc = table_cursor_next(&c, buf, 1024, &n)) == 0 && n) {
+            for (size_t k = 0; k < n; k++)
+                buf[k] = sims_unpermute(pm, buf[k]);
+            rc = sims_u64sort_push(*out, buf, n);
+        }
+    }
+    return rc ? rc : sims_u64sort_finish(*out, 1);
+}
+
 static int report_with_singletons(merged *m)
 {
     crun *r = m->p->r;
@@ -495,23 +584,7 @@ static int report_with_singletons(merged *m)
     if (st->fp_only) {
         /* Every stored fingerprint, in order. */
         sims_u64sort *all = NULL;
-        rc = sims_u64sort_new((size_t)(r->so.memory_bytes / 32), r->so.tmp_dir ? r->so.tmp_dir
-                              : "/tmp", &all);
-        for (uint32_t i = 0; rc == 0 && i < st->snap->segment_count; i++) {
-            const table_reader *t = st->snap->segments[i]->tables[0];
-            const sims_permuter *pm = &st->s->design->tables[0].permuter;
-            table_cursor c;
-            uint64_t buf[1024];
-            size_t n;
-            table_cursor_init(&c, t, 0, UINT64_MAX);
-            while (rc == 0 && (rc = table_cursor_next(&c, buf, 1024, &n)) == 0 && n) {
-                for (size_t k = 0; k < n; k++)
-                    buf[k] = sims_unpermute(pm, buf[k]);
-                rc = sims_u64sort_push(all, buf, n);
-            }
-        }
-        if (rc == 0)
-            rc = sims_u64sort_finish(all, 1);
+        rc = scan_sorted_fps(st, &r->so, (size_t)(r->so.memory_bytes / 32), &all);
         uint64_t buf[1024];
         size_t n = 0;
         while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
@@ -570,10 +643,20 @@ static int report_all(crun *r, simstore_cluster_fn fn, void *ctx,
         members[i] = (uint32_t)i;
     g_member_run = r;
     qsort(members, r->ndocs, sizeof *members, by_member);
-    reporter p = {r, fn, ctx, {0, 0, 0, 0}, 0};
+    reporter p = {r, {fn, ctx, {0, 0, 0, 0}, 0}};
     merged m = {&p, members, r->ndocs, 0, r->o->singletons};
     int rc = r->o->singletons ? report_with_singletons(&m) : emit_members_before(&m, NULL, 0, 0, 1);
     free(members);
+    if (summary)
+        *summary = p.out.sum;
+    return rc;
+}
+
+static int report_spilled(crun *r, simstore_cluster_fn fn, void *ctx,
+                          simstore_cluster_summary *summary)
+{
+    scan_reporter p = {fn, ctx, {0, 0, 0, 0}, 0};
+    int rc = scan_spill_report(r->spill, &p, g_spill_stats);
     if (summary)
         *summary = p.sum;
     return rc;
@@ -582,21 +665,34 @@ static int report_all(crun *r, simstore_cluster_fn fn, void *ctx,
 static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
                              simstore_cluster_summary *summary)
 {
+    int components = r->o->mode == SIMSTORE_CLUSTER_COMPONENTS;
     sims_recsort *joined = NULL;
     int rc = scan_join_store(r->st, &r->so, &joined);
+    if (rc == 0 && components && g_force_spill)
+        rc = start_spill(r);
     if (rc == 0)
         rc = collect_edges(r, joined);
     sims_recsort_free(joined);
-    if (rc == 0 && !r->st->fp_only)
+    if (rc == 0 && !r->spill && !r->st->fp_only) {
         rc = scan_each_shared_fp(r->st, note_shared, r);
+        if (rc == STOP_SPILLING && r->spill)
+            rc = 0;
+    }
+    if (rc == 0 && !r->spill) {
+        sort_unique_nodes(r);
+        if (r->nnodes >= UINT32_MAX)
+            rc = components ? start_spill(r)
+                            : sims_fail(SIMSTORE_EFULL, "more than 2^32 clustered fingerprints");
+    }
+    if (rc == 0 && !r->spill) {
+        if (r->so.progress)
+            r->so.progress(r->so.progress_ctx, "reading documents", 0, r->nnodes);
+        rc = load_documents(r);
+    }
     if (rc)
         return rc;
-    sort_unique_nodes(r);
-    if (r->nnodes >= UINT32_MAX)
-        return sims_fail(SIMSTORE_EFULL, "more than 2^32 clustered fingerprints");
-    if (r->so.progress)
-        r->so.progress(r->so.progress_ctx, "reading documents", 0, r->nnodes);
-    rc = load_documents(r);
+    if (r->spill)
+        return report_spilled(r, fn, ctx, summary);
     uint32_t *cluster_of = NULL;
     if (rc == 0) {
         cluster_of = malloc((r->nnodes ? r->nnodes : 1) * sizeof *cluster_of);
@@ -666,5 +762,6 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     free(r.first_doc);
     free(r.best);
     scan_docs_free(&r.tmp);
+    scan_spill_free(r.spill);
     return rc;
 }

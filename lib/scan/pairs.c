@@ -14,14 +14,17 @@
 /* A key: distance, then two escaped ids of up to 511 bytes each. */
 #define KEY_MAX (1 + 2 * (2 * SIMSTORE_MAX_ID_BYTES + 2))
 
-int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out)
+const char *scan_tmp_dir(const simstore_scan_options *o)
 {
     const char *dir = o->tmp_dir;
     if (!dir)
         dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
-    return sims_recsort_new((size_t)(o->memory_bytes / share), dir, out);
+    return dir && *dir ? dir : "/tmp";
+}
+
+int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out)
+{
+    return sims_recsort_new((size_t)(o->memory_bytes / share), scan_tmp_dir(o), out);
 }
 
 int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined)

@@ -6,8 +6,11 @@
 #include "scan/state.h"
 #include "sort/recsort.h"
 
-/* A record sorter with 1/share of o->memory_bytes, spilling to o->tmp_dir
- * ($TMPDIR, /tmp). */
+/* Where a scan's spill files go: o->tmp_dir, else $TMPDIR, else /tmp. */
+const char *scan_tmp_dir(const simstore_scan_options *o);
+
+/* A record sorter with 1/share of o->memory_bytes, spilling to
+ * scan_tmp_dir(o). */
 int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out);
 
 /* Join the state's tables at o->k into *joined (finished: read it with

@@ -153,26 +153,50 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
     return 0;
 }
 
-int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)
+/* Read fp's documents into d: all of them (fn NULL), or one at a time,
+ * each handed to fn and then dropped. */
+static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, scan_doc_fn fn,
+                     void *ctx, uint64_t *visited)
 {
     d->fp = fp;
     d->valid = 0;
     d->count = 0;
     d->ids_len = 0;
+    uint64_t n = 0;
     uint8_t kb[8];
     be_store64(kb, fp);
     MDB_val key = {8, kb}, val;
     int rc = mdb_cursor_get(st->fps, &key, &val, MDB_SET_KEY);
     while (rc == 0) {
         int e = docs_add(st, fp, &val, with_meta, d);
+        if (e == 0 && fn) {
+            e = fn(ctx, d, &d->docs[0]);
+            d->count = 0;
+            d->ids_len = 0;
+        }
         if (e)
             return e;
+        n++;
         rc = mdb_cursor_get(st->fps, &key, &val, MDB_NEXT_DUP);
     }
     if (rc != MDB_NOTFOUND)
         return sims_mdb_fail(rc, "read fps");
-    d->valid = 1;
+    if (visited)
+        *visited = n;
+    d->valid = fn == NULL;
     return 0;
+}
+
+int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)
+{
+    return docs_read(st, fp, with_meta, d, NULL, NULL, NULL);
+}
+
+int scan_docs_each(scan_state *st, uint64_t fp, int with_meta, scan_docs *scratch, scan_doc_fn fn,
+                   void *ctx, uint64_t *visited)
+{
+    *visited = 0;
+    return docs_read(st, fp, with_meta, scratch, fn, ctx, visited);
 }
 
 void scan_docs_free(scan_docs *d)

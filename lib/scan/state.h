@@ -59,6 +59,15 @@ typedef struct scan_docs {
 int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d);
 void scan_docs_free(scan_docs *d);
 
+/* The same documents one at a time, for a fingerprint that may have more
+ * than memory holds: each is read into scratch (which then holds it alone,
+ * as scratch->docs[0]) and handed to fn, which must not use st's fps
+ * cursor (scan_docs_load, scan_fp_count). *visited: the documents fn saw.
+ * Errors: those of scan_docs_load, or fn's nonzero value. */
+typedef int (*scan_doc_fn)(void *ctx, const scan_docs *d, const scan_doc *doc);
+int scan_docs_each(scan_state *st, uint64_t fp, int with_meta, scan_docs *scratch, scan_doc_fn fn,
+                   void *ctx, uint64_t *visited);
+
 /* Documents holding fp (0 when none). */
 int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count);
 

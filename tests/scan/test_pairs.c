@@ -2,7 +2,11 @@
  * simstore_clusters against brute-force references: uniform, clustered,
  * duplicate-heavy and adversarial sets, k = 0..7, stores of two segments
  * with deleted documents, before and after a compaction, at 1 and 2
- * threads; fingerprint-only and empty stores; a big prefix group. */
+ * threads; fingerprint-only and empty stores; a big prefix group. The
+ * spilling path of components (forced through the test hook of
+ * scan/clusters.h) against the same references and the in-memory path, on
+ * all of those, on a chain of thousands of near-duplicates, and at the
+ * 16 MiB floor with its sorters spilling to disk. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "scan/clusters.h" /* the spilling path's test hooks */
 #include "simstore.h"
 #include "testutil.h"
 
@@ -88,8 +93,9 @@ static void add_docs(simstore_builder *b, corpus *c, size_t from, size_t to, uin
     }
 }
 
-/* Two segments (a build and an add), then every 7th document deleted. */
-static simstore *make_store(const char *path, corpus *c, unsigned k)
+/* Two segments (a build and an add), then every 7th document deleted
+ * unless keep_all. */
+static simstore *make_store_ex(const char *path, corpus *c, unsigned k, int keep_all)
 {
     simstore_build_options o;
     simstore_build_options_init(&o);
@@ -105,6 +111,8 @@ static simstore *make_store(const char *path, corpus *c, unsigned k)
     assert_int_equal(simstore_add_begin(s, &o, &b), 0);
     add_docs(b, c, c->n / 2, c->n, 2);
     assert_int_equal(simstore_builder_finish(b), 0);
+    if (keep_all)
+        return s;
     const char **ids = malloc(c->n * sizeof *ids);
     size_t *lens = malloc(c->n * sizeof *lens), nd = 0;
     for (size_t i = 3; i < c->n; i += 7) {
@@ -118,6 +126,11 @@ static simstore *make_store(const char *path, corpus *c, unsigned k)
     free(ids);
     free(lens);
     return s;
+}
+
+static simstore *make_store(const char *path, corpus *c, unsigned k)
+{
+    return make_store_ex(path, c, k, 0);
 }
 
 /* ---- text of answers ------------------------------------------------------------- */
@@ -285,15 +298,15 @@ static int len_key(void *ctx, const char *meta, size_t len, double *key)
     return sscanf(buf, "{\"len\":%lf}", key) == 1;
 }
 
-static text store_clusters(simstore *s, unsigned k, unsigned threads, simstore_cluster_mode mode,
-                           simstore_keep_rule keep, int singletons,
-                           simstore_cluster_summary *sum)
+static text store_clusters_in(simstore *s, unsigned k, unsigned threads, simstore_cluster_mode mode,
+                              simstore_keep_rule keep, int singletons, uint64_t memory_bytes,
+                              simstore_cluster_summary *sum)
 {
     simstore_cluster_options o;
     simstore_cluster_options_init(&o);
     o.scan.k = k;
     o.scan.threads = threads;
-    o.scan.memory_bytes = 64u << 20;
+    o.scan.memory_bytes = memory_bytes;
     o.mode = mode;
     o.keep = keep;
     o.key = len_key;
@@ -303,6 +316,28 @@ static text store_clusters(simstore *s, unsigned k, unsigned threads, simstore_c
     if (rc)
         fprintf(stderr, "simstore_clusters: %s\n", simstore_last_error());
     assert_int_equal(rc, 0);
+    return t;
+}
+
+static text store_clusters(simstore *s, unsigned k, unsigned threads, simstore_cluster_mode mode,
+                           simstore_keep_rule keep, int singletons, simstore_cluster_summary *sum)
+{
+    return store_clusters_in(s, k, threads, mode, keep, singletons, 64u << 20, sum);
+}
+
+/* Components in memory_bytes, through the spilling path when `spill`;
+ * *stats: what spilling runs did (none when the graph fit in memory). */
+static text components_in(simstore *s, unsigned k, unsigned threads, simstore_keep_rule keep,
+                          int singletons, uint64_t memory_bytes, int spill,
+                          simstore_cluster_summary *sum, scan_spill_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    scan_clusters_force_spill(spill);
+    scan_clusters_spill_stats(stats);
+    text t = store_clusters_in(s, k, threads, SIMSTORE_CLUSTER_COMPONENTS, keep, singletons,
+                               memory_bytes, sum);
+    scan_clusters_force_spill(0);
+    scan_clusters_spill_stats(NULL);
     return t;
 }
 
@@ -449,6 +484,35 @@ static void check_store(simstore *s, const corpus *c, unsigned k, const char *wh
     }
 }
 
+/* Components through the spilling path against the brute force and the
+ * in-memory path, every keep rule, with and without singletons. */
+static void check_spilled(simstore *s, const corpus *c, unsigned k, const char *what)
+{
+    for (int keep = 0; keep < 4; keep++) {
+        for (int singletons = 0; singletons < 2; singletons++) {
+            g_keep = (simstore_keep_rule)keep;
+            text want = brute_clusters(c, k, SIMSTORE_CLUSTER_COMPONENTS, singletons);
+            simstore_cluster_summary in_memory, spilled;
+            scan_spill_stats stats;
+            text mem = components_in(s, k, 2, (simstore_keep_rule)keep, singletons, 64u << 20, 0,
+                                     &in_memory, &stats);
+            assert_int_equal(stats.runs, 0); /* it fits: no spilling */
+            text got = components_in(s, k, 1 + (unsigned)singletons, (simstore_keep_rule)keep,
+                                     singletons, 16u << 20, 1, &spilled, &stats);
+            assert_int_equal(stats.runs, 1);
+            char name[160];
+            snprintf(name, sizeof name, "%s k=%u keep %d singletons %d: spilled components", what,
+                     k, keep, singletons);
+            text_equal(&got, &want, name);
+            text_equal(&mem, &want, "components in memory");
+            assert_memory_equal(&spilled, &in_memory, sizeof spilled);
+            free(want.buf);
+            free(mem.buf);
+            free(got.buf);
+        }
+    }
+}
+
 static void sweep(void **state)
 {
     (void)state;
@@ -464,6 +528,7 @@ static void sweep(void **state)
             char *path = test_path(dir, name);
             simstore *s = make_store(path, &c, k);
             check_store(s, &c, k, name);
+            check_spilled(s, &c, k, name);
             /* The same answers after a compaction. */
             assert_int_equal(simstore_compact(s, NULL), 0);
             text want = brute_pairs(&c, k), got = store_pairs(s, k, 2, 0);
@@ -527,6 +592,29 @@ static void fingerprint_only_and_empty(void **state)
         distinct += !c.docs[i].deleted;
     assert_int_equal(sum.documents, distinct); /* every fingerprint, singletons too */
     free(cl.buf);
+    /* The spilling path: documents are fingerprints, ids their hex (which
+     * sorts as they do); every rank is 0, so keep first is keep min-id. */
+    for (size_t i = 0; i < c.n; i++)
+        snprintf(c.docs[i].id, sizeof c.docs[i].id, "%016llx", (unsigned long long)c.docs[i].fp);
+    for (int keep = 0; keep < 2; keep++) {
+        for (int singletons = 0; singletons < 2; singletons++) {
+            g_keep = (simstore_keep_rule)keep;
+            text cwant = brute_clusters(&c, 3, SIMSTORE_CLUSTER_COMPONENTS, singletons);
+            simstore_cluster_summary in_memory, spilled;
+            scan_spill_stats stats;
+            text mem = components_in(s, 3, 2, (simstore_keep_rule)keep, singletons, 0, 0,
+                                     &in_memory, &stats);
+            text cgot = components_in(s, 3, 2, (simstore_keep_rule)keep, singletons, 0, 1, &spilled,
+                                      &stats);
+            assert_int_equal(stats.runs, 1);
+            text_equal(&mem, &cwant, "fingerprint-only components in memory");
+            text_equal(&cgot, &cwant, "fingerprint-only components, spilled");
+            assert_memory_equal(&spilled, &in_memory, sizeof spilled);
+            free(cwant.buf);
+            free(mem.buf);
+            free(cgot.buf);
+        }
+    }
     simstore_close(s);
 
     /* An empty store: no pairs, no clusters. */
@@ -539,6 +627,14 @@ static void fingerprint_only_and_empty(void **state)
     text ec = store_clusters(s, 3, 2, SIMSTORE_CLUSTER_STAR, SIMSTORE_KEEP_FIRST, 1, &sum);
     assert_int_equal(ec.len, 0);
     assert_int_equal(sum.documents, 0);
+    for (int singletons = 0; singletons < 2; singletons++) {
+        scan_spill_stats stats;
+        sum.documents = 1;
+        text sc = components_in(s, 3, 2, SIMSTORE_KEEP_FIRST, singletons, 0, 1, &sum, &stats);
+        assert_int_equal(stats.runs, 1);
+        assert_int_equal(sc.len, 0);
+        assert_int_equal(sum.documents + sum.clusters + sum.dropped + sum.largest, 0);
+    }
     /* k above the design. */
     simstore_scan_options so;
     simstore_scan_options_init(&so);
@@ -648,6 +744,466 @@ static void group_past_memory_budget(void **state)
     free(fps);
 }
 
+/* ---- components by spilling at scale -------------------------------------------------------- */
+
+static size_t uf_root(size_t *parent, size_t x)
+{
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+typedef struct labels {
+    uint64_t *node, *root;
+    size_t n, cap;
+} labels;
+
+static int note_label(void *ctx, uint64_t node, uint64_t root)
+{
+    labels *l = (labels *)ctx;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->node = realloc(l->node, l->cap * sizeof *l->node);
+        l->root = realloc(l->root, l->cap * sizeof *l->root);
+        assert_true(l->node && l->root);
+    }
+    l->node[l->n] = node;
+    l->root[l->n++] = root;
+    return 0;
+}
+
+/* The rounds of the spilling path on the graph of edges[0..2n) against
+ * union-find: every node once, in order, with its component's smallest
+ * node. Returns the rounds. */
+static uint64_t check_components(const char *what, const uint64_t *edges, size_t n,
+                                 unsigned *spilled)
+{
+    uint64_t *nodes = malloc((2 * n + 1) * sizeof *nodes);
+    size_t *parent = malloc((2 * n + 1) * sizeof *parent);
+    assert_true(nodes && parent);
+    memcpy(nodes, edges, 2 * n * sizeof *nodes);
+    qsort(nodes, 2 * n, sizeof *nodes, cmp_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < 2 * n; i++)
+        if (m == 0 || nodes[m - 1] != nodes[i])
+            nodes[m++] = nodes[i];
+    for (size_t i = 0; i < m; i++)
+        parent[i] = i;
+    for (size_t e = 0; e < n; e++) {
+        size_t a =
+            (size_t)((uint64_t *)bsearch(&edges[2 * e], nodes, m, sizeof *nodes, cmp_u64) - nodes);
+        size_t b =
+            (size_t)((uint64_t *)bsearch(&edges[2 * e + 1], nodes, m, sizeof *nodes, cmp_u64) -
+                     nodes);
+        size_t x = uf_root(parent, a), y = uf_root(parent, b);
+        if (x != y)
+            parent[x > y ? x : y] = x < y ? x : y; /* the root: the smallest node */
+    }
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    o.memory_bytes = 16u << 20;
+    labels got = {0};
+    scan_spill_stats stats = {0};
+    assert_int_equal(scan_spill_components(edges, n, &o, note_label, &got, &stats), 0);
+    fprintf(stderr, "  %s: %zu nodes, %zu edges, %llu rounds, %llu runs spilled\n", what, m, n,
+            (unsigned long long)stats.rounds, (unsigned long long)stats.spilled_runs);
+    assert_int_equal(got.n, m);
+    for (size_t i = 0; i < m; i++) {
+        if (got.node[i] != nodes[i] || got.root[i] != nodes[uf_root(parent, i)])
+            fprintf(stderr, "%s: node %zu: got %llu in %llu, want %llu in %llu\n", what, i,
+                    (unsigned long long)got.node[i], (unsigned long long)got.root[i],
+                    (unsigned long long)nodes[i], (unsigned long long)nodes[uf_root(parent, i)]);
+        assert_true(got.node[i] == nodes[i] && got.root[i] == nodes[uf_root(parent, i)]);
+    }
+    if (spilled)
+        *spilled = (unsigned)stats.spilled_runs;
+    free(got.node);
+    free(got.root);
+    free(nodes);
+    free(parent);
+    return stats.rounds;
+}
+
+/* Graphs whose labels are hard on the rounds, straight through the
+ * spilling path's component finding: a zigzag (every edge joins a local
+ * minimum to a larger node, so the first large star changes nothing and
+ * only the small star goes on), paths labelled in order, alternately, at
+ * random, stars around their largest and smallest node, many random
+ * components with repeated and reversed edges, and a random graph big
+ * enough to spill at the 16 MiB floor. */
+static void test_clusters_spill__components(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "clusters components", 44);
+    size_t cap = 400000, n;
+    uint64_t *e = malloc(2 * cap * sizeof *e);
+    assert_non_null(e);
+    const size_t len = 5000;
+    uint64_t *perm = malloc(len * sizeof *perm);
+    assert_non_null(perm);
+
+    n = 0;
+    for (size_t i = 0; i + 1 < len / 2; i++) { /* L_i = i + 1 < H_i > L_(i+1) */
+        e[2 * n] = i + 1;
+        e[2 * n++ + 1] = 1000000 + i;
+        e[2 * n] = 1000000 + i;
+        e[2 * n++ + 1] = i + 2;
+    }
+    assert_true(check_components("zigzag", e, n, NULL) <= 40);
+
+    for (int order = 0; order < 3; order++) {
+        for (size_t i = 0; i < len; i++)
+            perm[i] = order == 0 ? i + 1 : order == 1 ? (i % 2 ? len - i / 2 : i / 2 + 1) : 0;
+        if (order == 2) {
+            for (size_t i = 0; i < len; i++)
+                perm[i] = i + 1;
+            for (size_t i = len - 1; i > 0; i--) {
+                size_t j = (size_t)test_rng_below(&r, i + 1);
+                uint64_t t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
+        }
+        n = 0;
+        for (size_t i = 0; i + 1 < len; i++) {
+            e[2 * n] = perm[i];
+            e[2 * n++ + 1] = perm[i + 1];
+        }
+        const char *names[3] = {"path in order", "path alternating", "path at random"};
+        /* Rounds grow with log n, not with the path's length. */
+        assert_true(check_components(names[order], e, n, NULL) <= 40);
+    }
+
+    for (int big = 0; big < 2; big++) {
+        n = 0;
+        for (size_t i = 0; i + 1 < len; i++) {
+            e[2 * n] = big ? len : 1;
+            e[2 * n++ + 1] = big ? i + 1 : i + 2;
+        }
+        check_components(big ? "star around the largest" : "star around the smallest", e, n, NULL);
+    }
+
+    /* Many components: random edges among few nodes of random labels,
+     * some repeated, some reversed. */
+    size_t nodes = 20000;
+    uint64_t *label = malloc(nodes * sizeof *label);
+    assert_non_null(label);
+    for (size_t i = 0; i < nodes; i++)
+        label[i] = test_rng_next(&r);
+    n = 0;
+    while (n < 14000) {
+        size_t a = (size_t)test_rng_below(&r, nodes), b = (size_t)test_rng_below(&r, nodes);
+        if (a == b)
+            continue;
+        e[2 * n] = label[a];
+        e[2 * n++ + 1] = label[b];
+        if (n % 50 == 0) {
+            e[2 * n] = label[b];
+            e[2 * n++ + 1] = label[a];
+        }
+    }
+    check_components("many components", e, n, NULL);
+
+    /* Spilling: 400000 random edges over 200000 nodes. */
+    label = realloc(label, 200000 * sizeof *label);
+    assert_non_null(label);
+    for (size_t i = 0; i < 200000; i++)
+        label[i] = test_rng_next(&r);
+    n = 0;
+    while (n < cap) {
+        size_t a = (size_t)test_rng_below(&r, 200000), b = (size_t)test_rng_below(&r, 200000);
+        if (a != b) {
+            e[2 * n] = label[a];
+            e[2 * n++ + 1] = label[b];
+        }
+    }
+    unsigned spilled = 0;
+    check_components("random, spilled", e, n, &spilled);
+    assert_true(spilled > 0);
+
+    /* No edges: no nodes. */
+    check_components("empty", e, 0, NULL);
+    free(label);
+    free(perm);
+    free(e);
+}
+
+/* A chain a0 - a1 - a2 - ...: each fingerprint one bit from the previous
+ * (never the bit flipped just before), so that its component's diameter is
+ * about n / k; ids scrambled against the chain's order. */
+static corpus make_chain(test_rng *r, size_t n)
+{
+    corpus c = {calloc(n, sizeof(doc)), n};
+    assert_non_null(c.docs);
+    uint64_t fp = test_rng_next(r);
+    unsigned last = 64;
+    for (size_t i = 0; i < n; i++) {
+        unsigned bit;
+        do
+            bit = (unsigned)test_rng_below(r, 64);
+        while (bit == last);
+        if (i)
+            fp ^= UINT64_C(1) << bit;
+        last = bit;
+        c.docs[i].fp = fp;
+        snprintf(c.docs[i].id, sizeof c.docs[i].id, "chain-%05zu", (i * 7919) % n);
+        c.docs[i].len = i % 5 == 4 ? -1 : (double)test_rng_below(r, 50);
+    }
+    return c;
+}
+
+static int stop_at_five(void *ctx, const simstore_cluster_member *m)
+{
+    (void)m;
+    return ++*(int *)ctx == 5 ? 77 : 0;
+}
+
+/* The adversarial case for label propagation: one component of thousands
+ * of documents along a chain, in a store of one piece (k = 1, where one
+ * deleted document would cut it) and of two segments with every 7th
+ * document deleted (k = 3, which keeps it whole). */
+static void test_clusters_spill__chain(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "clusters chain", 21);
+    char *dir = test_tmpdir("chain");
+    size_t n = 4000;
+    corpus c = make_chain(&r, n);
+    for (unsigned k = 1; k <= 3; k += 2) {
+        char name[32];
+        snprintf(name, sizeof name, "chain-k%u", k);
+        char *path = test_path(dir, name);
+        for (size_t i = 0; i < n; i++)
+            c.docs[i].deleted = 0;
+        simstore *s = make_store_ex(path, &c, k, k == 1);
+        uint64_t live = 0;
+        for (size_t i = 0; i < n; i++)
+            live += !c.docs[i].deleted;
+        for (int keep = 0; keep < 4; keep += 3) {
+            for (int singletons = 0; singletons < 2; singletons++) {
+                g_keep = (simstore_keep_rule)keep;
+                text want = brute_clusters(&c, k, SIMSTORE_CLUSTER_COMPONENTS, singletons);
+                simstore_cluster_summary in_memory, spilled;
+                scan_spill_stats stats;
+                text mem = components_in(s, k, 2, (simstore_keep_rule)keep, singletons, 0, 0,
+                                         &in_memory, &stats);
+                text got = components_in(s, k, 2, (simstore_keep_rule)keep, singletons, 0, 1,
+                                         &spilled, &stats);
+                fprintf(stderr, "  %s keep %d singletons %d: %llu edges, %llu rounds\n", name, keep,
+                        singletons, (unsigned long long)stats.edges,
+                        (unsigned long long)stats.rounds);
+                assert_int_equal(stats.runs, 1);
+                /* Rounds grow with log n, not with the diameter (~n / k). */
+                assert_true(stats.rounds <= 40);
+                text_equal(&got, &want, "spilled components of a chain");
+                text_equal(&mem, &want, "components of a chain in memory");
+                assert_memory_equal(&spilled, &in_memory, sizeof spilled);
+                assert_int_equal(spilled.clusters, 1);
+                assert_int_equal(spilled.documents, live);
+                assert_int_equal(spilled.largest, live);
+                free(want.buf);
+                free(mem.buf);
+                free(got.buf);
+            }
+        }
+        /* The callback's nonzero value stops the spilling run. */
+        simstore_cluster_options o;
+        simstore_cluster_options_init(&o);
+        o.scan.k = k;
+        int seen = 0;
+        scan_clusters_force_spill(1);
+        int rc = simstore_clusters(s, &o, stop_at_five, &seen, NULL);
+        scan_clusters_force_spill(0);
+        assert_int_equal(rc, 77);
+        assert_int_equal(seen, 5);
+        simstore_close(s);
+        test_rmtree(path);
+        free(path);
+    }
+    free(c.docs);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* n documents in groups of `group`: a random centre and group - 1
+ * fingerprints one bit from it (so within 2 of each other), but every 5th
+ * group random (singletons); ids "big-NNNNNNN", scrambled against
+ * insertion order. */
+static corpus make_groups(test_rng *r, size_t n, size_t group)
+{
+    corpus c = {calloc(n, sizeof(doc)), n};
+    assert_non_null(c.docs);
+    uint64_t centre = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i % group == 0)
+            centre = test_rng_next(r);
+        c.docs[i].fp = i % group ? flip_bits(r, centre, 1) : centre;
+        if (i / group % 5 == 4)
+            c.docs[i].fp = test_rng_next(r);
+        snprintf(c.docs[i].id, sizeof c.docs[i].id, "big-%07zu", (i * 7919) % n);
+        c.docs[i].len = i % 5 == 4 ? -1 : (double)test_rng_below(r, 50);
+    }
+    return c;
+}
+
+typedef struct union_find {
+    const corpus *c;
+    size_t *parent;
+    size_t *index_of; /* corpus index of id "big-N" */
+} union_find;
+
+/* Join the components of a pair's documents under the one first in keep
+ * order. */
+static int union_pair(void *ctx, const simstore_pair *p)
+{
+    union_find *u = (union_find *)ctx;
+    size_t a = u->index_of[strtoul(p->id_a + 4, NULL, 10)];
+    size_t b = u->index_of[strtoul(p->id_b + 4, NULL, 10)];
+    size_t x = uf_root(u->parent, a), y = uf_root(u->parent, b);
+    if (x != y) {
+        if (keep_cmp(&u->c->docs[x], &u->c->docs[y]) < 0)
+            u->parent[y] = x;
+        else
+            u->parent[x] = y;
+    }
+    return 0;
+}
+
+/* The reference where the brute force is too slow: union-find over the
+ * store's pairs (simstore_pairs, itself checked against the brute force by
+ * `sweep`), members ordered as simstore_clusters orders them. */
+static text pairs_clusters(simstore *s, const corpus *c, unsigned k, int singletons)
+{
+    size_t n = c->n;
+    union_find u = {c, malloc(n * sizeof(size_t)), malloc(n * sizeof(size_t))};
+    size_t *size = calloc(n, sizeof *size);
+    bmember *m = malloc(n * sizeof *m);
+    assert_true(u.parent && u.index_of && size && m);
+    for (size_t i = 0; i < n; i++) {
+        u.parent[i] = i;
+        u.index_of[(i * 7919) % n] = i;
+    }
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    o.k = k;
+    assert_int_equal(simstore_pairs(s, &o, 0, union_pair, &u), 0);
+    for (size_t i = 0; i < n; i++)
+        if (!c->docs[i].deleted)
+            size[uf_root(u.parent, i)]++;
+    size_t nm = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t root = uf_root(u.parent, i);
+        if (!c->docs[i].deleted && (size[root] > 1 || singletons))
+            m[nm++] = (bmember){&c->docs[i], &c->docs[root]};
+    }
+    qsort(m, nm, sizeof *m, cmp_bmember);
+    text t = {0};
+    for (size_t i = 0; i < nm; i++)
+        text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
+                 simstore_distance(m[i].d->fp, m[i].kept->fp));
+    free(u.parent);
+    free(u.index_of);
+    free(size);
+    free(m);
+    return t;
+}
+
+/* At the 16 MiB floor, stores whose graph does not fit it: the spilling
+ * path, forced or chosen because the in-memory graph outgrew the budget
+ * (while collecting the edges of the first store, while reading the
+ * documents of the second), with its sorters spilled to disk, gives the
+ * reference's bytes and the in-memory path's summary; and so it does on a
+ * fingerprint-only store of the first store's fingerprints. */
+static void test_clusters_spill__tiny_budget(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "clusters tiny budget", 33);
+    char *dir = test_tmpdir("tiny");
+    const size_t sizes[2] = {300000, 240000};
+    for (int shape = 0; shape < 2; shape++) {
+        corpus c = make_groups(&r, sizes[shape], 8);
+        char *path = test_path(dir, shape ? "docs" : "edges");
+        simstore *s = make_store(path, &c, 3);
+        int keep = shape ? SIMSTORE_KEEP_MAX_KEY : SIMSTORE_KEEP_FIRST;
+        g_keep = (simstore_keep_rule)keep;
+        for (int singletons = 0; singletons < 2; singletons++) {
+            text want = pairs_clusters(s, &c, 3, singletons);
+            simstore_cluster_summary in_memory, forced, chosen;
+            scan_spill_stats stats;
+            text mem = components_in(s, 3, 2, (simstore_keep_rule)keep, singletons, 1u << 30, 0,
+                                     &in_memory, &stats);
+            assert_int_equal(stats.runs, 0);
+            text_equal(&mem, &want, "components in memory");
+            text got = components_in(s, 3, 2, (simstore_keep_rule)keep, singletons, 16u << 20, 1,
+                                     &forced, &stats);
+            fprintf(stderr,
+                    "  %s keep %d singletons %d: %llu documents, %llu edges, "
+                    "%llu rounds, %llu runs spilled\n",
+                    shape ? "docs" : "edges", keep, singletons,
+                    (unsigned long long)forced.documents, (unsigned long long)stats.edges,
+                    (unsigned long long)stats.rounds, (unsigned long long)stats.spilled_runs);
+            assert_int_equal(stats.runs, 1);
+            assert_true(stats.spilled_runs > 0);
+            text_equal(&got, &want, "spilled components at 16 MiB");
+            assert_memory_equal(&forced, &in_memory, sizeof forced);
+            free(got.buf);
+            got = components_in(s, 3, 2, (simstore_keep_rule)keep, singletons, 16u << 20, 0,
+                                &chosen, &stats);
+            assert_int_equal(stats.runs, 1); /* it did not fit */
+            assert_true(stats.spilled_runs > 0);
+            text_equal(&got, &want, "components at 16 MiB");
+            assert_memory_equal(&chosen, &in_memory, sizeof chosen);
+            free(got.buf);
+            free(want.buf);
+            free(mem.buf);
+        }
+        simstore_close(s);
+        test_rmtree(path);
+        free(path);
+        if (shape == 0) {
+            /* The same fingerprints in a fingerprint-only store (whose
+             * singletons come from a sort of every stored fingerprint):
+             * the spilling path against the in-memory one. */
+            char *fpath = test_path(dir, "fp");
+            simstore_build_options o;
+            simstore_build_options_init(&o);
+            o.k = 3;
+            o.fingerprint_only = 1;
+            o.memory_bytes = 16u << 20;
+            simstore_builder *b;
+            assert_int_equal(simstore_build_begin(fpath, &o, &b), 0);
+            for (size_t i = 0; i < c.n; i++)
+                assert_int_equal(simstore_builder_add_fp(b, c.docs[i].fp), 0);
+            assert_int_equal(simstore_builder_finish(b), 0);
+            assert_int_equal(simstore_open(fpath, 0, &s), 0);
+            for (int singletons = 0; singletons < 2; singletons++) {
+                simstore_cluster_summary in_memory, spilled;
+                scan_spill_stats stats;
+                text want = components_in(s, 3, 2, SIMSTORE_KEEP_FIRST, singletons, 1u << 30, 0,
+                                          &in_memory, &stats);
+                assert_int_equal(stats.runs, 0);
+                text got = components_in(s, 3, 2, SIMSTORE_KEEP_FIRST, singletons, 16u << 20, 1,
+                                         &spilled, &stats);
+                assert_int_equal(stats.runs, 1);
+                assert_true(stats.spilled_runs > 0);
+                text_equal(&got, &want, "fingerprint-only components spilled at 16 MiB");
+                assert_memory_equal(&spilled, &in_memory, sizeof spilled);
+                free(got.buf);
+                free(want.buf);
+            }
+            simstore_close(s);
+            test_rmtree(fpath);
+            free(fpath);
+        }
+        free(c.docs);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -655,6 +1211,9 @@ int main(void)
         cmocka_unit_test(group_past_memory_budget),
         cmocka_unit_test(fingerprint_only_and_empty),
         cmocka_unit_test(sweep),
+        cmocka_unit_test(test_clusters_spill__components),
+        cmocka_unit_test(test_clusters_spill__chain),
+        cmocka_unit_test(test_clusters_spill__tiny_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,7 @@
 # tests/scan: the scan layer (included by tests/CMakeLists.txt).
-# test_pairs: pairs, the join of an array, and clusters against brute force.
+# test_pairs: pairs, the join of an array, and clusters against brute force;
+# components through the spilling path (forced by its test hook, and chosen
+# at the 16 MiB floor) against the same references and the in-memory path.
 simstore_unit_test(test_pairs scan/test_pairs.c)
 target_link_libraries(test_pairs PRIVATE simstore)
 # test_memindex: the in-memory near-duplicate index against a brute-force
