@@ -194,7 +194,8 @@ static int rewrite(sims_normalizer *n, size_t *used, const uint8_t *from, const 
     size_t plain = (size_t)(start - from);
     if (reserve(&n->out, &n->out_cap, *used, plain) != 0)
         return SIMSTORE_ENOMEM;
-    memcpy(n->out + *used, from, plain);
+    if (plain) /* n->out is NULL until the first bytes go in */
+        memcpy(n->out + *used, from, plain);
     *used += plain;
     /* At most one code point per byte in, DECOMP_MAX out for each. */
     size_t bytes = (size_t)(stop - start);
@@ -271,7 +272,8 @@ int sims_normalize(sims_normalizer *n, const uint8_t *text, size_t len, const ui
     size_t rest = (size_t)(end - copied);
     if (reserve(&n->out, &n->out_cap, used, rest) != 0)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory while normalizing");
-    memcpy(n->out + used, copied, rest);
+    if (rest)
+        memcpy(n->out + used, copied, rest);
     *out = n->out;
     *out_len = used + rest;
     return 0;

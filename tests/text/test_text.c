@@ -1069,7 +1069,8 @@ static char *normalized(const char *s, size_t len, size_t *out_len)
     const uint8_t *out;
     assert_int_equal(sims_normalize(&n, (const uint8_t *)s, len, &out, out_len), 0);
     char *copy = malloc(*out_len + 1);
-    memcpy(copy, out, *out_len);
+    if (*out_len) /* out may be NULL for an empty result */
+        memcpy(copy, out, *out_len);
     copy[*out_len] = '\0';
     sims_normalizer_release(&n);
     return copy;
