@@ -28,7 +28,9 @@ static void usage(FILE *out)
             "  .tsv    id<TAB>hex16 per line: documents with their fingerprints\n"
             "  .fp     hex16<TAB>id per line, as `simstore fingerprint` prints\n"
             "  .jsonl  {\"id\": string or integer, \"text\": string[, \"meta\": any]} per\n"
-            "          line: documents, fingerprinted on the way\n"
+            "          line: documents, fingerprinted on the way (a record with\n"
+            "          \"fp\": hex16 and no text is stored under that fingerprint, as\n"
+            "          `simstore export --json` writes it)\n"
             "  .hex    hex16 per line (fingerprint-only stores)\n"
             "  .u64    raw little-endian 64-bit values (fingerprint-only stores)\n"
             "      --format tsv|fp|jsonl|hex|u64\n"
@@ -56,10 +58,8 @@ static void usage(FILE *out)
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
             "\n"
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
-            "\n"
-            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP
-            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n"
+            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Document ids are 1..511 bytes without control characters; an id given\n"

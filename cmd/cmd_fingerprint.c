@@ -105,6 +105,19 @@ static void fingerprint_record(run_state *st, const input_record *rec)
     int rc;
     st->documents++;
     st->bytes += rec->text_len;
+    if (rec->has_fp && !st->paragraphs) {
+        /* A record with "fp" and no text: its fingerprint as given. */
+        print_line(rec->fingerprint, rec, 0);
+        st->printed++;
+        return;
+    }
+    if (rec->has_fp) {
+        char id[CLI_ESCAPED_ID_BYTES];
+        cli_error(CMD, "%s: '%s' gives a fingerprint, not a text: no paragraphs", where(rec, loc),
+                  cli_escape(rec->id, rec->id_len, id, sizeof id));
+        st->failed = 1;
+        return;
+    }
     if (st->paragraphs) {
         st->rec = rec;
         rc = simstore_fingerprint_paragraphs(st->fpr, rec->text, rec->text_len, on_paragraph,

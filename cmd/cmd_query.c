@@ -448,7 +448,7 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
                 bad_lines = 1;
                 if (chunk_push(&c, 1, 0, why, strlen(why)))
                     status = cli_error(CMD, "out of memory");
-            } else if (format == INPUT_JSONL &&
+            } else if (format == INPUT_JSONL && !rec.has_fp &&
                        (need_fingerprinter(r) ||
                         simstore_fingerprint_text(r->fpr, rec.text, rec.text_len, &fp, &flags))) {
                 if (r->fpr)
@@ -525,8 +525,8 @@ static int run_queries_file(query_run *r, const char *path, int format)
         r->qid_integer = rec.id_is_integer;
         int rc = follow_store(r);
         if (rc == CLI_EXIT_OK)
-            rc = run_one(r, rec.id, rec.id_len, format == INPUT_JSONL, rec.fingerprint, rec.text,
-                         rec.text_len);
+            rc = run_one(r, rec.id, rec.id_len, format == INPUT_JSONL && !rec.has_fp,
+                         rec.fingerprint, rec.text, rec.text_len);
         r->qid_integer = 0;
         if (rc != CLI_EXIT_OK) {
             fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);

@@ -21,5 +21,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -479,7 +479,7 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
         return;
     }
     r->fp = rec.fingerprint;
-    if (fmt == INGEST_JSONL) {
+    if (fmt == INGEST_JSONL && !rec.has_fp) {
         unsigned flags = 0;
         int e = w->fpr_rc ? w->fpr_rc
                           : simstore_fingerprint_text(w->fpr, rec.text, rec.text_len, &r->fp, &flags);

@@ -421,6 +421,8 @@ static int is_known_member(const input_parser *p, const char *key)
 {
     const char *names[3] = {p->fields.id_field, p->fields.text_field,
                             p->fields.meta_fields ? NULL : "meta"};
+    if (strcmp(key, "fp") == 0)
+        return 1; /* a fingerprint given instead of the text */
     size_t klen = strlen(key);
     for (size_t i = 0; i < 3 + p->meta_count; i++) {
         const char *n = i < 3 ? names[i] : p->meta_names[i - 3];
@@ -510,16 +512,27 @@ static int parse_jsonl(input_parser *p, const char *line, size_t len, const char
     const char *why = input_check_id(rec->id, rec->id_len);
     if (why)
         return parser_error(p, -1, "%s: '%s'", why, excerpt(rec->id, rec->id_len, shown));
-    if (!text)
+    json_t *fp = text ? NULL : json_object_get(p->root, "fp");
+    if (fp) {
+        /* No text, a fingerprint: stored as given (what `export --json`
+         * writes). */
+        if (!json_is_string(fp) || json_string_length(fp) != 16 ||
+            cli_parse_hex64(json_string_value(fp), &rec->fingerprint) != 0)
+            return parser_error(p, -1, "\"fp\" must be a string of 16 hex digits");
+        rec->has_fp = 1;
+    } else if (!text) {
         return parser_error(p, -1, "missing member \"%s\"%s", f->text_field,
                             strcmp(f->text_field, "text") == 0
-                                ? " (--text-field NAME picks another member)"
+                                ? " (--text-field NAME picks another member, or \"fp\" "
+                                  "gives a fingerprint)"
                                 : "");
-    if (!json_is_string(text))
+    } else if (!json_is_string(text)) {
         return parser_error(p, -1, "\"%s\" must be a string, not %s", f->text_field,
                             json_type_name(text));
-    rec->text = json_string_value(text);
-    rec->text_len = json_string_length(text);
+    } else {
+        rec->text = json_string_value(text);
+        rec->text_len = json_string_length(text);
+    }
     if (!f->meta_fields) {
         json_t *meta = json_object_get(p->root, "meta");
         if (meta) {

@@ -88,6 +88,7 @@ typedef struct input_record {
     const char *file;     /* the name used in messages ("<stdin>" for "-") */
     unsigned long long line; /* 1-based; 0 for a whole plain file */
     int id_is_integer;       /* JSON Lines: the id was a JSON integer */
+    int has_fp;              /* JSON Lines: "fp" given instead of the text */
 } input_record;
 
 /* A parser for INPUT_JSONL, INPUT_FP_ID or INPUT_ID_FP lines; fields may be

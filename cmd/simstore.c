@@ -27,6 +27,8 @@ static const command commands[] = {
     {"verify", cmd_verify, "check a store or table file: checksums, structure, agreement"},
     {"dump", cmd_dump, "the fingerprints of a table file, block by block"},
     {"dedup", cmd_dedup, "JSON Lines without near-duplicates of earlier records or a store"},
+    {"get", cmd_get, "stored documents by id: fingerprint, segment, metadata"},
+    {"export", cmd_export, "every live document, as build reads it back"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

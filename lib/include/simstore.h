@@ -1047,6 +1047,51 @@ SIMSTORE_API int simstore_clusters(simstore *s, const simstore_cluster_options *
                                    simstore_cluster_fn fn, void *ctx,
                                    simstore_cluster_summary *summary);
 
+/* ---- Documents by id ---------------------------------------------------------
+ * A stored document as simstore_get() and simstore_export() give it. Its
+ * pointers stay valid until the callback returns. */
+typedef struct simstore_document {
+    const char *id; /* NUL-terminated; NULL in a fingerprint-only store      */
+    size_t id_len;
+    unsigned flags; /* SIMSTORE_MATCH_INTEGER_ID or 0                     */
+    uint64_t fp;
+    const char *meta; /* compact JSON, NUL-terminated, or NULL              */
+    size_t meta_len;
+    uint64_t insertion; /* insertion number (simstore_match), 0 when unknown */
+    uint64_t segment;   /* simstore_get: the newest live segment whose tables
+                           hold fp; 0 in simstore_export                    */
+    int missing;        /* simstore_get: no document has this id (only id,
+                           id_len are set)                                   */
+} simstore_document;
+
+typedef int (*simstore_document_fn)(void *ctx, const simstore_document *doc);
+
+/* The documents ids[0..n) (lens[i] bytes each), read from one committed
+ * state, handed to fn in the order given; an id no document has comes with
+ * missing = 1. Errors: SIMSTORE_EINVAL (NULL arguments, an empty or
+ * oversized id, a fingerprint-only store), SIMSTORE_ECORRUPT (a record that
+ * fails its checks, or a fingerprint no live segment holds), SIMSTORE_EIO,
+ * SIMSTORE_ENOMEM, or fn's nonzero value. */
+SIMSTORE_API int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t n,
+                              simstore_document_fn fn, void *ctx);
+
+/* simstore_export() flags: documents in insertion order (ties and documents
+ * without a number, which come first, by id) instead of id order, so that a
+ * store built from the export numbers them in the same relative order
+ * (clusters --keep first keeps the same documents). Sorted in o's memory,
+ * spilling to o's tmp_dir. */
+#define SIMSTORE_EXPORT_BY_INSERTION 1u
+
+/* Every live document from one committed state, in id byte order (or by
+ * insertion number), to fn; in a fingerprint-only store every distinct
+ * stored fingerprint in increasing order (id NULL). o: memory_bytes and
+ * tmp_dir for the sorts (NULL: defaults; k and threads are not used).
+ * Errors: SIMSTORE_EINVAL (unknown flag; SIMSTORE_EXPORT_BY_INSERTION on a
+ * fingerprint-only store), SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM,
+ * or fn's nonzero value. */
+SIMSTORE_API int simstore_export(simstore *s, const simstore_scan_options *o, unsigned flags,
+                                 simstore_document_fn fn, void *ctx);
+
 /* ---- In-memory near-duplicate index ---------------------------------------
  * An exact index of (fingerprint, value) entries in RAM that grows one entry
  * at a time and answers "which entries are within distance k of this

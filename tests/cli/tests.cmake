@@ -45,3 +45,6 @@ simstore_cli_test(test_cli_scan scan.sh)
 simstore_cli_test(test_cli_dedup dedup.sh)
 # query --queries in batches: byte-identical to one by one in every mode.
 simstore_cli_test(test_cli_batch batch.sh)
+# get and export: documents by id, every live document, the export read back
+# by build into a store with the same answers.
+simstore_cli_test(test_cli_documents documents.sh)

@@ -1,0 +1,249 @@
+/* documents.c: documents by id: simstore_get (records and the segment that
+ * holds each fingerprint) and simstore_export (every live document in id
+ * or insertion order), each read from one committed state. */
+#include "scan/clusters.h"
+#include "scan/pairs.h"
+#include "scan/state.h"
+
+#include "common/bytes.h"
+#include "common/error.h"
+#include "docs/records.h"
+#include "sort/recsort.h"
+#include "sort/u64sort.h"
+#include "table/table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A record of docs as a simstore_document (id and meta copied into buf,
+ * NUL-terminated). */
+static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *val, char *buf,
+                       simstore_document *d)
+{
+    sims_doc_record rec;
+    int rc = sims_doc_record_decode((const uint8_t *)key->mv_data, key->mv_size,
+                                    (const uint8_t *)val->mv_data, val->mv_size, &rec);
+    if (rc)
+        return sims_fail_context(rc, "%s: document '%.*s'", st->s->path,
+                                 (int)(key->mv_size > 64 ? 64 : key->mv_size),
+                                 (const char *)key->mv_data);
+    if (key->mv_size == 0 || key->mv_size > SIMSTORE_MAX_ID_BYTES)
+        return SIMS_CORRUPT("%s: a document id of %zu bytes", st->s->path, key->mv_size);
+    memset(d, 0, sizeof *d);
+    memcpy(buf, key->mv_data, key->mv_size);
+    buf[key->mv_size] = '\0';
+    d->id = buf;
+    d->id_len = key->mv_size;
+    d->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    d->fp = rec.fp;
+    d->insertion = rec.insertion;
+    if (rec.meta) {
+        char *m = buf + key->mv_size + 1;
+        memcpy(m, rec.meta, rec.meta_len);
+        m[rec.meta_len] = '\0';
+        d->meta = m;
+        d->meta_len = rec.meta_len;
+    }
+    return SIMSTORE_OK;
+}
+
+/* ---- get ------------------------------------------------------------------ */
+
+static int note_found(void *ctx, uint64_t value)
+{
+    (void)value;
+    *(int *)ctx = 1;
+    return 1; /* one is enough */
+}
+
+/* The newest live segment whose table 0 holds fp (0: none). */
+static int segment_of(const scan_state *st, uint64_t fp, uint64_t *segment)
+{
+    const sims_permuter *pm = &st->s->design->tables[0].permuter;
+    uint64_t p = sims_permute(pm, fp);
+    *segment = 0;
+    for (uint32_t i = st->snap->segment_count; i-- > 0;) {
+        int found = 0;
+        int rc =
+            table_reader_search(st->snap->segments[i]->tables[0], p, p, p, 0, note_found, &found);
+        if (rc < 0)
+            return rc;
+        if (found) {
+            *segment = st->snap->segments[i]->id;
+            return SIMSTORE_OK;
+        }
+    }
+    return SIMSTORE_OK;
+}
+
+int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t n,
+                 simstore_document_fn fn, void *ctx)
+{
+    if (!s || !fn || (n && (!ids || !lens)))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_get: NULL store, ids or callback");
+    if (s->store_flags & SIMS_STORE_FLAG_FP_ONLY)
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s holds fingerprints only: there are no documents to get by id",
+                         s->path);
+    for (size_t i = 0; i < n; i++)
+        if (!ids[i] || lens[i] == 0 || lens[i] > SIMSTORE_MAX_ID_BYTES)
+            return sims_fail(SIMSTORE_EINVAL,
+                             "simstore_get: id %zu is empty or longer than %d "
+                             "bytes",
+                             i, SIMSTORE_MAX_ID_BYTES);
+    scan_state st;
+    int rc = scan_state_begin(s, &st);
+    if (rc)
+        return rc;
+    char *buf = malloc(SIMSTORE_MAX_ID_BYTES + 1 + SIMSTORE_MAX_META_BYTES + 1);
+    if (!buf)
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        MDB_val key = {lens[i], (void *)ids[i]}, val;
+        int mrc = mdb_get(st.txn, s->env.docs, &key, &val);
+        simstore_document d;
+        if (mrc == MDB_NOTFOUND) {
+            memset(&d, 0, sizeof d);
+            memcpy(buf, ids[i], lens[i]);
+            buf[lens[i]] = '\0';
+            d.id = buf;
+            d.id_len = lens[i];
+            d.missing = 1;
+        } else if (mrc) {
+            rc = sims_mdb_fail(mrc, "read docs");
+            break;
+        } else if ((rc = to_document(&st, &key, &val, buf, &d)) == 0 &&
+                   (rc = segment_of(&st, d.fp, &d.segment)) == 0 && d.segment == 0) {
+            rc = SIMS_CORRUPT("%s: document '%s' has fingerprint %016llx, which no live segment "
+                              "holds",
+                              s->path, buf, (unsigned long long)d.fp);
+        }
+        if (rc == 0)
+            rc = fn(ctx, &d);
+    }
+    free(buf);
+    scan_state_end(&st);
+    return rc;
+}
+
+/* ---- export ----------------------------------------------------------------- */
+
+typedef struct exporter {
+    scan_state *st;
+    simstore_document_fn fn;
+    void *ctx;
+    char *buf;
+    sims_recsort *order; /* SIMSTORE_EXPORT_BY_INSERTION */
+} exporter;
+
+static int export_fps(exporter *e, const simstore_scan_options *o)
+{
+    sims_u64sort *all = NULL;
+    int rc = scan_sorted_fps(e->st, o, (size_t)(o->memory_bytes / 16), &all);
+    uint64_t buf[1024];
+    size_t n = 0;
+    while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            simstore_document d;
+            memset(&d, 0, sizeof d);
+            d.fp = buf[i];
+            rc = e->fn(e->ctx, &d);
+        }
+    }
+    sims_u64sort_free(all);
+    return rc;
+}
+
+/* By insertion: key = insertion number (big-endian) then the escaped id,
+ * value = the docs record as stored (decoded and checked again on the way
+ * out). */
+static int push_by_insertion(exporter *e, const MDB_val *key, const MDB_val *val,
+                             const simstore_document *d)
+{
+    uint8_t k[8 + 2 * SIMSTORE_MAX_ID_BYTES + 2];
+    be_store64(k, d->insertion);
+    size_t len = 8 + scan_key_put_id(k + 8, key->mv_data, key->mv_size);
+    if (val->mv_size > UINT32_MAX)
+        return SIMS_CORRUPT("%s: a document record of %zu bytes", e->st->s->path, val->mv_size);
+    return sims_recsort_push(e->order, k, (uint32_t)len, val->mv_data, (uint32_t)val->mv_size);
+}
+
+static int deliver_by_insertion(exporter *e, size_t keep_bytes)
+{
+    int rc = sims_recsort_finish(e->order, keep_bytes);
+    sims_rec r;
+    int got = 0;
+    char id[SIMSTORE_MAX_ID_BYTES + 1];
+    while (rc == 0 && (got = sims_recsort_next(e->order, &r)) == 1) {
+        size_t pos = 8;
+        size_t len = scan_key_get_id(r.key, r.key_len, &pos, id);
+        MDB_val key = {len, id}, val = {r.val_len, (void *)r.val};
+        simstore_document d;
+        if ((rc = to_document(e->st, &key, &val, e->buf, &d)) == 0)
+            rc = e->fn(e->ctx, &d);
+    }
+    return rc ? rc : got < 0 ? got : 0;
+}
+
+int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned flags,
+                    simstore_document_fn fn, void *ctx)
+{
+    if (!s || !fn)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_export: NULL store or callback");
+    if (flags & ~SIMSTORE_EXPORT_BY_INSERTION)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_export: unknown flags %#x", flags);
+    int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    if (fp_only && (flags & SIMSTORE_EXPORT_BY_INSERTION))
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s holds fingerprints only: they have no insertion order", s->path);
+    simstore_scan_options o;
+    if (opts)
+        o = *opts;
+    else
+        simstore_scan_options_init(&o);
+    if (o.memory_bytes == 0)
+        o.memory_bytes = (uint64_t)1 << 30;
+    if (o.memory_bytes < ((uint64_t)16 << 20))
+        o.memory_bytes = (uint64_t)16 << 20;
+    scan_state st;
+    int rc = scan_state_begin(s, &st);
+    if (rc)
+        return rc;
+    exporter e = {&st, fn, ctx, NULL, NULL};
+    e.buf = malloc(SIMSTORE_MAX_ID_BYTES + 1 + SIMSTORE_MAX_META_BYTES + 1);
+    if (!e.buf)
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
+    if (rc == 0 && fp_only) {
+        rc = export_fps(&e, &o);
+        goto done;
+    }
+    if (rc == 0 && (flags & SIMSTORE_EXPORT_BY_INSERTION))
+        rc = scan_sorter_new(&o, 2, &e.order);
+    MDB_cursor *cur = NULL;
+    if (rc == 0) {
+        int mrc = mdb_cursor_open(st.txn, s->env.docs, &cur);
+        if (mrc)
+            rc = sims_mdb_fail(mrc, "open a cursor on docs");
+    }
+    MDB_val key, val;
+    int mrc = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &key, &val, MDB_FIRST);
+    while (rc == 0 && mrc == 0) {
+        simstore_document d;
+        rc = to_document(&st, &key, &val, e.buf, &d);
+        if (rc == 0)
+            rc = e.order ? push_by_insertion(&e, &key, &val, &d) : fn(ctx, &d);
+        if (rc == 0)
+            mrc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
+    }
+    if (rc == 0 && mrc != MDB_NOTFOUND)
+        rc = sims_mdb_fail(mrc, "read docs");
+    if (cur)
+        mdb_cursor_close(cur);
+    if (rc == 0 && e.order)
+        rc = deliver_by_insertion(&e, (size_t)(o.memory_bytes / 2));
+done:
+    sims_recsort_free(e.order);
+    free(e.buf);
+    scan_state_end(&st);
+    return rc;
+}
