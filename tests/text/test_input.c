@@ -97,6 +97,16 @@ static void test_input_jsonl__good_records(void **state)
            "a=5@1;42=3@2;-7=0+{\"k\":[1,2],\"s\":\"\xC3\xA9\"}@5;\xE4\xB8\xAD\xE6\x96\x87=3+null@6;");
     /* A byte order mark before the first record is allowed. */
     expect(INPUT_JSONL, "\xEF\xBB\xBF{\"id\":\"b\",\"text\":\"t\"}\n", "b=1@1;");
+    /* "fp" instead of the text (as `export --json` writes); the text wins
+     * when both are given; a bad "fp" is refused. */
+    expect(INPUT_JSONL,
+           "{\"id\": \"f\", \"fp\": \"00000000000000ff\", \"meta\": 1}\n"
+           "{\"id\": \"g\", \"fp\": \"00000000000000ff\", \"text\": \"abc\"}\n"
+           "{\"id\": \"h\", \"fp\": \"ff\"}\n"
+           "{\"id\": \"i\", \"fp\": 255}\n",
+           "f=0+1@1;g=3@2;"
+           "!:3: \"fp\" must be a string of 16 hex digits;"
+           "!:4: \"fp\" must be a string of 16 hex digits;");
 }
 
 static void test_input_jsonl__malformed_records(void **state)
@@ -124,7 +134,8 @@ static void test_input_jsonl__malformed_records(void **state)
            "!:3: expected a JSON object {\"id\": ..., \"text\": ...}, found an array;"
            "!:4: missing member \"id\" (--id-field NAME picks another member, --id-from-line "
            "makes ids FILE:LINE);"
-           "!:5: missing member \"text\" (--text-field NAME picks another member);"
+           "!:5: missing member \"text\" (--text-field NAME picks another member, or \"fp\" "
+           "gives a fingerprint);"
            "d=1@6;" /* other members are ignored unless --strict */
            "!:7: \"id\" must be a string or an integer, not a number with a fraction or exponent;"
            "!:8: \"id\" must be a string or an integer, not null;"
