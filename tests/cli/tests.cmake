@@ -45,3 +45,6 @@ simstore_cli_test(test_cli_scan scan.sh)
 simstore_cli_test(test_cli_dedup dedup.sh)
 # query --queries in batches: byte-identical to one by one in every mode.
 simstore_cli_test(test_cli_batch batch.sh)
+# Boilerplate (issue 13, item 2): build --boilerplate auto on a generated
+# templated corpus, stats, queries, adds, dedup, standard input and pipes.
+simstore_cli_test(test_cli_boilerplate boilerplate.sh)
