@@ -122,6 +122,45 @@ static void test_boilerplate_keys__definition(void **state)
     simstore_fingerprinter_free(fpr);
 }
 
+/* The test vectors of format/fingerprint.md, section 15.4. */
+static void test_boilerplate_vectors__spec(void **state)
+{
+    (void)state;
+    simstore_fingerprinter *plain = fingerprinter(2), *fpr = fingerprinter(2);
+    static const struct {
+        const char *line;
+        uint64_t key; /* 0: no key */
+    } keys[] = {
+        {"  Home | About   Us  ", 0xf793daa32453040fULL},
+        {"HOME -- About us!", 0xf793daa32453040fULL},
+        {"Site Header", 0x5fb6e0d392104dbeULL},
+        {"\xEF\xAC\x81ne cafe\xCC\x81", 0x043b7d322c09e3b4ULL},
+        {"* * *", 0},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        size_t n;
+        uint64_t *k = keys_of(plain, keys[i].line, &n);
+        assert_int_equal(n, keys[i].key ? 1 : 0);
+        if (n)
+            assert_true(k[0] == keys[i].key);
+        free(k);
+    }
+    uint64_t set_keys[] = {0xf793daa32453040fULL, 0x5fb6e0d392104dbeULL};
+    simstore_boilerplate *bp = set_of(set_keys, 2);
+    simstore_fingerprinter_set_boilerplate(fpr, bp);
+    const char *page =
+        "Site Header\nThe quick brown fox jumps over the lazy dog.\nHOME | About | Us\n";
+    unsigned flags;
+    assert_true(fp_of(fpr, page, &flags) == 0x5cc1c8efc0c9b905ULL);
+    assert_int_equal(flags, 0);
+    assert_true(fp_of(plain, page, NULL) == 0x9481884a88899015ULL);
+    assert_true(fp_of(fpr, "Site Header\n\nHome about us", &flags) == 0x28c08fec06289658ULL);
+    assert_int_equal(flags, SIMSTORE_FP_ONLY_BOILERPLATE);
+    simstore_fingerprinter_free(fpr);
+    simstore_fingerprinter_free(plain);
+    simstore_boilerplate_free(bp);
+}
+
 /* ---- sets ---------------------------------------------------------------------- */
 
 static void test_boilerplate_set__api(void **state)
@@ -354,6 +393,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boilerplate_keys__definition),
+        cmocka_unit_test(test_boilerplate_vectors__spec),
         cmocka_unit_test(test_boilerplate_set__api),
         cmocka_unit_test(test_boilerplate_strip__bytes_removed),
         cmocka_unit_test(test_boilerplate_strip__only_boilerplate),
