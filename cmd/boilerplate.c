@@ -230,6 +230,7 @@ int boiler_first_pass(const char *cmd, char **paths, int npaths, ingest_options 
         return cli_api_error(cmd, rc, "boilerplate");
     ingest_options first = *io;
     first.line_keys = 1;
+    first.silent_bad = 1; /* the second pass reports them, as without boilerplate */
     first.boilerplate = NULL;
     first.note = NULL;
     first.phase = "boilerplate: reading";
@@ -238,8 +239,7 @@ int boiler_first_pass(const char *cmd, char **paths, int npaths, ingest_options 
     int got = ingest_run(&sink, paths, npaths, &first, &res);
     if (got != 0) {
         simstore_boilerplate_counter_free(counter);
-        return cli_error(cmd, "finding boilerplate: %s",
-                         got == 1 ? "the input has bad records" : "the input could not be read");
+        return cli_error(cmd, "finding boilerplate: the input could not be read");
     }
     rc = simstore_boilerplate_counter_finish(counter, out);
     simstore_boilerplate_counter_free(counter);

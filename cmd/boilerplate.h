@@ -68,11 +68,12 @@ void boiler_spool_free(boiler_spool *s);
 /* The first pass over paths[0..npaths) ('-' is standard input), as io reads
  * them (format, fields, text options, threads, progress): every JSON Lines
  * document's line keys counted with b's fraction and minimum in
- * memory_bytes. Inputs other than regular files are spooled first; the
- * second pass must read them through io->read_paths, which is set to
- * spool's. On success *out receives the set (free it with
- * simstore_boilerplate_free) and returns 0; otherwise prints why (bad
- * records as FILE:LINE: what) and returns CLI_EXIT_FAIL. */
+ * memory_bytes. Malformed records are skipped silently: the second pass
+ * reports them, as it would without boilerplate. Inputs other than regular
+ * files are spooled first; the second pass must read them through
+ * io->read_paths, which is set to spool's. On success *out receives the set
+ * (free it with simstore_boilerplate_free) and returns 0; otherwise prints
+ * why and returns CLI_EXIT_FAIL. */
 int boiler_first_pass(const char *cmd, char **paths, int npaths, ingest_options *io,
                       const boiler_opts *b, uint64_t memory_bytes, boiler_spool *spool,
                       simstore_boilerplate **out);

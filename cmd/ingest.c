@@ -734,6 +734,8 @@ static int drain_batch(ingest_state *st, const slot *s)
         int e = 0;
         switch (r->kind) {
         case REC_BAD:
+            if (st->o->silent_bad)
+                continue;
             if (bad_record(st, file, r->line, s->out + r->text_off))
                 return 1;
             continue;

@@ -77,6 +77,9 @@ typedef struct ingest_options {
     /* The first pass of boilerplate detection: JSON Lines documents are not
      * fingerprinted; their line keys go to sink.record instead. */
     int line_keys;
+    /* Malformed records are skipped without a word and not counted (a first
+     * pass: the second reports them). */
+    int silent_bad;
     /* NULL, or per input a path to read instead of paths[i] (a spooled
      * copy of standard input or a pipe; messages still name paths[i]). */
     char *const *read_paths;

@@ -229,12 +229,18 @@ run build "$T/e5" "$T/x.tsv" --boilerplate auto
 expect_status 1
 expect_err_has "--boilerplate auto reads the texts of JSON Lines documents"
 [ ! -e "$T/e5" ] && ok || fail "a failed build left a store"
-# A bad record is reported once, by the first pass, and nothing is built.
-cp "$corpus" "$T/bad.jsonl"
+# A bad record is reported once (by the second pass, as without
+# boilerplate): nothing is built; dedup writes the other records, exit 1.
+head -150 "$corpus" >"$T/bad.jsonl"
 echo '{"id": "broken", "text": ' >>"$T/bad.jsonl"
+tail -n +151 "$corpus" >>"$T/bad.jsonl"
 run build "$T/e6" "$T/bad.jsonl" --boilerplate auto
 expect_status 1
-[ "$(grep -c "$T/bad.jsonl:303:" "$T/err")" = 1 ] && ok || fail "the bad record is not reported once"
+[ "$(grep -c "$T/bad.jsonl:151:" "$T/err")" = 1 ] && ok || fail "the bad record is not reported once"
 [ ! -e "$T/e6" ] && ok || fail "a failed build left a store"
+run dedup "$T/bad.jsonl" --boilerplate auto
+expect_status 1
+expect_out_lines 301
+[ "$(grep -c "$T/bad.jsonl:151:" "$T/err")" = 1 ] && ok || fail "dedup: the bad record is not reported once"
 
 finish
