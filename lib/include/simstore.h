@@ -202,7 +202,9 @@ SIMSTORE_API int simstore_fingerprint_text(simstore_fingerprinter *fpr, const ch
 
 /* Documents in, fingerprints out: fingerprint texts[0..n) (lens[i] bytes
  * each) on `threads` threads (0: simstore_default_threads()) of the ordered
- * pool (simstore_ordered_*), in chunks, with options o (NULL: the defaults).
+ * pool (simstore_ordered_*), in chunks, with options o (NULL: the defaults)
+ * and no boilerplate set (for one, use fingerprinters of your own with
+ * simstore_fingerprinter_set_boilerplate()).
  * fps[i] (and flags[i], when flags is not NULL) receive exactly what
  * simstore_fingerprint_text() gives for texts[i], whatever the thread count.
  * Memory beyond the caller's arrays: one fingerprinter per thread and a
