@@ -83,7 +83,7 @@ typedef struct ingest_options {
     /* NULL, or per input a path to read instead of paths[i] (a spooled
      * copy of standard input or a pipe; messages still name paths[i]). */
     char *const *read_paths;
-    const char *phase;              /* progress phase; NULL: "reading" */
+    const char *phase; /* progress phase; NULL: "reading" */
 } ingest_options;
 
 typedef struct ingest_result {
