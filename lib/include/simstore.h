@@ -743,8 +743,8 @@ SIMSTORE_API int simstore_fingerprinter_set_boilerplate(simstore_fingerprinter *
                                                         const simstore_boilerplate *bp);
 
 /* The set fpr removes, or NULL. */
-SIMSTORE_API const simstore_boilerplate *
-simstore_fingerprinter_boilerplate(const simstore_fingerprinter *fpr);
+SIMSTORE_API const simstore_boilerplate *simstore_fingerprinter_boilerplate(
+    const simstore_fingerprinter *fpr);
 
 /* The boilerplate set the store recorded when it was built, or NULL when it
  * has none (built without one). Owned by s: valid until simstore_close().
