@@ -1,5 +1,6 @@
 /* cmd_add.c: `simstore add`: add documents (or fingerprints) to a store as
  * a new segment, committed all at once. */
+#include "boilerplate.h"
 #include "cli.h"
 #include "commands.h"
 #include "ingest.h"
@@ -22,8 +23,10 @@ static void usage(FILE *out)
             "of them at once when the add commits, or none if it fails. Input formats\n"
             "are those of `simstore build` (.tsv, .fp, .jsonl; .hex, .u64 for\n"
             "fingerprint-only stores; or --format). JSON Lines texts are fingerprinted\n"
-            "with the options the store recorded when it was built. '-' is standard\n"
-            "input, which has no extension: give --format with it.\n"
+            "with the options the store recorded when it was built, and without the\n"
+            "boilerplate lines it recorded (build --boilerplate auto; the set is not\n"
+            "computed again: `simstore stats` shows it). '-' is standard input, which\n"
+            "has no extension: give --format with it.\n"
             "\n"
             "      --format tsv|fp|jsonl|hex|u64\n"
             "      --skip-existing  skip documents whose id is already in the store, or\n"
@@ -47,7 +50,9 @@ static void usage(FILE *out)
             "Without --skip-existing an id already in the store, or given twice, is an\n"
             "error: each is reported (the first 20, then how many more) and nothing is\n"
             "added. Bad records are reported as FILE:LINE: message, and nothing is\n"
-            "added. On success one summary line goes to stdout:\n"
+            "added. A document that is nothing but the store's boilerplate is reported\n"
+            "(FILE:LINE: document id 'ID' is only boilerplate) and added with the\n"
+            "fingerprint of its whole text. On success one summary line goes to stdout:\n"
             "  added N documents to STORE (M new fingerprints)[; skipped K (I already\n"
             "  stored, J repeated)]; now D documents, F fingerprints in S segments[;\n"
             "  compacted S1 segments -> S2, X dead fingerprints dropped]\n"
@@ -68,6 +73,7 @@ int cmd_add(int argc, char **argv)
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         INPUT_FIELD_LONG_OPTIONS,
+        BOILER_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     simstore_build_options o;
@@ -107,6 +113,16 @@ int cmd_add(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
+        case BOILEROPT_MODE:
+        case BOILEROPT_FRACTION:
+        case BOILEROPT_MIN_DOCS:
+            return cli_usage_error(CMD,
+                                   "--boilerplate%s: add removes the boilerplate lines "
+                                   "the store recorded when it was built, and computes "
+                                   "none of its own (rebuild the store to change them)",
+                                   c == BOILEROPT_MODE       ? ""
+                                   : c == BOILEROPT_FRACTION ? "-fraction"
+                                                             : "-min-docs");
         default: {
             int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, NULL, &fields, NULL);
             if (t >= 0)
@@ -133,6 +149,7 @@ int cmd_add(int argc, char **argv)
     }
     simstore_get_text_options(s, &text);
     io.text = &text;
+    io.boilerplate = simstore_get_boilerplate(s);
     io.fingerprint_only = before.fingerprint_only;
     io.threads = o.threads;
 

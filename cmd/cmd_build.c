@@ -1,6 +1,7 @@
 /* cmd_build.c: `simstore build`: create a store from documents (TSV
  * fingerprints or JSON Lines texts) or, for fingerprint-only stores, bare
  * fingerprints. All or nothing: a failed build leaves no store behind. */
+#include "boilerplate.h"
 #include "cli.h"
 #include "commands.h"
 #include "ingest.h"
@@ -57,16 +58,25 @@ static void usage(FILE *out)
             "      --threads N      worker threads (default: all cores)\n"
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
+            "\n",
+            SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES);
+    fprintf(out,
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
             "\n"
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n"
-            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP "\n"
+            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP
+            "\n"
+            "Boilerplate (site templates: README, \"Boilerplate\"), recorded in the store\n"
+            "and removed from the texts of later adds and text queries:\n" BOILER_HELP
+            "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Document ids are 1..511 bytes without control characters; an id given\n"
             "twice is an error. Bad records are reported as FILE:LINE: message and\n"
-            "the build is abandoned. On success one summary line goes to stdout.\n"
-            "Exit status: 0 success, 1 failure, 2 usage error.\n",
-            SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES);
+            "the build is abandoned. A document that is nothing but boilerplate is\n"
+            "reported (FILE:LINE: document id 'ID' is only boilerplate) and stored with\n"
+            "the fingerprint of its whole text. On success one summary line goes to\n"
+            "stdout.\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
@@ -101,8 +111,11 @@ int cmd_build(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
+        BOILER_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    boiler_opts bo;
+    boiler_opts_init(&bo);
     simstore_build_options o;
     simstore_build_options_init(&o);
     textopt_state text;
@@ -172,14 +185,22 @@ int cmd_build(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
+            int b = boiler_apply(CMD, c, optarg, &bo);
+            if (b == 2)
+                return CLI_EXIT_USAGE;
+            if (b == 1)
+                break;
             int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields, NULL);
             if (t >= 0)
                 return t;
         }
         }
     }
-    if (textopt_finish(CMD, &text))
+    if (textopt_finish(CMD, &text) || boiler_finish(CMD, &bo))
         return CLI_EXIT_USAGE;
+    if (bo.automatic && o.fingerprint_only)
+        return cli_usage_error(CMD, "--boilerplate auto needs texts: a fingerprint-only store "
+                                    "has none");
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
     const char *path = cli_store_path(argv[optind++]);
@@ -210,8 +231,32 @@ int cmd_build(int argc, char **argv)
     ingest_result res;
     char failed[PATH_MAX + 32];
     snprintf(failed, sizeof failed, "%s not created", path);
-    if (ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb,
-                          failed)) {
+    /* Boilerplate: a first pass over the inputs finds the set, recorded in
+     * the store and removed from every text of the second. The first pass
+     * runs before the builder sorts anything, in the same budget. */
+    simstore_boilerplate *set = NULL;
+    boiler_spool spool = {NULL, NULL, 0};
+    if (bo.automatic) {
+        uint64_t mem = o.memory_bytes;
+        uint64_t kept = mem / 8 < ((uint64_t)64 << 20) ? mem / 8 : (uint64_t)64 << 20;
+        rc = boiler_first_pass(CMD, argv + optind, argc - optind, &io, &bo, mem - kept, &spool,
+                               &set);
+        if (rc == 0 && (rc = simstore_builder_set_boilerplate(b, set)) != 0)
+            rc = cli_api_error(CMD, rc, "%s", path);
+        if (rc) {
+            cli_progress_done(&prog);
+            simstore_builder_abort(b);
+            boiler_spool_free(&spool);
+            simstore_boilerplate_free(set);
+            return cli_error(CMD, "%s", failed);
+        }
+        io.boilerplate = set;
+    }
+    int ingest_failed =
+        ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb, failed);
+    boiler_spool_free(&spool);
+    if (ingest_failed) {
+        simstore_boilerplate_free(set);
         cli_clashes_finish(&clashes, NULL);
         return CLI_EXIT_FAIL;
     }
@@ -225,6 +270,7 @@ int cmd_build(int argc, char **argv)
         rc = simstore_get_stats(s, &st);
     simstore_close(s);
     if (rc) {
+        simstore_boilerplate_free(set);
         cli_error(CMD, "%s was built, but cannot be read back:", path);
         return cli_api_error(CMD, rc, "%s", path);
     }
@@ -232,13 +278,23 @@ int cmd_build(int argc, char **argv)
     human_bytes(st.table_bytes, tb, sizeof tb);
     human_bytes(st.lmdb_bytes, lb, sizeof lb);
     if (st.fingerprint_only)
-        printf("built %s: %llu distinct %s; %s; tables %s\n", path,
+        printf("built %s: %llu distinct %s; %s; tables %s", path,
                (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
                st.design, tb);
     else
-        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s\n", path,
+        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s", path,
                (unsigned long long)st.documents, CLI_NOUN(st.documents, "document"),
                (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
                st.design, tb, lb);
+    if (set) {
+        char desc[160];
+        boiler_describe(set, desc, sizeof desc);
+        printf("; boilerplate %s", desc);
+        if (res.only_boilerplate)
+            printf(", %llu %s only boilerplate", (unsigned long long)res.only_boilerplate,
+                   CLI_NOUN(res.only_boilerplate, "document"));
+        simstore_boilerplate_free(set);
+    }
+    putchar('\n');
     return CLI_EXIT_OK;
 }

@@ -5,6 +5,7 @@
  * and keeps or drops each against the kept records (simstore_memindex) and
  * the store's answer. Kept records pass through to stdout byte for byte;
  * with --add they go into the store in one commit at the end. */
+#include "boilerplate.h"
 #include "cli.h"
 #include "commands.h"
 #include "idcheck.h"
@@ -24,6 +25,7 @@ static const char *const CMD = "dedup";
 #define DEFAULT_K 3
 #define MAX_WORKERS 64 /* ingest.c's thread limit */
 #define MAX_REPORTED 20
+#define BOILERPLATE_MEMORY ((uint64_t)256 << 20) /* the first pass's counts */
 
 static void usage(FILE *out)
 {
@@ -63,8 +65,13 @@ static void usage(FILE *out)
             "                       of the kept records' index, time and peak memory on\n"
             "                       stderr\n"
             "\n"
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n");
+    fprintf(out,
             "Fingerprints of the texts:\n" TEXTOPT_HELP "\n"
+            "Boilerplate (site templates: README, \"Boilerplate\"): with --store, the\n"
+            "store's boilerplate lines are removed from every text; without, these\n"
+            "find them first (256 MiB for the counts, spilled to $TMPDIR beyond):\n"
+            BOILER_HELP "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Errors: a malformed record, a record without text, an id given to an\n"
@@ -72,7 +79,8 @@ static void usage(FILE *out)
             "the record is not written, the run goes on to report more, exits 1 and\n"
             "adds nothing. Ids of dropped records are checked at the end of the run\n"
             "(spilled to $TMPDIR): a repeat is reported the same way, after the kept\n"
-            "records were written.\n"
+            "records were written. A record that is nothing but boilerplate is\n"
+            "reported as a warning and judged by the fingerprint of its whole text.\n"
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
@@ -479,8 +487,13 @@ int cmd_dedup(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
+        BOILER_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
+    boiler_opts bo;
+    boiler_opts_init(&bo);
+    boiler_spool spool = {NULL, NULL, 0};
+    simstore_boilerplate *set = NULL;
     textopt_state text;
     textopt_init(&text);
     input_fields fields;
@@ -518,16 +531,25 @@ int cmd_dedup(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
+            int b = boiler_apply(CMD, c, optarg, &bo);
+            if (b == 2)
+                return CLI_EXIT_USAGE;
+            if (b == 1)
+                break;
             int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields, NULL);
             if (t >= 0)
                 return t;
         }
         }
     }
-    if (textopt_finish(CMD, &text))
+    if (textopt_finish(CMD, &text) || boiler_finish(CMD, &bo))
         return CLI_EXIT_USAGE;
     if (add && !run.store_path)
         return cli_usage_error(CMD, "--add needs --store STORE");
+    if (bo.given && run.store_path)
+        return cli_usage_error(CMD, "--boilerplate with --store: the records are fingerprinted "
+                                    "without the boilerplate lines STORE recorded, as its "
+                                    "documents were; it computes none of its own");
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
 
@@ -536,6 +558,14 @@ int cmd_dedup(int argc, char **argv)
         goto out;
     rc = CLI_EXIT_FAIL;
     run.k = k;
+    if (run.store)
+        io.boilerplate = simstore_get_boilerplate(run.store);
+    if (bo.automatic) {
+        if (boiler_first_pass(CMD, argv + optind, argc - optind, &io, &bo, BOILERPLATE_MEMORY,
+                              &spool, &set))
+            goto out;
+        io.boilerplate = set;
+    }
     if (idcheck_new(&run.dropped_ids)) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the dropped records' ids");
         goto out;
@@ -569,6 +599,8 @@ out:
     simstore_memindex_free(run.index);
     kept_free(&run.ids);
     idcheck_free(run.dropped_ids);
+    boiler_spool_free(&spool);
+    simstore_boilerplate_free(set);
     if (run.removed && fclose(run.removed) != 0 && rc == CLI_EXIT_OK)
         rc = cli_error(CMD, "%s: cannot write", run.removed_path);
     return rc;

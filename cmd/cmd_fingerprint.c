@@ -46,13 +46,18 @@ static void usage(FILE *out)
             "      --cjk auto|friso|bigram\n"
             "                       Han text: friso words (auto: when its dictionary\n"
             "                       loads) or character bigrams\n"
+            "      --store STORE    as STORE's documents are: its text options (those\n"
+            "                       given replace only themselves) and without its\n"
+            "                       boilerplate lines (build --boilerplate auto); for\n"
+            "                       fingerprints to add to it as .fp or .tsv\n"
             "\n"
             "  -v, --verbose        report the options, the CJK segmenter and totals on\n"
             "                       stderr\n"
             "  -h, --help           show this help\n"
             "\n"
             "A malformed record is reported as FILE:LINE: message and skipped; a\n"
-            "document without words gets fingerprint 0000000000000000 and a warning.\n"
+            "document without words gets fingerprint 0000000000000000 and a warning;\n"
+            "one that is only STORE's boilerplate, its whole text's, and a warning.\n"
             "Exit status: 0 success, 1 some input failed, 2 usage error.\n",
             SIMSTORE_FP_VERSION_DEFAULT, SIMSTORE_SHINGLE_MAX, SIMSTORE_SHINGLE_DEFAULT,
             SIMSTORE_SHINGLE_MAX, SIMSTORE_CJK_SHINGLE_DEFAULT, SIMSTORE_LAMBDA_MAX,
@@ -139,7 +144,11 @@ static void fingerprint_record(run_state *st, const input_record *rec)
     if (flags & SIMSTORE_FP_INVALID_UTF8)
         cli_warn(CMD, "%s: document '%.*s': invalid UTF-8 read as U+FFFD (a separator)",
                  where(rec, loc), (int)rec->id_len, rec->id);
-    if (flags & SIMSTORE_FP_EMPTY)
+    if (flags & SIMSTORE_FP_ONLY_BOILERPLATE)
+        cli_warn(CMD, "%s: document '%.*s' is only boilerplate: %s", where(rec, loc),
+                 (int)rec->id_len, rec->id,
+                 st->paragraphs ? "no paragraphs printed" : "fingerprinted whole");
+    else if (flags & SIMSTORE_FP_EMPTY)
         cli_warn(CMD, "%s: document '%.*s' has no words: %s", where(rec, loc),
                  (int)rec->id_len, rec->id,
                  st->paragraphs ? "no paragraphs printed" : "fingerprint 0000000000000000");
@@ -173,10 +182,11 @@ static void run_input(run_state *st, input_format format, const input_fields *fi
 
 int cmd_fingerprint(int argc, char **argv)
 {
-    enum { OPT_JSONL = 256, OPT_PARAGRAPHS };
+    enum { OPT_JSONL = 256, OPT_PARAGRAPHS, OPT_STORE };
     static const struct option longopts[] = {
         {"jsonl", no_argument, NULL, OPT_JSONL},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"store", required_argument, NULL, OPT_STORE},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
         {"verbose", no_argument, NULL, 'v'},
@@ -189,11 +199,13 @@ int cmd_fingerprint(int argc, char **argv)
     input_fields_init(&fields);
     int fields_given = 0;
     int jsonl = 0, paragraphs = 0, verbose = 0, c;
+    const char *store_path = NULL;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_JSONL: jsonl = 1; break;
         case OPT_PARAGRAPHS: paragraphs = 1; break;
+        case OPT_STORE: store_path = cli_store_path(optarg); break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
@@ -211,6 +223,17 @@ int cmd_fingerprint(int argc, char **argv)
     if (fields_given && !jsonl)
         return cli_usage_error(CMD, "--id-field, --text-field, --meta-fields, --strict and "
                                     "--id-from-line need --jsonl");
+    /* With --store: its options, those given over them, and its set. */
+    simstore *store = NULL;
+    if (store_path) {
+        int rc = simstore_open(store_path, SIMSTORE_OPEN_READONLY, &store);
+        if (rc)
+            return cli_api_error(CMD, rc, "%s", store_path);
+        simstore_text_options stored;
+        simstore_get_text_options(store, &stored);
+        textopt_over(&text, &stored);
+        text.opts = stored;
+    }
     const simstore_text_options opts = text.opts;
 
     /* Only friso needs its dictionary loaded (~0.05 s). */
@@ -222,8 +245,13 @@ int cmd_fingerprint(int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.paragraphs = paragraphs;
     int rc = simstore_fingerprinter_new(&opts, &st.fpr);
-    if (rc)
+    if (rc == SIMSTORE_OK && store)
+        rc = simstore_fingerprinter_set_boilerplate(st.fpr, simstore_get_boilerplate(store));
+    if (rc) {
+        simstore_fingerprinter_free(st.fpr);
+        simstore_close(store);
         return cli_api_error(CMD, rc, "cannot fingerprint with these options");
+    }
     if (opts.cjk == SIMSTORE_CJK_AUTO && auto_mode != SIMSTORE_CJK_FRISO)
         /* Han text then hashes differently from a machine with friso: say so. */
         cli_warn(CMD, "Han text is segmented into %s", segmenter);
@@ -243,6 +271,7 @@ int cmd_fingerprint(int argc, char **argv)
         run_input(&st, format, &fields, argv[i]);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     simstore_fingerprinter_free(st.fpr);
+    simstore_close(store);
 
     if (fflush(stdout) != 0 || ferror(stdout)) {
         cli_error(CMD, "writing standard output: %s", strerror(errno ? errno : EIO));

@@ -4,6 +4,7 @@
  * leading-bit histogram drawn as a text chart; --json for scripts. */
 #include "cli.h"
 #include "commands.h"
+#include "boilerplate.h"
 #include "textopts.h"
 
 #include <errno.h>
@@ -29,12 +30,12 @@ static void usage(FILE *out)
             "\n"
             "Describe a store without trusting it: documents, distinct fingerprints,\n"
             "segments, how its texts are fingerprinted (fingerprint version, text\n"
-            "options), the design (per table: permutation, prefix bits, blocks, bytes,\n"
-            "bits per fingerprint beside the floor 64 - log2 N + 1.443, block keys in\n"
-            "RAM), LMDB and table sizes, and for every table its Huffman code lengths\n"
-            "and the histogram of the leading-bit position j of consecutive\n"
-            "differences, drawn as a chart. FILE (a regular file) inspects one table\n"
-            "file alone, without LMDB.\n"
+            "options, boilerplate lines), the design (per table: permutation, prefix\n"
+            "bits, blocks, bytes, bits per fingerprint beside the floor\n"
+            "64 - log2 N + 1.443, block keys in RAM), LMDB and table sizes, and for\n"
+            "every table its Huffman code lengths and the histogram of the\n"
+            "leading-bit position j of consecutive differences, drawn as a chart.\n"
+            "FILE (a regular file) inspects one table file alone, without LMDB.\n"
             "\n"
             "      --json           one JSON object instead of text\n"
             "      --brief          no code or histogram per table\n"
@@ -257,7 +258,9 @@ static int inspect_store(const char *path, const options *o)
                st.fingerprints, st.segments, st.generation, st.table_fps, st.table_bytes, bits,
                floor_bits, st.lmdb_bytes, st.block_key_bytes, text.version);
         textopt_json(stdout, &text);
-        printf("},\"segments\":[");
+        printf("},\"boilerplate\":");
+        boiler_json(stdout, simstore_get_boilerplate(s));
+        printf(",\"segments\":[");
     } else {
         printf("store: %s\n", path);
         printf("kind: %s\n", st.fingerprint_only ? "fingerprint-only" : "documents");
@@ -271,6 +274,9 @@ static int inspect_store(const char *path, const options *o)
         printf("generation: %" PRIu64 "\n", st.generation);
         printf("fingerprint version: %u\n", text.version);
         printf("text options: %s\n", text_desc);
+        char boiler_desc[160];
+        boiler_describe(simstore_get_boilerplate(s), boiler_desc, sizeof boiler_desc);
+        printf("boilerplate: %s\n", boiler_desc);
         printf("design: %s\n", st.design);
         printf("block bytes: %u\n", st.block_bytes);
         printf("table bytes: %" PRIu64 " (%.2f bits per fingerprint per table; floor %.2f)\n",

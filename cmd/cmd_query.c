@@ -67,7 +67,9 @@ static void usage(FILE *out)
             "\n"
             "Fingerprints of texts (default: as the store's documents were made, which\n"
             "the store records, fingerprint version included; an option given changes\n"
-            "only itself):\n" TEXTOPT_HELP
+            "only itself). The lines of a store's boilerplate (build --boilerplate\n"
+            "auto) are removed from query texts; a text that is nothing else is\n"
+            "fingerprinted whole, with a warning:\n" TEXTOPT_HELP
             "\n"
             "  -h, --help           show this help\n"
             "\n"
@@ -256,11 +258,15 @@ static void print_bad_query_end(const query_run *r, const char *why)
     }
 }
 
+/* The fingerprinter of text queries: the store's text options (with those
+ * given over them) and its boilerplate set, as its documents were made. */
 static int need_fingerprinter(query_run *r)
 {
     if (r->fpr)
         return 0;
     int rc = simstore_fingerprinter_new(r->text, &r->fpr);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_fingerprinter_set_boilerplate(r->fpr, simstore_get_boilerplate(r->s));
     if (rc) {
         cli_api_error(CMD, rc, "fingerprinter");
         return -1;
@@ -268,20 +274,40 @@ static int need_fingerprinter(query_run *r)
     return 0;
 }
 
-/* One query; returns an exit code. */
+/* A query text that is only the store's boilerplate was fingerprinted
+ * whole: say so (file NULL for --text and --file). */
+static void warn_only_boilerplate(const char *file, unsigned long long line, const char *qid,
+                                  size_t qid_len)
+{
+    char esc[CLI_ESCAPED_ID_BYTES];
+    if (file)
+        fprintf(stderr,
+                "simstore %s: warning: %s:%llu: query id '%s' is only boilerplate: fingerprinted "
+                "whole\n",
+                CMD, file, line, cli_escape(qid, qid_len, esc, sizeof esc));
+    else
+        cli_warn(CMD, "the query text is only boilerplate (every line of it is in the store's "
+                      "boilerplate): fingerprinted whole");
+}
+
+/* One query; file and line name a line of --queries (file NULL for a
+ * single query). Returns an exit code. */
 static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, uint64_t fp,
-                   const char *text, size_t text_len)
+                   const char *text, size_t text_len, const char *file, unsigned long long line)
 {
     const simstore_match *m;
     size_t n;
-    int rc;
+    int rc = SIMSTORE_OK;
     if (is_text) {
+        unsigned flags = 0;
         if (need_fingerprinter(r))
             return CLI_EXIT_FAIL;
-        rc = simstore_query_text(r->q, r->fpr, text, text_len, r->k, NULL, &m, &n);
-    } else {
-        rc = simstore_query_fp(r->q, fp, r->k, &m, &n);
+        rc = simstore_fingerprint_text(r->fpr, text, text_len, &fp, &flags);
+        if (rc == SIMSTORE_OK && (flags & SIMSTORE_FP_ONLY_BOILERPLATE))
+            warn_only_boilerplate(file, line, qid, qid_len);
     }
+    if (rc == SIMSTORE_OK)
+        rc = simstore_query_fp(r->q, fp, r->k, &m, &n);
     if (rc)
         return cli_api_error(CMD, rc, "query");
     print_matches(r, qid, qid_len, m, n);
@@ -441,7 +467,7 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
             c.file = rec.file;
             c.last_line = rec.line;
             uint64_t fp = rec.fingerprint;
-            unsigned flags;
+            unsigned flags = 0;
             if (got == -1) {
                 const char *why = input_error(in);
                 cli_error(CMD, "%s", why);
@@ -455,8 +481,11 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
                     cli_api_error(CMD, SIMSTORE_ENOMEM, "query");
                 fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);
                 status = CLI_EXIT_FAIL;
-            } else if (chunk_push_query(&c, &rec, fp)) {
-                status = cli_error(CMD, "out of memory");
+            } else {
+                if (format == INPUT_JSONL && (flags & SIMSTORE_FP_ONLY_BOILERPLATE))
+                    warn_only_boilerplate(rec.file, rec.line, rec.id, rec.id_len);
+                if (chunk_push_query(&c, &rec, fp))
+                    status = cli_error(CMD, "out of memory");
             }
         }
         /* What was read before a failure is still answered. */
@@ -526,7 +555,7 @@ static int run_queries_file(query_run *r, const char *path, int format)
         int rc = follow_store(r);
         if (rc == CLI_EXIT_OK)
             rc = run_one(r, rec.id, rec.id_len, format == INPUT_JSONL && !rec.has_fp,
-                         rec.fingerprint, rec.text, rec.text_len);
+                         rec.fingerprint, rec.text, rec.text_len, rec.file, rec.line);
         r->qid_integer = 0;
         if (rc != CLI_EXIT_OK) {
             fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);
@@ -681,16 +710,16 @@ int cmd_query(int argc, char **argv)
                  stored_desc, effective_desc);
     int status;
     if (fp_arg) {
-        status = run_one(&r, "-", 1, 0, fp, NULL, 0);
+        status = run_one(&r, "-", 1, 0, fp, NULL, 0, NULL, 0);
     } else if (text_arg) {
-        status = run_one(&r, "-", 1, 1, 0, text_arg, strlen(text_arg));
+        status = run_one(&r, "-", 1, 1, 0, text_arg, strlen(text_arg), NULL, 0);
     } else if (file_arg) {
         char *data, why[1024];
         size_t len;
         if (cli_read_file(file_arg, &data, &len, why, sizeof why) != 0) {
             status = cli_error(CMD, "%s", why);
         } else {
-            status = run_one(&r, "-", 1, 1, 0, data, len);
+            status = run_one(&r, "-", 1, 1, 0, data, len, NULL, 0);
             free(data);
         }
     } else {

@@ -1,6 +1,7 @@
 /* cmd_stats.c: `simstore stats`: counts, design and sizes of a store. */
 #include "cli.h"
 #include "commands.h"
+#include "boilerplate.h"
 #include "textopts.h"
 
 #include <getopt.h>
@@ -18,7 +19,9 @@ static void usage(FILE *out)
             "k, tables, design, block bytes, documents, fingerprints (distinct),\n"
             "segments, generation, table bytes (with bytes and bits per fingerprint),\n"
             "LMDB bytes, the block keys an open store keeps in RAM, and how its texts\n"
-            "are fingerprinted: the fingerprint version and the text options.\n"
+            "are fingerprinted: the fingerprint version, the text options and the\n"
+            "boilerplate lines removed from its texts (none, or how many, and from how\n"
+            "many documents).\n"
             "\n"
             "      --json           one JSON object instead\n"
             "  -h, --help           show this help\n"
@@ -50,14 +53,17 @@ int cmd_stats(int argc, char **argv)
     simstore *s;
     simstore_stats st;
     simstore_text_options text;
+    char boiler_desc[160];
     int rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
     if (rc == SIMSTORE_OK)
         rc = simstore_get_stats(s, &st);
     if (rc == SIMSTORE_OK)
         simstore_get_text_options(s, &text);
-    simstore_close(s);
-    if (rc)
+    if (rc) {
+        simstore_close(s);
         return cli_api_error(CMD, rc, "%s", path);
+    }
+    boiler_describe(simstore_get_boilerplate(s), boiler_desc, sizeof boiler_desc);
     double per_fp = st.table_fps ? (double)st.table_bytes / (double)st.table_fps : 0;
     double per_table_bits = st.tables ? per_fp * 8 / st.tables : 0;
     if (json) {
@@ -73,7 +79,10 @@ int cmd_stats(int argc, char **argv)
                (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes,
                text.version);
         textopt_json(stdout, &text);
-        printf("}}\n");
+        printf("},\"boilerplate\":");
+        boiler_json(stdout, simstore_get_boilerplate(s));
+        printf("}\n");
+        simstore_close(s);
         return CLI_EXIT_OK;
     }
     printf("store: %s\n", path);
@@ -94,5 +103,7 @@ int cmd_stats(int argc, char **argv)
     textopt_describe(&text, desc, sizeof desc);
     printf("fingerprint version: %u\n", text.version);
     printf("text options: %s\n", desc);
+    printf("boilerplate: %s\n", boiler_desc);
+    simstore_close(s);
     return CLI_EXIT_OK;
 }

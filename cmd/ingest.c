@@ -102,8 +102,9 @@ typedef struct ingest_rec {
     uint64_t note_value;
     size_t note_off, note_len;
     unsigned note_flags;
+    size_t keys_off, nkeys; /* line keys (ingest_options.line_keys), in `out` */
     int rc;
-    unsigned char kind, has_meta, empty, id_integer, has_note_text;
+    unsigned char kind, has_meta, empty, id_integer, has_note_text, only_boilerplate;
 } ingest_rec;
 
 enum slot_failure {
@@ -142,8 +143,11 @@ typedef struct pipeline {
     const char **names; /* for messages */
     const int *formats;
     int npaths;
+    char *const *read_paths;
     /* parsing */
     const simstore_text_options *text;
+    const simstore_boilerplate *boilerplate;
+    int line_keys;
     const input_fields *fields;
     ingest_note_fn note;
     void *note_ctx;
@@ -339,7 +343,8 @@ static void *reader_main(void *arg)
     reader_state rs = {pl, 0, NULL, NULL, 0, 0};
     for (int i = 0; i < pl->npaths; i++) {
         cli_stream *st = NULL;
-        if (cli_stream_open(&st, pl->paths[i]) != 0) {
+        const char *path = pl->read_paths && pl->read_paths[i] ? pl->read_paths[i] : pl->paths[i];
+        if (cli_stream_open(&st, path) != 0) {
             int err = errno;
             reader_next_slot(&rs, (unsigned)i, 1);
             reader_finish_slot(&rs, FAIL_OPEN, 0, strerror(err));
@@ -453,6 +458,33 @@ static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
     }
 }
 
+/* The first pass of boilerplate detection: the document's line keys, copied
+ * into the batch (8-byte aligned: the arena is malloc'd). Nonzero when the
+ * record failed. */
+static int keep_line_keys(worker_state *w, slot *s, ingest_rec *r, const input_record *rec)
+{
+    const uint64_t *keys;
+    size_t n;
+    int e = w->fpr_rc
+                ? w->fpr_rc
+                : simstore_fingerprinter_line_keys(w->fpr, rec->text, rec->text_len, &keys, &n);
+    size_t pad = (8 - s->out_len % 8) % 8;
+    if (!e && (n > SIZE_MAX / 16 || reserve(&s->out, s->out_len, &s->out_cap, pad + n * 8)))
+        e = SIMSTORE_ENOMEM;
+    if (e) {
+        r->kind = REC_FAILED;
+        r->rc = e;
+        return 1;
+    }
+    s->out_len += pad;
+    r->keys_off = s->out_len;
+    r->nkeys = n;
+    if (n)
+        memcpy(s->out + s->out_len, keys, n * 8);
+    s->out_len += n * 8;
+    return 0;
+}
+
 static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s, ingest_rec *r,
                          const char *line, size_t len)
 {
@@ -479,7 +511,11 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
         return;
     }
     r->fp = rec.fingerprint;
-    if (fmt == INGEST_JSONL && !rec.has_fp) {
+    if (fmt == INGEST_JSONL && pl->line_keys) {
+        /* The first pass: line keys (a record giving "fp" has no text). */
+        if (!rec.has_fp && keep_line_keys(w, s, r, &rec))
+            return;
+    } else if (fmt == INGEST_JSONL && !rec.has_fp) {
         unsigned flags = 0;
         int e = w->fpr_rc ? w->fpr_rc
                           : simstore_fingerprint_text(w->fpr, rec.text, rec.text_len, &r->fp, &flags);
@@ -489,6 +525,7 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
             return;
         }
         r->empty = (flags & SIMSTORE_FP_EMPTY) != 0;
+        r->only_boilerplate = (flags & SIMSTORE_FP_ONLY_BOILERPLATE) != 0;
     }
     r->kind = REC_DOC;
     r->id_integer = (unsigned char)rec.id_is_integer;
@@ -554,6 +591,8 @@ static void work_batch(void *ctx, void *item, unsigned index)
             any_jsonl |= pl->formats[i] == INGEST_JSONL;
         if (any_jsonl)
             w->fpr_rc = simstore_fingerprinter_new(pl->text, &w->fpr);
+        if (any_jsonl && w->fpr_rc == 0 && pl->boilerplate)
+            w->fpr_rc = simstore_fingerprinter_set_boilerplate(w->fpr, pl->boilerplate);
     }
     parse_batch(pl, w, index, (slot *)item);
 }
@@ -670,7 +709,8 @@ static void count_record(ingest_state *st, uint64_t step)
     uint64_t before = st->res->records;
     st->res->records += step;
     if (st->o->progress && (before >> 16) != (st->res->records >> 16))
-        st->o->progress(st->o->progress_ctx, "reading", st->res->records, 0);
+        st->o->progress(st->o->progress_ctx, st->o->phase ? st->o->phase : "reading",
+                        st->res->records, 0);
 }
 
 /* Hand one parsed batch to the builder. Returns nonzero to stop. */
@@ -695,6 +735,8 @@ static int drain_batch(ingest_state *st, const slot *s)
         int e = 0;
         switch (r->kind) {
         case REC_BAD:
+            if (st->o->silent_bad)
+                continue;
             if (bad_record(st, file, r->line, s->out + r->text_off))
                 return 1;
             continue;
@@ -710,6 +752,14 @@ static int drain_batch(ingest_state *st, const slot *s)
                 fprintf(stderr, "simstore %s: warning: %s:%llu: document '%.*s' has no words\n",
                         st->o->cmd, file, r->line, (int)r->text_len, id);
             }
+            if (r->only_boilerplate) {
+                st->res->only_boilerplate++;
+                char esc[CLI_ESCAPED_ID_BYTES];
+                fprintf(stderr,
+                        "simstore %s: warning: %s:%llu: document id '%s' is only boilerplate: "
+                        "fingerprinted whole\n",
+                        st->o->cmd, file, r->line, cli_escape(id, r->text_len, esc, sizeof esc));
+            }
             st->res->integer_ids += r->id_integer;
             simstore_doc d = {id, r->text_len, r->fp, r->has_meta ? s->out + r->meta_off : NULL,
                               r->meta_len, source_file | r->line};
@@ -718,7 +768,10 @@ static int drain_batch(ingest_state *st, const slot *s)
                                     file, r->line,
                                     {r->note_value, r->note_flags,
                                      r->has_note_text ? s->out + r->note_off : NULL,
-                                     r->note_len}};
+                                     r->note_len},
+                                    r->only_boilerplate,
+                                    (const uint64_t *)(const void *)(s->out + r->keys_off),
+                                    r->nkeys};
                 e = st->sink->record(st->sink->ctx, &ir);
                 break;
             }
@@ -851,7 +904,10 @@ int ingest_run(const ingest_sink *sink, char **paths, int npaths, const ingest_o
     pl.names = names;
     pl.formats = formats;
     pl.npaths = npaths;
+    pl.read_paths = o->read_paths;
     pl.text = o->text;
+    pl.boilerplate = o->boilerplate;
+    pl.line_keys = o->line_keys;
     pl.fields = o->fields;
     pl.note = o->note;
     pl.note_ctx = o->note_ctx;

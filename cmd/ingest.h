@@ -70,6 +70,20 @@ typedef struct ingest_options {
     void *progress_ctx;
     ingest_note_fn note;            /* NULL: none */
     void *note_ctx;
+    /* Boilerplate (README, "Boilerplate"): JSON Lines texts are
+     * fingerprinted without the lines of this set (NULL: none); a document
+     * that is only boilerplate is warned about and counted. */
+    const simstore_boilerplate *boilerplate;
+    /* The first pass of boilerplate detection: JSON Lines documents are not
+     * fingerprinted; their line keys go to sink.record instead. */
+    int line_keys;
+    /* Malformed records are skipped without a word and not counted (a first
+     * pass: the second reports them). */
+    int silent_bad;
+    /* NULL, or per input a path to read instead of paths[i] (a spooled
+     * copy of standard input or a pipe; messages still name paths[i]). */
+    char *const *read_paths;
+    const char *phase; /* progress phase; NULL: "reading" */
 } ingest_options;
 
 typedef struct ingest_result {
@@ -77,6 +91,7 @@ typedef struct ingest_result {
     uint64_t bad;        /* malformed records reported */
     uint64_t empty_docs; /* documents without words (fingerprint 0, warned) */
     uint64_t integer_ids; /* documents whose JSON id was an integer */
+    uint64_t only_boilerplate; /* documents that were only boilerplate (warned) */
 } ingest_result;
 
 /* Where ingested records go, in input order, on the calling thread. Each
@@ -97,6 +112,10 @@ typedef struct ingest_record {
     const char *file;       /* the input's name for messages */
     unsigned long long line_number;
     ingest_note note;       /* zeros without ingest_options.note */
+    int only_boilerplate;   /* only boilerplate: fingerprinted whole (warned) */
+    const uint64_t *line_keys; /* ingest_options.line_keys: the document's
+                                  distinct line keys, increasing */
+    size_t line_key_count;
 } ingest_record;
 
 typedef struct ingest_sink {

@@ -7,6 +7,7 @@
  * of a segment's tables; cross-check docs, fps and the segments; compare the
  * state's counts; list files the store does not use. */
 #include "check/inspect.h"
+#include "docs/boilerplate_record.h"
 #include "docs/lmdbwalk.h"
 #include "store/store_internal.h"
 #include "sort/u64sort.h"
@@ -566,6 +567,30 @@ static int64_t mdb_offset(const store_ctx *c, const void *p)
     return (int64_t)(q - c->map_base);
 }
 
+/* The boilerplate record, when the store has one: it must decode. Nothing
+ * else depends on it, so verify goes on either way. */
+static void check_boilerplate_record(vctx *v, store_ctx *c)
+{
+    MDB_val key = {sizeof SIMS_BOILERPLATE_RECORD_KEY - 1, (void *)SIMS_BOILERPLATE_RECORD_KEY};
+    MDB_val val;
+    int mrc = mdb_get(c->txn, c->env.meta, &key, &val);
+    if (mrc == MDB_NOTFOUND)
+        return;
+    if (mrc) {
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
+                "%s: reading the boilerplate record: %s", c->mdb_path, mdb_strerror(mrc));
+        return;
+    }
+    sims_boilerplate_record r;
+    sims_error_clear();
+    int rc = sims_boilerplate_record_decode((const uint8_t *)val.mv_data, val.mv_size, &r);
+    if (rc) {
+        int64_t at = mdb_offset(c, val.mv_data);
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, at,
+                "%s (byte offset %" PRId64 "): %s", c->mdb_path, at, detail(rc));
+    }
+}
+
 /* Read the records; 1 when store record, design and state are usable. */
 static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
 {
@@ -624,6 +649,7 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
         problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1, "%s: reading the text record: "
                 "%s", c->mdb_path, mdb_strerror(mrc));
     }
+    check_boilerplate_record(v, c);
     MDB_val skey = {5, (void *)"state"}, sval;
     mrc = mdb_get(c->txn, c->env.meta, &skey, &sval);
     if (mrc) {

@@ -202,7 +202,9 @@ SIMSTORE_API int simstore_fingerprint_text(simstore_fingerprinter *fpr, const ch
 
 /* Documents in, fingerprints out: fingerprint texts[0..n) (lens[i] bytes
  * each) on `threads` threads (0: simstore_default_threads()) of the ordered
- * pool (simstore_ordered_*), in chunks, with options o (NULL: the defaults).
+ * pool (simstore_ordered_*), in chunks, with options o (NULL: the defaults)
+ * and no boilerplate set (for one, use fingerprinters of your own with
+ * simstore_fingerprinter_set_boilerplate()).
  * fps[i] (and flags[i], when flags is not NULL) receive exactly what
  * simstore_fingerprint_text() gives for texts[i], whatever the thread count.
  * Memory beyond the caller's arrays: one fingerprinter per thread and a
@@ -506,8 +508,10 @@ SIMSTORE_API int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
                                    const simstore_match **matches, size_t *count);
 
 /* Fingerprint `text` with fpr (simstore_fingerprint_text) and query it; the
- * fingerprint goes to *fp when fp is not NULL. Same errors, plus those of
- * fingerprinting. */
+ * fingerprint goes to *fp when fp is not NULL. When the store records a
+ * boilerplate set (simstore_get_boilerplate), the text is fingerprinted
+ * without its lines, whatever set fpr carries (fpr keeps its own for other
+ * calls). Same errors, plus those of fingerprinting. */
 SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr,
                                      const char *text, size_t len, unsigned k, uint64_t *fp,
                                      const simstore_match **matches, size_t *count);
@@ -597,6 +601,168 @@ SIMSTORE_API int simstore_get_stats(simstore *s, simstore_stats *out);
  * at build, with SIMSTORE_CJK_AUTO resolved to the segmenter then in effect),
  * for fingerprinting text queries the same way. Cannot fail. */
 SIMSTORE_API void simstore_get_text_options(const simstore *s, simstore_text_options *out);
+
+/* ---- Boilerplate -----------------------------------------------------------
+ * Lines that occur in more than a fraction of a corpus's documents (a site's
+ * navigation, headers and footers), found in a first pass over the corpus
+ * and removed from every text before it is fingerprinted, so that pages of
+ * one site do not look alike through their template and copies under other
+ * templates still do (format/fingerprint.md, "Boilerplate"):
+ *  - a line is a run of bytes between LFs; its key is the XXH3-64 (seed
+ *    "SIMSLINE") of its tokens joined by spaces, made by the fingerprint's
+ *    own tokenizer (so case, normalization, spacing and punctuation do not
+ *    matter); a line without tokens has no key and is never boilerplate;
+ *  - a counter takes the corpus's documents and counts, exactly and in
+ *    bounded memory (spilling sorted runs), the documents holding each key;
+ *    the set is the keys held by more than `fraction` of N documents (and at
+ *    least 2), N being at least min_documents, else the set is empty;
+ *  - a fingerprinter carrying a set fingerprints the text without the lines
+ *    whose key is in it; a text that is nothing but such lines is
+ *    fingerprinted whole and flagged SIMSTORE_FP_ONLY_BOILERPLATE;
+ *  - a store built with a set records it (format/store.md, the boilerplate
+ *    record) and applies it to adds and text queries: it never changes.
+ * Threads: a set is immutable once made, and may be shared by any number of
+ * fingerprinters on any threads. A counter is used by one thread at a time. */
+
+/* simstore_fingerprint_text() and simstore_fingerprint_paragraphs() flag:
+ * with a boilerplate set, every line of the text that has tokens is
+ * boilerplate. The fingerprint is then that of the whole text (no line
+ * removed); paragraphs report none. */
+#define SIMSTORE_FP_ONLY_BOILERPLATE 0x4u
+
+/* Defaults of simstore_boilerplate_options. */
+#define SIMSTORE_BOILERPLATE_FRACTION_DEFAULT 0.1
+#define SIMSTORE_BOILERPLATE_MIN_DOCUMENTS_DEFAULT 100u
+
+typedef struct simstore_boilerplate simstore_boilerplate;
+typedef struct simstore_boilerplate_counter simstore_boilerplate_counter;
+
+typedef struct simstore_boilerplate_options {
+    double fraction;        /* a line is boilerplate when more than this share
+                               of the documents hold it: 0 < f < 1, used in
+                               millionths, round(f * 10^6) in 1..999999 (0.1) */
+    uint64_t min_documents; /* with fewer documents no line is boilerplate
+                               (SIMSTORE_BOILERPLATE_MIN_DOCUMENTS_DEFAULT)   */
+    uint64_t memory_bytes;  /* for the counts: 16 bytes per line occurrence
+                               held before a sorted run spills to tmp_dir, at
+                               least 1 MiB (64 MiB)                           */
+    const char *tmp_dir;    /* spilled runs (unlinked files); NULL: $TMPDIR,
+                               else /tmp (NULL)                               */
+} simstore_boilerplate_options;
+
+/* Fill *o with the defaults above. */
+SIMSTORE_API void simstore_boilerplate_options_init(simstore_boilerplate_options *o);
+
+/* What a set is: the parameters and counts it was made with. */
+typedef struct simstore_boilerplate_info {
+    double fraction;              /* fraction_millionths / 10^6            */
+    uint32_t fraction_millionths; /* 1..999999                             */
+    uint64_t min_documents;       /* fewer documents: no line boilerplate  */
+    uint64_t documents;           /* documents the first pass counted (N)  */
+    uint64_t lines;               /* keys in the set                       */
+} simstore_boilerplate_info;
+
+/* Start counting the lines of a corpus whose texts are fingerprinted with
+ * `text` (NULL: the defaults): line keys depend on the fingerprint version
+ * and the Han segmenter, so count with the options the texts will be
+ * fingerprinted with. o: NULL for the defaults.
+ *   out  receives the counter, released with
+ *        simstore_boilerplate_counter_free(); NULL on failure.
+ * Errors: SIMSTORE_EINVAL (out NULL, fraction outside (0, 1) or rounding
+ * to 0 or 10^6 millionths; a text option out of range, as
+ * simstore_fingerprinter_new()), SIMSTORE_ENOTFOUND (friso asked for and
+ * not loadable), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_boilerplate_counter_new(const simstore_text_options *text,
+                                                  const simstore_boilerplate_options *o,
+                                                  simstore_boilerplate_counter **out);
+
+/* Count one document: its text (len bytes of UTF-8, as for
+ * simstore_fingerprint_text()). Each key counts once per document.
+ * Errors: SIMSTORE_EINVAL (NULL c, text NULL with len > 0, after finish),
+ * SIMSTORE_EIO (spilling), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_boilerplate_counter_add(simstore_boilerplate_counter *c, const char *text,
+                                                  size_t len);
+
+/* Count one document given by its line keys (from
+ * simstore_fingerprinter_line_keys(), made with the counter's text options,
+ * typically on other threads): keys[0..n) in any order, repeats counted
+ * once. Same errors as simstore_boilerplate_counter_add(). */
+SIMSTORE_API int simstore_boilerplate_counter_add_keys(simstore_boilerplate_counter *c,
+                                                       const uint64_t *keys, size_t n);
+
+/* Documents counted so far; 0 for NULL. */
+SIMSTORE_API uint64_t simstore_boilerplate_counter_documents(const simstore_boilerplate_counter *c);
+
+/* Merge the counts and make the set. The counter takes no more documents
+ * (free it). out receives the set, owned by the caller (release with
+ * simstore_boilerplate_free()). Errors: SIMSTORE_EINVAL (called twice),
+ * SIMSTORE_EIO (reading spilled runs), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c,
+                                                     simstore_boilerplate **out);
+
+/* Release a counter and its spilled runs; NULL is allowed. */
+SIMSTORE_API void simstore_boilerplate_counter_free(simstore_boilerplate_counter *c);
+
+/* A set from known keys[0..n) (any order; repeats dropped): for tests and
+ * for sets kept elsewhere. info supplies fraction, min_documents and
+ * documents (NULL: the default fraction and minimum, 0 documents); its
+ * `lines` is ignored. Errors: SIMSTORE_EINVAL (out NULL, keys NULL with
+ * n > 0, a fraction as for the counter), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_boilerplate_new(const uint64_t *keys, size_t n,
+                                          const simstore_boilerplate_info *info,
+                                          simstore_boilerplate **out);
+
+/* Release a set; NULL is allowed. Fingerprinters and builders given it must
+ * be done with it first (a store's own set is the store's: never free it). */
+SIMSTORE_API void simstore_boilerplate_free(simstore_boilerplate *bp);
+
+/* Fill *out. Cannot fail. */
+SIMSTORE_API void simstore_boilerplate_get_info(const simstore_boilerplate *bp,
+                                                simstore_boilerplate_info *out);
+
+/* The set's keys, strictly increasing (info.lines of them); valid as long
+ * as the set. */
+SIMSTORE_API const uint64_t *simstore_boilerplate_keys(const simstore_boilerplate *bp);
+
+/* 1 when key is in the set, else 0 (also for a NULL set). */
+SIMSTORE_API int simstore_boilerplate_contains(const simstore_boilerplate *bp, uint64_t key);
+
+/* The key of every line of text[0..len) that has one, distinct and
+ * increasing, made with fpr's options: *keys (count of them) stays valid
+ * until the next call on fpr. Errors: SIMSTORE_EINVAL (NULL fpr, keys or
+ * count, text NULL with len > 0), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_fingerprinter_line_keys(simstore_fingerprinter *fpr, const char *text,
+                                                  size_t len, const uint64_t **keys, size_t *count);
+
+/* From now on fingerprint texts (and paragraphs) without the lines whose key
+ * is in bp; NULL stops removing. bp is borrowed: it must outlive fpr's use
+ * of it. A set of no keys removes nothing and costs nothing.
+ * Errors: SIMSTORE_EINVAL (fpr NULL), SIMSTORE_ENOMEM (fpr keeps the set it
+ * had). */
+SIMSTORE_API int simstore_fingerprinter_set_boilerplate(simstore_fingerprinter *fpr,
+                                                        const simstore_boilerplate *bp);
+
+/* The set fpr removes, or NULL. */
+SIMSTORE_API const simstore_boilerplate *simstore_fingerprinter_boilerplate(
+    const simstore_fingerprinter *fpr);
+
+/* The boilerplate set the store recorded when it was built, or NULL when it
+ * has none (built without one). Owned by s: valid until simstore_close().
+ * simstore_query_text() applies it; a fingerprinter that makes documents
+ * for an add or a query must carry it (simstore_fingerprinter_set_boilerplate).
+ * Cannot fail (a damaged record fails simstore_open() with
+ * SIMSTORE_ECORRUPT). */
+SIMSTORE_API const simstore_boilerplate *simstore_get_boilerplate(const simstore *s);
+
+/* Record bp in the store a builder of simstore_build_begin() makes (before
+ * simstore_builder_finish()); the documents given must have been
+ * fingerprinted without its lines (a fingerprinter carrying it, with the
+ * builder's text options). The set is copied. A store's set never changes:
+ * adds apply it, they do not take a new one.
+ * Errors: SIMSTORE_EINVAL (NULL argument; an add's builder; a
+ * fingerprint-only builder), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_builder_set_boilerplate(simstore_builder *b,
+                                                  const simstore_boilerplate *bp);
 
 /* ---- Changing a store ----------------------------------------------------
  * Adds (simstore_add_begin) create a new segment; deletes remove documents at

@@ -53,6 +53,8 @@ struct simstore_builder {
     sims_spool *raw;    /* fingerprint-only: every fingerprint added */
     uint64_t added;
     int broken; /* an add failed: finish refuses */
+    uint8_t *boilerplate_record; /* build: recorded with the store, or NULL */
+    size_t boilerplate_record_len;
 };
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -354,7 +356,29 @@ static void builder_free(simstore_builder *b)
     }
     free(b->final_path);
     free(b->work_dir);
+    free(b->boilerplate_record);
     free(b);
+}
+
+int simstore_builder_set_boilerplate(simstore_builder *b, const simstore_boilerplate *bp)
+{
+    if (!b || !bp)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_builder_set_boilerplate: NULL argument");
+    if (b->store)
+        return sims_fail(SIMSTORE_EINVAL, "an add applies the boilerplate set the store "
+                                          "recorded when it was built; it takes no other");
+    if (b->fp_only)
+        return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store has no texts to remove "
+                                          "boilerplate from");
+    uint8_t *record;
+    size_t len;
+    int rc = sims_boilerplate_encode(bp, &record, &len);
+    if (rc)
+        return rc;
+    free(b->boilerplate_record);
+    b->boilerplate_record = record;
+    b->boilerplate_record_len = len;
+    return SIMSTORE_OK;
 }
 
 /* ---- begin ----------------------------------------------------------------- */
@@ -979,6 +1003,14 @@ static int commit_fn(MDB_txn *txn, void *ctx)
                                    "write the text record");
         if (rc)
             return rc;
+        if (f->b->boilerplate_record) {
+            MDB_val bkey = {11, (void *)"boilerplate"};
+            MDB_val bval = {f->b->boilerplate_record_len, f->b->boilerplate_record};
+            rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &bkey, &bval, MDB_NOOVERWRITE),
+                                       "write the boilerplate record");
+            if (rc)
+                return rc;
+        }
         st.next_segment_id = 1;
     } else {
         /* Re-read inside the transaction: it is what this commit replaces. */

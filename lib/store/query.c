@@ -486,7 +486,16 @@ int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const ch
     unsigned flags;
     *matches = NULL;
     *count = 0;
-    int rc = simstore_fingerprint_text(fpr, text, len, &f, &flags);
+    /* Texts of a store with a boilerplate set go without its lines, as its
+     * documents did; fpr's own set comes back after. */
+    const simstore_boilerplate *own = simstore_fingerprinter_boilerplate(fpr);
+    const simstore_boilerplate *store_set = q->store->boilerplate;
+    int rc = store_set && store_set != own ? simstore_fingerprinter_set_boilerplate(fpr, store_set)
+                                           : SIMSTORE_OK;
+    if (rc == SIMSTORE_OK)
+        rc = simstore_fingerprint_text(fpr, text, len, &f, &flags);
+    if (store_set && store_set != own)
+        simstore_fingerprinter_set_boilerplate(fpr, own);
     if (rc)
         return rc;
     if (fp)

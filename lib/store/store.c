@@ -452,6 +452,8 @@ static int load_store_record(simstore *s)
     }
     if (rc == SIMSTORE_OK)
         rc = load_text_record(s, txn);
+    if (rc == SIMSTORE_OK)
+        rc = sims_store_load_boilerplate(s, txn);
     mdb_txn_abort(txn);
     return rc;
 }
@@ -545,6 +547,7 @@ void simstore_close(simstore *s)
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->write_mu);
     free(s->design);
+    simstore_boilerplate_free(s->boilerplate);
     free(s->path);
     free(s);
 }

@@ -49,6 +49,7 @@ struct simstore {
     uint64_t created_unix;
     sims_design *design;
     simstore_text_options text; /* from the text record */
+    simstore_boilerplate *boilerplate;  /* from the boilerplate record, or NULL */
     simstore_build_options maintenance; /* for automatic compaction after deletes */
     pthread_mutex_t mu;      /* guards `current` and `builder_open` */
     sims_snapshot *current;  /* the newest snapshot loaded */
@@ -116,6 +117,16 @@ int sims_segment_write(const sims_segment_job *job);
 void sims_segment_remove(const char *dir, uint64_t segment_id, unsigned tables);
 /* Encode and put the state record. */
 int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st);
+
+/* Read the boilerplate record inside txn into s->boilerplate (NULL when the
+ * store has none). SIMSTORE_ECORRUPT, SIMSTORE_EVERSION, SIMSTORE_ENOMEM,
+ * SIMSTORE_EIO (boilerplate.c). */
+int sims_store_load_boilerplate(simstore *s, MDB_txn *txn);
+/* The boilerplate record of bp in a new malloc'd buffer (*out, *len).
+ * SIMSTORE_ENOMEM. */
+int sims_boilerplate_encode(const simstore_boilerplate *bp, uint8_t **out, size_t *len);
+/* Sorted runs the counter has spilled to disk so far (for tests). */
+unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counter *c);
 
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);

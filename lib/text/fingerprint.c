@@ -4,6 +4,7 @@
 #include "simstore.h"
 
 #include "common/error.h"
+#include "text/boilerplate.h"
 #include "text/features.h"
 #include "text/normalize.h"
 #include "text/segment.h"
@@ -21,6 +22,7 @@ struct simstore_fingerprinter {
     sims_tokenizer tokenizer;
     sims_features features;
     sims_normalizer normalizer; /* version 2 */
+    sims_boiler *boiler;        /* line keys and boilerplate removal, once used */
 };
 
 void simstore_text_options_init(simstore_text_options *opts)
@@ -109,6 +111,7 @@ void simstore_fingerprinter_free(simstore_fingerprinter *fpr)
     sims_tokenizer_release(&fpr->tokenizer);
     sims_features_release(&fpr->features);
     sims_normalizer_release(&fpr->normalizer);
+    sims_boiler_free(fpr->boiler);
     sims_friso_task_free(fpr->friso);
     free(fpr);
 }
@@ -154,14 +157,27 @@ int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text, siz
 {
     if (!fpr || !fp || (!text && len))
         return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprint_text: NULL argument");
-    int invalid = 0;
+    int invalid = 0, removed = 0;
     uint64_t tokens = 0;
     *fp = 0;
-    int rc = fingerprint_range(fpr, (const uint8_t *)text, len, fp, &tokens, &invalid);
+    /* Boilerplate lines go first (format/fingerprint.md, "Boilerplate"). */
+    const uint8_t *kept = (const uint8_t *)text;
+    size_t kept_len = len;
+    int rc = fpr->boiler
+                 ? sims_boiler_strip(fpr->boiler, kept, len, &kept, &kept_len, &removed, &invalid)
+                 : 0;
+    if (rc == 0)
+        rc = fingerprint_range(fpr, kept, kept_len, fp, &tokens, &invalid);
+    /* Nothing left but boilerplate: the whole text, flagged. */
+    int only_boilerplate = rc == 0 && removed && tokens == 0;
+    if (only_boilerplate)
+        rc = fingerprint_range(fpr, (const uint8_t *)text, len, fp, &tokens, &invalid);
     if (rc)
         return rc;
     if (flags)
-        *flags = (tokens == 0 ? SIMSTORE_FP_EMPTY : 0u) | (invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u);
+        *flags = (tokens == 0 ? SIMSTORE_FP_EMPTY : 0u) |
+                 (invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u) |
+                 (only_boilerplate ? SIMSTORE_FP_ONLY_BOILERPLATE : 0u);
     return 0;
 }
 
@@ -195,10 +211,18 @@ int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *tex
         *flags = SIMSTORE_FP_EMPTY;
     if (!fpr || !fn || (!text && len))
         return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprint_paragraphs: NULL argument");
-    const uint8_t *base = (const uint8_t *)text, *end = base + len, *p = base;
+    /* Paragraphs of the text without its boilerplate lines, reported at
+     * their place in the text given. */
+    int removed = 0, any_invalid = 0;
+    const uint8_t *base = (const uint8_t *)text;
+    if (fpr->boiler) {
+        int rc = sims_boiler_strip(fpr->boiler, base, len, &base, &len, &removed, &any_invalid);
+        if (rc)
+            return rc;
+    }
+    const uint8_t *end = base + len, *p = base;
     const uint8_t *para = NULL, *para_end = NULL;
     unsigned long number = 0;
-    int any_invalid = 0;
     for (;;) {
         const uint8_t *line_end = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
         if (!line_end)
@@ -222,6 +246,12 @@ int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *tex
                 info.number = ++number;
                 info.offset = (size_t)(para - base);
                 info.length = (size_t)(para_end - para);
+                if (removed) {
+                    size_t last =
+                        sims_boiler_original_offset(fpr->boiler, info.offset + info.length - 1);
+                    info.offset = sims_boiler_original_offset(fpr->boiler, info.offset);
+                    info.length = last + 1 - info.offset;
+                }
                 info.fingerprint = fp;
                 info.flags = invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u;
                 if (count)
@@ -239,6 +269,45 @@ int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *tex
         p = line_end + 1;
     }
     if (flags)
-        *flags = (number == 0 ? SIMSTORE_FP_EMPTY : 0u) | (any_invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u);
+        *flags = (number == 0 ? SIMSTORE_FP_EMPTY : 0u) |
+                 (any_invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u) |
+                 (number == 0 && removed ? SIMSTORE_FP_ONLY_BOILERPLATE : 0u);
     return 0;
+}
+
+/* ---- boilerplate (text/boilerplate.c) -------------------------------------- */
+
+/* The keyer, made with this fingerprinter's version and segmenter. */
+static int need_boiler(simstore_fingerprinter *fpr)
+{
+    return fpr->boiler ? 0 : sims_boiler_new(fpr->opts.version, fpr->cjk, &fpr->boiler);
+}
+
+int simstore_fingerprinter_line_keys(simstore_fingerprinter *fpr, const char *text, size_t len,
+                                     const uint64_t **keys, size_t *count)
+{
+    if (!fpr || !keys || !count || (!text && len))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprinter_line_keys: NULL argument");
+    *keys = NULL;
+    *count = 0;
+    int rc = need_boiler(fpr);
+    return rc ? rc : sims_boiler_line_keys(fpr->boiler, (const uint8_t *)text, len, keys, count);
+}
+
+int simstore_fingerprinter_set_boilerplate(simstore_fingerprinter *fpr,
+                                           const simstore_boilerplate *bp)
+{
+    if (!fpr)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprinter_set_boilerplate: NULL argument");
+    if (!bp && !fpr->boiler)
+        return SIMSTORE_OK;
+    int rc = need_boiler(fpr);
+    if (rc == 0)
+        sims_boiler_set(fpr->boiler, bp);
+    return rc;
+}
+
+const simstore_boilerplate *simstore_fingerprinter_boilerplate(const simstore_fingerprinter *fpr)
+{
+    return fpr && fpr->boiler ? sims_boiler_get(fpr->boiler) : NULL;
 }

@@ -196,6 +196,7 @@ fi
 run build "$T/r" "$T/ab.tsv"
 mkfifo "$T/queries"
 coproc QUERY { "$SIMSTORE" query "$T/r" --queries - --format tsv --k 0 <"$T/queries" 2>"$T/query.err"; }
+query_pid=$QUERY_PID # bash unsets QUERY_PID once it reaps the co-process
 exec 7>"$T/queries"
 printf 'q1\t0123456789abcdee\n' >&7
 read -r -t 10 line <&"${QUERY[0]}"
@@ -207,7 +208,7 @@ printf 'q2\t0123456789abcdee\n' >&7
 read -r -t 10 line <&"${QUERY[0]}"
 [ "$line" = "q2	z	0123456789abcdee	0" ] && ok || fail "answer after build --replace: '$line' (the old store's?)"
 exec 7>&-
-wait "$QUERY_PID"
+wait "$query_pid"
 status=$?
 expect_status 0
 grep -q "was replaced by another store" "$T/query.err" && ok || fail "no note of the reopen"

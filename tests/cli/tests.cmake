@@ -48,3 +48,6 @@ simstore_cli_test(test_cli_batch batch.sh)
 # get and export: documents by id, every live document, the export read back
 # by build into a store with the same answers.
 simstore_cli_test(test_cli_documents documents.sh)
+# Boilerplate (issue 13, item 2): build --boilerplate auto on a generated
+# templated corpus, stats, queries, adds, dedup, standard input and pipes.
+simstore_cli_test(test_cli_boilerplate boilerplate.sh)

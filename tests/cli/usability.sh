@@ -166,6 +166,9 @@ expect_err_has "$T/dups not created: 2 document ids given twice"
 run build "$T/co" "$T/ab.tsv"
 expect_status 0
 coproc Q { "$SIMSTORE" query "$T/co" --queries - --format tsv --end-marker 2>"$T/co.err"; }
+# Bash unsets Q_PID once it reaps the co-process, which may be before the
+# wait below: keep the pid (wait still gives its status).
+q_pid=$Q_PID
 answer() {
     local line got=""
     while IFS= read -r -t 10 line <&"${Q[0]}"; do
@@ -184,15 +187,16 @@ printf 'not a query\n' >&"${Q[1]}"
 got=$(answer)
 if [ "$got" = "" ]; then ok; else fail "co-process answer 3 (a bad line): $got"; fi
 exec {Q[1]}>&-
-wait "$Q_PID"
+wait "$q_pid"
 if [ "$?" = 1 ] && grep -qF "<stdin>:3:" "$T/co.err"; then ok; else fail "co-process exit or message"; fi
 
 # Without --end-marker the answer still arrives at once.
 coproc Q { "$SIMSTORE" query "$T/co" --queries - --format tsv --k 0; }
+q_pid=$Q_PID
 printf 'q1\t0000000000000003\n' >&"${Q[1]}"
 if IFS= read -r -t 10 line <&"${Q[0]}" && [ "$line" = "q1	b	0000000000000003	0" ]; then ok; else fail "unflushed answer"; fi
 exec {Q[1]}>&-
-wait "$Q_PID"
+wait "$q_pid"
 
 # --json --end-marker: one record per query, empty ones too; --json alone unchanged.
 printf 'q1\t0000000000000001\nq2\tffff0000ffff0000\n' >"$T/q.tsv"

@@ -2,3 +2,7 @@
 # test_records: the store's LMDB records against format/golden/*-record*.bin.
 simstore_unit_test(test_records docs/test_records.c)
 target_link_libraries(test_records PRIVATE simstore_docs simstore_design)
+# test_boilerplate_record: the boilerplate record against
+# format/golden/boilerplate-record*.bin.
+simstore_unit_test(test_boilerplate_record docs/test_boilerplate_record.c)
+target_link_libraries(test_boilerplate_record PRIVATE simstore_docs)

@@ -48,3 +48,9 @@ target_link_libraries(test_hostile PRIVATE simstore_store)
 # (as older stores hold), and the generation limit (format/store.md).
 simstore_unit_test(test_insertion store/test_insertion.c)
 target_link_libraries(test_insertion PRIVATE simstore_check)
+
+# test_boilerplate: the boilerplate counter against a brute-force count (in
+# memory and spilling), a generated templated corpus, and stores that record
+# a set (reopen, text queries, adds, a damaged record).
+simstore_unit_test(test_boilerplate store/test_boilerplate.c)
+target_link_libraries(test_boilerplate PRIVATE simstore_check)

@@ -9,7 +9,10 @@
 #
 #   reference.py [--fp-version 1|2] [--shingle W] [--cjk-shingle C]
 #                [--weights tf|length|log] [--lambda X]
+#                [--boilerplate-fraction F --boilerplate-min-docs M]
 #                [--paragraphs] [--jsonl] FILE...
+# With the boilerplate options, the documents of all FILEs are the corpus of
+# section 15's first pass, and each is fingerprinted without the set.
 #   reference.py --tokens TEXT       (print the tokens, one per line)
 import argparse
 import ctypes
@@ -27,8 +30,8 @@ _xxh3.restype = ctypes.c_uint64
 _xxh3.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
 
 
-def xxh3(data: bytes) -> int:
-    return _xxh3(data, len(data), 0)
+def xxh3(data: bytes, seed=0) -> int:
+    return _xxh3(data, len(data), seed)
 
 
 # --- Decoding (spec: "Decoding") --------------------------------------------
@@ -297,6 +300,43 @@ def paragraphs(data: bytes, version=1):
     return out
 
 
+# --- Boilerplate (spec: "Boilerplate") ---------------------------------------
+LINE_SEED = 0x53494D534C494E45  # "SIMSLINE"
+
+
+def line_key(line: bytes, version):
+    tokens = tokenize(line, version)
+    if not tokens:
+        return None
+    return xxh3(" ".join(t for t, _ in tokens).encode("utf-8"), LINE_SEED)
+
+
+def boilerplate_set(texts, version, fraction, min_docs):
+    p = int(fraction * 10**6 + 0.5)
+    df = {}
+    for text in texts:
+        for k in {line_key(line, version) for line in text.split(b"\n")} - {None}:
+            df[k] = df.get(k, 0) + 1
+    n = len(texts)
+    if n < min_docs:
+        return set()
+    return {k for k, d in df.items() if d >= 2 and d * 10**6 > p * n}
+
+
+def remove_boilerplate(text: bytes, bset, version):
+    """The text without its boilerplate lines (each with its LF), and
+    whether any was removed."""
+    lines = text.split(b"\n")
+    kept, removed = [], False
+    for i, line in enumerate(lines):
+        k = line_key(line, version)
+        if k is not None and k in bset:
+            removed = True
+            continue
+        kept.append(line if i == len(lines) - 1 else line + b"\n")
+    return b"".join(kept), removed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fp-version", dest="version", type=int, choices=[1, 2], default=2)
@@ -306,6 +346,8 @@ def main():
     ap.add_argument("--lambda", dest="lam", type=float, default=1.0)
     ap.add_argument("--paragraphs", action="store_true")
     ap.add_argument("--jsonl", action="store_true")
+    ap.add_argument("--boilerplate-fraction", dest="fraction", type=float)
+    ap.add_argument("--boilerplate-min-docs", dest="min_docs", type=int, default=100)
     ap.add_argument("--tokens")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
@@ -317,27 +359,34 @@ def main():
             print(t)
         return
     out = sys.stdout.buffer
+    docs = []
     for path in a.files:
         with open(path, "rb") as f:
             raw = f.read()
         if a.jsonl:
-            docs = []
             for line in raw.split(b"\n"):
                 if line.strip():
                     rec = json.loads(line)
                     docs.append((str(rec["id"]).encode("utf-8"), rec["text"].encode("utf-8")))
         else:
-            docs = [(path.encode(), raw)]
-        for ident, text in docs:
-            if a.paragraphs:
-                for number, para in paragraphs(text, a.version):
-                    fp, _ = fingerprint(para, a.shingle, a.weights, a.lam, a.version,
-                                        a.cjk_shingle)
-                    out.write(b"%016x\t%s#%d\n" % (fp, ident, number))
-            else:
-                fp, _ = fingerprint(text, a.shingle, a.weights, a.lam, a.version,
+            docs.append((path.encode(), raw))
+    bset = set()
+    if a.fraction is not None:
+        bset = boilerplate_set([t for _, t in docs], a.version, a.fraction, a.min_docs)
+    for ident, whole in docs:
+        text, removed = remove_boilerplate(whole, bset, a.version) if bset else (whole, False)
+        if a.paragraphs:
+            for number, para in paragraphs(text, a.version):
+                fp, _ = fingerprint(para, a.shingle, a.weights, a.lam, a.version,
                                     a.cjk_shingle)
-                out.write(b"%016x\t%s\n" % (fp, ident))
+                out.write(b"%016x\t%s#%d\n" % (fp, ident, number))
+        else:
+            fp, empty = fingerprint(text, a.shingle, a.weights, a.lam, a.version,
+                                    a.cjk_shingle)
+            if removed and empty:  # only boilerplate: the whole text
+                fp, _ = fingerprint(whole, a.shingle, a.weights, a.lam, a.version,
+                                    a.cjk_shingle)
+            out.write(b"%016x\t%s\n" % (fp, ident))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # reference.sh: `simstore fingerprint --cjk bigram` and tests/text/reference.py
 # (the spec implemented again, in Python) must print the same lines, over the
 # sample corpus, ill-formed bytes and generated texts, for several options of
-# fingerprint versions 1 and 2.
+# fingerprint versions 1 and 2, and over a templated corpus with its
+# boilerplate removed (a store's recorded set against the reference's own).
 # Usage: reference.sh PATH/TO/simstore PATH/TO/python3
 set -u
 SIMSTORE=$1
@@ -45,6 +46,45 @@ for i in range(40):
         f.write(data)
 PYEOF
 
+# A templated corpus for boilerplate (spec section 15): 160 pages of three
+# templates whose lines come back in other case, spacing, punctuation,
+# full-width forms, a CR or a ligature, around bodies of paragraphs (Han next
+# to Han template lines), a few pages of template alone.
+"$PY" - "$T" <<'PYEOF'
+import json, os, random, sys
+out = sys.argv[1]
+rnd = random.Random(77)
+words = ["alpha", "Beta", "déjà", "vu", "Straße", "中国", "人民", "ひらがな", "안녕", "２０２３",
+         "naïve", "Œuvre", "cafe\u0301", "\ufb01ne", "ＡＢＣ", "x", "yz", "river", "stone"]
+def line(n):
+    return " ".join(rnd.choice(words) for _ in range(n))
+templates = [[line(rnd.randint(1, 6)) for _ in range(6)] for _ in range(3)]
+templates[0][2] = "\u65b0\u95fb\u4e2d\u5fc3"  # Han alone: joins Han around it (version 2)
+templates[1][4] = "Home | \ufb01ne Print | ＣＯＮＴＡＣＴ"
+def variant(l):
+    r = rnd.random()
+    if r < 0.2:
+        return l.upper()
+    if r < 0.4:
+        return "  " + l.replace(" ", "  ,  ") + " !"
+    if r < 0.5:
+        return l + "\r"
+    return l
+with open(os.path.join(out, "templated.jsonl"), "w") as f:
+    for i in range(160):
+        t = templates[i % 3] if i % 10 else templates[rnd.randrange(3)]
+        body = []
+        for _ in range(rnd.randint(0 if i % 17 == 0 else 1, 4)):
+            body.append("\n".join(line(rnd.randint(1, 9)) for _ in range(rnd.randint(1, 3))))
+            if rnd.random() < 0.3:
+                body[-1] += "\n" + variant(rnd.choice(t))
+        text = "\n".join(variant(l) for l in t[:3]) + "\n\n" + "\n\n".join(body)
+        text += "\n" + "\n".join(variant(l) for l in t[3:]) + ("\n" if i % 2 else "")
+        if i % 13 == 0:
+            text = "\u4eba\u6c11\n" + text
+        f.write(json.dumps({"id": "t%03d" % i, "text": text}, ensure_ascii=False) + "\n")
+PYEOF
+
 failures=0
 compare() {
     local what=$1
@@ -68,6 +108,28 @@ for opts in "--fp-version 1" "--fp-version 1 --shingle 1" \
     compare "generated ($opts)" $opts "$T"/gen*.txt
     # shellcheck disable=SC2086
     compare "generated paragraphs ($opts)" $opts --paragraphs "$T"/gen*.txt
+done
+# Boilerplate: a store built with --boilerplate auto records the set; the
+# reference finds it itself from the same corpus.
+for opts in "--fp-version 1" "" "--fp-version 1 --shingle 1" "--shingle 2 --weights log"; do
+    for fraction in 0.1 0.3; do
+        rm -rf "$T/store"
+        # shellcheck disable=SC2086
+        "$SIMSTORE" build "$T/store" --quiet --cjk bigram $opts --boilerplate auto \
+            --boilerplate-fraction "$fraction" "$T/templated.jsonl" >/dev/null 2>&1
+        for mode in "" --paragraphs; do
+            "$SIMSTORE" fingerprint --store "$T/store" $mode --jsonl "$T/templated.jsonl" \
+                >"$T/c.out" 2>/dev/null
+            # shellcheck disable=SC2086
+            "$PY" "$REF" $opts $mode --boilerplate-fraction "$fraction" --boilerplate-min-docs 100 \
+                --jsonl "$T/templated.jsonl" >"$T/p.out"
+            if [ ! -s "$T/c.out" ] || ! cmp -s "$T/c.out" "$T/p.out"; then
+                echo "FAIL: boilerplate ($opts $mode, fraction $fraction): simstore and reference.py differ:"
+                diff "$T/c.out" "$T/p.out" | head -10
+                failures=$((failures + 1))
+            fi
+        done
+    done
 done
 n=$(wc -l <"$T/c.out")
 echo "compared $n lines per run; $failures failures"

@@ -25,3 +25,9 @@ endif()
 # thread count and around the chunk size.
 simstore_unit_test(test_fingerprint_many text/test_fingerprint_many.c)
 target_link_libraries(test_fingerprint_many PRIVATE simstore_text)
+
+# Boilerplate in the text layer: line keys as format/fingerprint.md defines
+# them, sets, the bytes removed before fingerprinting, texts that are only
+# boilerplate, paragraphs.
+simstore_unit_test(test_boilerplate_text text/test_boilerplate_text.c)
+target_link_libraries(test_boilerplate_text PRIVATE simstore_text PkgConfig::XXHASH)

@@ -1,0 +1,263 @@
+/* boilerplate.c: a corpus's boilerplate lines, counted exactly in bounded
+ * memory (simstore_boilerplate_counter: every document's distinct line keys
+ * go into a spilling sorter, whose sorted stream gives each key's document
+ * count as the length of its run), and a store's boilerplate record: read at
+ * open, encoded for the build that records it (format/store.md). */
+#include "store/store_internal.h"
+
+#include "common/error.h"
+#include "common/grow.h"
+#include "docs/boilerplate_record.h"
+#include "sort/u64sort.h"
+#include "text/boilerplate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the counter ----------------------------------------------------------- */
+
+#define MIN_COUNTER_BYTES ((uint64_t)16 << 10)
+#define READ_VALUES 4096
+
+struct simstore_boilerplate_counter {
+    simstore_fingerprinter *fpr; /* keys the texts of counter_add */
+    uint32_t millionths;
+    uint64_t min_documents;
+    sims_u64sort *sort; /* every document's distinct keys */
+    uint64_t documents;
+    uint64_t *scratch; /* add_keys: a copy to sort when not increasing */
+    size_t scratch_cap;
+    int finished;
+};
+
+int simstore_boilerplate_counter_new(const simstore_text_options *text,
+                                     const simstore_boilerplate_options *o,
+                                     simstore_boilerplate_counter **out)
+{
+    if (!out)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_new: out is NULL");
+    *out = NULL;
+    simstore_boilerplate_options defaults;
+    if (!o) {
+        simstore_boilerplate_options_init(&defaults);
+        o = &defaults;
+    }
+    uint32_t millionths = 0;
+    int rc = sims_boilerplate_millionths(o->fraction, &millionths);
+    if (rc)
+        return rc;
+    simstore_boilerplate_counter *c = calloc(1, sizeof *c);
+    if (!c)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a boilerplate counter");
+    c->millionths = millionths;
+    c->min_documents = o->min_documents;
+    uint64_t memory = o->memory_bytes > MIN_COUNTER_BYTES ? o->memory_bytes : MIN_COUNTER_BYTES;
+    uint64_t run_values = memory / 16; /* the run and its radix scratch */
+    if (run_values > SIZE_MAX / 16)
+        run_values = SIZE_MAX / 16;
+    const char *tmp = o->tmp_dir;
+    if (!tmp || !*tmp)
+        tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    rc = simstore_fingerprinter_new(text, &c->fpr);
+    if (rc == SIMSTORE_OK)
+        rc = sims_u64sort_new((size_t)run_values, tmp, &c->sort);
+    if (rc) {
+        simstore_boilerplate_counter_free(c);
+        return rc;
+    }
+    *out = c;
+    return SIMSTORE_OK;
+}
+
+void simstore_boilerplate_counter_free(simstore_boilerplate_counter *c)
+{
+    if (!c)
+        return;
+    simstore_fingerprinter_free(c->fpr);
+    sims_u64sort_free(c->sort);
+    free(c->scratch);
+    free(c);
+}
+
+unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counter *c)
+{
+    return sims_u64sort_spilled_runs(c->sort);
+}
+
+uint64_t simstore_boilerplate_counter_documents(const simstore_boilerplate_counter *c)
+{
+    return c ? c->documents : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int simstore_boilerplate_counter_add_keys(simstore_boilerplate_counter *c, const uint64_t *keys,
+                                          size_t n)
+{
+    if (!c || (!keys && n))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_add_keys: NULL argument");
+    if (c->finished)
+        return sims_fail(SIMSTORE_EINVAL, "boilerplate counter: a document after finish");
+    int increasing = 1;
+    for (size_t i = 1; i < n && increasing; i++)
+        increasing = keys[i - 1] < keys[i];
+    if (!increasing) {
+        /* Each key counts once per document. */
+        if (sims_grow((void **)&c->scratch, &c->scratch_cap, n, sizeof *c->scratch, 256))
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for line keys");
+        memcpy(c->scratch, keys, n * sizeof *keys);
+        qsort(c->scratch, n, sizeof *c->scratch, cmp_u64);
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            if (w == 0 || c->scratch[i] != c->scratch[w - 1])
+                c->scratch[w++] = c->scratch[i];
+        n = w;
+        keys = c->scratch;
+    }
+    int rc = sims_u64sort_push(c->sort, keys, n);
+    if (rc)
+        return rc;
+    c->documents++;
+    return SIMSTORE_OK;
+}
+
+int simstore_boilerplate_counter_add(simstore_boilerplate_counter *c, const char *text, size_t len)
+{
+    if (!c || (!text && len))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_add: NULL argument");
+    const uint64_t *keys;
+    size_t n;
+    int rc = simstore_fingerprinter_line_keys(c->fpr, text, len, &keys, &n);
+    return rc ? rc : simstore_boilerplate_counter_add_keys(c, keys, n);
+}
+
+/* The rule of format/fingerprint.md: at least min_documents documents, and
+ * a key held by at least 2 of them and by more than the fraction, exactly:
+ * df * 10^6 > millionths * N in 128 bits. */
+static int is_boilerplate(const simstore_boilerplate_counter *c, uint64_t df)
+{
+    __extension__ typedef unsigned __int128 u128;
+    return c->documents >= c->min_documents && df >= 2 &&
+           (u128)df * 1000000u > (u128)c->millionths * c->documents;
+}
+
+static int keep_key(uint64_t **found, size_t *n, size_t *cap, uint64_t key)
+{
+    if (sims_grow((void **)found, cap, *n + 1, sizeof **found, 64))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for boilerplate lines");
+    (*found)[(*n)++] = key;
+    return SIMSTORE_OK;
+}
+
+int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c, simstore_boilerplate **out)
+{
+    if (!c || !out)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_finish: NULL argument");
+    *out = NULL;
+    if (c->finished)
+        return sims_fail(SIMSTORE_EINVAL, "boilerplate counter: finished twice");
+    c->finished = 1;
+    int rc = sims_u64sort_finish(c->sort, 0);
+    uint64_t *buf = malloc(READ_VALUES * sizeof *buf);
+    uint64_t *found = NULL;
+    size_t nfound = 0, found_cap = 0;
+    if (!buf && rc == SIMSTORE_OK)
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    /* Equal keys are adjacent in the sorted stream: a run is a key's
+     * document count. */
+    uint64_t key = 0, df = 0;
+    while (rc == SIMSTORE_OK) {
+        size_t n = 0;
+        rc = sims_u64sort_read(c->sort, buf, READ_VALUES, &n);
+        for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
+            if (df > 0 && buf[i] == key) {
+                df++;
+                continue;
+            }
+            if (df > 0 && is_boilerplate(c, df))
+                rc = keep_key(&found, &nfound, &found_cap, key);
+            key = buf[i];
+            df = 1;
+        }
+        if (rc == SIMSTORE_OK && n == 0) {
+            if (df > 0 && is_boilerplate(c, df))
+                rc = keep_key(&found, &nfound, &found_cap, key);
+            break;
+        }
+    }
+    if (rc == SIMSTORE_OK) {
+        simstore_boilerplate_info info = {0};
+        info.fraction = c->millionths / 1e6;
+        info.min_documents = c->min_documents;
+        info.documents = c->documents;
+        rc = simstore_boilerplate_new(found, nfound, &info, out);
+    }
+    free(found);
+    free(buf);
+    return rc;
+}
+
+/* ---- the store's record ---------------------------------------------------- */
+
+int sims_store_load_boilerplate(simstore *s, MDB_txn *txn)
+{
+    s->boilerplate = NULL;
+    MDB_val key = {sizeof SIMS_BOILERPLATE_RECORD_KEY - 1, (void *)SIMS_BOILERPLATE_RECORD_KEY};
+    MDB_val val;
+    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    if (rc == MDB_NOTFOUND)
+        return SIMSTORE_OK;
+    if (rc)
+        return sims_mdb_fail(rc, "read the boilerplate record");
+    sims_boilerplate_record r;
+    rc = sims_boilerplate_record_decode((const uint8_t *)val.mv_data, val.mv_size, &r);
+    if (rc)
+        return sims_fail_context(rc, "%s", s->path);
+    uint64_t *keys = NULL;
+    if (r.line_count && !(keys = malloc((size_t)r.line_count * sizeof *keys)))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %llu boilerplate lines",
+                         (unsigned long long)r.line_count);
+    for (uint64_t i = 0; i < r.line_count; i++)
+        keys[i] = sims_boilerplate_record_key(&r, i);
+    simstore_boilerplate_info info = {0};
+    info.fraction = r.fraction_millionths / 1e6;
+    info.min_documents = r.min_documents;
+    info.documents = r.documents;
+    rc = simstore_boilerplate_new(keys, (size_t)r.line_count, &info, &s->boilerplate);
+    free(keys);
+    return rc;
+}
+
+const simstore_boilerplate *simstore_get_boilerplate(const simstore *s)
+{
+    return s ? s->boilerplate : NULL;
+}
+
+int sims_boilerplate_encode(const simstore_boilerplate *bp, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    simstore_boilerplate_info info;
+    simstore_boilerplate_get_info(bp, &info);
+    sims_boilerplate_record r = {
+        .version = SIMS_BOILERPLATE_RECORD_VERSION,
+        .fraction_millionths = info.fraction_millionths,
+        .min_documents = info.min_documents,
+        .documents = info.documents,
+        .line_count = info.lines,
+    };
+    size_t n = sims_boilerplate_record_size(info.lines);
+    uint8_t *buf = n ? malloc(n) : NULL;
+    if (!buf)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for the boilerplate record");
+    sims_boilerplate_record_encode(&r, simstore_boilerplate_keys(bp), buf, n);
+    *out = buf;
+    *len = n;
+    return SIMSTORE_OK;
+}
