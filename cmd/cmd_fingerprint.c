@@ -1,5 +1,6 @@
 /* cmd_fingerprint.c: `simstore fingerprint`: documents (plain files or JSON
- * Lines) to "HEX16<TAB>id" lines, whole or per paragraph. */
+ * Lines) to "HEX16<TAB>id" lines, whole or per paragraph, and with --sketch
+ * each document's sketch as a third column. */
 #include "cli.h"
 #include "commands.h"
 #include "input.h"
@@ -46,6 +47,10 @@ static void usage(FILE *out)
             "      --cjk auto|friso|bigram\n"
             "                       Han text: friso words (auto: when its dictionary\n"
             "                       loads) or character bigrams\n"
+            "      --sketch none|minhash16|minhash32|minhash64\n"
+            "                       also print each document's sketch of its shingle\n"
+            "                       set (format/sketch.md) as a third column, its bytes\n"
+            "                       in hex (default none; not with --paragraphs)\n"
             "\n"
             "  -v, --verbose        report the options, the CJK segmenter and totals on\n"
             "                       stderr\n"
@@ -61,6 +66,7 @@ static void usage(FILE *out)
 
 typedef struct run_state {
     simstore_fingerprinter *fpr;
+    size_t sketch_bytes; /* --sketch: its bytes; 0: none */
     int paragraphs;
     int failed;
     unsigned long long documents, printed, bytes;
@@ -77,7 +83,8 @@ static const char *where(const input_record *rec, char buf[1100])
     return buf;
 }
 
-static void print_line(uint64_t fp, const input_record *rec, unsigned long paragraph)
+static void print_line(uint64_t fp, const input_record *rec, unsigned long paragraph,
+                       const uint8_t *sketch, size_t sketch_bytes)
 {
     char hex[17];
     cli_format_hex64(fp, hex);
@@ -86,13 +93,18 @@ static void print_line(uint64_t fp, const input_record *rec, unsigned long parag
     fwrite(rec->id, 1, rec->id_len, stdout);
     if (paragraph)
         printf("#%lu", paragraph);
+    if (sketch_bytes) {
+        putchar('\t');
+        for (size_t i = 0; i < sketch_bytes; i++)
+            printf("%02x", sketch[i]);
+    }
     putchar('\n');
 }
 
 static int on_paragraph(void *ctx, const simstore_paragraph *para)
 {
     run_state *st = ctx;
-    print_line(para->fingerprint, st->rec, para->number);
+    print_line(para->fingerprint, st->rec, para->number, NULL, 0);
     st->printed++;
     return 0;
 }
@@ -110,9 +122,13 @@ static void fingerprint_record(run_state *st, const input_record *rec)
         rc = simstore_fingerprint_paragraphs(st->fpr, rec->text, rec->text_len, on_paragraph,
                                              st, NULL, &flags);
     } else {
-        rc = simstore_fingerprint_text(st->fpr, rec->text, rec->text_len, &fp, &flags);
+        uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+        rc = st->sketch_bytes
+                 ? simstore_fingerprint_sketch(st->fpr, rec->text, rec->text_len, &fp, sketch,
+                                               &flags)
+                 : simstore_fingerprint_text(st->fpr, rec->text, rec->text_len, &fp, &flags);
         if (rc == 0) {
-            print_line(fp, rec, 0);
+            print_line(fp, rec, 0, sketch, st->sketch_bytes);
             st->printed++;
         }
     }
@@ -160,10 +176,11 @@ static void run_input(run_state *st, input_format format, const input_fields *fi
 
 int cmd_fingerprint(int argc, char **argv)
 {
-    enum { OPT_JSONL = 256, OPT_PARAGRAPHS };
+    enum { OPT_JSONL = 256, OPT_PARAGRAPHS, OPT_SKETCH };
     static const struct option longopts[] = {
         {"jsonl", no_argument, NULL, OPT_JSONL},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"sketch", required_argument, NULL, OPT_SKETCH},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
         {"verbose", no_argument, NULL, 'v'},
@@ -176,11 +193,19 @@ int cmd_fingerprint(int argc, char **argv)
     input_fields_init(&fields);
     int fields_given = 0;
     int jsonl = 0, paragraphs = 0, verbose = 0, c;
+    simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_JSONL: jsonl = 1; break;
         case OPT_PARAGRAPHS: paragraphs = 1; break;
+        case OPT_SKETCH:
+            if (simstore_sketch_parse(optarg, &sketch))
+                return cli_usage_error(CMD,
+                                       "--sketch takes none, minhash16, minhash32 or "
+                                       "minhash64, not '%s'",
+                                       optarg);
+            break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
@@ -198,7 +223,10 @@ int cmd_fingerprint(int argc, char **argv)
     if (fields_given && !jsonl)
         return cli_usage_error(CMD, "--id-field, --text-field, --meta-fields, --strict and "
                                     "--id-from-line need --jsonl");
-    const simstore_text_options opts = text.opts;
+    if (paragraphs && sketch != SIMSTORE_SKETCH_NONE)
+        return cli_usage_error(CMD, "--sketch sketches whole documents: not with --paragraphs");
+    simstore_text_options opts = text.opts;
+    opts.sketch = sketch;
 
     /* Only friso needs its dictionary loaded (~0.05 s). */
     const char *segmenter = "character bigrams (--cjk bigram)";
@@ -208,6 +236,7 @@ int cmd_fingerprint(int argc, char **argv)
     run_state st;
     memset(&st, 0, sizeof st);
     st.paragraphs = paragraphs;
+    st.sketch_bytes = simstore_sketch_bytes(sketch);
     int rc = simstore_fingerprinter_new(&opts, &st.fpr);
     if (rc)
         return cli_api_error(CMD, rc, "cannot fingerprint with these options");

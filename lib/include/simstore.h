@@ -131,6 +131,30 @@ typedef enum simstore_cjk_mode {
     SIMSTORE_CJK_BIGRAM = 2 /* overlapping character bigrams                  */
 } simstore_cjk_mode;
 
+/* Sketches of a text's shingle set (format/sketch.md): a fixed number of
+ * bytes from which simstore_sketch_similarity() estimates the Jaccard
+ * similarity of two texts' sets of features (the shingles their
+ * fingerprints are made of). Every kind is 1-bit one-permutation MinHash
+ * with densification; they differ in their number of bins, one bit each.
+ * The number in the name is the bytes a sketch takes. Near J = 0.9 the
+ * estimate's standard error is about sqrt((1 - J^2) / bins): 0.019 for
+ * MINHASH64, 0.027 for MINHASH32, 0.039 for MINHASH16. */
+typedef enum simstore_sketch_kind {
+    SIMSTORE_SKETCH_NONE = 0,      /* no sketch                                  */
+    SIMSTORE_SKETCH_MINHASH16 = 1, /* 128 bins: 16 bytes                         */
+    SIMSTORE_SKETCH_MINHASH32 = 2, /* 256 bins: 32 bytes                         */
+    SIMSTORE_SKETCH_MINHASH64 = 3  /* 512 bins: 64 bytes                         */
+} simstore_sketch_kind;
+
+/* The kind `simstore build` gives stores of texts unless told otherwise
+ * (the library's text options default to SIMSTORE_SKETCH_NONE). */
+#define SIMSTORE_SKETCH_DEFAULT SIMSTORE_SKETCH_MINHASH64
+/* The largest sketch, in bytes: room enough for any kind. */
+#define SIMSTORE_SKETCH_MAX_BYTES 64u
+/* A similarity that cannot be estimated: the query or a document has no
+ * sketch (a query by fingerprint, a store without sketches). */
+#define SIMSTORE_SIMILARITY_UNKNOWN (-1.0)
+
 typedef struct simstore_text_options {
     unsigned shingle_words;       /* w: 1..SIMSTORE_SHINGLE_MAX (3)               */
     simstore_weighting weighting; /* (SIMSTORE_WEIGHT_TF)                        */
@@ -145,6 +169,10 @@ typedef struct simstore_text_options {
     unsigned cjk_shingle; /* version 2: tokens per feature starting at a Han
                              or kana token, 1..SIMSTORE_SHINGLE_MAX (2);
                              0 = the default; version 1 ignores it          */
+    /* Added with sketches (format/sketch.md). */
+    simstore_sketch_kind sketch; /* the sketch a fingerprinter also makes
+                             (simstore_fingerprint_sketch) and a store keeps
+                             of every document (SIMSTORE_SKETCH_NONE)       */
 } simstore_text_options;
 
 /* Fill *opts with the defaults above (version 2). Set fields after calling
@@ -247,6 +275,49 @@ typedef int (*simstore_paragraph_fn)(void *ctx, const simstore_paragraph *para);
 SIMSTORE_API int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text,
                                                  size_t len, simstore_paragraph_fn fn, void *ctx,
                                                  unsigned long *count, unsigned *flags);
+
+/* ---- Sketches -------------------------------------------------------------
+ * A sketch is made in the same pass as the fingerprint, from the same
+ * features (format/sketch.md): so a sketch and a fingerprint always
+ * describe the same set, and sketching costs no second tokenization. */
+
+/* Bytes of a sketch of this kind (16, 32, 64); 0 for SIMSTORE_SKETCH_NONE
+ * and for a value that names no kind. Cannot fail. */
+SIMSTORE_API size_t simstore_sketch_bytes(simstore_sketch_kind kind);
+
+/* The kind's name as the tool spells it: "none", "minhash16", "minhash32",
+ * "minhash64"; NULL for a value that names no kind. A static string. */
+SIMSTORE_API const char *simstore_sketch_name(simstore_sketch_kind kind);
+
+/* The kind named `name` (as simstore_sketch_name() spells it) to *kind.
+ * Errors: SIMSTORE_EINVAL (NULL argument, or no kind has that name). */
+SIMSTORE_API int simstore_sketch_parse(const char *name, simstore_sketch_kind *kind);
+
+/* The estimated Jaccard similarity of the shingle sets two sketches of kind
+ * `kind` were made from: with D the bins whose bits differ out of m,
+ * max(0, (m - 2 D) / m), in 0..1; 1 for equal sketches (identical texts).
+ * Unbiased for sets of any size, with the standard error given with
+ * simstore_sketch_kind. Returns SIMSTORE_SIMILARITY_UNKNOWN (-1) when a or b
+ * is NULL or kind is not a sketch kind. Pure and thread-safe. */
+SIMSTORE_API double simstore_sketch_similarity(simstore_sketch_kind kind, const uint8_t *a,
+                                               const uint8_t *b);
+
+/* The sketch kind fpr makes (its options' sketch). Cannot fail. */
+SIMSTORE_API simstore_sketch_kind simstore_fingerprinter_sketch(const simstore_fingerprinter *fpr);
+
+/* Fingerprint one document and sketch it, in one pass.
+ *   fpr     a fingerprinter made with a sketch kind (its options' sketch).
+ *   text, len, fp, flags  as simstore_fingerprint_text(), which gives the
+ *           same fingerprint and flags.
+ *   sketch  receives simstore_sketch_bytes(simstore_fingerprinter_sketch(fpr))
+ *           bytes. A document without features (SIMSTORE_FP_EMPTY) has the
+ *           sketch of all zero bytes.
+ * Errors: SIMSTORE_EINVAL (a NULL argument, text NULL with len > 0, or fpr
+ * made without a sketch kind), SIMSTORE_ENOMEM (fp is then 0 and the sketch
+ * all zero). */
+SIMSTORE_API int simstore_fingerprint_sketch(simstore_fingerprinter *fpr, const char *text,
+                                             size_t len, uint64_t *fp, uint8_t *sketch,
+                                             unsigned *flags);
 
 /* ---- Stores --------------------------------------------------------------
  * A store is a directory (format/store.md): an LMDB environment holding the

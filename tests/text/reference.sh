@@ -2,7 +2,7 @@
 # reference.sh: `simstore fingerprint --cjk bigram` and tests/text/reference.py
 # (the spec implemented again, in Python) must print the same lines, over the
 # sample corpus, ill-formed bytes and generated texts, for several options of
-# fingerprint versions 1 and 2.
+# fingerprint versions 1 and 2, and the sketches of format/sketch.md.
 # Usage: reference.sh PATH/TO/simstore PATH/TO/python3
 set -u
 SIMSTORE=$1
@@ -68,6 +68,14 @@ for opts in "--fp-version 1" "--fp-version 1 --shingle 1" \
     compare "generated ($opts)" $opts "$T"/gen*.txt
     # shellcheck disable=SC2086
     compare "generated paragraphs ($opts)" $opts --paragraphs "$T"/gen*.txt
+done
+# format/sketch.md: the sketches of whole documents, each kind, a few options.
+for opts in "--sketch minhash64" "--sketch minhash16 --fp-version 1" \
+            "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log"; do
+    # shellcheck disable=SC2086
+    compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
+    # shellcheck disable=SC2086
+    compare "generated ($opts)" $opts "$T"/gen*.txt
 done
 n=$(wc -l <"$T/c.out")
 echo "compared $n lines per run; $failures failures"
