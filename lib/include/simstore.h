@@ -470,15 +470,29 @@ SIMSTORE_API int simstore_add_begin(simstore *s, const simstore_build_options *o
                                     simstore_builder **out);
 
 /* Add one document (documents may come in any order). Ids are checked for
- * length here; duplicates are found at finish.
+ * length here; duplicates are found at finish. A store that keeps sketches
+ * (its text options' sketch) takes documents with simstore_builder_add_sketch
+ * only.
  * Errors: SIMSTORE_EINVAL (empty or oversized id or metadata; a document
- * given to a fingerprint-only builder), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+ * given to a fingerprint-only builder, or without a sketch to a store that
+ * keeps them), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
 
 /* simstore_builder_add with flags (SIMSTORE_DOC_INTEGER_ID or 0); the same
  * errors, and SIMSTORE_EINVAL for an unknown flag. */
 SIMSTORE_API int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc,
                                             unsigned flags);
+
+/* simstore_builder_add_flags with the document's sketch: `sketch` holds
+ * simstore_sketch_bytes(kind) bytes (copied) of the store's sketch kind
+ * (simstore_get_text_options(), or the build's text options), made from the
+ * document's text with those options (simstore_fingerprint_sketch). Every
+ * document of a store that keeps sketches has one; NULL is allowed (and
+ * needed) only for a store that keeps none. The same errors, and
+ * SIMSTORE_EINVAL for a sketch given to a store that keeps none, or none
+ * given to one that keeps them. */
+SIMSTORE_API int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc,
+                                             unsigned flags, const uint8_t *sketch);
 
 /* Add a bare fingerprint to a fingerprint-only builder.
  * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */
@@ -556,6 +570,16 @@ typedef struct simstore_match {
     size_t meta_len;
     unsigned flags;     /* SIMSTORE_MATCH_INTEGER_ID or 0 */
     uint64_t insertion; /* insertion order, 0 when unknown (above) */
+    /* Added with sketches (format/sketch.md). */
+    double similarity;     /* the estimated Jaccard similarity of the query's
+                           and the document's shingle sets, 0..1
+                           (simstore_sketch_similarity); SIMSTORE_SIMILARITY_
+                           UNKNOWN (-1) when the query came without a sketch
+                           (by fingerprint) or the document has none (a store
+                           without sketches, a fingerprint-only store)     */
+    const uint8_t *sketch; /* the document's sketch, simstore_sketch_bytes()
+                           of the store's kind; NULL when it has none.
+                           Valid as id                                      */
 } simstore_match;
 
 /* simstore_match.flags: the document's id was given as an integer
@@ -576,9 +600,20 @@ SIMSTORE_API void simstore_query_free(simstore_query *q);
 SIMSTORE_API int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
                                    const simstore_match **matches, size_t *count);
 
+/* simstore_query_fp() with the query's sketch (NULL: none), of the store's
+ * sketch kind (simstore_get_text_options()), made from its text with the
+ * store's text options: each match gets the estimated similarity of the
+ * query's and its document's sets. Same answers, order and errors. */
+SIMSTORE_API int simstore_query_fp_sketch(simstore_query *q, uint64_t fp, const uint8_t *sketch,
+                                          unsigned k, const simstore_match **matches,
+                                          size_t *count);
+
 /* Fingerprint `text` with fpr (simstore_fingerprint_text) and query it; the
- * fingerprint goes to *fp when fp is not NULL. Same errors, plus those of
- * fingerprinting. */
+ * fingerprint goes to *fp when fp is not NULL. When fpr makes sketches of
+ * the store's kind (a fingerprinter made with the store's text options
+ * does), the text is sketched in the same pass and the matches carry their
+ * similarity (simstore_query_fp_sketch); otherwise it is unknown. Same
+ * errors, plus those of fingerprinting. */
 SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr,
                                      const char *text, size_t len, unsigned k, uint64_t *fp,
                                      const simstore_match **matches, size_t *count);
@@ -645,6 +680,17 @@ SIMSTORE_API int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n
                                       const simstore_batch_options *o, simstore_batch_fn fn,
                                       void *ctx);
 
+/* simstore_query_batch() with the queries' sketches: sketches holds n
+ * sketches of the store's kind one after another (query i's at
+ * i * simstore_sketch_bytes(kind)), each made from its query's text with the
+ * store's text options, as simstore_query_fp_sketch() takes them; the
+ * matches carry their similarity. NULL, or a store that keeps no sketches:
+ * exactly simstore_query_batch(). */
+SIMSTORE_API int simstore_query_batch_sketches(simstore *s, const uint64_t *fps,
+                                               const uint8_t *sketches, size_t n, unsigned k,
+                                               const simstore_batch_options *o,
+                                               simstore_batch_fn fn, void *ctx);
+
 typedef struct simstore_stats {
     unsigned k;
     unsigned tables;
@@ -659,6 +705,9 @@ typedef struct simstore_stats {
     uint64_t lmdb_bytes;        /* data.mdb */
     uint64_t block_key_bytes;   /* block keys held in RAM by an open store */
     char design[160];           /* e.g. "k=3: 1 level (4 blocks choose 1), 4 tables, prefix 16 bits" */
+    /* Added with sketches. */
+    simstore_sketch_kind sketch; /* the sketch every document keeps (NONE)  */
+    unsigned sketch_bytes;       /* its bytes in each document record (0)    */
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
@@ -912,7 +961,8 @@ typedef enum simstore_problem_kind {
 typedef struct simstore_problem {
     simstore_problem_kind kind;
     int warning;          /* 1: harmless to answers (leftover files, LMDB
-                             pages neither used nor free, dead duplicates);
+                             pages neither used nor free, dead duplicates, a
+                             document without the sketch its store keeps);
                              0: an error                                    */
     const char *file;     /* the file concerned (path), or NULL             */
     int64_t block;        /* the table block, or the LMDB page for
@@ -971,6 +1021,13 @@ typedef struct simstore_scan_options {
     const char *tmp_dir;   /* spill files; NULL (default): $TMPDIR or /tmp   */
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
+    /* Added with sketches (format/sketch.md). */
+    double min_similarity; /* 0 (default): every pair within k. In (0, 1]:
+                              only pairs of documents whose estimated
+                              similarity (simstore_pair.similarity) is at
+                              least this; a document without a sketch is in
+                              no such pair. Needs a store that keeps
+                              sketches (SIMSTORE_EINVAL otherwise)          */
 } simstore_scan_options;
 
 #define SIMSTORE_SCAN_STORE_K 0xFFFFFFFFu
@@ -995,6 +1052,11 @@ typedef struct simstore_pair {
                           fp_a and fp_b (1 each in a fingerprint-only store);
                           else 0                                            */
     uint64_t count_b;
+    double similarity; /* estimated Jaccard similarity of the two documents
+                          (simstore_sketch_similarity of their sketches);
+                          SIMSTORE_SIMILARITY_UNKNOWN when either has no
+                          sketch, by fingerprint, in a fingerprint-only
+                          store                                             */
 } simstore_pair;
 
 /* Receives each pair; nonzero stops simstore_pairs(), which returns it. */
@@ -1009,7 +1071,9 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
 /* Every unordered pair of stored documents within o->k, each once, ordered
  * by distance, then id_a, then id_b (byte order); documents sharing a
  * fingerprint are pairs at distance 0. In a fingerprint-only store, and by
- * fingerprint, pairs of fingerprints ordered by distance, fp_a, fp_b.
+ * fingerprint, pairs of fingerprints ordered by distance, fp_a, fp_b. With
+ * o->min_similarity, only the pairs of documents whose similarity is at
+ * least it (not by fingerprint: SIMSTORE_EINVAL).
  *   o      NULL for the defaults.
  *   flags  0 or SIMSTORE_PAIRS_BY_FINGERPRINT.
  * Memory: half of o->memory_bytes for the two sorts of pairs (more spills
@@ -1017,9 +1081,10 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
  * a table's prefix, about 40 bytes a value while a group is split), and the
  * documents of the two fingerprints of a pair being read (a fingerprint
  * shared by very many documents: SIMSTORE_PAIRS_BY_FINGERPRINT reads none).
- * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag), SIMSTORE_ERANGE (k
- * above the store's design), SIMSTORE_EFULL (one prefix group needs more
- * than its threads' share of the memory), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
+ * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag, min_similarity
+ * outside 0..1 or on a store without sketches), SIMSTORE_ERANGE (k above
+ * the store's design), SIMSTORE_EFULL (one prefix group needs more than its
+ * threads' share of the memory), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
  * SIMSTORE_ENOMEM, or fn's nonzero value. */
 SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, unsigned flags,
                                 simstore_pair_fn fn, void *ctx);
@@ -1088,6 +1153,10 @@ typedef struct simstore_cluster_member {
     uint64_t cluster_fp;   /* the kept document's fingerprint              */
     int kept;              /* 1 for the cluster's kept document            */
     unsigned distance;     /* to the kept document                         */
+    double similarity;     /* estimated similarity to the kept document (1
+                              for the kept one itself);
+                              SIMSTORE_SIMILARITY_UNKNOWN when either has no
+                              sketch                                        */
 } simstore_cluster_member;
 
 typedef int (*simstore_cluster_fn)(void *ctx, const simstore_cluster_member *m);
@@ -1104,10 +1173,15 @@ typedef struct simstore_cluster_summary {
  * document's id, each kept document first, then the others by id (in a
  * fingerprint-only store, where documents are fingerprints: by
  * fingerprint). Clusters have two documents or more unless o->singletons.
+ * With o->scan.min_similarity, two documents are joined only when they are
+ * within the distance AND their estimated similarity is at least it (so
+ * documents sharing a fingerprint may fall in different clusters); without
+ * it, documents sharing a fingerprint are always together.
  * The same store gives the same clusters on every run and thread count.
  * Memory: that of simstore_pairs(), plus about 48 bytes per pair and per
- * clustered document and the clustered documents' ids, which must fit in
- * o->scan.memory_bytes (SIMSTORE_EFULL otherwise).
+ * clustered document, the clustered documents' ids and sketches and, with a
+ * minimum similarity, 8 bytes per pair of documents joined, which must fit
+ * in o->scan.memory_bytes (SIMSTORE_EFULL otherwise).
  * Errors: those of simstore_pairs(); SIMSTORE_EINVAL for a key rule without
  * a key callback, or a rule a fingerprint-only store cannot apply (the key
  * rules); SIMSTORE_EFULL. */

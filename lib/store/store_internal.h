@@ -117,6 +117,13 @@ void sims_segment_remove(const char *dir, uint64_t segment_id, unsigned tables);
 /* Encode and put the state record. */
 int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st);
 
+/* A document record's sketch against the store: a record may hold a sketch
+ * only of the store's kind (the text record's), so that answers compare
+ * sketches made alike. SIMSTORE_ECORRUPT naming the document otherwise. A
+ * record without a sketch is accepted (its similarity is unknown). */
+int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
+                          size_t id_len);
+
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);
 
