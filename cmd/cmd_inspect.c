@@ -29,7 +29,8 @@ static void usage(FILE *out)
             "\n"
             "Describe a store without trusting it: documents, distinct fingerprints,\n"
             "segments, how its texts are fingerprinted (fingerprint version, text\n"
-            "options), the design (per table: permutation, prefix bits, blocks, bytes,\n"
+            "options, the sketch each document keeps and its bytes per document), the\n"
+            "design (per table: permutation, prefix bits, blocks, bytes,\n"
             "bits per fingerprint beside the floor 64 - log2 N + 1.443, block keys in\n"
             "RAM), LMDB and table sizes, and for every table its Huffman code lengths\n"
             "and the histogram of the leading-bit position j of consecutive\n"
@@ -257,7 +258,9 @@ static int inspect_store(const char *path, const options *o)
                st.fingerprints, st.segments, st.generation, st.table_fps, st.table_bytes, bits,
                floor_bits, st.lmdb_bytes, st.block_key_bytes, text.version);
         textopt_json(stdout, &text);
-        printf("},\"segments\":[");
+        printf("},");
+        textopt_json_sketch(stdout, text.sketch);
+        printf(",\"segments\":[");
     } else {
         printf("store: %s\n", path);
         printf("kind: %s\n", st.fingerprint_only ? "fingerprint-only" : "documents");
@@ -271,6 +274,8 @@ static int inspect_store(const char *path, const options *o)
         printf("generation: %" PRIu64 "\n", st.generation);
         printf("fingerprint version: %u\n", text.version);
         printf("text options: %s\n", text_desc);
+        textopt_describe_sketch(text.sketch, text_desc, sizeof text_desc);
+        printf("sketch: %s\n", text_desc);
         printf("design: %s\n", st.design);
         printf("block bytes: %u\n", st.block_bytes);
         printf("table bytes: %" PRIu64 " (%.2f bits per fingerprint per table; floor %.2f)\n",

@@ -17,8 +17,9 @@ static void usage(FILE *out)
             "Print the store's design, counts and sizes, one 'name: value' per line:\n"
             "k, tables, design, block bytes, documents, fingerprints (distinct),\n"
             "segments, generation, table bytes (with bytes and bits per fingerprint),\n"
-            "LMDB bytes, the block keys an open store keeps in RAM, and how its texts\n"
-            "are fingerprinted: the fingerprint version and the text options.\n"
+            "LMDB bytes, the block keys an open store keeps in RAM, how its texts\n"
+            "are fingerprinted (the fingerprint version and the text options), and\n"
+            "the sketch each document keeps, with its bytes per document.\n"
             "\n"
             "      --json           one JSON object instead\n"
             "  -h, --help           show this help\n"
@@ -73,7 +74,9 @@ int cmd_stats(int argc, char **argv)
                (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes,
                text.version);
         textopt_json(stdout, &text);
-        printf("}}\n");
+        printf("},");
+        textopt_json_sketch(stdout, text.sketch);
+        printf("}\n");
         return CLI_EXIT_OK;
     }
     printf("store: %s\n", path);
@@ -94,5 +97,7 @@ int cmd_stats(int argc, char **argv)
     textopt_describe(&text, desc, sizeof desc);
     printf("fingerprint version: %u\n", text.version);
     printf("text options: %s\n", desc);
+    textopt_describe_sketch(text.sketch, desc, sizeof desc);
+    printf("sketch: %s\n", desc);
     return CLI_EXIT_OK;
 }

@@ -45,3 +45,7 @@ simstore_cli_test(test_cli_scan scan.sh)
 simstore_cli_test(test_cli_dedup dedup.sh)
 # query --queries in batches: byte-identical to one by one in every mode.
 simstore_cli_test(test_cli_batch batch.sh)
+# Sketches and similarities (format/sketch.md) through the command, against
+# a brute-force reference over the sketches `fingerprint --sketch` prints.
+simstore_cli_test(test_cli_sketch sketch.sh)
+set_tests_properties(test_cli_sketch PROPERTIES TIMEOUT 600)
