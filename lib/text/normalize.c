@@ -194,7 +194,8 @@ static int rewrite(sims_normalizer *n, size_t *used, const uint8_t *from, const 
     size_t plain = (size_t)(start - from);
     if (reserve(&n->out, &n->out_cap, *used, plain) != 0)
         return SIMSTORE_ENOMEM;
-    memcpy(n->out + *used, from, plain);
+    if (plain) /* a first span at the text's start: out may still be NULL */
+        memcpy(n->out + *used, from, plain);
     *used += plain;
     /* At most one code point per byte in, DECOMP_MAX out for each. */
     size_t bytes = (size_t)(stop - start);
