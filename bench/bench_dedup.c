@@ -115,8 +115,9 @@ static int write_file(const char *path, const void *data, size_t len)
     return rc;
 }
 
-static int count_doc(void *ctx, const simstore_doc *d, int id_is_integer)
+static int count_doc(void *ctx, const simstore_doc *d, int id_is_integer, const uint8_t *sketch)
 {
+    (void)sketch;
     *(uint64_t *)ctx += d->fp + (uint64_t)id_is_integer;
     return 0;
 }

@@ -3,7 +3,12 @@
  * w = 3, TF and LENGTH weighting (and LOG, version 2), beside two baselines
  * measured in the same run over the same bytes: raw XXH3-64 of each
  * document, and version 1 tokenization alone. The "v2 / v1" line is the
- * ratio of the defaults' throughputs (w = 3, TF).
+ * ratio of the defaults' throughputs (w = 3, TF). The sketch lines
+ * fingerprint and sketch in one pass (simstore_fingerprint_sketch, each
+ * kind, version 2, w = 3, TF), beside the fingerprint alone in alternating
+ * passes; and, since a sketch's densification costs about the same for
+ * every document, again on short documents (the first 300 bytes of each
+ * Latin one).
  *
  *   bench_fingerprint [MEGABYTES [SEED]]      (default 24 MB, seed 1)
  *
@@ -158,6 +163,7 @@ typedef struct job {
     sims_tokenizer *tok;         /* tokenizing only */
     int xxh3;                    /* hashing only */
     uint64_t sink;
+    int sketch; /* fingerprint and sketch in one pass */
 } job;
 
 static int count_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
@@ -180,6 +186,11 @@ static void run_once(job *j)
         } else if (j->tok) {
             int invalid = 0;
             sims_tokenize(j->tok, (const uint8_t *)text, len, count_token, &j->sink, &invalid);
+        } else if (j->sketch) {
+            uint64_t fp;
+            uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+            simstore_fingerprint_sketch(j->fpr, text, len, &fp, sketch, NULL);
+            j->sink += fp + sketch[0] + sketch[15];
         } else {
             uint64_t fp;
             simstore_fingerprint_text(j->fpr, text, len, &fp, NULL);
@@ -217,7 +228,7 @@ static double bench_fpr(const corpus *c, unsigned version, unsigned w,
     o.shingle_words = w;
     o.weighting = weighting;
     o.cjk = cjk;
-    job j = {c, NULL, NULL, 0, 0};
+    job j = {c, NULL, NULL, 0, 0, 0};
     if (simstore_fingerprinter_new(&o, &j.fpr) != 0) {
         fprintf(stderr, "bench_fingerprint: %s\n", simstore_last_error());
         exit(1);
@@ -227,6 +238,79 @@ static double bench_fpr(const corpus *c, unsigned version, unsigned w,
     return mbs;
 }
 
+/* Version 2, w = 3, TF, with a sketch of `kind` against the fingerprint
+ * alone, their passes alternating (a shared machine's load then weighs on
+ * both alike): best of each, in MB/s. */
+static void bench_sketch(const corpus *c, simstore_sketch_kind kind, double *plain_mbs,
+                         double *sketch_mbs)
+{
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    job plain = {c, NULL, NULL, 0, 0, 0};
+    o.sketch = kind;
+    job sk = {c, NULL, NULL, 0, 0, 1};
+    if (simstore_fingerprinter_new(NULL, &plain.fpr) != 0 ||
+        simstore_fingerprinter_new(&o, &sk.fpr) != 0) {
+        fprintf(stderr, "bench_fingerprint: %s\n", simstore_last_error());
+        exit(1);
+    }
+    double best[2] = {1e30, 1e30}, spent = 0;
+    job *jobs[2] = {&plain, &sk};
+    run_once(&plain);
+    run_once(&sk);
+    for (int pass = 0; pass < 5 || (spent < 1.5 && pass < 60); pass++)
+        for (int i = 0; i < 2; i++) {
+            double t0 = now();
+            run_once(jobs[i]);
+            double t = now() - t0;
+            spent += t;
+            if (t < best[i])
+                best[i] = t;
+        }
+    checksum ^= plain.sink ^ sk.sink;
+    *plain_mbs = (double)c->len / 1e6 / best[0];
+    *sketch_mbs = (double)c->len / 1e6 / best[1];
+    simstore_fingerprinter_free(plain.fpr);
+    simstore_fingerprinter_free(sk.fpr);
+}
+
+/* The first `bytes` bytes of every document (whole UTF-8 sequences). */
+static void shorten(const corpus *all, size_t bytes, corpus *out)
+{
+    out->bytes = malloc(all->len);
+    out->offset = malloc((all->docs + 1) * sizeof *out->offset);
+    out->len = out->docs = out->cjk_docs = 0;
+    for (size_t d = 0; d < all->docs; d++) {
+        const char *t = all->bytes + all->offset[d];
+        size_t len = all->offset[d + 1] - all->offset[d];
+        if (len > bytes) {
+            len = bytes;
+            while (len > 0 && ((unsigned char)t[len] & 0xC0) == 0x80)
+                len--;
+        }
+        out->offset[out->docs++] = out->len;
+        memcpy(out->bytes + out->len, t, len);
+        out->len += len;
+    }
+    out->offset[out->docs] = out->len;
+}
+
+static void print_sketches(const corpus *c, const char *name)
+{
+    printf("%s (%.1f MB, %zu documents, mean %.0f bytes): v2 w=3 tf\n", name, (double)c->len / 1e6,
+           c->docs, (double)c->len / (double)c->docs);
+    for (int k = SIMSTORE_SKETCH_MINHASH16; k <= SIMSTORE_SKETCH_MINHASH64; k++) {
+        double plain, mbs;
+        bench_sketch(c, (simstore_sketch_kind)k, &plain, &mbs);
+        char label[64];
+        snprintf(label, sizeof label, "fingerprint + sketch %s",
+                 simstore_sketch_name((simstore_sketch_kind)k));
+        printf("  %-34s %8.1f MB/s  (fingerprint alone %.1f MB/s: %.3f x)\n", label, mbs, plain,
+               mbs / plain);
+    }
+    printf("\n");
+}
+
 static double bench_tokenize(const corpus *c, int friso)
 {
     sims_friso_task *task = NULL;
@@ -234,7 +318,7 @@ static double bench_tokenize(const corpus *c, int friso)
         return 0;
     sims_tokenizer tok;
     sims_tokenizer_init(&tok, task);
-    job j = {c, NULL, &tok, 0, 0};
+    job j = {c, NULL, &tok, 0, 0, 0};
     double mbs = measure(&j);
     sims_tokenizer_release(&tok);
     sims_friso_task_free(task);
@@ -287,7 +371,7 @@ int main(int argc, char **argv)
     } sets[] = {{"mixed corpus", &all}, {"Latin documents only", &latin}, {"CJK documents only", &cjk}};
     for (size_t s = 0; s < 3; s++) {
         const corpus *c = sets[s].c;
-        job hash = {c, NULL, NULL, 1, 0};
+        job hash = {c, NULL, NULL, 1, 0, 0};
         double xxh = measure(&hash);
         double tok = bench_tokenize(c, friso);
         printf("%s (%.1f MB):\n", sets[s].name, (double)c->len / 1e6);
@@ -326,6 +410,13 @@ int main(int argc, char **argv)
             }
         printf("\n");
     }
+    corpus short_docs;
+    shorten(&latin, 300, &short_docs);
+    print_sketches(&all, "sketches, mixed corpus");
+    print_sketches(&latin, "sketches, Latin documents");
+    print_sketches(&short_docs, "sketches, short Latin documents");
+    free(short_docs.bytes);
+    free(short_docs.offset);
     printf("(sink %016llx: printed so that no measured work can be optimised away)\n",
            (unsigned long long)checksum);
     free(all.bytes);

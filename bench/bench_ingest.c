@@ -91,8 +91,9 @@ typedef struct counter {
     uint64_t sink;
 } counter;
 
-static int count_doc(void *ctx, const simstore_doc *d, int id_is_integer)
+static int count_doc(void *ctx, const simstore_doc *d, int id_is_integer, const uint8_t *sketch)
 {
+    (void)sketch;
     counter *c = (counter *)ctx;
     c->docs++;
     c->sink ^= d->fp + (uint64_t)id_is_integer;

@@ -294,6 +294,28 @@ void cli_format_hex64(uint64_t fp, char buf[17])
     buf[16] = '\0';
 }
 
+void cli_format_similarity(double similarity, int json, char buf[32])
+{
+    if (!(similarity >= 0))
+        snprintf(buf, 32, "%s", json ? "null" : "-");
+    else
+        snprintf(buf, 32, "%.17g", similarity);
+}
+
+int cli_min_similarity_option(const char *cmd, const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno || !(v >= 0 && v <= 1))
+        return cli_usage_error(cmd,
+                               "--min-similarity takes a number from 0 to 1 (0: no "
+                               "filter), not '%s'",
+                               arg);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out)
 {

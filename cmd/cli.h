@@ -103,6 +103,14 @@ size_t cli_utf8_sequence(const unsigned char *s, size_t n);
 void cli_json_string(FILE *out, const char *s, size_t n);
 /* Format a fingerprint as 16 lowercase hex digits plus NUL into buf[17]. */
 void cli_format_hex64(uint64_t fp, char buf[17]);
+/* Format an estimated similarity (simstore_sketch_similarity) exactly: its
+ * shortest decimal form ("1", "0.90234375": a sketch's estimates are
+ * fractions with a power of two below), or, when unknown (negative), "-"
+ * (json: "null"). */
+void cli_format_similarity(double similarity, int json, char buf[32]);
+/* --min-similarity J: a number from 0 to 1 (0: no filter) into *out;
+ * otherwise prints a usage error and returns 2 (the exit code). */
+int cli_min_similarity_option(const char *cmd, const char *arg, double *out);
 /* Parse a decimal unsigned integer in [min, max]. Returns 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out);

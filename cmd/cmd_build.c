@@ -47,9 +47,19 @@ static void usage(FILE *out)
             "                       larger ones keep fewer keys in RAM)\n"
             "      --fingerprint-only\n"
             "                       keep no documents: answers are fingerprints\n"
+            "      --sketch none|minhash16|minhash32|minhash64\n"
+            "                       keep a sketch of each document's shingle set\n"
+            "                       (16, 32 or 64 bytes a document), so that answers\n"
+            "                       carry an estimated Jaccard similarity and\n"
+            "                       --min-similarity can filter them (default: %s\n"
+            "                       when every input is JSON Lines, none otherwise:\n"
+            "                       TSV and fingerprint lines have no text to sketch)\n"
             "      --replace        replace an existing STORE atomically (only a store:\n"
             "                       a file or any other directory is refused)\n"
-            "\n"
+            "\n",
+            SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES,
+            simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
+    fprintf(out,
             "Resources:\n"
             "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
             "                       K, M, G, T: powers of 1024); the process uses about\n"
@@ -58,8 +68,7 @@ static void usage(FILE *out)
             "      --threads N      worker threads (default: all cores)\n"
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
-            "\n",
-            SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES);
+            "\n");
     fprintf(out,
             "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
             "\n"
@@ -81,6 +90,22 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
        OPT_MEMORY, OPT_THREADS };
+enum { OPT_SKETCH = OPT_THREADS + 1 };
+
+/* The default sketch: the measured choice for texts, when every input is
+ * JSON Lines (by --format or by name); none when any input gives
+ * fingerprints without texts, or is standard input without --format. */
+static simstore_sketch_kind default_sketch(const ingest_options *io, char **paths, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int f = io->format != INGEST_BY_EXTENSION ? (int)io->format
+                : strcmp(paths[i], "-") == 0      ? -1
+                                                  : ingest_format_of_name(paths[i]);
+        if (f != INGEST_JSONL)
+            return SIMSTORE_SKETCH_NONE;
+    }
+    return SIMSTORE_SKETCH_DEFAULT;
+}
 
 static void human_bytes(uint64_t v, char *buf, size_t size)
 {
@@ -106,6 +131,7 @@ int cmd_build(int argc, char **argv)
         {"replace", no_argument, NULL, OPT_REPLACE},
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"sketch", required_argument, NULL, OPT_SKETCH},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -128,7 +154,8 @@ int cmd_build(int argc, char **argv)
     io.cmd = CMD;
     io.text = &text.opts;
     o.text = &text.opts;
-    int quiet = 0, verbose = 0, c;
+    int quiet = 0, verbose = 0, sketch_given = 0, c;
+    simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     double started = cli_now();
     unsigned long long v;
     opterr = 0;
@@ -179,6 +206,14 @@ int cmd_build(int argc, char **argv)
             if (cli_threads_option(CMD, optarg, &o.threads))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_SKETCH:
+            if (simstore_sketch_parse(optarg, &sketch))
+                return cli_usage_error(CMD,
+                                       "--sketch takes none, minhash16, minhash32 or "
+                                       "minhash64, not '%s'",
+                                       optarg);
+            sketch_given = 1;
+            break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
@@ -208,6 +243,15 @@ int cmd_build(int argc, char **argv)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
     io.fingerprint_only = o.fingerprint_only;
     io.threads = o.threads;
+    if (o.fingerprint_only && sketch_given && sketch != SIMSTORE_SKETCH_NONE)
+        return cli_usage_error(CMD,
+                               "--fingerprint-only keeps no documents, so no sketches: "
+                               "not with --sketch %s",
+                               simstore_sketch_name(sketch));
+    if (!sketch_given)
+        sketch = o.fingerprint_only ? SIMSTORE_SKETCH_NONE
+                                    : default_sketch(&io, argv + optind, argc - optind);
+    text.opts.sketch = sketch;
 
     cli_progress prog;
     cli_progress_init(&prog, CMD, !quiet);

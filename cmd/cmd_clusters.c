@@ -16,51 +16,64 @@ static const char *const CMD = "clusters";
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
-                 "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
-                 "\n"
-                 "Group the store's documents into clusters of near-duplicates (within\n"
-                 "Hamming distance K) and choose the one document each cluster keeps. Prints\n"
-                 "one line per clustered document:\n"
-                 "  CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT\n"
-                 "CLUSTER is the kept document's id, KEPT is 1 for it and 0 for the documents\n"
-                 "to drop. Clusters come in the byte order of their CLUSTER, the kept\n"
-                 "document first, then the others by id. In a fingerprint-only store the\n"
-                 "documents are the fingerprints (16 hex digits). The same store gives the\n"
-                 "same bytes on every run and thread count. A summary goes to stderr.\n"
-                 "\n"
-                 "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
-                 "      --mode components  connected components of the within-K graph: a chain\n"
-                 "                       of near-duplicates is one cluster (default)\n"
-                 "      --mode star      in keep order, each document not yet taken becomes a\n"
-                 "                       centre and takes every document not yet taken within\n"
-                 "                       K of it: nobody is farther than K from what it keeps\n"
-                 "      --keep first     keep the document inserted first (default)\n"
-                 "      --keep min-id    keep the smallest id\n"
-                 "      --keep max-meta FIELD, --keep min-meta FIELD\n"
-                 "                       keep the largest (smallest) number in the member FIELD\n"
-                 "                       of the document's metadata (nested as a.b; a string\n"
-                 "                       holding a decimal number counts); documents without\n"
-                 "                       one come last. Ties are broken by id\n"
-                 "      --singletons     also print each document near no other, as a cluster\n"
-                 "                       of its own\n"
-                 "      --json           JSON Lines {\"cluster\", \"id\", \"kept\", \"distance\"}\n"
-                 "      --threads N      threads (default: every core)\n"
-                 "      --memory SIZE    memory for the sorted pairs and the clusters (default\n"
-                 "                       1G); pairs and components beyond it spill to $TMPDIR,\n"
-                 "                       stars must fit\n"
-                 "      --progress       report progress on stderr\n"
-                 "  -h, --help           show this help\n"
-                 "\n"
-                 "Exit status: 0 success, 1 failure, 2 usage error.\n");
+    fprintf(out,
+            "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
+            "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
+            "                        [--similarity] [--min-similarity J]\n"
+            "\n"
+            "Group the store's documents into clusters of near-duplicates (within\n"
+            "Hamming distance K) and choose the one document each cluster keeps. Prints\n"
+            "one line per clustered document:\n"
+            "  CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT]\n"
+            "CLUSTER is the kept document's id, KEPT is 1 for it and 0 for the documents\n"
+            "to drop. Clusters come in the byte order of their CLUSTER, the kept\n"
+            "document first, then the others by id. In a fingerprint-only store the\n"
+            "documents are the fingerprints (16 hex digits). The same store gives the\n"
+            "same bytes on every run and thread count. A summary goes to stderr.\n"
+            "\n"
+            "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
+            "      --mode components  connected components of the within-K graph: a chain\n"
+            "                       of near-duplicates is one cluster (default)\n"
+            "      --mode star      in keep order, each document not yet taken becomes a\n"
+            "                       centre and takes every document not yet taken within\n"
+            "                       K of it: nobody is farther than K from what it keeps\n"
+            "      --keep first     keep the document inserted first (default)\n"
+            "      --keep min-id    keep the smallest id\n"
+            "      --keep max-meta FIELD, --keep min-meta FIELD\n"
+            "                       keep the largest (smallest) number in the member FIELD\n"
+            "                       of the document's metadata (nested as a.b; a string\n"
+            "                       holding a decimal number counts); documents without\n"
+            "                       one come last. Ties are broken by id\n"
+            "      --singletons     also print each document near no other, as a cluster\n"
+            "                       of its own\n"
+            "      --min-similarity J\n"
+            "                       two documents are near only when within K and their\n"
+            "                       estimated Jaccard similarity (format/sketch.md) is at\n"
+            "                       least J, 0..1 (0: K alone): the graph is then over\n"
+            "                       documents, so two sharing a fingerprint may part.\n"
+            "                       Needs a store that keeps sketches\n"
+            "      --similarity     add each document's estimated similarity to its kept\n"
+            "                       document (1 for the kept one; '-', null, unknown)\n"
+            "      --json           JSON Lines {\"cluster\", \"id\", \"kept\", \"distance\"[,\n"
+            "                       \"similarity\"]}\n"
+            "      --threads N      threads (default: every core)\n"
+            "      --memory SIZE    memory for the sorted pairs and the clusters (default\n"
+            "                       1G); pairs and components beyond it spill to $TMPDIR,\n"
+            "                       stars and --min-similarity must fit\n"
+            "      --progress       report progress on stderr\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 enum { OPT_K = 1, OPT_MODE, OPT_KEEP, OPT_SINGLETONS, OPT_JSON, OPT_THREADS, OPT_MEMORY,
        OPT_PROGRESS };
+enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY };
 
 typedef struct clusters_out {
     int json;
     int fp_only;
+    int similarity; /* --similarity */
 } clusters_out;
 
 static void print_id(const clusters_out *o, const char *id, size_t len, unsigned flags,
@@ -83,17 +96,25 @@ static void print_id(const clusters_out *o, const char *id, size_t len, unsigned
 static int print_member(void *ctx, const simstore_cluster_member *m)
 {
     const clusters_out *o = (const clusters_out *)ctx;
+    char sim[32];
+    cli_format_similarity(m->similarity, o->json, sim);
     if (o->json) {
         fputs("{\"cluster\":", stdout);
         print_id(o, m->cluster, m->cluster_len, m->cluster_flags, m->cluster_fp);
         fputs(",\"id\":", stdout);
         print_id(o, m->id, m->id_len, m->flags, m->fp);
-        printf(",\"kept\":%s,\"distance\":%u}\n", m->kept ? "true" : "false", m->distance);
+        printf(",\"kept\":%s,\"distance\":%u", m->kept ? "true" : "false", m->distance);
+        if (o->similarity)
+            printf(",\"similarity\":%s", sim);
+        fputs("}\n", stdout);
     } else {
         print_id(o, m->cluster, m->cluster_len, m->cluster_flags, m->cluster_fp);
         putchar('\t');
         print_id(o, m->id, m->id_len, m->flags, m->fp);
-        printf("\t%d\t%u\n", m->kept, m->distance);
+        printf("\t%d\t%u", m->kept, m->distance);
+        if (o->similarity)
+            printf("\t%s", sim);
+        putchar('\n');
     }
     return ferror(stdout) ? SIMSTORE_EIO : 0;
 }
@@ -147,12 +168,14 @@ int cmd_clusters(int argc, char **argv)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"similarity", no_argument, NULL, OPT_SIMILARITY},
+        {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     simstore_cluster_options o;
     simstore_cluster_options_init(&o);
-    clusters_out out = {0, 0};
+    clusters_out out = {0, 0, 0};
     const char *field = NULL;
     int progress = 0, c, rc;
     unsigned long long k = 0;
@@ -189,6 +212,11 @@ int cmd_clusters(int argc, char **argv)
                 return rc;
             break;
         case OPT_PROGRESS: progress = 1; break;
+        case OPT_SIMILARITY: out.similarity = 1; break;
+        case OPT_MIN_SIMILARITY:
+            if ((rc = cli_min_similarity_option(CMD, optarg, &o.scan.min_similarity)) != 0)
+                return rc;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
@@ -206,6 +234,13 @@ int cmd_clusters(int argc, char **argv)
         simstore_close(s);
         return cli_usage_error(CMD, "--k %llu exceeds the store's design (built for k <= %u)", k,
                                st.k);
+    }
+    if (rc == 0 && o.scan.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
+        simstore_close(s);
+        return cli_error(CMD,
+                         "%s keeps no sketches (built with --sketch none, from "
+                         "fingerprints, or before sketches): --min-similarity needs them",
+                         path);
     }
     out.fp_only = st.fingerprint_only;
     o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_STORE_K;

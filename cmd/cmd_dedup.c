@@ -2,9 +2,10 @@
  * Lines. The ingest pipeline (ingest.c) parses and fingerprints records on
  * every core and, with --store, asks the store about each record on the
  * worker that parsed it; this thread then takes the records in input order
- * and keeps or drops each against the kept records (simstore_memindex) and
- * the store's answer. Kept records pass through to stdout byte for byte;
- * with --add they go into the store in one commit at the end. */
+ * and keeps or drops each against the kept records (simstore_memindex, and
+ * their sketches beside it with --min-similarity) and the store's answer.
+ * Kept records pass through to stdout byte for byte; with --add they go
+ * into the store in one commit at the end. */
 #include "boilerplate.h"
 #include "cli.h"
 #include "commands.h"
@@ -39,8 +40,9 @@ static void usage(FILE *out)
             "\n"
             "The rule: records are taken in input order; a record is dropped when its\n"
             "fingerprint is within K of a record KEPT before it or of a document in\n"
-            "STORE; otherwise it is kept (written to stdout). Because only kept records\n"
-            "are remembered, memory grows with the kept ones.\n"
+            "STORE (and, with --min-similarity J, their estimated similarity is at\n"
+            "least J); otherwise it is kept (written to stdout). Because only kept\n"
+            "records are remembered, memory grows with the kept ones.\n"
             "\n"
             "Kept records are written byte for byte as read (key order, spacing,\n"
             "unknown members and a CR before the newline kept); a last line without a\n"
@@ -54,11 +56,25 @@ static void usage(FILE *out)
             "      --add            add the kept records to STORE (id, fingerprint and\n"
             "                       metadata as `build` stores them) in one commit when\n"
             "                       the whole run succeeds; nothing is added otherwise\n"
+            "      --min-similarity J\n"
+            "                       drop a record only for a kept record or stored\n"
+            "                       document within K whose estimated Jaccard similarity\n"
+            "                       (format/sketch.md) is at least J, 0..1 (0: no\n"
+            "                       filter). Every record is sketched (as STORE's\n"
+            "                       documents are, which STORE must keep; without STORE,\n"
+            "                       %s) and the kept records' sketches are held in\n"
+            "                       memory. Pairs with a large K (4..7) and J near 0.9:\n"
+            "                       the large K finds the candidates, J keeps the near\n"
+            "                       ones\n",
+            simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
+    fprintf(out,
             "      --removed FILE   write ID<TAB>KEPT_ID<TAB>DISTANCE for every dropped\n"
             "                       record: KEPT_ID is the nearest kept record or stored\n"
-            "                       document (smallest distance; ties: STORE documents\n"
-            "                       first, by id byte order, then kept records in input\n"
-            "                       order)\n"
+            "                       document that drops it (smallest distance; ties:\n"
+            "                       STORE documents first, by id byte order, then kept\n"
+            "                       records in input order)\n"
+            "      --similarity     add a fourth column to --removed: the estimated\n"
+            "                       similarity of the record and KEPT_ID\n"
             "      --threads N      parsing and fingerprinting threads (default: all\n"
             "                       cores); the output does not depend on it\n"
             "  -v, --verbose        report records read, kept and dropped, the memory\n"
@@ -85,6 +101,7 @@ static void usage(FILE *out)
 }
 
 enum { OPT_K = 1, OPT_STORE, OPT_ADD, OPT_REMOVED, OPT_THREADS };
+enum { OPT_MIN_SIMILARITY = OPT_THREADS + 1, OPT_SIMILARITY };
 
 /* ---- the kept records' ids: an arena and an open-addressing set --------- */
 
@@ -203,6 +220,12 @@ static void kept_free(kept_ids *k)
 
 typedef struct dedup_run {
     unsigned k;
+    double min_similarity;       /* 0: none */
+    int print_similarity;        /* --similarity */
+    simstore_sketch_kind sketch; /* of every record's sketch (none: no sketches) */
+    size_t sketch_bytes;         /* of the kept records' sketches (0: not kept) */
+    uint8_t *kept_sketches;      /* by kept ordinal */
+    size_t kept_sketches_cap;
     simstore *store;
     const char *store_path;
     simstore_query *queries[MAX_WORKERS]; /* one per worker, made on first use */
@@ -216,9 +239,11 @@ typedef struct dedup_run {
     int failed; /* writing --removed or the builder failed */
 } dedup_run;
 
-/* On worker `worker`: the nearest stored document and whether the id is
- * stored. The store does not change during the run. */
-static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, ingest_note *out)
+/* On worker `worker`: the nearest stored document (with --min-similarity:
+ * the nearest of those similar enough) and whether the id is stored. The
+ * store does not change during the run. */
+static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, const uint8_t *sketch,
+                      ingest_note *out)
 {
     dedup_run *run = (dedup_run *)ctx;
     if (worker >= MAX_WORKERS)
@@ -234,16 +259,21 @@ static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, inges
         return has;
     const simstore_match *m;
     size_t n;
-    int rc = simstore_query_fp(*q, doc->fp, run->k, &m, &n);
+    int rc = simstore_query_fp_sketch(*q, doc->fp, sketch, run->k, &m, &n);
     if (rc)
         return rc;
     out->flags = has ? NOTE_ID_STORED : 0;
-    if (n > 0) {
-        /* Sorted by distance, then id bytes: the first is the nearest. */
+    /* Sorted by distance, then id bytes: the first that passes is the
+     * nearest. An unknown similarity (-1) passes no minimum. */
+    for (size_t i = 0; i < n; i++) {
+        if (run->min_similarity > 0 && !(m[i].similarity >= run->min_similarity))
+            continue;
         out->flags |= NOTE_NEAR_STORED;
-        out->value = m[0].distance;
-        out->text = m[0].id;
-        out->text_len = m[0].id_len;
+        out->value = m[i].distance;
+        out->text = m[i].id;
+        out->text_len = m[i].id_len;
+        out->number = m[i].similarity;
+        break;
     }
     return 0;
 }
@@ -259,23 +289,72 @@ static void record_error(dedup_run *run, const ingest_record *r, const char *wha
             cli_escape(r->doc.id, r->doc.id_len, esc, sizeof esc), what);
 }
 
-static int write_removed(dedup_run *run, const ingest_record *r, const char *kept,
-                         size_t kept_len, unsigned distance)
+static int write_removed(dedup_run *run, const ingest_record *r, const char *kept, size_t kept_len,
+                         unsigned distance, double similarity)
 {
     if (!run->removed)
         return 0;
+    char sim[32];
+    cli_format_similarity(similarity, 0, sim);
     if (fwrite(r->doc.id, 1, r->doc.id_len, run->removed) != r->doc.id_len ||
-        putc('\t', run->removed) == EOF ||
-        fwrite(kept, 1, kept_len, run->removed) != kept_len ||
-        fprintf(run->removed, "\t%u\n", distance) < 0) {
+        putc('\t', run->removed) == EOF || fwrite(kept, 1, kept_len, run->removed) != kept_len ||
+        fprintf(run->removed, "\t%u", distance) < 0 ||
+        (run->print_similarity && fprintf(run->removed, "\t%s", sim) < 0) ||
+        putc('\n', run->removed) == EOF) {
         run->failed = 1;
         return SIMSTORE_EIO;
     }
     return 0;
 }
 
+static const uint8_t *kept_sketch(const dedup_run *run, uint64_t ordinal)
+{
+    return run->kept_sketches + (size_t)ordinal * run->sketch_bytes;
+}
+
+/* With --min-similarity: the nearest kept record within k whose similarity
+ * to the record is at least the minimum (ties: the earliest kept), as
+ * simstore_memindex_nearest() chooses among all. */
+typedef struct near_similar {
+    const dedup_run *run;
+    const uint8_t *sketch;
+    int found;
+    simstore_memindex_match best;
+    double similarity;
+} near_similar;
+
+static int consider_kept(void *ctx, uint64_t fp, uint64_t value, unsigned distance)
+{
+    near_similar *n = (near_similar *)ctx;
+    if (n->found &&
+        (distance > n->best.distance || (distance == n->best.distance && value > n->best.value)))
+        return 0;
+    double sim = simstore_sketch_similarity(n->run->sketch, n->sketch, kept_sketch(n->run, value));
+    if (!(sim >= n->run->min_similarity))
+        return 0;
+    n->found = 1;
+    n->best.fp = fp;
+    n->best.value = value;
+    n->best.distance = distance;
+    n->similarity = sim;
+    return 0;
+}
+
 static int keep_record(dedup_run *run, const ingest_record *r)
 {
+    if (run->sketch_bytes) {
+        /* Room first: the sketch goes in at the ordinal memindex_add gives. */
+        size_t need = (run->ids.n + 1) * run->sketch_bytes;
+        if (need > run->kept_sketches_cap) {
+            size_t cap = run->kept_sketches_cap ? 2 * run->kept_sketches_cap : 64 * need;
+            uint8_t *g = realloc(run->kept_sketches, cap);
+            if (!g)
+                return SIMSTORE_ENOMEM;
+            run->kept_sketches = g;
+            run->kept_sketches_cap = cap;
+        }
+        memcpy(run->kept_sketches + run->ids.n * run->sketch_bytes, r->sketch, run->sketch_bytes);
+    }
     int rc = simstore_memindex_add(run->index, r->doc.fp, run->ids.n);
     if (rc)
         return rc;
@@ -285,8 +364,8 @@ static int keep_record(dedup_run *run, const ingest_record *r)
         return SIMSTORE_EIO;
     run->kept++;
     if (run->builder) {
-        rc = simstore_builder_add_flags(run->builder, &r->doc,
-                                        r->id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0);
+        rc = simstore_builder_add_sketch(run->builder, &r->doc,
+                                         r->id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, r->sketch);
         if (rc) {
             run->failed = 1;
             return rc;
@@ -309,7 +388,22 @@ static int decide(void *ctx, const ingest_record *r)
         return 0;
     }
     simstore_memindex_match near;
-    int found = simstore_memindex_nearest(run->index, r->doc.fp, run->k, &near);
+    double near_similarity = SIMSTORE_SIMILARITY_UNKNOWN;
+    int found;
+    if (run->min_similarity > 0) {
+        near_similar ns = {run, r->sketch, 0, {0, 0, 0}, SIMSTORE_SIMILARITY_UNKNOWN};
+        found = simstore_memindex_query(run->index, r->doc.fp, run->k, consider_kept, &ns);
+        if (found == 0) {
+            found = ns.found;
+            near = ns.best;
+            near_similarity = ns.similarity;
+        }
+    } else {
+        found = simstore_memindex_nearest(run->index, r->doc.fp, run->k, &near);
+        if (found > 0 && run->sketch_bytes)
+            near_similarity =
+                simstore_sketch_similarity(run->sketch, r->sketch, kept_sketch(run, near.value));
+    }
     if (found < 0)
         return found;
     int by_store = (r->note.flags & NOTE_NEAR_STORED) != 0;
@@ -325,11 +419,12 @@ static int decide(void *ctx, const ingest_record *r)
     }
     if (by_store) {
         run->dropped_by_store++;
-        return write_removed(run, r, r->note.text, r->note.text_len, (unsigned)r->note.value);
+        return write_removed(run, r, r->note.text, r->note.text_len, (unsigned)r->note.value,
+                             r->note.number);
     }
     size_t len;
     const char *id = kept_id(&run->ids, (size_t)near.value, &len);
-    return write_removed(run, r, id, len, near.distance);
+    return write_removed(run, r, id, len, near.distance, near_similarity);
 }
 
 static int id_is_kept(void *ctx, const char *id, size_t len)
@@ -395,18 +490,27 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
                              "give no text options with it");
         return CLI_EXIT_USAGE;
     }
-    /* The store's options (its fingerprint version included), with those
-     * given over them. */
+    /* The store's options (its fingerprint version and sketch kind
+     * included), with those given over them. */
     simstore_text_options stored;
     simstore_get_text_options(run->store, &stored);
     textopt_over(text, &stored);
     text->opts = stored;
+    if ((run->min_similarity > 0 || run->print_similarity) &&
+        stored.sketch == SIMSTORE_SKETCH_NONE) {
+        cli_error(CMD,
+                  "%s keeps no sketches (built with --sketch none, from fingerprints, or "
+                  "before sketches): --min-similarity and --similarity need them",
+                  run->store_path);
+        return CLI_EXIT_FAIL;
+    }
     return 0;
 }
 
 static void report(const dedup_run *run, double started)
 {
-    uint64_t index_bytes = simstore_memindex_bytes(run->index) + kept_bytes(&run->ids);
+    uint64_t index_bytes =
+        simstore_memindex_bytes(run->index) + kept_bytes(&run->ids) + run->kept_sketches_cap;
     fprintf(stderr,
             "simstore %s: %llu %s read, %llu kept, %llu dropped (%llu near a document of "
             "STORE); kept records' index %.1f MiB (%.0f bytes per kept record, %u tables)\n",
@@ -483,6 +587,8 @@ int cmd_dedup(int argc, char **argv)
         {"add", no_argument, NULL, OPT_ADD},
         {"removed", required_argument, NULL, OPT_REMOVED},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
+        {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
@@ -526,6 +632,11 @@ int cmd_dedup(int argc, char **argv)
             if (cli_threads_option(CMD, optarg, &io.threads))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_MIN_SIMILARITY:
+            if (cli_min_similarity_option(CMD, optarg, &run.min_similarity))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_SIMILARITY: run.print_similarity = 1; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
@@ -550,6 +661,9 @@ int cmd_dedup(int argc, char **argv)
         return cli_usage_error(CMD, "--boilerplate with --store: the records are fingerprinted "
                                     "without the boilerplate lines STORE recorded, as its "
                                     "documents were; it computes none of its own");
+    if (run.print_similarity && !run.removed_path)
+        return cli_usage_error(CMD, "--similarity adds a column to --removed: give --removed "
+                                    "FILE");
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
 
@@ -566,6 +680,14 @@ int cmd_dedup(int argc, char **argv)
             goto out;
         io.boilerplate = set;
     }
+    /* Records are sketched as the store's documents are (the store's kind,
+     * from its text options), or, without a store, with the default kind
+     * when similarities are asked for. */
+    if (!run.store_path && (run.min_similarity > 0 || run.print_similarity))
+        text.opts.sketch = SIMSTORE_SKETCH_DEFAULT;
+    run.sketch = text.opts.sketch;
+    if (run.min_similarity > 0 || run.print_similarity)
+        run.sketch_bytes = simstore_sketch_bytes(run.sketch); /* kept records' sketches */
     if (idcheck_new(&run.dropped_ids)) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the dropped records' ids");
         goto out;
@@ -598,6 +720,7 @@ out:
     simstore_close(run.store);
     simstore_memindex_free(run.index);
     kept_free(&run.ids);
+    free(run.kept_sketches);
     idcheck_free(run.dropped_ids);
     boiler_spool_free(&spool);
     simstore_boilerplate_free(set);

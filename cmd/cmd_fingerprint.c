@@ -1,5 +1,6 @@
 /* cmd_fingerprint.c: `simstore fingerprint`: documents (plain files or JSON
- * Lines) to "HEX16<TAB>id" lines, whole or per paragraph. */
+ * Lines) to "HEX16<TAB>id" lines, whole or per paragraph, and with --sketch
+ * each document's sketch as a third column. */
 #include "cli.h"
 #include "commands.h"
 #include "input.h"
@@ -50,6 +51,10 @@ static void usage(FILE *out)
             "                       given replace only themselves) and without its\n"
             "                       boilerplate lines (build --boilerplate auto); for\n"
             "                       fingerprints to add to it as .fp or .tsv\n"
+            "      --sketch none|minhash16|minhash32|minhash64\n"
+            "                       also print each document's sketch of its shingle\n"
+            "                       set (format/sketch.md) as a third column, its bytes\n"
+            "                       in hex (default none; not with --paragraphs)\n"
             "\n"
             "  -v, --verbose        report the options, the CJK segmenter and totals on\n"
             "                       stderr\n"
@@ -66,6 +71,7 @@ static void usage(FILE *out)
 
 typedef struct run_state {
     simstore_fingerprinter *fpr;
+    size_t sketch_bytes; /* --sketch: its bytes; 0: none */
     int paragraphs;
     int failed;
     unsigned long long documents, printed, bytes;
@@ -82,7 +88,8 @@ static const char *where(const input_record *rec, char buf[1100])
     return buf;
 }
 
-static void print_line(uint64_t fp, const input_record *rec, unsigned long paragraph)
+static void print_line(uint64_t fp, const input_record *rec, unsigned long paragraph,
+                       const uint8_t *sketch, size_t sketch_bytes)
 {
     char hex[17];
     cli_format_hex64(fp, hex);
@@ -91,13 +98,18 @@ static void print_line(uint64_t fp, const input_record *rec, unsigned long parag
     fwrite(rec->id, 1, rec->id_len, stdout);
     if (paragraph)
         printf("#%lu", paragraph);
+    if (sketch_bytes) {
+        putchar('\t');
+        for (size_t i = 0; i < sketch_bytes; i++)
+            printf("%02x", sketch[i]);
+    }
     putchar('\n');
 }
 
 static int on_paragraph(void *ctx, const simstore_paragraph *para)
 {
     run_state *st = ctx;
-    print_line(para->fingerprint, st->rec, para->number);
+    print_line(para->fingerprint, st->rec, para->number, NULL, 0);
     st->printed++;
     return 0;
 }
@@ -110,16 +122,17 @@ static void fingerprint_record(run_state *st, const input_record *rec)
     int rc;
     st->documents++;
     st->bytes += rec->text_len;
-    if (rec->has_fp && !st->paragraphs) {
+    if (rec->has_fp && !st->paragraphs && !st->sketch_bytes) {
         /* A record with "fp" and no text: its fingerprint as given. */
-        print_line(rec->fingerprint, rec, 0);
+        print_line(rec->fingerprint, rec, 0, NULL, 0);
         st->printed++;
         return;
     }
     if (rec->has_fp) {
         char id[CLI_ESCAPED_ID_BYTES];
-        cli_error(CMD, "%s: '%s' gives a fingerprint, not a text: no paragraphs", where(rec, loc),
-                  cli_escape(rec->id, rec->id_len, id, sizeof id));
+        cli_error(CMD, "%s: '%s' gives a fingerprint, not a text: no %s", where(rec, loc),
+                  cli_escape(rec->id, rec->id_len, id, sizeof id),
+                  st->paragraphs ? "paragraphs" : "sketch");
         st->failed = 1;
         return;
     }
@@ -128,9 +141,13 @@ static void fingerprint_record(run_state *st, const input_record *rec)
         rc = simstore_fingerprint_paragraphs(st->fpr, rec->text, rec->text_len, on_paragraph,
                                              st, NULL, &flags);
     } else {
-        rc = simstore_fingerprint_text(st->fpr, rec->text, rec->text_len, &fp, &flags);
+        uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+        rc = st->sketch_bytes
+                 ? simstore_fingerprint_sketch(st->fpr, rec->text, rec->text_len, &fp, sketch,
+                                               &flags)
+                 : simstore_fingerprint_text(st->fpr, rec->text, rec->text_len, &fp, &flags);
         if (rc == 0) {
-            print_line(fp, rec, 0);
+            print_line(fp, rec, 0, sketch, st->sketch_bytes);
             st->printed++;
         }
     }
@@ -182,11 +199,12 @@ static void run_input(run_state *st, input_format format, const input_fields *fi
 
 int cmd_fingerprint(int argc, char **argv)
 {
-    enum { OPT_JSONL = 256, OPT_PARAGRAPHS, OPT_STORE };
+    enum { OPT_JSONL = 256, OPT_PARAGRAPHS, OPT_STORE, OPT_SKETCH };
     static const struct option longopts[] = {
         {"jsonl", no_argument, NULL, OPT_JSONL},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         {"store", required_argument, NULL, OPT_STORE},
+        {"sketch", required_argument, NULL, OPT_SKETCH},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
         {"verbose", no_argument, NULL, 'v'},
@@ -200,12 +218,20 @@ int cmd_fingerprint(int argc, char **argv)
     int fields_given = 0;
     int jsonl = 0, paragraphs = 0, verbose = 0, c;
     const char *store_path = NULL;
+    simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_JSONL: jsonl = 1; break;
         case OPT_PARAGRAPHS: paragraphs = 1; break;
         case OPT_STORE: store_path = cli_store_path(optarg); break;
+        case OPT_SKETCH:
+            if (simstore_sketch_parse(optarg, &sketch))
+                return cli_usage_error(CMD,
+                                       "--sketch takes none, minhash16, minhash32 or "
+                                       "minhash64, not '%s'",
+                                       optarg);
+            break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
@@ -223,6 +249,8 @@ int cmd_fingerprint(int argc, char **argv)
     if (fields_given && !jsonl)
         return cli_usage_error(CMD, "--id-field, --text-field, --meta-fields, --strict and "
                                     "--id-from-line need --jsonl");
+    if (paragraphs && sketch != SIMSTORE_SKETCH_NONE)
+        return cli_usage_error(CMD, "--sketch sketches whole documents: not with --paragraphs");
     /* With --store: its options, those given over them, and its set. */
     simstore *store = NULL;
     if (store_path) {
@@ -234,7 +262,8 @@ int cmd_fingerprint(int argc, char **argv)
         textopt_over(&text, &stored);
         text.opts = stored;
     }
-    const simstore_text_options opts = text.opts;
+    simstore_text_options opts = text.opts;
+    opts.sketch = sketch;
 
     /* Only friso needs its dictionary loaded (~0.05 s). */
     const char *segmenter = "character bigrams (--cjk bigram)";
@@ -244,6 +273,7 @@ int cmd_fingerprint(int argc, char **argv)
     run_state st;
     memset(&st, 0, sizeof st);
     st.paragraphs = paragraphs;
+    st.sketch_bytes = simstore_sketch_bytes(sketch);
     int rc = simstore_fingerprinter_new(&opts, &st.fpr);
     if (rc == SIMSTORE_OK && store)
         rc = simstore_fingerprinter_set_boilerplate(st.fpr, simstore_get_boilerplate(store));

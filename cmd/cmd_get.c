@@ -118,6 +118,12 @@ static int print_exported(void *ctx, const simstore_document *d)
         fputs("{\"id\":", stdout);
         print_id(d);
         printf(",\"fp\":\"%s\"", hex);
+        if (d->sketch) {
+            fputs(",\"sketch\":\"", stdout);
+            for (size_t i = 0; i < d->sketch_bytes; i++)
+                printf("%02x", d->sketch[i]);
+            putchar('"');
+        }
         if (d->meta) {
             fputs(",\"meta\":", stdout);
             fwrite(d->meta, 1, d->meta_len, stdout);

@@ -30,8 +30,9 @@ static void usage(FILE *out)
             "\n"
             "Describe a store without trusting it: documents, distinct fingerprints,\n"
             "segments, how its texts are fingerprinted (fingerprint version, text\n"
-            "options, boilerplate lines), the design (per table: permutation, prefix\n"
-            "bits, blocks, bytes, bits per fingerprint beside the floor\n"
+            "options, the sketch each document keeps and its bytes per document,\n"
+            "boilerplate lines), the design (per table: permutation, prefix bits,\n"
+            "blocks, bytes, bits per fingerprint beside the floor\n"
             "64 - log2 N + 1.443, block keys in RAM), LMDB and table sizes, and for\n"
             "every table its Huffman code lengths and the histogram of the\n"
             "leading-bit position j of consecutive differences, drawn as a chart.\n"
@@ -258,7 +259,9 @@ static int inspect_store(const char *path, const options *o)
                st.fingerprints, st.segments, st.generation, st.table_fps, st.table_bytes, bits,
                floor_bits, st.lmdb_bytes, st.block_key_bytes, text.version);
         textopt_json(stdout, &text);
-        printf("},\"boilerplate\":");
+        printf("},");
+        textopt_json_sketch(stdout, text.sketch);
+        printf(",\"boilerplate\":");
         boiler_json(stdout, simstore_get_boilerplate(s));
         printf(",\"segments\":[");
     } else {
@@ -274,6 +277,8 @@ static int inspect_store(const char *path, const options *o)
         printf("generation: %" PRIu64 "\n", st.generation);
         printf("fingerprint version: %u\n", text.version);
         printf("text options: %s\n", text_desc);
+        textopt_describe_sketch(text.sketch, text_desc, sizeof text_desc);
+        printf("sketch: %s\n", text_desc);
         char boiler_desc[160];
         boiler_describe(simstore_get_boilerplate(s), boiler_desc, sizeof boiler_desc);
         printf("boilerplate: %s\n", boiler_desc);

@@ -23,7 +23,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: simstore pairs STORE [--k K] [--by-fingerprint] [--json] [--threads N]\n"
-            "                      [--memory SIZE]\n"
+            "                      [--memory SIZE] [--similarity] [--min-similarity J]\n"
             "       simstore pairs [--k K] [--json] [--method auto|join|brute] [FILE...]\n"
             "\n"
             "Print every unordered pair of stored documents within Hamming distance K,\n"
@@ -44,7 +44,15 @@ static void usage(FILE *out)
             "                       sorted by distance, HEX_A, HEX_B; a fingerprint held\n"
             "                       by several documents is paired with itself at 0\n"
             "      --json           JSON Lines {\"a\", \"b\", \"distance\"[, \"count_a\",\n"
-            "                       \"count_b\"]}\n"
+            "                       \"count_b\"][, \"similarity\"]}\n"
+            "      --similarity     STORE: add the pair's estimated Jaccard similarity\n"
+            "                       (format/sketch.md) as a fourth column (\"similarity\"\n"
+            "                       with --json; '-', null, when unknown: a store or a\n"
+            "                       document without sketches)\n"
+            "      --min-similarity J\n"
+            "                       STORE: only the pairs whose estimated similarity is\n"
+            "                       at least J, 0..1 (0: all); needs a store that keeps\n"
+            "                       sketches, not with --by-fingerprint\n"
             "      --threads N      threads (default: every core)\n"
             "      --memory SIZE    memory for sorting pairs (default 1G); more spills to\n"
             "                       $TMPDIR\n"
@@ -369,6 +377,8 @@ static int pairs_of_lines(const lines_opts *lo, int nfiles, char **files)
 typedef struct store_out {
     int json;
     unsigned flags;
+    int similarity;        /* --similarity */
+    double min_similarity; /* --min-similarity (0: none) */
 } store_out;
 
 static void print_pair_id(const char *id, size_t len, unsigned flags, uint64_t fp, int json)
@@ -395,6 +405,11 @@ static int print_store_pair(void *ctx, const simstore_pair *p)
     if (o->flags & SIMSTORE_PAIRS_BY_FINGERPRINT)
         printf(o->json ? ",\"count_a\":%llu,\"count_b\":%llu" : "\t%llu\t%llu",
                (unsigned long long)p->count_a, (unsigned long long)p->count_b);
+    if (o->similarity) {
+        char sim[32];
+        cli_format_similarity(p->similarity, o->json, sim);
+        printf(o->json ? ",\"similarity\":%s" : "\t%s", sim);
+    }
     fputs(o->json ? "}\n" : "\n", stdout);
     return ferror(stdout) ? SIMSTORE_EIO : 0;
 }
@@ -418,6 +433,14 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
     o.k = have_k ? k : SIMSTORE_SCAN_STORE_K;
     o.threads = threads;
     o.memory_bytes = memory;
+    o.min_similarity = out->min_similarity;
+    if (rc == 0 && out->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
+        simstore_close(s);
+        return cli_error(CMD,
+                         "%s keeps no sketches (built with --sketch none, from "
+                         "fingerprints, or before sketches): --min-similarity needs them",
+                         path);
+    }
     cli_progress prog;
     cli_progress_init(&prog, CMD, progress);
     o.progress = cli_progress_update;
@@ -432,6 +455,7 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
 }
 
 enum { OPT_JSON = 1, OPT_BY_FP, OPT_THREADS, OPT_MEMORY, OPT_METHOD, OPT_PROGRESS };
+enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY };
 
 int cmd_pairs(int argc, char **argv)
 {
@@ -443,13 +467,15 @@ int cmd_pairs(int argc, char **argv)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"method", required_argument, NULL, OPT_METHOD},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"similarity", no_argument, NULL, OPT_SIMILARITY},
+        {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long k = 3;
     int have_k = 0, c, rc, progress = 0, have_method = 0;
     lines_opts lo = {3, 0, 0, 0, 0};
-    store_out out = {0, 0};
+    store_out out = {0, 0, 0, 0};
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -480,6 +506,11 @@ int cmd_pairs(int argc, char **argv)
             have_method = 1;
             break;
         case OPT_PROGRESS: progress = 1; break;
+        case OPT_SIMILARITY: out.similarity = 1; break;
+        case OPT_MIN_SIMILARITY:
+            if (cli_min_similarity_option(CMD, optarg, &out.min_similarity))
+                return CLI_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
@@ -494,11 +525,17 @@ int cmd_pairs(int argc, char **argv)
         if (have_k && k > SIMSTORE_MAX_K)
             return cli_usage_error(CMD, "--k: %llu is above %d, the largest a store has", k,
                                    SIMSTORE_MAX_K);
+        if (out.min_similarity > 0 && (out.flags & SIMSTORE_PAIRS_BY_FINGERPRINT))
+            return cli_usage_error(CMD, "--min-similarity compares documents: not with "
+                                        "--by-fingerprint");
         rc = pairs_of_store(cli_store_path(argv[optind]), have_k, (unsigned)k, lo.threads,
                             lo.memory, &out, progress);
     } else {
         if (out.flags)
             return cli_usage_error(CMD, "--by-fingerprint needs a STORE");
+        if (out.similarity || out.min_similarity > 0)
+            return cli_usage_error(CMD, "--similarity and --min-similarity need a STORE (that "
+                                        "keeps sketches); fingerprint lines have none");
         if (lo.method == 1 && k > SIMSTORE_MAX_K)
             return cli_usage_error(CMD, "--method join: --k at most %d", SIMSTORE_MAX_K);
         lo.k = (unsigned)k;

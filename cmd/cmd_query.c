@@ -25,7 +25,7 @@ static void usage(FILE *out)
             "\n"
             "Print every stored document whose fingerprint is within distance K of the\n"
             "query, one line per match, sorted by distance then document id:\n"
-            "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE\n"
+            "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE[<TAB>SIMILARITY]\n"
             "QUERY_ID is '-' for a single query; DOC_ID is '-' in fingerprint-only stores.\n"
             "\n"
             "Query:\n"
@@ -44,8 +44,21 @@ static void usage(FILE *out)
     fprintf(out,
             "Answer:\n"
             "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
-            "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[, \"meta\"]}\n"
+            "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[,\n"
+            "                       \"similarity\"][, \"meta\"]}\n"
             "      --meta           with --json, include each document's metadata\n"
+            "      --similarity     add each match's estimated Jaccard similarity to the\n"
+            "                       query (format/sketch.md): a fifth column, or the\n"
+            "                       member \"similarity\" with --json; '-' (null) when\n"
+            "                       unknown: a query by fingerprint (--fp, TSV and\n"
+            "                       fingerprint-line queries), a store without sketches\n"
+            "      --min-similarity J\n"
+            "                       only the matches whose estimated similarity is at\n"
+            "                       least J, 0..1 (0: all): with a store built for a\n"
+            "                       larger K (4..7), the K finds the candidates and J\n"
+            "                       keeps the near ones. Needs a store that keeps\n"
+            "                       sketches and text queries (--text, --file, JSON\n"
+            "                       Lines --queries)\n"
             "      --skip-self      omit a match whose document id equals the query id\n"
             "      --end-marker     end each query's answer, even an empty one or a bad\n"
             "                       line's, with a line '.'; with --json, print one\n"
@@ -79,6 +92,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
        OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER, OPT_STRATEGY, OPT_THREADS, OPT_MEMORY };
+enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY };
 
 /* --strategy one-by-one: simstore_query_fp per query, as from a pipe. */
 #define STRATEGY_ONE_BY_ONE (-1)
@@ -91,6 +105,8 @@ typedef struct query_run {
     unsigned k;
     int json;
     int skip_self;
+    int print_similarity;  /* --similarity */
+    double min_similarity; /* --min-similarity (0: none) */
     int qid_integer; /* the query's id was a JSON integer */
     const input_fields *fields; /* of --queries JSON Lines */
     int end_marker;  /* end each query's answer: a '.' line, or one JSON record */
@@ -128,11 +144,24 @@ static int open_store(query_run *r)
         r->s = NULL;
         return CLI_EXIT_FAIL;
     }
+    if (rc == SIMSTORE_OK && r->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
+        cli_error(CMD,
+                  "%s keeps no sketches (built with --sketch none, from fingerprints, or "
+                  "before sketches): --min-similarity needs them",
+                  r->path);
+        simstore_close(r->s);
+        r->s = NULL;
+        return CLI_EXIT_FAIL;
+    }
     if (rc == SIMSTORE_OK) {
         if (!r->have_k)
             r->k = st.k;
         simstore_get_text_options(r->s, r->store_text);
         textopt_over(r->given_text, r->store_text);
+        /* Texts are sketched (the store's kind) only when similarities are
+         * asked for. */
+        if (!r->print_similarity && r->min_similarity <= 0)
+            r->store_text->sketch = SIMSTORE_SKETCH_NONE;
         rc = simstore_query_new(r->s, r->query_flags, &r->q);
     }
     if (rc) {
@@ -205,10 +234,15 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
         json_query_id(r, qid, qid_len);
         fputs(",\"matches\":[", stdout);
     }
+    char sim[32];
     for (size_t i = 0; i < n; i++) {
         if (r->skip_self && m[i].id && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
             continue;
+        /* An unknown similarity (-1) passes no minimum. */
+        if (r->min_similarity > 0 && !(m[i].similarity >= r->min_similarity))
+            continue;
         cli_format_hex64(m[i].fp, hex);
+        cli_format_similarity(m[i].similarity, r->json, sim);
         if (per_query) {
             fputs(listed++ ? ",{\"id\":" : "{\"id\":", stdout);
         } else if (r->json) {
@@ -224,6 +258,8 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
             else
                 fputs("null", stdout);
             printf(",\"fp\":\"%s\",\"distance\":%u", hex, m[i].distance);
+            if (r->print_similarity)
+                printf(",\"similarity\":%s", sim);
             if (m[i].meta) {
                 fputs(",\"meta\":", stdout);
                 fwrite(m[i].meta, 1, m[i].meta_len, stdout);
@@ -236,7 +272,10 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
                 fwrite(m[i].id, 1, m[i].id_len, stdout);
             else
                 putchar('-');
-            printf("\t%s\t%u\n", hex, m[i].distance);
+            printf("\t%s\t%u", hex, m[i].distance);
+            if (r->print_similarity)
+                printf("\t%s", sim);
+            putchar('\n');
         }
     }
     if (per_query)
@@ -298,16 +337,25 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
     const simstore_match *m;
     size_t n;
     int rc = SIMSTORE_OK;
+    uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+    int sketched = 0;
     if (is_text) {
         unsigned flags = 0;
         if (need_fingerprinter(r))
             return CLI_EXIT_FAIL;
-        rc = simstore_fingerprint_text(r->fpr, text, text_len, &fp, &flags);
+        /* Fingerprint (without the store's boilerplate) and, when the
+         * fingerprinter makes the store's kind, the sketch in one pass. */
+        simstore_text_options stored;
+        simstore_get_text_options(r->s, &stored);
+        simstore_sketch_kind kind = simstore_fingerprinter_sketch(r->fpr);
+        sketched = kind != SIMSTORE_SKETCH_NONE && kind == stored.sketch;
+        rc = sketched ? simstore_fingerprint_sketch(r->fpr, text, text_len, &fp, sketch, &flags)
+                      : simstore_fingerprint_text(r->fpr, text, text_len, &fp, &flags);
         if (rc == SIMSTORE_OK && (flags & SIMSTORE_FP_ONLY_BOILERPLATE))
             warn_only_boilerplate(file, line, qid, qid_len);
     }
     if (rc == SIMSTORE_OK)
-        rc = simstore_query_fp(r->q, fp, r->k, &m, &n);
+        rc = simstore_query_fp_sketch(r->q, fp, sketched ? sketch : NULL, r->k, &m, &n);
     if (rc)
         return cli_api_error(CMD, rc, "query");
     print_matches(r, qid, qid_len, m, n);
@@ -333,6 +381,9 @@ typedef struct query_chunk {
     uint64_t *fps;
     size_t *item_of; /* the item of each fingerprint */
     size_t nfps, fps_cap, item_of_cap;
+    uint8_t *sketches;   /* sketch_bytes per fingerprint, when the texts are sketched */
+    size_t sketches_cap; /* in sketches */
+    size_t sketch_bytes; /* 0: queries without sketches */
     size_t printed;  /* items printed so far */
     const char *file;
     unsigned long long first_line, last_line;
@@ -367,13 +418,18 @@ static int chunk_push(query_chunk *c, int bad, int qid_integer, const char *byte
     return 0;
 }
 
-static int chunk_push_query(query_chunk *c, const input_record *rec, uint64_t fp)
+static int chunk_push_query(query_chunk *c, const input_record *rec, uint64_t fp,
+                            const uint8_t *sketch)
 {
     if (chunk_grow((void **)&c->fps, &c->fps_cap, c->nfps + 1, sizeof *c->fps) ||
         chunk_grow((void **)&c->item_of, &c->item_of_cap, c->nfps + 1, sizeof *c->item_of) ||
+        (c->sketch_bytes &&
+         chunk_grow((void **)&c->sketches, &c->sketches_cap, (c->nfps + 1) * c->sketch_bytes, 1)) ||
         chunk_push(c, 0, rec->id_is_integer, rec->id, rec->id_len))
         return -1;
     c->fps[c->nfps] = fp;
+    if (c->sketch_bytes)
+        memcpy(c->sketches + c->nfps * c->sketch_bytes, sketch, c->sketch_bytes);
     c->item_of[c->nfps++] = c->len - 1;
     return 0;
 }
@@ -420,7 +476,8 @@ static int flush_chunk(query_chunk *c)
             o.memory_bytes = r->memory_bytes;
         o.strategy = (simstore_batch_strategy)r->strategy;
         o.flags = r->query_flags;
-        int rc = simstore_query_batch(r->s, c->fps, c->nfps, r->k, &o, print_batch_answer, c);
+        int rc = simstore_query_batch_sketches(r->s, c->fps, c->sketch_bytes ? c->sketches : NULL,
+                                               c->nfps, r->k, &o, print_batch_answer, c);
         if (c->write_failed) {
             status = cli_error(CMD, "writing the answers: %s", strerror(errno ? errno : EIO));
         } else if (rc) {
@@ -468,6 +525,23 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
             c.last_line = rec.line;
             uint64_t fp = rec.fingerprint;
             unsigned flags = 0;
+            uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+            if (got != -1 && format == INPUT_JSONL && need_fingerprinter(r) == 0)
+                /* Texts are sketched when the fingerprinter is made to (the
+                 * store's kind, when similarities are asked for). */
+                c.sketch_bytes = simstore_sketch_bytes(simstore_fingerprinter_sketch(r->fpr));
+            if (got != -1 && format == INPUT_JSONL && rec.has_fp && c.sketch_bytes) {
+                char why[512];
+                snprintf(why, sizeof why,
+                         "%s:%llu: a record giving \"fp\" has no text to sketch "
+                         "(similarities need texts)",
+                         rec.file, rec.line);
+                cli_error(CMD, "%s", why);
+                bad_lines = 1;
+                if (chunk_push(&c, 1, 0, why, strlen(why)))
+                    status = cli_error(CMD, "out of memory");
+                continue;
+            }
             if (got == -1) {
                 const char *why = input_error(in);
                 cli_error(CMD, "%s", why);
@@ -476,7 +550,10 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
                     status = cli_error(CMD, "out of memory");
             } else if (format == INPUT_JSONL && !rec.has_fp &&
                        (need_fingerprinter(r) ||
-                        simstore_fingerprint_text(r->fpr, rec.text, rec.text_len, &fp, &flags))) {
+                        (c.sketch_bytes ? simstore_fingerprint_sketch(
+                                              r->fpr, rec.text, rec.text_len, &fp, sketch, &flags)
+                                        : simstore_fingerprint_text(r->fpr, rec.text, rec.text_len,
+                                                                    &fp, &flags)))) {
                 if (r->fpr)
                     cli_api_error(CMD, SIMSTORE_ENOMEM, "query");
                 fprintf(stderr, "simstore %s: (at %s:%llu)\n", CMD, rec.file, rec.line);
@@ -484,7 +561,7 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
             } else {
                 if (format == INPUT_JSONL && (flags & SIMSTORE_FP_ONLY_BOILERPLATE))
                     warn_only_boilerplate(rec.file, rec.line, rec.id, rec.id_len);
-                if (chunk_push_query(&c, &rec, fp))
+                if (chunk_push_query(&c, &rec, fp, sketch))
                     status = cli_error(CMD, "out of memory");
             }
         }
@@ -499,6 +576,7 @@ static int run_queries_batched(query_run *r, input_reader *in, int format)
     free(c.bytes);
     free(c.fps);
     free(c.item_of);
+    free(c.sketches);
     return status == CLI_EXIT_OK && bad_lines ? CLI_EXIT_FAIL : status;
 }
 
@@ -520,6 +598,9 @@ static int run_queries_file(query_run *r, const char *path, int format)
             return cli_usage_error(CMD, "%s: cannot tell the format from the name; use --format "
                                         "tsv|fp|jsonl", path);
     }
+    if (r->min_similarity > 0 && format != INPUT_JSONL)
+        return cli_usage_error(CMD, "--min-similarity needs the queries' texts: TSV and "
+                                    "fingerprint-line queries have none (give JSON Lines)");
     input_reader *in;
     if (input_open(&in, (input_format)format, path) != 0)
         return cli_error(CMD, "%s: %s", path, strerror(errno));
@@ -589,6 +670,8 @@ int cmd_query(int argc, char **argv)
         {"strategy", required_argument, NULL, OPT_STRATEGY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"memory", required_argument, NULL, OPT_MEMORY},
+        {"similarity", no_argument, NULL, OPT_SIMILARITY},
+        {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
@@ -662,6 +745,11 @@ int cmd_query(int argc, char **argv)
                                             "powers of 1024; 256M, 1GiB), not '%s'", optarg);
             r.memory_bytes = v;
             break;
+        case OPT_SIMILARITY: r.print_similarity = 1; break;
+        case OPT_MIN_SIMILARITY:
+            if (cli_min_similarity_option(CMD, optarg, &r.min_similarity))
+                return CLI_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
@@ -686,6 +774,10 @@ int cmd_query(int argc, char **argv)
     uint64_t fp = 0;
     if (fp_arg && cli_parse_hex64(fp_arg, &fp))
         return cli_usage_error(CMD, "--fp takes 16 hex digits, not '%s'", fp_arg);
+    if (fp_arg && r.min_similarity > 0)
+        return cli_usage_error(CMD, "--min-similarity needs the query's text: a query by "
+                                    "--fp has no sketch (give --text, --file or JSON Lines "
+                                    "--queries)");
 
     r.path = path;
     r.open_flags = open_flags;

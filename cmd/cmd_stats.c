@@ -18,8 +18,9 @@ static void usage(FILE *out)
             "Print the store's design, counts and sizes, one 'name: value' per line:\n"
             "k, tables, design, block bytes, documents, fingerprints (distinct),\n"
             "segments, generation, table bytes (with bytes and bits per fingerprint),\n"
-            "LMDB bytes, the block keys an open store keeps in RAM, and how its texts\n"
-            "are fingerprinted: the fingerprint version, the text options and the\n"
+            "LMDB bytes, the block keys an open store keeps in RAM, how its texts\n"
+            "are fingerprinted (the fingerprint version and the text options), the\n"
+            "sketch each document keeps, with its bytes per document, and the\n"
             "boilerplate lines removed from its texts (none, or how many, and from how\n"
             "many documents).\n"
             "\n"
@@ -79,7 +80,9 @@ int cmd_stats(int argc, char **argv)
                (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes,
                text.version);
         textopt_json(stdout, &text);
-        printf("},\"boilerplate\":");
+        printf("},");
+        textopt_json_sketch(stdout, text.sketch);
+        printf(",\"boilerplate\":");
         boiler_json(stdout, simstore_get_boilerplate(s));
         printf("}\n");
         simstore_close(s);
@@ -103,6 +106,8 @@ int cmd_stats(int argc, char **argv)
     textopt_describe(&text, desc, sizeof desc);
     printf("fingerprint version: %u\n", text.version);
     printf("text options: %s\n", desc);
+    textopt_describe_sketch(text.sketch, desc, sizeof desc);
+    printf("sketch: %s\n", desc);
     printf("boilerplate: %s\n", boiler_desc);
     simstore_close(s);
     return CLI_EXIT_OK;

@@ -101,6 +101,8 @@ typedef struct ingest_rec {
     size_t raw_off, raw_len; /* the line as read, in the batch's `in` */
     uint64_t note_value;
     size_t note_off, note_len;
+    size_t sketch_off; /* of the sketch in `out`, + 1; 0: none */
+    double note_number;
     unsigned note_flags;
     size_t keys_off, nkeys; /* line keys (ingest_options.line_keys), in `out` */
     int rc;
@@ -438,8 +440,9 @@ static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
 {
     simstore_doc d = {rec->id, rec->id_len, r->fp, rec->meta, rec->meta ? strlen(rec->meta) : 0,
                       r->line};
-    ingest_note n = {0, 0, NULL, 0};
-    int e = pl->note(pl->note_ctx, worker, &d, &n);
+    ingest_note n = {0, 0, NULL, 0, 0};
+    const uint8_t *sketch = r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
+    int e = pl->note(pl->note_ctx, worker, &d, sketch, &n);
     if (e) {
         r->kind = REC_FAILED;
         r->rc = e;
@@ -447,6 +450,7 @@ static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
     }
     r->note_value = n.value;
     r->note_flags = n.flags;
+    r->note_number = n.number;
     if (n.text) {
         if (out_copy(s, n.text, n.text_len, &r->note_off)) {
             r->kind = REC_FAILED;
@@ -517,8 +521,22 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
             return;
     } else if (fmt == INGEST_JSONL && !rec.has_fp) {
         unsigned flags = 0;
+        /* The sketch in the same pass, from the same features. */
+        uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+        size_t sketch_len =
+            simstore_sketch_bytes(pl->text ? pl->text->sketch : SIMSTORE_SKETCH_NONE);
         int e = w->fpr_rc ? w->fpr_rc
-                          : simstore_fingerprint_text(w->fpr, rec.text, rec.text_len, &r->fp, &flags);
+                : sketch_len
+                    ? simstore_fingerprint_sketch(w->fpr, rec.text, rec.text_len, &r->fp, sketch,
+                                                  &flags)
+                    : simstore_fingerprint_text(w->fpr, rec.text, rec.text_len, &r->fp, &flags);
+        if (e == 0 && sketch_len) {
+            size_t off;
+            if (out_copy(s, (const char *)sketch, sketch_len, &off))
+                e = SIMSTORE_ENOMEM;
+            else
+                r->sketch_off = off + 1;
+        }
         if (e) {
             r->kind = REC_FAILED;
             r->rc = e;
@@ -526,6 +544,30 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
         }
         r->empty = (flags & SIMSTORE_FP_EMPTY) != 0;
         r->only_boilerplate = (flags & SIMSTORE_FP_ONLY_BOILERPLATE) != 0;
+    }
+    if (fmt == INGEST_JSONL && rec.has_fp && !pl->line_keys) {
+        /* A fingerprint given with its sketch (export --json): the sketch
+         * must be of the kind this run keeps. */
+        size_t want = simstore_sketch_bytes(pl->text ? pl->text->sketch : SIMSTORE_SKETCH_NONE);
+        if (rec.sketch && rec.sketch_len != want) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "\"sketch\" has %zu bytes, but this store keeps %s sketches (%zu bytes)",
+                     rec.sketch_len,
+                     simstore_sketch_name(pl->text ? pl->text->sketch : SIMSTORE_SKETCH_NONE),
+                     want);
+            set_bad(s, r, msg);
+            return;
+        }
+        if (rec.sketch) {
+            size_t off;
+            if (out_copy(s, (const char *)rec.sketch, rec.sketch_len, &off)) {
+                r->kind = REC_FAILED;
+                r->rc = SIMSTORE_ENOMEM;
+                return;
+            }
+            r->sketch_off = off + 1;
+        }
     }
     r->kind = REC_DOC;
     r->id_integer = (unsigned char)rec.id_is_integer;
@@ -763,19 +805,27 @@ static int drain_batch(ingest_state *st, const slot *s)
             st->res->integer_ids += r->id_integer;
             simstore_doc d = {id, r->text_len, r->fp, r->has_meta ? s->out + r->meta_off : NULL,
                               r->meta_len, source_file | r->line};
+            const uint8_t *sketch =
+                r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
             if (st->sink->record) {
-                ingest_record ir = {d, r->id_integer, r->empty, s->in + r->raw_off, r->raw_len,
-                                    file, r->line,
+                ingest_record ir = {d,
+                                    sketch,
+                                    r->id_integer,
+                                    r->empty,
+                                    s->in + r->raw_off,
+                                    r->raw_len,
+                                    file,
+                                    r->line,
                                     {r->note_value, r->note_flags,
-                                     r->has_note_text ? s->out + r->note_off : NULL,
-                                     r->note_len},
+                                     r->has_note_text ? s->out + r->note_off : NULL, r->note_len,
+                                     r->note_number},
                                     r->only_boilerplate,
                                     (const uint64_t *)(const void *)(s->out + r->keys_off),
                                     r->nkeys};
                 e = st->sink->record(st->sink->ctx, &ir);
                 break;
             }
-            e = st->sink->doc(st->sink->ctx, &d, r->id_integer);
+            e = st->sink->doc(st->sink->ctx, &d, r->id_integer, sketch);
             break;
         }
         }
@@ -819,6 +869,18 @@ static int check_inputs(const ingest_options *o, char **paths, int npaths, int *
                                "--format %s\n",
                     o->cmd, is_stdin ? "<stdin>" : paths[i],
                     o->fingerprint_only ? "hex|u64" : "tsv|fp|jsonl");
+            return -1;
+        }
+        if ((fmt == INGEST_TSV || fmt == INGEST_FP) && o->text &&
+            o->text->sketch != SIMSTORE_SKETCH_NONE) {
+            fprintf(stderr,
+                    "simstore %s: %s: %s gives fingerprints without their texts, but every "
+                    "document of this store keeps a sketch (%s) made from its text: give JSON "
+                    "Lines%s\n",
+                    o->cmd, is_stdin ? "<stdin>" : paths[i],
+                    fmt == INGEST_TSV ? "TSV" : "a fingerprint-lines file",
+                    simstore_sketch_name(o->text->sketch),
+                    strcmp(o->cmd, "build") == 0 ? ", or build with --sketch none" : "");
             return -1;
         }
         int fp_format = fmt == INGEST_HEX || fmt == INGEST_U64;
@@ -938,10 +1000,10 @@ out:
     return rc;
 }
 
-static int builder_doc(void *ctx, const simstore_doc *doc, int id_is_integer)
+static int builder_doc(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch)
 {
-    return simstore_builder_add_flags((simstore_builder *)ctx, doc,
-                                      id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0);
+    return simstore_builder_add_sketch((simstore_builder *)ctx, doc,
+                                       id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
 }
 
 static int builder_fp(void *ctx, uint64_t fp)

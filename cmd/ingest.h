@@ -1,6 +1,7 @@
 /* ingest.h: feeding input files into a store builder, for `build` and `add`:
  * documents from TSV (id<TAB>hex16), fingerprint lines (hex16<TAB>id, what
- * `simstore fingerprint` prints) or JSON Lines (fingerprinted on the way),
+ * `simstore fingerprint` prints) or JSON Lines (fingerprinted, and sketched
+ * when the store keeps sketches, on the way),
  * or bare fingerprints for fingerprint-only stores (hex lines or raw
  * little-endian 64-bit values), plain or compressed (gzip, zstd), parsed and
  * fingerprinted on N threads of the library's ordered pool (simstore_ordered)
@@ -48,6 +49,7 @@ typedef struct ingest_note {
     unsigned flags;
     const char *text; /* NULL or text_len bytes, valid during the call */
     size_t text_len;
+    double number;
 } ingest_note;
 
 /* Called on worker thread `worker` (0..threads-1, each with its own state)
@@ -55,12 +57,16 @@ typedef struct ingest_note {
  * in parallel (`dedup` asks its store there). Returns 0, or a simstore
  * error code that fails the ingest at this record. */
 typedef int (*ingest_note_fn)(void *ctx, unsigned worker, const simstore_doc *doc,
-                              ingest_note *out);
+                              const uint8_t *sketch, ingest_note *out);
 
 typedef struct ingest_options {
     const char *cmd;                /* for messages */
     ingest_format format;           /* INGEST_BY_EXTENSION: decide per file */
-    const simstore_text_options *text; /* for JSON Lines documents */
+    const simstore_text_options *text; /* for JSON Lines documents; with a
+                                       sketch kind, every document is
+                                       sketched too, and inputs without
+                                       texts (TSV, fingerprint lines) are
+                                       refused */
     const input_fields *fields;     /* JSON Lines members; NULL: the defaults */
     int fingerprint_only;           /* the store takes bare fingerprints */
     unsigned max_errors;            /* stop reading after this many bad records */
@@ -102,6 +108,7 @@ typedef struct ingest_result {
  * the worker noted. Everything is valid only during the call. */
 typedef struct ingest_record {
     simstore_doc doc;
+    const uint8_t *sketch; /* with ingest_options.text's sketch kind, else NULL */
     int id_is_integer;
     int empty;              /* no words (fingerprint 0; warned about) */
     const char *line;       /* the record's line as read: from its first byte
@@ -119,7 +126,8 @@ typedef struct ingest_record {
 } ingest_record;
 
 typedef struct ingest_sink {
-    int (*doc)(void *ctx, const simstore_doc *doc, int id_is_integer);
+    /* sketch: the document's (ingest_options.text's kind), or NULL. */
+    int (*doc)(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch);
     int (*fp)(void *ctx, uint64_t fp); /* bare fingerprints (.hex, .u64) */
     void *ctx;
     /* When set, documents go here instead of to doc. */

@@ -36,6 +36,7 @@ struct input_parser {
     char *meta;       /* the metadata, compact JSON */
     size_t meta_cap;
     char id_buf[1100]; /* integer ids, formatted; FILE:LINE ids */
+    uint8_t sketch_buf[SIMSTORE_SKETCH_MAX_BYTES]; /* "sketch" with "fp" */
     char error[1024];
 };
 
@@ -416,13 +417,21 @@ int input_json_number(const char *text, size_t len, const char *name, double *va
     return got;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
 /* Is `key` (a top-level member) one of the fields in use? */
 static int is_known_member(const input_parser *p, const char *key)
 {
     const char *names[3] = {p->fields.id_field, p->fields.text_field,
                             p->fields.meta_fields ? NULL : "meta"};
-    if (strcmp(key, "fp") == 0)
-        return 1; /* a fingerprint given instead of the text */
+    if (strcmp(key, "fp") == 0 || strcmp(key, "sketch") == 0)
+        return 1; /* a fingerprint (and its sketch) given instead of the text */
     size_t klen = strlen(key);
     for (size_t i = 0; i < 3 + p->meta_count; i++) {
         const char *n = i < 3 ? names[i] : p->meta_names[i - 3];
@@ -520,6 +529,22 @@ static int parse_jsonl(input_parser *p, const char *line, size_t len, const char
             cli_parse_hex64(json_string_value(fp), &rec->fingerprint) != 0)
             return parser_error(p, -1, "\"fp\" must be a string of 16 hex digits");
         rec->has_fp = 1;
+        json_t *sk = json_object_get(p->root, "sketch");
+        if (sk) {
+            const char *hex = json_is_string(sk) ? json_string_value(sk) : NULL;
+            size_t n = hex ? json_string_length(sk) : 0;
+            if (!hex || n == 0 || n % 2 || n / 2 > sizeof p->sketch_buf)
+                return parser_error(p, -1, "\"sketch\" must be a string of 2 to %u hex digits",
+                                    2 * SIMSTORE_SKETCH_MAX_BYTES);
+            for (size_t i = 0; i < n / 2; i++) {
+                int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                    return parser_error(p, -1, "\"sketch\" must be hex digits");
+                p->sketch_buf[i] = (uint8_t)(hi << 4 | lo);
+            }
+            rec->sketch = p->sketch_buf;
+            rec->sketch_len = n / 2;
+        }
     } else if (!text) {
         return parser_error(p, -1, "missing member \"%s\"%s", f->text_field,
                             strcmp(f->text_field, "text") == 0

@@ -89,6 +89,8 @@ typedef struct input_record {
     unsigned long long line; /* 1-based; 0 for a whole plain file */
     int id_is_integer;       /* JSON Lines: the id was a JSON integer */
     int has_fp;              /* JSON Lines: "fp" given instead of the text */
+    const uint8_t *sketch;   /* with has_fp: "sketch" (hex) decoded, or NULL */
+    size_t sketch_len;
 } input_record;
 
 /* A parser for INPUT_JSONL, INPUT_FP_ID or INPUT_ID_FP lines; fields may be

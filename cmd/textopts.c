@@ -202,3 +202,20 @@ void textopt_json(FILE *out, const simstore_text_options *o)
         fprintf(out, "\"lambda\":null,");
     fprintf(out, "\"cjk\":\"%s\"", cjk_name(o->cjk));
 }
+
+void textopt_describe_sketch(simstore_sketch_kind kind, char *buf, size_t size)
+{
+    size_t bytes = simstore_sketch_bytes(kind);
+    if (bytes == 0)
+        snprintf(buf, size, "none");
+    else
+        snprintf(buf, size, "%s (1-bit one-permutation MinHash, %zu bins: %zu bytes per document)",
+                 simstore_sketch_name(kind), bytes * 8, bytes);
+}
+
+void textopt_json_sketch(FILE *out, simstore_sketch_kind kind)
+{
+    const char *name = simstore_sketch_name(kind);
+    fprintf(out, "\"sketch\":\"%s\",\"sketch_bytes_per_document\":%zu", name ? name : "none",
+            simstore_sketch_bytes(kind));
+}

@@ -1,6 +1,7 @@
 /* textopts.h: the text options every command that fingerprints documents
  * accepts (--fp-version, --shingle, --cjk-shingle, --weights, --lambda,
- * --cjk), parsed and checked one way, and shown one way. */
+ * --cjk), parsed and checked one way, and shown one way; and how a store's
+ * sketch kind is shown. */
 #ifndef SIMS_CMD_TEXTOPTS_H
 #define SIMS_CMD_TEXTOPTS_H
 
@@ -84,6 +85,14 @@ void textopt_over(const textopt_state *t, simstore_text_options *base);
  * --shingle 3 --cjk-shingle 2 --weights tf --cjk friso" (lambda only with
  * length weighting, the CJK shingle only with version 2). */
 void textopt_describe(const simstore_text_options *o, char *buf, size_t size);
+
+/* A store's sketch kind in words, e.g. "minhash64 (1-bit one-permutation
+ * MinHash, 512 bins: 64 bytes per document)", or "none". */
+void textopt_describe_sketch(simstore_sketch_kind kind, char *buf, size_t size);
+
+/* The sketch as members of a JSON object, without braces:
+ * "sketch":"minhash64","sketch_bytes_per_document":64 ("none" and 0). */
+void textopt_json_sketch(FILE *out, simstore_sketch_kind kind);
 
 /* The options as the members of a JSON object, without braces:
  * "fp_version":2,"shingle":3,"cjk_shingle":2,"weights":"tf","lambda":null,

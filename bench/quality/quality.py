@@ -122,7 +122,9 @@ def run(cmd, out=None):
 
 def cli_options(simstore, command):
     r = subprocess.run([simstore, command, "--help"], capture_output=True, text=True)
-    return set(re.findall(r"(--[a-z][a-z0-9-]*)", r.stdout + r.stderr))
+    # Options as the help lists them (a line starting with one), not those
+    # its prose mentions.
+    return set(re.findall(r"^ {0,8}(?:-[a-z], )?(--[a-z][a-z0-9-]*)", r.stdout + r.stderr, re.M))
 
 
 def simstore_methods(simstore):

@@ -554,6 +554,7 @@ typedef struct store_ctx {
     sims_design *design;
     sims_state_record state;
     int have_state;
+    unsigned sketch; /* the text record's sketch kind (0: none, or no record) */
     segment_result *segs;
     uint32_t nsegs;
 } store_ctx;
@@ -645,6 +646,13 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
         if (rc)
             problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, tat,
                     "%s (byte offset %" PRId64 "): %s", c->mdb_path, tat, detail(rc));
+        else if (tr.sketch && c->fp_only)
+            problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, tat,
+                    "%s (byte offset %" PRId64 "): the text record of a fingerprint-only store "
+                    "names sketch kind %u",
+                    c->mdb_path, tat, (unsigned)tr.sketch);
+        else
+            c->sketch = tr.sketch;
     } else if (mrc != MDB_NOTFOUND) {
         problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1, "%s: reading the text record: "
                 "%s", c->mdb_path, mdb_strerror(mrc));
@@ -844,6 +852,17 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
                     (const char *)key.mv_data, detail(rc));
             continue;
         }
+        if (rec.sketch_kind != c->sketch)
+            /* Another kind cannot be compared with the store's; none
+             * leaves the document's similarities unknown. */
+            problem(
+                v, SIMSTORE_PROBLEM_DOC, rec.sketch_kind == 0, c->mdb_path, -1, at,
+                "%s (byte offset %" PRId64 "): document '%.*s' %s%s%s, the store keeps %s",
+                c->mdb_path, at, idl, (const char *)key.mv_data,
+                rec.sketch_kind ? "holds a " : "has no sketch",
+                rec.sketch_kind ? simstore_sketch_name((simstore_sketch_kind)rec.sketch_kind) : "",
+                rec.sketch_kind ? " sketch" : "",
+                c->sketch ? simstore_sketch_name((simstore_sketch_kind)c->sketch) : "no sketches");
         if (rec.flags & SIMS_DOC_FLAG_INSERTION) {
             uint64_t gen = rec.insertion >> 40;
             if (c->have_state && (gen == 0 || gen > c->state.generation))

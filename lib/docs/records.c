@@ -4,6 +4,7 @@
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "common/error.h"
+#include "common/sketch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -191,10 +192,16 @@ int sims_doc_insertion_number(uint64_t generation, uint64_t position, uint64_t *
     return SIMSTORE_OK;
 }
 
+static size_t sketch_bytes_of(unsigned flags)
+{
+    return simstore_sketch_bytes(
+        (simstore_sketch_kind)((flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT));
+}
+
 size_t sims_doc_record_size(size_t meta_len, unsigned flags)
 {
     size_t insertion_bytes = (flags & SIMS_DOC_FLAG_INSERTION) ? SIMS_DOC_INSERTION_BYTES : 0;
-    return SIMS_DOC_RECORD_OVERHEAD + insertion_bytes + meta_len;
+    return SIMS_DOC_RECORD_OVERHEAD + insertion_bytes + sketch_bytes_of(flags) + meta_len;
 }
 
 static uint32_t doc_check(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t n)
@@ -207,9 +214,22 @@ size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, uns
                               uint64_t insertion, const uint8_t *meta, size_t meta_len,
                               uint8_t *buf, size_t cap)
 {
+    return sims_doc_record_encode_sketch(id, id_len, fp, flags & ~SIMS_DOC_SKETCH_MASK, insertion,
+                                         NULL, meta, meta_len, buf, cap);
+}
+
+size_t sims_doc_record_encode_sketch(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
+                                     uint64_t insertion, const uint8_t *sketch, const uint8_t *meta,
+                                     size_t meta_len, uint8_t *buf, size_t cap)
+{
     if (!meta)
         meta_len = 0;
-    flags &= SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION;
+    flags &= SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION | SIMS_DOC_SKETCH_MASK;
+    size_t sketch_len = sketch_bytes_of(flags);
+    if (!sketch) {
+        flags &= ~SIMS_DOC_SKETCH_MASK;
+        sketch_len = 0;
+    }
     size_t n = sims_doc_record_size(meta_len, flags);
     if (cap < n)
         return 0;
@@ -220,6 +240,10 @@ size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, uns
     if (flags & SIMS_DOC_FLAG_INSERTION) {
         le_store64(buf + at, insertion);
         at += SIMS_DOC_INSERTION_BYTES;
+    }
+    if (sketch_len) {
+        memcpy(buf + at, sketch, sketch_len);
+        at += sketch_len;
     }
     if (meta_len)
         memcpy(buf + at, meta, meta_len);
@@ -235,8 +259,12 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
     if (buf[0] != 1)
         return SIMS_CORRUPT("document record: unknown version %u", buf[0]);
     unsigned flags = buf[1];
-    if (flags & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION))
+    if (flags & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION |
+                  SIMS_DOC_SKETCH_MASK))
         return SIMS_CORRUPT("document record: unknown flags 0x%x", flags);
+    unsigned sketch_kind = (flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT;
+    if (sketch_kind && !sims_sketch_kind_valid(sketch_kind))
+        return SIMS_CORRUPT("document record: unknown sketch kind %u", sketch_kind);
     size_t fixed = sims_doc_record_size(0, flags);
     if (len < fixed)
         return SIMS_CORRUPT("document record: %zu bytes is too short for its flags 0x%x", len,
@@ -254,6 +282,9 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
         out->insertion = le_load64(buf + at);
         at += SIMS_DOC_INSERTION_BYTES;
     }
+    out->sketch_kind = sketch_kind;
+    out->sketch = sketch_kind ? buf + at : NULL;
+    at += sketch_bytes_of(flags);
     out->meta = meta_len ? buf + at : NULL;
     out->meta_len = meta_len;
     return SIMSTORE_OK;
@@ -274,7 +305,8 @@ void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RE
      * before the field existed, which older readers accept. */
     buf[20] = (uint8_t)(r->version == 1 ? 0 : r->version);
     buf[21] = (uint8_t)(r->version == 1 ? 0 : r->cjk_shingle);
-    le_store16(buf + 22, 0);
+    buf[22] = (uint8_t)r->sketch;
+    buf[23] = 0;
     le_store64(buf + 24, r->lambda_fixed);
     le_store64(buf + 32, sims_xxh3_64(buf, 32, SIMS_TEXT_RECORD_SEED));
 }
@@ -292,8 +324,11 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
     r.lambda_fixed = le_load64(buf + 24);
     r.version = buf[20] == 0 ? 1 : buf[20];
     r.cjk_shingle = buf[21];
-    if (le_load16(buf + 22) != 0)
+    r.sketch = buf[22];
+    if (buf[23] != 0)
         return SIMS_CORRUPT("text record: reserved field is not zero");
+    if (r.sketch != 0 && !sims_sketch_kind_valid(r.sketch))
+        return SIMS_CORRUPT("text record: unknown sketch kind %u", (unsigned)r.sketch);
     if (buf[20] != 0 && buf[20] != 2) /* version 1 is only ever 0 */
         return SIMS_CORRUPT("text record: unknown fingerprint version %u", (unsigned)buf[20]);
     if (r.version == 1 ? r.cjk_shingle != 0 : r.cjk_shingle < 1 || r.cjk_shingle > 32)

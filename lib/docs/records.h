@@ -80,6 +80,8 @@ typedef struct sims_text_record {
     uint64_t lambda_fixed;  /* round(lambda * 65536) */
     uint32_t version;       /* fingerprint version: 1 (stored as 0) or 2 */
     uint32_t cjk_shingle;   /* version 2: 1..32; version 1: 0 */
+    uint32_t sketch;        /* the sketch kind of every document: 0 none,
+                               1..SIMS_SKETCH_KIND_MAX (simstore_sketch_kind) */
 } sims_text_record;
 
 void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RECORD_BYTES]);
@@ -91,6 +93,10 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
 #define SIMS_DOC_FLAG_INTEGER_ID 2u /* the id was given as a JSON integer */
 #define SIMS_DOC_FLAG_INSERTION 4u  /* the insertion number is present */
 #define SIMS_DOC_INSERTION_BYTES 8u
+/* Flag bits 3..4: the kind of the sketch the record holds (0: none). */
+#define SIMS_DOC_SKETCH_SHIFT 3
+#define SIMS_DOC_SKETCH_MASK (3u << SIMS_DOC_SKETCH_SHIFT)
+#define SIMS_DOC_FLAG_SKETCH(kind) ((unsigned)(kind) << SIMS_DOC_SKETCH_SHIFT)
 
 /* Insertion numbers (format/store.md, "The document record"):
  * (commit generation << 40) | the document's 0-based position in that
@@ -107,15 +113,18 @@ int sims_doc_insertion_number(uint64_t generation, uint64_t position, uint64_t *
 
 typedef struct sims_doc_record {
     uint64_t fp;
-    unsigned flags; /* SIMS_DOC_FLAG_INTEGER_ID, SIMS_DOC_FLAG_INSERTION (META is
-                       implied by meta) */
-    uint64_t insertion; /* 0 unless flags has SIMS_DOC_FLAG_INSERTION */
-    const uint8_t *meta; /* NULL when absent; borrowed */
+    unsigned flags;        /* SIMS_DOC_FLAG_INTEGER_ID, SIMS_DOC_FLAG_INSERTION (META
+                              is implied by meta, the sketch bits by sketch_kind) */
+    uint64_t insertion;    /* 0 unless flags has SIMS_DOC_FLAG_INSERTION */
+    unsigned sketch_kind;  /* 0: no sketch */
+    const uint8_t *sketch; /* simstore_sketch_bytes(sketch_kind) bytes, or NULL;
+                              borrowed */
+    const uint8_t *meta;   /* NULL when absent; borrowed */
     size_t meta_len;
 } sims_doc_record;
 
 /* Bytes sims_doc_record_encode() writes for meta_len bytes of metadata and
- * `flags`. */
+ * `flags` (the sketch kind in them included). */
 size_t sims_doc_record_size(size_t meta_len, unsigned flags);
 /* Encode for document `id`; flags: SIMS_DOC_FLAG_INTEGER_ID and
  * SIMS_DOC_FLAG_INSERTION or 0; insertion is written only with
@@ -125,9 +134,15 @@ size_t sims_doc_record_size(size_t meta_len, unsigned flags);
 size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
                               uint64_t insertion, const uint8_t *meta, size_t meta_len,
                               uint8_t *buf, size_t cap);
+/* The same with a sketch: flags may also hold SIMS_DOC_FLAG_SKETCH(kind) of
+ * a sketch kind, whose simstore_sketch_bytes(kind) bytes `sketch` gives. */
+size_t sims_doc_record_encode_sketch(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
+                                     uint64_t insertion, const uint8_t *sketch, const uint8_t *meta,
+                                     size_t meta_len, uint8_t *buf, size_t cap);
 /* Decode and check the record stored under `id`. SIMSTORE_ECORRUPT on a bad
- * length, version, flags or check. meta borrows from buf; insertion is 0 for
- * a record without the field. */
+ * length, version, flags (a sketch kind that names none) or check. meta and
+ * sketch borrow from buf; insertion is 0 for a record without the field,
+ * sketch_kind 0 and sketch NULL for one without a sketch. */
 int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,
                            sims_doc_record *out);
 

@@ -131,6 +131,30 @@ typedef enum simstore_cjk_mode {
     SIMSTORE_CJK_BIGRAM = 2 /* overlapping character bigrams                  */
 } simstore_cjk_mode;
 
+/* Sketches of a text's shingle set (format/sketch.md): a fixed number of
+ * bytes from which simstore_sketch_similarity() estimates the Jaccard
+ * similarity of two texts' sets of features (the shingles their
+ * fingerprints are made of). Every kind is 1-bit one-permutation MinHash
+ * with densification; they differ in their number of bins, one bit each.
+ * The number in the name is the bytes a sketch takes. Near J = 0.9 the
+ * estimate's standard error is about sqrt((1 - J^2) / bins): 0.019 for
+ * MINHASH64, 0.027 for MINHASH32, 0.039 for MINHASH16. */
+typedef enum simstore_sketch_kind {
+    SIMSTORE_SKETCH_NONE = 0,      /* no sketch                                  */
+    SIMSTORE_SKETCH_MINHASH16 = 1, /* 128 bins: 16 bytes                         */
+    SIMSTORE_SKETCH_MINHASH32 = 2, /* 256 bins: 32 bytes                         */
+    SIMSTORE_SKETCH_MINHASH64 = 3  /* 512 bins: 64 bytes                         */
+} simstore_sketch_kind;
+
+/* The kind `simstore build` gives stores of texts unless told otherwise
+ * (the library's text options default to SIMSTORE_SKETCH_NONE). */
+#define SIMSTORE_SKETCH_DEFAULT SIMSTORE_SKETCH_MINHASH64
+/* The largest sketch, in bytes: room enough for any kind. */
+#define SIMSTORE_SKETCH_MAX_BYTES 64u
+/* A similarity that cannot be estimated: the query or a document has no
+ * sketch (a query by fingerprint, a store without sketches). */
+#define SIMSTORE_SIMILARITY_UNKNOWN (-1.0)
+
 typedef struct simstore_text_options {
     unsigned shingle_words;       /* w: 1..SIMSTORE_SHINGLE_MAX (3)               */
     simstore_weighting weighting; /* (SIMSTORE_WEIGHT_TF)                        */
@@ -145,6 +169,10 @@ typedef struct simstore_text_options {
     unsigned cjk_shingle; /* version 2: tokens per feature starting at a Han
                              or kana token, 1..SIMSTORE_SHINGLE_MAX (2);
                              0 = the default; version 1 ignores it          */
+    /* Added with sketches (format/sketch.md). */
+    simstore_sketch_kind sketch; /* the sketch a fingerprinter also makes
+                             (simstore_fingerprint_sketch) and a store keeps
+                             of every document (SIMSTORE_SKETCH_NONE)       */
 } simstore_text_options;
 
 /* Fill *opts with the defaults above (version 2). Set fields after calling
@@ -249,6 +277,49 @@ typedef int (*simstore_paragraph_fn)(void *ctx, const simstore_paragraph *para);
 SIMSTORE_API int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text,
                                                  size_t len, simstore_paragraph_fn fn, void *ctx,
                                                  unsigned long *count, unsigned *flags);
+
+/* ---- Sketches -------------------------------------------------------------
+ * A sketch is made in the same pass as the fingerprint, from the same
+ * features (format/sketch.md): so a sketch and a fingerprint always
+ * describe the same set, and sketching costs no second tokenization. */
+
+/* Bytes of a sketch of this kind (16, 32, 64); 0 for SIMSTORE_SKETCH_NONE
+ * and for a value that names no kind. Cannot fail. */
+SIMSTORE_API size_t simstore_sketch_bytes(simstore_sketch_kind kind);
+
+/* The kind's name as the tool spells it: "none", "minhash16", "minhash32",
+ * "minhash64"; NULL for a value that names no kind. A static string. */
+SIMSTORE_API const char *simstore_sketch_name(simstore_sketch_kind kind);
+
+/* The kind named `name` (as simstore_sketch_name() spells it) to *kind.
+ * Errors: SIMSTORE_EINVAL (NULL argument, or no kind has that name). */
+SIMSTORE_API int simstore_sketch_parse(const char *name, simstore_sketch_kind *kind);
+
+/* The estimated Jaccard similarity of the shingle sets two sketches of kind
+ * `kind` were made from: with D the bins whose bits differ out of m,
+ * max(0, (m - 2 D) / m), in 0..1; 1 for equal sketches (identical texts).
+ * Unbiased for sets of any size, with the standard error given with
+ * simstore_sketch_kind. Returns SIMSTORE_SIMILARITY_UNKNOWN (-1) when a or b
+ * is NULL or kind is not a sketch kind. Pure and thread-safe. */
+SIMSTORE_API double simstore_sketch_similarity(simstore_sketch_kind kind, const uint8_t *a,
+                                               const uint8_t *b);
+
+/* The sketch kind fpr makes (its options' sketch). Cannot fail. */
+SIMSTORE_API simstore_sketch_kind simstore_fingerprinter_sketch(const simstore_fingerprinter *fpr);
+
+/* Fingerprint one document and sketch it, in one pass.
+ *   fpr     a fingerprinter made with a sketch kind (its options' sketch).
+ *   text, len, fp, flags  as simstore_fingerprint_text(), which gives the
+ *           same fingerprint and flags.
+ *   sketch  receives simstore_sketch_bytes(simstore_fingerprinter_sketch(fpr))
+ *           bytes. A document without features (SIMSTORE_FP_EMPTY) has the
+ *           sketch of all zero bytes.
+ * Errors: SIMSTORE_EINVAL (a NULL argument, text NULL with len > 0, or fpr
+ * made without a sketch kind), SIMSTORE_ENOMEM (fp is then 0 and the sketch
+ * all zero). */
+SIMSTORE_API int simstore_fingerprint_sketch(simstore_fingerprinter *fpr, const char *text,
+                                             size_t len, uint64_t *fp, uint8_t *sketch,
+                                             unsigned *flags);
 
 /* ---- Stores --------------------------------------------------------------
  * A store is a directory (format/store.md): an LMDB environment holding the
@@ -401,15 +472,29 @@ SIMSTORE_API int simstore_add_begin(simstore *s, const simstore_build_options *o
                                     simstore_builder **out);
 
 /* Add one document (documents may come in any order). Ids are checked for
- * length here; duplicates are found at finish.
+ * length here; duplicates are found at finish. A store that keeps sketches
+ * (its text options' sketch) takes documents with simstore_builder_add_sketch
+ * only.
  * Errors: SIMSTORE_EINVAL (empty or oversized id or metadata; a document
- * given to a fingerprint-only builder), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+ * given to a fingerprint-only builder, or without a sketch to a store that
+ * keeps them), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
 
 /* simstore_builder_add with flags (SIMSTORE_DOC_INTEGER_ID or 0); the same
  * errors, and SIMSTORE_EINVAL for an unknown flag. */
 SIMSTORE_API int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc,
                                             unsigned flags);
+
+/* simstore_builder_add_flags with the document's sketch: `sketch` holds
+ * simstore_sketch_bytes(kind) bytes (copied) of the store's sketch kind
+ * (simstore_get_text_options(), or the build's text options), made from the
+ * document's text with those options (simstore_fingerprint_sketch). Every
+ * document of a store that keeps sketches has one; NULL is allowed (and
+ * needed) only for a store that keeps none. The same errors, and
+ * SIMSTORE_EINVAL for a sketch given to a store that keeps none, or none
+ * given to one that keeps them. */
+SIMSTORE_API int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc,
+                                             unsigned flags, const uint8_t *sketch);
 
 /* Add a bare fingerprint to a fingerprint-only builder.
  * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */
@@ -487,6 +572,16 @@ typedef struct simstore_match {
     size_t meta_len;
     unsigned flags;     /* SIMSTORE_MATCH_INTEGER_ID or 0 */
     uint64_t insertion; /* insertion order, 0 when unknown (above) */
+    /* Added with sketches (format/sketch.md). */
+    double similarity;     /* the estimated Jaccard similarity of the query's
+                           and the document's shingle sets, 0..1
+                           (simstore_sketch_similarity); SIMSTORE_SIMILARITY_
+                           UNKNOWN (-1) when the query came without a sketch
+                           (by fingerprint) or the document has none (a store
+                           without sketches, a fingerprint-only store)     */
+    const uint8_t *sketch; /* the document's sketch, simstore_sketch_bytes()
+                           of the store's kind; NULL when it has none.
+                           Valid as id                                      */
 } simstore_match;
 
 /* simstore_match.flags: the document's id was given as an integer
@@ -507,11 +602,22 @@ SIMSTORE_API void simstore_query_free(simstore_query *q);
 SIMSTORE_API int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
                                    const simstore_match **matches, size_t *count);
 
+/* simstore_query_fp() with the query's sketch (NULL: none), of the store's
+ * sketch kind (simstore_get_text_options()), made from its text with the
+ * store's text options: each match gets the estimated similarity of the
+ * query's and its document's sets. Same answers, order and errors. */
+SIMSTORE_API int simstore_query_fp_sketch(simstore_query *q, uint64_t fp, const uint8_t *sketch,
+                                          unsigned k, const simstore_match **matches,
+                                          size_t *count);
+
 /* Fingerprint `text` with fpr (simstore_fingerprint_text) and query it; the
  * fingerprint goes to *fp when fp is not NULL. When the store records a
  * boilerplate set (simstore_get_boilerplate), the text is fingerprinted
  * without its lines, whatever set fpr carries (fpr keeps its own for other
- * calls). Same errors, plus those of fingerprinting. */
+ * calls). When fpr makes sketches of the store's kind (a fingerprinter made
+ * with the store's text options does), the text is sketched in the same
+ * pass and the matches carry their similarity (simstore_query_fp_sketch);
+ * otherwise it is unknown. Same errors, plus those of fingerprinting. */
 SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr,
                                      const char *text, size_t len, unsigned k, uint64_t *fp,
                                      const simstore_match **matches, size_t *count);
@@ -578,6 +684,17 @@ SIMSTORE_API int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n
                                       const simstore_batch_options *o, simstore_batch_fn fn,
                                       void *ctx);
 
+/* simstore_query_batch() with the queries' sketches: sketches holds n
+ * sketches of the store's kind one after another (query i's at
+ * i * simstore_sketch_bytes(kind)), each made from its query's text with the
+ * store's text options, as simstore_query_fp_sketch() takes them; the
+ * matches carry their similarity. NULL, or a store that keeps no sketches:
+ * exactly simstore_query_batch(). */
+SIMSTORE_API int simstore_query_batch_sketches(simstore *s, const uint64_t *fps,
+                                               const uint8_t *sketches, size_t n, unsigned k,
+                                               const simstore_batch_options *o,
+                                               simstore_batch_fn fn, void *ctx);
+
 typedef struct simstore_stats {
     unsigned k;
     unsigned tables;
@@ -592,6 +709,9 @@ typedef struct simstore_stats {
     uint64_t lmdb_bytes;        /* data.mdb */
     uint64_t block_key_bytes;   /* block keys held in RAM by an open store */
     char design[160];           /* e.g. "k=3: 1 level (4 blocks choose 1), 4 tables, prefix 16 bits" */
+    /* Added with sketches. */
+    simstore_sketch_kind sketch; /* the sketch every document keeps (NONE)  */
+    unsigned sketch_bytes;       /* its bytes in each document record (0)    */
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
@@ -1007,7 +1127,8 @@ typedef enum simstore_problem_kind {
 typedef struct simstore_problem {
     simstore_problem_kind kind;
     int warning;          /* 1: harmless to answers (leftover files, LMDB
-                             pages neither used nor free, dead duplicates);
+                             pages neither used nor free, dead duplicates, a
+                             document without the sketch its store keeps);
                              0: an error                                    */
     const char *file;     /* the file concerned (path), or NULL             */
     int64_t block;        /* the table block, or the LMDB page for
@@ -1067,6 +1188,13 @@ typedef struct simstore_scan_options {
     const char *tmp_dir;   /* spill files; NULL (default): $TMPDIR or /tmp   */
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
+    /* Added with sketches (format/sketch.md). */
+    double min_similarity; /* 0 (default): every pair within k. In (0, 1]:
+                              only pairs of documents whose estimated
+                              similarity (simstore_pair.similarity) is at
+                              least this; a document without a sketch is in
+                              no such pair. Needs a store that keeps
+                              sketches (SIMSTORE_EINVAL otherwise)          */
 } simstore_scan_options;
 
 #define SIMSTORE_SCAN_STORE_K 0xFFFFFFFFu
@@ -1091,6 +1219,11 @@ typedef struct simstore_pair {
                           fp_a and fp_b (1 each in a fingerprint-only store);
                           else 0                                            */
     uint64_t count_b;
+    double similarity; /* estimated Jaccard similarity of the two documents
+                          (simstore_sketch_similarity of their sketches);
+                          SIMSTORE_SIMILARITY_UNKNOWN when either has no
+                          sketch, by fingerprint, in a fingerprint-only
+                          store                                             */
 } simstore_pair;
 
 /* Receives each pair; nonzero stops simstore_pairs(), which returns it. */
@@ -1105,7 +1238,9 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
 /* Every unordered pair of stored documents within o->k, each once, ordered
  * by distance, then id_a, then id_b (byte order); documents sharing a
  * fingerprint are pairs at distance 0. In a fingerprint-only store, and by
- * fingerprint, pairs of fingerprints ordered by distance, fp_a, fp_b.
+ * fingerprint, pairs of fingerprints ordered by distance, fp_a, fp_b. With
+ * o->min_similarity, only the pairs of documents whose similarity is at
+ * least it (not by fingerprint: SIMSTORE_EINVAL).
  *   o      NULL for the defaults.
  *   flags  0 or SIMSTORE_PAIRS_BY_FINGERPRINT.
  * Memory: half of o->memory_bytes for the two sorts of pairs (more spills
@@ -1113,9 +1248,10 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
  * a table's prefix, about 40 bytes a value while a group is split), and the
  * documents of the two fingerprints of a pair being read (a fingerprint
  * shared by very many documents: SIMSTORE_PAIRS_BY_FINGERPRINT reads none).
- * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag), SIMSTORE_ERANGE (k
- * above the store's design), SIMSTORE_EFULL (one prefix group needs more
- * than its threads' share of the memory), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
+ * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag, min_similarity
+ * outside 0..1 or on a store without sketches), SIMSTORE_ERANGE (k above
+ * the store's design), SIMSTORE_EFULL (one prefix group needs more than its
+ * threads' share of the memory), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
  * SIMSTORE_ENOMEM, or fn's nonzero value. */
 SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, unsigned flags,
                                 simstore_pair_fn fn, void *ctx);
@@ -1184,6 +1320,10 @@ typedef struct simstore_cluster_member {
     uint64_t cluster_fp;   /* the kept document's fingerprint              */
     int kept;              /* 1 for the cluster's kept document            */
     unsigned distance;     /* to the kept document                         */
+    double similarity;     /* estimated similarity to the kept document (1
+                              for the kept one itself);
+                              SIMSTORE_SIMILARITY_UNKNOWN when either has no
+                              sketch                                        */
 } simstore_cluster_member;
 
 typedef int (*simstore_cluster_fn)(void *ctx, const simstore_cluster_member *m);
@@ -1200,12 +1340,18 @@ typedef struct simstore_cluster_summary {
  * document's id, each kept document first, then the others by id (in a
  * fingerprint-only store, where documents are fingerprints: by
  * fingerprint). Clusters have two documents or more unless o->singletons.
+ * With o->scan.min_similarity, two documents are joined only when they are
+ * within the distance AND their estimated similarity is at least it (so
+ * documents sharing a fingerprint may fall in different clusters); without
+ * it, documents sharing a fingerprint are always together.
  * The same store gives the same clusters on every run and thread count.
  * Memory: that of simstore_pairs(), plus about 48 bytes per pair and per
- * clustered document and the clustered documents' ids while they fit in
- * o->scan.memory_bytes. Beyond it, components go on in o->scan.memory_bytes
- * by spilling sorted runs to o->scan.tmp_dir (the same answer, a few sorts
- * of the pairs and documents slower), while stars stop with SIMSTORE_EFULL.
+ * clustered document, the clustered documents' ids and sketches while they
+ * fit in o->scan.memory_bytes. Beyond it, components go on in
+ * o->scan.memory_bytes by spilling sorted runs to o->scan.tmp_dir (the same
+ * answer, a few sorts of the pairs and documents slower), while stars, and
+ * any clustering with a minimum similarity (8 bytes more per pair of
+ * documents joined), stop with SIMSTORE_EFULL.
  * Errors: those of simstore_pairs(); SIMSTORE_EINVAL for a key rule without
  * a key callback, or a rule a fingerprint-only store cannot apply (the key
  * rules); SIMSTORE_EFULL (stars beyond the memory budget). */
@@ -1224,6 +1370,9 @@ typedef struct simstore_document {
     const char *meta; /* compact JSON, NUL-terminated, or NULL              */
     size_t meta_len;
     uint64_t insertion; /* insertion number (simstore_match), 0 when unknown */
+    const uint8_t *sketch; /* the document's sketch (format/sketch.md), of the
+                              store's kind, or NULL                        */
+    size_t sketch_bytes;
     uint64_t segment;   /* simstore_get: the newest live segment whose tables
                            hold fp; 0 in simstore_export                    */
     int missing;        /* simstore_get: no document has this id (only id,

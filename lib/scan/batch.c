@@ -65,6 +65,8 @@ struct batch {
     const sims_design *design;
     sims_snapshot *snap;
     int fp_only;
+    const uint8_t *sketches; /* of every query (sketch_bytes each), or NULL */
+    size_t sketch_bytes;     /* of the store's kind; 0: it keeps none */
     unsigned k;
     simstore_batch_strategy strategy;
     unsigned threads;
@@ -453,10 +455,14 @@ static int resolve_share(worker *w)
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
         for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
             simstore_match *d = &w->docs[w->docs_len];
+            const char *sketch_off = NULL;
             *d = docs[i];
             rc = arena_copy(w, docs[i].id, docs[i].id_len, &d->id);
             if (rc == SIMSTORE_OK)
                 rc = arena_copy(w, docs[i].meta, docs[i].meta_len, &d->meta);
+            if (rc == SIMSTORE_OK)
+                rc = arena_copy(w, (const char *)docs[i].sketch, b->sketch_bytes, &sketch_off);
+            d->sketch = (const uint8_t *)sketch_off;
             w->docs_len++;
         }
         b->fp_doc_count[u] = (uint32_t)n;
@@ -469,6 +475,8 @@ static int resolve_share(worker *w)
                 d->id = w->arena + ((uintptr_t)d->id - 1);
             if (d->meta)
                 d->meta = w->arena + ((uintptr_t)d->meta - 1);
+            if (d->sketch)
+                d->sketch = (const uint8_t *)w->arena + ((uintptr_t)d->sketch - 1);
         }
         for (size_t u = w->fp_from; u < w->fp_to; u++)
             b->fp_docs[u] = w->docs + first[u - w->fp_from];
@@ -606,6 +614,7 @@ static int deliver(batch *b, size_t base, simstore_batch_fn fn, void *ctx)
 {
     for (size_t i = 0; i < b->m; i++) {
         uint64_t q = b->fps[i];
+        const uint8_t *sketch = b->sketches ? b->sketches + (base + i) * b->sketch_bytes : NULL;
         size_t n = 0;
         for (size_t j = b->query_start[i]; j < b->query_start[i + 1]; j++) {
             size_t u = b->ufp_of_cand[b->by_query[j]];
@@ -623,6 +632,9 @@ static int deliver(batch *b, size_t base, simstore_batch_fn fn, void *ctx)
             for (size_t d = 0; d < docs; d++, n++) {
                 b->answer[n] = b->fp_docs[u][d];
                 b->answer[n].distance = dist;
+                if (sketch && b->answer[n].sketch)
+                    b->answer[n].similarity =
+                        simstore_sketch_similarity(b->s->text.sketch, sketch, b->answer[n].sketch);
             }
         }
         sims_sort_matches(b->answer, n);
@@ -797,6 +809,13 @@ static int check_args(simstore *s, const uint64_t *fps, size_t n, unsigned k,
 int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
                          const simstore_batch_options *o, simstore_batch_fn fn, void *ctx)
 {
+    return simstore_query_batch_sketches(s, fps, NULL, n, k, o, fn, ctx);
+}
+
+int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_t *sketches,
+                                  size_t n, unsigned k, const simstore_batch_options *o,
+                                  simstore_batch_fn fn, void *ctx)
+{
     simstore_batch_options defaults;
     if (!o) {
         simstore_batch_options_init(&defaults);
@@ -810,6 +829,8 @@ int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
     b.s = s;
     b.design = s->design;
     b.fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    b.sketch_bytes = simstore_sketch_bytes(s->text.sketch);
+    b.sketches = b.sketch_bytes ? sketches : NULL;
     b.k = k;
     b.strategy = o->strategy;
     b.threads = o->threads ? o->threads : simstore_default_threads();

@@ -4,7 +4,11 @@
  * document per cluster by the keep rule; members reported in order. The
  * graph and the clustered documents are held in memory while they fit
  * memory_bytes; components beyond it go on by spilling (components.c, the
- * same output in bounded memory), stars stop with SIMSTORE_EFULL. */
+ * same output in bounded memory), stars stop with SIMSTORE_EFULL. With a
+ * minimum similarity the graph is over documents instead: an edge joins two
+ * documents within k (through their fingerprints' pair, or sharing one)
+ * whose sketches' similarity is at least the minimum; it is held in memory
+ * (SIMSTORE_EFULL beyond it). */
 #include "scan/clusters.h"
 #include "scan/joinall.h"
 #include "scan/pairs.h"
@@ -26,6 +30,7 @@ typedef struct cdoc {
     uint32_t node;
     uint32_t flags;
     uint32_t cluster; /* the kept document's index */
+    size_t sketch_off; /* of its sketch in sketches, + 1; 0: none */
 } cdoc;
 
 typedef struct crun {
@@ -44,6 +49,10 @@ typedef struct crun {
     uint32_t *best;      /* per node: its best document */
     scan_docs tmp;
     scan_spill *spill; /* components that did not fit: the spilling run */
+    uint8_t *sketches; /* the clustered documents' sketches */
+    size_t sketches_len, sketches_cap, sketch_bytes;
+    uint32_t *doc_edges; /* with a minimum similarity: pairs of documents */
+    size_t ndoc_edges, doc_edge_cap;
 } crun;
 
 static int g_force_spill;               /* scan_clusters_force_spill */
@@ -69,7 +78,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 static uint64_t memory_used(const crun *r)
 {
     return (uint64_t)r->nedges * 16 + (uint64_t)r->nnodes * 16 + (uint64_t)r->ndocs * sizeof(cdoc) +
-           r->ids_len;
+           r->ids_len + r->sketches_len + (uint64_t)r->ndoc_edges * 4;
+}
+
+/* Components by fingerprint can go on by spilling; stars and graphs over
+ * documents (a minimum similarity) cannot. */
+static int can_spill(const crun *r)
+{
+    return r->o->mode == SIMSTORE_CLUSTER_COMPONENTS && !(r->so.min_similarity > 0);
 }
 
 /* Components that do not fit: hand the live edges collected so far to the
@@ -98,13 +114,13 @@ static int start_spill(crun *r)
 }
 
 /* Past the memory budget (or the 32-bit indexes): components spill, stars
- * stop. */
+ * and graphs over documents stop. */
 static int budget_check(crun *r)
 {
     uint64_t used = memory_used(r);
     if (used <= r->so.memory_bytes && r->ndocs < UINT32_MAX)
         return 0;
-    if (r->o->mode == SIMSTORE_CLUSTER_COMPONENTS)
+    if (can_spill(r))
         return start_spill(r);
     return sims_fail(SIMSTORE_EFULL,
                      "clusters need %llu MiB for %zu pairs and %zu documents, above the "
@@ -239,11 +255,13 @@ uint64_t scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d, c
 }
 
 static int add_doc(crun *r, uint32_t node, uint64_t rank, const char *id, size_t len,
-                   unsigned flags)
+                   unsigned flags, const uint8_t *sketch)
 {
     int rc = grow((void **)&r->docs, &r->doc_cap, r->ndocs + 1, sizeof *r->docs);
     if (rc == 0)
         rc = grow((void **)&r->ids, &r->ids_cap, r->ids_len + len + 1, 1);
+    if (rc == 0 && sketch)
+        rc = grow((void **)&r->sketches, &r->sketches_cap, r->sketches_len + r->sketch_bytes, 1);
     if (rc)
         return rc;
     cdoc *c = &r->docs[r->ndocs++];
@@ -253,9 +271,27 @@ static int add_doc(crun *r, uint32_t node, uint64_t rank, const char *id, size_t
     c->node = node;
     c->flags = flags;
     c->cluster = 0;
+    c->sketch_off = 0;
     memcpy(r->ids + r->ids_len, id, len);
     r->ids_len += len;
+    if (sketch) {
+        memcpy(r->sketches + r->sketches_len, sketch, r->sketch_bytes);
+        c->sketch_off = r->sketches_len + 1;
+        r->sketches_len += r->sketch_bytes;
+    }
     return 0;
+}
+
+static const uint8_t *doc_sketch(const crun *r, uint32_t d)
+{
+    size_t off = r->docs[d].sketch_off;
+    return off ? r->sketches + off - 1 : NULL;
+}
+
+/* The estimated similarity of documents x and y (-1: unknown). */
+static double doc_similarity(const crun *r, uint32_t x, uint32_t y)
+{
+    return simstore_sketch_similarity(r->st->s->text.sketch, doc_sketch(r, x), doc_sketch(r, y));
 }
 
 /* Nonzero when document x is kept before document y. */
@@ -283,13 +319,13 @@ static int load_documents(crun *r)
     for (size_t i = 0; i < r->nnodes && rc == 0; i++) {
         r->first_doc[i] = (uint32_t)r->ndocs;
         if (r->st->fp_only) {
-            rc = add_doc(r, (uint32_t)i, 0, "", 0, 0);
+            rc = add_doc(r, (uint32_t)i, 0, "", 0, 0, NULL);
         } else {
             rc = scan_docs_load(r->st, r->nodes[i], with_meta, &r->tmp);
             for (size_t j = 0; rc == 0 && j < r->tmp.count; j++) {
                 const scan_doc *d = &r->tmp.docs[j];
                 rc = add_doc(r, (uint32_t)i, scan_keep_rank(r->o, &r->tmp, d), r->tmp.ids + d->off,
-                             d->len, d->flags);
+                             d->len, d->flags, scan_doc_sketch(&r->tmp, j));
             }
         }
         if (rc == 0 && r->ndocs == r->first_doc[i])
@@ -404,6 +440,122 @@ static int cluster_stars(crun *r, uint32_t *cluster_of)
     return 0;
 }
 
+/* ---- with a minimum similarity: a graph over documents ------------------------ */
+
+static int add_doc_edge(crun *r, uint32_t x, uint32_t y)
+{
+    if (!(doc_similarity(r, x, y) >= r->so.min_similarity))
+        return 0; /* an unknown similarity (-1) too */
+    int rc =
+        grow((void **)&r->doc_edges, &r->doc_edge_cap, r->ndoc_edges + 2, sizeof *r->doc_edges);
+    if (rc)
+        return rc;
+    r->doc_edges[r->ndoc_edges++] = x;
+    r->doc_edges[r->ndoc_edges++] = y;
+    return (r->ndoc_edges & 0xFFFFF) == 0 ? budget_check(r) : 0;
+}
+
+/* The edges between documents: of every pair of fingerprints within k,
+ * and inside every fingerprint shared by several documents. */
+static int collect_doc_edges(crun *r)
+{
+    int rc = 0;
+    for (size_t e = 0; rc == 0 && e < r->nedges; e += 2) {
+        uint32_t a = node_of(r, r->edges[e]), b = node_of(r, r->edges[e + 1]);
+        for (uint32_t x = r->first_doc[a]; rc == 0 && x < r->first_doc[a + 1]; x++)
+            for (uint32_t y = r->first_doc[b]; rc == 0 && y < r->first_doc[b + 1]; y++)
+                rc = add_doc_edge(r, x, y);
+    }
+    for (size_t i = 0; rc == 0 && i < r->nnodes; i++)
+        for (uint32_t x = r->first_doc[i]; rc == 0 && x < r->first_doc[i + 1]; x++)
+            for (uint32_t y = x + 1; rc == 0 && y < r->first_doc[i + 1]; y++)
+                rc = add_doc_edge(r, x, y);
+    return rc;
+}
+
+static int docs_components(crun *r)
+{
+    size_t n = r->ndocs;
+    uint32_t *parent = malloc((n ? n : 1) * sizeof *parent);
+    uint32_t *kept = malloc((n ? n : 1) * sizeof *kept);
+    if (!parent || !kept) {
+        free(parent);
+        free(kept);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    }
+    for (size_t i = 0; i < n; i++) {
+        parent[i] = (uint32_t)i;
+        kept[i] = UINT32_MAX;
+    }
+    for (size_t e = 0; e < r->ndoc_edges; e += 2) {
+        uint32_t x = uf_find(parent, r->doc_edges[e]);
+        uint32_t y = uf_find(parent, r->doc_edges[e + 1]);
+        if (x != y)
+            parent[x > y ? x : y] = x < y ? x : y;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t root = uf_find(parent, (uint32_t)i);
+        if (kept[root] == UINT32_MAX || keeps_before(r, (uint32_t)i, kept[root]))
+            kept[root] = (uint32_t)i;
+    }
+    for (size_t i = 0; i < n; i++)
+        r->docs[i].cluster = kept[uf_find(parent, (uint32_t)i)];
+    free(parent);
+    free(kept);
+    return 0;
+}
+
+static int by_keep(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return keeps_before(g_order_run, a, b) ? -1 : keeps_before(g_order_run, b, a) ? 1 : 0;
+}
+
+static int docs_stars(crun *r)
+{
+    size_t n = r->ndocs, ne = r->ndoc_edges;
+    uint32_t *deg = calloc(n + 1, sizeof *deg);
+    uint32_t *adj = malloc((ne ? ne : 1) * sizeof *adj);
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!deg || !adj || !order) {
+        free(deg);
+        free(adj);
+        free(order);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
+    }
+    for (size_t e = 0; e < ne; e++)
+        deg[r->doc_edges[e] + 1]++;
+    for (size_t i = 0; i < n; i++)
+        deg[i + 1] += deg[i];
+    for (size_t e = 0; e < ne; e += 2) {
+        uint32_t a = r->doc_edges[e], b = r->doc_edges[e + 1];
+        adj[deg[a]++] = b;
+        adj[deg[b]++] = a;
+    }
+    for (size_t i = n; i > 0; i--) /* deg[i] is now where document i's list ends */
+        deg[i] = deg[i - 1];
+    deg[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        order[i] = (uint32_t)i;
+        r->docs[i].cluster = UINT32_MAX;
+    }
+    g_order_run = r;
+    qsort(order, n, sizeof *order, by_keep);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t c = order[k];
+        if (r->docs[c].cluster != UINT32_MAX)
+            continue;
+        r->docs[c].cluster = c;
+        for (uint32_t e = deg[c]; e < deg[c + 1]; e++)
+            if (r->docs[adj[e]].cluster == UINT32_MAX)
+                r->docs[adj[e]].cluster = c;
+    }
+    free(deg);
+    free(adj);
+    free(order);
+    return 0;
+}
+
 /* ---- reporting ------------------------------------------------------------------ */
 
 static const crun *g_member_run;
@@ -470,6 +622,7 @@ static int report_doc(reporter *p, uint32_t d)
     m.cluster_fp = r->nodes[kept->node];
     m.kept = doc->cluster == d;
     m.distance = simstore_distance(m.fp, m.cluster_fp);
+    m.similarity = doc_similarity(r, d, doc->cluster);
     if (!r->st->fp_only) {
         memcpy(id, r->ids + doc->id_off, doc->id_len);
         id[doc->id_len] = '\0';
@@ -485,10 +638,12 @@ static int report_doc(reporter *p, uint32_t d)
     return report(p, &m);
 }
 
-static int report_single(reporter *p, const char *id, size_t len, unsigned flags, uint64_t fp)
+static int report_single(reporter *p, const char *id, size_t len, unsigned flags, uint64_t fp,
+                         int has_sketch)
 {
     simstore_cluster_member m;
     memset(&m, 0, sizeof m);
+    m.similarity = has_sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
     char copy[SIMSTORE_MAX_ID_BYTES + 1];
     if (id) {
         if (len > SIMSTORE_MAX_ID_BYTES)
@@ -595,7 +750,7 @@ static int report_with_singletons(merged *m)
                 uint32_t node = node_of(r, fp);
                 if (node < r->nnodes && r->nodes[node] == fp)
                     continue;
-                rc = report_single(m->p, NULL, 0, 0, fp);
+                rc = report_single(m->p, NULL, 0, 0, fp, 0);
             }
         }
         sims_u64sort_free(all);
@@ -616,14 +771,15 @@ static int report_with_singletons(merged *m)
                                    (const char *)key.mv_data);
             break;
         }
-        if ((rc = emit_members_before(m, key.mv_data, key.mv_size, 0, 0)))
+        if ((rc = sims_check_doc_sketch(st->s, &rec, key.mv_data, key.mv_size)) ||
+            (rc = emit_members_before(m, key.mv_data, key.mv_size, 0, 0)))
             break;
         uint32_t node = node_of(r, rec.fp);
         if (!(node < r->nnodes && r->nodes[node] == rec.fp))
             rc = report_single(m->p, key.mv_data, key.mv_size,
                                (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID
                                                                       : 0,
-                               rec.fp);
+                               rec.fp, rec.sketch != NULL);
         if (rc == 0)
             mrc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
     }
@@ -665,10 +821,9 @@ static int report_spilled(crun *r, simstore_cluster_fn fn, void *ctx,
 static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
                              simstore_cluster_summary *summary)
 {
-    int components = r->o->mode == SIMSTORE_CLUSTER_COMPONENTS;
     sims_recsort *joined = NULL;
     int rc = scan_join_store(r->st, &r->so, &joined);
-    if (rc == 0 && components && g_force_spill)
+    if (rc == 0 && can_spill(r) && g_force_spill)
         rc = start_spill(r);
     if (rc == 0)
         rc = collect_edges(r, joined);
@@ -681,7 +836,7 @@ static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
     if (rc == 0 && !r->spill) {
         sort_unique_nodes(r);
         if (r->nnodes >= UINT32_MAX)
-            rc = components ? start_spill(r)
+            rc = can_spill(r) ? start_spill(r)
                             : sims_fail(SIMSTORE_EFULL, "more than 2^32 clustered fingerprints");
     }
     if (rc == 0 && !r->spill) {
@@ -693,6 +848,13 @@ static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
         return rc;
     if (r->spill)
         return report_spilled(r, fn, ctx, summary);
+    if (r->so.min_similarity > 0) {
+        /* Documents, not fingerprints, are the nodes. */
+        rc = collect_doc_edges(r);
+        if (rc == 0)
+            rc = r->o->mode == SIMSTORE_CLUSTER_STAR ? docs_stars(r) : docs_components(r);
+        return rc ? rc : report_all(r, fn, ctx, summary);
+    }
     uint32_t *cluster_of = NULL;
     if (rc == 0) {
         cluster_of = malloc((r->nnodes ? r->nnodes : 1) * sizeof *cluster_of);
@@ -753,6 +915,7 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     if (rc)
         return rc;
     r.st = &st;
+    r.sketch_bytes = simstore_sketch_bytes(s->text.sketch);
     rc = clusters_in_state(&r, fn, ctx, summary);
     scan_state_end(&st);
     free(r.edges);
@@ -761,6 +924,8 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     free(r.ids);
     free(r.first_doc);
     free(r.best);
+    free(r.sketches);
+    free(r.doc_edges);
     scan_docs_free(&r.tmp);
     scan_spill_free(r.spill);
     return rc;

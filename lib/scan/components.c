@@ -38,7 +38,8 @@
 #define ID_KEY_MAX (2 * SIMSTORE_MAX_ID_BYTES + 2) /* an escaped id */
 #define DOC_KEY_MAX (16 + ID_KEY_MAX)              /* root, rank, id */
 #define MEMBER_KEY_MAX (2 * ID_KEY_MAX + 1)        /* kept id, mark, id */
-#define MEMBER_VAL_BYTES 19u                       /* MEMBER, fp, kept fp, flags, kept flags */
+#define MEMBER_VAL_BYTES 27u /* MEMBER, fp, kept fp, flags, kept flags, similarity */
+#define DOC_VAL_MIN 10u      /* fp, flags, sketch bytes (0 or the store's), sketch */
 #define SINGLE_VAL_BYTES 9u                        /* SINGLE, fp */
 
 /* The kinds of member records. */
@@ -58,7 +59,7 @@ struct scan_spill {
     const simstore_scan_options *so;
     int with_meta;
     sims_recsort *edges;   /* the next large star's input: edges both ways */
-    sims_recsort *docs;    /* (root, rank, id) -> (fp, flags) */
+    sims_recsort *docs;    /* (root, rank, id) -> (fp, flags, sketch) */
     sims_recsort *members; /* (kept id, mark, id) -> a member record */
     edge_in labels;        /* the final stars, read node by node */
     int have_label;
@@ -69,6 +70,7 @@ struct scan_spill {
     scan_spill_stats stats;
     uint8_t key[MEMBER_KEY_MAX];
     uint8_t kept_key[ID_KEY_MAX]; /* group_members: the kept document */
+    uint8_t kept_sketch[SIMSTORE_SKETCH_MAX_BYTES]; /* and its sketch */
     char id[MEMBER_KEY_MAX], kept_id[MEMBER_KEY_MAX];
 };
 
@@ -259,22 +261,27 @@ static size_t put_id_key(uint8_t *out, const char *id, size_t len, uint64_t fp)
 }
 
 static int push_doc(scan_spill *sp, uint64_t rank, const char *id, size_t len, uint64_t fp,
-                    unsigned flags)
+                    unsigned flags, const uint8_t *sketch)
 {
-    uint8_t val[9];
+    uint8_t val[DOC_VAL_MIN + SIMSTORE_SKETCH_MAX_BYTES];
+    size_t sketch_bytes = sketch ? simstore_sketch_bytes(sp->st->s->text.sketch) : 0;
     be_store64(sp->key, sp->root);
     be_store64(sp->key + 8, rank);
     size_t n = 16 + put_id_key(sp->key + 16, id, len, fp);
     be_store64(val, fp);
     val[8] = (uint8_t)flags;
-    return sims_recsort_push(sp->docs, sp->key, (uint32_t)n, val, sizeof val);
+    val[9] = (uint8_t)sketch_bytes;
+    if (sketch_bytes)
+        memcpy(val + DOC_VAL_MIN, sketch, sketch_bytes);
+    return sims_recsort_push(sp->docs, sp->key, (uint32_t)n, val,
+                             (uint32_t)(DOC_VAL_MIN + sketch_bytes));
 }
 
 static int on_doc(void *ctx, const scan_docs *d, const scan_doc *doc)
 {
     scan_spill *sp = (scan_spill *)ctx;
     return push_doc(sp, scan_keep_rank(sp->o, d, doc), d->ids + doc->off, doc->len, d->fp,
-                    doc->flags);
+                    doc->flags, scan_doc_sketch(d, (size_t)(doc - d->docs)));
 }
 
 /* The documents of node fp, in the component of `root`. */
@@ -284,7 +291,7 @@ static int attach(scan_spill *sp, uint64_t fp, uint64_t root)
     if ((++sp->nodes & 0xFFFF) == 0 && sp->so->progress)
         sp->so->progress(sp->so->progress_ctx, "reading documents", sp->nodes, 0);
     if (sp->st->fp_only)
-        return push_doc(sp, 0, NULL, 0, fp, 0);
+        return push_doc(sp, 0, NULL, 0, fp, 0, NULL);
     uint64_t n = 0;
     int rc = scan_docs_each(sp->st, fp, sp->with_meta, &sp->doc, on_doc, sp, &n);
     if (rc == 0 && n == 0)
@@ -309,9 +316,12 @@ static int attach_nodes_before(scan_spill *sp, uint64_t fp, int all)
  * others, id). */
 static int push_member(scan_spill *sp, const uint8_t *kept, size_t kept_len, unsigned mark,
                        const uint8_t *id, size_t id_len, uint64_t fp, uint64_t kept_fp,
-                       unsigned flags, unsigned kept_flags)
+                       unsigned flags, unsigned kept_flags, double similarity)
 {
     uint8_t val[MEMBER_VAL_BYTES];
+    uint64_t bits;
+    memcpy(&bits, &similarity, sizeof bits);
+    be_store64(val + 19, bits);
     memcpy(sp->key, kept, kept_len);
     sp->key[kept_len] = (uint8_t)mark;
     memcpy(sp->key + kept_len + 1, id, id_len);
@@ -332,7 +342,7 @@ static int push_singleton(scan_spill *sp, uint64_t fp, const char *id, size_t le
     uint8_t idk[ID_KEY_MAX];
     size_t n = put_id_key(idk, id, len, fp);
     if (!id)
-        return push_member(sp, idk, n, 0, idk, n, fp, fp, 0, 0);
+        return push_member(sp, idk, n, 0, idk, n, fp, fp, 0, 0, SIMSTORE_SIMILARITY_UNKNOWN);
     uint8_t val[SINGLE_VAL_BYTES];
     memcpy(sp->key, idk, n);
     sp->key[n] = 0;
@@ -446,10 +456,19 @@ static int group_members(scan_spill *sp)
     int got = 0, rc = 0, in_group = 0, kept_pending = 0;
     uint64_t root = 0, kept_fp = 0;
     unsigned kept_flags = 0;
-    size_t kept_len = 0;
+    size_t kept_len = 0, kept_sketch_bytes = 0;
+    simstore_sketch_kind kind = sp->st->s->text.sketch;
+    size_t store_sketch_bytes = simstore_sketch_bytes(kind);
+    /* The kept document's similarity to itself: 1 when it has a sketch. */
+#define KEPT_SIMILARITY (kept_sketch_bytes ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN)
     while (rc == 0 && (got = sims_recsort_next(sp->docs, &rec)) == 1) {
-        if (rec.key_len <= 16 || rec.key_len > DOC_KEY_MAX || rec.val_len != 9)
+        if (rec.key_len <= 16 || rec.key_len > DOC_KEY_MAX || rec.val_len < DOC_VAL_MIN)
             return damaged();
+        size_t sketch_bytes = rec.val[9];
+        if ((sketch_bytes != 0 && sketch_bytes != store_sketch_bytes) ||
+            rec.val_len != DOC_VAL_MIN + sketch_bytes)
+            return damaged();
+        const uint8_t *sketch = sketch_bytes ? rec.val + DOC_VAL_MIN : NULL;
         uint64_t r = be_load64(rec.key), fp = be_load64(rec.val);
         unsigned flags = rec.val[8];
         const uint8_t *idk = rec.key + 16;
@@ -457,33 +476,41 @@ static int group_members(scan_spill *sp)
         if (in_group && r == root) {
             if (kept_pending)
                 rc = push_member(sp, sp->kept_key, kept_len, 0, sp->kept_key, kept_len, kept_fp,
-                                 kept_fp, kept_flags, kept_flags);
+                                 kept_fp, kept_flags, kept_flags, KEPT_SIMILARITY);
             kept_pending = 0;
+            double sim = sketch && kept_sketch_bytes
+                             ? simstore_sketch_similarity(kind, sketch, sp->kept_sketch)
+                             : SIMSTORE_SIMILARITY_UNKNOWN;
             if (rc == 0)
                 rc = push_member(sp, sp->kept_key, kept_len, 1, idk, idk_len, fp, kept_fp, flags,
-                                 kept_flags);
+                                 kept_flags, sim);
             continue;
         }
         if (kept_pending && sp->o->singletons)
             rc = push_member(sp, sp->kept_key, kept_len, 0, sp->kept_key, kept_len, kept_fp,
-                             kept_fp, kept_flags, kept_flags);
+                             kept_fp, kept_flags, kept_flags, KEPT_SIMILARITY);
         in_group = kept_pending = 1;
         root = r;
         memcpy(sp->kept_key, idk, idk_len);
         kept_len = idk_len;
         kept_fp = fp;
         kept_flags = flags;
+        kept_sketch_bytes = sketch_bytes;
+        if (sketch_bytes)
+            memcpy(sp->kept_sketch, sketch, sketch_bytes);
     }
     if (rc == 0 && got < 0)
         rc = got;
     if (rc == 0 && kept_pending && sp->o->singletons)
         rc = push_member(sp, sp->kept_key, kept_len, 0, sp->kept_key, kept_len, kept_fp, kept_fp,
-                         kept_flags, kept_flags);
+                         kept_flags, kept_flags, KEPT_SIMILARITY);
+#undef KEPT_SIMILARITY
     return rc;
 }
 
 /* A singleton's flags and fingerprint from its record in docs. */
-static int read_single(scan_spill *sp, const char *id, size_t len, unsigned *flags, uint64_t *fp)
+static int read_single(scan_spill *sp, const char *id, size_t len, unsigned *flags, uint64_t *fp,
+                       double *similarity)
 {
     scan_state *st = sp->st;
     MDB_val key = {len, (void *)id}, val;
@@ -500,6 +527,7 @@ static int read_single(scan_spill *sp, const char *id, size_t len, unsigned *fla
         return sims_fail_context(rc, "%s: document '%.*s'", st->s->path, (int)len, id);
     *flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
     *fp = rec.fp;
+    *similarity = rec.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
     return 0;
 }
 
@@ -537,7 +565,7 @@ static int deliver(scan_spill *sp, scan_reporter *p)
             m.cluster = sp->kept_id;
         }
         if (kind == SINGLE) {
-            rc = read_single(sp, sp->id, m.id_len, &m.flags, &m.fp);
+            rc = read_single(sp, sp->id, m.id_len, &m.flags, &m.fp, &m.similarity);
             m.cluster_flags = m.flags;
             m.cluster_fp = m.fp;
         } else {
@@ -547,6 +575,8 @@ static int deliver(scan_spill *sp, scan_reporter *p)
                 m.flags = rec.val[17];
                 m.cluster_flags = rec.val[18];
             }
+            uint64_t bits = be_load64(rec.val + 19);
+            memcpy(&m.similarity, &bits, sizeof bits);
         }
         m.distance = simstore_distance(m.fp, m.cluster_fp);
         if (rc == 0)

@@ -37,6 +37,10 @@ static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *
     d->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
     d->fp = rec.fp;
     d->insertion = rec.insertion;
+    if (rec.sketch) {
+        d->sketch = rec.sketch; /* inside the record, valid as long as val */
+        d->sketch_bytes = simstore_sketch_bytes((simstore_sketch_kind)rec.sketch_kind);
+    }
     if (rec.meta) {
         char *m = buf + key->mv_size + 1;
         memcpy(m, rec.meta, rec.meta_len);

@@ -70,6 +70,11 @@ static int push_fp_pair(pairs_run *r, uint64_t a, uint64_t b, unsigned d, uint64
 static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_docs *y, size_t j,
                          unsigned d)
 {
+    double sim = simstore_sketch_similarity(r->st->s->text.sketch, scan_doc_sketch(x, i),
+                                            scan_doc_sketch(y, j));
+    /* An unknown similarity (-1) is below every minimum. */
+    if (r->o->min_similarity > 0 && !(sim >= r->o->min_similarity))
+        return 0;
     const scan_doc *p = &x->docs[i], *q = &y->docs[j];
     const char *pid = x->ids + p->off, *qid = y->ids + q->off;
     size_t n = p->len < q->len ? p->len : q->len;
@@ -89,11 +94,14 @@ static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_
     r->key[len++] = (uint8_t)d;
     len += scan_key_put_id(r->key + len, pid, p->len);
     len += scan_key_put_id(r->key + len, qid, q->len);
-    uint8_t val[18];
+    uint8_t val[26];
     val[0] = (uint8_t)p->flags;
     val[1] = (uint8_t)q->flags;
     be_store64(val + 2, x->fp);
     be_store64(val + 10, y->fp);
+    uint64_t bits;
+    memcpy(&bits, &sim, sizeof bits);
+    le_store64(val + 18, bits);
     return sims_recsort_push(r->out, r->key, (uint32_t)len, val, sizeof val);
 }
 
@@ -147,6 +155,7 @@ static int deliver(pairs_run *r, simstore_pair_fn fn, void *ctx)
         simstore_pair p;
         memset(&p, 0, sizeof p);
         p.distance = rec.key[0];
+        p.similarity = SIMSTORE_SIMILARITY_UNKNOWN;
         if (rec.key_len == 17 && rec.val_len == 16) {
             p.fp_a = be_load64(rec.key + 1);
             p.fp_b = be_load64(rec.key + 9);
@@ -165,6 +174,8 @@ static int deliver(pairs_run *r, simstore_pair_fn fn, void *ctx)
             p.flags_b = rec.val[1];
             p.fp_a = be_load64(rec.val + 2);
             p.fp_b = be_load64(rec.val + 10);
+            uint64_t bits = le_load64(rec.val + 18);
+            memcpy(&p.similarity, &bits, sizeof bits);
         }
         int rc = fn(ctx, &p);
         if (rc)
@@ -221,6 +232,9 @@ int simstore_pairs(simstore *s, const simstore_scan_options *opts, unsigned flag
     int rc = scan_options_resolve(s, opts, &o);
     if (rc)
         return rc;
+    if (o.min_similarity > 0 && (flags & SIMSTORE_PAIRS_BY_FINGERPRINT))
+        return sims_fail(SIMSTORE_EINVAL, "pairs by fingerprint have no similarity: a minimum "
+                                          "similarity needs pairs of documents");
     scan_state st;
     rc = scan_state_begin(s, &st);
     if (rc)
@@ -239,6 +253,9 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
         return sims_fail(SIMSTORE_EINVAL, "simstore_join_fingerprints: NULL argument");
     if (k < 1 || k > SIMSTORE_MAX_K)
         return sims_fail(SIMSTORE_EINVAL, "join distance %u outside 1..%u", k, SIMSTORE_MAX_K);
+    if (opts && opts->min_similarity != 0)
+        return sims_fail(SIMSTORE_EINVAL, "a join of fingerprints has no similarity: give no "
+                                          "minimum similarity");
     simstore_scan_options o;
     if (opts)
         o = *opts;

@@ -67,6 +67,14 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
         return sims_fail(SIMSTORE_ERANGE,
                          "distance %u exceeds the store's design (built for k <= %u)", out->k,
                          design_k);
+    if (!(out->min_similarity >= 0 && out->min_similarity <= 1))
+        return sims_fail(SIMSTORE_EINVAL, "minimum similarity %g is outside 0..1",
+                         out->min_similarity);
+    if (out->min_similarity > 0 && s->text.sketch == SIMSTORE_SKETCH_NONE)
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s keeps no sketches (built with sketch kind none, or before "
+                         "sketches), so it cannot tell similarities",
+                         s->path);
     if (out->threads == 0)
         out->threads = simstore_default_threads();
     if (out->memory_bytes == 0)
@@ -133,8 +141,12 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
         return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
                             path, (int)id->mv_size, (const char *)id->mv_data,
                             (unsigned long long)rec.fp, (unsigned long long)fp);
+    rc = sims_check_doc_sketch(st->s, &rec, (const char *)id->mv_data, id->mv_size);
+    if (rc)
+        return rc;
     size_t meta = with_meta && rec.meta ? rec.meta_len : 0;
-    rc = docs_grow(d, id->mv_size + meta);
+    size_t sketch = rec.sketch ? simstore_sketch_bytes(st->s->text.sketch) : 0;
+    rc = docs_grow(d, id->mv_size + meta + sketch);
     if (rc)
         return rc;
     scan_doc *doc = &d->docs[d->count++];
@@ -149,6 +161,11 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
     if (meta) {
         memcpy(d->ids + d->ids_len, rec.meta, meta);
         d->ids_len += meta;
+    }
+    doc->sketch_off = sketch ? d->ids_len + 1 : 0;
+    if (sketch) {
+        memcpy(d->ids + d->ids_len, rec.sketch, sketch);
+        d->ids_len += sketch;
     }
     return 0;
 }

@@ -41,6 +41,8 @@ typedef struct scan_doc {
     uint64_t insertion;  /* the record's insertion number (0: none) */
     size_t meta_off;     /* of the metadata in ids; meta_len 0: none */
     size_t meta_len;
+    size_t sketch_off; /* of its sketch in ids (the store's kind), + 1;
+                            0: it has none */
 } scan_doc;
 
 typedef struct scan_docs {
@@ -53,10 +55,18 @@ typedef struct scan_docs {
 } scan_docs;
 
 /* Load fp's documents into d (replacing what it held): each id from fps,
- * its record from docs (flags, insertion number, and metadata when
- * with_meta), checked to hold fp. A fingerprint without documents (dead)
- * gives count 0. Errors: SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+ * its record from docs (flags, insertion number, its sketch, and metadata
+ * when with_meta), checked to hold fp and a sketch of the store's kind. A
+ * fingerprint without documents (dead) gives count 0. Errors:
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d);
+
+/* Document i's sketch in d, or NULL when it has none. */
+static inline const uint8_t *scan_doc_sketch(const scan_docs *d, size_t i)
+{
+    size_t off = d->docs[i].sketch_off;
+    return off ? (const uint8_t *)d->ids + off - 1 : NULL;
+}
 void scan_docs_free(scan_docs *d);
 
 /* The same documents one at a time, for a fingerprint that may have more

@@ -19,6 +19,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/sketch.h"
 #include "sort/recsort.h"
 #include "sort/spool.h"
 #include "sort/u64sort.h"
@@ -38,7 +39,10 @@
 
 #define READ_CHUNK 4096
 #define PROGRESS_EVERY ((uint64_t)1 << 20)
-#define DOC_VAL_FIXED 17 /* fp u64, source u64, flags u8, then metadata */
+/* A document as the builder sorts it: fp u64, source u64, the record's
+ * flags u8 (its sketch kind included), then the sketch (as many bytes as
+ * the kind takes, usually none), then the metadata. */
+#define DOC_VAL_FIXED 17
 
 struct simstore_builder {
     simstore_build_options opt;
@@ -48,6 +52,7 @@ struct simstore_builder {
     char *work_dir;     /* build: the temporary directory; add: the store */
     int work_lock_fd;   /* build: the work directory's writer.lock */
     int fp_only;
+    simstore_sketch_kind sketch; /* what every document brings (none: nothing) */
     unsigned threads;
     sims_recsort *docs; /* key: id; value: fp, source, metadata */
     sims_spool *raw;    /* fingerprint-only: every fingerprint added */
@@ -294,6 +299,8 @@ static int validate_text_options(const simstore_text_options *t)
         (unsigned)t->cjk > SIMSTORE_CJK_BIGRAM)
         return sims_fail(SIMSTORE_EINVAL, "lambda %g or CJK mode %d out of range", t->lambda,
                          (int)t->cjk);
+    if (t->sketch != SIMSTORE_SKETCH_NONE && !sims_sketch_kind_valid((unsigned)t->sketch))
+        return sims_fail(SIMSTORE_EINVAL, "unknown sketch kind %d", (int)t->sketch);
     return SIMSTORE_OK;
 }
 
@@ -307,6 +314,9 @@ static int check_options(const simstore_build_options *o)
     if (o->tables > SIMS_DESIGN_MAX_TABLES)
         return sims_fail(SIMSTORE_EINVAL, "%u tables is above the maximum %u", o->tables,
                          SIMS_DESIGN_MAX_TABLES);
+    if (o->fingerprint_only && o->text && o->text->sketch != SIMSTORE_SKETCH_NONE)
+        return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store keeps no documents, so no "
+                                          "sketches: give sketch kind none");
     return validate_text_options(o->text);
 }
 
@@ -395,6 +405,7 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
     if (rc)
         goto fail;
     b->fp_only = b->opt.fingerprint_only != 0;
+    b->sketch = b->text.sketch;
     /* "S/" names the store S: the work directory goes beside it, not in it. */
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
@@ -472,6 +483,7 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
     }
     b->store = s;
     b->fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    b->sketch = s->text.sketch;
     b->work_dir = strdup(s->path);
     rc = b->work_dir ? builder_start_inputs(b) : sims_fail(SIMSTORE_ENOMEM, "out of memory");
     if (rc) {
@@ -491,6 +503,12 @@ int simstore_builder_add(simstore_builder *b, const simstore_doc *doc)
 
 int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, unsigned flags)
 {
+    return simstore_builder_add_sketch(b, doc, flags, NULL);
+}
+
+int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc, unsigned flags,
+                                const uint8_t *sketch)
+{
     if (flags & ~SIMSTORE_DOC_INTEGER_ID)
         return sims_fail(SIMSTORE_EINVAL, "unknown document flags 0x%x", flags);
     if (b->fp_only)
@@ -502,24 +520,38 @@ int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, uns
     if (meta_len > SIMSTORE_MAX_META_BYTES)
         return sims_fail(SIMSTORE_EINVAL, "metadata of %zu bytes (at most %u allowed)", meta_len,
                          SIMSTORE_MAX_META_BYTES);
+    if (b->sketch != SIMSTORE_SKETCH_NONE && !sketch)
+        return sims_fail(SIMSTORE_EINVAL,
+                         "document '%.*s' has no sketch: this store keeps a %s sketch of every "
+                         "document",
+                         (int)doc->id_len, doc->id, simstore_sketch_name(b->sketch));
+    if (b->sketch == SIMSTORE_SKETCH_NONE && sketch)
+        return sims_fail(SIMSTORE_EINVAL,
+                         "document '%.*s' comes with a sketch: this store keeps none",
+                         (int)doc->id_len, doc->id);
+    size_t sketch_len = simstore_sketch_bytes(b->sketch);
     uint8_t fixed[DOC_VAL_FIXED];
     le_store64(fixed, doc->fp);
     le_store64(fixed + 8, doc->source);
-    fixed[16] = (flags & SIMSTORE_DOC_INTEGER_ID) ? SIMS_DOC_FLAG_INTEGER_ID : 0;
+    fixed[16] = (uint8_t)(((flags & SIMSTORE_DOC_INTEGER_ID) ? SIMS_DOC_FLAG_INTEGER_ID : 0) |
+                          SIMS_DOC_FLAG_SKETCH(b->sketch));
     /* One record: the sorter copies key and value; the value is the fixed
-     * part followed by the metadata, pushed through a small staging buffer. */
-    uint8_t stack[DOC_VAL_FIXED + 1024];
+     * part followed by the sketch and the metadata, pushed through a small
+     * staging buffer. */
+    uint8_t stack[DOC_VAL_FIXED + SIMSTORE_SKETCH_MAX_BYTES + 1024];
     uint8_t *val = stack;
-    if (meta_len > sizeof stack - DOC_VAL_FIXED) {
-        val = malloc(DOC_VAL_FIXED + meta_len);
+    size_t val_len = DOC_VAL_FIXED + sketch_len + meta_len;
+    if (val_len > sizeof stack) {
+        val = malloc(val_len);
         if (!val)
             return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     }
     memcpy(val, fixed, DOC_VAL_FIXED);
+    if (sketch_len)
+        memcpy(val + DOC_VAL_FIXED, sketch, sketch_len);
     if (meta_len)
-        memcpy(val + DOC_VAL_FIXED, doc->meta, meta_len);
-    int rc = sims_recsort_push(b->docs, doc->id, (uint32_t)doc->id_len, val,
-                               (uint32_t)(DOC_VAL_FIXED + meta_len));
+        memcpy(val + DOC_VAL_FIXED + sketch_len, doc->meta, meta_len);
+    int rc = sims_recsort_push(b->docs, doc->id, (uint32_t)doc->id_len, val, (uint32_t)val_len);
     if (val != stack)
         free(val);
     if (rc)
@@ -810,12 +842,33 @@ typedef struct chunk {
 
 /* encode_doc: val is the builder's (fp, source, flags, metadata), encoded
  * as the document record with `insertion`; else val goes in as it is. */
+/* The document record of a builder's value (fp, source, flags, sketch,
+ * metadata) with insertion number `insertion`, into buf (cap bytes): its
+ * size, or 0 when cap is too small. *need (when not NULL) gets the size. */
+static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v, size_t vlen,
+                               uint64_t insertion, uint8_t *buf, size_t cap, size_t *need)
+{
+    unsigned flags = v[16] | SIMS_DOC_FLAG_INSERTION;
+    size_t sketch_len = simstore_sketch_bytes(
+        (simstore_sketch_kind)((flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT));
+    size_t meta_len = vlen - DOC_VAL_FIXED - sketch_len;
+    if (need)
+        *need = sims_doc_record_size(meta_len, flags);
+    if (!buf)
+        return 0;
+    return sims_doc_record_encode_sketch(
+        key, klen, le_load64(v), flags, insertion, sketch_len ? v + DOC_VAL_FIXED : NULL,
+        meta_len ? v + DOC_VAL_FIXED + sketch_len : NULL, meta_len, buf, cap);
+}
+
 static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen,
                      int encode_doc, uint64_t insertion)
 {
-    size_t need = klen + (encode_doc ? sims_doc_record_size(vlen - DOC_VAL_FIXED,
-                                                            SIMS_DOC_FLAG_INSERTION)
-                                     : vlen);
+    size_t record = vlen;
+    if (encode_doc)
+        encode_doc_value((const uint8_t *)key, klen, (const uint8_t *)val, vlen, 0, NULL, 0,
+                         &record);
+    size_t need = klen + record;
     if (need > ck->cap - ck->used) {
         size_t cap = ck->cap ? ck->cap : CHUNK_BYTES;
         while (cap - ck->used < need)
@@ -833,12 +886,8 @@ static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, s
     ck->used += klen;
     e->val_off = ck->used;
     if (encode_doc) {
-        const uint8_t *v = (const uint8_t *)val;
-        size_t meta_len = vlen - DOC_VAL_FIXED;
-        e->val_len = sims_doc_record_encode((const uint8_t *)key, klen, le_load64(v),
-                                            v[16] | SIMS_DOC_FLAG_INSERTION, insertion,
-                                            meta_len ? v + DOC_VAL_FIXED : NULL, meta_len,
-                                            ck->buf + ck->used, ck->cap - ck->used);
+        e->val_len = encode_doc_value((const uint8_t *)key, klen, (const uint8_t *)val, vlen,
+                                      insertion, ck->buf + ck->used, ck->cap - ck->used, NULL);
     } else {
         e->val_len = vlen;
         memcpy(ck->buf + ck->used, val, vlen);
@@ -934,8 +983,8 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
     sims_rec rec;
     uint64_t done = 0;
     while ((rc = sims_recsort_next(b->docs, &rec)) == 1) {
-        size_t meta_len = rec.val_len - DOC_VAL_FIXED;
-        size_t need = sims_doc_record_size(meta_len, SIMS_DOC_FLAG_INSERTION);
+        size_t need;
+        encode_doc_value(rec.key, rec.key_len, rec.val, rec.val_len, 0, NULL, 0, &need);
         uint64_t insertion;
         rc = sims_doc_insertion_number(f->generation, rec.seq, &insertion);
         if (rc)
@@ -949,10 +998,8 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
             buf = g;
             cap = need;
         }
-        size_t n = sims_doc_record_encode(rec.key, rec.key_len, le_load64(rec.val),
-                                          rec.val[16] | SIMS_DOC_FLAG_INSERTION, insertion,
-                                          meta_len ? rec.val + DOC_VAL_FIXED : NULL, meta_len,
-                                          buf, cap);
+        size_t n =
+            encode_doc_value(rec.key, rec.key_len, rec.val, rec.val_len, insertion, buf, cap, NULL);
         MDB_val key = {rec.key_len, (void *)rec.key}, val = {n, buf};
         int m = mdb_put(txn, c->env->docs, &key, &val, docs_flags);
         /* An id stored already, or given again (the first given sorts
@@ -1081,9 +1128,10 @@ static void encode_text_options(const simstore_text_options *given, uint8_t *out
         .cjk = t.cjk == SIMSTORE_CJK_FRISO ? 1u : 2u,
         .lambda_fixed = (uint64_t)(t.lambda * 65536.0 + 0.5),
         .version = version,
-        .cjk_shingle = version == 1 ? 0
+        .cjk_shingle = version == 1    ? 0
                        : t.cjk_shingle ? t.cjk_shingle
                                        : SIMSTORE_CJK_SHINGLE_DEFAULT,
+        .sketch = (uint32_t)t.sketch,
     };
     sims_text_record_encode(&r, out);
 }

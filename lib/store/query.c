@@ -37,6 +37,10 @@ struct simstore_query {
     int grow_failed;
     size_t *meta_offs; /* per match, with SIMSTORE_QUERY_WITH_META */
     size_t meta_cap;
+    size_t *sketch_offs; /* per match: its sketch in the arena, + 1; 0: none */
+    size_t sketch_cap;
+    const uint8_t *query_sketch; /* of the query being answered, or NULL */
+    uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
 };
 
 int simstore_query_new(simstore *s, unsigned flags, simstore_query **out)
@@ -82,6 +86,7 @@ void simstore_query_free(simstore_query *q)
         mdb_txn_abort(q->txn);
     free(q->probes);
     free(q->meta_offs);
+    free(q->sketch_offs);
     free(q->cand);
     free(q->matches);
     free(q->arena);
@@ -151,6 +156,7 @@ static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_i
     m->id_len = id_len;
     m->fp = fp;
     m->distance = distance;
+    m->similarity = SIMSTORE_SIMILARITY_UNKNOWN;
     return SIMSTORE_OK;
 }
 
@@ -232,14 +238,17 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
     return rc == MDB_NOTFOUND ? SIMSTORE_OK : sims_mdb_fail(rc, "read fps");
 }
 
-/* Check match m against its document record; with meta_off, also copy the
+/* Check match m against its document record: its fingerprint, and its
+ * sketch's kind against the store's; copy the sketch out (to *sketch_off)
+ * and estimate the similarity to the query's; with meta_off, also copy the
  * metadata out. */
-static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
+static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off, size_t *sketch_off)
 {
     simstore *s = q->store;
     MDB_val key = {m->id_len, (void *)(q->arena + (uintptr_t)m->id - 1)}, val;
     if (meta_off)
         *meta_off = 0;
+    *sketch_off = 0;
     int rc = mdb_get(q->txn, s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
@@ -258,6 +267,20 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off)
                             (unsigned long long)rec.fp, (unsigned long long)m->fp);
     m->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
     m->insertion = rec.insertion;
+    rc = sims_check_doc_sketch(s, &rec, (const char *)key.mv_data, key.mv_size);
+    if (rc)
+        return rc;
+    if (rec.sketch) {
+        m->similarity = q->query_sketch ? simstore_sketch_similarity(s->text.sketch,
+                                                                     q->query_sketch, rec.sketch)
+                                        : SIMSTORE_SIMILARITY_UNKNOWN;
+        size_t off;
+        /* The record borrows LMDB's page, which the arena cannot move. */
+        rc = arena_put(q, rec.sketch, simstore_sketch_bytes(s->text.sketch), &off);
+        if (rc)
+            return rc;
+        *sketch_off = off + 1;
+    }
     if (rec.meta && meta_off) {
         size_t off;
         /* The key pointer may move with the arena: copy it out first. */
@@ -361,9 +384,13 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
     if (with_meta && grow((void **)&q->meta_offs, &q->meta_cap, q->match_len ? q->match_len : 1,
                           sizeof *q->meta_offs))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    if (!fp_only && grow((void **)&q->sketch_offs, &q->sketch_cap, q->match_len ? q->match_len : 1,
+                         sizeof *q->sketch_offs))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
     if (!fp_only) {
         for (size_t i = 0; i < q->match_len; i++) {
-            int rc = attach_meta(q, &q->matches[i], with_meta ? &q->meta_offs[i] : NULL);
+            int rc = attach_meta(q, &q->matches[i], with_meta ? &q->meta_offs[i] : NULL,
+                                 &q->sketch_offs[i]);
             if (rc)
                 return rc;
         }
@@ -375,6 +402,8 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
             m->id = q->arena + ((uintptr_t)m->id - 1);
         if (with_meta && q->meta_offs[i])
             m->meta = q->arena + (q->meta_offs[i] - 1);
+        if (!fp_only && q->sketch_offs[i])
+            m->sketch = (const uint8_t *)q->arena + (q->sketch_offs[i] - 1);
     }
     sort_small(q->matches, q->match_len, sizeof *q->matches, sims_match_cmp);
     return SIMSTORE_OK;
@@ -462,9 +491,21 @@ static int answer_once(void *ctx)
 int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k, const simstore_match **matches,
                       size_t *count)
 {
+    return simstore_query_fp_sketch(q, fp, NULL, k, matches, count);
+}
+
+int simstore_query_fp_sketch(simstore_query *q, uint64_t fp, const uint8_t *sketch, unsigned k,
+                             const simstore_match **matches, size_t *count)
+{
     simstore *s = q->store;
     *matches = NULL;
     *count = 0;
+    /* A copy: the caller's buffer may be one of this query's answers. */
+    q->query_sketch = NULL;
+    if (sketch && s->text.sketch != SIMSTORE_SKETCH_NONE) {
+        memcpy(q->query_sketch_buf, sketch, simstore_sketch_bytes(s->text.sketch));
+        q->query_sketch = q->query_sketch_buf;
+    }
     if (k > s->design->params.k)
         return sims_fail(SIMSTORE_ERANGE,
                          "distance %u exceeds the store's design (built for k <= %u)", k,
@@ -487,20 +528,26 @@ int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const ch
     *matches = NULL;
     *count = 0;
     /* Texts of a store with a boilerplate set go without its lines, as its
-     * documents did; fpr's own set comes back after. */
+     * documents did; fpr's own set comes back after. Sketched in the same
+     * pass when the fingerprinter makes the store's kind of sketch (a store
+     * without sketches has none to compare). */
     const simstore_boilerplate *own = simstore_fingerprinter_boilerplate(fpr);
     const simstore_boilerplate *store_set = q->store->boilerplate;
+    uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+    simstore_sketch_kind kind = simstore_fingerprinter_sketch(fpr);
+    int sketched = kind != SIMSTORE_SKETCH_NONE && kind == q->store->text.sketch;
     int rc = store_set && store_set != own ? simstore_fingerprinter_set_boilerplate(fpr, store_set)
                                            : SIMSTORE_OK;
     if (rc == SIMSTORE_OK)
-        rc = simstore_fingerprint_text(fpr, text, len, &f, &flags);
+        rc = sketched ? simstore_fingerprint_sketch(fpr, text, len, &f, sketch, &flags)
+                      : simstore_fingerprint_text(fpr, text, len, &f, &flags);
     if (store_set && store_set != own)
         simstore_fingerprinter_set_boilerplate(fpr, own);
     if (rc)
         return rc;
     if (fp)
         *fp = f;
-    return simstore_query_fp(q, f, k, matches, count);
+    return simstore_query_fp_sketch(q, f, sketched ? sketch : NULL, k, matches, count);
 }
 
 int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint64_t *fp)
@@ -581,6 +628,7 @@ int sims_query_fp_documents(simstore_query *q, uint64_t fp, const simstore_match
     if (grow((void **)&q->cand, &q->cand_cap, 1, sizeof *q->cand))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
     q->cand[q->cand_len++] = fp;
+    q->query_sketch = NULL;
     int rc = resolve_candidates(q, fp);
     if (rc)
         return rc;

@@ -411,9 +411,21 @@ static int load_text_record(simstore *s, MDB_txn *txn)
     s->text.weighting = (simstore_weighting)tr.weighting;
     s->text.version = tr.version;
     s->text.cjk_shingle = tr.cjk_shingle;
+    s->text.sketch = (simstore_sketch_kind)tr.sketch;
     s->text.cjk = tr.cjk == 1 ? SIMSTORE_CJK_FRISO : SIMSTORE_CJK_BIGRAM;
     s->text.lambda = (double)tr.lambda_fixed / 65536.0;
     return SIMSTORE_OK;
+}
+
+int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
+                          size_t id_len)
+{
+    if (rec->sketch_kind == 0 || rec->sketch_kind == (unsigned)s->text.sketch)
+        return SIMSTORE_OK;
+    return SIMS_CORRUPT("%s: document '%.*s' holds a %s sketch, but the store keeps %s", s->path,
+                        (int)id_len, id,
+                        simstore_sketch_name((simstore_sketch_kind)rec->sketch_kind),
+                        s->text.sketch ? simstore_sketch_name(s->text.sketch) : "no sketches");
 }
 
 void simstore_get_text_options(const simstore *s, simstore_text_options *out)
@@ -579,6 +591,8 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
         }
     }
     sims_design_describe(s->design, out->design, sizeof out->design);
+    out->sketch = s->text.sketch;
+    out->sketch_bytes = (unsigned)simstore_sketch_bytes(s->text.sketch);
     char path[PATH_MAX];
     struct stat st;
     if (sims_join_path(path, sizeof path, s->path, "data.mdb") == SIMSTORE_OK &&

@@ -127,6 +127,12 @@ int sims_store_load_boilerplate(simstore *s, MDB_txn *txn);
 int sims_boilerplate_encode(const simstore_boilerplate *bp, uint8_t **out, size_t *len);
 /* Sorted runs the counter has spilled to disk so far (for tests). */
 unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counter *c);
+/* A document record's sketch against the store: a record may hold a sketch
+ * only of the store's kind (the text record's), so that answers compare
+ * sketches made alike. SIMSTORE_ECORRUPT naming the document otherwise. A
+ * record without a sketch is accepted (its similarity is unknown). */
+int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
+                          size_t id_len);
 
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);

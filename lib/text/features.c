@@ -8,6 +8,8 @@
  * LENGTH weighting adds λ once per distinct long feature, so it counts those
  * in a second set of lanes, deduplicated through an open-addressing set of
  * hashes that is reused (by generation number) from one document to the next.
+ * When asked, every feature hash also goes into the document's sketch
+ * (sketch.h), so a sketch describes exactly the fingerprint's features.
  */
 #include "text/features.h"
 
@@ -72,6 +74,11 @@ void sims_features_init(sims_features *f, unsigned shingle_words, unsigned cjk_s
     f->lambda_q16 = lambda_q16;
 }
 
+void sims_features_set_sketch(sims_features *f, unsigned bin_bits)
+{
+    sims_sketcher_init(&f->sketch, bin_bits);
+}
+
 void sims_features_release(sims_features *f)
 {
     free(f->text);
@@ -98,6 +105,8 @@ void sims_features_begin(sims_features *f)
         f->generation = 1;
     }
     f->failed = 0;
+    if (f->sketch.bin_bits)
+        sims_sketcher_begin(&f->sketch);
 }
 
 /* Find or add `h`: its slot, with *fresh = 1 when it was new in this
@@ -153,6 +162,8 @@ static inline void add_feature(sims_features *f, const uint8_t *bytes, size_t le
 {
     uint64_t h = XXH3_64bits_withSeed(bytes, len, SIMS_FEATURE_SEED);
     int fresh;
+    if (f->sketch.bin_bits)
+        sims_sketcher_add(&f->sketch, h);
     if (f->weighting == SIMS_WEIGHT_LOG) {
         /* Counted per distinct feature; weighed at the end. */
         sims_feature_slot *slot = set_insert(f, h, &fresh);
@@ -328,4 +339,9 @@ int sims_features_end(sims_features *f, uint64_t *fingerprint)
     }
     *fingerprint = fp;
     return 0;
+}
+
+void sims_features_sketch(const sims_features *f, uint8_t *out)
+{
+    sims_sketcher_finish(&f->sketch, out);
 }

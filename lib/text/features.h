@@ -4,6 +4,8 @@
 #ifndef SIMS_TEXT_FEATURES_H
 #define SIMS_TEXT_FEATURES_H
 
+#include "text/sketch.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +51,8 @@ typedef struct sims_features {
     size_t *set_order; /* LOG: the live slots, in insertion order */
 
     int failed; /* out of memory since the document began */
+
+    sims_sketcher sketch; /* the features' sketch, when sketch.bin_bits */
 } sims_features;
 
 /* shingle_words and cjk_shingle in 1..32 (equal in version 1); weighting a
@@ -56,6 +60,9 @@ typedef struct sims_features {
 void sims_features_init(sims_features *f, unsigned shingle_words, unsigned cjk_shingle,
                         int weighting, uint64_t lambda_q16);
 void sims_features_release(sims_features *f);
+/* Also sketch every document's features in 2^bin_bits bins (7..9; 0: no
+ * sketch, the default). Call before the first document. */
+void sims_features_set_sketch(sims_features *f, unsigned bin_bits);
 
 /* Start a document. */
 void sims_features_begin(sims_features *f);
@@ -68,5 +75,8 @@ uint64_t sims_log_weight(uint64_t tf);
 /* End the document: the fingerprint (0 when it had no tokens). Returns 0 or
  * SIMSTORE_ENOMEM. */
 int sims_features_end(sims_features *f, uint64_t *fingerprint);
+/* After sims_features_end: the document's sketch (format/sketch.md), 2^p / 8
+ * bytes. */
+void sims_features_sketch(const sims_features *f, uint8_t *out);
 
 #endif

@@ -1,10 +1,11 @@
 /* fingerprint.c: the public fingerprinting API: options, fingerprinters
- * (tokenizer + feature scratch, reused across documents), whole documents and
- * paragraphs. */
+ * (tokenizer + feature scratch, reused across documents), whole documents
+ * (with their sketch, when asked) and paragraphs. */
 #include "simstore.h"
 
 #include "common/error.h"
 #include "text/boilerplate.h"
+#include "common/sketch.h"
 #include "text/features.h"
 #include "text/normalize.h"
 #include "text/segment.h"
@@ -78,6 +79,8 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     if (opts->cjk != SIMSTORE_CJK_AUTO && opts->cjk != SIMSTORE_CJK_FRISO &&
         opts->cjk != SIMSTORE_CJK_BIGRAM)
         return sims_fail(SIMSTORE_EINVAL, "unknown CJK mode %d", (int)opts->cjk);
+    if (opts->sketch != SIMSTORE_SKETCH_NONE && !sims_sketch_kind_valid((unsigned)opts->sketch))
+        return sims_fail(SIMSTORE_EINVAL, "unknown sketch kind %d", (int)opts->sketch);
 
     simstore_fingerprinter *fpr = calloc(1, sizeof *fpr);
     if (!fpr)
@@ -100,6 +103,7 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     uint64_t lambda_q16 = (uint64_t)llround(opts->lambda * 65536.0);
     sims_features_init(&fpr->features, opts->shingle_words, cjk_shingle, (int)opts->weighting,
                        lambda_q16);
+    sims_features_set_sketch(&fpr->features, sims_sketch_bin_bits((unsigned)opts->sketch));
     *out = fpr;
     return 0;
 }
@@ -119,6 +123,11 @@ void simstore_fingerprinter_free(simstore_fingerprinter *fpr)
 simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerprinter *fpr)
 {
     return fpr->cjk;
+}
+
+simstore_sketch_kind simstore_fingerprinter_sketch(const simstore_fingerprinter *fpr)
+{
+    return fpr->opts.sketch;
 }
 
 /* One document (or paragraph) through tokenizer and features. */
@@ -178,6 +187,24 @@ int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text, siz
         *flags = (tokens == 0 ? SIMSTORE_FP_EMPTY : 0u) |
                  (invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u) |
                  (only_boilerplate ? SIMSTORE_FP_ONLY_BOILERPLATE : 0u);
+    return 0;
+}
+
+int simstore_fingerprint_sketch(simstore_fingerprinter *fpr, const char *text, size_t len,
+                                uint64_t *fp, uint8_t *sketch, unsigned *flags)
+{
+    if (!fpr || !fp || !sketch || (!text && len))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprint_sketch: NULL argument");
+    size_t bytes = simstore_sketch_bytes(fpr->opts.sketch);
+    if (bytes == 0)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprint_sketch: the fingerprinter was "
+                                          "made without a sketch kind");
+    int rc = simstore_fingerprint_text(fpr, text, len, fp, flags);
+    if (rc) {
+        memset(sketch, 0, bytes);
+        return rc;
+    }
+    sims_features_sketch(&fpr->features, sketch);
     return 0;
 }
 

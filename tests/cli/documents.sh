@@ -47,13 +47,16 @@ expect_out_lines "$("$SIMSTORE" stats "$S" | sed -n 's/^documents: //p')"
 if LC_ALL=C sort -c "$T/out" 2>/dev/null; then ok; else fail "export is not in id order"; fi
 run export "$S" --json
 expect_status 0
-expect_out_has '{"id":1002,"fp":"3880583a60b7cc15","meta":{"source":"intranet","tags":["it","security"]}}'
+expect_out_has '{"id":1002,"fp":"3880583a60b7cc15","sketch":"'
+expect_out_has '"meta":{"source":"intranet","tags":["it","security"]}}'
 
-# Round trip: build reads the JSON export back; the same answers. By
-# insertion order, clusters --keep first keep the same documents.
+# Round trip: build reads the JSON export back (fingerprints and sketches);
+# the same answers, similarities too. By insertion order, clusters --keep
+# first keep the same documents.
 "$SIMSTORE" export "$S" --json --order insertion >"$T/export.jsonl" || fail "export"
 "$SIMSTORE" build "$T/again" -q "$T/export.jsonl" >/dev/null || fail "build the export"
-for cmd in "pairs --k 3" "clusters" "clusters --mode star" "export --json"; do
+for cmd in "pairs --k 3" "pairs --k 3 --similarity" "clusters" "clusters --mode star" \
+    "clusters --min-similarity 0.5" "export --json"; do
     # shellcheck disable=SC2086
     a=$("$SIMSTORE" $cmd "$S" 2>&1)
     # shellcheck disable=SC2086
@@ -74,9 +77,20 @@ if [ "$a" = "$b" ]; then ok; else fail "pairs differ after the TSV export"; fi
 # A JSON Lines record with "fp" and no text: stored, queried, fingerprinted
 # under that fingerprint; a bad "fp" is FILE:LINE.
 printf '%s\n' '{"id": "f1", "fp": "00000000000000ff"}' '{"id": "f2", "fp": "zz"}' >"$T/fp.jsonl"
-run build "$T/fpstore" "$T/fp.jsonl"
+run build "$T/fpstore" --sketch none "$T/fp.jsonl"
 expect_status 1
 expect_err_has "fp.jsonl:2: \"fp\" must be a string of 16 hex digits"
+# A store keeping sketches needs one with each fingerprint, of its kind.
+head -1 "$T/fp.jsonl" >"$T/fp1.jsonl"
+run build "$T/fpstore" "$T/fp1.jsonl"
+expect_status 1
+expect_err_has "fp1.jsonl:1: document 'f1' has no sketch"
+printf '%s\n' '{"id": "f1", "fp": "00000000000000ff", "sketch": "00ff"}' >"$T/fp2.jsonl"
+run build "$T/fpstore" "$T/fp2.jsonl"
+expect_status 1
+expect_err_has "fp2.jsonl:1: \"sketch\" has 2 bytes, but this store keeps minhash64 sketches"
+run build "$T/fpstore" --sketch none "$T/fp1.jsonl"
+expect_status 0
 run fingerprint --jsonl "$T/fp.jsonl"
 expect_out_has "00000000000000ff	f1"
 

@@ -51,3 +51,7 @@ simstore_cli_test(test_cli_documents documents.sh)
 # Boilerplate (issue 13, item 2): build --boilerplate auto on a generated
 # templated corpus, stats, queries, adds, dedup, standard input and pipes.
 simstore_cli_test(test_cli_boilerplate boilerplate.sh)
+# Sketches and similarities (format/sketch.md) through the command, against
+# a brute-force reference over the sketches `fingerprint --sketch` prints.
+simstore_cli_test(test_cli_sketch sketch.sh)
+set_tests_properties(test_cli_sketch PROPERTIES TIMEOUT 600)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "simstore.h"
 #include "design/design.h"
 #include "docs/records.h"
 #include "common/bytes.h"
@@ -90,6 +91,12 @@ static int decode_doc7(const uint8_t *buf, size_t len)
 {
     sims_doc_record r;
     return sims_doc_record_decode((const uint8_t *)"doc-7", 5, buf, len, &r);
+}
+
+static int decode_doc9(const uint8_t *buf, size_t len)
+{
+    sims_doc_record r;
+    return sims_doc_record_decode((const uint8_t *)"doc-9", 5, buf, len, &r);
 }
 
 static void test_records_golden__store_record(void **state)
@@ -259,8 +266,8 @@ static void test_records_golden__document_records(void **state)
                      n);
     assert_memory_equal(again, b, n);
     free(b);
-    /* Bits 3..7 stay reserved; bit 2 on a record without room for the
-     * insertion number is corrupt too. */
+    /* Bits 5..7 stay reserved; bit 2 (bits 3..4) on a record without room
+     * for the insertion number (the sketch) is corrupt too. */
     uint8_t bad[SIMS_DOC_RECORD_OVERHEAD];
     for (unsigned bit = 2; bit < 8; bit++) {
         sims_doc_record_encode((const uint8_t *)"x", 1, 7, 0, 0, NULL, 0, bad, sizeof bad);
@@ -332,6 +339,125 @@ static void test_records_golden__document_record_insertion(void **state)
                      0);
 }
 
+/* Flag bits 3..4: a sketch of that kind follows the insertion number. */
+static void test_records_golden__document_record_sketch(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("doc-record-sketch-doc-9.bin", &n);
+    const char *meta = "{\"n\":9}";
+    /* The sketch of "The quick brown fox jumps over the lazy dog." (minhash16,
+     * format/sketch.md). */
+    static const uint8_t sketch[16] = {0xaf, 0xfd, 0xf6, 0xef, 0xff, 0xfc, 0xeb, 0x9f,
+                                       0xbd, 0xef, 0x97, 0x3f, 0xd3, 0x9f, 0xdf, 0xcf};
+    unsigned flags = SIMS_DOC_FLAG_INSERTION | SIMS_DOC_FLAG_SKETCH(SIMSTORE_SKETCH_MINHASH16);
+    assert_int_equal(n, SIMS_DOC_RECORD_OVERHEAD + 8 + 16 + strlen(meta));
+    assert_int_equal(sims_doc_record_size(strlen(meta), flags), n);
+    sims_doc_record r;
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"doc-9", 5, b, n, &r), 0);
+    assert_true(r.fp == 0x0123456789abcdefULL);
+    assert_int_equal(r.flags, SIMS_DOC_FLAG_INSERTION);
+    assert_true(r.insertion == ((uint64_t)1 << 40 | 9));
+    assert_int_equal(r.sketch_kind, SIMSTORE_SKETCH_MINHASH16);
+    assert_non_null(r.sketch);
+    assert_memory_equal(r.sketch, sketch, 16);
+    assert_int_equal(r.meta_len, strlen(meta));
+    assert_memory_equal(r.meta, meta, strlen(meta));
+    uint8_t again[128];
+    assert_int_equal(
+        sims_doc_record_encode_sketch((const uint8_t *)"doc-9", 5, 0x0123456789abcdefULL, flags,
+                                      (uint64_t)1 << 40 | 9, sketch, (const uint8_t *)meta,
+                                      strlen(meta), again, sizeof again),
+        n);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_doc9);
+    free(b);
+
+    /* Every kind, with and without metadata, round trips; the plain encoder
+     * writes no sketch whatever the flags say. */
+    uint8_t big[SIMSTORE_SKETCH_MAX_BYTES];
+    for (unsigned i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 37 + 1);
+    for (unsigned kind = 0; kind <= 3; kind++) {
+        size_t sk = simstore_sketch_bytes((simstore_sketch_kind)kind);
+        for (size_t ml = 0; ml <= strlen(meta); ml += strlen(meta)) {
+            unsigned f = SIMS_DOC_FLAG_INSERTION | SIMS_DOC_FLAG_SKETCH(kind);
+            size_t len =
+                sims_doc_record_encode_sketch((const uint8_t *)"id", 2, 5, f, 77, big,
+                                              (const uint8_t *)meta, ml, again, sizeof again);
+            assert_int_equal(len, SIMS_DOC_RECORD_OVERHEAD + 8 + sk + ml);
+            assert_int_equal(sims_doc_record_decode((const uint8_t *)"id", 2, again, len, &r), 0);
+            assert_int_equal(r.sketch_kind, kind);
+            if (sk)
+                assert_memory_equal(r.sketch, big, sk);
+            else
+                assert_null(r.sketch);
+            assert_int_equal(r.meta_len, ml);
+            assert_true(r.insertion == 77);
+        }
+        size_t plain =
+            sims_doc_record_encode((const uint8_t *)"id", 2, 5, SIMS_DOC_FLAG_SKETCH(kind), 0, NULL,
+                                   0, again, sizeof again);
+        assert_int_equal(plain, SIMS_DOC_RECORD_OVERHEAD);
+        /* A sketch flag without a sketch: none written. */
+        assert_int_equal(sims_doc_record_encode_sketch((const uint8_t *)"id", 2, 5,
+                                                       SIMS_DOC_FLAG_SKETCH(kind), 0, NULL, NULL, 0,
+                                                       again, sizeof again),
+                         SIMS_DOC_RECORD_OVERHEAD);
+    }
+    /* The length must fit the kind exactly: a minhash64 record cut by one
+     * byte reads as too short, with its check re-sealed. */
+    size_t len = sims_doc_record_encode_sketch((const uint8_t *)"id", 2, 5, SIMS_DOC_FLAG_SKETCH(3),
+                                               0, big, NULL, 0, again, sizeof again);
+    assert_int_equal(len, SIMS_DOC_RECORD_OVERHEAD + 64);
+    uint64_t seed = sims_xxh3_64("id", 2, SIMS_DOC_RECORD_SEED);
+    le_store32(again + len - 5, (uint32_t)sims_xxh3_64(again, len - 5, seed));
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"id", 2, again, len - 1, &r),
+                     SIMSTORE_ECORRUPT);
+}
+
+static void test_records_golden__text_record_sketch(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("text-record-sketch.bin", &n);
+    sims_text_record r;
+    assert_int_equal(sims_text_record_decode(b, n, &r), 0);
+    assert_int_equal(r.version, 2);
+    assert_int_equal(r.shingle_words, 3);
+    assert_int_equal(r.cjk_shingle, 2);
+    assert_int_equal(r.weighting, 0); /* tf */
+    assert_int_equal(r.cjk, 1);       /* friso */
+    assert_int_equal(r.lambda_fixed, 65536);
+    assert_int_equal(r.sketch, SIMSTORE_SKETCH_MINHASH64);
+    uint8_t again[SIMS_TEXT_RECORD_BYTES];
+    sims_text_record_encode(&r, again);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_text);
+    /* Records without a sketch (all written before) read as none. */
+    free(b);
+    b = golden("text-record-v2.bin", &n);
+    assert_int_equal(sims_text_record_decode(b, n, &r), 0);
+    assert_int_equal(r.sketch, 0);
+    free(b);
+    b = golden("text-record.bin", &n);
+    assert_int_equal(sims_text_record_decode(b, n, &r), 0);
+    assert_int_equal(r.sketch, 0);
+    /* Kinds past the last, and byte 23, are corrupt. */
+    for (unsigned v = 4; v < 256; v += 17) {
+        uint8_t w[SIMS_TEXT_RECORD_BYTES];
+        memcpy(w, b, sizeof w);
+        w[22] = (uint8_t)v;
+        le_store64(w + 32, sims_xxh3_64(w, 32, SIMS_TEXT_RECORD_SEED));
+        assert_int_equal(sims_text_record_decode(w, sizeof w, &r), SIMSTORE_ECORRUPT);
+        memcpy(w, b, sizeof w);
+        w[23] = (uint8_t)v;
+        le_store64(w + 32, sims_xxh3_64(w, 32, SIMS_TEXT_RECORD_SEED));
+        assert_int_equal(sims_text_record_decode(w, sizeof w, &r), SIMSTORE_ECORRUPT);
+    }
+    free(b);
+}
+
 /* Insertion numbers: (generation << 40) | position, refused past either limit. */
 static void test_records_insertion__limits(void **state)
 {
@@ -364,6 +490,8 @@ int main(void)
         cmocka_unit_test(test_records_golden__text_record_v2),
         cmocka_unit_test(test_records_golden__document_records),
         cmocka_unit_test(test_records_golden__document_record_insertion),
+        cmocka_unit_test(test_records_golden__document_record_sketch),
+        cmocka_unit_test(test_records_golden__text_record_sketch),
         cmocka_unit_test(test_records_insertion__limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,11 +99,16 @@ static void run_doc(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t
         abort();
     if (!(r.flags & SIMS_DOC_FLAG_INSERTION) && r.insertion != 0)
         abort();
-    size_t n = sims_doc_record_size(r.meta_len, r.flags);
+    size_t sketch_len = simstore_sketch_bytes((simstore_sketch_kind)r.sketch_kind);
+    if ((r.sketch != NULL) != (sketch_len != 0) ||
+        (r.sketch && (r.sketch < rec || r.sketch + sketch_len > rec + size)))
+        abort();
+    unsigned flags = r.flags | SIMS_DOC_FLAG_SKETCH(r.sketch_kind);
+    size_t n = sims_doc_record_size(r.meta_len, flags);
     uint8_t *again = malloc(n);
     if (!again ||
-        sims_doc_record_encode(id, id_len, r.fp, r.flags, r.insertion, r.meta, r.meta_len, again,
-                               n) != n ||
+        sims_doc_record_encode_sketch(id, id_len, r.fp, flags, r.insertion, r.sketch, r.meta,
+                                      r.meta_len, again, n) != n ||
         n != size || memcmp(again, rec, n) != 0)
         abort();
     free(again);

@@ -15,3 +15,9 @@ target_link_libraries(test_memindex PRIVATE simstore_scan)
 simstore_unit_test(test_batch scan/test_batch.c)
 target_link_libraries(test_batch PRIVATE simstore_scan simstore_check)
 set_tests_properties(test_batch PROPERTIES TIMEOUT 600)
+# test_similarity: similarities in queries, batches, pairs and clusters
+# (with and without a minimum) against brute force over the stored
+# sketches; stores without sketches; damaged sketch bytes.
+simstore_unit_test(test_similarity scan/test_similarity.c)
+target_link_libraries(test_similarity PRIVATE simstore_scan simstore_check PkgConfig::LMDB)
+set_tests_properties(test_similarity PROPERTIES TIMEOUT 600)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # reference.py: a second, deliberately plain implementation of
-# format/fingerprint.md, versions 1 and 2 (character-bigram CJK mode),
-# written from the spec
-# rather than from lib/text, so that the spec is checked for being complete:
+# format/fingerprint.md, versions 1 and 2 (character-bigram CJK mode), and of
+# format/sketch.md, written from the specs
+# rather than from lib/text, so that the specs are checked for being complete:
 # `test_text_reference` runs it beside `simstore fingerprint --cjk bigram` and
 # requires identical output. XXH3-64 comes from the system's libxxhash through
 # ctypes; everything else is here.
@@ -10,6 +10,7 @@
 #   reference.py [--fp-version 1|2] [--shingle W] [--cjk-shingle C]
 #                [--weights tf|length|log] [--lambda X]
 #                [--boilerplate-fraction F --boilerplate-min-docs M]
+#                [--sketch none|minhash16|minhash32|minhash64]
 #                [--paragraphs] [--jsonl] FILE...
 # With the boilerplate options, the documents of all FILEs are the corpus of
 # section 15's first pass, and each is fingerprinted without the set.
@@ -236,7 +237,9 @@ def log_weight(tf):
     return 65536 + (m * 45426 >> 16)
 
 
-def fingerprint(data: bytes, w=3, weights="tf", lam=1.0, version=1, c=2):
+def fingerprint(data: bytes, w=3, weights="tf", lam=1.0, version=1, c=2, hashes=None):
+    """The fingerprint and whether the document is empty; the feature hashes
+    are appended to `hashes` when it is a list."""
     pairs = tokenize(data, version)
     if not pairs:
         return 0, True
@@ -261,6 +264,8 @@ def fingerprint(data: bytes, w=3, weights="tf", lam=1.0, version=1, c=2):
         h = xxh3(" ".join(sh).encode("utf-8"))
         tf[h] = tf.get(h, 0) + 1
         length.setdefault(h, max(len(t) for t in sh))
+        if hashes is not None:
+            hashes.append(h)
     lam_q16 = int(lam * 65536 + 0.5)  # lam >= 0: round half away from zero
     sums = [0] * 64
     for h, n in tf.items():
@@ -277,6 +282,55 @@ def fingerprint(data: bytes, w=3, weights="tf", lam=1.0, version=1, c=2):
         if sums[i] > 0:
             fp |= 1 << i
     return fp, False
+
+
+# --- format/sketch.md -----------------------------------------------------------
+M64 = (1 << 64) - 1
+SKETCH_BIN_BITS = {"minhash16": 7, "minhash32": 8, "minhash64": 9}
+
+
+def mix(x):
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def sketch(hashes, p):
+    m = 1 << p
+    smallest = {}  # nonempty bin -> its smallest g
+    for h in set(hashes):
+        g = mix((h + 0x9E3779B97F4A7C15) & M64)
+        j = g >> (64 - p)
+        if j not in smallest or g < smallest[j]:
+            smallest[j] = g
+    if not smallest:
+        return bytes(m // 8)
+    sources = sorted(smallest)
+    bit = {j: smallest[j] & 1 for j in sources}
+    left = m - len(sources)
+    q = 64 // p
+    t = 1
+    while left and t <= 4 * m:
+        block, r = divmod(t - 1, q)
+        for i in sources:
+            if not left:
+                break
+            x = mix(((block << 32 | i) + 0xD1B54A32D192ED03) & M64)
+            j = (x >> (p * r)) % m
+            if j not in bit:
+                bit[j] = smallest[i] & 1
+                left -= 1
+        t += 1
+    for j in range(m):
+        if j not in bit:
+            k = (j + 1) % m
+            while k not in smallest:
+                k = (k + 1) % m
+            bit[j] = smallest[k] & 1
+    out = bytearray(m // 8)
+    for j in range(m):
+        out[j >> 3] |= bit[j] << (j & 7)
+    return bytes(out)
 
 
 def is_blank(line: bytes):
@@ -344,6 +398,7 @@ def main():
     ap.add_argument("--cjk-shingle", dest="cjk_shingle", type=int, default=2)
     ap.add_argument("--weights", choices=["tf", "length", "log"], default="tf")
     ap.add_argument("--lambda", dest="lam", type=float, default=1.0)
+    ap.add_argument("--sketch", choices=["none"] + sorted(SKETCH_BIN_BITS), default="none")
     ap.add_argument("--paragraphs", action="store_true")
     ap.add_argument("--jsonl", action="store_true")
     ap.add_argument("--boilerplate-fraction", dest="fraction", type=float)
@@ -380,6 +435,16 @@ def main():
                 fp, _ = fingerprint(para, a.shingle, a.weights, a.lam, a.version,
                                     a.cjk_shingle)
                 out.write(b"%016x\t%s#%d\n" % (fp, ident, number))
+        elif a.sketch != "none":
+            hashes = []
+            fp, empty = fingerprint(text, a.shingle, a.weights, a.lam, a.version,
+                                    a.cjk_shingle, hashes)
+            if removed and empty:  # only boilerplate: the whole text
+                hashes = []
+                fp, _ = fingerprint(whole, a.shingle, a.weights, a.lam, a.version,
+                                    a.cjk_shingle, hashes)
+            sk = sketch(hashes, SKETCH_BIN_BITS[a.sketch])
+            out.write(b"%016x\t%s\t%s\n" % (fp, ident, sk.hex().encode()))
         else:
             fp, empty = fingerprint(text, a.shingle, a.weights, a.lam, a.version,
                                     a.cjk_shingle)

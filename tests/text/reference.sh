@@ -2,8 +2,9 @@
 # reference.sh: `simstore fingerprint --cjk bigram` and tests/text/reference.py
 # (the spec implemented again, in Python) must print the same lines, over the
 # sample corpus, ill-formed bytes and generated texts, for several options of
-# fingerprint versions 1 and 2, and over a templated corpus with its
-# boilerplate removed (a store's recorded set against the reference's own).
+# fingerprint versions 1 and 2, the sketches of format/sketch.md, and over a
+# templated corpus with its boilerplate removed (a store's recorded set
+# against the reference's own).
 # Usage: reference.sh PATH/TO/simstore PATH/TO/python3
 set -u
 SIMSTORE=$1
@@ -130,6 +131,14 @@ for opts in "--fp-version 1" "" "--fp-version 1 --shingle 1" "--shingle 2 --weig
             fi
         done
     done
+done
+# format/sketch.md: the sketches of whole documents, each kind, a few options.
+for opts in "--sketch minhash64" "--sketch minhash16 --fp-version 1" \
+            "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log"; do
+    # shellcheck disable=SC2086
+    compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
+    # shellcheck disable=SC2086
+    compare "generated ($opts)" $opts "$T"/gen*.txt
 done
 n=$(wc -l <"$T/c.out")
 echo "compared $n lines per run; $failures failures"

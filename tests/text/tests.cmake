@@ -5,6 +5,11 @@ target_link_libraries(test_text PRIVATE simstore_text PkgConfig::XXHASH Threads:
 # Counts the allocations of the statically linked code (test_text_alloc__*).
 target_link_options(test_text PRIVATE -Wl,--wrap=malloc,--wrap=realloc,--wrap=calloc)
 
+# Sketches (format/sketch.md): vectors, one pass with the fingerprint, and
+# the estimate against exact Jaccard similarity.
+simstore_unit_test(test_sketch text/test_sketch.c)
+target_link_libraries(test_sketch PRIVATE simstore_text m)
+
 # cmd/input.c (in the command's helper library) is tested directly for
 # every malformed-record message.
 simstore_unit_test(test_input text/test_input.c)

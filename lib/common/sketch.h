@@ -1,0 +1,24 @@
+/* sketch.h: the sketch kinds of format/sketch.md as every layer needs them
+ * (bins and bytes of a kind, the similarity of two sketches); the text layer
+ * makes the sketches, records and scans only carry and compare them. */
+#ifndef SIMS_COMMON_SKETCH_H
+#define SIMS_COMMON_SKETCH_H
+
+#include "simstore.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The largest kind number a format may record (simstore_sketch_kind). */
+#define SIMS_SKETCH_KIND_MAX 3u
+
+/* log2 of the bins of a kind (7, 8, 9), or 0 for none or no kind. */
+unsigned sims_sketch_bin_bits(unsigned kind);
+
+/* Whether kind names a sketch (1..SIMS_SKETCH_KIND_MAX). */
+static inline int sims_sketch_kind_valid(unsigned kind)
+{
+    return kind >= 1 && kind <= SIMS_SKETCH_KIND_MAX;
+}
+
+#endif
