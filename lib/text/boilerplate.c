@@ -257,7 +257,7 @@ int sims_boiler_line_keys(sims_boiler *b, const uint8_t *text, size_t len, const
     while (p < end) {
         const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
         const uint8_t *line_end = nl ? nl : end;
-        uint64_t key;
+        uint64_t key = 0;
         int got = line_key(b, p, (size_t)(line_end - p), &key, &invalid);
         if (got < 0)
             return got;
@@ -300,7 +300,7 @@ int sims_boiler_strip(sims_boiler *b, const uint8_t *text, size_t len, const uin
     while (p < end) {
         const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
         const uint8_t *next = nl ? nl + 1 : end;
-        uint64_t key;
+        uint64_t key = 0;
         int got = line_key(b, p, (size_t)((nl ? nl : end) - p), &key, invalid_utf8);
         if (got < 0)
             return got;
