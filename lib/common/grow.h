@@ -1,17 +1,22 @@
 /* grow.h: the one growth rule of the library's buffers that only grow:
- * capacity doubles from `first` until it holds `need` elements. */
+ * capacity doubles from `first` until it holds `need` elements; and the
+ * one search of a sorted u64 array. */
 #ifndef SIMS_COMMON_GROW_H
 #define SIMS_COMMON_GROW_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Make *p (of *cap elements of elem bytes) hold at least need elements.
- * Returns 0, or -1 when realloc fails (*p and *cap unchanged). */
+ * Returns 0, or -1 when realloc fails or the size would overflow (*p and
+ * *cap unchanged). */
 static inline int sims_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
 {
     if (need <= *cap)
         return 0;
+    if (need > SIZE_MAX / 2 / (elem ? elem : 1))
+        return -1;
     size_t c = *cap ? *cap : first;
     while (c < need)
         c *= 2;
@@ -21,6 +26,31 @@ static inline int sims_grow(void **p, size_t *cap, size_t need, size_t elem, siz
     *p = g;
     *cap = c;
     return 0;
+}
+
+/* Make room in a byte buffer holding `used` bytes for `extra` more. */
+static inline int sims_grow_bytes(uint8_t **p, size_t *cap, size_t used, size_t extra,
+                                  size_t first)
+{
+    if (extra <= *cap - used) /* the hot case first: room already */
+        return 0;
+    if (extra > SIZE_MAX / 4 - used)
+        return -1;
+    return sims_grow((void **)p, cap, used + extra, 1, first);
+}
+
+/* The first index of sorted v[0..n) whose value is >= x (n when none). */
+static inline size_t sims_lower_bound_u64(const uint64_t *v, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 #endif

@@ -256,26 +256,13 @@ static uint64_t gallop_block(const uint64_t *keys, uint64_t nb, uint64_t from, u
     return hi;
 }
 
-static size_t lower_bound(const uint64_t *v, size_t n, uint64_t x)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Test every stored value of [lo, hi] in the decoded block against the
  * group's queries. */
 static int scan_values(worker *w, const sims_permuter *perm, const pair *group, size_t gn,
                        size_t nv, uint64_t lo, uint64_t hi)
 {
     unsigned k = w->run->k;
-    for (size_t i = lower_bound(w->block, nv, lo); i < nv && w->block[i] <= hi; i++) {
+    for (size_t i = sims_lower_bound_u64(w->block, nv, lo); i < nv && w->block[i] <= hi; i++) {
         uint64_t v = w->block[i];
         for (size_t j = 0; j < gn; j++) {
             if (simstore_distance(v, group[j].a) <= k) {

@@ -216,15 +216,7 @@ static void sort_unique_nodes(crun *r)
 
 static uint32_t node_of(const crun *r, uint64_t fp)
 {
-    size_t lo = 0, hi = r->nnodes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->nodes[mid] < fp)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (uint32_t)lo;
+    return (uint32_t)sims_lower_bound_u64(r->nodes, r->nnodes, fp);
 }
 
 /* ---- documents and the keep rule ------------------------------------------ */

@@ -115,14 +115,7 @@ int simstore_boilerplate_contains(const simstore_boilerplate *bp, uint64_t key)
 {
     if (!bp)
         return 0;
-    size_t lo = 0, hi = (size_t)bp->info.lines;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (bp->keys[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sims_lower_bound_u64(bp->keys, (size_t)bp->info.lines, key);
     return lo < bp->info.lines && bp->keys[lo] == key;
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "text/unicode.h"
 
 #include <stdlib.h>
@@ -168,23 +169,6 @@ void sims_normalize_codepoints(const uint32_t *cp, size_t count, uint32_t *out,
     *out_count = kept;
 }
 
-/* Make room for `extra` more bytes after `used`. */
-static int reserve(uint8_t **buf, size_t *cap, size_t used, size_t extra)
-{
-    if (extra <= *cap - used)
-        return 0;
-    if (extra > SIZE_MAX / 4 - used)
-        return SIMSTORE_ENOMEM;
-    size_t want = *cap ? *cap : 4096;
-    while (want - used < extra)
-        want *= 2;
-    uint8_t *grown = realloc(*buf, want);
-    if (!grown)
-        return SIMSTORE_ENOMEM;
-    *buf = grown;
-    *cap = want;
-    return 0;
-}
 
 /* Append text[from..start) as it is, then the normalization of the
  * well-formed span [start, stop). */
@@ -192,7 +176,7 @@ static int rewrite(sims_normalizer *n, size_t *used, const uint8_t *from, const 
                    const uint8_t *stop)
 {
     size_t plain = (size_t)(start - from);
-    if (reserve(&n->out, &n->out_cap, *used, plain) != 0)
+    if (sims_grow_bytes(&n->out, &n->out_cap, *used, plain, 4096))
         return SIMSTORE_ENOMEM;
     if (plain) /* n->out is NULL until the first bytes go in */
         memcpy(n->out + *used, from, plain);
@@ -218,7 +202,7 @@ static int rewrite(sims_normalizer *n, size_t *used, const uint8_t *from, const 
     uint32_t *normal = n->span + count;
     size_t normal_count;
     sims_normalize_codepoints(n->span, count, normal, &normal_count);
-    if (reserve(&n->out, &n->out_cap, *used, normal_count * 4) != 0)
+    if (sims_grow_bytes(&n->out, &n->out_cap, *used, normal_count * 4, 4096))
         return SIMSTORE_ENOMEM;
     for (size_t i = 0; i < normal_count; i++)
         *used += sims_utf8_encode(normal[i], n->out + *used);
@@ -270,7 +254,7 @@ int sims_normalize(sims_normalizer *n, const uint8_t *text, size_t len, const ui
     if (!rewritten)
         return 0;
     size_t rest = (size_t)(end - copied);
-    if (reserve(&n->out, &n->out_cap, used, rest) != 0)
+    if (sims_grow_bytes(&n->out, &n->out_cap, used, rest, 4096))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory while normalizing");
     if (rest)
         memcpy(n->out + used, copied, rest);

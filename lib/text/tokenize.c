@@ -5,6 +5,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "text/unicode.h"
 
 #include <stdlib.h>
@@ -52,24 +53,6 @@ void sims_tokenizer_release(sims_tokenizer *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Make room for `extra` more bytes after `used`; buffers only grow, so a
- * reused tokenizer stops allocating once it has seen its largest input. */
-static int reserve(uint8_t **buf, size_t *cap, size_t used, size_t extra)
-{
-    if (extra <= *cap - used)
-        return 0;
-    if (extra > SIZE_MAX / 2 - used)
-        return SIMSTORE_ENOMEM;
-    size_t want = *cap ? *cap : 256;
-    while (want - used < extra)
-        want *= 2;
-    uint8_t *grown = realloc(*buf, want);
-    if (!grown)
-        return SIMSTORE_ENOMEM;
-    *buf = grown;
-    *cap = want;
-    return 0;
-}
 
 static int end_word(sims_tokenizer *t, sims_token_fn emit, void *ctx)
 {
@@ -186,8 +169,10 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
              * byte of another kind; finish the last few bytes one by one. */
             size_t before = t->word_len;
             for (;;) {
-                if ((rc = reserve(&t->word, &t->word_cap, t->word_len, 8)) != 0)
+                if (sims_grow_bytes(&t->word, &t->word_cap, t->word_len, 8, 256)) {
+                    rc = SIMSTORE_ENOMEM;
                     break;
+                }
                 if (end - p < 8) {
                     while (p < end && ascii_word[*p])
                         t->word[t->word_len++] = ascii_word[*p++];
@@ -244,8 +229,10 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
                 break;
             if (cls & SIMS_UC_FOLDS)
                 cp = sims_uc_fold(cp);
-            if ((rc = reserve(&t->word, &t->word_cap, t->word_len, 4)) != 0)
+            if (sims_grow_bytes(&t->word, &t->word_cap, t->word_len, 4, 256)) {
+                rc = SIMSTORE_ENOMEM;
                 break;
+            }
             t->word_len += sims_utf8_encode(cp, t->word + t->word_len);
             t->word_codepoints++;
             break;
@@ -255,8 +242,10 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
                 break;
             if (t->run_kind != (cls & SIMS_UC_KIND) && (rc = end_run(t, emit, ctx)) != 0)
                 break;
-            if ((rc = reserve(&t->run, &t->run_cap, t->run_len, n + 1)) != 0)
+            if (sims_grow_bytes(&t->run, &t->run_cap, t->run_len, n + 1, 256)) {
+                rc = SIMSTORE_ENOMEM;
                 break;
+            }
             memcpy(t->run + t->run_len, p, n);
             t->run_len += n;
             t->run_kind = cls & SIMS_UC_KIND;
