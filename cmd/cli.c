@@ -269,6 +269,23 @@ static int hex_digit(int c)
     return -1;
 }
 
+int cli_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > SIZE_MAX / 2 / (elem ? elem : 1))
+        return -1;
+    size_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    void *g = realloc(*p, c * elem);
+    if (!g)
+        return -1;
+    *p = g;
+    *cap = c;
+    return 0;
+}
+
 int cli_parse_hex64(const char *s, uint64_t *out)
 {
     uint64_t v = 0;

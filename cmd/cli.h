@@ -88,6 +88,11 @@ void cli_print_compaction(const cli_compaction *c);
  * from getopt_long's optopt / argv state; returns 2. Call it on '?' or ':'. */
 int cli_bad_option(const char *cmd, int opt, char **argv, int optind_now);
 
+/* The commands' one growth rule for buffers that only grow: make *p (of
+ * *cap elements of elem bytes) hold at least need, capacity doubling from
+ * first. 0, or -1 out of memory or on overflow (*p, *cap unchanged). */
+int cli_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
 /* Parse a 16-digit hexadecimal fingerprint (exactly 16 hex digits, either
  * case, no prefix). Returns 0 or -1. */
 int cli_parse_hex64(const char *s, uint64_t *out);

@@ -174,24 +174,9 @@ static int kept_add(kept_ids *k, const char *id, size_t len)
         return -1;
     if (2 * (k->n + 1) > k->nslots && kept_grow_slots(k))
         return -1;
-    if (k->n == k->offs_cap) {
-        size_t c = k->offs_cap ? 2 * k->offs_cap : 1024;
-        uint64_t *g = realloc(k->offs, c * sizeof *g);
-        if (!g)
-            return -1;
-        k->offs = g;
-        k->offs_cap = c;
-    }
-    if (k->bytes_cap - k->bytes_len < len) {
-        size_t c = k->bytes_cap ? k->bytes_cap : 65536;
-        while (c - k->bytes_len < len)
-            c *= 2;
-        char *g = realloc(k->bytes, c);
-        if (!g)
-            return -1;
-        k->bytes = g;
-        k->bytes_cap = c;
-    }
+    if (cli_grow((void **)&k->offs, &k->offs_cap, k->n + 1, sizeof *k->offs, 1024) ||
+        cli_grow((void **)&k->bytes, &k->bytes_cap, k->bytes_len + len, 1, 65536))
+        return -1;
     memcpy(k->bytes + k->bytes_len, id, len);
     k->offs[k->n] = (uint64_t)k->bytes_len << 16 | len;
     k->bytes_len += len;
@@ -344,15 +329,9 @@ static int keep_record(dedup_run *run, const ingest_record *r)
 {
     if (run->sketch_bytes) {
         /* Room first: the sketch goes in at the ordinal memindex_add gives. */
-        size_t need = (run->ids.n + 1) * run->sketch_bytes;
-        if (need > run->kept_sketches_cap) {
-            size_t cap = run->kept_sketches_cap ? 2 * run->kept_sketches_cap : 64 * need;
-            uint8_t *g = realloc(run->kept_sketches, cap);
-            if (!g)
-                return SIMSTORE_ENOMEM;
-            run->kept_sketches = g;
-            run->kept_sketches_cap = cap;
-        }
+        if (cli_grow((void **)&run->kept_sketches, &run->kept_sketches_cap,
+                     (run->ids.n + 1) * run->sketch_bytes, 1, 64 * run->sketch_bytes))
+            return SIMSTORE_ENOMEM;
         memcpy(run->kept_sketches + run->ids.n * run->sketch_bytes, r->sketch, run->sketch_bytes);
     }
     int rc = simstore_memindex_add(run->index, r->doc.fp, run->ids.n);

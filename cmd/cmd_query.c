@@ -390,25 +390,10 @@ typedef struct query_chunk {
     int write_failed;
 } query_chunk;
 
-static int chunk_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *g = realloc(*p, c * elem);
-    if (!g)
-        return -1;
-    *p = g;
-    *cap = c;
-    return 0;
-}
-
 static int chunk_push(query_chunk *c, int bad, int qid_integer, const char *bytes, size_t len)
 {
-    if (chunk_grow((void **)&c->items, &c->cap, c->len + 1, sizeof *c->items) ||
-        chunk_grow((void **)&c->bytes, &c->bytes_cap, c->bytes_len + len + 1, 1))
+    if (cli_grow((void **)&c->items, &c->cap, c->len + 1, sizeof *c->items, 1024) ||
+        cli_grow((void **)&c->bytes, &c->bytes_cap, c->bytes_len + len + 1, 1, 1024))
         return -1;
     c->items[c->len++] = (chunk_item){bad, qid_integer, c->bytes_len, len};
     if (len)
@@ -421,10 +406,10 @@ static int chunk_push(query_chunk *c, int bad, int qid_integer, const char *byte
 static int chunk_push_query(query_chunk *c, const input_record *rec, uint64_t fp,
                             const uint8_t *sketch)
 {
-    if (chunk_grow((void **)&c->fps, &c->fps_cap, c->nfps + 1, sizeof *c->fps) ||
-        chunk_grow((void **)&c->item_of, &c->item_of_cap, c->nfps + 1, sizeof *c->item_of) ||
+    if (cli_grow((void **)&c->fps, &c->fps_cap, c->nfps + 1, sizeof *c->fps, 1024) ||
+        cli_grow((void **)&c->item_of, &c->item_of_cap, c->nfps + 1, sizeof *c->item_of, 1024) ||
         (c->sketch_bytes &&
-         chunk_grow((void **)&c->sketches, &c->sketches_cap, (c->nfps + 1) * c->sketch_bytes, 1)) ||
+         cli_grow((void **)&c->sketches, &c->sketches_cap, (c->nfps + 1) * c->sketch_bytes, 1, 1024)) ||
         chunk_push(c, 0, rec->id_is_integer, rec->id, rec->id_len))
         return -1;
     c->fps[c->nfps] = fp;

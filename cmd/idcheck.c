@@ -2,6 +2,8 @@
  * partitions on disk, each read back and sorted on its own at the end. */
 #include "idcheck.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,14 +80,8 @@ static int file_number(idcheck *c, const char *file, uint32_t *out)
             *out = (uint32_t)i;
             return 0;
         }
-    if (c->nfiles == c->files_cap) {
-        size_t cap = c->files_cap ? 2 * c->files_cap : 16;
-        char **g = realloc(c->files, cap * sizeof *g);
-        if (!g)
-            return -1;
-        c->files = g;
-        c->files_cap = cap;
-    }
+    if (cli_grow((void **)&c->files, &c->files_cap, c->nfiles + 1, sizeof *c->files, 16))
+        return -1;
     if (!(c->files[c->nfiles] = strdup(file)))
         return -1;
     *out = (uint32_t)c->nfiles++;
