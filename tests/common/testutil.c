@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,4 +124,32 @@ const char *test_source_dir(void)
 {
     const char *s = getenv("SIMSTORE_SOURCE_DIR");
     return (s && *s) ? s : ".";
+}
+
+void test_text_add(test_text *t, const char *fmt, ...)
+{
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line)
+        abort();
+    if (t->len + (size_t)n + 1 > t->cap) {
+        t->cap = (t->len + (size_t)n + 1) * 2;
+        t->buf = realloc(t->buf, t->cap);
+        if (!t->buf)
+            abort();
+    }
+    memcpy(t->buf + t->len, line, (size_t)n + 1);
+    t->len += (size_t)n;
+}
+
+int test_text_same(const test_text *a, const test_text *b, const char *what)
+{
+    if (a->len == b->len && (a->len == 0 || memcmp(a->buf, b->buf, a->len) == 0))
+        return 1;
+    fprintf(stderr, "%s differs:\n--- got (%zu bytes)\n%.3000s\n--- want (%zu bytes)\n%.3000s\n",
+            what, a->len, a->buf ? a->buf : "", b->len, b->buf ? b->buf : "");
+    return 0;
 }

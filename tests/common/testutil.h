@@ -31,6 +31,19 @@ uint8_t *test_read_file(const char *path, size_t *size);
 /* Write bytes to a file (truncating); returns 0 on success. */
 int test_write_file(const char *path, const void *data, size_t size);
 
+/* Text built up line by line (answers printed as the CLI would), compared
+ * whole. */
+typedef struct test_text {
+    char *buf;
+    size_t len, cap;
+} test_text;
+/* Append a printf-formatted piece of at most 1199 bytes (aborts when out
+ * of memory). */
+void test_text_add(test_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 when a and b hold the same bytes; else prints both under `what` and
+ * returns 0. */
+int test_text_same(const test_text *got, const test_text *want, const char *what);
+
 /* The source tree root ($SIMSTORE_SOURCE_DIR, set by CTest). */
 const char *test_source_dir(void);
 

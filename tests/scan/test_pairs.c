@@ -135,43 +135,21 @@ static simstore *make_store(const char *path, corpus *c, unsigned k)
 
 /* ---- text of answers ------------------------------------------------------------- */
 
-typedef struct text {
-    char *buf;
-    size_t len, cap;
-} text;
-
-static void text_add(text *t, const char *fmt, ...)
-{
-    char line[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (t->len + (size_t)n + 1 > t->cap) {
-        t->cap = (t->len + (size_t)n + 1) * 2;
-        t->buf = realloc(t->buf, t->cap);
-        assert_non_null(t->buf);
-    }
-    memcpy(t->buf + t->len, line, (size_t)n + 1);
-    t->len += (size_t)n;
-}
+typedef test_text text;
 
 static void text_equal(const text *a, const text *b, const char *what)
 {
-    if (a->len != b->len || (a->len && memcmp(a->buf, b->buf, a->len) != 0)) {
-        fprintf(stderr, "%s differs:\n--- got (%zu bytes)\n%.3000s\n--- want (%zu bytes)\n%.3000s\n",
-                what, a->len, a->buf ? a->buf : "", b->len, b->buf ? b->buf : "");
+    if (!test_text_same(a, b, what))
         fail();
-    }
 }
 
 static int pair_line(void *ctx, const simstore_pair *p)
 {
     text *t = (text *)ctx;
     if (p->id_a)
-        text_add(t, "%s\t%s\t%u\n", p->id_a, p->id_b, p->distance);
+        test_text_add(t, "%s\t%s\t%u\n", p->id_a, p->id_b, p->distance);
     else
-        text_add(t, "%016llx\t%016llx\t%u\t%llu\t%llu\n", (unsigned long long)p->fp_a,
+        test_text_add(t, "%016llx\t%016llx\t%u\t%llu\t%llu\n", (unsigned long long)p->fp_a,
                  (unsigned long long)p->fp_b, p->distance, (unsigned long long)p->count_a,
                  (unsigned long long)p->count_b);
     return 0;
@@ -231,7 +209,7 @@ static text brute_pairs(const corpus *c, unsigned k)
     qsort(ps, n, sizeof *ps, cmp_bpair);
     text t = {0};
     for (size_t i = 0; i < n; i++)
-        text_add(&t, "%s\t%s\t%u\n", ps[i].a->id, ps[i].b->id, ps[i].d);
+        test_text_add(&t, "%s\t%s\t%u\n", ps[i].a->id, ps[i].b->id, ps[i].d);
     free(ps);
     return t;
 }
@@ -268,7 +246,7 @@ static text brute_by_fingerprint(const corpus *c, unsigned k)
         for (size_t i = 0; i < w; i++)
             for (size_t j = d == 0 ? i : i + 1; j < w; j++)
                 if (simstore_distance(f[i].fp, f[j].fp) == d && (d > 0 || f[i].count > 1))
-                    text_add(&t, "%016llx\t%016llx\t%u\t%llu\t%llu\n",
+                    test_text_add(&t, "%016llx\t%016llx\t%u\t%llu\t%llu\n",
                              (unsigned long long)f[i].fp, (unsigned long long)f[j].fp, d,
                              (unsigned long long)f[i].count, (unsigned long long)f[j].count);
     free(f);
@@ -281,9 +259,9 @@ static int member_line(void *ctx, const simstore_cluster_member *m)
 {
     text *t = (text *)ctx;
     if (m->id)
-        text_add(t, "%s\t%s\t%d\t%u\n", m->cluster, m->id, m->kept, m->distance);
+        test_text_add(t, "%s\t%s\t%d\t%u\n", m->cluster, m->id, m->kept, m->distance);
     else
-        text_add(t, "%016llx\t%016llx\t%d\t%u\n", (unsigned long long)m->cluster_fp,
+        test_text_add(t, "%016llx\t%016llx\t%d\t%u\n", (unsigned long long)m->cluster_fp,
                  (unsigned long long)m->fp, m->kept, m->distance);
     return 0;
 }
@@ -438,7 +416,7 @@ static text brute_clusters(const corpus *c, unsigned k, simstore_cluster_mode mo
     qsort(m, nm, sizeof *m, cmp_bmember);
     text t = {0};
     for (size_t i = 0; i < nm; i++)
-        text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
+        test_text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
                  simstore_distance(m[i].d->fp, m[i].kept->fp));
     free(m);
     free(kept);
@@ -650,7 +628,7 @@ static void fingerprint_only_and_empty(void **state)
 
 static int fp_pair_line(void *ctx, uint64_t a, uint64_t b, unsigned d)
 {
-    text_add((text *)ctx, "%016llx %016llx %u\n", (unsigned long long)a, (unsigned long long)b, d);
+    test_text_add((text *)ctx, "%016llx %016llx %u\n", (unsigned long long)a, (unsigned long long)b, d);
     return 0;
 }
 
@@ -697,7 +675,7 @@ static void big_prefix_group(void **state)
             for (size_t j = i + 1; j < w; j++) {
                 unsigned d = simstore_distance(u[i], u[j]);
                 if (d <= k)
-                    text_add(&want, "%016llx %016llx %u\n", (unsigned long long)u[i],
+                    test_text_add(&want, "%016llx %016llx %u\n", (unsigned long long)u[i],
                              (unsigned long long)u[j], d);
             }
         text_equal(&got, &want, "join of an array");
@@ -1101,7 +1079,7 @@ static text pairs_clusters(simstore *s, const corpus *c, unsigned k, int singlet
     qsort(m, nm, sizeof *m, cmp_bmember);
     text t = {0};
     for (size_t i = 0; i < nm; i++)
-        text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
+        test_text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
                  simstore_distance(m[i].d->fp, m[i].kept->fp));
     free(u.parent);
     free(u.index_of);

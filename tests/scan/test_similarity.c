@@ -146,35 +146,12 @@ static const sdoc *find_doc(const corpus *c, const char *id, size_t len)
 
 /* ---- text of answers ----------------------------------------------------------- */
 
-typedef struct text {
-    char *buf;
-    size_t len, cap;
-} text;
-
-static void text_add(text *t, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (t->len + (size_t)n + 1 > t->cap) {
-        t->cap = (t->len + (size_t)n + 1) * 2;
-        t->buf = realloc(t->buf, t->cap);
-        assert_non_null(t->buf);
-    }
-    memcpy(t->buf + t->len, line, (size_t)n + 1);
-    t->len += (size_t)n;
-}
+typedef test_text text;
 
 static void text_equal(const text *a, const text *b, const char *what)
 {
-    if (a->len != b->len || (a->len && memcmp(a->buf, b->buf, a->len) != 0)) {
-        fprintf(stderr,
-                "%s differs:\n--- got (%zu bytes)\n%.3000s\n--- want (%zu bytes)\n%.3000s\n", what,
-                a->len, a->buf ? a->buf : "", b->len, b->buf ? b->buf : "");
+    if (!test_text_same(a, b, what))
         fail();
-    }
 }
 
 /* ---- queries --------------------------------------------------------------------- */
@@ -230,7 +207,7 @@ typedef struct batch_ctx {
 static void match_lines(text *t, size_t index, const simstore_match *m, size_t n)
 {
     for (size_t j = 0; j < n; j++)
-        text_add(t, "%zu\t%s\t%u\t%.17g\n", index, m[j].id, m[j].distance, m[j].similarity);
+        test_text_add(t, "%zu\t%s\t%u\t%.17g\n", index, m[j].id, m[j].distance, m[j].similarity);
 }
 
 static int batch_line(void *ctx, size_t index, uint64_t fp, const simstore_match *m, size_t n)
@@ -301,7 +278,7 @@ static void test_similarity_batch__as_single_queries(void **state)
 
 static int pair_line(void *ctx, const simstore_pair *p)
 {
-    text_add((text *)ctx, "%u\t%s\t%s\t%.17g\n", p->distance, p->id_a, p->id_b, p->similarity);
+    test_text_add((text *)ctx, "%u\t%s\t%s\t%.17g\n", p->distance, p->id_a, p->id_b, p->similarity);
     return 0;
 }
 
@@ -340,7 +317,7 @@ static text brute_pairs(const corpus *c, unsigned k, double j)
     qsort(v, n, sizeof *v, cmp_bpair);
     text t = {0};
     for (size_t i = 0; i < n; i++)
-        text_add(&t, "%u\t%s\t%s\t%.17g\n", v[i].d, v[i].a->id, v[i].b->id, sim(v[i].a, v[i].b));
+        test_text_add(&t, "%u\t%s\t%s\t%.17g\n", v[i].d, v[i].a->id, v[i].b->id, sim(v[i].a, v[i].b));
     free(v);
     return t;
 }
@@ -386,7 +363,7 @@ static void test_similarity_pairs__min_similarity(void **state)
 
 static int member_line(void *ctx, const simstore_cluster_member *m)
 {
-    text_add((text *)ctx, "%s\t%s\t%d\t%u\t%.17g\n", m->cluster, m->id, m->kept, m->distance,
+    test_text_add((text *)ctx, "%s\t%s\t%d\t%u\t%.17g\n", m->cluster, m->id, m->kept, m->distance,
              m->similarity);
     return 0;
 }
@@ -489,7 +466,7 @@ static text brute_clusters(const corpus *c, unsigned k, double j, int star, int 
     text t = {0};
     for (size_t i = 0; i < m; i++) {
         const sdoc *d = &c->docs[order[i]], *kd = &c->docs[cluster[order[i]]];
-        text_add(&t, "%s\t%s\t%d\t%u\t%.17g\n", kd->id, d->id, kd == d,
+        test_text_add(&t, "%s\t%s\t%d\t%u\t%.17g\n", kd->id, d->id, kd == d,
                  simstore_distance(d->fp, kd->fp), sim(d, kd));
     }
     free(cluster);
