@@ -101,6 +101,7 @@ enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY };
 typedef struct query_run {
     simstore_query *q;
     simstore_fingerprinter *fpr;
+    int fpr_sketches; /* fpr makes sketches of the store's kind */
     const simstore_text_options *text;
     unsigned k;
     int json;
@@ -306,6 +307,12 @@ static int need_fingerprinter(query_run *r)
     int rc = simstore_fingerprinter_new(r->text, &r->fpr);
     if (rc == SIMSTORE_OK)
         rc = simstore_fingerprinter_set_boilerplate(r->fpr, simstore_get_boilerplate(r->s));
+    if (rc == SIMSTORE_OK) {
+        simstore_text_options stored;
+        simstore_get_text_options(r->s, &stored);
+        simstore_sketch_kind kind = simstore_fingerprinter_sketch(r->fpr);
+        r->fpr_sketches = kind != SIMSTORE_SKETCH_NONE && kind == stored.sketch;
+    }
     if (rc) {
         cli_api_error(CMD, rc, "fingerprinter");
         return -1;
@@ -345,10 +352,7 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
             return CLI_EXIT_FAIL;
         /* Fingerprint (without the store's boilerplate) and, when the
          * fingerprinter makes the store's kind, the sketch in one pass. */
-        simstore_text_options stored;
-        simstore_get_text_options(r->s, &stored);
-        simstore_sketch_kind kind = simstore_fingerprinter_sketch(r->fpr);
-        sketched = kind != SIMSTORE_SKETCH_NONE && kind == stored.sketch;
+        sketched = r->fpr_sketches;
         rc = sketched ? simstore_fingerprint_sketch(r->fpr, text, text_len, &fp, sketch, &flags)
                       : simstore_fingerprint_text(r->fpr, text, text_len, &fp, &flags);
         if (rc == SIMSTORE_OK && (flags & SIMSTORE_FP_ONLY_BOILERPLATE))
