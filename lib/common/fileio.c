@@ -22,7 +22,7 @@
 #if SIMS_FAULT_INJECTION
 
 static const char *const fault_names[SIMS_FAULT_OP_COUNT] = {
-    "write", "fsync", "rename", "mdb_commit", "mdb_committed"};
+    "write", "fsync", "rename", "mdb_commit", "mdb_committed", "remove"};
 
 static atomic_int fault_state = 0; /* 0 unparsed, 1 off, 2 armed */
 static int fault_op = -1;
@@ -186,7 +186,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     (void)st;
     (void)flag;
     (void)ftw;
-    remove(path);
+    if (!sims_fault_hit(SIMS_FAULT_REMOVE))
+        remove(path);
     return 0;
 }
 

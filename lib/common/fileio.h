@@ -80,7 +80,8 @@ int sims_write_all(int fd, const void *data, size_t n, const char *what);
  * mdb_commit (the N-th LMDB commit fails before it starts), mdb_committed
  * (the point just after the N-th LMDB commit returned: only ":crash" means
  * something there, a crash right after the commit point; without it the
- * call is only counted). Unset, the checks cost one load. In other builds
+ * call is only counted), remove (each file or directory sims_remove_tree()
+ * removes, and a build directory's marker). Unset, the checks cost one load. In other builds
  * (an installed library) sims_fault_hit() is the constant 0 and nothing
  * reads SIMSTORE_FAULT. */
 enum sims_fault_op {
@@ -89,6 +90,7 @@ enum sims_fault_op {
     SIMS_FAULT_RENAME,
     SIMS_FAULT_MDB_COMMIT,
     SIMS_FAULT_MDB_COMMITTED,
+    SIMS_FAULT_REMOVE,
     SIMS_FAULT_OP_COUNT
 };
 /* Nonzero when this call of `op` must fail (errno is set to EIO). */

@@ -147,7 +147,8 @@ static int put_marker(const char *dir)
 static void remove_marker(const char *dir)
 {
     char p[PATH_MAX];
-    if (sims_join_path(p, sizeof p, dir, BUILD_MARKER) == SIMSTORE_OK)
+    if (sims_join_path(p, sizeof p, dir, BUILD_MARKER) == SIMSTORE_OK &&
+        !sims_fault_hit(SIMS_FAULT_REMOVE))
         unlink(p);
 }
 
@@ -158,6 +159,29 @@ static int has_marker(const char *p)
     struct stat st;
     return sims_join_path(m, sizeof m, p, BUILD_MARKER) == SIMSTORE_OK && lstat(m, &st) == 0 &&
            S_ISREG(st.st_mode);
+}
+
+/* Remove build directory `p`, its marker last and only once nothing else is
+ * left: until then it stays marked, so a build killed while removing it (a
+ * failed build, or the old store after a replace) leaves something
+ * remove_stale_builds still recognises. */
+static void remove_build_dir(const char *p)
+{
+    DIR *d = opendir(p);
+    struct dirent *e;
+    int others = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        char q[PATH_MAX];
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, BUILD_MARKER) == 0)
+            continue;
+        if (sims_join_path(q, sizeof q, p, e->d_name) != SIMSTORE_OK || sims_remove_tree(q) != 0)
+            others++;
+    }
+    if (d)
+        closedir(d);
+    if (others == 0 && d)
+        sims_remove_tree(p);
 }
 
 /* Remove the build directories of `path` left by builds that died: each live
@@ -187,9 +211,9 @@ static void remove_stale_builds(const char *path)
             continue;
         int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-            sims_remove_tree(p);
+            remove_build_dir(p);
         else if (fd < 0 && errno == ENOENT)
-            sims_remove_tree(p); /* died before taking its lock */
+            remove_build_dir(p); /* died before taking its lock */
         if (fd >= 0)
             close(fd);
     }
@@ -1215,7 +1239,7 @@ static int publish_store(simstore_builder *b)
         }
         if (fd >= 0)
             close(fd);
-        sims_remove_tree(b->work_dir); /* now the old store */
+        remove_build_dir(b->work_dir); /* now the old store */
         return rc;
     }
     if (sims_rename(b->work_dir, b->final_path) != 0)
@@ -1441,7 +1465,7 @@ static void finish_cleanup(finish_state *f, int rc)
         free(f->design);
     free(f->store_record);
     if (rc && f->new_store)
-        sims_remove_tree(b->work_dir);
+        remove_build_dir(b->work_dir);
 }
 
 int simstore_builder_finish(simstore_builder *b)
@@ -1480,6 +1504,6 @@ void simstore_builder_abort(simstore_builder *b)
     if (!b)
         return;
     if (!b->store && b->work_dir)
-        sims_remove_tree(b->work_dir);
+        remove_build_dir(b->work_dir);
     builder_free(b);
 }

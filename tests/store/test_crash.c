@@ -816,8 +816,10 @@ static outcome check_outcome(const ctx *c, const scenario *sc, const states *ss,
 
 /* ---- injected faults ------------------------------------------------------------------ */
 
-static const char *const fault_ops[] = {"write", "fsync", "rename", "mdb_commit", "mdb_committed"};
-#define N_FAULT_OPS 5
+static const char *const fault_ops[] = {"write",      "fsync",         "rename",
+                                        "mdb_commit", "mdb_committed", "remove"};
+#define N_FAULT_OPS 6
+#define FAULT_MDB_COMMITTED 4 /* a point, not a call that can fail */
 #define MAX_CALLS 5000
 
 static uint64_t now_ns(void)
@@ -882,7 +884,7 @@ static void fault_sweep(ctx *c, const scenario *sc)
          * state before; a success (an automatic compaction's failure is not
          * the operation's) the state after its commit. */
         unsigned errors = 0;
-        for (unsigned n = 1; f != 4 && n <= calls; n++) {
+        for (unsigned n = 1; f != FAULT_MDB_COMMITTED && n <= calls; n++) {
             snprintf(fault, sizeof fault, "%s:%u", fault_ops[f], n);
             snprintf(trial, sizeof trial, "SIMSTORE_FAULT=%s", fault);
             reset_work(c, has_store);
