@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "boilerplate.h"
+#include "parts.h"
 #include "textopts.h"
 
 #include <errno.h>
@@ -263,6 +264,8 @@ static int inspect_store(const char *path, const options *o)
         textopt_json_sketch(stdout, text.sketch);
         printf(",\"boilerplate\":");
         boiler_json(stdout, simstore_get_boilerplate(s));
+        printf(",");
+        parts_json(stdout, &st);
         printf(",\"segments\":[");
     } else {
         printf("store: %s\n", path);
@@ -288,6 +291,7 @@ static int inspect_store(const char *path, const options *o)
                st.table_bytes, bits, floor_bits);
         printf("block keys in RAM: %" PRIu64 " bytes\n", st.block_key_bytes);
         printf("lmdb bytes: %" PRIu64 "\n", st.lmdb_bytes);
+        parts_text(stdout, &st);
     }
     int status = CLI_EXIT_OK;
     for (uint64_t i = 0; i < st.segments && status == CLI_EXIT_OK; i++) {

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "boilerplate.h"
+#include "parts.h"
 #include "textopts.h"
 
 #include <getopt.h>
@@ -71,14 +72,19 @@ int cmd_stats(int argc, char **argv)
         printf("{\"k\":%u,\"tables\":%u,\"design\":\"%s\",\"block_bytes\":%u,"
                "\"fingerprint_only\":%s,\"documents\":%llu,\"fingerprints\":%llu,"
                "\"segments\":%llu,\"generation\":%llu,\"table_fingerprints\":%llu,"
-               "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"block_key_bytes\":%llu,"
-               "\"fingerprint_version\":%u,\"text_options\":{",
+               "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"lmdb_records_bytes\":%llu,"
+               "\"lmdb_mapping_bytes\":%llu,\"lmdb_other_bytes\":%llu,\"lmdb_free_bytes\":%llu,"
+               "\"block_key_bytes\":%llu,",
                st.k, st.tables, st.design, st.block_bytes, st.fingerprint_only ? "true" : "false",
                (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
                (unsigned long long)st.segments, (unsigned long long)st.generation,
                (unsigned long long)st.table_fps, (unsigned long long)st.table_bytes,
-               (unsigned long long)st.lmdb_bytes, (unsigned long long)st.block_key_bytes,
-               text.version);
+               (unsigned long long)st.lmdb_bytes, (unsigned long long)st.lmdb_records_bytes,
+               (unsigned long long)st.lmdb_mapping_bytes, (unsigned long long)st.lmdb_other_bytes,
+               (unsigned long long)(st.lmdb_free_bytes + st.lmdb_tail_bytes),
+               (unsigned long long)st.block_key_bytes);
+        parts_json(stdout, &st);
+        printf(",\"fingerprint_version\":%u,\"text_options\":{", text.version);
         textopt_json(stdout, &text);
         printf("},");
         textopt_json_sketch(stdout, text.sketch);
@@ -101,6 +107,7 @@ int cmd_stats(int argc, char **argv)
     printf("table bytes: %llu (%.2f bytes per fingerprint, %.2f bits per fingerprint per table)\n",
            (unsigned long long)st.table_bytes, per_fp, per_table_bits);
     printf("lmdb bytes: %llu\n", (unsigned long long)st.lmdb_bytes);
+    parts_text(stdout, &st);
     printf("block keys in RAM: %llu bytes\n", (unsigned long long)st.block_key_bytes);
     char desc[256];
     textopt_describe(&text, desc, sizeof desc);

@@ -502,3 +502,56 @@ int sims_env_read_renew(sims_env *e, MDB_txn *txn)
     }
     return rc ? sims_mdb_fail(rc, "renew read transaction") : SIMSTORE_OK;
 }
+
+/* Pages are counted from LMDB's database records (mdb_stat: O(1) each) and
+ * the free list (one record per committed transaction that freed pages);
+ * `fps` gets the remainder up to the last page, which is exact when every
+ * page is in a tree or free, as the walk checks: its duplicate
+ * sub-databases are not in its record's counts. */
+int sims_env_usage(sims_env *e, MDB_txn *txn, sims_env_usage_info *out)
+{
+    memset(out, 0, sizeof *out);
+    MDB_envinfo info;
+    MDB_stat st[4];
+    MDB_dbi dbis[4] = {0 /* free list */, 1 /* main */, e->meta, e->docs};
+    int rc = mdb_env_info(e->env, &info);
+    for (int i = 0; i < 4 && rc == 0; i++)
+        rc = mdb_stat(txn, dbis[i], &st[i]);
+    if (rc)
+        return sims_mdb_fail(rc, "read the database statistics");
+    out->page_bytes = st[0].ms_psize;
+    mdb_filehandle_t fd;
+    struct stat fst;
+    if (mdb_env_get_fd(e->env, &fd) == 0 && fstat(fd, &fst) == 0)
+        out->file_pages = (uint64_t)fst.st_size / out->page_bytes;
+    uint64_t in_file = (uint64_t)info.me_last_pgno + 1;
+    if (in_file > out->file_pages)
+        in_file = out->file_pages;
+    out->tail_pages = out->file_pages - in_file;
+    /* The free list: each value is LMDB's IDL, a count then page numbers. */
+    MDB_cursor *cur;
+    rc = mdb_cursor_open(txn, 0, &cur);
+    if (rc)
+        return sims_mdb_fail(rc, "open a cursor on the free list");
+    MDB_val key, val;
+    rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
+    while (rc == 0) {
+        size_t count = 0;
+        if (val.mv_size >= sizeof count)
+            memcpy(&count, val.mv_data, sizeof count);
+        if (count > val.mv_size / sizeof count - 1)
+            count = val.mv_size / sizeof count - 1;
+        out->free_pages += count;
+        rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND)
+        return sims_mdb_fail(rc, "read the free list");
+    out->docs_pages = st[3].ms_branch_pages + st[3].ms_leaf_pages + st[3].ms_overflow_pages;
+    out->other_pages = 2; /* the meta pages */
+    for (int i = 0; i < 3; i++)
+        out->other_pages += st[i].ms_branch_pages + st[i].ms_leaf_pages + st[i].ms_overflow_pages;
+    uint64_t named = out->docs_pages + out->other_pages + out->free_pages;
+    out->fps_pages = in_file > named ? in_file - named : 0;
+    return SIMSTORE_OK;
+}

@@ -70,4 +70,17 @@ int sims_env_read_begin(sims_env *e, MDB_txn **txn);
 /* Renew a reset read transaction, with the same map-size handling. */
 int sims_env_read_renew(sims_env *e, MDB_txn *txn);
 
+/* What data.mdb's pages hold, in the snapshot of read transaction `txn`
+ * (cheap: database records and the free list, no walk). */
+typedef struct sims_env_usage_info {
+    uint64_t page_bytes;
+    uint64_t file_pages;  /* whole pages in data.mdb                        */
+    uint64_t docs_pages;  /* the docs database: document records by id      */
+    uint64_t fps_pages;   /* the fps database, its duplicates included      */
+    uint64_t other_pages; /* meta pages, main and meta databases, free list */
+    uint64_t free_pages;  /* freed pages LMDB will reuse                    */
+    uint64_t tail_pages;  /* the file's pages past the last one in use      */
+} sims_env_usage_info;
+int sims_env_usage(sims_env *e, MDB_txn *txn, sims_env_usage_info *out);
+
 #endif

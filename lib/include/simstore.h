@@ -712,6 +712,13 @@ typedef struct simstore_stats {
     /* Added with sketches. */
     simstore_sketch_kind sketch; /* the sketch every document keeps (NONE)  */
     unsigned sketch_bytes;       /* its bytes in each document record (0)    */
+    /* Added with the split by part: data.mdb's bytes (lmdb_bytes) by what
+     * holds them; the five add up to lmdb_bytes, less any partial page. */
+    uint64_t lmdb_records_bytes; /* docs: the document records, by id        */
+    uint64_t lmdb_mapping_bytes; /* fps: fingerprint -> document ids         */
+    uint64_t lmdb_other_bytes;   /* meta pages, the meta record, LMDB's trees */
+    uint64_t lmdb_free_bytes;    /* freed pages LMDB reuses for later writes  */
+    uint64_t lmdb_tail_bytes;    /* the file past its last page in use        */
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */

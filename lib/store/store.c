@@ -599,5 +599,19 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
         stat(path, &st) == 0)
         out->lmdb_bytes = (uint64_t)st.st_size;
     sims_snapshot_release(snap);
+    MDB_txn *txn;
+    sims_env_usage_info u;
+    rc = sims_env_read_begin(&s->env, &txn);
+    if (rc)
+        return rc;
+    rc = sims_env_usage(&s->env, txn, &u);
+    mdb_txn_abort(txn);
+    if (rc)
+        return rc;
+    out->lmdb_records_bytes = u.docs_pages * u.page_bytes;
+    out->lmdb_mapping_bytes = u.fps_pages * u.page_bytes;
+    out->lmdb_other_bytes = u.other_pages * u.page_bytes;
+    out->lmdb_free_bytes = u.free_pages * u.page_bytes;
+    out->lmdb_tail_bytes = u.tail_pages * u.page_bytes;
     return SIMSTORE_OK;
 }

@@ -106,6 +106,41 @@ expect_err_has "holds fingerprints only"
 run export "$T/fponly" --order insertion
 expect_status 1
 
+# stats splits data.mdb by part: the parts add up to the file, records and
+# mapping hold the documents, and a delete frees pages LMDB reuses.
+parts_check() { # FILE: the JSON of stats --json; prints records mapping free
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+parts = d["lmdb_records_bytes"] + d["lmdb_mapping_bytes"] + d["lmdb_other_bytes"] + d["lmdb_free_bytes"]
+assert parts <= d["lmdb_bytes"] and d["lmdb_bytes"] - parts < 4096, (parts, d["lmdb_bytes"])
+b = d["bytes_per_document"]
+total = (d["table_bytes"] + d["lmdb_bytes"]) / d["documents"]
+assert abs(b["total"] - total) < 1e-3 and abs(b["tables"] - d["table_bytes"] / d["documents"]) < 1e-3
+print(d["lmdb_records_bytes"], d["lmdb_mapping_bytes"], d["lmdb_free_bytes"])
+' "$1"
+}
+python3 -c '
+import random
+r = random.Random(7)
+for i in range(20000):
+    print("{\"id\": \"doc-%06d\", \"fp\": \"%016x\", \"meta\": {\"n\": %d}}" % (i, r.getrandbits(64), i))
+' >"$T/many.jsonl"
+"$SIMSTORE" build "$T/many" -q --sketch none "$T/many.jsonl" >/dev/null || fail "build many"
+run stats --json "$T/many"
+expect_status 0
+if read -r rec1 map1 free1 < <(parts_check "$T/out") && [ "$rec1" -gt 0 ] && [ "$map1" -gt 0 ]; then ok; else fail "stats parts after build"; fi
+run stats "$T/many"
+expect_out_has "bytes per document: "
+expect_out_has "LMDB records "
+seq -f "doc-%06g" 0 2 19999 >"$T/half.ids"
+"$SIMSTORE" delete "$T/many" --ids "$T/half.ids" --no-auto-compact >/dev/null || fail "delete half"
+run stats --json "$T/many"
+if read -r rec2 map2 free2 < <(parts_check "$T/out") && [ "$free2" -gt "$free1" ]; then ok; else fail "stats parts after delete: free $free1 -> ${free2:-?}"; fi
+run inspect --json "$T/many"
+expect_status 0
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["bytes_per_document"]["lmdb_records"] > 0' "$T/out"; then ok; else fail "inspect --json: bytes_per_document"; fi
+
 # Usage errors.
 run get "$S"
 expect_status 2
