@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct command {
     const char *name;
@@ -73,6 +74,14 @@ static int finish_stdout(const char *cmd, int status)
 
 int main(int argc, char **argv)
 {
+    /* Output that is not a terminal goes out in 64 KiB writes: a command's
+     * usual output then fails, if it fails, at finish_stdout's flush, where
+     * errno still says why (with stdio's default 4 KiB buffer a write
+     * failing mid-run left only "write error"). Streaming commands flush
+     * per answer themselves. */
+    static char stdout_buf[1 << 16];
+    if (!isatty(STDOUT_FILENO))
+        setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
     if (argc < 2) {
         print_help(stderr);
         return CLI_EXIT_USAGE;
