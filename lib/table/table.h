@@ -23,8 +23,8 @@
 
 #include "codec/block.h"
 
-/* The format version this code writes and reads. */
-#define TABLE_FORMAT_VERSION 1u
+/* The format version this code writes by default; it reads 1 and 2. */
+#define TABLE_FORMAT_VERSION 2u
 
 /* What the caller supplies and the reader returns unchanged. */
 typedef struct table_params {
@@ -33,6 +33,8 @@ typedef struct table_params {
     uint8_t perm[64];     /* a permutation of 0..63; opaque to this layer */
     uint64_t store_tag;   /* identifies the store the file belongs to */
     uint32_t table_index; /* which of the store's tables this is */
+    uint32_t format_version; /* to write: 0 for TABLE_FORMAT_VERSION, or 1
+                              * (golden files, compatibility tests) */
 } table_params;
 
 /* ---- histogram ------------------------------------------------------------ */
@@ -112,11 +114,11 @@ typedef struct table_info {
     uint64_t blocks_offset; /* where block 0 starts */
     uint64_t blocks_bytes;  /* block_count * block_bytes */
     uint64_t index_offset;
-    uint64_t index_bytes; /* 16 * block_count */
+    uint64_t index_bytes; /* version 1: 16 * block_count; version 2: format/table.md */
     uint64_t footer_bytes; /* 64 */
     uint64_t header_checksum;
     uint64_t index_checksum;
-    uint64_t key_ram_bytes; /* block keys the reader keeps in memory */
+    uint64_t key_ram_bytes; /* the index (keys, counts, checksums) the reader keeps in RAM */
 } table_info;
 
 /* Open flag: do not verify a block's checksum before decoding it (faster;
@@ -142,10 +144,10 @@ void table_reader_close(table_reader *r);
 /* The table's facts; valid until table_reader_close. */
 const table_info *table_reader_info(const table_reader *r);
 
-/* The in-RAM block keys: keys[b] is the last fingerprint of block b,
- * strictly increasing, table_reader_info(r)->block_count of them. Valid until
- * table_reader_close. */
-const uint64_t *table_reader_keys(const table_reader *r);
+/* The key of block `block` < block_count: its last (largest) fingerprint;
+ * keys strictly increase. Constant time (the keys are kept in Elias-Fano
+ * form). */
+uint64_t table_reader_key(const table_reader *r, uint64_t block);
 
 /* The first block whose key is >= v (block_count when there is none): the
  * only block that can hold v. */
@@ -174,8 +176,9 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
  * when block is out of range. */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
 
-/* Block `block`'s checksum as the index stores it (not verified here), or 0
- * when block is out of range; for inspection tools. */
+/* The checksum covering block `block` as the index stores it (not verified
+ * here): version 1, the block's; version 2, its page group's. 0 when block
+ * is out of range; for inspection tools. */
 uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block);
 
 /* Check one block completely, whatever the open flags: checksum, decode,
