@@ -990,7 +990,7 @@ typedef struct simstore_table_info {
     uint64_t blocks_offset;    /* byte offset of block 0                   */
     uint64_t index_offset;     /* byte offset of the block index           */
     uint64_t footer_offset;
-    uint64_t key_ram_bytes;    /* block keys a reader keeps in memory      */
+    uint64_t key_ram_bytes;    /* the index a reader keeps in memory       */
     double bits_per_fp;        /* 8 * file_bytes / fingerprints (0 if none) */
     double floor_bits_per_fp;  /* 64 - log2(fingerprints) + 1.443: the
                                   information-theoretic size of a sorted set */

@@ -495,16 +495,22 @@ uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block)
 /* How block_begin treats checksums. */
 enum { VERIFY_NEVER = 0, VERIFY_ALWAYS = 1, VERIFY_ONCE = 2 };
 
+/* The blocks [*first, *end) of block b's checksum group. */
+static void group_range(const table_reader *r, uint64_t b, uint64_t *first, uint64_t *end)
+{
+    uint64_t g = group_of(r, b);
+    uint64_t f = g * r->group_blocks, e = f + r->group_blocks;
+    *first = f > r->first_slot ? f - r->first_slot : 0;
+    e -= r->first_slot;
+    *end = e < r->info.block_count ? e : r->info.block_count;
+}
+
 /* Verify the checksum of block b's group: its blocks' bytes, which lie in
  * one page of the file (version 1: the block alone). */
 static int group_verify(const table_reader *r, uint64_t b)
 {
-    uint64_t g = group_of(r, b);
-    uint64_t first = g * r->group_blocks, end = first + r->group_blocks;
-    first = first > r->first_slot ? first - r->first_slot : 0;
-    end -= r->first_slot;
-    if (end > r->info.block_count)
-        end = r->info.block_count;
+    uint64_t g = group_of(r, b), first, end;
+    group_range(r, b, &first, &end);
     size_t bb = r->info.params.block_bytes;
     uint32_t stored = r->checksums[g];
     uint32_t computed =
@@ -522,6 +528,21 @@ static int group_verify(const table_reader *r, uint64_t b)
                                        g, first, end - 1, stored, computed));
     }
     return SIMSTORE_OK;
+}
+
+int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first,
+                             uint64_t *end)
+{
+    if (block >= r->info.block_count)
+        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
+                         block, r->info.block_count);
+    group_range(r, block, first, end);
+    int rc = group_verify(r, *first);
+    if (!rc && r->verified) {
+        uint64_t g = group_of(r, block);
+        atomic_fetch_or_explicit(&r->verified[g >> 6], 1ULL << (g & 63), memory_order_relaxed);
+    }
+    return rc;
 }
 
 /* Verify block b's group (always, or unless already verified once) and

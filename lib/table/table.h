@@ -181,6 +181,15 @@ uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
  * is out of range; for inspection tools. */
 uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block);
 
+/* The blocks [*first, *end) that share block `block`'s checksum (version 2:
+ * its 4 KiB page group; version 1: the block alone), and whether their
+ * checksum holds, whatever the open flags (a group found good is not hashed
+ * again by searches). Returns SIMSTORE_OK, SIMSTORE_EINVAL (block out of
+ * range) or SIMSTORE_ECORRUPT (the message names the group and its blocks);
+ * *first and *end are set in every case but EINVAL. */
+int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first,
+                             uint64_t *end);
+
 /* Check one block completely, whatever the open flags: checksum, decode,
  * count, last value = key, zero padding. Returns SIMSTORE_OK, SIMSTORE_EINVAL
  * (block out of range) or SIMSTORE_ECORRUPT. */
