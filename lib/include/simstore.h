@@ -1010,7 +1010,9 @@ typedef struct simstore_block_info {
     uint64_t block;
     uint64_t offset;       /* byte offset of the block in the file      */
     uint32_t fingerprints; /* values it holds                           */
-    uint32_t checksum;     /* as stored in the index                    */
+    uint32_t checksum;     /* as stored in the index: table format 1,
+                              the block's; format 2, that of the blocks
+                              of its 4 KiB page                         */
     uint64_t first;        /* its first (smallest) permuted value       */
     uint64_t key;          /* its last (largest) permuted value: the key
                               readers keep in memory                    */

@@ -271,8 +271,10 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
         uint64_t lo = w->keys[g].a & ~low, hi = lo | low;
         for (gend = g + 1; gend < n && (w->keys[gend].a & ~low) == lo; gend++)
             ;
-        /* Ranges ascend, so the first block does too. */
-        first = table_reader_find_block(r, lo);
+        /* Ranges ascend, so the first block does too: the previous one
+         * stays first while its key is >= lo. */
+        if (first >= nb || table_reader_key(r, first) < lo)
+            first = table_reader_find_block(r, lo);
         for (uint64_t blk = first; blk < nb; blk++) {
             /* Block blk holds values above key[blk - 1]. */
             if (blk > first && table_reader_key(r, blk - 1) >= hi)

@@ -6,6 +6,9 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#if defined(__BMI2__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 #include <string.h>
 
 /* Every SAMPLE-th one (and zero) has its position stored. */
@@ -13,13 +16,14 @@
 
 static inline unsigned popcount64(uint64_t x)
 {
-#if defined(__GNUC__) || defined(__clang__)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__POPCNT__)
     return (unsigned)__builtin_popcountll(x);
 #else
-    unsigned c = 0;
-    for (; x; x &= x - 1)
-        c++;
-    return c;
+    /* Without the instruction the builtin is a library call: SWAR instead. */
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
 #endif
 }
 
@@ -52,22 +56,25 @@ static inline unsigned msb64(uint64_t x) /* x != 0 */
 /* Position of the r-th (0-based) set bit of x; x has more than r set bits. */
 static inline unsigned select_in_word(uint64_t x, unsigned r)
 {
-    /* Halve the word until r falls in a byte, then clear bits. */
-    unsigned base = 0, c = popcount64(x & 0xFFFFFFFFu);
-    if (r >= c) {
-        r -= c;
-        x >>= 32;
-        base = 32;
-    }
-    c = popcount64(x & 0xFFFFu);
-    if (r >= c) {
-        r -= c;
-        x >>= 16;
-        base += 16;
-    }
-    for (; r; r--)
-        x &= x - 1;
-    return base + ctz64(x);
+#if defined(__BMI2__) && (defined(__GNUC__) || defined(__clang__))
+    /* One instruction where the target has it (-march=native builds). */
+    return ctz64(_pdep_u64((uint64_t)1 << r, x));
+#else
+    /* Broadword: the bytes' popcounts, their prefix sums (byte i: bits in
+     * bytes 0..i), the number of bytes whose prefix sum is <= r is the byte
+     * holding the bit; then at most 7 steps inside it. */
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t c = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    c = (c & UINT64_C(0x3333333333333333)) + ((c >> 2) & UINT64_C(0x3333333333333333));
+    c = (c + (c >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    uint64_t prefix = c * ones;
+    unsigned byte = popcount64((((uint64_t)r * ones | highs) - prefix) & highs);
+    unsigned left = r - (byte ? (unsigned)(prefix >> (8 * byte - 8)) & 0xFF : 0);
+    uint64_t in = (x >> (8 * byte)) & 0xFF;
+    for (; left; left--)
+        in &= in - 1;
+    return 8 * byte + ctz64(in);
+#endif
 }
 
 unsigned table_keys_choose_low_bits(uint64_t n, uint64_t max_key)
@@ -246,6 +253,25 @@ uint64_t table_keys_get(const table_keys *k, uint64_t i)
 {
     unsigned l = k->low_bits;
     return ((select1(k, i) - i) << l) | table_bits_get(k->low, i * l, l);
+}
+
+void table_keys_pair(const table_keys *k, uint64_t i, uint64_t *prev, uint64_t *key)
+{
+    unsigned l = k->low_bits;
+    if (i == 0) {
+        *prev = 0;
+        *key = table_keys_get(k, 0);
+        return;
+    }
+    /* Key i's one is the first one after key i-1's: usually in its word. */
+    uint64_t p = select1(k, i - 1);
+    *prev = ((p - (i - 1)) << l) | table_bits_get(k->low, (i - 1) * l, l);
+    uint64_t w = p >> 6;
+    uint64_t x = (p & 63) == 63 ? 0 : k->high[w] & (~(uint64_t)1 << (p & 63));
+    while (!x)
+        x = k->high[++w];
+    uint64_t q = w * 64 + ctz64(x);
+    *key = ((q - i) << l) | table_bits_get(k->low, i * l, l);
 }
 
 uint64_t table_keys_find(const table_keys *k, uint64_t v)

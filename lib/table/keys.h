@@ -56,6 +56,9 @@ uint64_t table_keys_ram_bytes(const table_keys *k);
 /* Key i < n. */
 uint64_t table_keys_get(const table_keys *k, uint64_t i);
 
+/* Keys i - 1 (0 when i = 0) and i < n, for about the cost of one. */
+void table_keys_pair(const table_keys *k, uint64_t i, uint64_t *prev, uint64_t *key);
+
 /* The first i with key i >= v, n when there is none. */
 uint64_t table_keys_find(const table_keys *k, uint64_t v);
 

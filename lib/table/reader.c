@@ -575,8 +575,9 @@ static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint6
 
 static int block_begin(const table_reader *r, uint64_t b, int verify, codec_block_decoder *dec)
 {
-    return block_begin_keys(r, b, verify, b ? table_keys_get(&r->keys, b - 1) : 0,
-                            table_keys_get(&r->keys, b), dec);
+    uint64_t prev, key;
+    table_keys_pair(&r->keys, b, &prev, &key);
+    return block_begin_keys(r, b, verify, prev, key, dec);
 }
 
 /* Verify each group before the first decode of one of its blocks only. */
@@ -801,11 +802,15 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
     uint64_t nb = r->info.block_count;
     int verify = verify_blocks_once(r);
     uint64_t buf[SEARCH_CHUNK];
-    uint64_t prev = first && first < nb ? table_keys_get(&r->keys, first - 1) : 0;
+    uint64_t prev = 0, key = 0;
+    if (first < nb)
+        table_keys_pair(&r->keys, first, &prev, &key);
     for (uint64_t b = first; b < nb; b++) {
-        if (b > first && prev >= hi)
-            break;
-        uint64_t key = table_keys_get(&r->keys, b);
+        if (b > first) {
+            if (prev >= hi)
+                break;
+            key = table_keys_get(&r->keys, b);
+        }
         codec_block_decoder dec;
         int rc = block_begin_keys(r, b, verify, prev, key, &dec);
         if (rc)

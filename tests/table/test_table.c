@@ -12,6 +12,7 @@
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "simstore.h"
+#include "table/keys.h"
 #include "table/table.h"
 #include "testutil.h"
 
@@ -680,6 +681,62 @@ static void test_table_corruption__skip_checksums_flag(void **state)
     free(buf);
 }
 
+/* The Elias-Fano keys alone: get, pair and find against the array, on
+ * shapes that stress the low-bit choice and the samples. */
+static void test_table_keys__elias_fano_matches_array(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "elias-fano keys", 1414);
+    enum { MAXN = 5000 };
+    uint64_t *keys = malloc(MAXN * sizeof *keys);
+    assert_non_null(keys);
+    for (int shape = 0; shape < 6; shape++) {
+        size_t n = shape == 0 ? 1 : shape == 1 ? 2 : (size_t)test_rng_below(&rng, MAXN - 2) + 2;
+        for (size_t i = 0; i < n; i++) {
+            switch (shape) {
+            case 3: keys[i] = 1000 + i; break;                       /* dense: L = 0 */
+            case 4: keys[i] = (uint64_t)i << 50; break;                /* sparse, high */
+            default: keys[i] = test_rng_next(&rng); break;
+            }
+        }
+        if (shape == 1) {
+            keys[0] = 0;
+            keys[1] = UINT64_MAX;
+        }
+        qsort(keys, n, sizeof *keys, cmp_u64);
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (m == 0 || keys[i] != keys[m - 1])
+                keys[m++] = keys[i];
+        n = m;
+        table_keys k;
+        unsigned l = table_keys_choose_low_bits(n, keys[n - 1]);
+        assert_int_equal(table_keys_alloc(&k, n, l, table_keys_high_words(n, l, keys[n - 1])), 0);
+        assert_int_equal(table_keys_encode(&k, keys), 0);
+        table_keys_walk w;
+        table_keys_walk_init(&w, &k);
+        for (size_t i = 0; i < n; i++) {
+            assert_true(table_keys_get(&k, i) == keys[i]);
+            assert_true(table_keys_walk_next(&w) == keys[i]);
+            uint64_t prev, key;
+            table_keys_pair(&k, i, &prev, &key);
+            assert_true(key == keys[i] && prev == (i ? keys[i - 1] : 0));
+        }
+        for (int t = 0; t < 2000; t++) {
+            uint64_t x = t % 3 == 0 ? test_rng_next(&rng)
+                         : keys[test_rng_below(&rng, n)] + (uint64_t)(t % 3) - 1;
+            size_t want = 0;
+            while (want < n && keys[want] < x)
+                want++;
+            assert_true(table_keys_find(&k, x) == want);
+        }
+        assert_true(table_keys_find(&k, 0) == 0);
+        table_keys_free(&k);
+    }
+    free(keys);
+}
+
 /* ---- golden files ------------------------------------------------------------------------ */
 
 static char *golden_path(const char *name)
@@ -1144,6 +1201,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_find_block__matches_linear_search),
         cmocka_unit_test(test_table_corruption__every_byte_and_truncation),
         cmocka_unit_test(test_table_corruption__skip_checksums_flag),
+        cmocka_unit_test(test_table_keys__elias_fano_matches_array),
         cmocka_unit_test(test_table_golden__valid_files_decode),
         cmocka_unit_test(test_table_golden__error_files_fail),
         cmocka_unit_test(test_table_golden__spec_example_bytes),
