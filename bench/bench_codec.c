@@ -196,8 +196,8 @@ int main(int argc, char **argv)
                "popcount scan (k=3) %.0f M fps/s\n",
                lg, n / best_copy / 1e6, n * 8.0 / best_copy / 1e9, n / best_scan / 1e6);
         printf("%-7s %1s %6s %8s %7s %7s %8s %7s %4s %6s %6s %6s %7s %8s %8s\n", "N", "v", "B",
-               "blk_bpf", "blk+fl", "idx_bpf", "file_bpf", "file+fl", "EF", "enc", "dec",
-               "dec+ck", "scan_k3", "keyRAM", "probe_ns");
+               "blk_bpf", "blk+fl", "idx_bpf", "file_bpf", "file+fl", "EF", "enc", "dec", "dec+ck",
+               "scan_k3", "keyRAM", "probe_ns");
 
         for (size_t bi = 0; bi < sizeof configs / sizeof configs[0]; bi++) {
             uint32_t block_bytes = configs[bi].block_bytes;
@@ -267,9 +267,9 @@ int main(int argc, char **argv)
             printf("2^%-5d %1u %6u %8.3f %+7.3f %7.3f %8.3f %+7.3f %4.0f %6.0f %6.0f %6.0f %7.0f "
                    "%8.4f %8.0f\n",
                    lg, configs[bi].version, block_bytes, blk_bpf, blk_bpf - floor_bpf, idx_bpf,
-                   file_bpf, file_bpf - floor_bpf, ef_bpf, n / t_enc / 1e6,
-                   n / t_dec / 1e6, n / t_ck / 1e6, n / t_scan / 1e6,
-                   (double)in->key_ram_bytes / (double)n, t_probe / probes * 1e9);
+                   file_bpf, file_bpf - floor_bpf, ef_bpf, n / t_enc / 1e6, n / t_dec / 1e6,
+                   n / t_ck / 1e6, n / t_scan / 1e6, (double)in->key_ram_bytes / (double)n,
+                   t_probe / probes * 1e9);
             fflush(stdout);
             free(buf);
             table_reader_close(r);

@@ -169,8 +169,8 @@ static void print_table_json(const simstore_table_info *in, const char *descript
            in->table_index, in->store_tag, in->format_version, in->prefix_bits, in->fingerprints,
            in->blocks, in->block_bytes, in->max_block_fingerprints, in->file_bytes,
            in->blocks_offset, in->index_offset, in->footer_offset,
-           in->footer_offset - in->index_offset, in->bits_per_fp,
-           in->floor_bits_per_fp, in->key_ram_bytes);
+           in->footer_offset - in->index_offset, in->bits_per_fp, in->floor_bits_per_fp,
+           in->key_ram_bytes);
     printf(",\"perm\":[");
     for (unsigned i = 0; i < 64; i++)
         printf("%s%u", i ? "," : "", in->perm[i]);

@@ -347,8 +347,7 @@ static int decode_whole(const codec_huff_decoder *h, const uint8_t *data, size_t
 }
 
 int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
-                       int raw_first, uint64_t prev, uint64_t count, uint64_t key,
-                       uint64_t *out)
+                       int raw_first, uint64_t prev, uint64_t count, uint64_t key, uint64_t *out)
 {
     return decode_whole(h, data, block_bytes, raw_first, prev, count, key, 0, out);
 }

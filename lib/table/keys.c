@@ -193,9 +193,11 @@ int table_keys_index(table_keys *k)
         else if (w > last_pos >> 6)
             zbits = 0;
         unsigned zc = popcount64(zbits);
-        uint64_t next_z = (z + ((uint64_t)1 << SAMPLE_SHIFT) - 1) & ~(((uint64_t)1 << SAMPLE_SHIFT) - 1);
+        uint64_t next_z =
+            (z + ((uint64_t)1 << SAMPLE_SHIFT) - 1) & ~(((uint64_t)1 << SAMPLE_SHIFT) - 1);
         while (next_z < z + zc) {
-            k->zeros[next_z >> SAMPLE_SHIFT] = w * 64 + select_in_word(zbits, (unsigned)(next_z - z));
+            k->zeros[next_z >> SAMPLE_SHIFT] =
+                w * 64 + select_in_word(zbits, (unsigned)(next_z - z));
             next_z += (uint64_t)1 << SAMPLE_SHIFT;
         }
         z += zc;

@@ -12,14 +12,14 @@
 #include <stdint.h>
 
 typedef struct table_keys {
-    uint64_t n;          /* number of keys */
-    unsigned low_bits;   /* 0..63 */
-    uint64_t *low;       /* low_words + 1 (a zero word for unaligned reads) */
-    uint64_t low_words;  /* ceil(n * low_bits / 64) */
-    uint64_t *high;      /* high_words + 1 (a zero word) */
-    uint64_t high_words; /* the bit vector's words: its last holds the last 1 */
-    uint64_t *ones;      /* ones[s]: position of the (64 s)-th 1 */
-    uint64_t *zeros;     /* zeros[s]: position of the (64 s)-th 0 before the last 1 */
+    uint64_t n;           /* number of keys */
+    unsigned low_bits;    /* 0..63 */
+    uint64_t *low;        /* low_words + 1 (a zero word for unaligned reads) */
+    uint64_t low_words;   /* ceil(n * low_bits / 64) */
+    uint64_t *high;       /* high_words + 1 (a zero word) */
+    uint64_t high_words;  /* the bit vector's words: its last holds the last 1 */
+    uint64_t *ones;       /* ones[s]: position of the (64 s)-th 1 */
+    uint64_t *zeros;      /* zeros[s]: position of the (64 s)-th 0 before the last 1 */
     uint64_t first, last; /* key 0 and key n-1 (when n > 0) */
 } table_keys;
 

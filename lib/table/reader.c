@@ -24,11 +24,11 @@ struct table_reader {
     size_t size;
     unsigned flags;
     table_info info;
-    table_keys keys;         /* block keys, in RAM */
-    uint64_t *counts;        /* count[b] - count_min, count_bits each, in RAM */
+    table_keys keys;  /* block keys, in RAM */
+    uint64_t *counts; /* count[b] - count_min, count_bits each, in RAM */
     unsigned count_bits;
     uint32_t count_min;
-    uint32_t *checksums;     /* per checksum group (version 1: per block), in RAM */
+    uint32_t *checksums; /* per checksum group (version 1: per block), in RAM */
     uint64_t group_count;
     uint32_t group_blocks;   /* blocks per group (version 1: 1) */
     uint32_t first_slot;     /* block b is in group (b + first_slot) / group_blocks */
@@ -225,8 +225,7 @@ static int parse_index_v1(table_reader *r, const uint8_t *index)
     rc = pack_counts(r, counts, nb);
     if (!rc) {
         unsigned l = table_keys_choose_low_bits(nb, nb ? keys[nb - 1] : 0);
-        rc = table_keys_alloc(&r->keys, nb, l,
-                              table_keys_high_words(nb, l, nb ? keys[nb - 1] : 0));
+        rc = table_keys_alloc(&r->keys, nb, l, table_keys_high_words(nb, l, nb ? keys[nb - 1] : 0));
         if (!rc)
             rc = table_keys_encode(&r->keys, keys);
     }
@@ -261,8 +260,8 @@ static int parse_index_v2(table_reader *r, const uint8_t *index)
     uint64_t room = (in->index_bytes - TBL_I2_HEADER_BYTES) / 8;
     /* Bounded by the index's size before any sum can overflow. */
     if (high_words > room || low_words > room || count_words > room || groups > 2 * room ||
-        in->index_bytes != TBL_I2_HEADER_BYTES + 8 * (low_words + high_words + count_words) +
-                               4 * groups)
+        in->index_bytes !=
+            TBL_I2_HEADER_BYTES + 8 * (low_words + high_words + count_words) + 4 * groups)
         return SIMS_CORRUPT("index size %" PRIu64 " does not match %" PRIu64 " blocks with %u key "
                             "low bits, %" PRIu64 " key high words and %u count bits",
                             in->index_bytes, nb, low_bits, high_words, count_bits);
@@ -323,8 +322,8 @@ static int parse_index(table_reader *r)
     int rc = in->format_version == 1 ? parse_index_v1(r, index) : parse_index_v2(r, index);
     if (rc)
         return rc;
-    in->key_ram_bytes = table_keys_ram_bytes(&r->keys) +
-                        8 * ((nb * r->count_bits + 63) / 64 + 1) + 4 * r->group_count;
+    in->key_ram_bytes = table_keys_ram_bytes(&r->keys) + 8 * ((nb * r->count_bits + 63) / 64 + 1) +
+                        4 * r->group_count;
 
     size_t bb = in->params.block_bytes;
     /* Version 2 does not code a block's last value: one more fits. */
@@ -337,13 +336,14 @@ static int parse_index(table_reader *r)
         uint64_t key = table_keys_walk_next(&walk);
         uint64_t count = count_of(r, b);
         if (count == 0 || count > (b ? max_other : max_first))
-            return SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64 " (index at byte offset %" PRIu64
-                                ") outside 1..%" PRIu64,
+            return SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64
+                                " (index at byte offset %" PRIu64 ") outside 1..%" PRIu64,
                                 b, count, in->index_offset, b ? max_other : max_first);
         /* The values of block b are distinct and above key[b-1] (or >= 0),
          * so its key exceeds key[b-1] by at least its count. */
         if (b ? key - prev < count : key < count - 1)
-            return SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64 " (index at byte offset %" PRIu64
+            return SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64
+                                " (index at byte offset %" PRIu64
                                 ") cannot follow the previous key with %" PRIu64 " values",
                                 b, key, in->index_offset, count);
         prev = key;
@@ -513,8 +513,8 @@ static int group_verify(const table_reader *r, uint64_t b)
     group_range(r, b, &first, &end);
     size_t bb = r->info.params.block_bytes;
     uint32_t stored = r->checksums[g];
-    uint32_t computed =
-        (uint32_t)sims_xxh3_64(r->blocks + first * bb, (size_t)(end - first) * bb, r->group_seed + g);
+    uint32_t computed = (uint32_t)sims_xxh3_64(r->blocks + first * bb, (size_t)(end - first) * bb,
+                                               r->group_seed + g);
     if (stored != computed) {
         if (r->group_blocks == 1)
             return block_fail(r, b,
@@ -530,8 +530,7 @@ static int group_verify(const table_reader *r, uint64_t b)
     return SIMSTORE_OK;
 }
 
-int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first,
-                             uint64_t *end)
+int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first, uint64_t *end)
 {
     if (block >= r->info.block_count)
         return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",

@@ -114,7 +114,7 @@ typedef struct table_info {
     uint64_t blocks_offset; /* where block 0 starts */
     uint64_t blocks_bytes;  /* block_count * block_bytes */
     uint64_t index_offset;
-    uint64_t index_bytes; /* version 1: 16 * block_count; version 2: format/table.md */
+    uint64_t index_bytes;  /* version 1: 16 * block_count; version 2: format/table.md */
     uint64_t footer_bytes; /* 64 */
     uint64_t header_checksum;
     uint64_t index_checksum;
@@ -187,8 +187,7 @@ uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block);
  * again by searches). Returns SIMSTORE_OK, SIMSTORE_EINVAL (block out of
  * range) or SIMSTORE_ECORRUPT (the message names the group and its blocks);
  * *first and *end are set in every case but EINVAL. */
-int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first,
-                             uint64_t *end);
+int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first, uint64_t *end);
 
 /* Check one block completely, whatever the open flags: checksum, decode,
  * count, last value = key, zero padding. Returns SIMSTORE_OK, SIMSTORE_EINVAL

@@ -61,8 +61,8 @@ struct table_writer {
     index_column entries;
     index_column groups;
     uint32_t count_min, count_max;
-    uint8_t *group;         /* version 2: the current page group's blocks */
-    size_t group_len;       /* bytes in `group` */
+    uint8_t *group;    /* version 2: the current page group's blocks */
+    size_t group_len;  /* bytes in `group` */
     uint64_t last_key; /* the key of the last block written */
     size_t index_mem_values; /* per column, before spilling */
     uint64_t block_count;
@@ -635,9 +635,9 @@ static int write_trailer(table_writer *w)
             if (!rc)
                 rc = sink_flush(s);
             if (!rc && sink_offset(w) - index_offset != index_bytes)
-                rc = sims_fail(SIMSTORE_EINVAL, "internal error: index of %" PRIu64
-                               " bytes, expected %" PRIu64, sink_offset(w) - index_offset,
-                               index_bytes);
+                rc = sims_fail(SIMSTORE_EINVAL,
+                               "internal error: index of %" PRIu64 " bytes, expected %" PRIu64,
+                               sink_offset(w) - index_offset, index_bytes);
         }
         free(s);
     }

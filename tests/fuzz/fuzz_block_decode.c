@@ -105,8 +105,7 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
     free(dec);
 }
 
-static void round_trip(const uint8_t *data, size_t size, int raw_first, int implicit,
-                       size_t bytes)
+static void round_trip(const uint8_t *data, size_t size, int raw_first, int implicit, size_t bytes)
 {
     size_t words = size > HDR ? (size - HDR) / 8 : 0;
     if (words == 0)

@@ -116,7 +116,9 @@ static void exercise(const table_reader *r)
     uint64_t nb = in->block_count;
     uint64_t *hits = malloc((size_t)(n + 1) * sizeof *hits);
     for (int t = 0; hits && t < 6; t++) {
-        uint64_t q = nb ? table_reader_key(r, (uint64_t)t * 7919 % nb) ^ ((uint64_t)1 << (t * 11 % 64)) : (uint64_t)t;
+        uint64_t q =
+            nb ? table_reader_key(r, (uint64_t)t * 7919 % nb) ^ ((uint64_t)1 << (t * 11 % 64))
+               : (uint64_t)t;
         if (got && t % 2)
             q = all[(size_t)t * 104729 % got] ^ 3;
         unsigned prefix = (unsigned)(t * 5 % 20);

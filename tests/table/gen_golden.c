@@ -245,18 +245,18 @@ static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
     table_params p;
 
     p = params(1024, 0, 0, 0, 0);
-    free(golden(name_of(prefix, "empty"), "no fingerprints, 1 KiB blocks (blocks start at 1024)", &p, NULL,
-                NULL, 0, &sz_empty));
+    free(golden(name_of(prefix, "empty"), "no fingerprints, 1 KiB blocks (blocks start at 1024)",
+                &p, NULL, NULL, 0, &sz_empty));
 
     uint64_t one = 0x0123456789abcdefULL;
     p = params(256, 16, 0, 0x1111111111111111ULL, 1);
-    free(golden(name_of(prefix, "one"), "one fingerprint: block 0 holds it as 64 raw bits, no code", &p,
-                NULL, &one, 1, &sz_one));
+    free(golden(name_of(prefix, "one"), "one fingerprint: block 0 holds it as 64 raw bits, no code",
+                &p, NULL, &one, 1, &sz_one));
 
     uint64_t example[] = {5, 6, 8};
     p = params(256, 8, 0, 0x00000000000000ffULL, 0);
-    free(golden(name_of(prefix, "example"), "the worked example of format/table.md", &p, NULL, example, 3,
-                &sz_ex));
+    free(golden(name_of(prefix, "example"), "the worked example of format/table.md", &p, NULL,
+                example, 3, &sz_ex));
 
     uint64_t extremes[] = {0,
                            1,
@@ -280,16 +280,18 @@ static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
         uni[i] = rng_next();
     size_t nu = sort_unique(uni, NU);
     p = params(256, 20, 2, 0x5ee05ee05ee05ee0ULL, 7);
-    uint8_t *uniform = golden(name_of(prefix, "uniform"), "2000 uniform random fingerprints, 256-byte blocks",
-                              &p, NULL, uni, nu, &sz_uni);
+    uint8_t *uniform =
+        golden(name_of(prefix, "uniform"), "2000 uniform random fingerprints, 256-byte blocks", &p,
+               NULL, uni, nu, &sz_uni);
 
     enum { ND = 3000 };
     uint64_t *dense = malloc(ND * sizeof *dense);
     for (size_t i = 0; i < ND; i++)
         dense[i] = 0x1000 + i;
     p = params(256, 0, 0, 42, 2);
-    uint8_t *dense_tbl = golden(name_of(prefix, "dense"), "3000 consecutive values: a one-symbol code (\"0\")",
-                                &p, NULL, dense, ND, &sz_dense);
+    uint8_t *dense_tbl =
+        golden(name_of(prefix, "dense"), "3000 consecutive values: a one-symbol code (\"0\")", &p,
+               NULL, dense, ND, &sz_dense);
 
     enum { NC = 3000 };
     uint64_t *clu = malloc(NC * sizeof *clu);
@@ -300,8 +302,8 @@ static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
     }
     size_t nc = sort_unique(clu, NC);
     p = params(1024, 12, 1, 0x0c0c0c0c0c0c0c0cULL, 11);
-    uint8_t *clustered = golden(name_of(prefix, "clustered"), "eight clusters, 1 KiB blocks", &p, NULL, clu,
-                                nc, &sz_clu);
+    uint8_t *clustered = golden(name_of(prefix, "clustered"), "eight clusters, 1 KiB blocks", &p,
+                                NULL, clu, nc, &sz_clu);
 
     uint64_t hist_unused[64] = {0};
     uint64_t prev = 0;
@@ -310,8 +312,9 @@ static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
     for (unsigned j = 0; j < 64; j += 3)
         hist_unused[j] += 1; /* symbols that never occur still get codes */
     p = params(512, 24, 0, 3, 3);
-    free(golden(name_of(prefix, "unused-symbols"), "code built from a histogram with unused symbols", &p,
-                hist_unused, uni, 300, &sz_unused));
+    free(golden(name_of(prefix, "unused-symbols"),
+                "code built from a histogram with unused symbols", &p, hist_unused, uni, 300,
+                &sz_unused));
 
     bt->uniform = uniform;
     bt->dense_tbl = dense_tbl;
@@ -661,8 +664,8 @@ static void v2_error_files(const base_tables *bt)
         le_store64(ix + TBL_I2_HIGH_WORDS, le_load64(ix + TBL_I2_HIGH_WORDS) + 1);
     }
     fix_index(b, s);
-    error_file("table-err2-index-size", b, s, "open", "SIMSTORE_ECORRUPT",
-               "does not match", "one key high word too many, index checksum repaired");
+    error_file("table-err2-index-size", b, s, "open", "SIMSTORE_ECORRUPT", "does not match",
+               "one key high word too many, index checksum repaired");
     free(b);
 
     b = copy(uniform, s);

@@ -26,7 +26,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 /* The block keys as an array (the reader keeps them in Elias-Fano form). */
 static uint64_t *reader_keys(const table_reader *r)
 {
@@ -695,8 +694,8 @@ static void test_table_keys__elias_fano_matches_array(void **state)
         size_t n = shape == 0 ? 1 : shape == 1 ? 2 : (size_t)test_rng_below(&rng, MAXN - 2) + 2;
         for (size_t i = 0; i < n; i++) {
             switch (shape) {
-            case 3: keys[i] = 1000 + i; break;                       /* dense: L = 0 */
-            case 4: keys[i] = (uint64_t)i << 50; break;                /* sparse, high */
+            case 3: keys[i] = 1000 + i; break;          /* dense: L = 0 */
+            case 4: keys[i] = (uint64_t)i << 50; break; /* sparse, high */
             default: keys[i] = test_rng_next(&rng); break;
             }
         }
@@ -725,7 +724,7 @@ static void test_table_keys__elias_fano_matches_array(void **state)
         }
         for (int t = 0; t < 2000; t++) {
             uint64_t x = t % 3 == 0 ? test_rng_next(&rng)
-                         : keys[test_rng_below(&rng, n)] + (uint64_t)(t % 3) - 1;
+                                    : keys[test_rng_below(&rng, n)] + (uint64_t)(t % 3) - 1;
             size_t want = 0;
             while (want < n && keys[want] < x)
                 want++;
