@@ -299,6 +299,71 @@ uint64_t table_keys_find(const table_keys *k, uint64_t v)
     return i;
 }
 
+uint64_t table_keys_find_keys(const table_keys *k, uint64_t v, uint64_t *prev, uint64_t *key)
+{
+    if (k->n == 0)
+        return 0;
+    if (v <= k->first) {
+        *prev = 0;
+        *key = k->first;
+        return 0;
+    }
+    if (v > k->last)
+        return k->n;
+    unsigned l = k->low_bits;
+    uint64_t h = l ? v >> l : v;
+    uint64_t pos = h ? select0(k, h - 1) + 1 : 0;
+    uint64_t i = pos - h;
+    uint64_t low_v = l ? v & (((uint64_t)1 << l) - 1) : 0;
+    uint64_t before = 0;
+    int have_before = 0;
+    /* As table_keys_find, keeping the keys met on the way. */
+    while (k->high[pos >> 6] >> (pos & 63) & 1) {
+        uint64_t low = table_bits_get(k->low, i * l, l);
+        uint64_t here = (h << l) | low;
+        if (low >= low_v) {
+            *key = here;
+            goto found;
+        }
+        before = here;
+        have_before = 1;
+        i++;
+        pos++;
+    }
+    {
+        /* Key i has a higher high part: its one is the next after pos. */
+        uint64_t w = pos >> 6;
+        uint64_t x = k->high[w] & (~(uint64_t)0 << (pos & 63));
+        while (!x)
+            x = k->high[++w];
+        *key = ((w * 64 + ctz64(x) - i) << l) | table_bits_get(k->low, i * l, l);
+    }
+found:
+    if (have_before) {
+        *prev = before;
+    } else {
+        /* Key i - 1 (i >= 1: v > first) has the last one before pos. */
+        uint64_t w = (pos - 1) >> 6;
+        unsigned top = (unsigned)((pos - 1) & 63);
+        uint64_t x = k->high[w] & (top == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (top + 1)) - 1);
+        while (!x)
+            x = k->high[--w];
+        *prev = ((w * 64 + msb64(x) - (i - 1)) << l) | table_bits_get(k->low, (i - 1) * l, l);
+    }
+    return i;
+}
+
+void table_keys_prefetch_pair(const table_keys *k, uint64_t i)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (i > 0 && i <= k->n)
+        __builtin_prefetch(&k->ones[(i - 1) >> SAMPLE_SHIFT], 0, 3);
+#else
+    (void)k;
+    (void)i;
+#endif
+}
+
 void table_keys_walk_init(table_keys_walk *w, const table_keys *k)
 {
     w->k = k;

@@ -62,6 +62,13 @@ void table_keys_pair(const table_keys *k, uint64_t i, uint64_t *prev, uint64_t *
 /* The first i with key i >= v, n when there is none. */
 uint64_t table_keys_find(const table_keys *k, uint64_t v);
 
+/* As table_keys_find, and when i < n also key i - 1 (0 when i = 0) and key
+ * i, read on the way. */
+uint64_t table_keys_find_keys(const table_keys *k, uint64_t v, uint64_t *prev, uint64_t *key);
+
+/* Hint that table_keys_pair(k, i) follows: prefetch the sample it reads. */
+void table_keys_prefetch_pair(const table_keys *k, uint64_t i);
+
 /* Sequential walk over the keys: init at key 0, then next() returns the
  * keys in order (call it at most n times). */
 typedef struct table_keys_walk {

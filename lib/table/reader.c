@@ -762,20 +762,24 @@ fail:
 uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 {
     uint64_t nb = r->info.block_count;
-    uint64_t first = table_reader_find_block(r, lo);
+    uint64_t prev, key;
+    uint64_t first = table_keys_find_keys(&r->keys, lo, &prev, &key);
     if (lo > hi || first >= nb)
         return first;
     /* The blocks the search will decode: up to the first whose key >= hi. */
     uint64_t last = first;
     size_t bb = r->info.params.block_bytes;
-    while (last + 1 < nb && (last + 1 - first) * bb < PREFETCH_MAX_BYTES &&
-           table_keys_get(&r->keys, last) < hi)
-        last++;
+    while (last + 1 < nb && (last + 1 - first) * bb < PREFETCH_MAX_BYTES && key < hi)
+        key = table_keys_get(&r->keys, ++last);
     const uint8_t *p = r->blocks + first * bb;
     size_t bytes = (size_t)(last - first + 1) * bb;
     if (bytes > PREFETCH_MAX_BYTES)
         bytes = PREFETCH_MAX_BYTES;
 #if defined(__GNUC__) || defined(__clang__)
+    /* What the search reads besides the blocks: the first block's count and
+     * the key sample it starts from. */
+    __builtin_prefetch(&r->counts[first * r->count_bits >> 6], 0, 3);
+    table_keys_prefetch_pair(&r->keys, first);
     for (size_t off = 0; off < bytes; off += 64)
         __builtin_prefetch(p + off, 0, 3);
 #else
@@ -786,10 +790,20 @@ uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 
 /* ---- fused probe -------------------------------------------------------------- */
 
+/* The search from block `first`, whose key and the one before it the
+ * caller has. */
+static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
+                       uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                       int (*emit)(void *ctx, uint64_t value), void *ctx);
+
 int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
                         int (*emit)(void *ctx, uint64_t value), void *ctx)
 {
-    return table_reader_search_from(r, table_reader_find_block(r, lo), lo, hi, q, k, emit, ctx);
+    if (lo > hi)
+        return SIMSTORE_OK;
+    uint64_t prev = 0, key = 0;
+    uint64_t first = table_keys_find_keys(&r->keys, lo, &prev, &key);
+    return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
 }
 
 int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo, uint64_t hi,
@@ -798,12 +812,19 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
 {
     if (lo > hi)
         return SIMSTORE_OK;
+    uint64_t prev = 0, key = 0;
+    if (first < r->info.block_count)
+        table_keys_pair(&r->keys, first, &prev, &key);
+    return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
+}
+
+static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
+                       uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                       int (*emit)(void *ctx, uint64_t value), void *ctx)
+{
     uint64_t nb = r->info.block_count;
     int verify = verify_blocks_once(r);
     uint64_t buf[SEARCH_CHUNK];
-    uint64_t prev = 0, key = 0;
-    if (first < nb)
-        table_keys_pair(&r->keys, first, &prev, &key);
     for (uint64_t b = first; b < nb; b++) {
         if (b > first) {
             if (prev >= hi)

@@ -729,6 +729,10 @@ static void test_table_keys__elias_fano_matches_array(void **state)
             while (want < n && keys[want] < x)
                 want++;
             assert_true(table_keys_find(&k, x) == want);
+            uint64_t prev = 1, key = 1;
+            assert_true(table_keys_find_keys(&k, x, &prev, &key) == want);
+            if (want < n)
+                assert_true(key == keys[want] && prev == (want ? keys[want - 1] : 0));
         }
         assert_true(table_keys_find(&k, 0) == 0);
         table_keys_free(&k);
