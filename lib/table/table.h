@@ -1,8 +1,10 @@
 /* table.h: one permuted table file (format/table.md): a writer that streams
  * sorted distinct fingerprints into fixed-size Huffman-delta blocks and
  * publishes the file atomically, and a reader that maps a file (or borrows a
- * buffer), validates it, keeps only the block keys in RAM, and answers range
- * scans and fused Hamming-distance probes.
+ * buffer), validates it, keeps its index in RAM in compact form (block keys
+ * in Elias-Fano form, counts, checksums), and answers range scans and fused
+ * Hamming-distance probes. Both format versions are read; version 2 is
+ * written unless table_params.format_version asks for 1.
  *
  * The table layer knows nothing about LMDB, documents or what the
  * permutation and prefix bits mean: it stores them for the caller.
@@ -34,7 +36,9 @@ typedef struct table_params {
     uint64_t store_tag;   /* identifies the store the file belongs to */
     uint32_t table_index; /* which of the store's tables this is */
     uint32_t format_version; /* to write: 0 for TABLE_FORMAT_VERSION, or 1
-                              * (golden files, compatibility tests) */
+                              * (golden files, compatibility tests); a
+                              * reader leaves it 0 (the file's version is
+                              * table_info.format_version) */
 } table_params;
 
 /* ---- histogram ------------------------------------------------------------ */
@@ -226,7 +230,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
 /* ---- fused probe ------------------------------------------------------------ */
 
 /* Hint that a search of [lo, hi] follows soon: issue prefetches for the block
- * bytes and index entries that search will read (at most 8 KiB), so that the
+ * bytes (at most 8 KiB) and the in-RAM index words that search will read, so that the
  * probes of several tables wait on memory in parallel, not one after
  * another. Reads nothing it is not bounded to; never fails. Returns the
  * first block the search will read (table_reader_find_block(r, lo)), to hand
