@@ -1,8 +1,10 @@
 /* bench_codec.c: size and speed of the table codec on uniform random keys.
  *
- * For N = 2^20, 2^24 and 2^27 uniform 64-bit keys and block sizes 256, 1024
- * and 4096 bytes it prints one line per configuration: bits per fingerprint
- * (blocks only, and the whole file with header, index and footer) beside the
+ * For N = 2^20, 2^24 and 2^27 uniform 64-bit keys, table format versions 2
+ * and 1 at 512-byte (the store's default) and 1 KiB blocks, and version 2 at
+ * 256 and 4096 bytes, it prints one line per configuration: bits per
+ * fingerprint (blocks only, the index, and the whole file with header,
+ * index and footer) beside the
  * information-theoretic floor 64 - log2 N + 1.443 and Elias-Fano's
  * 2 + ceil(log2(2^64 / N)); encode and decode rates (one core, in-memory
  * table); bytes of block keys kept in RAM per fingerprint; and the cost of a
@@ -12,10 +14,14 @@
  *   bench_codec [MAX_LOG2_N]     (default 27; e.g. 24 for a quicker run)
  *
  * Columns:
+ *   v                   table format version
  *   blk_bpf / file_bpf  bits per fingerprint, blocks only / whole file
- *   blk+fl / file+fl    the same minus the floor (target at 2^24, 1 KiB:
- *                       blocks <= floor + 0.30; the file adds the index,
- *                       16 bytes per block: key, count and checksum)
+ *   blk+fl / file+fl    the same minus the floor (targets at 2^24: blocks
+ *                       <= floor + 0.30 at 1 KiB; the file <= floor + 0.6
+ *                       at 512 bytes, version 2)
+ *   idx_bpf             index bits per fingerprint (version 1: 16 bytes per
+ *                       block; version 2: Elias-Fano keys, counts, a
+ *                       checksum per 4 KiB page)
  *   EF                  Elias-Fano bits per fingerprint
  *   enc                 histogram + encode of the whole table into memory,
  *                       M fps/s (best of 2)
@@ -23,7 +29,8 @@
  *                       skipped (M fps/s, best of 3; target >= 250)
  *   dec+ck              the same, verifying every block checksum
  *   scan_k3             fused table_reader_search over [0, 2^64-1], k = 3
- *   keyRAM              bytes of block keys in RAM per fingerprint
+ *   keyRAM              bytes of the index the reader keeps in RAM per
+ *                       fingerprint
  *   probe               table_reader_search with a log2(N)-bit prefix range
  *                       (about one candidate), checksums on: ns per probe */
 #include "simstore.h"
@@ -135,7 +142,9 @@ int main(int argc, char **argv)
 {
     int max_log2 = argc > 1 ? atoi(argv[1]) : 27;
     static const int log2s[] = {20, 24, 27};
-    static const uint32_t blocks[] = {256, 1024, 4096};
+    static const struct {
+        uint32_t version, block_bytes;
+    } configs[] = {{2, 512}, {1, 512}, {2, 1024}, {1, 1024}, {2, 256}, {2, 4096}};
     printf("bench_codec: uniform random 64-bit keys, one core, in-memory tables\n");
     printf("floor = 64 - log2 N + 1.443 bits/fp; EF = Elias-Fano 2 + ceil(log2(2^64/N))\n");
 
@@ -186,14 +195,16 @@ int main(int argc, char **argv)
         printf("baseline N=2^%d: memcpy of the u64 array %.0f M fps/s (%.1f GB/s); "
                "popcount scan (k=3) %.0f M fps/s\n",
                lg, n / best_copy / 1e6, n * 8.0 / best_copy / 1e9, n / best_scan / 1e6);
-        printf("%-7s %6s %8s %7s %8s %7s %4s %6s %6s %6s %7s %8s %8s\n", "N", "B", "blk_bpf",
-               "blk+fl", "file_bpf", "file+fl", "EF", "enc", "dec", "dec+ck", "scan_k3",
-               "keyRAM", "probe_ns");
+        printf("%-7s %1s %6s %8s %7s %7s %8s %7s %4s %6s %6s %6s %7s %8s %8s\n", "N", "v", "B",
+               "blk_bpf", "blk+fl", "idx_bpf", "file_bpf", "file+fl", "EF", "enc", "dec", "dec+ck",
+               "scan_k3", "keyRAM", "probe_ns");
 
-        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+        for (size_t bi = 0; bi < sizeof configs / sizeof configs[0]; bi++) {
+            uint32_t block_bytes = configs[bi].block_bytes;
             table_params p;
             memset(&p, 0, sizeof p);
-            p.block_bytes = blocks[bi];
+            p.block_bytes = block_bytes;
+            p.format_version = configs[bi].version;
             p.prefix_bits = (uint8_t)lg;
             for (unsigned i = 0; i < 64; i++)
                 p.perm[i] = (uint8_t)i;
@@ -220,7 +231,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             const table_info *in = table_reader_info(r);
-            size_t cap = (size_t)blocks[bi] * 8;
+            size_t cap = (size_t)block_bytes * 8 + 1;
             uint64_t *buf = malloc(cap * sizeof *buf);
             double t_dec = 1e9, t_ck = 1e9, t_scan = 1e9;
             for (int rep = 0; rep < 3; rep++) {
@@ -252,11 +263,13 @@ int main(int argc, char **argv)
 
             double blk_bpf = (double)in->blocks_bytes * 8.0 / (double)n;
             double file_bpf = (double)size * 8.0 / (double)n;
-            printf("2^%-5d %6u %8.3f %+7.3f %8.3f %+7.3f %4.0f %6.0f %6.0f %6.0f %7.0f %8.4f %8.0f\n",
-                   lg, blocks[bi], blk_bpf, blk_bpf - floor_bpf, file_bpf, file_bpf - floor_bpf,
-                   ef_bpf, n / t_enc / 1e6,
-                   n / t_dec / 1e6, n / t_ck / 1e6, n / t_scan / 1e6,
-                   (double)in->key_ram_bytes / (double)n, t_probe / probes * 1e9);
+            double idx_bpf = (double)in->index_bytes * 8.0 / (double)n;
+            printf("2^%-5d %1u %6u %8.3f %+7.3f %7.3f %8.3f %+7.3f %4.0f %6.0f %6.0f %6.0f %7.0f "
+                   "%8.4f %8.0f\n",
+                   lg, configs[bi].version, block_bytes, blk_bpf, blk_bpf - floor_bpf, idx_bpf,
+                   file_bpf, file_bpf - floor_bpf, ef_bpf, n / t_enc / 1e6, n / t_dec / 1e6,
+                   n / t_ck / 1e6, n / t_scan / 1e6, (double)in->key_ram_bytes / (double)n,
+                   t_probe / probes * 1e9);
             fflush(stdout);
             free(buf);
             table_reader_close(r);

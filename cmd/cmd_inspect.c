@@ -141,7 +141,11 @@ static void print_table_text(const simstore_table_info *in, const char *design_l
                "+ 1.443 = %.2f\n",
                pad, in->bits_per_fp, blocks_bits, in->floor_bits_per_fp);
     }
-    printf("%s  block keys in RAM: %" PRIu64 " bytes\n", pad, in->key_ram_bytes);
+    uint64_t index_bytes = in->footer_offset - in->index_offset;
+    printf("%s  index: %" PRIu64 " bytes", pad, index_bytes);
+    if (in->fingerprints)
+        printf(", %.3f bits per fingerprint", 8.0 * (double)index_bytes / (double)in->fingerprints);
+    printf("; in RAM: %" PRIu64 " bytes (block keys, counts, checksums)\n", in->key_ram_bytes);
     printf("%s  store tag: %016" PRIx64 ", table index %u, format version %u\n", pad,
            in->store_tag, in->table_index, in->format_version);
 }
@@ -161,11 +165,13 @@ static void print_table_json(const simstore_table_info *in, const char *descript
            "\"prefix_bits\":%u,\"fingerprints\":%" PRIu64 ",\"blocks\":%" PRIu64
            ",\"block_bytes\":%u,\"max_block_fingerprints\":%" PRIu64 ",\"bytes\":%" PRIu64
            ",\"blocks_offset\":%" PRIu64 ",\"index_offset\":%" PRIu64 ",\"footer_offset\":%" PRIu64
-           ",\"bits_per_fp\":%.4f,\"floor_bits_per_fp\":%.4f,\"key_ram_bytes\":%" PRIu64,
+           ",\"index_bytes\":%" PRIu64 ",\"bits_per_fp\":%.4f,\"floor_bits_per_fp\":%.4f,"
+           "\"key_ram_bytes\":%" PRIu64,
            in->table_index, in->store_tag, in->format_version, in->prefix_bits, in->fingerprints,
            in->blocks, in->block_bytes, in->max_block_fingerprints, in->file_bytes,
-           in->blocks_offset, in->index_offset, in->footer_offset, in->bits_per_fp,
-           in->floor_bits_per_fp, in->key_ram_bytes);
+           in->blocks_offset, in->index_offset, in->footer_offset,
+           in->footer_offset - in->index_offset, in->bits_per_fp, in->floor_bits_per_fp,
+           in->key_ram_bytes);
     printf(",\"perm\":[");
     for (unsigned i = 0; i < 64; i++)
         printf("%s%u", i ? "," : "", in->perm[i]);

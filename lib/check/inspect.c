@@ -274,8 +274,8 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
         if (!buf) {
             /* Only the first value is wanted: a cursor stops early. */
             table_cursor c;
-            uint64_t lo = block ? table_reader_keys(r)[block - 1] + 1 : 0;
-            table_cursor_init(&c, r, lo, table_reader_keys(r)[block]);
+            uint64_t lo = block ? table_reader_key(r, block - 1) + 1 : 0;
+            table_cursor_init(&c, r, lo, table_reader_key(r, block));
             rc = table_cursor_next(&c, one, 1, &got);
             if (rc)
                 return rc;
@@ -295,7 +295,7 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
         info->fingerprints = count;
         info->checksum = table_reader_block_checksum(r, block);
         info->first = first;
-        info->key = table_reader_keys(r)[block];
+        info->key = table_reader_key(r, block);
         info->used_bits = used_bits;
     }
     return SIMSTORE_OK;
@@ -323,7 +323,6 @@ int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks,
     memset(out, 0, sizeof *out);
     const table_reader *r = t->reader;
     uint64_t nb = table_reader_info(r)->block_count;
-    const uint64_t *keys = table_reader_keys(r);
     uint64_t want = max_blocks == 0 || max_blocks >= nb ? nb : max_blocks;
     out->exact = want == nb;
     uint64_t *buf = malloc((t->max_block_count ? t->max_block_count : 1) * sizeof *buf);
@@ -343,7 +342,7 @@ int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks,
             rc = table_reader_block(r, b, buf, t->max_block_count, &n);
         if (rc)
             break;
-        uint64_t prev = b ? keys[b - 1] : (n ? buf[0] : 0);
+        uint64_t prev = b ? table_reader_key(r, b - 1) : (n ? buf[0] : 0);
         for (size_t j = b ? 0 : 1; j < n; j++) {
             uint64_t d = buf[j] - prev;
             prev = buf[j];

@@ -208,9 +208,24 @@ static void check_blocks(vctx *v, table_result *t, const sims_permuter *permuter
         return;
     }
     t->blocks_ok = 1;
+    uint64_t group_end = 0;
     for (uint64_t b = 0; b < nb && !v->stop_rc; b++) {
         size_t n = 0;
         sims_error_clear();
+        if (b == group_end) {
+            /* A page group's checksum covers several blocks (format 2):
+             * a mismatch is one problem, at the group's first block. */
+            uint64_t first;
+            int rc = table_reader_check_group(r, b, &first, &group_end);
+            if (rc) {
+                t->blocks_ok = 0;
+                problem(v, SIMSTORE_PROBLEM_BLOCK, 0, t->path, (int64_t)b,
+                        (int64_t)(in->blocks_offset + b * in->params.block_bytes), "%s",
+                        detail(rc));
+                b = group_end - 1;
+                continue;
+            }
+        }
         int rc = table_reader_block(r, b, buf, (size_t)max, &n);
         if (rc) {
             t->blocks_ok = 0;

@@ -27,13 +27,38 @@ void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder 
     e->huff = h;
     bitio_writer_init(&e->bits, buf, block_bytes);
     e->prev = prev;
+    e->last_pos = 0;
     e->count = 0;
     e->raw_first = raw_first ? 1 : 0;
+}
+
+void codec_block_encoder_put_implicit(codec_block_encoder *e, uint64_t v)
+{
+    e->prev = v;
+    e->count++;
+}
+
+void codec_block_encoder_drop_last(codec_block_encoder *e)
+{
+    /* Zero bits [last_pos, pos): the bitstream is LSB-first, so that is the
+     * high bits of the first byte and every byte after it. */
+    uint8_t *buf = e->bits.buf;
+    uint64_t from = e->last_pos, to = e->bits.pos;
+    size_t byte = (size_t)(from >> 3);
+    if (from & 7) {
+        buf[byte] &= (uint8_t)((1u << (from & 7)) - 1);
+        byte++;
+    }
+    size_t end = (size_t)((to + 7) >> 3);
+    if (end > byte)
+        memset(buf + byte, 0, end - byte);
+    e->bits.pos = from;
 }
 
 int codec_block_encoder_put(codec_block_encoder *e, uint64_t v)
 {
     uint64_t capacity = (uint64_t)e->bits.size * 8;
+    uint64_t start = e->bits.pos;
     if (e->raw_first) {
         if (capacity - e->bits.pos < 64)
             return 0;
@@ -59,6 +84,7 @@ int codec_block_encoder_put(codec_block_encoder *e, uint64_t v)
         }
     }
     e->prev = v;
+    e->last_pos = start;
     e->count++;
     return 1;
 }
@@ -95,7 +121,15 @@ void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *
     s->pos = 0;
     s->prev = prev;
     s->remaining = count;
+    s->key = 0;
     s->raw_first = raw_first ? 1 : 0;
+    s->implicit_last = 0;
+}
+
+void codec_block_decoder_set_last(codec_block_decoder *s, uint64_t key)
+{
+    s->key = key;
+    s->implicit_last = 1;
 }
 
 /* v = prev + d, reporting whether it wrapped past 2^64 (a valid block never
@@ -148,7 +182,9 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
     uint64_t pos = s->pos;
     uint64_t prev = s->prev;
     uint64_t wrapped = 0;
-    size_t todo = s->remaining < cap ? (size_t)s->remaining : cap;
+    size_t want = s->remaining < cap ? (size_t)s->remaining : cap;
+    /* The values coded in the bits: all wanted, but an implicit last. */
+    size_t todo = want && s->implicit_last && want == s->remaining ? want - 1 : want;
     size_t i = 0;
 
     *n = 0;
@@ -251,6 +287,17 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
     }
     if (SIMS_UNLIKELY(wrapped))
         return SIMS_CORRUPT("decoded values overflow 2^64 before bit offset %" PRIu64, pos);
+    if (i < want) {
+        /* The implicit last value: it must exceed its predecessor (none
+         * when it is block 0's only value). */
+        if (SIMS_UNLIKELY(!s->raw_first && s->key <= prev))
+            return SIMS_CORRUPT("block key %016" PRIx64 " does not exceed the value %016" PRIx64
+                                " before it (bit offset %" PRIu64 ")",
+                                s->key, prev, pos);
+        prev = s->key;
+        out[i++] = prev;
+        s->raw_first = 0;
+    }
     s->pos = pos;
     s->prev = prev;
     s->remaining -= i;
@@ -278,12 +325,14 @@ int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key)
     return SIMSTORE_OK;
 }
 
-int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
-                       int raw_first, uint64_t prev, uint64_t count, uint64_t key,
-                       uint64_t *out)
+static int decode_whole(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
+                        int raw_first, uint64_t prev, uint64_t count, uint64_t key, int implicit,
+                        uint64_t *out)
 {
     codec_block_decoder s;
     codec_block_decoder_init(&s, h, data, block_bytes, raw_first, prev, count);
+    if (implicit)
+        codec_block_decoder_set_last(&s, key);
     size_t n;
     uint64_t done = 0;
     while (done < count) {
@@ -295,4 +344,17 @@ int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t 
         done += n;
     }
     return codec_block_decoder_finish(&s, key);
+}
+
+int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
+                       int raw_first, uint64_t prev, uint64_t count, uint64_t key, uint64_t *out)
+{
+    return decode_whole(h, data, block_bytes, raw_first, prev, count, key, 0, out);
+}
+
+int codec_block_decode_implicit(const codec_huff_decoder *h, const uint8_t *data,
+                                size_t block_bytes, int raw_first, uint64_t prev, uint64_t count,
+                                uint64_t key, uint64_t *out)
+{
+    return decode_whole(h, data, block_bytes, raw_first, prev, count, key, 1, out);
 }

@@ -47,9 +47,10 @@ uint64_t codec_block_max_count(size_t block_bytes, unsigned min_len, int raw_fir
 typedef struct codec_block_encoder {
     const codec_huff_encoder *huff;
     bitio_writer bits;
-    uint64_t prev;  /* last value written (valid once count > 0 or after start) */
-    uint32_t count; /* fingerprints in the block so far */
-    int raw_first;  /* the next value is written as 64 raw bits */
+    uint64_t prev;     /* last value written (valid once count > 0 or after start) */
+    uint64_t last_pos; /* bit position where the last value written starts */
+    uint32_t count;    /* fingerprints in the block so far */
+    int raw_first;     /* the next value is written as 64 raw bits */
 } codec_block_encoder;
 
 /* Start a block in buf, which must hold block_bytes + BITIO_WRITER_SLACK
@@ -65,6 +66,15 @@ void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder 
  * complete and unchanged), or SIMSTORE_EINVAL when the difference's symbol has
  * no code. */
 int codec_block_encoder_put(codec_block_encoder *e, uint64_t v);
+
+/* Make v, which must exceed the previous value, the block's last value
+ * without coding it (table format 2: the index holds it as the block's key);
+ * the block is then complete. */
+void codec_block_encoder_put_implicit(codec_block_encoder *e, uint64_t v);
+
+/* Erase the bits of the last value written (count >= 1), which stays the
+ * block's last value, now implicit; the block is then complete. */
+void codec_block_encoder_drop_last(codec_block_encoder *e);
 
 /* Bits written so far (the rest of the block is zero padding). */
 static inline uint64_t codec_block_encoder_bits(const codec_block_encoder *e)
@@ -89,8 +99,10 @@ typedef struct codec_block_decoder {
     size_t block_bytes;
     uint64_t pos;       /* next bit to read */
     uint64_t prev;      /* last value produced (the predecessor at first) */
-    uint64_t remaining; /* values still to decode */
+    uint64_t remaining; /* values still to decode (the implicit last included) */
+    uint64_t key;       /* the implicit last value, when implicit_last */
     int raw_first;      /* the next value is 64 raw bits (block 0's first) */
+    int implicit_last;  /* the last of the values is `key`, not in the bits */
 } codec_block_decoder;
 
 /* Prepare to decode `count` values from data[0, block_bytes) (block_bytes
@@ -99,6 +111,11 @@ typedef struct codec_block_decoder {
 void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
                               const uint8_t *data, size_t block_bytes, int raw_first,
                               uint64_t prev, uint64_t count);
+
+/* Table format 2: the last of the `count` values is `key` and is not coded
+ * in the bits (count - 1 values are). Call right after init. The decoder
+ * checks that key exceeds the value before it. */
+void codec_block_decoder_set_last(codec_block_decoder *s, uint64_t key);
 
 /* Decode up to `cap` further values into out[0..*n); *n == 0 once all
  * `count` values are out. Never reads outside the block, whatever its bytes.
@@ -112,9 +129,14 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
 int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key);
 
 /* Decode a whole block of `count` values into out[0..count) and check it
- * against `key` (run + finish). Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
+ * against `key` (run + finish); with implicit_last, the last value is key
+ * and not coded (codec_block_decoder_set_last). Returns SIMSTORE_OK or
+ * SIMSTORE_ECORRUPT. */
 int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
                        int raw_first, uint64_t prev, uint64_t count, uint64_t key,
                        uint64_t *out);
+int codec_block_decode_implicit(const codec_huff_decoder *h, const uint8_t *data,
+                                size_t block_bytes, int raw_first, uint64_t prev, uint64_t count,
+                                uint64_t key, uint64_t *out);
 
 #endif

@@ -997,7 +997,7 @@ typedef struct simstore_table_info {
     uint64_t blocks_offset;    /* byte offset of block 0                   */
     uint64_t index_offset;     /* byte offset of the block index           */
     uint64_t footer_offset;
-    uint64_t key_ram_bytes;    /* block keys a reader keeps in memory      */
+    uint64_t key_ram_bytes;    /* the index a reader keeps in memory       */
     double bits_per_fp;        /* 8 * file_bytes / fingerprints (0 if none) */
     double floor_bits_per_fp;  /* 64 - log2(fingerprints) + 1.443: the
                                   information-theoretic size of a sorted set */
@@ -1017,7 +1017,9 @@ typedef struct simstore_block_info {
     uint64_t block;
     uint64_t offset;       /* byte offset of the block in the file      */
     uint32_t fingerprints; /* values it holds                           */
-    uint32_t checksum;     /* as stored in the index                    */
+    uint32_t checksum;     /* as stored in the index: table format 1,
+                              the block's; format 2, that of the blocks
+                              of its 4 KiB page                         */
     uint64_t first;        /* its first (smallest) permuted value       */
     uint64_t key;          /* its last (largest) permuted value: the key
                               readers keep in memory                    */

@@ -234,28 +234,6 @@ static int probe_table(worker *w, const table_reader *r, unsigned t, size_t n, u
     return SIMSTORE_OK;
 }
 
-/* The first block from `from` on whose key is >= v (nb when none): a gallop
- * forward, since the probe ranges come in increasing order. */
-static uint64_t gallop_block(const uint64_t *keys, uint64_t nb, uint64_t from, uint64_t v)
-{
-    if (from >= nb || keys[from] >= v)
-        return from;
-    uint64_t lo = from, step = 1; /* keys[lo] < v */
-    while (lo + step < nb && keys[lo + step] < v) {
-        lo += step;
-        step *= 2;
-    }
-    uint64_t hi = lo + step < nb ? lo + step : nb; /* keys[hi] >= v, or hi == nb */
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < v)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
-}
-
 /* Test every stored value of [lo, hi] in the decoded block against the
  * group's queries. */
 static int scan_values(worker *w, const sims_permuter *perm, const pair *group, size_t gn,
@@ -285,7 +263,6 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
 {
     batch *b = w->run;
     const sims_permuter *perm = &b->design->tables[t].permuter;
-    const uint64_t *keys = table_reader_keys(r);
     uint64_t nb = table_reader_info(r)->block_count;
     uint64_t decoded = UINT64_MAX, first = 0;
     size_t nv = 0; /* values of block `decoded` decoded so far */
@@ -294,10 +271,13 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
         uint64_t lo = w->keys[g].a & ~low, hi = lo | low;
         for (gend = g + 1; gend < n && (w->keys[gend].a & ~low) == lo; gend++)
             ;
-        first = gallop_block(keys, nb, first, lo);
+        /* Ranges ascend, so the first block does too: the previous one
+         * stays first while its key is >= lo. */
+        if (first >= nb || table_reader_key(r, first) < lo)
+            first = table_reader_find_block(r, lo);
         for (uint64_t blk = first; blk < nb; blk++) {
-            /* Block blk holds values above keys[blk - 1]. */
-            if (blk > first && keys[blk - 1] >= hi)
+            /* Block blk holds values above key[blk - 1]. */
+            if (blk > first && table_reader_key(r, blk - 1) >= hi)
                 break;
             if (blk != decoded) {
                 int rc = table_reader_block_start(r, blk, &dec);

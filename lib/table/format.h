@@ -1,4 +1,4 @@
-/* format.h: constants of the table file format, version 1 (format/table.md
+/* format.h: constants of the table file format, versions 1 and 2 (format/table.md
  * is the specification; every number here appears there). Internal to
  * lib/table: the writer and the reader share them. */
 #ifndef SIMS_TABLE_FORMAT_H
@@ -14,7 +14,18 @@
 
 #define TBL_HEADER_BYTES 256u
 #define TBL_FOOTER_BYTES 64u
-#define TBL_INDEX_ENTRY_BYTES 16u /* 8 (key) + 4 (count) + 4 (block checksum) */
+#define TBL_INDEX_ENTRY_BYTES 16u /* version 1: 8 (key) + 4 (count) + 4 (block checksum) */
+
+/* Version 2's index: a 16-byte index header, then key low parts, key high
+ * bits and counts as u64 words, then a u32 checksum per page group. */
+#define TBL_I2_LOW_BITS 0   /* u8, 0..63 */
+#define TBL_I2_COUNT_BITS 1 /* u8, 0..TBL_MAX_COUNT_BITS */
+#define TBL_I2_RESERVED 2   /* u16, zero */
+#define TBL_I2_COUNT_MIN 4  /* u32 */
+#define TBL_I2_HIGH_WORDS 8 /* u64 */
+#define TBL_I2_HEADER_BYTES 16u
+#define TBL_MAX_COUNT_BITS 32u
+#define TBL_PAGE_BYTES 4096u
 
 /* Header field offsets. */
 #define TBL_H_MAGIC 0
@@ -48,7 +59,8 @@
 #define TBL_SEED_HEADER UINT64_C(0x53494D5354484452) /* "SIMSTHDR" */
 #define TBL_SEED_INDEX UINT64_C(0x53494D5354494458)  /* "SIMSTIDX" */
 #define TBL_SEED_FOOTER UINT64_C(0x53494D5354465452) /* "SIMSTFTR" */
-#define TBL_SEED_BLOCK UINT64_C(0x53494D5354424C4B)  /* "SIMSTBLK" + block number */
+#define TBL_SEED_BLOCK UINT64_C(0x53494D5354424C4B)  /* "SIMSTBLK" + block number (v1) */
+#define TBL_SEED_GROUP UINT64_C(0x53494D5354475250)  /* "SIMSTGRP" + group number (v2) */
 
 /* Blocks start at max(256, min(block_bytes, 4096)): right after the header
  * for 256-byte blocks, else aligned to the block size up to a page, so no
@@ -63,6 +75,27 @@ static inline uint64_t tbl_blocks_offset(uint64_t block_bytes)
 static inline uint64_t tbl_block_seed(uint64_t block)
 {
     return TBL_SEED_BLOCK + block;
+}
+
+/* Version 2: blocks are checksummed by page group, the blocks that lie in
+ * one 4 KiB page of the file (block 0 shares page 0 with the header): block
+ * b is in group (b + first_slot) / group_blocks. */
+static inline uint32_t tbl_group_blocks(uint64_t block_bytes)
+{
+    return block_bytes < TBL_PAGE_BYTES ? (uint32_t)(TBL_PAGE_BYTES / block_bytes) : 1u;
+}
+
+static inline uint32_t tbl_group_first_slot(uint64_t block_bytes)
+{
+    return tbl_group_blocks(block_bytes) > 1 ? 1u : 0u;
+}
+
+static inline uint64_t tbl_group_count(uint64_t block_count, uint64_t block_bytes)
+{
+    return block_count ? (block_count - 1 + tbl_group_first_slot(block_bytes)) /
+                                 tbl_group_blocks(block_bytes) +
+                             1
+                       : 0;
 }
 
 #endif

@@ -1,7 +1,9 @@
 /* reader.c: the table reader: maps a file (or borrows a buffer), validates
  * header, footer and index before trusting any count or offset, keeps the
- * block keys in RAM, and serves whole-block decodes, range cursors and the
- * fused Hamming-distance probe. */
+ * index in RAM in one compact form whatever the file's version (keys in
+ * Elias-Fano form, counts in fixed-width fields, the checksums of groups of
+ * blocks), and serves whole-block decodes, range cursors and the fused
+ * Hamming-distance probe. */
 #include "table/table.h"
 
 #include "common/bytes.h"
@@ -9,6 +11,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "table/format.h"
+#include "table/keys.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -21,15 +24,22 @@ struct table_reader {
     size_t size;
     unsigned flags;
     table_info info;
-    uint64_t *keys;          /* block_count keys, native byte order, in RAM */
+    table_keys keys;  /* block keys, in RAM */
+    uint64_t *counts; /* count[b] - count_min, count_bits each, in RAM */
+    unsigned count_bits;
+    uint32_t count_min;
+    uint32_t *checksums; /* per checksum group (version 1: per block), in RAM */
+    uint64_t group_count;
+    uint32_t group_blocks;   /* blocks per group (version 1: 1) */
+    uint32_t first_slot;     /* block b is in group (b + first_slot) / group_blocks */
+    uint64_t group_seed;     /* XXH3 seed of group 0 */
+    int implicit_last;       /* version 2: a block's last value is its key, not coded */
     const uint8_t *blocks;   /* data + blocks_offset */
-    const uint8_t *entries;  /* index entries: (count u32, checksum u32) per block */
     char *name;              /* path, or "memory", for messages */
     codec_huff_decoder huff; /* read-only after open */
-    /* One bit per block whose checksum a search or cursor has verified: the
-     * file is immutable, so a block is hashed before its first decode, not
-     * on every query. Explicit checks (table_reader_check_block, _block)
-     * always hash. */
+    /* One bit per group whose checksum has been verified: the file is
+     * immutable, so a group is hashed before the first decode of one of its
+     * blocks, not on every query. */
     _Atomic uint64_t *verified;
 };
 
@@ -59,10 +69,10 @@ static int parse_header(table_reader *r)
     in->format_version = le_load32(h + TBL_H_VERSION);
     /* The version is checked before the checksum: a later version may lay
      * out (and checksum) its header differently. */
-    if (in->format_version != TABLE_FORMAT_VERSION)
+    if (in->format_version != 1 && in->format_version != 2)
         return sims_fail(SIMSTORE_EVERSION,
-                         "table format version %" PRIu32 " (this build reads version %u)",
-                         in->format_version, TABLE_FORMAT_VERSION);
+                         "table format version %" PRIu32 " (this build reads versions 1 and 2)",
+                         in->format_version);
     in->header_checksum = le_load64(h + TBL_H_CHECKSUM);
     uint64_t want = sims_xxh3_64(h, TBL_H_CHECKSUM, TBL_SEED_HEADER);
     if (in->header_checksum != want)
@@ -153,9 +163,13 @@ static int parse_footer(table_reader *r)
     if (in->index_offset != index_offset)
         return SIMS_CORRUPT("index offset %" PRIu64 " in the footer, expected %" PRIu64,
                             in->index_offset, index_offset);
-    if (in->index_bytes != nb * TBL_INDEX_ENTRY_BYTES)
+    if (in->format_version == 1 && in->index_bytes != nb * TBL_INDEX_ENTRY_BYTES)
         return SIMS_CORRUPT("index size %" PRIu64 " in the footer, expected %" PRIu64,
                             in->index_bytes, nb * TBL_INDEX_ENTRY_BYTES);
+    if (in->format_version == 2 && in->index_bytes < TBL_I2_HEADER_BYTES)
+        return SIMS_CORRUPT("index size %" PRIu64 " in the footer, below the %u-byte index "
+                            "header",
+                            in->index_bytes, TBL_I2_HEADER_BYTES);
     if (foff - index_offset != in->index_bytes)
         return SIMS_CORRUPT("file size %" PRIu64 " does not match its layout (expected %" PRIu64
                             "): truncated or extended",
@@ -164,6 +178,132 @@ static int parse_footer(table_reader *r)
         return SIMS_CORRUPT("%" PRIu64 " fingerprints in %" PRIu64 " blocks", in->fp_count, nb);
     in->file_bytes = size;
     return SIMSTORE_OK;
+}
+
+/* Pack counts[0..nb) into r->counts with the smallest width. */
+static int pack_counts(table_reader *r, const uint32_t *counts, uint64_t nb)
+{
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        lo = counts[b] < lo ? counts[b] : lo;
+        hi = counts[b] > hi ? counts[b] : hi;
+    }
+    r->count_min = nb ? lo : 0;
+    r->count_bits = nb && hi > lo ? 64 - (unsigned)__builtin_clzll((uint64_t)(hi - lo)) : 0;
+    r->counts = calloc((size_t)((nb * r->count_bits + 63) / 64 + 1), 8);
+    if (!r->counts)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block counts", nb);
+    for (uint64_t b = 0; b < nb; b++)
+        table_bits_put(r->counts, b * r->count_bits, r->count_bits, counts[b] - r->count_min);
+    return SIMSTORE_OK;
+}
+
+/* Version 1: keys, then (count, checksum) per block; converted to the
+ * in-RAM form. */
+static int parse_index_v1(table_reader *r, const uint8_t *index)
+{
+    uint64_t nb = r->info.block_count;
+    uint64_t *keys = malloc((size_t)(nb ? nb : 1) * sizeof *keys);
+    uint32_t *counts = malloc((size_t)(nb ? nb : 1) * sizeof *counts);
+    r->checksums = malloc((size_t)(nb ? nb : 1) * sizeof *r->checksums);
+    int rc = SIMSTORE_OK;
+    if (!keys || !counts || !r->checksums) {
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block keys", nb);
+        goto done;
+    }
+    for (uint64_t b = 0; b < nb; b++) {
+        keys[b] = le_load64(index + 8 * b);
+        counts[b] = le_load32(index + 8 * nb + 8 * b);
+        r->checksums[b] = le_load32(index + 8 * nb + 8 * b + 4);
+        if (b && keys[b] <= keys[b - 1]) {
+            rc = SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64 " (index byte offset %" PRIu64
+                              ") cannot follow the previous key with %" PRIu32 " values",
+                              b, keys[b], r->info.index_offset + 8 * b, counts[b]);
+            goto done;
+        }
+    }
+    rc = pack_counts(r, counts, nb);
+    if (!rc) {
+        unsigned l = table_keys_choose_low_bits(nb, nb ? keys[nb - 1] : 0);
+        rc = table_keys_alloc(&r->keys, nb, l, table_keys_high_words(nb, l, nb ? keys[nb - 1] : 0));
+        if (!rc)
+            rc = table_keys_encode(&r->keys, keys);
+    }
+    r->group_count = nb;
+    r->group_blocks = 1;
+    r->first_slot = 0;
+    r->group_seed = TBL_SEED_BLOCK;
+done:
+    free(keys);
+    free(counts);
+    return rc;
+}
+
+/* Version 2: the index header, key low parts, key high bits, counts, group
+ * checksums (format/table.md, "Block index"). */
+static int parse_index_v2(table_reader *r, const uint8_t *index)
+{
+    table_info *in = &r->info;
+    uint64_t nb = in->block_count;
+    uint64_t bb = in->params.block_bytes;
+    unsigned low_bits = index[TBL_I2_LOW_BITS];
+    unsigned count_bits = index[TBL_I2_COUNT_BITS];
+    uint64_t high_words = le_load64(index + TBL_I2_HIGH_WORDS);
+    if (low_bits > 63 || count_bits > TBL_MAX_COUNT_BITS ||
+        (index[TBL_I2_RESERVED] | index[TBL_I2_RESERVED + 1]) != 0)
+        return SIMS_CORRUPT("index header (byte offset %" PRIu64 "): key low bits %u (at most 63), "
+                            "count bits %u (at most %u), reserved bytes must be zero",
+                            in->index_offset, low_bits, count_bits, TBL_MAX_COUNT_BITS);
+    uint64_t low_words = table_keys_low_words(nb, low_bits);
+    uint64_t count_words = (nb * count_bits + 63) / 64;
+    uint64_t groups = tbl_group_count(nb, bb);
+    uint64_t room = (in->index_bytes - TBL_I2_HEADER_BYTES) / 8;
+    /* Bounded by the index's size before any sum can overflow. */
+    if (high_words > room || low_words > room || count_words > room || groups > 2 * room ||
+        in->index_bytes !=
+            TBL_I2_HEADER_BYTES + 8 * (low_words + high_words + count_words) + 4 * groups)
+        return SIMS_CORRUPT("index size %" PRIu64 " does not match %" PRIu64 " blocks with %u key "
+                            "low bits, %" PRIu64 " key high words and %u count bits",
+                            in->index_bytes, nb, low_bits, high_words, count_bits);
+    int rc = table_keys_alloc(&r->keys, nb, low_bits, high_words);
+    if (rc)
+        return rc;
+    const uint8_t *p = index + TBL_I2_HEADER_BYTES;
+    for (uint64_t w = 0; w < low_words; w++, p += 8)
+        r->keys.low[w] = le_load64(p);
+    for (uint64_t w = 0; w < high_words; w++, p += 8)
+        r->keys.high[w] = le_load64(p);
+    rc = table_keys_index(&r->keys);
+    if (rc)
+        return sims_fail_context(rc, "block keys (index byte offset %" PRIu64 ")",
+                                 in->index_offset + TBL_I2_HEADER_BYTES);
+    r->count_bits = count_bits;
+    r->count_min = le_load32(index + TBL_I2_COUNT_MIN);
+    r->counts = calloc((size_t)count_words + 1, 8);
+    r->checksums = malloc((size_t)(groups ? groups : 1) * sizeof *r->checksums);
+    if (!r->counts || !r->checksums)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block counts", nb);
+    const uint8_t *counts_at = p;
+    for (uint64_t w = 0; w < count_words; w++, p += 8)
+        r->counts[w] = le_load64(p);
+    uint64_t used = nb * count_bits;
+    if (used % 64 && r->counts[count_words - 1] >> (used % 64))
+        return SIMS_CORRUPT("nonzero bits after the last block count (index byte offset %" PRIu64
+                            ")",
+                            in->index_offset + (uint64_t)(counts_at - index) + 8 * count_words - 8);
+    for (uint64_t g = 0; g < groups; g++, p += 4)
+        r->checksums[g] = le_load32(p);
+    r->group_count = groups;
+    r->group_blocks = tbl_group_blocks(bb);
+    r->first_slot = tbl_group_first_slot(bb);
+    r->group_seed = TBL_SEED_GROUP;
+    r->implicit_last = 1;
+    return SIMSTORE_OK;
+}
+
+static uint32_t count_of(const table_reader *r, uint64_t b)
+{
+    return r->count_min + (uint32_t)table_bits_get(r->counts, b * r->count_bits, r->count_bits);
 }
 
 static int parse_index(table_reader *r)
@@ -179,33 +319,34 @@ static int parse_index(table_reader *r)
         return SIMS_CORRUPT("index checksum mismatch (index at byte offset %" PRIu64 ")",
                             in->index_offset);
     r->blocks = r->data + in->blocks_offset;
-    r->entries = index + 8 * nb;
-    if (nb) {
-        r->keys = malloc((size_t)nb * sizeof *r->keys);
-        if (!r->keys)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block keys", nb);
-    }
-    in->key_ram_bytes = nb * sizeof *r->keys;
+    int rc = in->format_version == 1 ? parse_index_v1(r, index) : parse_index_v2(r, index);
+    if (rc)
+        return rc;
+    in->key_ram_bytes = table_keys_ram_bytes(&r->keys) + 8 * ((nb * r->count_bits + 63) / 64 + 1) +
+                        4 * r->group_count;
 
     size_t bb = in->params.block_bytes;
-    uint64_t max_first = codec_block_max_count(bb, r->huff.min_len, 1);
-    uint64_t max_other = codec_block_max_count(bb, r->huff.min_len, 0);
-    uint64_t total = 0;
+    /* Version 2 does not code a block's last value: one more fits. */
+    uint64_t max_first = codec_block_max_count(bb, r->huff.min_len, 1) + (uint64_t)r->implicit_last;
+    uint64_t max_other = codec_block_max_count(bb, r->huff.min_len, 0) + (uint64_t)r->implicit_last;
+    uint64_t total = 0, prev = 0;
+    table_keys_walk walk;
+    table_keys_walk_init(&walk, &r->keys);
     for (uint64_t b = 0; b < nb; b++) {
-        uint64_t key = le_load64(index + 8 * b);
-        uint64_t count = le_load32(r->entries + 8 * b);
-        uint64_t entry_offset = in->index_offset + 8 * nb + 8 * b;
+        uint64_t key = table_keys_walk_next(&walk);
+        uint64_t count = count_of(r, b);
         if (count == 0 || count > (b ? max_other : max_first))
-            return SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64 " (index byte offset %" PRIu64
-                                ") outside 1..%" PRIu64,
-                                b, count, entry_offset, b ? max_other : max_first);
+            return SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64
+                                " (index at byte offset %" PRIu64 ") outside 1..%" PRIu64,
+                                b, count, in->index_offset, b ? max_other : max_first);
         /* The values of block b are distinct and above key[b-1] (or >= 0),
          * so its key exceeds key[b-1] by at least its count. */
-        if (b ? (key <= r->keys[b - 1] || key - r->keys[b - 1] < count) : key < count - 1)
-            return SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64 " (index byte offset %" PRIu64
+        if (b ? key - prev < count : key < count - 1)
+            return SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64
+                                " (index at byte offset %" PRIu64
                                 ") cannot follow the previous key with %" PRIu64 " values",
-                                b, key, in->index_offset + 8 * b, count);
-        r->keys[b] = key;
+                                b, key, in->index_offset, count);
+        prev = key;
         total += count;
     }
     if (total != in->fp_count)
@@ -224,12 +365,12 @@ static int reader_open(table_reader *r, unsigned flags)
         rc = parse_footer(r);
     if (!rc)
         rc = parse_index(r);
-    /* The index was read once to check it; only the keys (copied above) need
-     * to stay in RAM. Probes fault in the few entries they read. */
+    /* The index was read once to check it and copied to RAM in its compact
+     * form; its pages are not read again. */
     if (!rc)
         sims_map_release(&r->map, (size_t)r->info.index_offset, (size_t)r->info.index_bytes);
     if (!rc && !(flags & TABLE_SKIP_BLOCK_CHECKSUMS)) {
-        size_t words = (size_t)(r->info.block_count + 63) / 64;
+        size_t words = (size_t)(r->group_count + 63) / 64;
         r->verified = calloc(words ? words : 1, sizeof *r->verified);
         if (!r->verified)
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a table's block bitmap");
@@ -242,7 +383,9 @@ void table_reader_close(table_reader *r)
     if (!r)
         return;
     sims_map_close(&r->map);
-    free(r->keys);
+    table_keys_free(&r->keys);
+    free(r->counts);
+    free(r->checksums);
     free((void *)r->verified);
     free(r->name);
     free(r);
@@ -306,59 +449,18 @@ const table_info *table_reader_info(const table_reader *r)
     return &r->info;
 }
 
-const uint64_t *table_reader_keys(const table_reader *r)
+uint64_t table_reader_key(const table_reader *r, uint64_t block)
 {
-    return r->keys;
+    return table_keys_get(&r->keys, block);
 }
 
 /* ---- finding blocks ----------------------------------------------------------- */
 
-/* First b with keys[b] >= v: an interpolation guess (keys of a permuted
- * fingerprint table are close to uniform), then galloping from the guess and
- * a binary search in the bracket, so skewed keys cost O(log n), not O(n). */
+/* First b with key[b] >= v: the Elias-Fano search (keys.c): a sampled
+ * select on the high bits, then the few keys with v's high part. */
 uint64_t table_reader_find_block(const table_reader *r, uint64_t v)
 {
-    const uint64_t *keys = r->keys;
-    uint64_t n = r->info.block_count;
-    if (n == 0 || v <= keys[0])
-        return 0;
-    if (v > keys[n - 1])
-        return n;
-    /* Now keys[0] < v <= keys[n-1]; keep keys[lo] < v <= keys[hi]. */
-    double frac = (double)(v - keys[0]) / (double)(keys[n - 1] - keys[0]);
-    uint64_t guess = (uint64_t)(frac * (double)(n - 1));
-    if (guess < 1)
-        guess = 1;
-    if (guess > n - 1)
-        guess = n - 1;
-    uint64_t lo, hi, step = 1;
-    if (keys[guess] >= v) {
-        hi = guess;
-        for (;;) {
-            lo = hi > step ? hi - step : 0;
-            if (keys[lo] < v)
-                break;
-            hi = lo;
-            step *= 2;
-        }
-    } else {
-        lo = guess;
-        for (;;) {
-            hi = n - 1 - lo > step ? lo + step : n - 1;
-            if (keys[hi] >= v)
-                break;
-            lo = hi;
-            step *= 2;
-        }
-    }
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < v)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
+    return table_keys_find(&r->keys, v);
 }
 
 /* ---- blocks ------------------------------------------------------------------- */
@@ -377,49 +479,107 @@ static int block_fail(const table_reader *r, uint64_t b, int rc)
 
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block)
 {
-    return block < r->info.block_count ? le_load32(r->entries + 8 * block) : 0;
+    return block < r->info.block_count ? count_of(r, block) : 0;
+}
+
+static uint64_t group_of(const table_reader *r, uint64_t b)
+{
+    return (b + r->first_slot) / r->group_blocks;
 }
 
 uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block)
 {
-    return block < r->info.block_count ? le_load32(r->entries + 8 * block + 4) : 0;
+    return block < r->info.block_count ? r->checksums[group_of(r, block)] : 0;
 }
 
 /* How block_begin treats checksums. */
 enum { VERIFY_NEVER = 0, VERIFY_ALWAYS = 1, VERIFY_ONCE = 2 };
 
-/* Verify block b's checksum (always, or unless already verified once) and
- * start a decoder on it. */
-static int block_begin(const table_reader *r, uint64_t b, int verify, codec_block_decoder *dec)
+/* The blocks [*first, *end) of block b's checksum group. */
+static void group_range(const table_reader *r, uint64_t b, uint64_t *first, uint64_t *end)
 {
+    uint64_t g = group_of(r, b);
+    uint64_t f = g * r->group_blocks, e = f + r->group_blocks;
+    *first = f > r->first_slot ? f - r->first_slot : 0;
+    e -= r->first_slot;
+    *end = e < r->info.block_count ? e : r->info.block_count;
+}
+
+/* Verify the checksum of block b's group: its blocks' bytes, which lie in
+ * one page of the file (version 1: the block alone). */
+static int group_verify(const table_reader *r, uint64_t b)
+{
+    uint64_t g = group_of(r, b), first, end;
+    group_range(r, b, &first, &end);
     size_t bb = r->info.params.block_bytes;
-    const uint8_t *data = r->blocks + b * bb;
-    uint64_t bit = 1ULL << (b & 63);
-    if (verify == VERIFY_ONCE &&
-        (atomic_load_explicit(&r->verified[b >> 6], memory_order_relaxed) & bit))
-        verify = VERIFY_NEVER;
-    if (verify) {
-        uint32_t stored = le_load32(r->entries + 8 * b + 4);
-        uint32_t computed = (uint32_t)sims_xxh3_64(data, bb, tbl_block_seed(b));
-        if (stored != computed)
+    uint32_t stored = r->checksums[g];
+    uint32_t computed = (uint32_t)sims_xxh3_64(r->blocks + first * bb, (size_t)(end - first) * bb,
+                                               r->group_seed + g);
+    if (stored != computed) {
+        if (r->group_blocks == 1)
             return block_fail(r, b,
                               SIMS_CORRUPT("block checksum mismatch (stored %08" PRIx32
                                            ", computed %08" PRIx32 ")",
                                            stored, computed));
-        if (r->verified)
-            atomic_fetch_or_explicit(&r->verified[b >> 6], bit, memory_order_relaxed);
+        return block_fail(r, b,
+                          SIMS_CORRUPT("block checksum mismatch: group %" PRIu64 " (blocks %" PRIu64
+                                       "..%" PRIu64 ", stored %08" PRIx32 ", computed %08" PRIx32
+                                       ")",
+                                       g, first, end - 1, stored, computed));
     }
-    codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? r->keys[b - 1] : 0,
-                             le_load32(r->entries + 8 * b));
     return SIMSTORE_OK;
 }
 
-static int verify_blocks(const table_reader *r)
+int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first, uint64_t *end)
 {
-    return (r->flags & TABLE_SKIP_BLOCK_CHECKSUMS) ? VERIFY_NEVER : VERIFY_ALWAYS;
+    if (block >= r->info.block_count)
+        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
+                         block, r->info.block_count);
+    group_range(r, block, first, end);
+    int rc = group_verify(r, *first);
+    if (!rc && r->verified) {
+        uint64_t g = group_of(r, block);
+        atomic_fetch_or_explicit(&r->verified[g >> 6], 1ULL << (g & 63), memory_order_relaxed);
+    }
+    return rc;
 }
 
-/* Searches and cursors: verify each block before its first decode only. */
+/* Verify block b's group (always, or unless already verified once) and
+ * start a decoder on it; prev is key[b-1] (any value for b = 0) and key is
+ * key[b]. */
+static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint64_t prev,
+                            uint64_t key, codec_block_decoder *dec)
+{
+    size_t bb = r->info.params.block_bytes;
+    const uint8_t *data = r->blocks + b * bb;
+    if (verify) {
+        uint64_t g = group_of(r, b);
+        uint64_t bit = 1ULL << (g & 63);
+        if (verify == VERIFY_ONCE && r->verified &&
+            (atomic_load_explicit(&r->verified[g >> 6], memory_order_relaxed) & bit))
+            verify = VERIFY_NEVER;
+        if (verify) {
+            int rc = group_verify(r, b);
+            if (rc)
+                return rc;
+            if (r->verified)
+                atomic_fetch_or_explicit(&r->verified[g >> 6], bit, memory_order_relaxed);
+        }
+    }
+    codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? prev : 0, count_of(r, b));
+    if (r->implicit_last)
+        codec_block_decoder_set_last(dec, key);
+    return SIMSTORE_OK;
+}
+
+static int block_begin(const table_reader *r, uint64_t b, int verify, codec_block_decoder *dec)
+{
+    uint64_t prev, key;
+    table_keys_pair(&r->keys, b, &prev, &key);
+    return block_begin_keys(r, b, verify, prev, key, dec);
+}
+
+/* Verify each group before the first decode of one of its blocks only. */
 static int verify_blocks_once(const table_reader *r)
 {
     return (r->flags & TABLE_SKIP_BLOCK_CHECKSUMS) ? VERIFY_NEVER : VERIFY_ONCE;
@@ -450,7 +610,7 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
             break;
         got += k;
     }
-    rc = codec_block_decoder_finish(&dec, r->keys[block]);
+    rc = codec_block_decoder_finish(&dec, table_keys_get(&r->keys, block));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -462,7 +622,7 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
 int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
                        size_t *n)
 {
-    return block_decode(r, block, verify_blocks(r), out, cap, n, NULL);
+    return block_decode(r, block, verify_blocks_once(r), out, cap, n, NULL);
 }
 
 int table_reader_block_start(const table_reader *r, uint64_t block, codec_block_decoder *dec)
@@ -480,7 +640,7 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
     if (rc)
         return block_fail(r, block, rc);
     if (dec->remaining == 0) {
-        rc = codec_block_decoder_finish(dec, r->keys[block]);
+        rc = codec_block_decoder_finish(dec, table_keys_get(&r->keys, block));
         if (rc)
             return block_fail(r, block, rc);
     }
@@ -494,7 +654,7 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
         return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
                          block, r->info.block_count);
     codec_block_decoder dec;
-    int rc = block_begin(r, block, 1, &dec);
+    int rc = block_begin(r, block, verify_blocks_once(r) ? VERIFY_ONCE : VERIFY_ALWAYS, &dec);
     if (rc)
         return rc;
     size_t k;
@@ -503,7 +663,7 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
         if (rc)
             return block_fail(r, block, rc);
     } while (k);
-    rc = codec_block_decoder_finish(&dec, r->keys[block]);
+    rc = codec_block_decoder_finish(&dec, table_keys_get(&r->keys, block));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -542,7 +702,8 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             uint64_t b = c->block;
             /* Block b holds values above key[b-1]: none in range once
              * key[b-1] >= hi. */
-            if (b >= r->info.block_count || (b > c->first_block && r->keys[b - 1] >= c->hi)) {
+            if (b >= r->info.block_count ||
+                (b > c->first_block && table_keys_get(&r->keys, b - 1) >= c->hi)) {
                 c->state = CURSOR_DONE;
                 break;
             }
@@ -559,7 +720,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             goto fail;
         }
         if (k == 0) {
-            rc = codec_block_decoder_finish(&c->dec, r->keys[c->block]);
+            rc = codec_block_decoder_finish(&c->dec, table_keys_get(&r->keys, c->block));
             if (rc) {
                 rc = block_fail(r, c->block, rc);
                 goto fail;
@@ -601,20 +762,24 @@ fail:
 uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 {
     uint64_t nb = r->info.block_count;
-    uint64_t first = table_reader_find_block(r, lo);
+    uint64_t prev, key;
+    uint64_t first = table_keys_find_keys(&r->keys, lo, &prev, &key);
     if (lo > hi || first >= nb)
         return first;
     /* The blocks the search will decode: up to the first whose key >= hi. */
     uint64_t last = first;
     size_t bb = r->info.params.block_bytes;
-    while (last + 1 < nb && r->keys[last] < hi && (last + 1 - first) * bb < PREFETCH_MAX_BYTES)
-        last++;
+    while (last + 1 < nb && (last + 1 - first) * bb < PREFETCH_MAX_BYTES && key < hi)
+        key = table_keys_get(&r->keys, ++last);
     const uint8_t *p = r->blocks + first * bb;
     size_t bytes = (size_t)(last - first + 1) * bb;
     if (bytes > PREFETCH_MAX_BYTES)
         bytes = PREFETCH_MAX_BYTES;
 #if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(r->entries + 8 * first, 0, 3);
+    /* What the search reads besides the blocks: the first block's count and
+     * the key sample it starts from. */
+    __builtin_prefetch(&r->counts[first * r->count_bits >> 6], 0, 3);
+    table_keys_prefetch_pair(&r->keys, first);
     for (size_t off = 0; off < bytes; off += 64)
         __builtin_prefetch(p + off, 0, 3);
 #else
@@ -625,10 +790,20 @@ uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 
 /* ---- fused probe -------------------------------------------------------------- */
 
+/* The search from block `first`, whose key and the one before it the
+ * caller has. */
+static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
+                       uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                       int (*emit)(void *ctx, uint64_t value), void *ctx);
+
 int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
                         int (*emit)(void *ctx, uint64_t value), void *ctx)
 {
-    return table_reader_search_from(r, table_reader_find_block(r, lo), lo, hi, q, k, emit, ctx);
+    if (lo > hi)
+        return SIMSTORE_OK;
+    uint64_t prev = 0, key = 0;
+    uint64_t first = table_keys_find_keys(&r->keys, lo, &prev, &key);
+    return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
 }
 
 int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo, uint64_t hi,
@@ -637,16 +812,30 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
 {
     if (lo > hi)
         return SIMSTORE_OK;
+    uint64_t prev = 0, key = 0;
+    if (first < r->info.block_count)
+        table_keys_pair(&r->keys, first, &prev, &key);
+    return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
+}
+
+static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
+                       uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                       int (*emit)(void *ctx, uint64_t value), void *ctx)
+{
     uint64_t nb = r->info.block_count;
     int verify = verify_blocks_once(r);
     uint64_t buf[SEARCH_CHUNK];
     for (uint64_t b = first; b < nb; b++) {
-        if (b > first && r->keys[b - 1] >= hi)
-            break;
+        if (b > first) {
+            if (prev >= hi)
+                break;
+            key = table_keys_get(&r->keys, b);
+        }
         codec_block_decoder dec;
-        int rc = block_begin(r, b, verify, &dec);
+        int rc = block_begin_keys(r, b, verify, prev, key, &dec);
         if (rc)
             return rc;
+        prev = key;
         for (;;) {
             size_t m;
             rc = codec_block_decoder_run(&dec, buf, SEARCH_CHUNK, &m);
@@ -675,7 +864,7 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
             if (past_hi)
                 return SIMSTORE_OK;
         }
-        rc = codec_block_decoder_finish(&dec, r->keys[b]);
+        rc = codec_block_decoder_finish(&dec, key);
         if (rc)
             return block_fail(r, b, rc);
     }

@@ -1,8 +1,10 @@
 /* table.h: one permuted table file (format/table.md): a writer that streams
  * sorted distinct fingerprints into fixed-size Huffman-delta blocks and
  * publishes the file atomically, and a reader that maps a file (or borrows a
- * buffer), validates it, keeps only the block keys in RAM, and answers range
- * scans and fused Hamming-distance probes.
+ * buffer), validates it, keeps its index in RAM in compact form (block keys
+ * in Elias-Fano form, counts, checksums), and answers range scans and fused
+ * Hamming-distance probes. Both format versions are read; version 2 is
+ * written unless table_params.format_version asks for 1.
  *
  * The table layer knows nothing about LMDB, documents or what the
  * permutation and prefix bits mean: it stores them for the caller.
@@ -23,8 +25,8 @@
 
 #include "codec/block.h"
 
-/* The format version this code writes and reads. */
-#define TABLE_FORMAT_VERSION 1u
+/* The format version this code writes by default; it reads 1 and 2. */
+#define TABLE_FORMAT_VERSION 2u
 
 /* What the caller supplies and the reader returns unchanged. */
 typedef struct table_params {
@@ -33,6 +35,10 @@ typedef struct table_params {
     uint8_t perm[64];     /* a permutation of 0..63; opaque to this layer */
     uint64_t store_tag;   /* identifies the store the file belongs to */
     uint32_t table_index; /* which of the store's tables this is */
+    uint32_t format_version; /* to write: 0 for TABLE_FORMAT_VERSION, or 1
+                              * (golden files, compatibility tests); a
+                              * reader leaves it 0 (the file's version is
+                              * table_info.format_version) */
 } table_params;
 
 /* ---- histogram ------------------------------------------------------------ */
@@ -112,11 +118,11 @@ typedef struct table_info {
     uint64_t blocks_offset; /* where block 0 starts */
     uint64_t blocks_bytes;  /* block_count * block_bytes */
     uint64_t index_offset;
-    uint64_t index_bytes; /* 16 * block_count */
+    uint64_t index_bytes;  /* version 1: 16 * block_count; version 2: format/table.md */
     uint64_t footer_bytes; /* 64 */
     uint64_t header_checksum;
     uint64_t index_checksum;
-    uint64_t key_ram_bytes; /* block keys the reader keeps in memory */
+    uint64_t key_ram_bytes; /* the index (keys, counts, checksums) the reader keeps in RAM */
 } table_info;
 
 /* Open flag: do not verify a block's checksum before decoding it (faster;
@@ -142,10 +148,10 @@ void table_reader_close(table_reader *r);
 /* The table's facts; valid until table_reader_close. */
 const table_info *table_reader_info(const table_reader *r);
 
-/* The in-RAM block keys: keys[b] is the last fingerprint of block b,
- * strictly increasing, table_reader_info(r)->block_count of them. Valid until
- * table_reader_close. */
-const uint64_t *table_reader_keys(const table_reader *r);
+/* The key of block `block` < block_count: its last (largest) fingerprint;
+ * keys strictly increase. Constant time (the keys are kept in Elias-Fano
+ * form). */
+uint64_t table_reader_key(const table_reader *r, uint64_t block);
 
 /* The first block whose key is >= v (block_count when there is none): the
  * only block that can hold v. */
@@ -174,9 +180,18 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
  * when block is out of range. */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
 
-/* Block `block`'s checksum as the index stores it (not verified here), or 0
- * when block is out of range; for inspection tools. */
+/* The checksum covering block `block` as the index stores it (not verified
+ * here): version 1, the block's; version 2, its page group's. 0 when block
+ * is out of range; for inspection tools. */
 uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block);
+
+/* The blocks [*first, *end) that share block `block`'s checksum (version 2:
+ * its 4 KiB page group; version 1: the block alone), and whether their
+ * checksum holds, whatever the open flags (a group found good is not hashed
+ * again by searches). Returns SIMSTORE_OK, SIMSTORE_EINVAL (block out of
+ * range) or SIMSTORE_ECORRUPT (the message names the group and its blocks);
+ * *first and *end are set in every case but EINVAL. */
+int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first, uint64_t *end);
 
 /* Check one block completely, whatever the open flags: checksum, decode,
  * count, last value = key, zero padding. Returns SIMSTORE_OK, SIMSTORE_EINVAL
@@ -215,7 +230,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
 /* ---- fused probe ------------------------------------------------------------ */
 
 /* Hint that a search of [lo, hi] follows soon: issue prefetches for the block
- * bytes and index entries that search will read (at most 8 KiB), so that the
+ * bytes (at most 8 KiB) and the in-RAM index words that search will read, so that the
  * probes of several tables wait on memory in parallel, not one after
  * another. Reads nothing it is not bounded to; never fails. Returns the
  * first block the search will read (table_reader_find_block(r, lo)), to hand

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "table/format.h"
+#include "table/keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,9 +52,17 @@ struct table_writer {
     uint64_t fp_count;
     uint64_t last; /* last fingerprint added, valid when fp_count > 0 */
 
-    /* Per block: the key, and count | checksum << 32 (the index entry). */
+    uint32_t version; /* the format version written: 1 or 2 */
+
+    /* Per block: the key, and count | checksum << 32 (version 1: the index
+     * entry; version 2: the count alone); version 2 per page group: its
+     * checksum. */
     index_column keys;
     index_column entries;
+    index_column groups;
+    uint32_t count_min, count_max;
+    uint8_t *group;    /* version 2: the current page group's blocks */
+    size_t group_len;  /* bytes in `group` */
     uint64_t last_key; /* the key of the last block written */
     size_t index_mem_values; /* per column, before spilling */
     uint64_t block_count;
@@ -83,6 +92,9 @@ void table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev, cons
 
 static int params_check(const table_params *p)
 {
+    if (p->format_version > 2)
+        return sims_fail(SIMSTORE_EINVAL, "table format version %" PRIu32 " cannot be written",
+                         p->format_version);
     if (!simstore_block_bytes_valid(p->block_bytes))
         return sims_fail(SIMSTORE_EINVAL, "block size %" PRIu32 " is not a power of two in [%u, %u]",
                          p->block_bytes, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES);
@@ -147,8 +159,10 @@ static void column_free(index_column *c)
 static void writer_free(table_writer *w)
 {
     free(w->block);
+    free(w->group);
     column_free(&w->keys);
     column_free(&w->entries);
+    column_free(&w->groups);
     free(w->mem);
     free(w);
 }
@@ -200,6 +214,126 @@ static int column_push(table_writer *w, index_column *c, uint64_t v)
     return SIMSTORE_OK;
 }
 
+/* Call fn(ctx, v) for each value of the column, in order. */
+static int column_each(const index_column *c, int (*fn)(void *ctx, uint64_t v), void *ctx)
+{
+    uint64_t vals[1024];
+    for (uint64_t done = 0; done < c->file_values;) {
+        uint64_t want = c->file_values - done;
+        if (want > sizeof vals / 8)
+            want = sizeof vals / 8;
+        int rc = sims_pread_all(c->fd, vals, (size_t)want * 8, done * 8, "index spill");
+        for (size_t i = 0; !rc && i < want; i++)
+            rc = fn(ctx, vals[i]);
+        if (rc)
+            return rc;
+        done += want;
+    }
+    for (size_t i = 0; i < c->len; i++) {
+        int rc = fn(ctx, c->mem[i]);
+        if (rc)
+            return rc;
+    }
+    return SIMSTORE_OK;
+}
+
+/* Version 2's index sections: bit fields packed LSB-first into u64 words,
+ * written little-endian through a buffer, hashed on the way. */
+typedef struct bit_sink {
+    table_writer *w;
+    sims_xxh3_stream *hash;
+    uint64_t acc;   /* pending bits, the low `nbits` */
+    unsigned nbits; /* < 64 */
+    uint8_t buf[4096];
+    size_t len;
+    /* for the key high bits */
+    unsigned low_bits;
+    uint64_t pos, i, count_min;
+    unsigned count_bits;
+} bit_sink;
+
+static int sink_bytes(bit_sink *s, const uint8_t *p, size_t n)
+{
+    if (s->len + n > sizeof s->buf) {
+        sims_xxh3_stream_update(s->hash, s->buf, s->len);
+        int rc = sink_write(s->w, s->buf, s->len);
+        s->len = 0;
+        if (rc)
+            return rc;
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    return SIMSTORE_OK;
+}
+
+static int sink_flush(bit_sink *s)
+{
+    sims_xxh3_stream_update(s->hash, s->buf, s->len);
+    int rc = sink_write(s->w, s->buf, s->len);
+    s->len = 0;
+    return rc;
+}
+
+static int bits_put(bit_sink *s, uint64_t v, unsigned n) /* n <= 64 */
+{
+    if (n == 0)
+        return SIMSTORE_OK;
+    if (n < 64)
+        v &= ((uint64_t)1 << n) - 1;
+    uint64_t word = s->acc | (s->nbits ? v << s->nbits : v);
+    if (s->nbits + n < 64) {
+        s->acc = word;
+        s->nbits += n;
+        return SIMSTORE_OK;
+    }
+    uint8_t b[8];
+    le_store64(b, word);
+    unsigned used = 64 - s->nbits; /* bits of v in this word */
+    s->acc = used < 64 ? v >> used : 0;
+    s->nbits = n - used;
+    return sink_bytes(s, b, 8);
+}
+
+/* Pad the current word with zero bits. */
+static int bits_align(bit_sink *s)
+{
+    return s->nbits ? bits_put(s, 0, 64 - s->nbits) : SIMSTORE_OK;
+}
+
+static int put_low(void *ctx, uint64_t key)
+{
+    bit_sink *s = ctx;
+    return bits_put(s, key, s->low_bits);
+}
+
+static int put_high(void *ctx, uint64_t key)
+{
+    bit_sink *s = ctx;
+    uint64_t pos = (key >> s->low_bits) + s->i++;
+    int rc = SIMSTORE_OK;
+    while (!rc && pos - s->pos >= 64) {
+        rc = bits_put(s, 0, 64);
+        s->pos += 64;
+    }
+    if (!rc)
+        rc = bits_put(s, (uint64_t)1 << (pos - s->pos), (unsigned)(pos - s->pos) + 1);
+    s->pos = pos + 1;
+    return rc;
+}
+
+static int put_count(void *ctx, uint64_t entry)
+{
+    bit_sink *s = ctx;
+    return bits_put(s, (uint32_t)entry - s->count_min, s->count_bits);
+}
+
+static int put_group(void *ctx, uint64_t checksum)
+{
+    uint8_t b[4];
+    le_store32(b, (uint32_t)checksum);
+    return sink_bytes(ctx, b, 4);
+}
+
 /* Append a column to the output as little-endian values, hashing them. */
 static int column_write(table_writer *w, const index_column *c, sims_xxh3_stream *hash)
 {
@@ -244,7 +378,9 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
     if (!w)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     w->file.fd = -1;
-    w->keys.fd = w->entries.fd = -1;
+    w->keys.fd = w->entries.fd = w->groups.fd = -1;
+    w->version = p->format_version ? p->format_version : TABLE_FORMAT_VERSION;
+    w->count_min = UINT32_MAX;
     w->index_mem_values = INDEX_MEM_VALUES;
     w->params = *p;
     w->blocks_offset = tbl_blocks_offset(p->block_bytes);
@@ -256,7 +392,9 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
         return rc;
     }
     w->block = malloc((size_t)p->block_bytes + BITIO_WRITER_SLACK);
-    if (!w->block) {
+    if (w->version == 2)
+        w->group = malloc((size_t)p->block_bytes * tbl_group_blocks(p->block_bytes));
+    if (!w->block || (w->version == 2 && !w->group)) {
         writer_free(w);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     }
@@ -310,15 +448,40 @@ void table_writer_abort(table_writer *w)
 
 /* ---- blocks ----------------------------------------------------------------- */
 
+/* Version 2: the checksum of the page group collected so far. */
+static int flush_group(table_writer *w)
+{
+    uint64_t g = w->groups.file_values + w->groups.len;
+    uint32_t checksum = (uint32_t)sims_xxh3_64(w->group, w->group_len, TBL_SEED_GROUP + g);
+    w->group_len = 0;
+    return column_push(w, &w->groups, checksum);
+}
+
 static int flush_block(table_writer *w)
 {
     uint64_t b = w->block_count;
-    uint32_t checksum = (uint32_t)sims_xxh3_64(w->block, w->params.block_bytes, tbl_block_seed(b));
-    int rc = column_push(w, &w->keys, w->enc.prev);
+    size_t bb = w->params.block_bytes;
+    uint32_t checksum = 0;
+    int rc = SIMSTORE_OK;
+    if (w->version == 1) {
+        checksum = (uint32_t)sims_xxh3_64(w->block, bb, tbl_block_seed(b));
+    } else {
+        memcpy(w->group + w->group_len, w->block, bb);
+        w->group_len += bb;
+        uint32_t gb = tbl_group_blocks(bb);
+        if ((b + tbl_group_first_slot(bb) + 1) % gb == 0)
+            rc = flush_group(w);
+    }
+    if (rc == SIMSTORE_OK)
+        rc = column_push(w, &w->keys, w->enc.prev);
     if (rc == SIMSTORE_OK)
         rc = column_push(w, &w->entries, (uint64_t)w->enc.count | (uint64_t)checksum << 32);
     if (rc)
         return rc;
+    if (w->enc.count < w->count_min)
+        w->count_min = w->enc.count;
+    if (w->enc.count > w->count_max)
+        w->count_max = w->enc.count;
     w->last_key = w->enc.prev;
     w->block_count = b + 1;
     w->block_open = 0;
@@ -350,7 +513,15 @@ int table_writer_add(table_writer *w, const uint64_t *fps, size_t n)
         if (!w->block_open)
             start_block(w);
         int put = codec_block_encoder_put(&w->enc, v);
-        if (put == 0) {
+        if (put == 0 && w->version == 2) {
+            /* Version 2: the value that does not fit ends the block as its
+             * key, which the index holds, uncoded. */
+            codec_block_encoder_put_implicit(&w->enc, v);
+            rc = flush_block(w);
+            if (rc)
+                goto fail;
+            put = 1;
+        } else if (put == 0) {
             /* Full: the difference to the previous block's key is the same
              * difference, so the code does not depend on the boundary. An
              * empty block always has room for one value (<= 74 bits). */
@@ -379,7 +550,7 @@ static void encode_header(const table_writer *w, uint8_t h[TBL_HEADER_BYTES])
 {
     memset(h, 0, TBL_HEADER_BYTES);
     memcpy(h + TBL_H_MAGIC, TBL_MAGIC, TBL_MAGIC_BYTES);
-    le_store32(h + TBL_H_VERSION, TABLE_FORMAT_VERSION);
+    le_store32(h + TBL_H_VERSION, w->version);
     le_store32(h + TBL_H_HEADER_BYTES, TBL_HEADER_BYTES);
     le_store32(h + TBL_H_BLOCK_BYTES, w->params.block_bytes);
     h[TBL_H_PREFIX_BITS] = w->params.prefix_bits;
@@ -398,22 +569,78 @@ static int write_trailer(table_writer *w)
 {
     int rc;
     if (w->block_open) {
+        /* Version 2: the last value is the block's key, not coded. */
+        if (w->version == 2)
+            codec_block_encoder_drop_last(&w->enc);
         rc = flush_block(w);
+        if (rc)
+            return rc;
+    }
+    if (w->version == 2 && w->group_len) {
+        rc = flush_group(w);
         if (rc)
             return rc;
     }
     uint64_t nb = w->block_count;
     uint64_t index_offset = sink_offset(w);
-    size_t index_bytes = (size_t)nb * TBL_INDEX_ENTRY_BYTES;
+    uint64_t index_bytes = nb * TBL_INDEX_ENTRY_BYTES;
 
-    /* The index is keys then entries, little-endian, streamed from the
-     * columns (and their spill files) with the checksum computed on the way. */
+    /* The index is streamed from the columns (and their spill files) with
+     * the checksum computed on the way. Version 1: keys then entries,
+     * little-endian. Version 2: the index header, then the key low parts,
+     * key high bits, counts and group checksums (format/table.md). */
     sims_xxh3_stream *hash = sims_xxh3_stream_new(TBL_SEED_INDEX);
     if (!hash)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for the index checksum");
-    rc = column_write(w, &w->keys, hash);
-    if (rc == SIMSTORE_OK)
-        rc = column_write(w, &w->entries, hash);
+    if (w->version == 1) {
+        rc = column_write(w, &w->keys, hash);
+        if (rc == SIMSTORE_OK)
+            rc = column_write(w, &w->entries, hash);
+    } else {
+        bit_sink *s = calloc(1, sizeof *s);
+        rc = s ? SIMSTORE_OK : sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
+        if (!rc) {
+            s->w = w;
+            s->hash = hash;
+            s->low_bits = table_keys_choose_low_bits(nb, w->last_key);
+            s->count_min = nb ? w->count_min : 0;
+            s->count_bits =
+                nb && w->count_max > w->count_min ? bitio_msb(w->count_max - w->count_min) + 1 : 0;
+            uint64_t high_words = table_keys_high_words(nb, s->low_bits, w->last_key);
+            uint8_t ih[TBL_I2_HEADER_BYTES] = {0};
+            ih[TBL_I2_LOW_BITS] = (uint8_t)s->low_bits;
+            ih[TBL_I2_COUNT_BITS] = (uint8_t)s->count_bits;
+            le_store32(ih + TBL_I2_COUNT_MIN, (uint32_t)s->count_min);
+            le_store64(ih + TBL_I2_HIGH_WORDS, high_words);
+            uint64_t groups = w->groups.file_values + w->groups.len;
+            index_bytes = TBL_I2_HEADER_BYTES +
+                          8 * (table_keys_low_words(nb, s->low_bits) + high_words +
+                               (nb * s->count_bits + 63) / 64) +
+                          4 * groups;
+            rc = sink_bytes(s, ih, sizeof ih);
+            if (!rc)
+                rc = column_each(&w->keys, put_low, s);
+            if (!rc)
+                rc = bits_align(s);
+            if (!rc)
+                rc = column_each(&w->keys, put_high, s);
+            if (!rc)
+                rc = bits_align(s);
+            if (!rc)
+                rc = column_each(&w->entries, put_count, s);
+            if (!rc)
+                rc = bits_align(s);
+            if (!rc)
+                rc = column_each(&w->groups, put_group, s);
+            if (!rc)
+                rc = sink_flush(s);
+            if (!rc && sink_offset(w) - index_offset != index_bytes)
+                rc = sims_fail(SIMSTORE_EINVAL,
+                               "internal error: index of %" PRIu64 " bytes, expected %" PRIu64,
+                               sink_offset(w) - index_offset, index_bytes);
+        }
+        free(s);
+    }
     uint64_t index_checksum = sims_xxh3_stream_digest(hash);
     sims_xxh3_stream_free(hash);
     if (rc)

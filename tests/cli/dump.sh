@@ -70,10 +70,12 @@ expect_status 0
 expect_out_has "# block 5 at byte offset $((256 + 5 * 256)):"
 [ "$(grep -c '^# block ' "$T/out")" = 1 ] && ok || fail "--block printed more than one block"
 
-# A damaged block: reported with its number and offset after the ones before it.
-flip "$T/m/s0000000001-t003.tbl" $((256 + 3 * 256 + 17))
+# A damaged block: reported after the blocks before it. Its checksum covers
+# its 4 KiB page (table format 2): 256-byte block 20 is in page 1 with blocks
+# 15..30, so the error comes at block 15, the first of them.
+flip "$T/m/s0000000001-t003.tbl" $((256 + 20 * 256 + 17))
 run dump "$T/m/s0000000001-t003.tbl"
 expect_status 1
-expect_out_has "# block 2 at byte offset 768"
-expect_err_has "block 3 (byte offset 1024): block checksum mismatch"
+expect_out_has "# block 14 at byte offset 3840"
+expect_err_has "block 15 (byte offset 4096): block checksum mismatch: group 1 (blocks 15..30"
 finish

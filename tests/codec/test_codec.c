@@ -511,6 +511,61 @@ static void test_codec_block__extreme_values(void **state)
     assert_memory_equal(out, v, sizeof v);
 }
 
+/* Format 2: a block's last value is its key and is not coded. */
+static void test_codec_block__implicit_last(void **state)
+{
+    (void)state;
+    uint64_t v[] = {7, 9, 20, 21, 1000, 1001};
+    size_t n = sizeof v / sizeof v[0];
+    uint64_t hist[64];
+    histogram(v, n, 3, 1, hist);
+    uint8_t len[64];
+    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    codec_huff_encoder enc;
+    static codec_huff_decoder dec;
+    assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
+    assert_int_equal(codec_huff_decoder_init(&dec, len), 0);
+    for (int raw_first = 0; raw_first <= 1; raw_first++) {
+        uint8_t buf[256 + BITIO_WRITER_SLACK], full[256 + BITIO_WRITER_SLACK];
+        size_t used;
+        /* The same values with the last one coded, for comparison. */
+        assert_int_equal(codec_block_encode(&enc, full, 256, raw_first, 3, v, n, &used), 0);
+        codec_block_encoder e;
+        codec_block_encoder_start(&e, &enc, buf, 256, raw_first, 3);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(codec_block_encoder_put(&e, v[i]), 1);
+        uint64_t with_last = codec_block_encoder_bits(&e);
+        codec_block_encoder_drop_last(&e);
+        assert_true(codec_block_encoder_bits(&e) < with_last);
+        /* Dropping the last value leaves exactly the others' bits. */
+        assert_memory_equal(buf, full, (size_t)(codec_block_encoder_bits(&e) / 8));
+        for (size_t i = (size_t)((codec_block_encoder_bits(&e) + 7) / 8); i < 256; i++)
+            assert_int_equal(buf[i], 0);
+        uint64_t out[8];
+        assert_int_equal(codec_block_decode_implicit(&dec, buf, 256, raw_first, 3, n, 1001, out),
+                         0);
+        assert_memory_equal(out, v, sizeof v);
+        /* In chunks of one. */
+        codec_block_decoder s;
+        codec_block_decoder_init(&s, &dec, buf, 256, raw_first, 3, n);
+        codec_block_decoder_set_last(&s, 1001);
+        size_t got = 0, k;
+        while (!codec_block_decoder_run(&s, out + got, 1, &k) && k)
+            got += k;
+        assert_true(got == n);
+        assert_memory_equal(out, v, sizeof v);
+        assert_int_equal(codec_block_decoder_finish(&s, 1001), 0);
+        /* A key not above the last coded value is corrupt. */
+        assert_int_equal(codec_block_decode_implicit(&dec, buf, 256, raw_first, 3, n, 1000, out),
+                         SIMSTORE_ECORRUPT);
+    }
+    /* Block 0 holding one value: nothing is coded at all. */
+    uint8_t zero[256] = {0};
+    uint64_t out[1];
+    assert_int_equal(codec_block_decode_implicit(&dec, zero, 256, 1, 0, 1, 42, out), 0);
+    assert_true(out[0] == 42);
+}
+
 static void test_codec_block__encoder_rejects(void **state)
 {
     (void)state;
@@ -676,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_codec_block__extreme_values),
         cmocka_unit_test(test_codec_block__encoder_rejects),
         cmocka_unit_test(test_codec_block__rejects_damage),
+        cmocka_unit_test(test_codec_block__implicit_last),
         cmocka_unit_test(test_codec_block__rejects_wrap),
         cmocka_unit_test(test_codec_block__garbage_is_bounded),
     };

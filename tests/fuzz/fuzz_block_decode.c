@@ -6,7 +6,9 @@
  * Input layout (missing bytes read as zero):
  *   [0]       mode: bits 0-1 op (0: code lengths taken raw, 1: lengths built
  *             from 64 byte-sized weights, 2 or 3: round trip), bit 2
- *             raw_first, bits 4-5 block size 256 << x
+ *             raw_first, bit 3 implicit last value (table format 2: the
+ *             last of `count` values is `key`, not coded), bits 4-5 block
+ *             size 256 << x
  *   [1, 65)   code lengths (op 0) or weights (op 1)
  *   [65, 73)  predecessor (u64 LE)      [73, 77) count (u32 LE)
  *   [77, 85)  key (u64 LE)              [85]     decode chunk size - 1
@@ -42,7 +44,7 @@ static uint64_t in_u64(const uint8_t *data, size_t size, size_t i)
 }
 
 static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int raw_first,
-                             size_t bytes)
+                             int implicit, size_t bytes)
 {
     uint8_t lengths[64];
     if (op == 0) {
@@ -74,6 +76,8 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
                 memcpy(block, data + HDR, size - HDR < bytes ? size - HDR : bytes);
             codec_block_decoder s;
             codec_block_decoder_init(&s, dec, block, bytes, raw_first, prev, count);
+            if (implicit)
+                codec_block_decoder_set_last(&s, key);
             size_t got = 0, k;
             int rc;
             while (!(rc = codec_block_decoder_run(&s, out + got, chunk, &k)) && k) {
@@ -85,6 +89,8 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
                 if (got != count)
                     abort();
                 (void)codec_block_decoder_finish(&s, key);
+                if (implicit && got && out[got - 1] != key)
+                    abort();
                 /* Values ascend strictly (no wrap went unreported). */
                 for (size_t i = 1; i < got; i++)
                     if (out[i] <= out[i - 1])
@@ -99,7 +105,7 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
     free(dec);
 }
 
-static void round_trip(const uint8_t *data, size_t size, int raw_first, size_t bytes)
+static void round_trip(const uint8_t *data, size_t size, int raw_first, int implicit, size_t bytes)
 {
     size_t words = size > HDR ? (size - HDR) / 8 : 0;
     if (words == 0)
@@ -140,12 +146,37 @@ static void round_trip(const uint8_t *data, size_t size, int raw_first, size_t b
         codec_huff_encoder_init(&enc, lengths) || codec_huff_decoder_init(dec, lengths))
         abort();
     size_t used;
-    if (codec_block_encode(&enc, block, bytes, raw_first, prev, v, n, &used))
-        abort();
-    if (used == 0 || used > codec_block_max_count(bytes, dec->min_len, raw_first))
-        abort();
-    if (codec_block_decode(dec, block, bytes, raw_first, prev, used, v[used - 1], out))
-        abort();
+    if (implicit) {
+        /* As the version-2 writer: put while the values fit; the first that
+         * does not is the implicit last, else the last put is dropped. */
+        codec_block_encoder e;
+        codec_block_encoder_start(&e, &enc, block, bytes, raw_first, prev);
+        used = 0;
+        while (used < n) {
+            int rc = codec_block_encoder_put(&e, v[used]);
+            if (rc < 0)
+                abort();
+            if (rc == 0) {
+                codec_block_encoder_put_implicit(&e, v[used]);
+                used++;
+                break;
+            }
+            used++;
+            if (used == n)
+                codec_block_encoder_drop_last(&e);
+        }
+        if (used == 0 || used > codec_block_max_count(bytes, dec->min_len, raw_first) + 1)
+            abort();
+        if (codec_block_decode_implicit(dec, block, bytes, raw_first, prev, used, v[used - 1], out))
+            abort();
+    } else {
+        if (codec_block_encode(&enc, block, bytes, raw_first, prev, v, n, &used))
+            abort();
+        if (used == 0 || used > codec_block_max_count(bytes, dec->min_len, raw_first))
+            abort();
+        if (codec_block_decode(dec, block, bytes, raw_first, prev, used, v[used - 1], out))
+            abort();
+    }
     if (memcmp(out, v, used * sizeof *v) != 0)
         abort();
 done:
@@ -160,10 +191,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned mode = in_byte(data, size, 0);
     unsigned op = mode & 3;
     int raw_first = (mode >> 2) & 1;
+    int implicit = (mode >> 3) & 1;
     size_t bytes = (size_t)SIMSTORE_MIN_BLOCK_BYTES << ((mode >> 4) & 3);
     if (op <= 1)
-        decode_arbitrary(data, size, op, raw_first, bytes);
+        decode_arbitrary(data, size, op, raw_first, implicit, bytes);
     else
-        round_trip(data, size, raw_first, bytes);
+        round_trip(data, size, raw_first, implicit, bytes);
     return 0;
 }

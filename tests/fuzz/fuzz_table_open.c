@@ -3,7 +3,8 @@
  * probes, checking the answers against each other.
  *
  * Input: one mode byte, then the file bytes.
- *   mode bit 0: repair every checksum (header, footer, index, blocks) before
+ *   mode bit 0: repair every checksum (header, footer, index, blocks or
+ *               version 2's page groups) before
  *               opening, so mutations reach the checks behind the checksums
  *               (a fuzzer cannot forge XXH3);
  *   mode bit 1: open with TABLE_SKIP_BLOCK_CHECKSUMS, so damaged blocks reach
@@ -40,8 +41,23 @@ static void repair_checksums(uint8_t *b, size_t size)
     uint64_t nb = le_load64(b + TBL_H_BLOCK_COUNT);
     uint64_t ioff = le_load64(f + TBL_F_INDEX_OFFSET);
     uint64_t ilen = le_load64(f + TBL_F_INDEX_BYTES);
+    uint32_t version = le_load32(b + TBL_H_VERSION);
+    if (ioff <= foff && ilen <= foff - ioff && version == 2 && simstore_block_bytes_valid(bb)) {
+        /* Version 2: a checksum per page group, at the end of the index. */
+        uint64_t groups = nb <= foff / bb ? tbl_group_count(nb, bb) : 0;
+        uint64_t gb = tbl_group_blocks(bb), slot = tbl_group_first_slot(bb);
+        for (uint64_t g = 0; groups && groups <= ilen / 4 && g < groups; g++) {
+            uint64_t first = g * gb > slot ? g * gb - slot : 0, end = (g + 1) * gb - slot;
+            end = end < nb ? end : nb;
+            if (boff > foff || end > (foff - boff) / bb)
+                break;
+            uint32_t c = (uint32_t)sims_xxh3_64(b + boff + first * bb, (size_t)((end - first) * bb),
+                                                TBL_SEED_GROUP + g);
+            le_store32(b + ioff + ilen - 4 * groups + 4 * g, c);
+        }
+    }
     if (ioff <= foff && ilen <= foff - ioff) {
-        if (simstore_block_bytes_valid(bb) && nb <= ilen / 16) {
+        if (version == 1 && simstore_block_bytes_valid(bb) && nb <= ilen / 16) {
             for (uint64_t k = 0; k < nb; k++) {
                 if (boff > foff || k >= (foff - boff) / bb)
                     break;
@@ -97,11 +113,12 @@ static void exercise(const table_reader *r)
     }
 
     /* Probes: ranges and queries derived from the keys and values. */
-    const uint64_t *keys = table_reader_keys(r);
     uint64_t nb = in->block_count;
     uint64_t *hits = malloc((size_t)(n + 1) * sizeof *hits);
     for (int t = 0; hits && t < 6; t++) {
-        uint64_t q = nb ? keys[(uint64_t)t * 7919 % nb] ^ ((uint64_t)1 << (t * 11 % 64)) : (uint64_t)t;
+        uint64_t q =
+            nb ? table_reader_key(r, (uint64_t)t * 7919 % nb) ^ ((uint64_t)1 << (t * 11 % 64))
+               : (uint64_t)t;
         if (got && t % 2)
             q = all[(size_t)t * 104729 % got] ^ 3;
         unsigned prefix = (unsigned)(t * 5 % 20);

@@ -58,10 +58,12 @@ static void put(const char *target, const char *name, const uint8_t *a, size_t n
 
 /* One table in open modes 0 (as is), 1 (checksums repaired) and 3 (repaired,
  * block checksums skipped). */
-static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v, size_t n)
+static void table_seed_version(const char *name, uint32_t version, uint32_t block_bytes,
+                               const uint64_t *v, size_t n)
 {
     table_params p;
     memset(&p, 0, sizeof p);
+    p.format_version = version;
     p.block_bytes = block_bytes;
     p.prefix_bits = (uint8_t)(n % 65);
     for (unsigned i = 0; i < 64; i++)
@@ -77,10 +79,17 @@ static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v
     static const uint8_t modes[] = {0, 1, 3};
     for (size_t m = 0; m < sizeof modes; m++) {
         char fname[256];
-        snprintf(fname, sizeof fname, "%s-mode%u", name, modes[m]);
+        snprintf(fname, sizeof fname, "%s%s-mode%u", version == 1 ? "v1-" : "", name, modes[m]);
         put("table_open", fname, &modes[m], 1, buf, size);
     }
     free(buf);
+}
+
+/* Version 2 (what writers write), and version 1 (still read). */
+static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v, size_t n)
+{
+    table_seed_version(name, 2, block_bytes, v, n);
+    table_seed_version(name, 1, block_bytes, v, n);
 }
 
 static void table_seeds(void)
@@ -152,9 +161,28 @@ static void block_seed(const char *name, unsigned mode_bits, size_t block_bytes,
         codec_huff_encoder_init(&enc, lengths))
         exit(1);
     uint8_t *block = malloc(block_bytes + BITIO_WRITER_SLACK);
-    size_t used;
-    if (codec_block_encode(&enc, block, block_bytes, raw_first, prev, v, n, &used) || !used)
+    size_t used = 0;
+    if (mode_bits & 8) {
+        /* Version 2: the first value that does not fit is the block's last,
+         * implicit (the decoder gets it as the key). */
+        codec_block_encoder e;
+        codec_block_encoder_start(&e, &enc, block, block_bytes, raw_first, prev);
+        while (used < n) {
+            int rc = codec_block_encoder_put(&e, v[used]);
+            if (rc < 0)
+                exit(1);
+            if (rc == 0)
+                codec_block_encoder_put_implicit(&e, v[used]);
+            used++;
+            if (rc == 0)
+                break;
+            if (used == n)
+                codec_block_encoder_drop_last(&e);
+        }
+    } else if (codec_block_encode(&enc, block, block_bytes, raw_first, prev, v, n, &used) ||
+               !used) {
         exit(1);
+    }
     unsigned size_code = 0;
     while (((size_t)SIMSTORE_MIN_BLOCK_BYTES << size_code) < block_bytes)
         size_code++;
@@ -185,9 +213,12 @@ static void block_seeds(void)
     n = sort_unique(v, n);
     block_seed("uniform-256-raw", 0, 256, 1, v, n, 0);
     block_seed("uniform-1k", 0, 1024, 0, v + 1, n - 1, v[0]);
+    block_seed("uniform-256-raw-implicit", 8, 256, 1, v, n, 0);
+    block_seed("uniform-1k-implicit", 8, 1024, 0, v + 1, n - 1, v[0]);
     for (n = 0; n < 5000; n++)
         v[n] = 1000 + 3 * n + (rng_next() & 1);
     block_seed("dense-512", 0, 512, 0, v, n, 999);
+    block_seed("dense-512-implicit", 8, 512, 0, v, n, 999);
     block_seed("dense-2k-raw", 0, 2048, 1, v, n, 0);
     for (n = 0; n < 300; n++)
         v[n] = rng_next() >> (rng_next() % 64);
@@ -197,14 +228,15 @@ static void block_seeds(void)
     /* Round trips: header then words. */
     uint8_t hdr[HDR] = {0};
     uint64_t words[64];
-    for (unsigned k = 0; k < 4; k++) {
-        hdr[0] = (uint8_t)(2 | (k & 1 ? 4 : 0) | (k << 4));
+    for (unsigned k = 0; k < 6; k++) {
+        /* k = 4, 5: version 2's implicit last value, 256 and 512 bytes. */
+        hdr[0] = (uint8_t)(2 | (k & 1 ? 4 : 0) | ((k & 3) << 4) | (k >= 4 ? 8 : 0));
         le_store64(hdr + 65, rng_next() >> (8 * k));
         for (unsigned i = 0; i < 64; i++)
             le_store64(&words[i], rng_next());
         char fname[64];
         snprintf(fname, sizeof fname, "roundtrip-%u", k);
-        put("block_decode", fname, hdr, HDR, (const uint8_t *)words, 8u * (16 + 16 * k));
+        put("block_decode", fname, hdr, HDR, (const uint8_t *)words, 8u * (16 + 16 * (k & 3)));
     }
     free(v);
 }

@@ -1,8 +1,11 @@
 /* gen_golden.c: writes the table golden files of format/golden/: valid
- * tables (table-*.tbl) with their expected decodes (table-*.txt), and golden
- * error files (table-err-*.tbl), each a valid table damaged in one specific
- * way (checksums repaired where needed so that exactly the intended check
- * fires), listed with the expected error in table-errors.txt.
+ * tables with their expected decodes (table-NAME.tbl and .txt in format
+ * version 2, table-v1-NAME in version 1), and golden error files
+ * (table-err-*.tbl damage version-1 tables, table-err2-*.tbl version-2
+ * ones), each a valid table damaged in one specific way (checksums repaired
+ * where needed so that exactly the intended check fires), listed with the
+ * expected error in table-errors.txt. The version-1 files are the ones
+ * version 1 of the format shipped, byte for byte.
  *
  *   table_golden_gen DIR     (re)writes the files into DIR
  *
@@ -14,6 +17,7 @@
 #include "common/checksum.h"
 #include "simstore.h"
 #include "table/format.h"
+#include "table/keys.h"
 #include "table/table.h"
 
 #include <inttypes.h>
@@ -23,6 +27,7 @@
 
 static const char *out_dir;
 static FILE *errors_txt;
+static uint32_t write_version; /* the format version params() asks for */
 
 static void die(const char *what)
 {
@@ -78,6 +83,7 @@ static table_params params(uint32_t block_bytes, uint8_t prefix_bits, int perm_k
         p.perm[i] = (uint8_t)(perm_kind == 0 ? i : perm_kind == 1 ? 63 - i : (i * 37 + 5) % 64);
     p.store_tag = tag;
     p.table_index = index;
+    p.format_version = write_version;
     return p;
 }
 
@@ -215,31 +221,42 @@ static uint8_t *copy(const uint8_t *b, size_t size)
     return c;
 }
 
-int main(int argc, char **argv)
-{
-    if (argc != 2) {
-        fprintf(stderr, "usage: table_golden_gen DIR\n");
-        return 2;
-    }
-    out_dir = argv[1];
+/* The tables both versions' error files start from. */
+typedef struct base_tables {
+    uint8_t *uniform, *dense_tbl, *clustered;
+    size_t sz_uni, sz_dense, sz_clu;
+    uint64_t *uni, *dense, *clu;
+} base_tables;
 
-    /* ---- valid tables ---- */
+static char *name_of(const char *prefix, const char *name)
+{
+    static char buf[8][128];
+    static int next;
+    char *b = buf[next++ % 8];
+    snprintf(b, sizeof buf[0], "table-%s%s", prefix, name);
+    return b;
+}
+
+/* The valid tables, in format version `version`, named table-PREFIXNAME. */
+static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
+{
+    write_version = version;
     size_t sz_empty, sz_one, sz_ex, sz_extreme, sz_uni, sz_dense, sz_clu, sz_unused;
     table_params p;
 
     p = params(1024, 0, 0, 0, 0);
-    free(golden("table-empty", "no fingerprints, 1 KiB blocks (blocks start at 1024)", &p, NULL,
-                NULL, 0, &sz_empty));
+    free(golden(name_of(prefix, "empty"), "no fingerprints, 1 KiB blocks (blocks start at 1024)",
+                &p, NULL, NULL, 0, &sz_empty));
 
     uint64_t one = 0x0123456789abcdefULL;
     p = params(256, 16, 0, 0x1111111111111111ULL, 1);
-    free(golden("table-one", "one fingerprint: block 0 holds it as 64 raw bits, no code", &p,
-                NULL, &one, 1, &sz_one));
+    free(golden(name_of(prefix, "one"), "one fingerprint: block 0 holds it as 64 raw bits, no code",
+                &p, NULL, &one, 1, &sz_one));
 
     uint64_t example[] = {5, 6, 8};
     p = params(256, 8, 0, 0x00000000000000ffULL, 0);
-    free(golden("table-example", "the worked example of format/table.md", &p, NULL, example, 3,
-                &sz_ex));
+    free(golden(name_of(prefix, "example"), "the worked example of format/table.md", &p, NULL,
+                example, 3, &sz_ex));
 
     uint64_t extremes[] = {0,
                            1,
@@ -253,7 +270,7 @@ int main(int argc, char **argv)
                            0xfffffffffffffffeULL,
                            0xffffffffffffffffULL};
     p = params(256, 64, 1, 0xfedcba9876543210ULL, 0xffffffffu);
-    free(golden("table-extremes", "0, 2^64-1 and 63-bit differences", &p, NULL, extremes,
+    free(golden(name_of(prefix, "extremes"), "0, 2^64-1 and 63-bit differences", &p, NULL, extremes,
                 sizeof extremes / sizeof extremes[0], &sz_extreme));
 
     enum { NU = 2000 };
@@ -263,16 +280,18 @@ int main(int argc, char **argv)
         uni[i] = rng_next();
     size_t nu = sort_unique(uni, NU);
     p = params(256, 20, 2, 0x5ee05ee05ee05ee0ULL, 7);
-    uint8_t *uniform = golden("table-uniform", "2000 uniform random fingerprints, 256-byte blocks",
-                              &p, NULL, uni, nu, &sz_uni);
+    uint8_t *uniform =
+        golden(name_of(prefix, "uniform"), "2000 uniform random fingerprints, 256-byte blocks", &p,
+               NULL, uni, nu, &sz_uni);
 
     enum { ND = 3000 };
     uint64_t *dense = malloc(ND * sizeof *dense);
     for (size_t i = 0; i < ND; i++)
         dense[i] = 0x1000 + i;
     p = params(256, 0, 0, 42, 2);
-    uint8_t *dense_tbl = golden("table-dense", "3000 consecutive values: a one-symbol code (\"0\")",
-                                &p, NULL, dense, ND, &sz_dense);
+    uint8_t *dense_tbl =
+        golden(name_of(prefix, "dense"), "3000 consecutive values: a one-symbol code (\"0\")", &p,
+               NULL, dense, ND, &sz_dense);
 
     enum { NC = 3000 };
     uint64_t *clu = malloc(NC * sizeof *clu);
@@ -283,8 +302,8 @@ int main(int argc, char **argv)
     }
     size_t nc = sort_unique(clu, NC);
     p = params(1024, 12, 1, 0x0c0c0c0c0c0c0c0cULL, 11);
-    uint8_t *clustered = golden("table-clustered", "eight clusters, 1 KiB blocks", &p, NULL, clu,
-                                nc, &sz_clu);
+    uint8_t *clustered = golden(name_of(prefix, "clustered"), "eight clusters, 1 KiB blocks", &p,
+                                NULL, clu, nc, &sz_clu);
 
     uint64_t hist_unused[64] = {0};
     uint64_t prev = 0;
@@ -293,10 +312,30 @@ int main(int argc, char **argv)
     for (unsigned j = 0; j < 64; j += 3)
         hist_unused[j] += 1; /* symbols that never occur still get codes */
     p = params(512, 24, 0, 3, 3);
-    free(golden("table-unused-symbols", "code built from a histogram with unused symbols", &p,
-                hist_unused, uni, 300, &sz_unused));
+    free(golden(name_of(prefix, "unused-symbols"),
+                "code built from a histogram with unused symbols", &p, hist_unused, uni, 300,
+                &sz_unused));
 
-    /* ---- error files ---- */
+    bt->uniform = uniform;
+    bt->dense_tbl = dense_tbl;
+    bt->clustered = clustered;
+    bt->sz_uni = sz_uni;
+    bt->sz_dense = sz_dense;
+    bt->sz_clu = sz_clu;
+    bt->uni = uni;
+    bt->dense = dense;
+    bt->clu = clu;
+    (void)sz_unused;
+    (void)sz_extreme;
+    (void)sz_ex;
+    (void)sz_one;
+    (void)sz_empty;
+}
+
+static void v1_error_files(const base_tables *bt)
+{
+    const uint8_t *uniform = bt->uniform, *dense_tbl = bt->dense_tbl, *clustered = bt->clustered;
+    size_t sz_dense = bt->sz_dense, sz_clu = bt->sz_clu;
     char path[4096];
     snprintf(path, sizeof path, "%s/table-errors.txt", out_dir);
     errors_txt = fopen(path, "w");
@@ -309,7 +348,7 @@ int main(int argc, char **argv)
             "# return code; MESSAGE a substring of simstore_last_error().\n");
 
     uint8_t *b;
-    size_t s = sz_uni;
+    size_t s = bt->sz_uni;
 
     error_file("table-err-empty", uniform, 0, "open", "SIMSTORE_ECORRUPT", "bad header magic",
                "zero bytes");
@@ -321,10 +360,10 @@ int main(int argc, char **argv)
     free(b);
 
     b = copy(uniform, s);
-    le_store32(b + TBL_H_VERSION, 2);
+    le_store32(b + TBL_H_VERSION, 3);
     fix_header(b, s);
-    error_file("table-err-version", b, s, "open", "SIMSTORE_EVERSION", "version 2",
-               "format version 2, checksums repaired");
+    error_file("table-err-version", b, s, "open", "SIMSTORE_EVERSION", "version 3",
+               "format version 3, checksums repaired");
     free(b);
 
     b = copy(uniform, s);
@@ -564,18 +603,197 @@ int main(int argc, char **argv)
                "block 1 (byte offset 512): block checksum mismatch",
                "blocks 1 and 2 swapped with their checksums, index repaired");
     free(b);
+}
 
+/* ---- version 2 ------------------------------------------------------------------ */
+
+static uint8_t *index_of(uint8_t *b, size_t size)
+{
+    return b + le_load64(b + footer_off(size) + TBL_F_INDEX_OFFSET);
+}
+
+/* Re-code the keys of a version-2 table with its own key low bits (the high
+ * bit vector must keep its length) and repair the index checksum. */
+static void rewrite_keys(uint8_t *b, size_t size, const uint64_t *keys)
+{
+    uint8_t *ix = index_of(b, size);
+    uint64_t nb = block_count_of(b);
+    table_keys k;
+    if (table_keys_alloc(&k, nb, ix[TBL_I2_LOW_BITS], le_load64(ix + TBL_I2_HIGH_WORDS)) ||
+        table_keys_encode(&k, keys))
+        die("rewrite_keys");
+    uint8_t *p = ix + TBL_I2_HEADER_BYTES;
+    for (uint64_t w = 0; w < k.low_words; w++, p += 8)
+        le_store64(p, k.low[w]);
+    for (uint64_t w = 0; w < k.high_words; w++, p += 8)
+        le_store64(p, k.high[w]);
+    table_keys_free(&k);
+    fix_index(b, size);
+}
+
+static uint64_t *keys_of(const uint8_t *b, size_t size)
+{
+    table_reader *r;
+    if (table_reader_open_memory(b, size, 0, &r))
+        die("keys_of");
+    uint64_t nb = table_reader_info(r)->block_count;
+    uint64_t *keys = malloc((size_t)nb * sizeof *keys);
+    for (uint64_t i = 0; i < nb; i++)
+        keys[i] = table_reader_key(r, i);
+    table_reader_close(r);
+    return keys;
+}
+
+static void v2_error_files(const base_tables *bt)
+{
+    const uint8_t *uniform = bt->uniform;
+    size_t s = bt->sz_uni;
+    uint64_t nb = block_count_of(uniform);
+    uint8_t *b;
+
+    b = copy(uniform, s);
+    index_of(b, s)[TBL_I2_LOW_BITS] = 64;
+    fix_index(b, s);
+    error_file("table-err2-low-bits", b, s, "open", "SIMSTORE_ECORRUPT", "key low bits 64",
+               "key low bits 64, index checksum repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        uint8_t *ix = index_of(b, s);
+        le_store64(ix + TBL_I2_HIGH_WORDS, le_load64(ix + TBL_I2_HIGH_WORDS) + 1);
+    }
+    fix_index(b, s);
+    error_file("table-err2-index-size", b, s, "open", "SIMSTORE_ECORRUPT", "does not match",
+               "one key high word too many, index checksum repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        uint8_t *ix = index_of(b, s);
+        uint64_t low_words = table_keys_low_words(nb, ix[TBL_I2_LOW_BITS]);
+        /* A one bit more in the first word of the key high bits. */
+        uint8_t *hw = ix + TBL_I2_HEADER_BYTES + 8 * low_words;
+        uint64_t w = le_load64(hw);
+        le_store64(hw, w | ((w + 1) & ~w));
+    }
+    fix_index(b, s);
+    error_file("table-err2-key-high-bits", b, s, "open", "SIMSTORE_ECORRUPT",
+               "keys in the key high bits", "an extra 1 in the key high bits, index repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    le_store32(index_of(b, s) + TBL_I2_COUNT_MIN, 0);
+    fix_index(b, s);
+    error_file("table-err2-count-zero", b, s, "open", "SIMSTORE_ECORRUPT", "count 0",
+               "count_min 0 (the smallest count becomes 0), index checksum repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        /* Key 2 one above key 1 while block 2 holds more than one value. */
+        uint64_t *keys = keys_of(b, s);
+        keys[2] = keys[1] + 1;
+        rewrite_keys(b, s, keys);
+        free(keys);
+    }
+    error_file("table-err2-key-order", b, s, "open", "SIMSTORE_ECORRUPT", "cannot follow",
+               "key 2 = key 1 + 1 with more values in block 2, index repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        /* The last block's key lowered to just above the key before plus
+         * its count: the open checks pass, but it no longer exceeds the
+         * block's coded values. */
+        uint64_t *keys = keys_of(b, s);
+        table_reader *r;
+        if (table_reader_open_memory(uniform, s, 0, &r))
+            die("open");
+        keys[nb - 1] = keys[nb - 2] + table_reader_block_count(r, nb - 1);
+        table_reader_close(r);
+        rewrite_keys(b, s, keys);
+        free(keys);
+    }
+    error_file("table-err2-key-below-values", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "does not exceed the value",
+               "the last block key below its block's coded values, index repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    block_at(b, 1)[100] ^= 0x10;
+    error_file("table-err2-group-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "block 0 (byte offset 256): block checksum mismatch: group 0 (blocks 0..14",
+               "one bit of block 1 flipped");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        /* Groups 1 and 2 (blocks 15..30 and 31..46 of 256 bytes: the second
+         * and third 4 KiB pages) swapped with their checksums: each group
+         * checksum matches its bytes only at its own group number. */
+        size_t gb = 16 * 256;
+        uint8_t *tmp = malloc(gb);
+        memcpy(tmp, block_at(b, 15), gb);
+        memcpy(block_at(b, 15), block_at(b, 31), gb);
+        memcpy(block_at(b, 31), tmp, gb);
+        free(tmp);
+        uint8_t *ix = index_of(b, s);
+        uint64_t groups = tbl_group_count(nb, 256);
+        uint8_t *ck = ix + le_load64(b + footer_off(s) + TBL_F_INDEX_BYTES) - 4 * groups;
+        uint8_t c1[4];
+        memcpy(c1, ck + 4, 4);
+        memcpy(ck + 4, ck + 8, 4);
+        memcpy(ck + 8, c1, 4);
+        fix_index(b, s);
+    }
+    error_file("table-err2-groups-swapped", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "block checksum mismatch: group 1",
+               "groups 1 and 2 swapped with their checksums, index repaired");
+    free(b);
+
+    b = copy(bt->dense_tbl, bt->sz_dense);
+    {
+        uint64_t last = block_count_of(b) - 1;
+        block_at(b, last)[255] = 0x80;
+        /* Repair the group checksum of the last block. */
+        uint64_t g = (last + 1) / 16;
+        uint64_t first = g ? g * 16 - 1 : 0;
+        uint32_t c = (uint32_t)sims_xxh3_64(block_at(b, first), (size_t)(last - first + 1) * 256,
+                                            TBL_SEED_GROUP + g);
+        uint8_t *ix = index_of(b, bt->sz_dense);
+        le_store32(ix + le_load64(b + footer_off(bt->sz_dense) + TBL_F_INDEX_BYTES) - 4, c);
+        fix_index(b, bt->sz_dense);
+    }
+    error_file("table-err2-block-padding", b, bt->sz_dense, "scan", "SIMSTORE_ECORRUPT",
+               "nonzero padding", "last bit of the last block set, checksums repaired");
+    free(b);
+}
+
+static void free_base(base_tables *bt)
+{
+    free(bt->uniform);
+    free(bt->dense_tbl);
+    free(bt->clustered);
+    free(bt->uni);
+    free(bt->dense);
+    free(bt->clu);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: table_golden_gen DIR\n");
+        return 2;
+    }
+    out_dir = argv[1];
+    base_tables v1, v2;
+    valid_tables(1, "v1-", &v1);
+    valid_tables(2, "", &v2);
+    v1_error_files(&v1);
+    v2_error_files(&v2);
     fclose(errors_txt);
-    free(uniform);
-    free(dense_tbl);
-    free(clustered);
-    free(uni);
-    free(dense);
-    free(clu);
-    (void)sz_unused;
-    (void)sz_extreme;
-    (void)sz_ex;
-    (void)sz_one;
-    (void)sz_empty;
+    free_base(&v1);
+    free_base(&v2);
     return 0;
 }

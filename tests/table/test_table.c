@@ -10,7 +10,9 @@
 #include <cmocka.h>
 
 #include "common/bytes.h"
+#include "common/checksum.h"
 #include "simstore.h"
+#include "table/keys.h"
 #include "table/table.h"
 #include "testutil.h"
 
@@ -23,6 +25,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* The block keys as an array (the reader keeps them in Elias-Fano form). */
+static uint64_t *reader_keys(const table_reader *r)
+{
+    uint64_t nb = table_reader_info(r)->block_count;
+    uint64_t *keys = malloc((size_t)(nb + 1) * sizeof *keys);
+    assert_non_null(keys);
+    for (uint64_t b = 0; b < nb; b++)
+        keys[b] = table_reader_key(r, b);
+    return keys;
+}
 
 static const char *self_exe; /* argv[0], re-executed by the fault test */
 
@@ -148,10 +161,12 @@ static void check_table(const uint8_t *buf, size_t size, const table_params *p, 
     assert_memory_equal(in->params.perm, p->perm, 64);
     assert_true(in->params.store_tag == p->store_tag);
     assert_int_equal(in->params.table_index, p->table_index);
-    assert_int_equal(in->format_version, TABLE_FORMAT_VERSION);
+    assert_int_equal(in->format_version,
+                     p->format_version ? p->format_version : TABLE_FORMAT_VERSION);
     assert_true(in->file_bytes == size);
     assert_true(in->index_offset == in->blocks_offset + in->block_count * p->block_bytes);
-    assert_true(in->key_ram_bytes == 8 * in->block_count);
+    /* The index in RAM: keys in Elias-Fano form, counts, checksums. */
+    assert_true(in->key_ram_bytes <= 16 * in->block_count + 64);
 
     uint64_t *out = malloc((n + 1) * sizeof *out);
     size_t got;
@@ -165,7 +180,7 @@ static void check_table(const uint8_t *buf, size_t size, const table_params *p, 
         assert_memory_equal(out, v, n * sizeof *v);
 
     /* Whole blocks: counts, keys, concatenation. */
-    const uint64_t *keys = table_reader_keys(r);
+    uint64_t *keys = reader_keys(r);
     size_t pos = 0;
     uint64_t *blk = malloc(65536 * 8 * sizeof *blk);
     for (uint64_t b = 0; b < in->block_count; b++) {
@@ -185,6 +200,7 @@ static void check_table(const uint8_t *buf, size_t size, const table_params *p, 
     assert_int_equal(table_reader_block(r, in->block_count, blk, 8, &got), SIMSTORE_EINVAL);
     free(blk);
     free(out);
+    free(keys);
     table_reader_close(r);
 }
 
@@ -248,7 +264,8 @@ static void test_table_roundtrip__empty_and_one(void **state)
     uint8_t *buf;
     size_t size;
     assert_int_equal(table_encode_memory(&p, NULL, 0, &buf, &size), 0);
-    assert_true(size == 1024 + 64); /* header + gap, no blocks, empty index, footer */
+    /* header + gap, no blocks, the index's 16-byte header, footer */
+    assert_true(size == 1024 + 16 + 64);
     check_table(buf, size, &p, NULL, 0);
     table_reader *r;
     assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
@@ -369,7 +386,7 @@ static void test_table_range__matches_sorted_array(void **state)
         assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
         table_reader *r;
         assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
-        const uint64_t *keys = table_reader_keys(r);
+        uint64_t *keys = reader_keys(r);
         uint64_t nb = table_reader_info(r)->block_count;
         for (int q = 0; q < 400; q++) {
             uint64_t lo, hi;
@@ -422,6 +439,7 @@ static void test_table_range__matches_sorted_array(void **state)
             if (want)
                 assert_memory_equal(out, v + a, want * sizeof *v);
         }
+        free(keys);
         table_reader_close(r);
         free(buf);
     }
@@ -497,7 +515,7 @@ static void test_table_find_block__matches_linear_search(void **state)
         assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
         table_reader *r;
         assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
-        const uint64_t *keys = table_reader_keys(r);
+        uint64_t *keys = reader_keys(r);
         uint64_t nb = table_reader_info(r)->block_count;
         for (int t = 0; t < 3000; t++) {
             uint64_t x;
@@ -514,6 +532,7 @@ static void test_table_find_block__matches_linear_search(void **state)
         }
         assert_true(table_reader_find_block(r, 0) == 0);
         assert_true(table_reader_find_block(r, UINT64_MAX) == (keys[nb - 1] == UINT64_MAX ? nb - 1 : nb));
+        free(keys);
         table_reader_close(r);
         free(buf);
     }
@@ -661,6 +680,66 @@ static void test_table_corruption__skip_checksums_flag(void **state)
     free(buf);
 }
 
+/* The Elias-Fano keys alone: get, pair and find against the array, on
+ * shapes that stress the low-bit choice and the samples. */
+static void test_table_keys__elias_fano_matches_array(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "elias-fano keys", 1414);
+    enum { MAXN = 5000 };
+    uint64_t *keys = malloc(MAXN * sizeof *keys);
+    assert_non_null(keys);
+    for (int shape = 0; shape < 6; shape++) {
+        size_t n = shape == 0 ? 1 : shape == 1 ? 2 : (size_t)test_rng_below(&rng, MAXN - 2) + 2;
+        for (size_t i = 0; i < n; i++) {
+            switch (shape) {
+            case 3: keys[i] = 1000 + i; break;          /* dense: L = 0 */
+            case 4: keys[i] = (uint64_t)i << 50; break; /* sparse, high */
+            default: keys[i] = test_rng_next(&rng); break;
+            }
+        }
+        if (shape == 1) {
+            keys[0] = 0;
+            keys[1] = UINT64_MAX;
+        }
+        qsort(keys, n, sizeof *keys, cmp_u64);
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (m == 0 || keys[i] != keys[m - 1])
+                keys[m++] = keys[i];
+        n = m;
+        table_keys k;
+        unsigned l = table_keys_choose_low_bits(n, keys[n - 1]);
+        assert_int_equal(table_keys_alloc(&k, n, l, table_keys_high_words(n, l, keys[n - 1])), 0);
+        assert_int_equal(table_keys_encode(&k, keys), 0);
+        table_keys_walk w;
+        table_keys_walk_init(&w, &k);
+        for (size_t i = 0; i < n; i++) {
+            assert_true(table_keys_get(&k, i) == keys[i]);
+            assert_true(table_keys_walk_next(&w) == keys[i]);
+            uint64_t prev, key;
+            table_keys_pair(&k, i, &prev, &key);
+            assert_true(key == keys[i] && prev == (i ? keys[i - 1] : 0));
+        }
+        for (int t = 0; t < 2000; t++) {
+            uint64_t x = t % 3 == 0 ? test_rng_next(&rng)
+                                    : keys[test_rng_below(&rng, n)] + (uint64_t)(t % 3) - 1;
+            size_t want = 0;
+            while (want < n && keys[want] < x)
+                want++;
+            assert_true(table_keys_find(&k, x) == want);
+            uint64_t prev = 1, key = 1;
+            assert_true(table_keys_find_keys(&k, x, &prev, &key) == want);
+            if (want < n)
+                assert_true(key == keys[want] && prev == (want ? keys[want - 1] : 0));
+        }
+        assert_true(table_keys_find(&k, 0) == 0);
+        table_keys_free(&k);
+    }
+    free(keys);
+}
+
 /* ---- golden files ------------------------------------------------------------------------ */
 
 static char *golden_path(const char *name)
@@ -692,7 +771,9 @@ static uint64_t *parse_golden_txt(const char *path, table_params *p, uint8_t cod
         if (sscanf(line, "%63s%n", key, &used) != 1)
             continue;
         char *rest = line + used;
-        if (!strcmp(key, "block_bytes"))
+        if (!strcmp(key, "format_version"))
+            p->format_version = (uint32_t)strtoul(rest, NULL, 0);
+        else if (!strcmp(key, "block_bytes"))
             p->block_bytes = (uint32_t)strtoul(rest, NULL, 0);
         else if (!strcmp(key, "prefix_bits"))
             p->prefix_bits = (uint8_t)strtoul(rest, NULL, 0);
@@ -784,7 +865,7 @@ static void test_table_golden__valid_files_decode(void **state)
     closedir(d);
     free(dir);
     fprintf(stderr, "golden: %d valid table files decoded\n", files);
-    assert_true(files >= 8);
+    assert_true(files >= 16); /* versions 2 and 1 */
 }
 
 static void test_table_golden__error_files_fail(void **state)
@@ -841,18 +922,38 @@ static void test_table_golden__error_files_fail(void **state)
 static void test_table_golden__spec_example_bytes(void **state)
 {
     (void)state;
-    /* format/table.md walks through this block byte by byte. */
+    /* format/table.md walks through this file byte by byte (version 2). */
     char *path = golden_path("table-example.tbl");
     size_t size;
     uint8_t *buf = test_read_file(path, &size);
+    assert_non_null(buf);
+    assert_true(size == 256 + 256 + 36 + 64);
+    assert_int_equal(buf[8], 2); /* format version */
+    /* Block 0: the raw 5, then code "0" (d = 1); 8 is the key, not coded. */
+    assert_int_equal(buf[256], 0x05);
+    for (size_t i = 257; i < 512; i++)
+        assert_int_equal(buf[i], 0);
+    assert_int_equal(buf[64 + 0], 1); /* code length of j = 0 */
+    assert_int_equal(buf[64 + 1], 1); /* code length of j = 1 */
+    /* Index: low bits 2, count bits 0, count_min 3, one high word; low
+     * parts 0 (8 & 3), high bits 0b100 (8 >> 2 = 2, plus key number 0). */
+    static const uint8_t index[32] = {2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0};
+    assert_memory_equal(buf + 512, index, sizeof index);
+    /* The group checksum: low 32 bits of XXH3-64(block 0, "SIMSTGRP" + 0). */
+    assert_true(le_load32(buf + 544) ==
+                (uint32_t)sims_xxh3_64(buf + 256, 256, UINT64_C(0x53494D5354475250)));
+    free(buf);
+    free(path);
+    /* The same values in version 1. */
+    path = golden_path("table-v1-example.tbl");
+    buf = test_read_file(path, &size);
     assert_non_null(buf);
     assert_true(size == 256 + 256 + 16 + 64);
     static const uint8_t block[9] = {0x05, 0, 0, 0, 0, 0, 0, 0, 0x02};
     assert_memory_equal(buf + 256, block, sizeof block);
     for (size_t i = 256 + 9; i < 512; i++)
         assert_int_equal(buf[i], 0);
-    assert_int_equal(buf[64 + 0], 1); /* code length of j = 0 */
-    assert_int_equal(buf[64 + 1], 1); /* code length of j = 1 */
     free(buf);
     free(path);
 }
@@ -1103,6 +1204,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_find_block__matches_linear_search),
         cmocka_unit_test(test_table_corruption__every_byte_and_truncation),
         cmocka_unit_test(test_table_corruption__skip_checksums_flag),
+        cmocka_unit_test(test_table_keys__elias_fano_matches_array),
         cmocka_unit_test(test_table_golden__valid_files_decode),
         cmocka_unit_test(test_table_golden__error_files_fail),
         cmocka_unit_test(test_table_golden__spec_example_bytes),
