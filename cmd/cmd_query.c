@@ -104,9 +104,6 @@ enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, O
        OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER, OPT_STRATEGY, OPT_THREADS, OPT_MEMORY };
 enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
 
-/* --min-fraction's default. */
-#define DEFAULT_MIN_FRACTION 0.3
-
 /* --strategy one-by-one: simstore_query_fp per query, as from a pipe. */
 #define STRATEGY_ONE_BY_ONE (-1)
 #define BATCH_MIN_MEMORY ((uint64_t)64 << 10)
@@ -795,7 +792,7 @@ int cmd_query(int argc, char **argv)
     r.text = &effective;
     r.fields = &fields;
     int have_k = 0, meta = 0, format = -1, sources = 0, min_fraction_given = 0, c;
-    r.min_fraction = DEFAULT_MIN_FRACTION;
+    r.min_fraction = CLI_DEFAULT_MIN_FRACTION;
     unsigned open_flags = SIMSTORE_OPEN_READONLY;
     const char *fp_arg = NULL, *text_arg = NULL, *file_arg = NULL, *queries_arg = NULL;
     unsigned long long v;
@@ -859,17 +856,11 @@ int cmd_query(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_PARAGRAPHS: r.paragraphs = 1; break;
-        case OPT_MIN_FRACTION: {
-            char *end;
-            errno = 0;
-            double f = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(f >= 0 && f <= 1))
-                return cli_usage_error(CMD, "--min-fraction takes a number from 0 to 1, not '%s'",
-                                       optarg);
-            r.min_fraction = f;
+        case OPT_MIN_FRACTION:
+            if (cli_min_fraction_option(CMD, optarg, &r.min_fraction))
+                return CLI_EXIT_USAGE;
             min_fraction_given = 1;
             break;
-        }
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);

@@ -1332,6 +1332,41 @@ SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, uns
                                 simstore_pair_fn fn, void *ctx);
 
 /* Receives a pair of distinct fingerprints (a < b) within the distance. */
+/* One pair of simstore_paragraph_pairs(). Ids are valid only during the
+ * callback (not NUL-terminated). */
+typedef struct simstore_paragraph_pair {
+    const char *id_a; /* id_a < id_b in byte order */
+    size_t id_a_len;
+    const char *id_b;
+    size_t id_b_len;
+    unsigned flags_a; /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    unsigned flags_b;
+    size_t shared_a; /* of a's of_a indexed paragraphs, those with one of
+                         b's within k (a's paragraph query, SHARED/OF) */
+    size_t of_a;
+    size_t shared_b; /* and the same from b's side */
+    size_t of_b;
+    double fraction; /* the larger of shared_a/of_a and shared_b/of_b */
+} simstore_paragraph_pair;
+
+typedef int (*simstore_paragraph_pair_fn)(void *ctx, const simstore_paragraph_pair *p);
+
+/* Every unordered pair of stored documents sharing near-duplicate
+ * paragraphs (format/store.md, "Paragraphs"), each once, with fraction (the
+ * larger of the two sides' SHARED/OF: a page that copies a few paragraphs
+ * of a long article pairs with it by the page's side) at least
+ * min_fraction, ordered by fraction (larger first), then id_a, then id_b.
+ * The same as simstore_query_paragraphs() of each document against the
+ * others, read from one committed state. k: up to the store's k, or
+ * SIMSTORE_SCAN_STORE_K.
+ * Memory: every document's id and paragraph list, and 16 bytes per
+ * directed pair, held at once.
+ * Errors: SIMSTORE_EINVAL (NULL s or fn, no paragraph index, min_fraction
+ * outside 0..1), SIMSTORE_ERANGE, SIMSTORE_EBUSY (the store kept changing),
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM, or fn's nonzero value. */
+SIMSTORE_API int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
+                                          simstore_paragraph_pair_fn fn, void *ctx);
+
 typedef int (*simstore_fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned distance);
 
 /* The same join over fps[0..n) in memory (any order, repeats allowed and

@@ -86,6 +86,17 @@ expect_out ""
 run query "$T/s" --paragraphs --file "$T/page.txt" --k 0
 expect_out_lines 3
 
+# ---- pairs --paragraphs -----------------------------------------------------------------
+run pairs "$T/s" --paragraphs
+expect_status 0
+expect_out "article	edited	6	10	6	8	0.7500
+article	page	3	10	3	7	0.4286
+edited	page	3	8	3	7	0.4286"
+run pairs "$T/s" --paragraphs --min-fraction 0.5 --json
+expect_out '{"a":"article","b":"edited","shared_a":6,"of_a":10,"shared_b":6,"of_b":8,"fraction":0.7500}'
+run pairs "$T/s" --paragraphs --k 0 --min-fraction 0
+expect_out_lines 3
+
 # ---- add, delete, compact ---------------------------------------------------------
 run add "$T/s" -q "$T/page2.jsonl"
 expect_status 0
@@ -106,12 +117,19 @@ edited	edited	8	8	1.0000
 edited	7	3	8	0.3750
 edited	page	3	8	0.3750"
 cp "$T/out" "$T/after-delete"
+run pairs "$T/s" --paragraphs
+expect_out "7	page	7	7	7	7	1.0000
+7	edited	3	7	3	8	0.4286
+edited	page	3	8	3	7	0.4286"
+cp "$T/out" "$T/pairs-after-delete"
 run verify "$T/s"
 expect_status 0
 run compact "$T/s"
 expect_status 0
 run query "$T/s" --paragraphs --queries "$T/q.jsonl"
 if cmp -s "$T/out" "$T/after-delete"; then ok; else fail "compact changed the paragraph answers"; fi
+run pairs "$T/s" --paragraphs
+if cmp -s "$T/out" "$T/pairs-after-delete"; then ok; else fail "compact changed the paragraph pairs"; fi
 run stats "$T/s"
 expect_out_has "16 distinct fingerprints; 1 segment, 16 fingerprints per table (0 dead)"
 run verify "$T/s"
@@ -150,6 +168,14 @@ printf 'x\t0123456789abcdef\n' >"$T/q.tsv"
 run query "$T/s" --paragraphs --queries "$T/q.tsv"
 expect_status 2
 expect_err_has "--paragraphs needs the queries' texts"
+run pairs "$T/plain" --paragraphs
+expect_status 1
+expect_err_has "has no paragraph index"
+run pairs "$T/s" --min-fraction 0.5
+expect_status 2
+expect_err_has "--min-fraction goes with --paragraphs"
+run pairs "$T/s" --paragraphs --by-fingerprint
+expect_status 2
 run build "$T/bad" --paragraph-min-words 5 -q "$T/c.jsonl"
 expect_status 2
 expect_err_has "--paragraph-min-words goes with --paragraphs"

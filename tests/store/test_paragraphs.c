@@ -407,6 +407,77 @@ static void check_queries(simstore_query *q, test_rng *r, const odoc *docs, size
     }
 }
 
+/* ---- pairs against the oracle ---- */
+
+static size_t shared_of(const odoc *a, const odoc *b, unsigned k)
+{
+    size_t shared = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int hit = 0;
+        for (size_t j = 0; j < b->n && !hit; j++)
+            hit = simstore_distance(a->paras[i], b->paras[j]) <= k;
+        shared += (size_t)hit;
+    }
+    return shared;
+}
+
+typedef struct opair {
+    size_t a, b, sa, sb;
+    double f;
+} opair;
+
+static const odoc *g_docs; /* for the comparator: ids */
+
+static int cmp_opair(const void *x, const void *y)
+{
+    const opair *p = x, *q = y;
+    if (p->f != q->f)
+        return p->f > q->f ? -1 : 1;
+    int c = strcmp(g_docs[p->a].id, g_docs[q->a].id);
+    return c ? c : strcmp(g_docs[p->b].id, g_docs[q->b].id);
+}
+
+static int collect_pair(void *ctx, const simstore_paragraph_pair *p)
+{
+    test_text_add((test_text *)ctx, "%.*s %.*s %zu/%zu %zu/%zu %.6f;", (int)p->id_a_len, p->id_a,
+                  (int)p->id_b_len, p->id_b, p->shared_a, p->of_a, p->shared_b, p->of_b,
+                  p->fraction);
+    return 0;
+}
+
+static void check_pairs(simstore *s, const odoc *docs, size_t ndocs, unsigned k, double min,
+                        const char *what)
+{
+    opair *all = calloc(ndocs * ndocs / 2 + 1, sizeof *all);
+    size_t n = 0;
+    for (size_t a = 0; a < ndocs; a++)
+        for (size_t b = a + 1; b < ndocs; b++) {
+            if (!docs[a].live || !docs[b].live)
+                continue;
+            size_t sa = shared_of(&docs[a], &docs[b], k), sb = shared_of(&docs[b], &docs[a], k);
+            assert_true((sa == 0) == (sb == 0));
+            double fa = (double)sa / (double)docs[a].n, fb = (double)sb / (double)docs[b].n;
+            double f = fa > fb ? fa : fb;
+            if (sa && f >= min)
+                all[n++] = (opair){a, b, sa, sb, f};
+        }
+    g_docs = docs;
+    qsort(all, n, sizeof *all, cmp_opair);
+    test_text want = {0}, got = {0};
+    for (size_t i = 0; i < n; i++)
+        test_text_add(&want, "%s %s %zu/%zu %zu/%zu %.6f;", docs[all[i].a].id, docs[all[i].b].id,
+                      all[i].sa, docs[all[i].a].n, all[i].sb, docs[all[i].b].n, all[i].f);
+    assert_int_equal(simstore_paragraph_pairs(s, k, min, collect_pair, &got), 0);
+    /* The clusters make pairs at every minimum used here. */
+    assert_true(n > 0);
+    char label[96];
+    snprintf(label, sizeof label, "pairs %s, k=%u, min %.2f (%zu pairs)", what, k, min, n);
+    assert_true(test_text_same(&got, &want, label));
+    free(got.buf);
+    free(want.buf);
+    free(all);
+}
+
 static void add_docs(simstore_builder *b, odoc *docs, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++) {
@@ -456,6 +527,8 @@ static void test_paragraphs_oracle__random_and_clustered(void **state)
     assert_int_equal(simstore_query_new(s, 0, &q), 0);
     for (unsigned k = 0; k <= 3; k++)
         check_queries(q, &r, docs, NDOCS, k, "one segment");
+    check_pairs(s, docs, NDOCS, 3, 0, "one segment");
+    check_pairs(s, docs, NDOCS, 1, 0.3, "one segment");
     /* A second segment, then deletes, then a compaction. */
     assert_int_equal(simstore_add_begin(s, NULL, &b), 0);
     add_docs(b, docs, NDOCS / 2, NDOCS);
@@ -474,9 +547,12 @@ static void test_paragraphs_oracle__random_and_clustered(void **state)
     assert_int_equal(deleted, NDOCS / 3);
     check_queries(q, &r, docs, NDOCS, 3, "after delete");
     check_queries(q, &r, docs, NDOCS, 2, "after delete");
+    check_pairs(s, docs, NDOCS, 3, 0.3, "after delete");
     verify_ok(path);
     assert_int_equal(simstore_compact(s, NULL), 0);
     check_queries(q, &r, docs, NDOCS, 3, "after compact");
+    check_pairs(s, docs, NDOCS, 3, 0, "after compact");
+    check_pairs(s, docs, NDOCS, 2, 0.5, "after compact");
     verify_ok(path);
     simstore_query_free(q);
     simstore_close(s);
