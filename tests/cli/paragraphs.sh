@@ -97,6 +97,26 @@ expect_out '{"a":"article","b":"edited","shared_a":6,"of_a":10,"shared_b":6,"of_
 run pairs "$T/s" --paragraphs --k 0 --min-fraction 0
 expect_out_lines 3
 
+# ---- clusters --paragraphs --------------------------------------------------------------
+run clusters "$T/s" --paragraphs
+expect_status 0
+expect_out "article	article	1	1.0000
+article	edited	0	0.7500
+article	page	0	0.4286"
+expect_err_has "clusters: 3 documents in 1 cluster, 2 to drop, largest cluster 3 documents"
+# edited and page pair at 0.4286: above 0.45 only article-edited is left.
+run clusters "$T/s" --paragraphs --min-fraction 0.45 --keep min-id --json
+expect_out '{"cluster":"article","id":"article","kept":true,"fraction":1.0000}
+{"cluster":"article","id":"edited","kept":false,"fraction":0.7500}'
+run clusters "$T/s" --paragraphs --keep max-meta n
+expect_out "article	article	1	1.0000
+article	edited	0	0.7500
+article	page	0	0.4286"
+run clusters "$T/s" --paragraphs --keep min-meta n
+expect_out "edited	edited	1	1.0000
+edited	article	0	0.7500
+edited	page	0	0.4286"
+
 # ---- add, delete, compact ---------------------------------------------------------
 run add "$T/s" -q "$T/page2.jsonl"
 expect_status 0
@@ -175,6 +195,13 @@ run pairs "$T/s" --min-fraction 0.5
 expect_status 2
 expect_err_has "--min-fraction goes with --paragraphs"
 run pairs "$T/s" --paragraphs --by-fingerprint
+expect_status 2
+run clusters "$T/plain" --paragraphs
+expect_status 1
+expect_err_has "has no paragraph index"
+run clusters "$T/s" --paragraphs --mode star
+expect_status 2
+run clusters "$T/s" --min-fraction 0.2
 expect_status 2
 run build "$T/bad" --paragraph-min-words 5 -q "$T/c.jsonl"
 expect_status 2
