@@ -233,7 +233,8 @@ int paragraph_clusters(const char *cmd, simstore *s, unsigned k, double min_frac
             if (a != b)
                 g.nodes[a].parent = b;
         }
-        qsort(g.edges, g.nedges, sizeof *g.edges, cmp_edge);
+        if (g.nedges > 1)
+            qsort(g.edges, g.nedges, sizeof *g.edges, cmp_edge);
         /* Each component's kept document. */
         uint32_t *kept = malloc(g.nnodes * sizeof *kept);
         m = malloc(g.nnodes * sizeof *m);

@@ -206,7 +206,8 @@ static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p,
     if (rc)
         return rc;
     /* Both directions of a pair side by side (a before b's own). */
-    qsort(p->pairs, p->npairs, sizeof *p->pairs, cmp_dpair);
+    if (p->npairs > 1)
+        qsort(p->pairs, p->npairs, sizeof *p->pairs, cmp_dpair);
     upair *u = malloc((p->npairs / 2 + 1) * sizeof *u);
     if (!u)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph pairs");
@@ -236,7 +237,8 @@ static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p,
             n++;
         i += 2;
     }
-    qsort(u, n, sizeof *u, cmp_upair);
+    if (n > 1)
+        qsort(u, n, sizeof *u, cmp_upair);
     *out = u;
     *nout = n;
     return SIMSTORE_OK;

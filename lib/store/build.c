@@ -449,8 +449,7 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
         goto fail;
     }
     b->final_path = strndup(path, n);
-    b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
-    if (!b->final_path || !b->work_dir) {
+    if (!b->final_path) {
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
         goto fail;
     }
@@ -464,6 +463,13 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
             goto fail;
     }
     remove_stale_builds(path);
+    /* work_dir is set only once it names the directory: an abort before
+     * would remove whatever its bytes happened to name. */
+    b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
+    if (!b->work_dir) {
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        goto fail;
+    }
     memcpy(b->work_dir, path, n);
     memcpy(b->work_dir + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
     if (!mkdtemp(b->work_dir)) {

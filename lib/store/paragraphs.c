@@ -304,7 +304,8 @@ static int para_once(void *ctx)
         if (rc)
             break;
         /* Found by several tables, and by several segments: once each. */
-        qsort(p->cand, p->cand_len, sizeof *p->cand, cmp_u64);
+        if (p->cand_len > 1)
+            qsort(p->cand, p->cand_len, sizeof *p->cand, cmp_u64);
         for (size_t i = 0; i < p->cand_len && rc == SIMSTORE_OK; i++)
             if (i == 0 || p->cand[i] != p->cand[i - 1])
                 rc = lookup(s, txn, cur, p, p->cand[i], (uint32_t)j);
@@ -313,7 +314,8 @@ static int para_once(void *ctx)
         /* Group the hits by document (the arena holds only ids now). */
         for (size_t i = 0; i < p->hit_len; i++)
             p->hits[i].id = p->arena + p->hits[i].id_off;
-        qsort(p->hits, p->hit_len, sizeof *p->hits, cmp_hit);
+        if (p->hit_len > 1)
+            qsort(p->hits, p->hit_len, sizeof *p->hits, cmp_hit);
         for (size_t from = 0; from < p->hit_len && rc == SIMSTORE_OK;) {
             size_t to = from + 1;
             const char *id = p->arena + p->hits[from].id_off;
@@ -384,7 +386,8 @@ int simstore_query_paragraphs(simstore_query *q, const uint64_t *fps, size_t n, 
         if (m->meta)
             m->meta = p->arena + ((uintptr_t)m->meta - 1);
     }
-    qsort(p->matches, p->match_len, sizeof *p->matches, cmp_match);
+    if (p->match_len > 1)
+        qsort(p->matches, p->match_len, sizeof *p->matches, cmp_match);
     *matches = p->matches;
     *count = p->match_len;
     return SIMSTORE_OK;
