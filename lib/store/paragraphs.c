@@ -254,7 +254,7 @@ static int make_match(para_attempt *a, MDB_txn *txn, size_t from, size_t to)
     m->fp = rec.fp;
     if (a->with_meta && rec.meta) {
         /* Metadata goes to a second arena pass: offsets now, pointers later. */
-        size_t off;
+        size_t off = 0;
         rc = arena_put(p, rec.meta, rec.meta_len, &off);
         if (rc)
             return rc;
