@@ -168,7 +168,9 @@ static int dead_share(simstore *s, double *share, uint32_t *segments)
     for (uint32_t i = 0; i < st.segment_count; i++)
         held += st.segments[i].fp_count;
     *share = held ? (double)(held - (st.fp_count < held ? st.fp_count : held)) / (double)held : 0;
-    *segments = st.segment_count;
+    /* Paragraph segments count too: an add whose documents bring only
+     * fingerprints the store has still writes one. */
+    *segments = st.segment_count > st.para_segment_count ? st.segment_count : st.para_segment_count;
     sims_state_record_release(&st);
     return SIMSTORE_OK;
 }

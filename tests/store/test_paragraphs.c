@@ -314,6 +314,55 @@ static void test_paragraphs_errors__no_index(void **state)
     free(dir);
 }
 
+/* Adds whose documents bring no new fingerprint still write a paragraph
+ * segment each; the automatic compaction bounds them as it bounds document
+ * segments, and the answers stay those of the documents. */
+static void test_paragraphs_segments__bounded_by_compaction(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("paragraphs-segments");
+    char *path = test_path(dir, "st");
+    simstore_text_options t;
+    simstore_text_options_init(&t);
+    t.paragraph_min_words = 1;
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.text = &t;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), 0);
+    uint64_t p0 = 0x1111;
+    simstore_doc d = {"d00", 3, 42, NULL, 0, 0};
+    assert_int_equal(simstore_builder_add_paragraphs(b, &d, 0, NULL, &p0, 1), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), 0);
+    for (unsigned i = 1; i <= 3 * SIMSTORE_MAX_SEGMENTS; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "d%02u", i);
+        uint64_t p[2] = {0x1111, 0x5555000000000000ULL * i + i};
+        simstore_doc e = {id, 3, 42, NULL, 0, i};
+        assert_int_equal(simstore_add_begin(s, NULL, &b), 0);
+        assert_int_equal(simstore_builder_add_paragraphs(b, &e, 0, NULL, p, 2), 0);
+        assert_int_equal(simstore_builder_finish(b), 0);
+        simstore_stats st;
+        assert_int_equal(simstore_get_stats(s, &st), 0);
+        assert_true(st.paragraph_segments <= SIMSTORE_MAX_SEGMENTS + 1);
+        assert_int_equal(st.documents, i + 1);
+    }
+    simstore_query *q;
+    assert_int_equal(simstore_query_new(s, 0, &q), 0);
+    const simstore_paragraph_match *m;
+    size_t count;
+    assert_int_equal(simstore_query_paragraphs(q, &p0, 1, 3, 0, &m, &count), 0);
+    assert_int_equal(count, 3 * SIMSTORE_MAX_SEGMENTS + 1);
+    simstore_query_free(q);
+    simstore_close(s);
+    verify_ok(path);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
 /* ---- the oracle --------------------------------------------------------------- */
 
 typedef struct odoc {
@@ -567,6 +616,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paragraphs_planted__partial_copies),
         cmocka_unit_test(test_paragraphs_errors__no_index),
+        cmocka_unit_test(test_paragraphs_segments__bounded_by_compaction),
         cmocka_unit_test(test_paragraphs_oracle__random_and_clustered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
