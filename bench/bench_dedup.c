@@ -134,7 +134,7 @@ static double fingerprint_seconds(const char *path, unsigned threads, int passes
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
         uint64_t sum = 0;
-        ingest_sink s = {count_doc, count_fp, &sum, NULL};
+        ingest_sink s = {count_doc, count_fp, &sum, NULL, NULL};
         simstore_text_options text;
         simstore_text_options_init(&text);
         ingest_options o;

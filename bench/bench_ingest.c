@@ -113,7 +113,7 @@ static double ingest_mbs(const char *path, unsigned threads, size_t bytes, size_
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
         counter c = {0, 0};
-        ingest_sink s = {count_doc, count_fp, &c, NULL};
+        ingest_sink s = {count_doc, count_fp, &c, NULL, NULL};
         simstore_text_options text;
         simstore_text_options_init(&text);
         ingest_options o;

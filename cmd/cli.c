@@ -333,6 +333,17 @@ int cli_min_similarity_option(const char *cmd, const char *arg, double *out)
     return 0;
 }
 
+int cli_min_fraction_option(const char *cmd, const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno || !(v >= 0 && v <= 1))
+        return cli_usage_error(cmd, "--min-fraction takes a number from 0 to 1, not '%s'", arg);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out)
 {

@@ -116,6 +116,11 @@ void cli_format_similarity(double similarity, int json, char buf[32]);
 /* --min-similarity J: a number from 0 to 1 (0: no filter) into *out;
  * otherwise prints a usage error and returns 2 (the exit code). */
 int cli_min_similarity_option(const char *cmd, const char *arg, double *out);
+/* --min-fraction F (paragraphs): a number from 0 to 1 into *out; otherwise
+ * prints a usage error and returns 2 (the exit code). */
+int cli_min_fraction_option(const char *cmd, const char *arg, double *out);
+/* The default of --min-fraction. */
+#define CLI_DEFAULT_MIN_FRACTION 0.3
 /* Parse a decimal unsigned integer in [min, max]. Returns 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out);

@@ -54,11 +54,19 @@ static void usage(FILE *out)
             "                       --min-similarity can filter them (default: %s\n"
             "                       when every input is JSON Lines, none otherwise:\n"
             "                       TSV and fingerprint lines have no text to sketch)\n"
+            "      --paragraphs     also index the fingerprint of every paragraph of\n"
+            "                       each JSON Lines text (as `fingerprint --paragraphs`\n"
+            "                       cuts them), for `query --paragraphs`: pages that\n"
+            "                       copy part of a document, edited documents\n"
+            "      --paragraph-min-words N\n"
+            "                       index only paragraphs of at least N words, 1..%u\n"
+            "                       (default %u; recorded in the store)\n"
             "      --replace        replace an existing STORE atomically (only a store:\n"
             "                       a file or any other directory is refused)\n"
             "\n",
             SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES,
-            simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
+            simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT), SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
+            SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT);
     fprintf(out,
             "Resources:\n"
             "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
@@ -90,7 +98,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
        OPT_MEMORY, OPT_THREADS };
-enum { OPT_SKETCH = OPT_THREADS + 1 };
+enum { OPT_SKETCH = OPT_THREADS + 1, OPT_PARAGRAPHS, OPT_PARA_MIN };
 
 /* The default sketch: the measured choice for texts, when every input is
  * JSON Lines (by --format or by name); none when any input gives
@@ -132,6 +140,8 @@ int cmd_build(int argc, char **argv)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"sketch", required_argument, NULL, OPT_SKETCH},
+        {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"paragraph-min-words", required_argument, NULL, OPT_PARA_MIN},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -154,7 +164,8 @@ int cmd_build(int argc, char **argv)
     io.cmd = CMD;
     io.text = &text.opts;
     o.text = &text.opts;
-    int quiet = 0, verbose = 0, sketch_given = 0, c;
+    int quiet = 0, verbose = 0, sketch_given = 0, paragraphs = 0, c;
+    unsigned para_min_words = 0;
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     double started = cli_now();
     unsigned long long v;
@@ -214,6 +225,13 @@ int cmd_build(int argc, char **argv)
                                        optarg);
             sketch_given = 1;
             break;
+        case OPT_PARAGRAPHS: paragraphs = 1; break;
+        case OPT_PARA_MIN:
+            if (cli_parse_uint(optarg, 1, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, &v))
+                return cli_usage_error(CMD, "--paragraph-min-words takes 1..%u, not '%s'",
+                                       SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, optarg);
+            para_min_words = (unsigned)v;
+            break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
@@ -252,6 +270,14 @@ int cmd_build(int argc, char **argv)
         sketch = o.fingerprint_only ? SIMSTORE_SKETCH_NONE
                                     : default_sketch(&io, argv + optind, argc - optind);
     text.opts.sketch = sketch;
+    if (para_min_words && !paragraphs)
+        return cli_usage_error(CMD, "--paragraph-min-words goes with --paragraphs");
+    if (paragraphs && o.fingerprint_only)
+        return cli_usage_error(CMD, "--fingerprint-only keeps no documents, so no paragraphs: "
+                                    "not with --paragraphs");
+    if (paragraphs)
+        text.opts.paragraph_min_words =
+            para_min_words ? para_min_words : SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT;
 
     cli_progress prog;
     cli_progress_init(&prog, CMD, !quiet);
@@ -330,6 +356,10 @@ int cmd_build(int argc, char **argv)
                (unsigned long long)st.documents, CLI_NOUN(st.documents, "document"),
                (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
                st.design, tb, lb);
+    if (st.paragraph_min_words)
+        printf("; paragraph index: %llu distinct %s of at least %u words",
+               (unsigned long long)st.paragraph_fps, CLI_NOUN(st.paragraph_fps, "fingerprint"),
+               st.paragraph_min_words);
     if (set) {
         char desc[160];
         boiler_describe(set, desc, sizeof desc);

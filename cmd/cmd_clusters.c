@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "input.h"
+#include "paraclusters.h"
 #include "progress.h"
 
 #include <errno.h>
@@ -20,6 +21,8 @@ static void usage(FILE *out)
             "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
             "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
             "                        [--similarity] [--min-similarity J]\n"
+            "       simstore clusters STORE --paragraphs [--min-fraction F] [--k K]\n"
+            "                        [--keep RULE] [--json]\n"
             "\n"
             "Group the store's documents into clusters of near-duplicates (within\n"
             "Hamming distance K) and choose the one document each cluster keeps. Prints\n"
@@ -60,6 +63,14 @@ static void usage(FILE *out)
             "      --memory SIZE    memory for the sorted pairs and the clusters (default\n"
             "                       1G); pairs and components beyond it spill to $TMPDIR,\n"
             "                       stars and --min-similarity must fit\n"
+            "      --paragraphs     cluster by shared paragraphs (a store built with\n"
+            "                       --paragraphs): the connected components of the pairs\n"
+            "                       of `pairs --paragraphs` with FRACTION >= F\n"
+            "                       (--min-fraction, default 0.3); each line ends in the\n"
+            "                       pair's FRACTION with the kept document instead of a\n"
+            "                       distance ('-' when linked only through others; JSON\n"
+            "                       \"fraction\", null). Components only; not with\n"
+            "                       --singletons or the similarity options\n"
             "      --progress       report progress on stderr\n"
             "  -h, --help           show this help\n"
             "\n"
@@ -68,7 +79,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_MODE, OPT_KEEP, OPT_SINGLETONS, OPT_JSON, OPT_THREADS, OPT_MEMORY,
        OPT_PROGRESS };
-enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY };
+enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
 
 typedef struct clusters_out {
     int json;
@@ -170,6 +181,8 @@ int cmd_clusters(int argc, char **argv)
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
+        {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -179,7 +192,8 @@ int cmd_clusters(int argc, char **argv)
     const char *field = NULL;
     int progress = 0, c, rc;
     unsigned long long k = 0;
-    int have_k = 0;
+    int have_k = 0, paragraphs = 0, min_fraction_given = 0, mode_given = 0;
+    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -196,6 +210,7 @@ int cmd_clusters(int argc, char **argv)
                 o.mode = SIMSTORE_CLUSTER_STAR;
             else
                 return cli_usage_error(CMD, "--mode: '%s' is not components or star", optarg);
+            mode_given = o.mode == SIMSTORE_CLUSTER_STAR;
             break;
         case OPT_KEEP:
             if ((rc = parse_keep(optarg, argv, argc, &o, &field)) != 0)
@@ -217,10 +232,22 @@ int cmd_clusters(int argc, char **argv)
             if ((rc = cli_min_similarity_option(CMD, optarg, &o.scan.min_similarity)) != 0)
                 return rc;
             break;
+        case OPT_PARAGRAPHS: paragraphs = 1; break;
+        case OPT_MIN_FRACTION:
+            if ((rc = cli_min_fraction_option(CMD, optarg, &min_fraction)) != 0)
+                return rc;
+            min_fraction_given = 1;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
     }
+    if (min_fraction_given && !paragraphs)
+        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
+    if (paragraphs && (mode_given || o.singletons || out.similarity || o.scan.min_similarity > 0))
+        return cli_usage_error(CMD, "--paragraphs clusters connected components of documents "
+                                    "sharing paragraphs: not with --mode star, --singletons, "
+                                    "--similarity or --min-similarity");
     if (optind != argc - 1)
         return cli_usage_error(CMD, optind >= argc ? "missing STORE" : "one STORE only");
     const char *path = cli_store_path(argv[optind]);
@@ -242,6 +269,13 @@ int cmd_clusters(int argc, char **argv)
                          "fingerprints, or before sketches): --min-similarity needs them",
                          path);
     }
+    if (rc == 0 && paragraphs && !st.paragraph_min_words) {
+        simstore_close(s);
+        return cli_error(CMD,
+                         "%s has no paragraph index (build it with --paragraphs): "
+                         "--paragraphs needs one",
+                         path);
+    }
     out.fp_only = st.fingerprint_only;
     o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_STORE_K;
     o.key = meta_key;
@@ -251,7 +285,9 @@ int cmd_clusters(int argc, char **argv)
     o.scan.progress = cli_progress_update;
     o.scan.progress_ctx = &prog;
     simstore_cluster_summary sum;
-    if (rc == 0)
+    if (rc == 0 && paragraphs)
+        rc = paragraph_clusters(CMD, s, o.scan.k, min_fraction, (int)o.keep, field, out.json, &sum);
+    else if (rc == 0)
         rc = simstore_clusters(s, &o, print_member, &out, &sum);
     cli_progress_done(&prog);
     simstore_close(s);

@@ -528,7 +528,7 @@ static int run_dedup(dedup_run *run, char **paths, int npaths, ingest_options *i
     if (!buffered)
         setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     buffered = 1;
-    ingest_sink sink = {NULL, NULL, run, decide};
+    ingest_sink sink = {NULL, NULL, run, decide, NULL};
     if (run->store) {
         io->note = note_store;
         io->note_ctx = run;

@@ -268,6 +268,8 @@ static int inspect_store(const char *path, const options *o)
         textopt_json(stdout, &text);
         printf("},");
         textopt_json_sketch(stdout, text.sketch);
+        putchar(',');
+        textopt_json_paragraphs(stdout, &st);
         printf(",\"boilerplate\":");
         boiler_json(stdout, simstore_get_boilerplate(s));
         printf(",");
@@ -291,6 +293,8 @@ static int inspect_store(const char *path, const options *o)
         char boiler_desc[160];
         boiler_describe(simstore_get_boilerplate(s), boiler_desc, sizeof boiler_desc);
         printf("boilerplate: %s\n", boiler_desc);
+        textopt_describe_paragraphs(&st, text_desc, sizeof text_desc);
+        printf("paragraph index: %s\n", text_desc);
         printf("design: %s\n", st.design);
         printf("block bytes: %u\n", st.block_bytes);
         printf("table bytes: %" PRIu64 " (%.2f bits per fingerprint per table; floor %.2f)\n",

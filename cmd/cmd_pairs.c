@@ -24,6 +24,7 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: simstore pairs STORE [--k K] [--by-fingerprint] [--json] [--threads N]\n"
             "                      [--memory SIZE] [--similarity] [--min-similarity J]\n"
+            "       simstore pairs STORE --paragraphs [--min-fraction F] [--k K] [--json]\n"
             "       simstore pairs [--k K] [--json] [--method auto|join|brute] [FILE...]\n"
             "\n"
             "Print every unordered pair of stored documents within Hamming distance K,\n"
@@ -32,6 +33,16 @@ static void usage(FILE *out)
             "--threads. Documents sharing a fingerprint are pairs at distance 0. The\n"
             "store's permuted tables are scanned once each (a self-join, not one query\n"
             "per document). A fingerprint-only store prints HEX_A<TAB>HEX_B<TAB>DISTANCE.\n"
+            "\n"
+            "With --paragraphs (a store built with --paragraphs), every unordered pair\n"
+            "of documents sharing near-duplicate paragraphs, once, as\n"
+            "ID_A<TAB>ID_B<TAB>SHARED_A<TAB>OF_A<TAB>SHARED_B<TAB>OF_B<TAB>FRACTION:\n"
+            "SHARED_A of A's OF_A paragraphs have a paragraph of B within K (as `query\n"
+            "--paragraphs` counts them), and the other way; FRACTION is the larger of\n"
+            "the two (so a page copying part of a long document pairs with it); lines\n"
+            "sorted by FRACTION (larger first), then ID_A, then ID_B. --min-fraction F\n"
+            "(0..1, default 0.3) keeps those with FRACTION >= F; with --json,\n"
+            "{\"a\", \"b\", \"shared_a\", \"of_a\", \"shared_b\", \"of_b\", \"fraction\"}.\n"
             "\n"
             "Without a STORE, read fingerprint lines HEX16<TAB>ID (as `simstore\n"
             "fingerprint` prints them) from the FILEs or standard input and print their\n"
@@ -379,6 +390,8 @@ typedef struct store_out {
     unsigned flags;
     int similarity;        /* --similarity */
     double min_similarity; /* --min-similarity (0: none) */
+    int paragraphs;        /* --paragraphs */
+    double min_fraction;   /* --min-fraction */
 } store_out;
 
 static void print_pair_id(const char *id, size_t len, unsigned flags, uint64_t fp, int json)
@@ -414,6 +427,20 @@ static int print_store_pair(void *ctx, const simstore_pair *p)
     return ferror(stdout) ? SIMSTORE_EIO : 0;
 }
 
+static int print_paragraph_pair(void *ctx, const simstore_paragraph_pair *p)
+{
+    const store_out *o = (const store_out *)ctx;
+    fputs(o->json ? "{\"a\":" : "", stdout);
+    print_pair_id(p->id_a, p->id_a_len, p->flags_a, 0, o->json);
+    fputs(o->json ? ",\"b\":" : "\t", stdout);
+    print_pair_id(p->id_b, p->id_b_len, p->flags_b, 0, o->json);
+    printf(o->json ? ",\"shared_a\":%zu,\"of_a\":%zu,\"shared_b\":%zu,\"of_b\":%zu,"
+                     "\"fraction\":%.4f}\n"
+                   : "\t%zu\t%zu\t%zu\t%zu\t%.4f\n",
+           p->shared_a, p->of_a, p->shared_b, p->of_b, p->fraction);
+    return ferror(stdout) ? SIMSTORE_EIO : 0;
+}
+
 static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned threads,
                           uint64_t memory, store_out *out, int progress)
 {
@@ -441,11 +468,20 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
                          "fingerprints, or before sketches): --min-similarity needs them",
                          path);
     }
+    if (rc == 0 && out->paragraphs && !st.paragraph_min_words) {
+        simstore_close(s);
+        return cli_error(CMD,
+                         "%s has no paragraph index (build it with --paragraphs): "
+                         "--paragraphs needs one",
+                         path);
+    }
     cli_progress prog;
     cli_progress_init(&prog, CMD, progress);
     o.progress = cli_progress_update;
     o.progress_ctx = &prog;
-    if (rc == 0)
+    if (rc == 0 && out->paragraphs)
+        rc = simstore_paragraph_pairs(s, o.k, out->min_fraction, print_paragraph_pair, out);
+    else if (rc == 0)
         rc = simstore_pairs(s, &o, out->flags, print_store_pair, out);
     cli_progress_done(&prog);
     simstore_close(s);
@@ -455,7 +491,7 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
 }
 
 enum { OPT_JSON = 1, OPT_BY_FP, OPT_THREADS, OPT_MEMORY, OPT_METHOD, OPT_PROGRESS };
-enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY };
+enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
 
 int cmd_pairs(int argc, char **argv)
 {
@@ -469,13 +505,16 @@ int cmd_pairs(int argc, char **argv)
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
+        {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     unsigned long long k = 3;
     int have_k = 0, c, rc, progress = 0, have_method = 0;
     lines_opts lo = {3, 0, 0, 0, 0};
-    store_out out = {0, 0, 0, 0};
+    store_out out = {0, 0, 0, 0, 0, CLI_DEFAULT_MIN_FRACTION};
+    int min_fraction_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -511,12 +550,25 @@ int cmd_pairs(int argc, char **argv)
             if (cli_min_similarity_option(CMD, optarg, &out.min_similarity))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_PARAGRAPHS: out.paragraphs = 1; break;
+        case OPT_MIN_FRACTION:
+            if (cli_min_fraction_option(CMD, optarg, &out.min_fraction))
+                return CLI_EXIT_USAGE;
+            min_fraction_given = 1;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
     }
+    if (min_fraction_given && !out.paragraphs)
+        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
+    if (out.paragraphs && (out.flags || out.similarity || out.min_similarity > 0))
+        return cli_usage_error(CMD, "--paragraphs pairs documents by their paragraphs: not with "
+                                    "--by-fingerprint, --similarity or --min-similarity");
     struct stat sb;
     int is_store = optind < argc && stat(argv[optind], &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (out.paragraphs && !is_store)
+        return cli_usage_error(CMD, "--paragraphs needs a STORE built with --paragraphs");
     if (is_store) {
         if (optind != argc - 1)
             return cli_usage_error(CMD, "one STORE only (fingerprint lines come from files)");

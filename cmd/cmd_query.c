@@ -27,6 +27,13 @@ static void usage(FILE *out)
             "query, one line per match, sorted by distance then document id:\n"
             "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE[<TAB>SIMILARITY]\n"
             "QUERY_ID is '-' for a single query; DOC_ID is '-' in fingerprint-only stores.\n"
+            "With --paragraphs (a store built with --paragraphs), one line per stored\n"
+            "document sharing near-duplicate paragraphs with the query's text, sorted by\n"
+            "FRACTION (larger first) then document id:\n"
+            "  QUERY_ID<TAB>DOC_ID<TAB>SHARED<TAB>OF<TAB>FRACTION\n"
+            "SHARED of the query's OF paragraphs (those of at least the store's minimum\n"
+            "of words; a paragraph repeated in the query counts each time) have a\n"
+            "paragraph of DOC_ID within distance K; FRACTION = SHARED/OF, 4 decimals.\n"
             "\n"
             "Query:\n"
             "      --fp HEX         a fingerprint (16 hex digits)\n"
@@ -39,8 +46,7 @@ static void usage(FILE *out)
             "                       extension: give --format with it. From a pipe each\n"
             "                       answer is written as soon as it is known\n"
             "      --format tsv|fp|jsonl\n"
-            "JSON Lines queries (members other than these are ignored):\n" INPUT_FIELD_HELP
-            "\n");
+            "JSON Lines queries (members other than these are ignored):\n" INPUT_FIELD_HELP "\n");
     fprintf(out,
             "Answer:\n"
             "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
@@ -59,6 +65,11 @@ static void usage(FILE *out)
             "                       keeps the near ones. Needs a store that keeps\n"
             "                       sketches and text queries (--text, --file, JSON\n"
             "                       Lines --queries)\n"
+            "      --paragraphs     answer by shared paragraphs (above): needs a text\n"
+            "                       query (--text, --file, JSON Lines --queries)\n"
+            "      --min-fraction F with --paragraphs, only documents with FRACTION >= F,\n"
+            "                       0..1 (default 0.3); JSON members \"shared\", \"of\",\n"
+            "                       \"fraction\" replace \"fp\" and \"distance\"\n"
             "      --skip-self      omit a match whose document id equals the query id\n"
             "      --end-marker     end each query's answer, even an empty one or a bad\n"
             "                       line's, with a line '.'; with --json, print one\n"
@@ -82,8 +93,7 @@ static void usage(FILE *out)
             "the store records, fingerprint version included; an option given changes\n"
             "only itself). The lines of a store's boilerplate (build --boilerplate\n"
             "auto) are removed from query texts; a text that is nothing else is\n"
-            "fingerprinted whole, with a warning:\n" TEXTOPT_HELP
-            "\n"
+            "fingerprinted whole, with a warning:\n" TEXTOPT_HELP "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Exit status: 0 success (with or without matches), 1 failure (a bad query\n"
@@ -92,7 +102,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
        OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER, OPT_STRATEGY, OPT_THREADS, OPT_MEMORY };
-enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY };
+enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
 
 /* --strategy one-by-one: simstore_query_fp per query, as from a pipe. */
 #define STRATEGY_ONE_BY_ONE (-1)
@@ -125,6 +135,11 @@ typedef struct query_run {
     int64_t checked_ms;                 /* when follow_store last looked */
     int strategy;                       /* simstore_batch_strategy, or
                                            STRATEGY_ONE_BY_ONE */
+    int paragraphs;                     /* --paragraphs */
+    double min_fraction;                /* --min-fraction */
+    unsigned para_min_words;            /* the store's */
+    uint64_t *para_fps;                 /* the query's paragraph fingerprints */
+    size_t para_cap;
     unsigned threads;
     uint64_t memory_bytes;
 } query_run;
@@ -154,7 +169,17 @@ static int open_store(query_run *r)
         r->s = NULL;
         return CLI_EXIT_FAIL;
     }
+    if (rc == SIMSTORE_OK && r->paragraphs && st.paragraph_min_words == 0) {
+        cli_error(CMD,
+                  "%s has no paragraph index (build it with --paragraphs): --paragraphs needs "
+                  "one",
+                  r->path);
+        simstore_close(r->s);
+        r->s = NULL;
+        return CLI_EXIT_FAIL;
+    }
     if (rc == SIMSTORE_OK) {
+        r->para_min_words = st.paragraph_min_words;
         if (!r->have_k)
             r->k = st.k;
         simstore_get_text_options(r->s, r->store_text);
@@ -336,6 +361,79 @@ static void warn_only_boilerplate(const char *file, unsigned long long line, con
                       "boilerplate): fingerprinted whole");
 }
 
+/* --paragraphs: the documents sharing paragraphs with the query. */
+static void print_paragraph_matches(const query_run *r, const char *qid, size_t qid_len,
+                                    const simstore_paragraph_match *m, size_t n)
+{
+    int per_query = r->json && r->end_marker, listed = 0;
+    if (per_query) {
+        fputs("{\"query\":", stdout);
+        json_query_id(r, qid, qid_len);
+        fputs(",\"matches\":[", stdout);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (r->skip_self && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
+            continue;
+        if (per_query) {
+            fputs(listed++ ? ",{\"id\":" : "{\"id\":", stdout);
+        } else if (r->json) {
+            fputs("{\"query\":", stdout);
+            json_query_id(r, qid, qid_len);
+            fputs(",\"id\":", stdout);
+        }
+        if (r->json) {
+            if (m[i].flags & SIMSTORE_MATCH_INTEGER_ID)
+                fwrite(m[i].id, 1, m[i].id_len, stdout);
+            else
+                cli_json_string(stdout, m[i].id, m[i].id_len);
+            printf(",\"shared\":%zu,\"of\":%zu,\"fraction\":%.4f", m[i].shared, m[i].of,
+                   m[i].fraction);
+            if (m[i].meta) {
+                fputs(",\"meta\":", stdout);
+                fwrite(m[i].meta, 1, m[i].meta_len, stdout);
+            }
+            fputs(per_query ? "}" : "}\n", stdout);
+        } else {
+            fwrite(qid, 1, qid_len, stdout);
+            putchar('\t');
+            fwrite(m[i].id, 1, m[i].id_len, stdout);
+            printf("\t%zu\t%zu\t%.4f\n", m[i].shared, m[i].of, m[i].fraction);
+        }
+    }
+    if (per_query)
+        fputs("]}\n", stdout);
+    else if (r->end_marker)
+        fputs(".\n", stdout);
+}
+
+static int run_one_paragraphs(query_run *r, const char *qid, size_t qid_len, const char *text,
+                              size_t text_len)
+{
+    if (need_fingerprinter(r))
+        return CLI_EXIT_FAIL;
+    size_t n = 0;
+    int rc;
+    for (;;) {
+        rc = simstore_paragraph_fingerprints(r->fpr, text, text_len, r->para_min_words, r->para_fps,
+                                             r->para_cap, &n);
+        if (rc || n <= r->para_cap)
+            break;
+        uint64_t *g = realloc(r->para_fps, n * sizeof *g);
+        if (!g)
+            return cli_error(CMD, "out of memory");
+        r->para_fps = g;
+        r->para_cap = n;
+    }
+    const simstore_paragraph_match *m = NULL;
+    size_t count = 0;
+    if (rc == SIMSTORE_OK)
+        rc = simstore_query_paragraphs(r->q, r->para_fps, n, r->k, r->min_fraction, &m, &count);
+    if (rc)
+        return cli_api_error(CMD, rc, "query");
+    print_paragraph_matches(r, qid, qid_len, m, count);
+    return CLI_EXIT_OK;
+}
+
 /* One query; file and line name a line of --queries (file NULL for a
  * single query). Returns an exit code. */
 static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, uint64_t fp,
@@ -346,6 +444,17 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
     int rc = SIMSTORE_OK;
     uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
     int sketched = 0;
+    if (r->paragraphs) {
+        if (!is_text) {
+            char esc[CLI_ESCAPED_ID_BYTES];
+            return file ? cli_error(CMD,
+                                    "%s:%llu: query '%s' has no text: --paragraphs needs "
+                                    "texts",
+                                    file, line, cli_escape(qid, qid_len, esc, sizeof esc))
+                        : cli_error(CMD, "--paragraphs needs a text");
+        }
+        return run_one_paragraphs(r, qid, qid_len, text, text_len);
+    }
     if (is_text) {
         unsigned flags = 0;
         if (need_fingerprinter(r))
@@ -590,6 +699,9 @@ static int run_queries_file(query_run *r, const char *path, int format)
     if (r->min_similarity > 0 && format != INPUT_JSONL)
         return cli_usage_error(CMD, "--min-similarity needs the queries' texts: TSV and "
                                     "fingerprint-line queries have none (give JSON Lines)");
+    if (r->paragraphs && format != INPUT_JSONL)
+        return cli_usage_error(CMD, "--paragraphs needs the queries' texts: TSV and "
+                                    "fingerprint-line queries have none (give JSON Lines)");
     input_reader *in;
     if (input_open(&in, (input_format)format, path) != 0)
         return cli_error(CMD, "%s: %s", path, strerror(errno));
@@ -599,7 +711,8 @@ static int run_queries_file(query_run *r, const char *path, int format)
     int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
                                           : stat(path, &st) == 0 && S_ISREG(st.st_mode);
     r->flush_each = !regular;
-    if (regular && r->strategy != STRATEGY_ONE_BY_ONE) {
+    /* Paragraph queries go one by one (no batch form yet). */
+    if (regular && r->strategy != STRATEGY_ONE_BY_ONE && !r->paragraphs) {
         int status = run_queries_batched(r, in, format);
         input_close(in);
         return status;
@@ -661,6 +774,8 @@ int cmd_query(int argc, char **argv)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
+        {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
         INPUT_FIELD_LONG_OPTIONS,
@@ -676,7 +791,8 @@ int cmd_query(int argc, char **argv)
     simstore_text_options_init(&effective);
     r.text = &effective;
     r.fields = &fields;
-    int have_k = 0, meta = 0, format = -1, sources = 0, c;
+    int have_k = 0, meta = 0, format = -1, sources = 0, min_fraction_given = 0, c;
+    r.min_fraction = CLI_DEFAULT_MIN_FRACTION;
     unsigned open_flags = SIMSTORE_OPEN_READONLY;
     const char *fp_arg = NULL, *text_arg = NULL, *file_arg = NULL, *queries_arg = NULL;
     unsigned long long v;
@@ -739,6 +855,12 @@ int cmd_query(int argc, char **argv)
             if (cli_min_similarity_option(CMD, optarg, &r.min_similarity))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_PARAGRAPHS: r.paragraphs = 1; break;
+        case OPT_MIN_FRACTION:
+            if (cli_min_fraction_option(CMD, optarg, &r.min_fraction))
+                return CLI_EXIT_USAGE;
+            min_fraction_given = 1;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
@@ -760,6 +882,14 @@ int cmd_query(int argc, char **argv)
         return cli_usage_error(CMD, "give exactly one of --fp, --text, --file, --queries");
     if (meta && !r.json)
         return cli_usage_error(CMD, "--meta needs --json");
+    if (min_fraction_given && !r.paragraphs)
+        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
+    if (r.paragraphs && fp_arg)
+        return cli_usage_error(CMD, "--paragraphs needs the query's text: a fingerprint has no "
+                                    "paragraphs (give --text, --file or JSON Lines --queries)");
+    if (r.paragraphs && (r.print_similarity || r.min_similarity > 0))
+        return cli_usage_error(CMD, "--similarity and --min-similarity are for documents, not "
+                                    "with --paragraphs");
     uint64_t fp = 0;
     if (fp_arg && cli_parse_hex64(fp_arg, &fp))
         return cli_usage_error(CMD, "--fp takes 16 hex digits, not '%s'", fp_arg);
@@ -809,5 +939,6 @@ int cmd_query(int argc, char **argv)
     if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
         status = cli_error(CMD, "writing the answers: %s", strerror(errno));
     close_store(&r);
+    free(r.para_fps);
     return status;
 }

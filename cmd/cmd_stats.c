@@ -88,6 +88,8 @@ int cmd_stats(int argc, char **argv)
         textopt_json(stdout, &text);
         printf("},");
         textopt_json_sketch(stdout, text.sketch);
+        putchar(',');
+        textopt_json_paragraphs(stdout, &st);
         printf(",\"boilerplate\":");
         boiler_json(stdout, simstore_get_boilerplate(s));
         printf("}\n");
@@ -116,6 +118,8 @@ int cmd_stats(int argc, char **argv)
     textopt_describe_sketch(text.sketch, desc, sizeof desc);
     printf("sketch: %s\n", desc);
     printf("boilerplate: %s\n", boiler_desc);
+    textopt_describe_paragraphs(&st, desc, sizeof desc);
+    printf("paragraph index: %s\n", desc);
     simstore_close(s);
     return CLI_EXIT_OK;
 }

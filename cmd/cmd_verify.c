@@ -137,11 +137,11 @@ int cmd_verify(int argc, char **argv)
                ",\"quick\":%s,\"table_files\":%" PRIu64 ",\"blocks\":%" PRIu64
                ",\"fingerprints\":%" PRIu64 ",\"documents\":%" PRIu64 ",\"fps_entries\":%" PRIu64
                ",\"lmdb_pages\":%" PRIu64 ",\"dead_fingerprints\":%" PRIu64
-               ",\"sets_by_digest\":%s}}\n",
+               ",\"sets_by_digest\":%s,\"paragraph_entries\":%" PRIu64 "}}\n",
                sum.store ? "store" : "table", sum.errors ? "false" : "true", sum.errors,
                sum.warnings, (flags & SIMSTORE_VERIFY_QUICK) ? "true" : "false", sum.table_files,
                sum.blocks, sum.fingerprints, sum.documents, sum.fps_entries, sum.lmdb_pages,
-               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false");
+               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false", sum.paragraph_entries);
     } else {
         printf("verify %s: %s: %" PRIu64 " %s, %" PRIu64 " %s (%s%" PRIu64 " %s, %" PRIu64
                " %s, %" PRIu64 " %s decoded",
@@ -156,6 +156,9 @@ int cmd_verify(int argc, char **argv)
                    cli_plural(sum.fps_entries, "fps entry", "fps entries"), sum.lmdb_pages,
                    CLI_NOUN(sum.lmdb_pages, "LMDB page"),
                    sum.sets_by_digest ? ", sets by digest" : "");
+        if (sum.paragraph_entries)
+            printf(", %" PRIu64 " %s", sum.paragraph_entries,
+                   cli_plural(sum.paragraph_entries, "paragraph entry", "paragraph entries"));
         printf(")\n");
     }
     if (fflush(stdout) != 0)

@@ -105,6 +105,8 @@ typedef struct ingest_rec {
     double note_number;
     unsigned note_flags;
     size_t keys_off, nkeys; /* line keys (ingest_options.line_keys), in `out` */
+    size_t paras_off, nparas; /* paragraph fingerprints (text's paragraph_min_words),
+                                 8-aligned in `out` */
     int rc;
     unsigned char kind, has_meta, empty, id_integer, has_note_text, only_boilerplate;
 } ingest_rec;
@@ -489,6 +491,29 @@ static int keep_line_keys(worker_state *w, slot *s, ingest_rec *r, const input_r
     return 0;
 }
 
+/* The paragraph fingerprints a store with a paragraph index keeps of the
+ * text (simstore_paragraph_fingerprints), 8-aligned into the batch's `out`. */
+static int keep_paragraphs(worker_state *w, slot *s, ingest_rec *r, const input_record *rec,
+                           unsigned min_words)
+{
+    size_t n = 0;
+    int e =
+        simstore_paragraph_fingerprints(w->fpr, rec->text, rec->text_len, min_words, NULL, 0, &n);
+    size_t pad = (8 - s->out_len % 8) % 8;
+    if (!e && (n > SIZE_MAX / 16 || reserve(&s->out, s->out_len, &s->out_cap, pad + n * 8 + 8)))
+        e = SIMSTORE_ENOMEM;
+    if (!e) {
+        s->out_len += pad;
+        r->paras_off = s->out_len;
+        r->nparas = n;
+        size_t got = 0;
+        e = simstore_paragraph_fingerprints(w->fpr, rec->text, rec->text_len, min_words,
+                                            (uint64_t *)(void *)(s->out + s->out_len), n, &got);
+        s->out_len += n * 8;
+    }
+    return e;
+}
+
 static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s, ingest_rec *r,
                          const char *line, size_t len)
 {
@@ -537,6 +562,8 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
             else
                 r->sketch_off = off + 1;
         }
+        if (e == 0 && pl->text && pl->text->paragraph_min_words)
+            e = keep_paragraphs(w, s, r, &rec, pl->text->paragraph_min_words);
         if (e) {
             r->kind = REC_FAILED;
             r->rc = e;
@@ -821,11 +848,18 @@ static int drain_batch(ingest_state *st, const slot *s)
                                      r->note_number},
                                     r->only_boilerplate,
                                     (const uint64_t *)(const void *)(s->out + r->keys_off),
-                                    r->nkeys};
+                                    r->nkeys,
+                                    (const uint64_t *)(const void *)(s->out + r->paras_off),
+                                    r->nparas};
                 e = st->sink->record(st->sink->ctx, &ir);
                 break;
             }
-            e = st->sink->doc(st->sink->ctx, &d, r->id_integer, sketch);
+            if (st->sink->doc_paragraphs)
+                e = st->sink->doc_paragraphs(
+                    st->sink->ctx, &d, r->id_integer, sketch,
+                    (const uint64_t *)(const void *)(s->out + r->paras_off), r->nparas);
+            else
+                e = st->sink->doc(st->sink->ctx, &d, r->id_integer, sketch);
             break;
         }
         }
@@ -1006,6 +1040,14 @@ static int builder_doc(void *ctx, const simstore_doc *doc, int id_is_integer, co
                                        id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
 }
 
+static int builder_doc_paragraphs(void *ctx, const simstore_doc *doc, int id_is_integer,
+                                  const uint8_t *sketch, const uint64_t *paras, size_t n)
+{
+    return simstore_builder_add_paragraphs((simstore_builder *)ctx, doc,
+                                           id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch,
+                                           paras, n);
+}
+
 static int builder_fp(void *ctx, uint64_t fp)
 {
     return simstore_builder_add_fp((simstore_builder *)ctx, fp);
@@ -1014,7 +1056,7 @@ static int builder_fp(void *ctx, uint64_t fp)
 int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
                   ingest_result *res)
 {
-    ingest_sink sink = {builder_doc, builder_fp, b, NULL};
+    ingest_sink sink = {builder_doc, builder_fp, b, NULL, builder_doc_paragraphs};
     return ingest_run(&sink, paths, npaths, o, res);
 }
 

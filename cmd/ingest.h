@@ -123,6 +123,10 @@ typedef struct ingest_record {
     const uint64_t *line_keys; /* ingest_options.line_keys: the document's
                                   distinct line keys, increasing */
     size_t line_key_count;
+    const uint64_t *paragraphs; /* ingest_options.text's paragraph_min_words:
+                                   the document's paragraph fingerprints, in
+                                   text order (simstore_paragraph_fingerprints) */
+    size_t paragraph_count;
 } ingest_record;
 
 typedef struct ingest_sink {
@@ -132,6 +136,10 @@ typedef struct ingest_sink {
     void *ctx;
     /* When set, documents go here instead of to doc. */
     int (*record)(void *ctx, const ingest_record *rec);
+    /* When set (and record is not), documents go here instead of to doc,
+     * with their paragraph fingerprints (ingest_record.paragraphs). */
+    int (*doc_paragraphs)(void *ctx, const simstore_doc *doc, int id_is_integer,
+                          const uint8_t *sketch, const uint64_t *paras, size_t n);
 } ingest_sink;
 
 /* Read, parse and fingerprint every path ("-" is standard input) on

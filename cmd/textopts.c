@@ -219,3 +219,37 @@ void textopt_json_sketch(FILE *out, simstore_sketch_kind kind)
     fprintf(out, "\"sketch\":\"%s\",\"sketch_bytes_per_document\":%zu", name ? name : "none",
             simstore_sketch_bytes(kind));
 }
+
+void textopt_describe_paragraphs(const simstore_stats *st, char *buf, size_t size)
+{
+    if (!st->paragraph_min_words) {
+        snprintf(buf, size, "none");
+        return;
+    }
+    uint64_t dead = st->paragraph_table_fps > st->paragraph_fps
+                        ? st->paragraph_table_fps - st->paragraph_fps
+                        : 0;
+    snprintf(buf, size,
+             "paragraphs of at least %u words: %llu entries, %llu distinct fingerprints; %llu "
+             "segment%s, %llu fingerprints per table (%llu dead%s), %llu table bytes",
+             st->paragraph_min_words, (unsigned long long)st->paragraph_entries,
+             (unsigned long long)st->paragraph_fps, (unsigned long long)st->paragraph_segments,
+             st->paragraph_segments == 1 ? "" : "s", (unsigned long long)st->paragraph_table_fps,
+             (unsigned long long)dead, st->paragraph_segments > 1 ? " or repeated" : "",
+             (unsigned long long)st->paragraph_table_bytes);
+}
+
+void textopt_json_paragraphs(FILE *out, const simstore_stats *st)
+{
+    if (!st->paragraph_min_words) {
+        fputs("\"paragraphs\":null", out);
+        return;
+    }
+    fprintf(out,
+            "\"paragraphs\":{\"min_words\":%u,\"entries\":%llu,\"fingerprints\":%llu,"
+            "\"segments\":%llu,\"table_fingerprints\":%llu,\"table_bytes\":%llu}",
+            st->paragraph_min_words, (unsigned long long)st->paragraph_entries,
+            (unsigned long long)st->paragraph_fps, (unsigned long long)st->paragraph_segments,
+            (unsigned long long)st->paragraph_table_fps,
+            (unsigned long long)st->paragraph_table_bytes);
+}

@@ -94,6 +94,16 @@ void textopt_describe_sketch(simstore_sketch_kind kind, char *buf, size_t size);
  * "sketch":"minhash64","sketch_bytes_per_document":64 ("none" and 0). */
 void textopt_json_sketch(FILE *out, simstore_sketch_kind kind);
 
+/* A store's paragraph index in words, e.g. "paragraphs of at least 8 words:
+ * 29 entries, 20 distinct fingerprints; 1 segment, 20 fingerprints per
+ * table (0 dead), 4416 table bytes", or "none". */
+void textopt_describe_paragraphs(const simstore_stats *st, char *buf, size_t size);
+
+/* The paragraph index as a JSON member, without braces: "paragraphs":null, or
+ * "paragraphs":{"min_words":8,"entries":29,"fingerprints":20,"segments":1,
+ * "table_fingerprints":20,"table_bytes":4416}. */
+void textopt_json_paragraphs(FILE *out, const simstore_stats *st);
+
 /* The options as the members of a JSON object, without braces:
  * "fp_version":2,"shingle":3,"cjk_shingle":2,"weights":"tf","lambda":null,
  * "cjk":"friso" (null where an option does not apply). */

@@ -570,8 +570,10 @@ typedef struct store_ctx {
     sims_state_record state;
     int have_state;
     unsigned sketch; /* the text record's sketch kind (0: none, or no record) */
-    segment_result *segs;
+    segment_result *segs; /* the document segments, then the paragraph ones */
     uint32_t nsegs;
+    uint32_t ndoc_segs;      /* of nsegs, the document segments */
+    unsigned para_min_words; /* the text record's (0: no paragraph index) */
 } store_ctx;
 
 /* data.mdb byte offset of a value LMDB returned, or -1. */
@@ -668,6 +670,14 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
                     c->mdb_path, tat, (unsigned)tr.sketch);
         else
             c->sketch = tr.sketch;
+        if (rc == SIMSTORE_OK)
+            c->para_min_words = tr.paragraph_min_words;
+        if (rc == SIMSTORE_OK && (tr.paragraph_min_words != 0) != (c->env.pfps != 0))
+            problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, tat,
+                    "%s (byte offset %" PRId64 "): the text record says %s paragraph index, but "
+                    "the paragraph database is %s",
+                    c->mdb_path, tat, tr.paragraph_min_words ? "a" : "no",
+                    c->env.pfps ? "there" : "missing");
     } else if (mrc != MDB_NOTFOUND) {
         problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1, "%s: reading the text record: "
                 "%s", c->mdb_path, mdb_strerror(mrc));
@@ -712,7 +722,7 @@ static uint64_t current_generation(store_ctx *c)
 /* Check the segments the state lists (or, without a usable state, the
  * table files found in the directory). */
 static void check_segments(vctx *v, store_ctx *c, int with_store, uint64_t *ids, unsigned *tcounts,
-                           uint32_t nsegs)
+                           const uint64_t *fp_counts, uint32_t nsegs)
 {
     c->segs = calloc(nsegs ? nsegs : 1, sizeof *c->segs);
     if (!c->segs) {
@@ -730,7 +740,7 @@ static void check_segments(vctx *v, store_ctx *c, int with_store, uint64_t *ids,
             problem(v, SIMSTORE_PROBLEM_IO, 0, c->dir, -1, -1, "out of memory");
             return;
         }
-        uint64_t fp_count = with_store ? c->state.segments[i].fp_count : 0;
+        uint64_t fp_count = with_store ? fp_counts[i] : 0;
         int exact = !with_store || fp_count <= EXACT_SET_LIMIT;
         for (unsigned t = 0; t < s->ntables && !v->stop_rc; t++) {
             table_result *tr = &s->tables[t];
@@ -968,20 +978,151 @@ done:
     mdb_cursor_close(fc);
 }
 
+static int note_found(void *ctx, uint64_t value)
+{
+    (void)value;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+/* The paragraph index (format/store.md, "Paragraphs"): every document's
+ * listed paragraphs have their pfps entry, every pfps entry names a document
+ * that lists it, and every pfps key is in a paragraph segment's tables. */
+static void check_paragraphs(vctx *v, store_ctx *c)
+{
+    MDB_cursor *dc = NULL, *pc = NULL;
+    table_reader **t0 = calloc(c->state.para_segment_count + 1u, sizeof *t0);
+    int mrc = t0 ? mdb_cursor_open(c->txn, c->env.docs, &dc) : ENOMEM;
+    if (!mrc)
+        mrc = mdb_cursor_open(c->txn, c->env.pfps, &pc);
+    if (mrc) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                mdb_strerror(mrc));
+        goto done;
+    }
+    MDB_val key, val;
+    for (mrc = mdb_cursor_get(dc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
+         mrc = mdb_cursor_get(dc, &key, &val, MDB_NEXT)) {
+        sims_doc_record rec;
+        if (sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                   (const uint8_t *)val.mv_data, val.mv_size, &rec) != SIMSTORE_OK)
+            continue; /* reported with the documents */
+        int64_t at = mdb_offset(c, val.mv_data);
+        int idl = key.mv_size > 64 ? 64 : (int)key.mv_size;
+        for (uint32_t i = 0; i < rec.para_count && !v->stop_rc; i++) {
+            uint8_t fk[8];
+            memcpy(fk, rec.paras + 8 * (size_t)i, 8);
+            be_store64(fk, le_load64(fk));
+            MDB_val k2 = {8, fk}, v2 = key;
+            int g = mdb_cursor_get(pc, &k2, &v2, MDB_GET_BOTH);
+            if (g == MDB_NOTFOUND)
+                problem(v, SIMSTORE_PROBLEM_DOC_WITHOUT_FPS, 0, c->mdb_path, -1, at,
+                        "%s (byte offset %" PRId64 "): document '%.*s' lists paragraph %016" PRIx64
+                        ", which the paragraph index lacks",
+                        c->mdb_path, at, idl, (const char *)key.mv_data,
+                        le_load64(rec.paras + 8 * (size_t)i));
+            else if (g)
+                problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                        mdb_strerror(g));
+        }
+    }
+    for (uint32_t i = 0; i < c->state.para_segment_count; i++) {
+        char path[PATH_MAX];
+        if (sims_table_path(path, sizeof path, c->dir, c->state.para_segments[i].id, 0) ==
+                SIMSTORE_OK &&
+            table_reader_open(path, 0, &t0[i]) != SIMSTORE_OK)
+            t0[i] = NULL; /* reported with the segments */
+    }
+    const sims_permuter *perm = c->design ? &c->design->tables[0].permuter : NULL;
+    uint64_t last = 0;
+    int have_last = 0;
+    for (mrc = mdb_cursor_get(pc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
+         mrc = mdb_cursor_get(pc, &key, &val, MDB_NEXT)) {
+        v->sum->paragraph_entries++;
+        int64_t at = mdb_offset(c, val.mv_data);
+        if (key.mv_size != 8 || val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES) {
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): pfps entry of a %zu-byte key and a %zu-byte "
+                    "id",
+                    c->mdb_path, at, key.mv_size, val.mv_size);
+            continue;
+        }
+        uint64_t fp = be_load64(key.mv_data);
+        int idl = val.mv_size > 64 ? 64 : (int)val.mv_size;
+        if ((!have_last || fp != last) && perm) {
+            /* A live paragraph fingerprint must be in some paragraph segment. */
+            int found = 0, all_open = 1;
+            uint64_t pq = sims_permute(perm, fp);
+            for (uint32_t i = 0; i < c->state.para_segment_count && !found; i++) {
+                if (!t0[i]) {
+                    all_open = 0;
+                    continue;
+                }
+                int hit = 0;
+                if (table_reader_search(t0[i], pq, pq, pq, 0, note_found, &hit) >= 0 && hit)
+                    found = 1;
+            }
+            if (!found && all_open)
+                problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, 0, c->mdb_path, -1, at,
+                        "%s (byte offset %" PRId64 "): paragraph fingerprint %016" PRIx64
+                        " is in no paragraph segment's tables: paragraph queries cannot find it",
+                        c->mdb_path, at, fp);
+        }
+        last = fp;
+        have_last = 1;
+        MDB_val dk = val, dv;
+        int g = mdb_get(c->txn, c->env.docs, &dk, &dv);
+        if (g == MDB_NOTFOUND) {
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): pfps entry %016" PRIx64
+                    " lists document '%.*s', which docs lacks",
+                    c->mdb_path, at, fp, idl, (const char *)val.mv_data);
+            continue;
+        }
+        if (g) {
+            problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                    mdb_strerror(g));
+            continue;
+        }
+        sims_doc_record rec;
+        if (sims_doc_record_decode((const uint8_t *)dk.mv_data, dk.mv_size,
+                                   (const uint8_t *)dv.mv_data, dv.mv_size, &rec) != SIMSTORE_OK)
+            continue;
+        int listed = 0;
+        for (uint32_t i = 0; i < rec.para_count && !listed; i++)
+            listed = le_load64(rec.paras + 8 * (size_t)i) == fp;
+        if (!listed)
+            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                    "%s (byte offset %" PRId64 "): pfps entry %016" PRIx64
+                    " lists document '%.*s', which has no such paragraph",
+                    c->mdb_path, at, fp, idl, (const char *)val.mv_data);
+    }
+    if (mrc && mrc != MDB_NOTFOUND)
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading pfps: %s", c->mdb_path,
+                mdb_strerror(mrc));
+done:
+    if (t0)
+        for (uint32_t i = 0; i < c->state.para_segment_count; i++)
+            table_reader_close(t0[i]);
+    free(t0);
+    mdb_cursor_close(dc);
+    mdb_cursor_close(pc);
+}
+
 /* Merge fps keys (numeric order) with every segment's fingerprints:
  * overlaps, fps keys no segment holds, dead fingerprints; returns the number
  * of distinct fingerprints the segments hold. */
 static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
 {
     *complete = 1;
-    seg_stream *st = calloc(c->nsegs ? c->nsegs : 1, sizeof *st);
+    seg_stream *st = calloc(c->ndoc_segs ? c->ndoc_segs : 1, sizeof *st);
     if (!st) {
         problem(v, SIMSTORE_PROBLEM_IO, 0, c->dir, -1, -1, "out of memory");
         *complete = 0;
         return 0;
     }
     uint32_t live = 0;
-    for (uint32_t i = 0; i < c->nsegs; i++) {
+    for (uint32_t i = 0; i < c->ndoc_segs; i++) {
         segment_result *s = &c->segs[i];
         st[i].seg = s;
         if (!s->usable) {
@@ -1007,7 +1148,7 @@ static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
         uint64_t fk = have_fps ? be_load64(key.mv_data) : 0;
         int have = have_fps;
         uint64_t m = fk;
-        for (uint32_t i = 0; i < c->nsegs; i++)
+        for (uint32_t i = 0; i < c->ndoc_segs; i++)
             if (!st[i].done && (!have || st[i].head < m)) {
                 m = st[i].head;
                 have = 1;
@@ -1016,7 +1157,7 @@ static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
             break;
         uint32_t holders = 0;
         uint64_t first_id = 0, second_id = 0;
-        for (uint32_t i = 0; i < c->nsegs; i++) {
+        for (uint32_t i = 0; i < c->ndoc_segs; i++) {
             if (!st[i].done && st[i].head == m) {
                 if (holders == 0)
                     first_id = st[i].seg->id;
@@ -1153,7 +1294,8 @@ static void check_tables_standalone(vctx *v, store_ctx *c)
                 "%s: the store's records are not usable: checking the %u segment(s) of table "
                 "files in %s on their own, without the store's design and counts",
                 c->mdb_path, n, c->dir);
-    check_segments(v, c, 0, ids, counts, n);
+    check_segments(v, c, 0, ids, counts, NULL, n);
+    c->ndoc_segs = c->nsegs;
     free(ids);
     free(counts);
 }
@@ -1207,19 +1349,26 @@ static int verify_store(vctx *v, const char *dir)
     }
 
     if (records_ok && !v->stop_rc) {
-        uint32_t n = c.state.segment_count;
-        uint64_t *ids = calloc(n ? n : 1, sizeof *ids);
-        unsigned *counts = calloc(n ? n : 1, sizeof *counts);
-        if (!ids || !counts) {
+        /* The document segments, then the paragraph segments. */
+        uint32_t n = c.state.segment_count, np = c.state.para_segment_count;
+        uint64_t *ids = calloc(n + np ? n + np : 1, sizeof *ids);
+        uint64_t *fpc = calloc(n + np ? n + np : 1, sizeof *fpc);
+        unsigned *counts = calloc(n + np ? n + np : 1, sizeof *counts);
+        if (!ids || !counts || !fpc) {
             problem(v, SIMSTORE_PROBLEM_IO, 0, dir, -1, -1, "out of memory");
         } else {
-            for (uint32_t i = 0; i < n; i++) {
-                ids[i] = c.state.segments[i].id;
-                counts[i] = c.state.segments[i].table_count;
+            for (uint32_t i = 0; i < n + np; i++) {
+                const sims_segment_entry *e =
+                    i < n ? &c.state.segments[i] : &c.state.para_segments[i - n];
+                ids[i] = e->id;
+                counts[i] = e->table_count;
+                fpc[i] = e->fp_count;
             }
-            check_segments(v, &c, 1, ids, counts, n);
+            check_segments(v, &c, 1, ids, counts, fpc, n + np);
+            c.ndoc_segs = c.nsegs < n ? c.nsegs : n;
         }
         free(ids);
+        free(fpc);
         free(counts);
 
         /* Counts (cheap: LMDB's own entry counts) and cross-checks. */
@@ -1245,6 +1394,8 @@ static int verify_store(vctx *v, const char *dir)
         if (!(v->flags & SIMSTORE_VERIFY_QUICK) && !v->stop_rc) {
             uint64_t docs_seen = 0, fps_keys = 0;
             check_documents(v, &c, &docs_seen, &fps_keys);
+            if (c.env.pfps && !v->stop_rc)
+                check_paragraphs(v, &c);
             int complete;
             uint64_t distinct = check_membership(v, &c, &complete);
             if (!c.fp_only && fps_keys != c.state.fp_count && !v->stop_rc)

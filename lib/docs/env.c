@@ -73,7 +73,7 @@ struct sims_env_shared {
     ino_t ino;
     unsigned refs;
     MDB_env *env;
-    MDB_dbi meta, docs, fps;
+    MDB_dbi meta, docs, fps, pfps;
     int rdonly_env; /* opened MDB_RDONLY: nobody in this process may write */
     int nolock;
     size_t map_bytes;
@@ -96,6 +96,17 @@ static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonl
         mdb_txn_abort(txn);
         if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE)
             return sims_fail(SIMSTORE_ECORRUPT, "not a simstore store (LMDB databases missing)");
+        return sims_mdb_fail(rc, "open databases");
+    }
+    /* The paragraph index exists only in stores built with one. */
+    unsigned pcreate = (flags & SIMS_ENV_CREATE) && (flags & SIMS_ENV_PARAGRAPHS) ? MDB_CREATE : 0;
+    rc = mdb_dbi_open(txn, "pfps", pcreate | MDB_DUPSORT, &sh->pfps);
+    if (rc == MDB_NOTFOUND) {
+        sh->pfps = 0;
+    } else if (rc) {
+        mdb_txn_abort(txn);
+        if (rc == MDB_INCOMPATIBLE)
+            return sims_fail(SIMSTORE_ECORRUPT, "the paragraph database has the wrong flags");
         return sims_mdb_fail(rc, "open databases");
     }
     rc = mdb_txn_commit(txn);
@@ -233,6 +244,7 @@ static void env_copy(sims_env *e, sims_env_shared *sh, int readonly)
     e->meta = sh->meta;
     e->docs = sh->docs;
     e->fps = sh->fps;
+    e->pfps = sh->pfps;
     e->readonly = readonly || sh->rdonly_env;
     e->nolock = sh->nolock;
 }
@@ -551,6 +563,14 @@ int sims_env_usage(sims_env *e, MDB_txn *txn, sims_env_usage_info *out)
     out->other_pages = 2; /* the meta pages */
     for (int i = 0; i < 3; i++)
         out->other_pages += st[i].ms_branch_pages + st[i].ms_leaf_pages + st[i].ms_overflow_pages;
+    if (e->pfps) { /* the paragraph index counts as other (its duplicate
+                      sub-databases, like fps's, fall in the remainder) */
+        MDB_stat ps;
+        rc = mdb_stat(txn, e->pfps, &ps);
+        if (rc)
+            return sims_mdb_fail(rc, "read the database statistics");
+        out->other_pages += ps.ms_branch_pages + ps.ms_leaf_pages + ps.ms_overflow_pages;
+    }
     uint64_t named = out->docs_pages + out->other_pages + out->free_pages;
     out->fps_pages = in_file > named ? in_file - named : 0;
     return SIMSTORE_OK;

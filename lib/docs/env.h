@@ -25,6 +25,8 @@ typedef struct sims_env {
     MDB_dbi meta;
     MDB_dbi docs;
     MDB_dbi fps;
+    MDB_dbi pfps; /* the paragraph index (format/store.md, "Paragraphs"),
+                     or 0 when the store has none */
     int readonly; /* this opener may not write */
     int nolock;   /* opened without LMDB's lock file (read-only copy) */
 } sims_env;
@@ -33,6 +35,7 @@ typedef struct sims_env {
 #define SIMS_ENV_READONLY 2u /* read-only; falls back to MDB_NOLOCK when the
                                 lock file cannot be opened for writing */
 #define SIMS_ENV_TRUST 4u    /* skip the walk of data.mdb at open (below) */
+#define SIMS_ENV_PARAGRAPHS 8u /* with SIMS_ENV_CREATE: create `pfps` too */
 
 /* Open (or share) the environment in directory `dir`. A writable opener of a
  * store that this process already has open only read-only (a read-only copy)

@@ -98,6 +98,8 @@ typedef struct walker {
     uint64_t errors, warnings;
     char first_error[512];
     int seen_db[SIMS_LMDB_DB_COUNT];
+    int fps_slot; /* the summary slot of the fps-like tree being walked:
+                     SIMS_LMDB_FPS or SIMS_LMDB_PFPS (same rules) */
     sims_lmdb_summary *sum;
 } walker;
 
@@ -447,6 +449,8 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
             which = SIMS_LMDB_DOCS;
         else if (ksize == 3 && memcmp(key, "fps", 3) == 0)
             which = SIMS_LMDB_FPS;
+        else if (ksize == 4 && memcmp(key, "pfps", 4) == 0)
+            which = SIMS_LMDB_PFPS; /* the paragraph index: the rules of fps */
         if (which < 0) {
             report(w, 0, K_MAIN, pgno, ptr + NODE_HEADER, "unexpected database '%.*s'",
                    (int)(ksize < 64 ? ksize : 64), (const char *)key);
@@ -459,6 +463,7 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
         }
         t->entries++;
         w->seen_db[which] = 1;
+        w->fps_slot = which == SIMS_LMDB_PFPS ? SIMS_LMDB_PFPS : SIMS_LMDB_FPS;
         tree sub;
         walk_tree(w, which == SIMS_LMDB_META ? K_META : which == SIMS_LMDB_DOCS ? K_DOCS : K_FPS,
                   val, pgno, val_off, &sub);
@@ -621,8 +626,11 @@ static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno,
                ", %" PRIu64 " and %" PRIu64,
                branch, leafp, overflow, entries, t->branch, t->leaf, t->overflow, t->entries);
     if (w->sum && k != K_DUP) {
-        int slot = k == K_FREE ? SIMS_LMDB_FREE : k == K_MAIN ? SIMS_LMDB_MAIN
-                 : k == K_META ? SIMS_LMDB_META : k == K_DOCS ? SIMS_LMDB_DOCS : SIMS_LMDB_FPS;
+        int slot = k == K_FREE   ? SIMS_LMDB_FREE
+                   : k == K_MAIN ? SIMS_LMDB_MAIN
+                   : k == K_META ? SIMS_LMDB_META
+                   : k == K_DOCS ? SIMS_LMDB_DOCS
+                                 : w->fps_slot;
         if (!w->light) {
             sims_lmdb_db_summary *s = &w->sum->db[slot];
             s->depth = depth;
@@ -805,7 +813,7 @@ static int walk_snapshot(walker *w, const meta_view *cur)
     walk_tree(w, K_MAIN, cur->dbs + DB_RECORD_BYTES, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
     if (!w->stopped && !w->errors) {
         static const char *const names[] = {NULL, NULL, "meta", "docs", "fps"};
-        for (int d = SIMS_LMDB_META; d < SIMS_LMDB_DB_COUNT; d++)
+        for (int d = SIMS_LMDB_META; d <= SIMS_LMDB_FPS; d++)
             if (!w->seen_db[d])
                 report(w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
                        "the database '%s' is missing", names[d]);

@@ -60,8 +60,15 @@ typedef struct sims_lmdb_problem {
 typedef int (*sims_lmdb_problem_fn)(void *ctx, const sims_lmdb_problem *p);
 
 /* Databases counted in the summary. */
-enum { SIMS_LMDB_FREE, SIMS_LMDB_MAIN, SIMS_LMDB_META, SIMS_LMDB_DOCS, SIMS_LMDB_FPS,
-       SIMS_LMDB_DB_COUNT };
+enum {
+    SIMS_LMDB_FREE,
+    SIMS_LMDB_MAIN,
+    SIMS_LMDB_META,
+    SIMS_LMDB_DOCS,
+    SIMS_LMDB_FPS,
+    SIMS_LMDB_PFPS, /* only in stores with a paragraph index */
+    SIMS_LMDB_DB_COUNT
+};
 
 typedef struct sims_lmdb_db_summary {
     uint64_t depth, branch_pages, leaf_pages, overflow_pages, entries;

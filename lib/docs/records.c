@@ -82,14 +82,31 @@ int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *
 
 /* ---- state record -------------------------------------------------------- */
 
+size_t sims_state_record_size2(uint32_t segment_count, uint32_t para_segment_count)
+{
+    return STATE_FIXED_BYTES + ((size_t)segment_count + para_segment_count) * SEGMENT_ENTRY_BYTES +
+           8;
+}
+
 size_t sims_state_record_size(uint32_t segment_count)
 {
-    return STATE_FIXED_BYTES + (size_t)segment_count * SEGMENT_ENTRY_BYTES + 8;
+    return sims_state_record_size2(segment_count, 0);
+}
+
+static uint8_t *put_segments(uint8_t *p, const sims_segment_entry *e, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++, p += SEGMENT_ENTRY_BYTES) {
+        le_store64(p, e[i].id);
+        le_store64(p + 8, e[i].fp_count);
+        le_store64(p + 16, e[i].created_unix);
+        le_store32(p + 24, e[i].table_count);
+    }
+    return p;
 }
 
 size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t cap)
 {
-    size_t n = sims_state_record_size(r->segment_count);
+    size_t n = sims_state_record_size2(r->segment_count, r->para_segment_count);
     if (cap < n)
         return 0;
     memset(buf, 0, n);
@@ -99,15 +116,36 @@ size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t
     le_store64(buf + 24, r->doc_count);
     le_store64(buf + 32, r->fp_count);
     le_store32(buf + 40, r->segment_count);
-    uint8_t *p = buf + STATE_FIXED_BYTES;
-    for (uint32_t i = 0; i < r->segment_count; i++, p += SEGMENT_ENTRY_BYTES) {
-        le_store64(p, r->segments[i].id);
-        le_store64(p + 8, r->segments[i].fp_count);
-        le_store64(p + 16, r->segments[i].created_unix);
-        le_store32(p + 24, r->segments[i].table_count);
-    }
+    le_store32(buf + 44, r->para_segment_count);
+    uint8_t *p = put_segments(buf + STATE_FIXED_BYTES, r->segments, r->segment_count);
+    put_segments(p, r->para_segments, r->para_segment_count);
     le_store64(buf + n - 8, sims_xxh3_64(buf, n - 8, SIMS_STATE_RECORD_SEED));
     return n;
+}
+
+/* Decode n entries at p, checking each list's order and range. */
+static int get_segments(const uint8_t *p, uint32_t n, uint64_t next_id, uint32_t expect_table_count,
+                        const char *what, sims_segment_entry *out)
+{
+    uint64_t prev_id = 0;
+    for (uint32_t i = 0; i < n; i++, p += SEGMENT_ENTRY_BYTES) {
+        sims_segment_entry *e = &out[i];
+        e->id = le_load64(p);
+        e->fp_count = le_load64(p + 8);
+        e->created_unix = le_load64(p + 16);
+        e->table_count = le_load32(p + 24);
+        if (e->id <= prev_id || e->id >= next_id)
+            return SIMS_CORRUPT("state record: %s %u has id %llu out of order or range", what, i,
+                                (unsigned long long)e->id);
+        if (e->table_count != expect_table_count)
+            return SIMS_CORRUPT("state record: %s %llu has %u tables, the design has %u", what,
+                                (unsigned long long)e->id, e->table_count, expect_table_count);
+        if (le_load32(p + 28) != 0)
+            return SIMS_CORRUPT("state record: %s %llu reserved field is not zero", what,
+                                (unsigned long long)e->id);
+        prev_id = e->id;
+    }
+    return SIMSTORE_OK;
 }
 
 int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_table_count,
@@ -116,51 +154,47 @@ int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_tab
     memset(out, 0, sizeof *out);
     if (len < STATE_FIXED_BYTES + 8 || memcmp(buf, STATE_MAGIC, 8) != 0)
         return SIMS_CORRUPT("state record: bad magic or too short (%zu bytes)", len);
-    uint32_t count = le_load32(buf + 40);
-    if (count > SIMS_MAX_SEGMENTS)
-        return SIMS_CORRUPT("state record: %u segments exceeds the limit %u", count,
-                            SIMS_MAX_SEGMENTS);
-    if (len != sims_state_record_size(count))
-        return SIMS_CORRUPT("state record: length %zu does not match %u segments", len, count);
+    uint32_t count = le_load32(buf + 40), para_count = le_load32(buf + 44);
+    if (count > SIMS_MAX_SEGMENTS || para_count > SIMS_MAX_SEGMENTS)
+        return SIMS_CORRUPT("state record: %u + %u segments exceeds the limit %u", count,
+                            para_count, SIMS_MAX_SEGMENTS);
+    if (len != sims_state_record_size2(count, para_count))
+        return SIMS_CORRUPT("state record: length %zu does not match %u + %u segments", len, count,
+                            para_count);
     if (le_load64(buf + len - 8) != sims_xxh3_64(buf, len - 8, SIMS_STATE_RECORD_SEED))
         return SIMS_CORRUPT("state record: checksum mismatch");
-    if (le_load32(buf + 44) != 0)
-        return SIMS_CORRUPT("state record: reserved field is not zero");
     sims_state_record r;
+    memset(&r, 0, sizeof r);
     r.generation = le_load64(buf + 8);
     r.next_segment_id = le_load64(buf + 16);
     r.doc_count = le_load64(buf + 24);
     r.fp_count = le_load64(buf + 32);
     r.segment_count = count;
-    r.segments = NULL;
-    if (count) {
-        r.segments = calloc(count, sizeof *r.segments);
+    r.para_segment_count = para_count;
+    if (count + para_count) {
+        r.segments = calloc((size_t)count + para_count, sizeof *r.segments);
         if (!r.segments)
             return sims_fail(SIMSTORE_ENOMEM, "out of memory reading the state record");
+        r.para_segments = para_count ? r.segments + count : NULL;
     }
     const uint8_t *p = buf + STATE_FIXED_BYTES;
-    uint64_t prev_id = 0;
-    for (uint32_t i = 0; i < count; i++, p += SEGMENT_ENTRY_BYTES) {
-        sims_segment_entry *e = &r.segments[i];
-        e->id = le_load64(p);
-        e->fp_count = le_load64(p + 8);
-        e->created_unix = le_load64(p + 16);
-        e->table_count = le_load32(p + 24);
-        int bad = 0;
-        if (e->id <= prev_id || e->id >= r.next_segment_id)
-            bad = SIMS_CORRUPT("state record: segment %u has id %llu out of order or range", i,
-                               (unsigned long long)e->id);
-        else if (e->table_count != expect_table_count)
-            bad = SIMS_CORRUPT("state record: segment %llu has %u tables, the design has %u",
-                               (unsigned long long)e->id, e->table_count, expect_table_count);
-        else if (le_load32(p + 28) != 0)
-            bad = SIMS_CORRUPT("state record: segment %llu reserved field is not zero",
-                               (unsigned long long)e->id);
-        if (bad) {
-            free(r.segments);
-            return bad;
-        }
-        prev_id = e->id;
+    int bad = get_segments(p, count, r.next_segment_id, expect_table_count, "segment", r.segments);
+    if (!bad)
+        bad = get_segments(p + (size_t)count * SEGMENT_ENTRY_BYTES, para_count, r.next_segment_id,
+                           expect_table_count, "paragraph segment", r.para_segments);
+    /* Both lists draw ids from one counter, so their files never share names. */
+    for (uint32_t i = 0, j = 0; !bad && i < count && j < para_count;) {
+        if (r.segments[i].id == r.para_segments[j].id)
+            bad = SIMS_CORRUPT("state record: segment id %llu is listed twice",
+                               (unsigned long long)r.segments[i].id);
+        else if (r.segments[i].id < r.para_segments[j].id)
+            i++;
+        else
+            j++;
+    }
+    if (bad) {
+        free(r.segments);
+        return bad;
     }
     *out = r;
     return SIMSTORE_OK;
@@ -172,6 +206,8 @@ void sims_state_record_release(sims_state_record *r)
         free(r->segments);
         r->segments = NULL;
         r->segment_count = 0;
+        r->para_segments = NULL;
+        r->para_segment_count = 0;
     }
 }
 
@@ -201,7 +237,9 @@ static size_t sketch_bytes_of(unsigned flags)
 size_t sims_doc_record_size(size_t meta_len, unsigned flags)
 {
     size_t insertion_bytes = (flags & SIMS_DOC_FLAG_INSERTION) ? SIMS_DOC_INSERTION_BYTES : 0;
-    return SIMS_DOC_RECORD_OVERHEAD + insertion_bytes + sketch_bytes_of(flags) + meta_len;
+    size_t para_bytes = (flags & SIMS_DOC_FLAG_PARAGRAPHS) ? 4 : 0;
+    return SIMS_DOC_RECORD_OVERHEAD + insertion_bytes + sketch_bytes_of(flags) + para_bytes +
+           meta_len;
 }
 
 static uint32_t doc_check(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t n)
@@ -222,6 +260,15 @@ size_t sims_doc_record_encode_sketch(const uint8_t *id, size_t id_len, uint64_t 
                                      uint64_t insertion, const uint8_t *sketch, const uint8_t *meta,
                                      size_t meta_len, uint8_t *buf, size_t cap)
 {
+    return sims_doc_record_encode_full(id, id_len, fp, flags, insertion, sketch, NULL, 0, meta,
+                                       meta_len, buf, cap);
+}
+
+size_t sims_doc_record_encode_full(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
+                                   uint64_t insertion, const uint8_t *sketch, const uint8_t *paras,
+                                   uint32_t para_count, const uint8_t *meta, size_t meta_len,
+                                   uint8_t *buf, size_t cap)
+{
     if (!meta)
         meta_len = 0;
     flags &= SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION | SIMS_DOC_SKETCH_MASK;
@@ -230,7 +277,11 @@ size_t sims_doc_record_encode_sketch(const uint8_t *id, size_t id_len, uint64_t 
         flags &= ~SIMS_DOC_SKETCH_MASK;
         sketch_len = 0;
     }
-    size_t n = sims_doc_record_size(meta_len, flags);
+    if (!paras || para_count > SIMS_DOC_MAX_PARAGRAPHS)
+        para_count = 0;
+    if (para_count)
+        flags |= SIMS_DOC_FLAG_PARAGRAPHS;
+    size_t n = sims_doc_record_size(meta_len, flags) + (size_t)para_count * 8;
     if (cap < n)
         return 0;
     buf[0] = 1;
@@ -244,6 +295,11 @@ size_t sims_doc_record_encode_sketch(const uint8_t *id, size_t id_len, uint64_t 
     if (sketch_len) {
         memcpy(buf + at, sketch, sketch_len);
         at += sketch_len;
+    }
+    if (para_count) {
+        le_store32(buf + at, para_count);
+        memcpy(buf + at + 4, paras, (size_t)para_count * 8);
+        at += 4 + (size_t)para_count * 8;
     }
     if (meta_len)
         memcpy(buf + at, meta, meta_len);
@@ -260,7 +316,7 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
         return SIMS_CORRUPT("document record: unknown version %u", buf[0]);
     unsigned flags = buf[1];
     if (flags & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION |
-                  SIMS_DOC_SKETCH_MASK))
+                  SIMS_DOC_SKETCH_MASK | SIMS_DOC_FLAG_PARAGRAPHS))
         return SIMS_CORRUPT("document record: unknown flags 0x%x", flags);
     unsigned sketch_kind = (flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT;
     if (sketch_kind && !sims_sketch_kind_valid(sketch_kind))
@@ -272,6 +328,18 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
     size_t meta_len = len - fixed;
     if (le_load32(buf + len - 4) != doc_check(id, id_len, buf, len - 4))
         return SIMS_CORRUPT("document record: check mismatch");
+    /* The paragraph list sits after the sketch; its count is bounded by the
+     * bytes left before the check. */
+    size_t para_at = fixed - 4 - ((flags & SIMS_DOC_FLAG_PARAGRAPHS) ? 4 : 0);
+    uint32_t para_count = 0;
+    if (flags & SIMS_DOC_FLAG_PARAGRAPHS) {
+        para_count = le_load32(buf + para_at);
+        if (para_count == 0 || para_count > SIMS_DOC_MAX_PARAGRAPHS ||
+            (size_t)para_count * 8 > meta_len)
+            return SIMS_CORRUPT("document record: %u paragraphs do not fit its %zu bytes",
+                                para_count, len);
+        meta_len -= (size_t)para_count * 8;
+    }
     if (((flags & SIMS_DOC_FLAG_META) != 0) != (meta_len != 0))
         return SIMS_CORRUPT("document record: metadata flag disagrees with its length");
     size_t at = 10;
@@ -285,6 +353,10 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
     out->sketch_kind = sketch_kind;
     out->sketch = sketch_kind ? buf + at : NULL;
     at += sketch_bytes_of(flags);
+    out->para_count = para_count;
+    out->paras = para_count ? buf + at + 4 : NULL;
+    if (flags & SIMS_DOC_FLAG_PARAGRAPHS)
+        at += 4 + (size_t)para_count * 8;
     out->meta = meta_len ? buf + at : NULL;
     out->meta_len = meta_len;
     return SIMSTORE_OK;
@@ -306,7 +378,7 @@ void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RE
     buf[20] = (uint8_t)(r->version == 1 ? 0 : r->version);
     buf[21] = (uint8_t)(r->version == 1 ? 0 : r->cjk_shingle);
     buf[22] = (uint8_t)r->sketch;
-    buf[23] = 0;
+    buf[23] = (uint8_t)r->paragraph_min_words;
     le_store64(buf + 24, r->lambda_fixed);
     le_store64(buf + 32, sims_xxh3_64(buf, 32, SIMS_TEXT_RECORD_SEED));
 }
@@ -325,8 +397,7 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
     r.version = buf[20] == 0 ? 1 : buf[20];
     r.cjk_shingle = buf[21];
     r.sketch = buf[22];
-    if (buf[23] != 0)
-        return SIMS_CORRUPT("text record: reserved field is not zero");
+    r.paragraph_min_words = buf[23];
     if (r.sketch != 0 && !sims_sketch_kind_valid(r.sketch))
         return SIMS_CORRUPT("text record: unknown sketch kind %u", (unsigned)r.sketch);
     if (buf[20] != 0 && buf[20] != 2) /* version 1 is only ever 0 */

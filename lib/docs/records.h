@@ -57,13 +57,21 @@ typedef struct sims_state_record {
     uint64_t fp_count;
     uint32_t segment_count;
     sims_segment_entry *segments;
+    /* The paragraph segments (format/store.md, "Paragraphs"): their own
+     * list, after the document segments, in one allocation with them when
+     * decoded. */
+    uint32_t para_segment_count;
+    sims_segment_entry *para_segments;
 } sims_state_record;
 
+/* Bytes of a state record with these segment counts. */
+size_t sims_state_record_size2(uint32_t segment_count, uint32_t para_segment_count);
 size_t sims_state_record_size(uint32_t segment_count);
 size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t cap);
 /* Parse and check a state record: magic, length, checksum, reserved fields,
- * segment ids >= 1, strictly increasing and below next_segment_id, table
- * counts equal to `expect_table_count`. SIMSTORE_ECORRUPT or SIMSTORE_ENOMEM
+ * segment ids >= 1, strictly increasing and below next_segment_id (in each
+ * list; the two lists share no id), table counts equal to
+ * `expect_table_count`. SIMSTORE_ECORRUPT or SIMSTORE_ENOMEM
  * on failure (nothing to release then). */
 int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_table_count,
                              sims_state_record *out);
@@ -82,7 +90,10 @@ typedef struct sims_text_record {
     uint32_t cjk_shingle;   /* version 2: 1..32; version 1: 0 */
     uint32_t sketch;        /* the sketch kind of every document: 0 none,
                                1..SIMS_SKETCH_KIND_MAX (simstore_sketch_kind) */
+    uint32_t paragraph_min_words; /* 0: no paragraph index; else 1..255 */
 } sims_text_record;
+
+#define SIMS_PARAGRAPH_MIN_WORDS_MAX 255u
 
 void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RECORD_BYTES]);
 /* SIMSTORE_ECORRUPT for a bad length, magic, checksum, reserved field or value. */
@@ -97,6 +108,11 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
 #define SIMS_DOC_SKETCH_SHIFT 3
 #define SIMS_DOC_SKETCH_MASK (3u << SIMS_DOC_SKETCH_SHIFT)
 #define SIMS_DOC_FLAG_SKETCH(kind) ((unsigned)(kind) << SIMS_DOC_SKETCH_SHIFT)
+/* Flag bit 5: the record lists the document's paragraph fingerprints. */
+#define SIMS_DOC_FLAG_PARAGRAPHS 32u
+/* At most this many paragraphs per document (a record's list stays below
+ * 8 MiB). */
+#define SIMS_DOC_MAX_PARAGRAPHS (1u << 20)
 
 /* Insertion numbers (format/store.md, "The document record"):
  * (commit generation << 40) | the document's 0-based position in that
@@ -121,6 +137,9 @@ typedef struct sims_doc_record {
                               borrowed */
     const uint8_t *meta;   /* NULL when absent; borrowed */
     size_t meta_len;
+    uint32_t para_count;  /* paragraph fingerprints listed (0: none) */
+    const uint8_t *paras; /* para_count little-endian 8-byte fingerprints, in
+                              text order, or NULL; borrowed */
 } sims_doc_record;
 
 /* Bytes sims_doc_record_encode() writes for meta_len bytes of metadata and
@@ -139,6 +158,15 @@ size_t sims_doc_record_encode(const uint8_t *id, size_t id_len, uint64_t fp, uns
 size_t sims_doc_record_encode_sketch(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
                                      uint64_t insertion, const uint8_t *sketch, const uint8_t *meta,
                                      size_t meta_len, uint8_t *buf, size_t cap);
+/* The same with the document's paragraph fingerprints: para_count of them
+ * (at most SIMS_DOC_MAX_PARAGRAPHS), in text order, as 8-byte little-endian
+ * values at paras (the record's own layout); SIMS_DOC_FLAG_PARAGRAPHS is set
+ * when para_count > 0. The size is sims_doc_record_size() of flags |
+ * SIMS_DOC_FLAG_PARAGRAPHS plus 8 * para_count. */
+size_t sims_doc_record_encode_full(const uint8_t *id, size_t id_len, uint64_t fp, unsigned flags,
+                                   uint64_t insertion, const uint8_t *sketch, const uint8_t *paras,
+                                   uint32_t para_count, const uint8_t *meta, size_t meta_len,
+                                   uint8_t *buf, size_t cap);
 /* Decode and check the record stored under `id`. SIMSTORE_ECORRUPT on a bad
  * length, version, flags (a sketch kind that names none) or check. meta and
  * sketch borrow from buf; insertion is 0 for a record without the field,

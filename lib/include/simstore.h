@@ -173,7 +173,17 @@ typedef struct simstore_text_options {
     simstore_sketch_kind sketch; /* the sketch a fingerprinter also makes
                              (simstore_fingerprint_sketch) and a store keeps
                              of every document (SIMSTORE_SKETCH_NONE)       */
+    /* Added with the paragraph index (format/store.md, "Paragraphs"). */
+    unsigned paragraph_min_words; /* a store built with it indexes the
+                             fingerprints of its documents' paragraphs of
+                             at least this many words (tokens), 1..
+                             SIMSTORE_PARAGRAPH_MIN_WORDS_MAX; 0: no
+                             paragraph index (0). Fingerprinters ignore it */
 } simstore_text_options;
+
+/* The default and the largest paragraph_min_words. */
+#define SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT 8u
+#define SIMSTORE_PARAGRAPH_MIN_WORDS_MAX 255u
 
 /* Fill *opts with the defaults above (version 2). Set fields after calling
  * it, so that fields added later keep their defaults. */
@@ -258,6 +268,8 @@ typedef struct simstore_paragraph {
                               line's LF                                         */
     uint64_t fingerprint;
     unsigned flags;        /* SIMSTORE_FP_INVALID_UTF8 when it had ill-formed bytes */
+    uint64_t words;        /* its tokens (format/fingerprint.md, section 4): what
+                              a store's paragraph_min_words counts */
 } simstore_paragraph;
 
 /* Called once per paragraph; `para` is valid only during the call. Return 0
@@ -277,6 +289,17 @@ typedef int (*simstore_paragraph_fn)(void *ctx, const simstore_paragraph *para);
 SIMSTORE_API int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text,
                                                  size_t len, simstore_paragraph_fn fn, void *ctx,
                                                  unsigned long *count, unsigned *flags);
+
+/* The fingerprints of the paragraphs of `text` (simstore_fingerprint_
+ * paragraphs) with at least min_words words, in text order, repeats kept:
+ * the paragraphs a store with paragraph_min_words = min_words indexes, and
+ * those a paragraph query counts. Up to cap of them go to fps; *n receives
+ * how many there are (call again with a larger array when *n > cap).
+ * Errors: SIMSTORE_EINVAL (fpr or n NULL, fps NULL with cap > 0, text NULL
+ * with len > 0), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_paragraph_fingerprints(simstore_fingerprinter *fpr, const char *text,
+                                                 size_t len, unsigned min_words, uint64_t *fps,
+                                                 size_t cap, size_t *n);
 
 /* ---- Sketches -------------------------------------------------------------
  * A sketch is made in the same pass as the fingerprint, from the same
@@ -496,6 +519,18 @@ SIMSTORE_API int simstore_builder_add_flags(simstore_builder *b, const simstore_
 SIMSTORE_API int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc,
                                              unsigned flags, const uint8_t *sketch);
 
+/* simstore_builder_add_sketch with the document's paragraph fingerprints
+ * (simstore_paragraph_fingerprints with the store's paragraph_min_words:
+ * n of them, in text order; copied), for a store with a paragraph index
+ * (format/store.md, "Paragraphs"). A document given without them (n = 0,
+ * or through the calls above) has no paragraphs in the index. The same
+ * errors, and SIMSTORE_EINVAL for paragraphs given to a store without a
+ * paragraph index, or more than SIMSTORE_MAX_PARAGRAPHS of them. */
+SIMSTORE_API int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc,
+                                                 unsigned flags, const uint8_t *sketch,
+                                                 const uint64_t *paragraphs, size_t n);
+#define SIMSTORE_MAX_PARAGRAPHS (1u << 20)
+
 /* Add a bare fingerprint to a fingerprint-only builder.
  * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */
 SIMSTORE_API int simstore_builder_add_fp(simstore_builder *b, uint64_t fp);
@@ -622,6 +657,37 @@ SIMSTORE_API int simstore_query_text(simstore_query *q, simstore_fingerprinter *
                                      const char *text, size_t len, unsigned k, uint64_t *fp,
                                      const simstore_match **matches, size_t *count);
 
+/* One answer of simstore_query_paragraphs(): a stored document that has,
+ * for `shared` of the query's `of` paragraphs, a paragraph within distance
+ * k. id and meta as in simstore_match, valid until the next call on q. */
+typedef struct simstore_paragraph_match {
+    const char *id; /* NUL-terminated as a convenience */
+    size_t id_len;
+    unsigned flags; /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    size_t shared;
+    size_t of;
+    double fraction;  /* shared / of */
+    uint64_t fp;      /* the document's (whole-text) fingerprint */
+    const char *meta; /* with SIMSTORE_QUERY_WITH_META, else NULL */
+    size_t meta_len;
+} simstore_paragraph_match;
+
+/* The documents sharing near-duplicate paragraphs with a query document
+ * whose paragraphs (simstore_paragraph_fingerprints with the store's
+ * paragraph_min_words) are fps[0..n): for each stored document, shared =
+ * how many of the n query paragraphs (repeats counted each) have at least
+ * one of its indexed paragraphs within distance k, of = n; those with
+ * shared > 0 and shared / n >= min_fraction, sorted by fraction (larger
+ * first), then id bytes. Found through the paragraph tables (exact, as
+ * simstore_query_fp is for documents). *matches stays valid until the next
+ * call on q. n = 0 answers nothing.
+ * Errors: SIMSTORE_EINVAL (the store has no paragraph index, fps NULL with
+ * n > 0, min_fraction outside 0..1), SIMSTORE_ERANGE (k above the store's
+ * design), SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_query_paragraphs(simstore_query *q, const uint64_t *fps, size_t n,
+                                           unsigned k, double min_fraction,
+                                           const simstore_paragraph_match **matches, size_t *count);
+
 /* Whether a document with this id is stored, in the state committed now:
  * 1 (its fingerprint to *fp when fp is not NULL), 0 when not. A fingerprint-
  * only store has no documents (always 0). Errors: SIMSTORE_EINVAL (q or id
@@ -716,9 +782,17 @@ typedef struct simstore_stats {
      * holds them; the five add up to lmdb_bytes, less any partial page. */
     uint64_t lmdb_records_bytes; /* docs: the document records, by id        */
     uint64_t lmdb_mapping_bytes; /* fps: fingerprint -> document ids         */
-    uint64_t lmdb_other_bytes;   /* meta pages, the meta record, LMDB's trees */
+    uint64_t lmdb_other_bytes;   /* meta pages and database, LMDB's trees, the
+                                    paragraph index (pfps)                  */
     uint64_t lmdb_free_bytes;    /* freed pages LMDB reuses for later writes  */
     uint64_t lmdb_tail_bytes;    /* the file past its last page in use        */
+    /* Added with the paragraph index (0 in a store without one). */
+    unsigned paragraph_min_words; /* the store's minimum, 0: no index        */
+    uint64_t paragraph_entries;   /* (paragraph, document) entries in pfps   */
+    uint64_t paragraph_fps;       /* distinct paragraph fingerprints there   */
+    uint64_t paragraph_segments;
+    uint64_t paragraph_table_fps; /* held per table, all paragraph segments  */
+    uint64_t paragraph_table_bytes;
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
@@ -1162,6 +1236,8 @@ typedef struct simstore_verify_summary {
     uint64_t lmdb_pages;       /* data.mdb pages walked                     */
     uint64_t dead_fingerprints; /* held by tables, without documents        */
     int sets_by_digest;        /* some segment was compared by digest       */
+    /* Added with the paragraph index. */
+    uint64_t paragraph_entries; /* pfps (paragraph, id) entries checked      */
 } simstore_verify_summary;
 
 /* Verify the store directory or table file at `path`.
@@ -1266,6 +1342,41 @@ SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, uns
                                 simstore_pair_fn fn, void *ctx);
 
 /* Receives a pair of distinct fingerprints (a < b) within the distance. */
+/* One pair of simstore_paragraph_pairs(). Ids are valid only during the
+ * callback (not NUL-terminated). */
+typedef struct simstore_paragraph_pair {
+    const char *id_a; /* id_a < id_b in byte order */
+    size_t id_a_len;
+    const char *id_b;
+    size_t id_b_len;
+    unsigned flags_a; /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    unsigned flags_b;
+    size_t shared_a; /* of a's of_a indexed paragraphs, those with one of
+                         b's within k (a's paragraph query, SHARED/OF) */
+    size_t of_a;
+    size_t shared_b; /* and the same from b's side */
+    size_t of_b;
+    double fraction; /* the larger of shared_a/of_a and shared_b/of_b */
+} simstore_paragraph_pair;
+
+typedef int (*simstore_paragraph_pair_fn)(void *ctx, const simstore_paragraph_pair *p);
+
+/* Every unordered pair of stored documents sharing near-duplicate
+ * paragraphs (format/store.md, "Paragraphs"), each once, with fraction (the
+ * larger of the two sides' SHARED/OF: a page that copies a few paragraphs
+ * of a long article pairs with it by the page's side) at least
+ * min_fraction, ordered by fraction (larger first), then id_a, then id_b.
+ * The same as simstore_query_paragraphs() of each document against the
+ * others, read from one committed state. k: up to the store's k, or
+ * SIMSTORE_SCAN_STORE_K.
+ * Memory: every document's id and paragraph list, and 16 bytes per
+ * directed pair, held at once.
+ * Errors: SIMSTORE_EINVAL (NULL s or fn, no paragraph index, min_fraction
+ * outside 0..1), SIMSTORE_ERANGE, SIMSTORE_EBUSY (the store kept changing),
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM, or fn's nonzero value. */
+SIMSTORE_API int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
+                                          simstore_paragraph_pair_fn fn, void *ctx);
+
 typedef int (*simstore_fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned distance);
 
 /* The same join over fps[0..n) in memory (any order, repeats allowed and

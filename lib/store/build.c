@@ -40,8 +40,10 @@
 #define READ_CHUNK 4096
 #define PROGRESS_EVERY ((uint64_t)1 << 20)
 /* A document as the builder sorts it: fp u64, source u64, the record's
- * flags u8 (its sketch kind included), then the sketch (as many bytes as
- * the kind takes, usually none), then the metadata. */
+ * flags u8 (its sketch kind and paragraph flag included), then the sketch
+ * (as many bytes as the kind takes, usually none), then, with
+ * SIMS_DOC_FLAG_PARAGRAPHS, a u32 count and that many u64 paragraph
+ * fingerprints, then the metadata. */
 #define DOC_VAL_FIXED 17
 
 struct simstore_builder {
@@ -53,6 +55,7 @@ struct simstore_builder {
     int work_lock_fd;   /* build: the work directory's writer.lock */
     int fp_only;
     simstore_sketch_kind sketch; /* what every document brings (none: nothing) */
+    unsigned para_min_words;     /* the store's paragraph index: 0 none */
     unsigned threads;
     sims_recsort *docs; /* key: id; value: fp, source, metadata */
     sims_spool *raw;    /* fingerprint-only: every fingerprint added */
@@ -325,6 +328,9 @@ static int validate_text_options(const simstore_text_options *t)
                          (int)t->cjk);
     if (t->sketch != SIMSTORE_SKETCH_NONE && !sims_sketch_kind_valid((unsigned)t->sketch))
         return sims_fail(SIMSTORE_EINVAL, "unknown sketch kind %d", (int)t->sketch);
+    if (t->paragraph_min_words > SIMSTORE_PARAGRAPH_MIN_WORDS_MAX)
+        return sims_fail(SIMSTORE_EINVAL, "paragraph minimum of %u words: at most %u",
+                         t->paragraph_min_words, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX);
     return SIMSTORE_OK;
 }
 
@@ -341,6 +347,9 @@ static int check_options(const simstore_build_options *o)
     if (o->fingerprint_only && o->text && o->text->sketch != SIMSTORE_SKETCH_NONE)
         return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store keeps no documents, so no "
                                           "sketches: give sketch kind none");
+    if (o->fingerprint_only && o->text && o->text->paragraph_min_words)
+        return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store keeps no documents, so no "
+                                          "paragraphs");
     return validate_text_options(o->text);
 }
 
@@ -430,6 +439,7 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
         goto fail;
     b->fp_only = b->opt.fingerprint_only != 0;
     b->sketch = b->text.sketch;
+    b->para_min_words = b->text.paragraph_min_words;
     /* "S/" names the store S: the work directory goes beside it, not in it. */
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
@@ -439,8 +449,7 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
         goto fail;
     }
     b->final_path = strndup(path, n);
-    b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
-    if (!b->final_path || !b->work_dir) {
+    if (!b->final_path) {
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
         goto fail;
     }
@@ -454,6 +463,13 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
             goto fail;
     }
     remove_stale_builds(path);
+    /* work_dir is set only once it names the directory: an abort before
+     * would remove whatever its bytes happened to name. */
+    b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
+    if (!b->work_dir) {
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        goto fail;
+    }
     memcpy(b->work_dir, path, n);
     memcpy(b->work_dir + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
     if (!mkdtemp(b->work_dir)) {
@@ -508,6 +524,7 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
     b->store = s;
     b->fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
     b->sketch = s->text.sketch;
+    b->para_min_words = s->text.paragraph_min_words;
     b->work_dir = strdup(s->path);
     rc = b->work_dir ? builder_start_inputs(b) : sims_fail(SIMSTORE_ENOMEM, "out of memory");
     if (rc) {
@@ -533,6 +550,22 @@ int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, uns
 int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc, unsigned flags,
                                 const uint8_t *sketch)
 {
+    return simstore_builder_add_paragraphs(b, doc, flags, sketch, NULL, 0);
+}
+
+int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc, unsigned flags,
+                                    const uint8_t *sketch, const uint64_t *paragraphs, size_t n)
+{
+    if (n && !paragraphs)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_builder_add_paragraphs: NULL paragraphs");
+    if (n && !b->para_min_words)
+        return sims_fail(SIMSTORE_EINVAL,
+                         "document '%.*s' comes with paragraphs: this store has no paragraph "
+                         "index (build it with paragraphs)",
+                         (int)doc->id_len, doc->id);
+    if (n > SIMSTORE_MAX_PARAGRAPHS)
+        return sims_fail(SIMSTORE_EINVAL, "document '%.*s' has %zu paragraphs (at most %u)",
+                         (int)doc->id_len, doc->id, n, SIMSTORE_MAX_PARAGRAPHS);
     if (flags & ~SIMSTORE_DOC_INTEGER_ID)
         return sims_fail(SIMSTORE_EINVAL, "unknown document flags 0x%x", flags);
     if (b->fp_only)
@@ -558,13 +591,14 @@ int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc, un
     le_store64(fixed, doc->fp);
     le_store64(fixed + 8, doc->source);
     fixed[16] = (uint8_t)(((flags & SIMSTORE_DOC_INTEGER_ID) ? SIMS_DOC_FLAG_INTEGER_ID : 0) |
-                          SIMS_DOC_FLAG_SKETCH(b->sketch));
+                          SIMS_DOC_FLAG_SKETCH(b->sketch) | (n ? SIMS_DOC_FLAG_PARAGRAPHS : 0));
+    size_t para_len = n ? 4 + n * 8 : 0;
     /* One record: the sorter copies key and value; the value is the fixed
      * part followed by the sketch and the metadata, pushed through a small
      * staging buffer. */
     uint8_t stack[DOC_VAL_FIXED + SIMSTORE_SKETCH_MAX_BYTES + 1024];
     uint8_t *val = stack;
-    size_t val_len = DOC_VAL_FIXED + sketch_len + meta_len;
+    size_t val_len = DOC_VAL_FIXED + sketch_len + para_len + meta_len;
     if (val_len > sizeof stack) {
         val = malloc(val_len);
         if (!val)
@@ -573,8 +607,14 @@ int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc, un
     memcpy(val, fixed, DOC_VAL_FIXED);
     if (sketch_len)
         memcpy(val + DOC_VAL_FIXED, sketch, sketch_len);
+    if (n) {
+        uint8_t *p = val + DOC_VAL_FIXED + sketch_len;
+        le_store32(p, (uint32_t)n);
+        for (size_t i = 0; i < n; i++)
+            le_store64(p + 4 + 8 * i, paragraphs[i]);
+    }
     if (meta_len)
-        memcpy(val + DOC_VAL_FIXED + sketch_len, doc->meta, meta_len);
+        memcpy(val + DOC_VAL_FIXED + sketch_len + para_len, doc->meta, meta_len);
     int rc = sims_recsort_push(b->docs, doc->id, (uint32_t)doc->id_len, val, (uint32_t)val_len);
     if (val != stack)
         free(val);
@@ -622,6 +662,14 @@ typedef struct finish_state {
     uint8_t *store_record; /* build: the store record to commit */
     size_t store_record_len;
     int tables_written; /* the segment's table files may exist */
+    /* The paragraph index (b->para_min_words): (paragraph fp, id) of every
+     * kept document, each document's distinct paragraphs once; the distinct
+     * paragraph fingerprints of this commit; its paragraph segment. */
+    sims_recsort *pfps;
+    sims_spool *pdistinct;
+    uint64_t para_fps;
+    uint64_t para_segment_id;
+    int para_tables_written;
     sims_env env;       /* build: the new store's environment */
     int env_open;
 } finish_state;
@@ -670,6 +718,73 @@ static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t
     return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A kept document's distinct paragraph fingerprints into f->pfps, as
+ * (fp big-endian, id) keys; key holds the id at key + 8 already. */
+static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
+{
+    simstore_builder *b = f->b;
+    size_t sketch_len = simstore_sketch_bytes(b->sketch);
+    const uint8_t *p = rec->val + DOC_VAL_FIXED + sketch_len;
+    uint32_t n = le_load32(p);
+    uint64_t *fps = malloc((size_t)n * sizeof *fps);
+    if (!fps)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        fps[i] = le_load64(p + 4 + 8 * (size_t)i);
+    qsort(fps, n, sizeof *fps, cmp_u64);
+    int rc = SIMSTORE_OK;
+    for (uint32_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
+        if (i && fps[i] == fps[i - 1])
+            continue;
+        be_store64(key, fps[i]);
+        rc = sims_recsort_push(f->pfps, key, 8 + rec->key_len, NULL, 0);
+    }
+    free(fps);
+    return rc;
+}
+
+/* The distinct paragraph fingerprints of f->pfps (sorted) into
+ * f->pdistinct. They are not checked against the store: a paragraph
+ * segment may repeat another's (readers drop repeats, compaction keeps one). */
+static int paragraphs_distinct(finish_state *f)
+{
+    size_t keep = (size_t)(f->b->opt.memory_bytes / 16);
+    int rc = sims_recsort_finish(f->pfps, keep);
+    if (rc)
+        return rc;
+    sims_rec rec;
+    uint64_t last = 0, buf[READ_CHUNK];
+    int have_last = 0;
+    size_t nbuf = 0;
+    while ((rc = sims_recsort_next(f->pfps, &rec)) == 1) {
+        uint64_t fp = be_load64(rec.key);
+        if (have_last && fp == last)
+            continue;
+        last = fp;
+        have_last = 1;
+        buf[nbuf++] = fp;
+        if (nbuf == READ_CHUNK) {
+            if ((rc = sims_spool_append(f->pdistinct, buf, nbuf)))
+                return rc;
+            nbuf = 0;
+        }
+    }
+    if (rc < 0)
+        return rc;
+    rc = sims_spool_append(f->pdistinct, buf, nbuf);
+    if (rc == SIMSTORE_OK)
+        rc = sims_spool_seal(f->pdistinct);
+    if (rc == SIMSTORE_OK)
+        f->para_fps = sims_spool_count(f->pdistinct);
+    return rc;
+}
+
 /* Documents mode: pass over documents by id (duplicates, existing ids), then
  * over (fingerprint, id) pairs (distinct fingerprints). */
 static int distinct_from_docs(finish_state *f)
@@ -682,6 +797,12 @@ static int distinct_from_docs(finish_state *f)
     if (rc)
         return rc;
     rc = sims_recsort_new((size_t)(b->opt.memory_bytes / 4), b->work_dir, &f->fps);
+    if (rc == SIMSTORE_OK && b->para_min_words) {
+        rc = sims_recsort_new((size_t)(b->opt.memory_bytes / 8), b->work_dir, &f->pfps);
+        if (rc == SIMSTORE_OK)
+            rc = sims_spool_new((size_t)(b->opt.memory_bytes / 16 / sizeof(uint64_t)), b->work_dir,
+                                &f->pdistinct);
+    }
     if (rc)
         return rc;
     sims_rec rec;
@@ -735,6 +856,8 @@ static int distinct_from_docs(finish_state *f)
         be_store64(key, fp);
         memcpy(key + 8, rec.key, rec.key_len);
         rc = sims_recsort_push(f->fps, key, 8 + rec.key_len, NULL, 0);
+        if (rc == SIMSTORE_OK && (rec.val[16] & SIMS_DOC_FLAG_PARAGRAPHS))
+            rc = push_paragraphs(f, &rec, key);
         if (rc)
             return rc;
         if (++f->doc_count % PROGRESS_EVERY == 0)
@@ -745,6 +868,8 @@ static int distinct_from_docs(finish_state *f)
     if (f->clashes && !b->opt.skip_existing)
         return sims_fail(SIMSTORE_EINVAL, "%" PRIu64 " document id%s given twice or already in the store",
                          f->clashes, f->clashes == 1 ? "" : "s");
+    if (f->pfps && (rc = paragraphs_distinct(f)))
+        return rc;
     rc = sims_recsort_finish(f->fps, keep);
     if (rc)
         return rc;
@@ -875,14 +1000,22 @@ static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v
     unsigned flags = v[16] | SIMS_DOC_FLAG_INSERTION;
     size_t sketch_len = simstore_sketch_bytes(
         (simstore_sketch_kind)((flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT));
-    size_t meta_len = vlen - DOC_VAL_FIXED - sketch_len;
+    uint32_t npara = 0;
+    const uint8_t *paras = NULL;
+    if (flags & SIMS_DOC_FLAG_PARAGRAPHS) {
+        npara = le_load32(v + DOC_VAL_FIXED + sketch_len);
+        paras = v + DOC_VAL_FIXED + sketch_len + 4;
+    }
+    size_t para_len = npara ? 4 + (size_t)npara * 8 : 0;
+    size_t meta_len = vlen - DOC_VAL_FIXED - sketch_len - para_len;
     if (need)
-        *need = sims_doc_record_size(meta_len, flags);
+        *need = sims_doc_record_size(meta_len, flags) + (size_t)npara * 8;
     if (!buf)
         return 0;
-    return sims_doc_record_encode_sketch(
-        key, klen, le_load64(v), flags, insertion, sketch_len ? v + DOC_VAL_FIXED : NULL,
-        meta_len ? v + DOC_VAL_FIXED + sketch_len : NULL, meta_len, buf, cap);
+    /* The builder's list is the record's, byte for byte. */
+    return sims_doc_record_encode_full(
+        key, klen, le_load64(v), flags, insertion, sketch_len ? v + DOC_VAL_FIXED : NULL, paras,
+        npara, meta_len ? v + DOC_VAL_FIXED + sketch_len + para_len : NULL, meta_len, buf, cap);
 }
 
 static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen,
@@ -1052,6 +1185,18 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
         if (++done % PROGRESS_EVERY == 0)
             progress(b, "writing fingerprint index", done, f->doc_count);
     }
+    if (rc < 0 || !f->pfps)
+        return rc < 0 ? rc : SIMSTORE_OK;
+    rc = sims_recsort_rewind(f->pfps);
+    if (rc)
+        return rc;
+    while ((rc = sims_recsort_next(f->pfps, &rec)) == 1) {
+        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
+        rc = sims_mdb_write_status(mdb_put(txn, c->env->pfps, &key, &val, fps_flags),
+                                   "write a paragraph fingerprint");
+        if (rc)
+            return rc;
+    }
     return rc < 0 ? rc : SIMSTORE_OK;
 }
 
@@ -1101,7 +1246,8 @@ static int commit_fn(MDB_txn *txn, void *ctx)
         }
     }
     uint32_t nseg = st.segment_count + (f->new_fps > 0);
-    segs = calloc(nseg ? nseg : 1, sizeof *segs);
+    uint32_t npseg = st.para_segment_count + (f->para_fps > 0);
+    segs = calloc(nseg + npseg ? nseg + npseg : 1, sizeof *segs);
     if (!segs) {
         sims_state_record_release(&st);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
@@ -1115,13 +1261,27 @@ static int commit_fn(MDB_txn *txn, void *ctx)
         e->created_unix = sims_now_unix();
         e->table_count = f->design->n_tables;
     }
+    sims_segment_entry *psegs = segs + nseg;
+    if (st.para_segment_count)
+        memcpy(psegs, st.para_segments, st.para_segment_count * sizeof *segs);
+    if (f->para_fps > 0) {
+        sims_segment_entry *e = &psegs[npseg - 1];
+        e->id = f->para_segment_id;
+        e->fp_count = f->para_fps;
+        e->created_unix = sims_now_unix();
+        e->table_count = f->design->n_tables;
+    }
     sims_state_record next = {
         .generation = st.generation + 1,
-        .next_segment_id = f->new_fps > 0 ? f->segment_id + 1 : st.next_segment_id,
+        .next_segment_id = f->para_fps > 0  ? f->para_segment_id + 1
+                           : f->new_fps > 0 ? f->segment_id + 1
+                                            : st.next_segment_id,
         .doc_count = st.doc_count + f->doc_count,
         .fp_count = st.fp_count + f->new_fps,
         .segment_count = nseg,
         .segments = segs,
+        .para_segment_count = npseg,
+        .para_segments = psegs,
     };
     if (next.next_segment_id == 0)
         next.next_segment_id = 1;
@@ -1156,6 +1316,7 @@ static void encode_text_options(const simstore_text_options *given, uint8_t *out
                        : t.cjk_shingle ? t.cjk_shingle
                                        : SIMSTORE_CJK_SHINGLE_DEFAULT,
         .sketch = (uint32_t)t.sketch,
+        .paragraph_min_words = t.paragraph_min_words,
     };
     sims_text_record_encode(&r, out);
 }
@@ -1368,12 +1529,39 @@ static int finish_design(finish_state *f)
     return rc;
 }
 
+/* Phase 4b: the paragraph segment's table files (the store's design over
+ * this commit's distinct paragraph fingerprints), the id after the document
+ * segment's. */
+static int finish_write_paragraph_tables(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    if (f->para_fps == 0)
+        return SIMSTORE_OK;
+    f->para_segment_id = f->segment_id + 1;
+    f->para_tables_written = 1;
+    sims_segment_job job = {
+        .design = f->design,
+        .store_tag = f->store_tag,
+        .block_bytes = b->opt.block_bytes,
+        .dir = b->work_dir,
+        .segment_id = f->para_segment_id,
+        .distinct = f->pdistinct,
+        .fp_count = &f->para_fps,
+        .threads = b->threads,
+        .memory_bytes = b->opt.memory_bytes / 2,
+        .progress = b->opt.progress,
+        .progress_ctx = b->opt.progress_ctx,
+    };
+    return sims_segment_write(&job);
+}
+
 /* Phase 4: the segment's table files, unreferenced until the commit. */
 static int finish_write_tables(finish_state *f)
 {
     simstore_builder *b = f->b;
-    if (f->new_fps == 0)
-        return SIMSTORE_OK;
+    int rc = finish_write_paragraph_tables(f);
+    if (rc || f->new_fps == 0)
+        return rc;
     f->tables_written = 1;
     sims_segment_job job = {
         .design = f->design,
@@ -1398,7 +1586,8 @@ static int finish_commit(finish_state *f)
     simstore_builder *b = f->b;
     int rc;
     if (f->new_store) {
-        rc = sims_env_open(&f->env, b->work_dir, SIMS_ENV_CREATE);
+        rc = sims_env_open(&f->env, b->work_dir,
+                           SIMS_ENV_CREATE | (b->para_min_words ? SIMS_ENV_PARAGRAPHS : 0));
         if (rc)
             return rc;
         f->env_open = 1;
@@ -1416,6 +1605,8 @@ static int finish_commit(finish_state *f)
         rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->generation, f->doc_count);
         if (rc == SIMSTORE_OK)
             rc = load_by_chunks(b, &f->env, f->fps, f->env.fps, 0, 0, f->doc_count);
+        if (rc == SIMSTORE_OK && f->pfps)
+            rc = load_by_chunks(b, &f->env, f->pfps, f->env.pfps, 0, 0, 0);
         mdb_env_set_flags(f->env.env, MDB_NOSYNC, 0);
         if (rc)
             return rc;
@@ -1457,6 +1648,10 @@ static void finish_cleanup(finish_state *f, int rc)
     sims_snapshot_release(f->snap);
     if (rc && !f->new_store && f->tables_written)
         sims_segment_remove(b->work_dir, f->segment_id, f->design->n_tables);
+    if (rc && !f->new_store && f->para_tables_written)
+        sims_segment_remove(b->work_dir, f->para_segment_id, f->design->n_tables);
+    sims_recsort_free(f->pfps);
+    sims_spool_free(f->pdistinct);
     if (f->have_old_state)
         sims_state_record_release(&f->old_state);
     sims_recsort_free(f->fps);

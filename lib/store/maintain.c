@@ -34,6 +34,43 @@ typedef struct delete_ctx {
     uint64_t deleted;
 } delete_ctx;
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Remove a document's entries from the paragraph index: one per distinct
+ * paragraph fingerprint its record lists (format/store.md, "Paragraphs").
+ * The list is copied first: it borrows a page of docs. */
+static int delete_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *rec, const char *id,
+                             size_t len)
+{
+    uint64_t *fps = malloc((size_t)rec->para_count * sizeof *fps);
+    if (!fps)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < rec->para_count; i++)
+        fps[i] = le_load64(rec->paras + 8 * (size_t)i);
+    qsort(fps, rec->para_count, sizeof *fps, cmp_u64);
+    int rc = SIMSTORE_OK;
+    for (uint32_t i = 0; i < rec->para_count && rc == SIMSTORE_OK; i++) {
+        if (i && fps[i] == fps[i - 1])
+            continue;
+        uint8_t kb[8];
+        be_store64(kb, fps[i]);
+        MDB_val k = {8, kb}, v = {len, (void *)id};
+        int m = mdb_del(txn, s->env.pfps, &k, &v);
+        if (m == MDB_NOTFOUND)
+            rc = SIMS_CORRUPT("%s: document '%.*s' is missing from the paragraph index under "
+                              "%016llx",
+                              s->path, (int)len, id, (unsigned long long)fps[i]);
+        else if (m)
+            rc = sims_mdb_write_status(m, "delete a paragraph");
+    }
+    free(fps);
+    return rc;
+}
+
 static int delete_fn(MDB_txn *txn, void *arg)
 {
     delete_ctx *c = (delete_ctx *)arg;
@@ -66,6 +103,16 @@ static int delete_fn(MDB_txn *txn, void *arg)
                                     (const uint8_t *)val.mv_data, val.mv_size, &rec);
         if (rc) {
             rc = sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)len, c->ids[i]);
+            break;
+        }
+        if (rec.para_count && s->env.pfps) {
+            rc = delete_paragraphs(s, txn, &rec, c->ids[i], len);
+            if (rc)
+                break;
+        } else if (rec.para_count) {
+            rc = SIMS_CORRUPT("%s: document '%.*s' lists paragraphs, but the store has no "
+                              "paragraph index",
+                              s->path, (int)len, c->ids[i]);
             break;
         }
         uint8_t fpkey[8];
@@ -121,7 +168,9 @@ static int dead_share(simstore *s, double *share, uint32_t *segments)
     for (uint32_t i = 0; i < st.segment_count; i++)
         held += st.segments[i].fp_count;
     *share = held ? (double)(held - (st.fp_count < held ? st.fp_count : held)) / (double)held : 0;
-    *segments = st.segment_count;
+    /* Paragraph segments count too: an add whose documents bring only
+     * fingerprints the store has still writes one. */
+    *segments = st.segment_count > st.para_segment_count ? st.segment_count : st.para_segment_count;
     sims_state_record_release(&st);
     return SIMSTORE_OK;
 }
@@ -171,6 +220,9 @@ typedef struct compact_ctx {
     uint64_t segment_id;
     uint64_t fp_count;
     uint32_t table_count;
+    /* The paragraph index's one segment after compaction (its live
+     * paragraph fingerprints: the keys of pfps), id segment_id + 1. */
+    uint64_t para_fp_count;
 } compact_ctx;
 
 static int compact_fn(MDB_txn *txn, void *arg)
@@ -185,11 +237,16 @@ static int compact_fn(MDB_txn *txn, void *arg)
         return sims_fail(SIMSTORE_EBUSY, "the store changed during compaction");
     }
     sims_segment_entry e = {c->segment_id, c->fp_count, sims_now_unix(), c->table_count};
+    sims_segment_entry pe = {c->segment_id + 1, c->para_fp_count, e.created_unix, c->table_count};
     sims_state_record next = st;
     next.generation = st.generation + 1;
-    next.next_segment_id = c->fp_count ? c->segment_id + 1 : st.next_segment_id;
+    next.next_segment_id = c->para_fp_count ? c->segment_id + 2
+                           : c->fp_count    ? c->segment_id + 1
+                                            : st.next_segment_id;
     next.segment_count = c->fp_count ? 1 : 0;
     next.segments = &e;
+    next.para_segment_count = c->para_fp_count ? 1 : 0;
+    next.para_segments = &pe;
     if (!(c->s->store_flags & SIMS_STORE_FLAG_FP_ONLY) && next.fp_count != c->fp_count)
         rc = SIMS_CORRUPT("%s: the state counts %" PRIu64 " fingerprints, the index holds %" PRIu64,
                           c->s->path, st.fp_count, c->fp_count);
@@ -201,18 +258,16 @@ static int compact_fn(MDB_txn *txn, void *arg)
     return rc;
 }
 
-/* The live fingerprints, sorted and distinct, into `out`: the keys of `fps`
- * for a store of documents; the union of every segment's table 0 for a
- * fingerprint-only store. */
-static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, uint64_t memory,
-                        sims_spool *out)
+/* The distinct keys of an fps-like database (8 bytes, big-endian), in
+ * order, into `out`. */
+static int collect_keys(simstore *s, MDB_txn *txn, MDB_dbi dbi, sims_spool *out)
 {
     uint64_t buf[READ_CHUNK];
     size_t n = 0;
     int rc = SIMSTORE_OK;
-    if (!(s->store_flags & SIMS_STORE_FLAG_FP_ONLY)) {
+    {
         MDB_cursor *cur;
-        int m = mdb_cursor_open(txn, s->env.fps, &cur);
+        int m = mdb_cursor_open(txn, dbi, &cur);
         if (m)
             return sims_mdb_fail(m, "open a cursor");
         MDB_val key, val;
@@ -234,6 +289,19 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
             rc = sims_mdb_fail(m, "read fps");
         return rc ? rc : sims_spool_append(out, buf, n);
     }
+}
+
+/* The live fingerprints, sorted and distinct, into `out`: the keys of `fps`
+ * for a store of documents; the union of every segment's table 0 for a
+ * fingerprint-only store. */
+static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, uint64_t memory,
+                        sims_spool *out)
+{
+    uint64_t buf[READ_CHUNK];
+    size_t n = 0;
+    int rc = SIMSTORE_OK;
+    if (!(s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
+        return collect_keys(s, txn, s->env.fps, out);
     /* Fingerprint-only: decode table 0 of every segment, unpermute, sort. */
     const sims_permuter *perm = &s->design->tables[0].permuter;
     sims_u64sort *sorter;
@@ -273,11 +341,11 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
 
     MDB_txn *txn = NULL;
     sims_snapshot *snap = NULL;
-    sims_spool *live = NULL;
+    sims_spool *live = NULL, *plive = NULL;
     sims_state_record old;
     memset(&old, 0, sizeof old);
-    int have_old = 0, written = 0;
-    compact_ctx c = {s, 0, 0, 0, s->design->n_tables};
+    int have_old = 0, written = 0, para_written = 0;
+    compact_ctx c = {s, 0, 0, 0, s->design->n_tables, 0};
 
     pthread_mutex_lock(&s->write_mu); /* one change at a time per handle */
     rc = sims_env_read_begin(&s->env, &txn);
@@ -287,9 +355,28 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
         goto done;
     have_old = 1;
     if (old.segment_count <= 1) {
-        /* One segment: compacting only pays when it holds dead fingerprints. */
+        /* One segment: compacting only pays when it holds dead fingerprints
+         * (or dead paragraph fingerprints, or several paragraph segments). */
         uint64_t held = old.segment_count ? old.segments[0].fp_count : 0;
-        if (held == old.fp_count || (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
+        int para_due = 0;
+        if (s->env.pfps && old.para_segment_count > 1)
+            para_due = 1;
+        else if (s->env.pfps && old.para_segment_count == 1) {
+            MDB_cursor *cur;
+            MDB_val k, v;
+            uint64_t keys = 0;
+            int m = mdb_cursor_open(txn, s->env.pfps, &cur);
+            if (m) {
+                rc = sims_mdb_fail(m, "open a cursor");
+                goto done;
+            }
+            for (m = mdb_cursor_get(cur, &k, &v, MDB_FIRST); m == 0;
+                 m = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP))
+                keys++;
+            mdb_cursor_close(cur);
+            para_due = keys != old.para_segments[0].fp_count;
+        }
+        if ((held == old.fp_count && !para_due) || (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
             goto done;
     }
     rc = sims_store_snapshot(s, txn, &snap);
@@ -301,6 +388,13 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
         rc = collect_live(s, txn, snap, opt.memory_bytes / 4, live);
     if (rc == SIMSTORE_OK)
         rc = sims_spool_seal(live);
+    if (rc == SIMSTORE_OK && s->env.pfps) {
+        rc = sims_spool_new((size_t)(opt.memory_bytes / 8 / 8), s->path, &plive);
+        if (rc == SIMSTORE_OK)
+            rc = collect_keys(s, txn, s->env.pfps, plive);
+        if (rc == SIMSTORE_OK)
+            rc = sims_spool_seal(plive);
+    }
     mdb_txn_abort(txn);
     txn = NULL;
     if (rc)
@@ -321,17 +415,39 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
             .progress = opt.progress,
             .progress_ctx = opt.progress_ctx,
         };
+        written = 1;
         rc = sims_segment_write(&job);
         if (rc)
             goto done;
-        written = 1;
+    }
+    c.para_fp_count = plive ? sims_spool_count(plive) : 0;
+    if (c.para_fp_count > 0) {
+        sims_segment_job job = {
+            .design = s->design,
+            .store_tag = s->store_tag,
+            .block_bytes = s->block_bytes,
+            .dir = s->path,
+            .segment_id = c.segment_id + 1,
+            .distinct = plive,
+            .threads = threads,
+            .memory_bytes = opt.memory_bytes / 2,
+            .progress = opt.progress,
+            .progress_ctx = opt.progress_ctx,
+        };
+        para_written = 1;
+        rc = sims_segment_write(&job);
+        if (rc)
+            goto done;
     }
     if (opt.progress)
         opt.progress(opt.progress_ctx, "committing", 0, 0);
     rc = sims_env_write(&s->env, compact_fn, &c);
     if (rc)
         goto done;
-    written = 0; /* committed: the new segment is the store's now */
+    written = 0; /* committed: the new segments are the store's now */
+    para_written = 0;
+    for (uint32_t i = 0; i < old.para_segment_count; i++)
+        sims_segment_remove(s->path, old.para_segments[i].id, old.para_segments[i].table_count);
     /* The old segments' files are garbage from here on; readers that still
      * have them open keep their mappings. */
     uint64_t held = 0;
@@ -350,6 +466,9 @@ done:
         mdb_txn_abort(txn);
     if (written)
         sims_segment_remove(s->path, c.segment_id, c.table_count);
+    if (para_written)
+        sims_segment_remove(s->path, c.segment_id + 1, c.table_count);
+    sims_spool_free(plive);
     sims_snapshot_release(snap);
     sims_spool_free(live);
     if (have_old)

@@ -41,7 +41,23 @@ struct simstore_query {
     size_t sketch_cap;
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
+    sims_para_buffers *para; /* paragraph queries' (paragraphs.c), or NULL */
 };
+
+simstore *sims_query_store(const simstore_query *q)
+{
+    return q->store;
+}
+
+unsigned sims_query_flags(const simstore_query *q)
+{
+    return q->flags;
+}
+
+sims_para_buffers **sims_query_para_buffers(simstore_query *q)
+{
+    return &q->para;
+}
 
 int simstore_query_new(simstore *s, unsigned flags, simstore_query **out)
 {
@@ -84,6 +100,7 @@ void simstore_query_free(simstore_query *q)
         mdb_cursor_close(q->fps_cursor);
     if (q->txn)
         mdb_txn_abort(q->txn);
+    sims_para_buffers_free(q->para);
     free(q->probes);
     free(q->meta_offs);
     free(q->sketch_offs);

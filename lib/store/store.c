@@ -134,7 +134,10 @@ void sims_snapshot_release(sims_snapshot *snap)
         return;
     for (uint32_t i = 0; i < snap->segment_count; i++)
         sims_segment_release(snap->segments[i]);
+    for (uint32_t i = 0; i < snap->para_segment_count; i++)
+        sims_segment_release(snap->para_segments[i]);
     free(snap->segments);
+    free(snap->para_segments);
     free(snap);
 }
 
@@ -181,6 +184,9 @@ static sims_segment *find_segment(sims_snapshot *snap, uint64_t id)
     for (uint32_t i = 0; i < snap->segment_count; i++)
         if (snap->segments[i]->id == id)
             return snap->segments[i];
+    for (uint32_t i = 0; i < snap->para_segment_count; i++)
+        if (snap->para_segments[i]->id == id)
+            return snap->para_segments[i];
     return NULL;
 }
 
@@ -223,9 +229,16 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
     if (rc)
         return rc;
     sims_snapshot *snap = calloc(1, sizeof *snap);
-    if (snap)
+    if (snap) {
         snap->segments = calloc(st.segment_count ? st.segment_count : 1, sizeof *snap->segments);
-    if (!snap || !snap->segments) {
+        snap->para_segments =
+            calloc(st.para_segment_count ? st.para_segment_count : 1, sizeof *snap->para_segments);
+    }
+    if (!snap || !snap->segments || !snap->para_segments) {
+        if (snap) {
+            free(snap->segments);
+            free(snap->para_segments);
+        }
         free(snap);
         sims_state_record_release(&st);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory loading segments");
@@ -241,12 +254,16 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
     if (cur)
         atomic_fetch_add(&cur->refs, 1);
     pthread_mutex_unlock(&s->mu);
-    for (uint32_t i = 0; i < st.segment_count && rc == SIMSTORE_OK; i++) {
-        sims_segment *seg = find_segment(cur, st.segments[i].id);
+    /* The document segments, then the paragraph segments. */
+    for (uint32_t i = 0; i < st.segment_count + st.para_segment_count && rc == SIMSTORE_OK; i++) {
+        int para = i >= st.segment_count;
+        const sims_segment_entry *e =
+            para ? &st.para_segments[i - st.segment_count] : &st.segments[i];
+        sims_segment *seg = find_segment(cur, e->id);
         if (seg)
             atomic_fetch_add(&seg->refs, 1);
         else
-            rc = sims_segment_open(s, s->path, &st.segments[i], &seg);
+            rc = sims_segment_open(s, s->path, e, &seg);
         /* The files are opened by path: say so when the path has moved on
          * to another store, rather than report its files as missing. */
         if (rc && store_replaced(s))
@@ -258,7 +275,9 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
         else if (rc == SIMSTORE_ENOTFOUND && store_moved_on(s, txn))
             /* Not damage: a newer state replaced this one's files. */
             rc = sims_retry_or_fail(rc);
-        if (rc == SIMSTORE_OK)
+        if (rc == SIMSTORE_OK && para)
+            snap->para_segments[snap->para_segment_count++] = seg;
+        else if (rc == SIMSTORE_OK)
             snap->segments[snap->segment_count++] = seg;
     }
     sims_snapshot_release(cur);
@@ -348,6 +367,9 @@ int sims_store_clean(simstore *s)
             for (uint32_t i = 0; i < st.segment_count; i++)
                 if (st.segments[i].id == seg)
                     stale = 0;
+            for (uint32_t i = 0; i < st.para_segment_count; i++)
+                if (st.para_segments[i].id == seg)
+                    stale = 0;
         }
         if (stale) {
             if (sims_join_path(path, sizeof path, s->path, name) == SIMSTORE_OK &&
@@ -414,6 +436,13 @@ static int load_text_record(simstore *s, MDB_txn *txn)
     s->text.sketch = (simstore_sketch_kind)tr.sketch;
     s->text.cjk = tr.cjk == 1 ? SIMSTORE_CJK_FRISO : SIMSTORE_CJK_BIGRAM;
     s->text.lambda = (double)tr.lambda_fixed / 65536.0;
+    s->text.paragraph_min_words = tr.paragraph_min_words;
+    /* The text record and the paragraph database come and go together. */
+    if ((tr.paragraph_min_words != 0) != (s->env.pfps != 0))
+        return SIMS_CORRUPT("%s: the text record says %s paragraph index, but the paragraph "
+                            "database is %s",
+                            s->path, tr.paragraph_min_words ? "a" : "no",
+                            s->env.pfps ? "there" : "missing");
     return SIMSTORE_OK;
 }
 
@@ -593,6 +622,39 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
     sims_design_describe(s->design, out->design, sizeof out->design);
     out->sketch = s->text.sketch;
     out->sketch_bytes = (unsigned)simstore_sketch_bytes(s->text.sketch);
+    out->paragraph_min_words = s->text.paragraph_min_words;
+    out->paragraph_segments = snap->para_segment_count;
+    for (uint32_t i = 0; i < snap->para_segment_count; i++) {
+        const sims_segment *seg = snap->para_segments[i];
+        out->paragraph_table_fps += seg->fp_count;
+        for (uint32_t t = 0; t < seg->table_count; t++)
+            out->paragraph_table_bytes += table_reader_info(seg->tables[t])->file_bytes;
+    }
+    if (s->env.pfps) {
+        MDB_txn *txn;
+        MDB_stat ms;
+        rc = sims_env_read_begin(&s->env, &txn);
+        if (rc == SIMSTORE_OK) {
+            int m = mdb_stat(txn, s->env.pfps, &ms);
+            if (m == 0)
+                out->paragraph_entries = ms.ms_entries;
+            else
+                rc = sims_mdb_fail(m, "read the paragraph database");
+            MDB_cursor *cur;
+            if (rc == SIMSTORE_OK && (m = mdb_cursor_open(txn, s->env.pfps, &cur)) == 0) {
+                MDB_val k, v;
+                for (m = mdb_cursor_get(cur, &k, &v, MDB_FIRST); m == 0;
+                     m = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP))
+                    out->paragraph_fps++;
+                mdb_cursor_close(cur);
+            }
+            mdb_txn_abort(txn);
+        }
+        if (rc) {
+            sims_snapshot_release(snap);
+            return rc;
+        }
+    }
     char path[PATH_MAX];
     struct stat st;
     if (sims_join_path(path, sizeof path, s->path, "data.mdb") == SIMSTORE_OK &&

@@ -34,6 +34,10 @@ typedef struct sims_snapshot {
     uint64_t fp_count;
     uint32_t segment_count;
     sims_segment **segments;
+    /* The paragraph segments (format/store.md, "Paragraphs"): tables of the
+     * store's design over paragraph fingerprints. */
+    uint32_t para_segment_count;
+    sims_segment **para_segments;
 } sims_snapshot;
 
 struct simstore {
@@ -174,5 +178,14 @@ void sims_query_end_state(simstore_query *q);
  * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 int sims_query_fp_documents(simstore_query *q, uint64_t fp, const simstore_match **docs,
                             size_t *count);
+
+/* ---- The paragraph query (paragraphs.c) and the query object it uses. */
+
+/* A query object's buffers for paragraph queries, made on first use. */
+typedef struct sims_para_buffers sims_para_buffers;
+void sims_para_buffers_free(sims_para_buffers *p);
+simstore *sims_query_store(const simstore_query *q);
+unsigned sims_query_flags(const simstore_query *q);
+sims_para_buffers **sims_query_para_buffers(simstore_query *q);
 
 #endif

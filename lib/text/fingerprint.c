@@ -281,6 +281,7 @@ int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *tex
                 }
                 info.fingerprint = fp;
                 info.flags = invalid ? SIMSTORE_FP_INVALID_UTF8 : 0u;
+                info.words = tokens;
                 if (count)
                     *count = number;
                 if (flags)
@@ -337,4 +338,35 @@ int simstore_fingerprinter_set_boilerplate(simstore_fingerprinter *fpr,
 const simstore_boilerplate *simstore_fingerprinter_boilerplate(const simstore_fingerprinter *fpr)
 {
     return fpr && fpr->boiler ? sims_boiler_get(fpr->boiler) : NULL;
+}
+
+typedef struct para_list {
+    unsigned min_words;
+    uint64_t *fps;
+    size_t cap, n;
+} para_list;
+
+static int keep_paragraph(void *ctx, const simstore_paragraph *para)
+{
+    para_list *l = (para_list *)ctx;
+    if (para->words < l->min_words)
+        return 0;
+    if (l->n < l->cap)
+        l->fps[l->n] = para->fingerprint;
+    l->n++;
+    return 0;
+}
+
+int simstore_paragraph_fingerprints(simstore_fingerprinter *fpr, const char *text, size_t len,
+                                    unsigned min_words, uint64_t *fps, size_t cap, size_t *n)
+{
+    if (!n || (!fps && cap))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_paragraph_fingerprints: NULL argument");
+    *n = 0;
+    para_list l = {min_words, fps, cap, 0};
+    int rc = simstore_fingerprint_paragraphs(fpr, text, len, keep_paragraph, &l, NULL, NULL);
+    if (rc)
+        return rc;
+    *n = l.n;
+    return SIMSTORE_OK;
 }

@@ -55,3 +55,7 @@ simstore_cli_test(test_cli_boilerplate boilerplate.sh)
 # a brute-force reference over the sketches `fingerprint --sketch` prints.
 simstore_cli_test(test_cli_sketch sketch.sh)
 set_tests_properties(test_cli_sketch PROPERTIES TIMEOUT 600)
+
+# The paragraph index (format/store.md, "Paragraphs") through the command:
+# planted partial copies and edits, output formats, add, delete, compact.
+simstore_cli_test(test_cli_paragraphs paragraphs.sh)

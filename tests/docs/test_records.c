@@ -443,7 +443,8 @@ static void test_records_golden__text_record_sketch(void **state)
     b = golden("text-record.bin", &n);
     assert_int_equal(sims_text_record_decode(b, n, &r), 0);
     assert_int_equal(r.sketch, 0);
-    /* Kinds past the last, and byte 23, are corrupt. */
+    /* Kinds past the last are corrupt; byte 23 is the paragraph minimum
+     * (any value: 0 none). */
     for (unsigned v = 4; v < 256; v += 17) {
         uint8_t w[SIMS_TEXT_RECORD_BYTES];
         memcpy(w, b, sizeof w);
@@ -453,8 +454,111 @@ static void test_records_golden__text_record_sketch(void **state)
         memcpy(w, b, sizeof w);
         w[23] = (uint8_t)v;
         le_store64(w + 32, sims_xxh3_64(w, 32, SIMS_TEXT_RECORD_SEED));
-        assert_int_equal(sims_text_record_decode(w, sizeof w, &r), SIMSTORE_ECORRUPT);
+        assert_int_equal(sims_text_record_decode(w, sizeof w, &r), 0);
+        assert_int_equal(r.paragraph_min_words, v);
     }
+    free(b);
+}
+
+static int decode_doc5(const uint8_t *buf, size_t len)
+{
+    sims_doc_record r;
+    return sims_doc_record_decode((const uint8_t *)"doc-5", 5, buf, len, &r);
+}
+
+/* The paragraph index (format/store.md, "Paragraphs"): the text record's
+ * byte 23, the state record's paragraph segments, the document record's
+ * paragraph list (flag bit 5). Records without them are unchanged. */
+static void test_records_golden__paragraphs(void **state)
+{
+    (void)state;
+    size_t n;
+    sims_text_record t;
+    uint8_t *b = golden("text-record-paragraphs.bin", &n);
+    assert_int_equal(sims_text_record_decode(b, n, &t), 0);
+    assert_int_equal(t.paragraph_min_words, 8);
+    assert_int_equal(t.version, 2);
+    assert_int_equal(t.sketch, 0);
+    uint8_t again[256];
+    sims_text_record_encode(&t, again);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_text);
+    free(b);
+    b = golden("text-record-v2.bin", &n);
+    assert_int_equal(sims_text_record_decode(b, n, &t), 0);
+    assert_int_equal(t.paragraph_min_words, 0);
+    free(b);
+
+    b = golden("state-record-paragraphs.bin", &n);
+    sims_state_record st;
+    assert_int_equal(n, 184);
+    assert_int_equal(sims_state_record_decode(b, n, 4, &st), 0);
+    assert_int_equal(st.generation, 9);
+    assert_int_equal(st.next_segment_id, 6);
+    assert_int_equal(st.segment_count, 2);
+    assert_int_equal(st.segments[0].id, 1);
+    assert_int_equal(st.segments[1].id, 3);
+    assert_int_equal(st.para_segment_count, 2);
+    assert_int_equal(st.para_segments[0].id, 2);
+    assert_int_equal(st.para_segments[0].fp_count, 9000);
+    assert_int_equal(st.para_segments[1].id, 5);
+    assert_int_equal(st.para_segments[1].fp_count, 40);
+    assert_true(st.para_segments[1].created_unix == 1700000200ULL);
+    assert_int_equal(st.para_segments[1].table_count, 4);
+    assert_int_equal(sims_state_record_encode(&st, again, sizeof again), n);
+    assert_memory_equal(again, b, n);
+    /* An id in both lists is corrupt (their files would share names). */
+    st.para_segments[0].id = 3;
+    assert_int_equal(sims_state_record_encode(&st, again, sizeof again), n);
+    assert_int_equal(decode_state(again, n), SIMSTORE_ECORRUPT);
+    sims_state_record_release(&st);
+    reject_damage(b, n, decode_state);
+    free(b);
+    /* A state without paragraph segments is the record written before. */
+    b = golden("state-record.bin", &n);
+    assert_int_equal(sims_state_record_decode(b, n, 4, &st), 0);
+    assert_int_equal(st.para_segment_count, 0);
+    assert_null(st.para_segments);
+    assert_int_equal(sims_state_record_encode(&st, again, sizeof again), n);
+    assert_memory_equal(again, b, n);
+    sims_state_record_release(&st);
+    free(b);
+
+    b = golden("doc-record-paragraphs-doc-5.bin", &n);
+    const char *meta = "{\"n\":5}";
+    assert_int_equal(n, SIMS_DOC_RECORD_OVERHEAD + 8 + 4 + 3 * 8 + strlen(meta));
+    sims_doc_record r;
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"doc-5", 5, b, n, &r), 0);
+    assert_true(r.fp == 0x0123456789abcdefULL);
+    assert_true(r.insertion == ((uint64_t)2 << 40 | 5));
+    assert_int_equal(r.para_count, 3);
+    assert_true(le_load64(r.paras) == 0x1111111111111111ULL);
+    assert_true(le_load64(r.paras + 8) == 0x2222222222222222ULL);
+    assert_true(le_load64(r.paras + 16) == 0x1111111111111111ULL);
+    assert_int_equal(r.meta_len, strlen(meta));
+    assert_memory_equal(r.meta, meta, strlen(meta));
+    assert_int_equal(sims_doc_record_encode_full((const uint8_t *)"doc-5", 5, r.fp,
+                                                 SIMS_DOC_FLAG_INSERTION, r.insertion, NULL,
+                                                 r.paras, 3, (const uint8_t *)meta, strlen(meta),
+                                                 again, sizeof again),
+                     n);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_doc5);
+    /* A count that the record cannot hold, or 0, with the check re-sealed. */
+    uint64_t seed = sims_xxh3_64("doc-5", 5, SIMS_DOC_RECORD_SEED);
+    for (uint32_t bad = 0; bad < 8; bad += 4) {
+        memcpy(again, b, n);
+        le_store32(again + 18, bad ? bad : 0);
+        le_store32(again + n - 4, (uint32_t)sims_xxh3_64(again, n - 4, seed));
+        assert_int_equal(decode_doc5(again, n), SIMSTORE_ECORRUPT);
+    }
+    free(b);
+    /* Without paragraphs the full encoder writes the record of before. */
+    size_t plain = sims_doc_record_encode_full((const uint8_t *)"x", 1, 0, 0, 0, NULL, NULL, 0,
+                                               NULL, 0, again, sizeof again);
+    assert_int_equal(plain, SIMS_DOC_RECORD_OVERHEAD);
+    b = golden("doc-record-x.bin", &n);
+    assert_memory_equal(again, b, n);
     free(b);
 }
 
@@ -492,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_records_golden__document_record_insertion),
         cmocka_unit_test(test_records_golden__document_record_sketch),
         cmocka_unit_test(test_records_golden__text_record_sketch),
+        cmocka_unit_test(test_records_golden__paragraphs),
         cmocka_unit_test(test_records_insertion__limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

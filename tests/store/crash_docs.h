@@ -3,7 +3,9 @@
  * universe has the id "doc-NNNNNNN" and a fingerprint derived from (seed, i);
  * every fifth document repeats the fingerprint of another one, so that stores
  * hold fingerprints with several documents, deletes leave some fingerprints
- * alive and kill others, and fingerprint-only inputs carry repeats. */
+ * alive and kill others, and fingerprint-only inputs carry repeats. In the
+ * paragraph scenarios each document also has paragraph fingerprints, some
+ * shared (cdoc_paragraphs). */
 #ifndef SIMS_TEST_CRASH_DOCS_H
 #define SIMS_TEST_CRASH_DOCS_H
 
@@ -35,6 +37,16 @@ static inline uint64_t cdoc_fp(uint64_t seed, uint64_t i)
 static inline void cdoc_id(uint64_t i, char *buf, size_t size)
 {
     snprintf(buf, size, "doc-%07" PRIu64, i);
+}
+
+/* The paragraph fingerprints of document i in the paragraph scenarios: one
+ * shared by documents 3j..3j+2, near (2 bits) a shared centre, and one of
+ * its own. */
+#define CDOC_PARAGRAPHS 2
+static inline void cdoc_paragraphs(uint64_t seed, uint64_t i, uint64_t out[CDOC_PARAGRAPHS])
+{
+    out[0] = cdoc_mix(seed ^ 0x5041524153ULL ^ cdoc_mix(i / 3)) ^ (i % 3 == 2 ? 0x11 : 0);
+    out[1] = cdoc_mix(seed ^ 0x4f574e ^ cdoc_mix(i + 0x10000));
 }
 
 /* The index of an id made by cdoc_id, or -1. */

@@ -4,6 +4,7 @@
  * point and so that the test can kill it at any instant:
  *
  *   crash_op build   STORE --first I --count N [--fp-only] [--replace] [--tables T]
+ *                    [--paragraphs]
  *   crash_op add     STORE --first I --count N [--no-auto]
  *   crash_op delete  STORE --first I --count N [--step K] [--no-auto]
  *   crash_op compact STORE
@@ -34,6 +35,7 @@ typedef struct args {
     int fp_only;
     int replace;
     int no_auto;
+    int paragraphs; /* build: with a paragraph index */
     int ready_fd;
 } args;
 
@@ -43,7 +45,7 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-static int feed(simstore_builder *b, const args *a, int fp_only)
+static int feed(simstore_builder *b, const args *a, int fp_only, int paragraphs)
 {
     char id[32];
     for (uint64_t i = a->first; i < a->first + a->count; i++) {
@@ -53,7 +55,11 @@ static int feed(simstore_builder *b, const args *a, int fp_only)
         } else {
             cdoc_id(i, id, sizeof id);
             simstore_doc d = {id, strlen(id), cdoc_fp(a->seed, i), NULL, 0, i};
-            rc = simstore_builder_add(b, &d);
+            uint64_t paras[CDOC_PARAGRAPHS];
+            cdoc_paragraphs(a->seed, i, paras);
+            rc = paragraphs
+                     ? simstore_builder_add_paragraphs(b, &d, 0, NULL, paras, CDOC_PARAGRAPHS)
+                     : simstore_builder_add(b, &d);
         }
         if (rc) {
             simstore_builder_abort(b);
@@ -80,11 +86,12 @@ static int run(const args *a)
     simstore_text_options text;
     simstore_text_options_init(&text);
     text.cjk = SIMSTORE_CJK_BIGRAM;
+    text.paragraph_min_words = a->paragraphs ? 1 : 0;
     o.text = &text;
     if (strcmp(a->op, "build") == 0) {
         simstore_builder *b;
         int rc = simstore_build_begin(a->store, &o, &b);
-        return rc ? fail("build", rc) : feed(b, a, a->fp_only);
+        return rc ? fail("build", rc) : feed(b, a, a->fp_only, a->paragraphs);
     }
     unsigned flags = SIMSTORE_OPEN_WRITE | (a->no_auto ? SIMSTORE_OPEN_NO_AUTO_COMPACT : 0);
     simstore *s;
@@ -98,7 +105,8 @@ static int run(const args *a)
         rc = simstore_get_stats(s, &st);
         if (rc == SIMSTORE_OK)
             rc = simstore_add_begin(s, &o, &b);
-        status = rc ? fail("add", rc) : feed(b, a, st.fingerprint_only);
+        status =
+            rc ? fail("add", rc) : feed(b, a, st.fingerprint_only, st.paragraph_min_words != 0);
     } else if (strcmp(a->op, "delete") == 0) {
         size_t n = (size_t)a->count;
         char **ids = calloc(n ? n : 1, sizeof *ids);
@@ -132,12 +140,12 @@ static int run(const args *a)
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"seed", required_argument, NULL, 's'},   {"first", required_argument, NULL, 'f'},
-        {"count", required_argument, NULL, 'n'},  {"step", required_argument, NULL, 'k'},
+        {"seed", required_argument, NULL, 's'},    {"first", required_argument, NULL, 'f'},
+        {"count", required_argument, NULL, 'n'},   {"step", required_argument, NULL, 'k'},
         {"threads", required_argument, NULL, 't'}, {"tables", required_argument, NULL, 'T'},
-        {"ready", required_argument, NULL, 'r'},  {"fp-only", no_argument, NULL, 'F'},
-        {"replace", no_argument, NULL, 'R'},      {"no-auto", no_argument, NULL, 'A'},
-        {NULL, 0, NULL, 0},
+        {"ready", required_argument, NULL, 'r'},   {"fp-only", no_argument, NULL, 'F'},
+        {"replace", no_argument, NULL, 'R'},       {"no-auto", no_argument, NULL, 'A'},
+        {"paragraphs", no_argument, NULL, 'P'},    {NULL, 0, NULL, 0},
     };
     args a = {.seed = 1, .step = 1, .threads = 1, .ready_fd = -1};
     int c;
@@ -153,6 +161,7 @@ int main(int argc, char **argv)
         case 'F': a.fp_only = 1; break;
         case 'R': a.replace = 1; break;
         case 'A': a.no_auto = 1; break;
+        case 'P': a.paragraphs = 1; break;
         default: return 2;
         }
     }

@@ -16,7 +16,11 @@
  * SIMSTORE_SWEEP=full samples densely (every byte of every table file and of
  * LMDB page headers, more of page bodies); SIMSTORE_SWEEP=report prints a
  * per-file outcome table without failing (to study LMDB's own behaviour).
- * The default sample keeps the test within a minute. */
+ * The default sample keeps the test within a minute.
+ *
+ * The second case sweeps a store with a paragraph index (format/store.md,
+ * "Paragraphs": pfps, paragraph segments, paragraph lists in the records),
+ * whose answers also include paragraph queries. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +63,8 @@
 typedef struct doc {
     char id[32];
     uint64_t fp;
+    uint64_t paras[3]; /* the paragraph sweep's paragraph fingerprints */
+    size_t npara;
 } doc;
 
 typedef struct answer {
@@ -78,7 +84,11 @@ typedef struct sweep {
     size_t ndocs;
     uint64_t *queries;
     size_t nqueries;
-    answer *want;        /* per query, from the undamaged store */
+    int paragraphs;      /* the store has a paragraph index: the answers also
+                            hold one paragraph query per PARA_QUERY_EVERY
+                            documents (their own paragraph lists) */
+    answer *want;        /* per query, from the undamaged store (the
+                            paragraph queries' after the others') */
     char *inspect_want;  /* canonical inspect summary of the undamaged store */
     file_image *files;
     size_t nfiles;
@@ -114,7 +124,9 @@ static int add_docs(simstore_builder *b, const doc *docs, size_t from, size_t to
             m = meta;
         }
         simstore_doc d = {docs[i].id, strlen(docs[i].id), docs[i].fp, m, mlen, i};
-        int rc = simstore_builder_add(b, &d);
+        int rc = docs[i].npara
+                     ? simstore_builder_add_paragraphs(b, &d, 0, NULL, docs[i].paras, docs[i].npara)
+                     : simstore_builder_add(b, &d);
         if (rc)
             return rc;
     }
@@ -144,9 +156,23 @@ static void build_sweep_store(sweep *sw, test_rng *r)
             base = test_rng_next(r);
         sw->docs[i].fp = fp;
         snprintf(sw->docs[i].id, sizeof sw->docs[i].id, "doc-%03zu", i);
+        /* Paragraphs: most documents have some, shared with others (near
+         * copies of a few centres) or their own. */
+        if (sw->paragraphs && i % 6 != 5) {
+            sw->docs[i].npara = 1 + i % 3;
+            for (size_t j = 0; j < sw->docs[i].npara; j++)
+                sw->docs[i].paras[j] = test_rng_below(r, 2)
+                                           ? test_rng_next(r)
+                                           : at_distance(r, 0x0123456789abcdefULL * (1 + i % 7),
+                                                         (unsigned)test_rng_below(r, 4));
+        }
     }
+    simstore_text_options t;
+    simstore_text_options_init(&t);
+    t.paragraph_min_words = sw->paragraphs ? 1 : 0;
     simstore_build_options o;
     simstore_build_options_init(&o);
+    o.text = &t;
     o.k = 3;
     o.block_bytes = 256;
     o.threads = 1;
@@ -198,6 +224,24 @@ static char *format_answer(const simstore_match *m, size_t n)
     return s;
 }
 
+#define PARA_QUERY_EVERY 7
+
+static size_t para_queries(const sweep *sw)
+{
+    return sw->paragraphs ? (sw->ndocs + PARA_QUERY_EVERY - 1) / PARA_QUERY_EVERY : 0;
+}
+
+static char *format_paragraph_answer(const simstore_paragraph_match *m, size_t n)
+{
+    size_t cap = 64 + n * 64, len = 0;
+    char *s = malloc(cap);
+    s[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%.*s\t%zu/%zu\n", (int)m[i].id_len, m[i].id,
+                                m[i].shared, m[i].of);
+    return s;
+}
+
 /* Run every query; RESULT_OK when all answers equal `want` (or, when want is
  * NULL, fill *got). */
 static int op_query(const sweep *sw, char ***got)
@@ -219,6 +263,26 @@ static int op_query(const sweep *sw, char ***got)
             break;
         }
         char *text = format_answer(m, n);
+        if (!got && strcmp(text, sw->want[i].ids[0]) == 0 && i + 1 == sw->nqueries) {
+            /* The paragraph queries, after the last fingerprint query. */
+            for (size_t j = 0; j < para_queries(sw) && result == RESULT_OK; j++) {
+                const doc *d = &sw->docs[j * PARA_QUERY_EVERY];
+                const simstore_paragraph_match *pm;
+                size_t pn;
+                if (simstore_query_paragraphs(q, d->paras, d->npara, 3, 0, &pm, &pn)) {
+                    result = RESULT_ERROR;
+                    break;
+                }
+                char *pt = format_paragraph_answer(pm, pn);
+                if (strcmp(pt, sw->want[sw->nqueries + j].ids[0]) != 0) {
+                    if (sw->report)
+                        fprintf(stderr, "  wrong answer to paragraph query %zu:\n%s  want:\n%s", j,
+                                pt, sw->want[sw->nqueries + j].ids[0]);
+                    result = RESULT_WRONG;
+                }
+                free(pt);
+            }
+        }
         if (got) {
             (*got)[i] = text;
         } else {
@@ -230,6 +294,15 @@ static int op_query(const sweep *sw, char ***got)
             }
             free(text);
         }
+    }
+    for (size_t j = 0; got && result == RESULT_OK && j < para_queries(sw); j++) {
+        const doc *d = &sw->docs[j * PARA_QUERY_EVERY];
+        const simstore_paragraph_match *pm;
+        size_t pn;
+        if (simstore_query_paragraphs(q, d->paras, d->npara, 3, 0, &pm, &pn))
+            result = RESULT_ERROR;
+        else
+            (*got)[sw->nqueries + j] = format_paragraph_answer(pm, pn);
     }
     simstore_query_free(q);
     simstore_close(s);
@@ -541,26 +614,28 @@ static int write_damaged(const sweep *sw, const file_image *f, size_t off, uint8
     return rc;
 }
 
-static void test_corruption__sweep(void **state)
+static void sweep_store(int paragraphs)
 {
-    (void)state;
     sweep sw;
     memset(&sw, 0, sizeof sw);
+    sw.paragraphs = paragraphs;
     const char *mode = getenv("SIMSTORE_SWEEP");
     sw.report = mode && strcmp(mode, "report") == 0;
     sw.full = mode && (strcmp(mode, "full") == 0 || sw.report);
     test_rng r;
-    test_rng_init(&r, "corruption sweep", 20240611);
+    test_rng_init(&r, paragraphs ? "paragraph corruption sweep" : "corruption sweep",
+                  paragraphs ? 20261124 : 20240611);
     char *tmp = test_tmpdir("sweep");
     sw.dir = test_path(tmp, "store");
     build_sweep_store(&sw, &r);
 
     /* The undamaged answers. */
-    sw.want = calloc(sw.nqueries, sizeof *sw.want);
-    char **texts = calloc(sw.nqueries, sizeof *texts);
+    size_t nwant = sw.nqueries + para_queries(&sw);
+    sw.want = calloc(nwant, sizeof *sw.want);
+    char **texts = calloc(nwant, sizeof *texts);
     assert_int_equal(op_query(&sw, &texts), RESULT_OK);
     size_t nonempty = 0;
-    for (size_t i = 0; i < sw.nqueries; i++) {
+    for (size_t i = 0; i < nwant; i++) {
         sw.want[i].ids = calloc(1, sizeof(char *));
         sw.want[i].ids[0] = texts[i];
         nonempty += texts[i][0] != '\0';
@@ -624,7 +699,7 @@ static void test_corruption__sweep(void **state)
     print_tally("all files", &total);
     test_rmtree(tmp);
     free(tmp);
-    for (size_t i = 0; i < sw.nqueries; i++) {
+    for (size_t i = 0; i < nwant; i++) {
         free(sw.want[i].ids[0]);
         free(sw.want[i].ids);
     }
@@ -640,10 +715,23 @@ static void test_corruption__sweep(void **state)
         assert_int_equal(failures, 0);
 }
 
+static void test_corruption__sweep(void **state)
+{
+    (void)state;
+    sweep_store(0);
+}
+
+static void test_corruption__sweep_paragraphs(void **state)
+{
+    (void)state;
+    sweep_store(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corruption__sweep),
+        cmocka_unit_test(test_corruption__sweep_paragraphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,10 @@
  * writer open must then succeed and leave exactly the files of that state
  * (no *.tmp-*, no unreferenced *.tbl); the next
  * writer (the operation again, or the next build of the path) must succeed
- * and leave no STORE.tmp-* directory. */
+ * and leave no STORE.tmp-* directory. The paragraph scenarios do the same on
+ * stores with a paragraph index (format/store.md, "Paragraphs"), whose
+ * paragraph counts must match the state too (and verify checks the index
+ * against the records and the paragraph tables). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,6 +83,7 @@ typedef struct scenario {
         const char *state; /* "before", "mid" or "after" */
         unsigned left;     /* LEFT_* bits found before the next writer */
     } points[4];
+    int paragraphs; /* the store has a paragraph index */
 } scenario;
 
 /* What an interrupted writer left for the next one. */
@@ -267,6 +271,8 @@ static pid_t spawn_op(const ctx *c, const scenario *sc, const op *o, const char 
     }
     if (o->kind == OP_BUILD && sc->fp_only)
         argv[a++] = "--fp-only";
+    if (o->kind == OP_BUILD && sc->paragraphs)
+        argv[a++] = "--paragraphs";
     if (o->kind == OP_BUILD) {
         argv[a++] = "--tables";
         argv[a++] = tables;
@@ -707,7 +713,12 @@ static void check_stats(const scenario *sc, const xstate *x, const char *store, 
         fail();
     }
     if (st.documents != x->st.documents || st.fingerprints != x->st.fingerprints ||
-        st.segments != x->st.segments || st.table_fps != x->st.table_fps) {
+        st.segments != x->st.segments || st.table_fps != x->st.table_fps ||
+        st.paragraph_min_words != x->st.paragraph_min_words ||
+        st.paragraph_entries != x->st.paragraph_entries ||
+        st.paragraph_fps != x->st.paragraph_fps ||
+        st.paragraph_segments != x->st.paragraph_segments ||
+        st.paragraph_table_fps != x->st.paragraph_table_fps) {
         fprintf(stderr, "%s %s: %s: the stats differ from the %s state\n", sc->name, trial, where,
                 x->label);
         describe_state(x);
@@ -976,43 +987,144 @@ static void ctx_free(ctx *c)
  * point. */
 static const scenario fault_scenarios[] = {
     /* Documents. */
-    {"build", 0, 300, {{0}}, 0, BUILD(0, 300), 1,
+    {"build",
+     0,
+     300,
+     {{0}},
+     0,
+     BUILD(0, 300),
+     1,
      {{"rename", 0, "before", LEFT_TMPDIR}, /* at the rename into place */
       {"mdb_committed", 1, "before", LEFT_TMPDIR},
-      {"fsync", 0, "after", 0}}}, /* the directory fsync after the rename */
-    {"build-replace", 0, 1250, {BUILD(0, 300)}, 1, REPLACE(1000, 250), 1,
+      {"fsync", 0, "after", 0}},
+     0}, /* the directory fsync after the rename */
+    {"build-replace",
+     0,
+     1250,
+     {BUILD(0, 300)},
+     1,
+     REPLACE(1000, 250),
+     1,
      /* At the RENAME_EXCHANGE: the work directory, and the old store holds
       * the marker put there so that, once swapped out, it is recognisably
       * a build directory (format/store.md, "Temporary build directories");
       * in a store it is a temporary file its next writer removes. */
-     {{"rename", 0, "before", LEFT_TMPDIR | LEFT_TMPFILE},
-      {"fsync", 0, "after", LEFT_TMPDIR}}}, /* swapped, old store not removed */
-    {"add", 0, 450, {BUILD(0, 300)}, 1, ADD(300, 150), 1,
+     {{"rename", 0, "before", LEFT_TMPDIR | LEFT_TMPFILE}, {"fsync", 0, "after", LEFT_TMPDIR}},
+     0}, /* swapped, old store not removed */
+    {"add",
+     0,
+     450,
+     {BUILD(0, 300)},
+     1,
+     ADD(300, 150),
+     1,
      {{"rename", 1, "before", LEFT_TMPFILE}, /* a table file being published */
       {"mdb_commit", 1, "before", LEFT_TBL}, /* published, not referenced */
-      {"mdb_committed", 1, "after", 0}}},
-    {"add-autocompact", 0, 380,
+      {"mdb_committed", 1, "after", 0}},
+     0},
+    {"add-autocompact",
+     0,
+     380,
      {BUILD(0, 200), ADD(200, 20), ADD(220, 20), ADD(240, 20), ADD(260, 20), ADD(280, 20),
       ADD(300, 20), ADD(320, 20)},
-     8, ADD_AUTO(340, 40), 1,
+     8,
+     ADD_AUTO(340, 40),
+     1,
      {{"mdb_committed", 1, "mid", 0},
       {"mdb_commit", 2, "mid", LEFT_TBL},
-      {"mdb_committed", 2, "after", LEFT_TBL}}}, /* old segments not removed */
-    {"delete", 0, 400, {BUILD(0, 300), ADD(300, 100)}, 2, DEL(0, 100, 3), 0,
-     {{"mdb_commit", 1, "before", 0}, {"mdb_committed", 1, "after", 0}}},
-    {"delete-autocompact", 0, 300, {BUILD(0, 300)}, 1, DEL_AUTO(0, 200, 1), 1,
-     {{"mdb_committed", 1, "mid", 0}, {"mdb_committed", 2, "after", LEFT_TBL}}},
-    {"compact", 0, 350, {BUILD(0, 200), ADD(200, 100), DEL(0, 60, 2), ADD(300, 50)}, 4, COMPACT,
+      {"mdb_committed", 2, "after", LEFT_TBL}},
+     0}, /* old segments not removed */
+    {"delete",
+     0,
+     400,
+     {BUILD(0, 300), ADD(300, 100)},
+     2,
+     DEL(0, 100, 3),
+     0,
+     {{"mdb_commit", 1, "before", 0}, {"mdb_committed", 1, "after", 0}},
+     0},
+    {"delete-autocompact",
+     0,
+     300,
+     {BUILD(0, 300)},
+     1,
+     DEL_AUTO(0, 200, 1),
+     1,
+     {{"mdb_committed", 1, "mid", 0}, {"mdb_committed", 2, "after", LEFT_TBL}},
+     0},
+    {"compact",
+     0,
+     350,
+     {BUILD(0, 200), ADD(200, 100), DEL(0, 60, 2), ADD(300, 50)},
+     4,
+     COMPACT,
      1,
      {{"mdb_commit", 1, "before", LEFT_TBL},
       {"mdb_committed", 1, "after", LEFT_TBL}, /* old segments not removed */
-      {"fsync", 0, "after", 0}}}, /* removed, directory not yet synced */
+      {"fsync", 0, "after", 0}},
+     0}, /* removed, directory not yet synced */
+    /* With a paragraph index: its segments and pfps entries go with every
+     * commit. */
+    {"para-build",
+     0,
+     300,
+     {{0}},
+     0,
+     BUILD(0, 300),
+     1,
+     {{"rename", 0, "before", LEFT_TMPDIR}, {"fsync", 0, "after", 0}},
+     1},
+    {"para-add",
+     0,
+     450,
+     {BUILD(0, 300)},
+     1,
+     ADD(300, 150),
+     1,
+     {{"rename", 1, "before", LEFT_TMPFILE},
+      {"mdb_commit", 1, "before", LEFT_TBL},
+      {"mdb_committed", 1, "after", 0}},
+     1},
+    {"para-delete",
+     0,
+     400,
+     {BUILD(0, 300), ADD(300, 100)},
+     2,
+     DEL(0, 100, 3),
+     0,
+     {{"mdb_commit", 1, "before", 0}, {"mdb_committed", 1, "after", 0}},
+     1},
+    {"para-compact",
+     0,
+     350,
+     {BUILD(0, 200), ADD(200, 100), DEL(0, 60, 2), ADD(300, 50)},
+     4,
+     COMPACT,
+     1,
+     {{"mdb_commit", 1, "before", LEFT_TBL},
+      {"mdb_committed", 1, "after", LEFT_TBL},
+      {"fsync", 0, "after", 0}},
+     1},
     /* Fingerprint-only. */
-    {"fp-build", 1, 300, {{0}}, 0, BUILD(0, 300), 1, {{"rename", 0, "before", LEFT_TMPDIR}}},
-    {"fp-add", 1, 400, {BUILD(0, 300)}, 1, ADD(150, 250), 1,
-     {{"mdb_commit", 1, "before", LEFT_TBL}, {"mdb_committed", 1, "after", 0}}},
-    {"fp-compact", 1, 400, {BUILD(0, 200), ADD(100, 150), ADD(300, 100)}, 3, COMPACT, 1,
-     {{"mdb_committed", 1, "after", LEFT_TBL}}},
+    {"fp-build", 1, 300, {{0}}, 0, BUILD(0, 300), 1, {{"rename", 0, "before", LEFT_TMPDIR}}, 0},
+    {"fp-add",
+     1,
+     400,
+     {BUILD(0, 300)},
+     1,
+     ADD(150, 250),
+     1,
+     {{"mdb_commit", 1, "before", LEFT_TBL}, {"mdb_committed", 1, "after", 0}},
+     0},
+    {"fp-compact",
+     1,
+     400,
+     {BUILD(0, 200), ADD(100, 150), ADD(300, 100)},
+     3,
+     COMPACT,
+     1,
+     {{"mdb_committed", 1, "after", LEFT_TBL}},
+     0},
 };
 
 static void test_crash_faults__documents(void **state)
@@ -1114,13 +1226,29 @@ static void kill_sweep(ctx *c, const scenario *sc, test_rng *r, unsigned trials)
 }
 
 static const scenario kill_scenarios[] = {
-    {"kill-build", 0, 40000, {{0}}, 0, BUILD(0, 40000), 0, {{0}}},
-    {"kill-build-replace", 0, 60000, {BUILD(0, 30000)}, 1, REPLACE(30000, 30000), 0, {{0}}},
-    {"kill-add", 0, 50000, {BUILD(0, 25000)}, 1, ADD(25000, 25000), 0, {{0}}},
-    {"kill-delete-autocompact", 0, 40000, {BUILD(0, 40000)}, 1, DEL_AUTO(0, 30000, 1), 0, {{0}}},
-    {"kill-compact", 0, 45000,
-     {BUILD(0, 25000), ADD(25000, 12000), DEL(0, 10000, 2), ADD(37000, 8000)}, 4, COMPACT, 0, {{0}}},
-    {"kill-fp-add", 1, 80000, {BUILD(0, 40000)}, 1, ADD(20000, 60000), 0, {{0}}},
+    {"kill-build", 0, 40000, {{0}}, 0, BUILD(0, 40000), 0, {{0}}, 0},
+    {"kill-build-replace", 0, 60000, {BUILD(0, 30000)}, 1, REPLACE(30000, 30000), 0, {{0}}, 0},
+    {"kill-add", 0, 50000, {BUILD(0, 25000)}, 1, ADD(25000, 25000), 0, {{0}}, 0},
+    {"kill-delete-autocompact", 0, 40000, {BUILD(0, 40000)}, 1, DEL_AUTO(0, 30000, 1), 0, {{0}}, 0},
+    {"kill-compact",
+     0,
+     45000,
+     {BUILD(0, 25000), ADD(25000, 12000), DEL(0, 10000, 2), ADD(37000, 8000)},
+     4,
+     COMPACT,
+     0,
+     {{0}},
+     0},
+    {"kill-fp-add", 1, 80000, {BUILD(0, 40000)}, 1, ADD(20000, 60000), 0, {{0}}, 0},
+    {"kill-para-compact",
+     0,
+     30000,
+     {BUILD(0, 15000), ADD(15000, 8000), DEL(0, 6000, 2), ADD(23000, 7000)},
+     4,
+     COMPACT,
+     0,
+     {{0}},
+     1},
 };
 
 /* Sanitized builds run the operations several times slower: halve the

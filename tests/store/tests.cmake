@@ -4,6 +4,12 @@ simstore_unit_test(test_store store/test_store.c)
 target_link_libraries(test_store PRIVATE simstore_store)
 set_tests_properties(test_store PROPERTIES TIMEOUT 600)
 
+# test_paragraphs: the paragraph index: planted partial copies and edited
+# documents give exact SHARED/OF (also after add, delete, compact); paragraph
+# queries against a brute-force oracle over every stored paragraph.
+simstore_unit_test(test_paragraphs store/test_paragraphs.c)
+target_link_libraries(test_paragraphs PRIVATE simstore_check simstore_scan)
+
 # test_corruption: the whole-store corruption sweep (flip and truncate every
 # file of a small store; query, inspect and verify must fail cleanly or answer
 # correctly). SIMSTORE_SWEEP=full samples densely, =report prints outcomes.
