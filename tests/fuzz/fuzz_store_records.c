@@ -62,7 +62,7 @@ static void run_state(const uint8_t *rec, size_t size, uint32_t tables)
     expect_decode_rc(rc);
     if (rc)
         return;
-    size_t n = sims_state_record_size(r.segment_count);
+    size_t n = sims_state_record_size2(r.segment_count, r.para_segment_count);
     uint8_t *again = malloc(n);
     if (!again || sims_state_record_encode(&r, again, n) != n || n != size ||
         memcmp(again, rec, n) != 0)
@@ -70,6 +70,11 @@ static void run_state(const uint8_t *rec, size_t size, uint32_t tables)
     for (uint32_t i = 0; i < r.segment_count; i++)
         if (r.segments[i].table_count != tables || r.segments[i].id == 0 ||
             r.segments[i].id >= r.next_segment_id || (i && r.segments[i].id <= r.segments[i - 1].id))
+            abort();
+    for (uint32_t i = 0; i < r.para_segment_count; i++)
+        if (r.para_segments[i].table_count != tables || r.para_segments[i].id == 0 ||
+            r.para_segments[i].id >= r.next_segment_id ||
+            (i && r.para_segments[i].id <= r.para_segments[i - 1].id))
             abort();
     free(again);
     sims_state_record_release(&r);
@@ -103,12 +108,18 @@ static void run_doc(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t
     if ((r.sketch != NULL) != (sketch_len != 0) ||
         (r.sketch && (r.sketch < rec || r.sketch + sketch_len > rec + size)))
         abort();
+    if ((r.paras != NULL) != (r.para_count != 0) ||
+        (r.paras && (r.paras < rec || r.paras + 8 * (size_t)r.para_count > rec + size)))
+        abort();
     unsigned flags = r.flags | SIMS_DOC_FLAG_SKETCH(r.sketch_kind);
-    size_t n = sims_doc_record_size(r.meta_len, flags);
+    size_t n = sims_doc_record_size(r.meta_len,
+                                    flags | (r.para_count ? SIMS_DOC_FLAG_PARAGRAPHS : 0)) +
+               8 * (size_t)r.para_count;
     uint8_t *again = malloc(n);
     if (!again ||
-        sims_doc_record_encode_sketch(id, id_len, r.fp, flags, r.insertion, r.sketch, r.meta,
-                                      r.meta_len, again, n) != n ||
+        sims_doc_record_encode_full(id, id_len, r.fp, flags & ~SIMS_DOC_FLAG_PARAGRAPHS,
+                                    r.insertion, r.sketch, r.paras, r.para_count, r.meta,
+                                    r.meta_len, again, n) != n ||
         n != size || memcmp(again, rec, n) != 0)
         abort();
     free(again);
