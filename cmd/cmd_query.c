@@ -249,6 +249,27 @@ static void json_query_id(const query_run *r, const char *qid, size_t qid_len)
         cli_json_string(stdout, qid, qid_len);
 }
 
+/* The start of one JSON match up to its "id" value (null without an id):
+ * an element of the per-query array, or a line of its own naming the
+ * query. */
+static void json_match_start(const query_run *r, int per_query, int *listed, const char *qid,
+                             size_t qid_len, const char *id, size_t id_len, unsigned flags)
+{
+    if (per_query) {
+        fputs((*listed)++ ? ",{\"id\":" : "{\"id\":", stdout);
+    } else {
+        fputs("{\"query\":", stdout);
+        json_query_id(r, qid, qid_len);
+        fputs(",\"id\":", stdout);
+    }
+    if (id && (flags & SIMSTORE_MATCH_INTEGER_ID))
+        fwrite(id, 1, id_len, stdout);
+    else if (id)
+        cli_json_string(stdout, id, id_len);
+    else
+        fputs("null", stdout);
+}
+
 static void print_matches(const query_run *r, const char *qid, size_t qid_len,
                           const simstore_match *m, size_t n)
 {
@@ -269,20 +290,8 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
             continue;
         cli_format_hex64(m[i].fp, hex);
         cli_format_similarity(m[i].similarity, r->json, sim);
-        if (per_query) {
-            fputs(listed++ ? ",{\"id\":" : "{\"id\":", stdout);
-        } else if (r->json) {
-            fputs("{\"query\":", stdout);
-            json_query_id(r, qid, qid_len);
-            fputs(",\"id\":", stdout);
-        }
         if (r->json) {
-            if (m[i].id && (m[i].flags & SIMSTORE_MATCH_INTEGER_ID))
-                fwrite(m[i].id, 1, m[i].id_len, stdout);
-            else if (m[i].id)
-                cli_json_string(stdout, m[i].id, m[i].id_len);
-            else
-                fputs("null", stdout);
+            json_match_start(r, per_query, &listed, qid, qid_len, m[i].id, m[i].id_len, m[i].flags);
             printf(",\"fp\":\"%s\",\"distance\":%u", hex, m[i].distance);
             if (r->print_similarity)
                 printf(",\"similarity\":%s", sim);
@@ -374,18 +383,8 @@ static void print_paragraph_matches(const query_run *r, const char *qid, size_t 
     for (size_t i = 0; i < n; i++) {
         if (r->skip_self && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
             continue;
-        if (per_query) {
-            fputs(listed++ ? ",{\"id\":" : "{\"id\":", stdout);
-        } else if (r->json) {
-            fputs("{\"query\":", stdout);
-            json_query_id(r, qid, qid_len);
-            fputs(",\"id\":", stdout);
-        }
         if (r->json) {
-            if (m[i].flags & SIMSTORE_MATCH_INTEGER_ID)
-                fwrite(m[i].id, 1, m[i].id_len, stdout);
-            else
-                cli_json_string(stdout, m[i].id, m[i].id_len);
+            json_match_start(r, per_query, &listed, qid, qid_len, m[i].id, m[i].id_len, m[i].flags);
             printf(",\"shared\":%zu,\"of\":%zu,\"fraction\":%.4f", m[i].shared, m[i].of,
                    m[i].fraction);
             if (m[i].meta) {

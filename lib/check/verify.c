@@ -838,6 +838,34 @@ static sims_u64sort *insertion_sorter(void)
 }
 
 /* docs -> fps and fps -> docs. */
+/* The document an fps or pfps entry lists (fingerprint fp, id val, at byte
+ * offset at of data.mdb), decoded into *rec: 0, or -1 when there is none to
+ * compare (a missing document or an I/O error, reported here; a record that
+ * does not decode is reported with docs). */
+static int entry_document(vctx *v, store_ctx *c, const char *db, uint64_t fp, const MDB_val *val,
+                          int64_t at, sims_doc_record *rec)
+{
+    int idl = val->mv_size > 64 ? 64 : (int)val->mv_size;
+    MDB_val dk = *val, dv;
+    int g = mdb_get(c->txn, c->env.docs, &dk, &dv);
+    if (g == MDB_NOTFOUND) {
+        problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                "%s (byte offset %" PRId64 "): %s entry %016" PRIx64
+                " lists document '%.*s', which docs lacks",
+                c->mdb_path, at, db, fp, idl, (const char *)val->mv_data);
+        return -1;
+    }
+    if (g) {
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                mdb_strerror(g));
+        return -1;
+    }
+    return sims_doc_record_decode((const uint8_t *)dk.mv_data, dk.mv_size,
+                                  (const uint8_t *)dv.mv_data, dv.mv_size, rec) == SIMSTORE_OK
+               ? 0
+               : -1;
+}
+
 static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t *fps_keys)
 {
     MDB_cursor *dc = NULL, *fc = NULL;
@@ -945,24 +973,9 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
                     " in a fingerprint-only store", c->mdb_path, at, fp);
             continue;
         }
-        MDB_val dk = val, dv;
-        int g = mdb_get(c->txn, c->env.docs, &dk, &dv);
-        if (g == MDB_NOTFOUND) {
-            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
-                    "%s (byte offset %" PRId64 "): fps entry %016" PRIx64
-                    " lists document '%.*s', which docs lacks",
-                    c->mdb_path, at, fp, idl, (const char *)val.mv_data);
-            continue;
-        }
-        if (g) {
-            problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
-                    mdb_strerror(g));
-            continue;
-        }
         sims_doc_record rec;
-        if (sims_doc_record_decode((const uint8_t *)dk.mv_data, dk.mv_size,
-                                   (const uint8_t *)dv.mv_data, dv.mv_size, &rec) != SIMSTORE_OK)
-            continue; /* reported with docs */
+        if (entry_document(v, c, "fps", fp, &val, at, &rec))
+            continue;
         if (rec.fp != fp)
             problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
                     "%s (byte offset %" PRId64 "): fps entry %016" PRIx64
@@ -1070,23 +1083,8 @@ static void check_paragraphs(vctx *v, store_ctx *c)
         }
         last = fp;
         have_last = 1;
-        MDB_val dk = val, dv;
-        int g = mdb_get(c->txn, c->env.docs, &dk, &dv);
-        if (g == MDB_NOTFOUND) {
-            problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
-                    "%s (byte offset %" PRId64 "): pfps entry %016" PRIx64
-                    " lists document '%.*s', which docs lacks",
-                    c->mdb_path, at, fp, idl, (const char *)val.mv_data);
-            continue;
-        }
-        if (g) {
-            problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
-                    mdb_strerror(g));
-            continue;
-        }
         sims_doc_record rec;
-        if (sims_doc_record_decode((const uint8_t *)dk.mv_data, dk.mv_size,
-                                   (const uint8_t *)dv.mv_data, dv.mv_size, &rec) != SIMSTORE_OK)
+        if (entry_document(v, c, "pfps", fp, &val, at, &rec))
             continue;
         int listed = 0;
         for (uint32_t i = 0; i < rec.para_count && !listed; i++)
