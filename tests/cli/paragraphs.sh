@@ -42,6 +42,8 @@ run stats "$T/s" --json
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["paragraphs"]; assert p["min_words"]==8 and p["entries"]==29 and p["fingerprints"]==20 and p["segments"]==1' "$T/out"; then ok; else fail "stats --json: paragraphs"; fi
 run inspect "$T/s" --brief
 expect_out_has "paragraph index: paragraphs of at least 8 words"
+run inspect "$T/s"
+expect_out_has "paragraph segment 2: 20 paragraph fingerprints, created"
 run verify "$T/s"
 expect_status 0
 expect_out_has "29 paragraph entries"
