@@ -157,6 +157,27 @@ expect_out_has "16 distinct fingerprints; 1 segment, 16 fingerprints per table (
 run verify "$T/s"
 expect_status 0
 
+# ---- dedup --add into a store with a paragraph index: the kept documents'
+# paragraphs are indexed too.
+run build "$T/d" --paragraphs -q "$T/c.jsonl"
+python3 - "$T" <<'EOF'
+import json, sys
+t = sys.argv[1]
+rec = json.loads(open(t + "/c.jsonl").readlines()[1])
+rec["id"] = "page3"
+rec["text"] += "\n\n" + " ".join("tail%d" % i for i in range(40))
+open(t + "/d.jsonl", "w").write(json.dumps(rec) + "\n")
+EOF
+run dedup --store "$T/d" --add "$T/d.jsonl"
+expect_status 0
+run query "$T/d" --paragraphs --queries "$T/d.jsonl"
+expect_out "page3	page3	8	8	1.0000
+page3	page	7	8	0.8750
+page3	article	3	8	0.3750
+page3	edited	3	8	0.3750"
+run verify "$T/d"
+expect_status 0
+
 # ---- the minimum --------------------------------------------------------------------
 run build "$T/m40" --paragraphs --paragraph-min-words 40 -q "$T/c.jsonl"
 expect_status 0
