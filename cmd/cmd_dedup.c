@@ -343,8 +343,11 @@ static int keep_record(dedup_run *run, const ingest_record *r)
         return SIMSTORE_EIO;
     run->kept++;
     if (run->builder) {
-        rc = simstore_builder_add_sketch(run->builder, &r->doc,
-                                         r->id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, r->sketch);
+        /* A store with a paragraph index gets the kept documents'
+         * paragraphs too (ingest made them with the store's minimum). */
+        rc = simstore_builder_add_paragraphs(run->builder, &r->doc,
+                                             r->id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                             r->sketch, r->paragraphs, r->paragraph_count);
         if (rc) {
             run->failed = 1;
             return rc;
@@ -475,6 +478,9 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
     simstore_get_text_options(run->store, &stored);
     textopt_over(text, &stored);
     text->opts = stored;
+    /* Paragraphs are made only for the documents --add stores. */
+    if (!add)
+        text->opts.paragraph_min_words = 0;
     if ((run->min_similarity > 0 || run->print_similarity) &&
         stored.sketch == SIMSTORE_SKETCH_NONE) {
         cli_error(CMD,

@@ -304,7 +304,7 @@ static int inspect_store(const char *path, const options *o)
         parts_text(stdout, &st);
     }
     int status = CLI_EXIT_OK;
-    for (uint64_t i = 0; i < st.segments && status == CLI_EXIT_OK; i++) {
+    for (uint64_t i = 0; i < st.segments + st.paragraph_segments && status == CLI_EXIT_OK; i++) {
         simstore_segment_info seg;
         rc = simstore_get_segment(s, i, &seg);
         if (rc) {
@@ -315,11 +315,14 @@ static int inspect_store(const char *path, const options *o)
         format_time(seg.created_unix, when, sizeof when);
         if (o->json)
             printf("%s{\"id\":%" PRIu64 ",\"fingerprints\":%" PRIu64 ",\"created_unix\":%" PRIu64
-                   ",\"tables\":[",
-                   i ? "," : "", seg.id, seg.fingerprints, seg.created_unix);
+                   "%s,\"tables\":[",
+                   i ? "," : "", seg.id, seg.fingerprints, seg.created_unix,
+                   seg.paragraphs ? ",\"paragraphs\":true" : "");
         else
-            printf("\nsegment %" PRIu64 ": %" PRIu64 " %s, created %s\n", seg.id,
-                   seg.fingerprints, CLI_NOUN(seg.fingerprints, "fingerprint"), when);
+            printf("\n%ssegment %" PRIu64 ": %" PRIu64 " %s%s, created %s\n",
+                   seg.paragraphs ? "paragraph " : "", seg.id, seg.fingerprints,
+                   seg.paragraphs ? "paragraph " : "", CLI_NOUN(seg.fingerprints, "fingerprint"),
+                   when);
         for (unsigned t = 0; t < seg.tables && status == CLI_EXIT_OK; t++) {
             char desc[160], line[192];
             simstore_describe_table(s, t, desc, sizeof desc);

@@ -139,6 +139,18 @@ int simstore_table_open(const char *path, simstore_table **out)
     return SIMSTORE_OK;
 }
 
+/* The segment at a position: the document segments, then the paragraph
+ * segments. */
+static sims_segment *segment_at(const sims_snapshot *snap, uint64_t segment, int *para)
+{
+    *para = segment >= snap->segment_count;
+    if (segment < snap->segment_count)
+        return snap->segments[segment];
+    if (segment - snap->segment_count < snap->para_segment_count)
+        return snap->para_segments[segment - snap->segment_count];
+    return NULL;
+}
+
 int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *out)
 {
     if (!s || !out)
@@ -148,11 +160,11 @@ int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *o
     int rc = sims_read_snapshot(s, &snap);
     if (rc)
         return rc;
-    if (segment >= snap->segment_count) {
-        rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)",
-                       s->path, segment, snap->segment_count);
+    const sims_segment *seg = segment_at(snap, segment, &out->paragraphs);
+    if (!seg) {
+        rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)", s->path,
+                       segment, snap->segment_count + snap->para_segment_count);
     } else {
-        const sims_segment *seg = snap->segments[segment];
         out->id = seg->id;
         out->fingerprints = seg->fp_count;
         out->created_unix = seg->created_unix;
@@ -178,13 +190,14 @@ int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table,
     if (rc)
         return rc;
     simstore_table *t = NULL;
-    if (segment >= snap->segment_count) {
-        rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)",
-                       s->path, segment, snap->segment_count);
+    int para;
+    sims_segment *seg = segment_at(snap, segment, &para);
+    if (!seg) {
+        rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)", s->path,
+                       segment, snap->segment_count + snap->para_segment_count);
     } else if (!(t = calloc(1, sizeof *t))) {
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
     } else {
-        sims_segment *seg = snap->segments[segment];
         atomic_fetch_add(&seg->refs, 1);
         t->seg = seg;
         char path[PATH_MAX];

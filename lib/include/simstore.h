@@ -1147,10 +1147,14 @@ typedef struct simstore_segment_info {
     uint64_t fingerprints; /* in each of its tables (live and dead)          */
     uint64_t created_unix;
     unsigned tables;
+    int paragraphs; /* a paragraph segment (format/store.md,
+                              "Paragraphs"): positions segments ..
+                              segments + paragraph_segments - 1         */
 } simstore_segment_info;
 
-/* Segment number `segment` (0 <= segment < simstore_stats.segments) of the
- * state committed now. Errors: SIMSTORE_EINVAL (NULL argument);
+/* Segment number `segment` (0 <= segment < simstore_stats.segments, then,
+ * in a store with a paragraph index, the paragraph segments up to
+ * segments + paragraph_segments) of the state committed now. Errors: SIMSTORE_EINVAL (NULL argument);
  * SIMSTORE_ENOTFOUND (no such segment); SIMSTORE_ECORRUPT, SIMSTORE_EIO. */
 SIMSTORE_API int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *out);
 

@@ -42,6 +42,8 @@ run stats "$T/s" --json
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["paragraphs"]; assert p["min_words"]==8 and p["entries"]==29 and p["fingerprints"]==20 and p["segments"]==1' "$T/out"; then ok; else fail "stats --json: paragraphs"; fi
 run inspect "$T/s" --brief
 expect_out_has "paragraph index: paragraphs of at least 8 words"
+run inspect "$T/s"
+expect_out_has "paragraph segment 2: 20 paragraph fingerprints, created"
 run verify "$T/s"
 expect_status 0
 expect_out_has "29 paragraph entries"
@@ -153,6 +155,27 @@ if cmp -s "$T/out" "$T/pairs-after-delete"; then ok; else fail "compact changed 
 run stats "$T/s"
 expect_out_has "16 distinct fingerprints; 1 segment, 16 fingerprints per table (0 dead)"
 run verify "$T/s"
+expect_status 0
+
+# ---- dedup --add into a store with a paragraph index: the kept documents'
+# paragraphs are indexed too.
+run build "$T/d" --paragraphs -q "$T/c.jsonl"
+python3 - "$T" <<'EOF'
+import json, sys
+t = sys.argv[1]
+rec = json.loads(open(t + "/c.jsonl").readlines()[1])
+rec["id"] = "page3"
+rec["text"] += "\n\n" + " ".join("tail%d" % i for i in range(40))
+open(t + "/d.jsonl", "w").write(json.dumps(rec) + "\n")
+EOF
+run dedup --store "$T/d" --add "$T/d.jsonl"
+expect_status 0
+run query "$T/d" --paragraphs --queries "$T/d.jsonl"
+expect_out "page3	page3	8	8	1.0000
+page3	page	7	8	0.8750
+page3	article	3	8	0.3750
+page3	edited	3	8	0.3750"
+run verify "$T/d"
 expect_status 0
 
 # ---- the minimum --------------------------------------------------------------------
