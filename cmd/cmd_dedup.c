@@ -3,7 +3,8 @@
  * every core and, with --store, asks the store about each record on the
  * worker that parsed it; this thread then takes the records in input order
  * and keeps or drops each against the kept records (simstore_memindex, and
- * their sketches beside it with --min-similarity) and the store's answer.
+ * their sketches beside it with --min-similarity; with --paragraphs, an
+ * index of the kept records' paragraphs) and the store's answer.
  * Kept records pass through to stdout byte for byte; with --add they go
  * into the store in one commit at the end. */
 #include "boilerplate.h"
@@ -75,13 +76,30 @@ static void usage(FILE *out)
             "                       records in input order)\n"
             "      --similarity     add a fourth column to --removed: the estimated\n"
             "                       similarity of the record and KEPT_ID\n"
+            "      --paragraphs     judge records by their paragraphs instead (partial\n"
+            "                       copies): a record is dropped when at least F of its\n"
+            "                       paragraphs (as `query --paragraphs` counts them)\n"
+            "                       have a paragraph within K in one kept record or\n"
+            "                       STORE document (STORE built with --paragraphs).\n"
+            "                       KEPT_ID is the one covering most of its paragraphs\n"
+            "                       (ties: STORE documents first, by id, then kept\n"
+            "                       records in input order), and --removed gets\n"
+            "                       ID<TAB>KEPT_ID<TAB>SHARED<TAB>OF<TAB>FRACTION. A record\n"
+            "                       without a paragraph of the minimum length is kept\n"
+            "      --min-fraction F with --paragraphs, 0..1 (default %.1f); a record\n"
+            "                       is dropped only for SHARED > 0 and SHARED/OF >= F\n"
+            "      --paragraph-min-words N\n"
+            "                       without --store: paragraphs of at least N words\n"
+            "                       count, 1..%u (default %u; with --store, the store's)\n"
             "      --threads N      parsing and fingerprinting threads (default: all\n"
             "                       cores); the output does not depend on it\n"
             "  -v, --verbose        report records read, kept and dropped, the memory\n"
             "                       of the kept records' index, time and peak memory on\n"
             "                       stderr\n"
             "\n"
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n");
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n",
+            CLI_DEFAULT_MIN_FRACTION, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
+            SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT);
     fprintf(out,
             "Fingerprints of the texts:\n" TEXTOPT_HELP "\n"
             "Boilerplate (site templates: README, \"Boilerplate\"): with --store, the\n"
@@ -102,6 +120,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_STORE, OPT_ADD, OPT_REMOVED, OPT_THREADS };
 enum { OPT_MIN_SIMILARITY = OPT_THREADS + 1, OPT_SIMILARITY };
+enum { OPT_PARAGRAPHS = OPT_SIMILARITY + 1, OPT_MIN_FRACTION, OPT_PARA_MIN };
 
 /* ---- the kept records' ids: an arena and an open-addressing set --------- */
 
@@ -217,6 +236,16 @@ typedef struct dedup_run {
     simstore_memindex *index;
     kept_ids ids;
     idcheck *dropped_ids; /* checked for repeats at the end */
+    /* --paragraphs: the kept records' paragraphs (values: kept ordinals),
+     * and per kept ordinal the record being judged's count of paragraphs
+     * it covers and the last of them counted (paragraph number + 1). */
+    int paragraphs;
+    double min_fraction;
+    simstore_memindex *para_index;
+    uint32_t *para_shared, *para_last;
+    size_t para_cap;
+    uint64_t *touched; /* the ordinals with para_shared > 0 */
+    size_t ntouched, touched_cap;
     simstore_builder *builder;
     FILE *removed;
     const char *removed_path;
@@ -224,11 +253,32 @@ typedef struct dedup_run {
     int failed; /* writing --removed or the builder failed */
 } dedup_run;
 
+/* --paragraphs, on a worker: the stored document covering most of the
+ * record's paragraphs (ties: the smallest id), as NOTE_NEAR_STORED with
+ * value = SHARED. */
+static int note_store_paragraphs(const dedup_run *run, simstore_query *q, const uint64_t *paras,
+                                 size_t nparas, ingest_note *out)
+{
+    if (!nparas)
+        return 0;
+    const simstore_paragraph_match *m;
+    size_t n;
+    int rc = simstore_query_paragraphs(q, paras, nparas, run->k, run->min_fraction, &m, &n);
+    if (rc || !n)
+        return rc;
+    out->flags |= NOTE_NEAR_STORED;
+    out->value = m[0].shared;
+    out->text = m[0].id;
+    out->text_len = m[0].id_len;
+    out->number = m[0].fraction;
+    return 0;
+}
+
 /* On worker `worker`: the nearest stored document (with --min-similarity:
  * the nearest of those similar enough) and whether the id is stored. The
  * store does not change during the run. */
 static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, const uint8_t *sketch,
-                      ingest_note *out)
+                      const uint64_t *paras, size_t nparas, ingest_note *out)
 {
     dedup_run *run = (dedup_run *)ctx;
     if (worker >= MAX_WORKERS)
@@ -242,12 +292,14 @@ static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, const
     int has = simstore_query_has_id(*q, doc->id, doc->id_len, NULL);
     if (has < 0)
         return has;
+    out->flags = has ? NOTE_ID_STORED : 0;
+    if (run->paragraphs)
+        return note_store_paragraphs(run, *q, paras, nparas, out);
     const simstore_match *m;
     size_t n;
     int rc = simstore_query_fp_sketch(*q, doc->fp, sketch, run->k, &m, &n);
     if (rc)
         return rc;
-    out->flags = has ? NOTE_ID_STORED : 0;
     /* Sorted by distance, then id bytes: the first that passes is the
      * nearest. An unknown similarity (-1) passes no minimum. */
     for (size_t i = 0; i < n; i++) {
@@ -292,6 +344,24 @@ static int write_removed(dedup_run *run, const ingest_record *r, const char *kep
     return 0;
 }
 
+/* --removed with --paragraphs: ID KEPT_ID SHARED OF FRACTION, FRACTION as
+ * `query --paragraphs` prints it. */
+static int write_removed_paragraphs(dedup_run *run, const ingest_record *r, const char *kept,
+                                    size_t kept_len, uint64_t shared)
+{
+    if (!run->removed)
+        return 0;
+    size_t of = r->paragraph_count;
+    if (fwrite(r->doc.id, 1, r->doc.id_len, run->removed) != r->doc.id_len ||
+        putc('\t', run->removed) == EOF || fwrite(kept, 1, kept_len, run->removed) != kept_len ||
+        fprintf(run->removed, "\t%llu\t%zu\t%.4f\n", (unsigned long long)shared, of,
+                (double)shared / (double)of) < 0) {
+        run->failed = 1;
+        return SIMSTORE_EIO;
+    }
+    return 0;
+}
+
 static const uint8_t *kept_sketch(const dedup_run *run, uint64_t ordinal)
 {
     return run->kept_sketches + (size_t)ordinal * run->sketch_bytes;
@@ -325,6 +395,84 @@ static int consider_kept(void *ctx, uint64_t fp, uint64_t value, unsigned distan
     return 0;
 }
 
+/* --paragraphs: one answer of the kept paragraphs' index for paragraph
+ * number run->para_current of the record: its kept record covers it (once,
+ * however many of its paragraphs are near). */
+typedef struct para_count {
+    dedup_run *run;
+    uint32_t paragraph; /* number + 1 */
+} para_count;
+
+static int count_kept_paragraph(void *ctx, uint64_t fp, uint64_t value, unsigned distance)
+{
+    (void)fp;
+    (void)distance;
+    para_count *c = (para_count *)ctx;
+    dedup_run *run = c->run;
+    if (run->para_last[value] == c->paragraph)
+        return 0;
+    run->para_last[value] = c->paragraph;
+    if (run->para_shared[value]++ == 0)
+        run->touched[run->ntouched++] = value;
+    return 0;
+}
+
+/* --paragraphs: the kept record covering most of r's paragraphs (ties: the
+ * earliest) into *ordinal and its count into *shared; 0 when none covers
+ * any. */
+static int kept_paragraphs_best(dedup_run *run, const ingest_record *r, uint64_t *ordinal,
+                                uint64_t *shared)
+{
+    *shared = 0;
+    run->ntouched = 0;
+    if (r->paragraph_count > UINT32_MAX - 1)
+        return SIMSTORE_EINVAL;
+    for (size_t i = 0; i < r->paragraph_count; i++) {
+        para_count c = {run, (uint32_t)(i + 1)};
+        int rc = simstore_memindex_query(run->para_index, r->paragraphs[i], run->k,
+                                         count_kept_paragraph, &c);
+        if (rc)
+            return rc;
+    }
+    for (size_t i = 0; i < run->ntouched; i++) {
+        uint64_t o = run->touched[i];
+        if (run->para_shared[o] > *shared || (run->para_shared[o] == *shared && o < *ordinal)) {
+            *shared = run->para_shared[o];
+            *ordinal = o;
+        }
+        run->para_shared[o] = 0;
+        run->para_last[o] = 0;
+    }
+    return 0;
+}
+
+/* --paragraphs: room for the next kept record's counters, and its
+ * paragraphs in the index. */
+static int keep_paragraphs(dedup_run *run, const ingest_record *r, uint64_t ordinal)
+{
+    if (ordinal >= run->para_cap) {
+        size_t cap = run->para_cap, want = (size_t)ordinal + 1;
+        if (cli_grow((void **)&run->para_shared, &cap, want, sizeof *run->para_shared, 1024))
+            return SIMSTORE_ENOMEM;
+        cap = run->para_cap;
+        if (cli_grow((void **)&run->para_last, &cap, want, sizeof *run->para_last, 1024))
+            return SIMSTORE_ENOMEM;
+        size_t tcap = run->para_cap;
+        if (cli_grow((void **)&run->touched, &tcap, want, sizeof *run->touched, 1024))
+            return SIMSTORE_ENOMEM;
+        memset(run->para_shared + run->para_cap, 0,
+               (cap - run->para_cap) * sizeof *run->para_shared);
+        memset(run->para_last + run->para_cap, 0, (cap - run->para_cap) * sizeof *run->para_last);
+        run->para_cap = cap;
+    }
+    for (size_t i = 0; i < r->paragraph_count; i++) {
+        int rc = simstore_memindex_add(run->para_index, r->paragraphs[i], ordinal);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int keep_record(dedup_run *run, const ingest_record *r)
 {
     if (run->sketch_bytes) {
@@ -334,7 +482,8 @@ static int keep_record(dedup_run *run, const ingest_record *r)
             return SIMSTORE_ENOMEM;
         memcpy(run->kept_sketches + run->ids.n * run->sketch_bytes, r->sketch, run->sketch_bytes);
     }
-    int rc = simstore_memindex_add(run->index, r->doc.fp, run->ids.n);
+    int rc = run->paragraphs ? keep_paragraphs(run, r, run->ids.n)
+                             : simstore_memindex_add(run->index, r->doc.fp, run->ids.n);
     if (rc)
         return rc;
     if (kept_add(&run->ids, r->doc.id, r->doc.id_len))
@@ -356,6 +505,43 @@ static int keep_record(dedup_run *run, const ingest_record *r)
     return 0;
 }
 
+/* A dropped record's id, kept to find repeats at the end. */
+static int note_dropped(dedup_run *run, const ingest_record *r)
+{
+    run->dropped++;
+    if (idcheck_add(run->dropped_ids, r->doc.id, r->doc.id_len, r->file, r->line_number)) {
+        cli_error(CMD, "cannot keep dropped records' ids in $TMPDIR: %s", strerror(errno));
+        run->failed = 1;
+        return SIMSTORE_EIO;
+    }
+    return 0;
+}
+
+/* --paragraphs: drop r when a kept record or the store's best covers at
+ * least the minimum fraction of its paragraphs (ties: the store). */
+static int decide_paragraphs(dedup_run *run, const ingest_record *r)
+{
+    uint64_t ordinal = 0, shared = 0;
+    int rc = r->paragraph_count ? kept_paragraphs_best(run, r, &ordinal, &shared) : 0;
+    if (rc)
+        return rc;
+    /* As simstore_query_paragraphs() judges a stored document. */
+    if (shared && (double)shared / (double)r->paragraph_count < run->min_fraction)
+        shared = 0;
+    int by_store = (r->note.flags & NOTE_NEAR_STORED) != 0 && r->note.value >= shared;
+    if (!by_store && !shared)
+        return keep_record(run, r);
+    if ((rc = note_dropped(run, r)) != 0)
+        return rc;
+    if (by_store) {
+        run->dropped_by_store++;
+        return write_removed_paragraphs(run, r, r->note.text, r->note.text_len, r->note.value);
+    }
+    size_t len;
+    const char *id = kept_id(&run->ids, (size_t)ordinal, &len);
+    return write_removed_paragraphs(run, r, id, len, shared);
+}
+
 /* One record, in input order: error, drop or keep. */
 static int decide(void *ctx, const ingest_record *r)
 {
@@ -369,6 +555,8 @@ static int decide(void *ctx, const ingest_record *r)
         record_error(run, r, "was given before (to a kept record)");
         return 0;
     }
+    if (run->paragraphs)
+        return decide_paragraphs(run, r);
     simstore_memindex_match near;
     double near_similarity = SIMSTORE_SIMILARITY_UNKNOWN;
     int found;
@@ -393,12 +581,9 @@ static int decide(void *ctx, const ingest_record *r)
         by_store = 0; /* ties go to the store */
     if (!by_store && !found)
         return keep_record(run, r);
-    run->dropped++;
-    if (idcheck_add(run->dropped_ids, r->doc.id, r->doc.id_len, r->file, r->line_number)) {
-        cli_error(CMD, "cannot keep dropped records' ids in $TMPDIR: %s", strerror(errno));
-        run->failed = 1;
-        return SIMSTORE_EIO;
-    }
+    int rc = note_dropped(run, r);
+    if (rc)
+        return rc;
     if (by_store) {
         run->dropped_by_store++;
         return write_removed(run, r, r->note.text, r->note.text_len, (unsigned)r->note.value,
@@ -478,8 +663,16 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
     simstore_get_text_options(run->store, &stored);
     textopt_over(text, &stored);
     text->opts = stored;
-    /* Paragraphs are made only for the documents --add stores. */
-    if (!add)
+    if (run->paragraphs && !stored.paragraph_min_words) {
+        cli_error(CMD,
+                  "%s has no paragraph index (build it with --paragraphs): --paragraphs "
+                  "needs one",
+                  run->store_path);
+        return CLI_EXIT_FAIL;
+    }
+    /* Paragraphs are made only for the documents --add stores, or to judge
+     * records by them. */
+    if (!add && !run->paragraphs)
         text->opts.paragraph_min_words = 0;
     if ((run->min_similarity > 0 || run->print_similarity) &&
         stored.sketch == SIMSTORE_SKETCH_NONE) {
@@ -494,8 +687,10 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
 
 static void report(const dedup_run *run, double started)
 {
-    uint64_t index_bytes =
-        simstore_memindex_bytes(run->index) + kept_bytes(&run->ids) + run->kept_sketches_cap;
+    uint64_t index_bytes = simstore_memindex_bytes(run->index) + kept_bytes(&run->ids) +
+                           run->kept_sketches_cap +
+                           (run->para_index ? simstore_memindex_bytes(run->para_index) : 0) +
+                           run->para_cap * (2 * sizeof(uint32_t) + sizeof(uint64_t));
     fprintf(stderr,
             "simstore %s: %llu %s read, %llu kept, %llu dropped (%llu near a document of "
             "STORE); kept records' index %.1f MiB (%.0f bytes per kept record, %u tables)\n",
@@ -574,6 +769,9 @@ int cmd_dedup(int argc, char **argv)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
+        {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
+        {"paragraph-min-words", required_argument, NULL, OPT_PARA_MIN},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
@@ -598,7 +796,9 @@ int cmd_dedup(int argc, char **argv)
     dedup_run run;
     memset(&run, 0, sizeof run);
     unsigned k = DEFAULT_K;
-    int k_given = 0, add = 0, verbose = 0, c;
+    int k_given = 0, add = 0, verbose = 0, min_fraction_given = 0, c;
+    unsigned para_min_words = 0;
+    run.min_fraction = CLI_DEFAULT_MIN_FRACTION;
     double started = cli_now();
     unsigned long long v;
     opterr = 0;
@@ -622,6 +822,18 @@ int cmd_dedup(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_SIMILARITY: run.print_similarity = 1; break;
+        case OPT_PARAGRAPHS: run.paragraphs = 1; break;
+        case OPT_MIN_FRACTION:
+            if (cli_min_fraction_option(CMD, optarg, &run.min_fraction))
+                return CLI_EXIT_USAGE;
+            min_fraction_given = 1;
+            break;
+        case OPT_PARA_MIN:
+            if (cli_parse_uint(optarg, 1, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, &v))
+                return cli_usage_error(CMD, "--paragraph-min-words takes 1..%u, not '%s'",
+                                       SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, optarg);
+            para_min_words = (unsigned)v;
+            break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case '?':
@@ -649,8 +861,21 @@ int cmd_dedup(int argc, char **argv)
     if (run.print_similarity && !run.removed_path)
         return cli_usage_error(CMD, "--similarity adds a column to --removed: give --removed "
                                     "FILE");
+    if (min_fraction_given && !run.paragraphs)
+        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
+    if (para_min_words && !run.paragraphs)
+        return cli_usage_error(CMD, "--paragraph-min-words goes with --paragraphs");
+    if (para_min_words && run.store_path)
+        return cli_usage_error(CMD, "--paragraph-min-words: with --store, paragraphs are those "
+                                    "of the store's minimum");
+    if (run.paragraphs && (run.min_similarity > 0 || run.print_similarity))
+        return cli_usage_error(CMD, "--paragraphs judges records by their paragraphs: not with "
+                                    "--min-similarity or --similarity");
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
+    if (run.paragraphs && !run.store_path)
+        text.opts.paragraph_min_words =
+            para_min_words ? para_min_words : SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT;
 
     int rc = CLI_EXIT_FAIL;
     if (run.store_path && (rc = open_store(&run, add, &k, k_given, &text)) != 0)
@@ -681,6 +906,10 @@ int cmd_dedup(int argc, char **argv)
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept records' index");
         goto out;
     }
+    if (run.paragraphs && simstore_memindex_new(k, 0, &run.para_index) != SIMSTORE_OK) {
+        cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept paragraphs' index");
+        goto out;
+    }
     if (run.removed_path && !(run.removed = fopen(run.removed_path, "w"))) {
         cli_error(CMD, "%s: cannot create: %s", run.removed_path, strerror(errno));
         goto out;
@@ -704,6 +933,10 @@ out:
         simstore_query_free(run.queries[i]);
     simstore_close(run.store);
     simstore_memindex_free(run.index);
+    simstore_memindex_free(run.para_index);
+    free(run.para_shared);
+    free(run.para_last);
+    free(run.touched);
     kept_free(&run.ids);
     free(run.kept_sketches);
     idcheck_free(run.dropped_ids);

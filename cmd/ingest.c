@@ -444,7 +444,9 @@ static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
                       r->line};
     ingest_note n = {0, 0, NULL, 0, 0};
     const uint8_t *sketch = r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
-    int e = pl->note(pl->note_ctx, worker, &d, sketch, &n);
+    const uint64_t *paras =
+        r->nparas ? (const uint64_t *)(const void *)(s->out + r->paras_off) : NULL;
+    int e = pl->note(pl->note_ctx, worker, &d, sketch, paras, r->nparas, &n);
     if (e) {
         r->kind = REC_FAILED;
         r->rc = e;

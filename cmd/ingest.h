@@ -54,10 +54,13 @@ typedef struct ingest_note {
 
 /* Called on worker thread `worker` (0..threads-1, each with its own state)
  * for every document parsed, before it is handed on: lookups that may run
- * in parallel (`dedup` asks its store there). Returns 0, or a simstore
- * error code that fails the ingest at this record. */
+ * in parallel (`dedup` asks its store there). paras[0..nparas) are its
+ * paragraph fingerprints (ingest_record.paragraphs; NULL, 0 without).
+ * Returns 0, or a simstore error code that fails the ingest at this
+ * record. */
 typedef int (*ingest_note_fn)(void *ctx, unsigned worker, const simstore_doc *doc,
-                              const uint8_t *sketch, ingest_note *out);
+                              const uint8_t *sketch, const uint64_t *paras, size_t nparas,
+                              ingest_note *out);
 
 typedef struct ingest_options {
     const char *cmd;                /* for messages */

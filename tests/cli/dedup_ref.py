@@ -14,6 +14,16 @@ tests/cli/dedup.sh, and the generator of its corpus.
       A corpus of about N records on stdout with planted near-duplicates,
       exact duplicates, odd spacing and key order, unknown members, integer
       ids, CRLF line ends and non-ASCII text.
+  dedup_ref.py pref K F MINW INPUT PFPS STORE_INPUT STORE_PFPS OUT REMOVED
+      `dedup --paragraphs`: PFPS is `simstore fingerprint --paragraphs
+      --jsonl INPUT` (HEX16<TAB>ID#N, N counting paragraphs with words), the
+      STORE_ pair the same for the store's documents ('-' '-': none). Only
+      paragraphs of at least MINW words count (words: whitespace-separated,
+      as in the texts pgen makes). Writes the kept lines to OUT and
+      ID<TAB>KEPT_ID<TAB>SHARED<TAB>OF<TAB>FRACTION lines to REMOVED.
+  dedup_ref.py pgen N SEED
+      A corpus of N records whose texts are paragraphs (some short), many
+      copied from earlier records whole or with a word changed.
 
 The rule: records in input order; a record is dropped when its fingerprint is
 within K of a record kept before it or of a document of the store; KEPT_ID is
@@ -128,6 +138,89 @@ def gen(n, seed):
     sys.stdout.buffer.write(("\n".join(out) + "\n").encode("utf-8"))
 
 
+def paragraph_lists(input_path, pfps_path, minw):
+    """(line, id bytes, [fingerprints of the paragraphs of >= minw words])
+    per record of input_path, in input order."""
+    import json
+    with open(input_path, "rb") as f:
+        lines = records(f.read())
+    by_id = {}
+    with open(pfps_path, "rb") as f:
+        for line in f:
+            hexfp, label = line.rstrip(b"\n").split(b"\t", 1)
+            ident, n = label.rsplit(b"#", 1)
+            by_id.setdefault(ident, {})[int(n)] = int(hexfp, 16)
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        ident = str(rec["id"]).encode()
+        paras = [p for p in rec["text"].split("\n\n") if p.split()]
+        fps = by_id.get(ident, {})
+        assert len(fps) == len(paras), (ident, len(fps), len(paras))
+        out.append((line, ident, [fps[i + 1] for i, p in enumerate(paras)
+                                  if len(p.split()) >= minw]))
+    return out
+
+
+def shared_count(k, paras, other):
+    return sum(1 for p in paras if any((p ^ q).bit_count() <= k for q in other))
+
+
+def pref(k, fraction, minw, input_path, pfps_path, store_input, store_pfps, out_path,
+         removed_path):
+    recs = paragraph_lists(input_path, pfps_path, minw)
+    store = paragraph_lists(store_input, store_pfps, minw) if store_input != "-" else []
+    kept = []
+    out, removed = [], []
+    for line, ident, paras in recs:
+        best = None  # (-shared, 0 for the store | 1, id bytes | ordinal)
+        if paras:
+            for _, sid, sp in store:
+                n = shared_count(k, paras, sp)
+                if n and n / len(paras) >= fraction:
+                    best = min(best or (1, 0, b""), (-n, 0, sid))
+            for ordinal, (_, kp) in enumerate(kept):
+                n = shared_count(k, paras, kp)
+                if n and n / len(paras) >= fraction:
+                    best = min(best or (1, 0, b""), (-n, 1, ordinal))
+        if best is None:
+            kept.append((ident, paras))
+            out.append(line)
+        else:
+            kept_id = best[2] if best[1] == 0 else kept[best[2]][0]
+            n = -best[0]
+            removed.append(b"%s\t%s\t%d\t%d\t%s\n" % (ident, kept_id, n, len(paras),
+                                                        ("%.4f" % (n / len(paras))).encode()))
+    with open(out_path, "wb") as f:
+        f.write(b"".join(out))
+    with open(removed_path, "wb") as f:
+        f.write(b"".join(removed))
+
+
+def pgen(n, seed):
+    """Records of 1..8 paragraphs: new ones, and ones copied from earlier
+    records (whole, or with a word changed); a fifth of the new ones are
+    short (2..7 words)."""
+    rnd = random.Random(seed)
+    pool = []
+    for i in range(n):
+        paras = []
+        for _ in range(rnd.randint(1, 8)):
+            roll = rnd.random()
+            if pool and roll < 0.45:
+                words = list(rnd.choice(pool))
+                if rnd.random() < 0.4:
+                    words[rnd.randrange(len(words))] = "w%d" % rnd.randrange(1000)
+            else:
+                short = rnd.random() < 0.2
+                words = ["w%d" % rnd.randrange(1000)
+                         for _ in range(rnd.randint(2, 7) if short else rnd.randint(8, 40))]
+            pool.append(words)
+            paras.append(" ".join(words))
+        ident = '"p%d"' % i if i % 4 else str(1000 + i)
+        sys.stdout.write('{"id": %s, "text": "%s"}\n' % (ident, "\\n\\n".join(paras)))
+
+
 def tie(k, fps_path, limit):
     """Record numbers (0-based) s, a, r with d(s, a) > k and
     d(r, s) == d(r, a) <= k: r ties between two records that are not
@@ -149,6 +242,10 @@ def tie(k, fps_path, limit):
 if __name__ == "__main__":
     if sys.argv[1] == "ref":
         ref(int(sys.argv[2]), *sys.argv[3:8])
+    elif sys.argv[1] == "pref":
+        pref(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), *sys.argv[5:11])
+    elif sys.argv[1] == "pgen":
+        pgen(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "tie":
         tie(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     else:

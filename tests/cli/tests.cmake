@@ -43,6 +43,7 @@ simstore_unit_test(test_quantity cli/test_quantity.c)
 target_link_libraries(test_quantity PRIVATE simstore_quantity)
 simstore_cli_test(test_cli_scan scan.sh)
 simstore_cli_test(test_cli_dedup dedup.sh)
+simstore_cli_test(test_cli_dedup_paragraphs dedup_paragraphs.sh)
 # query --queries in batches: byte-identical to one by one in every mode.
 simstore_cli_test(test_cli_batch batch.sh)
 # get and export: documents by id, every live document, the export read back
