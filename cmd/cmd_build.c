@@ -47,9 +47,9 @@ static void usage(FILE *out)
             "                       larger ones keep fewer keys in RAM)\n"
             "      --fingerprint-only\n"
             "                       keep no documents: answers are fingerprints\n"
-            "      --sketch none|minhash16|minhash32|minhash64\n"
+            "      --sketch none|minhash16|minhash32|minhash64|minhash128|minhash256\n"
             "                       keep a sketch of each document's shingle set\n"
-            "                       (16, 32 or 64 bytes a document), so that answers\n"
+            "                       (16 to 256 bytes a document), so that answers\n"
             "                       carry an estimated Jaccard similarity and\n"
             "                       --min-similarity can filter them (default: %s\n"
             "                       when every input is JSON Lines, none otherwise:\n"
@@ -220,8 +220,8 @@ int cmd_build(int argc, char **argv)
         case OPT_SKETCH:
             if (simstore_sketch_parse(optarg, &sketch))
                 return cli_usage_error(CMD,
-                                       "--sketch takes none, minhash16, minhash32 or "
-                                       "minhash64, not '%s'",
+                                       "--sketch takes none, minhash16, minhash32, "
+                                       "minhash64, minhash128 or minhash256, not '%s'",
                                        optarg);
             sketch_given = 1;
             break;

@@ -51,7 +51,7 @@ static void usage(FILE *out)
             "                       given replace only themselves) and without its\n"
             "                       boilerplate lines (build --boilerplate auto); for\n"
             "                       fingerprints to add to it as .fp or .tsv\n"
-            "      --sketch none|minhash16|minhash32|minhash64\n"
+            "      --sketch none|minhash16|minhash32|minhash64|minhash128|minhash256\n"
             "                       also print each document's sketch of its shingle\n"
             "                       set (format/sketch.md) as a third column, its bytes\n"
             "                       in hex (default none; not with --paragraphs)\n"
@@ -228,8 +228,8 @@ int cmd_fingerprint(int argc, char **argv)
         case OPT_SKETCH:
             if (simstore_sketch_parse(optarg, &sketch))
                 return cli_usage_error(CMD,
-                                       "--sketch takes none, minhash16, minhash32 or "
-                                       "minhash64, not '%s'",
+                                       "--sketch takes none, minhash16, minhash32, "
+                                       "minhash64, minhash128 or minhash256, not '%s'",
                                        optarg);
             break;
         case 'v': verbose = 1; break;

@@ -120,6 +120,11 @@ def run(cmd, out=None):
     return time.monotonic() - t
 
 
+def cli_help(simstore, command):
+    r = subprocess.run([simstore, command, "--help"], capture_output=True, text=True)
+    return r.stdout + r.stderr
+
+
 def cli_options(simstore, command):
     r = subprocess.run([simstore, command, "--help"], capture_output=True, text=True)
     # Options as the help lists them (a line starting with one), not those
@@ -144,12 +149,22 @@ def simstore_methods(simstore):
             methods.append((f"simstore v2 k={k} sim>={MIN_SIMILARITY}",
                             sim if "--min-similarity" in build else [],
                             sim if "--min-similarity" in pairs else [], k))
+    # The near-duplicate setting (README, "How well it finds near-duplicates"):
+    # candidates at k = 7, kept by a 256-byte sketch at J >= 0.9, CJK text
+    # as character bigrams (so the sketch's features are the truth's).
+    if "--min-similarity" in pairs and "minhash256" in cli_help(simstore, "build"):
+        methods.append((f"simstore v2 k=7 minhash256 cjk-bigram sim>={MIN_SIMILARITY}",
+                        ["--sketch", "minhash256", "--cjk", "bigram"],
+                        ["--min-similarity", str(MIN_SIMILARITY)], 7))
     if "--boilerplate" in build:
         for k in KS:
             methods.append((f"simstore v2 k={k} boilerplate", ["--boilerplate", "auto"], [], k))
-    if "--paragraphs" in build:
+    if "--paragraphs" in build and "--paragraphs" in pairs:
+        # Pairs sharing paragraphs: both sides' fraction at least 0.8 (a
+        # partial copy, one side's 0.8 only, is not a near-duplicate).
         for k in (3, 5):
-            methods.append((f"simstore v2 k={k} paragraphs", ["--paragraphs"], [], k))
+            methods.append((f"simstore v2 k={k} paragraphs both>=0.8", ["--paragraphs"],
+                            ["--paragraphs", "--min-fraction", "0.8", "--both-sides"], k))
     return methods
 
 
@@ -159,12 +174,18 @@ def run_simstore(simstore, corpus, workdir, method, threads, index_of):
     out = os.path.join(workdir, "pairs.tsv")
     seconds = run([simstore, "build", store, "--replace", "--quiet", "--k", str(k),
                    "--threads", str(threads)] + build_opts + [corpus])
+    both = "--both-sides" in pairs_opts
+    pairs_opts = [o for o in pairs_opts if o != "--both-sides"]
     seconds += run([simstore, "pairs", store, "--k", str(k), "--threads", str(threads)]
                    + pairs_opts, out)
     reported = set()
     with open(out, encoding="utf-8") as f:
         for line in f:
-            a, b, _ = line.rstrip("\n").split("\t")
+            fields = line.rstrip("\n").split("\t")
+            a, b = fields[0], fields[1]
+            if both and min(int(fields[2]) / int(fields[3]),
+                            int(fields[4]) / int(fields[5])) < 0.8:
+                continue
             # Paragraph ids ID#N stand for their document.
             a, b = (re.sub(r"#\d+$", "", x) if "#" in x and x not in index_of else x
                     for x in (a, b))

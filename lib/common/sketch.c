@@ -8,7 +8,8 @@
 
 #include <string.h>
 
-static const char *const names[] = {"none", "minhash16", "minhash32", "minhash64"};
+static const char *const names[] = {"none",      "minhash16",  "minhash32",
+                                    "minhash64", "minhash128", "minhash256"};
 
 unsigned sims_sketch_bin_bits(unsigned kind)
 {
@@ -37,7 +38,7 @@ int simstore_sketch_parse(const char *name, simstore_sketch_kind *kind)
         }
     return sims_fail(SIMSTORE_EINVAL,
                      "unknown sketch kind '%s' (none, minhash16, minhash32, "
-                     "minhash64)",
+                     "minhash64, minhash128, minhash256)",
                      name);
 }
 

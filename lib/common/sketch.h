@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 /* The largest kind number a format may record (simstore_sketch_kind). */
-#define SIMS_SKETCH_KIND_MAX 3u
+#define SIMS_SKETCH_KIND_MAX 5u
 
-/* log2 of the bins of a kind (7, 8, 9), or 0 for none or no kind. */
+/* log2 of the bins of a kind (7..11), or 0 for none or no kind. */
 unsigned sims_sketch_bin_bits(unsigned kind);
 
 /* Whether kind names a sketch (1..SIMS_SKETCH_KIND_MAX). */

@@ -230,8 +230,7 @@ int sims_doc_insertion_number(uint64_t generation, uint64_t position, uint64_t *
 
 static size_t sketch_bytes_of(unsigned flags)
 {
-    return simstore_sketch_bytes(
-        (simstore_sketch_kind)((flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT));
+    return simstore_sketch_bytes((simstore_sketch_kind)SIMS_DOC_SKETCH_KIND(flags));
 }
 
 size_t sims_doc_record_size(size_t meta_len, unsigned flags)
@@ -318,7 +317,7 @@ int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf,
     if (flags & ~(SIMS_DOC_FLAG_META | SIMS_DOC_FLAG_INTEGER_ID | SIMS_DOC_FLAG_INSERTION |
                   SIMS_DOC_SKETCH_MASK | SIMS_DOC_FLAG_PARAGRAPHS))
         return SIMS_CORRUPT("document record: unknown flags 0x%x", flags);
-    unsigned sketch_kind = (flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT;
+    unsigned sketch_kind = SIMS_DOC_SKETCH_KIND(flags);
     if (sketch_kind && !sims_sketch_kind_valid(sketch_kind))
         return SIMS_CORRUPT("document record: unknown sketch kind %u", sketch_kind);
     size_t fixed = sims_doc_record_size(0, flags);

@@ -104,10 +104,17 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
 #define SIMS_DOC_FLAG_INTEGER_ID 2u /* the id was given as a JSON integer */
 #define SIMS_DOC_FLAG_INSERTION 4u  /* the insertion number is present */
 #define SIMS_DOC_INSERTION_BYTES 8u
-/* Flag bits 3..4: the kind of the sketch the record holds (0: none). */
+/* Flag bits 3..4 and 6: the kind of the sketch the record holds (0: none),
+ * bits 3..4 its low two bits and bit 6 its third (kinds 4 and 5). */
 #define SIMS_DOC_SKETCH_SHIFT 3
-#define SIMS_DOC_SKETCH_MASK (3u << SIMS_DOC_SKETCH_SHIFT)
-#define SIMS_DOC_FLAG_SKETCH(kind) ((unsigned)(kind) << SIMS_DOC_SKETCH_SHIFT)
+#define SIMS_DOC_SKETCH_HIGH 64u
+#define SIMS_DOC_SKETCH_MASK ((3u << SIMS_DOC_SKETCH_SHIFT) | SIMS_DOC_SKETCH_HIGH)
+#define SIMS_DOC_FLAG_SKETCH(kind)                                                                 \
+    ((((unsigned)(kind)&3u) << SIMS_DOC_SKETCH_SHIFT) |                                            \
+     ((unsigned)(kind)&4u ? SIMS_DOC_SKETCH_HIGH : 0u))
+#define SIMS_DOC_SKETCH_KIND(flags)                                                                \
+    ((((unsigned)(flags) >> SIMS_DOC_SKETCH_SHIFT) & 3u) |                                         \
+     ((unsigned)(flags)&SIMS_DOC_SKETCH_HIGH ? 4u : 0u))
 /* Flag bit 5: the record lists the document's paragraph fingerprints. */
 #define SIMS_DOC_FLAG_PARAGRAPHS 32u
 /* At most this many paragraphs per document (a record's list stays below

@@ -998,8 +998,7 @@ static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v
                                uint64_t insertion, uint8_t *buf, size_t cap, size_t *need)
 {
     unsigned flags = v[16] | SIMS_DOC_FLAG_INSERTION;
-    size_t sketch_len = simstore_sketch_bytes(
-        (simstore_sketch_kind)((flags & SIMS_DOC_SKETCH_MASK) >> SIMS_DOC_SKETCH_SHIFT));
+    size_t sketch_len = simstore_sketch_bytes((simstore_sketch_kind)SIMS_DOC_SKETCH_KIND(flags));
     uint32_t npara = 0;
     const uint8_t *paras = NULL;
     if (flags & SIMS_DOC_FLAG_PARAGRAPHS) {

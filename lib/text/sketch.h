@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIMS_SKETCH_MAX_BIN_BITS 9
+#define SIMS_SKETCH_MAX_BIN_BITS 11
 #define SIMS_SKETCH_MAX_BINS (1u << SIMS_SKETCH_MAX_BIN_BITS)
 
 /* The additive constants of format/sketch.md: g(h) = mix(h + G_ADD); in

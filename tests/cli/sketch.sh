@@ -46,6 +46,22 @@ for j in 0 0.8 0.9 0.96; do
     expect_status 0
     if cmp -s "$T/out" "$T/want"; then ok; else fail "pairs --min-similarity $j differs from the reference"; diff "$T/out" "$T/want" | head -5 >&2; fi
 done
+# The larger kinds (flag bit 6 in their records): stats, and pairs against
+# the reference.
+for kind in minhash128 minhash256; do
+    run build "$T/s-$kind" --k $K -q --sketch $kind "$T/c.jsonl"
+    expect_status 0
+    run stats "$T/s-$kind" --json
+    bytes=${kind#minhash}
+    if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["sketch"]==sys.argv[2] and d["sketch_bytes_per_document"]==int(sys.argv[3])' "$T/out" $kind $bytes; then ok; else fail "stats --json: $kind"; fi
+    "$SIMSTORE" fingerprint --jsonl --sketch $kind "$T/c.jsonl" >"$T/fps-$kind"
+    $REF pairs $K 0.9 "$T/fps-$kind" >"$T/want"
+    run pairs "$T/s-$kind" --similarity --min-similarity 0.9
+    expect_status 0
+    if cmp -s "$T/out" "$T/want"; then ok; else fail "$kind: pairs --min-similarity 0.9 differs from the reference"; fi
+    run verify "$T/s-$kind"
+    expect_status 0
+done
 # Both sides of J are populated, or the test proves little.
 $REF pairs $K 0 "$T/fps" | awk -F'\t' '$4 < 0.9 { lo++ } $4 >= 0.9 { hi++ } END { exit !(lo > 20 && hi > 20) }' && ok || fail "the corpus has too few pairs on one side of 0.9"
 # Without the new options: the old columns, byte for byte.
@@ -193,7 +209,7 @@ run build "$T/f3" -q --fingerprint-only --sketch minhash64 "$T/c.fp"
 expect_status 2
 run build "$T/f3" --sketch minhash8 "$T/c.jsonl"
 expect_status 2
-expect_err_has "--sketch takes none, minhash16, minhash32 or minhash64"
+expect_err_has "--sketch takes none, minhash16, minhash32, minhash64, minhash128 or minhash256"
 run fingerprint --sketch minhash64 --paragraphs "$T/c.jsonl"
 expect_status 2
 

@@ -11,6 +11,7 @@
 #include "simstore.h"
 #include "design/design.h"
 #include "docs/records.h"
+#include "common/sketch.h"
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "testutil.h"
@@ -363,7 +364,7 @@ static void test_records_golden__document_record_sketch(void **state)
     assert_memory_equal(r.sketch, sketch, 16);
     assert_int_equal(r.meta_len, strlen(meta));
     assert_memory_equal(r.meta, meta, strlen(meta));
-    uint8_t again[128];
+    uint8_t again[SIMS_DOC_RECORD_OVERHEAD + 8 + SIMSTORE_SKETCH_MAX_BYTES + 64];
     assert_int_equal(
         sims_doc_record_encode_sketch((const uint8_t *)"doc-9", 5, 0x0123456789abcdefULL, flags,
                                       (uint64_t)1 << 40 | 9, sketch, (const uint8_t *)meta,
@@ -378,7 +379,7 @@ static void test_records_golden__document_record_sketch(void **state)
     uint8_t big[SIMSTORE_SKETCH_MAX_BYTES];
     for (unsigned i = 0; i < sizeof big; i++)
         big[i] = (uint8_t)(i * 37 + 1);
-    for (unsigned kind = 0; kind <= 3; kind++) {
+    for (unsigned kind = 0; kind <= SIMS_SKETCH_KIND_MAX; kind++) {
         size_t sk = simstore_sketch_bytes((simstore_sketch_kind)kind);
         for (size_t ml = 0; ml <= strlen(meta); ml += strlen(meta)) {
             unsigned f = SIMS_DOC_FLAG_INSERTION | SIMS_DOC_FLAG_SKETCH(kind);
@@ -405,6 +406,21 @@ static void test_records_golden__document_record_sketch(void **state)
                                                        again, sizeof again),
                          SIMS_DOC_RECORD_OVERHEAD);
     }
+    /* Kinds 4 and 5 set flag bit 6; bit 6 with bits 3..4 = 2 or 3 (kinds 6
+     * and 7) names no kind: corrupt. */
+    assert_int_equal(SIMS_DOC_FLAG_SKETCH(4), 0x40u);
+    assert_int_equal(SIMS_DOC_FLAG_SKETCH(5), 0x48u);
+    for (unsigned kind = 6; kind <= 7; kind++) {
+        unsigned f = SIMS_DOC_FLAG_INSERTION | SIMS_DOC_FLAG_SKETCH(kind);
+        size_t len = SIMS_DOC_RECORD_OVERHEAD + 8;
+        memset(again, 0, len);
+        again[0] = 1;
+        again[1] = (uint8_t)f;
+        uint64_t seed6 = sims_xxh3_64("id", 2, SIMS_DOC_RECORD_SEED);
+        le_store32(again + len - 4, (uint32_t)sims_xxh3_64(again, len - 4, seed6));
+        assert_int_equal(sims_doc_record_decode((const uint8_t *)"id", 2, again, len, &r),
+                         SIMSTORE_ECORRUPT);
+    }
     /* The length must fit the kind exactly: a minhash64 record cut by one
      * byte reads as too short, with its check re-sealed. */
     size_t len = sims_doc_record_encode_sketch((const uint8_t *)"id", 2, 5, SIMS_DOC_FLAG_SKETCH(3),
@@ -414,6 +430,37 @@ static void test_records_golden__document_record_sketch(void **state)
     le_store32(again + len - 5, (uint32_t)sims_xxh3_64(again, len - 5, seed));
     assert_int_equal(sims_doc_record_decode((const uint8_t *)"id", 2, again, len - 1, &r),
                      SIMSTORE_ECORRUPT);
+}
+
+/* Flag bit 6: the sketch kind's third bit (kinds 4 and 5). */
+static void test_records_golden__document_record_sketch256(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("doc-record-sketch256-doc-9.bin", &n);
+    const char *meta = "{\"n\":9}";
+    unsigned flags = SIMS_DOC_FLAG_INSERTION | SIMS_DOC_FLAG_SKETCH(SIMSTORE_SKETCH_MINHASH256);
+    assert_int_equal(n, SIMS_DOC_RECORD_OVERHEAD + 8 + 256 + strlen(meta));
+    assert_int_equal(b[1], 0x4d); /* metadata, insertion number, kind 5 = bits 3 and 6 */
+    sims_doc_record r;
+    assert_int_equal(sims_doc_record_decode((const uint8_t *)"doc-9", 5, b, n, &r), 0);
+    assert_int_equal(r.sketch_kind, SIMSTORE_SKETCH_MINHASH256);
+    assert_true(r.fp == 0x0123456789abcdefULL);
+    assert_true(r.insertion == ((uint64_t)1 << 40 | 9));
+    /* The sketch of vector 8 of format/sketch.md begins ddc4fbbb, ends afeb9. */
+    assert_int_equal(r.sketch[0], 0xdd);
+    assert_int_equal(r.sketch[3], 0xbb);
+    assert_int_equal(r.sketch[255], 0xb9);
+    assert_int_equal(r.meta_len, strlen(meta));
+    uint8_t again[SIMS_DOC_RECORD_OVERHEAD + 8 + SIMSTORE_SKETCH_MAX_BYTES + 64];
+    assert_int_equal(
+        sims_doc_record_encode_sketch((const uint8_t *)"doc-9", 5, 0x0123456789abcdefULL, flags,
+                                      (uint64_t)1 << 40 | 9, r.sketch, (const uint8_t *)meta,
+                                      strlen(meta), again, sizeof again),
+        n);
+    assert_memory_equal(again, b, n);
+    reject_damage(b, n, decode_doc9);
+    free(b);
 }
 
 static void test_records_golden__text_record_sketch(void **state)
@@ -445,7 +492,15 @@ static void test_records_golden__text_record_sketch(void **state)
     assert_int_equal(r.sketch, 0);
     /* Kinds past the last are corrupt; byte 23 is the paragraph minimum
      * (any value: 0 none). */
-    for (unsigned v = 4; v < 256; v += 17) {
+    for (unsigned v = 1; v <= SIMS_SKETCH_KIND_MAX; v++) {
+        uint8_t w[SIMS_TEXT_RECORD_BYTES];
+        memcpy(w, b, sizeof w);
+        w[22] = (uint8_t)v;
+        le_store64(w + 32, sims_xxh3_64(w, 32, SIMS_TEXT_RECORD_SEED));
+        assert_int_equal(sims_text_record_decode(w, sizeof w, &r), 0);
+        assert_int_equal(r.sketch, v);
+    }
+    for (unsigned v = SIMS_SKETCH_KIND_MAX + 1; v < 256; v += 17) {
         uint8_t w[SIMS_TEXT_RECORD_BYTES];
         memcpy(w, b, sizeof w);
         w[22] = (uint8_t)v;
@@ -595,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_records_golden__document_records),
         cmocka_unit_test(test_records_golden__document_record_insertion),
         cmocka_unit_test(test_records_golden__document_record_sketch),
+        cmocka_unit_test(test_records_golden__document_record_sketch256),
         cmocka_unit_test(test_records_golden__text_record_sketch),
         cmocka_unit_test(test_records_golden__paragraphs),
         cmocka_unit_test(test_records_insertion__limits),

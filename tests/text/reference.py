@@ -10,7 +10,7 @@
 #   reference.py [--fp-version 1|2] [--shingle W] [--cjk-shingle C]
 #                [--weights tf|length|log] [--lambda X]
 #                [--boilerplate-fraction F --boilerplate-min-docs M]
-#                [--sketch none|minhash16|minhash32|minhash64]
+#                [--sketch none|minhash16|minhash32|minhash64|minhash128|minhash256]
 #                [--paragraphs] [--jsonl] FILE...
 # With the boilerplate options, the documents of all FILEs are the corpus of
 # section 15's first pass, and each is fingerprinted without the set.
@@ -286,7 +286,8 @@ def fingerprint(data: bytes, w=3, weights="tf", lam=1.0, version=1, c=2, hashes=
 
 # --- format/sketch.md -----------------------------------------------------------
 M64 = (1 << 64) - 1
-SKETCH_BIN_BITS = {"minhash16": 7, "minhash32": 8, "minhash64": 9}
+SKETCH_BIN_BITS = {"minhash16": 7, "minhash32": 8, "minhash64": 9, "minhash128": 10,
+                   "minhash256": 11}
 
 
 def mix(x):

@@ -134,7 +134,8 @@ for opts in "--fp-version 1" "" "--fp-version 1 --shingle 1" "--shingle 2 --weig
 done
 # format/sketch.md: the sketches of whole documents, each kind, a few options.
 for opts in "--sketch minhash64" "--sketch minhash16 --fp-version 1" \
-            "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log"; do
+            "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log" \
+            "--sketch minhash128" "--sketch minhash256 --weights log"; do
     # shellcheck disable=SC2086
     compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
     # shellcheck disable=SC2086

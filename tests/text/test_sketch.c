@@ -74,6 +74,21 @@ static void test_sketch_vectors__format(void **state)
          "dd3b7bb77ffbffe7ddbdd9eed75ef925af4f9f7eab373535"},
         {"THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG!", SIMSTORE_SKETCH_MINHASH16,
          SIMSTORE_CJK_BIGRAM, "5cc1c8efc0c9b905", "affdf6effffceb9fbdef973fd39fdfcf"},
+        {"The quick brown fox jumps over the lazy dog.", SIMSTORE_SKETCH_MINHASH128,
+         SIMSTORE_CJK_BIGRAM, "5cc1c8efc0c9b905",
+         "3447f4f3fbe9b7fdff7effcdeeb97b23f11fb7f9e717d1cfffae82e5d7d8d6bafdf5ab95fff6b69f"
+         "5791feef3d59717ccebf3fdb756bff77dff2ff2de7fff37f9dbfccddf5dff5bfd7e783fcebf4ffff"
+         "bbdeefe3ff7dffbf3ff77ff99fbaa2ff6deff9d275b5bff32d1d16674feafffbe7f7f5597efbffff"
+         "7c8fac6bdfaec9f4"},
+        {"The quick brown fox jumps over the lazy dog.", SIMSTORE_SKETCH_MINHASH256,
+         SIMSTORE_CJK_BIGRAM, "5cc1c8efc0c9b905",
+         "ddc4fbbb1dfd7bfeeff6fef8eb87fdeb532ddcae7b7b85ff35fa3d75ffee57ffbd7db02df37be9fb"
+         "f7fee4efb6f57d7edefbaf725e1ff9f63b55d599cf9dff7f5e3dffb7bd5f1badf7dfdd3775de778b"
+         "2fc2fbfb9d13ff4fd8e7f3e3dddffb9deafee3eafbfb1f3ccfdfe8abf9dfdf926e9cf7df6fd7fed6"
+         "fd9fdde79d3dd7bf87eb6b77b1df7a3bc96dbfb7ff6f25f7a5ddecfaf5d6ffcfdfdfdbfb487fd1ee"
+         "dff3ebdc8fab6fdfdf873f7dabfdfdfdaff7aef37eebff4df30fd31dcdebfc774fffa01f792a4b7e"
+         "d7cfdab9eee7fcc4acbbd7ddaf9eefb9e2fffae9dedf3effc57f1c24f2770effbeefcde5bf5f0bbe"
+         "637fb9f55df3fce6cbb9dbff787afeb9"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         simstore_fingerprinter *f = new_fpr(v[i].kind, v[i].cjk, 2);
@@ -104,7 +119,9 @@ static void test_sketch_api__kinds(void **state)
     } k[] = {{SIMSTORE_SKETCH_NONE, "none", 0},
              {SIMSTORE_SKETCH_MINHASH16, "minhash16", 16},
              {SIMSTORE_SKETCH_MINHASH32, "minhash32", 32},
-             {SIMSTORE_SKETCH_MINHASH64, "minhash64", 64}};
+             {SIMSTORE_SKETCH_MINHASH64, "minhash64", 64},
+             {SIMSTORE_SKETCH_MINHASH128, "minhash128", 128},
+             {SIMSTORE_SKETCH_MINHASH256, "minhash256", 256}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         assert_int_equal(simstore_sketch_bytes(k[i].kind), k[i].bytes);
         assert_string_equal(simstore_sketch_name(k[i].kind), k[i].name);
@@ -113,10 +130,11 @@ static void test_sketch_api__kinds(void **state)
         assert_int_equal(parsed, k[i].kind);
     }
     assert_true(simstore_sketch_bytes(SIMSTORE_SKETCH_DEFAULT) <= SIMSTORE_SKETCH_MAX_BYTES);
-    assert_int_equal(simstore_sketch_bytes((simstore_sketch_kind)4), 0);
-    assert_null(simstore_sketch_name((simstore_sketch_kind)4));
+    assert_true(simstore_sketch_bytes(SIMSTORE_SKETCH_MINHASH256) == SIMSTORE_SKETCH_MAX_BYTES);
+    assert_int_equal(simstore_sketch_bytes((simstore_sketch_kind)6), 0);
+    assert_null(simstore_sketch_name((simstore_sketch_kind)6));
     simstore_sketch_kind parsed;
-    assert_int_equal(simstore_sketch_parse("minhash128", &parsed), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_sketch_parse("minhash512", &parsed), SIMSTORE_EINVAL);
     assert_int_equal(simstore_sketch_parse(NULL, &parsed), SIMSTORE_EINVAL);
 
     /* The estimate: (m - 2 D) / m, at least 0; unknown for no sketch. */
@@ -147,7 +165,7 @@ static void test_sketch_api__fingerprinter(void **state)
     simstore_text_options_init(&o);
     assert_int_equal(o.sketch, SIMSTORE_SKETCH_NONE); /* the library's default */
     simstore_fingerprinter *f = NULL;
-    o.sketch = (simstore_sketch_kind)4;
+    o.sketch = (simstore_sketch_kind)6;
     assert_int_equal(simstore_fingerprinter_new(&o, &f), SIMSTORE_EINVAL);
     assert_null(f);
     /* A fingerprinter without a kind makes no sketch. */
@@ -226,7 +244,7 @@ static void test_sketch_estimator__unbiased(void **state)
     assert_non_null(b);
     assert_non_null(ha);
     assert_non_null(hb);
-    for (unsigned bits = 7; bits <= 9; bits++) {
+    for (unsigned bits = 7; bits <= 11; bits++) {
         simstore_sketch_kind kind = (simstore_sketch_kind)(bits - 6);
         unsigned m = 1u << bits;
         sims_sketcher_init(a, bits);
@@ -246,7 +264,7 @@ static void test_sketch_estimator__unbiased(void **state)
                         sims_sketcher_add(a, ha[i]);
                         sims_sketcher_add(b, hb[i]);
                     }
-                    uint8_t sa[64], sb[64];
+                    uint8_t sa[SIMSTORE_SKETCH_MAX_BYTES], sb[SIMSTORE_SKETCH_MAX_BYTES];
                     sims_sketcher_finish(a, sa);
                     sims_sketcher_finish(b, sb);
                     double e = simstore_sketch_similarity(kind, sa, sb) - j;
@@ -392,10 +410,10 @@ static void test_sketch_accuracy__generated_pairs(void **state)
     uint32_t *a = malloc(1600 * sizeof *a), *b = malloc(3300 * sizeof *b);
     assert_non_null(a);
     assert_non_null(b);
-    simstore_fingerprinter *fpr[3];
-    for (int k = 0; k < 3; k++)
+    simstore_fingerprinter *fpr[5];
+    for (int k = 0; k < 5; k++)
         fpr[k] = new_fpr((simstore_sketch_kind)(k + 1), SIMSTORE_CJK_BIGRAM, 2);
-    double band_sum[3][BANDS] = {{0}}, band_sum2[3][BANDS] = {{0}}, band_z2[3][BANDS] = {{0}};
+    double band_sum[5][BANDS] = {{0}}, band_sum2[5][BANDS] = {{0}}, band_z2[5][BANDS] = {{0}};
     unsigned band_n[BANDS] = {0};
     for (unsigned p = 0; p < PAIRS; p++) {
         size_t n = 100 + (size_t)test_rng_below(&rng, 1401);
@@ -428,9 +446,9 @@ static void test_sketch_accuracy__generated_pairs(void **state)
         int band = j >= 1 ? BANDS - 1 : (int)((j - 0.5) * 10);
         band_n[band]++;
         char *ta = render(&w, a, n, &la), *tb = render(&w, b, nb, &lb);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 5; k++) {
             unsigned m = 128u << k;
-            uint8_t ka[64], kb[64];
+            uint8_t ka[SIMSTORE_SKETCH_MAX_BYTES], kb[SIMSTORE_SKETCH_MAX_BYTES];
             uint64_t fa, fb;
             assert_int_equal(simstore_fingerprint_sketch(fpr[k], ta, la, &fa, ka, NULL), 0);
             assert_int_equal(simstore_fingerprint_sketch(fpr[k], tb, lb, &fb, kb, NULL), 0);
@@ -449,7 +467,7 @@ static void test_sketch_accuracy__generated_pairs(void **state)
         free(ta);
         free(tb);
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         unsigned m = 128u << k;
         for (int band = 0; band < BANDS; band++) {
             unsigned nb = band_n[band];
