@@ -333,6 +333,16 @@ int cli_min_similarity_option(const char *cmd, const char *arg, double *out)
     return 0;
 }
 
+int cli_paragraph_min_words_option(const char *cmd, const char *arg, unsigned *out)
+{
+    unsigned long long v;
+    if (cli_parse_uint(arg, 1, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, &v))
+        return cli_usage_error(cmd, "--paragraph-min-words takes 1..%u, not '%s'",
+                               SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, arg);
+    *out = (unsigned)v;
+    return 0;
+}
+
 int cli_min_fraction_option(const char *cmd, const char *arg, double *out)
 {
     char *end;

@@ -119,6 +119,9 @@ int cli_min_similarity_option(const char *cmd, const char *arg, double *out);
 /* --min-fraction F (paragraphs): a number from 0 to 1 into *out; otherwise
  * prints a usage error and returns 2 (the exit code). */
 int cli_min_fraction_option(const char *cmd, const char *arg, double *out);
+/* --paragraph-min-words N: 1..SIMSTORE_PARAGRAPH_MIN_WORDS_MAX into *out;
+ * otherwise prints a usage error and returns 2 (the exit code). */
+int cli_paragraph_min_words_option(const char *cmd, const char *arg, unsigned *out);
 /* The default of --min-fraction. */
 #define CLI_DEFAULT_MIN_FRACTION 0.3
 /* Parse a decimal unsigned integer in [min, max]. Returns 0 or -1. */

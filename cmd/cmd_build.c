@@ -227,10 +227,8 @@ int cmd_build(int argc, char **argv)
             break;
         case OPT_PARAGRAPHS: paragraphs = 1; break;
         case OPT_PARA_MIN:
-            if (cli_parse_uint(optarg, 1, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, &v))
-                return cli_usage_error(CMD, "--paragraph-min-words takes 1..%u, not '%s'",
-                                       SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, optarg);
-            para_min_words = (unsigned)v;
+            if (cli_paragraph_min_words_option(CMD, optarg, &para_min_words))
+                return CLI_EXIT_USAGE;
             break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;

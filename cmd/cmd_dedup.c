@@ -829,10 +829,8 @@ int cmd_dedup(int argc, char **argv)
             min_fraction_given = 1;
             break;
         case OPT_PARA_MIN:
-            if (cli_parse_uint(optarg, 1, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, &v))
-                return cli_usage_error(CMD, "--paragraph-min-words takes 1..%u, not '%s'",
-                                       SIMSTORE_PARAGRAPH_MIN_WORDS_MAX, optarg);
-            para_min_words = (unsigned)v;
+            if (cli_paragraph_min_words_option(CMD, optarg, &para_min_words))
+                return CLI_EXIT_USAGE;
             break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
