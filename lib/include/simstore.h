@@ -1768,7 +1768,9 @@ SIMSTORE_API int simstore_live_compact(simstore_live *live, int force);
 
 /* The in-memory part of a live store, for monitoring. */
 typedef struct simstore_live_stats {
-    uint64_t memtable_docs;    /* ids whose newest in-memory change is an insert */
+    uint64_t memtable_docs;    /* ids whose newest change in a table is an
+                                  insert (summed over the active table and the
+                                  one being flushed)                          */
     uint64_t memtable_deletes; /* ... is a delete                                */
     uint64_t memtable_changes; /* changes held (both tables)                    */
     uint64_t memtable_bytes;   /* bytes the in-memory tables hold                */
