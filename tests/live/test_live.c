@@ -753,9 +753,13 @@ static int present_after(unsigned n, unsigned j)
 
 #define CHILD_OPS 3000
 
-static void run_child(const char *path, int fd)
+/* The child: CHILD_OPS changes, acknowledging each on fd. With
+ * every_flush, it flushes itself every so many changes (a schedule of
+ * commits, renames and fsyncs the same on every machine, for the injected
+ * faults); else the background thread flushes past 4 KiB. */
+static void run_child(const char *path, int fd, unsigned every_flush)
 {
-    simstore_live_options o = small_options(4096, 1);
+    simstore_live_options o = small_options(4096, every_flush == 0);
     simstore_live *live;
     if (simstore_live_open(path, &o, &live) != SIMSTORE_OK) {
         fprintf(stderr, "child: %s\n", simstore_last_error());
@@ -776,6 +780,11 @@ static void run_child(const char *path, int fd)
         }
         if (rc != SIMSTORE_OK) {
             fprintf(stderr, "child: op %u: %s\n", i, simstore_last_error());
+            _exit(1);
+        }
+        if (every_flush && i % every_flush == every_flush - 1 &&
+            simstore_live_flush(live) != SIMSTORE_OK) {
+            fprintf(stderr, "child: flush after op %u: %s\n", i, simstore_last_error());
             _exit(1);
         }
         uint32_t ack = i + 1;
@@ -802,7 +811,7 @@ static unsigned stream_child(const char *path, const char *fault, unsigned want,
         snprintf(fd_arg, sizeof fd_arg, "%d", pfd[1]);
         if (fault)
             setenv("SIMSTORE_FAULT", fault, 1);
-        execl(self_path, self_path, "--live-child", path, fd_arg, (char *)NULL);
+        execl(self_path, self_path, "--live-child", path, fd_arg, fault ? "50" : "0", (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -927,10 +936,11 @@ static void test_live_crash__faults(void **state)
     /* Crashes right after a commit (a flush's delete or its add: between
      * the add's commit and the log's trim), at a rename (table files, the
      * trimmed log), at an fsync (log groups, tables). */
-    const char *faults[] = {"mdb_committed:1:crash", "mdb_committed:2:crash",
-                            "mdb_committed:5:crash", "mdb_committed:8:crash",
-                            "rename:3:crash",        "rename:20:crash",
-                            "fsync:30:crash",        "fsync:200:crash"};
+    const char *faults[] = {"mdb_committed:1:crash",  "mdb_committed:2:crash",
+                            "mdb_committed:5:crash",  "mdb_committed:8:crash",
+                            "mdb_committed:41:crash", "rename:3:crash",
+                            "rename:20:crash",        "rename:57:crash",
+                            "fsync:30:crash",         "fsync:200:crash"};
     for (unsigned f = 0; f < sizeof faults / sizeof *faults; f++) {
         char *path = crash_store(dir, 100 + f);
         int status;
@@ -1030,8 +1040,8 @@ static void test_live_lock__cli_writers_refused(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "--live-child") == 0) {
-        run_child(argv[2], atoi(argv[3]));
+    if (argc == 5 && strcmp(argv[1], "--live-child") == 0) {
+        run_child(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]));
         return 2;
     }
     ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
