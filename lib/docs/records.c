@@ -93,6 +93,12 @@ size_t sims_state_record_size(uint32_t segment_count)
     return sims_state_record_size2(segment_count, 0);
 }
 
+size_t sims_state_record_bytes(const sims_state_record *r)
+{
+    return sims_state_record_size2(r->segment_count, r->para_segment_count) +
+           (r->wal_applied ? 8 : 0);
+}
+
 static uint8_t *put_segments(uint8_t *p, const sims_segment_entry *e, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++, p += SEGMENT_ENTRY_BYTES) {
@@ -106,7 +112,7 @@ static uint8_t *put_segments(uint8_t *p, const sims_segment_entry *e, uint32_t n
 
 size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t cap)
 {
-    size_t n = sims_state_record_size2(r->segment_count, r->para_segment_count);
+    size_t n = sims_state_record_bytes(r);
     if (cap < n)
         return 0;
     memset(buf, 0, n);
@@ -118,7 +124,11 @@ size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t
     le_store32(buf + 40, r->segment_count);
     le_store32(buf + 44, r->para_segment_count);
     uint8_t *p = put_segments(buf + STATE_FIXED_BYTES, r->segments, r->segment_count);
-    put_segments(p, r->para_segments, r->para_segment_count);
+    p = put_segments(p, r->para_segments, r->para_segment_count);
+    /* Written only when set, so a store no live store flushed into keeps
+     * the record it had before the field existed. */
+    if (r->wal_applied)
+        le_store64(p, r->wal_applied);
     le_store64(buf + n - 8, sims_xxh3_64(buf, n - 8, SIMS_STATE_RECORD_SEED));
     return n;
 }
@@ -158,7 +168,11 @@ int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_tab
     if (count > SIMS_MAX_SEGMENTS || para_count > SIMS_MAX_SEGMENTS)
         return SIMS_CORRUPT("state record: %u + %u segments exceeds the limit %u", count,
                             para_count, SIMS_MAX_SEGMENTS);
-    if (len != sims_state_record_size2(count, para_count))
+    /* The applied WAL sequence number is there exactly when the record is
+     * 8 bytes longer than its segments make it (32-byte entries: never
+     * ambiguous). */
+    size_t plain = sims_state_record_size2(count, para_count);
+    if (len != plain && len != plain + 8)
         return SIMS_CORRUPT("state record: length %zu does not match %u + %u segments", len, count,
                             para_count);
     if (le_load64(buf + len - 8) != sims_xxh3_64(buf, len - 8, SIMS_STATE_RECORD_SEED))
@@ -171,6 +185,11 @@ int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_tab
     r.fp_count = le_load64(buf + 32);
     r.segment_count = count;
     r.para_segment_count = para_count;
+    if (len == plain + 8) {
+        r.wal_applied = le_load64(buf + plain - 8);
+        if (r.wal_applied == 0)
+            return SIMS_CORRUPT("state record: applied WAL sequence number present but 0");
+    }
     if (count + para_count) {
         r.segments = calloc((size_t)count + para_count, sizeof *r.segments);
         if (!r.segments)

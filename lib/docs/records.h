@@ -62,17 +62,26 @@ typedef struct sims_state_record {
      * decoded. */
     uint32_t para_segment_count;
     sims_segment_entry *para_segments;
+    /* The last write-ahead log sequence number whose change this state
+     * holds (format/store.md, "The state record"; format/wal.md): 0 when no
+     * live store ever flushed into the store (the field is then absent). */
+    uint64_t wal_applied;
 } sims_state_record;
 
-/* Bytes of a state record with these segment counts. */
+/* Bytes of a state record with these segment counts and no applied WAL
+ * sequence number. */
 size_t sims_state_record_size2(uint32_t segment_count, uint32_t para_segment_count);
 size_t sims_state_record_size(uint32_t segment_count);
+/* Bytes sims_state_record_encode() writes for r: sims_state_record_size2()
+ * plus 8 when r->wal_applied is not 0. */
+size_t sims_state_record_bytes(const sims_state_record *r);
 size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t cap);
 /* Parse and check a state record: magic, length, checksum, reserved fields,
  * segment ids >= 1, strictly increasing and below next_segment_id (in each
  * list; the two lists share no id), table counts equal to
- * `expect_table_count`. SIMSTORE_ECORRUPT or SIMSTORE_ENOMEM
- * on failure (nothing to release then). */
+ * `expect_table_count`, an applied WAL sequence number (when present) not 0.
+ * SIMSTORE_ECORRUPT or SIMSTORE_ENOMEM on failure (nothing to release
+ * then). */
 int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_table_count,
                              sims_state_record *out);
 void sims_state_record_release(sims_state_record *r);

@@ -1612,6 +1612,187 @@ SIMSTORE_API unsigned simstore_memindex_tables(const simstore_memindex *ix);
  * 0 for NULL. */
 SIMSTORE_API uint64_t simstore_memindex_bytes(const simstore_memindex *ix);
 
+/* ---- Live stores: online writes ------------------------------------------
+ * A live store serves one store and changes it without rebuilding: inserts
+ * and deletes are made durable in the store's write-ahead log
+ * (STORE/live.wal, format/wal.md) and kept in an in-memory table that
+ * queries search together with the on-disk segments; when the table passes
+ * a size it is flushed into the store as a new segment through the add
+ * path (simstore_add_begin ... finish, simstore_delete for its deletes),
+ * whose commit records the last log record it holds (format/store.md, "The
+ * state record"), and the log is trimmed. Opening replays the log's records
+ * after that one, so after a crash at any instant every acknowledged change
+ * is there, exactly once, and no partial one is.
+ *
+ * A live store holds the store's writer lock for its whole life: add,
+ * delete, compact and dedup --add from other processes (other simstore
+ * handles opened with SIMSTORE_OPEN_WRITE) fail with SIMSTORE_EBUSY, "the
+ * store is held by a server (pid N)"; read-only handles keep working and
+ * see the flushed changes (not those still in memory).
+ *
+ * Answers are those simstore_query_fp() would give had every acknowledged
+ * change been applied to the store with add and delete: the same matches,
+ * order, flags, metadata, sketches and similarities, except that a document
+ * not yet flushed has insertion number 0 (unknown: it gets one when its
+ * flush commits).
+ *
+ * Threads: every call may be made from any number of threads at once, each
+ * thread using its own simstore_live_query. Readers never wait for a flush
+ * or a compaction (only for the pointer swaps around them), and writers
+ * wait for neither: changes keep going to a new in-memory table while the
+ * old one is written. Writers share fsyncs (the log's group commit). */
+
+typedef struct simstore_live simstore_live;
+typedef struct simstore_live_query simstore_live_query;
+
+typedef struct simstore_live_options {
+    uint64_t memtable_bytes; /* flush once the in-memory table holds this
+                                many bytes (changes, ids, index); a soft
+                                limit: writes go on during the flush (64 MiB) */
+    int background_flush;    /* 1: a thread of the live store flushes when
+                                the limit is passed; 0: the caller calls
+                                simstore_live_flush() (1)                    */
+    unsigned open_flags;     /* SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS and
+                                SIMSTORE_OPEN_TRUST_LMDB, passed on (0)      */
+    uint64_t memory_bytes;   /* flushes' and compactions' memory budget
+                                (simstore_build_options) (256 MiB)           */
+    unsigned threads;        /* their threads; 0 = every core (0)            */
+    size_t wal_group_bytes;  /* the log's group bound (format/wal.md); 0:
+                                16 MiB (0)                                   */
+} simstore_live_options;
+
+/* Fill *o with the defaults above. */
+SIMSTORE_API void simstore_live_options_init(simstore_live_options *o);
+
+/* Open the store at `path` as a live store: take its writer lock (noting
+ * this process as a server in writer.lock), open or create its log and
+ * replay the records its state has not applied into the in-memory table.
+ *   o    NULL for the defaults.
+ *   out  receives the live store, released with simstore_live_close().
+ * Errors: those of simstore_open() with SIMSTORE_OPEN_WRITE (SIMSTORE_EBUSY
+ * when another writer or server holds the store); SIMSTORE_EINVAL (a
+ * fingerprint-only store: it has no documents to insert); SIMSTORE_ECORRUPT
+ * (a damaged log, another store's log, or a log that misses records the
+ * store has not applied); SIMSTORE_EVERSION; SIMSTORE_EIO; SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_live_open(const char *path, const simstore_live_options *o,
+                                    simstore_live **out);
+
+/* Stop the flush thread and close. Changes still in memory stay in the log
+ * (the next open replays them): call simstore_live_flush() first to leave
+ * an empty log. Every simstore_live_query must be freed first, and no call
+ * may be running. NULL is allowed. */
+SIMSTORE_API void simstore_live_close(simstore_live *live);
+
+/* The store the live store serves, for reads of its flushed state
+ * (simstore_get_stats(), simstore_get_text_options(), batch queries).
+ * Owned by live. Do not change it (add, delete, compact) directly. */
+SIMSTORE_API simstore *simstore_live_store(simstore_live *live);
+
+/* One document to insert. */
+typedef struct simstore_live_doc {
+    const char *id; /* 1..SIMSTORE_MAX_ID_BYTES bytes */
+    size_t id_len;
+    uint64_t fp;
+    const char *meta; /* NULL or meta_len bytes, up to SIMSTORE_MAX_META_BYTES
+                         (JSON text by convention); meta_len 0: none     */
+    size_t meta_len;
+    unsigned flags;        /* SIMSTORE_DOC_INTEGER_ID or 0                  */
+    const uint8_t *sketch; /* the document's sketch of the store's kind,
+                               needed when the store keeps sketches (made
+                               with simstore_fingerprint_sketch() and the
+                               store's text options); NULL otherwise       */
+} simstore_live_doc;
+
+/* Insert a document; returns once its log record is durable.
+ * Errors: SIMSTORE_EEXIST (a document with this id is stored, or inserted
+ * and not deleted since); SIMSTORE_EINVAL (an empty or oversized id or
+ * metadata, an unknown flag, a sketch missing or given against the store's
+ * kind); SIMSTORE_EIO (the log could not be written: this and every later
+ * change fail until the live store is opened again); SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc);
+
+/* Delete the document with this id; returns once its log record is
+ * durable. Errors: SIMSTORE_ENOTFOUND (no such document); SIMSTORE_EINVAL
+ * (an empty or oversized id); SIMSTORE_EIO, SIMSTORE_ENOMEM as
+ * simstore_live_insert(). */
+SIMSTORE_API int simstore_live_delete(simstore_live *live, const char *id, size_t id_len);
+
+/* A query context for one thread: flags as simstore_query_new()
+ * (SIMSTORE_QUERY_WITH_META). Errors: SIMSTORE_ENOMEM, SIMSTORE_EIO. */
+SIMSTORE_API int simstore_live_query_new(simstore_live *live, unsigned flags,
+                                         simstore_live_query **out);
+/* NULL is allowed. */
+SIMSTORE_API void simstore_live_query_free(simstore_live_query *q);
+
+/* Every document within distance k of fp, on disk or in memory, as
+ * simstore_query_fp_sketch() would answer after the changes (sketch: the
+ * query's, or NULL). *matches stays valid until the next call on q.
+ * Errors: SIMSTORE_ERANGE (k above the store's design), SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_live_query_fp(simstore_live_query *q, uint64_t fp, const uint8_t *sketch,
+                                        unsigned k, const simstore_match **matches, size_t *count);
+
+/* Insert doc only if no document is within distance k of its fingerprint,
+ * atomically with respect to every other change: of near-duplicates posted
+ * at once, exactly one is inserted. *inserted gets 1 when it was (and
+ * *count 0), else 0 with the near-duplicates in *matches (as
+ * simstore_live_query_fp() gives them, with doc->sketch as the query's
+ * sketch), valid until the next call on q. Returns once the answer is
+ * durable (the insert's record, or the changes the answer saw).
+ * Errors: those of simstore_live_insert() (SIMSTORE_EEXIST: no document
+ * within k, but one has the id) and simstore_live_query_fp(). */
+SIMSTORE_API int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc,
+                                             unsigned k, int *inserted,
+                                             const simstore_match **matches, size_t *count);
+
+/* The document with this id, in memory or on disk: 1 with *doc filled (its
+ * pointers valid until the next call on q; metadata always; segment and
+ * insertion 0 for a document not yet flushed), 0 when there is none.
+ * Errors: SIMSTORE_EINVAL (an empty or oversized id), SIMSTORE_ECORRUPT,
+ * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_live_get(simstore_live_query *q, const char *id, size_t id_len,
+                                   simstore_document *doc);
+
+/* Write every change made so far into the store (the in-memory table, and
+ * one left by a failed flush) and trim the log; the background thread does
+ * the same on its own once the table passes its limit. Queries and changes
+ * go on meanwhile. Errors: those of simstore_add_begin(),
+ * simstore_builder_finish() and simstore_delete(); SIMSTORE_EIO (the log
+ * could not be trimmed, or an earlier write failed). A flush that fails
+ * keeps its table in memory and the store unchanged past its last commit:
+ * the next flush tries again. */
+SIMSTORE_API int simstore_live_flush(simstore_live *live);
+
+/* Compact the store: with force, simstore_compact(); without,
+ * simstore_maybe_compact() (only when the policy says so). Meant for a
+ * background thread of the caller: queries and changes go on meanwhile
+ * (flushes wait for it). Errors: those of simstore_compact(). */
+SIMSTORE_API int simstore_live_compact(simstore_live *live, int force);
+
+/* The in-memory part of a live store, for monitoring. */
+typedef struct simstore_live_stats {
+    uint64_t memtable_docs;    /* ids whose newest change in a table is an
+                                  insert (summed over the active table and the
+                                  one being flushed)                          */
+    uint64_t memtable_deletes; /* ... is a delete                                */
+    uint64_t memtable_changes; /* changes held (both tables)                    */
+    uint64_t memtable_bytes;   /* bytes the in-memory tables hold                */
+    int flushing;              /* a table is being written (or waits to be)     */
+    uint64_t wal_bytes;        /* the log file's size                           */
+    uint64_t wal_records;      /* records in it                                 */
+    uint64_t wal_syncs;        /* fsyncs of groups since open                   */
+    uint64_t wal_last_seq;     /* the last change's sequence number             */
+    uint64_t wal_applied_seq;  /* the last one the store holds                  */
+    uint64_t replayed;         /* records replayed at open                      */
+    uint64_t flushes;          /* flushes committed since open                  */
+    uint64_t compactions;      /* compactions committed since open              */
+    uint64_t inserts;          /* changes acknowledged since open               */
+    uint64_t deletes;
+} simstore_live_stats;
+
+/* Fill *out. Cannot fail. */
+SIMSTORE_API void simstore_live_get_stats(simstore_live *live, simstore_live_stats *out);
+
 /* ---- Ordered parallel work ---------------------------------------------
  * A pool of threads that processes work items and hands them back in the
  * order they were submitted, with a bounded number in flight: what ingestion

@@ -3,7 +3,10 @@
  * finds no write in flight becomes the leader, takes the whole pending group,
  * writes and fsyncs it without the lock, then publishes the new durable
  * sequence number and wakes everyone: records that arrived meanwhile form the
- * next group, so concurrent appenders share one fsync. */
+ * next group, so concurrent appenders share one fsync. An append is also two
+ * steps a caller may separate (enqueue, then wait): a serving store numbers
+ * its changes in the order it decides them, under its own lock, and waits
+ * for the disk outside it. */
 #include "live/wal.h"
 
 #include "common/bytes.h"
@@ -298,10 +301,15 @@ static void lead_group(sims_wal *w)
     pthread_cond_broadcast(&w->cv);
 }
 
-int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq)
+/* Whether the caller may lead the pending group now (mu held). */
+static int can_lead(const sims_wal *w)
 {
-    if (seq)
-        *seq = 0;
+    return !w->writing && !w->resetting && !w->broken && w->pending_len > 0;
+}
+
+int sims_wal_enqueue(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq)
+{
+    *seq = 0;
     if (type == 0 || type > 255 || len > SIMS_WAL_MAX_PAYLOAD || (len && !payload))
         return sims_fail(SIMSTORE_EINVAL, "%s: a record of type %u and %zu bytes", w->path, type,
                          len);
@@ -310,9 +318,16 @@ int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len,
         return sims_fail(SIMSTORE_EINVAL, "%s: a record of %zu bytes exceeds the group bound (%zu)",
                          w->path, n, w->group_bytes);
     pthread_mutex_lock(&w->mu);
-    /* Room in the group: wait for the leader to take a full one. */
-    while (!w->broken && (w->resetting || (w->pending_len && w->pending_len + n > w->group_bytes)))
-        pthread_cond_wait(&w->cv, &w->mu);
+    /* Room in the group: write the full one out first (or wait for the
+     * leader to take it). */
+    while (!w->broken && w->pending_len && w->pending_len + n > w->group_bytes) {
+        if (can_lead(w)) {
+            w->writing = 1;
+            lead_group(w);
+        } else {
+            pthread_cond_wait(&w->cv, &w->mu);
+        }
+    }
     if (w->broken) {
         pthread_mutex_unlock(&w->mu);
         return sims_fail(SIMSTORE_EIO, "%s: an earlier write failed; reopen the log", w->path);
@@ -327,21 +342,55 @@ int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len,
     w->pending_last = mine;
     w->file_bytes += n;
     w->records++;
-    while (!w->broken && w->durable_seq < mine) {
-        if (!w->writing && w->pending_len) {
+    pthread_mutex_unlock(&w->mu);
+    *seq = mine;
+    return SIMSTORE_OK;
+}
+
+int sims_wal_wait(sims_wal *w, uint64_t seq)
+{
+    pthread_mutex_lock(&w->mu);
+    if (seq >= w->next_seq) {
+        uint64_t next = w->next_seq;
+        pthread_mutex_unlock(&w->mu);
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s: waiting for record %" PRIu64 ", never appended (next %" PRIu64 ")",
+                         w->path, seq, next);
+    }
+    while (!w->broken && w->durable_seq < seq) {
+        if (can_lead(w)) {
             w->writing = 1;
             lead_group(w);
         } else {
             pthread_cond_wait(&w->cv, &w->mu);
         }
     }
-    int broken = w->broken && w->durable_seq < mine;
+    int broken = w->durable_seq < seq;
     pthread_mutex_unlock(&w->mu);
     if (broken)
         return sims_fail(SIMSTORE_EIO, "%s: writing the log failed", w->path);
-    if (seq)
-        *seq = mine;
     return SIMSTORE_OK;
+}
+
+int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq)
+{
+    uint64_t mine;
+    if (seq)
+        *seq = 0;
+    int rc = sims_wal_enqueue(w, type, payload, len, &mine);
+    if (rc == SIMSTORE_OK)
+        rc = sims_wal_wait(w, mine);
+    if (rc == SIMSTORE_OK && seq)
+        *seq = mine;
+    return rc;
+}
+
+uint64_t sims_wal_last_seq(sims_wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t last = w->next_seq - 1;
+    pthread_mutex_unlock(&w->mu);
+    return last;
 }
 
 /* ---- reset ------------------------------------------------------------------ */
@@ -349,8 +398,20 @@ int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len,
 int sims_wal_reset(sims_wal *w, uint64_t first_seq)
 {
     pthread_mutex_lock(&w->mu);
-    while (w->resetting || w->writing || w->pending_len)
-        pthread_cond_wait(&w->cv, &w->mu);
+    /* Records enqueued but not yet written belong to the old log: write
+     * them out first (their appenders may not be waiting yet). */
+    while (!w->broken && (w->resetting || w->writing || w->pending_len)) {
+        if (can_lead(w)) {
+            w->writing = 1;
+            lead_group(w);
+        } else {
+            pthread_cond_wait(&w->cv, &w->mu);
+        }
+    }
+    if (w->broken) {
+        pthread_mutex_unlock(&w->mu);
+        return sims_fail(SIMSTORE_EIO, "%s: an earlier write failed; reopen the log", w->path);
+    }
     if (first_seq < w->next_seq || first_seq == 0) {
         uint64_t next = w->next_seq;
         pthread_mutex_unlock(&w->mu);
@@ -377,6 +438,100 @@ int sims_wal_reset(sims_wal *w, uint64_t first_seq)
         w->durable_seq = first_seq - 1;
         w->file_bytes = SIMS_WAL_HEADER_BYTES;
         w->records = 0;
+    } else {
+        if (fd >= 0)
+            close(fd);
+        /* The old file may or may not have been replaced. */
+        w->broken = 1;
+    }
+    w->resetting = 0;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+/* ---- trim ------------------------------------------------------------------- */
+
+/* Publish at w->path a log starting at first_seq that holds tail[0, len):
+ * whole records, first_seq's first. */
+static int write_trimmed(sims_wal *w, uint64_t first_seq, const uint8_t *tail, size_t len)
+{
+    uint8_t h[SIMS_WAL_HEADER_BYTES];
+    encode_header(h, w->store_tag, first_seq);
+    sims_outfile f;
+    int rc = sims_outfile_open(&f, w->path);
+    if (rc)
+        return rc;
+    rc = sims_outfile_write(&f, h, sizeof h);
+    if (rc == SIMSTORE_OK && len)
+        rc = sims_outfile_write(&f, tail, len);
+    if (rc) {
+        sims_outfile_abort(&f);
+        return rc;
+    }
+    return sims_outfile_commit(&f);
+}
+
+int sims_wal_trim(sims_wal *w, uint64_t applied)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->broken && (w->resetting || w->writing))
+        pthread_cond_wait(&w->cv, &w->mu);
+    if (w->broken) {
+        pthread_mutex_unlock(&w->mu);
+        return sims_fail(SIMSTORE_EIO, "%s: an earlier write failed; reopen the log", w->path);
+    }
+    if (applied > w->durable_seq) {
+        uint64_t durable = w->durable_seq;
+        pthread_mutex_unlock(&w->mu);
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s: trimming through record %" PRIu64 ", but only %" PRIu64
+                         " are durable",
+                         w->path, applied, durable);
+    }
+    if (applied < w->first_seq) { /* nothing to drop */
+        pthread_mutex_unlock(&w->mu);
+        return SIMSTORE_OK;
+    }
+    /* No group is written meanwhile (appends still enqueue): the file holds
+     * exactly the durable records, first_seq .. durable_seq. */
+    w->resetting = 1;
+    uint64_t first = w->first_seq;
+    uint64_t disk_bytes = w->file_bytes - w->pending_len;
+    pthread_mutex_unlock(&w->mu);
+
+    sims_map m = {NULL, 0};
+    int rc = sims_map_open(w->path, &m);
+    size_t keep_from = SIMS_WAL_HEADER_BYTES;
+    if (rc == SIMSTORE_OK && m.size < disk_bytes)
+        rc = sims_fail(SIMSTORE_EIO, "%s: %zu bytes, %" PRIu64 " written", w->path, m.size,
+                       disk_bytes);
+    /* Skip the applied records (written by this process: whole, checked). */
+    for (uint64_t seq = first; rc == SIMSTORE_OK && seq <= applied; seq++) {
+        int64_t len = valid_record_at(m.data, (size_t)disk_bytes, keep_from, seq, w->store_tag);
+        if (len < 0)
+            rc = SIMS_CORRUPT("%s: record %" PRIu64 " at byte %zu fails its check", w->path, seq,
+                              keep_from);
+        else
+            keep_from += record_bytes((size_t)len);
+    }
+    size_t tail_len = (size_t)disk_bytes - keep_from;
+    if (rc == SIMSTORE_OK)
+        rc = write_trimmed(w, applied + 1, m.data + keep_from, tail_len);
+    sims_map_close(&m);
+    int fd = -1;
+    if (rc == SIMSTORE_OK) {
+        fd = open(w->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || lseek(fd, 0, SEEK_END) < 0)
+            rc = sims_fail_errno("open %s", w->path);
+    }
+    pthread_mutex_lock(&w->mu);
+    if (rc == SIMSTORE_OK) {
+        close(w->fd);
+        w->fd = fd;
+        w->first_seq = applied + 1;
+        w->records -= applied + 1 - first;
+        w->file_bytes = SIMS_WAL_HEADER_BYTES + tail_len + w->pending_len;
     } else {
         if (fd >= 0)
             close(fd);

@@ -57,11 +57,34 @@ int sims_wal_open(const char *path, const sims_wal_options *opt, sims_wal_replay
  * and every later one fail until the log is opened again). */
 int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq);
 
+/* sims_wal_append() in two steps. Enqueue copies the record into the
+ * pending group and gives it the next sequence number (*seq), without
+ * waiting for the disk (unless the group is full: then it writes that one
+ * first); records are numbered, and replayed, in the order of their
+ * enqueues. Same errors as sims_wal_append(). */
+int sims_wal_enqueue(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq);
+/* Return once every record up to `seq` is durable, writing the pending
+ * group when no one else is. Errors: SIMSTORE_EINVAL (seq never given),
+ * SIMSTORE_EIO (a write or fsync failed, as sims_wal_append()). */
+int sims_wal_wait(sims_wal *w, uint64_t seq);
+/* The sequence number of the last record enqueued (first_seq - 1 when
+ * none). */
+uint64_t sims_wal_last_seq(sims_wal *w);
+
 /* Replace the log by an empty one whose first record will be `first_seq`
  * (≥ the next sequence number: numbers never go back), published
  * atomically. Waits for appends in flight; appends that start meanwhile go
  * to the new file. Errors: SIMSTORE_EINVAL, SIMSTORE_EIO. */
 int sims_wal_reset(sims_wal *w, uint64_t first_seq);
+
+/* Trim (format/wal.md, "Trimming"): replace the log by one holding only the
+ * records after `applied` (first_seq = applied + 1), published atomically.
+ * applied must be durable; records at or before the log's start are
+ * nothing to trim (SIMSTORE_OK). Appends may enqueue meanwhile; their
+ * groups are written after it, to the new file. Errors: SIMSTORE_EINVAL
+ * (applied beyond the durable records), SIMSTORE_EIO (the log is then
+ * broken, as after a failed write), SIMSTORE_ECORRUPT, SIMSTORE_ENOMEM. */
+int sims_wal_trim(sims_wal *w, uint64_t applied);
 
 void sims_wal_get_stats(sims_wal *w, sims_wal_stats *out);
 

@@ -63,6 +63,8 @@ struct simstore_builder {
     int broken; /* an add failed: finish refuses */
     uint8_t *boilerplate_record; /* build: recorded with the store, or NULL */
     size_t boilerplate_record_len;
+    uint64_t wal_applied; /* add: the WAL sequence number its commit applies
+                             (sims_builder_set_wal_applied), or 0 */
 };
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -1284,6 +1286,9 @@ static int commit_fn(MDB_txn *txn, void *ctx)
     };
     if (next.next_segment_id == 0)
         next.next_segment_id = 1;
+    /* Every commit carries the applied WAL sequence number on; a live
+     * store's flush raises it (never lowers: numbers never go back). */
+    next.wal_applied = st.wal_applied > f->b->wal_applied ? st.wal_applied : f->b->wal_applied;
     rc = sims_put_state(txn, c->env->meta, &next);
     free(segs);
     sims_state_record_release(&st);
@@ -1365,8 +1370,9 @@ static int publish_store(simstore_builder *b)
             return rc;
         int fd = open(lock, O_RDWR | O_CLOEXEC);
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            rc = sims_store_busy(b->final_path, fd);
             close(fd);
-            return sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", b->final_path);
+            return rc;
         }
         rc = put_marker(b->final_path);
         if (rc == SIMSTORE_OK)
@@ -1691,6 +1697,14 @@ int simstore_builder_finish(simstore_builder *b)
         pthread_mutex_unlock(&b->store->write_mu);
     builder_free(b);
     return rc;
+}
+
+int sims_builder_set_wal_applied(simstore_builder *b, uint64_t seq)
+{
+    if (!b || !b->store)
+        return sims_fail(SIMSTORE_EINVAL, "an applied WAL sequence number needs an add's builder");
+    b->wal_applied = seq;
+    return SIMSTORE_OK;
 }
 
 void simstore_builder_abort(simstore_builder *b)

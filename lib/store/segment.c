@@ -188,7 +188,7 @@ void sims_segment_remove(const char *dir, uint64_t segment_id, unsigned tables)
 
 int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st)
 {
-    size_t n = sims_state_record_size2(st->segment_count, st->para_segment_count);
+    size_t n = sims_state_record_bytes(st);
     uint8_t *buf = malloc(n);
     if (!buf)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");

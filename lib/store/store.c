@@ -384,6 +384,63 @@ int sims_store_clean(simstore *s)
 
 /* ---- open / close ---------------------------------------------------------- */
 
+/* writer.lock's contents (format/store.md, "Directory layout"): empty, or
+ * "server PID\n" while a live store (a server) holds the lock. Only read
+ * when the lock is held by someone else, so a note a killed server left is
+ * never believed: the next writer that takes the lock empties the file. */
+#define HOLDER_NOTE_MAX 64
+
+int sims_store_busy(const char *dir, int fd)
+{
+    char note[HOLDER_NOTE_MAX];
+    ssize_t n = pread(fd, note, sizeof note - 1, 0);
+    char role[16];
+    long pid = 0;
+    if (n > 0) {
+        note[n] = '\0';
+        if (sscanf(note, "%15s %ld", role, &pid) == 2 && strcmp(role, "server") == 0 && pid > 0)
+            return sims_fail(SIMSTORE_EBUSY,
+                             "%s: the store is held by a server (pid %ld): it refuses add, "
+                             "delete and compact while the server runs (queries keep working)",
+                             dir, pid);
+    }
+    return sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", dir);
+}
+
+int sims_store_note_holder(simstore *s, const char *role)
+{
+    if (s->lock_fd < 0 || !role || strlen(role) > 15)
+        return sims_fail(SIMSTORE_EINVAL, "%s: only a writer can note who holds the store",
+                         s->path);
+    char note[HOLDER_NOTE_MAX];
+    int n = snprintf(note, sizeof note, "%s %ld\n", role, (long)getpid());
+    if (ftruncate(s->lock_fd, 0) != 0 || pwrite(s->lock_fd, note, (size_t)n, 0) != n)
+        return sims_fail_errno("%s: write writer.lock", s->path);
+    return SIMSTORE_OK;
+}
+
+uint64_t sims_store_tag(const simstore *s)
+{
+    return s->store_tag;
+}
+
+int sims_store_wal_applied(simstore *s, uint64_t *seq)
+{
+    *seq = 0;
+    MDB_txn *txn;
+    int rc = sims_env_read_begin(&s->env, &txn);
+    if (rc)
+        return rc;
+    sims_state_record st;
+    rc = sims_store_read_state(s, txn, &st);
+    mdb_txn_abort(txn);
+    if (rc)
+        return rc;
+    *seq = st.wal_applied;
+    sims_state_record_release(&st);
+    return SIMSTORE_OK;
+}
+
 static int take_writer_lock(const char *dir, int *fd_out)
 {
     char path[PATH_MAX];
@@ -404,8 +461,14 @@ static int take_writer_lock(const char *dir, int *fd_out)
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int busy = errno == EWOULDBLOCK;
-        int rc = busy ? sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", dir)
-                      : sims_fail_errno("lock %s", path);
+        int rc = busy ? sims_store_busy(dir, fd) : sims_fail_errno("lock %s", path);
+        close(fd);
+        return rc;
+    }
+    /* A note a killed server left is no longer true. */
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && ftruncate(fd, 0) != 0) {
+        int rc = sims_fail_errno("truncate %s", path);
         close(fd);
         return rc;
     }

@@ -138,6 +138,27 @@ unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counte
 int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
                           size_t id_len);
 
+/* The serving layer (lib/live) and the applied WAL sequence number
+ * (format/store.md, "The state record"). */
+
+/* Make the commit of an add's builder (simstore_add_begin) record `seq` as
+ * the applied WAL sequence number (the larger of it and the number the
+ * store's state holds). SIMSTORE_EINVAL for a build's builder. */
+int sims_builder_set_wal_applied(simstore_builder *b, uint64_t seq);
+/* The applied WAL sequence number of the state committed now (0: none).
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO. */
+int sims_store_wal_applied(simstore *s, uint64_t *seq);
+/* The store's tag (the store record's), which binds a WAL to the store. */
+uint64_t sims_store_tag(const simstore *s);
+/* Note in writer.lock that a server (a live store) holds the store, so that
+ * writers refused with SIMSTORE_EBUSY say so (format/store.md, "Directory
+ * layout"). The handle must be open with SIMSTORE_OPEN_WRITE. SIMSTORE_EIO,
+ * SIMSTORE_EINVAL. */
+int sims_store_note_holder(simstore *s, const char *role);
+/* SIMSTORE_EBUSY for the store `dir` whose writer.lock (open as fd) another
+ * process holds, with a message naming the holder when it left a note. */
+int sims_store_busy(const char *dir, int fd);
+
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);
 

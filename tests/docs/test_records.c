@@ -155,6 +155,66 @@ static void test_records_golden__state_record(void **state)
     free(b);
 }
 
+/* The applied WAL sequence number (format/store.md, "The state record"): 8
+ * bytes before the checksum, present only when not 0, so records without it
+ * are the records written before it existed. */
+static void test_records_golden__state_record_wal(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("state-record-wal.bin", &n);
+    assert_int_equal(n, 128);
+    sims_state_record r;
+    assert_int_equal(sims_state_record_decode(b, n, 4, &r), 0);
+    assert_int_equal(r.generation, 12);
+    assert_int_equal(r.next_segment_id, 4);
+    assert_int_equal(r.doc_count, 1020);
+    assert_int_equal(r.fp_count, 1017);
+    assert_int_equal(r.segment_count, 2);
+    assert_int_equal(r.segments[1].id, 3);
+    assert_int_equal(r.segments[1].fp_count, 25);
+    assert_int_equal(r.para_segment_count, 0);
+    assert_true(r.wal_applied == 4242);
+    assert_int_equal(sims_state_record_bytes(&r), n);
+    uint8_t again[256];
+    assert_int_equal(sims_state_record_encode(&r, again, sizeof again), n);
+    assert_memory_equal(again, b, n);
+    /* Without the number: the old record, byte for byte. */
+    uint8_t *old = golden("state-record.bin", &n);
+    r.generation = 7;
+    r.wal_applied = 0;
+    assert_int_equal(sims_state_record_encode(&r, again, sizeof again), n);
+    assert_memory_equal(again, old, n);
+    free(old);
+    /* Present but 0 is not canonical: corrupt. */
+    r.wal_applied = 1;
+    n = sims_state_record_encode(&r, again, sizeof again);
+    assert_int_equal(n, 128);
+    memset(again + 112, 0, 8);
+    le_store64(again + 120, sims_xxh3_64(again, 120, SIMS_STATE_RECORD_SEED));
+    assert_int_equal(decode_state(again, n), SIMSTORE_ECORRUPT);
+    /* With paragraph segments too: the number follows their entries. */
+    sims_segment_entry para = {5, 40, 1700000200, 4};
+    r.para_segments = &para;
+    r.para_segment_count = 1;
+    r.next_segment_id = 6;
+    r.wal_applied = 99;
+    n = sims_state_record_encode(&r, again, sizeof again);
+    assert_int_equal(n, 56 + 3 * 32 + 8);
+    r.para_segments = NULL;
+    r.para_segment_count = 0;
+    sims_state_record_release(&r);
+    assert_int_equal(sims_state_record_decode(again, n, 4, &r), 0);
+    assert_true(r.wal_applied == 99);
+    assert_int_equal(r.para_segment_count, 1);
+    assert_int_equal(r.para_segments[0].id, 5);
+    sims_state_record_release(&r);
+    free(b);
+    b = golden("state-record-wal.bin", &n);
+    reject_damage(b, n, decode_state);
+    free(b);
+}
+
 static void test_records_golden__text_record(void **state)
 {
     (void)state;
@@ -653,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_records_golden__document_record_sketch256),
         cmocka_unit_test(test_records_golden__text_record_sketch),
         cmocka_unit_test(test_records_golden__paragraphs),
+        cmocka_unit_test(test_records_golden__state_record_wal),
         cmocka_unit_test(test_records_insertion__limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

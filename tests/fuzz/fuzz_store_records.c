@@ -12,7 +12,9 @@
  * (a fuzzer cannot forge XXH3), so that mutations reach the field checks.
  * Invariants (abort on violation): decoding returns OK, CORRUPT, VERSION or
  * NOMEM; a record that decodes re-encodes to exactly its bytes (the encoding
- * is canonical), and a store record's design bytes lie inside the record.
+ * is canonical), a store record's design bytes lie inside the record, and a
+ * state record holds an applied WAL sequence number (never 0) exactly when
+ * it is 8 bytes longer than its segments make it.
  * Corpus: tests/fuzz/corpus/store_records/ (seeds from gen_record_seeds.c). */
 #include "common/bytes.h"
 #include "common/checksum.h"
@@ -62,7 +64,10 @@ static void run_state(const uint8_t *rec, size_t size, uint32_t tables)
     expect_decode_rc(rc);
     if (rc)
         return;
-    size_t n = sims_state_record_size2(r.segment_count, r.para_segment_count);
+    size_t n = sims_state_record_bytes(&r);
+    size_t plain = sims_state_record_size2(r.segment_count, r.para_segment_count);
+    if (size != (r.wal_applied ? plain + 8 : plain))
+        abort();
     uint8_t *again = malloc(n);
     if (!again || sims_state_record_encode(&r, again, n) != n || n != size ||
         memcmp(again, rec, n) != 0)

@@ -234,6 +234,58 @@ static void test_wal_records__reset(void **state)
     free(dir);
 }
 
+/* Trimming keeps the records after the applied one (format/wal.md,
+ * "Trimming"); enqueued records not yet written go to the new file. */
+static void test_wal_records__trim(void **state)
+{
+    (void)state;
+    char *dir = wal_tmpdir();
+    char *path = test_path(dir, "live.wal");
+    sims_wal *w;
+    assert_int_equal(open_log(path, 0, NULL, &w), SIMSTORE_OK);
+    append_keys(w, 1, 40);
+    assert_int_equal(sims_wal_trim(w, 41), SIMSTORE_EINVAL); /* not durable: never given */
+    assert_int_equal(sims_wal_trim(w, 0), SIMSTORE_OK);      /* nothing to drop */
+    /* Two records enqueued, not yet waited for, when the trim runs. */
+    uint8_t buf[256];
+    uint64_t seq41, seq42;
+    size_t len = make_payload(41, buf, sizeof buf);
+    assert_int_equal(sims_wal_enqueue(w, 1 + 41 % 3, buf, len, &seq41), SIMSTORE_OK);
+    assert_int_equal(seq41, 41);
+    assert_int_equal(sims_wal_last_seq(w), 41);
+    assert_int_equal(sims_wal_trim(w, 41), SIMSTORE_EINVAL); /* enqueued, not durable */
+    assert_int_equal(sims_wal_trim(w, 25), SIMSTORE_OK);
+    len = make_payload(42, buf, sizeof buf);
+    assert_int_equal(sims_wal_enqueue(w, 1 + 42 % 3, buf, len, &seq42), SIMSTORE_OK);
+    assert_int_equal(sims_wal_wait(w, seq42), SIMSTORE_OK);
+    assert_int_equal(sims_wal_wait(w, seq41), SIMSTORE_OK);
+    assert_int_equal(sims_wal_wait(w, 43), SIMSTORE_EINVAL);
+    sims_wal_stats st;
+    sims_wal_get_stats(w, &st);
+    assert_int_equal(st.first_seq, 26);
+    assert_int_equal(st.records, 17);
+    assert_int_equal(st.file_bytes, file_size(path));
+    append_keys(w, 43, 3);
+    assert_int_equal(sims_wal_trim(w, 20), SIMSTORE_OK); /* before its start: nothing */
+    sims_wal_close(w);
+    collected c = {0};
+    assert_int_equal(open_log(path, 0, &c, &w), SIMSTORE_OK);
+    expect_keys(&c, 26, 20);
+    /* Everything applied: an empty log that goes on numbering. */
+    assert_int_equal(sims_wal_trim(w, 45), SIMSTORE_OK);
+    assert_int_equal(file_size(path), SIMS_WAL_HEADER_BYTES);
+    append_keys(w, 46, 2);
+    sims_wal_close(w);
+    collected_free(&c);
+    assert_int_equal(open_log(path, 0, &c, &w), SIMSTORE_OK);
+    expect_keys(&c, 46, 2);
+    sims_wal_close(w);
+    collected_free(&c);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* format/golden/wal-v1.bin (format/wal.md, "Golden file"): the writer makes
  * exactly its bytes, and a reader replays exactly its records. */
 static void test_wal_records__golden(void **state)
@@ -659,6 +711,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wal_records__round_trip),
         cmocka_unit_test(test_wal_records__reset),
+        cmocka_unit_test(test_wal_records__trim),
         cmocka_unit_test(test_wal_records__golden),
         cmocka_unit_test(test_wal_concurrency__appenders_share_fsyncs),
         cmocka_unit_test(test_wal_damage__torn_tail_every_length),

@@ -1,0 +1,1062 @@
+/* test_live.c: live stores (simstore_live_*, lib/live/live.c): answers
+ * against a brute-force reference and against a store changed the same way
+ * with add and delete, for k = 0..7 on random and clustered sets, across
+ * flushes, deletes and compactions; threads inserting and querying at once;
+ * the insert-if-new race (exactly one of near-duplicates posted together is
+ * inserted); kill -9 and injected crashes (also between a flush's commit
+ * and the log's trim) lose no acknowledged change and apply none twice;
+ * the CLI's writers refused (EBUSY, naming the server) while read-only
+ * commands keep working. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "simstore.h"
+#include "testutil.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char self_path[4096];
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+/* Where stores go: /dev/shm when there is one (fsync there is cheap, and
+ * what the crash tests kill is the process, whose written bytes the kernel
+ * keeps), else $TMPDIR. */
+static char *live_tmpdir(void)
+{
+    if (access("/dev/shm", W_OK) != 0)
+        return test_tmpdir("live");
+    char *dir = strdup("/dev/shm/simstore-live-XXXXXX");
+    assert_non_null(dir);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* fp with `bits` random bits flipped. */
+static uint64_t flip(test_rng *r, uint64_t fp, unsigned bits)
+{
+    for (unsigned i = 0; i < bits; i++)
+        fp ^= 1ull << test_rng_below(r, 64);
+    return fp;
+}
+
+#define MAX_DOCS 4096
+
+/* What the store should hold: documents by number (id "dNNNNN"). */
+typedef struct model {
+    uint8_t present[MAX_DOCS];
+    uint64_t fp[MAX_DOCS];
+    uint8_t has_meta[MAX_DOCS];
+    uint8_t integer[MAX_DOCS];
+} model;
+
+static void doc_id(unsigned n, char id[16])
+{
+    snprintf(id, 16, "d%05u", n);
+}
+
+static void doc_meta(unsigned n, char meta[32])
+{
+    snprintf(meta, 32, "{\"n\":%u}", n);
+}
+
+/* Build a store at path (design k) from the present documents of m. */
+static void build_store(const char *path, unsigned k, const model *m)
+{
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.k = k;
+    o.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    o.threads = 1;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), SIMSTORE_OK);
+    for (unsigned n = 0; n < MAX_DOCS; n++) {
+        if (!m->present[n])
+            continue;
+        char id[16], meta[32];
+        doc_id(n, id);
+        doc_meta(n, meta);
+        simstore_doc d = {id,
+                          strlen(id),
+                          m->fp[n],
+                          m->has_meta[n] ? meta : NULL,
+                          m->has_meta[n] ? strlen(meta) : 0,
+                          n};
+        assert_int_equal(
+            simstore_builder_add_flags(b, &d, m->integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0),
+            SIMSTORE_OK);
+    }
+    assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
+}
+
+static simstore_live_options small_options(uint64_t memtable_bytes, int background)
+{
+    simstore_live_options o;
+    simstore_live_options_init(&o);
+    o.memtable_bytes = memtable_bytes;
+    o.background_flush = background;
+    o.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    o.threads = 1;
+    return o;
+}
+
+/* The brute-force answer of m for (fp, k), as matches ordered by distance,
+ * then id (ids are fixed-width: byte order is number order). */
+static size_t brute(const model *m, uint64_t fp, unsigned k, unsigned *nums, unsigned *dists)
+{
+    size_t n = 0;
+    for (unsigned d = 0; d <= k; d++)
+        for (unsigned i = 0; i < MAX_DOCS; i++)
+            if (m->present[i] && simstore_distance(m->fp[i], fp) == d) {
+                nums[n] = i;
+                dists[n++] = d;
+            }
+    return n;
+}
+
+static void expect_brute(const model *m, const simstore_match *got, size_t count, uint64_t fp,
+                         unsigned k, int with_meta)
+{
+    static unsigned nums[MAX_DOCS], dists[MAX_DOCS];
+    size_t n = brute(m, fp, k, nums, dists);
+    if (count != n)
+        fprintf(stderr, "query %016" PRIx64 " k=%u: %zu matches, the reference has %zu\n", fp, k,
+                count, n);
+    assert_int_equal(count, n);
+    for (size_t i = 0; i < n; i++) {
+        char id[16], meta[32];
+        doc_id(nums[i], id);
+        doc_meta(nums[i], meta);
+        assert_int_equal(got[i].id_len, strlen(id));
+        assert_memory_equal(got[i].id, id, strlen(id));
+        assert_true(got[i].fp == m->fp[nums[i]]);
+        assert_int_equal(got[i].distance, dists[i]);
+        assert_int_equal(got[i].flags, m->integer[nums[i]] ? SIMSTORE_MATCH_INTEGER_ID : 0);
+        if (with_meta && m->has_meta[nums[i]]) {
+            assert_non_null(got[i].meta);
+            assert_int_equal(got[i].meta_len, strlen(meta));
+            assert_memory_equal(got[i].meta, meta, strlen(meta));
+        } else {
+            assert_null(got[i].meta);
+        }
+    }
+}
+
+/* The same answer but for insertion numbers (a document still in memory has
+ * none yet). */
+static void expect_same(const simstore_match *a, size_t an, const simstore_match *b, size_t bn)
+{
+    assert_int_equal(an, bn);
+    for (size_t i = 0; i < an; i++) {
+        assert_int_equal(a[i].id_len, b[i].id_len);
+        assert_memory_equal(a[i].id, b[i].id, a[i].id_len);
+        assert_true(a[i].fp == b[i].fp);
+        assert_int_equal(a[i].distance, b[i].distance);
+        assert_int_equal(a[i].flags, b[i].flags);
+        assert_int_equal(a[i].meta_len, b[i].meta_len);
+        assert_int_equal(a[i].meta != NULL, b[i].meta != NULL);
+        if (a[i].meta)
+            assert_memory_equal(a[i].meta, b[i].meta, a[i].meta_len);
+        assert_true(a[i].similarity == b[i].similarity);
+    }
+}
+
+/* ---- exactness ---------------------------------------------------------------- */
+
+/* Apply one insert to the reference store through the add path. */
+static void ref_insert(simstore *ref, const model *m, unsigned n)
+{
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    o.threads = 1;
+    simstore_builder *b;
+    assert_int_equal(simstore_add_begin(ref, &o, &b), SIMSTORE_OK);
+    char id[16], meta[32];
+    doc_id(n, id);
+    doc_meta(n, meta);
+    simstore_doc d = {
+        id, strlen(id), m->fp[n], m->has_meta[n] ? meta : NULL, m->has_meta[n] ? strlen(meta) : 0,
+        n};
+    assert_int_equal(simstore_builder_add_flags(b, &d, m->integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0),
+                     SIMSTORE_OK);
+    assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
+}
+
+static void run_exactness(int clustered, uint64_t seed)
+{
+    test_rng rng;
+    test_rng_init(&rng, clustered ? "live exactness, clustered" : "live exactness, random", seed);
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "live");
+    char *ref_path = test_path(dir, "ref");
+    static model m;
+    memset(&m, 0, sizeof m);
+    unsigned next = 0;
+    uint64_t centers[8];
+    for (int c = 0; c < 8; c++)
+        centers[c] = test_rng_next(&rng);
+    for (; next < 150; next++) {
+        m.present[next] = 1;
+        m.fp[next] = clustered ? flip(&rng, centers[test_rng_below(&rng, 8)],
+                                      (unsigned)test_rng_below(&rng, 9))
+                               : test_rng_next(&rng);
+        m.has_meta[next] = next % 3 != 0;
+        m.integer[next] = next % 7 == 0;
+    }
+    build_store(path, 7, &m);
+    build_store(ref_path, 7, &m);
+    simstore *ref;
+    assert_int_equal(simstore_open(ref_path, SIMSTORE_OPEN_WRITE, &ref), SIMSTORE_OK);
+    simstore_query *rq;
+    assert_int_equal(simstore_query_new(ref, SIMSTORE_QUERY_WITH_META, &rq), SIMSTORE_OK);
+
+    simstore_live_options o = small_options(6000, 0);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_query *lq;
+    assert_int_equal(simstore_live_query_new(live, SIMSTORE_QUERY_WITH_META, &lq), SIMSTORE_OK);
+    simstore_live_query *plain;
+    assert_int_equal(simstore_live_query_new(live, 0, &plain), SIMSTORE_OK);
+
+    for (int step = 0; step < 160; step++) {
+        unsigned what = (unsigned)test_rng_below(&rng, 10);
+        if (what < 6 && next < MAX_DOCS) { /* insert */
+            unsigned n = next++;
+            m.fp[n] = clustered ? flip(&rng, centers[test_rng_below(&rng, 8)],
+                                       (unsigned)test_rng_below(&rng, 9))
+                                : test_rng_next(&rng);
+            m.has_meta[n] = n % 3 != 0;
+            m.integer[n] = n % 7 == 0;
+            char id[16], meta[32];
+            doc_id(n, id);
+            doc_meta(n, meta);
+            simstore_live_doc d = {id,
+                                   strlen(id),
+                                   m.fp[n],
+                                   m.has_meta[n] ? meta : NULL,
+                                   m.has_meta[n] ? strlen(meta) : 0,
+                                   m.integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                   NULL};
+            assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
+            assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_EEXIST);
+            m.present[n] = 1;
+            ref_insert(ref, &m, n);
+        } else if (what < 9) { /* delete, sometimes a document of the build */
+            unsigned n = (unsigned)test_rng_below(&rng, next);
+            char id[16];
+            doc_id(n, id);
+            const char *ids[1] = {id};
+            size_t lens[1] = {strlen(id)};
+            int rc = simstore_live_delete(live, id, strlen(id));
+            if (m.present[n]) {
+                assert_int_equal(rc, SIMSTORE_OK);
+                assert_int_equal(simstore_delete(ref, ids, lens, 1, NULL, NULL, NULL), SIMSTORE_OK);
+                m.present[n] = 0;
+                /* Deleted ids may come back, with another fingerprint. */
+                if (test_rng_below(&rng, 3) == 0) {
+                    m.fp[n] = flip(&rng, m.fp[n], 2);
+                    simstore_live_doc d = {id, strlen(id), m.fp[n], NULL, 0, 0, NULL};
+                    m.has_meta[n] = 0;
+                    m.integer[n] = 0;
+                    assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
+                    m.present[n] = 1;
+                    ref_insert(ref, &m, n);
+                }
+            } else {
+                assert_int_equal(rc, SIMSTORE_ENOTFOUND);
+            }
+        } else if (test_rng_below(&rng, 2)) {
+            assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+        } else {
+            assert_int_equal(simstore_live_compact(live, 1), SIMSTORE_OK);
+        }
+        /* The in-memory table passes its limit now and then: flush as the
+         * background thread would. */
+        simstore_live_stats st;
+        simstore_live_get_stats(live, &st);
+        if (st.memtable_bytes >= o.memtable_bytes)
+            assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+        if (step % 20 != 19)
+            continue;
+        for (int qi = 0; qi < 12; qi++) {
+            uint64_t fp = qi < 6 ? test_rng_next(&rng)
+                                 : flip(&rng, m.fp[test_rng_below(&rng, next)],
+                                        (unsigned)test_rng_below(&rng, 5));
+            for (unsigned k = 0; k <= 7; k++) {
+                const simstore_match *a, *b;
+                size_t an, bn;
+                assert_int_equal(simstore_live_query_fp(lq, fp, NULL, k, &a, &an), SIMSTORE_OK);
+                expect_brute(&m, a, an, fp, k, 1);
+                assert_int_equal(simstore_query_fp(rq, fp, k, &b, &bn), SIMSTORE_OK);
+                expect_same(a, an, b, bn);
+                assert_int_equal(simstore_live_query_fp(plain, fp, NULL, k, &a, &an), SIMSTORE_OK);
+                expect_brute(&m, a, an, fp, k, 0);
+            }
+        }
+        /* Documents by id. */
+        for (unsigned n = 0; n < next; n++) {
+            char id[16];
+            doc_id(n, id);
+            simstore_document doc;
+            int got = simstore_live_get(lq, id, strlen(id), &doc);
+            assert_int_equal(got, m.present[n]);
+            if (got) {
+                assert_true(doc.fp == m.fp[n]);
+                assert_int_equal(doc.id_len, strlen(id));
+                assert_int_equal(doc.meta != NULL, m.has_meta[n]);
+            }
+        }
+    }
+    const simstore_match *a;
+    size_t an;
+    assert_int_equal(simstore_live_query_fp(lq, 0, NULL, 8, &a, &an), SIMSTORE_ERANGE);
+    simstore_live_stats st;
+    simstore_live_get_stats(live, &st);
+    assert_true(st.flushes > 0);
+    /* Everything into the store: the log is empty, the store verifies, and
+     * a reopen replays nothing and answers the same. */
+    assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+    simstore_live_get_stats(live, &st);
+    assert_int_equal(st.memtable_changes, 0);
+    assert_int_equal(st.wal_records, 0);
+    assert_true(st.wal_applied_seq == st.wal_last_seq);
+    simstore_live_query_free(lq);
+    simstore_live_query_free(plain);
+    simstore_live_close(live);
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, NULL), SIMSTORE_OK);
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_get_stats(live, &st);
+    assert_int_equal(st.replayed, 0);
+    assert_int_equal(simstore_live_query_new(live, SIMSTORE_QUERY_WITH_META, &lq), SIMSTORE_OK);
+    for (int qi = 0; qi < 20; qi++) {
+        uint64_t fp = flip(&rng, m.fp[test_rng_below(&rng, next)], 2);
+        assert_int_equal(simstore_live_query_fp(lq, fp, NULL, 7, &a, &an), SIMSTORE_OK);
+        expect_brute(&m, a, an, fp, 7, 1);
+    }
+    simstore_live_query_free(lq);
+    simstore_live_close(live);
+    simstore_query_free(rq);
+    simstore_close(ref);
+    free(path);
+    free(ref_path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void test_live_exact__random(void **state)
+{
+    (void)state;
+    run_exactness(0, 101);
+}
+
+static void test_live_exact__clustered(void **state)
+{
+    (void)state;
+    run_exactness(1, 202);
+}
+
+/* Sketches: a store that keeps them wants one with every insert, and the
+ * answers carry the similarities simstore_query_fp_sketch() would give. */
+static void test_live_exact__sketches(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "s");
+    simstore_text_options t;
+    simstore_text_options_init(&t);
+    t.sketch = SIMSTORE_SKETCH_MINHASH16;
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.text = &t;
+    o.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    simstore_fingerprinter *fpr;
+    assert_int_equal(simstore_fingerprinter_new(&t, &fpr), SIMSTORE_OK);
+    const char *texts[] = {"the quick brown fox jumps over the lazy dog again and again",
+                           "the quick brown fox jumps over the lazy dog again and once more",
+                           "an entirely different sentence about storing fingerprints"};
+    uint64_t fps[3];
+    uint8_t sk[3][16];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(
+            simstore_fingerprint_sketch(fpr, texts[i], strlen(texts[i]), &fps[i], sk[i], NULL),
+            SIMSTORE_OK);
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &o, &b), SIMSTORE_OK);
+    simstore_doc d0 = {"a", 1, fps[0], NULL, 0, 0};
+    assert_int_equal(simstore_builder_add_sketch(b, &d0, 0, sk[0]), SIMSTORE_OK);
+    assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
+
+    simstore_live_options lo = small_options(1 << 20, 0);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &lo, &live), SIMSTORE_OK);
+    simstore_live_doc nos = {"b", 1, fps[1], NULL, 0, 0, NULL};
+    assert_int_equal(simstore_live_insert(live, &nos), SIMSTORE_EINVAL);
+    simstore_live_doc with = {"b", 1, fps[1], NULL, 0, 0, sk[1]};
+    assert_int_equal(simstore_live_insert(live, &with), SIMSTORE_OK);
+    simstore_live_query *lq;
+    assert_int_equal(simstore_live_query_new(live, 0, &lq), SIMSTORE_OK);
+    const simstore_match *m;
+    size_t n;
+    unsigned k = simstore_distance(fps[0], fps[1]) <= 3 ? 3 : 0;
+    assert_int_equal(simstore_live_query_fp(lq, fps[0], sk[0], 3, &m, &n), SIMSTORE_OK);
+    double before[2] = {-2, -2};
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(m[i].sketch);
+        before[m[i].id[0] - 'a'] = m[i].similarity;
+    }
+    assert_true(before[0] == 1.0);
+    if (k)
+        assert_true(before[1] ==
+                    simstore_sketch_similarity(SIMSTORE_SKETCH_MINHASH16, sk[0], sk[1]));
+    assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+    assert_int_equal(simstore_live_query_fp(lq, fps[0], sk[0], 3, &m, &n), SIMSTORE_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_true(m[i].similarity == before[m[i].id[0] - 'a']);
+    simstore_document doc;
+    assert_int_equal(simstore_live_get(lq, "b", 1, &doc), 1);
+    assert_non_null(doc.sketch);
+    assert_memory_equal(doc.sketch, sk[1], 16);
+    simstore_live_query_free(lq);
+    simstore_live_close(live);
+    simstore_fingerprinter_free(fpr);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* ---- threads -------------------------------------------------------------------- */
+
+#define WRITERS 4
+#define PER_WRITER 150
+
+typedef struct conc {
+    simstore_live *live;
+    atomic_int errors;
+    atomic_int writers_done;
+    atomic_uint acked[WRITERS]; /* documents of each writer acknowledged */
+} conc;
+
+typedef struct worker {
+    conc *c;
+    unsigned index;
+} worker;
+
+static uint64_t writer_fp(unsigned w, unsigned i)
+{
+    return mix((uint64_t)w << 32 | i);
+}
+
+static void *writer_main(void *arg)
+{
+    worker *wk = (worker *)arg;
+    conc *c = wk->c;
+    simstore_live_query *q;
+    if (simstore_live_query_new(c->live, 0, &q) != SIMSTORE_OK) {
+        atomic_fetch_add(&c->errors, 1);
+        return NULL;
+    }
+    for (unsigned i = 0; i < PER_WRITER; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "w%u-%04u", wk->index, i);
+        simstore_live_doc d = {id, strlen(id), writer_fp(wk->index, i), NULL, 0, 0, NULL};
+        if (simstore_live_insert(c->live, &d) != SIMSTORE_OK) {
+            atomic_fetch_add(&c->errors, 1);
+            continue;
+        }
+        atomic_store(&c->acked[wk->index], i + 1);
+        /* Read your writes: an acknowledged insert answers at once. */
+        const simstore_match *m;
+        size_t n;
+        int found = 0;
+        if (simstore_live_query_fp(q, d.fp, NULL, 0, &m, &n) == SIMSTORE_OK)
+            for (size_t j = 0; j < n; j++)
+                found |= m[j].id_len == d.id_len && memcmp(m[j].id, id, d.id_len) == 0;
+        if (!found)
+            atomic_fetch_add(&c->errors, 1);
+        /* Every fourth is deleted again, then its id taken anew. */
+        if (i % 4 == 3) {
+            if (simstore_live_delete(c->live, id, strlen(id)) != SIMSTORE_OK ||
+                simstore_live_insert(c->live, &d) != SIMSTORE_OK)
+                atomic_fetch_add(&c->errors, 1);
+        }
+    }
+    simstore_live_query_free(q);
+    atomic_fetch_add(&c->writers_done, 1);
+    return NULL;
+}
+
+static void *reader_main(void *arg)
+{
+    worker *wk = (worker *)arg;
+    conc *c = wk->c;
+    simstore_live_query *q;
+    if (simstore_live_query_new(c->live, 0, &q) != SIMSTORE_OK) {
+        atomic_fetch_add(&c->errors, 1);
+        return NULL;
+    }
+    test_rng rng = {wk->index * 7919 + 1};
+    while (atomic_load(&c->writers_done) < WRITERS) {
+        unsigned w = (unsigned)test_rng_below(&rng, WRITERS);
+        unsigned acked = atomic_load(&c->acked[w]);
+        if (acked == 0)
+            continue;
+        unsigned i = (unsigned)test_rng_below(&rng, acked);
+        uint64_t fp = writer_fp(w, i);
+        const simstore_match *m;
+        size_t n;
+        if (simstore_live_query_fp(q, fp ^ 1, NULL, 3, &m, &n) != SIMSTORE_OK) {
+            atomic_fetch_add(&c->errors, 1);
+            continue;
+        }
+        /* Present (a deleted one comes back at once, by the same thread,
+         * but may be away while a query runs: only others are sure). */
+        char id[32];
+        snprintf(id, sizeof id, "w%u-%04u", w, i);
+        int found = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (simstore_distance(m[j].fp, fp ^ 1) != m[j].distance || m[j].distance > 3)
+                atomic_fetch_add(&c->errors, 1);
+            if (j && m[j].distance < m[j - 1].distance)
+                atomic_fetch_add(&c->errors, 1);
+            found |= m[j].id_len == strlen(id) && memcmp(m[j].id, id, strlen(id)) == 0;
+        }
+        if (!found && i % 4 != 3)
+            atomic_fetch_add(&c->errors, 1);
+    }
+    simstore_live_query_free(q);
+    return NULL;
+}
+
+static void *compactor_main(void *arg)
+{
+    conc *c = (conc *)arg;
+    while (atomic_load(&c->writers_done) < WRITERS)
+        if (simstore_live_compact(c->live, 0) != SIMSTORE_OK)
+            atomic_fetch_add(&c->errors, 1);
+    return NULL;
+}
+
+static void test_live_threads__insert_and_query(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "c");
+    static model m;
+    memset(&m, 0, sizeof m);
+    for (unsigned n = 0; n < 50; n++) {
+        m.present[n] = 1;
+        m.fp[n] = mix(n + 1000000);
+    }
+    build_store(path, 3, &m);
+    simstore_live_options o = small_options(16 << 10, 1);
+    conc c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(simstore_live_open(path, &o, &c.live), SIMSTORE_OK);
+    pthread_t th[WRITERS + 3];
+    worker wk[WRITERS + 2];
+    for (unsigned i = 0; i < WRITERS + 2; i++) {
+        wk[i].c = &c;
+        wk[i].index = i < WRITERS ? i : i - WRITERS;
+        assert_int_equal(
+            pthread_create(&th[i], NULL, i < WRITERS ? writer_main : reader_main, &wk[i]), 0);
+    }
+    assert_int_equal(pthread_create(&th[WRITERS + 2], NULL, compactor_main, &c), 0);
+    for (unsigned i = 0; i < WRITERS + 3; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&c.errors), 0);
+    simstore_live_stats st;
+    simstore_live_get_stats(c.live, &st);
+    assert_true(st.flushes > 0);
+    assert_int_equal(st.inserts, WRITERS * (PER_WRITER + PER_WRITER / 4));
+    assert_int_equal(st.deletes, WRITERS * (PER_WRITER / 4));
+    /* Every document there, once. */
+    simstore_live_query *q;
+    assert_int_equal(simstore_live_query_new(c.live, 0, &q), SIMSTORE_OK);
+    for (unsigned w = 0; w < WRITERS; w++)
+        for (unsigned i = 0; i < PER_WRITER; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "w%u-%04u", w, i);
+            simstore_document doc;
+            assert_int_equal(simstore_live_get(q, id, strlen(id), &doc), 1);
+            assert_true(doc.fp == writer_fp(w, i));
+            const simstore_match *mm;
+            size_t n;
+            assert_int_equal(simstore_live_query_fp(q, doc.fp, NULL, 0, &mm, &n), SIMSTORE_OK);
+            assert_int_equal(n, 1);
+        }
+    simstore_live_query_free(q);
+    assert_int_equal(simstore_live_flush(c.live), SIMSTORE_OK);
+    simstore_live_close(c.live);
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, NULL), SIMSTORE_OK);
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), SIMSTORE_OK);
+    simstore_stats ss;
+    assert_int_equal(simstore_get_stats(s, &ss), SIMSTORE_OK);
+    assert_int_equal(ss.documents, 50 + WRITERS * PER_WRITER);
+    simstore_close(s);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+#define RACERS 8
+
+typedef struct race {
+    simstore_live *live;
+    pthread_barrier_t go;
+    uint64_t base;
+    unsigned round;
+    int inserted[RACERS];
+    size_t matches[RACERS];
+    int rc[RACERS];
+} race;
+
+typedef struct racer {
+    race *r;
+    unsigned index;
+    simstore_live_query *q;
+} racer;
+
+static void *racer_main(void *arg)
+{
+    racer *me = (racer *)arg;
+    race *r = me->r;
+    char id[32];
+    snprintf(id, sizeof id, "r%u-%u", r->round, me->index);
+    /* Near-duplicates: each pair within distance 2. */
+    simstore_live_doc d = {id, strlen(id), r->base ^ (1ull << me->index), NULL, 0, 0, NULL};
+    const simstore_match *m;
+    size_t n;
+    pthread_barrier_wait(&r->go);
+    r->rc[me->index] = simstore_live_insert_if_new(me->q, &d, 3, &r->inserted[me->index], &m, &n);
+    r->matches[me->index] = n;
+    return NULL;
+}
+
+static void test_live_threads__insert_if_new_race(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "r");
+    static model m;
+    memset(&m, 0, sizeof m);
+    m.present[0] = 1;
+    m.fp[0] = 0x0123456789ABCDEFull;
+    build_store(path, 3, &m);
+    /* A tiny table: flushes run during the races. */
+    simstore_live_options o = small_options(2048, 1);
+    race r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(simstore_live_open(path, &o, &r.live), SIMSTORE_OK);
+    racer rs[RACERS];
+    for (unsigned i = 0; i < RACERS; i++) {
+        rs[i].r = &r;
+        rs[i].index = i;
+        assert_int_equal(simstore_live_query_new(r.live, 0, &rs[i].q), SIMSTORE_OK);
+    }
+    test_rng rng;
+    test_rng_init(&rng, "live race", 303);
+    for (unsigned round = 0; round < 40; round++) {
+        r.round = round;
+        r.base = test_rng_next(&rng);
+        assert_int_equal(pthread_barrier_init(&r.go, NULL, RACERS), 0);
+        pthread_t th[RACERS];
+        for (unsigned i = 0; i < RACERS; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, racer_main, &rs[i]), 0);
+        for (unsigned i = 0; i < RACERS; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&r.go);
+        unsigned winners = 0;
+        for (unsigned i = 0; i < RACERS; i++) {
+            assert_int_equal(r.rc[i], SIMSTORE_OK);
+            winners += r.inserted[i] != 0;
+            /* A loser saw the winner (and nothing else of this round). */
+            assert_int_equal(r.matches[i], r.inserted[i] ? 0 : 1);
+        }
+        assert_int_equal(winners, 1);
+        if (round % 10 == 9)
+            assert_int_equal(simstore_live_flush(r.live), SIMSTORE_OK);
+    }
+    /* Exactly one document per round, through flushes. */
+    const simstore_match *mm;
+    size_t n;
+    for (unsigned i = 0; i < RACERS; i++)
+        simstore_live_query_free(rs[i].q);
+    simstore_live_query *q;
+    assert_int_equal(simstore_live_query_new(r.live, 0, &q), SIMSTORE_OK);
+    test_rng_init(&rng, "live race", 303);
+    for (unsigned round = 0; round < 40; round++) {
+        uint64_t base = test_rng_next(&rng);
+        assert_int_equal(simstore_live_query_fp(q, base, NULL, 1, &mm, &n), SIMSTORE_OK);
+        assert_int_equal(n, 1);
+    }
+    /* Not new: a near-duplicate of a stored document. */
+    simstore_live_doc dup = {"dup", 3, m.fp[0] ^ 6, NULL, 0, 0, NULL};
+    int inserted;
+    assert_int_equal(simstore_live_insert_if_new(q, &dup, 3, &inserted, &mm, &n), SIMSTORE_OK);
+    assert_int_equal(inserted, 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(mm[0].distance, 2);
+    /* New but its id is taken. */
+    simstore_live_doc taken = {"d00000", 6, ~m.fp[0], NULL, 0, 0, NULL};
+    assert_int_equal(simstore_live_insert_if_new(q, &taken, 3, &inserted, &mm, &n),
+                     SIMSTORE_EEXIST);
+    simstore_live_query_free(q);
+    simstore_live_close(r.live);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* ---- crashes ------------------------------------------------------------------ */
+
+/* The child's changes, in order: op i inserts document i, except that
+ * every op i with i % 4 == 3 deletes document i - 2. */
+static int op_is_delete(unsigned i)
+{
+    return i % 4 == 3;
+}
+
+static uint64_t op_fp(unsigned n)
+{
+    return mix(n * 31 + 7);
+}
+
+/* Document n's presence after the first j ops. */
+static int present_after(unsigned n, unsigned j)
+{
+    if (n >= j || op_is_delete(n))
+        return 0;
+    return !(n % 4 == 1 && n + 2 < j);
+}
+
+#define CHILD_OPS 3000
+
+/* The child: CHILD_OPS changes, acknowledging each on fd. With
+ * every_flush, it flushes itself every so many changes (a schedule of
+ * commits, renames and fsyncs the same on every machine, for the injected
+ * faults); else the background thread flushes past 4 KiB. */
+static void run_child(const char *path, int fd, unsigned every_flush)
+{
+    simstore_live_options o = small_options(4096, every_flush == 0);
+    simstore_live *live;
+    if (simstore_live_open(path, &o, &live) != SIMSTORE_OK) {
+        fprintf(stderr, "child: %s\n", simstore_last_error());
+        _exit(3);
+    }
+    for (unsigned i = 0; i < CHILD_OPS; i++) {
+        char id[16];
+        int rc;
+        if (op_is_delete(i)) {
+            doc_id(i - 2, id);
+            rc = simstore_live_delete(live, id, strlen(id));
+        } else {
+            char meta[32];
+            doc_id(i, id);
+            doc_meta(i, meta);
+            simstore_live_doc d = {id, strlen(id), op_fp(i), meta, strlen(meta), 0, NULL};
+            rc = simstore_live_insert(live, &d);
+        }
+        if (rc != SIMSTORE_OK) {
+            fprintf(stderr, "child: op %u: %s\n", i, simstore_last_error());
+            _exit(1);
+        }
+        if (every_flush && i % every_flush == every_flush - 1 &&
+            simstore_live_flush(live) != SIMSTORE_OK) {
+            fprintf(stderr, "child: flush after op %u: %s\n", i, simstore_last_error());
+            _exit(1);
+        }
+        uint32_t ack = i + 1;
+        if (write(fd, &ack, sizeof ack) != (ssize_t)sizeof ack)
+            _exit(4);
+    }
+    simstore_live_close(live);
+    _exit(0);
+}
+
+/* Start the child on path (with SIMSTORE_FAULT = fault when not NULL), read
+ * acknowledgements until `want` (0: all), kill it when kill_it; returns the
+ * last op acknowledged (count). */
+static unsigned stream_child(const char *path, const char *fault, unsigned want, int kill_it,
+                             int *status)
+{
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        char fd_arg[16];
+        snprintf(fd_arg, sizeof fd_arg, "%d", pfd[1]);
+        if (fault)
+            setenv("SIMSTORE_FAULT", fault, 1);
+        execl(self_path, self_path, "--live-child", path, fd_arg, fault ? "50" : "0", (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    unsigned acked = 0;
+    uint32_t ack;
+    while (want == 0 || acked < want) {
+        ssize_t r = read(pfd[0], &ack, sizeof ack);
+        if (r != (ssize_t)sizeof ack)
+            break;
+        assert_int_equal(ack, acked + 1);
+        acked = ack;
+    }
+    if (kill_it)
+        kill(pid, SIGKILL);
+    close(pfd[0]);
+    assert_int_equal(waitpid(pid, status, 0), pid);
+    return acked;
+}
+
+/* The store holds the documents of the first j ops for some j >= acked
+ * (the child may have gone on after the last acknowledgement read, and the
+ * op in flight may have reached the disk): every acknowledged change,
+ * exactly once, and nothing that was not asked for. */
+static void check_after_crash(const char *path, unsigned acked)
+{
+    simstore_live_options o = small_options(4096, 0);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_query *q;
+    assert_int_equal(simstore_live_query_new(live, SIMSTORE_QUERY_WITH_META, &q), SIMSTORE_OK);
+    static uint8_t got[CHILD_OPS];
+    unsigned fits_first = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned n = 0; n < CHILD_OPS; n++) {
+            char id[16];
+            doc_id(n, id);
+            simstore_document doc;
+            int rc = simstore_live_get(q, id, strlen(id), &doc);
+            assert_true(rc >= 0);
+            got[n] = (uint8_t)rc;
+            if (rc) {
+                assert_true(doc.fp == op_fp(n));
+                char meta[32];
+                doc_meta(n, meta);
+                assert_int_equal(doc.meta_len, strlen(meta));
+                /* Once: one document under its fingerprint. */
+                const simstore_match *m;
+                size_t k;
+                assert_int_equal(simstore_live_query_fp(q, doc.fp, NULL, 0, &m, &k), SIMSTORE_OK);
+                assert_int_equal(k, 1);
+            }
+        }
+        unsigned fits = 0;
+        int found = 0;
+        for (unsigned j = acked; j <= CHILD_OPS && !found; j++) {
+            unsigned n = 0;
+            while (n < CHILD_OPS && got[n] == present_after(n, j))
+                n++;
+            if (n == CHILD_OPS) {
+                fits = j;
+                found = 1;
+            }
+        }
+        if (!found)
+            fprintf(stderr, "after %u acknowledged changes: the store holds no prefix of them\n",
+                    acked);
+        assert_true(found);
+        if (pass == 1) {
+            /* The flush changed nothing. */
+            assert_int_equal(fits, fits_first);
+            break;
+        }
+        fits_first = fits;
+        /* Flushing the replayed changes changes nothing either. */
+        assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+    }
+    simstore_live_query_free(q);
+    simstore_live_close(live);
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, NULL), SIMSTORE_OK);
+}
+
+static char *crash_store(const char *dir, unsigned trial)
+{
+    char name[32];
+    snprintf(name, sizeof name, "k%u", trial);
+    char *path = test_path(dir, name);
+    static model m;
+    memset(&m, 0, sizeof m);
+    /* A base of documents numbered past the child's. */
+    for (unsigned n = CHILD_OPS; n < CHILD_OPS + 20; n++) {
+        m.present[n] = 1;
+        m.fp[n] = mix(n);
+    }
+    build_store(path, 3, &m);
+    return path;
+}
+
+static void test_live_crash__kill_during_changes(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "live kill", 404);
+    char *dir = live_tmpdir();
+    for (unsigned trial = 0; trial < 6; trial++) {
+        char *path = crash_store(dir, trial);
+        unsigned want = 1 + (unsigned)test_rng_below(&rng, 600);
+        int status;
+        unsigned acked = stream_child(path, NULL, want, 1, &status);
+        assert_int_equal(acked, want);
+        check_after_crash(path, acked);
+        /* And again, from the state the check left. */
+        free(path);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+static void test_live_crash__faults(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    /* Crashes right after a commit (a flush's delete or its add: between
+     * the add's commit and the log's trim), at a rename (table files, the
+     * trimmed log), at an fsync (log groups, tables). */
+    const char *faults[] = {"mdb_committed:1:crash",  "mdb_committed:2:crash",
+                            "mdb_committed:5:crash",  "mdb_committed:8:crash",
+                            "mdb_committed:41:crash", "rename:3:crash",
+                            "rename:20:crash",        "rename:57:crash",
+                            "fsync:30:crash",         "fsync:200:crash"};
+    for (unsigned f = 0; f < sizeof faults / sizeof *faults; f++) {
+        char *path = crash_store(dir, 100 + f);
+        int status;
+        unsigned acked = stream_child(path, faults[f], 0, 0, &status);
+        assert_true(WIFEXITED(status));
+        fprintf(stderr, "fault %s: %u acknowledged, exit %d\n", faults[f], acked,
+                WEXITSTATUS(status));
+        assert_int_equal(WEXITSTATUS(status), 86);
+        check_after_crash(path, acked);
+        free(path);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* ---- the CLI while a live store holds the store ------------------------------------ */
+
+static int run_cli(const char *args, const char *err_path)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", SIMSTORE_CLI, args, err_path);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_live_lock__cli_writers_refused(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("live-cli");
+    char *path = test_path(dir, "s");
+    char *err = test_path(dir, "err");
+    char *tsv = test_path(dir, "add.tsv");
+    static model m;
+    memset(&m, 0, sizeof m);
+    m.present[1] = 1;
+    m.fp[1] = 0xffffffffffffffffull;
+    build_store(path, 3, &m);
+    assert_int_equal(test_write_file(tsv, "x\t0000000000000007\n", 19), 0);
+    simstore_live_options o = small_options(1 << 20, 1);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    /* A second live store, in this process or another, is refused too. */
+    simstore_live *other;
+    assert_int_equal(simstore_live_open(path, &o, &other), SIMSTORE_EBUSY);
+    char want[128];
+    snprintf(want, sizeof want, "held by a server (pid %ld)", (long)getpid());
+    assert_non_null(strstr(simstore_last_error(), want));
+    simstore_live_doc d = {"y", 1, 0x0f, NULL, 0, 0, NULL};
+    assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
+    assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+
+    char args[4096];
+    for (int i = 0; i < 3; i++) {
+        if (i == 0)
+            snprintf(args, sizeof args, "add '%s' '%s'", path, tsv);
+        else
+            snprintf(args, sizeof args, i == 1 ? "delete '%s' d00001" : "compact '%s'", path);
+        assert_int_not_equal(run_cli(args, err), 0);
+        size_t n;
+        char *msg = (char *)test_read_file(err, &n);
+        assert_non_null(msg);
+        msg = realloc(msg, n + 1);
+        msg[n] = '\0';
+        if (!strstr(msg, want))
+            fprintf(stderr, "%s: %s", args, msg);
+        assert_non_null(strstr(msg, want));
+        free(msg);
+    }
+    /* Read-only commands work, and see the flushed insert. */
+    snprintf(args, sizeof args, "query '%s' --fp 000000000000000f", path);
+    assert_int_equal(run_cli(args, err), 0);
+    snprintf(args, sizeof args, "stats '%s'", path);
+    assert_int_equal(run_cli(args, err), 0);
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), SIMSTORE_OK);
+    simstore_close(s);
+    simstore_live_close(live);
+    /* Closed: the CLI writes again (and the note is gone). */
+    snprintf(args, sizeof args, "add '%s' '%s'", path, tsv);
+    assert_int_equal(run_cli(args, err), 0);
+    snprintf(args, sizeof args, "delete '%s' x", path);
+    assert_int_equal(run_cli(args, err), 0);
+    /* A delete from the CLI after a live store flushed keeps the applied
+     * sequence number: reopening replays nothing twice. */
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_stats st;
+    simstore_live_get_stats(live, &st);
+    assert_int_equal(st.replayed, 0);
+    assert_true(st.wal_applied_seq >= 1);
+    simstore_live_close(live);
+    free(tsv);
+    free(err);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && strcmp(argv[1], "--live-child") == 0) {
+        run_child(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]));
+        return 2;
+    }
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n <= 0)
+        return 1;
+    self_path[n] = '\0';
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_live_exact__random),
+        cmocka_unit_test(test_live_exact__clustered),
+        cmocka_unit_test(test_live_exact__sketches),
+        cmocka_unit_test(test_live_threads__insert_and_query),
+        cmocka_unit_test(test_live_threads__insert_if_new_race),
+        cmocka_unit_test(test_live_crash__kill_during_changes),
+        cmocka_unit_test(test_live_crash__faults),
+        cmocka_unit_test(test_live_lock__cli_writers_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
