@@ -548,12 +548,17 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* Flushes and compactions while the writers and readers run (besides the
+ * background flushes the memtable limit starts), at least one of each
+ * whatever the scheduling. */
 static void *compactor_main(void *arg)
 {
     conc *c = (conc *)arg;
-    while (atomic_load(&c->writers_done) < WRITERS)
-        if (simstore_live_compact(c->live, 0) != SIMSTORE_OK)
+    do {
+        if (simstore_live_flush(c->live) != SIMSTORE_OK ||
+            simstore_live_compact(c->live, 0) != SIMSTORE_OK)
             atomic_fetch_add(&c->errors, 1);
+    } while (atomic_load(&c->writers_done) < WRITERS);
     return NULL;
 }
 
@@ -585,9 +590,12 @@ static void test_live_threads__insert_and_query(void **state)
     for (unsigned i = 0; i < WRITERS + 3; i++)
         pthread_join(th[i], NULL);
     assert_int_equal(atomic_load(&c.errors), 0);
+    /* A last flush: the memtable's rest goes to the store too. */
+    assert_int_equal(simstore_live_flush(c.live), SIMSTORE_OK);
     simstore_live_stats st;
     simstore_live_get_stats(c.live, &st);
     assert_true(st.flushes > 0);
+    assert_int_equal(st.memtable_docs, 0);
     assert_int_equal(st.inserts, WRITERS * (PER_WRITER + PER_WRITER / 4));
     assert_int_equal(st.deletes, WRITERS * (PER_WRITER / 4));
     /* Every document there, once. */
