@@ -42,6 +42,9 @@ static simstore_fingerprinter *new_fpr(simstore_sketch_kind kind, simstore_cjk_m
 
 /* The standard error of the estimate for large sets (format/sketch.md,
  * "Accuracy"): sqrt((1 - J^2) / m). */
+/* Every kind, minhash16 to minhash256. */
+#define KINDS ((int)SIMSTORE_SKETCH_MINHASH256)
+
 static double standard_error(double j, unsigned bins)
 {
     return sqrt((1 - j * j) / bins);
@@ -410,10 +413,11 @@ static void test_sketch_accuracy__generated_pairs(void **state)
     uint32_t *a = malloc(1600 * sizeof *a), *b = malloc(3300 * sizeof *b);
     assert_non_null(a);
     assert_non_null(b);
-    simstore_fingerprinter *fpr[5];
-    for (int k = 0; k < 5; k++)
+    simstore_fingerprinter *fpr[KINDS];
+    for (int k = 0; k < KINDS; k++)
         fpr[k] = new_fpr((simstore_sketch_kind)(k + 1), SIMSTORE_CJK_BIGRAM, 2);
-    double band_sum[5][BANDS] = {{0}}, band_sum2[5][BANDS] = {{0}}, band_z2[5][BANDS] = {{0}};
+    double band_sum[KINDS][BANDS] = {{0}}, band_sum2[KINDS][BANDS] = {{0}},
+           band_z2[KINDS][BANDS] = {{0}};
     unsigned band_n[BANDS] = {0};
     for (unsigned p = 0; p < PAIRS; p++) {
         size_t n = 100 + (size_t)test_rng_below(&rng, 1401);
@@ -446,7 +450,7 @@ static void test_sketch_accuracy__generated_pairs(void **state)
         int band = j >= 1 ? BANDS - 1 : (int)((j - 0.5) * 10);
         band_n[band]++;
         char *ta = render(&w, a, n, &la), *tb = render(&w, b, nb, &lb);
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < KINDS; k++) {
             unsigned m = 128u << k;
             uint8_t ka[SIMSTORE_SKETCH_MAX_BYTES], kb[SIMSTORE_SKETCH_MAX_BYTES];
             uint64_t fa, fb;
@@ -467,7 +471,7 @@ static void test_sketch_accuracy__generated_pairs(void **state)
         free(ta);
         free(tb);
     }
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < KINDS; k++) {
         unsigned m = 128u << k;
         for (int band = 0; band < BANDS; band++) {
             unsigned nb = band_n[band];
@@ -495,7 +499,7 @@ static void test_sketch_accuracy__generated_pairs(void **state)
                 fail_msg("%u bins, J band %.2f: rms error %.2f standard errors", m, jmid, rms_z);
         }
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < KINDS; k++)
         simstore_fingerprinter_free(fpr[k]);
     free(a);
     free(b);
