@@ -593,21 +593,65 @@ done:
     free(buf);
 }
 
-/* The answers of a batch over a read-only store (simstore_query_batch). */
+/* The answers of a batch over a read-only store (simstore_query_batch):
+ * the batch's index i is the request's index[i]. */
 typedef struct batch_answers {
     json_t *results;
+    const size_t *index;
     int with_meta;
 } batch_answers;
 
-static int batch_answer(void *ctx, size_t index, uint64_t fp, const simstore_match *m, size_t n)
+static int batch_answer(void *ctx, size_t i, uint64_t fp, const simstore_match *m, size_t n)
 {
     batch_answers *a = ctx;
-    json_t *one = json_array_get(a->results, index);
+    json_t *one = json_array_get(a->results, a->index[i]);
     (void)fp;
     json_t *arr = matches_json(m, n, a->with_meta);
-    if (!one || !arr || json_object_set_new(one, "matches", arr))
+    if (!one || !arr || json_object_set_new(one, "matches", arr)) {
+        json_decref(arr);
         return SIMSTORE_ENOMEM;
+    }
     return 0;
+}
+
+/* Answer fps[0..count) through the batch path, the queries with sketches
+ * (text) in one batch and those without (fp) in another: a batch takes
+ * sketches for all its queries or none. */
+static int batch_read_only(serve_server *srv, const uint64_t *fps, const uint8_t *sketches,
+                           const unsigned char *sketched, size_t count, unsigned k, json_t *results,
+                           int with_meta)
+{
+    size_t sb = srv->sketch_bytes;
+    uint64_t *part_fps = malloc(count * sizeof *part_fps);
+    size_t *index = malloc(count * sizeof *index);
+    uint8_t *part_sketches = sb ? malloc(count * sb) : NULL;
+    int rc = SIMSTORE_OK;
+    if (!part_fps || !index || (sb && !part_sketches))
+        rc = SIMSTORE_ENOMEM;
+    for (int with = 0; with < 2 && rc == SIMSTORE_OK; with++) {
+        size_t n = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (sketched[i] != with)
+                continue;
+            part_fps[n] = fps[i];
+            if (with)
+                memcpy(part_sketches + n * sb, sketches + i * sb, sb);
+            index[n++] = i;
+        }
+        if (n == 0)
+            continue;
+        simstore_batch_options bo;
+        simstore_batch_options_init(&bo);
+        bo.flags = SIMSTORE_QUERY_WITH_META;
+        bo.threads = 1; /* the server's threads already share the cores */
+        batch_answers a = {results, index, with_meta};
+        rc = simstore_query_batch_sketches(srv->store, part_fps, with ? part_sketches : NULL, n, k,
+                                           &bo, batch_answer, &a);
+    }
+    free(part_fps);
+    free(index);
+    free(part_sketches);
+    return rc;
 }
 
 /* POST /v1/query: {"fp"|"text", "k", "meta"} or {"queries": [...], "k", "meta"}. */
@@ -653,10 +697,10 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
     }
     uint64_t *fps = malloc((count ? count : 1) * sizeof *fps);
     uint8_t *sketches = srv->sketch_bytes ? malloc((count ? count : 1) * srv->sketch_bytes) : NULL;
+    unsigned char *sketched = malloc(count ? count : 1);
     fp_source *src = malloc(sizeof *src);
     json_t *results = json_array();
-    int all_sketched = 1;
-    if (!fps || (srv->sketch_bytes && !sketches) || !src || !results) {
+    if (!fps || (srv->sketch_bytes && !sketches) || !sketched || !src || !results) {
         reply_error(r, 503, "out of memory");
         goto done;
     }
@@ -679,10 +723,9 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         if (id)
             json_object_set(one, "id", id);
         fps[i] = src->fp;
+        sketched[i] = (unsigned char)src->sketched;
         if (src->sketched)
             memcpy(sketches + i * srv->sketch_bytes, src->sketch, srv->sketch_bytes);
-        else
-            all_sketched = 0;
         if (srv->live) {
             /* The memtable is not in the store's tables: query by query. */
             int rc = simstore_live_query_fp(w->lq, src->fp, src->sketched ? src->sketch : NULL, k,
@@ -696,14 +739,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         }
     }
     if (!srv->live && count > 0) {
-        simstore_batch_options bo;
-        simstore_batch_options_init(&bo);
-        bo.flags = SIMSTORE_QUERY_WITH_META;
-        bo.threads = 1; /* the server's threads already share the cores */
-        batch_answers a = {results, with_meta};
-        int rc = simstore_query_batch_sketches(srv->store, fps,
-                                               all_sketched && sketches ? sketches : NULL, count, k,
-                                               &bo, batch_answer, &a);
+        int rc = batch_read_only(srv, fps, sketches, sketched, count, k, results, with_meta);
         if (rc != SIMSTORE_OK) {
             reply_api_error(r, rc, "batch query");
             goto done;
@@ -715,6 +751,7 @@ done:
     json_decref(results);
     free(fps);
     free(sketches);
+    free(sketched);
     free(src);
 }
 
