@@ -270,6 +270,15 @@ def test_routes_and_errors():
 
 def test_token_and_read_only():
     store = sample_store()
+    # Usage errors: exit 2 before anything starts; an empty token file: 1.
+    for args in (["--listen", "localhost"], ["--listen", "127.0.0.1:99999"], ["--threads", "0"],
+                 ["--max-body", "1"], ["--memtable", "x"], ["--bogus"]):
+        p = run("serve", store, *args, ok=False)
+        check(p.returncode == 2 and "simstore serve:" in p.stderr, "usage error %r" % args)
+    empty = os.path.join(WORK, "empty-token")
+    open(empty, "w").close()
+    p = run("serve", store, "--token-file", empty, ok=False)
+    check(p.returncode == 1 and "empty" in p.stderr, "an empty token file is refused")
     token_file = os.path.join(WORK, "token")
     with open(token_file, "w") as f:
         f.write("s3cret-token\n")
