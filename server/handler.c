@@ -4,6 +4,7 @@
 #include "handler.h"
 
 #include "cli.h"
+#include "statsjson.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -1029,7 +1030,7 @@ static void route_document_delete(serve_server *srv, const char *id, size_t id_l
     r->json = json_pack("{s:o,s:b}", "id", json_text(id, id_len), "deleted", 1);
 }
 
-/* GET /v1/stats: the store's counts (names as stats --json) and the live part. */
+/* GET /v1/stats: what stats --json says, and the live part. */
 static void route_stats(serve_server *srv, reply *r)
 {
     simstore_stats st;
@@ -1038,15 +1039,19 @@ static void route_stats(serve_server *srv, reply *r)
         reply_api_error(r, rc, "stats");
         return;
     }
-    json_t *o = json_pack(
-        "{s:I,s:I,s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "k", (json_int_t)st.k,
-        "tables", (json_int_t)st.tables, "design", st.design, "block_bytes",
-        (json_int_t)st.block_bytes, "fingerprint_only", st.fingerprint_only, "documents",
-        (json_int_t)st.documents, "fingerprints", (json_int_t)st.fingerprints, "segments",
-        (json_int_t)st.segments, "generation", (json_int_t)st.generation, "table_fingerprints",
-        (json_int_t)st.table_fps, "table_bytes", (json_int_t)st.table_bytes, "lmdb_bytes",
-        (json_int_t)st.lmdb_bytes, "block_key_bytes", (json_int_t)st.block_key_bytes, "read_only",
-        srv->live == NULL);
+    /* The object stats --json prints, from the same writer. */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *mem = open_memstream(&text, &text_len);
+    json_t *o = NULL;
+    if (mem) {
+        stats_json(mem, srv->store, &st);
+        if (fclose(mem) == 0)
+            o = json_loadb(text, text_len, 0, NULL);
+    }
+    free(text);
+    if (o)
+        json_object_set_new(o, "read_only", json_boolean(srv->live == NULL));
     if (o && srv->live) {
         simstore_live_stats ls;
         simstore_live_get_stats(srv->live, &ls);

@@ -158,6 +158,9 @@ def test_routes_and_errors():
         st, body = srv.request("GET", "/v1/stats")
         check(st == 200 and body["documents"] == 92 and body["k"] == 3 and "live" in body,
               "stats")
+        cli = json.loads(run("stats", store, "--json").stdout)
+        check({k: v for k, v in body.items() if k not in ("live", "read_only")} == cli,
+              "stats has what stats --json says")
         # Documents: insert, get, exists, delete.
         st, body = srv.request("POST", "/v1/documents",
                                {"id": "new-1", "text": "a brand new document about otters",
