@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "boilerplate.h"
 #include "parts.h"
+#include "statsjson.h"
 #include "textopts.h"
 
 #include <getopt.h>
@@ -69,30 +70,8 @@ int cmd_stats(int argc, char **argv)
     double per_fp = st.table_fps ? (double)st.table_bytes / (double)st.table_fps : 0;
     double per_table_bits = st.tables ? per_fp * 8 / st.tables : 0;
     if (json) {
-        printf("{\"k\":%u,\"tables\":%u,\"design\":\"%s\",\"block_bytes\":%u,"
-               "\"fingerprint_only\":%s,\"documents\":%llu,\"fingerprints\":%llu,"
-               "\"segments\":%llu,\"generation\":%llu,\"table_fingerprints\":%llu,"
-               "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"lmdb_records_bytes\":%llu,"
-               "\"lmdb_mapping_bytes\":%llu,\"lmdb_other_bytes\":%llu,\"lmdb_free_bytes\":%llu,"
-               "\"block_key_bytes\":%llu,",
-               st.k, st.tables, st.design, st.block_bytes, st.fingerprint_only ? "true" : "false",
-               (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
-               (unsigned long long)st.segments, (unsigned long long)st.generation,
-               (unsigned long long)st.table_fps, (unsigned long long)st.table_bytes,
-               (unsigned long long)st.lmdb_bytes, (unsigned long long)st.lmdb_records_bytes,
-               (unsigned long long)st.lmdb_mapping_bytes, (unsigned long long)st.lmdb_other_bytes,
-               (unsigned long long)(st.lmdb_free_bytes + st.lmdb_tail_bytes),
-               (unsigned long long)st.block_key_bytes);
-        parts_json(stdout, &st);
-        printf(",\"fingerprint_version\":%u,\"text_options\":{", text.version);
-        textopt_json(stdout, &text);
-        printf("},");
-        textopt_json_sketch(stdout, text.sketch);
-        putchar(',');
-        textopt_json_paragraphs(stdout, &st);
-        printf(",\"boilerplate\":");
-        boiler_json(stdout, simstore_get_boilerplate(s));
-        printf("}\n");
+        stats_json(stdout, s, &st);
+        putchar('\n');
         simstore_close(s);
         return CLI_EXIT_OK;
     }

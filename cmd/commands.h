@@ -23,5 +23,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+/* server/serve.c: the HTTP server. */
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -30,6 +30,7 @@ static const command commands[] = {
     {"dedup", cmd_dedup, "JSON Lines without near-duplicates of earlier records or a store"},
     {"get", cmd_get, "stored documents by id: fingerprint, segment, metadata"},
     {"export", cmd_export, "every live document, as build reads it back"},
+    {"serve", cmd_serve, "an HTTP/JSON server: queries, durable online inserts, metrics"},
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

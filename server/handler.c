@@ -1,0 +1,1432 @@
+/* handler.c: the server's routes over the public API: parsing and checking
+ * requests (JSON through jansson), answering them from a live or read-only
+ * store, the metrics /metrics prints. No sockets here: see http.c. */
+#include "handler.h"
+
+#include "cli.h"
+#include "statsjson.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- Metrics ------------------------------------------------------------ */
+
+static const unsigned metric_statuses[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 500, 503};
+#define STATUS_SLOTS (sizeof metric_statuses / sizeof metric_statuses[0] + 1) /* + other */
+static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                        0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+#define LATENCY_BUCKETS (sizeof latency_bounds / sizeof latency_bounds[0])
+
+typedef struct serve_metrics {
+    pthread_mutex_t lock;
+    uint64_t requests[SERVE_ROUTE_COUNT][STATUS_SLOTS];
+    uint64_t latency_le[SERVE_ROUTE_COUNT][LATENCY_BUCKETS]; /* cumulative at print */
+    uint64_t latency_count[SERVE_ROUTE_COUNT];
+    double latency_sum[SERVE_ROUTE_COUNT];
+} serve_metrics;
+
+static const char *const route_names[SERVE_ROUTE_COUNT] = {
+    "query_get", "query_post", "documents_post", "document_get", "document_delete",
+    "stats",     "healthz",    "metrics",        "other"};
+
+const char *serve_route_name(serve_route route)
+{
+    return route < SERVE_ROUTE_COUNT ? route_names[route] : "other";
+}
+
+/* ---- The server and its per-thread query contexts ------------------------ */
+
+/* What one request needs for itself: query objects are for one thread at a
+ * time, and so is a fingerprinter. Taken from a free list, given back. */
+typedef struct worker {
+    simstore_live_query *lq; /* live stores */
+    simstore_query *q;       /* read-only stores */
+    simstore_fingerprinter *fpr;
+    int sketches; /* fpr makes the store's kind of sketch */
+    struct worker *next;
+} worker;
+
+struct serve_server {
+    serve_options o;
+    simstore_live *live; /* NULL when read-only */
+    simstore *store;     /* live's store, or the read-only store we own */
+    simstore_stats opened;
+    size_t sketch_bytes;
+    pthread_mutex_t lock;
+    worker *idle;
+    serve_metrics metrics;
+};
+
+void serve_options_init(serve_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_body_bytes = SERVE_DEFAULT_MAX_BODY_BYTES;
+    o->max_batch = SERVE_DEFAULT_MAX_BATCH;
+}
+
+int serve_server_open(const char *path, const serve_options *o, serve_server **out)
+{
+    *out = NULL;
+    serve_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return SIMSTORE_ENOMEM;
+    srv->o = *o;
+    srv->o.token = NULL; /* the caller keeps its string; copied below */
+    if (o->token && !(srv->o.token = strdup(o->token))) {
+        free(srv);
+        return SIMSTORE_ENOMEM;
+    }
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutex_init(&srv->metrics.lock, NULL);
+    int rc;
+    if (o->read_only) {
+        rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &srv->store);
+    } else {
+        simstore_live_options lo;
+        simstore_live_options_init(&lo);
+        if (o->memtable_bytes)
+            lo.memtable_bytes = o->memtable_bytes;
+        lo.threads = o->threads;
+        rc = simstore_live_open(path, &lo, &srv->live);
+        if (rc == SIMSTORE_OK)
+            srv->store = simstore_live_store(srv->live);
+    }
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(srv->store, &srv->opened);
+    if (rc != SIMSTORE_OK) {
+        serve_server_close(srv);
+        return rc;
+    }
+    simstore_text_options text;
+    simstore_get_text_options(srv->store, &text);
+    srv->sketch_bytes = simstore_sketch_bytes(text.sketch);
+    *out = srv;
+    return SIMSTORE_OK;
+}
+
+int serve_server_flush(serve_server *srv)
+{
+    return srv->live ? simstore_live_flush(srv->live) : SIMSTORE_OK;
+}
+
+int serve_server_maybe_compact(serve_server *srv)
+{
+    return srv->live ? simstore_live_compact(srv->live, 0) : SIMSTORE_OK;
+}
+
+uint64_t serve_server_flushes(serve_server *srv)
+{
+    if (!srv->live)
+        return 0;
+    simstore_live_stats ls;
+    simstore_live_get_stats(srv->live, &ls);
+    return ls.flushes;
+}
+
+static void worker_free(worker *w)
+{
+    if (!w)
+        return;
+    simstore_live_query_free(w->lq);
+    simstore_query_free(w->q);
+    simstore_fingerprinter_free(w->fpr);
+    free(w);
+}
+
+void serve_server_close(serve_server *srv)
+{
+    if (!srv)
+        return;
+    while (srv->idle) {
+        worker *w = srv->idle;
+        srv->idle = w->next;
+        worker_free(w);
+    }
+    if (srv->live)
+        simstore_live_close(srv->live);
+    else
+        simstore_close(srv->store);
+    pthread_mutex_destroy(&srv->lock);
+    pthread_mutex_destroy(&srv->metrics.lock);
+    free((char *)srv->o.token);
+    free(srv);
+}
+
+static int worker_take(serve_server *srv, worker **out)
+{
+    pthread_mutex_lock(&srv->lock);
+    worker *w = srv->idle;
+    if (w)
+        srv->idle = w->next;
+    pthread_mutex_unlock(&srv->lock);
+    if (w) {
+        *out = w;
+        return SIMSTORE_OK;
+    }
+    if (!(w = calloc(1, sizeof *w)))
+        return SIMSTORE_ENOMEM;
+    int rc = srv->live ? simstore_live_query_new(srv->live, SIMSTORE_QUERY_WITH_META, &w->lq)
+                       : simstore_query_new(srv->store, SIMSTORE_QUERY_WITH_META, &w->q);
+    /* Texts are fingerprinted as the store's documents were: its text
+     * options, its boilerplate set, its kind of sketch. */
+    simstore_text_options text;
+    simstore_get_text_options(srv->store, &text);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_fingerprinter_new(&text, &w->fpr);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_fingerprinter_set_boilerplate(w->fpr, simstore_get_boilerplate(srv->store));
+    if (rc != SIMSTORE_OK) {
+        worker_free(w);
+        return rc;
+    }
+    simstore_sketch_kind kind = simstore_fingerprinter_sketch(w->fpr);
+    w->sketches = kind != SIMSTORE_SKETCH_NONE && kind == text.sketch;
+    *out = w;
+    return SIMSTORE_OK;
+}
+
+static void worker_give_back(serve_server *srv, worker *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&srv->lock);
+    w->next = srv->idle;
+    srv->idle = w;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* ---- Replies -------------------------------------------------------------- */
+
+typedef struct reply {
+    unsigned status;
+    json_t *json; /* the body, or NULL with text */
+    char *text;   /* a text body (metrics) */
+    size_t text_len;
+} reply;
+
+static void reply_error(reply *r, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void reply_error(reply *r, unsigned status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_decref(r->json);
+    r->status = status;
+    /* The message may quote request bytes: keep it valid UTF-8. */
+    char clean[4 * sizeof msg];
+    size_t n = 0, len = strlen(msg);
+    for (size_t i = 0; i < len && n + 4 < sizeof clean;) {
+        size_t seq = cli_utf8_sequence((const unsigned char *)msg + i, len - i);
+        if (seq == 0) {
+            memcpy(clean + n, "\xef\xbf\xbd", 3);
+            n += 3;
+            i++;
+        } else {
+            memcpy(clean + n, msg + i, seq);
+            n += seq;
+            i += seq;
+        }
+    }
+    clean[n] = '\0';
+    r->json = json_pack("{s:s}", "error", clean);
+}
+
+/* A library error as a status: what the caller did wrong, or ours. */
+static void reply_api_error(reply *r, int rc, const char *what)
+{
+    unsigned status = 500;
+    switch (rc) {
+    case SIMSTORE_EINVAL:
+    case SIMSTORE_ERANGE: status = 400; break;
+    case SIMSTORE_ENOTFOUND: status = 404; break;
+    case SIMSTORE_EEXIST: status = 409; break;
+    case SIMSTORE_EREADONLY: status = 403; break;
+    case SIMSTORE_EBUSY: status = 503; break;
+    case SIMSTORE_ENOMEM: status = 503; break;
+    default: break;
+    }
+    const char *detail = simstore_last_error();
+    reply_error(r, status, "%s: %s%s%s", what, simstore_strerror(rc), detail && *detail ? ": " : "",
+                detail && *detail ? detail : "");
+}
+
+/* A JSON string of s[0..n), bytes that are not UTF-8 as U+FFFD (stored ids
+ * come from files and need not be UTF-8). */
+static json_t *json_text(const char *s, size_t n)
+{
+    json_t *j = json_stringn(s, n);
+    if (j)
+        return j;
+    char *buf = malloc(3 * n + 1);
+    if (!buf)
+        return NULL;
+    size_t out = 0;
+    for (size_t i = 0; i < n;) {
+        size_t seq = s[i] ? cli_utf8_sequence((const unsigned char *)s + i, n - i) : 0;
+        if (seq == 0) {
+            memcpy(buf + out, "\xef\xbf\xbd", 3);
+            out += 3;
+            i++;
+        } else {
+            memcpy(buf + out, s + i, seq);
+            out += seq;
+            i += seq;
+        }
+    }
+    j = json_stringn(buf, out);
+    free(buf);
+    return j;
+}
+
+/* A document id as the CLI prints it: integer ids as numbers. */
+static json_t *json_id(const char *id, size_t len, unsigned flags)
+{
+    if (!id)
+        return json_null();
+    if (flags & SIMSTORE_MATCH_INTEGER_ID) {
+        unsigned long long v;
+        char buf[32];
+        if (len < sizeof buf) {
+            memcpy(buf, id, len);
+            buf[len] = '\0';
+            if (cli_parse_uint(buf, 0, INT64_MAX, &v) == 0)
+                return json_integer((json_int_t)v);
+        }
+    }
+    return json_text(id, len);
+}
+
+static json_t *json_hex(uint64_t fp)
+{
+    char hex[17];
+    cli_format_hex64(fp, hex);
+    return json_string(hex);
+}
+
+/* Stored metadata (compact JSON text) as a JSON value. */
+static json_t *json_meta(const char *meta, size_t len)
+{
+    json_t *j = json_loadb(meta, len, JSON_DECODE_ANY, NULL);
+    return j ? j : json_text(meta, len);
+}
+
+static json_t *matches_json(const simstore_match *m, size_t n, int with_meta)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+        json_t *o = json_object();
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            return NULL;
+        }
+        json_object_set_new(o, "id", json_id(m[i].id, m[i].id_len, m[i].flags));
+        json_object_set_new(o, "fp", json_hex(m[i].fp));
+        json_object_set_new(o, "distance", json_integer(m[i].distance));
+        if (m[i].similarity >= 0)
+            json_object_set_new(o, "similarity", json_real(m[i].similarity));
+        if (with_meta && m[i].meta)
+            json_object_set_new(o, "meta", json_meta(m[i].meta, m[i].meta_len));
+    }
+    return arr;
+}
+
+/* ---- Request checks ------------------------------------------------------- */
+
+/* Every member of obj is one of names (NULL-terminated); else a 400. */
+static int check_fields(reply *r, const json_t *obj, const char *where, const char *const *names)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value)
+    {
+        (void)value;
+        int known = 0;
+        for (size_t i = 0; names[i] && !known; i++)
+            known = strcmp(key, names[i]) == 0;
+        if (!known) {
+            reply_error(r, 400, "%sunknown field '%.200s'", where, key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_k_value(serve_server *srv, reply *r, long long v, unsigned *k)
+{
+    if (v < 0 || v > 64) {
+        reply_error(r, 400, "k must be an integer from 0 to %u, not %lld", srv->opened.k, v);
+        return -1;
+    }
+    if ((unsigned)v > srv->opened.k) {
+        reply_error(r, 400, "k %lld exceeds the store's design (built for k <= %u)", v,
+                    srv->opened.k);
+        return -1;
+    }
+    *k = (unsigned)v;
+    return 0;
+}
+
+/* "k" of a JSON body: absent means the store's k. */
+static int json_k(serve_server *srv, reply *r, const json_t *obj, unsigned *k)
+{
+    json_t *j = json_object_get(obj, "k");
+    *k = srv->opened.k;
+    if (!j)
+        return 0;
+    if (!json_is_integer(j)) {
+        reply_error(r, 400, "k must be an integer from 0 to %u", srv->opened.k);
+        return -1;
+    }
+    return parse_k_value(srv, r, (long long)json_integer_value(j), k);
+}
+
+static int json_flag(reply *r, const json_t *obj, const char *name, int *out)
+{
+    json_t *j = json_object_get(obj, name);
+    *out = 0;
+    if (!j)
+        return 0;
+    if (!json_is_boolean(j)) {
+        reply_error(r, 400, "%s must be true or false", name);
+        return -1;
+    }
+    *out = json_is_true(j);
+    return 0;
+}
+
+static int parse_fp_string(reply *r, const char *where, const json_t *j, uint64_t *fp)
+{
+    if (!json_is_string(j) || json_string_length(j) != 16 ||
+        cli_parse_hex64(json_string_value(j), fp) != 0) {
+        reply_error(r, 400, "%sfp must be a string of 16 hex digits", where);
+        return -1;
+    }
+    return 0;
+}
+
+/* One query or document's fingerprint: from "fp", or from "text" with the
+ * worker's fingerprinter (and its sketch, when the store keeps sketches). */
+typedef struct fp_source {
+    uint64_t fp;
+    int sketched;
+    uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+} fp_source;
+
+static int source_of(serve_server *srv, reply *r, worker *w, const char *where, const json_t *obj,
+                     fp_source *src)
+{
+    (void)srv;
+    json_t *fp = json_object_get(obj, "fp"), *text = json_object_get(obj, "text");
+    src->sketched = 0;
+    if ((fp != NULL) == (text != NULL)) {
+        reply_error(r, 400, "%sgive exactly one of fp and text", where);
+        return -1;
+    }
+    if (fp)
+        return parse_fp_string(r, where, fp, &src->fp);
+    if (!json_is_string(text)) {
+        reply_error(r, 400, "%stext must be a string", where);
+        return -1;
+    }
+    const char *t = json_string_value(text);
+    size_t len = json_string_length(text);
+    int rc = w->sketches ? simstore_fingerprint_sketch(w->fpr, t, len, &src->fp, src->sketch, NULL)
+                         : simstore_fingerprint_text(w->fpr, t, len, &src->fp, NULL);
+    if (rc != SIMSTORE_OK) {
+        reply_api_error(r, rc, "fingerprinting the text");
+        return -1;
+    }
+    src->sketched = w->sketches;
+    return 0;
+}
+
+static int query_one(serve_server *srv, worker *w, const fp_source *src, unsigned k,
+                     const simstore_match **m, size_t *n)
+{
+    const uint8_t *sketch = src->sketched ? src->sketch : NULL;
+    if (srv->live)
+        return simstore_live_query_fp(w->lq, src->fp, sketch, k, m, n);
+    return simstore_query_fp_sketch(w->q, src->fp, sketch, k, m, n);
+}
+
+/* ---- Percent-decoding and the query string -------------------------------- */
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode s[0..n) (%XX, and '+' as a space when plus) into out (n + 1
+ * bytes); -1 on a bad escape or a NUL byte. */
+static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *out_len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (n - i < 3)
+                return -1;
+            int hi = hex_digit(s[i + 1]);
+            int lo = hex_digit(s[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus) {
+            c = ' ';
+        }
+        if (c == '\0')
+            return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    *out_len = o;
+    return 0;
+}
+
+/* ---- Routes --------------------------------------------------------------- */
+
+/* GET /v1/query?fp=HEX16[&k=K][&meta=true] */
+static void route_query_get(serve_server *srv, worker *w, const serve_request *req, reply *r)
+{
+    uint64_t fp = 0;
+    unsigned k = srv->opened.k;
+    int have_fp = 0, have_k = 0, have_meta = 0, with_meta = 0;
+    const char *q = req->query ? req->query : "";
+    size_t qlen = req->query ? req->query_len : 0;
+    char *buf = malloc(qlen + 1);
+    if (!buf) {
+        reply_error(r, 503, "out of memory");
+        return;
+    }
+    size_t pos = 0;
+    while (pos < qlen) {
+        size_t end = pos;
+        while (end < qlen && q[end] != '&')
+            end++;
+        size_t eq = pos;
+        while (eq < end && q[eq] != '=')
+            eq++;
+        if (end == pos) {
+            pos = end + 1;
+            continue;
+        }
+        char name[16];
+        size_t name_len, value_len;
+        if (eq - pos >= sizeof name || percent_decode(q + pos, eq - pos, 1, buf, &name_len)) {
+            reply_error(r, 400, "unknown query parameter '%.*s'",
+                        (int)(eq - pos > 64 ? 64 : eq - pos), q + pos);
+            goto done;
+        }
+        memcpy(name, buf, name_len + 1);
+        const char *raw = eq < end ? q + eq + 1 : q + end;
+        if (percent_decode(raw, (size_t)(q + end - raw), 1, buf, &value_len)) {
+            reply_error(r, 400, "query parameter '%s': bad percent-escape", name);
+            goto done;
+        }
+        int *seen = strcmp(name, "fp") == 0     ? &have_fp
+                    : strcmp(name, "k") == 0    ? &have_k
+                    : strcmp(name, "meta") == 0 ? &have_meta
+                                                : NULL;
+        if (!seen) {
+            reply_error(r, 400, "unknown query parameter '%s' (fp, k, meta)", name);
+            goto done;
+        }
+        if (*seen) {
+            reply_error(r, 400, "query parameter '%s' given twice", name);
+            goto done;
+        }
+        *seen = 1;
+        if (seen == &have_fp) {
+            if (value_len != 16 || cli_parse_hex64(buf, &fp)) {
+                reply_error(r, 400, "fp must be 16 hex digits, not '%.64s'", buf);
+                goto done;
+            }
+        } else if (seen == &have_k) {
+            unsigned long long v;
+            if (cli_parse_uint(buf, 0, 64, &v)) {
+                reply_error(r, 400, "k must be an integer from 0 to %u, not '%.64s'", srv->opened.k,
+                            buf);
+                goto done;
+            }
+            if (parse_k_value(srv, r, (long long)v, &k))
+                goto done;
+        } else {
+            if (strcmp(buf, "true") == 0 || strcmp(buf, "1") == 0) {
+                with_meta = 1;
+            } else if (strcmp(buf, "false") != 0 && strcmp(buf, "0") != 0) {
+                reply_error(r, 400, "meta must be true or false, not '%.64s'", buf);
+                goto done;
+            }
+        }
+        pos = end + 1;
+    }
+    if (!have_fp) {
+        reply_error(r, 400, "missing query parameter fp (16 hex digits)");
+        goto done;
+    }
+    const simstore_match *m;
+    size_t n;
+    fp_source src = {.fp = fp};
+    int rc = query_one(srv, w, &src, k, &m, &n);
+    if (rc != SIMSTORE_OK) {
+        reply_api_error(r, rc, "query");
+        goto done;
+    }
+    r->status = 200;
+    r->json = json_pack("{s:o,s:I,s:o}", "fp", json_hex(fp), "k", (json_int_t)k, "matches",
+                        matches_json(m, n, with_meta));
+done:
+    free(buf);
+}
+
+/* The answers of a batch over a read-only store (simstore_query_batch):
+ * the batch's index i is the request's index[i]. */
+typedef struct batch_answers {
+    json_t *results;
+    const size_t *index;
+    int with_meta;
+} batch_answers;
+
+static int batch_answer(void *ctx, size_t i, uint64_t fp, const simstore_match *m, size_t n)
+{
+    batch_answers *a = ctx;
+    json_t *one = json_array_get(a->results, a->index[i]);
+    (void)fp;
+    json_t *arr = matches_json(m, n, a->with_meta);
+    if (!one || !arr || json_object_set_new(one, "matches", arr)) {
+        json_decref(arr);
+        return SIMSTORE_ENOMEM;
+    }
+    return 0;
+}
+
+/* Answer fps[0..count) through the batch path, the queries with sketches
+ * (text) in one batch and those without (fp) in another: a batch takes
+ * sketches for all its queries or none. */
+static int batch_read_only(serve_server *srv, const uint64_t *fps, const uint8_t *sketches,
+                           const unsigned char *sketched, size_t count, unsigned k, json_t *results,
+                           int with_meta)
+{
+    size_t sb = srv->sketch_bytes;
+    uint64_t *part_fps = malloc(count * sizeof *part_fps);
+    size_t *index = malloc(count * sizeof *index);
+    uint8_t *part_sketches = sb ? malloc(count * sb) : NULL;
+    int rc = SIMSTORE_OK;
+    if (!part_fps || !index || (sb && !part_sketches))
+        rc = SIMSTORE_ENOMEM;
+    for (int with = 0; with < 2 && rc == SIMSTORE_OK; with++) {
+        size_t n = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (sketched[i] != with)
+                continue;
+            part_fps[n] = fps[i];
+            if (with)
+                memcpy(part_sketches + n * sb, sketches + i * sb, sb);
+            index[n++] = i;
+        }
+        if (n == 0)
+            continue;
+        simstore_batch_options bo;
+        simstore_batch_options_init(&bo);
+        bo.flags = SIMSTORE_QUERY_WITH_META;
+        bo.threads = 1; /* the server's threads already share the cores */
+        batch_answers a = {results, index, with_meta};
+        rc = simstore_query_batch_sketches(srv->store, part_fps, with ? part_sketches : NULL, n, k,
+                                           &bo, batch_answer, &a);
+    }
+    free(part_fps);
+    free(index);
+    free(part_sketches);
+    return rc;
+}
+
+/* POST /v1/query: {"fp"|"text", "k", "meta"} or {"queries": [...], "k", "meta"}. */
+static void route_query_post(serve_server *srv, worker *w, const json_t *body, reply *r)
+{
+    static const char *const fields[] = {"fp", "text", "k", "meta", "queries", NULL};
+    static const char *const item_fields[] = {"fp", "text", "id", NULL};
+    unsigned k;
+    int with_meta;
+    if (check_fields(r, body, "", fields) || json_k(srv, r, body, &k) ||
+        json_flag(r, body, "meta", &with_meta))
+        return;
+    json_t *queries = json_object_get(body, "queries");
+    const simstore_match *m;
+    size_t n;
+    if (!queries) {
+        fp_source src;
+        if (source_of(srv, r, w, "", body, &src))
+            return;
+        int rc = query_one(srv, w, &src, k, &m, &n);
+        if (rc != SIMSTORE_OK) {
+            reply_api_error(r, rc, "query");
+            return;
+        }
+        r->status = 200;
+        r->json = json_pack("{s:o,s:I,s:o}", "fp", json_hex(src.fp), "k", (json_int_t)k, "matches",
+                            matches_json(m, n, with_meta));
+        return;
+    }
+    if (json_object_get(body, "fp") || json_object_get(body, "text")) {
+        reply_error(r, 400, "give queries, or fp or text, not both");
+        return;
+    }
+    if (!json_is_array(queries)) {
+        reply_error(r, 400, "queries must be an array of {\"fp\"} or {\"text\"} objects");
+        return;
+    }
+    size_t count = json_array_size(queries);
+    if (count > srv->o.max_batch) {
+        reply_error(r, 413, "queries holds %zu queries, above the limit of %zu", count,
+                    srv->o.max_batch);
+        return;
+    }
+    uint64_t *fps = malloc((count ? count : 1) * sizeof *fps);
+    uint8_t *sketches = srv->sketch_bytes ? malloc((count ? count : 1) * srv->sketch_bytes) : NULL;
+    unsigned char *sketched = malloc(count ? count : 1);
+    fp_source *src = malloc(sizeof *src);
+    json_t *results = json_array();
+    if (!fps || (srv->sketch_bytes && !sketches) || !sketched || !src || !results) {
+        reply_error(r, 503, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        json_t *item = json_array_get(queries, i);
+        char where[48];
+        snprintf(where, sizeof where, "queries[%zu]: ", i);
+        if (!json_is_object(item)) {
+            reply_error(r, 400, "%smust be an object with fp or text", where);
+            goto done;
+        }
+        if (check_fields(r, item, where, item_fields) || source_of(srv, r, w, where, item, src))
+            goto done;
+        json_t *id = json_object_get(item, "id");
+        json_t *one = json_pack("{s:o}", "fp", json_hex(src->fp));
+        if (!one || json_array_append_new(results, one)) {
+            reply_error(r, 503, "out of memory");
+            goto done;
+        }
+        if (id)
+            json_object_set(one, "id", id);
+        fps[i] = src->fp;
+        sketched[i] = (unsigned char)src->sketched;
+        if (src->sketched)
+            memcpy(sketches + i * srv->sketch_bytes, src->sketch, srv->sketch_bytes);
+        if (srv->live) {
+            /* The memtable is not in the store's tables: query by query. */
+            int rc = simstore_live_query_fp(w->lq, src->fp, src->sketched ? src->sketch : NULL, k,
+                                            &m, &n);
+            json_t *arr = rc == SIMSTORE_OK ? matches_json(m, n, with_meta) : NULL;
+            if (rc != SIMSTORE_OK) {
+                reply_api_error(r, rc, "query");
+                goto done;
+            }
+            json_object_set_new(one, "matches", arr);
+        }
+    }
+    if (!srv->live && count > 0) {
+        int rc = batch_read_only(srv, fps, sketches, sketched, count, k, results, with_meta);
+        if (rc != SIMSTORE_OK) {
+            reply_api_error(r, rc, "batch query");
+            goto done;
+        }
+    }
+    r->status = 200;
+    r->json = json_pack("{s:I,s:O}", "k", (json_int_t)k, "results", results);
+done:
+    json_decref(results);
+    free(fps);
+    free(sketches);
+    free(sketched);
+    free(src);
+}
+
+/* One document of a POST /v1/documents, checked. */
+typedef struct doc_in {
+    simstore_live_doc doc;
+    char id_buf[32]; /* an integer id's digits */
+    char *meta;      /* compact JSON, malloc'ed */
+    fp_source src;
+} doc_in;
+
+static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, const json_t *obj,
+                     doc_in *d)
+{
+    memset(&d->doc, 0, sizeof d->doc);
+    d->meta = NULL;
+    json_t *id = json_object_get(obj, "id"), *meta = json_object_get(obj, "meta");
+    if (json_is_string(id)) {
+        d->doc.id = json_string_value(id);
+        d->doc.id_len = json_string_length(id);
+    } else if (json_is_integer(id) && json_integer_value(id) >= 0) {
+        snprintf(d->id_buf, sizeof d->id_buf, "%lld", (long long)json_integer_value(id));
+        d->doc.id = d->id_buf;
+        d->doc.id_len = strlen(d->id_buf);
+        d->doc.flags = SIMSTORE_DOC_INTEGER_ID;
+    } else {
+        reply_error(r, 400, "%sid must be a string or a non-negative integer", where);
+        return -1;
+    }
+    if (d->doc.id_len == 0 || d->doc.id_len > SIMSTORE_MAX_ID_BYTES) {
+        reply_error(r, 400, "%sid must have 1 to %u bytes", where, SIMSTORE_MAX_ID_BYTES);
+        return -1;
+    }
+    if (memchr(d->doc.id, '\0', d->doc.id_len)) {
+        reply_error(r, 400, "%sid holds a NUL character", where);
+        return -1;
+    }
+    if (meta && !json_is_null(meta)) {
+        d->meta = json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!d->meta) {
+            reply_error(r, 503, "out of memory");
+            return -1;
+        }
+        d->doc.meta = d->meta;
+        d->doc.meta_len = strlen(d->meta);
+        if (d->doc.meta_len > SIMSTORE_MAX_META_BYTES) {
+            reply_error(r, 400, "%smeta has %zu bytes, above the limit of %u", where,
+                        d->doc.meta_len, SIMSTORE_MAX_META_BYTES);
+            return -1;
+        }
+    }
+    if (source_of(srv, r, w, where, obj, &d->src))
+        return -1;
+    d->doc.fp = d->src.fp;
+    d->doc.sketch = d->src.sketched ? d->src.sketch : NULL;
+    if (srv->sketch_bytes && !d->src.sketched) {
+        reply_error(r, 400,
+                    "%sthis store keeps a sketch of every document: give the text, not "
+                    "the fp",
+                    where);
+        return -1;
+    }
+    return 0;
+}
+
+typedef enum doc_mode { MODE_INSERT, MODE_INSERT_IF_NEW, MODE_CHECK } doc_mode;
+
+/* Apply one checked document; the result object on success (its "status"
+ * says what happened), NULL with r set on a failure of the whole request. */
+static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode, unsigned k, doc_in *d,
+                         reply *r, unsigned *status)
+{
+    const simstore_match *m = NULL;
+    size_t n = 0;
+    int inserted = 0, rc;
+    if (mode == MODE_INSERT) {
+        rc = simstore_live_insert(srv->live, &d->doc);
+        inserted = rc == SIMSTORE_OK;
+    } else if (mode == MODE_INSERT_IF_NEW) {
+        rc = simstore_live_insert_if_new(w->lq, &d->doc, k, &inserted, &m, &n);
+    } else {
+        rc = query_one(srv, w, &d->src, k, &m, &n);
+    }
+    json_t *out = json_pack("{s:o,s:o}", "id", json_id(d->doc.id, d->doc.id_len, d->doc.flags),
+                            "fp", json_hex(d->doc.fp));
+    if (!out) {
+        reply_error(r, 503, "out of memory");
+        return NULL;
+    }
+    if (rc == SIMSTORE_EEXIST) {
+        *status = 409;
+        json_object_set_new(out, "inserted", json_false());
+        json_object_set_new(out, "error", json_string("a document with this id is stored"));
+        return out;
+    }
+    if (rc != SIMSTORE_OK) {
+        json_decref(out);
+        reply_api_error(r, rc, mode == MODE_CHECK ? "query" : "insert");
+        return NULL;
+    }
+    *status = inserted ? 201 : 200;
+    json_object_set_new(out, "inserted", json_boolean(inserted));
+    if (mode != MODE_INSERT)
+        json_object_set_new(out, "matches", matches_json(m, n, 0));
+    return out;
+}
+
+/* The bearer token and the read-only switch of write routes: 0 to go on. */
+static int check_write(serve_server *srv, const serve_request *req, reply *r);
+
+/* POST /v1/documents: one {"id", "text"|"fp", "meta", "mode", "k"} or
+ * {"documents": [...], "mode", "k"}. */
+static void route_documents_post(serve_server *srv, worker *w, const serve_request *req,
+                                 const json_t *body, reply *r)
+{
+    static const char *const fields[] = {"id",   "text", "fp",        "meta",
+                                         "mode", "k",    "documents", NULL};
+    static const char *const batch_fields[] = {"documents", "mode", "k", NULL};
+    static const char *const item_fields[] = {"id", "text", "fp", "meta", NULL};
+    json_t *docs = json_object_get(body, "documents");
+    if (check_fields(r, body, "", docs ? batch_fields : fields))
+        return;
+    doc_mode mode = MODE_INSERT;
+    json_t *jm = json_object_get(body, "mode");
+    if (jm) {
+        const char *s = json_is_string(jm) ? json_string_value(jm) : "";
+        if (strcmp(s, "insert") == 0)
+            mode = MODE_INSERT;
+        else if (strcmp(s, "insert-if-new") == 0)
+            mode = MODE_INSERT_IF_NEW;
+        else if (strcmp(s, "check") == 0)
+            mode = MODE_CHECK;
+        else {
+            reply_error(r, 400, "mode must be \"insert\", \"insert-if-new\" or \"check\"");
+            return;
+        }
+    }
+    /* A check only reads: it needs neither the token nor a writable store. */
+    if (mode != MODE_CHECK && check_write(srv, req, r))
+        return;
+    unsigned k;
+    if (json_k(srv, r, body, &k))
+        return;
+    if (!docs) {
+        doc_in *d = malloc(sizeof *d);
+        unsigned status = 0;
+        if (!d) {
+            reply_error(r, 503, "out of memory");
+            return;
+        }
+        if (parse_doc(srv, r, w, "", body, d) == 0) {
+            json_t *out = apply_doc(srv, w, mode, k, d, r, &status);
+            if (out) {
+                r->status = status;
+                r->json = out;
+            }
+        }
+        free(d->meta);
+        free(d);
+        return;
+    }
+    if (!json_is_array(docs)) {
+        reply_error(r, 400, "documents must be an array of document objects");
+        return;
+    }
+    size_t count = json_array_size(docs);
+    if (count > srv->o.max_batch) {
+        reply_error(r, 413, "documents holds %zu documents, above the limit of %zu", count,
+                    srv->o.max_batch);
+        return;
+    }
+    doc_in *d = calloc(count ? count : 1, sizeof *d);
+    json_t *results = json_array();
+    if (!d || !results) {
+        reply_error(r, 503, "out of memory");
+        goto done;
+    }
+    /* Every document is checked before the first is applied. */
+    for (size_t i = 0; i < count; i++) {
+        json_t *item = json_array_get(docs, i);
+        char where[48];
+        snprintf(where, sizeof where, "documents[%zu]: ", i);
+        if (!json_is_object(item)) {
+            reply_error(r, 400, "%smust be an object", where);
+            goto done;
+        }
+        if (check_fields(r, item, where, item_fields) || parse_doc(srv, r, w, where, item, &d[i]))
+            goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        unsigned status = 0;
+        json_t *out = apply_doc(srv, w, mode, k, &d[i], r, &status);
+        if (!out)
+            goto done;
+        json_object_set_new(out, "status", json_integer(status));
+        json_array_append_new(results, out);
+    }
+    r->status = 200;
+    r->json = json_pack("{s:O}", "results", results);
+done:
+    for (size_t i = 0; d && i < count; i++)
+        free(d[i].meta);
+    free(d);
+    json_decref(results);
+}
+
+typedef struct got_doc {
+    json_t *json;
+    int missing;
+} got_doc;
+
+static json_t *document_json(const simstore_document *doc)
+{
+    json_t *o = json_pack("{s:o,s:o,s:I,s:I}", "id", json_id(doc->id, doc->id_len, doc->flags),
+                          "fp", json_hex(doc->fp), "segment", (json_int_t)doc->segment, "insertion",
+                          (json_int_t)doc->insertion);
+    if (o && doc->meta)
+        json_object_set_new(o, "meta", json_meta(doc->meta, doc->meta_len));
+    return o;
+}
+
+static int got_one(void *ctx, const simstore_document *doc)
+{
+    got_doc *g = ctx;
+    g->missing = doc->missing;
+    if (!doc->missing && !(g->json = document_json(doc)))
+        return SIMSTORE_ENOMEM;
+    return 0;
+}
+
+/* GET /v1/documents/ID */
+static void route_document_get(serve_server *srv, worker *w, const char *id, size_t id_len,
+                               reply *r)
+{
+    got_doc g = {NULL, 1};
+    int rc;
+    if (srv->live) {
+        simstore_document doc;
+        rc = simstore_live_get(w->lq, id, id_len, &doc);
+        if (rc == 1) {
+            g.missing = 0;
+            rc = (g.json = document_json(&doc)) ? SIMSTORE_OK : SIMSTORE_ENOMEM;
+        }
+    } else {
+        const char *ids[1] = {id};
+        size_t lens[1] = {id_len};
+        rc = simstore_get(srv->store, ids, lens, 1, got_one, &g);
+    }
+    if (rc != SIMSTORE_OK) {
+        json_decref(g.json);
+        reply_api_error(r, rc, "get");
+        return;
+    }
+    if (g.missing) {
+        reply_error(r, 404, "no document has the id '%.200s'", id);
+        return;
+    }
+    r->status = 200;
+    r->json = g.json;
+}
+
+/* DELETE /v1/documents/ID */
+static void route_document_delete(serve_server *srv, const char *id, size_t id_len, reply *r)
+{
+    int rc = simstore_live_delete(srv->live, id, id_len);
+    if (rc == SIMSTORE_ENOTFOUND) {
+        reply_error(r, 404, "no document has the id '%.200s'", id);
+        return;
+    }
+    if (rc != SIMSTORE_OK) {
+        reply_api_error(r, rc, "delete");
+        return;
+    }
+    r->status = 200;
+    r->json = json_pack("{s:o,s:b}", "id", json_text(id, id_len), "deleted", 1);
+}
+
+/* GET /v1/stats: what stats --json says, and the live part. */
+static void route_stats(serve_server *srv, reply *r)
+{
+    simstore_stats st;
+    int rc = simstore_get_stats(srv->store, &st);
+    if (rc != SIMSTORE_OK) {
+        reply_api_error(r, rc, "stats");
+        return;
+    }
+    /* The object stats --json prints, from the same writer. */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *mem = open_memstream(&text, &text_len);
+    json_t *o = NULL;
+    if (mem) {
+        stats_json(mem, srv->store, &st);
+        if (fclose(mem) == 0)
+            o = json_loadb(text, text_len, 0, NULL);
+    }
+    free(text);
+    if (o)
+        json_object_set_new(o, "read_only", json_boolean(srv->live == NULL));
+    if (o && srv->live) {
+        simstore_live_stats ls;
+        simstore_live_get_stats(srv->live, &ls);
+        json_object_set_new(
+            o, "live",
+            json_pack("{s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                      "memtable_documents", (json_int_t)ls.memtable_docs, "memtable_deletes",
+                      (json_int_t)ls.memtable_deletes, "memtable_changes",
+                      (json_int_t)ls.memtable_changes, "memtable_bytes",
+                      (json_int_t)ls.memtable_bytes, "flushing", ls.flushing, "wal_bytes",
+                      (json_int_t)ls.wal_bytes, "wal_records", (json_int_t)ls.wal_records,
+                      "wal_syncs", (json_int_t)ls.wal_syncs, "wal_last_seq",
+                      (json_int_t)ls.wal_last_seq, "wal_applied_seq",
+                      (json_int_t)ls.wal_applied_seq, "replayed", (json_int_t)ls.replayed,
+                      "flushes", (json_int_t)ls.flushes, "compactions", (json_int_t)ls.compactions,
+                      "inserts", (json_int_t)ls.inserts, "deletes", (json_int_t)ls.deletes));
+    }
+    r->status = o ? 200 : 503;
+    r->json = o ? o : json_pack("{s:s}", "error", "out of memory");
+}
+
+/* ---- /metrics ------------------------------------------------------------- */
+
+typedef struct text_buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} text_buf;
+
+static void tb_printf(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb_printf(text_buf *b, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2 && !b->failed; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->p && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        if (cli_grow((void **)&b->p, &b->cap, b->len + (size_t)n + 1, 1, 4096)) {
+            b->failed = 1;
+            return;
+        }
+    }
+}
+
+static void route_metrics(serve_server *srv, reply *r)
+{
+    text_buf b = {0};
+    serve_metrics *mt = &srv->metrics;
+    tb_printf(&b, "# HELP simstore_http_requests_total HTTP requests answered, by route and "
+                  "status.\n# TYPE simstore_http_requests_total counter\n");
+    pthread_mutex_lock(&mt->lock);
+    for (unsigned rt = 0; rt < SERVE_ROUTE_COUNT; rt++)
+        for (unsigned s = 0; s < STATUS_SLOTS; s++) {
+            if (!mt->requests[rt][s])
+                continue;
+            char code[8];
+            if (s < STATUS_SLOTS - 1)
+                snprintf(code, sizeof code, "%u", metric_statuses[s]);
+            else
+                snprintf(code, sizeof code, "other");
+            tb_printf(&b, "simstore_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n",
+                      route_names[rt], code, (unsigned long long)mt->requests[rt][s]);
+        }
+    tb_printf(&b, "# HELP simstore_http_request_duration_seconds Time from a request's first "
+                  "line to its answer, by route.\n"
+                  "# TYPE simstore_http_request_duration_seconds histogram\n");
+    for (unsigned rt = 0; rt < SERVE_ROUTE_COUNT; rt++) {
+        if (!mt->latency_count[rt])
+            continue;
+        uint64_t cumulative = 0;
+        for (unsigned i = 0; i < LATENCY_BUCKETS; i++) {
+            cumulative += mt->latency_le[rt][i];
+            tb_printf(&b,
+                      "simstore_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} "
+                      "%llu\n",
+                      route_names[rt], latency_bounds[i], (unsigned long long)cumulative);
+        }
+        tb_printf(&b,
+                  "simstore_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n"
+                  "simstore_http_request_duration_seconds_sum{route=\"%s\"} %.9f\n"
+                  "simstore_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+                  route_names[rt], (unsigned long long)mt->latency_count[rt], route_names[rt],
+                  mt->latency_sum[rt], route_names[rt], (unsigned long long)mt->latency_count[rt]);
+    }
+    pthread_mutex_unlock(&mt->lock);
+    simstore_stats st;
+    if (simstore_get_stats(srv->store, &st) == SIMSTORE_OK) {
+        tb_printf(&b,
+                  "# HELP simstore_documents Documents in the store's committed state.\n"
+                  "# TYPE simstore_documents gauge\nsimstore_documents %llu\n"
+                  "# HELP simstore_segments Segments of the store.\n"
+                  "# TYPE simstore_segments gauge\nsimstore_segments %llu\n",
+                  (unsigned long long)st.documents, (unsigned long long)st.segments);
+    }
+    if (srv->live) {
+        simstore_live_stats ls;
+        simstore_live_get_stats(srv->live, &ls);
+        tb_printf(&b,
+                  "# HELP simstore_memtable_documents Inserted documents not yet flushed.\n"
+                  "# TYPE simstore_memtable_documents gauge\nsimstore_memtable_documents %llu\n"
+                  "# HELP simstore_memtable_bytes Bytes the in-memory tables hold.\n"
+                  "# TYPE simstore_memtable_bytes gauge\nsimstore_memtable_bytes %llu\n"
+                  "# HELP simstore_wal_bytes The write-ahead log's size.\n"
+                  "# TYPE simstore_wal_bytes gauge\nsimstore_wal_bytes %llu\n"
+                  "# HELP simstore_wal_syncs_total Group fsyncs of the log since start.\n"
+                  "# TYPE simstore_wal_syncs_total counter\nsimstore_wal_syncs_total %llu\n"
+                  "# HELP simstore_flushes_total Flushes committed since start.\n"
+                  "# TYPE simstore_flushes_total counter\nsimstore_flushes_total %llu\n"
+                  "# HELP simstore_compactions_total Compactions committed since start.\n"
+                  "# TYPE simstore_compactions_total counter\nsimstore_compactions_total %llu\n"
+                  "# HELP simstore_inserts_total Inserts acknowledged since start.\n"
+                  "# TYPE simstore_inserts_total counter\nsimstore_inserts_total %llu\n"
+                  "# HELP simstore_deletes_total Deletes acknowledged since start.\n"
+                  "# TYPE simstore_deletes_total counter\nsimstore_deletes_total %llu\n",
+                  (unsigned long long)ls.memtable_docs, (unsigned long long)ls.memtable_bytes,
+                  (unsigned long long)ls.wal_bytes, (unsigned long long)ls.wal_syncs,
+                  (unsigned long long)ls.flushes, (unsigned long long)ls.compactions,
+                  (unsigned long long)ls.inserts, (unsigned long long)ls.deletes);
+    }
+    if (b.failed) {
+        free(b.p);
+        reply_error(r, 503, "out of memory");
+        return;
+    }
+    r->status = 200;
+    r->text = b.p;
+    r->text_len = b.len;
+}
+
+void serve_record(serve_server *srv, serve_route route, unsigned status, double seconds)
+{
+    serve_metrics *mt = &srv->metrics;
+    if (route >= SERVE_ROUTE_COUNT)
+        route = SERVE_ROUTE_OTHER;
+    unsigned slot = STATUS_SLOTS - 1;
+    for (unsigned i = 0; i < STATUS_SLOTS - 1; i++)
+        if (metric_statuses[i] == status)
+            slot = i;
+    unsigned bucket = 0;
+    while (bucket < LATENCY_BUCKETS && seconds > latency_bounds[bucket])
+        bucket++;
+    pthread_mutex_lock(&mt->lock);
+    mt->requests[route][slot]++;
+    if (bucket < LATENCY_BUCKETS)
+        mt->latency_le[route][bucket]++;
+    mt->latency_count[route]++;
+    mt->latency_sum[route] += seconds;
+    pthread_mutex_unlock(&mt->lock);
+}
+
+/* ---- Authorization ---------------------------------------------------------- */
+
+/* Whether given[0..given_len) equals token, in time that depends on the
+ * token's length only. */
+static int token_equal(const char *given, size_t given_len, const char *token)
+{
+    size_t token_len = strlen(token);
+    unsigned char diff = given_len != token_len;
+    for (size_t i = 0; i < token_len; i++)
+        diff |= (unsigned char)(token[i] ^ (i < given_len ? given[i] : 0));
+    return diff == 0;
+}
+
+static int check_write(serve_server *srv, const serve_request *req, reply *r)
+{
+    if (!srv->live) {
+        reply_error(r, 403, "the server is read-only (--read-only)");
+        return -1;
+    }
+    if (!srv->o.token)
+        return 0;
+    const char *a = req->authorization;
+    if (!a || strncasecmp(a, "Bearer ", 7) != 0) {
+        reply_error(r, 401, "this route needs the header 'Authorization: Bearer TOKEN'");
+        return -1;
+    }
+    a += 7;
+    while (*a == ' ')
+        a++;
+    if (!token_equal(a, strlen(a), srv->o.token)) {
+        reply_error(r, 401, "wrong bearer token");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Dispatch ------------------------------------------------------------- */
+
+static json_t *parse_body(const serve_request *req, reply *r)
+{
+    if (req->body_len == 0) {
+        reply_error(r, 400, "the request needs a JSON object as its body");
+        return NULL;
+    }
+    json_error_t err;
+    json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &err);
+    if (!j) {
+        reply_error(r, 400, "malformed JSON at line %d, column %d: %s", err.line, err.column,
+                    err.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        reply_error(r, 400, "the body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}
+
+#define DOCUMENTS_PREFIX "/v1/documents/"
+
+static void dispatch(serve_server *srv, const serve_request *req, reply *r, serve_route *route)
+{
+    const char *method = req->method ? req->method : "";
+    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0,
+        del = strcmp(method, "DELETE") == 0;
+    size_t raw_len = req->path_len;
+    char *path = malloc(raw_len + 1);
+    size_t path_len = 0;
+    worker *w = NULL;
+    json_t *body = NULL;
+    if (!path) {
+        reply_error(r, 503, "out of memory");
+        return;
+    }
+    if (percent_decode(req->path ? req->path : "", raw_len, 0, path, &path_len)) {
+        reply_error(r, 400, "the path has a bad percent-escape or a NUL byte");
+        goto done;
+    }
+    const char *allowed = NULL;
+    if (strcmp(path, "/v1/query") == 0) {
+        *route = post ? SERVE_ROUTE_QUERY_POST : SERVE_ROUTE_QUERY_GET;
+        allowed = get || post ? NULL : "GET, POST";
+    } else if (strcmp(path, "/v1/documents") == 0) {
+        *route = SERVE_ROUTE_DOCUMENTS_POST;
+        allowed = post ? NULL : "POST";
+    } else if (strncmp(path, DOCUMENTS_PREFIX, strlen(DOCUMENTS_PREFIX)) == 0) {
+        *route = del ? SERVE_ROUTE_DOCUMENT_DELETE : SERVE_ROUTE_DOCUMENT_GET;
+        allowed = get || del ? NULL : "GET, DELETE";
+    } else if (strcmp(path, "/v1/stats") == 0) {
+        *route = SERVE_ROUTE_STATS;
+        allowed = get ? NULL : "GET";
+    } else if (strcmp(path, "/healthz") == 0) {
+        *route = SERVE_ROUTE_HEALTHZ;
+        allowed = get ? NULL : "GET";
+    } else if (strcmp(path, "/metrics") == 0) {
+        *route = SERVE_ROUTE_METRICS;
+        allowed = get ? NULL : "GET";
+    } else {
+        *route = SERVE_ROUTE_OTHER;
+        reply_error(r, 404, "no route %.200s (see the README, \"Serve\")", path);
+        goto done;
+    }
+    if (allowed) {
+        reply_error(r, 405, "%s takes %s, not %.32s", path, allowed, method);
+        goto done;
+    }
+    if (*route != SERVE_ROUTE_QUERY_GET && req->query && req->query_len) {
+        reply_error(r, 400, "%s takes no query parameters", path);
+        goto done;
+    }
+    switch (*route) {
+    case SERVE_ROUTE_HEALTHZ:
+        r->status = 200;
+        r->json = json_pack("{s:s,s:b}", "status", "ok", "read_only", srv->live == NULL);
+        goto done;
+    case SERVE_ROUTE_STATS: route_stats(srv, r); goto done;
+    case SERVE_ROUTE_METRICS: route_metrics(srv, r); goto done;
+    case SERVE_ROUTE_DOCUMENT_DELETE:
+        if (check_write(srv, req, r))
+            goto done;
+        break;
+    default: break;
+    }
+    if (*route == SERVE_ROUTE_QUERY_POST || *route == SERVE_ROUTE_DOCUMENTS_POST) {
+        if (req->body_len > srv->o.max_body_bytes) {
+            reply_error(r, 413, "the body has %zu bytes, above the limit of %zu", req->body_len,
+                        srv->o.max_body_bytes);
+            goto done;
+        }
+        if (!(body = parse_body(req, r)))
+            goto done;
+    }
+    int rc = worker_take(srv, &w);
+    if (rc != SIMSTORE_OK) {
+        reply_api_error(r, rc, "query context");
+        goto done;
+    }
+    const char *id = path + strlen(DOCUMENTS_PREFIX);
+    size_t id_len = path_len >= strlen(DOCUMENTS_PREFIX) ? path_len - strlen(DOCUMENTS_PREFIX) : 0;
+    if ((*route == SERVE_ROUTE_DOCUMENT_GET || *route == SERVE_ROUTE_DOCUMENT_DELETE) &&
+        (id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)) {
+        reply_error(r, 400, "a document id has 1 to %u bytes", SIMSTORE_MAX_ID_BYTES);
+        goto done;
+    }
+    switch (*route) {
+    case SERVE_ROUTE_QUERY_GET: route_query_get(srv, w, req, r); break;
+    case SERVE_ROUTE_QUERY_POST: route_query_post(srv, w, body, r); break;
+    case SERVE_ROUTE_DOCUMENTS_POST: route_documents_post(srv, w, req, body, r); break;
+    case SERVE_ROUTE_DOCUMENT_GET: route_document_get(srv, w, id, id_len, r); break;
+    case SERVE_ROUTE_DOCUMENT_DELETE: route_document_delete(srv, id, id_len, r); break;
+    default: break;
+    }
+done:
+    worker_give_back(srv, w);
+    json_decref(body);
+    free(path);
+}
+
+static void finish(reply *r, serve_response *out)
+{
+    if (r->text) {
+        out->status = r->status;
+        out->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        out->body = r->text;
+        out->body_len = r->text_len;
+        return;
+    }
+    char *s = r->json ? json_dumps(r->json, JSON_COMPACT) : NULL;
+    json_decref(r->json);
+    out->content_type = "application/json";
+    if (!s) {
+        static const char oom[] = "{\"error\":\"out of memory\"}";
+        out->status = 503;
+        out->body = malloc(sizeof oom);
+        if (out->body)
+            memcpy(out->body, oom, sizeof oom);
+        out->body_len = out->body ? sizeof oom - 1 : 0;
+        return;
+    }
+    /* One line: a response read with curl ends in a newline. */
+    size_t len = strlen(s);
+    char *t = realloc(s, len + 2);
+    if (t) {
+        t[len++] = '\n';
+        t[len] = '\0';
+        s = t;
+    }
+    out->status = r->status;
+    out->body = s;
+    out->body_len = len;
+}
+
+void serve_handle(serve_server *srv, const serve_request *req, serve_response *out)
+{
+    reply r = {500, NULL, NULL, 0};
+    memset(out, 0, sizeof *out);
+    out->route = SERVE_ROUTE_OTHER;
+    dispatch(srv, req, &r, &out->route);
+    if (!r.json && !r.text)
+        reply_error(&r, 500, "internal error: no answer");
+    finish(&r, out);
+}
+
+void serve_too_large(serve_server *srv, serve_response *out)
+{
+    reply r = {500, NULL, NULL, 0};
+    memset(out, 0, sizeof *out);
+    out->route = SERVE_ROUTE_OTHER;
+    reply_error(&r, 413, "the body is above the limit of %zu bytes", srv->o.max_body_bytes);
+    finish(&r, out);
+}
+
+void serve_response_free(serve_response *r)
+{
+    if (r) {
+        free(r->body);
+        r->body = NULL;
+    }
+}

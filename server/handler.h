@@ -1,0 +1,98 @@
+/* handler.h: the server's request handling without the network: a store (a
+ * live store, or a read-only one), one request in (method, path, query,
+ * authorization, body), one response out (status, content type, body), and
+ * the counters /metrics prints. http.c feeds it from libmicrohttpd; the fuzz
+ * target tests/fuzz/fuzz_serve_request.c feeds it bytes. */
+#ifndef SIMS_SERVER_HANDLER_H
+#define SIMS_SERVER_HANDLER_H
+
+#include "simstore.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The limits a request is held to (413 beyond them). */
+#define SERVE_DEFAULT_MAX_BODY_BYTES (16u << 20)
+#define SERVE_DEFAULT_MAX_BATCH 10000u
+
+typedef struct serve_options {
+    int read_only;           /* open the store read-only; writes get 403   */
+    const char *token;       /* bearer token of write routes; NULL: none   */
+    size_t max_body_bytes;   /* (SERVE_DEFAULT_MAX_BODY_BYTES)             */
+    size_t max_batch;        /* queries or documents in one request        */
+    uint64_t memtable_bytes; /* the live store's flush size; 0: default    */
+    unsigned threads;        /* flush and compaction threads; 0: default   */
+} serve_options;
+
+void serve_options_init(serve_options *o);
+
+typedef struct serve_server serve_server;
+
+/* Open the store at path as options say: a live store, or with read_only a
+ * read-only store (no writer lock: the CLI's add and compact keep working).
+ * Errors: those of simstore_live_open() or simstore_open(), SIMSTORE_ENOMEM. */
+int serve_server_open(const char *path, const serve_options *o, serve_server **out);
+
+/* Flush the live store's changes into the store (nothing when read-only).
+ * Errors: those of simstore_live_flush(). */
+int serve_server_flush(serve_server *srv);
+
+/* Compact when the store's policy says so (live stores only; 0 otherwise).
+ * Errors: those of simstore_live_compact(). */
+int serve_server_maybe_compact(serve_server *srv);
+
+/* Flushes the live store committed since open (0 when read-only). */
+uint64_t serve_server_flushes(serve_server *srv);
+
+/* Close; no request may be running. NULL allowed. */
+void serve_server_close(serve_server *srv);
+
+/* The routes, for metrics and the access log. */
+typedef enum serve_route {
+    SERVE_ROUTE_QUERY_GET,
+    SERVE_ROUTE_QUERY_POST,
+    SERVE_ROUTE_DOCUMENTS_POST,
+    SERVE_ROUTE_DOCUMENT_GET,
+    SERVE_ROUTE_DOCUMENT_DELETE,
+    SERVE_ROUTE_STATS,
+    SERVE_ROUTE_HEALTHZ,
+    SERVE_ROUTE_METRICS,
+    SERVE_ROUTE_OTHER,
+    SERVE_ROUTE_COUNT
+} serve_route;
+
+const char *serve_route_name(serve_route route);
+
+typedef struct serve_request {
+    const char *method; /* "GET", "POST", ... (NUL-terminated)        */
+    const char *path;   /* the raw path, percent-escapes undecoded    */
+    size_t path_len;
+    const char *query; /* the raw query string after '?', or NULL    */
+    size_t query_len;
+    const char *authorization; /* the Authorization header, or NULL          */
+    const char *body;          /* may hold any bytes                         */
+    size_t body_len;
+} serve_request;
+
+typedef struct serve_response {
+    unsigned status;
+    const char *content_type; /* static string                            */
+    char *body;               /* malloc'ed; serve_response_free()         */
+    size_t body_len;
+    serve_route route;
+} serve_response;
+
+/* Answer one request; always fills *out (500 with a JSON error when memory
+ * runs out). Thread-safe: any number of threads may call it at once. */
+void serve_handle(serve_server *srv, const serve_request *req, serve_response *out);
+
+/* A response saying the body passed the limit (413), for the network layer
+ * that stops reading it. */
+void serve_too_large(serve_server *srv, serve_response *out);
+
+void serve_response_free(serve_response *r);
+
+/* Count a finished request for /metrics: its route, status and latency. */
+void serve_record(serve_server *srv, serve_route route, unsigned status, double seconds);
+
+#endif

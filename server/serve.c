@@ -1,0 +1,469 @@
+/* serve.c: the simstore serve command: options, libmicrohttpd around the
+ * request handler (handler.c), the access log, and the signals (SIGTERM
+ * drains and flushes, SIGHUP reopens the log). */
+#include "cli.h"
+#include "handler.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CMD "serve"
+#define DEFAULT_LISTEN "127.0.0.1:8077"
+#define DEFAULT_TIMEOUT_SECONDS 30u
+#define MAX_CONNECTIONS 1024u
+#define DRAIN_SECONDS 30
+/* Every this often the main thread looks whether a flush happened since
+ * and, if so, lets the store's policy compact it. */
+#define COMPACT_CHECK_SECONDS 5
+
+int cmd_serve(int argc, char **argv);
+
+static void usage(FILE *out)
+{
+    fprintf(out, "Usage: simstore serve STORE [OPTIONS]\n"
+                 "\n"
+                 "Serve a store over HTTP/1.1 with JSON (README.md, \"Serve\"): queries,\n"
+                 "online inserts and deletes (durable before their answer), stats, metrics.\n"
+                 "\n"
+                 "Options:\n"
+                 "      --listen ADDR:PORT   IPv4 address and port (default " DEFAULT_LISTEN ");\n"
+                 "                           port 0 picks a free one; the first line on\n"
+                 "                           stdout says which\n"
+                 "      --threads N          threads answering requests (default: every core)\n"
+                 "      --token-file FILE    write routes need 'Authorization: Bearer TOKEN',\n"
+                 "                           TOKEN the file's first line\n"
+                 "      --read-only          open the store read-only: writes get 403, and\n"
+                 "                           the CLI's add, delete and compact keep working\n"
+                 "      --log FILE           the access log, one line a request (default:\n"
+                 "                           stderr); SIGHUP reopens it\n"
+                 "      --memtable SIZE      flush inserts into a new segment past this size\n"
+                 "                           (default 64M)\n"
+                 "      --max-body SIZE      largest request body (default 16M; 413 above)\n"
+                 "      --max-batch N        most queries or documents in one request\n"
+                 "                           (default 10000; 413 above)\n"
+                 "      --timeout SECONDS    close connections idle this long (default 30)\n"
+                 "  -h, --help               this help\n"
+                 "\n"
+                 "SIGTERM or SIGINT: stop accepting, finish the requests in flight, flush the\n"
+                 "in-memory inserts into the store and exit 0.\n");
+}
+
+/* ---- The access log --------------------------------------------------------- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *log_file;       /* stderr, or the --log file */
+static const char *log_path; /* NULL: stderr */
+
+static int log_open(void)
+{
+    if (!log_path) {
+        log_file = stderr;
+        return 0;
+    }
+    FILE *f = fopen(log_path, "a");
+    if (!f)
+        return -1;
+    setvbuf(f, NULL, _IOLBF, 0);
+    pthread_mutex_lock(&log_lock);
+    FILE *old = log_file;
+    log_file = f;
+    pthread_mutex_unlock(&log_lock);
+    if (old && old != stderr)
+        fclose(old);
+    return 0;
+}
+
+/* ---- Requests ----------------------------------------------------------- */
+
+typedef struct server_state {
+    serve_server *srv;
+    size_t max_body_bytes;
+    atomic_uint in_flight;
+} server_state;
+
+/* One request on a connection, from its URI to its completion. */
+typedef struct request_state {
+    char *uri; /* raw, as the request line gave it */
+    char *body;
+    size_t body_len, body_cap;
+    int started;
+    int too_large;
+    struct timespec start;
+} request_state;
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    server_state *st = cls;
+    (void)c;
+    request_state *rs = calloc(1, sizeof *rs);
+    if (!rs)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &rs->start);
+    rs->uri = strdup(uri ? uri : "");
+    atomic_fetch_add(&st->in_flight, 1);
+    return rs;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode why)
+{
+    server_state *st = cls;
+    request_state *rs = *con_cls;
+    (void)c;
+    (void)why;
+    if (!rs)
+        return;
+    free(rs->uri);
+    free(rs->body);
+    free(rs);
+    *con_cls = NULL;
+    atomic_fetch_sub(&st->in_flight, 1);
+}
+
+static void access_log(struct MHD_Connection *c, const char *method, const char *uri,
+                       const serve_response *resp, double seconds)
+{
+    char addr[INET6_ADDRSTRLEN] = "-";
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr,
+                  sizeof addr);
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* The URI as received, escaped: a request line cannot forge log lines. */
+    char esc[4 * 256 + 1];
+    size_t uri_len = strlen(uri);
+    cli_escape(uri, uri_len > 256 ? 256 : uri_len, esc, sizeof esc);
+    pthread_mutex_lock(&log_lock);
+    if (log_file) {
+        fprintf(log_file, "%s %s \"%.16s %s\" %u %zu %.3fms %s\n", when, addr, method, esc,
+                resp->status, resp->body_len, seconds * 1e3, serve_route_name(resp->route));
+        fflush(log_file);
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+static enum MHD_Result respond(server_state *st, struct MHD_Connection *c, const char *method,
+                               request_state *rs, serve_response *resp)
+{
+    double seconds = seconds_since(&rs->start);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        serve_response_free(resp);
+        return MHD_NO;
+    }
+    resp->body = NULL; /* MHD frees it */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+    if (resp->status == 401)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    enum MHD_Result ok = MHD_queue_response(c, resp->status, r);
+    MHD_destroy_response(r);
+    serve_record(st->srv, resp->route, resp->status, seconds);
+    access_log(c, method, rs->uri ? rs->uri : "", resp, seconds);
+    return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    server_state *st = cls;
+    request_state *rs = *con_cls;
+    (void)url;
+    (void)version;
+    if (!rs || !rs->uri)
+        return MHD_NO; /* out of memory at the URI: drop the connection */
+    if (!rs->started) {
+        rs->started = 1;
+        /* A declared length above the limit is refused before its body. */
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long declared;
+        if (cl && cli_parse_uint(cl, 0, ~0ull, &declared) == 0 && declared > st->max_body_bytes) {
+            serve_response resp;
+            serve_too_large(st->srv, &resp);
+            rs->too_large = 1;
+            return respond(st, c, method, rs, &resp);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (rs->too_large)
+            return MHD_YES;
+        if (rs->body_len + n > st->max_body_bytes) {
+            /* Read and drop the rest: the answer is 413. */
+            rs->too_large = 1;
+            free(rs->body);
+            rs->body = NULL;
+            rs->body_len = rs->body_cap = 0;
+            return MHD_YES;
+        }
+        if (cli_grow((void **)&rs->body, &rs->body_cap, rs->body_len + n + 1, 1, 4096))
+            return MHD_NO;
+        memcpy(rs->body + rs->body_len, upload_data, n);
+        rs->body_len += n;
+        return MHD_YES;
+    }
+    serve_response resp;
+    if (rs->too_large) {
+        serve_too_large(st->srv, &resp);
+        return respond(st, c, method, rs, &resp);
+    }
+    char *q = strchr(rs->uri, '?');
+    serve_request req = {
+        .method = method,
+        .path = rs->uri,
+        .path_len = q ? (size_t)(q - rs->uri) : strlen(rs->uri),
+        .query = q ? q + 1 : NULL,
+        .query_len = q ? strlen(q + 1) : 0,
+        .authorization =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        .body = rs->body ? rs->body : "",
+        .body_len = rs->body_len,
+    };
+    serve_handle(st->srv, &req, &resp);
+    return respond(st, c, method, rs, &resp);
+}
+
+/* ---- Options ----------------------------------------------------------------- */
+
+static int parse_listen(const char *arg, struct sockaddr_in *sa)
+{
+    const char *colon = strrchr(arg, ':');
+    char host[64];
+    unsigned long long port;
+    if (!colon || (size_t)(colon - arg) >= sizeof host ||
+        cli_parse_uint(colon + 1, 0, 65535, &port) != 0)
+        return -1;
+    memcpy(host, arg, (size_t)(colon - arg));
+    host[colon - arg] = '\0';
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+/* The token: the file's first line, without trailing white space. */
+static int read_token(const char *path, char **out)
+{
+    char *data, why[1024];
+    size_t len;
+    if (cli_read_file(path, &data, &len, why, sizeof why) != 0)
+        return cli_error(CMD, "%s", why);
+    char *nl = memchr(data, '\n', len);
+    if (nl)
+        len = (size_t)(nl - data);
+    while (len > 0 && (data[len - 1] == ' ' || data[len - 1] == '\t' || data[len - 1] == '\r'))
+        len--;
+    data[len] = '\0';
+    if (len == 0 || memchr(data, '\0', len)) {
+        free(data);
+        return cli_error(CMD, "%s: the token file's first line is empty", path);
+    }
+    *out = data;
+    return CLI_EXIT_OK;
+}
+
+enum {
+    OPT_LISTEN = 1,
+    OPT_THREADS,
+    OPT_TOKEN_FILE,
+    OPT_READ_ONLY,
+    OPT_LOG,
+    OPT_MEMTABLE,
+    OPT_MAX_BODY,
+    OPT_MAX_BATCH,
+    OPT_TIMEOUT
+};
+
+int cmd_serve(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+        {"read-only", no_argument, NULL, OPT_READ_ONLY},
+        {"log", required_argument, NULL, OPT_LOG},
+        {"memtable", required_argument, NULL, OPT_MEMTABLE},
+        {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    serve_options so;
+    serve_options_init(&so);
+    const char *listen = DEFAULT_LISTEN, *token_file = NULL;
+    unsigned threads = 0, timeout = DEFAULT_TIMEOUT_SECONDS;
+    unsigned long long v;
+    int c;
+    log_path = NULL;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_LISTEN: listen = optarg; break;
+        case OPT_THREADS:
+            if (cli_threads_option(CMD, optarg, &threads))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_TOKEN_FILE: token_file = optarg; break;
+        case OPT_READ_ONLY: so.read_only = 1; break;
+        case OPT_LOG: log_path = optarg; break;
+        case OPT_MEMTABLE:
+            if (cli_parse_size(optarg, &v) || v < 4096)
+                return cli_usage_error(CMD,
+                                       "--memtable takes a size of at least 4K (K, M, G: "
+                                       "powers of 1024), not '%s'",
+                                       optarg);
+            so.memtable_bytes = v;
+            break;
+        case OPT_MAX_BODY:
+            if (cli_parse_size(optarg, &v) || v < 1024 || v > (1ull << 32))
+                return cli_usage_error(CMD, "--max-body takes a size from 1K to 4G, not '%s'",
+                                       optarg);
+            so.max_body_bytes = (size_t)v;
+            break;
+        case OPT_MAX_BATCH:
+            if (cli_parse_uint(optarg, 1, 1000000, &v))
+                return cli_usage_error(CMD, "--max-batch takes 1 to 1000000, not '%s'", optarg);
+            so.max_batch = (size_t)v;
+            break;
+        case OPT_TIMEOUT:
+            if (cli_parse_uint(optarg, 1, 86400, &v))
+                return cli_usage_error(CMD, "--timeout takes 1 to 86400 seconds, not '%s'", optarg);
+            timeout = (unsigned)v;
+            break;
+        case 'h': usage(stdout); return CLI_EXIT_OK;
+        default: return cli_bad_option(CMD, c, argv, optind);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(CMD, "missing STORE");
+    const char *path = cli_store_path(argv[optind++]);
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    struct sockaddr_in sa;
+    if (parse_listen(listen, &sa))
+        return cli_usage_error(CMD, "--listen takes an IPv4 ADDR:PORT such as %s, not '%s'",
+                               DEFAULT_LISTEN, listen);
+    if (threads == 0)
+        threads = simstore_default_threads();
+    char *token = NULL;
+    if (token_file && read_token(token_file, &token) != CLI_EXIT_OK)
+        return CLI_EXIT_FAIL;
+    so.token = token;
+    if (log_open() != 0) {
+        int err = errno;
+        free(token);
+        return cli_error(CMD, "%s: %s", log_path, strerror(err));
+    }
+
+    /* The signals are taken by the main thread alone (sigtimedwait below):
+     * block them before any thread starts, so every thread inherits it. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = CLI_EXIT_OK;
+    struct MHD_Daemon *d = NULL;
+    server_state st = {0};
+    st.max_body_bytes = so.max_body_bytes;
+    int rc = serve_server_open(path, &so, &st.srv);
+    free(token);
+    so.token = NULL;
+    if (rc != SIMSTORE_OK) {
+        status = cli_api_error(CMD, rc, "%s", path);
+        goto done;
+    }
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+                         MAX_CONNECTIONS, MHD_OPTION_URI_LOG_CALLBACK, on_uri, &st,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &st, MHD_OPTION_END);
+    if (!d) {
+        status = cli_error(CMD, "cannot listen on %s: %s", listen, strerror(errno));
+        goto done;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    char addr[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof addr);
+    printf("simstore serve: listening on http://%s:%u (%s, %u %s%s)\n", addr,
+           di ? (unsigned)di->port : (unsigned)ntohs(sa.sin_port), path, threads,
+           CLI_NOUN(threads, "thread"), so.read_only ? ", read-only" : "");
+    fflush(stdout);
+
+    uint64_t flushes_seen = 0;
+    for (;;) {
+        struct timespec wait = {COMPACT_CHECK_SECONDS, 0};
+        int sig = sigtimedwait(&set, NULL, &wait);
+        if (sig == SIGHUP) {
+            if (log_open() != 0)
+                cli_warn(CMD, "cannot reopen %s: %s; logging on to the old file", log_path,
+                         strerror(errno));
+            continue;
+        }
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+        if (sig < 0 && errno == EAGAIN) {
+            /* Flushes make segments: let the store's policy merge them. */
+            uint64_t flushes = serve_server_flushes(st.srv);
+            if (flushes != flushes_seen) {
+                flushes_seen = flushes;
+                rc = serve_server_maybe_compact(st.srv);
+                if (rc != SIMSTORE_OK)
+                    cli_api_error(CMD, rc, "%s: compacting", path);
+            }
+        }
+    }
+    /* Drain: no new connections; the requests in flight finish. */
+    MHD_quiesce_daemon(d);
+    for (int i = 0; i < DRAIN_SECONDS * 100 && atomic_load(&st.in_flight) > 0; i++) {
+        struct timespec ten_ms = {0, 10 * 1000 * 1000};
+        nanosleep(&ten_ms, NULL);
+    }
+    MHD_stop_daemon(d);
+    d = NULL;
+    rc = serve_server_flush(st.srv);
+    if (rc != SIMSTORE_OK)
+        status = cli_api_error(CMD, rc, "%s: flushing the in-memory inserts", path);
+done:
+    if (d)
+        MHD_stop_daemon(d);
+    serve_server_close(st.srv);
+    pthread_mutex_lock(&log_lock);
+    if (log_file && log_file != stderr)
+        fclose(log_file);
+    log_file = NULL;
+    pthread_mutex_unlock(&log_lock);
+    return status;
+}

@@ -1,0 +1,14 @@
+# tests/server: simstore serve on a loopback port (the port it picks, read
+# from its first line) driven by Python's http.client (/usr/bin/python3 or
+# the python3 on PATH), one ctest per scenario of test_server.py.
+find_program(SIMSTORE_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT SIMSTORE_PYTHON3)
+  find_program(SIMSTORE_PYTHON3 NAMES python3 REQUIRED)
+endif()
+foreach(scenario routes_and_errors queries_equal_cli token_and_read_only concurrent_clients
+                 insert_if_new_race kill9_restart sighup_reopens_log)
+  add_test(NAME test_server_${scenario}
+    COMMAND ${SIMSTORE_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+            $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} test_${scenario})
+  set_tests_properties(test_server_${scenario} PROPERTIES TIMEOUT 600)
+endforeach()
