@@ -55,13 +55,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 
 static int read_generation(simstore *s, uint64_t *gen)
 {
-    MDB_txn *txn;
-    int rc = sims_env_read_begin(&s->env, &txn);
-    if (rc)
-        return rc;
     sims_state_record st;
-    rc = sims_store_read_state(s, txn, &st);
-    mdb_txn_abort(txn);
+    int rc = sims_store_read_committed_state(s, &st);
     if (rc)
         return rc;
     *gen = st.generation;

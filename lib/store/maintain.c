@@ -155,13 +155,8 @@ static int delete_fn(MDB_txn *txn, void *arg)
 /* Dead fingerprints: held by tables, used by no document. */
 static int dead_share(simstore *s, double *share, uint32_t *segments)
 {
-    MDB_txn *txn;
-    int rc = sims_env_read_begin(&s->env, &txn);
-    if (rc)
-        return rc;
     sims_state_record st;
-    rc = sims_store_read_state(s, txn, &st);
-    mdb_txn_abort(txn);
+    int rc = sims_store_read_committed_state(s, &st);
     if (rc)
         return rc;
     uint64_t held = 0;

@@ -339,15 +339,21 @@ static int parse_table_name(const char *name, uint64_t *segment)
     return 0;
 }
 
-int sims_store_clean(simstore *s)
+int sims_store_read_committed_state(simstore *s, sims_state_record *out)
 {
     MDB_txn *txn;
     int rc = sims_env_read_begin(&s->env, &txn);
     if (rc)
         return rc;
-    sims_state_record st;
-    rc = sims_store_read_state(s, txn, &st);
+    rc = sims_store_read_state(s, txn, out);
     mdb_txn_abort(txn);
+    return rc;
+}
+
+int sims_store_clean(simstore *s)
+{
+    sims_state_record st;
+    int rc = sims_store_read_committed_state(s, &st);
     if (rc)
         return rc;
     DIR *d = opendir(s->path);
@@ -427,13 +433,8 @@ uint64_t sims_store_tag(const simstore *s)
 int sims_store_wal_applied(simstore *s, uint64_t *seq)
 {
     *seq = 0;
-    MDB_txn *txn;
-    int rc = sims_env_read_begin(&s->env, &txn);
-    if (rc)
-        return rc;
     sims_state_record st;
-    rc = sims_store_read_state(s, txn, &st);
-    mdb_txn_abort(txn);
+    int rc = sims_store_read_committed_state(s, &st);
     if (rc)
         return rc;
     *seq = st.wal_applied;

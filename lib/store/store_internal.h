@@ -94,6 +94,10 @@ int sims_read_snapshot(simstore *s, sims_snapshot **out);
 /* Read and decode the state record inside txn (free with
  * sims_state_record_release). */
 int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out);
+/* The state committed now, read in a read transaction of its own (released
+ * before returning); *out is released by the caller with
+ * sims_state_record_release(). */
+int sims_store_read_committed_state(simstore *s, sims_state_record *out);
 
 /* Remove leftovers of interrupted writers: temporary files and table files
  * the committed state does not name. Called with the writer lock held. */
