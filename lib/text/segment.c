@@ -211,9 +211,13 @@ static int try_ini(const char *ini, char *why, size_t why_cap)
     }
     friso_shared = friso;
     friso_config_shared = config;
-    snprintf(friso_description, sizeof friso_description,
-             "friso %s (complex mode), dictionary %s (%u words; from %s)", FRISO_VERSION, dir,
-             words, ini);
+    /* A description cut short is still a description (gcc's optimized
+     * builds warn about the possible cut unless the result is looked at). */
+    int len = snprintf(friso_description, sizeof friso_description,
+                       "friso %s (complex mode), dictionary %s (%u words; from %s)", FRISO_VERSION,
+                       dir, words, ini);
+    if (len >= (int)sizeof friso_description)
+        friso_description[sizeof friso_description - 1] = '\0';
     return 0;
 }
 
