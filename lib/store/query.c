@@ -196,6 +196,9 @@ static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const 
                             key->mv_size, val->mv_size);
     uint64_t kfp = be_load64(key->mv_data);
     MDB_val id = *val, rec_val;
+    rc = sims_env_check(&s->env, q->txn, s->env.docs, id.mv_data, id.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
     rc = mdb_get(q->txn, s->env.docs, &id, &rec_val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: fps entry %016llx lists document '%.*s', which docs lacks",
@@ -217,18 +220,42 @@ static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const 
     return SIMSTORE_OK;
 }
 
+/* The neighbours must also lie on either side of fp: a key at or past fp
+ * from MDB_PREV_NODUP, or at or before it from MDB_SET_RANGE, means the
+ * search for fp was sent down the wrong branch (a damaged separator the
+ * lazy checks of one path cannot see: format/store.md, "Trusting LMDB"). */
+static int check_side(simstore_query *q, int rc, const MDB_val *key, uint64_t fp, int after)
+{
+    if (rc || key->mv_size != 8)
+        return SIMSTORE_OK;
+    uint64_t kfp = be_load64(key->mv_data);
+    if (after ? kfp > fp : kfp < fp)
+        return SIMSTORE_OK;
+    return SIMS_CORRUPT("%s: fps has no key %016llx, but its key %s it is %016llx (a damaged "
+                        "branch page)",
+                        q->store->path, (unsigned long long)fp, after ? "after" : "before",
+                        (unsigned long long)kfp);
+}
+
 static int check_missing(simstore_query *q, uint64_t fp)
 {
+    simstore *s = q->store;
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
+    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_AROUND);
+    if (rc)
+        return rc;
     MDB_val key = {8, keybuf}, val;
     int after = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_RANGE);
-    int rc = check_neighbour(q, after, &key, &val);
+    rc = check_neighbour(q, after, &key, &val);
+    if (rc == SIMSTORE_OK)
+        rc = check_side(q, after, &key, fp, 1);
     if (rc)
         return rc;
     int before = mdb_cursor_get(q->fps_cursor, &key, &val,
                                 after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-    return check_neighbour(q, before, &key, &val);
+    rc = check_neighbour(q, before, &key, &val);
+    return rc ? rc : check_side(q, before, &key, fp, 0);
 }
 
 static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
@@ -237,7 +264,10 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
     MDB_val key = {8, keybuf}, val;
-    int rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
+    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_DUPS);
+    if (rc)
+        return rc;
+    rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
         return check_missing(q, fp); /* deleted, unless a damaged key */
     while (rc == 0) {
@@ -266,7 +296,11 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off, s
     if (meta_off)
         *meta_off = 0;
     *sketch_off = 0;
-    int rc = mdb_get(q->txn, s->env.docs, &key, &val);
+    int rc =
+        sims_env_check(&s->env, q->txn, s->env.docs, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(q->txn, s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
                             (int)m->id_len, (const char *)key.mv_data);
@@ -576,8 +610,11 @@ int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint
     if (rc)
         return rc;
     MDB_val key = {id_len, (void *)id}, val;
-    int mrc = mdb_get(q->txn, s->env.docs, &key, &val);
-    if (mrc == MDB_NOTFOUND) {
+    rc = sims_env_check(&s->env, q->txn, s->env.docs, id, id_len, SIMS_LMDB_READ_GET);
+    int mrc = rc ? 0 : mdb_get(q->txn, s->env.docs, &key, &val);
+    if (rc) {
+        /* the check failed */
+    } else if (mrc == MDB_NOTFOUND) {
         rc = 0;
     } else if (mrc) {
         rc = sims_mdb_fail(mrc, "read docs");
