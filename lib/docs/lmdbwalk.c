@@ -1437,6 +1437,13 @@ static int lz_overflow(sims_lmdb_lazy *lz, const lz_path *p)
     return 0;
 }
 
+/* An entry a cursor move returns: its first (which 0) or last (1)
+ * duplicate, or its overflow run. */
+static int lz_entry(sims_lmdb_lazy *lz, const lz_path *p, int which)
+{
+    return p->k == K_FPS ? lz_dups(lz, p, which) : lz_overflow(lz, p);
+}
+
 int sims_lmdb_lazy_new(sims_lmdb_lazy **out)
 {
     *out = calloc(1, sizeof **out);
@@ -1534,13 +1541,13 @@ int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key
         /* MDB_SET_RANGE stops here (its first duplicate); MDB_PREV_NODUP
          * then takes the node before, or the previous leaf's last. */
         int64_t at = leaf->idx;
-        r = lz_dups(lz, &p, 0);
+        r = lz_entry(lz, &p, 0);
         if (!r && at > 0) {
             leaf->idx = at - 1;
-            r = lz_dups(lz, &p, 1);
+            r = lz_entry(lz, &p, 1);
         } else if (!r) {
             r = lz_sibling(lz, &p, -1);
-            r = r > 0 ? lz_dups(lz, &p, 1) : r;
+            r = r > 0 ? lz_entry(lz, &p, 1) : r;
         }
     } else {
         /* Past the leaf's last node: MDB_SET_RANGE moves to the next leaf's
@@ -1549,10 +1556,10 @@ int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key
         lz_path next = p;
         r = lz_sibling(lz, &next, 1);
         if (r > 0)
-            r = lz_dups(lz, &next, 0);
+            r = lz_entry(lz, &next, 0);
         if (r >= 0) {
             leaf->idx = leaf->n - 1;
-            r = lz_dups(lz, &p, 1);
+            r = lz_entry(lz, &p, 1);
         }
     }
     return r < 0 || lz->w.errors ? lz_failed(lz) : SIMSTORE_OK;

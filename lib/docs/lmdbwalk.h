@@ -139,10 +139,12 @@ enum {
     SIMS_LMDB_READ_GET,   /* mdb_get: the key's path, its overflow run      */
     SIMS_LMDB_READ_DUPS,  /* MDB_SET_KEY then MDB_NEXT_DUP to the end: the
                              key's path and all its duplicates              */
-    SIMS_LMDB_READ_AROUND /* MDB_SET_RANGE, then MDB_PREV_NODUP (or MDB_LAST
-                             when nothing follows): the key's path, the
+    SIMS_LMDB_READ_AROUND /* MDB_SET_RANGE, then MDB_PREV_NODUP (MDB_PREV in
+                             a database without duplicates; MDB_LAST when
+                             nothing follows): the key's path, the
                              neighbouring leaves those moves reach, the first
-                             and last duplicates they return              */
+                             and last duplicates (or the overflow runs) of
+                             the entries they return                      */
 };
 
 int sims_lmdb_lazy_new(sims_lmdb_lazy **out);

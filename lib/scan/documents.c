@@ -110,7 +110,9 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
             break;
         int mrc = mdb_get(st.txn, s->env.docs, &key, &val);
         simstore_document d;
-        if (mrc == MDB_NOTFOUND) {
+        if (mrc == MDB_NOTFOUND && (rc = sims_check_doc_absent(s, st.txn, ids[i], lens[i])) != 0) {
+            break;
+        } else if (mrc == MDB_NOTFOUND) {
             memset(&d, 0, sizeof d);
             memcpy(buf, ids[i], lens[i]);
             buf[lens[i]] = '\0';

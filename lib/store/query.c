@@ -601,6 +601,51 @@ int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const ch
     return simstore_query_fp_sketch(q, f, sketched ? sketch : NULL, k, matches, count);
 }
 
+/* One neighbour of an absent id (sims_check_doc_absent). */
+static int check_doc_side(simstore *s, int mrc, const MDB_val *key, const MDB_val *val,
+                          const void *id, size_t id_len, int after)
+{
+    if (mrc == MDB_NOTFOUND)
+        return SIMSTORE_OK;
+    if (mrc)
+        return sims_mdb_fail(mrc, "read docs");
+    size_t n = key->mv_size < id_len ? key->mv_size : id_len;
+    int c = memcmp(key->mv_data, id, n);
+    if (!c)
+        c = key->mv_size < id_len ? -1 : key->mv_size > id_len;
+    if (after ? c <= 0 : c >= 0)
+        return SIMS_CORRUPT("%s: docs has no document '%.*s', but its key %s it is '%.*s' (a "
+                            "damaged branch page)",
+                            s->path, (int)id_len, (const char *)id, after ? "after" : "before",
+                            (int)key->mv_size, (const char *)key->mv_data);
+    sims_doc_record rec;
+    int rc = sims_doc_record_decode((const uint8_t *)key->mv_data, key->mv_size,
+                                    (const uint8_t *)val->mv_data, val->mv_size, &rec);
+    return rc ? sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)key->mv_size,
+                                  (const char *)key->mv_data)
+              : SIMSTORE_OK;
+}
+
+int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_len)
+{
+    int rc = sims_env_check(&s->env, txn, s->env.docs, id, id_len, SIMS_LMDB_READ_AROUND);
+    if (rc)
+        return rc;
+    MDB_cursor *cur;
+    int mrc = mdb_cursor_open(txn, s->env.docs, &cur);
+    if (mrc)
+        return sims_mdb_fail(mrc, "open a cursor on docs");
+    MDB_val key = {id_len, (void *)id}, val;
+    int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    rc = check_doc_side(s, after, &key, &val, id, id_len, 1);
+    if (rc == SIMSTORE_OK) {
+        int before = mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+        rc = check_doc_side(s, before, &key, &val, id, id_len, 0);
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
 int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint64_t *fp)
 {
     if (!q || !id || id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)
@@ -615,7 +660,7 @@ int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint
     if (rc) {
         /* the check failed */
     } else if (mrc == MDB_NOTFOUND) {
-        rc = 0;
+        rc = sims_check_doc_absent(s, q->txn, id, id_len); /* 0: absent */
     } else if (mrc) {
         rc = sims_mdb_fail(mrc, "read docs");
     } else {
