@@ -17,6 +17,13 @@ simstore_unit_test(test_corruption store/test_corruption.c)
 target_link_libraries(test_corruption PRIVATE simstore_check)
 set_tests_properties(test_corruption PROPERTIES TIMEOUT 1800)
 
+# test_lazy_open: read-only opens check LMDB's pages as queries read them:
+# the pages checked do not grow with the store (counted, not timed), the
+# answers equal those after the walk at open; writers still walk.
+simstore_unit_test(test_lazy_open store/test_lazy_open.c)
+target_link_libraries(test_lazy_open PRIVATE simstore_store)
+set_tests_properties(test_lazy_open PROPERTIES TIMEOUT 600)
+
 # crash_op: the helper test_crash runs (and kills) in child processes: one
 # store operation on the deterministic documents of crash_docs.h.
 add_executable(crash_op store/crash_op.c)
