@@ -11,11 +11,22 @@
  * query over the same fingerprints, and bytes on disk per fingerprint for the
  * tables and for LMDB separately.
  *
+ * Opening: the time of simstore_open (read-only) and the pages of data.mdb
+ * it checked, with today's lazy checks and with the walk of the whole file
+ * (SIMSTORE_OPEN_FULL_WALK, the open before lazy checks), and the whole
+ * process of one CLI query (fork/exec `simstore query STORE --fp HEX`, warm
+ * page cache, median of 21) both ways (the second with
+ * SIMSTORE_OPEN_FULL_WALK=1). The CLI is --cli PATH, or `simstore` beside
+ * the bench/ folder of this program.
+ *
  * Usage: bench_query [--sizes 20,23,26] [--docs-up-to 23] [--queries 200000]
- *                    [--dir DIR] [--k 3] [--block-bytes B] [--tables T] [--keep] */
+ *                    [--dir DIR] [--k 3] [--block-bytes B] [--tables T] [--keep]
+ *                    [--cli PATH] */
 #include "simstore.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -116,10 +127,26 @@ static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
 {
     long rss0 = rss_kib();
     simstore *s;
+    /* The open before lazy checks: the walk of all of data.mdb (its pages
+     * come into the page cache for the lazy open after it too). */
+    double t_full = now();
+    if (simstore_open(path, SIMSTORE_OPEN_READONLY | SIMSTORE_OPEN_FULL_WALK, &s)) {
+        fprintf(stderr, "open %s: %s\n", path, simstore_last_error());
+        return 1;
+    }
+    t_full = now() - t_full;
+    uint64_t pages_full = simstore_lmdb_pages_checked(s);
+    simstore_close(s);
+    double t_lazy = now();
     if (simstore_open(path, SIMSTORE_OPEN_READONLY, &s)) {
         fprintf(stderr, "open %s: %s\n", path, simstore_last_error());
         return 1;
     }
+    t_lazy = now() - t_lazy;
+    uint64_t pages_lazy = simstore_lmdb_pages_checked(s);
+    printf("  open: %.2f ms checking %" PRIu64 " pages of data.mdb (lazy checks); %.2f ms "
+           "checking %" PRIu64 " pages (walk of the whole file)\n",
+           t_lazy * 1e3, pages_lazy, t_full * 1e3, pages_full);
     simstore_query *q;
     simstore_query_new(s, 0, &q);
     const simstore_match *m;
@@ -166,7 +193,8 @@ static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
     printf("  memory: RSS %.2f MiB after open (+%.2f MiB for the store; block keys %.2f MiB)\n",
            (double)rss1 / 1024, (double)(rss1 - rss0) / 1024,
            (double)st.block_key_bytes / (1 << 20));
-    printf("  median query %.2f us\n", lat[nq / 2] * 1e6);
+    printf("  median query %.2f us; data.mdb pages checked after all queries: %" PRIu64 "\n",
+           lat[nq / 2] * 1e6, simstore_lmdb_pages_checked(s));
     free(lat);
     free(qs);
     simstore_close(s);
@@ -228,6 +256,61 @@ static int build(const char *path, const uint64_t *fps, size_t n, int docs, unsi
     return rc;
 }
 
+static const char *cli_path;
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One whole CLI query process, output to /dev/null: seconds, or -1. */
+static double cli_query_once(const char *store, uint64_t fp, int full_walk)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, fp);
+    char cmd_query[] = "query", opt_fp[] = "--fp", walk_env[] = "SIMSTORE_OPEN_FULL_WALK=1";
+    char *argv[] = {(char *)cli_path, cmd_query, (char *)store, opt_fp, hex, NULL};
+    extern char **environ;
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    char **envp = calloc(ne + 2, sizeof *envp);
+    size_t j = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "SIMSTORE_OPEN_FULL_WALK=", 24) != 0)
+            envp[j++] = environ[i];
+    if (full_walk)
+        envp[j++] = walk_env;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    double t0 = now();
+    int rc = posix_spawn(&pid, cli_path, &fa, NULL, argv, envp);
+    int status = 1;
+    if (rc == 0)
+        waitpid(pid, &status, 0);
+    double t = now() - t0;
+    posix_spawn_file_actions_destroy(&fa);
+    free(envp);
+    return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t : -1;
+}
+
+/* Median of 21 CLI queries (after 3 to warm the page cache). */
+static double cli_query_ms(const char *store, const uint64_t *fps, size_t n, int full_walk)
+{
+    double t[21];
+    for (int i = 0; i < 3; i++)
+        if (cli_query_once(store, fps[(size_t)i * 7919 % n], full_walk) < 0)
+            return -1;
+    for (int i = 0; i < 21; i++)
+        if ((t[i] = cli_query_once(store, fps[(size_t)(i + 3) * 7919 % n], full_walk)) < 0)
+            return -1;
+    qsort(t, 21, sizeof *t, cmp_dbl);
+    return t[10] * 1e3;
+}
+
 int main(int argc, char **argv)
 {
     unsigned sizes[8] = {20, 23, 26};
@@ -255,12 +338,32 @@ int main(int argc, char **argv)
             block_bytes = (unsigned)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--tables") == 0 && i + 1 < argc) {
             tables = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc) {
+            cli_path = argv[++i];
         } else if (strcmp(argv[i], "--keep") == 0) {
             keep = 1;
         } else {
-            fprintf(stderr, "usage: %s [--sizes 20,23,26] [--docs-up-to 23] [--queries N] "
-                            "[--dir DIR] [--k K] [--block-bytes B] [--tables T] [--keep]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--sizes 20,23,26] [--docs-up-to 23] [--queries N] "
+                    "[--dir DIR] [--k K] [--block-bytes B] [--tables T] [--keep] [--cli PATH]\n",
+                    argv[0]);
             return 2;
+        }
+    }
+    static char cli_default[600];
+    if (!cli_path) {
+        /* `simstore` in the build directory, above bench/. */
+        char self[512];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len > 0) {
+            self[len] = '\0';
+            char *slash = strrchr(self, '/');
+            if (slash) {
+                *slash = '\0';
+                snprintf(cli_default, sizeof cli_default, "%s/../simstore", self);
+                if (access(cli_default, X_OK) == 0)
+                    cli_path = cli_default;
+            }
         }
     }
     char cmd[1024];
@@ -299,6 +402,12 @@ int main(int argc, char **argv)
         snprintf(cmd, sizeof cmd, "'%s' --measure '%s' %u %zu %u", self, path, log2n, nq, k);
         if (system(cmd) != 0)
             return 1;
+        if (cli_path) {
+            double lazy = cli_query_ms(path, fps, n, 0), full = cli_query_ms(path, fps, n, 1);
+            printf("  CLI query, whole process (median of 21, warm): %.2f ms; %.2f ms with the "
+                   "walk of data.mdb at open (SIMSTORE_OPEN_FULL_WALK=1)\n",
+                   lazy, full);
+        }
         size_t bq = log2n >= 26 ? 4 : 16;
         uint64_t *qs = make_queries(fps, n, bq, k);
         uint64_t found;

@@ -78,18 +78,35 @@ struct sims_env_shared {
     int nolock;
     size_t map_bytes;
     pthread_mutex_t resize_mu;
+    /* How LMDB's pages are checked (format/store.md, "Trusting LMDB"):
+     * lazy: before each read of the query path, the pages it touches;
+     * walked: the whole file was walked at open (or never needs to be:
+     * created here, or trusted), and nothing more is checked. */
+    int lazy;
+    int walked;
+    pthread_mutex_t lazy_mu; /* the fields below */
+    sims_lmdb_lazy *lz;
+    sims_map map; /* data.mdb, for the lazy checks */
+    char dir[PATH_MAX];
+    uint64_t walked_pages; /* pages the full walk read */
 };
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static sims_env_shared *registry;
 
+static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew);
+
 static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonly)
 {
     MDB_txn *txn;
     unsigned create = (flags & SIMS_ENV_CREATE) ? MDB_CREATE : 0;
-    int rc = mdb_txn_begin(env, NULL, rdonly ? MDB_RDONLY : 0, &txn);
+    /* A lazily checked opener reads the main database in a read
+     * transaction whose snapshot it has checked first. */
+    int rc = mdb_txn_begin(env, NULL, rdonly || sh->lazy ? MDB_RDONLY : 0, &txn);
     if (rc)
         return sims_mdb_fail(rc, "begin transaction");
+    if (sh->lazy && (rc = lazy_enter(sh, &txn, 0)) != SIMSTORE_OK)
+        return rc;
     if ((rc = mdb_dbi_open(txn, "meta", create, &sh->meta)) ||
         (rc = mdb_dbi_open(txn, "docs", create, &sh->docs)) ||
         (rc = mdb_dbi_open(txn, "fps", create | MDB_DUPSORT, &sh->fps))) {
@@ -172,6 +189,14 @@ static int allocate_lock_file(const char *dir)
     return SIMSTORE_OK; /* other failures (no support): LMDB works as before */
 }
 
+/* SIMSTORE_OPEN_FULL_WALK=1 in the environment: readers walk all of
+ * data.mdb at open, as before lazy checks (benchmarks, comparisons). */
+static int full_walk_forced(void)
+{
+    const char *v = getenv("SIMSTORE_OPEN_FULL_WALK");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, unsigned mdb_flags)
 {
     if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
@@ -219,9 +244,22 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
         (void)mdb_reader_check(sh->env, &dead);
     }
     /* LMDB has read only its meta pages so far: check the B-trees it will
-     * read before open_dbs touches them (lmdbwalk.h). */
-    if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
-        rc = env_walk(sh->env, dir, NULL, NULL, NULL);
+     * read before open_dbs touches them (lmdbwalk.h): all of them now, or
+     * each read's pages before it (lazy; open_dbs checks the first). */
+    sh->lazy = (flags & SIMS_ENV_LAZY) && !(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST)) &&
+               !full_walk_forced();
+    sh->walked = !sh->lazy;
+    snprintf(sh->dir, sizeof sh->dir, "%s", dir);
+    if (sh->lazy && !sh->lz && (rc = sims_lmdb_lazy_new(&sh->lz)) != SIMSTORE_OK) {
+        mdb_env_close(sh->env);
+        sh->env = NULL;
+        return rc;
+    }
+    if (!sh->lazy && !(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
+        sims_lmdb_summary sum;
+        memset(&sum, 0, sizeof sum);
+        rc = env_walk(sh->env, dir, NULL, NULL, &sum);
+        sh->walked_pages += sum.used_pages ? sum.used_pages : sum.file_pages;
         if (rc) {
             rc = sims_fail_context(rc, "%s", dir);
             mdb_env_close(sh->env);
@@ -304,6 +342,11 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
             pthread_mutex_unlock(&registry_mu);
             if (rc == SIMSTORE_OK)
                 env_copy(e, sh, readonly);
+            /* An environment opened with lazy checks, shared by an opener
+             * that wants the whole file walked (a writer). */
+            if (rc == SIMSTORE_OK && !(flags & (SIMS_ENV_LAZY | SIMS_ENV_TRUST)) &&
+                (rc = sims_env_full_walk(e)) != SIMSTORE_OK)
+                sims_env_close(e);
             return rc;
         }
     }
@@ -316,6 +359,7 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
     sh->ino = st.st_ino;
     sh->refs = 1;
     pthread_mutex_init(&sh->resize_mu, NULL);
+    pthread_mutex_init(&sh->lazy_mu, NULL);
     /* Open read-write even for readers, so that a writer later in this
      * process can share the environment. MDB_NOTLS: read transactions belong
      * to query objects, not threads. */
@@ -338,6 +382,9 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
     if (rc) {
         pthread_mutex_unlock(&registry_mu);
         pthread_mutex_destroy(&sh->resize_mu);
+        pthread_mutex_destroy(&sh->lazy_mu);
+        sims_lmdb_lazy_free(sh->lz);
+        sims_map_close(&sh->map);
         free(sh);
         return rc;
     }
@@ -365,6 +412,9 @@ void sims_env_close(sims_env *e)
         }
         mdb_env_close(sh->env);
         pthread_mutex_destroy(&sh->resize_mu);
+        pthread_mutex_destroy(&sh->lazy_mu);
+        sims_lmdb_lazy_free(sh->lz);
+        sims_map_close(&sh->map);
         free(sh);
     }
     pthread_mutex_unlock(&registry_mu);
@@ -489,6 +539,142 @@ static int env_walk(MDB_env *env, const char *dir, sims_lmdb_problem_fn fn, void
     return sims_retry(env_walk_once, &w);
 }
 
+/* Load txn's snapshot into the lazy checks (lazy_mu held): map data.mdb
+ * again first when it has grown. */
+static int lazy_load_locked(sims_env_shared *sh, MDB_txn *txn)
+{
+    uint64_t id = (uint64_t)mdb_txn_id(txn);
+    if (sims_lmdb_lazy_txnid(sh->lz) != id || !sh->map.data) {
+        mdb_filehandle_t fd;
+        struct stat st;
+        if (!sh->map.data || (mdb_env_get_fd(sh->env, &fd) == 0 && fstat(fd, &st) == 0 &&
+                              (uint64_t)st.st_size != (uint64_t)sh->map.size)) {
+            char path[PATH_MAX];
+            int rc = sims_join_path(path, sizeof path, sh->dir, "data.mdb");
+            sims_map_close(&sh->map);
+            memset(&sh->map, 0, sizeof sh->map);
+            if (rc == SIMSTORE_OK)
+                rc = sims_map_open(path, &sh->map);
+            if (rc)
+                return rc;
+        }
+    }
+    int rc = sims_lmdb_lazy_snapshot(sh->lz, sh->map.data, sh->map.size, id);
+    if (rc && rc != SIMS_ERETRY)
+        rc = sims_fail_context(rc, "%s", sh->dir);
+    return rc;
+}
+
+/* After a read transaction began (or was renewed): check its snapshot's
+ * meta pages, free list and main database before LMDB reads a tree (it
+ * reads the main database for the first cursor on a named database). A
+ * writer that committed twice since the transaction began has overwritten
+ * its meta page: begin again. On failure the transaction is aborted (or,
+ * renew, reset). */
+static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
+{
+    int rc = SIMSTORE_OK;
+    for (int attempt = 0;; attempt++) {
+        pthread_mutex_lock(&sh->lazy_mu);
+        rc = sh->walked ? SIMSTORE_OK : lazy_load_locked(sh, *txn);
+        pthread_mutex_unlock(&sh->lazy_mu);
+        if (rc != SIMS_ERETRY || attempt == 16)
+            break;
+        mdb_txn_reset(*txn);
+        int mrc = mdb_txn_renew(*txn);
+        if (mrc == MDB_MAP_RESIZED) {
+            mdb_env_set_mapsize(sh->env, 0);
+            mrc = mdb_txn_renew(*txn);
+        }
+        if (mrc) {
+            rc = sims_mdb_fail(mrc, "renew read transaction");
+            break;
+        }
+    }
+    if (rc == SIMS_ERETRY)
+        rc = sims_fail(SIMSTORE_EBUSY, "%s: data.mdb kept changing while it was checked", sh->dir);
+    if (rc) {
+        if (renew) {
+            mdb_txn_reset(*txn);
+        } else {
+            mdb_txn_abort(*txn);
+            *txn = NULL;
+        }
+    }
+    return rc;
+}
+
+static int db_index(const sims_env_shared *sh, MDB_dbi dbi)
+{
+    if (dbi == sh->meta)
+        return SIMS_LMDB_META;
+    if (dbi == sh->docs)
+        return SIMS_LMDB_DOCS;
+    if (dbi == sh->fps)
+        return SIMS_LMDB_FPS;
+    if (sh->pfps && dbi == sh->pfps)
+        return SIMS_LMDB_PFPS;
+    return -1;
+}
+
+int sims_env_check(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len,
+                   int read)
+{
+    sims_env_shared *sh = e->shared;
+    if (!sh || !sh->lazy)
+        return SIMSTORE_OK;
+    int db = db_index(sh, dbi);
+    if (db < 0)
+        return sims_fail(SIMSTORE_EINVAL, "no lazy checks for LMDB database %u", (unsigned)dbi);
+    pthread_mutex_lock(&sh->lazy_mu);
+    int rc = SIMSTORE_OK;
+    if (!sh->walked) {
+        /* Another thread may have loaded its own snapshot meanwhile. */
+        rc = lazy_load_locked(sh, txn);
+        if (rc == SIMSTORE_OK)
+            rc = sims_lmdb_lazy_check(sh->lz, db, key, key_len, read);
+        if (rc && rc != SIMS_ERETRY)
+            rc = sims_fail_context(rc, "%s", sh->dir);
+    }
+    pthread_mutex_unlock(&sh->lazy_mu);
+    if (rc == SIMS_ERETRY)
+        rc = sims_retry_or_fail(
+            sims_fail(SIMSTORE_EBUSY, "%s: data.mdb kept changing while it was checked", sh->dir));
+    return rc;
+}
+
+int sims_env_full_walk(sims_env *e)
+{
+    sims_env_shared *sh = e->shared;
+    if (!sh || !sh->lazy)
+        return SIMSTORE_OK;
+    pthread_mutex_lock(&sh->lazy_mu);
+    int rc = SIMSTORE_OK;
+    if (!sh->walked) {
+        sims_lmdb_summary sum;
+        memset(&sum, 0, sizeof sum);
+        rc = env_walk(sh->env, sh->dir, NULL, NULL, &sum);
+        sh->walked_pages += sum.used_pages ? sum.used_pages : sum.file_pages;
+        if (rc == SIMSTORE_OK)
+            sh->walked = 1;
+        else
+            rc = sims_fail_context(rc, "%s", sh->dir);
+    }
+    pthread_mutex_unlock(&sh->lazy_mu);
+    return rc;
+}
+
+uint64_t sims_env_pages_checked(const sims_env *e)
+{
+    sims_env_shared *sh = e->shared;
+    if (!sh)
+        return 0;
+    pthread_mutex_lock(&sh->lazy_mu);
+    uint64_t n = sh->walked_pages + (sh->lz ? sims_lmdb_lazy_pages(sh->lz) : 0);
+    pthread_mutex_unlock(&sh->lazy_mu);
+    return n;
+}
+
 int sims_env_read_begin(sims_env *e, MDB_txn **txn)
 {
     int rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
@@ -502,7 +688,9 @@ int sims_env_read_begin(sims_env *e, MDB_txn **txn)
         if (mdb_reader_check(e->env, &dead) == 0 && dead > 0)
             rc = mdb_txn_begin(e->env, NULL, MDB_RDONLY, txn);
     }
-    return rc ? sims_mdb_fail(rc, "begin read transaction") : SIMSTORE_OK;
+    if (rc)
+        return sims_mdb_fail(rc, "begin read transaction");
+    return e->shared && e->shared->lazy ? lazy_enter(e->shared, txn, 0) : SIMSTORE_OK;
 }
 
 int sims_env_read_renew(sims_env *e, MDB_txn *txn)
@@ -512,7 +700,9 @@ int sims_env_read_renew(sims_env *e, MDB_txn *txn)
         mdb_env_set_mapsize(e->env, 0);
         rc = mdb_txn_renew(txn);
     }
-    return rc ? sims_mdb_fail(rc, "renew read transaction") : SIMSTORE_OK;
+    if (rc)
+        return sims_mdb_fail(rc, "renew read transaction");
+    return e->shared && e->shared->lazy ? lazy_enter(e->shared, &txn, 1) : SIMSTORE_OK;
 }
 
 /* Pages are counted from LMDB's database records (mdb_stat: O(1) each) and

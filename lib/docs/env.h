@@ -13,6 +13,8 @@
 #ifndef SIMS_STORE_ENV_H
 #define SIMS_STORE_ENV_H
 
+#include "docs/lmdbwalk.h"
+
 #include <lmdb.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +38,9 @@ typedef struct sims_env {
                                 lock file cannot be opened for writing */
 #define SIMS_ENV_TRUST 4u    /* skip the walk of data.mdb at open (below) */
 #define SIMS_ENV_PARAGRAPHS 8u /* with SIMS_ENV_CREATE: create `pfps` too */
+/* Instead of the walk at open, check the pages of each read before it
+ * (sims_env_check, below). */
+#define SIMS_ENV_LAZY 16u
 
 /* Open (or share) the environment in directory `dir`. A writable opener of a
  * store that this process already has open only read-only (a read-only copy)
@@ -47,6 +52,33 @@ typedef struct sims_env {
  * then SIMSTORE_ECORRUPT naming the page and byte offset. */
 int sims_env_open(sims_env *e, const char *dir, unsigned flags);
 void sims_env_close(sims_env *e);
+
+/* Lazy checks (SIMS_ENV_LAZY; format/store.md, "Trusting LMDB"). An
+ * environment opened with them has checked, at open, only the meta pages,
+ * the free list and the main database of the snapshot it opened; each read
+ * transaction's snapshot gets the same when it begins
+ * (sims_env_read_begin, sims_env_read_renew). Before each LMDB read of a
+ * tree the caller calls sims_env_check with what the read will do
+ * (SIMS_LMDB_READ_*: mdb_get; MDB_SET_KEY then MDB_NEXT_DUP; MDB_SET_RANGE
+ * then MDB_PREV_NODUP or MDB_LAST), and reads only on SIMSTORE_OK.
+ * Anything else (a cursor walking a whole database) needs
+ * sims_env_full_walk first. Both are free once the file has been walked,
+ * and in environments opened without SIMS_ENV_LAZY.
+ * SIMSTORE_OPEN_FULL_WALK=1 in the process environment turns
+ * SIMS_ENV_LAZY off. sims_env_check returns SIMSTORE_OK,
+ * SIMSTORE_ECORRUPT (naming the page and byte offset), SIMS_ERETRY (under
+ * sims_retry: a writer moved on), SIMSTORE_ENOMEM or SIMSTORE_EINVAL (a
+ * database without checks). */
+int sims_env_check(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len,
+                   int read);
+
+/* Walk all of data.mdb now, unless done (as a non-lazy open does): for a
+ * reader about to scan whole databases. SIMSTORE_OK or the walk's error. */
+int sims_env_full_walk(sims_env *e);
+
+/* Pages of data.mdb this process's environment has checked: by the full
+ * walk and by lazy checks (tests and benchmarks count work with it). */
+uint64_t sims_env_pages_checked(const sims_env *e);
 
 /* Map an LMDB return code to a SIMSTORE_E* code with a message naming `what`. */
 int sims_mdb_fail(int mdb_rc, const char *what);

@@ -76,6 +76,13 @@ typedef struct meta_view {
     int unstable; /* the page changed while it was copied */
 } meta_view;
 
+/* A named database's record as the main database holds it. */
+typedef struct named_db {
+    int present;
+    uint8_t rec[DB_RECORD_BYTES]; /* copied from the main database's leaf */
+    uint64_t pgno, off, index;    /* where: page, byte offset, node */
+} named_db;
+
 typedef struct walker {
     const uint8_t *data;
     uint64_t size;
@@ -101,6 +108,10 @@ typedef struct walker {
     int fps_slot; /* the summary slot of the fps-like tree being walked:
                      SIMS_LMDB_FPS or SIMS_LMDB_PFPS (same rules) */
     sims_lmdb_summary *sum;
+    uint64_t pages_seen; /* pages read (claimed), for the tests' counter */
+    int shallow;         /* the main database only: record the named
+                            databases' records instead of walking them */
+    named_db named[SIMS_LMDB_DB_COUNT];
 } walker;
 
 SIMS_PRINTF(6, 7)
@@ -194,6 +205,7 @@ static int claim_page(walker *w, kind k, uint64_t pgno, uint64_t from_pgno, cons
         return -1;
     }
     bit_set(w->used, pgno);
+    w->pages_seen++;
     return 0;
 }
 
@@ -229,6 +241,7 @@ static const uint8_t *overflow_data(walker *w, tree *t, uint64_t from_pgno, uint
             return NULL;
         }
         bit_set(w->used, pgno + i);
+        w->pages_seen++;
     }
     t->overflow += pages;
     return p + PAGE_HEADER;
@@ -464,6 +477,14 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
         t->entries++;
         w->seen_db[which] = 1;
         w->fps_slot = which == SIMS_LMDB_PFPS ? SIMS_LMDB_PFPS : SIMS_LMDB_FPS;
+        if (w->shallow) {
+            w->named[which].present = 1;
+            memcpy(w->named[which].rec, val, DB_RECORD_BYTES);
+            w->named[which].pgno = pgno;
+            w->named[which].off = val_off;
+            w->named[which].index = (uint64_t)i;
+            break;
+        }
         tree sub;
         walk_tree(w, which == SIMS_LMDB_META ? K_META : which == SIMS_LMDB_DOCS ? K_DOCS : K_FPS,
                   val, pgno, val_off, &sub);
@@ -585,34 +606,51 @@ static void walk_page(walker *w, tree *t, uint64_t pgno, uint64_t level, uint64_
 /* Walk the tree of database record rec (48 bytes at byte rec_off of page
  * rec_pgno; rec_pgno SIMS_LMDB_NONE for the meta page's records) and check
  * the record's counts against what was found. */
-static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno,
-                      uint64_t rec_off, tree *t)
+/* The header of database record rec (at byte rec_off of page rec_pgno):
+ * flags for kind k, an empty tree's zero counts, the depth. Returns 1 with
+ * *root and *depth for a tree with pages, 0 for an empty one, -1 after
+ * reporting. */
+static int check_record(walker *w, kind k, const uint8_t *rec, uint64_t at, uint64_t off,
+                        uint64_t *root, uint64_t *depth)
 {
-    memset(t, 0, sizeof *t);
-    t->k = k;
     uint32_t pad = le_load32(rec);
     uint16_t flags = le_load16(rec + 4);
-    uint64_t depth = le_load16(rec + 6);
-    uint64_t branch = le_load64(rec + 8), leafp = le_load64(rec + 16);
-    uint64_t overflow = le_load64(rec + 24), entries = le_load64(rec + 32);
-    uint64_t root = le_load64(rec + 40);
-    uint64_t at = rec_pgno, off = rec_off;
+    *depth = le_load16(rec + 6);
+    *root = le_load64(rec + 40);
     uint16_t want_flags = k == K_FPS ? DB_FLAG_DUPSORT : 0;
     if (k != K_FREE && (pad != 0 || flags != want_flags)) {
         report(w, 0, k, at, off, "database record has flags 0x%x (expected 0x%x), pad %u", flags,
                want_flags, pad);
-        return;
+        return -1;
     }
-    if (root == P_INVALID) {
-        if (depth || branch || leafp || overflow || entries)
-            report(w, 0, k, at, off, "empty database record with depth %" PRIu64 " and %" PRIu64
-                   " entries", depth, entries);
-        return;
+    if (*root == P_INVALID) {
+        uint64_t entries = le_load64(rec + 32);
+        if (*depth || le_load64(rec + 8) || le_load64(rec + 16) || le_load64(rec + 24) || entries) {
+            report(w, 0, k, at, off,
+                   "empty database record with depth %" PRIu64 " and %" PRIu64 " entries", *depth,
+                   entries);
+            return -1;
+        }
+        return 0;
     }
-    if (depth < 1 || depth > MAX_DEPTH) {
-        report(w, 0, k, at, off, "database depth %" PRIu64 " outside 1..%u", depth, MAX_DEPTH);
-        return;
+    if (*depth < 1 || *depth > MAX_DEPTH) {
+        report(w, 0, k, at, off, "database depth %" PRIu64 " outside 1..%u", *depth, MAX_DEPTH);
+        return -1;
     }
+    return 1;
+}
+
+static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno, uint64_t rec_off,
+                      tree *t)
+{
+    memset(t, 0, sizeof *t);
+    t->k = k;
+    uint64_t branch = le_load64(rec + 8), leafp = le_load64(rec + 16);
+    uint64_t overflow = le_load64(rec + 24), entries = le_load64(rec + 32);
+    uint64_t at = rec_pgno, off = rec_off;
+    uint64_t root, depth;
+    if (check_record(w, k, rec, at, off, &root, &depth) <= 0)
+        return;
     t->depth = depth;
     uint64_t errors_before = w->errors;
     walk_page(w, t, root, 1, at == SIMS_LMDB_NONE ? w->meta_pgno : at, NULL, 0, NULL, 0);
@@ -970,4 +1008,559 @@ int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb
 int sims_lmdb_check_metas(const uint8_t *data, uint64_t size, sims_lmdb_problem_fn fn, void *ctx)
 {
     return walk(data, size, 0, fn, ctx, NULL, 1);
+}
+
+/* ---- checking what LMDB will read (sims_lmdb_lazy) ------------------------------- */
+
+/* The validated pages of one snapshot: the walker's `used` bitmap says a
+ * page was checked (or belongs to the free list, the main database or an
+ * overflow run), and this table says from where: the page and node index
+ * naming it (owner = page << 16 | index). A page reached again from its
+ * owner is not checked again; from anywhere else it is a page reached
+ * twice, as in the full walk. */
+struct sims_lmdb_lazy {
+    walker w;
+    sims_lmdb_summary sum;
+    int ready;   /* a snapshot is loaded */
+    int fail_rc; /* its first error (kept: later reads fail the same way) */
+    char fail_msg[512];
+    uint64_t txnid;
+    uint64_t *hkey; /* pgno + 1; 0 is an empty slot */
+    uint64_t *hval;
+    size_t hcap, hlen;
+    uint64_t pages_before; /* pages checked in earlier snapshots */
+};
+
+/* A page on a path, and the node the path takes there. */
+typedef struct lz_level {
+    uint64_t pgno;
+    const uint8_t *page;
+    int64_t n;   /* nodes */
+    int64_t idx; /* the node taken (leaf: the lower bound of the key) */
+    const uint8_t *lo, *hi;
+    uint64_t lo_len, hi_len;
+} lz_level;
+
+typedef struct lz_path {
+    kind k;
+    uint64_t depth;
+    lz_level lv[MAX_DEPTH];
+    int exact; /* leaf: node idx holds the key */
+} lz_path;
+
+static uint64_t lz_hash(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int lz_owner_get(const sims_lmdb_lazy *lz, uint64_t pgno, uint64_t *owner)
+{
+    if (!lz->hcap)
+        return 0;
+    for (size_t i = (size_t)lz_hash(pgno) & (lz->hcap - 1);; i = (i + 1) & (lz->hcap - 1)) {
+        if (lz->hkey[i] == 0)
+            return 0;
+        if (lz->hkey[i] == pgno + 1) {
+            *owner = lz->hval[i];
+            return 1;
+        }
+    }
+}
+
+static int lz_owner_put(sims_lmdb_lazy *lz, uint64_t pgno, uint64_t owner)
+{
+    if (2 * (lz->hlen + 1) > lz->hcap) {
+        size_t cap = lz->hcap ? 2 * lz->hcap : 256;
+        uint64_t *k = calloc(cap, sizeof *k), *v = calloc(cap, sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+        }
+        for (size_t i = 0; i < lz->hcap; i++) {
+            if (!lz->hkey[i])
+                continue;
+            size_t j = (size_t)lz_hash(lz->hkey[i] - 1) & (cap - 1);
+            while (k[j])
+                j = (j + 1) & (cap - 1);
+            k[j] = lz->hkey[i];
+            v[j] = lz->hval[i];
+        }
+        free(lz->hkey);
+        free(lz->hval);
+        lz->hkey = k;
+        lz->hval = v;
+        lz->hcap = cap;
+    }
+    size_t i = (size_t)lz_hash(pgno) & (lz->hcap - 1);
+    while (lz->hkey[i])
+        i = (i + 1) & (lz->hcap - 1);
+    lz->hkey[i] = pgno + 1;
+    lz->hval[i] = owner;
+    lz->hlen++;
+    return SIMSTORE_OK;
+}
+
+/* The error that ended this snapshot's checks, again. */
+static int lz_failed(sims_lmdb_lazy *lz)
+{
+    if (!lz->fail_rc && lz->w.errors) {
+        lz->fail_rc = SIMSTORE_ECORRUPT;
+        snprintf(lz->fail_msg, sizeof lz->fail_msg, "%s", lz->w.first_error);
+    }
+    if (!lz->fail_rc)
+        return SIMSTORE_OK;
+    return sims_fail(lz->fail_rc, "%s", lz->fail_msg);
+}
+
+/* One leaf node's rules for tree kind k, without following it anywhere
+ * (overflow runs and duplicate sub-databases are checked when read). A
+ * duplicate sub-page lies inside the page and is checked here. */
+static int lz_leaf_node(walker *w, kind k, uint64_t pgno, const uint8_t *page, uint16_t ptr,
+                        int64_t i)
+{
+    const uint8_t *node = page + ptr;
+    uint16_t flags = le_load16(node + 4);
+    uint64_t ksize = le_load16(node + 6);
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    unsigned allowed = k == K_META || k == K_DOCS ? F_BIGDATA
+                       : k == K_FPS               ? F_DUPDATA | F_SUBDATA
+                                                  : 0;
+    if ((flags & ~allowed) || (k == K_FPS && flags == F_SUBDATA)) {
+        report(w, 0, k, pgno, ptr + 4u, "node %" PRId64 " has flags 0x%x", i, flags);
+        return -1;
+    }
+    uint64_t errors = w->errors;
+    if (k == K_FPS) {
+        if (!(flags & F_DUPDATA)) {
+            if (dsize < 1 || dsize > MAX_KEY_BYTES)
+                report(w, 0, K_FPS, pgno, ptr, "node %" PRId64 " holds an id of %" PRIu64 " bytes",
+                       i, dsize);
+        } else if (!(flags & F_SUBDATA)) {
+            walk_subpage(w, pgno, ptr + NODE_HEADER + ksize, node + NODE_HEADER + ksize, dsize);
+        } else if (dsize != DB_RECORD_BYTES) {
+            report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64 " bytes",
+                   dsize);
+        }
+    } else if (k == K_DUP && (flags || dsize)) {
+        report(w, 0, k, pgno, ptr, "duplicate %" PRId64 " has flags or data", i);
+    }
+    return w->errors != errors ? -1 : 0;
+}
+
+/* Check page pgno, named by `owner`, at `level` (1: root) of a tree of
+ * kind k and the given depth, keys in [lo, hi): what walk_page checks of one
+ * page, unless this snapshot has checked it already from the same owner.
+ * Fills *out. */
+static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, uint64_t owner,
+                    uint64_t level, const uint8_t *lo, uint64_t lo_len, const uint8_t *hi,
+                    uint64_t hi_len, lz_level *out)
+{
+    walker *w = &lz->w;
+    uint64_t from = owner >> 16;
+    if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
+        report(w, 0, k, from, SIMS_LMDB_NONE,
+               "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")",
+               level == 1 ? "root" : "child", pgno,
+               (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
+        return -1;
+    }
+    const uint8_t *page = page_at(w, pgno);
+    memset(out, 0, sizeof *out);
+    out->pgno = pgno;
+    out->page = page;
+    out->lo = lo;
+    out->lo_len = lo_len;
+    out->hi = hi;
+    out->hi_len = hi_len;
+    if (bit_get(w->used, pgno)) {
+        uint64_t was;
+        if (!lz_owner_get(lz, pgno, &was) || was != owner) {
+            report(w, 0, k, from, SIMS_LMDB_NONE,
+                   "%s page %" PRIu64 " is reached twice (a cycle or a shared page)",
+                   level == 1 ? "root" : "child", pgno);
+            return -1;
+        }
+        out->n = (int64_t)(le_load16(page + 12) - PAGE_HEADER) / 2;
+        return 0;
+    }
+    if (bit_get(w->freed, pgno)) {
+        report(w, 0, k, pgno, SIMS_LMDB_NONE,
+               "page is in use and also listed free (a writer would overwrite it)");
+        return -1;
+    }
+    int leaf = level == depth;
+    uint16_t flags = le_load16(page + 10);
+    if (le_load64(page) != pgno) {
+        report(w, 0, k, pgno, 0, "page records page number %" PRIu64, le_load64(page));
+        return -1;
+    }
+    if (flags != (leaf ? P_LEAF : P_BRANCH)) {
+        report(w, 0, k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64 " has flags 0x%x",
+               leaf ? "leaf" : "branch", level, depth, flags);
+        return -1;
+    }
+    int64_t n = check_nodes(w, k, pgno, 0, page, w->psize, leaf, leaf ? "leaf" : "branch");
+    if (n < 0)
+        return -1;
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    for (int64_t i = leaf ? 0 : 1; i < n; i++) {
+        uint16_t ptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
+        const uint8_t *key = page + ptr + NODE_HEADER;
+        uint64_t ksize = le_load16(page + ptr + 6);
+        if (!key_size_ok(k, ksize)) {
+            report(w, 0, k, pgno, ptr + 6u, "key %" PRId64 " of %" PRIu64 " bytes", i, ksize);
+            return -1;
+        }
+        if ((prev && cmp_memn(prev, prev_len, key, ksize) >= 0) ||
+            (!prev && lo && cmp_memn(lo, lo_len, key, ksize) > 0) ||
+            (hi && cmp_memn(key, ksize, hi, hi_len) >= 0)) {
+            report(
+                w, 0, k, pgno, ptr + NODE_HEADER, "key %" PRId64 " is out of order (against %s)", i,
+                prev && cmp_memn(prev, prev_len, key, ksize) >= 0 ? "the key before it"
+                                                                  : "the parent page's separators");
+            return -1;
+        }
+        if (leaf && lz_leaf_node(w, k, pgno, page, ptr, i))
+            return -1;
+        prev = key;
+        prev_len = ksize;
+    }
+    int rc = lz_owner_put(lz, pgno, owner);
+    if (rc)
+        return rc;
+    bit_set(w->used, pgno);
+    w->pages_seen++;
+    out->n = n;
+    return 0;
+}
+
+static const uint8_t *lz_node(const lz_level *l, int64_t i)
+{
+    return l->page + le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)i);
+}
+
+/* The child of node idx of branch level lv[at], into lv[at + 1]. */
+static int lz_child(sims_lmdb_lazy *lz, lz_path *p, uint64_t at)
+{
+    lz_level *l = &p->lv[at];
+    const uint8_t *node = lz_node(l, l->idx);
+    uint64_t child = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16 |
+                     (uint64_t)le_load16(node + 4) << 32;
+    const uint8_t *clo = l->lo, *chi = l->hi;
+    uint64_t clo_len = l->lo_len, chi_len = l->hi_len;
+    if (l->idx > 0) {
+        clo = node + NODE_HEADER;
+        clo_len = le_load16(node + 6);
+    }
+    if (l->idx + 1 < l->n) {
+        const uint8_t *next = lz_node(l, l->idx + 1);
+        chi = next + NODE_HEADER;
+        chi_len = le_load16(next + 6);
+    }
+    return lz_visit(lz, p->k, p->depth, child, l->pgno << 16 | (uint64_t)l->idx, at + 2, clo,
+                    clo_len, chi, chi_len, &p->lv[at + 1]);
+}
+
+/* The root of the tree of record rec (named by owner). 1: p->lv[0] holds
+ * it; 0: the tree is empty; -1: reported. */
+static int lz_root(sims_lmdb_lazy *lz, kind k, const uint8_t *rec, uint64_t rec_pgno,
+                   uint64_t rec_off, uint64_t owner, lz_path *p)
+{
+    uint64_t root, depth;
+    memset(p, 0, sizeof *p);
+    p->k = k;
+    int r = check_record(&lz->w, k, rec, rec_pgno, rec_off, &root, &depth);
+    if (r <= 0)
+        return r;
+    p->depth = depth;
+    return lz_visit(lz, k, depth, root, owner, 1, NULL, 0, NULL, 0, &p->lv[0]) ? -1 : 1;
+}
+
+/* Down from the root to the leaf LMDB's search for key reaches: at a
+ * branch the last node whose key is <= key (node 0's key is not used), at
+ * the leaf the first node whose key is >= key (mdb_node_search). */
+static int lz_descend(sims_lmdb_lazy *lz, lz_path *p, const uint8_t *key, uint64_t len)
+{
+    for (uint64_t at = 0;; at++) {
+        lz_level *l = &p->lv[at];
+        int leaf = at + 1 == p->depth;
+        int64_t lo = leaf ? 0 : 1, hi = l->n; /* first node with key >= `key` */
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            const uint8_t *node = lz_node(l, mid);
+            if (cmp_memn(node + NODE_HEADER, le_load16(node + 6), key, len) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int exact = 0;
+        if (lo < l->n) {
+            const uint8_t *node = lz_node(l, lo);
+            exact = cmp_memn(node + NODE_HEADER, le_load16(node + 6), key, len) == 0;
+        }
+        if (leaf) {
+            l->idx = lo;
+            p->exact = exact;
+            return 0;
+        }
+        l->idx = exact ? lo : lo - 1;
+        if (lz_child(lz, p, at))
+            return -1;
+    }
+}
+
+/* Down the first (right = 0) or last node of every page below level at. */
+static int lz_edge(sims_lmdb_lazy *lz, lz_path *p, uint64_t at, int right)
+{
+    for (;; at++) {
+        lz_level *l = &p->lv[at];
+        l->idx = right ? l->n - 1 : 0;
+        if (at + 1 == p->depth)
+            return 0;
+        if (lz_child(lz, p, at))
+            return -1;
+    }
+}
+
+/* The leaf after (dir 1) or before (dir -1) the path's, as
+ * mdb_cursor_sibling moves: up to the first page with a node that way,
+ * then down its edge. 1: moved; 0: no such leaf; -1: reported. */
+static int lz_sibling(sims_lmdb_lazy *lz, lz_path *p, int dir)
+{
+    for (uint64_t up = p->depth - 1; up-- > 0;) {
+        lz_level *l = &p->lv[up];
+        int64_t to = l->idx + dir;
+        if (to < 0 || to >= l->n)
+            continue;
+        l->idx = to;
+        if (lz_child(lz, p, up))
+            return -1;
+        return lz_edge(lz, p, up + 1, dir < 0) ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Every page of the subtree below level at (whose idx is ignored). */
+static int lz_whole(sims_lmdb_lazy *lz, lz_path *p, uint64_t at)
+{
+    if (at + 1 == p->depth)
+        return 0;
+    for (int64_t i = 0; i < p->lv[at].n; i++) {
+        p->lv[at].idx = i;
+        if (lz_child(lz, p, at) || lz_whole(lz, p, at + 1))
+            return -1;
+    }
+    return 0;
+}
+
+/* The duplicates of the fps-like leaf node at the path's position: nothing
+ * more for one id or a sub-page (checked with the leaf); for a
+ * sub-database, its first (which 0) or last (1) leaf's path, or all of it
+ * (2). */
+static int lz_dups(sims_lmdb_lazy *lz, const lz_path *p, int which)
+{
+    const lz_level *l = &p->lv[p->depth - 1];
+    const uint8_t *node = lz_node(l, l->idx);
+    uint16_t ptr = le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)l->idx);
+    if ((le_load16(node + 4) & (F_DUPDATA | F_SUBDATA)) != (F_DUPDATA | F_SUBDATA))
+        return 0;
+    uint64_t ksize = le_load16(node + 6);
+    lz_path sub;
+    int r = lz_root(lz, K_DUP, node + NODE_HEADER + ksize, l->pgno, ptr + NODE_HEADER + ksize,
+                    l->pgno << 16 | (uint64_t)l->idx, &sub);
+    if (r <= 0)
+        return r;
+    return which == 2 ? lz_whole(lz, &sub, 0) : lz_edge(lz, &sub, 0, which);
+}
+
+/* The overflow run of the leaf node at the path's position, if it has one:
+ * what overflow_data checks, its pages claimed for that node. */
+static int lz_overflow(sims_lmdb_lazy *lz, const lz_path *p)
+{
+    walker *w = &lz->w;
+    const lz_level *l = &p->lv[p->depth - 1];
+    const uint8_t *node = lz_node(l, l->idx);
+    if (!(le_load16(node + 4) & F_BIGDATA))
+        return 0;
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    uint64_t pgno = le_load64(node + NODE_HEADER + le_load16(node + 6));
+    uint64_t owner = l->pgno << 16 | (uint64_t)l->idx, was;
+    if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
+        report(w, 0, p->k, l->pgno, SIMS_LMDB_NONE,
+               "overflow page number %" PRIu64 " is outside the data pages", pgno);
+        return -1;
+    }
+    if (bit_get(w->used, pgno)) {
+        if (lz_owner_get(lz, pgno, &was) && was == owner)
+            return 0;
+        report(w, 0, p->k, l->pgno, SIMS_LMDB_NONE,
+               "overflow page %" PRIu64 " is reached twice (a cycle or a shared page)", pgno);
+        return -1;
+    }
+    const uint8_t *page = page_at(w, pgno);
+    uint64_t pages = le_load32(page + 12);
+    uint64_t need = (PAGE_HEADER - 1 + dsize) / w->psize + 1;
+    if (le_load64(page) != pgno) {
+        report(w, 0, p->k, pgno, 0, "overflow page records page number %" PRIu64, le_load64(page));
+        return -1;
+    }
+    if (le_load16(page + 10) != P_OVERFLOW) {
+        report(w, 0, p->k, pgno, 10, "overflow page has flags 0x%x", le_load16(page + 10));
+        return -1;
+    }
+    if (pages < need || pages > w->file_pages - pgno || pgno + pages - 1 > w->last_pg) {
+        report(w, 0, p->k, pgno, 12,
+               "overflow run of %" PRIu64 " pages (needs %" PRIu64 " for %" PRIu64
+               " bytes) does not fit the file",
+               pages, need, dsize);
+        return -1;
+    }
+    for (uint64_t i = 0; i < pages; i++) {
+        if (bit_get(w->used, pgno + i) || bit_get(w->freed, pgno + i)) {
+            report(w, 0, p->k, pgno, 12, "overflow run overlaps page %" PRIu64 ", %s", pgno + i,
+                   bit_get(w->used, pgno + i) ? "in use elsewhere" : "listed free");
+            return -1;
+        }
+    }
+    for (uint64_t i = 0; i < pages; i++) {
+        int rc = lz_owner_put(lz, pgno + i, owner);
+        if (rc)
+            return rc;
+        bit_set(w->used, pgno + i);
+    }
+    w->pages_seen++;
+    return 0;
+}
+
+/* An entry a cursor move returns: its first (which 0) or last (1)
+ * duplicate, or its overflow run. */
+static int lz_entry(sims_lmdb_lazy *lz, const lz_path *p, int which)
+{
+    return p->k == K_FPS ? lz_dups(lz, p, which) : lz_overflow(lz, p);
+}
+
+int sims_lmdb_lazy_new(sims_lmdb_lazy **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? SIMSTORE_OK : sims_fail(SIMSTORE_ENOMEM, "out of memory");
+}
+
+static void lz_reset(sims_lmdb_lazy *lz)
+{
+    lz->pages_before += lz->w.pages_seen;
+    free(lz->w.used);
+    free(lz->w.freed);
+    free(lz->w.scratch);
+    free(lz->hkey);
+    free(lz->hval);
+    memset(&lz->w, 0, sizeof lz->w);
+    lz->hkey = lz->hval = NULL;
+    lz->hcap = lz->hlen = 0;
+    lz->ready = 0;
+    lz->fail_rc = 0;
+    lz->txnid = 0;
+}
+
+void sims_lmdb_lazy_free(sims_lmdb_lazy *lz)
+{
+    if (!lz)
+        return;
+    lz_reset(lz);
+    free(lz);
+}
+
+uint64_t sims_lmdb_lazy_txnid(const sims_lmdb_lazy *lz)
+{
+    return lz->ready ? lz->txnid : 0;
+}
+
+uint64_t sims_lmdb_lazy_pages(const sims_lmdb_lazy *lz)
+{
+    return lz->pages_before + lz->w.pages_seen;
+}
+
+int sims_lmdb_lazy_snapshot(sims_lmdb_lazy *lz, const uint8_t *data, uint64_t size, uint64_t txnid)
+{
+    if (lz->ready && lz->txnid == txnid && lz->w.data == data && lz->w.size == size)
+        return lz_failed(lz);
+    lz_reset(lz);
+    walker *w = &lz->w;
+    w->data = data;
+    w->size = size;
+    w->sum = &lz->sum;
+    memset(&lz->sum, 0, sizeof lz->sum);
+    w->shallow = 1;
+    meta_view m[2];
+    memset(m, 0, sizeof m);
+    int pick = 0;
+    int rc = walk_metas(w, m);
+    if (rc == WALK_ON)
+        rc = pick_meta(m, txnid, &pick);
+    if (rc == WALK_ON)
+        rc = walk_snapshot(w, &m[pick]);
+    if (rc == WALK_ON)
+        rc = walk_older_snapshot(w, &m[pick ^ 1]);
+    if (rc < 0) {
+        lz_reset(lz); /* a writer moved on, or no memory: load again next time */
+        return rc;
+    }
+    lz->ready = 1;
+    lz->txnid = m[pick].txnid;
+    if (!w->errors && !w->stopped && w->stop_rc == 0 && rc == WALK_STOP)
+        report(w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE, "cannot check this file");
+    return lz_failed(lz);
+}
+
+int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read)
+{
+    if (!lz->ready)
+        return sims_fail(SIMSTORE_EINVAL, "data.mdb: no snapshot loaded to check");
+    if (lz->fail_rc || lz->w.errors)
+        return lz_failed(lz);
+    if (db < SIMS_LMDB_META || db >= SIMS_LMDB_DB_COUNT || !lz->w.named[db].present)
+        return SIMSTORE_OK; /* LMDB finds no such database: nothing to read */
+    kind k = db == SIMS_LMDB_META ? K_META : db == SIMS_LMDB_DOCS ? K_DOCS : K_FPS;
+    const named_db *nd = &lz->w.named[db];
+    lz_path p;
+    int r = lz_root(lz, k, nd->rec, nd->pgno, nd->off, nd->pgno << 16 | nd->index, &p);
+    if (r <= 0)
+        return r < 0 ? lz_failed(lz) : SIMSTORE_OK;
+    if (lz_descend(lz, &p, (const uint8_t *)key, key_len))
+        return lz_failed(lz);
+    lz_level *leaf = &p.lv[p.depth - 1];
+    if (read == SIMS_LMDB_READ_GET) {
+        r = p.exact ? lz_overflow(lz, &p) : 0;
+    } else if (read == SIMS_LMDB_READ_DUPS) {
+        r = p.exact ? lz_dups(lz, &p, 2) : 0;
+    } else if (leaf->idx < leaf->n) {
+        /* MDB_SET_RANGE stops here (its first duplicate); MDB_PREV_NODUP
+         * then takes the node before, or the previous leaf's last. */
+        int64_t at = leaf->idx;
+        r = lz_entry(lz, &p, 0);
+        if (!r && at > 0) {
+            leaf->idx = at - 1;
+            r = lz_entry(lz, &p, 1);
+        } else if (!r) {
+            r = lz_sibling(lz, &p, -1);
+            r = r > 0 ? lz_entry(lz, &p, 1) : r;
+        }
+    } else {
+        /* Past the leaf's last node: MDB_SET_RANGE moves to the next leaf's
+         * first node, MDB_PREV_NODUP back to this leaf's last; with no next
+         * leaf, MDB_LAST reads this path's last node. */
+        lz_path next = p;
+        r = lz_sibling(lz, &next, 1);
+        if (r > 0)
+            r = lz_entry(lz, &next, 0);
+        if (r >= 0) {
+            leaf->idx = leaf->n - 1;
+            r = lz_entry(lz, &p, 1);
+        }
+    }
+    return r < 0 || lz->w.errors ? lz_failed(lz) : SIMSTORE_OK;
 }

@@ -114,4 +114,62 @@ int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb
  * was read, as sims_lmdb_walk) or fn's nonzero value. */
 int sims_lmdb_check_metas(const uint8_t *data, uint64_t size, sims_lmdb_problem_fn fn, void *ctx);
 
+/* ---- Checking what LMDB will read, as it reads (lazy) ------------------
+ *
+ * Instead of walking every page at open, a reader may check, before each
+ * LMDB read of a snapshot, exactly the pages that read will touch, with the
+ * walk's per-page rules (page number inside the file and not past the last
+ * page, the page's own number, type flags for its level, lower/upper, nodes
+ * tiling the page, key sizes, keys in order and inside the parent's
+ * separators, node flags and data sizes for the database, duplicate
+ * sub-pages, overflow runs, depth from the database record), and two rules
+ * of the walk's page accounting applied to those pages: no page reached
+ * from two places, and no page in use that the snapshot's free list lists
+ * (format/store.md, "Trusting LMDB"). Loading a snapshot checks both meta
+ * pages, walks the free list (every page: it is how a page is known to be
+ * free; its size is LMDB's free space, not the number of documents) and
+ * the main database (the named databases' records), but no other tree. A
+ * page checked once is not checked again in the same snapshot.
+ *
+ * Not thread-safe: the caller serializes. */
+typedef struct sims_lmdb_lazy sims_lmdb_lazy;
+
+/* What an LMDB read of one key will do: */
+enum {
+    SIMS_LMDB_READ_GET,   /* mdb_get: the key's path, its overflow run      */
+    SIMS_LMDB_READ_DUPS,  /* MDB_SET_KEY then MDB_NEXT_DUP to the end: the
+                             key's path and all its duplicates              */
+    SIMS_LMDB_READ_AROUND /* MDB_SET_RANGE, then MDB_PREV_NODUP (MDB_PREV in
+                             a database without duplicates; MDB_LAST when
+                             nothing follows): the key's path, the
+                             neighbouring leaves those moves reach, the first
+                             and last duplicates (or the overflow runs) of
+                             the entries they return                      */
+};
+
+int sims_lmdb_lazy_new(sims_lmdb_lazy **out);
+void sims_lmdb_lazy_free(sims_lmdb_lazy *lz);
+
+/* Make transaction txnid's snapshot of data[0, size) (data.mdb, mapped) the
+ * one checked; nothing to do when it is already. A new snapshot forgets the
+ * pages checked in the previous one. Returns SIMSTORE_OK,
+ * SIMSTORE_ECORRUPT (meta pages, free list or main database; again on
+ * every later call for this snapshot), SIMS_ERETRY (no meta page holds
+ * txnid any more: a writer moved on; begin a new read transaction) or
+ * SIMSTORE_ENOMEM. */
+int sims_lmdb_lazy_snapshot(sims_lmdb_lazy *lz, const uint8_t *data, uint64_t size, uint64_t txnid);
+
+/* Check what read `read` (SIMS_LMDB_READ_*) of key[0, key_len) in database
+ * db (SIMS_LMDB_META, _DOCS, _FPS, _PFPS) of the loaded snapshot touches.
+ * SIMSTORE_OK (a database the snapshot lacks has nothing to check),
+ * SIMSTORE_ECORRUPT naming the page and byte offset (and for every later
+ * check of this snapshot), SIMSTORE_ENOMEM. */
+int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read);
+
+/* The loaded snapshot's transaction id, 0 when none. */
+uint64_t sims_lmdb_lazy_txnid(const sims_lmdb_lazy *lz);
+
+/* Pages checked so far, in every snapshot (a test's measure of work). */
+uint64_t sims_lmdb_lazy_pages(const sims_lmdb_lazy *lz);
+
 #endif

@@ -564,16 +564,31 @@ SIMSTORE_API void simstore_builder_abort(simstore_builder *b);
 #define SIMSTORE_OPEN_WRITE 1u /* take the writer lock: add, delete, compact */
 #define SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS 2u /* trust table blocks (faster) */
 #define SIMSTORE_OPEN_NO_AUTO_COMPACT 4u /* writers: never compact on their own */
-/* Skip the walk of data.mdb's pages at open (format/store.md, "Trusting
- * LMDB"): a faster open of a large store whose disk is trusted; a damaged
- * data.mdb may then crash LMDB or give wrong answers. */
+/* Skip every check of data.mdb's pages (format/store.md, "Trusting
+ * LMDB"): for a store whose disk is trusted; a damaged data.mdb may then
+ * crash LMDB or give wrong answers. */
 #define SIMSTORE_OPEN_TRUST_LMDB 8u
+/* A read-only open checks, at open, only data.mdb's two meta pages, its
+ * free list and its main database, and then, before each read of a query,
+ * get or stats, the pages that read touches (format/store.md, "Trusting
+ * LMDB"): its cost does not grow with the store. Whole-store scans (pairs,
+ * clusters, export) walk the whole file first, as writers do at open. This
+ * flag (or SIMSTORE_OPEN_FULL_WALK=1 in the process environment) makes a
+ * read-only open walk the whole file at once instead, as before. Either way
+ * a damaged byte gives an error or a correct answer. */
+#define SIMSTORE_OPEN_FULL_WALK 16u
 
 /* Open the store at `path`. Read-only opens work on read-only copies.
  * Errors: SIMSTORE_ENOTFOUND (no store there), SIMSTORE_ECORRUPT,
  * SIMSTORE_EVERSION, SIMSTORE_EBUSY (SIMSTORE_OPEN_WRITE while another
  * writer holds the store), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_open(const char *path, unsigned flags, simstore **out);
+
+/* Pages of the store's data.mdb this process has checked so far (by the
+ * walk at open, by the lazy checks of each read, or both: the measure
+ * tests and benchmarks use to see that an open does not read the file in
+ * proportion to its size). 0 for NULL. */
+SIMSTORE_API uint64_t simstore_lmdb_pages_checked(const simstore *s);
 
 /* Close a store; every simstore_query made from it must be freed first.
  * Accepts NULL. */

@@ -96,7 +96,7 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
                              "bytes",
                              i, SIMSTORE_MAX_ID_BYTES);
     scan_state st;
-    int rc = scan_state_begin(s, &st);
+    int rc = scan_state_begin_lookups(s, &st);
     if (rc)
         return rc;
     char *buf = malloc(SIMSTORE_MAX_ID_BYTES + 1 + SIMSTORE_MAX_META_BYTES + 1);
@@ -104,9 +104,15 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
     for (size_t i = 0; i < n && rc == 0; i++) {
         MDB_val key = {lens[i], (void *)ids[i]}, val;
+        rc = sims_env_check(&s->env, st.txn, s->env.docs, key.mv_data, key.mv_size,
+                            SIMS_LMDB_READ_GET);
+        if (rc)
+            break;
         int mrc = mdb_get(st.txn, s->env.docs, &key, &val);
         simstore_document d;
-        if (mrc == MDB_NOTFOUND) {
+        if (mrc == MDB_NOTFOUND && (rc = sims_check_doc_absent(s, st.txn, ids[i], lens[i])) != 0) {
+            break;
+        } else if (mrc == MDB_NOTFOUND) {
             memset(&d, 0, sizeof d);
             memcpy(buf, ids[i], lens[i]);
             buf[lens[i]] = '\0';

@@ -69,7 +69,10 @@ static int load_documents(simstore *s, pp_state *p)
 {
     MDB_txn *txn;
     MDB_cursor *cur = NULL;
-    int rc = sims_env_read_begin(&s->env, &txn);
+    int rc = sims_env_full_walk(&s->env); /* a scan of all of docs */
+    if (rc)
+        return rc;
+    rc = sims_env_read_begin(&s->env, &txn);
     if (rc)
         return rc;
     int m = mdb_cursor_open(txn, s->env.docs, &cur);

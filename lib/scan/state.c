@@ -26,6 +26,15 @@ static int state_attempt(void *ctx)
 
 int scan_state_begin(simstore *s, scan_state *st)
 {
+    /* Scans read whole databases: walk all of data.mdb first, unless the
+     * open did (format/store.md, "Trusting LMDB"). */
+    memset(st, 0, sizeof *st);
+    int rc = sims_env_full_walk(&s->env);
+    return rc ? rc : scan_state_begin_lookups(s, st);
+}
+
+int scan_state_begin_lookups(simstore *s, scan_state *st)
+{
     memset(st, 0, sizeof *st);
     st->s = s;
     st->fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;

@@ -26,6 +26,9 @@ typedef struct scan_state {
 /* Begin: a read transaction and the snapshot it sees (read again while
  * writers remove the files of the state it saw). */
 int scan_state_begin(simstore *s, scan_state *st);
+/* The same for a reader of single keys that checks each read first
+ * (sims_env_check): no walk of data.mdb. */
+int scan_state_begin_lookups(simstore *s, scan_state *st);
 void scan_state_end(scan_state *st);
 
 /* The resolved scan options: k checked against the design (ERANGE), the

@@ -210,7 +210,11 @@ int sims_store_load_boilerplate(simstore *s, MDB_txn *txn)
     s->boilerplate = NULL;
     MDB_val key = {sizeof SIMS_BOILERPLATE_RECORD_KEY - 1, (void *)SIMS_BOILERPLATE_RECORD_KEY};
     MDB_val val;
-    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    int rc =
+        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMSTORE_OK;
     if (rc)

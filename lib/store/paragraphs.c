@@ -129,7 +129,10 @@ static int read_record(simstore *s, MDB_txn *txn, const void *id, size_t id_len,
                        sims_doc_record *rec)
 {
     MDB_val key = {id_len, (void *)id};
-    int rc = mdb_get(txn, s->env.docs, &key, val);
+    int rc = sims_env_check(&s->env, txn, s->env.docs, id, id_len, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(txn, s->env.docs, &key, val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: the paragraph index lists document '%.*s', which docs lacks",
                             s->path, (int)id_len, (const char *)id);
@@ -175,18 +178,35 @@ static int lookup(simstore *s, MDB_txn *txn, MDB_cursor *cur, sims_para_buffers 
     uint8_t kb[8];
     be_store64(kb, pfp);
     MDB_val key = {8, kb}, val;
-    int rc = mdb_cursor_get(cur, &key, &val, MDB_SET_KEY);
+    int rc = sims_env_check(&s->env, txn, s->env.pfps, kb, 8, SIMS_LMDB_READ_DUPS);
+    if (rc)
+        return rc;
+    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND) {
         /* Dead (its documents deleted), unless a damaged key. */
+        rc = sims_env_check(&s->env, txn, s->env.pfps, kb, 8, SIMS_LMDB_READ_AROUND);
+        if (rc)
+            return rc;
         key.mv_size = 8;
         key.mv_data = kb;
         int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
         rc = check_neighbour(s, txn, after, &key, &val);
+        if (rc == SIMSTORE_OK && after == 0 && key.mv_size == 8 && be_load64(key.mv_data) <= pfp)
+            rc = SIMS_CORRUPT("%s: pfps has no key %016llx, but its key after it is %016llx (a "
+                              "damaged branch page)",
+                              s->path, (unsigned long long)pfp,
+                              (unsigned long long)be_load64(key.mv_data));
         if (rc)
             return rc;
         int before =
             mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-        return check_neighbour(s, txn, before, &key, &val);
+        rc = check_neighbour(s, txn, before, &key, &val);
+        if (rc == SIMSTORE_OK && before == 0 && key.mv_size == 8 && be_load64(key.mv_data) >= pfp)
+            rc = SIMS_CORRUPT("%s: pfps has no key %016llx, but its key before it is %016llx (a "
+                              "damaged branch page)",
+                              s->path, (unsigned long long)pfp,
+                              (unsigned long long)be_load64(key.mv_data));
+        return rc;
     }
     while (rc == 0) {
         if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES)

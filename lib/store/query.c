@@ -196,6 +196,9 @@ static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const 
                             key->mv_size, val->mv_size);
     uint64_t kfp = be_load64(key->mv_data);
     MDB_val id = *val, rec_val;
+    rc = sims_env_check(&s->env, q->txn, s->env.docs, id.mv_data, id.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
     rc = mdb_get(q->txn, s->env.docs, &id, &rec_val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: fps entry %016llx lists document '%.*s', which docs lacks",
@@ -217,18 +220,42 @@ static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const 
     return SIMSTORE_OK;
 }
 
+/* The neighbours must also lie on either side of fp: a key at or past fp
+ * from MDB_PREV_NODUP, or at or before it from MDB_SET_RANGE, means the
+ * search for fp was sent down the wrong branch (a damaged separator the
+ * lazy checks of one path cannot see: format/store.md, "Trusting LMDB"). */
+static int check_side(simstore_query *q, int rc, const MDB_val *key, uint64_t fp, int after)
+{
+    if (rc || key->mv_size != 8)
+        return SIMSTORE_OK;
+    uint64_t kfp = be_load64(key->mv_data);
+    if (after ? kfp > fp : kfp < fp)
+        return SIMSTORE_OK;
+    return SIMS_CORRUPT("%s: fps has no key %016llx, but its key %s it is %016llx (a damaged "
+                        "branch page)",
+                        q->store->path, (unsigned long long)fp, after ? "after" : "before",
+                        (unsigned long long)kfp);
+}
+
 static int check_missing(simstore_query *q, uint64_t fp)
 {
+    simstore *s = q->store;
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
+    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_AROUND);
+    if (rc)
+        return rc;
     MDB_val key = {8, keybuf}, val;
     int after = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_RANGE);
-    int rc = check_neighbour(q, after, &key, &val);
+    rc = check_neighbour(q, after, &key, &val);
+    if (rc == SIMSTORE_OK)
+        rc = check_side(q, after, &key, fp, 1);
     if (rc)
         return rc;
     int before = mdb_cursor_get(q->fps_cursor, &key, &val,
                                 after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-    return check_neighbour(q, before, &key, &val);
+    rc = check_neighbour(q, before, &key, &val);
+    return rc ? rc : check_side(q, before, &key, fp, 0);
 }
 
 static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
@@ -237,7 +264,10 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
     MDB_val key = {8, keybuf}, val;
-    int rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
+    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_DUPS);
+    if (rc)
+        return rc;
+    rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
         return check_missing(q, fp); /* deleted, unless a damaged key */
     while (rc == 0) {
@@ -266,7 +296,11 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off, s
     if (meta_off)
         *meta_off = 0;
     *sketch_off = 0;
-    int rc = mdb_get(q->txn, s->env.docs, &key, &val);
+    int rc =
+        sims_env_check(&s->env, q->txn, s->env.docs, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(q->txn, s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
                             (int)m->id_len, (const char *)key.mv_data);
@@ -567,6 +601,51 @@ int simstore_query_text(simstore_query *q, simstore_fingerprinter *fpr, const ch
     return simstore_query_fp_sketch(q, f, sketched ? sketch : NULL, k, matches, count);
 }
 
+/* One neighbour of an absent id (sims_check_doc_absent). */
+static int check_doc_side(simstore *s, int mrc, const MDB_val *key, const MDB_val *val,
+                          const void *id, size_t id_len, int after)
+{
+    if (mrc == MDB_NOTFOUND)
+        return SIMSTORE_OK;
+    if (mrc)
+        return sims_mdb_fail(mrc, "read docs");
+    size_t n = key->mv_size < id_len ? key->mv_size : id_len;
+    int c = memcmp(key->mv_data, id, n);
+    if (!c)
+        c = key->mv_size < id_len ? -1 : key->mv_size > id_len;
+    if (after ? c <= 0 : c >= 0)
+        return SIMS_CORRUPT("%s: docs has no document '%.*s', but its key %s it is '%.*s' (a "
+                            "damaged branch page)",
+                            s->path, (int)id_len, (const char *)id, after ? "after" : "before",
+                            (int)key->mv_size, (const char *)key->mv_data);
+    sims_doc_record rec;
+    int rc = sims_doc_record_decode((const uint8_t *)key->mv_data, key->mv_size,
+                                    (const uint8_t *)val->mv_data, val->mv_size, &rec);
+    return rc ? sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)key->mv_size,
+                                  (const char *)key->mv_data)
+              : SIMSTORE_OK;
+}
+
+int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_len)
+{
+    int rc = sims_env_check(&s->env, txn, s->env.docs, id, id_len, SIMS_LMDB_READ_AROUND);
+    if (rc)
+        return rc;
+    MDB_cursor *cur;
+    int mrc = mdb_cursor_open(txn, s->env.docs, &cur);
+    if (mrc)
+        return sims_mdb_fail(mrc, "open a cursor on docs");
+    MDB_val key = {id_len, (void *)id}, val;
+    int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    rc = check_doc_side(s, after, &key, &val, id, id_len, 1);
+    if (rc == SIMSTORE_OK) {
+        int before = mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+        rc = check_doc_side(s, before, &key, &val, id, id_len, 0);
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
 int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint64_t *fp)
 {
     if (!q || !id || id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)
@@ -576,9 +655,12 @@ int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint
     if (rc)
         return rc;
     MDB_val key = {id_len, (void *)id}, val;
-    int mrc = mdb_get(q->txn, s->env.docs, &key, &val);
-    if (mrc == MDB_NOTFOUND) {
-        rc = 0;
+    rc = sims_env_check(&s->env, q->txn, s->env.docs, id, id_len, SIMS_LMDB_READ_GET);
+    int mrc = rc ? 0 : mdb_get(q->txn, s->env.docs, &key, &val);
+    if (rc) {
+        /* the check failed */
+    } else if (mrc == MDB_NOTFOUND) {
+        rc = sims_check_doc_absent(s, q->txn, id, id_len); /* 0: absent */
     } else if (mrc) {
         rc = sims_mdb_fail(mrc, "read docs");
     } else {

@@ -144,7 +144,11 @@ void sims_snapshot_release(sims_snapshot *snap)
 int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out)
 {
     MDB_val key = {5, (void *)"state"}, val;
-    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    int rc =
+        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: the state record is missing", s->path);
     if (rc)
@@ -206,7 +210,11 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
     }
     pthread_mutex_unlock(&s->mu);
     MDB_val key = {5, (void *)"state"}, val;
-    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    int rc =
+        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == 0 && val.mv_size >= 16) {
         /* The common case: nothing committed since the last query. */
         uint64_t gen;
@@ -484,7 +492,11 @@ static int load_text_record(simstore *s, MDB_txn *txn)
     s->text.version = 1;
     s->text.cjk_shingle = 0;
     MDB_val key = {4, (void *)"text"}, val;
-    int rc = mdb_get(txn, s->env.meta, &key, &val);
+    int rc =
+        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    if (rc)
+        return rc;
+    rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMSTORE_OK;
     if (rc)
@@ -533,8 +545,12 @@ static int load_store_record(simstore *s)
     if (rc)
         return rc;
     MDB_val key = {5, (void *)"store"}, val;
-    rc = mdb_get(txn, s->env.meta, &key, &val);
-    if (rc == MDB_NOTFOUND) {
+    int crc =
+        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    rc = crc ? crc : mdb_get(txn, s->env.meta, &key, &val);
+    if (crc) {
+        /* the check failed: its message stands */
+    } else if (rc == MDB_NOTFOUND) {
         rc = sims_fail(SIMSTORE_ECORRUPT, "%s: not a simstore store (no store record)", s->path);
     } else if (rc) {
         rc = sims_mdb_fail(rc, "read the store record");
@@ -607,7 +623,8 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
     if (rc == SIMSTORE_OK)
         rc = sims_env_open(&s->env, path,
                            (writing ? 0 : SIMS_ENV_READONLY) |
-                               ((flags & SIMSTORE_OPEN_TRUST_LMDB) ? SIMS_ENV_TRUST : 0));
+                               ((flags & SIMSTORE_OPEN_TRUST_LMDB) ? SIMS_ENV_TRUST : 0) |
+                               (writing || (flags & SIMSTORE_OPEN_FULL_WALK) ? 0 : SIMS_ENV_LAZY));
     if (rc == SIMSTORE_OK)
         rc = load_store_record(s);
     if (rc == SIMSTORE_OK && writing)
@@ -639,6 +656,11 @@ void simstore_set_maintenance_options(simstore *s, const simstore_build_options 
         s->maintenance = *o;
     else
         simstore_build_options_init(&s->maintenance);
+}
+
+uint64_t simstore_lmdb_pages_checked(const simstore *s)
+{
+    return s ? sims_env_pages_checked(&s->env) : 0;
 }
 
 void simstore_close(simstore *s)
@@ -697,7 +719,10 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
     if (s->env.pfps) {
         MDB_txn *txn;
         MDB_stat ms;
-        rc = sims_env_read_begin(&s->env, &txn);
+        /* Counting pfps's keys reads all of it. */
+        rc = sims_env_full_walk(&s->env);
+        if (rc == SIMSTORE_OK)
+            rc = sims_env_read_begin(&s->env, &txn);
         if (rc == SIMSTORE_OK) {
             int m = mdb_stat(txn, s->env.pfps, &ms);
             if (m == 0)

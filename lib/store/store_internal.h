@@ -139,6 +139,13 @@ unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counte
  * only of the store's kind (the text record's), so that answers compare
  * sketches made alike. SIMSTORE_ECORRUPT naming the document otherwise. A
  * record without a sketch is accepted (its similarity is unknown). */
+/* An id docs lacks (mdb_get said MDB_NOTFOUND in txn): SIMSTORE_OK when its
+ * neighbours in docs lie on either side of it and their records pass their
+ * checks (which mix in their ids), so that it is truly absent rather than
+ * looked for down a branch a damaged separator chose (format/store.md,
+ * "Trusting LMDB"); SIMSTORE_ECORRUPT otherwise. */
+int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_len);
+
 int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
                           size_t id_len);
 

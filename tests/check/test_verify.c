@@ -517,6 +517,12 @@ static void test_verify__lmdb_damage(void **state)
     assert_true(page >= 2);
     d[page * 4096 + 12] -= 2; /* one node pointer fewer: a node goes unreferenced */
     assert_int_equal(test_write_file(mdb, d, size), 0);
+    /* The leaf's first id, to read it below. */
+    const uint8_t *n0 = d + page * 4096 + le_load16(d + page * 4096 + 16);
+    char first_id[64];
+    size_t first_len = le_load16(n0 + 6);
+    assert_true(first_len > 0 && first_len < sizeof first_id);
+    memcpy(first_id, n0 + 8, first_len);
     free(d);
     got g;
     assert_int_equal(verify(dir, 0, &g, NULL), SIMSTORE_ECORRUPT);
@@ -529,10 +535,21 @@ static void test_verify__lmdb_damage(void **state)
     assert_non_null(strstr(g.msg[i], want));
     /* The tables are still checked, on their own. */
     assert_true(find(&g, SIMSTORE_PROBLEM_RECORD, "on their own") >= 0);
-    /* Opening the store refuses it, naming the page. */
+    /* Opening the store with the walk of all of data.mdb refuses it, naming
+     * the page. */
     simstore *s;
-    assert_int_equal(simstore_open(dir, SIMSTORE_OPEN_READONLY, &s), SIMSTORE_ECORRUPT);
+    assert_int_equal(simstore_open(dir, SIMSTORE_OPEN_READONLY | SIMSTORE_OPEN_FULL_WALK, &s),
+                     SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), want));
+    /* A read-only open checks pages as it reads them: it opens, and the
+     * first read of that leaf fails, naming the page. */
+    assert_int_equal(simstore_open(dir, SIMSTORE_OPEN_READONLY, &s), SIMSTORE_OK);
+    simstore_query *q;
+    assert_int_equal(simstore_query_new(s, 0, &q), SIMSTORE_OK);
+    assert_int_equal(simstore_query_has_id(q, first_id, first_len, NULL), SIMSTORE_ECORRUPT);
+    assert_non_null(strstr(simstore_last_error(), want));
+    simstore_query_free(q);
+    simstore_close(s);
     free(mdb);
     test_rmtree(dir);
     free(dir);

@@ -94,6 +94,8 @@ typedef struct sweep {
     size_t nfiles;
     int report;
     int full;
+    int query_path; /* the query-path sweep: children run only the queries,
+                       with lazy checks and with the walk at open */
 } sweep;
 
 static uint64_t at_distance(test_rng *r, uint64_t x, unsigned d)
@@ -244,10 +246,10 @@ static char *format_paragraph_answer(const simstore_paragraph_match *m, size_t n
 
 /* Run every query; RESULT_OK when all answers equal `want` (or, when want is
  * NULL, fill *got). */
-static int op_query(const sweep *sw, char ***got)
+static int op_query_flags(const sweep *sw, char ***got, unsigned open_flags)
 {
     simstore *s;
-    if (simstore_open(sw->dir, SIMSTORE_OPEN_READONLY, &s))
+    if (simstore_open(sw->dir, SIMSTORE_OPEN_READONLY | open_flags, &s))
         return RESULT_ERROR;
     simstore_query *q;
     if (simstore_query_new(s, 0, &q)) {
@@ -307,6 +309,11 @@ static int op_query(const sweep *sw, char ***got)
     simstore_query_free(q);
     simstore_close(s);
     return result;
+}
+
+static int op_query(const sweep *sw, char ***got)
+{
+    return op_query_flags(sw, got, 0);
 }
 
 /* Inspection as `simstore inspect` does it (stats, every segment, every
@@ -392,6 +399,17 @@ static int op_inspect(const sweep *sw)
 static void child_main(const sweep *sw, int fd)
 {
     char msg[2];
+    if (sw->query_path) {
+        msg[0] = 'q';
+        (void)!write(fd, msg, 1);
+        msg[0] = (char)('0' + op_query(sw, NULL));
+        (void)!write(fd, msg, 1);
+        msg[0] = 'f';
+        (void)!write(fd, msg, 1);
+        msg[0] = (char)('0' + op_query_flags(sw, NULL, SIMSTORE_OPEN_FULL_WALK));
+        (void)!write(fd, msg, 1);
+        _exit(0);
+    }
     msg[0] = 'v';
     (void)!write(fd, msg, 1);
     msg[0] = (char)('0' + op_verify(sw));
@@ -409,8 +427,9 @@ static void child_main(const sweep *sw, int fd)
 
 /* ---- cases -------------------------------------------------------------------- */
 
-enum { OP_VERIFY, OP_INSPECT, OP_QUERY, OP_COUNT };
-static const char *const op_names[OP_COUNT] = {"verify", "inspect", "query"};
+enum { OP_VERIFY, OP_INSPECT, OP_QUERY, OP_QUERY_WALKED, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"verify", "inspect", "query",
+                                               "query after the walk"};
 enum { OUT_OK, OUT_ERROR, OUT_WRONG, OUT_CRASH, OUT_HANG, OUT_NOTRUN, OUT_COUNT };
 static const char *const out_names[OUT_COUNT] = {"ok", "error", "WRONG", "CRASH", "HANG", "-"};
 
@@ -475,8 +494,11 @@ static void run_case(const sweep *sw, int out[OP_COUNT])
     int current = -1;
     for (size_t i = 0; i < got; i++) {
         char c = buf[i];
-        if (c == 'v' || c == 'i' || c == 'q') {
-            current = c == 'v' ? OP_VERIFY : c == 'i' ? OP_INSPECT : OP_QUERY;
+        if (c == 'v' || c == 'i' || c == 'q' || c == 'f') {
+            current = c == 'v'   ? OP_VERIFY
+                      : c == 'i' ? OP_INSPECT
+                      : c == 'q' ? OP_QUERY
+                                 : OP_QUERY_WALKED;
         } else if (current >= 0) {
             out[current] = c - '0';
             current = -1;
@@ -489,7 +511,6 @@ static void run_case(const sweep *sw, int out[OP_COUNT])
 /* Judge one case; returns 0 when it passes. */
 static int judge(const sweep *sw, const char *what, const int out[OP_COUNT], int table_file)
 {
-    (void)sw;
     char why[128] = "";
     for (int op = 0; op < OP_COUNT; op++)
         if (out[op] == OUT_WRONG || out[op] == OUT_CRASH || out[op] == OUT_HANG)
@@ -501,6 +522,10 @@ static int judge(const sweep *sw, const char *what, const int out[OP_COUNT], int
                                                                     : "inspect failed");
     if (!why[0] && table_file && out[OP_VERIFY] == OUT_OK)
         snprintf(why, sizeof why, "verify missed damage to a table file");
+    /* Lazy checks read a subset of what the walk at open reads, with the
+     * same rules: where the walk finds nothing, they find nothing either. */
+    if (!why[0] && sw->query_path && out[OP_QUERY_WALKED] == OUT_OK && out[OP_QUERY] != OUT_OK)
+        snprintf(why, sizeof why, "the query failed with lazy checks, not after the walk");
     if (!why[0])
         return 0;
     fprintf(stderr, "FAIL %s: %s\n", what, why);
@@ -715,6 +740,84 @@ static void sweep_store(int paragraphs)
         assert_int_equal(failures, 0);
 }
 
+/* The query-path sweep (format/store.md, "Trusting LMDB"): every byte of
+ * data.mdb's pages (SIMSTORE_SWEEP=full: both flips of each; by default,
+ * within ctest's time, every byte of each page's first 64 bytes, where the
+ * headers and node pointers lie, and every 37th byte after), each
+ * damaged copy queried by a child with lazy checks and again with the walk
+ * at open. Both must answer correctly or fail; where the walk finds nothing
+ * wrong, the lazy checks must not fail either. */
+static void test_corruption__query_path(void **state)
+{
+    (void)state;
+    sweep sw;
+    memset(&sw, 0, sizeof sw);
+    const char *mode = getenv("SIMSTORE_SWEEP");
+    sw.report = mode && strcmp(mode, "report") == 0;
+    sw.full = mode && (strcmp(mode, "full") == 0 || sw.report);
+    sw.query_path = 1;
+    test_rng r;
+    test_rng_init(&r, "query path sweep", 20261125);
+    char *tmp = test_tmpdir("qsweep");
+    sw.dir = test_path(tmp, "store");
+    build_sweep_store(&sw, &r);
+    sw.want = calloc(sw.nqueries, sizeof *sw.want);
+    char **texts = calloc(sw.nqueries, sizeof *texts);
+    assert_int_equal(op_query(&sw, &texts), RESULT_OK);
+    for (size_t i = 0; i < sw.nqueries; i++) {
+        sw.want[i].ids = calloc(1, sizeof(char *));
+        sw.want[i].ids[0] = texts[i];
+    }
+    free(texts);
+    load_files(&sw);
+    int out[OP_COUNT];
+    run_case(&sw, out);
+    assert_int_equal(out[OP_QUERY], OUT_OK);
+    assert_int_equal(out[OP_QUERY_WALKED], OUT_OK);
+    const file_image *f = NULL;
+    for (size_t i = 0; i < sw.nfiles; i++)
+        if (strcmp(sw.files[i].name, "data.mdb") == 0)
+            f = &sw.files[i];
+    assert_non_null(f);
+    int failures = 0;
+    tally t;
+    memset(&t, 0, sizeof t);
+    /* Page headers, node pointers and the first nodes densely; the rest of
+     * each page (nodes: keys, ids, records) at a stride. */
+    size_t head = UNDER_SANITIZER ? 32 : 64, stride = sw.full ? 1 : UNDER_SANITIZER ? 127 : 37;
+    for (size_t off = 0; off < f->size; off += (sw.full || off % 4096 < head) ? 1 : stride) {
+        for (int pass = 0; pass < 2; pass++) {
+            uint8_t mask = pass ? 0x01 : 0xFF;
+            if (!sw.full && pass == 1 && (off & 1))
+                continue;
+            write_damaged(&sw, f, off, mask, 0, 0);
+            run_case(&sw, out);
+            restore_files(&sw);
+            count(&t, out);
+            char what[320];
+            snprintf(what, sizeof what, "data.mdb byte %zu ^ 0x%02x", off, mask);
+            if (judge(&sw, what, out, 0))
+                failures++;
+        }
+    }
+    print_tally("data.mdb, query path", &t);
+    test_rmtree(tmp);
+    free(tmp);
+    for (size_t i = 0; i < sw.nqueries; i++) {
+        free(sw.want[i].ids[0]);
+        free(sw.want[i].ids);
+    }
+    for (size_t i = 0; i < sw.nfiles; i++)
+        free(sw.files[i].data);
+    free(sw.files);
+    free(sw.want);
+    free(sw.queries);
+    free(sw.docs);
+    free(sw.dir);
+    if (!sw.report)
+        assert_int_equal(failures, 0);
+}
+
 static void test_corruption__sweep(void **state)
 {
     (void)state;
@@ -732,6 +835,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corruption__sweep),
         cmocka_unit_test(test_corruption__sweep_paragraphs),
+        cmocka_unit_test(test_corruption__query_path),
     };
+    /* SIMSTORE_TEST_FILTER=test_corruption__query_path runs one sweep. */
+    const char *filter = getenv("SIMSTORE_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,20 @@ target_link_libraries(test_paragraphs PRIVATE simstore_check simstore_scan)
 # correctly). SIMSTORE_SWEEP=full samples densely, =report prints outcomes.
 simstore_unit_test(test_corruption store/test_corruption.c)
 target_link_libraries(test_corruption PRIVATE simstore_check)
-set_tests_properties(test_corruption PROPERTIES TIMEOUT 1800)
+set_tests_properties(test_corruption PROPERTIES TIMEOUT 1800 ENVIRONMENT
+  "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_TEST_FILTER=test_corruption__sweep*")
+# test_corruption_query_path: the same program's query-path sweep of data.mdb
+# (lazy checks against the walk at open), as a test of its own.
+add_test(NAME test_corruption_query_path COMMAND test_corruption)
+set_tests_properties(test_corruption_query_path PROPERTIES TIMEOUT 1800 ENVIRONMENT
+  "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_TEST_FILTER=test_corruption__query_path")
+
+# test_lazy_open: read-only opens check LMDB's pages as queries read them:
+# the pages checked do not grow with the store (counted, not timed), the
+# answers equal those after the walk at open; writers still walk.
+simstore_unit_test(test_lazy_open store/test_lazy_open.c)
+target_link_libraries(test_lazy_open PRIVATE simstore_store)
+set_tests_properties(test_lazy_open PROPERTIES TIMEOUT 600)
 
 # crash_op: the helper test_crash runs (and kills) in child processes: one
 # store operation on the deterministic documents of crash_docs.h.
