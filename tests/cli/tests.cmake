@@ -60,3 +60,11 @@ set_tests_properties(test_cli_sketch PROPERTIES TIMEOUT 600)
 # The paragraph index (format/store.md, "Paragraphs") through the command:
 # planted partial copies and edits, output formats, add, delete, compact.
 simstore_cli_test(test_cli_paragraphs paragraphs.sh)
+# The man pages generated from the --help texts (cmake/man.cmake, when
+# help2man is there) and the bash completion (cmd/completion/simstore.bash).
+if(TARGET simstore_man)
+  simstore_cli_test(test_cli_man man.sh)
+  set_tests_properties(test_cli_man PROPERTIES ENVIRONMENT
+    "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_MAN_DIR=${PROJECT_BINARY_DIR}/man")
+endif()
+simstore_cli_test(test_cli_completion completion.sh)

@@ -3,7 +3,8 @@
 # a C user does with it (README.md, "Use the library"):
 #  - the files are there: libsimstore.so.VERSION with its SONAME links,
 #    libsimstore.a, simstore.h, the simstore tool, the format documents,
-#    simstore.pc and the CMake package;
+#    simstore.pc and the CMake package, the bash completion and the man
+#    pages (when the build made them);
 #  - the README's example is example.c;
 #  - example.c compiles (cc, -Wall -Wextra -pedantic -Werror) and links
 #    through pkg-config, against the shared library and, with --static,
@@ -60,6 +61,15 @@ for f in "$src"/format/*.md; do
         fail "not installed: share/doc/simstore/format/$(basename "$f")"
 done
 "$prefix/bin/simstore" --version >/dev/null || fail "the installed simstore --version failed"
+[ -f "$prefix/share/bash-completion/completions/simstore" ] ||
+    fail "not installed: share/bash-completion/completions/simstore"
+# The man pages, when this build made them (help2man found: build/man/).
+if [ -f "$build/man/simstore.1" ]; then
+    for f in "$build"/man/*.1; do
+        [ -f "$prefix/share/man/man1/$(basename "$f")" ] ||
+            fail "not installed: share/man/man1/$(basename "$f")"
+    done
+fi
 
 step "the README's example is tests/install/example.c"
 awk '/^## Use the library/ { in_section = 1; next }
