@@ -1,11 +1,13 @@
 /* cmd_inspect.c: `simstore inspect`: what a store (or one table file) holds
  * and how it is coded: counts, segments, the design table by table, sizes
  * beside the information-theoretic floor, the Huffman code lengths and the
- * leading-bit histogram drawn as a text chart; --json for scripts. */
+ * leading-bit histogram drawn as a text chart; --json for scripts; --plot
+ * draws the histograms and code lengths as a PNG chart (gnuplot). */
 #include "cli.h"
 #include "commands.h"
 #include "boilerplate.h"
 #include "parts.h"
+#include "plot.h"
 #include "textopts.h"
 
 #include <errno.h>
@@ -17,17 +19,21 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *const CMD = "inspect";
 
 /* Tables with more blocks than this get a sampled histogram by default. */
 #define DEFAULT_SAMPLE_BLOCKS 4096u
 #define BAR_WIDTH 40
+/* The most tables one chart draws (the first ones inspect prints). */
+#define PLOT_MAX_SERIES 16
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: simstore inspect STORE|FILE [--json] [--brief] [--exact | --sample N]\n"
+            "                                   [--plot FILE.png]\n"
             "\n"
             "Describe a store without trusting it: documents, distinct fingerprints,\n"
             "segments, how its texts are fingerprinted (fingerprint version, text\n"
@@ -45,18 +51,95 @@ static void usage(FILE *out)
             "                       tables; by default tables of more than %u blocks are\n"
             "                       sampled: %u blocks spread evenly)\n"
             "      --sample N       sample N blocks per table\n"
+            "      --plot FILE.png  also draw the leading-bit histogram (share of\n"
+            "                       differences per j) and the code length per j of\n"
+            "                       each table (the first %u) as a PNG chart, with\n"
+            "                       gnuplot (Debian package gnuplot-nox)\n"
             "  -h, --help           show this help\n"
             "\n"
             "Exit status: 0 success, 1 failure (the message names the file and, for\n"
             "damage, the block and byte offset), 2 usage error.\n",
-            DEFAULT_SAMPLE_BLOCKS, DEFAULT_SAMPLE_BLOCKS);
+            DEFAULT_SAMPLE_BLOCKS, DEFAULT_SAMPLE_BLOCKS, PLOT_MAX_SERIES);
 }
 
 typedef struct options {
     int json;
     int brief;
     uint64_t sample; /* 0: exact */
+    const char *plot; /* --plot: the PNG to draw, or NULL */
 } options;
+
+/* ---- the chart (--plot) -------------------------------------------------------- */
+
+/* The tables drawn so far: their data in one file (a gnuplot data block
+ * per table, two blank lines apart: j, share in percent, code bits) and
+ * their titles. */
+static struct {
+    FILE *data;
+    char path[4096];
+    unsigned series;
+    char titles[PLOT_MAX_SERIES][128];
+} chart;
+
+static void chart_add(const char *title, const simstore_table_info *in, const simstore_histogram *h)
+{
+    if (!chart.data || chart.series == PLOT_MAX_SERIES)
+        return;
+    snprintf(chart.titles[chart.series], sizeof chart.titles[0], "%s", title);
+    if (chart.series)
+        fputs("\n\n", chart.data);
+    for (unsigned j = 0; j < 64; j++) {
+        if (!h->count[j] && !in->code_lengths[j])
+            continue;
+        double share = h->differences ? 100.0 * (double)h->count[j] / (double)h->differences : 0;
+        fprintf(chart.data, "%u %.6f %u\n", j, share, in->code_lengths[j]);
+    }
+    chart.series++;
+}
+
+/* Draw the chart of the tables added into png. Returns an exit code. */
+static int chart_draw(const char *what, const char *png)
+{
+    char script[16384], q[512], msg[512];
+    size_t n = 0;
+    if (fclose(chart.data) != 0) {
+        chart.data = NULL;
+        return cli_error(CMD, "%s: %s", chart.path, strerror(errno));
+    }
+    chart.data = NULL;
+    if (chart.series == 0)
+        return cli_error(CMD, "%s: no table to draw", what);
+    if (plot_quote(what, q, sizeof q))
+        snprintf(q, sizeof q, "'simstore inspect'");
+    n += (size_t)snprintf(script + n, sizeof script - n,
+                          "set multiplot layout 1,2 title %s\n"
+                          "set grid\nset key top left\nset xrange [-1:64]\n"
+                          "set xlabel 'j: leading bit of the difference of consecutive "
+                          "fingerprints'\n"
+                          "set title 'leading-bit histogram'\n"
+                          "set ylabel 'share of differences (%%)'\nplot",
+                          q);
+    for (int pass = 0; pass < 2 && n < sizeof script; pass++) {
+        for (unsigned i = 0; i < chart.series && n < sizeof script; i++) {
+            if (plot_quote(chart.titles[i], q, sizeof q))
+                snprintf(q, sizeof q, "'table'");
+            n += (size_t)snprintf(script + n, sizeof script - n,
+                                  "%s data index %u using 1:%u with %s title %s", i ? "," : "", i,
+                                  pass ? 3u : 2u, pass ? "steps" : "linespoints pointsize 0.6", q);
+        }
+        if (pass == 0 && n < sizeof script)
+            n += (size_t)snprintf(script + n, sizeof script - n,
+                                  "\nset title 'Huffman code length'\nset ylabel 'bits'\n"
+                                  "set yrange [0:*]\nset offsets 0, 0, 1, 0\nplot");
+    }
+    if (n < sizeof script)
+        n += (size_t)snprintf(script + n, sizeof script - n, "\nunset multiplot\n");
+    if (n >= sizeof script)
+        return cli_error(CMD, "%s: the chart's script is too long", png);
+    if (plot_png(script, chart.path, png, 1400, 560, msg, sizeof msg) != 0)
+        return cli_error(CMD, "--plot: %s", msg);
+    return CLI_EXIT_OK;
+}
 
 /* A NUL-terminated string as JSON (cli_json_string). */
 static void json_string(const char *s)
@@ -191,15 +274,17 @@ static void print_table_json(const simstore_table_info *in, const char *descript
 }
 
 /* Inspect one open table: text or JSON. Returns an exit code. */
-static int inspect_table(simstore_table *t, const char *description, const options *o,
-                         int indent, int first)
+static int inspect_table(simstore_table *t, const char *description, const char *plot_title,
+                         const options *o, int indent, int first)
 {
     simstore_table_info in;
     simstore_table_get_info(t, &in);
     simstore_histogram h;
     int want_hist = !o->brief;
-    if (want_hist && table_histogram(t, &in, o, &h))
+    if ((want_hist || o->plot) && table_histogram(t, &in, o, &h))
         return CLI_EXIT_FAIL;
+    if (o->plot)
+        chart_add(plot_title, &in, &h);
     if (o->json) {
         if (!first)
             putchar(',');
@@ -223,7 +308,8 @@ static int inspect_file(const char *path, const options *o)
         printf("{\"kind\":\"table\",\"table\":");
     else
         printf("table file: %s\n", path);
-    int status = inspect_table(t, NULL, o, 0, 1);
+    const char *base = strrchr(path, '/');
+    int status = inspect_table(t, NULL, base ? base + 1 : path, o, 0, 1);
     if (o->json && status == CLI_EXIT_OK)
         printf("}\n");
     simstore_table_close(t);
@@ -333,7 +419,10 @@ static int inspect_store(const char *path, const options *o)
                 status = cli_api_error(CMD, rc, "%s: segment %" PRIu64 " table %u", path, seg.id, t);
                 break;
             }
-            status = inspect_table(tab, o->json ? desc : line, o, 1, t == 0);
+            char title[64];
+            snprintf(title, sizeof title, "%ssegment %" PRIu64 " table %u",
+                     seg.paragraphs ? "paragraph " : "", seg.id, t);
+            status = inspect_table(tab, o->json ? desc : line, title, o, 1, t == 0);
             simstore_table_close(tab);
         }
         if (o->json && status == CLI_EXIT_OK)
@@ -347,16 +436,17 @@ static int inspect_store(const char *path, const options *o)
 
 int cmd_inspect(int argc, char **argv)
 {
-    enum { OPT_JSON = 1, OPT_EXACT, OPT_SAMPLE, OPT_BRIEF };
+    enum { OPT_JSON = 1, OPT_EXACT, OPT_SAMPLE, OPT_BRIEF, OPT_PLOT };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
         {"exact", no_argument, NULL, OPT_EXACT},
         {"sample", required_argument, NULL, OPT_SAMPLE},
         {"brief", no_argument, NULL, OPT_BRIEF},
+        {"plot", required_argument, NULL, OPT_PLOT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    options o = {0, 0, DEFAULT_SAMPLE_BLOCKS};
+    options o = {0, 0, DEFAULT_SAMPLE_BLOCKS, NULL};
     int exact = 0, sampled = 0, c;
     unsigned long long v;
     opterr = 0;
@@ -364,6 +454,11 @@ int cmd_inspect(int argc, char **argv)
         switch (c) {
         case OPT_JSON: o.json = 1; break;
         case OPT_BRIEF: o.brief = 1; break;
+        case OPT_PLOT:
+            if (!*optarg)
+                return cli_usage_error(CMD, "--plot takes a file name");
+            o.plot = optarg;
+            break;
         case OPT_EXACT: exact = 1; break;
         case OPT_SAMPLE:
             if (cli_parse_uint(optarg, 1, UINT64_MAX, &v))
@@ -387,7 +482,16 @@ int cmd_inspect(int argc, char **argv)
     struct stat st;
     if (stat(path, &st) != 0)
         return cli_error(CMD, "%s: no such store or table file", path);
+    if (o.plot && !(chart.data = plot_data_file(chart.path, sizeof chart.path)))
+        return cli_error(CMD, "--plot: cannot create a temporary file: %s", strerror(errno));
     int status = S_ISDIR(st.st_mode) ? inspect_store(path, &o) : inspect_file(path, &o);
+    if (o.plot) {
+        if (status == CLI_EXIT_OK)
+            status = chart_draw(path, o.plot);
+        else
+            fclose(chart.data);
+        unlink(chart.path);
+    }
     if (fflush(stdout) != 0 && status == CLI_EXIT_OK)
         status = cli_error(CMD, "cannot write standard output: %s", strerror(errno));
     return status;

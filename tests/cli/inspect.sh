@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # inspect.sh: `simstore inspect` on a known small store and on one of its
 # table files: counts, the design table by table, permutations, code lengths
-# and the leading-bit histogram, --json, --brief, sampling, errors naming the
-# file, block and byte offset, exit codes.
+# and the leading-bit histogram, --json, --brief, sampling, --plot (a PNG by
+# gnuplot, or an error and no file), errors naming the file, block and byte
+# offset, exit codes.
 . "$(dirname "$0")/lib.sh"
 
 # Ten documents, nine distinct fingerprints (j repeats d's): one block per table.
@@ -25,6 +26,40 @@ expect_status 2
 run inspect "$T/nothing"
 expect_status 1
 expect_err_has "$T/nothing: no such store or table file"
+
+# ---- --plot: a PNG drawn by gnuplot, the text unchanged ------------------------
+is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
+run inspect "$T/s" --brief
+cp "$T/out" "$T/brief.txt"
+run inspect "$T/s" --brief --plot "$T/store.png"
+expect_status 0
+expect_err_empty
+cmp -s "$T/out" "$T/brief.txt" && ok || fail "--plot changed what inspect prints"
+is_png "$T/store.png" && ok || fail "--plot did not write a PNG"
+ls "$T" | grep -q 'store.png.tmp' && fail "--plot left its temporary file" || ok
+run inspect "$T/s/$(ls "$T/s" | grep -m1 '\.tbl$')" --json --plot "$T/table.png"
+expect_status 0
+expect_out_has '"kind":"table"'
+is_png "$T/table.png" && ok || fail "--plot of a table file did not write a PNG"
+# No gnuplot on PATH: an error naming the package, exit 1, no file.
+mkdir -p "$T/nobin"
+PATH="$T/nobin" run inspect "$T/s" --plot "$T/none.png"
+expect_status 1
+expect_err_has "gnuplot is not installed (Debian package gnuplot-nox)"
+[ ! -e "$T/none.png" ] && ok || fail "a failed --plot left $T/none.png"
+# A gnuplot that fails: its status is the error, and no file is left.
+printf '#!/bin/sh\ncat >/dev/null\necho "gnuplot: broken" >&2\nexit 1\n' >"$T/nobin/gnuplot"
+chmod +x "$T/nobin/gnuplot"
+PATH="$T/nobin:$PATH" run inspect "$T/s" --plot "$T/none.png"
+expect_status 1
+expect_err_has "gnuplot failed to draw $T/none.png"
+[ ! -e "$T/none.png" ] && ok || fail "a failed --plot left $T/none.png"
+# An output folder that does not exist.
+run inspect "$T/s" --plot "$T/no/such/dir/x.png"
+expect_status 1
+[ ! -e "$T/no" ] && ok || fail "--plot created folders"
+run inspect "$T/s" --plot ""
+expect_status 2
 
 # ---- the store --------------------------------------------------------------
 run inspect "$T/s"
