@@ -16,15 +16,20 @@
  *     differs in at most 1 bit on one map; 16 first bits: at most 3), each
  *     queried one at a time with range_search(radius k + 1): FAISS keeps
  *     distances strictly below the radius.
- * It prints build time, query p50/p99/mean, the resident memory the index
- * adds (VmRSS after building, or after opening and querying, minus before),
+ * Each system answers every query once untimed (a warm page cache and warm
+ * caches for both), then again timed. It prints build time, query
+ * p50/p99/mean, the resident memory the index adds (after building, or after
+ * opening and querying, minus before), split into anonymous memory (heap:
+ * FAISS's whole index) and mapped file pages (simstore's tables, from the
+ * page cache, shared and reclaimable),
  * bytes per fingerprint (simstore: its table files; FAISS: the index as
  * faiss::write_index_binary writes it), and whether every answer (the set
  * of stored fingerprints within k) equals simstore's, and both equal a
  * brute-force scan on the first queries.
  *
  * --data FILE appends one line per system and N for bench/plots/plot.sh:
- *   log2n<TAB>system<TAB>build_s<TAB>p50_us<TAB>p99_us<TAB>mean_us<TAB>rss_mib<TAB>bytes_per_fp
+ *   log2n<TAB>system<TAB>build_s<TAB>p50_us<TAB>p99_us<TAB>mean_us<TAB>anon_mib<TAB>bytes_per_fp
+ *   <TAB>file_mib
  *
  * Usage: bench_faiss [--sizes 20,23] [--queries 20000] [--k 3] [--dir DIR]
  *                    [--brute 1000] [--skip-hash] [--data FILE] */
@@ -94,13 +99,18 @@ std::vector<uint64_t> make_queries(const std::vector<uint64_t> &fps, size_t nq, 
     return q;
 }
 
-long rss_kib()
+/* Resident memory from /proc/self/status: RssAnon (the heap: what an
+ * in-memory index costs) or RssFile (mapped files: a store's tables, pages
+ * of the page cache that other processes share and the kernel may drop). */
+long rss_kib(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long kib = -1;
+    size_t len = strlen(field);
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+        if (strncmp(line, field, len) == 0 && line[len] == ':' &&
+            sscanf(line + len + 1, "%ld", &kib) == 1)
             break;
     if (f)
         fclose(f);
@@ -125,7 +135,8 @@ uint64_t answer_hash(std::vector<uint64_t> &fps)
 struct report {
     int ok;
     double build_s;
-    long rss_kib;
+    long rss_kib;      /* anonymous memory added */
+    long rss_file_kib; /* mapped file pages added */
     double bytes_per_fp;
     double p50_us, p99_us, mean_us;
     uint64_t matches;
@@ -207,7 +218,7 @@ void run_faiss(const std::vector<uint64_t> &fps, const std::vector<uint64_t> &qs
                std::vector<uint64_t> &hashes)
 {
     omp_set_num_threads(1);
-    long rss0 = rss_kib();
+    long rss0 = rss_kib("RssAnon"), file0 = rss_kib("RssFile");
     double t0 = now();
     std::unique_ptr<faiss::IndexBinary> index;
     if (nhash > 0) {
@@ -221,7 +232,8 @@ void run_faiss(const std::vector<uint64_t> &fps, const std::vector<uint64_t> &qs
     }
     index->add((faiss::IndexBinary::idx_t)fps.size(), (const uint8_t *)fps.data());
     r.build_s = now() - t0;
-    r.rss_kib = rss_kib() - rss0;
+    r.rss_kib = rss_kib("RssAnon") - rss0;
+    r.rss_file_kib = rss_kib("RssFile") - file0;
     std::string path = dir + "/faiss.index";
     try {
         faiss::write_index_binary(index.get(), path.c_str());
@@ -232,6 +244,10 @@ void run_faiss(const std::vector<uint64_t> &fps, const std::vector<uint64_t> &qs
     unlink(path.c_str());
     std::vector<double> lat(qs.size());
     std::vector<uint64_t> found;
+    for (size_t i = 0; i < qs.size(); i++) { /* warm-up: the same queries, untimed */
+        faiss::RangeSearchResult res(1);
+        index->range_search(1, (const uint8_t *)&qs[i], (int)k + 1, &res);
+    }
     for (size_t i = 0; i < qs.size(); i++) {
         faiss::RangeSearchResult res(1);
         double t = now();
@@ -251,7 +267,7 @@ void run_faiss(const std::vector<uint64_t> &fps, const std::vector<uint64_t> &qs
 void run_simstore(const std::string &path, size_t n, const std::vector<uint64_t> &qs, unsigned k,
                   report &r, std::vector<uint64_t> &hashes)
 {
-    long rss0 = rss_kib();
+    long rss0 = rss_kib("RssAnon"), file0 = rss_kib("RssFile");
     simstore *s;
     simstore_query *q;
     if (simstore_open(path.c_str(), SIMSTORE_OPEN_READONLY, &s) != 0 ||
@@ -264,6 +280,14 @@ void run_simstore(const std::string &path, size_t n, const std::vector<uint64_t>
         r.bytes_per_fp = (double)st.table_bytes / (double)n;
     std::vector<double> lat(qs.size());
     std::vector<uint64_t> found;
+    for (size_t i = 0; i < qs.size(); i++) { /* warm-up: the same queries, untimed */
+        const simstore_match *m;
+        size_t count;
+        if (simstore_query_fp(q, qs[i], k, &m, &count) != 0) {
+            fprintf(stderr, "bench_faiss: query: %s\n", simstore_last_error());
+            return;
+        }
+    }
     for (size_t i = 0; i < qs.size(); i++) {
         const simstore_match *m;
         size_t count;
@@ -280,7 +304,8 @@ void run_simstore(const std::string &path, size_t n, const std::vector<uint64_t>
         r.matches += found.size();
         hashes[i] = answer_hash(found);
     }
-    r.rss_kib = rss_kib() - rss0;
+    r.rss_kib = rss_kib("RssAnon") - rss0;
+    r.rss_file_kib = rss_kib("RssFile") - file0;
     latency_summary(lat, r);
     simstore_query_free(q);
     simstore_close(s);
@@ -315,12 +340,14 @@ FILE *data_file;
 void print_row(const char *name, const report &r, const report &base, bool same, unsigned log2n)
 {
     if (data_file)
-        fprintf(data_file, "%u\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\n", log2n, name, r.build_s,
-                r.p50_us, r.p99_us, r.mean_us, (double)r.rss_kib / 1024.0, r.bytes_per_fp);
-    printf("  %-28s build %8.2f s  p50 %9.2f us  p99 %9.2f us  mean %9.2f us  RSS +%7.1f MiB  "
-           "%7.2f B/fp  %s",
+        fprintf(data_file, "%u\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f\t%.3f\t%.1f\n", log2n, name,
+                r.build_s, r.p50_us, r.p99_us, r.mean_us, (double)r.rss_kib / 1024.0,
+                r.bytes_per_fp, (double)r.rss_file_kib / 1024.0);
+    printf("  %-28s build %7.2f s  p50 %8.2f us  p99 %8.2f us  mean %8.2f us  anon +%7.1f MiB  "
+           "file +%7.1f MiB  %6.2f B/fp  %s",
            name, r.build_s, r.p50_us, r.p99_us, r.mean_us, (double)r.rss_kib / 1024.0,
-           r.bytes_per_fp, same ? "answers identical" : "ANSWERS DIFFER");
+           (double)r.rss_file_kib / 1024.0, r.bytes_per_fp,
+           same ? "answers identical" : "ANSWERS DIFFER");
     if (&r != &base)
         printf("  (p50 %.1fx simstore's)", r.p50_us / base.p50_us);
     printf("\n");
