@@ -462,19 +462,23 @@ static int id_exists(const simstore_live *live, const char *id, size_t len, int 
     return d ? !d->is_delete : in_store;
 }
 
-int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc)
+/* Log and apply c, an insert (the id must not exist) or a delete (it must),
+ * deciding on the id's existence in the store and in every change, the two
+ * read from one committed state (retried when a flush commits between), and
+ * answer once the change is durable. An id that breaks the rule fails with
+ * SIMSTORE_EEXIST or SIMSTORE_ENOTFOUND once the change that answer rests
+ * on is durable; nothing is logged. */
+static int change_if(simstore_live *live, const sims_change *c)
 {
-    sims_change c;
-    int rc = doc_change(live, doc, &c);
-    if (rc)
-        return rc;
+    int must_exist = c->type == SIMS_CHANGE_DELETE;
     simstore_query *sq;
-    if ((rc = pool_take(live, &sq)) != SIMSTORE_OK)
+    int rc = pool_take(live, &sq);
+    if (rc != SIMSTORE_OK)
         return rc;
     uint64_t seq = 0;
     for (;;) {
         uint64_t commits = read_commits(live);
-        int in_store = simstore_query_has_id(sq, c.id, c.id_len, NULL);
+        int in_store = simstore_query_has_id(sq, c->id, c->id_len, NULL);
         if (in_store < 0) {
             rc = in_store;
             break;
@@ -486,24 +490,33 @@ int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc)
             pthread_mutex_unlock(&live->write_mu);
             continue;
         }
-        int exists = id_exists(live, c.id, c.id_len, in_store, &seq);
+        int exists = id_exists(live, c->id, c->id_len, in_store, &seq);
         pthread_rwlock_unlock(&live->mem_lock);
-        if (exists) {
+        if (exists != must_exist) {
             pthread_mutex_unlock(&live->write_mu);
             /* The answer rests on that change: it must be durable too. */
             rc = wait_durable(live, seq);
             if (rc == SIMSTORE_OK)
-                rc = sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists", (int)c.id_len,
-                               c.id);
+                rc = must_exist ? sims_fail(SIMSTORE_ENOTFOUND, "no document has id '%.*s'",
+                                            (int)c->id_len, c->id)
+                                : sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists",
+                                            (int)c->id_len, c->id);
             seq = 0;
             break;
         }
-        rc = log_and_apply(live, &c, &seq);
+        rc = log_and_apply(live, c, &seq);
         pthread_mutex_unlock(&live->write_mu);
         break;
     }
     pool_give(live, sq);
-    if (rc == SIMSTORE_OK && (rc = wait_durable(live, seq)) == SIMSTORE_OK)
+    return rc == SIMSTORE_OK ? wait_durable(live, seq) : rc;
+}
+
+int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc)
+{
+    sims_change c;
+    int rc = doc_change(live, doc, &c);
+    if (rc == SIMSTORE_OK && (rc = change_if(live, &c)) == SIMSTORE_OK)
         atomic_fetch_add(&live->inserts, 1);
     return rc;
 }
@@ -518,40 +531,7 @@ int simstore_live_delete(simstore_live *live, const char *id, size_t id_len)
     c.type = SIMS_CHANGE_DELETE;
     c.id = id;
     c.id_len = id_len;
-    simstore_query *sq;
-    if ((rc = pool_take(live, &sq)) != SIMSTORE_OK)
-        return rc;
-    uint64_t seq = 0;
-    for (;;) {
-        uint64_t commits = read_commits(live);
-        int in_store = simstore_query_has_id(sq, id, id_len, NULL);
-        if (in_store < 0) {
-            rc = in_store;
-            break;
-        }
-        pthread_mutex_lock(&live->write_mu);
-        pthread_rwlock_rdlock(&live->mem_lock);
-        if (live->flush_commits != commits) {
-            pthread_rwlock_unlock(&live->mem_lock);
-            pthread_mutex_unlock(&live->write_mu);
-            continue;
-        }
-        int exists = id_exists(live, id, id_len, in_store, &seq);
-        pthread_rwlock_unlock(&live->mem_lock);
-        if (!exists) {
-            pthread_mutex_unlock(&live->write_mu);
-            rc = wait_durable(live, seq);
-            if (rc == SIMSTORE_OK)
-                rc = sims_fail(SIMSTORE_ENOTFOUND, "no document has id '%.*s'", (int)id_len, id);
-            seq = 0;
-            break;
-        }
-        rc = log_and_apply(live, &c, &seq);
-        pthread_mutex_unlock(&live->write_mu);
-        break;
-    }
-    pool_give(live, sq);
-    if (rc == SIMSTORE_OK && (rc = wait_durable(live, seq)) == SIMSTORE_OK)
+    if ((rc = change_if(live, &c)) == SIMSTORE_OK)
         atomic_fetch_add(&live->deletes, 1);
     return rc;
 }
