@@ -765,3 +765,26 @@ int sims_env_usage(sims_env *e, MDB_txn *txn, sims_env_usage_info *out)
     out->fps_pages = in_file > named ? in_file - named : 0;
     return SIMSTORE_OK;
 }
+
+int sims_env_copy_compact(sims_env *e, const char *dir)
+{
+    int m = mdb_env_copy2(e->env, dir, MDB_CP_COMPACT);
+    if (m == ENOSPC)
+        return sims_fail(SIMSTORE_EFULL, "%s: copy data.mdb: %s", dir, strerror(m));
+    if (m)
+        return sims_mdb_fail(m, "copy data.mdb");
+    char path[PATH_MAX];
+    int rc = sims_join_path(path, sizeof path, dir, "data.mdb");
+    if (rc)
+        return rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sims_fail_errno("%s", path);
+    if (sims_fsync(fd) != 0) {
+        rc = sims_fail_errno("fsync %s", path);
+        close(fd);
+        return rc;
+    }
+    close(fd);
+    return sims_fsync_dir(dir);
+}

@@ -118,4 +118,10 @@ typedef struct sims_env_usage_info {
 } sims_env_usage_info;
 int sims_env_usage(sims_env *e, MDB_txn *txn, sims_env_usage_info *out);
 
+/* Write a compact copy of the environment into directory `dir` (which
+ * exists and holds no data.mdb): LMDB's copy with MDB_CP_COMPACT, from one
+ * read snapshot, free pages left out and the pages renumbered, then made
+ * durable (fsync of the file and of `dir`). SIMSTORE_EIO, SIMSTORE_EFULL. */
+int sims_env_copy_compact(sims_env *e, const char *dir);
+
 #endif

@@ -1023,6 +1023,22 @@ SIMSTORE_API void simstore_set_maintenance_options(simstore *s, const simstore_b
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_EFULL, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_compact(simstore *s, const simstore_build_options *o);
 
+/* Give data.mdb's free pages back to the file system. LMDB never shrinks its
+ * file: pages freed by deletes, adds and compactions are kept for reuse.
+ * This writes a compact copy of data.mdb (free pages left out) beside the
+ * store, with hard links to its table files, checks the copy (the whole of
+ * it walked), and swaps it in for the store at `path` in one atomic
+ * exchange, as build --replace does, holding the store's writer lock from
+ * start to end; then removes the old directory. Processes that have the
+ * store open keep answering from what they opened (reopen to see the new
+ * one); a crash at any instant leaves the old store or the new one, each
+ * whole (format/store.md, "Shrinking data.mdb"). The sizes of data.mdb
+ * before and after go to *bytes_before and *bytes_after (either may be
+ * NULL). Errors: SIMSTORE_ENOTFOUND, SIMSTORE_EBUSY (a writer or a server
+ * holds the store), SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_EFULL,
+ * SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_shrink(const char *path, uint64_t *bytes_before, uint64_t *bytes_after);
+
 /* Compact when the automatic policy says so (see above); otherwise do
  * nothing. Same errors as simstore_compact(). */
 SIMSTORE_API int simstore_maybe_compact(simstore *s, const simstore_build_options *o);

@@ -227,6 +227,46 @@ static void remove_stale_builds(const char *path)
     free(dir);
 }
 
+int sims_build_dir_create(const char *path, char **work_dir, int *lock_fd)
+{
+    *work_dir = NULL;
+    *lock_fd = -1;
+    size_t n = strlen(path);
+    remove_stale_builds(path);
+    /* *work_dir is set only once it names the directory: a caller that
+     * removes it on failure would remove whatever its bytes happened to
+     * name. */
+    char *dir = malloc(n + sizeof ".tmp-XXXXXX");
+    if (!dir)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    memcpy(dir, path, n);
+    memcpy(dir + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+    if (!mkdtemp(dir)) {
+        int rc = sims_fail_errno("create a build directory beside %s", path);
+        free(dir);
+        return rc;
+    }
+    *work_dir = dir;
+    chmod(dir, 0755);
+    /* Marked before anything else goes in (remove_stale_builds). */
+    int rc = put_marker(dir);
+    if (rc)
+        return rc;
+    char lock[PATH_MAX];
+    rc = sims_join_path(lock, sizeof lock, dir, "writer.lock");
+    if (rc)
+        return rc;
+    *lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*lock_fd < 0 || flock(*lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return sims_fail_errno("lock %s", lock);
+    return SIMSTORE_OK;
+}
+
+void sims_build_dir_remove(const char *work_dir)
+{
+    remove_build_dir(work_dir);
+}
+
 /* Whether a directory entry's name is one a store holds (format/store.md,
  * "Directory layout"). */
 static int is_store_entry_name(const char *name, int *is_table)
@@ -464,36 +504,9 @@ int simstore_build_begin(const char *path, const simstore_build_options *o,
         if (rc)
             goto fail;
     }
-    remove_stale_builds(path);
-    /* work_dir is set only once it names the directory: an abort before
-     * would remove whatever its bytes happened to name. */
-    b->work_dir = malloc(n + sizeof ".tmp-XXXXXX");
-    if (!b->work_dir) {
-        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
-        goto fail;
-    }
-    memcpy(b->work_dir, path, n);
-    memcpy(b->work_dir + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
-    if (!mkdtemp(b->work_dir)) {
-        rc = sims_fail_errno("create a build directory beside %s", path);
-        free(b->work_dir);
-        b->work_dir = NULL;
-        goto fail;
-    }
-    chmod(b->work_dir, 0755);
-    /* Marked before anything else goes in (remove_stale_builds). */
-    rc = put_marker(b->work_dir);
+    rc = sims_build_dir_create(path, &b->work_dir, &b->work_lock_fd);
     if (rc)
         goto fail;
-    char lock[PATH_MAX];
-    rc = sims_join_path(lock, sizeof lock, b->work_dir, "writer.lock");
-    if (rc)
-        goto fail;
-    b->work_lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (b->work_lock_fd < 0 || flock(b->work_lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        rc = sims_fail_errno("lock %s", lock);
-        goto fail;
-    }
     rc = builder_start_inputs(b);
     if (rc)
         goto fail;
@@ -1346,6 +1359,60 @@ static int choose_design(finish_state *f)
     return sims_design_choose(b->opt.k, n, fpb, NULL, f->design);
 }
 
+int sims_store_swap_in(const char *work_dir, const char *final_path, int held_lock_fd)
+{
+    /* Swap atomically, holding the old store's writer lock so no writer is
+     * inside it (the caller's, held_lock_fd, or taken here), then delete the
+     * old store. It is marked first: a crash after the swap leaves it as a
+     * marked build directory, which the next build of this path removes. */
+    int fd = held_lock_fd;
+    if (held_lock_fd < 0) {
+        char lock[PATH_MAX];
+        int rc = sims_join_path(lock, sizeof lock, final_path, "writer.lock");
+        if (rc)
+            return rc;
+        fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            rc = sims_store_busy(final_path, fd);
+            close(fd);
+            return rc;
+        }
+    }
+    int rc = put_marker(final_path);
+    if (rc == SIMSTORE_OK)
+        rc = sims_fsync_dir(final_path);
+    if (rc == SIMSTORE_OK &&
+        (sims_fault_hit(SIMS_FAULT_RENAME) ||
+         renameat2(AT_FDCWD, work_dir, AT_FDCWD, final_path, RENAME_EXCHANGE) != 0))
+        rc = sims_fail_errno("swap %s into place", final_path);
+    if (rc) {
+        remove_marker(final_path);
+        if (fd >= 0 && held_lock_fd < 0)
+            close(fd);
+        return rc;
+    }
+    /* The new store is published: it is no build directory any more (the
+     * caller removes work_dir by name if what follows fails). */
+    remove_marker(final_path);
+    rc = sims_fsync_parent(final_path);
+    if (rc) {
+        /* The swap is not known to be durable, and a failure must leave the
+         * old store: swap back (still holding its lock); the caller removes
+         * the new one from work_dir. */
+        if (renameat2(AT_FDCWD, work_dir, AT_FDCWD, final_path, RENAME_EXCHANGE) == 0) {
+            (void)sims_fsync_parent(final_path);
+            remove_marker(final_path);
+        }
+        if (fd >= 0 && held_lock_fd < 0)
+            close(fd);
+        return rc;
+    }
+    if (fd >= 0 && held_lock_fd < 0)
+        close(fd);
+    remove_build_dir(work_dir); /* now the old store */
+    return SIMSTORE_OK;
+}
+
 /* Move the finished work directory to its final path. */
 static int publish_store(simstore_builder *b)
 {
@@ -1360,53 +1427,7 @@ static int publish_store(simstore_builder *b)
         rc = check_replaceable(b->final_path);
         if (rc)
             return rc;
-        /* Swap atomically, holding the old store's writer lock so no writer
-         * is inside it, then delete the old store. It is marked first: a
-         * crash after the swap leaves it as a marked build directory, which
-         * the next build of this path removes. */
-        char lock[PATH_MAX];
-        rc = sims_join_path(lock, sizeof lock, b->final_path, "writer.lock");
-        if (rc)
-            return rc;
-        int fd = open(lock, O_RDWR | O_CLOEXEC);
-        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            rc = sims_store_busy(b->final_path, fd);
-            close(fd);
-            return rc;
-        }
-        rc = put_marker(b->final_path);
-        if (rc == SIMSTORE_OK)
-            rc = sims_fsync_dir(b->final_path);
-        if (rc == SIMSTORE_OK &&
-            (sims_fault_hit(SIMS_FAULT_RENAME) ||
-             renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) != 0))
-            rc = sims_fail_errno("swap %s into place", b->final_path);
-        if (rc) {
-            remove_marker(b->final_path);
-            if (fd >= 0)
-                close(fd);
-            return rc;
-        }
-        /* The new store is published: it is no build directory any more
-         * (the caller removes work_dir by name if what follows fails). */
-        remove_marker(b->final_path);
-        rc = sims_fsync_parent(b->final_path);
-        if (rc) {
-            /* The swap is not known to be durable, and a failed build must
-             * leave the old store: swap back (still holding its lock); the
-             * caller removes the new one from work_dir. */
-            if (renameat2(AT_FDCWD, b->work_dir, AT_FDCWD, b->final_path, RENAME_EXCHANGE) == 0) {
-                (void)sims_fsync_parent(b->final_path);
-                remove_marker(b->final_path);
-            }
-            if (fd >= 0)
-                close(fd);
-            return rc;
-        }
-        if (fd >= 0)
-            close(fd);
-        remove_build_dir(b->work_dir); /* now the old store */
-        return rc;
+        return sims_store_swap_in(b->work_dir, b->final_path, -1);
     }
     if (sims_rename(b->work_dir, b->final_path) != 0)
         return sims_fail_errno("rename %s to %s", b->work_dir, b->final_path);

@@ -170,6 +170,22 @@ int sims_store_note_holder(simstore *s, const char *role);
  * process holds, with a message naming the holder when it left a note. */
 int sims_store_busy(const char *dir, int fd);
 
+/* Temporary build directories (build.c; format/store.md, "Temporary build
+ * directories"): a new marked "<path>.tmp-XXXXXX" beside the store path
+ * (after removing the ones dead builds left), with its writer.lock created
+ * and locked (*lock_fd). On failure *work_dir may name a directory to
+ * remove with sims_build_dir_remove. SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+int sims_build_dir_create(const char *path, char **work_dir, int *lock_fd);
+/* Remove a build directory, its marker last. */
+void sims_build_dir_remove(const char *work_dir);
+/* Swap the complete store in work_dir into final_path (an existing store)
+ * with one atomic exchange, holding the old store's writer lock (through
+ * held_lock_fd, or taken here when it is -1: SIMSTORE_EBUSY when another
+ * writer has it), make it durable, and remove the old store (now at
+ * work_dir). On failure the old store stays at final_path and work_dir
+ * holds the new one. SIMSTORE_EBUSY, SIMSTORE_EIO. */
+int sims_store_swap_in(const char *work_dir, const char *final_path, int held_lock_fd);
+
 /* Seconds since the epoch. */
 uint64_t sims_now_unix(void);
 

@@ -73,3 +73,11 @@ target_link_libraries(test_insertion PRIVATE simstore_check)
 # a set (reopen, text queries, adds, a damaged record).
 simstore_unit_test(test_boilerplate store/test_boilerplate.c)
 target_link_libraries(test_boilerplate PRIVATE simstore_check)
+
+# test_shrink: simstore_shrink (compact's rewrite of data.mdb without its
+# free pages): smaller, the same answers before and after and through a
+# handle opened before, nothing left beside the store, busy while a writer
+# holds it. Its crash and fault sweeps are tests/cli/crash.sh's
+# compact-shrink.
+simstore_unit_test(test_shrink store/test_shrink.c)
+target_link_libraries(test_shrink PRIVATE simstore_store)
