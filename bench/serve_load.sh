@@ -137,6 +137,7 @@ echo "baseline, in process (simstore_query_fp, the same store and queries: half 
 # ---- The server ------------------------------------------------------------------
 rm -rf "$serve_copy"
 cp -a "$store" "$serve_copy"
+: > "$dir/access.log"
 start_server "$serve_copy"
 peak_file=$dir/peak_anon_kib
 echo 0 > "$peak_file"
@@ -149,10 +150,13 @@ w=$($wrk_cpu wrk -t1 -c"$max_c" -d2s --timeout 5s -s query_get.lua "$url" -- "$i
     grep '^WRK')
 echo "warm-up (not counted): GET /v1/query k=3, $max_c connections, 2 s: $(printf '%.0f' "$(field "$w" rps)")" \
     "requests/s, p99 $(ms "$(field "$w" p99_us)"), max $(ms "$(field "$w" max_us)")"
-run=0
+anon_before_writes=""
 for scenario in $scenarios; do
     for c in $connections; do
-        run=$((run + 1))
+        if [ "$scenario" = mix ] && [ -z "$anon_before_writes" ]; then
+            anon_before_writes=$(status_kib "$server_pid" RssAnon)
+            flushes_before_writes=0
+        fi
         case $scenario in
         get) what="GET /v1/query k=3"
             args=(-s query_get.lua "$url" -- "$inputs/queries.hex" 3) ;;
@@ -189,6 +193,7 @@ hwm=$(status_kib "$server_pid" VmHWM)
 final=$(curl -s "$url/v1/stats")
 acked=$(stats_field "$final" inserts)
 memtable_bytes=$(stats_field "$final" memtable_bytes)
+memtable_docs=$(stats_field "$final" memtable_documents)
 # kill -9: every insert answered must come back from the log.
 kill -9 "$server_pid"
 wait "$server_pid" 2> /dev/null || true
@@ -197,12 +202,17 @@ peak_anon=$(cat "$peak_file")
 memtable_kib=$(numfmt --from=iec "$memtable" | awk '{ printf "%d", $1 / 1024 }')
 reader_anon=$(field "$brss" after_anon_kib)
 flushes=$(stats_field "$final" flushes)
-echo "server memory (anonymous: RssAnon): $anon_start KiB after start, $anon_end KiB at the end," \
-    "peak $peak_anon KiB (sampled every 0.1 s) = the plain reader's $reader_anon KiB + the" \
-    "memtable limit $memtable_kib KiB + $((peak_anon - reader_anon - memtable_kib)) KiB;" \
-    "$flushes $([ "$flushes" = 1 ] && echo flush || echo flushes), memtable $((memtable_bytes / 1024)) KiB" \
-    "at the end. Mapped store pages (RssFile, shared with the page cache): server" \
-    "$((rss_end - anon_end)) KiB, reader $(($(field "$brss" after_kib) - reader_anon)) KiB;" \
+[ -n "$anon_before_writes" ] || anon_before_writes=$anon_end
+echo "server memory (anonymous, RssAnon, sampled every 0.1 s): the plain reader's $reader_anon KiB;" \
+    "the server's $anon_start KiB after start, $anon_before_writes KiB after the queries = the" \
+    "reader's + $((anon_before_writes - reader_anon)) KiB (threads, the CJK dictionary, query" \
+    "contexts); peak $peak_anon KiB = that + the memtable limit $memtable_kib KiB +" \
+    "$((peak_anon - anon_before_writes - memtable_kib)) KiB after $acked inserts in $flushes" \
+    "$([ "$flushes" = 1 ] && echo flush || echo flushes)$([ "$flushes" -gt 0 ] &&
+        awk -v g="$((peak_anon - anon_before_writes))" -v a="$((acked - memtable_docs))" -v f="$flushes" 'BEGIN {
+            printf " (%.0f documents each: %.1f KiB more per document of a flush)", a / f, g / (a / f) }');" \
+    "memtable $((memtable_bytes / 1024)) KiB at the end. Mapped store pages (RssFile, in the page" \
+    "cache): server $((rss_end - anon_end)) KiB, reader $(($(field "$brss" after_kib) - reader_anon)) KiB;" \
     "server VmRSS $rss_start KiB after start, $rss_end KiB at the end, peak $hwm KiB"
 start_server "$serve_copy"
 replay=$(curl -s "$url/v1/stats")
