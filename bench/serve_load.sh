@@ -18,7 +18,7 @@
 # Usage: bench/serve_load.sh [--build DIR] [--dir DIR] [--log2n N]
 #            [--duration SECONDS] [--connections "16 64"] [--server-threads T]
 #            [--memtable SIZE] [--pin] [--scenarios "get text mix"]
-#   --build    the build directory (default: build-rel beside bench/)
+#   --build    the build directory (default: build beside bench/)
 #   --dir      stores, inputs, logs (default /tmp/simstore-serve-load)
 #   --log2n    log2 of the document count (default 23)
 #   --memtable the server's --memtable (default 2M: small enough that the
@@ -30,7 +30,7 @@
 # run is printed but not counted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=$here/../build-rel
+build=$here/../build
 dir=/tmp/simstore-serve-load
 log2n=23
 duration=10
