@@ -100,7 +100,7 @@ typedef struct server_state {
     pthread_mutex_t write_lock;
     pthread_cond_t write_ready;
     request_state *write_head, *write_tail;
-    int writers_stopping;
+    int writers_stopping, writers_initialized;
     pthread_t writers[WRITER_THREADS];
     unsigned writer_count;
 } server_state;
@@ -245,6 +245,7 @@ static int writers_start(server_state *st)
 {
     pthread_mutex_init(&st->write_lock, NULL);
     pthread_cond_init(&st->write_ready, NULL);
+    st->writers_initialized = 1;
     for (st->writer_count = 0; st->writer_count < WRITER_THREADS; st->writer_count++)
         if (pthread_create(&st->writers[st->writer_count], NULL, writer_main, st) != 0)
             break;
@@ -341,8 +342,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rs->body_len += n;
         return MHD_YES;
     }
-    if (atomic_load_explicit(&rs->answered,
-                             memory_order_acquire)) /* a writer's answer, the connection resumed */
+    /* A writer's answer: the writer resumed the connection. */
+    if (atomic_load_explicit(&rs->answered, memory_order_acquire))
         return respond(st, c, method, rs, &rs->resp);
     if (rs->queued)
         return MHD_YES; /* with a writer still (the connection is suspended) */
@@ -594,6 +595,10 @@ done:
         MHD_stop_daemon(d);
     if (st.writer_count)
         writers_stop(&st);
+    if (st.writers_initialized) {
+        pthread_cond_destroy(&st.write_ready);
+        pthread_mutex_destroy(&st.write_lock);
+    }
     serve_server_close(st.srv);
     pthread_mutex_lock(&log_lock);
     if (log_file && log_file != stderr)
