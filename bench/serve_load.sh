@@ -56,6 +56,9 @@ done
 command -v wrk > /dev/null || { echo "$0: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
 simstore=$build/simstore
 [ -x "$build/bench/simstore" ] && simstore=$build/bench/simstore
+for tool in "$simstore" "$build/bench/gen_fingerprints" "$build/bench/bench_serve_baseline"; do
+    [ -x "$tool" ] || { echo "$0: no $tool: build first, or give --build DIR" >&2; exit 1; }
+done
 n=$((1 << log2n))
 mkdir -p "$dir"
 store=$dir/store-2^$log2n
