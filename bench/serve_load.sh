@@ -81,7 +81,7 @@ if [ ! -s "$inputs/queries.hex" ]; then
     # 2^16 stored fingerprints sampled evenly make the hits.
     stride=$((n > 65536 ? n / 65536 : 1))
     "$build/bench/gen_fingerprints" --count "2^$log2n" --format hex |
-        awk -v s="$stride" 'NR % s == 1' | python3 "$here/wrk/make_inputs.py" "$inputs"
+        awk -v s="$stride" '(NR - 1) % s == 0' | python3 "$here/wrk/make_inputs.py" "$inputs"
 fi
 
 # ---- Helpers -------------------------------------------------------------------
@@ -198,8 +198,7 @@ acked=$(stats_field "$final" inserts)
 memtable_bytes=$(stats_field "$final" memtable_bytes)
 memtable_docs=$(stats_field "$final" memtable_documents)
 # kill -9: every insert answered must come back from the log.
-kill -9 "$server_pid"
-wait "$server_pid" 2> /dev/null || true
+{ kill -9 "$server_pid"; wait "$server_pid" || true; } 2> /dev/null
 wait "$sampler" 2> /dev/null || true
 peak_anon=$(cat "$peak_file")
 memtable_kib=$(numfmt --from=iec "$memtable" | awk '{ printf "%d", $1 / 1024 }')
