@@ -62,6 +62,9 @@ struct serve_server {
     serve_metrics metrics;
 };
 
+static int worker_take(serve_server *srv, worker **out);
+static void worker_give_back(serve_server *srv, worker *w);
+
 void serve_options_init(serve_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -105,6 +108,14 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
     simstore_text_options text;
     simstore_get_text_options(srv->store, &text);
     srv->sketch_bytes = simstore_sketch_bytes(text.sketch);
+    /* One worker made now, not at the first request: the first
+     * fingerprinter of a process loads the CJK dictionary (friso, about
+     * 75 ms), which would stall that request and every one queued behind it
+     * on its thread. An error here is left for the requests to report, as
+     * they did before. */
+    worker *w;
+    if (worker_take(srv, &w) == SIMSTORE_OK)
+        worker_give_back(srv, w);
     *out = srv;
     return SIMSTORE_OK;
 }

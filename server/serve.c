@@ -25,6 +25,10 @@
 /* Every this often the main thread looks whether a flush happened since
  * and, if so, lets the store's policy compact it. */
 #define COMPACT_CHECK_SECONDS 5
+/* Threads answering writes (writers_start below): they spend their time
+ * waiting for the log's fsync, so more of them than cores; writes waiting
+ * at once share one fsync. */
+#define WRITER_THREADS 16
 
 int cmd_serve(int argc, char **argv);
 
@@ -39,7 +43,8 @@ static void usage(FILE *out)
                  "      --listen ADDR:PORT   IPv4 address and port (default " DEFAULT_LISTEN ");\n"
                  "                           port 0 picks a free one; the first line on\n"
                  "                           stdout says which\n"
-                 "      --threads N          threads answering requests (default: every core)\n"
+                 "      --threads N          threads answering requests (default: every core);\n"
+                 "                           writes wait for the log on 16 threads besides\n"
                  "      --token-file FILE    write routes need 'Authorization: Bearer TOKEN',\n"
                  "                           TOKEN the file's first line\n"
                  "      --read-only          open the store read-only: writes get 403, and\n"
@@ -85,21 +90,38 @@ static int log_open(void)
 
 /* ---- Requests ----------------------------------------------------------- */
 
+typedef struct request_state request_state;
+
 typedef struct server_state {
     serve_server *srv;
     size_t max_body_bytes;
     atomic_uint in_flight;
+    /* Writes waiting for a writer thread (a FIFO), and the writers. */
+    pthread_mutex_t write_lock;
+    pthread_cond_t write_ready;
+    request_state *write_head, *write_tail;
+    int writers_stopping, writers_initialized;
+    pthread_t writers[WRITER_THREADS];
+    unsigned writer_count;
 } server_state;
 
 /* One request on a connection, from its URI to its completion. */
-typedef struct request_state {
+struct request_state {
     char *uri; /* raw, as the request line gave it */
     char *body;
     size_t body_len, body_cap;
     int started;
     int too_large;
     struct timespec start;
-} request_state;
+    /* A write handed to a writer thread: its connection, suspended until
+     * the answer is in resp (answered set; the resume orders the two). */
+    struct MHD_Connection *conn;
+    serve_request req;
+    serve_response resp;
+    int queued; /* handed to a writer (set and read on the polling thread) */
+    atomic_int answered;
+    request_state *next_write;
+};
 
 static double seconds_since(const struct timespec *t0)
 {
@@ -130,6 +152,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)why;
     if (!rs)
         return;
+    if (rs->answered)
+        serve_response_free(&rs->resp); /* NULL once sent */
     free(rs->uri);
     free(rs->body);
     free(rs);
@@ -185,6 +209,96 @@ static enum MHD_Result respond(server_state *st, struct MHD_Connection *c, const
     return ok;
 }
 
+/* ---- Writes off the polling threads ---------------------------------------
+ * An insert, insert-if-new or delete is answered only once its log record
+ * is durable: an fsync, a millisecond or more on common disks. Handled on a
+ * polling thread, it would hold up every other connection of that thread
+ * for as long, and writes could share an fsync only with writes of the
+ * other polling threads. So a write's connection is suspended and the
+ * request handed to a writer thread, which answers it and resumes the
+ * connection; the polling thread sends the answer. Writes that wait at
+ * once share the log's fsync (simstore_live's group commit). */
+
+static void *writer_main(void *arg)
+{
+    server_state *st = arg;
+    for (;;) {
+        pthread_mutex_lock(&st->write_lock);
+        while (!st->write_head && !st->writers_stopping)
+            pthread_cond_wait(&st->write_ready, &st->write_lock);
+        request_state *rs = st->write_head;
+        if (rs) {
+            st->write_head = rs->next_write;
+            if (!st->write_head)
+                st->write_tail = NULL;
+        }
+        pthread_mutex_unlock(&st->write_lock);
+        if (!rs)
+            return NULL; /* stopping, and the queue is empty */
+        serve_handle(st->srv, &rs->req, &rs->resp);
+        atomic_store_explicit(&rs->answered, 1, memory_order_release);
+        MHD_resume_connection(rs->conn);
+    }
+}
+
+static int writers_start(server_state *st)
+{
+    pthread_mutex_init(&st->write_lock, NULL);
+    pthread_cond_init(&st->write_ready, NULL);
+    st->writers_initialized = 1;
+    for (st->writer_count = 0; st->writer_count < WRITER_THREADS; st->writer_count++)
+        if (pthread_create(&st->writers[st->writer_count], NULL, writer_main, st) != 0)
+            break;
+    return st->writer_count > 0 ? 0 : -1;
+}
+
+/* The writers answer what is queued and exit; writes that come after are
+ * answered on the polling threads (write_enqueue refuses them), so no
+ * connection stays suspended. */
+static void writers_stop(server_state *st)
+{
+    pthread_mutex_lock(&st->write_lock);
+    st->writers_stopping = 1;
+    pthread_cond_broadcast(&st->write_ready);
+    pthread_mutex_unlock(&st->write_lock);
+    for (unsigned i = 0; i < st->writer_count; i++)
+        pthread_join(st->writers[i], NULL);
+    st->writer_count = 0;
+}
+
+/* Suspends c and queues rs for a writer; 0, or -1 when there are no
+ * writers (then c is not suspended: answer on this thread). */
+static int write_enqueue(server_state *st, struct MHD_Connection *c, request_state *rs)
+{
+    pthread_mutex_lock(&st->write_lock);
+    if (st->writers_stopping || st->writer_count == 0) {
+        pthread_mutex_unlock(&st->write_lock);
+        return -1;
+    }
+    rs->conn = c;
+    rs->next_write = NULL;
+    MHD_suspend_connection(c);
+    if (st->write_tail)
+        st->write_tail->next_write = rs;
+    else
+        st->write_head = rs;
+    st->write_tail = rs;
+    pthread_cond_signal(&st->write_ready);
+    pthread_mutex_unlock(&st->write_lock);
+    return 0;
+}
+
+/* The routes that write: POST /v1/documents (every mode but check writes)
+ * and DELETE /v1/documents/ID. */
+static int is_write(const char *method, const char *path, size_t path_len)
+{
+    static const char documents[] = "/v1/documents";
+    size_t n = sizeof documents - 1;
+    if (path_len < n || memcmp(path, documents, n) != 0 || (path_len > n && path[n] != '/'))
+        return 0;
+    return strcmp(method, MHD_HTTP_METHOD_POST) == 0 || strcmp(method, MHD_HTTP_METHOD_DELETE) == 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -228,6 +342,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rs->body_len += n;
         return MHD_YES;
     }
+    /* A writer's answer: the writer resumed the connection. */
+    if (atomic_load_explicit(&rs->answered, memory_order_acquire))
+        return respond(st, c, method, rs, &rs->resp);
+    if (rs->queued)
+        return MHD_YES; /* with a writer still (the connection is suspended) */
     serve_response resp;
     if (rs->too_large) {
         serve_too_large(st->srv, &resp);
@@ -245,6 +364,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         .body = rs->body ? rs->body : "",
         .body_len = rs->body_len,
     };
+    /* The strings req points to (MHD's method and header values, rs's URI
+     * and body) live until the request completes, after the answer. */
+    if (is_write(method, req.path, req.path_len)) {
+        rs->req = req;
+        if (write_enqueue(st, c, rs) == 0) {
+            rs->queued = 1;
+            return MHD_YES;
+        }
+    }
     serve_handle(st->srv, &req, &resp);
     return respond(st, c, method, rs, &resp);
 }
@@ -403,8 +531,12 @@ int cmd_serve(int argc, char **argv)
         status = cli_api_error(CMD, rc, "%s", path);
         goto done;
     }
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (writers_start(&st) != 0) {
+        status = cli_error(CMD, "cannot start the writer threads");
+        goto done;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_SOCK_ADDR,
                          (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
                          MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
@@ -451,6 +583,8 @@ int cmd_serve(int argc, char **argv)
         struct timespec ten_ms = {0, 10 * 1000 * 1000};
         nanosleep(&ten_ms, NULL);
     }
+    /* Every suspended connection is resumed before the daemon stops. */
+    writers_stop(&st);
     MHD_stop_daemon(d);
     d = NULL;
     rc = serve_server_flush(st.srv);
@@ -459,6 +593,12 @@ int cmd_serve(int argc, char **argv)
 done:
     if (d)
         MHD_stop_daemon(d);
+    if (st.writer_count)
+        writers_stop(&st);
+    if (st.writers_initialized) {
+        pthread_cond_destroy(&st.write_ready);
+        pthread_mutex_destroy(&st.write_lock);
+    }
     serve_server_close(st.srv);
     pthread_mutex_lock(&log_lock);
     if (log_file && log_file != stderr)

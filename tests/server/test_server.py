@@ -77,6 +77,10 @@ class Server:
     def stop(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
         rc = self.proc.wait()
+        if rc != 0 and sig == signal.SIGTERM:
+            # For the check that follows: what the server said on its way out.
+            print("server exit status %d; stderr ends %r" % (rc, self.proc.stderr.read()[-1500:]),
+                  flush=True)
         self.proc.stdout.close()
         self.proc.stderr.close()
         return rc
@@ -469,6 +473,85 @@ def test_kill9_restart():
     check(p.returncode == 0, "verify clean after kill -9 and restart: %s" % p.stdout[-300:])
 
 
+def test_writes_keepalive_and_drain():
+    """Writes are answered by writer threads while their connection waits
+    (suspended): a kept-alive connection goes on after them, and SIGTERM
+    while writes stream in answers or refuses each, exits 0, and keeps
+    every write it answered."""
+    store = sample_store()
+    srv = Server(store)
+    rng = random.Random(15)
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+
+    def ask(method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data,
+                     headers={"Content-Type": "application/json"} if data else {})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+
+    try:
+        text = words(rng, 40)
+        st, got = ask("POST", "/v1/documents", {"id": "ka-1", "text": text})
+        check(st == 201, "insert on a kept-alive connection: %d" % st)
+        fp = got.get("fp")
+        st, got = ask("GET", "/v1/query?fp=%s&k=0" % fp)
+        check(st == 200 and any(m["id"] == "ka-1" for m in got["matches"]),
+              "the same connection's next query sees the insert")
+        st, got = ask("POST", "/v1/documents", {"id": "ka-2", "text": text,
+                                                "mode": "insert-if-new"})
+        check(st == 200 and got["inserted"] is False, "insert-if-new of a copy: 200, not inserted")
+        st, got = ask("POST", "/v1/documents", {"id": "ka-1", "text": words(rng, 40)})
+        check(st == 409, "insert of a stored id: 409 (%d)" % st)
+        st, got = ask("DELETE", "/v1/documents/ka-1")
+        check(st == 200 and got.get("deleted") is True, "delete on the same connection")
+        st, got = ask("GET", "/v1/documents/ka-1")
+        check(st == 404, "the deleted document is gone (%d)" % st)
+        st, got = ask("POST", "/v1/documents", {"documents": [
+            {"id": "ka-3", "text": words(rng, 40)}, {"id": "ka-4", "text": words(rng, 40)}]})
+        check(st == 201 or st == 200, "a batch on the same connection (%d)" % st)
+    finally:
+        conn.close()
+
+    acked = []
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def stream(t):
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        r = random.Random(500 + t)
+        i = 0
+        while True:
+            doc_id = "dr%d-%d" % (t, i)
+            i += 1
+            try:
+                c.request("POST", "/v1/documents",
+                          body=json.dumps({"id": doc_id, "text": words(r, 30)}).encode(),
+                          headers={"Content-Type": "application/json"})
+                resp = c.getresponse()
+                payload = resp.read()
+            except (OSError, http.client.HTTPException):
+                return  # the server stopped: this one was not answered
+            if resp.status == 201:
+                with lock:
+                    acked.append(doc_id)
+                    if len(acked) >= 100:
+                        enough.set()
+
+    threads = [threading.Thread(target=stream, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    enough.wait()
+    rc = srv.stop()  # SIGTERM while the streams go on
+    for th in threads:
+        th.join()
+    check(rc == 0, "SIGTERM with writes in flight exits 0 (%d)" % rc)
+    ids = {row[0] for row in exported(store)}
+    missing = [d for d in acked if d not in ids]
+    check(not missing, "every answered insert is in the store after SIGTERM: missing %r"
+          % missing[:5])
+
+
 def test_sighup_reopens_log():
     store = sample_store()
     srv = Server(store)
@@ -493,7 +576,7 @@ def test_sighup_reopens_log():
 
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_token_and_read_only,
          test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
-         test_sighup_reopens_log]
+         test_sighup_reopens_log, test_writes_keepalive_and_drain]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
