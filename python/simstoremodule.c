@@ -1944,7 +1944,9 @@ static int dict_put(PyObject *d, const char *name, PyObject *v)
 {
     if (!v)
         return -1;
-    int rc = PyDict_SetItemString(d, name, v);
+    PyObject *key = PyUnicode_FromString(name);
+    int rc = key ? PyDict_SetItem(d, key, v) : -1;
+    Py_XDECREF(key);
     Py_DECREF(v);
     return rc;
 }

@@ -1,0 +1,13 @@
+# tests/python: the Python module (python/) with Debian's interpreter (the
+# one it was built for, Python3_EXECUTABLE), against the simstore command on
+# the same stores; one ctest per group of test_python.py. Registered only
+# when the module is built (SIMSTORE_PYTHON, cmake/python.cmake).
+if(TARGET simstore_python)
+  foreach(group TestFingerprints TestCliParity TestErrors TestThreads TestRefcount TestExample)
+    add_test(NAME test_python_${group}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_python.py
+              $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} ${group})
+    set_tests_properties(test_python_${group} PROPERTIES TIMEOUT 300
+      ENVIRONMENT "PYTHONPATH=$<TARGET_FILE_DIR:simstore_python>;PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endif()
