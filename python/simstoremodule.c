@@ -63,17 +63,25 @@ static int ensure_json(void)
 {
     if (json_dumps_fn)
         return 0;
+    /* The import may let another thread run (and get here): the first to
+     * come back sets both functions. */
     PyObject *json = PyImport_ImportModule("json");
     if (!json)
         return -1;
-    json_loads_fn = PyObject_GetAttrString(json, "loads");
-    json_dumps_fn = PyObject_GetAttrString(json, "dumps");
+    PyObject *loads = PyObject_GetAttrString(json, "loads");
+    PyObject *dumps = loads ? PyObject_GetAttrString(json, "dumps") : NULL;
     Py_DECREF(json);
-    if (!json_loads_fn || !json_dumps_fn) {
-        Py_CLEAR(json_loads_fn);
-        Py_CLEAR(json_dumps_fn);
+    if (!loads || !dumps) {
+        Py_XDECREF(loads);
         return -1;
     }
+    if (json_dumps_fn) {
+        Py_DECREF(loads);
+        Py_DECREF(dumps);
+        return 0;
+    }
+    json_loads_fn = loads;
+    json_dumps_fn = dumps;
     return 0;
 }
 
@@ -440,10 +448,16 @@ static int numpy_tried;
 static PyObject *get_numpy(void)
 {
     if (!numpy_tried) {
-        numpy_tried = 1;
-        numpy_module = PyImport_ImportModule("numpy");
-        if (!numpy_module)
+        /* As in ensure_json(): the import may let other threads in. */
+        PyObject *np = PyImport_ImportModule("numpy");
+        if (!np)
             PyErr_Clear();
+        if (numpy_tried) {
+            Py_XDECREF(np);
+        } else {
+            numpy_module = np;
+            numpy_tried = 1;
+        }
     }
     return numpy_module;
 }

@@ -8,7 +8,8 @@ grow over 10^5 calls. Run by ctest (tests/python/tests.cmake) with Debian's
 
     test_python.py SIMSTORE_CLI SOURCE_DIR [unittest names...]
 
-numpy-specific checks are skipped when numpy does not import."""
+numpy-specific checks are skipped when numpy does not import;
+SIMSTORE_TEST_NO_NUMPY=1 hides numpy, to test the module without it."""
 import json
 import os
 import shutil
@@ -18,6 +19,9 @@ import tempfile
 import threading
 import tracemalloc
 import unittest
+
+if os.environ.get("SIMSTORE_TEST_NO_NUMPY") == "1":
+    sys.modules["numpy"] = None  # import numpy fails, here and in the module
 
 import simstore
 
@@ -268,6 +272,9 @@ class TestCliParity(Base):
         src = numpy.array(fps, dtype=numpy.uint64) if numpy is not None else fps
         with simstore.Store.build(self.path("fo"), src, fingerprint_only=True) as s:
             self.assertTrue(s.stats()["fingerprint_only"])
+            want = json.loads(cli("stats", self.path("fo"), "--json"))
+            for key, value in s.stats().items():
+                self.assertEqual(value, want[key], key)
             for fp in fps[:20]:
                 want = cli_json("query", self.path("fo"), "--fp", hex16(fp), "--json")
                 self.assertEqual([{"id": m.id, "fp": hex16(m.fp), "distance": m.distance}
@@ -282,6 +289,34 @@ class TestCliParity(Base):
             self.assertEqual(s.get("d3").meta, {"n": 3})
             self.assertEqual(s.get("d3").fp, fps[3])
             self.assertEqual(s.query(fps[3], meta=True)[0].meta, {"n": 3})
+
+
+class TestNumpy(Base):
+    @unittest.skipIf(numpy is None, "numpy does not import")
+    def test_numpy_arrays(self):
+        texts = [d["text"] for d in DOCS]
+        fps = simstore.fingerprints(texts)
+        self.assertIsInstance(fps, numpy.ndarray)
+        self.assertEqual(fps.dtype, numpy.uint64)
+        self.assertEqual(fps.shape, (92,))
+        fps[0] = 0  # a writable array of its own
+        with self.python_store() as s:
+            want = s.query_batch([int(x) for x in fps])
+            for arr in (fps, fps.astype(numpy.int64), numpy.ascontiguousarray(fps[::-1])[::-1].copy()):
+                lims, ids, dists = s.query_batch(arr)
+                self.assertEqual(lims.dtype, numpy.int64)
+                self.assertEqual(dists.dtype, numpy.int32)
+                self.assertEqual(len(lims), 93)
+                self.assertEqual(int(lims[-1]), len(ids))
+                self.assertEqual((list(lims), ids, list(dists)),
+                                 (list(want[0]), want[1], list(want[2])))
+            self.assertEqual(s.query(fps[5]), s.query(int(fps[5])))
+            with self.assertRaises((TypeError, BufferError, ValueError)):
+                s.query_batch(fps[::2])  # not contiguous
+            with self.assertRaises(TypeError):
+                s.query_batch(fps.astype(numpy.uint32))
+            lims, ids, dists = s.query_batch(numpy.zeros(0, dtype=numpy.uint64))
+            self.assertEqual((list(lims), ids, list(dists)), ([0], [], []))
 
 
 class TestErrors(Base):
