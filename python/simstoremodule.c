@@ -682,6 +682,30 @@ static PyStructSequence_Field document_fields[] = {
 static PyStructSequence_Desc document_desc = {"simstore.Document", "A document of Store.get().",
                                               document_fields, 5};
 
+static PyTypeObject ParagraphType, ParagraphMatchType;
+
+static PyStructSequence_Field paragraph_fields[] = {
+    {"number", "1, 2, ... in text order, over the paragraphs with words"},
+    {"offset", "byte offset of its first line in the text's UTF-8"},
+    {"length", "its bytes, up to the end of its last line"},
+    {"fp", "its fingerprint"},
+    {"words", "its tokens (what a store's paragraph_min_words counts)"},
+    {NULL, NULL}};
+static PyStructSequence_Desc paragraph_desc = {
+    "simstore.Paragraph", "One paragraph of paragraphs().", paragraph_fields, 5};
+
+static PyStructSequence_Field paragraph_match_fields[] = {
+    {"id", "the stored document's id"},
+    {"shared", "how many of the query's paragraphs have one of its paragraphs within k"},
+    {"of", "the query's paragraphs"},
+    {"fraction", "shared / of"},
+    {"fp", "the document's (whole-text) fingerprint"},
+    {"meta", "its metadata (meta=True), else None"},
+    {NULL, NULL}};
+static PyStructSequence_Desc paragraph_match_desc = {"simstore.ParagraphMatch",
+                                                     "One answer of Store.query_paragraphs().",
+                                                     paragraph_match_fields, 6};
+
 /* Fill a struct sequence from `n` new references (stolen, NULL = failure). */
 static PyObject *structseq(PyTypeObject *type, PyObject **items, int n)
 {
@@ -825,6 +849,185 @@ done:
     free(fps);
     Py_DECREF(seq);
     return result;
+}
+
+/* Parse (text, **options) of sketch() and paragraphs(): the text and the
+ * options, with the extra unsigned keyword `extra` (NULL: none). */
+static int text_call_args(PyObject *args, PyObject *kwargs, const char *fname,
+                          simstore_text_options *o, PyObject **textobj)
+{
+    if (!PyArg_ParseTuple(args, "O", textobj))
+        return -1;
+    PyObject *kw = kw_copy(kwargs);
+    if (!kw)
+        return -1;
+    int rc = text_options_from_kw(kw, o, 0) < 0 || kw_done(kw, fname) < 0 ? -1 : 0;
+    Py_DECREF(kw);
+    return rc;
+}
+
+static int text_arg(PyObject *textobj, Py_buffer *view, const char **text, size_t *len,
+                    const char *fname)
+{
+    int t = text_from_py(textobj, view, text, len);
+    if (t == 0)
+        PyErr_Format(PyExc_TypeError, "%s() takes a str or bytes, not %.100s", fname,
+                     Py_TYPE(textobj)->tp_name);
+    return t > 0 ? 0 : -1;
+}
+
+PyDoc_STRVAR(sketch_doc,
+             "sketch(text, kind='minhash64', **options) -> (fp, bytes)\n\n"
+             "The fingerprint of a text and its sketch of kind 'minhash16', 'minhash32',\n"
+             "'minhash64', 'minhash128' or 'minhash256' (format/sketch.md), made in one\n"
+             "pass: `simstore fingerprint --sketch KIND`. similarity() compares two.");
+
+static PyObject *py_sketch(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    o.sketch = SIMSTORE_SKETCH_DEFAULT;
+    PyObject *textobj = NULL, *kw = kw_copy(kwargs);
+    if (!kw)
+        return NULL;
+    int kind = (int)o.sketch;
+    if (kw_choice(kw, "kind", sketch_names, &kind) < 0) {
+        Py_DECREF(kw);
+        return NULL;
+    }
+    o.sketch = (simstore_sketch_kind)kind;
+    int rc = text_call_args(args, kw, "sketch", &o, &textobj);
+    Py_DECREF(kw);
+    if (rc < 0)
+        return NULL;
+    if (o.sketch == SIMSTORE_SKETCH_NONE) {
+        PyErr_SetString(PyExc_ValueError, "sketch(): kind must be a sketch kind, not 'none'");
+        return NULL;
+    }
+    Py_buffer view;
+    const char *text = NULL;
+    size_t len = 0;
+    if (text_arg(textobj, &view, &text, &len, "sketch") < 0)
+        return NULL;
+    uint8_t buf[SIMSTORE_SKETCH_MAX_BYTES];
+    uint64_t fp = 0;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    simstore_fingerprinter *fpr = NULL;
+    err = simstore_fingerprinter_new(&o, &fpr);
+    if (!err)
+        err = simstore_fingerprint_sketch(fpr, text, len, &fp, buf, NULL);
+    simstore_fingerprinter_free(fpr);
+    Py_END_ALLOW_THREADS;
+    if (view.obj)
+        PyBuffer_Release(&view);
+    if (err)
+        return raise_error(err, "sketch");
+    return Py_BuildValue("(Ky#)", (unsigned long long)fp, (const char *)buf,
+                         (Py_ssize_t)simstore_sketch_bytes(o.sketch));
+}
+
+PyDoc_STRVAR(similarity_doc,
+             "similarity(a, b) -> float\n\n"
+             "The estimated Jaccard similarity (0..1) of the shingle sets two sketches of\n"
+             "one kind (bytes of the same length, from sketch()) were made from.");
+
+static PyObject *py_similarity(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer a, b;
+    if (!PyArg_ParseTuple(args, "y*y*:similarity", &a, &b))
+        return NULL;
+    simstore_sketch_kind kind = SIMSTORE_SKETCH_NONE;
+    for (int k = SIMSTORE_SKETCH_MINHASH16; k <= SIMSTORE_SKETCH_MINHASH256; k++)
+        if ((Py_ssize_t)simstore_sketch_bytes((simstore_sketch_kind)k) == a.len)
+            kind = (simstore_sketch_kind)k;
+    PyObject *r = NULL;
+    if (kind == SIMSTORE_SKETCH_NONE || a.len != b.len)
+        PyErr_Format(PyExc_ValueError,
+                     "similarity() takes two sketches of one kind (16, 32, 64, 128 or 256 "
+                     "bytes each), not %zd and %zd bytes",
+                     a.len, b.len);
+    else
+        r = PyFloat_FromDouble(simstore_sketch_similarity(kind, a.buf, b.buf));
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return r;
+}
+
+typedef struct para_list {
+    simstore_paragraph *p;
+    size_t n, cap;
+} para_list;
+
+static int para_cb(void *ctx, const simstore_paragraph *para)
+{
+    para_list *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        simstore_paragraph *p = realloc(l->p, cap * sizeof *p);
+        if (!p)
+            return SIMSTORE_ENOMEM;
+        l->p = p;
+        l->cap = cap;
+    }
+    l->p[l->n++] = *para;
+    return 0;
+}
+
+PyDoc_STRVAR(paragraphs_doc,
+             "paragraphs(text, **options) -> list of Paragraph\n\n"
+             "The paragraphs of a text (groups of non-blank lines) that have words, each\n"
+             "fingerprinted as a document of its own: Paragraph(number, offset, length,\n"
+             "fp, words), offsets in bytes of its UTF-8. `simstore fingerprint\n"
+             "--paragraphs`. Options as fingerprint().");
+
+static PyObject *py_paragraphs(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    PyObject *textobj = NULL;
+    if (text_call_args(args, kwargs, "paragraphs", &o, &textobj) < 0)
+        return NULL;
+    Py_buffer view;
+    const char *text = NULL;
+    size_t len = 0;
+    if (text_arg(textobj, &view, &text, &len, "paragraphs") < 0)
+        return NULL;
+    para_list l = {NULL, 0, 0};
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    simstore_fingerprinter *fpr = NULL;
+    err = simstore_fingerprinter_new(&o, &fpr);
+    if (!err)
+        err = simstore_fingerprint_paragraphs(fpr, text, len, para_cb, &l, NULL, NULL);
+    simstore_fingerprinter_free(fpr);
+    Py_END_ALLOW_THREADS;
+    if (view.obj)
+        PyBuffer_Release(&view);
+    PyObject *list = NULL;
+    if (err) {
+        raise_error(err, "paragraphs");
+    } else {
+        list = PyList_New((Py_ssize_t)l.n);
+        for (size_t i = 0; list && i < l.n; i++) {
+            const simstore_paragraph *p = &l.p[i];
+            PyObject *items[5] = {PyLong_FromUnsignedLong(p->number), PyLong_FromSize_t(p->offset),
+                                  PyLong_FromSize_t(p->length),
+                                  PyLong_FromUnsignedLongLong(p->fingerprint),
+                                  PyLong_FromUnsignedLongLong(p->words)};
+            PyObject *x = structseq(&ParagraphType, items, 5);
+            if (!x) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+        }
+    }
+    free(l.p);
+    return list;
 }
 
 PyDoc_STRVAR(distance_doc, "distance(a, b) -> int\n\nThe Hamming distance of two fingerprints.");
@@ -1217,13 +1420,69 @@ static int feed_all(feeder *f, PyObject *first, PyObject *it, const char *what)
     return rc;
 }
 
-static int doc_has_text(PyObject *item)
+/* A document's text object (borrowed), or NULL when it has none. */
+static PyObject *doc_text(PyObject *item)
 {
     if (PyDict_Check(item))
-        return PyDict_GetItemString(item, "text") != NULL;
+        return PyDict_GetItemString(item, "text");
     if ((PyTuple_Check(item) || PyList_Check(item)) && PySequence_Fast_GET_SIZE(item) >= 2) {
         PyObject *x = PySequence_Fast_GET_ITEM(item, 1);
-        return PyUnicode_Check(x) || PyBytes_Check(x);
+        return PyUnicode_Check(x) || PyBytes_Check(x) ? x : NULL;
+    }
+    return NULL;
+}
+
+static int doc_has_text(PyObject *item)
+{
+    return doc_text(item) != NULL;
+}
+
+/* The first pass of a build with boilerplate: count the lines of every
+ * document's text (docs, a list), make the set, record it in f->b and give
+ * it to f->fpr. *out receives the set (the caller frees it after the
+ * fingerprinter). */
+static int boilerplate_pass(const simstore_text_options *to, const simstore_boilerplate_options *o,
+                            PyObject *docs, feeder *f, simstore_boilerplate **out)
+{
+    simstore_boilerplate_counter *c = NULL;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    err = simstore_boilerplate_counter_new(to, o, &c);
+    Py_END_ALLOW_THREADS;
+    if (err) {
+        raise_error(err, "build: boilerplate");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(docs) && !err; i++) {
+        PyObject *t = doc_text(PyList_GET_ITEM(docs, i));
+        Py_buffer view;
+        const char *text = NULL;
+        size_t len = 0;
+        if (!t)
+            continue;
+        int got = text_from_py(t, &view, &text, &len);
+        if (got < 0) {
+            simstore_boilerplate_counter_free(c);
+            return -1;
+        }
+        Py_BEGIN_ALLOW_THREADS;
+        err = simstore_boilerplate_counter_add(c, text, len);
+        Py_END_ALLOW_THREADS;
+        if (view.obj)
+            PyBuffer_Release(&view);
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    if (!err)
+        err = simstore_boilerplate_counter_finish(c, out);
+    simstore_boilerplate_counter_free(c);
+    if (!err)
+        err = simstore_builder_set_boilerplate(f->b, *out);
+    if (!err)
+        err = simstore_fingerprinter_set_boilerplate(f->fpr, *out);
+    Py_END_ALLOW_THREADS;
+    if (err) {
+        raise_error(err, "build: boilerplate");
+        return -1;
     }
     return 0;
 }
@@ -1242,6 +1501,10 @@ PyDoc_STRVAR(store_build_doc,
              "memory_bytes, skip_existing (a repeated id keeps the first), sketch ('auto':\n"
              "minhash64 when the first document has a text, as `simstore build`; or 'none',\n"
              "'minhash16' ... 'minhash256'), paragraph_min_words (0: no paragraph index),\n"
+             "boilerplate ('auto' or True: lines held by more than boilerplate_fraction\n"
+             "(0.1) of the documents, when there are boilerplate_min_documents (100) or\n"
+             "more, are found in a first pass and removed before fingerprinting, as\n"
+             "`simstore build --boilerplate auto`; docs are then read into a list),\n"
              "the text options of fingerprint(), and write, verify for the open.");
 
 static PyObject *store_build(PyObject *cls, PyObject *args, PyObject *kwargs)
@@ -1265,6 +1528,36 @@ static PyObject *store_build(PyObject *cls, PyObject *args, PyObject *kwargs)
         sketch_auto = 0;
     else if (sk)
         PyDict_DelItemString(kw, "sketch");
+    /* boilerplate: None, False or "none" (none); True or "auto" (found in a
+     * first pass over the documents, as `build --boilerplate auto`). */
+    int boiler = 0;
+    simstore_boilerplate_options bpo;
+    simstore_boilerplate_options_init(&bpo);
+    PyObject *bpobj = kw_take(kw, "boilerplate");
+    if (bpobj && PyUnicode_Check(bpobj)) {
+        int choice = 0;
+        static const char *const names[] = {"none", "auto", NULL};
+        PyObject *tmp = PyDict_New();
+        if (!tmp || PyDict_SetItemString(tmp, "boilerplate", bpobj) < 0 ||
+            kw_choice(tmp, "boilerplate", names, &choice) < 0) {
+            Py_XDECREF(tmp);
+            Py_DECREF(bpobj);
+            Py_DECREF(kw);
+            return NULL;
+        }
+        Py_DECREF(tmp);
+        boiler = choice;
+    } else if (bpobj && bpobj != Py_None) {
+        boiler = PyObject_IsTrue(bpobj);
+    }
+    Py_XDECREF(bpobj);
+    unsigned long long bp_min_docs = bpo.min_documents;
+    if (boiler < 0 || kw_double(kw, "boilerplate_fraction", 1e-6, 0.999999, &bpo.fraction) < 0 ||
+        kw_unsigned(kw, "boilerplate_min_documents", 0, UINT64_MAX >> 1, &bp_min_docs) < 0) {
+        Py_DECREF(kw);
+        return NULL;
+    }
+    bpo.min_documents = bp_min_docs;
     if (kw_uint(kw, "k", 0, SIMSTORE_MAX_K, &bo.k) < 0 ||
         kw_uint(kw, "tables", 0, 1u << 16, &bo.tables) < 0 ||
         kw_uint(kw, "block_bytes", SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES,
@@ -1292,9 +1585,22 @@ static PyObject *store_build(PyObject *cls, PyObject *args, PyObject *kwargs)
     feeder f;
     memset(&f, 0, sizeof f);
     f.fingerprint_only = bo.fingerprint_only;
-    PyObject *it = NULL, *first = NULL, *result = NULL;
+    PyObject *it = NULL, *first = NULL, *result = NULL, *all = NULL;
     uint64_t *fps = NULL;
     size_t nfps = 0;
+    simstore_boilerplate *bpset = NULL;
+    if (boiler && bo.fingerprint_only) {
+        PyErr_SetString(PyExc_ValueError,
+                        "build(): boilerplate needs texts: not with fingerprint_only");
+        goto done;
+    }
+    /* Boilerplate reads the documents twice: hold them. */
+    if (boiler) {
+        all = PySequence_List(docs);
+        if (!all)
+            goto done;
+        docs = all;
+    }
     /* A fingerprint-only store takes a buffer of fingerprints whole. */
     if (bo.fingerprint_only && PyObject_CheckBuffer(docs)) {
         if (fps_from_py(docs, &fps, &nfps) < 0)
@@ -1336,6 +1642,13 @@ static PyObject *store_build(PyObject *cls, PyObject *args, PyObject *kwargs)
     }
     f.sketch = to.sketch;
     f.para_min_words = to.paragraph_min_words;
+    if (boiler && boilerplate_pass(&to, &bpo, all, &f, &bpset) < 0) {
+        Py_BEGIN_ALLOW_THREADS;
+        simstore_builder_abort(f.b);
+        Py_END_ALLOW_THREADS;
+        f.b = NULL;
+        goto done;
+    }
     PyObject *fst = first;
     first = NULL;
     if (feed_all(&f, fst, it, "build") < 0)
@@ -1345,7 +1658,9 @@ done:
     Py_XDECREF(first);
     Py_XDECREF(it);
     Py_DECREF(bytes);
+    Py_XDECREF(all);
     simstore_fingerprinter_free(f.fpr);
+    simstore_boilerplate_free(bpset); /* after the fingerprinter that borrows it */
     free(f.paras);
     free(fps);
     return result;
@@ -1567,6 +1882,141 @@ static PyObject *store_query(StoreObject *self, PyObject *args, PyObject *kwargs
         result = PyList_New((Py_ssize_t)n);
         for (size_t i = 0; result && i < n; i++) {
             PyObject *x = match_to_py(&m[i]);
+            if (!x) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, (Py_ssize_t)i, x);
+        }
+    }
+    if (sl)
+        slot_give(self, meta, sl);
+    store_leave(self);
+done:
+    if (view.obj)
+        PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(store_fingerprint_doc,
+             "fingerprint(text) -> int\n\n"
+             "The fingerprint of a text as the store's documents are made: with its text\n"
+             "options and without its boilerplate lines (`simstore fingerprint --store`).");
+
+static PyObject *store_fingerprint(StoreObject *self, PyObject *textobj)
+{
+    Py_buffer view;
+    const char *text = NULL;
+    size_t len = 0;
+    if (text_arg(textobj, &view, &text, &len, "fingerprint") < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (store_enter(self) < 0)
+        goto done;
+    qslot *sl = NULL;
+    uint64_t fp = 0;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    err = slot_take(self, 0, &sl);
+    if (!err && !sl->fpr)
+        err = store_fingerprinter(self->s, &sl->fpr);
+    if (!err)
+        err = simstore_fingerprint_text(sl->fpr, text, len, &fp, NULL);
+    Py_END_ALLOW_THREADS;
+    if (sl)
+        slot_give(self, 0, sl);
+    store_leave(self);
+    if (err)
+        raise_error(err, "fingerprint");
+    else
+        result = PyLong_FromUnsignedLongLong(fp);
+done:
+    if (view.obj)
+        PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(store_query_paragraphs_doc,
+             "query_paragraphs(text, k=None, min_fraction=0.0, meta=False)\n"
+             "    -> list of ParagraphMatch\n\n"
+             "The stored documents sharing near-duplicate paragraphs with a text, in a\n"
+             "store built with paragraph_min_words (`simstore query --paragraphs`):\n"
+             "ParagraphMatch(id, shared, of, fraction, fp, meta), `shared` of the text's\n"
+             "`of` paragraphs having one of the document's within k; those with a\n"
+             "fraction of at least min_fraction, larger fractions first, then by id.");
+
+static PyObject *store_query_paragraphs(StoreObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *textobj = NULL, *kobj = NULL;
+    if (!PyArg_ParseTuple(args, "O|O:query_paragraphs", &textobj, &kobj))
+        return NULL;
+    PyObject *kw = kw_copy(kwargs);
+    if (!kw)
+        return NULL;
+    PyObject *kwk = kw_take(kw, "k");
+    double min_fraction = 0;
+    int meta = 0;
+    unsigned k = 0;
+    int bad = kw_double(kw, "min_fraction", 0, 1, &min_fraction) < 0 ||
+              kw_bool(kw, "meta", &meta) < 0 || kw_done(kw, "query_paragraphs") < 0;
+    if (!bad && kwk && kobj) {
+        PyErr_SetString(PyExc_TypeError, "query_paragraphs() got k twice");
+        bad = 1;
+    }
+    if (!bad)
+        bad = k_from_py(self, kobj ? kobj : kwk, &k) < 0;
+    Py_XDECREF(kwk);
+    Py_DECREF(kw);
+    if (bad)
+        return NULL;
+    Py_buffer view;
+    const char *text = NULL;
+    size_t len = 0;
+    if (text_arg(textobj, &view, &text, &len, "query_paragraphs") < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (store_enter(self) < 0)
+        goto done;
+    simstore_text_options to;
+    simstore_get_text_options(self->s, &to);
+    qslot *sl = NULL;
+    const simstore_paragraph_match *m = NULL;
+    size_t n = 0, nfps = 0, cap = 64;
+    uint64_t *fps = NULL;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    err = slot_take(self, meta, &sl);
+    if (!err && !sl->fpr)
+        err = store_fingerprinter(self->s, &sl->fpr);
+    while (!err) {
+        uint64_t *p = realloc(fps, cap * sizeof *p);
+        if (!p) {
+            err = SIMSTORE_ENOMEM;
+            break;
+        }
+        fps = p;
+        err = simstore_paragraph_fingerprints(sl->fpr, text, len, to.paragraph_min_words, fps, cap,
+                                              &nfps);
+        if (err || nfps <= cap)
+            break;
+        cap = nfps;
+    }
+    if (!err)
+        err = simstore_query_paragraphs(sl->q, fps, nfps, k, min_fraction, &m, &n);
+    Py_END_ALLOW_THREADS;
+    free(fps);
+    if (err) {
+        raise_error(err, "query_paragraphs");
+    } else {
+        result = PyList_New((Py_ssize_t)n);
+        for (size_t i = 0; result && i < n; i++) {
+            PyObject *items[6] = {id_to_py(m[i].id, m[i].id_len, m[i].flags),
+                                  PyLong_FromSize_t(m[i].shared),
+                                  PyLong_FromSize_t(m[i].of),
+                                  PyFloat_FromDouble(m[i].fraction),
+                                  PyLong_FromUnsignedLongLong(m[i].fp),
+                                  meta_to_py(m[i].meta, m[i].meta_len)};
+            PyObject *x = structseq(&ParagraphMatchType, items, 6);
             if (!x) {
                 Py_CLEAR(result);
                 break;
@@ -1985,13 +2435,24 @@ static PyObject *text_options_to_py(const simstore_text_options *o)
     return d;
 }
 
+static PyObject *boilerplate_to_py(const simstore_boilerplate *bp)
+{
+    if (!bp)
+        Py_RETURN_NONE;
+    simstore_boilerplate_info info;
+    simstore_boilerplate_get_info(bp, &info);
+    return Py_BuildValue("{s:K,s:d,s:K,s:K}", "lines", (unsigned long long)info.lines, "fraction",
+                         info.fraction, "documents", (unsigned long long)info.documents,
+                         "min_documents", (unsigned long long)info.min_documents);
+}
+
 PyDoc_STRVAR(store_stats_doc,
              "stats() -> dict\n\n"
              "Counts and sizes of the store, under the names `simstore stats --json`\n"
              "uses: k, tables, design, block_bytes, fingerprint_only, documents,\n"
              "fingerprints, segments, generation, table_fingerprints, table_bytes,\n"
              "lmdb_bytes (and its parts), block_key_bytes, fingerprint_version,\n"
-             "text_options, sketch, sketch_bytes_per_document, paragraphs.");
+             "text_options, sketch, sketch_bytes_per_document, paragraphs, boilerplate.");
 
 static PyObject *store_stats(StoreObject *self, PyObject *unused)
 {
@@ -2042,7 +2503,8 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
               dict_put(d, "text_options", text_options_to_py(&to)) < 0 ||
               dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||
               PUT_U64(d, "sketch_bytes_per_document", st.sketch_bytes) < 0 ||
-              dict_put(d, "paragraphs", paras) < 0;
+              dict_put(d, "paragraphs", paras) < 0 ||
+              dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0;
     if (bad)
         Py_CLEAR(d);
     return d;
@@ -2128,6 +2590,9 @@ static PyMethodDef store_methods[] = {
     {"query", KWMETHOD(store_query), METH_VARARGS | METH_KEYWORDS, store_query_doc},
     {"query_batch", KWMETHOD(store_query_batch), METH_VARARGS | METH_KEYWORDS,
      store_query_batch_doc},
+    {"query_paragraphs", KWMETHOD(store_query_paragraphs), METH_VARARGS | METH_KEYWORDS,
+     store_query_paragraphs_doc},
+    {"fingerprint", (PyCFunction)store_fingerprint, METH_O, store_fingerprint_doc},
     {"add", KWMETHOD(store_add), METH_VARARGS | METH_KEYWORDS, store_add_doc},
     {"delete", (PyCFunction)store_delete, METH_O, store_delete_doc},
     {"compact", (PyCFunction)store_compact, METH_NOARGS, store_compact_doc},
@@ -2167,6 +2632,9 @@ static PyMethodDef module_methods[] = {
     {"fingerprint", KWMETHOD(py_fingerprint), METH_VARARGS | METH_KEYWORDS, fingerprint_doc},
     {"fingerprints", KWMETHOD(py_fingerprints), METH_VARARGS | METH_KEYWORDS, fingerprints_doc},
     {"distance", (PyCFunction)py_distance, METH_VARARGS, distance_doc},
+    {"sketch", KWMETHOD(py_sketch), METH_VARARGS | METH_KEYWORDS, sketch_doc},
+    {"similarity", (PyCFunction)py_similarity, METH_VARARGS, similarity_doc},
+    {"paragraphs", KWMETHOD(py_paragraphs), METH_VARARGS | METH_KEYWORDS, paragraphs_doc},
     {NULL, NULL, 0, NULL}};
 
 PyDoc_STRVAR(module_doc,
@@ -2193,6 +2661,8 @@ PyMODINIT_FUNC PyInit_simstore(void)
         PyStructSequence_InitType2(&PairType, &pair_desc) < 0 ||
         PyStructSequence_InitType2(&MemberType, &member_desc) < 0 ||
         PyStructSequence_InitType2(&DocumentType, &document_desc) < 0 ||
+        PyStructSequence_InitType2(&ParagraphType, &paragraph_desc) < 0 ||
+        PyStructSequence_InitType2(&ParagraphMatchType, &paragraph_match_desc) < 0 ||
         PyType_Ready(&StoreType) < 0)
         goto fail;
     error_base = PyErr_NewExceptionWithDoc(
@@ -2235,6 +2705,8 @@ PyMODINIT_FUNC PyInit_simstore(void)
         PyModule_AddObjectRef(m, "Pair", (PyObject *)&PairType) < 0 ||
         PyModule_AddObjectRef(m, "ClusterMember", (PyObject *)&MemberType) < 0 ||
         PyModule_AddObjectRef(m, "Document", (PyObject *)&DocumentType) < 0 ||
+        PyModule_AddObjectRef(m, "Paragraph", (PyObject *)&ParagraphType) < 0 ||
+        PyModule_AddObjectRef(m, "ParagraphMatch", (PyObject *)&ParagraphMatchType) < 0 ||
         PyModule_AddStringConstant(m, "__version__", simstore_version_string()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_K", SIMSTORE_MAX_K) < 0)
         goto fail;

@@ -112,6 +112,36 @@ class TestFingerprints(Base):
         self.assertEqual(int(fps[0]), simstore.fingerprint("one two three"))
         self.assertEqual(len(simstore.fingerprints([])), 0)
 
+    def test_sketch_paragraphs_similarity_equal_to_cli(self):
+        for kind in ("minhash16", "minhash64", "minhash256"):
+            want = {}
+            for line in cli("fingerprint", "--jsonl", "--sketch", kind, SAMPLE).splitlines():
+                h, ident, sk = line.split("\t")
+                want[ident] = (int(h, 16), sk)
+            for d in DOCS[::7]:
+                fp, sk = simstore.sketch(d["text"], kind=kind)
+                self.assertEqual((fp, sk.hex()), want[str(d["id"])], kind)
+        a, b = simstore.sketch(DOCS[0]["text"])[1], simstore.sketch(DOCS[1]["text"])[1]
+        self.assertEqual(len(a), 64)
+        self.assertEqual(simstore.similarity(a, a), 1.0)
+        self.assertGreaterEqual(simstore.similarity(a, b), 0.0)
+        self.assertLess(simstore.similarity(a, b), 0.5)
+        with self.assertRaises(ValueError):
+            simstore.similarity(a, a[:16])
+        with self.assertRaises(ValueError):
+            simstore.sketch("x", kind="none")
+        want = {}
+        for line in cli("fingerprint", "--jsonl", "--paragraphs", "--shingle", "2", SAMPLE).splitlines():
+            h, ident = line.split("\t")
+            want[ident] = int(h, 16)
+        for d in DOCS:
+            paras = simstore.paragraphs(d["text"], shingle=2)
+            self.assertEqual({f"{d['id']}#{p.number}": p.fp for p in paras},
+                             {i: fp for i, fp in want.items() if i.rsplit("#", 1)[0] == str(d["id"])})
+            raw = d["text"].encode()
+            for p in paras:
+                self.assertEqual(p.fp, simstore.fingerprint(raw[p.offset:p.offset + p.length], shingle=2))
+
     def test_distance(self):
         self.assertEqual(simstore.distance(0, 2**64 - 1), 64)
         self.assertEqual(simstore.distance(0b1011, "0000000000000000"), 3)
@@ -229,6 +259,74 @@ class TestCliParity(Base):
                 got = s.stats()
                 for key in got:
                     self.assertEqual(got[key], want[key], key)
+
+    def test_pair_similarity_is_sketch_similarity(self):
+        with self.python_store() as s:
+            sketches = {d["id"]: simstore.sketch(d["text"])[1] for d in DOCS}
+            for p in s.pairs():
+                self.assertEqual(p.similarity, simstore.similarity(sketches[p.a], sketches[p.b]))
+
+    def test_paragraphs_and_store_fingerprint(self):
+        cli_path = self.path("cli-paras.store")
+        cli("build", cli_path, SAMPLE, "--paragraphs", "--shingle", "2")
+        py = self.python_store("py-paras.store", paragraph_min_words=8, shingle=2)
+        want_fp = {}
+        for line in cli("fingerprint", "--jsonl", "--store", cli_path, SAMPLE).splitlines():
+            h, ident = line.split("\t")
+            want_fp[ident] = int(h, 16)
+        for path in (cli_path, py.path):
+            with simstore.Store.open(path) as s:
+                self.assertEqual(s.stats()["paragraphs"], json.loads(cli("stats", path, "--json"))["paragraphs"])
+                for d in DOCS:
+                    self.assertEqual(s.fingerprint(d["text"]), want_fp[str(d["id"])])
+                for d in DOCS[::10]:
+                    for args, kw in [((), {}), (("--k", "1", "--min-fraction", "0.5", "--meta"),
+                                               {"k": 1, "min_fraction": 0.5, "meta": True})]:
+                        want = cli_json("query", path, "--paragraphs", "--text", d["text"], "--json", *args)
+                        got = s.query_paragraphs(d["text"], **kw)
+                        self.assertEqual([(m.id, m.shared, m.of, round(m.fraction, 4), m.meta) for m in got],
+                                         [(w["id"], w["shared"], w["of"], w["fraction"], w.get("meta"))
+                                          for w in want])
+        with simstore.Store.open(self.cli_store()) as s:
+            with self.assertRaises(simstore.InvalidArgumentError):
+                s.query_paragraphs(DOCS[0]["text"])  # no paragraph index
+        py.close()
+
+    def test_boilerplate(self):
+        nav = "Home | World | Business | Sport | Weather | Contact us"
+        foot = "Copyright 2024 The Example Daily Courier. All rights reserved."
+        words = ("river town council bridge school market harbour ferry museum library garden "
+                 "festival railway station hospital orchard vineyard quarry mill castle").split()
+        records = []
+        for i in range(160):
+            body = " ".join(words[(i * 7 + j * 3) % len(words)] + str((i * 31 + j) % 97) for j in range(40))
+            records.append({"id": f"page-{i}", "text": f"{nav}\n{body}\n{foot}\n"})
+        # The body of page 5 alone: the same document once the template goes.
+        records.append({"id": "page-copy", "text": records[5]["text"].split("\n")[1] + "\n"})
+        corpus = self.path("pages.jsonl")
+        with open(corpus, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+        cli_path = self.path("cli-bp.store")
+        cli("build", cli_path, corpus, "--boilerplate", "auto")
+        with simstore.Store.build(self.path("py-bp.store"), iter(records), boilerplate="auto") as s:
+            want = json.loads(cli("stats", cli_path, "--json"))
+            self.assertEqual(s.stats()["boilerplate"], want["boilerplate"])
+            self.assertEqual(s.stats()["boilerplate"]["lines"], 2)
+            with simstore.Store.open(cli_path) as c:
+                for r in records:
+                    self.assertEqual(s.get(r["id"]).fp, c.get(r["id"]).fp)
+                self.assertEqual(list(s.pairs()), list(c.pairs()))
+            self.assertIn("page-copy", [m.id for m in s.query(records[5]["text"], k=0)])
+            self.assertEqual(s.fingerprint(records[5]["text"]), s.get("page-5").fp)
+        with simstore.Store.build(self.path("py-nobp.store"), records, boilerplate=None) as s:
+            self.assertIsNone(s.stats()["boilerplate"])
+        with simstore.Store.build(self.path("py-fewbp.store"), records, boilerplate=True,
+                                  boilerplate_min_documents=1000, boilerplate_fraction=0.5) as s:
+            self.assertEqual(s.stats()["boilerplate"]["lines"], 0)
+            self.assertEqual(s.stats()["boilerplate"]["min_documents"], 1000)
+        with self.assertRaises(ValueError):
+            simstore.Store.build(self.path("bad"), records, boilerplate="sometimes")
 
     def test_module_store_equals_cli_store(self):
         a = simstore.Store.open(self.cli_store())
@@ -452,9 +550,19 @@ class TestRefcount(Base):
         texts = [d["text"] for d in DOCS]
         fp = simstore.fingerprint(texts[0])
 
+        paras = self.python_store("paras.store", paragraph_min_words=8)
+
         def rounds(n):
             for i in range(n):
-                j = i % 8
+                j = i % 12
+                if j == 8:
+                    simstore.sketch(texts[i % 92], kind="minhash16")
+                elif j == 9:
+                    simstore.paragraphs(texts[i % 92])
+                elif j == 10:
+                    s.fingerprint(texts[i % 92])
+                elif j == 11:
+                    paras.query_paragraphs(texts[i % 92], meta=True)
                 if j == 0:
                     simstore.fingerprint(texts[i % 92])
                 elif j == 1:
@@ -472,7 +580,7 @@ class TestRefcount(Base):
                         s.query(fp, k=5)
                     except simstore.RangeError:
                         pass
-                else:
+                elif j == 7:
                     s.stats()
             simstore.fingerprints(texts[:4])
             list(w.pairs())
@@ -494,6 +602,7 @@ class TestRefcount(Base):
         self.assertLess(rss_grown, 32 << 20, f"RSS grew {rss_grown} bytes over 10^5 calls")
         s.close()
         w.close()
+        paras.close()
 
 
 class TestExample(Base):
