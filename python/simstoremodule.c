@@ -559,7 +559,7 @@ static int fps_from_py(PyObject *obj, uint64_t **out, size_t *n)
  * strings in one growing arena (offsets, SIZE_MAX for a NULL string). */
 
 typedef struct collected {
-    size_t a_off, a_len, b_off, b_len;
+    size_t a_off, a_len, b_off, b_len, c_off, c_len;
     unsigned a_flags, b_flags;
     uint64_t x, y, z;
     unsigned distance;
@@ -612,7 +612,7 @@ static collected *collect_new(collector *c)
     }
     collected *r = &c->recs[c->n++];
     memset(r, 0, sizeof *r);
-    r->a_off = r->b_off = SIZE_MAX;
+    r->a_off = r->b_off = r->c_off = SIZE_MAX;
     return r;
 }
 
@@ -678,9 +678,18 @@ static PyStructSequence_Field document_fields[] = {
     {"meta", "its metadata (parsed JSON), or None"},
     {"segment", "the newest live segment whose tables hold its fingerprint"},
     {"insertion", "insertion order number (0 when unknown)"},
+    {"sketch", "its sketch (bytes of the store's sketch kind), or None"},
     {NULL, NULL}};
-static PyStructSequence_Desc document_desc = {"simstore.Document", "A document of Store.get().",
-                                              document_fields, 5};
+static PyStructSequence_Desc document_desc = {
+    "simstore.Document", "A document of Store.get() and Store.documents().", document_fields, 6};
+
+/* A collected string as bytes, None for none. */
+static PyObject *collected_bytes(const collector *c, size_t off, size_t len)
+{
+    if (off == SIZE_MAX)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(c->arena + off, (Py_ssize_t)len);
+}
 
 static PyTypeObject ParagraphType, ParagraphMatchType;
 
@@ -2167,6 +2176,8 @@ static int get_cb(void *ctx, const simstore_document *doc)
     r->a_flags = doc->flags;
     r->b_off = collect_string(&g->c, doc->meta, doc->meta_len);
     r->b_len = doc->meta_len;
+    r->c_off = collect_string(&g->c, (const char *)doc->sketch, doc->sketch_bytes);
+    r->c_len = doc->sketch_bytes;
     r->x = doc->fp;
     r->y = doc->segment;
     r->z = doc->insertion;
@@ -2201,16 +2212,101 @@ static PyObject *store_get(StoreObject *self, PyObject *idobj)
         result = Py_None;
     } else {
         const collected *r = &g.c.recs[0];
-        PyObject *items[5] = {
-            collected_id(&g.c, r->a_off, r->a_len, r->a_flags), PyLong_FromUnsignedLongLong(r->x),
+        PyObject *items[6] = {
+            collected_id(&g.c, r->a_off, r->a_len, r->a_flags),
+            PyLong_FromUnsignedLongLong(r->x),
             meta_to_py(r->b_off == SIZE_MAX ? NULL : g.c.arena + r->b_off, r->b_len),
-            PyLong_FromUnsignedLongLong(r->y), PyLong_FromUnsignedLongLong(r->z)};
-        result = structseq(&DocumentType, items, 5);
+            PyLong_FromUnsignedLongLong(r->y),
+            PyLong_FromUnsignedLongLong(r->z),
+            collected_bytes(&g.c, r->c_off, r->c_len)};
+        result = structseq(&DocumentType, items, 6);
     }
 done:
     collector_free(&g.c);
     Py_XDECREF(hold);
     return result;
+}
+
+PyDoc_STRVAR(store_documents_doc,
+             "documents(order='id', memory_bytes=0) -> iterator of Document\n\n"
+             "Every live document, from one committed state, in id byte order or\n"
+             "(order='insertion') in the order they were inserted: `simstore export`.\n"
+             "Gathered with the GIL released, then iterated. In a fingerprint-only store,\n"
+             "the distinct fingerprints (id None).");
+
+static PyObject *store_documents(StoreObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "documents() takes keyword arguments only");
+        return NULL;
+    }
+    static const char *const orders[] = {"id", "insertion", NULL};
+    int order = 0;
+    unsigned long long memory = 0;
+    PyObject *kw = kw_copy(kwargs);
+    if (!kw || kw_choice(kw, "order", orders, &order) < 0 ||
+        kw_unsigned(kw, "memory_bytes", 0, UINT64_MAX >> 1, &memory) < 0 ||
+        kw_done(kw, "documents") < 0) {
+        Py_XDECREF(kw);
+        return NULL;
+    }
+    Py_DECREF(kw);
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    if (memory)
+        o.memory_bytes = memory;
+    if (store_enter(self) < 0)
+        return NULL;
+    get_ctx g;
+    memset(&g, 0, sizeof g);
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    err = simstore_export(self->s, &o, order ? SIMSTORE_EXPORT_BY_INSERTION : 0, get_cb, &g);
+    Py_END_ALLOW_THREADS;
+    store_leave(self);
+    PyObject *list = NULL, *it = NULL;
+    if (err) {
+        raise_error(err, "documents");
+        goto done;
+    }
+    list = PyList_New((Py_ssize_t)g.c.n);
+    for (size_t i = 0; list && i < g.c.n; i++) {
+        const collected *r = &g.c.recs[i];
+        PyObject *items[6] = {
+            collected_id(&g.c, r->a_off, r->a_len, r->a_flags),
+            PyLong_FromUnsignedLongLong(r->x),
+            meta_to_py(r->b_off == SIZE_MAX ? NULL : g.c.arena + r->b_off, r->b_len),
+            PyLong_FromUnsignedLongLong(r->y),
+            PyLong_FromUnsignedLongLong(r->z),
+            collected_bytes(&g.c, r->c_off, r->c_len)};
+        PyObject *x = structseq(&DocumentType, items, 6);
+        if (!x) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+    }
+    if (list)
+        it = PyObject_GetIter(list);
+done:
+    Py_XDECREF(list);
+    collector_free(&g.c);
+    return it;
+}
+
+PyDoc_STRVAR(store_replaced_doc,
+             "replaced() -> bool\n\n"
+             "Whether the path now names another store than the one opened (a build with\n"
+             "replace=True swapped one in) or nothing: reopen to follow it.");
+
+static PyObject *store_replaced(StoreObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (store_enter(self) < 0)
+        return NULL;
+    int r = simstore_replaced(self->s);
+    store_leave(self);
+    return PyBool_FromLong(r);
 }
 
 static int pair_cb(void *ctx, const simstore_pair *p)
@@ -2329,7 +2425,41 @@ static int member_cb(void *ctx, const simstore_cluster_member *m)
 }
 
 static const char *const mode_names[] = {"components", "star", NULL};
-static const char *const keep_names[] = {"first", "min_id", NULL};
+static const char *const keep_names[] = {"first", "min_id", "min_key", "max_key", NULL};
+
+/* The key rules: the caller's key(meta) -> number or None, called with the
+ * GIL taken back from the thread that runs simstore_clusters(). After an
+ * exception no more calls are made; it is raised once the clustering ends. */
+typedef struct key_ctx {
+    PyObject *fn;
+    int failed;
+} key_ctx;
+
+static int key_cb(void *ctx, const char *meta, size_t meta_len, double *key)
+{
+    key_ctx *k = ctx;
+    int rc = 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (!k->failed) {
+        PyObject *m = meta_to_py(meta, meta_len);
+        PyObject *r = m ? PyObject_CallOneArg(k->fn, m) : NULL;
+        if (!r) {
+            k->failed = 1;
+        } else if (r != Py_None) {
+            double d = PyFloat_AsDouble(r);
+            if (d == -1.0 && PyErr_Occurred())
+                k->failed = 1;
+            else {
+                *key = d;
+                rc = 1;
+            }
+        }
+        Py_XDECREF(m);
+        Py_XDECREF(r);
+    }
+    PyGILState_Release(g);
+    return rc;
+}
 
 PyDoc_STRVAR(store_clusters_doc,
              "clusters(k=None, mode='components', keep='first', singletons=False,\n"
@@ -2339,7 +2469,10 @@ PyDoc_STRVAR(store_clusters_doc,
              "one ClusterMember (cluster, id, kept, distance, fp, cluster_fp, similarity)\n"
              "per clustered document, clusters in the byte order of their kept document's\n"
              "id, each kept document first. mode 'components' (connected components) or\n"
-             "'star'; keep 'first' (inserted first) or 'min_id'; singletons=True also\n"
+             "'star'; keep 'first' (inserted first), 'min_id', or 'min_key' / 'max_key'\n"
+             "with key, a function of a document's metadata (parsed JSON, or None)\n"
+             "returning a number or None (documents without one come last; `--keep\n"
+             "max-meta FIELD` is key=lambda m: m and m.get(FIELD)); singletons=True also\n"
              "gives each document near no other as a cluster of its own. The documents to\n"
              "drop are the members with kept False.");
 
@@ -2353,18 +2486,40 @@ static PyObject *store_clusters(StoreObject *self, PyObject *args, PyObject *kwa
     simstore_cluster_options o;
     simstore_cluster_options_init(&o);
     int mode = 0, keep = 0;
+    key_ctx kc = {NULL, 0};
     if (!kw || scan_options_from_kw(self, kw, &o.scan) < 0 ||
         kw_choice(kw, "mode", mode_names, &mode) < 0 ||
         kw_choice(kw, "keep", keep_names, &keep) < 0 ||
-        kw_bool(kw, "singletons", &o.singletons) < 0 || kw_done(kw, "clusters") < 0) {
+        kw_bool(kw, "singletons", &o.singletons) < 0) {
         Py_XDECREF(kw);
         return NULL;
     }
-    Py_DECREF(kw);
-    o.mode = mode ? SIMSTORE_CLUSTER_STAR : SIMSTORE_CLUSTER_COMPONENTS;
-    o.keep = keep ? SIMSTORE_KEEP_MIN_ID : SIMSTORE_KEEP_FIRST;
-    if (store_enter(self) < 0)
+    kc.fn = kw_take(kw, "key");
+    if (kw_done(kw, "clusters") < 0) {
+        Py_XDECREF(kc.fn);
+        Py_DECREF(kw);
         return NULL;
+    }
+    Py_DECREF(kw);
+    if ((keep >= 2) != (kc.fn != NULL && kc.fn != Py_None) ||
+        (kc.fn && kc.fn != Py_None && !PyCallable_Check(kc.fn))) {
+        PyErr_SetString(PyExc_ValueError, "clusters(): keep='min_key' and 'max_key' take key, "
+                                          "a function of a document's metadata, and only they");
+        Py_XDECREF(kc.fn);
+        return NULL;
+    }
+    o.mode = mode ? SIMSTORE_CLUSTER_STAR : SIMSTORE_CLUSTER_COMPONENTS;
+    static const simstore_keep_rule rules[] = {SIMSTORE_KEEP_FIRST, SIMSTORE_KEEP_MIN_ID,
+                                               SIMSTORE_KEEP_MIN_KEY, SIMSTORE_KEEP_MAX_KEY};
+    o.keep = rules[keep];
+    if (keep >= 2) {
+        o.key = key_cb;
+        o.key_ctx = &kc;
+    }
+    if (store_enter(self) < 0) {
+        Py_XDECREF(kc.fn);
+        return NULL;
+    }
     collector c;
     memset(&c, 0, sizeof c);
     simstore_cluster_summary summary;
@@ -2373,7 +2528,10 @@ static PyObject *store_clusters(StoreObject *self, PyObject *args, PyObject *kwa
     err = simstore_clusters(self->s, &o, member_cb, &c, &summary);
     Py_END_ALLOW_THREADS;
     store_leave(self);
+    Py_XDECREF(kc.fn);
     PyObject *list = NULL, *it = NULL;
+    if (kc.failed)
+        goto done; /* the key function's exception */
     if (err) {
         raise_error(err, "clusters");
         goto done;
@@ -2597,6 +2755,8 @@ static PyMethodDef store_methods[] = {
     {"delete", (PyCFunction)store_delete, METH_O, store_delete_doc},
     {"compact", (PyCFunction)store_compact, METH_NOARGS, store_compact_doc},
     {"get", (PyCFunction)store_get, METH_O, store_get_doc},
+    {"documents", KWMETHOD(store_documents), METH_VARARGS | METH_KEYWORDS, store_documents_doc},
+    {"replaced", (PyCFunction)store_replaced, METH_NOARGS, store_replaced_doc},
     {"pairs", KWMETHOD(store_pairs), METH_VARARGS | METH_KEYWORDS, store_pairs_doc},
     {"clusters", KWMETHOD(store_clusters), METH_VARARGS | METH_KEYWORDS, store_clusters_doc},
     {"stats", (PyCFunction)store_stats, METH_NOARGS, store_stats_doc},

@@ -328,6 +328,41 @@ class TestCliParity(Base):
         with self.assertRaises(ValueError):
             simstore.Store.build(self.path("bad"), records, boilerplate="sometimes")
 
+    def test_documents_keys_replaced(self):
+        path = self.cli_store()
+        with simstore.Store.open(path) as s:
+            for args, kw in [((), {}), (("--order", "insertion"), {"order": "insertion"})]:
+                want = cli_json("export", path, "--json", *args)
+                got = []
+                for d in s.documents(**kw):
+                    g = {"id": d.id, "fp": hex16(d.fp), "sketch": d.sketch.hex()}
+                    if d.meta is not None:
+                        g["meta"] = d.meta
+                    got.append(g)
+                self.assertEqual(got, want, args)
+            self.assertEqual([d.id for d in s.documents(order="insertion")][:3],
+                             [d["id"] for d in DOCS[:3]])
+            self.assertEqual(s.get(DOCS[0]["id"]).sketch, simstore.sketch(DOCS[0]["text"])[1])
+            self.assertFalse(s.replaced())
+            cli("build", path, "--replace", SAMPLE)
+            self.assertTrue(s.replaced())
+            self.assertEqual(len(s.query(DOCS[0]["text"])), len(simstore.Store.open(path).query(DOCS[0]["text"])))
+        # Keep rules by a key of the metadata, as --keep max-meta FIELD.
+        docs = [{"id": d["id"], "text": d["text"], "meta": {"score": (i * 37) % 11}}
+                for i, d in enumerate(DOCS)]
+        with self.python_store("keys.store", docs=docs) as s:
+            for rule, cli_rule in (("max_key", "max-meta"), ("min_key", "min-meta")):
+                want = cli_json("clusters", s.path, "--json", "--keep", cli_rule, "score")
+                got = [{"cluster": m.cluster, "id": m.id, "kept": m.kept, "distance": m.distance}
+                       for m in s.clusters(keep=rule, key=lambda meta: meta["score"])]
+                self.assertEqual(got, want, rule)
+            with self.assertRaises(ValueError):
+                s.clusters(keep="max_key")
+            with self.assertRaises(ValueError):
+                s.clusters(key=len)
+            with self.assertRaises(ZeroDivisionError):
+                s.clusters(keep="min_key", key=lambda meta: 1 / 0)
+
     def test_module_store_equals_cli_store(self):
         a = simstore.Store.open(self.cli_store())
         b = self.python_store()
@@ -585,6 +620,8 @@ class TestRefcount(Base):
             simstore.fingerprints(texts[:4])
             list(w.pairs())
             list(w.clusters())
+            list(w.clusters(keep="max_key", key=lambda meta: 1.0))
+            list(w.documents())
 
         rounds(4000)  # warm up: caches, query contexts, numpy
         total = getattr(sys, "gettotalrefcount", None)
