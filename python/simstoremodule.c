@@ -1610,20 +1610,14 @@ static PyObject *store_build(PyObject *cls, PyObject *args, PyObject *kwargs)
             goto done;
         docs = all;
     }
-    /* A fingerprint-only store takes a buffer of fingerprints whole. */
+    /* A fingerprint-only store takes a buffer of fingerprints whole: they
+     * are added below with the GIL released. */
     if (bo.fingerprint_only && PyObject_CheckBuffer(docs)) {
         if (fps_from_py(docs, &fps, &nfps) < 0)
             goto done;
-        PyObject *list = array_from(fps, nfps, 8, 0);
-        if (!list)
-            goto done;
-        it = PyObject_GetIter(list);
-        Py_DECREF(list);
-    } else {
-        it = PyObject_GetIter(docs);
-    }
-    if (!it)
+    } else if (!(it = PyObject_GetIter(docs))) {
         goto done;
+    }
     if (!bo.fingerprint_only) {
         first = PyIter_Next(it);
         if (!first && PyErr_Occurred())
@@ -1658,10 +1652,26 @@ static PyObject *store_build(PyObject *cls, PyObject *args, PyObject *kwargs)
         f.b = NULL;
         goto done;
     }
-    PyObject *fst = first;
-    first = NULL;
-    if (feed_all(&f, fst, it, "build") < 0)
-        goto done;
+    if (fps) {
+        Py_BEGIN_ALLOW_THREADS;
+        for (size_t i = 0; i < nfps && !err; i++)
+            err = simstore_builder_add_fp(f.b, fps[i]);
+        if (err)
+            simstore_builder_abort(f.b);
+        else
+            err = simstore_builder_finish(f.b);
+        Py_END_ALLOW_THREADS;
+        f.b = NULL;
+        if (err) {
+            raise_error(err, "build");
+            goto done;
+        }
+    } else {
+        PyObject *fst = first;
+        first = NULL;
+        if (feed_all(&f, fst, it, "build") < 0)
+            goto done;
+    }
     result = open_path(path, open_flags, writable);
 done:
     Py_XDECREF(first);
