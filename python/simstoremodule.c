@@ -28,19 +28,15 @@ PyMODINIT_FUNC PyInit_simstore(void);
 static PyObject *error_base;
 static PyObject *error_by_code[N_CODES];
 
-/* Raise the exception of library code err for `what`, with the library's
- * detail message of this thread (read before any other simstore call). */
-static PyObject *raise_error(int err, const char *what)
+/* Raise the exception of library code err with message msg (a new
+ * reference, stolen) and .code = err. */
+static PyObject *raise_code(int err, PyObject *msg)
 {
-    const char *detail = simstore_last_error();
+    if (!msg)
+        return NULL;
     PyObject *cls = error_base;
     if (err < 0 && -err < N_CODES && error_by_code[-err])
         cls = error_by_code[-err];
-    PyObject *msg = (detail && *detail)
-                        ? PyUnicode_FromFormat("%s: %s (%s)", what, simstore_strerror(err), detail)
-                        : PyUnicode_FromFormat("%s: %s", what, simstore_strerror(err));
-    if (!msg)
-        return NULL;
     PyObject *exc = PyObject_CallOneArg(cls, msg);
     Py_DECREF(msg);
     if (!exc)
@@ -53,6 +49,17 @@ static PyObject *raise_error(int err, const char *what)
     PyErr_SetObject(cls, exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+/* Raise the exception of library code err for `what`, with the library's
+ * detail message of this thread (read before any other simstore call). */
+static PyObject *raise_error(int err, const char *what)
+{
+    const char *detail = simstore_last_error();
+    if (detail && *detail)
+        return raise_code(
+            err, PyUnicode_FromFormat("%s: %s (%s)", what, simstore_strerror(err), detail));
+    return raise_code(err, PyUnicode_FromFormat("%s: %s", what, simstore_strerror(err)));
 }
 
 /* ---- Small helpers ---------------------------------------------------------- */
@@ -2680,7 +2687,8 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
 
 PyDoc_STRVAR(store_close_doc,
              "close() -> None\n\nClose the store (also done by `with` and when the object is "
-             "freed).\nRaises BusyError while another thread is in a call on it.");
+             "freed).\nRaises BusyError while a call on it is running (in another thread, or\n"
+             "the key function of clusters()).");
 
 static PyObject *store_close(StoreObject *self, PyObject *unused)
 {
@@ -2695,11 +2703,9 @@ static PyObject *store_close(StoreObject *self, PyObject *unused)
         self->s = NULL;
     }
     pthread_mutex_unlock(&self->mu);
-    if (busy) {
-        PyObject *exc = error_by_code[-SIMSTORE_EBUSY];
-        PyErr_SetString(exc, "close: the store is in use by another thread");
-        return NULL;
-    }
+    if (busy)
+        return raise_code(SIMSTORE_EBUSY,
+                          PyUnicode_FromString("close: a call on the store is still running"));
     slots_free(self);
     Py_BEGIN_ALLOW_THREADS;
     simstore_close(s);

@@ -528,6 +528,26 @@ class TestErrors(Base):
                     c.query(d["text"])
         self.assertIsInstance(cm.exception, (simstore.CorruptError, simstore.VersionError))
 
+    def test_close_while_busy(self):
+        # The key function runs inside clusters(): the store is busy then.
+        s = self.python_store()
+        seen = []
+
+        def key(meta):
+            if not seen:
+                try:
+                    s.close()
+                    seen.append("closed")
+                except simstore.BusyError as e:
+                    seen.append(e.code)
+            return 0
+
+        self.assertEqual(len(list(s.clusters(keep="min_key", key=key))), 31)
+        self.assertEqual(seen, [-8])
+        self.assertFalse(s.closed)
+        s.close()
+        self.assertTrue(s.closed)
+
     def test_context_manager(self):
         with self.python_store() as s:
             self.assertFalse(s.closed)
