@@ -470,8 +470,8 @@ static PyObject *get_numpy(void)
 }
 
 /* n values of `size` bytes at data (uint64 when size is 8 and !is_signed,
- * int64 or int32 otherwise) as a writable numpy array of that dtype, or a
- * list of ints without numpy. */
+ * int64 or int32 when is_signed is 1, float64 when it is 2) as a writable
+ * numpy array of that dtype, or a list without numpy. */
 static PyObject *array_from(const void *data, size_t n, size_t size, int is_signed)
 {
     PyObject *np = get_numpy();
@@ -479,7 +479,9 @@ static PyObject *array_from(const void *data, size_t n, size_t size, int is_sign
         PyObject *buf = PyByteArray_FromStringAndSize(data, (Py_ssize_t)(n * size));
         if (!buf)
             return NULL;
-        const char *dtype = size == 8 ? (is_signed ? "int64" : "uint64") : "int32";
+        const char *dtype = is_signed == 2 ? "float64"
+                            : size == 8    ? (is_signed ? "int64" : "uint64")
+                                           : "int32";
         PyObject *arr = PyObject_CallMethod(np, "frombuffer", "Os", buf, dtype);
         Py_DECREF(buf);
         return arr;
@@ -487,7 +489,9 @@ static PyObject *array_from(const void *data, size_t n, size_t size, int is_sign
     PyObject *list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list && i < n; i++) {
         PyObject *v = NULL;
-        if (size == 8 && !is_signed)
+        if (is_signed == 2)
+            v = PyFloat_FromDouble(((const double *)data)[i]);
+        else if (size == 8 && !is_signed)
             v = PyLong_FromUnsignedLongLong(((const uint64_t *)data)[i]);
         else if (size == 8)
             v = PyLong_FromLongLong(((const int64_t *)data)[i]);
@@ -2078,6 +2082,7 @@ static int batch_cb(void *ctx, size_t index, uint64_t fp, const simstore_match *
         r->a_flags = matches[i].flags;
         r->x = matches[i].fp;
         r->distance = matches[i].distance;
+        r->similarity = matches[i].similarity;
         if (b->c.failed)
             return SIMSTORE_ENOMEM;
     }
@@ -2085,27 +2090,104 @@ static int batch_cb(void *ctx, size_t index, uint64_t fp, const simstore_match *
     return 0;
 }
 
+/* The texts of a batch: fingerprinted (and sketched, when the store keeps
+ * sketches) as the store's documents, with the GIL released. texts is a
+ * PySequence_Fast of str or bytes; *fps and *sketches are malloc'ed. */
+static int batch_texts(StoreObject *self, PyObject *texts, uint64_t **fps, uint8_t **sketches,
+                       size_t *n)
+{
+    size_t count = (size_t)PySequence_Fast_GET_SIZE(texts);
+    const char **ptrs = malloc((count ? count : 1) * sizeof *ptrs);
+    size_t *lens = malloc((count ? count : 1) * sizeof *lens);
+    simstore_text_options to;
+    simstore_get_text_options(self->s, &to);
+    size_t sk_bytes = simstore_sketch_bytes(to.sketch);
+    *fps = malloc((count ? count : 1) * sizeof **fps);
+    *sketches = sk_bytes ? malloc((count ? count : 1) * sk_bytes) : NULL;
+    int rc = -1;
+    if (!ptrs || !lens || !*fps || (sk_bytes && !*sketches)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(texts, (Py_ssize_t)i);
+        if (PyUnicode_Check(t)) {
+            Py_ssize_t len = 0;
+            if (!(ptrs[i] = PyUnicode_AsUTF8AndSize(t, &len)))
+                goto done;
+            lens[i] = (size_t)len;
+        } else if (PyBytes_Check(t)) {
+            ptrs[i] = PyBytes_AS_STRING(t);
+            lens[i] = (size_t)PyBytes_GET_SIZE(t);
+        } else {
+            PyErr_Format(PyExc_TypeError,
+                         "query_batch() takes fingerprints or texts, not a mix (item %zu is "
+                         "a %.100s)",
+                         i, Py_TYPE(t)->tp_name);
+            goto done;
+        }
+    }
+    qslot *sl = NULL;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    err = slot_take(self, 0, &sl);
+    if (!err && !sl->fpr)
+        err = store_fingerprinter(self->s, &sl->fpr);
+    for (size_t i = 0; i < count && !err; i++) {
+        if (sk_bytes)
+            err = simstore_fingerprint_sketch(sl->fpr, ptrs[i], lens[i], &(*fps)[i],
+                                              *sketches + i * sk_bytes, NULL);
+        else
+            err = simstore_fingerprint_text(sl->fpr, ptrs[i], lens[i], &(*fps)[i], NULL);
+    }
+    Py_END_ALLOW_THREADS;
+    if (sl)
+        slot_give(self, 0, sl);
+    if (err) {
+        raise_error(err, "query_batch");
+        goto done;
+    }
+    *n = count;
+    rc = 0;
+done:
+    free(ptrs);
+    free(lens);
+    if (rc) {
+        free(*fps);
+        free(*sketches);
+        *fps = NULL;
+        *sketches = NULL;
+    }
+    return rc;
+}
+
 PyDoc_STRVAR(store_query_batch_doc,
-             "query_batch(fps, k=None, threads=0) -> (lims, ids, distances)\n\n"
-             "Answer many fingerprint queries at once (the batch path: sorted probes and\n"
-             "merge scans, `simstore query --queries`). fps: a buffer of 64-bit integers\n"
-             "(numpy uint64) or an iterable of ints. The answer is FAISS range_search's\n"
-             "layout: the matches of query i are ids[lims[i]:lims[i+1]] with\n"
-             "distances[lims[i]:lims[i+1]], in the order query() gives them; lims (n + 1\n"
-             "int64) and distances (int32) are numpy arrays when numpy imports (lists\n"
-             "otherwise), ids a list (the fingerprints in a fingerprint-only store).");
+             "query_batch(queries, k=None, threads=0, similarity=False)\n"
+             "    -> (lims, ids, distances[, similarities])\n\n"
+             "Answer many queries at once through the batch path (sorted probes and merge\n"
+             "scans: `simstore query --queries`). queries: fingerprints (a buffer of\n"
+             "64-bit integers such as a numpy uint64 array, or an iterable of ints), or a\n"
+             "sequence of texts (str or bytes, fingerprinted and sketched as the store's\n"
+             "documents). The answer is FAISS range_search's layout: the matches of query\n"
+             "i are ids[lims[i]:lims[i+1]] with distances[lims[i]:lims[i+1]], in the order\n"
+             "query() gives them; lims (n + 1, int64), distances (int32) and, with\n"
+             "similarity=True, similarities (float64, NaN when unknown: queries by\n"
+             "fingerprint) are numpy arrays when numpy imports (lists otherwise), ids a\n"
+             "list (the fingerprints in a fingerprint-only store).");
 
 static PyObject *store_query_batch(StoreObject *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *fpsobj = NULL, *kobj = NULL;
     unsigned threads = 0;
     unsigned k = 0;
+    int with_similarity = 0;
     PyObject *kw = kw_copy(kwargs);
     if (!kw)
         return NULL;
     PyObject *kwk = kw_take(kw, "k");
     int bad = !PyArg_ParseTuple(args, "O|O:query_batch", &fpsobj, &kobj) ||
-              kw_uint(kw, "threads", 0, 256, &threads) < 0 || kw_done(kw, "query_batch") < 0;
+              kw_uint(kw, "threads", 0, 256, &threads) < 0 ||
+              kw_bool(kw, "similarity", &with_similarity) < 0 || kw_done(kw, "query_batch") < 0;
     if (!bad && kwk && kobj) {
         PyErr_SetString(PyExc_TypeError, "query_batch() got k twice");
         bad = 1;
@@ -2117,42 +2199,59 @@ static PyObject *store_query_batch(StoreObject *self, PyObject *args, PyObject *
     if (bad)
         return NULL;
     uint64_t *fps = NULL;
+    uint8_t *sketches = NULL;
     size_t n = 0;
-    if (fps_from_py(fpsobj, &fps, &n) < 0)
-        return NULL;
     batch_ctx b;
     memset(&b, 0, sizeof b);
-    PyObject *result = NULL, *lims = NULL, *ids = NULL, *dists = NULL;
+    PyObject *result = NULL, *lims = NULL, *ids = NULL, *dists = NULL, *sims = NULL;
     int32_t *d = NULL;
+    double *sim = NULL;
+    if (store_enter(self) < 0)
+        return NULL;
+    /* Texts: a list or tuple whose first item is a str or bytes. */
+    int texts = 0;
+    if ((PyList_Check(fpsobj) || PyTuple_Check(fpsobj)) && PySequence_Size(fpsobj) > 0) {
+        PyObject *first = PySequence_GetItem(fpsobj, 0);
+        texts = first && (PyUnicode_Check(first) || PyBytes_Check(first));
+        Py_XDECREF(first);
+    }
+    if (texts) {
+        PyObject *seq = PySequence_Fast(fpsobj, "query_batch() takes a sequence of texts");
+        int rc = seq ? batch_texts(self, seq, &fps, &sketches, &n) : -1;
+        Py_XDECREF(seq);
+        if (rc < 0)
+            goto done;
+    } else if (fps_from_py(fpsobj, &fps, &n) < 0) {
+        goto done;
+    }
     b.lims = calloc(n + 1, sizeof *b.lims);
     if (!b.lims) {
         PyErr_NoMemory();
         goto done;
     }
-    if (store_enter(self) < 0)
-        goto done;
     simstore_batch_options o;
     simstore_batch_options_init(&o);
     o.threads = threads;
     int err = 0;
     Py_BEGIN_ALLOW_THREADS;
-    err = simstore_query_batch(self->s, fps, n, k, &o, batch_cb, &b);
+    err = simstore_query_batch_sketches(self->s, fps, sketches, n, k, &o, batch_cb, &b);
     Py_END_ALLOW_THREADS;
-    store_leave(self);
     if (err) {
         raise_error(err, "query_batch");
         goto done;
     }
     d = malloc((b.c.n ? b.c.n : 1) * sizeof *d);
+    sim = malloc((b.c.n ? b.c.n : 1) * sizeof *sim);
     ids = PyList_New((Py_ssize_t)b.c.n);
-    if (!d || !ids) {
-        if (!d)
+    if (!d || !sim || !ids) {
+        if (ids)
             PyErr_NoMemory();
         goto done;
     }
     for (size_t i = 0; i < b.c.n; i++) {
         const collected *r = &b.c.recs[i];
         d[i] = (int32_t)r->distance;
+        sim[i] = r->similarity < 0 ? Py_NAN : r->similarity;
         PyObject *id = r->a_off == SIZE_MAX ? PyLong_FromUnsignedLongLong(r->x)
                                             : collected_id(&b.c, r->a_off, r->a_len, r->a_flags);
         if (!id)
@@ -2161,15 +2260,22 @@ static PyObject *store_query_batch(StoreObject *self, PyObject *args, PyObject *
     }
     lims = array_from(b.lims, n + 1, 8, 1);
     dists = lims ? array_from(d, b.c.n, 4, 1) : NULL;
-    if (dists)
+    sims = dists && with_similarity ? array_from(sim, b.c.n, 8, 2) : NULL;
+    if (dists && !with_similarity)
         result = PyTuple_Pack(3, lims, ids, dists);
+    else if (sims)
+        result = PyTuple_Pack(4, lims, ids, dists, sims);
 done:
+    store_leave(self);
     Py_XDECREF(lims);
     Py_XDECREF(ids);
     Py_XDECREF(dists);
+    Py_XDECREF(sims);
     free(d);
+    free(sim);
     free(b.lims);
     free(fps);
+    free(sketches);
     collector_free(&b.c);
     return result;
 }

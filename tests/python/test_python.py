@@ -260,6 +260,26 @@ class TestCliParity(Base):
                 for key in got:
                     self.assertEqual(got[key], want[key], key)
 
+    def test_query_batch_texts(self):
+        import math
+        texts = [d["text"] for d in DOCS] + ["no words in common with anything stored here"]
+        with self.python_store() as s:
+            for k in (3, 1):
+                lims, ids, dists, sims = s.query_batch(texts, k=k, similarity=True)
+                self.assertEqual(len(lims), len(texts) + 1)
+                for i, t in enumerate(texts):
+                    a, b = int(lims[i]), int(lims[i + 1])
+                    want = s.query(t, k=k)
+                    self.assertEqual(list(zip(ids[a:b], [int(x) for x in dists[a:b]],
+                                              [float(x) for x in sims[a:b]])),
+                                     [(m.id, m.distance, m.similarity) for m in want])
+            lims, ids, dists = s.query_batch([t.encode() for t in texts[:5]])
+            self.assertEqual(ids[int(lims[0]):int(lims[1])], [m.id for m in s.query(texts[0])])
+            _, _, _, sims = s.query_batch([s.fingerprint(texts[0])], similarity=True)
+            self.assertTrue(all(math.isnan(float(x)) for x in sims))
+            with self.assertRaises(TypeError):
+                s.query_batch([texts[0], 12])
+
     def test_pair_similarity_is_sketch_similarity(self):
         with self.python_store() as s:
             sketches = {d["id"]: simstore.sketch(d["text"])[1] for d in DOCS}
@@ -630,6 +650,7 @@ class TestRefcount(Base):
                     s.get("missing")
                 elif j == 5:
                     s.query_batch([fp, fp ^ 1])
+                    s.query_batch(texts[i % 92:i % 92 + 2], similarity=True)
                 elif j == 6:
                     try:
                         s.query(fp, k=5)
