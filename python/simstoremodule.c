@@ -2922,8 +2922,11 @@ static PyMethodDef module_methods[] = {
 PyDoc_STRVAR(module_doc,
              "simstore: a compressed on-disk store of 64-bit simhash fingerprints that\n"
              "answers exact Hamming-distance-k queries (Python bindings of libsimstore).\n\n"
-             "fingerprint(), fingerprints(), distance(); Store.build(), Store.open();\n"
-             "exceptions: Error and one subclass per library error code.");
+             "Texts: fingerprint(), fingerprints(), sketch(), similarity(), paragraphs(),\n"
+             "distance(). Stores: Store.build(), Store.open(), then query(), query_batch(),\n"
+             "query_paragraphs(), get(), documents(), pairs(), clusters(), stats(),\n"
+             "fingerprint(), add(), delete(), compact(), close(). Errors: Error and one\n"
+             "subclass per library error code (.code). Calls that work release the GIL.");
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "simstore", module_doc, -1, module_methods, NULL, NULL, NULL, NULL};

@@ -142,6 +142,16 @@ class TestFingerprints(Base):
             for p in paras:
                 self.assertEqual(p.fp, simstore.fingerprint(raw[p.offset:p.offset + p.length], shingle=2))
 
+    def test_docstrings(self):
+        self.assertTrue(simstore.__doc__)
+        for name in dir(simstore):
+            if not name.startswith("_") and callable(getattr(simstore, name)):
+                self.assertTrue(getattr(simstore, name).__doc__, name)
+        for name in dir(simstore.Store):
+            if not name.startswith("_"):
+                self.assertTrue(getattr(simstore.Store, name).__doc__, f"Store.{name}")
+        self.assertEqual(simstore.__version__, cli("--version").split()[1])
+
     def test_distance(self):
         self.assertEqual(simstore.distance(0, 2**64 - 1), 64)
         self.assertEqual(simstore.distance(0b1011, "0000000000000000"), 3)
