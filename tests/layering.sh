@@ -7,7 +7,9 @@
 #     libmicrohttpd, MPI, zlib or zstd (those belong to the clients);
 #   - cmd/ includes only the public header and its own headers;
 #   - server/ and mpi/, once they exist, include only the public header and
-#     cmd/'s helpers.
+#     cmd/'s helpers;
+#   - python/ (the Python module) includes only the public header and its own
+#     headers (<Python.h> is its outside dependency).
 # Usage: layering.sh SOURCE_DIR
 set -u
 SRC=${1:?usage: layering.sh SOURCE_DIR}
@@ -64,7 +66,7 @@ for dir in lib/*/; do
 done
 
 # Clients: the public header, their own headers, and (server/, mpi/) cmd/'s.
-for dir in cmd server mpi; do
+for dir in cmd server mpi python; do
     [ -d "$dir" ] || continue
     for f in "$dir"/*.c "$dir"/*.h; do
         [ -e "$f" ] || continue
@@ -72,7 +74,9 @@ for dir in cmd server mpi; do
         while IFS=: read -r line inc; do
             [ "$inc" = simstore.h ] && continue
             [ -e "$dir/$inc" ] && continue
-            if [ "$dir" != cmd ] && [ -e "cmd/$inc" ]; then continue; fi
+            if [ "$dir" = server ] || [ "$dir" = mpi ]; then
+                [ -e "cmd/$inc" ] && continue
+            fi
             problem "$f:$line: includes \"$inc\": $dir/ includes only simstore.h and its own headers"
         done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
                  sed 's/^\([0-9]*\):.*"\([^"]*\)".*/\1:\2/')

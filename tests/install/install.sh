@@ -10,10 +10,13 @@
 #    through pkg-config, against the shared library and, with --static,
 #    against libsimstore.a alone, and through find_package(simstore) with
 #    simstore::simstore and simstore::simstore_static; each program runs and
-#    prints example.expected; the shared ones load the installed library.
+#    prints example.expected; the shared ones load the installed library;
+#  - the Python module, when the build has one, is installed under the
+#    prefix and answers a query from there.
 # Usage: install.sh BUILD_DIR SOURCE_DIR VERSION
 # Environment: CC (default cc); SIMSTORE_EXAMPLE_CFLAGS, added to every
-# compile and link (the sanitizer flags of an instrumented build).
+# compile and link (the sanitizer flags of an instrumented build);
+# SIMSTORE_PYTHON3, the Python module's interpreter (with the module).
 set -euo pipefail
 build=${1:?usage: install.sh BUILD_DIR SOURCE_DIR VERSION}
 src=${2:?usage: install.sh BUILD_DIR SOURCE_DIR VERSION}
@@ -69,6 +72,25 @@ if [ -f "$build/man/simstore.1" ]; then
         [ -f "$prefix/share/man/man1/$(basename "$f")" ] ||
             fail "not installed: share/man/man1/$(basename "$f")"
     done
+fi
+
+# The Python module, when the build made one (SIMSTORE_PYTHON): installed
+# into Python's packages under the prefix, self-contained (libsimstore
+# linked in), and importable from there by the interpreter it was built for.
+built_module=$(find "$build/python" -maxdepth 1 -name 'simstore*.so' 2>/dev/null | head -n 1)
+if [ -n "$built_module" ]; then
+    step "the Python module"
+    module=$(find "$prefix" -name "$(basename "$built_module")" -path '*-packages/*')
+    [ -n "$module" ] || fail "the Python module $(basename "$built_module") is not installed under $prefix"
+    python=${SIMSTORE_PYTHON3:?the Python module is built: SIMSTORE_PYTHON3 names its interpreter}
+    deps=$(ldd "$module")
+    ! grep -q libsimstore <<<"$deps" || fail "the installed Python module needs libsimstore.so"
+    got=$(cd "$tmp" && PYTHONPATH=$(dirname "$module") "$python" -c '
+import simstore
+with simstore.Store.build("py.store", [("a", "one two three four"), ("b", "one two three four")]) as s:
+    print(simstore.__file__, [m.id for m in s.query("one two three four")])
+') || fail "importing the installed Python module failed"
+    [ "$got" = "$module ['a', 'b']" ] || fail "the installed Python module: '$got'"
 fi
 
 step "the README's example is tests/install/example.c"

@@ -11,6 +11,8 @@ add_test(NAME test_symbols
 # (shared and static) and find_package(simstore) (simstore::simstore and
 # simstore::simstore_static), each run and its output checked. Instrumented
 # builds install instrumented libraries: the example is compiled the same way.
+# With the Python module (SIMSTORE_PYTHON), the installed module is imported
+# by its interpreter (SIMSTORE_PYTHON3) and answers a query.
 set(simstore_install_test_cflags "")
 if(SIMSTORE_SANITIZE)
   set(simstore_install_test_cflags "-fsanitize=address,undefined -fno-sanitize-recover=all")
@@ -19,4 +21,4 @@ add_test(NAME test_install
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}
           ${PROJECT_VERSION})
 set_tests_properties(test_install PROPERTIES TIMEOUT 600
-  ENVIRONMENT "CC=${CMAKE_C_COMPILER};SIMSTORE_EXAMPLE_CFLAGS=${simstore_install_test_cflags}")
+  ENVIRONMENT "CC=${CMAKE_C_COMPILER};SIMSTORE_EXAMPLE_CFLAGS=${simstore_install_test_cflags};SIMSTORE_PYTHON3=${Python3_EXECUTABLE}")
