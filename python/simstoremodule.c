@@ -2467,6 +2467,51 @@ static int scan_options_from_kw(StoreObject *self, PyObject *kw, simstore_scan_o
     return 0;
 }
 
+/* An iterator over what a scan collected: each record made into a `type`
+ * of n fields by make (new references, NULL where one failed). */
+typedef void (*make_fields_fn)(const collector *c, const collected *r, PyObject **items);
+
+static PyObject *collected_iter(const collector *c, PyTypeObject *type, int n, make_fields_fn make)
+{
+    PyObject *list = PyList_New((Py_ssize_t)c->n);
+    for (size_t i = 0; list && i < c->n; i++) {
+        PyObject *items[8];
+        make(c, &c->recs[i], items);
+        PyObject *x = structseq(type, items, n);
+        if (!x) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+    }
+    PyObject *it = list ? PyObject_GetIter(list) : NULL;
+    Py_XDECREF(list);
+    return it;
+}
+
+/* A Pair: a, b, distance, a_fp, b_fp, similarity. */
+static void make_pair(const collector *c, const collected *r, PyObject **items)
+{
+    items[0] = collected_id(c, r->a_off, r->a_len, r->a_flags);
+    items[1] = collected_id(c, r->b_off, r->b_len, r->b_flags);
+    items[2] = PyLong_FromUnsignedLong(r->distance);
+    items[3] = PyLong_FromUnsignedLongLong(r->x);
+    items[4] = PyLong_FromUnsignedLongLong(r->y);
+    items[5] = similarity_to_py(r->similarity);
+}
+
+/* A ClusterMember: cluster, id, kept, distance, fp, cluster_fp, similarity. */
+static void make_member(const collector *c, const collected *r, PyObject **items)
+{
+    items[0] = collected_id(c, r->a_off, r->a_len, r->a_flags);
+    items[1] = collected_id(c, r->b_off, r->b_len, r->b_flags);
+    items[2] = PyBool_FromLong(r->kept);
+    items[3] = PyLong_FromUnsignedLong(r->distance);
+    items[4] = PyLong_FromUnsignedLongLong(r->x);
+    items[5] = PyLong_FromUnsignedLongLong(r->y);
+    items[6] = similarity_to_py(r->similarity);
+}
+
 PyDoc_STRVAR(store_pairs_doc,
              "pairs(k=None, by_fingerprint=False, min_similarity=None, threads=0,\n"
              "      memory_bytes=0) -> iterator of Pair\n\n"
@@ -2498,31 +2543,7 @@ static PyObject *store_pairs(StoreObject *self, PyObject *args, PyObject *kwargs
     err = simstore_pairs(self->s, &o, by_fp ? SIMSTORE_PAIRS_BY_FINGERPRINT : 0, pair_cb, &c);
     Py_END_ALLOW_THREADS;
     store_leave(self);
-    PyObject *list = NULL, *it = NULL;
-    if (err) {
-        raise_error(err, "pairs");
-        goto done;
-    }
-    list = PyList_New((Py_ssize_t)c.n);
-    for (size_t i = 0; list && i < c.n; i++) {
-        const collected *r = &c.recs[i];
-        PyObject *items[6] = {collected_id(&c, r->a_off, r->a_len, r->a_flags),
-                              collected_id(&c, r->b_off, r->b_len, r->b_flags),
-                              PyLong_FromUnsignedLong(r->distance),
-                              PyLong_FromUnsignedLongLong(r->x),
-                              PyLong_FromUnsignedLongLong(r->y),
-                              similarity_to_py(r->similarity)};
-        PyObject *x = structseq(&PairType, items, 6);
-        if (!x) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, x);
-    }
-    if (list)
-        it = PyObject_GetIter(list);
-done:
-    Py_XDECREF(list);
+    PyObject *it = err ? raise_error(err, "pairs") : collected_iter(&c, &PairType, 6, make_pair);
     collector_free(&c);
     return it;
 }
@@ -2652,34 +2673,9 @@ static PyObject *store_clusters(StoreObject *self, PyObject *args, PyObject *kwa
     Py_END_ALLOW_THREADS;
     store_leave(self);
     Py_XDECREF(kc.fn);
-    PyObject *list = NULL, *it = NULL;
-    if (kc.failed)
-        goto done; /* the key function's exception */
-    if (err) {
-        raise_error(err, "clusters");
-        goto done;
-    }
-    list = PyList_New((Py_ssize_t)c.n);
-    for (size_t i = 0; list && i < c.n; i++) {
-        const collected *r = &c.recs[i];
-        PyObject *items[7] = {collected_id(&c, r->a_off, r->a_len, r->a_flags),
-                              collected_id(&c, r->b_off, r->b_len, r->b_flags),
-                              PyBool_FromLong(r->kept),
-                              PyLong_FromUnsignedLong(r->distance),
-                              PyLong_FromUnsignedLongLong(r->x),
-                              PyLong_FromUnsignedLongLong(r->y),
-                              similarity_to_py(r->similarity)};
-        PyObject *x = structseq(&MemberType, items, 7);
-        if (!x) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, x);
-    }
-    if (list)
-        it = PyObject_GetIter(list);
-done:
-    Py_XDECREF(list);
+    PyObject *it = kc.failed ? NULL /* the key function's exception */
+                   : err     ? raise_error(err, "clusters")
+                             : collected_iter(&c, &MemberType, 7, make_member);
     collector_free(&c);
     return it;
 }
