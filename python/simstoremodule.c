@@ -2489,7 +2489,7 @@ static PyObject *collected_iter(const collector *c, PyTypeObject *type, int n, m
     return it;
 }
 
-/* A Pair: a, b, distance, a_fp, b_fp, similarity. */
+/* A Pair: a, b, distance, fp_a, fp_b, similarity. */
 static void make_pair(const collector *c, const collected *r, PyObject **items)
 {
     items[0] = collected_id(c, r->a_off, r->a_len, r->a_flags);
