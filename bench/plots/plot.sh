@@ -52,25 +52,23 @@ if [ -f "$data/codec.txt" ]; then
     # Lines "2^LG V B blk_bpf blk+fl idx_bpf file_bpf file+fl EF ...".
     awk '$1 ~ /^2\^/ { lg = substr($1, 3); print lg, $2, $3, $7, 64 - lg + 1.4426950408889634, $9 }' \
         "$data/codec.txt" >"$tmp/codec"
-    plots="'$tmp/codec' using 1:5 with lines lw 2 lc rgb 'black' title 'floor 64 - log2 N + 1.443'"
-    plots="$plots, '$tmp/codec' using 1:6 with lines dt 3 lc rgb 'gray' title 'Elias-Fano'"
+    plots="'$tmp/codec' using 1:(\$6 - \$5) with lines dt 3 lw 2 lc rgb 'gray' title 'Elias-Fano 2 + ceil(log2(2^64/N))'"
+    plots="$plots, 0.6 with lines dt 2 lc rgb 'red' title 'target: floor + 0.6 (format 2, 512-byte blocks)'"
     for cfg in "2 512" "2 1024" "1 512" "1 1024"; do
         set -- $cfg
         awk -v v="$1" -v b="$2" '$2 == v && $3 == b' "$tmp/codec" >"$tmp/codec_$1_$2"
         [ -s "$tmp/codec_$1_$2" ] || continue
-        plots="$plots, '$tmp/codec_$1_$2' using 1:(\$4 - \$5) axes x1y2 with linespoints lw 2 title 'format $1, $2-byte blocks: above the floor (right axis)'"
+        plots="$plots, '$tmp/codec_$1_$2' using 1:(\$4 - \$5) with linespoints lw 2 title 'table format $1, $2-byte blocks'"
     done
     gnuplot <<GP
 $term
 set output '$out/bits_per_fp.png'
-set title 'bits per fingerprint of one table file (blocks, index, header) against the floor'
-set xlabel 'N (log2 of the number of fingerprints)'
-set ylabel 'bits per fingerprint'
-set y2label 'bits per fingerprint above the floor'
-set y2range [0:*]
-set y2tics
+set title 'one table file (blocks, index, header): bits per fingerprint above the floor 64 - log2 N + 1.443'
+set xlabel 'N (log2 of the number of uniform random fingerprints)'
+set ylabel 'bits per fingerprint above the floor'
+set yrange [0:*]
 set grid
-set key top right
+set key outside bottom center horizontal
 plot $plots
 GP
     drawn=$((drawn + 1))
