@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "query, one line per match, sorted by distance then document id:\n"
             "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE[<TAB>SIMILARITY]\n"
             "QUERY_ID is '-' for a single query; DOC_ID is '-' in fingerprint-only stores.\n"
+            "STORE may be a sharded store (build --shards): every shard is asked and the\n"
+            "answers merged, exactly as one store of the same documents answers.\n"
             "With --paragraphs (a store built with --paragraphs), one line per stored\n"
             "document sharing near-duplicate paragraphs with the query's text, sorted by\n"
             "FRACTION (larger first) then document id:\n"
@@ -109,6 +111,10 @@ enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_
 
 typedef struct query_run {
     simstore_query *q;
+    /* A sharded store (format/shards.md): every shard asked and the answers
+     * merged; s is then its first shard (text options, boilerplate). */
+    simstore_sharded *sh;
+    simstore_sharded_query *sq;
     simstore_fingerprinter *fpr;
     int fpr_sketches; /* fpr makes sketches of the store's kind */
     const simstore_text_options *text;
@@ -143,20 +149,49 @@ typedef struct query_run {
     uint64_t memory_bytes;
 } query_run;
 
-/* Open r->path into r->s and r->q: --k against the store's design, the
+static void close_store(query_run *r)
+{
+    simstore_fingerprinter_free(r->fpr); /* made with the store's text options */
+    r->fpr = NULL;
+    simstore_query_free(r->q);
+    r->q = NULL;
+    simstore_sharded_query_free(r->sq);
+    r->sq = NULL;
+    if (r->sh)
+        simstore_sharded_close(r->sh); /* s is its first shard */
+    else
+        simstore_close(r->s);
+    r->sh = NULL;
+    r->s = NULL;
+}
+
+/* Open r->path into r->s and r->q (a sharded store: r->sh and r->sq): --k against the store's design, the
  * store's text options with those given over them. Returns an exit code. */
 static int open_store(query_run *r)
 {
-    int rc = simstore_open(r->path, r->open_flags, &r->s);
-    if (rc)
-        return cli_api_error(CMD, rc, "%s", r->path);
+    int rc;
     simstore_stats st;
-    rc = simstore_get_stats(r->s, &st);
+    if (simstore_is_sharded(r->path)) {
+        if (r->paragraphs)
+            return cli_error(CMD,
+                             "%s is a sharded store: --paragraphs is not answered over "
+                             "shards yet (query each shard alone)",
+                             r->path);
+        rc = simstore_sharded_open(r->path, r->open_flags, &r->sh);
+        if (rc)
+            return cli_api_error(CMD, rc, "%s", r->path);
+        r->s = simstore_sharded_shard(r->sh, 0);
+        rc = simstore_sharded_get_stats(r->sh, &st);
+    } else {
+        rc = simstore_open(r->path, r->open_flags, &r->s);
+        if (rc)
+            return cli_api_error(CMD, rc, "%s", r->path);
+        rc = simstore_get_stats(r->s, &st);
+    }
     if (rc == SIMSTORE_OK && r->have_k && r->k > st.k) {
         cli_error(CMD, "%s: --k %u exceeds the store's design (built for k <= %u)", r->path, r->k,
                   st.k);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     if (rc == SIMSTORE_OK && r->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
@@ -164,8 +199,7 @@ static int open_store(query_run *r)
                   "%s keeps no sketches (built with --sketch none, from fingerprints, or "
                   "before sketches): --min-similarity needs them",
                   r->path);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     if (rc == SIMSTORE_OK && r->paragraphs && st.paragraph_min_words == 0) {
@@ -173,8 +207,7 @@ static int open_store(query_run *r)
                   "%s has no paragraph index (build it with --paragraphs): --paragraphs needs "
                   "one",
                   r->path);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     if (rc == SIMSTORE_OK) {
@@ -187,25 +220,15 @@ static int open_store(query_run *r)
          * asked for. */
         if (!r->print_similarity && r->min_similarity <= 0)
             r->store_text->sketch = SIMSTORE_SKETCH_NONE;
-        rc = simstore_query_new(r->s, r->query_flags, &r->q);
+        rc = r->sh ? simstore_sharded_query_new(r->sh, r->query_flags, &r->sq)
+                   : simstore_query_new(r->s, r->query_flags, &r->q);
     }
     if (rc) {
         cli_api_error(CMD, rc, "%s", r->path);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
-}
-
-static void close_store(query_run *r)
-{
-    simstore_fingerprinter_free(r->fpr); /* made with the store's text options */
-    r->fpr = NULL;
-    simstore_query_free(r->q);
-    r->q = NULL;
-    simstore_close(r->s);
-    r->s = NULL;
 }
 
 static int64_t coarse_ms(void)
@@ -466,7 +489,8 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
             warn_only_boilerplate(file, line, qid, qid_len);
     }
     if (rc == SIMSTORE_OK)
-        rc = simstore_query_fp_sketch(r->q, fp, sketched ? sketch : NULL, r->k, &m, &n);
+        rc = r->sq ? simstore_sharded_query_fp(r->sq, fp, sketched ? sketch : NULL, r->k, &m, &n)
+                   : simstore_query_fp_sketch(r->q, fp, sketched ? sketch : NULL, r->k, &m, &n);
     if (rc)
         return cli_api_error(CMD, rc, "query");
     print_matches(r, qid, qid_len, m, n);
@@ -709,8 +733,9 @@ static int run_queries_file(query_run *r, const char *path, int format)
     int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
                                           : stat(path, &st) == 0 && S_ISREG(st.st_mode);
     r->flush_each = !regular;
-    /* Paragraph queries go one by one (no batch form yet). */
-    if (regular && r->strategy != STRATEGY_ONE_BY_ONE && !r->paragraphs) {
+    /* Paragraph queries go one by one (no batch form yet), and so do those
+     * of a sharded store (each answered by every shard and merged). */
+    if (regular && r->strategy != STRATEGY_ONE_BY_ONE && !r->paragraphs && !r->sh) {
         int status = run_queries_batched(r, in, format);
         input_close(in);
         return status;
