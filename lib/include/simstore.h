@@ -1967,6 +1967,11 @@ SIMSTORE_API int simstore_sharded_query_fp(simstore_sharded_query *q, uint64_t f
                                            const uint8_t *sketch, unsigned k,
                                            const simstore_match **matches, size_t *count);
 
+/* Sort matches[0..n) into the order simstore_query_fp() answers in: by
+ * distance, then id bytes (a prefix first), then fingerprint. For merging
+ * the answers of shards held elsewhere (the MPI driver). */
+SIMSTORE_API void simstore_sort_matches(simstore_match *matches, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

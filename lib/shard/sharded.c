@@ -496,3 +496,9 @@ int simstore_sharded_query_fp(simstore_sharded_query *q, uint64_t fp, const uint
     *count = len;
     return SIMSTORE_OK;
 }
+
+void simstore_sort_matches(simstore_match *matches, size_t n)
+{
+    if (matches && n > 1)
+        sims_sort_matches(matches, n);
+}
