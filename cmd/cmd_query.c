@@ -172,11 +172,6 @@ static int open_store(query_run *r)
     int rc;
     simstore_stats st;
     if (simstore_is_sharded(r->path)) {
-        if (r->paragraphs)
-            return cli_error(CMD,
-                             "%s is a sharded store: --paragraphs is not answered over "
-                             "shards yet (query each shard alone)",
-                             r->path);
         rc = simstore_sharded_open(r->path, r->open_flags, &r->sh);
         if (rc)
             return cli_api_error(CMD, rc, "%s", r->path);
@@ -448,7 +443,10 @@ static int run_one_paragraphs(query_run *r, const char *qid, size_t qid_len, con
     const simstore_paragraph_match *m = NULL;
     size_t count = 0;
     if (rc == SIMSTORE_OK)
-        rc = simstore_query_paragraphs(r->q, r->para_fps, n, r->k, r->min_fraction, &m, &count);
+        rc = r->sq ? simstore_sharded_query_paragraphs(r->sq, r->para_fps, n, r->k, r->min_fraction,
+                                                       &m, &count)
+                   : simstore_query_paragraphs(r->q, r->para_fps, n, r->k, r->min_fraction, &m,
+                                               &count);
     if (rc)
         return cli_api_error(CMD, rc, "query");
     print_paragraph_matches(r, qid, qid_len, m, count);
@@ -596,8 +594,12 @@ static int flush_chunk(query_chunk *c)
             o.memory_bytes = r->memory_bytes;
         o.strategy = (simstore_batch_strategy)r->strategy;
         o.flags = r->query_flags;
-        int rc = simstore_query_batch_sketches(r->s, c->fps, c->sketch_bytes ? c->sketches : NULL,
-                                               c->nfps, r->k, &o, print_batch_answer, c);
+        int rc =
+            r->sh
+                ? simstore_sharded_query_batch(r->sh, c->fps, c->sketch_bytes ? c->sketches : NULL,
+                                               c->nfps, r->k, &o, print_batch_answer, c)
+                : simstore_query_batch_sketches(r->s, c->fps, c->sketch_bytes ? c->sketches : NULL,
+                                                c->nfps, r->k, &o, print_batch_answer, c);
         if (c->write_failed) {
             status = cli_error(CMD, "writing the answers: %s", strerror(errno ? errno : EIO));
         } else if (rc) {
@@ -733,9 +735,9 @@ static int run_queries_file(query_run *r, const char *path, int format)
     int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
                                           : stat(path, &st) == 0 && S_ISREG(st.st_mode);
     r->flush_each = !regular;
-    /* Paragraph queries go one by one (no batch form yet), and so do those
-     * of a sharded store (each answered by every shard and merged). */
-    if (regular && r->strategy != STRATEGY_ONE_BY_ONE && !r->paragraphs && !r->sh) {
+    /* Paragraph queries go one by one (no batch form yet). A sharded
+     * store's batches are answered by every shard and merged. */
+    if (regular && r->strategy != STRATEGY_ONE_BY_ONE && !r->paragraphs) {
         int status = run_queries_batched(r, in, format);
         input_close(in);
         return status;

@@ -1967,6 +1967,28 @@ SIMSTORE_API int simstore_sharded_query_fp(simstore_sharded_query *q, uint64_t f
                                            const uint8_t *sketch, unsigned k,
                                            const simstore_match **matches, size_t *count);
 
+/* simstore_query_paragraphs() on every shard, merged in its order (the
+ * fraction, larger first, then id bytes): exactly the answer of one store
+ * holding the same documents. *matches stays valid until the next call on
+ * q. Errors: those of simstore_query_paragraphs(), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_sharded_query_paragraphs(simstore_sharded_query *q, const uint64_t *fps,
+                                                   size_t n, unsigned k, double min_fraction,
+                                                   const simstore_paragraph_match **matches,
+                                                   size_t *count);
+
+/* simstore_query_batch_sketches() over every shard (sketches may be NULL),
+ * merged: fn receives the answer to query `index` in input order, exactly
+ * as simstore_sharded_query_fp() gives it (the matches carry no sketch:
+ * simstore_match.sketch is NULL). Each shard answers the whole batch first
+ * and the answers of every shard are held until it ends, so callers bound
+ * n (the command reads up to --memory / 128 queries a batch).
+ * Returns SIMSTORE_OK, fn's nonzero value when it stopped the batch, or the
+ * errors of simstore_query_batch(). */
+SIMSTORE_API int simstore_sharded_query_batch(simstore_sharded *sh, const uint64_t *fps,
+                                              const uint8_t *sketches, size_t n, unsigned k,
+                                              const simstore_batch_options *o, simstore_batch_fn fn,
+                                              void *ctx);
+
 /* Sort matches[0..n) into the order simstore_query_fp() answers in: by
  * distance, then id bytes (a prefix first), then fingerprint. For merging
  * the answers of shards held elsewhere (the MPI driver). */

@@ -32,6 +32,8 @@ struct simstore_sharded_query {
     simstore_query **q;
     simstore_match *merged;
     size_t cap;
+    simstore_paragraph_match *para;
+    size_t para_cap;
 };
 
 unsigned simstore_shard_of(const char *id, size_t id_len, unsigned shards)
@@ -458,6 +460,7 @@ void simstore_sharded_query_free(simstore_sharded_query *q)
         simstore_query_free(q->q[i]);
     free(q->q);
     free(q->merged);
+    free(q->para);
     free(q);
 }
 
@@ -501,4 +504,198 @@ void simstore_sort_matches(simstore_match *matches, size_t n)
 {
     if (matches && n > 1)
         sims_sort_matches(matches, n);
+}
+
+/* ---- batches over the shards ------------------------------------------------ */
+
+/* One shard's answers to a batch, serialized: per query its first byte. */
+typedef struct shard_answers {
+    uint8_t *data;
+    size_t len, cap;
+    size_t *start; /* n + 1 offsets: query i's matches are [start[i], start[i+1]) */
+    size_t next;   /* the next query expected */
+    size_t n;
+    int failed; /* out of memory */
+} shard_answers;
+
+/* The fixed part of a serialized match. */
+typedef struct packed_match {
+    uint64_t fp, insertion;
+    double similarity;
+    size_t id_len, meta_len, sketch_len; /* SIZE_MAX: NULL */
+    unsigned distance, flags;
+} packed_match;
+
+static int answers_put(shard_answers *a, const void *p, size_t n)
+{
+    if (a->len + n > a->cap) {
+        size_t cap = a->cap ? a->cap : 4096;
+        while (cap < a->len + n)
+            cap *= 2;
+        uint8_t *g = realloc(a->data, cap);
+        if (!g)
+            return -1;
+        a->data = g;
+        a->cap = cap;
+    }
+    if (n)
+        memcpy(a->data + a->len, p, n);
+    a->len += n;
+    return 0;
+}
+
+static int collect_answers(void *ctx, size_t index, uint64_t fp, const simstore_match *m,
+                           size_t count)
+{
+    (void)fp;
+    shard_answers *a = (shard_answers *)ctx;
+    for (; a->next <= index && a->next < a->n; a->next++)
+        a->start[a->next] = a->len;
+    for (size_t i = 0; i < count; i++) {
+        packed_match p;
+        memset(&p, 0, sizeof p);
+        p.fp = m[i].fp;
+        p.insertion = m[i].insertion;
+        p.similarity = m[i].similarity;
+        p.distance = m[i].distance;
+        p.flags = m[i].flags;
+        p.id_len = m[i].id ? m[i].id_len : SIZE_MAX;
+        p.meta_len = m[i].meta ? m[i].meta_len : SIZE_MAX;
+        p.sketch_len = SIZE_MAX; /* sketches are not carried through the merge */
+        if (answers_put(a, &p, sizeof p) || (m[i].id && answers_put(a, m[i].id, m[i].id_len)) ||
+            (m[i].id && answers_put(a, "", 1)) ||
+            (m[i].meta && answers_put(a, m[i].meta, m[i].meta_len))) {
+            a->failed = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int simstore_sharded_query_batch(simstore_sharded *sh, const uint64_t *fps, const uint8_t *sketches,
+                                 size_t n, unsigned k, const simstore_batch_options *o,
+                                 simstore_batch_fn fn, void *ctx)
+{
+    if (!sh || !fn || (!fps && n > 0))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_sharded_query_batch: NULL argument");
+    unsigned r = sh->manifest.shards;
+    shard_answers *a = calloc(r, sizeof *a);
+    simstore_match *merged = NULL;
+    size_t cap = 0;
+    int rc = a ? SIMSTORE_OK : sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    for (unsigned i = 0; i < r && rc == SIMSTORE_OK; i++) {
+        a[i].n = n;
+        if (!(a[i].start = malloc((n + 1) * sizeof *a[i].start))) {
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+            break;
+        }
+        rc = simstore_query_batch_sketches(sh->shard[i], fps, sketches, n, k, o, collect_answers,
+                                           &a[i]);
+        if (a[i].failed)
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        else if (rc)
+            rc = sims_fail_context(rc, "shard %s", sh->shard_path[i]);
+        for (; a[i].next <= n; a[i].next++)
+            a[i].start[a[i].next] = a[i].len;
+    }
+    for (size_t q = 0; q < n && rc == SIMSTORE_OK; q++) {
+        size_t len = 0;
+        for (unsigned i = 0; i < r && rc == SIMSTORE_OK; i++) {
+            const uint8_t *p = a[i].data + a[i].start[q], *end = a[i].data + a[i].start[q + 1];
+            while (p < end) {
+                if (len == cap) {
+                    size_t c = cap ? 2 * cap : 64;
+                    simstore_match *g = realloc(merged, c * sizeof *g);
+                    if (!g) {
+                        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+                        break;
+                    }
+                    merged = g;
+                    cap = c;
+                }
+                packed_match pm;
+                memcpy(&pm, p, sizeof pm);
+                p += sizeof pm;
+                simstore_match *m = &merged[len++];
+                memset(m, 0, sizeof *m);
+                m->fp = pm.fp;
+                m->insertion = pm.insertion;
+                m->similarity = pm.similarity;
+                m->distance = pm.distance;
+                m->flags = pm.flags;
+                if (pm.id_len != SIZE_MAX) {
+                    m->id = (const char *)p;
+                    m->id_len = pm.id_len;
+                    p += pm.id_len + 1;
+                }
+                if (pm.meta_len != SIZE_MAX) {
+                    m->meta = (const char *)p;
+                    m->meta_len = pm.meta_len;
+                    p += pm.meta_len;
+                }
+            }
+        }
+        if (rc)
+            break;
+        sims_sort_matches(merged, len);
+        int stop = fn(ctx, q, fps[q], merged, len);
+        if (stop)
+            rc = stop;
+    }
+    if (a)
+        for (unsigned i = 0; i < r; i++) {
+            free(a[i].data);
+            free(a[i].start);
+        }
+    free(a);
+    free(merged);
+    return rc;
+}
+
+/* As the store orders paragraph answers (lib/store/paragraphs.c): shared
+ * (larger first; every answer has the same `of`), then id bytes. */
+static int cmp_paragraph_match(const void *a, const void *b)
+{
+    const simstore_paragraph_match *x = a, *y = b;
+    if (x->shared != y->shared)
+        return x->shared > y->shared ? -1 : 1;
+    size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
+    int c = memcmp(x->id, y->id, n);
+    return c ? c : (x->id_len > y->id_len) - (x->id_len < y->id_len);
+}
+
+int simstore_sharded_query_paragraphs(simstore_sharded_query *q, const uint64_t *fps, size_t n,
+                                      unsigned k, double min_fraction,
+                                      const simstore_paragraph_match **matches, size_t *count)
+{
+    if (!q || !matches || !count)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_sharded_query_paragraphs: NULL argument");
+    *matches = NULL;
+    *count = 0;
+    size_t len = 0;
+    for (unsigned i = 0; i < q->sh->manifest.shards; i++) {
+        const simstore_paragraph_match *m;
+        size_t got;
+        int rc = simstore_query_paragraphs(q->q[i], fps, n, k, min_fraction, &m, &got);
+        if (rc)
+            return sims_fail_context(rc, "shard %s", q->sh->shard_path[i]);
+        if (len + got > q->para_cap) {
+            size_t cap = q->para_cap ? q->para_cap : 16;
+            while (cap < len + got)
+                cap *= 2;
+            simstore_paragraph_match *g = realloc(q->para, cap * sizeof *g);
+            if (!g)
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+            q->para = g;
+            q->para_cap = cap;
+        }
+        if (got)
+            memcpy(q->para + len, m, got * sizeof *m);
+        len += got;
+    }
+    if (len > 1)
+        qsort(q->para, len, sizeof *q->para, cmp_paragraph_match);
+    *matches = q->para;
+    *count = len;
+    return SIMSTORE_OK;
 }

@@ -131,6 +131,28 @@ run stats --json "$T/sample.sh3"
 expect_status 0
 expect_out_has '"shards":3,"shard_stats":[{"name":"shard-0000"'
 
+# Paragraphs: the answers of every shard merged in one store's order; and
+# batches agree with one-by-one answers.
+ONE=$T/para.one
+SHARDED=$T/para.sh3
+"$SIMSTORE" build -q --paragraphs --paragraph-min-words 4 "$ONE" "$SAMPLE" >/dev/null ||
+    fail "build with paragraphs"
+run build -q --paragraphs --paragraph-min-words 4 --shards 3 "$SHARDED" "$SAMPLE"
+expect_status 0
+same_output "paragraphs R=3" query STORE --paragraphs --queries "$SAMPLE"
+same_output "paragraphs R=3 --json" query STORE --paragraphs --json --min-fraction 0.2 \
+    --queries "$SAMPLE"
+same_output "paragraphs R=3 --text" query STORE --paragraphs --text "$TEXT"
+ONE=$T/clustered.one
+SHARDED=$T/clustered.sh5
+same_output "batch against one by one" query STORE --strategy one-by-one \
+    --queries "$T/clustered.q.tsv"
+same_output "--memory 64K: many batches" query STORE --memory 64K --json \
+    --queries "$T/clustered.q.tsv"
+a=$("$SIMSTORE" query "$SHARDED" --strategy one-by-one --queries "$T/clustered.q.tsv" | md5sum)
+b=$("$SIMSTORE" query "$SHARDED" --strategy scan --queries "$T/clustered.q.tsv" | md5sum)
+if [ "$a" = "$b" ]; then ok; else fail "sharded: batches and one by one differ"; fi
+
 # Boilerplate: one set for the whole corpus, recorded in every shard, so
 # text queries fingerprint alike.
 python3 - "$T" <<'PY'

@@ -197,6 +197,31 @@ static void build_all(const char *dir, unsigned shards, const uint64_t *fps, siz
     free(b);
 }
 
+typedef struct batch_check {
+    simstore_query *q;
+    unsigned k;
+    size_t answered, wrong;
+} batch_check;
+
+/* Each answer of the sharded batch against one store's query. */
+static int check_batch_answer(void *ctx, size_t index, uint64_t fp, const simstore_match *m,
+                              size_t n)
+{
+    batch_check *bc = (batch_check *)ctx;
+    const simstore_match *w;
+    size_t wn;
+    if (index != bc->answered++ || simstore_query_fp(bc->q, fp, bc->k, &w, &wn) != SIMSTORE_OK ||
+        wn != n) {
+        bc->wrong++;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (w[i].fp != m[i].fp || w[i].distance != m[i].distance || w[i].id_len != m[i].id_len ||
+            memcmp(w[i].id, m[i].id, m[i].id_len) != 0)
+            bc->wrong++;
+    return 0;
+}
+
 static void test_manifest_sharded__same_answers(void **state)
 {
     (void)state;
@@ -270,6 +295,13 @@ static void test_manifest_sharded__same_answers(void **state)
                     }
                 }
             }
+            /* The batch over the shards: the same answers, in input order. */
+            batch_check bc = {q, 3, 0, 0};
+            assert_int_equal(
+                simstore_sharded_query_batch(sh, fps, NULL, 500, 3, NULL, check_batch_answer, &bc),
+                SIMSTORE_OK);
+            assert_int_equal(bc.answered, 500);
+            assert_int_equal(bc.wrong, 0);
             simstore_sharded_query_free(sq);
             simstore_sharded_close(sh);
             free(dir);
