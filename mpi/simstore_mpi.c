@@ -18,6 +18,7 @@
  * rank, naming the failed ranks. */
 #include "cli.h"
 #include "input.h"
+#include "progress.h"
 #include "simstore.h"
 
 #include <mpi.h>
@@ -563,6 +564,14 @@ static int cmd_build(int argc, char **argv)
     o.source_name = source_name;
     o.source_ctx = inputs;
     o.replace = 1; /* of a shard: the directory was prepared by rank 0 */
+    /* Progress from rank 0 alone (its share of the reading, its shard's
+     * build), on a terminal and without --quiet. */
+    cli_progress prog;
+    cli_progress_init(&prog, "mpi build", rank == 0 && !quiet);
+    if (rank == 0) {
+        o.progress = cli_progress_update;
+        o.progress_ctx = &prog;
+    }
 
     /* Rank 0 prepares OUT (a published store needs --replace). */
     int failed = 0;
@@ -638,9 +647,19 @@ static int cmd_build(int argc, char **argv)
     /* Rounds in lockstep: each rank reads up to a chunk, all exchange, and
      * they go on while any rank has more to read and none has failed (a
      * failed rank stops the others at the next round). */
+    uint64_t share = hi - lo;
     for (;;) {
         if (!failed && fill(&st, &rd, chunk))
             failed = 1;
+        if (rank == 0) {
+            uint64_t done = 0;
+            for (int i = 0; i < rd.cur && i < rd.nparts; i++)
+                done += rd.parts[i].hi - rd.parts[i].lo;
+            if (rd.cur < rd.nparts && rd.pos > rd.parts[rd.cur].lo)
+                done += rd.pos - rd.parts[rd.cur].lo;
+            cli_progress_update(&prog, "reading (rank 0's share)", done < share ? done : share,
+                                share);
+        }
         if (failed)
             for (int i = 0; i < nranks; i++)
                 st.out[i].len = 0;
@@ -674,6 +693,7 @@ static int cmd_build(int argc, char **argv)
         }
     }
     simstore_builder_abort(st.b);
+    cli_progress_done(&prog);
     if (agree(failed, "building")) {
         if (rank == 0)
             fprintf(stderr, "%s: %s not published\n", cmd_name, out);
