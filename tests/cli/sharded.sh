@@ -296,4 +296,34 @@ if [ -e "$T/norec/MANIFEST" ]; then fail "a failed build published a manifest"; 
 run query "$T/norec" --fp 0000000000000000
 expect_status 1
 
+# A crash at every rename and fsync of a sharded build (SIMSTORE_FAULT, the
+# test-only fault points): afterwards the directory is either a complete
+# sharded store answering as one store, or no sharded store at all, and a
+# rerun without --replace succeeds.
+ONE=$T/sample.one
+want=$("$SIMSTORE" query "$ONE" --queries "$SAMPLE" | md5sum)
+for op in rename fsync; do
+    n=1
+    while [ "$n" -lt 200 ]; do
+        rm -rf "$T/crash"
+        SIMSTORE_FAULT=$op:$n:crash "$SIMSTORE" build -q --shards 2 "$T/crash" "$SAMPLE" \
+            >/dev/null 2>&1
+        st=$?
+        if [ -e "$T/crash/MANIFEST" ]; then
+            got=$("$SIMSTORE" query "$T/crash" --queries "$SAMPLE" 2>/dev/null | md5sum)
+            if [ "$got" = "$want" ]; then ok; else fail "$op $n: a published store answers otherwise"; fi
+        else
+            run query "$T/crash" --fp 0000000000000000
+            expect_status 1
+            run build -q --shards 2 "$T/crash" "$SAMPLE"
+            expect_status 0
+            got=$("$SIMSTORE" query "$T/crash" --queries "$SAMPLE" 2>/dev/null | md5sum)
+            if [ "$got" = "$want" ]; then ok; else fail "$op $n: the rerun answers otherwise"; fi
+        fi
+        [ "$st" = 86 ] || break # the build got past its last $op
+        n=$((n + 1))
+    done
+    if [ "$n" -gt 2 ]; then ok; else fail "$op: too few crash points ($n)"; fi
+done
+
 finish
