@@ -543,6 +543,14 @@ static int cmd_build(int argc, char **argv)
     }
     if (argc - optind < 2)
         goto usage;
+    /* A round's bytes to one rank from all of them are counted in an int. */
+    if (chunk * 2 * (uint64_t)nranks > (uint64_t)INT_MAX) {
+        if (rank == 0)
+            fprintf(stderr, "%s: --chunk %llu is too large for %d ranks (at most %llu)\n", cmd_name,
+                    (unsigned long long)chunk, nranks,
+                    (unsigned long long)((uint64_t)INT_MAX / 2 / (uint64_t)nranks));
+        return 2;
+    }
     const char *out = argv[optind++];
     char **inputs = argv + optind;
     int ninputs = argc - optind;
@@ -1038,6 +1046,10 @@ static int cmd_query(int argc, char **argv)
                 say("%s: %s", shard, simstore_last_error());
                 failed = 1;
             }
+        }
+        if (!failed && ans.len > (size_t)INT_MAX / (size_t)nranks) {
+            say("the answers of %zu queries take %zu bytes: give a smaller --batch", n, ans.len);
+            failed = 1;
         }
         if (failed)
             ans.len = 0;
