@@ -103,4 +103,23 @@ a=$("$SIMSTORE" query "$T/one" --queries "$T/q.tsv" | md5sum)
 b=$("$SIMSTORE" query "$T/mb" --queries "$T/q.tsv" | md5sum)
 if [ "$a" = "$b" ]; then ok; else fail "after --replace with 2 ranks: answers differ"; fi
 
+# A rank that dies (rank 1 crashes at its first rename, as a power cut
+# would: SIMSTORE_FAULT): the job exits non-zero, mpirun naming the
+# process, and nothing is published; a rerun succeeds.
+timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -np 1 "$MPI_BIN" build "$T/mc" \
+    "$T/a.tsv" : -np 1 env SIMSTORE_FAULT=rename:1:crash "$MPI_BIN" build "$T/mc" "$T/a.tsv" \
+    : -np 1 "$MPI_BIN" build "$T/mc" "$T/a.tsv" >"$T/out" 2>"$T/err"
+status=$?
+if [ "$status" != 0 ]; then ok; else fail "a crashed rank: exit 0"; fi
+if [ -e "$T/mc/MANIFEST" ]; then fail "a crashed rank: a manifest was published"; else ok; fi
+run query "$T/mc" --fp 0000000000000000
+expect_status 1
+mpi 3 build "$T/mc" "$T/a.tsv" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 0
+"$SIMSTORE" build -q "$T/aone" "$T/a.tsv" >/dev/null || fail "build a.tsv"
+a=$("$SIMSTORE" query "$T/aone" --queries "$T/q.tsv" | md5sum)
+b=$("$SIMSTORE" query "$T/mc" --queries "$T/q.tsv" | md5sum)
+if [ "$a" = "$b" ]; then ok; else fail "the rerun after a crashed rank answers otherwise"; fi
+
 finish
