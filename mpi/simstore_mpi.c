@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "input.h"
 #include "progress.h"
+#include "textopts.h"
 #include "simstore.h"
 
 #include <mpi.h>
@@ -278,6 +279,7 @@ typedef struct reader {
     size_t size, pos;
     unsigned long long line;
     input_parser *p;
+    const input_fields *fields;
     int done;
 } reader;
 
@@ -313,7 +315,7 @@ static int reader_open_part(reader *rd)
         say("%s: %s", ip->path, strerror(errno));
         return -1;
     }
-    if (input_parser_new(&rd->p, (input_format)ip->format, NULL) != 0) {
+    if (input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
         say("out of memory");
         return -1;
     }
@@ -445,6 +447,9 @@ static void usage_build(FILE *out)
             "      --chunk SIZE     bytes of records a rank sends per round (4M)\n"
             "      --threads N      worker threads per rank (all cores)\n"
             "      --replace        replace a published sharded store at OUT\n"
+            "\n"
+            "JSON Lines records and their fingerprints, as `simstore build` takes "
+            "them:\n" INPUT_FIELD_HELP TEXTOPT_HELP "\n"
             "  -q, --quiet          no summary line\n"
             "  -h, --help           show this help\n",
             SIMSTORE_DEFAULT_BLOCK_BYTES);
@@ -475,13 +480,17 @@ static int cmd_build(int argc, char **argv)
         {"format", required_argument, NULL, O_FORMAT},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
+        TEXTOPT_LONG_OPTIONS,
+        INPUT_FIELD_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     cmd_name = "simstore-mpi build";
     simstore_build_options o;
     simstore_build_options_init(&o);
-    simstore_text_options text;
-    simstore_text_options_init(&text);
+    textopt_state ts;
+    textopt_init(&ts);
+    input_fields fields;
+    input_fields_init(&fields);
     int quiet = 0, c, format = -1, sketch_given = 0, replace = 0;
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     uint64_t chunk = (uint64_t)4 << 20;
@@ -538,9 +547,18 @@ static int cmd_build(int argc, char **argv)
             if (rank == 0)
                 usage_build(stdout);
             return 0;
-        default: goto usage;
+        case '?':
+        case ':': goto usage;
+        default: {
+            int t =
+                textopt_or_field_or_bad_option("mpi build", c, argv, optind, &ts, &fields, NULL);
+            if (t >= 0)
+                return t;
+        }
         }
     }
+    if (textopt_finish("mpi build", &ts))
+        return 2;
     if (argc - optind < 2)
         goto usage;
     /* A round's bytes to one rank from all of them are counted in an int. */
@@ -567,8 +585,8 @@ static int cmd_build(int argc, char **argv)
     }
     if (!sketch_given)
         sketch = all_jsonl ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
-    text.sketch = sketch;
-    o.text = &text;
+    ts.opts.sketch = sketch;
+    o.text = &ts.opts;
     o.source_name = source_name;
     o.source_ctx = inputs;
     o.replace = 1; /* of a shard: the directory was prepared by rank 0 */
@@ -604,11 +622,11 @@ static int cmd_build(int argc, char **argv)
     snprintf(shard, sizeof shard, "%s/%s", out, name);
     int rc = st.out ? simstore_build_begin(shard, &o, &st.b) : SIMSTORE_ENOMEM;
     if (rc == SIMSTORE_OK && all_jsonl)
-        rc = simstore_fingerprinter_new(&text, &st.fpr);
+        rc = simstore_fingerprinter_new(&ts.opts, &st.fpr);
     else if (rc == SIMSTORE_OK)
         for (int i = 0; i < ninputs && rc == SIMSTORE_OK; i++)
             if (format_of(inputs[i], format) == INPUT_JSONL)
-                rc = simstore_fingerprinter_new(&text, &st.fpr);
+                rc = simstore_fingerprinter_new(&ts.opts, &st.fpr);
     if (rc) {
         say("%s: %s", shard, simstore_last_error());
         failed = 1;
@@ -633,6 +651,7 @@ static int cmd_build(int argc, char **argv)
     uint64_t at = 0;
     reader rd;
     memset(&rd, 0, sizeof rd);
+    rd.fields = &fields;
     rd.parts = calloc((size_t)ninputs, sizeof *rd.parts);
     if (!rd.parts) {
         say("out of memory");

@@ -71,6 +71,19 @@ for np in 2 3; do
     if [ "$a" = "$c" ]; then ok; else fail "np $np: simstore-mpi query of texts differs"; fi
 done
 
+# Text options as `simstore build` takes them: the same store.
+"$SIMSTORE" build -q --shingle 2 --weights log --sketch minhash32 "$T/opts" "$SAMPLE" >/dev/null ||
+    fail "build with text options"
+mpi 3 build "$T/mopts" --shingle 2 --weights log --sketch minhash32 "$SAMPLE" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 0
+a=$("$SIMSTORE" query "$T/opts" --similarity --queries "$SAMPLE" | md5sum)
+b=$("$SIMSTORE" query "$T/mopts" --similarity --queries "$SAMPLE" | md5sum)
+if [ "$a" = "$b" ]; then ok; else fail "text options: the answers differ"; fi
+a=$("$SIMSTORE" stats "$T/opts" | grep '^text options')
+b=$("$SIMSTORE" stats "$T/mopts" | grep '^text options')
+if [ "$a" = "$b" ]; then ok; else fail "text options differ: $b"; fi
+
 # The wrong number of ranks for a store.
 mpi 2 query "$T/m3" --queries "$T/q.tsv" >"$T/out" 2>"$T/err"
 status=$?
