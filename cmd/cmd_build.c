@@ -16,6 +16,10 @@
 
 static const char *const CMD = "build";
 
+/* The most shards one process builds at once (each an open builder with
+ * its files): the library's larger limit is for stores built over MPI. */
+#define BUILD_SHARDS_MAX 256u
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -63,10 +67,16 @@ static void usage(FILE *out)
             "                       (default %u; recorded in the store)\n"
             "      --replace        replace an existing STORE atomically (only a store:\n"
             "                       a file or any other directory is refused)\n"
+            "      --shards R       make a sharded store of R shards, 1..%u (format/shards.md):\n"
+            "                       documents go to shard XXH3-64(id) mod R, each shard is an\n"
+            "                       ordinary store built with the same options, and the\n"
+            "                       manifest STORE/MANIFEST is published last; --replace\n"
+            "                       then replaces a sharded store (not atomically: readers\n"
+            "                       are refused until the new manifest is published)\n"
             "\n",
             SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES,
             simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT), SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
-            SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT);
+            SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT, BUILD_SHARDS_MAX);
     fprintf(out,
             "Resources:\n"
             "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
@@ -98,7 +108,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
        OPT_MEMORY, OPT_THREADS };
-enum { OPT_SKETCH = OPT_THREADS + 1, OPT_PARAGRAPHS, OPT_PARA_MIN };
+enum { OPT_SKETCH = OPT_THREADS + 1, OPT_PARAGRAPHS, OPT_PARA_MIN, OPT_SHARDS };
 
 /* The default sketch: the measured choice for texts, when every input is
  * JSON Lines (by --format or by name); none when any input gives
@@ -127,6 +137,153 @@ static void human_bytes(uint64_t v, char *buf, size_t size)
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", d, unit[u]);
 }
 
+/* ---- build --shards R ------------------------------------------------------ */
+
+typedef struct shard_sink {
+    simstore_builder **b;
+    unsigned shards;
+} shard_sink;
+
+static int shard_doc(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch)
+{
+    shard_sink *s = (shard_sink *)ctx;
+    return simstore_builder_add_sketch(s->b[simstore_shard_of(doc->id, doc->id_len, s->shards)],
+                                       doc, id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
+}
+
+static int shard_doc_paragraphs(void *ctx, const simstore_doc *doc, int id_is_integer,
+                                const uint8_t *sketch, const uint64_t *paras, size_t n)
+{
+    shard_sink *s = (shard_sink *)ctx;
+    return simstore_builder_add_paragraphs(s->b[simstore_shard_of(doc->id, doc->id_len, s->shards)],
+                                           doc, id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch,
+                                           paras, n);
+}
+
+static int shard_fp(void *ctx, uint64_t fp)
+{
+    shard_sink *s = (shard_sink *)ctx;
+    return simstore_builder_add_fp(s->b[simstore_shard_of_fp(fp, s->shards)], fp);
+}
+
+/* A sharded store (format/shards.md): the directory prepared, one builder
+ * per shard (the same options for each: the same k, tables and block size),
+ * every record routed to its shard, the shards finished one by one, the
+ * manifest published last. A failure publishes nothing: the directory holds
+ * no manifest, which every reader refuses and a rerun replaces. */
+static int build_sharded(const char *path, unsigned shards, simstore_build_options *o,
+                         ingest_options *io, const boiler_opts *bo, char **inputs, int ninputs,
+                         cli_progress *prog, int verbose, double started)
+{
+    char failed[PATH_MAX + 64];
+    snprintf(failed, sizeof failed, "%s not published", path);
+    int rc = simstore_sharded_prepare(path, shards, o->replace);
+    if (rc == SIMSTORE_EEXIST)
+        return cli_error(CMD, "%s already exists; use --replace to replace it", path);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    simstore_builder **b = calloc(shards, sizeof *b);
+    if (!b)
+        return cli_error(CMD, "out of memory");
+    /* The shards build side by side within the one budget. */
+    simstore_build_options so = *o;
+    so.replace = 1; /* a shard of an unfinished build may be there */
+    so.memory_bytes = o->memory_bytes / shards;
+    if (so.memory_bytes < SIMSTORE_MIN_MEMORY_BYTES)
+        so.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    int status = CLI_EXIT_OK;
+    char shard_path[PATH_MAX];
+    for (unsigned i = 0; i < shards && status == CLI_EXIT_OK; i++) {
+        char name[16];
+        simstore_shard_name(i, name, sizeof name);
+        snprintf(shard_path, sizeof shard_path, "%s/%s", path, name);
+        if ((rc = simstore_build_begin(shard_path, &so, &b[i])) != 0)
+            status = cli_api_error(CMD, rc, "%s", shard_path);
+    }
+    simstore_boilerplate *set = NULL;
+    boiler_spool spool = {NULL, NULL, 0};
+    if (status == CLI_EXIT_OK && bo->automatic) {
+        /* One set for the whole corpus, recorded in every shard, so that a
+         * text is fingerprinted alike whichever shard holds it. */
+        uint64_t mem = o->memory_bytes;
+        uint64_t kept = mem / 8 < ((uint64_t)64 << 20) ? mem / 8 : (uint64_t)64 << 20;
+        rc = boiler_first_pass(CMD, inputs, ninputs, io, bo, mem - kept, &spool, &set);
+        for (unsigned i = 0; rc == 0 && i < shards; i++)
+            if ((rc = simstore_builder_set_boilerplate(b[i], set)) != 0)
+                rc = cli_api_error(CMD, rc, "%s", path);
+        if (rc)
+            status = CLI_EXIT_FAIL;
+        io->boilerplate = set;
+    }
+    ingest_result res;
+    memset(&res, 0, sizeof res);
+    if (status == CLI_EXIT_OK) {
+        shard_sink ss = {b, shards};
+        ingest_sink sink = {shard_doc, shard_fp, &ss, NULL, shard_doc_paragraphs};
+        int got = ingest_run(&sink, inputs, ninputs, io, &res);
+        if (got) {
+            cli_progress_done(prog);
+            status =
+                cli_error(CMD, "%s: %s", failed,
+                          got == 1 ? "the input has bad records" : "the input could not be read");
+        }
+    }
+    boiler_spool_free(&spool);
+    for (unsigned i = 0; i < shards && status == CLI_EXIT_OK; i++) {
+        rc = simstore_builder_finish(b[i]);
+        b[i] = NULL;
+        if (rc) {
+            cli_progress_done(prog);
+            cli_api_error(CMD, rc, "%s", failed);
+            status = CLI_EXIT_FAIL;
+        }
+    }
+    for (unsigned i = 0; i < shards; i++)
+        simstore_builder_abort(b[i]);
+    free(b);
+    cli_progress_done(prog);
+    if (status == CLI_EXIT_OK && (rc = simstore_sharded_publish(path, shards)) != 0)
+        status = cli_api_error(CMD, rc, "%s", failed);
+    if (status != CLI_EXIT_OK) {
+        simstore_boilerplate_free(set);
+        cli_clashes_finish((const cli_clashes *)o->clash_ctx, NULL);
+        return status;
+    }
+    if (verbose)
+        cli_report_resources(CMD, started);
+    simstore_sharded *sh;
+    simstore_stats st;
+    rc = simstore_sharded_open(path, SIMSTORE_OPEN_READONLY, &sh);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_sharded_get_stats(sh, &st);
+    simstore_sharded_close(sh);
+    if (rc) {
+        simstore_boilerplate_free(set);
+        cli_error(CMD, "%s was built, but cannot be read back:", path);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
+    char tb[32], lb[32];
+    human_bytes(st.table_bytes, tb, sizeof tb);
+    human_bytes(st.lmdb_bytes, lb, sizeof lb);
+    if (st.fingerprint_only)
+        printf("built %s: %llu distinct %s; %s; tables %s", path,
+               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
+               st.design, tb);
+    else
+        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s", path,
+               (unsigned long long)st.documents, CLI_NOUN(st.documents, "document"),
+               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
+               st.design, tb, lb);
+    if (set) {
+        char desc[160];
+        boiler_describe(set, desc, sizeof desc);
+        printf("; boilerplate %s", desc);
+        simstore_boilerplate_free(set);
+    }
+    putchar('\n');
+    return CLI_EXIT_OK;
+}
+
 int cmd_build(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -142,6 +299,7 @@ int cmd_build(int argc, char **argv)
         {"sketch", required_argument, NULL, OPT_SKETCH},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         {"paragraph-min-words", required_argument, NULL, OPT_PARA_MIN},
+        {"shards", required_argument, NULL, OPT_SHARDS},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -165,7 +323,7 @@ int cmd_build(int argc, char **argv)
     io.text = &text.opts;
     o.text = &text.opts;
     int quiet = 0, verbose = 0, sketch_given = 0, paragraphs = 0, c;
-    unsigned para_min_words = 0;
+    unsigned para_min_words = 0, shards = 0;
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     double started = cli_now();
     unsigned long long v;
@@ -230,6 +388,12 @@ int cmd_build(int argc, char **argv)
             if (cli_paragraph_min_words_option(CMD, optarg, &para_min_words))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_SHARDS:
+            if (cli_parse_uint(optarg, 1, BUILD_SHARDS_MAX, &v))
+                return cli_usage_error(CMD, "--shards takes 1..%u, not '%s'", BUILD_SHARDS_MAX,
+                                       optarg);
+            shards = (unsigned)v;
+            break;
         case 'q': quiet = 1; break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
@@ -290,6 +454,9 @@ int cmd_build(int argc, char **argv)
     o.clash = cli_clash_report;
     o.clash_ctx = &clashes;
 
+    if (shards)
+        return build_sharded(path, shards, &o, &io, &bo, argv + optind, argc - optind, &prog,
+                             verbose, started);
     simstore_builder *b;
     int rc = simstore_build_begin(path, &o, &b);
     if (rc == SIMSTORE_EEXIST && !o.replace)

@@ -35,7 +35,8 @@ static void usage(FILE *out)
             "Usage: simstore inspect STORE|FILE [--json] [--brief] [--exact | --sample N]\n"
             "                                   [--plot FILE.png]\n"
             "\n"
-            "Describe a store without trusting it: documents, distinct fingerprints,\n"
+            "Describe a store without trusting it (a sharded store: its manifest, then\n"
+            "each shard): documents, distinct fingerprints,\n"
             "segments, how its texts are fingerprinted (fingerprint version, text\n"
             "options, the sketch each document keeps and its bytes per document,\n"
             "boilerplate lines), the design (per table: permutation, prefix bits,\n"
@@ -434,6 +435,54 @@ static int inspect_store(const char *path, const options *o)
     return status;
 }
 
+/* A sharded store (format/shards.md): the whole (manifest checked, counts
+ * summed), then every shard as a store. JSON: one object per line, the
+ * whole first ("kind": "sharded"), then each shard's. */
+static int inspect_sharded(const char *path, const options *o)
+{
+    simstore_sharded *sh;
+    int rc = simstore_sharded_open(path, SIMSTORE_OPEN_READONLY, &sh);
+    if (rc)
+        return cli_api_error(CMD, rc, "%s", path);
+    simstore_stats st;
+    rc = simstore_sharded_get_stats(sh, &st);
+    if (rc) {
+        simstore_sharded_close(sh);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
+    unsigned r = simstore_sharded_count(sh);
+    if (o->json) {
+        printf("{\"kind\":\"sharded\",\"path\":");
+        json_string(path);
+        printf(",\"shards\":%u,\"assignment\":\"xxh3-64(id) mod %u\",\"k\":%u,"
+               "\"documents\":%llu,\"fingerprints\":%llu,\"table_bytes\":%llu,"
+               "\"lmdb_bytes\":%llu,\"shard_paths\":[",
+               r, r, st.k, (unsigned long long)st.documents, (unsigned long long)st.fingerprints,
+               (unsigned long long)st.table_bytes, (unsigned long long)st.lmdb_bytes);
+        for (unsigned i = 0; i < r; i++) {
+            if (i)
+                putchar(',');
+            json_string(simstore_sharded_shard_path(sh, i));
+        }
+        printf("]}\n");
+    } else {
+        printf("sharded store: %s\n", path);
+        printf("manifest: %s/%s: %u %s, document on shard XXH3-64(id) mod %u\n", path,
+               SIMSTORE_MANIFEST_NAME, r, r == 1 ? "shard" : "shards", r);
+        printf("documents: %llu\n", (unsigned long long)st.documents);
+        printf("fingerprints: %llu (each shard's distinct ones, summed)\n",
+               (unsigned long long)st.fingerprints);
+    }
+    int status = CLI_EXIT_OK;
+    for (unsigned i = 0; i < r && status == CLI_EXIT_OK; i++) {
+        if (!o->json)
+            printf("\n== shard %u of %u ==\n", i, r);
+        status = inspect_store(simstore_sharded_shard_path(sh, i), o);
+    }
+    simstore_sharded_close(sh);
+    return status;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
     enum { OPT_JSON = 1, OPT_EXACT, OPT_SAMPLE, OPT_BRIEF, OPT_PLOT };
@@ -484,7 +533,9 @@ int cmd_inspect(int argc, char **argv)
         return cli_error(CMD, "%s: no such store or table file", path);
     if (o.plot && !(chart.data = plot_data_file(chart.path, sizeof chart.path)))
         return cli_error(CMD, "--plot: cannot create a temporary file: %s", strerror(errno));
-    int status = S_ISDIR(st.st_mode) ? inspect_store(path, &o) : inspect_file(path, &o);
+    int status = !S_ISDIR(st.st_mode)        ? inspect_file(path, &o)
+                 : simstore_is_sharded(path) ? inspect_sharded(path, &o)
+                                             : inspect_store(path, &o);
     if (o.plot) {
         if (status == CLI_EXIT_OK)
             status = chart_draw(path, o.plot);

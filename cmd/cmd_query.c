@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "query, one line per match, sorted by distance then document id:\n"
             "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE[<TAB>SIMILARITY]\n"
             "QUERY_ID is '-' for a single query; DOC_ID is '-' in fingerprint-only stores.\n"
+            "STORE may be a sharded store (build --shards): every shard is asked and the\n"
+            "answers merged, exactly as one store of the same documents answers.\n"
             "With --paragraphs (a store built with --paragraphs), one line per stored\n"
             "document sharing near-duplicate paragraphs with the query's text, sorted by\n"
             "FRACTION (larger first) then document id:\n"
@@ -109,6 +111,10 @@ enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_
 
 typedef struct query_run {
     simstore_query *q;
+    /* A sharded store (format/shards.md): every shard asked and the answers
+     * merged; s is then its first shard (text options, boilerplate). */
+    simstore_sharded *sh;
+    simstore_sharded_query *sq;
     simstore_fingerprinter *fpr;
     int fpr_sketches; /* fpr makes sketches of the store's kind */
     const simstore_text_options *text;
@@ -143,20 +149,44 @@ typedef struct query_run {
     uint64_t memory_bytes;
 } query_run;
 
-/* Open r->path into r->s and r->q: --k against the store's design, the
+static void close_store(query_run *r)
+{
+    simstore_fingerprinter_free(r->fpr); /* made with the store's text options */
+    r->fpr = NULL;
+    simstore_query_free(r->q);
+    r->q = NULL;
+    simstore_sharded_query_free(r->sq);
+    r->sq = NULL;
+    if (r->sh)
+        simstore_sharded_close(r->sh); /* s is its first shard */
+    else
+        simstore_close(r->s);
+    r->sh = NULL;
+    r->s = NULL;
+}
+
+/* Open r->path into r->s and r->q (a sharded store: r->sh and r->sq): --k against the store's design, the
  * store's text options with those given over them. Returns an exit code. */
 static int open_store(query_run *r)
 {
-    int rc = simstore_open(r->path, r->open_flags, &r->s);
-    if (rc)
-        return cli_api_error(CMD, rc, "%s", r->path);
+    int rc;
     simstore_stats st;
-    rc = simstore_get_stats(r->s, &st);
+    if (simstore_is_sharded(r->path)) {
+        rc = simstore_sharded_open(r->path, r->open_flags, &r->sh);
+        if (rc)
+            return cli_api_error(CMD, rc, "%s", r->path);
+        r->s = simstore_sharded_shard(r->sh, 0);
+        rc = simstore_sharded_get_stats(r->sh, &st);
+    } else {
+        rc = simstore_open(r->path, r->open_flags, &r->s);
+        if (rc)
+            return cli_api_error(CMD, rc, "%s", r->path);
+        rc = simstore_get_stats(r->s, &st);
+    }
     if (rc == SIMSTORE_OK && r->have_k && r->k > st.k) {
         cli_error(CMD, "%s: --k %u exceeds the store's design (built for k <= %u)", r->path, r->k,
                   st.k);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     if (rc == SIMSTORE_OK && r->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
@@ -164,8 +194,7 @@ static int open_store(query_run *r)
                   "%s keeps no sketches (built with --sketch none, from fingerprints, or "
                   "before sketches): --min-similarity needs them",
                   r->path);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     if (rc == SIMSTORE_OK && r->paragraphs && st.paragraph_min_words == 0) {
@@ -173,8 +202,7 @@ static int open_store(query_run *r)
                   "%s has no paragraph index (build it with --paragraphs): --paragraphs needs "
                   "one",
                   r->path);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     if (rc == SIMSTORE_OK) {
@@ -187,25 +215,15 @@ static int open_store(query_run *r)
          * asked for. */
         if (!r->print_similarity && r->min_similarity <= 0)
             r->store_text->sketch = SIMSTORE_SKETCH_NONE;
-        rc = simstore_query_new(r->s, r->query_flags, &r->q);
+        rc = r->sh ? simstore_sharded_query_new(r->sh, r->query_flags, &r->sq)
+                   : simstore_query_new(r->s, r->query_flags, &r->q);
     }
     if (rc) {
         cli_api_error(CMD, rc, "%s", r->path);
-        simstore_close(r->s);
-        r->s = NULL;
+        close_store(r);
         return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
-}
-
-static void close_store(query_run *r)
-{
-    simstore_fingerprinter_free(r->fpr); /* made with the store's text options */
-    r->fpr = NULL;
-    simstore_query_free(r->q);
-    r->q = NULL;
-    simstore_close(r->s);
-    r->s = NULL;
 }
 
 static int64_t coarse_ms(void)
@@ -425,7 +443,10 @@ static int run_one_paragraphs(query_run *r, const char *qid, size_t qid_len, con
     const simstore_paragraph_match *m = NULL;
     size_t count = 0;
     if (rc == SIMSTORE_OK)
-        rc = simstore_query_paragraphs(r->q, r->para_fps, n, r->k, r->min_fraction, &m, &count);
+        rc = r->sq ? simstore_sharded_query_paragraphs(r->sq, r->para_fps, n, r->k, r->min_fraction,
+                                                       &m, &count)
+                   : simstore_query_paragraphs(r->q, r->para_fps, n, r->k, r->min_fraction, &m,
+                                               &count);
     if (rc)
         return cli_api_error(CMD, rc, "query");
     print_paragraph_matches(r, qid, qid_len, m, count);
@@ -466,7 +487,8 @@ static int run_one(query_run *r, const char *qid, size_t qid_len, int is_text, u
             warn_only_boilerplate(file, line, qid, qid_len);
     }
     if (rc == SIMSTORE_OK)
-        rc = simstore_query_fp_sketch(r->q, fp, sketched ? sketch : NULL, r->k, &m, &n);
+        rc = r->sq ? simstore_sharded_query_fp(r->sq, fp, sketched ? sketch : NULL, r->k, &m, &n)
+                   : simstore_query_fp_sketch(r->q, fp, sketched ? sketch : NULL, r->k, &m, &n);
     if (rc)
         return cli_api_error(CMD, rc, "query");
     print_matches(r, qid, qid_len, m, n);
@@ -572,8 +594,12 @@ static int flush_chunk(query_chunk *c)
             o.memory_bytes = r->memory_bytes;
         o.strategy = (simstore_batch_strategy)r->strategy;
         o.flags = r->query_flags;
-        int rc = simstore_query_batch_sketches(r->s, c->fps, c->sketch_bytes ? c->sketches : NULL,
-                                               c->nfps, r->k, &o, print_batch_answer, c);
+        int rc =
+            r->sh
+                ? simstore_sharded_query_batch(r->sh, c->fps, c->sketch_bytes ? c->sketches : NULL,
+                                               c->nfps, r->k, &o, print_batch_answer, c)
+                : simstore_query_batch_sketches(r->s, c->fps, c->sketch_bytes ? c->sketches : NULL,
+                                                c->nfps, r->k, &o, print_batch_answer, c);
         if (c->write_failed) {
             status = cli_error(CMD, "writing the answers: %s", strerror(errno ? errno : EIO));
         } else if (rc) {
@@ -709,7 +735,8 @@ static int run_queries_file(query_run *r, const char *path, int format)
     int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
                                           : stat(path, &st) == 0 && S_ISREG(st.st_mode);
     r->flush_each = !regular;
-    /* Paragraph queries go one by one (no batch form yet). */
+    /* Paragraph queries go one by one (no batch form yet). A sharded
+     * store's batches are answered by every shard and merged. */
     if (regular && r->strategy != STRATEGY_ONE_BY_ONE && !r->paragraphs) {
         int status = run_queries_batched(r, in, format);
         input_close(in);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,32 +15,36 @@ static const char *const CMD = "verify";
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: simstore verify STORE|FILE [--quick] [--json] [--quiet]\n"
-            "\n"
-            "Check a store directory, or one table file, and print one line per\n"
-            "problem found: 'error: ...' or 'warning: ...', naming the file and, where\n"
-            "it applies, the block (LMDB page) and byte offset. Then one summary line.\n"
-            "\n"
-            "A store check walks data.mdb's B-trees page by page (LMDB keeps no\n"
-            "checksums), checks the store, state, text and design records, every table\n"
-            "file (header, footer, index and block checksums, decoding, order and\n"
-            "uniqueness inside and across blocks, counts, and tag, table number, block\n"
-            "size, permutation and count against the store), that the tables of a\n"
-            "segment hold the same fingerprints (exactly up to 2^22 per segment, by an\n"
-            "order-independent digest beyond), that every fps fingerprint is in a live\n"
-            "segment, that docs and fps agree both ways, and the state's counts; files\n"
-            "the store does not use are warnings.\n"
-            "\n"
-            "      --quick          headers, indexes, records and counts only (no block\n"
-            "                       decoding and no cross-checks)\n"
-            "      --json           JSON Lines: one object per problem, then\n"
-            "                       {\"summary\": {...}}\n"
-            "      --quiet          print only errors and the summary\n"
-            "  -h, --help           show this help\n"
-            "\n"
-            "Exit status: 0 no error (warnings allowed), 1 errors found or the check\n"
-            "could not run, 2 usage error.\n");
+    fprintf(out, "Usage: simstore verify STORE|FILE [--quick] [--json] [--quiet]\n"
+                 "\n"
+                 "Check a store directory, or one table file, and print one line per\n"
+                 "problem found: 'error: ...' or 'warning: ...', naming the file and, where\n"
+                 "it applies, the block (LMDB page) and byte offset. Then one summary line.\n"
+                 "\n"
+                 "A store check walks data.mdb's B-trees page by page (LMDB keeps no\n"
+                 "checksums), checks the store, state, text and design records, every table\n"
+                 "file (header, footer, index and block checksums, decoding, order and\n"
+                 "uniqueness inside and across blocks, counts, and tag, table number, block\n"
+                 "size, permutation and count against the store), that the tables of a\n"
+                 "segment hold the same fingerprints (exactly up to 2^22 per segment, by an\n"
+                 "order-independent digest beyond), that every fps fingerprint is in a live\n"
+                 "segment, that docs and fps agree both ways, and the state's counts; files\n"
+                 "the store does not use are warnings.\n"
+                 "\n"
+                 "      --quick          headers, indexes, records and counts only (no block\n"
+                 "                       decoding and no cross-checks)\n"
+                 "      --json           JSON Lines: one object per problem, then\n"
+                 "                       {\"summary\": {...}}\n"
+                 "      --quiet          print only errors and the summary\n"
+                 "  -h, --help           show this help\n"
+                 "\n"
+                 "A sharded store (build --shards): its manifest and the shards' agreement\n"
+                 "with it, then every shard as a store (a summary line each) and, but with\n"
+                 "--quick, that every document is on the shard its id gives; then a summary\n"
+                 "of the whole.\n"
+                 "\n"
+                 "Exit status: 0 no error (warnings allowed), 1 errors found or the check\n"
+                 "could not run, 2 usage error.\n");
 }
 
 static const char *kind_name(simstore_problem_kind k)
@@ -96,6 +101,144 @@ static int print_problem(void *ctx, const simstore_problem *p)
     return 0;
 }
 
+/* The summary line (JSON: object) of one store or table file. */
+static void print_summary(const printer *pr_, const char *path, unsigned flags,
+                          const simstore_verify_summary *sum_)
+{
+    const printer pr = *pr_;
+    const simstore_verify_summary sum = *sum_;
+    if (pr.json) {
+        printf("{\"summary\":{\"path\":");
+        json_string(path);
+        printf(",\"kind\":\"%s\",\"ok\":%s,\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64
+               ",\"quick\":%s,\"table_files\":%" PRIu64 ",\"blocks\":%" PRIu64
+               ",\"fingerprints\":%" PRIu64 ",\"documents\":%" PRIu64 ",\"fps_entries\":%" PRIu64
+               ",\"lmdb_pages\":%" PRIu64 ",\"dead_fingerprints\":%" PRIu64
+               ",\"sets_by_digest\":%s,\"paragraph_entries\":%" PRIu64 "}}\n",
+               sum.store == 2 ? "sharded"
+               : sum.store    ? "store"
+                              : "table",
+               sum.errors ? "false" : "true", sum.errors, sum.warnings,
+               (flags & SIMSTORE_VERIFY_QUICK) ? "true" : "false", sum.table_files, sum.blocks,
+               sum.fingerprints, sum.documents, sum.fps_entries, sum.lmdb_pages,
+               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false", sum.paragraph_entries);
+    } else {
+        printf("verify %s: %s: %" PRIu64 " %s, %" PRIu64 " %s (%s%" PRIu64 " %s, %" PRIu64
+               " %s, %" PRIu64 " %s decoded",
+               path, sum.errors ? "FAILED" : "OK", sum.errors, CLI_NOUN(sum.errors, "error"),
+               sum.warnings, CLI_NOUN(sum.warnings, "warning"),
+               (flags & SIMSTORE_VERIFY_QUICK) ? "quick; " : "", sum.table_files,
+               CLI_NOUN(sum.table_files, "table file"), sum.blocks, CLI_NOUN(sum.blocks, "block"),
+               sum.fingerprints, CLI_NOUN(sum.fingerprints, "fingerprint"));
+        if (sum.store)
+            printf(", %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s%s", sum.documents,
+                   CLI_NOUN(sum.documents, "document"), sum.fps_entries,
+                   cli_plural(sum.fps_entries, "fps entry", "fps entries"), sum.lmdb_pages,
+                   CLI_NOUN(sum.lmdb_pages, "LMDB page"),
+                   sum.sets_by_digest ? ", sets by digest" : "");
+        if (sum.paragraph_entries)
+            printf(", %" PRIu64 " %s", sum.paragraph_entries,
+                   cli_plural(sum.paragraph_entries, "paragraph entry", "paragraph entries"));
+        printf(")\n");
+    }
+}
+
+typedef struct placement {
+    unsigned shard, shards;
+    uint64_t misplaced;
+    const char *path;
+    const printer *pr;
+} placement;
+
+/* A document on a shard the assignment does not give it: an error. */
+static int check_placement(void *ctx, const simstore_document *doc)
+{
+    placement *pl = (placement *)ctx;
+    unsigned want = doc->id ? simstore_shard_of(doc->id, doc->id_len, pl->shards)
+                            : simstore_shard_of_fp(doc->fp, pl->shards);
+    if (want == pl->shard)
+        return 0;
+    if (pl->misplaced++ < 20) {
+        char msg[CLI_ESCAPED_ID_BYTES + PATH_MAX + 128], esc[CLI_ESCAPED_ID_BYTES];
+        if (doc->id)
+            snprintf(msg, sizeof msg, "%s: document '%s' belongs on shard %u, not %u", pl->path,
+                     cli_escape(doc->id, doc->id_len, esc, sizeof esc), want, pl->shard);
+        else
+            snprintf(msg, sizeof msg, "%s: fingerprint %016llx belongs on shard %u, not %u",
+                     pl->path, (unsigned long long)doc->fp, want, pl->shard);
+        simstore_problem p;
+        memset(&p, 0, sizeof p);
+        p.message = msg;
+        p.file = pl->path;
+        p.block = -1;
+        p.offset = -1;
+        print_problem((void *)pl->pr, &p);
+    }
+    return 0;
+}
+
+/* A sharded store (format/shards.md): the manifest and the agreement of
+ * the shards with it (simstore_sharded_open), then every shard as a store,
+ * and (but with --quick) that each document is on the shard its id gives.
+ * A summary per shard, then one for the whole. */
+static int verify_sharded(const printer *pr, const char *path, unsigned flags)
+{
+    simstore_sharded *sh;
+    int rc = simstore_sharded_open(path, SIMSTORE_OPEN_READONLY, &sh);
+    simstore_verify_summary total;
+    memset(&total, 0, sizeof total);
+    total.store = 2; /* "sharded" in JSON */
+    if (rc) {
+        simstore_problem p;
+        memset(&p, 0, sizeof p);
+        p.message = simstore_last_error();
+        p.file = path;
+        p.block = -1;
+        p.offset = -1;
+        print_problem((void *)pr, &p);
+        total.errors = 1;
+        print_summary(pr, path, flags, &total);
+        return CLI_EXIT_FAIL;
+    }
+    unsigned r = simstore_sharded_count(sh);
+    for (unsigned i = 0; i < r; i++) {
+        const char *sp = simstore_sharded_shard_path(sh, i);
+        simstore_verify_summary sum;
+        memset(&sum, 0, sizeof sum);
+        rc = simstore_verify(sp, flags, print_problem, (void *)pr, &sum);
+        if (rc && rc != SIMSTORE_ECORRUPT) {
+            fflush(stdout);
+            simstore_sharded_close(sh);
+            return cli_api_error(CMD, rc, "%s", sp);
+        }
+        if (!(flags & SIMSTORE_VERIFY_QUICK) && sum.errors == 0) {
+            placement pl = {i, r, 0, sp, pr};
+            rc = simstore_export(simstore_sharded_shard(sh, i), NULL, 0, check_placement, &pl);
+            if (rc) {
+                fflush(stdout);
+                simstore_sharded_close(sh);
+                return cli_api_error(CMD, rc, "%s", sp);
+            }
+            sum.errors += pl.misplaced;
+        }
+        print_summary(pr, sp, flags, &sum);
+        total.errors += sum.errors;
+        total.warnings += sum.warnings;
+        total.table_files += sum.table_files;
+        total.blocks += sum.blocks;
+        total.fingerprints += sum.fingerprints;
+        total.documents += sum.documents;
+        total.fps_entries += sum.fps_entries;
+        total.lmdb_pages += sum.lmdb_pages;
+        total.dead_fingerprints += sum.dead_fingerprints;
+        total.sets_by_digest |= sum.sets_by_digest;
+        total.paragraph_entries += sum.paragraph_entries;
+    }
+    simstore_sharded_close(sh);
+    print_summary(pr, path, flags, &total);
+    return total.errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     enum { OPT_QUICK = 1, OPT_JSON, OPT_QUIET };
@@ -124,43 +267,19 @@ int cmd_verify(int argc, char **argv)
     const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (simstore_is_sharded(path)) {
+        int status = verify_sharded(&pr, path, flags);
+        if (fflush(stdout) != 0)
+            return cli_error(CMD, "cannot write standard output: %s", strerror(errno));
+        return status;
+    }
     simstore_verify_summary sum;
     int rc = simstore_verify(path, flags, print_problem, &pr, &sum);
     if (rc && rc != SIMSTORE_ECORRUPT) {
         fflush(stdout);
         return cli_api_error(CMD, rc, "%s", path);
     }
-    if (pr.json) {
-        printf("{\"summary\":{\"path\":");
-        json_string(path);
-        printf(",\"kind\":\"%s\",\"ok\":%s,\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64
-               ",\"quick\":%s,\"table_files\":%" PRIu64 ",\"blocks\":%" PRIu64
-               ",\"fingerprints\":%" PRIu64 ",\"documents\":%" PRIu64 ",\"fps_entries\":%" PRIu64
-               ",\"lmdb_pages\":%" PRIu64 ",\"dead_fingerprints\":%" PRIu64
-               ",\"sets_by_digest\":%s,\"paragraph_entries\":%" PRIu64 "}}\n",
-               sum.store ? "store" : "table", sum.errors ? "false" : "true", sum.errors,
-               sum.warnings, (flags & SIMSTORE_VERIFY_QUICK) ? "true" : "false", sum.table_files,
-               sum.blocks, sum.fingerprints, sum.documents, sum.fps_entries, sum.lmdb_pages,
-               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false", sum.paragraph_entries);
-    } else {
-        printf("verify %s: %s: %" PRIu64 " %s, %" PRIu64 " %s (%s%" PRIu64 " %s, %" PRIu64
-               " %s, %" PRIu64 " %s decoded",
-               path, sum.errors ? "FAILED" : "OK", sum.errors, CLI_NOUN(sum.errors, "error"),
-               sum.warnings, CLI_NOUN(sum.warnings, "warning"),
-               (flags & SIMSTORE_VERIFY_QUICK) ? "quick; " : "", sum.table_files,
-               CLI_NOUN(sum.table_files, "table file"), sum.blocks, CLI_NOUN(sum.blocks, "block"),
-               sum.fingerprints, CLI_NOUN(sum.fingerprints, "fingerprint"));
-        if (sum.store)
-            printf(", %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s%s", sum.documents,
-                   CLI_NOUN(sum.documents, "document"), sum.fps_entries,
-                   cli_plural(sum.fps_entries, "fps entry", "fps entries"), sum.lmdb_pages,
-                   CLI_NOUN(sum.lmdb_pages, "LMDB page"),
-                   sum.sets_by_digest ? ", sets by digest" : "");
-        if (sum.paragraph_entries)
-            printf(", %" PRIu64 " %s", sum.paragraph_entries,
-                   cli_plural(sum.paragraph_entries, "paragraph entry", "paragraph entries"));
-        printf(")\n");
-    }
+    print_summary(&pr, path, flags, &sum);
     if (fflush(stdout) != 0)
         return cli_error(CMD, "cannot write standard output: %s", strerror(errno));
     return sum.errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;

@@ -28,6 +28,7 @@ declare -A RULES=(
     [check]="common codec text table design sort docs store check"
     [scan]="common codec text table design sort docs store scan"
     [live]="common codec text table design sort docs store live"
+    [shard]="common codec text table design sort docs store shard"
 )
 failures=0
 checks=0

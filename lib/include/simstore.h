@@ -1876,6 +1876,140 @@ SIMSTORE_API void simstore_ordered_stop(simstore_ordered *p);
 /* Stop, wait for the workers and free. Items are the caller's. NULL allowed. */
 SIMSTORE_API void simstore_ordered_free(simstore_ordered *p);
 
+/* ---- Sharded stores (format/shards.md) ------------------------------------
+ * A sharded store is a directory holding R shards, each an ordinary store
+ * (every function above works on one alone), and a manifest, MANIFEST,
+ * published last and atomically, that names them, the rule that assigns
+ * documents to them and what they all share (k, block size, kind, text
+ * options, boilerplate set). A document lives on shard
+ * simstore_shard_of(id) (a fingerprint-only store's fingerprint on
+ * simstore_shard_of_fp(fp)), its record and its fingerprint together, so a
+ * query asks every shard and merges: the answers, and their order, are
+ * those of one store holding the same documents. A directory of shards
+ * without a manifest (a build that did not finish) is not a sharded store. */
+
+/* The most shards a sharded store may have, and the manifest's file name. */
+#define SIMSTORE_SHARDS_MAX 4096u
+#define SIMSTORE_MANIFEST_NAME "MANIFEST"
+
+typedef struct simstore_sharded simstore_sharded;
+typedef struct simstore_sharded_query simstore_sharded_query;
+
+/* The shard of a document: XXH3-64 (seed 0) of its id's bytes, modulo
+ * shards (which must be 1..SIMSTORE_SHARDS_MAX; 0 is answered 0). */
+SIMSTORE_API unsigned simstore_shard_of(const char *id, size_t id_len, unsigned shards);
+
+/* The shard of a fingerprint in a fingerprint-only store: XXH3-64 (seed 0)
+ * of its 8 little-endian bytes, modulo shards. */
+SIMSTORE_API unsigned simstore_shard_of_fp(uint64_t fp, unsigned shards);
+
+/* The name of shard i (0-based) that simstore_sharded_prepare() and
+ * simstore_sharded_publish() use, "shard-0000" and up, into buf (at least
+ * 16 bytes). */
+SIMSTORE_API void simstore_shard_name(unsigned shard, char *buf, size_t size);
+
+/* What `path` is: 1 a sharded store (it holds a manifest, which is not
+ * checked here), 2 a directory of shards without a manifest (a sharded
+ * build that did not finish), 0 anything else (a store, nothing at all). */
+SIMSTORE_API int simstore_is_sharded(const char *path);
+
+/* Make `path` ready to receive a sharded store of `shards` shards, each to be
+ * built at path/simstore_shard_name(i) (with simstore_build_options.replace
+ * set, since a shard of an unfinished build may be there), then published
+ * with simstore_sharded_publish(). A missing path is created; an existing
+ * one must hold nothing but shards, their builders' temporary directories
+ * and a manifest. A manifest there is refused unless `replace`, which
+ * removes it first, so that the directory stops being a sharded store until
+ * the new manifest is published. Shards numbered `shards` and up are
+ * removed; leftover temporary files of a manifest too.
+ * Errors: SIMSTORE_EINVAL (shards out of range; path is a file, or a
+ * directory holding anything else, a store among them), SIMSTORE_EEXIST (a
+ * sharded store is there and replace is 0), SIMSTORE_EIO. */
+SIMSTORE_API int simstore_sharded_prepare(const char *path, unsigned shards, int replace);
+
+/* Publish the manifest of the `shards` shards path/shard-0000... : each is
+ * opened read-only and checked to agree with the first (k, block size,
+ * kind, text options, boilerplate set), then MANIFEST is written (temp,
+ * fsync, rename, fsync the directory). Call it when every shard is built.
+ * Errors: SIMSTORE_ENOTFOUND (a shard is missing), SIMSTORE_EINVAL (shards
+ * out of range, shards that disagree), those of simstore_open(),
+ * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_sharded_publish(const char *path, unsigned shards);
+
+/* Open the sharded store at `path`: its manifest, then every shard with
+ * `flags` (SIMSTORE_OPEN_READONLY and the read-only flags of
+ * simstore_open(); not SIMSTORE_OPEN_WRITE), each checked to agree with the
+ * manifest. Errors name the file at fault: SIMSTORE_ENOTFOUND (no manifest,
+ * a directory of shards without one, or a missing shard), SIMSTORE_ECORRUPT
+ * (a damaged manifest, or a shard that disagrees with it),
+ * SIMSTORE_EVERSION, SIMSTORE_EINVAL (a write flag), and those of
+ * simstore_open(). */
+SIMSTORE_API int simstore_sharded_open(const char *path, unsigned flags, simstore_sharded **out);
+
+/* Close every shard. Every simstore_sharded_query must be freed first.
+ * Accepts NULL. */
+SIMSTORE_API void simstore_sharded_close(simstore_sharded *sh);
+
+/* R, the number of shards. */
+SIMSTORE_API unsigned simstore_sharded_count(const simstore_sharded *sh);
+
+/* Shard i (0..R-1), owned by sh: valid until simstore_sharded_close(); NULL
+ * out of range. Shards agree on k, text options and boilerplate, so shard
+ * 0 answers simstore_get_text_options() and simstore_get_boilerplate() for
+ * the whole store. */
+SIMSTORE_API simstore *simstore_sharded_shard(simstore_sharded *sh, unsigned i);
+
+/* The path of shard i (valid as the shard), NULL out of range. */
+SIMSTORE_API const char *simstore_sharded_shard_path(const simstore_sharded *sh, unsigned i);
+
+/* The stats of the whole store: counts and sizes summed over the shards;
+ * k, block bytes, kind, sketch and paragraph minimum as they all have them;
+ * tables and design those of shard 0, with ", R shards" appended to the
+ * design. Errors: those of simstore_get_stats(). */
+SIMSTORE_API int simstore_sharded_get_stats(simstore_sharded *sh, simstore_stats *out);
+
+/* A query context for one thread (one simstore_query per shard).
+ * Errors: SIMSTORE_ENOMEM, SIMSTORE_EIO. */
+SIMSTORE_API int simstore_sharded_query_new(simstore_sharded *sh, unsigned flags,
+                                            simstore_sharded_query **out);
+SIMSTORE_API void simstore_sharded_query_free(simstore_sharded_query *q);
+
+/* simstore_query_fp_sketch() on every shard, merged: every match within k,
+ * sorted by distance, then id bytes (fingerprint-only stores: then
+ * fingerprint), exactly as one store holding the same documents answers.
+ * sketch may be NULL. *matches stays valid until the next call on q.
+ * Errors: those of simstore_query_fp(), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_sharded_query_fp(simstore_sharded_query *q, uint64_t fp,
+                                           const uint8_t *sketch, unsigned k,
+                                           const simstore_match **matches, size_t *count);
+
+/* simstore_query_paragraphs() on every shard, merged in its order (the
+ * fraction, larger first, then id bytes): exactly the answer of one store
+ * holding the same documents. *matches stays valid until the next call on
+ * q. Errors: those of simstore_query_paragraphs(), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_sharded_query_paragraphs(simstore_sharded_query *q, const uint64_t *fps,
+                                                   size_t n, unsigned k, double min_fraction,
+                                                   const simstore_paragraph_match **matches,
+                                                   size_t *count);
+
+/* simstore_query_batch_sketches() over every shard (sketches may be NULL),
+ * merged: fn receives the answer to query `index` in input order, exactly
+ * as simstore_sharded_query_fp() gives it (the matches carry no sketch:
+ * simstore_match.sketch is NULL). Each shard answers the whole batch first
+ * and the answers of every shard are held until it ends, so callers bound
+ * n (the command reads up to --memory / 128 queries a batch).
+ * Returns SIMSTORE_OK, fn's nonzero value when it stopped the batch, or the
+ * errors of simstore_query_batch(). */
+SIMSTORE_API int simstore_sharded_query_batch(simstore_sharded *sh, const uint64_t *fps,
+                                              const uint8_t *sketches, size_t n, unsigned k,
+                                              const simstore_batch_options *o, simstore_batch_fn fn,
+                                              void *ctx);
+
+/* Sort matches[0..n) into the order simstore_query_fp() answers in: by
+ * distance, then id bytes (a prefix first), then fingerprint. For merging
+ * the answers of shards held elsewhere (the MPI driver). */
+SIMSTORE_API void simstore_sort_matches(simstore_match *matches, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

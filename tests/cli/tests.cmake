@@ -46,6 +46,10 @@ simstore_cli_test(test_cli_dedup dedup.sh)
 simstore_cli_test(test_cli_dedup_paragraphs dedup_paragraphs.sh)
 # query --queries in batches: byte-identical to one by one in every mode.
 simstore_cli_test(test_cli_batch batch.sh)
+# Sharded stores (format/shards.md, issue 16): build --shards, queries
+# byte-identical to one store, stats, inspect, verify, damaged manifests.
+simstore_cli_test(test_cli_sharded sharded.sh)
+set_tests_properties(test_cli_sharded PROPERTIES TIMEOUT 600)
 # get and export: documents by id, every live document, the export read back
 # by build into a store with the same answers.
 simstore_cli_test(test_cli_documents documents.sh)

@@ -1,0 +1,1166 @@
+/* simstore_mpi.c: simstore-mpi, the MPI driver of sharded stores
+ * (format/shards.md), run as `mpirun -np R simstore-mpi COMMAND ...`: rank r
+ * owns shard r. A client of the public API (and of cmd/'s input reader and
+ * output helpers), nothing more.
+ *
+ *   build OUT INPUT...   every rank reads its share of the inputs (split at
+ *                        line boundaries), fingerprints, sends each record
+ *                        to its shard's rank (all-to-all in bounded chunks)
+ *                        and builds its shard with the ordinary builder;
+ *                        rank 0 publishes the manifest when every rank
+ *                        succeeded, and nothing otherwise.
+ *   query OUT --queries FILE
+ *                        every rank answers the batch against its shard;
+ *                        rank 0 merges and prints exactly what `simstore
+ *                        query` prints for one store of the same documents.
+ *
+ * A rank that fails says so ("rank N: why") and the job exits 1 on every
+ * rank, naming the failed ranks. */
+#include "cli.h"
+#include "input.h"
+#include "progress.h"
+#include "textopts.h"
+#include "simstore.h"
+
+#include <mpi.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int rank, nranks;
+static const char *cmd_name = "simstore-mpi";
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A message of this rank on stderr: "simstore-mpi CMD: rank N: ...". */
+static void say(const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, buf);
+}
+
+/* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
+ * every rank succeeded, else 1 on every rank. */
+static int agree(int failed, const char *what)
+{
+    int *all = malloc((size_t)nranks * sizeof *all);
+    if (!all)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    failed = failed != 0;
+    MPI_Allgather(&failed, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    int any = 0;
+    char list[1024] = "";
+    size_t used = 0;
+    for (int i = 0; i < nranks; i++)
+        if (all[i]) {
+            any++;
+            if (used < sizeof list - 16)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
+                                         any > 1 ? ", " : "", i);
+        }
+    free(all);
+    if (any && rank == 0)
+        fprintf(stderr, "%s: %s failed on %s %s\n", cmd_name, what, any > 1 ? "ranks" : "rank",
+                list);
+    return any ? 1 : 0;
+}
+
+/* ---- a growing byte buffer ------------------------------------------------ */
+
+typedef struct buf {
+    char *data;
+    size_t len, cap;
+} buf;
+
+static int buf_put(buf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *g = realloc(b->data, cap);
+        if (!g)
+            return -1;
+        b->data = g;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static int buf_u64(buf *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    return buf_put(b, x, 8);
+}
+
+static int buf_u32(buf *b, uint32_t v)
+{
+    uint8_t x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    return buf_put(b, x, 4);
+}
+
+static uint64_t get_u64(const char **p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)(uint8_t)(*p)[i] << (8 * i);
+    *p += 8;
+    return v;
+}
+
+static uint32_t get_u32(const char **p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)(uint8_t)(*p)[i] << (8 * i);
+    *p += 4;
+    return v;
+}
+
+/* ---- inputs split at line boundaries -------------------------------------- */
+
+static int format_of(const char *path, int given)
+{
+    if (given >= 0)
+        return given;
+    size_t n = strlen(path);
+    if (n > 4 && strcmp(path + n - 4, ".tsv") == 0)
+        return INPUT_ID_FP;
+    if (n > 3 && strcmp(path + n - 3, ".fp") == 0)
+        return INPUT_FP_ID;
+    if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0)
+        return INPUT_JSONL;
+    return -1;
+}
+
+static int parse_format(const char *s)
+{
+    return strcmp(s, "tsv") == 0     ? INPUT_ID_FP
+           : strcmp(s, "fp") == 0    ? INPUT_FP_ID
+           : strcmp(s, "jsonl") == 0 ? INPUT_JSONL
+                                     : -1;
+}
+
+/* Source values: (input index << 40) | line. */
+static void source_name(void *ctx, uint64_t source, char *out, size_t size)
+{
+    char **paths = (char **)ctx;
+    snprintf(out, size, "%s:%llu", paths[source >> 40],
+             (unsigned long long)(source & (((uint64_t)1 << 40) - 1)));
+}
+
+typedef struct build_state {
+    simstore_builder *b;
+    simstore_fingerprinter *fpr;
+    simstore_sketch_kind sketch;
+    size_t sketch_bytes;
+    buf *out; /* one per rank */
+    size_t buffered;
+    uint64_t bad, records;
+} build_state;
+
+/* One parsed record, serialized for its shard's rank: flags (bit 0 integer
+ * id, bit 1 sketch), fp, source, id length (u32), meta length (u32), id,
+ * meta, sketch. */
+static int send_record(build_state *st, const input_record *rec, uint64_t fp, const uint8_t *sketch,
+                       uint64_t source)
+{
+    unsigned dest = simstore_shard_of(rec->id, rec->id_len, (unsigned)nranks);
+    buf *b = &st->out[dest];
+    size_t meta_len = rec->meta ? strlen(rec->meta) : 0;
+    uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0));
+    size_t before = b->len;
+    if (buf_put(b, &flags, 1) || buf_u64(b, fp) || buf_u64(b, source) ||
+        buf_u32(b, (uint32_t)rec->id_len) || buf_u32(b, (uint32_t)meta_len) ||
+        buf_put(b, rec->id, rec->id_len) || buf_put(b, rec->meta, meta_len) ||
+        (sketch && buf_put(b, sketch, st->sketch_bytes)))
+        return -1;
+    st->buffered += b->len - before;
+    return 0;
+}
+
+/* Add the records of one received chunk to this rank's builder. */
+static int add_received(build_state *st, const char *p, size_t n)
+{
+    const char *end = p + n;
+    while (p < end) {
+        uint8_t flags = (uint8_t)*p++;
+        simstore_doc d;
+        d.fp = get_u64(&p);
+        d.source = get_u64(&p);
+        d.id_len = get_u32(&p);
+        d.meta_len = get_u32(&p);
+        d.id = p;
+        p += d.id_len;
+        d.meta = d.meta_len ? p : NULL;
+        p += d.meta_len;
+        const uint8_t *sketch = NULL;
+        if (flags & 2) {
+            sketch = (const uint8_t *)p;
+            p += st->sketch_bytes;
+        }
+        int rc = simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                             sketch);
+        if (rc) {
+            say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
+            return -1;
+        }
+        st->records++;
+    }
+    return 0;
+}
+
+/* One all-to-all round: every rank's buffered records to their ranks.
+ * Returns 0, or -1 (this rank failed; the round still completed). */
+static int exchange(build_state *st)
+{
+    int *sc = calloc((size_t)nranks * 4, sizeof *sc);
+    if (!sc)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *rc_ = sc + nranks, *sd = sc + 2 * nranks, *rd = sc + 3 * nranks;
+    for (int i = 0; i < nranks; i++)
+        sc[i] = (int)st->out[i].len;
+    MPI_Alltoall(sc, 1, MPI_INT, rc_, 1, MPI_INT, MPI_COMM_WORLD);
+    buf send = {NULL, 0, 0};
+    size_t total = 0;
+    for (int i = 0; i < nranks; i++) {
+        sd[i] = (int)send.len;
+        if (buf_put(&send, st->out[i].data, st->out[i].len))
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        st->out[i].len = 0;
+        rd[i] = (int)total;
+        total += (size_t)rc_[i];
+    }
+    char *recv = malloc(total ? total : 1);
+    if (!recv)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Alltoallv(send.data, sc, sd, MPI_BYTE, recv, rc_, rd, MPI_BYTE, MPI_COMM_WORLD);
+    free(send.data);
+    st->buffered = 0;
+    int failed = st->b ? add_received(st, recv, total) : 0;
+    free(recv);
+    free(sc);
+    return failed;
+}
+
+/* The part of input `index` whose lines start in [lo, hi) of that file. */
+typedef struct input_part {
+    const char *path;
+    int index;
+    int format;
+    uint64_t lo, hi;
+} input_part;
+
+/* This rank's parts, read a chunk at a time (resumable between rounds). */
+typedef struct reader {
+    input_part *parts;
+    int nparts, cur;
+    const char *data; /* the current part's file, mapped */
+    size_t size, pos;
+    unsigned long long line;
+    input_parser *p;
+    const input_fields *fields;
+    int done;
+} reader;
+
+static void reader_close_part(reader *rd)
+{
+    if (rd->data && rd->size)
+        munmap((void *)rd->data, rd->size);
+    rd->data = NULL;
+    input_parser_free(rd->p);
+    rd->p = NULL;
+}
+
+/* Map the next part and find its first line. Returns 0 or -1. */
+static int reader_open_part(reader *rd)
+{
+    const input_part *ip = &rd->parts[rd->cur];
+    int fd = open(ip->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        say("%s: %s", ip->path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        say("%s: not a regular file (simstore-mpi reads files it can split)", ip->path);
+        close(fd);
+        return -1;
+    }
+    rd->size = (size_t)sb.st_size;
+    rd->data = rd->size ? mmap(NULL, rd->size, PROT_READ, MAP_PRIVATE, fd, 0) : "";
+    close(fd);
+    if (rd->data == MAP_FAILED) {
+        rd->data = NULL;
+        say("%s: %s", ip->path, strerror(errno));
+        return -1;
+    }
+    if (input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
+        say("out of memory");
+        return -1;
+    }
+    /* The first line of ours starts at lo when the byte before it ends a
+     * line; else after the next newline. Line numbers count from the
+     * file's start. */
+    size_t pos = (size_t)ip->lo;
+    if (pos > rd->size)
+        pos = rd->size;
+    if (pos > 0 && rd->data[pos - 1] != '\n') {
+        const char *nl = memchr(rd->data + pos, '\n', rd->size - pos);
+        pos = nl ? (size_t)(nl - rd->data) + 1 : rd->size;
+    }
+    rd->line = 1;
+    for (size_t i = 0; i < pos;) {
+        const char *nl = memchr(rd->data + i, '\n', pos - i);
+        if (!nl)
+            break;
+        rd->line++;
+        i = (size_t)(nl - rd->data) + 1;
+    }
+    rd->pos = pos;
+    return 0;
+}
+
+/* One line: parsed, fingerprinted, sent to its shard. Returns 0, or -1
+ * when this rank cannot go on. Bad records are reported and counted. */
+static int take_line(build_state *st, reader *rd, const input_part *ip, const char *text,
+                     size_t len)
+{
+    uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+    if (len && text[len - 1] == '\r')
+        len--;
+    if (input_trim_line(&text, &len, rd->line == 1))
+        return 0;
+    input_record rec;
+    int got = input_parse_line(rd->p, text, len, ip->path, rd->line, &rec);
+    if (got == -2) {
+        say("out of memory");
+        return -1;
+    }
+    if (got == -1) {
+        say("%s:%llu: %s", ip->path, rd->line, input_parser_error(rd->p));
+        st->bad++;
+        return 0;
+    }
+    uint64_t fp = rec.fingerprint;
+    const uint8_t *sk = NULL;
+    int rc = 0;
+    if (ip->format == INPUT_JSONL && !rec.has_fp) {
+        unsigned fl = 0;
+        if (st->sketch != SIMSTORE_SKETCH_NONE) {
+            rc = simstore_fingerprint_sketch(st->fpr, rec.text, rec.text_len, &fp, sketch, &fl);
+            sk = sketch;
+        } else {
+            rc = simstore_fingerprint_text(st->fpr, rec.text, rec.text_len, &fp, &fl);
+        }
+    } else if (st->sketch != SIMSTORE_SKETCH_NONE) {
+        if (!rec.has_fp || !rec.sketch || rec.sketch_len != st->sketch_bytes) {
+            say("%s:%llu: the store keeps sketches, and this record has none (give --sketch "
+                "none)",
+                ip->path, rd->line);
+            st->bad++;
+            return 0;
+        }
+        sk = rec.sketch;
+    }
+    if (rc) {
+        say("%s:%llu: %s", ip->path, rd->line, simstore_last_error());
+        st->bad++;
+        return 0;
+    }
+    if (send_record(st, &rec, fp, sk, ((uint64_t)ip->index << 40) | rd->line)) {
+        say("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Read records until chunk_bytes are buffered or this rank's share ends
+ * (rd->done). Returns 0, or -1 when this rank cannot go on. */
+static int fill(build_state *st, reader *rd, uint64_t chunk_bytes)
+{
+    while (!rd->done && st->buffered < chunk_bytes) {
+        if (rd->cur >= rd->nparts) {
+            rd->done = 1;
+            break;
+        }
+        if (!rd->data && reader_open_part(rd))
+            return -1;
+        const input_part *ip = &rd->parts[rd->cur];
+        if (rd->pos >= rd->size || rd->pos >= ip->hi) {
+            reader_close_part(rd);
+            rd->cur++;
+            continue;
+        }
+        const char *nl = memchr(rd->data + rd->pos, '\n', rd->size - rd->pos);
+        size_t end = nl ? (size_t)(nl - rd->data) : rd->size;
+        if (take_line(st, rd, ip, rd->data + rd->pos, end - rd->pos))
+            return -1;
+        rd->line++;
+        rd->pos = end + 1;
+    }
+    return 0;
+}
+
+static void usage_build(FILE *out)
+{
+    fprintf(out,
+            "Usage: mpirun -np R simstore-mpi build OUT [OPTIONS] INPUT...\n"
+            "\n"
+            "Build the sharded store OUT of R shards (format/shards.md), rank r building\n"
+            "shard r: every rank reads its share of the INPUT files (split at line\n"
+            "boundaries), fingerprints it and sends each record to the rank of its\n"
+            "shard, XXH3-64(id) mod R, in all-to-all rounds of at most --chunk bytes a\n"
+            "rank; each rank builds its shard within --memory; rank 0 publishes\n"
+            "OUT/MANIFEST when every rank succeeded. A failure on any rank publishes\n"
+            "nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
+            "\n"
+            "Input: .tsv (id<TAB>hex16), .fp (hex16<TAB>id), .jsonl ({\"id\", \"text\"[,\n"
+            "\"meta\"]}), regular files (not compressed, not standard input), or\n"
+            "      --format tsv|fp|jsonl\n"
+            "      --k K            the largest distance queries may ask, 0..7 (3)\n"
+            "      --tables auto|T  table count of every shard (auto)\n"
+            "      --block-bytes B  table block size (%u)\n"
+            "      --sketch KIND    none or minhash16..minhash256 (minhash64 when every\n"
+            "                       input is JSON Lines, none otherwise)\n"
+            "      --memory SIZE    each rank's memory budget for sorting (1G)\n"
+            "      --chunk SIZE     bytes of records a rank sends per round (4M)\n"
+            "      --threads N      worker threads per rank (all cores)\n"
+            "      --replace        replace a published sharded store at OUT\n"
+            "\n"
+            "JSON Lines records and their fingerprints, as `simstore build` takes "
+            "them:\n" INPUT_FIELD_HELP TEXTOPT_HELP "\n"
+            "  -q, --quiet          no summary line\n"
+            "  -h, --help           show this help\n",
+            SIMSTORE_DEFAULT_BLOCK_BYTES);
+}
+
+static int cmd_build(int argc, char **argv)
+{
+    enum {
+        O_K = 1,
+        O_TABLES,
+        O_BLOCK,
+        O_SKETCH,
+        O_MEMORY,
+        O_CHUNK,
+        O_THREADS,
+        O_REPLACE,
+        O_FORMAT
+    };
+    static const struct option longopts[] = {
+        {"k", required_argument, NULL, O_K},
+        {"tables", required_argument, NULL, O_TABLES},
+        {"block-bytes", required_argument, NULL, O_BLOCK},
+        {"sketch", required_argument, NULL, O_SKETCH},
+        {"memory", required_argument, NULL, O_MEMORY},
+        {"chunk", required_argument, NULL, O_CHUNK},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"replace", no_argument, NULL, O_REPLACE},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        TEXTOPT_LONG_OPTIONS,
+        INPUT_FIELD_LONG_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    cmd_name = "simstore-mpi build";
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    textopt_state ts;
+    textopt_init(&ts);
+    input_fields fields;
+    input_fields_init(&fields);
+    int quiet = 0, c, format = -1, sketch_given = 0, replace = 0;
+    simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
+    uint64_t chunk = (uint64_t)4 << 20;
+    unsigned long long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_K:
+            if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
+                goto usage;
+            o.k = (unsigned)v;
+            break;
+        case O_TABLES:
+            if (strcmp(optarg, "auto") == 0)
+                o.tables = 0;
+            else if (cli_parse_uint(optarg, 1, 256, &v))
+                goto usage;
+            else
+                o.tables = (unsigned)v;
+            break;
+        case O_BLOCK:
+            if (cli_parse_uint(optarg, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, &v) ||
+                !simstore_block_bytes_valid(v))
+                goto usage;
+            o.block_bytes = (unsigned)v;
+            break;
+        case O_SKETCH:
+            if (simstore_sketch_parse(optarg, &sketch))
+                goto usage;
+            sketch_given = 1;
+            break;
+        case O_MEMORY:
+            if (cli_parse_size(optarg, &v) || v < SIMSTORE_MIN_MEMORY_BYTES)
+                goto usage;
+            o.memory_bytes = v;
+            break;
+        case O_CHUNK:
+            if (cli_parse_size(optarg, &v) || v < 1024 || v > ((uint64_t)1 << 30))
+                goto usage;
+            chunk = v;
+            break;
+        case O_THREADS:
+            if (cli_parse_uint(optarg, 1, 1024, &v))
+                goto usage;
+            o.threads = (unsigned)v;
+            break;
+        case O_REPLACE: replace = 1; break;
+        case O_FORMAT:
+            if ((format = parse_format(optarg)) < 0)
+                goto usage;
+            break;
+        case 'q': quiet = 1; break;
+        case 'h':
+            if (rank == 0)
+                usage_build(stdout);
+            return 0;
+        case '?':
+        case ':': goto usage;
+        default: {
+            int t =
+                textopt_or_field_or_bad_option("mpi build", c, argv, optind, &ts, &fields, NULL);
+            if (t >= 0)
+                return t;
+        }
+        }
+    }
+    if (textopt_finish("mpi build", &ts))
+        return 2;
+    if (argc - optind < 2)
+        goto usage;
+    /* A round's bytes to one rank from all of them are counted in an int. */
+    if (chunk * 2 * (uint64_t)nranks > (uint64_t)INT_MAX) {
+        if (rank == 0)
+            fprintf(stderr, "%s: --chunk %llu is too large for %d ranks (at most %llu)\n", cmd_name,
+                    (unsigned long long)chunk, nranks,
+                    (unsigned long long)((uint64_t)INT_MAX / 2 / (uint64_t)nranks));
+        return 2;
+    }
+    const char *out = argv[optind++];
+    char **inputs = argv + optind;
+    int ninputs = argc - optind;
+    int all_jsonl = 1;
+    for (int i = 0; i < ninputs; i++) {
+        int f = format_of(inputs[i], format);
+        if (f < 0) {
+            if (rank == 0)
+                fprintf(stderr, "%s: %s: cannot tell the format from the name; use --format\n",
+                        cmd_name, inputs[i]);
+            return 2;
+        }
+        all_jsonl &= f == INPUT_JSONL;
+    }
+    if (!sketch_given)
+        sketch = all_jsonl ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
+    ts.opts.sketch = sketch;
+    o.text = &ts.opts;
+    o.source_name = source_name;
+    o.source_ctx = inputs;
+    o.replace = 1; /* of a shard: the directory was prepared by rank 0 */
+    /* Progress from rank 0 alone (its share of the reading, its shard's
+     * build), on a terminal and without --quiet. */
+    cli_progress prog;
+    cli_progress_init(&prog, "mpi build", rank == 0 && !quiet);
+    if (rank == 0) {
+        o.progress = cli_progress_update;
+        o.progress_ctx = &prog;
+    }
+
+    /* Rank 0 prepares OUT (a published store needs --replace). */
+    int failed = 0;
+    if (rank == 0) {
+        int rc = simstore_sharded_prepare(out, (unsigned)nranks, replace);
+        if (rc == SIMSTORE_EEXIST)
+            say("%s already exists; use --replace to replace it", out);
+        else if (rc)
+            say("%s: %s", out, simstore_last_error());
+        failed = rc != 0;
+    }
+    if (agree(failed, "preparing the output"))
+        return 1;
+
+    build_state st;
+    memset(&st, 0, sizeof st);
+    st.sketch = sketch;
+    st.sketch_bytes = simstore_sketch_bytes(sketch);
+    st.out = calloc((size_t)nranks, sizeof *st.out);
+    char shard[PATH_MAX], name[16];
+    simstore_shard_name((unsigned)rank, name, sizeof name);
+    snprintf(shard, sizeof shard, "%s/%s", out, name);
+    int rc = st.out ? simstore_build_begin(shard, &o, &st.b) : SIMSTORE_ENOMEM;
+    if (rc == SIMSTORE_OK && all_jsonl)
+        rc = simstore_fingerprinter_new(&ts.opts, &st.fpr);
+    else if (rc == SIMSTORE_OK)
+        for (int i = 0; i < ninputs && rc == SIMSTORE_OK; i++)
+            if (format_of(inputs[i], format) == INPUT_JSONL)
+                rc = simstore_fingerprinter_new(&ts.opts, &st.fpr);
+    if (rc) {
+        say("%s: %s", shard, simstore_last_error());
+        failed = 1;
+    }
+    if (agree(failed, "starting the shards' builds")) {
+        simstore_builder_abort(st.b);
+        return 1;
+    }
+
+    /* This rank's share of the inputs: the lines starting in
+     * [T r / R, T (r + 1) / R) of their concatenation (T bytes). */
+    uint64_t total = 0;
+    uint64_t *sizes = calloc((size_t)ninputs, sizeof *sizes);
+    for (int i = 0; i < ninputs; i++) {
+        struct stat sb;
+        if (stat(inputs[i], &sb) == 0)
+            sizes[i] = (uint64_t)sb.st_size;
+        total += sizes[i];
+    }
+    uint64_t lo = total * (uint64_t)rank / (uint64_t)nranks;
+    uint64_t hi = total * (uint64_t)(rank + 1) / (uint64_t)nranks;
+    uint64_t at = 0;
+    reader rd;
+    memset(&rd, 0, sizeof rd);
+    rd.fields = &fields;
+    rd.parts = calloc((size_t)ninputs, sizeof *rd.parts);
+    if (!rd.parts) {
+        say("out of memory");
+        failed = 1;
+    }
+    for (int i = 0; i < ninputs && !failed; i++) {
+        uint64_t flo = at, fhi = at + sizes[i];
+        at = fhi;
+        if (access(inputs[i], R_OK) != 0) {
+            say("%s: %s", inputs[i], strerror(errno));
+            failed = 1;
+        }
+        if (fhi <= lo || flo >= hi)
+            continue;
+        input_part ip = {inputs[i], i, format_of(inputs[i], format), (lo > flo ? lo : flo) - flo,
+                         (hi < fhi ? hi : fhi) - flo};
+        rd.parts[rd.nparts++] = ip;
+    }
+    free(sizes);
+    /* Rounds in lockstep: each rank reads up to a chunk, all exchange, and
+     * they go on while any rank has more to read and none has failed (a
+     * failed rank stops the others at the next round). */
+    uint64_t share = hi - lo;
+    for (;;) {
+        if (!failed && fill(&st, &rd, chunk))
+            failed = 1;
+        if (rank == 0) {
+            uint64_t done = 0;
+            for (int i = 0; i < rd.cur && i < rd.nparts; i++)
+                done += rd.parts[i].hi - rd.parts[i].lo;
+            if (rd.cur < rd.nparts && rd.pos > rd.parts[rd.cur].lo)
+                done += rd.pos - rd.parts[rd.cur].lo;
+            cli_progress_update(&prog, "reading (rank 0's share)", done < share ? done : share,
+                                share);
+        }
+        if (failed)
+            for (int i = 0; i < nranks; i++)
+                st.out[i].len = 0;
+        if (exchange(&st))
+            failed = 1;
+        int state[2] = {!rd.done && !failed, failed};
+        MPI_Allreduce(MPI_IN_PLACE, state, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (state[1] || !state[0])
+            break;
+    }
+    reader_close_part(&rd);
+    free(rd.parts);
+    if (st.bad) {
+        say("%llu bad %s", (unsigned long long)st.bad, st.bad == 1 ? "record" : "records");
+        failed = 1;
+    }
+    for (int i = 0; i < nranks; i++)
+        free(st.out[i].data);
+    free(st.out);
+    simstore_fingerprinter_free(st.fpr);
+    /* Everybody sent everything: finish this rank's shard, unless some
+     * rank already failed (then nothing is published anyway). */
+    int someone = failed;
+    MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!someone) {
+        rc = simstore_builder_finish(st.b);
+        st.b = NULL;
+        if (rc) {
+            say("%s: %s", shard, simstore_last_error());
+            failed = 1;
+        }
+    }
+    simstore_builder_abort(st.b);
+    cli_progress_done(&prog);
+    if (agree(failed, "building")) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s not published\n", cmd_name, out);
+        return 1;
+    }
+    /* Every shard is built: the manifest, last. */
+    failed = 0;
+    if (rank == 0) {
+        rc = simstore_sharded_publish(out, (unsigned)nranks);
+        if (rc) {
+            say("%s: %s", out, simstore_last_error());
+            failed = 1;
+        }
+    }
+    if (agree(failed, "publishing the manifest"))
+        return 1;
+    if (rank == 0 && !quiet) {
+        simstore_sharded *sh;
+        simstore_stats s;
+        rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
+        if (rc == SIMSTORE_OK)
+            rc = simstore_sharded_get_stats(sh, &s);
+        simstore_sharded_close(sh);
+        if (rc) {
+            say("%s was built, but cannot be read back: %s", out, simstore_last_error());
+            return 1;
+        }
+        printf("built %s: %llu %s, %llu distinct %s; %s\n", out, (unsigned long long)s.documents,
+               s.documents == 1 ? "document" : "documents", (unsigned long long)s.fingerprints,
+               s.fingerprints == 1 ? "fingerprint" : "fingerprints", s.design);
+    }
+    return 0;
+usage:
+    if (rank == 0)
+        fprintf(stderr, "%s: bad usage at '%s' (see --help)\n", cmd_name,
+                optind > 0 && optind <= argc ? argv[optind - 1] : "");
+    return 2;
+}
+
+/* ---- query ------------------------------------------------------------------ */
+
+typedef struct query_item {
+    char *qid;
+    size_t qid_len;
+    int qid_integer;
+} query_item;
+
+typedef struct answers {
+    buf b; /* per query: u32 count; per match: distance u8, flags u8, fp u64,
+              id length u32, meta length u32, id, meta */
+} answers;
+
+static int collect(void *ctx, size_t index, uint64_t fp, const simstore_match *m, size_t n)
+{
+    (void)index;
+    (void)fp;
+    buf *b = (buf *)ctx;
+    if (buf_u32(b, (uint32_t)n))
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t d = (uint8_t)m[i].distance, f = (uint8_t)m[i].flags;
+        uint32_t id_len = m[i].id ? (uint32_t)m[i].id_len : UINT32_MAX;
+        uint32_t meta_len = m[i].meta ? (uint32_t)m[i].meta_len : UINT32_MAX;
+        if (buf_put(b, &d, 1) || buf_put(b, &f, 1) || buf_u64(b, m[i].fp) || buf_u32(b, id_len) ||
+            buf_u32(b, meta_len) || (m[i].id && buf_put(b, m[i].id, m[i].id_len)) ||
+            (m[i].meta && buf_put(b, m[i].meta, m[i].meta_len)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Rank 0: one query's matches from every rank's answer buffer (cursors
+ * advanced), merged into one store's order, printed as `simstore query`
+ * prints them. */
+static int print_merged(const query_item *q, const char **cur, simstore_match **m, size_t *cap,
+                        int json)
+{
+    size_t n = 0;
+    for (int r = 0; r < nranks; r++) {
+        uint32_t count = get_u32(&cur[r]);
+        for (uint32_t i = 0; i < count; i++) {
+            if (n == *cap) {
+                size_t c = *cap ? 2 * *cap : 64;
+                simstore_match *g = realloc(*m, c * sizeof *g);
+                if (!g)
+                    return -1;
+                *m = g;
+                *cap = c;
+            }
+            simstore_match *x = &(*m)[n++];
+            memset(x, 0, sizeof *x);
+            x->distance = (uint8_t)*cur[r]++;
+            x->flags = (uint8_t)*cur[r]++;
+            x->fp = get_u64(&cur[r]);
+            uint32_t id_len = get_u32(&cur[r]), meta_len = get_u32(&cur[r]);
+            if (id_len != UINT32_MAX) {
+                x->id = cur[r];
+                x->id_len = id_len;
+                cur[r] += id_len;
+            }
+            if (meta_len != UINT32_MAX) {
+                x->meta = cur[r];
+                x->meta_len = meta_len;
+                cur[r] += meta_len;
+            }
+            x->similarity = SIMSTORE_SIMILARITY_UNKNOWN;
+        }
+    }
+    simstore_sort_matches(*m, n);
+    char hex[17];
+    for (size_t i = 0; i < n; i++) {
+        const simstore_match *x = &(*m)[i];
+        cli_format_hex64(x->fp, hex);
+        if (json) {
+            fputs("{\"query\":", stdout);
+            if (q->qid_integer)
+                fwrite(q->qid, 1, q->qid_len, stdout);
+            else
+                cli_json_string(stdout, q->qid, q->qid_len);
+            fputs(",\"id\":", stdout);
+            if (x->id && (x->flags & SIMSTORE_MATCH_INTEGER_ID))
+                fwrite(x->id, 1, x->id_len, stdout);
+            else if (x->id)
+                cli_json_string(stdout, x->id, x->id_len);
+            else
+                fputs("null", stdout);
+            printf(",\"fp\":\"%s\",\"distance\":%u", hex, x->distance);
+            if (x->meta) {
+                fputs(",\"meta\":", stdout);
+                fwrite(x->meta, 1, x->meta_len, stdout);
+            }
+            fputs("}\n", stdout);
+        } else {
+            fwrite(q->qid, 1, q->qid_len, stdout);
+            putchar('\t');
+            if (x->id)
+                fwrite(x->id, 1, x->id_len, stdout);
+            else
+                putchar('-');
+            printf("\t%s\t%u\n", hex, x->distance);
+        }
+    }
+    return 0;
+}
+
+static void usage_query(FILE *out)
+{
+    fprintf(out, "Usage: mpirun -np R simstore-mpi query OUT --queries FILE [OPTIONS]\n"
+                 "\n"
+                 "Answer the queries of FILE against the sharded store OUT of R shards, rank r\n"
+                 "asking shard r (simstore_query_batch), rank 0 merging: it prints exactly\n"
+                 "what `simstore query OUT --queries FILE` prints, one line per match,\n"
+                 "QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE, or JSON Lines with --json.\n"
+                 "\n"
+                 "      --queries FILE   .tsv (id<TAB>hex16), .fp (hex16<TAB>id) or .jsonl\n"
+                 "                       ({\"id\", \"text\"}: fingerprinted with the store's\n"
+                 "                       text options); a regular file\n"
+                 "      --format tsv|fp|jsonl\n"
+                 "      --k K            distance (default: the store's k)\n"
+                 "      --json           JSON Lines\n"
+                 "      --meta           with --json: each document's metadata\n"
+                 "      --batch N        queries answered per round (4096)\n"
+                 "      --threads N      worker threads per rank (all cores)\n"
+                 "  -h, --help           show this help\n");
+}
+
+static int cmd_query(int argc, char **argv)
+{
+    enum { O_K = 1, O_QUERIES, O_FORMAT, O_JSON, O_META, O_BATCH, O_THREADS };
+    static const struct option longopts[] = {
+        {"k", required_argument, NULL, O_K},
+        {"queries", required_argument, NULL, O_QUERIES},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"json", no_argument, NULL, O_JSON},
+        {"meta", no_argument, NULL, O_META},
+        {"batch", required_argument, NULL, O_BATCH},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    cmd_name = "simstore-mpi query";
+    const char *queries = NULL;
+    int format = -1, json = 0, meta = 0, have_k = 0, c;
+    unsigned k = 0, threads = 0;
+    unsigned long long v, batch = 4096;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_K:
+            if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
+                goto usage;
+            k = (unsigned)v;
+            have_k = 1;
+            break;
+        case O_QUERIES: queries = optarg; break;
+        case O_FORMAT:
+            if ((format = parse_format(optarg)) < 0)
+                goto usage;
+            break;
+        case O_JSON: json = 1; break;
+        case O_META: meta = 1; break;
+        case O_BATCH:
+            if (cli_parse_uint(optarg, 1, 1u << 22, &batch))
+                goto usage;
+            break;
+        case O_THREADS:
+            if (cli_parse_uint(optarg, 1, 1024, &v))
+                goto usage;
+            threads = (unsigned)v;
+            break;
+        case 'h':
+            if (rank == 0)
+                usage_query(stdout);
+            return 0;
+        default: goto usage;
+        }
+    }
+    if (argc - optind != 1 || !queries || (meta && !json))
+        goto usage;
+    const char *out = argv[optind];
+    format = format_of(queries, format);
+    if (format < 0) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s: cannot tell the format from the name; use --format\n",
+                    cmd_name, queries);
+        return 2;
+    }
+    /* Rank 0 checks the whole (manifest, every shard's agreement, R). */
+    int failed = 0;
+    if (rank == 0) {
+        simstore_sharded *sh;
+        int rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
+        if (rc) {
+            say("%s", simstore_last_error());
+            failed = 1;
+        } else if (simstore_sharded_count(sh) != (unsigned)nranks) {
+            say("%s has %u shards: run it with -np %u", out, simstore_sharded_count(sh),
+                simstore_sharded_count(sh));
+            failed = 1;
+        }
+        simstore_sharded_close(sh);
+    }
+    if (agree(failed, "opening the store"))
+        return 1;
+    char shard[PATH_MAX], name[16];
+    simstore_shard_name((unsigned)rank, name, sizeof name);
+    snprintf(shard, sizeof shard, "%s/%s", out, name);
+    simstore *s = NULL;
+    simstore_fingerprinter *fpr = NULL;
+    simstore_stats st;
+    int rc = simstore_open(shard, SIMSTORE_OPEN_READONLY, &s);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(s, &st);
+    if (rc == SIMSTORE_OK && format == INPUT_JSONL) {
+        simstore_text_options text;
+        simstore_get_text_options(s, &text);
+        text.sketch = SIMSTORE_SKETCH_NONE;
+        rc = simstore_fingerprinter_new(&text, &fpr);
+        if (rc == SIMSTORE_OK)
+            rc = simstore_fingerprinter_set_boilerplate(fpr, simstore_get_boilerplate(s));
+    }
+    if (rc) {
+        say("%s: %s", shard, simstore_last_error());
+        failed = 1;
+    } else if (have_k && k > st.k) {
+        say("%s: --k %u exceeds the store's design (built for k <= %u)", out, k, st.k);
+        failed = 1;
+    }
+    if (!have_k && !failed)
+        k = st.k;
+    if (agree(failed, "opening the shards")) {
+        simstore_fingerprinter_free(fpr);
+        simstore_close(s);
+        return 1;
+    }
+    /* Every rank reads the queries (the same fingerprints, in order); rank
+     * 0 keeps their ids and reports bad lines. */
+    input_reader *in = NULL;
+    if (input_open(&in, (input_format)format, queries) != 0) {
+        say("%s: %s", queries, strerror(errno));
+        failed = 1;
+    }
+    int status = 0;
+    uint64_t *fps = malloc(batch * sizeof *fps);
+    query_item *items = calloc(batch, sizeof *items);
+    simstore_match *merged = NULL;
+    size_t merged_cap = 0;
+    simstore_batch_options bo;
+    simstore_batch_options_init(&bo);
+    bo.threads = threads;
+    bo.flags = meta ? SIMSTORE_QUERY_WITH_META : 0;
+    if (!fps || !items)
+        failed = 1;
+    int eof = failed;
+    for (;;) {
+        size_t n = 0;
+        while (!eof && n < batch) {
+            input_record rec;
+            int got = input_next(in, &rec);
+            if (got == 0) {
+                eof = 1;
+                break;
+            }
+            if (got == -2) {
+                say("%s", input_error(in));
+                failed = 1;
+                eof = 1;
+                break;
+            }
+            if (got == -1) {
+                if (rank == 0)
+                    fprintf(stderr, "simstore query: %s\n", input_error(in));
+                status = 1;
+                continue;
+            }
+            uint64_t fp = rec.fingerprint;
+            if (format == INPUT_JSONL && !rec.has_fp) {
+                unsigned fl = 0;
+                if (simstore_fingerprint_text(fpr, rec.text, rec.text_len, &fp, &fl)) {
+                    say("%s:%llu: %s", rec.file, rec.line, simstore_last_error());
+                    failed = 1;
+                    break;
+                }
+            }
+            fps[n] = fp;
+            if (rank == 0) {
+                items[n].qid = malloc(rec.id_len + 1);
+                if (!items[n].qid) {
+                    failed = 1;
+                    break;
+                }
+                memcpy(items[n].qid, rec.id, rec.id_len);
+                items[n].qid_len = rec.id_len;
+                items[n].qid_integer = rec.id_is_integer;
+            }
+            n++;
+        }
+        buf ans = {NULL, 0, 0};
+        if (!failed && n) {
+            rc = simstore_query_batch(s, fps, n, k, &bo, collect, &ans);
+            if (rc) {
+                say("%s: %s", shard, simstore_last_error());
+                failed = 1;
+            }
+        }
+        if (!failed && ans.len > (size_t)INT_MAX / (size_t)nranks) {
+            say("the answers of %zu queries take %zu bytes: give a smaller --batch", n, ans.len);
+            failed = 1;
+        }
+        if (failed)
+            ans.len = 0;
+        /* Rank 0 gathers every rank's answers to this round's queries. */
+        int len = (int)ans.len, *lens = NULL, *displs = NULL;
+        char *all = NULL;
+        if (rank == 0) {
+            lens = calloc((size_t)nranks, sizeof *lens);
+            displs = calloc((size_t)nranks, sizeof *displs);
+        }
+        MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            size_t total = 0;
+            for (int r = 0; r < nranks; r++) {
+                displs[r] = (int)total;
+                total += (size_t)lens[r];
+            }
+            all = malloc(total ? total : 1);
+        }
+        MPI_Gatherv(ans.data, len, MPI_BYTE, all, lens, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+        free(ans.data);
+        int round_failed = agree(failed, "answering");
+        if (rank == 0 && !round_failed) {
+            const char **cur = malloc((size_t)nranks * sizeof *cur);
+            for (int r = 0; r < nranks; r++)
+                cur[r] = all + displs[r];
+            for (size_t i = 0; i < n; i++)
+                if (print_merged(&items[i], cur, &merged, &merged_cap, json))
+                    failed = 1;
+            free(cur);
+            if (ferror(stdout)) {
+                say("writing the answers: %s", strerror(errno ? errno : EIO));
+                failed = 1;
+            }
+        }
+        if (rank == 0)
+            for (size_t i = 0; i < n; i++)
+                free(items[i].qid);
+        free(all);
+        free(lens);
+        free(displs);
+        int more = !eof;
+        MPI_Allreduce(MPI_IN_PLACE, &more, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (round_failed) {
+            status = 1;
+            break;
+        }
+        if (!more)
+            break;
+    }
+    if (failed)
+        status = 1;
+    fflush(stdout);
+    free(merged);
+    free(fps);
+    free(items);
+    input_close(in);
+    simstore_fingerprinter_free(fpr);
+    simstore_close(s);
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return status;
+usage:
+    if (rank == 0)
+        fprintf(stderr, "%s: bad usage at '%s' (see --help)\n", cmd_name,
+                optind > 0 && optind <= argc ? argv[optind - 1] : "");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    int status;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        if (rank == 0)
+            fprintf(argc < 2 ? stderr : stdout,
+                    "Usage: mpirun -np R simstore-mpi COMMAND ...\n"
+                    "Commands: build OUT INPUT..., query OUT --queries FILE "
+                    "(COMMAND --help for each)\n");
+        status = argc < 2 ? 2 : 0;
+    } else if (strcmp(argv[1], "build") == 0) {
+        status = cmd_build(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "query") == 0) {
+        status = cmd_query(argc - 1, argv + 1);
+    } else {
+        if (rank == 0)
+            fprintf(stderr, "simstore-mpi: unknown command '%s'\n", argv[1]);
+        status = 2;
+    }
+    if (fflush(stdout) != 0 && status == 0)
+        status = 1;
+    MPI_Finalize();
+    return status;
+}

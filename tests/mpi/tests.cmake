@@ -1,0 +1,9 @@
+# tests/mpi: simstore-mpi under mpirun -np 2 and -np 3 against the
+# single-machine tool (included by tests/CMakeLists.txt when it is built).
+if(TARGET simstore_mpi)
+  add_test(NAME test_mpi
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi.sh $<TARGET_FILE:simstore_cli>
+            $<TARGET_FILE:simstore_mpi> ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(test_mpi PROPERTIES TIMEOUT 900
+    ENVIRONMENT "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endif()
