@@ -137,6 +137,23 @@ static void human_bytes(uint64_t v, char *buf, size_t size)
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", d, unit[u]);
 }
 
+/* The summary line's start: "built STORE: counts; design; sizes". */
+static void print_built(const char *path, const simstore_stats *st)
+{
+    char tb[32], lb[32];
+    human_bytes(st->table_bytes, tb, sizeof tb);
+    human_bytes(st->lmdb_bytes, lb, sizeof lb);
+    if (st->fingerprint_only)
+        printf("built %s: %llu distinct %s; %s; tables %s", path,
+               (unsigned long long)st->fingerprints, CLI_NOUN(st->fingerprints, "fingerprint"),
+               st->design, tb);
+    else
+        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s", path,
+               (unsigned long long)st->documents, CLI_NOUN(st->documents, "document"),
+               (unsigned long long)st->fingerprints, CLI_NOUN(st->fingerprints, "fingerprint"),
+               st->design, tb, lb);
+}
+
 /* ---- build --shards R ------------------------------------------------------ */
 
 typedef struct shard_sink {
@@ -262,18 +279,7 @@ static int build_sharded(const char *path, unsigned shards, simstore_build_optio
         cli_error(CMD, "%s was built, but cannot be read back:", path);
         return cli_api_error(CMD, rc, "%s", path);
     }
-    char tb[32], lb[32];
-    human_bytes(st.table_bytes, tb, sizeof tb);
-    human_bytes(st.lmdb_bytes, lb, sizeof lb);
-    if (st.fingerprint_only)
-        printf("built %s: %llu distinct %s; %s; tables %s", path,
-               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
-               st.design, tb);
-    else
-        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s", path,
-               (unsigned long long)st.documents, CLI_NOUN(st.documents, "document"),
-               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
-               st.design, tb, lb);
+    print_built(path, &st);
     if (set) {
         char desc[160];
         boiler_describe(set, desc, sizeof desc);
@@ -509,18 +515,7 @@ int cmd_build(int argc, char **argv)
         cli_error(CMD, "%s was built, but cannot be read back:", path);
         return cli_api_error(CMD, rc, "%s", path);
     }
-    char tb[32], lb[32];
-    human_bytes(st.table_bytes, tb, sizeof tb);
-    human_bytes(st.lmdb_bytes, lb, sizeof lb);
-    if (st.fingerprint_only)
-        printf("built %s: %llu distinct %s; %s; tables %s", path,
-               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
-               st.design, tb);
-    else
-        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s", path,
-               (unsigned long long)st.documents, CLI_NOUN(st.documents, "document"),
-               (unsigned long long)st.fingerprints, CLI_NOUN(st.fingerprints, "fingerprint"),
-               st.design, tb, lb);
+    print_built(path, &st);
     if (st.paragraph_min_words)
         printf("; paragraph index: %llu distinct %s of at least %u words",
                (unsigned long long)st.paragraph_fps, CLI_NOUN(st.paragraph_fps, "fingerprint"),

@@ -2432,18 +2432,29 @@ static PyObject *store_replaced(StoreObject *self, PyObject *unused)
     return PyBool_FromLong(r);
 }
 
+/* A new record holding two ids (a and b), or NULL when out of memory. */
+static collected *collect_two(collector *c, const char *a, size_t a_len, unsigned a_flags,
+                              const char *b, size_t b_len, unsigned b_flags)
+{
+    collected *r = collect_new(c);
+    if (!r)
+        return NULL;
+    r->a_off = collect_string(c, a, a_len);
+    r->a_len = a_len;
+    r->a_flags = a_flags;
+    r->b_off = collect_string(c, b, b_len);
+    r->b_len = b_len;
+    r->b_flags = b_flags;
+    return r;
+}
+
 static int pair_cb(void *ctx, const simstore_pair *p)
 {
     collector *c = ctx;
-    collected *r = collect_new(c);
+    collected *r =
+        collect_two(c, p->id_a, p->id_a_len, p->flags_a, p->id_b, p->id_b_len, p->flags_b);
     if (!r)
         return SIMSTORE_ENOMEM;
-    r->a_off = collect_string(c, p->id_a, p->id_a_len);
-    r->a_len = p->id_a_len;
-    r->a_flags = p->flags_a;
-    r->b_off = collect_string(c, p->id_b, p->id_b_len);
-    r->b_len = p->id_b_len;
-    r->b_flags = p->flags_b;
     r->x = p->fp_a;
     r->y = p->fp_b;
     r->distance = p->distance;
@@ -2551,15 +2562,10 @@ static PyObject *store_pairs(StoreObject *self, PyObject *args, PyObject *kwargs
 static int member_cb(void *ctx, const simstore_cluster_member *m)
 {
     collector *c = ctx;
-    collected *r = collect_new(c);
+    collected *r =
+        collect_two(c, m->cluster, m->cluster_len, m->cluster_flags, m->id, m->id_len, m->flags);
     if (!r)
         return SIMSTORE_ENOMEM;
-    r->a_off = collect_string(c, m->cluster, m->cluster_len);
-    r->a_len = m->cluster_len;
-    r->a_flags = m->cluster_flags;
-    r->b_off = collect_string(c, m->id, m->id_len);
-    r->b_len = m->id_len;
-    r->b_flags = m->flags;
     r->x = m->fp;
     r->y = m->cluster_fp;
     r->kept = m->kept;
