@@ -3,6 +3,7 @@
 #include "common/error.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,8 +114,11 @@ int sims_retry(sims_attempt_fn attempt, void *ctx)
     /* An attempt that returned SIMS_ERETRY without naming its error. */
     sims_retry_code = SIMSTORE_EBUSY;
     int rc = SIMS_ERETRY;
-    for (int i = 0; i < SIMS_READ_ATTEMPTS && rc == SIMS_ERETRY; i++)
+    for (int i = 0; i < SIMS_READ_ATTEMPTS && rc == SIMS_ERETRY; i++) {
+        if (i > 0)
+            sched_yield(); /* the next attempt on a fresh time slice */
         rc = attempt(ctx);
+    }
     return rc == SIMS_ERETRY ? sims_retry_code : rc;
 }
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +566,12 @@ static int lazy_load_locked(sims_env_shared *sh, MDB_txn *txn)
     return rc;
 }
 
+/* How often a reader begins its transaction again when writers commit twice
+ * while it checks the snapshot (each time after yielding the CPU), before
+ * it gives up with SIMSTORE_EBUSY. A loaded machine with busy writers needs
+ * a few dozen. */
+#define LAZY_ENTER_ATTEMPTS 64
+
 /* After a read transaction began (or was renewed): check its snapshot's
  * meta pages, free list and main database before LMDB reads a tree (it
  * reads the main database for the first cursor on a named database). A
@@ -578,8 +585,11 @@ static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
         pthread_mutex_lock(&sh->lazy_mu);
         rc = sh->walked ? SIMSTORE_OK : lazy_load_locked(sh, *txn);
         pthread_mutex_unlock(&sh->lazy_mu);
-        if (rc != SIMS_ERETRY || attempt == 16)
+        if (rc != SIMS_ERETRY || attempt == LAZY_ENTER_ATTEMPTS)
             break;
+        /* Begin again on a fresh time slice: the check failed because the
+         * thread lost the CPU while writers committed twice. */
+        sched_yield();
         mdb_txn_reset(*txn);
         int mrc = mdb_txn_renew(*txn);
         if (mrc == MDB_MAP_RESIZED) {
