@@ -77,7 +77,11 @@ fi
 # The Python module, when the build made one (SIMSTORE_PYTHON): installed
 # into Python's packages under the prefix, self-contained (libsimstore
 # linked in), and importable from there by the interpreter it was built for.
-built_module=$(find "$build/python" -maxdepth 1 -name 'simstore*.so' 2>/dev/null | head -n 1)
+# (No python/ in builds without the module: find would fail the pipeline.)
+built_module=
+if [ -d "$build/python" ]; then
+    built_module=$(find "$build/python" -maxdepth 1 -name 'simstore*.so' | head -n 1)
+fi
 if [ -n "$built_module" ]; then
     step "the Python module"
     module=$(find "$prefix" -name "$(basename "$built_module")" -path '*-packages/*')
