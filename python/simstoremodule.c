@@ -1865,6 +1865,41 @@ static PyObject *match_to_py(const simstore_match *m)
     return structseq(&MatchType, items, 6);
 }
 
+/* A list of n objects, item i made by make(base, i) (a new reference, or
+ * NULL with an exception set); NULL when one failed. */
+typedef PyObject *(*make_item_fn)(const void *base, size_t i);
+
+static PyObject *list_of(size_t n, make_item_fn make, const void *base)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *x = make(base, i);
+        if (!x) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+    }
+    return list;
+}
+
+static PyObject *match_item(const void *base, size_t i)
+{
+    return match_to_py((const simstore_match *)base + i);
+}
+
+static PyObject *paragraph_match_item(const void *base, size_t i)
+{
+    const simstore_paragraph_match *m = (const simstore_paragraph_match *)base + i;
+    PyObject *items[6] = {id_to_py(m->id, m->id_len, m->flags),
+                          PyLong_FromSize_t(m->shared),
+                          PyLong_FromSize_t(m->of),
+                          PyFloat_FromDouble(m->fraction),
+                          PyLong_FromUnsignedLongLong(m->fp),
+                          meta_to_py(m->meta, m->meta_len)};
+    return structseq(&ParagraphMatchType, items, 6);
+}
+
 PyDoc_STRVAR(store_query_doc,
              "query(q, k=None, meta=False) -> list of Match\n\n"
              "Every document within distance k (None: the store's k) of q: a fingerprint\n"
@@ -1909,15 +1944,7 @@ static PyObject *store_query(StoreObject *self, PyObject *args, PyObject *kwargs
     if (err) {
         raise_error(err, "query");
     } else {
-        result = PyList_New((Py_ssize_t)n);
-        for (size_t i = 0; result && i < n; i++) {
-            PyObject *x = match_to_py(&m[i]);
-            if (!x) {
-                Py_CLEAR(result);
-                break;
-            }
-            PyList_SET_ITEM(result, (Py_ssize_t)i, x);
-        }
+        result = list_of(n, match_item, m);
     }
     if (sl)
         slot_give(self, meta, sl);
@@ -2038,21 +2065,7 @@ static PyObject *store_query_paragraphs(StoreObject *self, PyObject *args, PyObj
     if (err) {
         raise_error(err, "query_paragraphs");
     } else {
-        result = PyList_New((Py_ssize_t)n);
-        for (size_t i = 0; result && i < n; i++) {
-            PyObject *items[6] = {id_to_py(m[i].id, m[i].id_len, m[i].flags),
-                                  PyLong_FromSize_t(m[i].shared),
-                                  PyLong_FromSize_t(m[i].of),
-                                  PyFloat_FromDouble(m[i].fraction),
-                                  PyLong_FromUnsignedLongLong(m[i].fp),
-                                  meta_to_py(m[i].meta, m[i].meta_len)};
-            PyObject *x = structseq(&ParagraphMatchType, items, 6);
-            if (!x) {
-                Py_CLEAR(result);
-                break;
-            }
-            PyList_SET_ITEM(result, (Py_ssize_t)i, x);
-        }
+        result = list_of(n, paragraph_match_item, m);
     }
     if (sl)
         slot_give(self, meta, sl);
