@@ -1187,22 +1187,48 @@ static char *crash_store(const char *dir, unsigned trial)
     return path;
 }
 
+/* Kill the child (its changes in calls of `batch`) after 1..most
+ * acknowledged changes, `trials` times on fresh stores (named from
+ * first_store on), and check what each store holds. */
+static void kill_trials(const char *dir, test_rng *rng, unsigned batch, unsigned trials,
+                        unsigned most, unsigned first_store)
+{
+    for (unsigned trial = 0; trial < trials; trial++) {
+        char *path = crash_store(dir, first_store + trial);
+        unsigned want = 1 + (unsigned)test_rng_below(rng, most);
+        int status;
+        unsigned acked = stream_child(path, NULL, batch, want, 1, &status);
+        assert_true(acked >= want && acked < want + batch);
+        check_after_crash(path, acked);
+        free(path);
+    }
+}
+
+/* Crash the child (its changes in calls of `batch`) at each fault, on fresh
+ * stores, and check what each store holds. */
+static void fault_trials(const char *dir, unsigned batch, const char *const *faults, size_t count,
+                         unsigned first_store)
+{
+    for (size_t f = 0; f < count; f++) {
+        char *path = crash_store(dir, first_store + (unsigned)f);
+        int status;
+        unsigned acked = stream_child(path, faults[f], batch, 0, 0, &status);
+        assert_true(WIFEXITED(status));
+        fprintf(stderr, "fault %s (changes in calls of %u): %u acknowledged, exit %d\n", faults[f],
+                batch, acked, WEXITSTATUS(status));
+        assert_int_equal(WEXITSTATUS(status), 86);
+        check_after_crash(path, acked);
+        free(path);
+    }
+}
+
 static void test_live_crash__kill_during_changes(void **state)
 {
     (void)state;
     test_rng rng;
     test_rng_init(&rng, "live kill", 404);
     char *dir = live_tmpdir();
-    for (unsigned trial = 0; trial < 6; trial++) {
-        char *path = crash_store(dir, trial);
-        unsigned want = 1 + (unsigned)test_rng_below(&rng, 600);
-        int status;
-        unsigned acked = stream_child(path, NULL, 1, want, 1, &status);
-        assert_int_equal(acked, want);
-        check_after_crash(path, acked);
-        /* And again, from the state the check left. */
-        free(path);
-    }
+    kill_trials(dir, &rng, 1, 6, 600, 0);
     test_rmtree(dir);
     free(dir);
 }
@@ -1214,22 +1240,12 @@ static void test_live_crash__faults(void **state)
     /* Crashes right after a commit (a flush's delete or its add: between
      * the add's commit and the log's trim), at a rename (table files, the
      * trimmed log), at an fsync (log groups, tables). */
-    const char *faults[] = {"mdb_committed:1:crash",  "mdb_committed:2:crash",
-                            "mdb_committed:5:crash",  "mdb_committed:8:crash",
-                            "mdb_committed:41:crash", "rename:3:crash",
-                            "rename:20:crash",        "rename:57:crash",
-                            "fsync:30:crash",         "fsync:200:crash"};
-    for (unsigned f = 0; f < sizeof faults / sizeof *faults; f++) {
-        char *path = crash_store(dir, 100 + f);
-        int status;
-        unsigned acked = stream_child(path, faults[f], 1, 0, 0, &status);
-        assert_true(WIFEXITED(status));
-        fprintf(stderr, "fault %s: %u acknowledged, exit %d\n", faults[f], acked,
-                WEXITSTATUS(status));
-        assert_int_equal(WEXITSTATUS(status), 86);
-        check_after_crash(path, acked);
-        free(path);
-    }
+    const char *const faults[] = {"mdb_committed:1:crash",  "mdb_committed:2:crash",
+                                  "mdb_committed:5:crash",  "mdb_committed:8:crash",
+                                  "mdb_committed:41:crash", "rename:3:crash",
+                                  "rename:20:crash",        "rename:57:crash",
+                                  "fsync:30:crash",         "fsync:200:crash"};
+    fault_trials(dir, 1, faults, sizeof faults / sizeof *faults, 100);
     test_rmtree(dir);
     free(dir);
 }
@@ -1244,28 +1260,10 @@ static void test_live_crash__batches(void **state)
     test_rng rng;
     test_rng_init(&rng, "live kill batches", 606);
     char *dir = live_tmpdir();
-    for (unsigned trial = 0; trial < 4; trial++) {
-        char *path = crash_store(dir, 200 + trial);
-        unsigned want = 1 + (unsigned)test_rng_below(&rng, 1500);
-        int status;
-        unsigned acked = stream_child(path, NULL, 37, want, 1, &status);
-        assert_true(acked >= want);
-        check_after_crash(path, acked);
-        free(path);
-    }
-    const char *faults[] = {"write:2:crash",  "write:45:crash",        "fsync:3:crash",
-                            "fsync:31:crash", "mdb_committed:4:crash", "rename:9:crash"};
-    for (unsigned f = 0; f < sizeof faults / sizeof *faults; f++) {
-        char *path = crash_store(dir, 300 + f);
-        int status;
-        unsigned acked = stream_child(path, faults[f], 37, 0, 0, &status);
-        assert_true(WIFEXITED(status));
-        fprintf(stderr, "batches, fault %s: %u acknowledged, exit %d\n", faults[f], acked,
-                WEXITSTATUS(status));
-        assert_int_equal(WEXITSTATUS(status), 86);
-        check_after_crash(path, acked);
-        free(path);
-    }
+    kill_trials(dir, &rng, 37, 4, 1500, 200);
+    const char *const faults[] = {"write:2:crash",  "write:45:crash",        "fsync:3:crash",
+                                  "fsync:31:crash", "mdb_committed:4:crash", "rename:9:crash"};
+    fault_trials(dir, 37, faults, sizeof faults / sizeof *faults, 300);
     test_rmtree(dir);
     free(dir);
 }
