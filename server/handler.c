@@ -831,22 +831,12 @@ static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, 
 
 typedef enum doc_mode { MODE_INSERT, MODE_INSERT_IF_NEW, MODE_CHECK } doc_mode;
 
-/* Apply one checked document; the result object on success (its "status"
- * says what happened), NULL with r set on a failure of the whole request. */
-static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode, unsigned k, doc_in *d,
-                         reply *r, unsigned *status)
+/* The result object of one document (its "status" says what happened)
+ * from what the library answered; NULL with r set on a failure of the whole
+ * request. */
+static json_t *doc_result(doc_mode mode, const doc_in *d, int rc, int inserted,
+                          const simstore_match *m, size_t n, reply *r, unsigned *status)
 {
-    const simstore_match *m = NULL;
-    size_t n = 0;
-    int inserted = 0, rc;
-    if (mode == MODE_INSERT) {
-        rc = simstore_live_insert(srv->live, &d->doc);
-        inserted = rc == SIMSTORE_OK;
-    } else if (mode == MODE_INSERT_IF_NEW) {
-        rc = simstore_live_insert_if_new(w->lq, &d->doc, k, &inserted, &m, &n);
-    } else {
-        rc = query_one(srv, w, &d->src, k, &m, &n);
-    }
     json_t *out = json_pack("{s:o,s:o}", "id", json_id(d->doc.id, d->doc.id_len, d->doc.flags),
                             "fp", json_hex(d->doc.fp));
     if (!out) {
@@ -869,6 +859,81 @@ static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode, unsigned k
     if (mode != MODE_INSERT)
         json_object_set_new(out, "matches", matches_json(m, n, 0));
     return out;
+}
+
+/* Apply one checked document: doc_result()'s answer. */
+static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode, unsigned k, doc_in *d,
+                         reply *r, unsigned *status)
+{
+    const simstore_match *m = NULL;
+    size_t n = 0;
+    int inserted = 0, rc;
+    if (mode == MODE_INSERT) {
+        rc = simstore_live_insert(srv->live, &d->doc);
+        inserted = rc == SIMSTORE_OK;
+    } else if (mode == MODE_INSERT_IF_NEW) {
+        rc = simstore_live_insert_if_new(w->lq, &d->doc, k, &inserted, &m, &n);
+    } else {
+        rc = query_one(srv, w, &d->src, k, &m, &n);
+    }
+    return doc_result(mode, d, rc, inserted, m, n, r, status);
+}
+
+/* Append one result to results with its "status"; -1 with r set. */
+static int push_result(json_t *results, json_t *out, unsigned status, reply *r)
+{
+    if (!out)
+        return -1;
+    json_object_set_new(out, "status", json_integer(status));
+    if (json_array_append_new(results, out)) {
+        reply_error(r, 503, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The results of a batch of checked documents: checks one by one (they
+ * write nothing); inserts in one simstore_live_apply_batch(), whose records
+ * share one durable commit. 0, or -1 with r set. */
+static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, doc_in *d,
+                      size_t count, json_t *results, reply *r)
+{
+    if (mode == MODE_CHECK) {
+        for (size_t i = 0; i < count; i++) {
+            unsigned status = 0;
+            if (push_result(results, apply_doc(srv, w, mode, k, &d[i], r, &status), status, r))
+                return -1;
+        }
+        return 0;
+    }
+    simstore_live_change *changes = malloc((count ? count : 1) * sizeof *changes);
+    simstore_live_result *res = malloc((count ? count : 1) * sizeof *res);
+    int rc = -1;
+    if (!changes || !res) {
+        reply_error(r, 503, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        changes[i].op = mode == MODE_INSERT ? SIMSTORE_LIVE_INSERT : SIMSTORE_LIVE_INSERT_IF_NEW;
+        changes[i].doc = d[i].doc;
+    }
+    int batch_rc = simstore_live_apply_batch(w->lq, changes, count, k, res);
+    if (batch_rc != SIMSTORE_OK) {
+        reply_api_error(r, batch_rc, "insert");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        unsigned status = 0;
+        json_t *out = doc_result(mode, &d[i], res[i].rc, res[i].applied, res[i].matches,
+                                 res[i].count, r, &status);
+        if (push_result(results, out, status, r))
+            goto done;
+    }
+    rc = 0;
+done:
+    free(changes);
+    free(res);
+    return rc;
 }
 
 /* The bearer token and the read-only switch of write routes: 0 to go on. */
@@ -953,14 +1018,8 @@ static void route_documents_post(serve_server *srv, worker *w, const serve_reque
         if (check_fields(r, item, where, item_fields) || parse_doc(srv, r, w, where, item, &d[i]))
             goto done;
     }
-    for (size_t i = 0; i < count; i++) {
-        unsigned status = 0;
-        json_t *out = apply_doc(srv, w, mode, k, &d[i], r, &status);
-        if (!out)
-            goto done;
-        json_object_set_new(out, "status", json_integer(status));
-        json_array_append_new(results, out);
-    }
+    if (apply_docs(srv, w, mode, k, d, count, results, r))
+        goto done;
     r->status = 200;
     r->json = json_pack("{s:O}", "results", results);
 done:

@@ -40,9 +40,11 @@ static void usage(FILE *out)
                  "online inserts and deletes (durable before their answer), stats, metrics.\n"
                  "\n"
                  "Options:\n"
-                 "      --listen ADDR:PORT   IPv4 address and port (default " DEFAULT_LISTEN ");\n"
-                 "                           port 0 picks a free one; the first line on\n"
-                 "                           stdout says which\n"
+                 "      --listen ADDR:PORT   address and port (default " DEFAULT_LISTEN "):\n"
+                 "                           IPv4 as 127.0.0.1:8077, IPv6 in brackets as\n"
+                 "                           [::1]:8077; [::]:PORT takes IPv6 and IPv4\n"
+                 "                           (dual stack); port 0 picks a free one, and the\n"
+                 "                           first line on stdout says which\n"
                  "      --threads N          threads answering requests (default: every core);\n"
                  "                           writes wait for the log on 16 threads besides\n"
                  "      --token-file FILE    write routes need 'Authorization: Bearer TOKEN',\n"
@@ -169,6 +171,9 @@ static void access_log(struct MHD_Connection *c, const char *method, const char 
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr,
+                  sizeof addr);
+    else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, addr,
                   sizeof addr);
     char when[32];
     time_t now = time(NULL);
@@ -379,20 +384,74 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* ---- Options ----------------------------------------------------------------- */
 
-static int parse_listen(const char *arg, struct sockaddr_in *sa)
+/* A --listen address: IPv4 "ADDR:PORT" or IPv6 "[ADDR]:PORT". */
+typedef struct listen_addr {
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in v4;
+        struct sockaddr_in6 v6;
+    } u;
+    unsigned mhd_flags; /* MHD_USE_IPv6, or MHD_USE_DUAL_STACK for [::] */
+} listen_addr;
+
+/* Parse arg into *out: NULL, or what is wrong with it. */
+static const char *parse_listen(const char *arg, listen_addr *out)
 {
-    const char *colon = strrchr(arg, ':');
-    char host[64];
-    unsigned long long port;
-    if (!colon || (size_t)(colon - arg) >= sizeof host ||
-        cli_parse_uint(colon + 1, 0, 65535, &port) != 0)
-        return -1;
-    memcpy(host, arg, (size_t)(colon - arg));
-    host[colon - arg] = '\0';
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+    char host[INET6_ADDRSTRLEN];
+    const char *host_start = arg, *host_end, *port;
+    memset(out, 0, sizeof *out);
+    if (arg[0] == '[') {
+        host_start = arg + 1;
+        host_end = strchr(host_start, ']');
+        if (!host_end)
+            return "an IPv6 address needs its closing ']'";
+        if (host_end[1] != ':')
+            return "the port follows the IPv6 address after ':', as in [::1]:8077";
+        port = host_end + 2;
+    } else {
+        host_end = strrchr(arg, ':');
+        if (!host_end)
+            return "no ':PORT'";
+        if (memchr(arg, ':', (size_t)(host_end - arg)))
+            return "an IPv6 address goes in brackets, as in [::1]:8077";
+        port = host_end + 1;
+    }
+    size_t host_len = (size_t)(host_end - host_start);
+    if (host_len == 0 || host_len >= sizeof host)
+        return "no address before the port";
+    memcpy(host, host_start, host_len);
+    host[host_len] = '\0';
+    unsigned long long port_number;
+    if (cli_parse_uint(port, 0, 65535, &port_number) != 0)
+        return "the port must be a number from 0 to 65535";
+    if (arg[0] == '[') {
+        out->u.v6.sin6_family = AF_INET6;
+        out->u.v6.sin6_port = htons((uint16_t)port_number);
+        if (inet_pton(AF_INET6, host, &out->u.v6.sin6_addr) != 1)
+            return "not an IPv6 address between the brackets";
+        /* The unspecified address takes IPv4 connections too. */
+        out->mhd_flags =
+            IN6_IS_ADDR_UNSPECIFIED(&out->u.v6.sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+        return NULL;
+    }
+    out->u.v4.sin_family = AF_INET;
+    out->u.v4.sin_port = htons((uint16_t)port_number);
+    if (inet_pton(AF_INET, host, &out->u.v4.sin_addr) != 1)
+        return "not an IPv4 address (IPv6 ones go in brackets, as in [::1]:8077)";
+    return NULL;
+}
+
+/* addr as the URL's host: "127.0.0.1", "[::1]". */
+static void url_host(const listen_addr *addr, char *out, size_t size)
+{
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (addr->u.sa.sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &addr->u.v6.sin6_addr, text, sizeof text);
+        snprintf(out, size, "[%s]", text);
+    } else {
+        inet_ntop(AF_INET, &addr->u.v4.sin_addr, text, sizeof text);
+        snprintf(out, size, "%s", text);
+    }
 }
 
 /* The token: the file's first line, without trailing white space. */
@@ -494,10 +553,13 @@ int cmd_serve(int argc, char **argv)
     const char *path = cli_store_path(argv[optind++]);
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    struct sockaddr_in sa;
-    if (parse_listen(listen, &sa))
-        return cli_usage_error(CMD, "--listen takes an IPv4 ADDR:PORT such as %s, not '%s'",
-                               DEFAULT_LISTEN, listen);
+    listen_addr la;
+    const char *bad_listen = parse_listen(listen, &la);
+    if (bad_listen)
+        return cli_usage_error(CMD,
+                               "--listen takes ADDR:PORT (IPv4, such as %s) or [ADDR]:PORT (IPv6, "
+                               "such as [::1]:8077), not '%s': %s",
+                               DEFAULT_LISTEN, listen, bad_listen);
     if (threads == 0)
         threads = simstore_default_threads();
     char *token = NULL;
@@ -536,9 +598,9 @@ int cmd_serve(int argc, char **argv)
         goto done;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | la.mhd_flags;
+    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_SOCK_ADDR, &la.u.sa,
+                         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
                          MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
                          MAX_CONNECTIONS, MHD_OPTION_URI_LOG_CALLBACK, on_uri, &st,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, &st, MHD_OPTION_END);
@@ -547,11 +609,13 @@ int cmd_serve(int argc, char **argv)
         goto done;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    char addr[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof addr);
+    char addr[INET6_ADDRSTRLEN + 2];
+    url_host(&la, addr, sizeof addr);
+    unsigned port =
+        la.u.sa.sa_family == AF_INET6 ? ntohs(la.u.v6.sin6_port) : ntohs(la.u.v4.sin_port);
     printf("simstore serve: listening on http://%s:%u (%s, %u %s%s)\n", addr,
-           di ? (unsigned)di->port : (unsigned)ntohs(sa.sin_port), path, threads,
-           CLI_NOUN(threads, "thread"), so.read_only ? ", read-only" : "");
+           di ? (unsigned)di->port : port, path, threads, CLI_NOUN(threads, "thread"),
+           so.read_only ? ", read-only" : "");
     fflush(stdout);
 
     uint64_t flushes_seen = 0;

@@ -28,6 +28,21 @@ function common.setup(thread)
    next_thread = next_thread + 1
 end
 
+-- The request headers of a JSON POST, with the bearer token when given.
+function common.json_headers(token)
+   local headers = {["Content-Type"] = "application/json"}
+   if token then
+      headers["Authorization"] = "Bearer " .. token
+   end
+   return headers
+end
+
+-- A random fingerprint, 16 hex digits.
+function common.random_hex16()
+   return string.format("%04x%04x%04x%04x", math.random(0, 65535), math.random(0, 65535),
+                        math.random(0, 65535), math.random(0, 65535))
+end
+
 function common.done(summary, latency, requests)
    local e = summary.errors
    local seconds = summary.duration / 1e6

@@ -15,10 +15,7 @@ function init(args)
    local fps = common.read_lines(args[1])
    tag = args[2] or tostring(os.time())
    k = args[3] or "3"
-   headers = {["Content-Type"] = "application/json"}
-   if args[4] then
-      headers["Authorization"] = "Bearer " .. args[4]
-   end
+   headers = common.json_headers(args[4])
    for j, fp in ipairs(fps) do
       paths[j] = "/v1/query?fp=" .. fp .. "&k=" .. k
    end
@@ -29,18 +26,13 @@ function init(args)
    tag = tag .. "-" .. t
 end
 
-local function random_hex16()
-   return string.format("%04x%04x%04x%04x", math.random(0, 65535), math.random(0, 65535),
-                        math.random(0, 65535), math.random(0, 65535))
-end
-
 function request()
    count = count + 1
    if count % 10 == 0 then
       inserts = inserts + 1
       local body = string.format(
          '{"id":"wrk-%s-%d","fp":"%s","mode":"insert-if-new","k":%s}',
-         tag, inserts, random_hex16(), k)
+         tag, inserts, common.random_hex16(), k)
       return wrk.format("POST", "/v1/documents", headers, body)
    end
    i = i % n + 1

@@ -1776,6 +1776,62 @@ SIMSTORE_API int simstore_live_insert_if_new(simstore_live_query *q, const simst
                                              unsigned k, int *inserted,
                                              const simstore_match **matches, size_t *count);
 
+/* What simstore_live_apply_batch() does with one change. */
+typedef enum simstore_live_op {
+    SIMSTORE_LIVE_INSERT = 1,        /* as simstore_live_insert()           */
+    SIMSTORE_LIVE_INSERT_IF_NEW = 2, /* as simstore_live_insert_if_new()    */
+    SIMSTORE_LIVE_DELETE = 3         /* as simstore_live_delete(): doc.id and
+                                        doc.id_len only                      */
+} simstore_live_op;
+
+/* One change of a batch. Borrowed for the call. */
+typedef struct simstore_live_change {
+    simstore_live_op op;
+    simstore_live_doc doc;
+} simstore_live_change;
+
+/* What became of one change of a batch. */
+typedef struct simstore_live_result {
+    int rc;                        /* SIMSTORE_OK, or the change's own refusal: SIMSTORE_EEXIST
+                    (an insert's id exists; an insert-if-new with nothing
+                    within k whose id exists), SIMSTORE_ENOTFOUND (a delete
+                    of nothing), SIMSTORE_EINVAL (a bad document, as
+                    simstore_live_insert() checks it, or an unknown op)    */
+    int applied;                   /* 1: the change was made (inserted or deleted)           */
+    const simstore_match *matches; /* an insert-if-new not made: the
+                    near-duplicates it found, as simstore_live_insert_if_new()
+                    gives them; valid until the next call on q (NULL, 0:
+                    none)                                                   */
+    size_t count;
+} simstore_live_result;
+
+/* Apply changes[0..count) in order, as the calls of their ops one after the
+ * other would (each decided on every change before it, the batch's own
+ * included: an insert-if-new sees a near-duplicate inserted earlier in the
+ * batch), and return once every record they logged (and every change their
+ * answers rest on) is durable: all of the batch's records are made durable
+ * together, in the log's groups, normally with one fsync for the whole
+ * batch instead of one per change. Changes of other threads may be decided
+ * between two changes of the batch; each change is atomic with respect to
+ * them, as the single calls are.
+ *   k        the distance of the batch's insert-if-new changes.
+ *   results  count entries, one per change, filled in.
+ * A crash before the call returns leaves, after the next open, the
+ * batch's changes up to some point in order (format/wal.md, "Batches"):
+ * none is acknowledged before all are durable.
+ * Returns SIMSTORE_OK when every change got its result (results[i].rc, a
+ * refusal of that change alone). Else the error that stopped the batch at
+ * change i: results[i..count) have rc set to it and made nothing; the
+ * changes before i are answered and durable, unless the log could not be
+ * written (then every result has rc SIMSTORE_EIO, none is known durable,
+ * and every later change fails until the live store is opened again).
+ * Errors: SIMSTORE_ERANGE (k above the store's design, at the first
+ * insert-if-new), SIMSTORE_EINVAL (changes or results NULL),
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_live_apply_batch(simstore_live_query *q,
+                                           const simstore_live_change *changes, size_t count,
+                                           unsigned k, simstore_live_result *results);
+
 /* The document with this id, in memory or on disk: 1 with *doc filled (its
  * pointers valid until the next call on q; metadata always; segment and
  * insertion 0 for a document not yet flushed), 0 when there is none.

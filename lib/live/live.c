@@ -87,6 +87,12 @@ struct simstore_live_query {
     size_t offs_cap;
     char *arena;
     size_t arena_len, arena_cap;
+    /* simstore_live_apply_batch(): the answers of earlier changes of the
+     * batch (matches and arena bytes below these) are kept, and matches
+     * from the store are copied into the arena (the next store query
+     * reuses the store's buffers). 0 outside a batch. */
+    size_t keep_matches, keep_arena;
+    int copy_store;
     /* simstore_live_get's document from the store. */
     int got;
     simstore_document doc;
@@ -352,14 +358,40 @@ static int add_memory_match(void *ctx, const sims_mt_doc *d, unsigned distance)
     return rc;
 }
 
+/* Point the matches at their bytes in the arena (which may have moved). */
+static void point_into_arena(simstore_live_query *q)
+{
+    for (size_t i = 0; i < q->match_len; i++) {
+        simstore_match *m = &q->matches[i];
+        if (q->offs[i][0])
+            m->id = q->arena + q->offs[i][0] - 1;
+        if (q->offs[i][1])
+            m->meta = q->arena + q->offs[i][1] - 1;
+        if (q->offs[i][2])
+            m->sketch = (const uint8_t *)q->arena + q->offs[i][2] - 1;
+    }
+}
+
+/* Copy the bytes of m, the last match, a store's, into the arena. */
+static int copy_store_match(simstore_live_query *q, const simstore_match *m)
+{
+    size_t *offs = q->offs[q->match_len - 1];
+    int rc = arena_put(q, m->id, m->id_len, &offs[0]);
+    if (rc == SIMSTORE_OK && m->meta)
+        rc = arena_put(q, m->meta, m->meta_len, &offs[1]);
+    if (rc == SIMSTORE_OK && m->sketch)
+        rc = arena_put(q, m->sketch, simstore_sketch_bytes(q->live->sketch), &offs[2]);
+    return rc;
+}
+
 /* With mem_lock held: the answer from the store's matches (sm, sn) and the
  * tables, in q->matches. */
 static int make_answer(simstore_live_query *q, const simstore_match *sm, size_t sn, uint64_t fp,
                        const uint8_t *sketch, unsigned k, uint64_t visible)
 {
     simstore_live *live = q->live;
-    q->match_len = 0;
-    q->arena_len = 0;
+    q->match_len = q->keep_matches;
+    q->arena_len = q->keep_arena;
     for (size_t i = 0; i < sn; i++) {
         if (find_change(live, sm[i].id, sm[i].id_len, visible))
             continue; /* changed since: the tables tell */
@@ -367,6 +399,11 @@ static int make_answer(simstore_live_query *q, const simstore_match *sm, size_t 
         if (!m)
             return sims_fail(SIMSTORE_ENOMEM, "out of memory for an answer");
         *m = sm[i];
+        if (q->copy_store) {
+            int rc = copy_store_match(q, m);
+            if (rc)
+                return rc;
+        }
     }
     answer_ctx a = {q, live->active, NULL, visible, sketch};
     int rc = sims_memtable_query(live->active, fp, k, add_memory_match, &a);
@@ -377,16 +414,15 @@ static int make_answer(simstore_live_query *q, const simstore_match *sm, size_t 
     }
     if (rc)
         return rc;
-    for (size_t i = 0; i < q->match_len; i++) {
-        simstore_match *m = &q->matches[i];
-        if (q->offs[i][0])
-            m->id = q->arena + q->offs[i][0] - 1;
-        if (q->offs[i][1])
-            m->meta = q->arena + q->offs[i][1] - 1;
-        if (q->offs[i][2])
-            m->sketch = (const uint8_t *)q->arena + q->offs[i][2] - 1;
-    }
-    sims_sort_matches(q->matches, q->match_len);
+    point_into_arena(q);
+    sims_sort_matches(q->matches + q->keep_matches, q->match_len - q->keep_matches);
+    if (q->copy_store) /* every byte is in the arena: the offsets follow the sort */
+        for (size_t i = q->keep_matches; i < q->match_len; i++) {
+            const simstore_match *m = &q->matches[i];
+            q->offs[i][0] = (size_t)(m->id - q->arena) + 1;
+            q->offs[i][1] = m->meta ? (size_t)(m->meta - q->arena) + 1 : 0;
+            q->offs[i][2] = m->sketch ? (size_t)((const char *)m->sketch - q->arena) + 1 : 0;
+        }
     return SIMSTORE_OK;
 }
 
@@ -462,27 +498,25 @@ static int id_exists(const simstore_live *live, const char *id, size_t len, int 
     return d ? !d->is_delete : in_store;
 }
 
-/* Log and apply c, an insert (the id must not exist) or a delete (it must),
- * deciding on the id's existence in the store and in every change, the two
- * read from one committed state (retried when a flush commits between), and
- * answer once the change is durable. An id that breaks the rule fails with
- * SIMSTORE_EEXIST or SIMSTORE_ENOTFOUND once the change that answer rests
- * on is durable; nothing is logged. */
-static int change_if(simstore_live *live, const sims_change *c)
+/* Decide c, an insert (the id must not exist) or a delete (it must), on
+ * the id's existence in the store (looked up through sq) and in every
+ * change, the two read from one committed state (retried when a flush
+ * commits between), and log and apply it when the rule holds. *wait gets
+ * the sequence number the answer rests on: the change's own record, or the
+ * change that says the id exists or not (0: the store says so); the answer
+ * may be given once it is durable. Returns SIMSTORE_OK (logged and
+ * applied), SIMSTORE_EEXIST or SIMSTORE_ENOTFOUND (the rule fails: nothing
+ * logged), or an error. */
+static int decide_change(simstore_live *live, simstore_query *sq, const sims_change *c,
+                         uint64_t *wait)
 {
     int must_exist = c->type == SIMS_CHANGE_DELETE;
-    simstore_query *sq;
-    int rc = pool_take(live, &sq);
-    if (rc != SIMSTORE_OK)
-        return rc;
-    uint64_t seq = 0;
+    *wait = 0;
     for (;;) {
         uint64_t commits = read_commits(live);
         int in_store = simstore_query_has_id(sq, c->id, c->id_len, NULL);
-        if (in_store < 0) {
-            rc = in_store;
-            break;
-        }
+        if (in_store < 0)
+            return in_store;
         pthread_mutex_lock(&live->write_mu);
         pthread_rwlock_rdlock(&live->mem_lock);
         if (live->flush_commits != commits) {
@@ -490,26 +524,33 @@ static int change_if(simstore_live *live, const sims_change *c)
             pthread_mutex_unlock(&live->write_mu);
             continue;
         }
-        int exists = id_exists(live, c->id, c->id_len, in_store, &seq);
+        int exists = id_exists(live, c->id, c->id_len, in_store, wait);
         pthread_rwlock_unlock(&live->mem_lock);
         if (exists != must_exist) {
             pthread_mutex_unlock(&live->write_mu);
-            /* The answer rests on that change: it must be durable too. */
-            rc = wait_durable(live, seq);
-            if (rc == SIMSTORE_OK)
-                rc = must_exist ? sims_fail(SIMSTORE_ENOTFOUND, "no document has id '%.*s'",
-                                            (int)c->id_len, c->id)
-                                : sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists",
-                                            (int)c->id_len, c->id);
-            seq = 0;
-            break;
+            return must_exist ? sims_fail(SIMSTORE_ENOTFOUND, "no document has id '%.*s'",
+                                          (int)c->id_len, c->id)
+                              : sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists",
+                                          (int)c->id_len, c->id);
         }
-        rc = log_and_apply(live, c, &seq);
+        int rc = log_and_apply(live, c, wait);
         pthread_mutex_unlock(&live->write_mu);
-        break;
+        return rc;
     }
+}
+
+/* decide_change() through a pooled store query, answered once durable. */
+static int change_if(simstore_live *live, const sims_change *c)
+{
+    simstore_query *sq;
+    int rc = pool_take(live, &sq);
+    if (rc != SIMSTORE_OK)
+        return rc;
+    uint64_t wait = 0;
+    rc = decide_change(live, sq, c, &wait);
     pool_give(live, sq);
-    return rc == SIMSTORE_OK ? wait_durable(live, seq) : rc;
+    int durable = wait_durable(live, wait);
+    return durable ? durable : rc;
 }
 
 int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc)
@@ -521,19 +562,78 @@ int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc)
     return rc;
 }
 
+/* The change of deleting id. */
+static int delete_change(const char *id, size_t id_len, sims_change *c)
+{
+    memset(c, 0, sizeof *c);
+    c->type = SIMS_CHANGE_DELETE;
+    c->id = id;
+    c->id_len = id_len;
+    return check_id(id, id_len);
+}
+
 int simstore_live_delete(simstore_live *live, const char *id, size_t id_len)
 {
-    int rc = check_id(id, id_len);
-    if (rc)
-        return rc;
     sims_change c;
-    memset(&c, 0, sizeof c);
-    c.type = SIMS_CHANGE_DELETE;
-    c.id = id;
-    c.id_len = id_len;
-    if ((rc = change_if(live, &c)) == SIMSTORE_OK)
+    int rc = delete_change(id, id_len, &c);
+    if (rc == SIMSTORE_OK && (rc = change_if(live, &c)) == SIMSTORE_OK)
         atomic_fetch_add(&live->deletes, 1);
     return rc;
+}
+
+/* Decide the insert c only if nothing is within k of it, on every change
+ * (durable or not) and the store, read from one committed state; log and
+ * apply it when so (*inserted 1). Else the near-duplicates are q's answer
+ * (matches from q->keep_matches on). *wait: the sequence number the
+ * answer rests on (the insert's record, or the last change decided before
+ * a refusal). Returns SIMSTORE_OK, SIMSTORE_EEXIST (nothing near, but the
+ * id exists: nothing logged), or an error. */
+static int decide_if_new(simstore_live_query *q, const sims_change *c, unsigned k, int *inserted,
+                         uint64_t *wait)
+{
+    simstore_live *live = q->live;
+    *inserted = 0;
+    *wait = 0;
+    for (;;) {
+        uint64_t commits = read_commits(live);
+        const simstore_match *sm;
+        size_t sn;
+        int rc = simstore_query_fp_sketch(q->sq, c->fp, c->sketch, k, &sm, &sn);
+        if (rc)
+            return rc;
+        /* The store's matches stay valid: has_id uses q->sq's transaction
+         * only, not its answer buffers. */
+        int in_store = simstore_query_has_id(q->sq, c->id, c->id_len, NULL);
+        if (in_store < 0)
+            return in_store;
+        pthread_mutex_lock(&live->write_mu);
+        pthread_rwlock_rdlock(&live->mem_lock);
+        if (live->flush_commits != commits) {
+            pthread_rwlock_unlock(&live->mem_lock);
+            pthread_mutex_unlock(&live->write_mu);
+            continue;
+        }
+        /* Decide on every change, durable or not (ALL_CHANGES): a
+         * near-duplicate still on its way to the disk counts. */
+        rc = make_answer(q, sm, sn, c->fp, c->sketch, k, ALL_CHANGES);
+        uint64_t id_seq = 0;
+        int exists = rc == SIMSTORE_OK && id_exists(live, c->id, c->id_len, in_store, &id_seq);
+        pthread_rwlock_unlock(&live->mem_lock);
+        if (rc || q->match_len > q->keep_matches || exists) {
+            /* No change: the answer rests on every change decided before
+             * it, so it is given once they are durable. */
+            *wait = rc ? 0 : sims_wal_last_seq(live->wal);
+            pthread_mutex_unlock(&live->write_mu);
+            if (rc == SIMSTORE_OK && q->match_len == q->keep_matches)
+                rc = sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists", (int)c->id_len,
+                               c->id);
+            return rc;
+        }
+        rc = log_and_apply(live, c, wait);
+        pthread_mutex_unlock(&live->write_mu);
+        *inserted = rc == SIMSTORE_OK;
+        return rc;
+    }
 }
 
 int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc, unsigned k,
@@ -547,57 +647,115 @@ int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc 
     int rc = doc_change(live, doc, &c);
     if (rc)
         return rc;
-    uint64_t seq = 0;
-    for (;;) {
-        uint64_t commits = read_commits(live);
-        const simstore_match *sm;
-        size_t sn;
-        rc = simstore_query_fp_sketch(q->sq, c.fp, c.sketch, k, &sm, &sn);
-        if (rc)
-            return rc;
-        /* The store's matches stay valid: has_id uses q->sq's transaction
-         * only, not its answer buffers. */
-        int in_store = simstore_query_has_id(q->sq, c.id, c.id_len, NULL);
-        if (in_store < 0)
-            return in_store;
-        pthread_mutex_lock(&live->write_mu);
-        pthread_rwlock_rdlock(&live->mem_lock);
-        if (live->flush_commits != commits) {
-            pthread_rwlock_unlock(&live->mem_lock);
-            pthread_mutex_unlock(&live->write_mu);
+    uint64_t wait = 0;
+    int made = 0;
+    rc = decide_if_new(q, &c, k, &made, &wait);
+    int durable = wait_durable(live, wait);
+    if (durable)
+        return durable;
+    if (rc)
+        return rc;
+    if (made)
+        atomic_fetch_add(&live->inserts, 1);
+    *inserted = made;
+    *matches = q->matches;
+    *count = q->match_len;
+    return SIMSTORE_OK;
+}
+
+/* A change's own refusal, which ends no batch. */
+static int refuses_change(int rc)
+{
+    return rc == SIMSTORE_EEXIST || rc == SIMSTORE_ENOTFOUND || rc == SIMSTORE_EINVAL;
+}
+
+/* One change of a batch: decided, logged and applied, not yet durable. */
+static int batch_change(simstore_live_query *q, const simstore_live_change *ch, unsigned k,
+                        simstore_live_result *res, uint64_t *wait)
+{
+    simstore_live *live = q->live;
+    sims_change c;
+    int rc;
+    *wait = 0;
+    switch (ch->op) {
+    case SIMSTORE_LIVE_INSERT:
+        rc = doc_change(live, &ch->doc, &c);
+        if (rc == SIMSTORE_OK)
+            rc = decide_change(live, q->sq, &c, wait);
+        res->applied = rc == SIMSTORE_OK;
+        return rc;
+    case SIMSTORE_LIVE_DELETE:
+        rc = delete_change(ch->doc.id, ch->doc.id_len, &c);
+        if (rc == SIMSTORE_OK)
+            rc = decide_change(live, q->sq, &c, wait);
+        res->applied = rc == SIMSTORE_OK;
+        return rc;
+    case SIMSTORE_LIVE_INSERT_IF_NEW:
+        rc = doc_change(live, &ch->doc, &c);
+        if (rc == SIMSTORE_OK)
+            rc = decide_if_new(q, &c, k, &res->applied, wait);
+        if (rc == SIMSTORE_OK)
+            res->count = q->match_len - q->keep_matches;
+        return rc;
+    }
+    return sims_fail(SIMSTORE_EINVAL, "unknown live change %d", (int)ch->op);
+}
+
+int simstore_live_apply_batch(simstore_live_query *q, const simstore_live_change *changes,
+                              size_t count, unsigned k, simstore_live_result *results)
+{
+    simstore_live *live = q->live;
+    if (count && (!changes || !results))
+        return sims_fail(SIMSTORE_EINVAL, "no changes or no results");
+    if (count)
+        memset(results, 0, count * sizeof *results);
+    q->match_len = q->arena_len = 0;
+    q->keep_matches = q->keep_arena = 0;
+    q->copy_store = 1;
+    uint64_t wait = 0;
+    int rc = SIMSTORE_OK;
+    size_t done = 0;
+    for (; done < count; done++) {
+        uint64_t w = 0;
+        int one = batch_change(q, &changes[done], k, &results[done], &w);
+        if (w > wait)
+            wait = w;
+        if (one && !refuses_change(one)) {
+            rc = one;
+            break;
+        }
+        results[done].rc = one;
+        if (one == SIMSTORE_OK) {
+            q->keep_matches = q->match_len;
+            q->keep_arena = q->arena_len;
+        }
+    }
+    /* One wait for the batch: its records share the log's groups. */
+    int durable = wait_durable(live, wait);
+    if (durable && rc == SIMSTORE_OK)
+        rc = durable;
+    q->match_len = q->keep_matches;
+    q->keep_matches = q->keep_arena = 0;
+    q->copy_store = 0;
+    point_into_arena(q);
+    size_t off = 0;
+    uint64_t inserts = 0, deletes = 0;
+    for (size_t i = 0; i < count; i++) {
+        simstore_live_result *res = &results[i];
+        if (i >= done || durable) {
+            memset(res, 0, sizeof *res);
+            res->rc = rc;
             continue;
         }
-        /* Decide on every change, durable or not (ALL_CHANGES): a
-         * near-duplicate still on its way to the disk counts. */
-        rc = make_answer(q, sm, sn, c.fp, c.sketch, k, ALL_CHANGES);
-        uint64_t id_seq = 0;
-        int exists = rc == SIMSTORE_OK && id_exists(live, c.id, c.id_len, in_store, &id_seq);
-        pthread_rwlock_unlock(&live->mem_lock);
-        if (rc || q->match_len || exists) {
-            /* No change: the answer rests on every change decided before
-             * it, so it is given once they are durable. */
-            seq = sims_wal_last_seq(live->wal);
-            pthread_mutex_unlock(&live->write_mu);
-            if (rc)
-                return rc;
-            if ((rc = wait_durable(live, seq)) != SIMSTORE_OK)
-                return rc;
-            if (q->match_len == 0)
-                return sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists", (int)c.id_len,
-                                 c.id);
-            *matches = q->matches;
-            *count = q->match_len;
-            return SIMSTORE_OK;
-        }
-        rc = log_and_apply(live, &c, &seq);
-        pthread_mutex_unlock(&live->write_mu);
-        break;
+        res->matches = res->count ? q->matches + off : NULL;
+        off += res->count;
+        if (res->applied && changes[i].op == SIMSTORE_LIVE_DELETE)
+            deletes++;
+        else if (res->applied)
+            inserts++;
     }
-    if (rc == SIMSTORE_OK && (rc = wait_durable(live, seq)) == SIMSTORE_OK) {
-        atomic_fetch_add(&live->inserts, 1);
-        *inserted = 1;
-        *matches = q->matches;
-    }
+    atomic_fetch_add(&live->inserts, inserts);
+    atomic_fetch_add(&live->deletes, deletes);
     return rc;
 }
 

@@ -3,7 +3,9 @@
  * with add and delete, for k = 0..7 on random and clustered sets, across
  * flushes, deletes and compactions; threads inserting and querying at once;
  * the insert-if-new race (exactly one of near-duplicates posted together is
- * inserted); kill -9 and injected crashes (also between a flush's commit
+ * inserted); batches (simstore_live_apply_batch) answering as their changes
+ * one by one, with one log commit, and a torn batch replaying a prefix of
+ * it; kill -9 and injected crashes (also between a flush's commit
  * and the log's trim) lose no acknowledged change and apply none twice;
  * the CLI's writers refused (EBUSY, naming the server) while read-only
  * commands keep working. */
@@ -737,6 +739,240 @@ static void test_live_threads__insert_if_new_race(void **state)
     free(dir);
 }
 
+/* ---- batches ----------------------------------------------------------------- */
+
+#define BATCH_CHANGES 900
+
+/* A random change: inserts of new ids (sometimes an id that exists),
+ * insert-if-new of a fingerprint near a document of the build or of an
+ * earlier change (the batch's own included), deletes of ids that may or may
+ * not exist. */
+static void random_change(test_rng *rng, unsigned i, const uint64_t *fps, unsigned nfps,
+                          simstore_live_change *c, char id[16], char meta[32])
+{
+    unsigned what = (unsigned)test_rng_below(rng, 10);
+    unsigned n = 1000 + i;
+    if (what >= 8 || (what >= 6 && test_rng_below(rng, 3) == 0))
+        n = (unsigned)test_rng_below(rng, 1000 + i); /* an id that may exist */
+    doc_id(n, id);
+    doc_meta(n, meta);
+    memset(c, 0, sizeof *c);
+    c->op = what < 3   ? SIMSTORE_LIVE_INSERT
+            : what < 8 ? SIMSTORE_LIVE_INSERT_IF_NEW
+                       : SIMSTORE_LIVE_DELETE;
+    c->doc.id = id;
+    c->doc.id_len = strlen(id);
+    c->doc.fp = flip(rng, fps[test_rng_below(rng, nfps)], (unsigned)test_rng_below(rng, 6));
+    if (n % 2) {
+        c->doc.meta = meta;
+        c->doc.meta_len = strlen(meta);
+    }
+    c->doc.flags = n % 5 == 0 ? SIMSTORE_DOC_INTEGER_ID : 0;
+}
+
+/* The single call of change c on (live, q): its result, as a batch gives it. */
+static void apply_one(simstore_live *live, simstore_live_query *q, const simstore_live_change *c,
+                      unsigned k, simstore_live_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (c->op == SIMSTORE_LIVE_INSERT) {
+        r->rc = simstore_live_insert(live, &c->doc);
+        r->applied = r->rc == SIMSTORE_OK;
+    } else if (c->op == SIMSTORE_LIVE_DELETE) {
+        r->rc = simstore_live_delete(live, c->doc.id, c->doc.id_len);
+        r->applied = r->rc == SIMSTORE_OK;
+    } else {
+        r->rc = simstore_live_insert_if_new(q, &c->doc, k, &r->applied, &r->matches, &r->count);
+    }
+}
+
+static void test_live_batch__same_as_one_by_one(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "live batch", 505);
+    char *dir = live_tmpdir();
+    char *path_a = test_path(dir, "a"), *path_b = test_path(dir, "b");
+    static model m;
+    memset(&m, 0, sizeof m);
+    static uint64_t fps[1000 + BATCH_CHANGES];
+    uint64_t centers[6];
+    for (int c = 0; c < 6; c++)
+        centers[c] = test_rng_next(&rng);
+    for (unsigned n = 0; n < 300; n++) {
+        m.present[n] = 1;
+        m.fp[n] = flip(&rng, centers[test_rng_below(&rng, 6)], (unsigned)test_rng_below(&rng, 12));
+        m.has_meta[n] = n % 2;
+        fps[n] = m.fp[n];
+    }
+    build_store(path_a, 3, &m);
+    build_store(path_b, 3, &m);
+    simstore_live_options o = small_options(64 << 20, 0);
+    simstore_live *a, *b;
+    assert_int_equal(simstore_live_open(path_a, &o, &a), SIMSTORE_OK);
+    assert_int_equal(simstore_live_open(path_b, &o, &b), SIMSTORE_OK);
+    simstore_live_query *qa, *qb;
+    assert_int_equal(simstore_live_query_new(a, SIMSTORE_QUERY_WITH_META, &qa), SIMSTORE_OK);
+    assert_int_equal(simstore_live_query_new(b, SIMSTORE_QUERY_WITH_META, &qb), SIMSTORE_OK);
+
+    static simstore_live_change changes[BATCH_CHANGES];
+    static simstore_live_result results[BATCH_CHANGES];
+    static char ids[BATCH_CHANGES][16], metas[BATCH_CHANGES][32];
+    /* Batches of 1, 2, 7, 500 and the rest, a flush of both between two. */
+    const unsigned sizes[] = {1, 2, 7, 500, BATCH_CHANGES - 510};
+    unsigned next = 0, nfps = 300, refused = 0, near = 0;
+    for (unsigned bi = 0; bi < sizeof sizes / sizeof *sizes; bi++) {
+        unsigned size = sizes[bi];
+        for (unsigned i = 0; i < size; i++) {
+            random_change(&rng, next + i, fps, nfps, &changes[i], ids[i], metas[i]);
+            fps[nfps++] = changes[i].doc.fp;
+        }
+        simstore_live_stats before, after;
+        simstore_live_get_stats(a, &before);
+        assert_int_equal(simstore_live_apply_batch(qa, changes, size, 3, results), SIMSTORE_OK);
+        simstore_live_get_stats(a, &after);
+        /* One commit for the batch (the group bound is 16 MiB). */
+        assert_true(after.wal_syncs - before.wal_syncs <= 1);
+        for (unsigned i = 0; i < size; i++) {
+            simstore_live_result one;
+            apply_one(b, qb, &changes[i], 3, &one);
+            if (one.rc != results[i].rc || one.applied != results[i].applied)
+                fprintf(stderr, "batch %u change %u (op %d, %s): batch %d/%d, alone %d/%d\n", bi, i,
+                        (int)changes[i].op, ids[i], results[i].rc, results[i].applied, one.rc,
+                        one.applied);
+            assert_int_equal(one.rc, results[i].rc);
+            assert_int_equal(one.applied, results[i].applied);
+            expect_same(results[i].matches, results[i].count, one.matches, one.count);
+            refused += one.rc != SIMSTORE_OK;
+            near += changes[i].op == SIMSTORE_LIVE_INSERT_IF_NEW && one.count > 0;
+        }
+        next += size;
+        if (bi == 2) {
+            assert_int_equal(simstore_live_flush(a), SIMSTORE_OK);
+            assert_int_equal(simstore_live_flush(b), SIMSTORE_OK);
+        }
+    }
+    /* The mix exercised every answer. */
+    assert_true(refused > 50);
+    assert_true(near > 50);
+    /* The same documents at the end, before and after a reopen. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < nfps; i += 3) {
+            const simstore_match *ma, *mb;
+            size_t na, nb;
+            assert_int_equal(simstore_live_query_fp(qa, fps[i], NULL, 3, &ma, &na), SIMSTORE_OK);
+            assert_int_equal(simstore_live_query_fp(qb, fps[i], NULL, 3, &mb, &nb), SIMSTORE_OK);
+            expect_same(ma, na, mb, nb);
+        }
+        simstore_live_query_free(qa);
+        simstore_live_close(a);
+        assert_int_equal(simstore_live_open(path_a, &o, &a), SIMSTORE_OK);
+        assert_int_equal(simstore_live_query_new(a, SIMSTORE_QUERY_WITH_META, &qa), SIMSTORE_OK);
+    }
+    /* Per-change refusals and batch-wide errors. */
+    simstore_live_change bad[2];
+    memset(bad, 0, sizeof bad);
+    bad[0].op = (simstore_live_op)9;
+    bad[0].doc.id = "x";
+    bad[0].doc.id_len = 1;
+    bad[1].op = SIMSTORE_LIVE_INSERT;
+    bad[1].doc.id = "y";
+    bad[1].doc.id_len = 0;
+    assert_int_equal(simstore_live_apply_batch(qa, bad, 2, 3, results), SIMSTORE_OK);
+    assert_int_equal(results[0].rc, SIMSTORE_EINVAL);
+    assert_int_equal(results[1].rc, SIMSTORE_EINVAL);
+    bad[1].op = SIMSTORE_LIVE_INSERT_IF_NEW;
+    bad[1].doc.id_len = 1;
+    bad[0].op = SIMSTORE_LIVE_INSERT;
+    bad[0].doc.fp = 42;
+    assert_int_equal(simstore_live_apply_batch(qa, bad, 2, 8, results), SIMSTORE_ERANGE);
+    assert_int_equal(results[0].rc, SIMSTORE_OK);
+    assert_int_equal(results[0].applied, 1);
+    assert_int_equal(results[1].rc, SIMSTORE_ERANGE);
+    assert_int_equal(simstore_live_apply_batch(qa, NULL, 0, 3, NULL), SIMSTORE_OK);
+    simstore_live_query_free(qa);
+    simstore_live_query_free(qb);
+    simstore_live_close(a);
+    simstore_live_close(b);
+    free(path_a);
+    free(path_b);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* A batch whose group was torn anywhere (the log cut at any byte of it, as
+ * a crash during its write leaves it) replays a prefix of the batch: the
+ * records wholly written, and nothing of the rest. */
+static void test_live_batch__torn_group(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "t");
+    static model m;
+    memset(&m, 0, sizeof m);
+    m.present[0] = 1;
+    m.fp[0] = 1;
+    build_store(path, 3, &m);
+    simstore_live_options o = small_options(64 << 20, 0);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_query *q;
+    assert_int_equal(simstore_live_query_new(live, 0, &q), SIMSTORE_OK);
+    enum { N = 120 };
+    static simstore_live_change changes[N];
+    static simstore_live_result results[N];
+    static char ids[N][16];
+    memset(changes, 0, sizeof changes);
+    for (unsigned i = 0; i < N; i++) {
+        doc_id(100 + i, ids[i]);
+        changes[i].op = i % 2 ? SIMSTORE_LIVE_INSERT : SIMSTORE_LIVE_INSERT_IF_NEW;
+        changes[i].doc.id = ids[i];
+        changes[i].doc.id_len = strlen(ids[i]);
+        changes[i].doc.fp = mix(i);
+    }
+    assert_int_equal(simstore_live_apply_batch(q, changes, N, 3, results), SIMSTORE_OK);
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(results[i].applied, 1);
+    simstore_live_query_free(q);
+    simstore_live_close(live); /* the records stay in the log */
+    char *wal = test_path(path, "live.wal");
+    struct stat st;
+    assert_int_equal(stat(wal, &st), 0);
+    /* Records of equal size: 24 bytes of framing, 16 of fields, the id. */
+    const off_t record = 24 + 16 + 6, header = 64;
+    assert_int_equal(st.st_size, header + N * record);
+    size_t log_len;
+    uint8_t *log = test_read_file(wal, &log_len);
+    assert_non_null(log);
+    /* Cut at record boundaries and inside records. */
+    for (int j = N; j >= 0; j -= 7) {
+        const off_t cuts[] = {record - 1, record / 2, 1, 0};
+        for (unsigned c = 0; c < 4; c++) {
+            off_t len = header + (off_t)j * record + cuts[c];
+            if (len > header + N * record || (j == N && cuts[c]))
+                continue;
+            assert_int_equal(test_write_file(wal, log, (size_t)len), 0);
+            assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+            assert_int_equal(simstore_live_query_new(live, 0, &q), SIMSTORE_OK);
+            for (unsigned i = 0; i < N; i++) {
+                simstore_document doc;
+                int got = simstore_live_get(q, ids[i], strlen(ids[i]), &doc);
+                if (got != (i < (unsigned)j))
+                    fprintf(stderr, "log cut at %lld bytes: document %u %s\n", (long long)len, i,
+                            got ? "replayed" : "missing");
+                assert_int_equal(got, i < (unsigned)j);
+            }
+            simstore_live_query_free(q);
+            simstore_live_close(live);
+        }
+    }
+    free(log);
+    free(wal);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* ---- crashes ------------------------------------------------------------------ */
 
 /* The child's changes, in order: op i inserts document i, except that
@@ -761,44 +997,75 @@ static int present_after(unsigned n, unsigned j)
 
 #define CHILD_OPS 3000
 
-/* The child: CHILD_OPS changes, acknowledging each on fd. With
- * every_flush, it flushes itself every so many changes (a schedule of
- * commits, renames and fsyncs the same on every machine, for the injected
- * faults); else the background thread flushes past 4 KiB. */
-static void run_child(const char *path, int fd, unsigned every_flush)
+/* Change i of the child's sequence, in c (id and meta in the buffers). */
+static void child_change(unsigned i, simstore_live_change *c, char id[16], char meta[32])
+{
+    memset(c, 0, sizeof *c);
+    if (op_is_delete(i)) {
+        doc_id(i - 2, id);
+        c->op = SIMSTORE_LIVE_DELETE;
+    } else {
+        doc_id(i, id);
+        doc_meta(i, meta);
+        c->op = SIMSTORE_LIVE_INSERT;
+        c->doc.fp = op_fp(i);
+        c->doc.meta = meta;
+        c->doc.meta_len = strlen(meta);
+    }
+    c->doc.id = id;
+    c->doc.id_len = strlen(id);
+}
+
+#define CHILD_MAX_BATCH 64
+
+/* The child: CHILD_OPS changes, acknowledging each on fd (with batch > 1,
+ * in simstore_live_apply_batch() calls of `batch` changes, acknowledging
+ * the last of each). With every_flush, it flushes itself every so many
+ * changes (a schedule of commits, renames and fsyncs the same on every
+ * machine, for the injected faults); else the background thread flushes
+ * past 4 KiB. */
+static void run_child(const char *path, int fd, unsigned every_flush, unsigned batch)
 {
     simstore_live_options o = small_options(4096, every_flush == 0);
     simstore_live *live;
-    if (simstore_live_open(path, &o, &live) != SIMSTORE_OK) {
+    simstore_live_query *q = NULL;
+    if (simstore_live_open(path, &o, &live) != SIMSTORE_OK ||
+        simstore_live_query_new(live, 0, &q) != SIMSTORE_OK) {
         fprintf(stderr, "child: %s\n", simstore_last_error());
         _exit(3);
     }
-    for (unsigned i = 0; i < CHILD_OPS; i++) {
-        char id[16];
+    if (batch < 1 || batch > CHILD_MAX_BATCH)
+        batch = 1;
+    for (unsigned i = 0; i < CHILD_OPS; i += batch) {
+        unsigned n = CHILD_OPS - i < batch ? CHILD_OPS - i : batch;
+        simstore_live_change c[CHILD_MAX_BATCH];
+        simstore_live_result res[CHILD_MAX_BATCH];
+        char ids[CHILD_MAX_BATCH][16], metas[CHILD_MAX_BATCH][32];
+        for (unsigned j = 0; j < n; j++)
+            child_change(i + j, &c[j], ids[j], metas[j]);
         int rc;
-        if (op_is_delete(i)) {
-            doc_id(i - 2, id);
-            rc = simstore_live_delete(live, id, strlen(id));
-        } else {
-            char meta[32];
-            doc_id(i, id);
-            doc_meta(i, meta);
-            simstore_live_doc d = {id, strlen(id), op_fp(i), meta, strlen(meta), 0, NULL};
-            rc = simstore_live_insert(live, &d);
-        }
+        if (batch == 1)
+            rc = c[0].op == SIMSTORE_LIVE_DELETE
+                     ? simstore_live_delete(live, c[0].doc.id, c[0].doc.id_len)
+                     : simstore_live_insert(live, &c[0].doc);
+        else
+            rc = simstore_live_apply_batch(q, c, n, 0, res);
+        for (unsigned j = 0; rc == SIMSTORE_OK && batch > 1 && j < n; j++)
+            rc = res[j].rc;
         if (rc != SIMSTORE_OK) {
-            fprintf(stderr, "child: op %u: %s\n", i, simstore_last_error());
+            fprintf(stderr, "child: ops %u..%u: %s\n", i, i + n - 1, simstore_last_error());
             _exit(1);
         }
-        if (every_flush && i % every_flush == every_flush - 1 &&
+        if (every_flush && (i + n) / every_flush != i / every_flush &&
             simstore_live_flush(live) != SIMSTORE_OK) {
-            fprintf(stderr, "child: flush after op %u: %s\n", i, simstore_last_error());
+            fprintf(stderr, "child: flush after op %u: %s\n", i + n - 1, simstore_last_error());
             _exit(1);
         }
-        uint32_t ack = i + 1;
+        uint32_t ack = i + n;
         if (write(fd, &ack, sizeof ack) != (ssize_t)sizeof ack)
             _exit(4);
     }
+    simstore_live_query_free(q);
     simstore_live_close(live);
     _exit(0);
 }
@@ -806,8 +1073,8 @@ static void run_child(const char *path, int fd, unsigned every_flush)
 /* Start the child on path (with SIMSTORE_FAULT = fault when not NULL), read
  * acknowledgements until `want` (0: all), kill it when kill_it; returns the
  * last op acknowledged (count). */
-static unsigned stream_child(const char *path, const char *fault, unsigned want, int kill_it,
-                             int *status)
+static unsigned stream_child(const char *path, const char *fault, unsigned batch, unsigned want,
+                             int kill_it, int *status)
 {
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
@@ -819,7 +1086,10 @@ static unsigned stream_child(const char *path, const char *fault, unsigned want,
         snprintf(fd_arg, sizeof fd_arg, "%d", pfd[1]);
         if (fault)
             setenv("SIMSTORE_FAULT", fault, 1);
-        execl(self_path, self_path, "--live-child", path, fd_arg, fault ? "50" : "0", (char *)NULL);
+        char batch_arg[16];
+        snprintf(batch_arg, sizeof batch_arg, "%u", batch);
+        execl(self_path, self_path, "--live-child", path, fd_arg, fault ? "50" : "0", batch_arg,
+              (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -829,7 +1099,7 @@ static unsigned stream_child(const char *path, const char *fault, unsigned want,
         ssize_t r = read(pfd[0], &ack, sizeof ack);
         if (r != (ssize_t)sizeof ack)
             break;
-        assert_int_equal(ack, acked + 1);
+        assert_int_equal(ack, acked + 1 + (batch > 1 ? (ack - 1) % batch : 0));
         acked = ack;
     }
     if (kill_it)
@@ -917,22 +1187,48 @@ static char *crash_store(const char *dir, unsigned trial)
     return path;
 }
 
+/* Kill the child (its changes in calls of `batch`) after 1..most
+ * acknowledged changes, `trials` times on fresh stores (named from
+ * first_store on), and check what each store holds. */
+static void kill_trials(const char *dir, test_rng *rng, unsigned batch, unsigned trials,
+                        unsigned most, unsigned first_store)
+{
+    for (unsigned trial = 0; trial < trials; trial++) {
+        char *path = crash_store(dir, first_store + trial);
+        unsigned want = 1 + (unsigned)test_rng_below(rng, most);
+        int status;
+        unsigned acked = stream_child(path, NULL, batch, want, 1, &status);
+        assert_true(acked >= want && acked < want + batch);
+        check_after_crash(path, acked);
+        free(path);
+    }
+}
+
+/* Crash the child (its changes in calls of `batch`) at each fault, on fresh
+ * stores, and check what each store holds. */
+static void fault_trials(const char *dir, unsigned batch, const char *const *faults, size_t count,
+                         unsigned first_store)
+{
+    for (size_t f = 0; f < count; f++) {
+        char *path = crash_store(dir, first_store + (unsigned)f);
+        int status;
+        unsigned acked = stream_child(path, faults[f], batch, 0, 0, &status);
+        assert_true(WIFEXITED(status));
+        fprintf(stderr, "fault %s (changes in calls of %u): %u acknowledged, exit %d\n", faults[f],
+                batch, acked, WEXITSTATUS(status));
+        assert_int_equal(WEXITSTATUS(status), 86);
+        check_after_crash(path, acked);
+        free(path);
+    }
+}
+
 static void test_live_crash__kill_during_changes(void **state)
 {
     (void)state;
     test_rng rng;
     test_rng_init(&rng, "live kill", 404);
     char *dir = live_tmpdir();
-    for (unsigned trial = 0; trial < 6; trial++) {
-        char *path = crash_store(dir, trial);
-        unsigned want = 1 + (unsigned)test_rng_below(&rng, 600);
-        int status;
-        unsigned acked = stream_child(path, NULL, want, 1, &status);
-        assert_int_equal(acked, want);
-        check_after_crash(path, acked);
-        /* And again, from the state the check left. */
-        free(path);
-    }
+    kill_trials(dir, &rng, 1, 6, 600, 0);
     test_rmtree(dir);
     free(dir);
 }
@@ -944,22 +1240,30 @@ static void test_live_crash__faults(void **state)
     /* Crashes right after a commit (a flush's delete or its add: between
      * the add's commit and the log's trim), at a rename (table files, the
      * trimmed log), at an fsync (log groups, tables). */
-    const char *faults[] = {"mdb_committed:1:crash",  "mdb_committed:2:crash",
-                            "mdb_committed:5:crash",  "mdb_committed:8:crash",
-                            "mdb_committed:41:crash", "rename:3:crash",
-                            "rename:20:crash",        "rename:57:crash",
-                            "fsync:30:crash",         "fsync:200:crash"};
-    for (unsigned f = 0; f < sizeof faults / sizeof *faults; f++) {
-        char *path = crash_store(dir, 100 + f);
-        int status;
-        unsigned acked = stream_child(path, faults[f], 0, 0, &status);
-        assert_true(WIFEXITED(status));
-        fprintf(stderr, "fault %s: %u acknowledged, exit %d\n", faults[f], acked,
-                WEXITSTATUS(status));
-        assert_int_equal(WEXITSTATUS(status), 86);
-        check_after_crash(path, acked);
-        free(path);
-    }
+    const char *const faults[] = {"mdb_committed:1:crash",  "mdb_committed:2:crash",
+                                  "mdb_committed:5:crash",  "mdb_committed:8:crash",
+                                  "mdb_committed:41:crash", "rename:3:crash",
+                                  "rename:20:crash",        "rename:57:crash",
+                                  "fsync:30:crash",         "fsync:200:crash"};
+    fault_trials(dir, 1, faults, sizeof faults / sizeof *faults, 100);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* The same in batches of 37 changes (a delete in a batch of the insert
+ * two changes before it, often): killed, or crashed at a write or an fsync
+ * of the log's groups or at a flush's commit, the store holds every
+ * acknowledged batch and a prefix of the changes after. */
+static void test_live_crash__batches(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "live kill batches", 606);
+    char *dir = live_tmpdir();
+    kill_trials(dir, &rng, 37, 4, 1500, 200);
+    const char *const faults[] = {"write:2:crash",  "write:45:crash",        "fsync:3:crash",
+                                  "fsync:31:crash", "mdb_committed:4:crash", "rename:9:crash"};
+    fault_trials(dir, 37, faults, sizeof faults / sizeof *faults, 300);
     test_rmtree(dir);
     free(dir);
 }
@@ -1048,8 +1352,8 @@ static void test_live_lock__cli_writers_refused(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && strcmp(argv[1], "--live-child") == 0) {
-        run_child(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]));
+    if (argc == 6 && strcmp(argv[1], "--live-child") == 0) {
+        run_child(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]));
         return 2;
     }
     ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
@@ -1062,8 +1366,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_live_exact__sketches),
         cmocka_unit_test(test_live_threads__insert_and_query),
         cmocka_unit_test(test_live_threads__insert_if_new_race),
+        cmocka_unit_test(test_live_batch__same_as_one_by_one),
+        cmocka_unit_test(test_live_batch__torn_group),
         cmocka_unit_test(test_live_crash__kill_during_changes),
         cmocka_unit_test(test_live_crash__faults),
+        cmocka_unit_test(test_live_crash__batches),
         cmocka_unit_test(test_live_lock__cli_writers_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

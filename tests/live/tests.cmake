@@ -8,7 +8,9 @@ target_link_libraries(test_wal PRIVATE simstore_live Threads::Threads)
 # test_live: live stores (simstore_live_*): answers against a brute-force
 # reference and against a store changed with add and delete (k = 0..7,
 # random and clustered, across flushes, deletes, compactions); threads
-# inserting and querying; the insert-if-new race; kill -9 and injected
+# inserting and querying; the insert-if-new race; batches answering as
+# their changes one by one with one log commit, a torn batch replaying a
+# prefix of it, batches killed and crashed at faults; kill -9 and injected
 # crashes (also between a flush's commit and the log's trim) and reopen;
 # the CLI's add, delete and compact refused (EBUSY) while queries work.
 simstore_unit_test(test_live live/test_live.c)

@@ -1,4 +1,4 @@
-# test_server.py: simstore serve on a loopback port, driven by http.client: every route and error status, answers equal to the CLI's, concurrent clients, the insert-if-new race, kill -9 and restart, tokens and read-only.
+# test_server.py: simstore serve on a loopback port, driven by http.client: every route and error status, answers equal to the CLI's, concurrent clients, the insert-if-new race, kill -9 and restart, tokens and read-only, IPv6 listening, a batch answering as its documents one by one with one log fsync.
 # Usage: python3 test_server.py SIMSTORE_BINARY SOURCE_DIR [TEST...]
 # Nothing here waits for a time to pass: the server's port comes from its
 # first line on stdout, and every check follows an answer.
@@ -45,21 +45,25 @@ def sample_store():
 
 
 class Server:
-    def __init__(self, store, *args):
+    def __init__(self, store, *args, listen="127.0.0.1:0"):
         self.store = store
         self.log = os.path.join(WORK, "access-%d.log" % random.getrandbits(32))
         self.proc = subprocess.Popen(
-            [SIMSTORE, "serve", store, "--listen", "127.0.0.1:0", "--threads", "4", "--log",
+            [SIMSTORE, "serve", store, "--listen", listen, "--threads", "4", "--log",
              self.log, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
-        if "listening on http://127.0.0.1:" not in line:
+        # The URL's host: "127.0.0.1", "[::1]".
+        url_host = listen.rsplit(":", 1)[0]
+        if "listening on http://%s:" % url_host not in line:
             err = self.proc.stderr.read()
             raise RuntimeError("server did not start: %r %r" % (line, err))
-        self.port = int(line.split("127.0.0.1:")[1].split()[0])
+        self.port = int(line.split("http://%s:" % url_host)[1].split()[0])
+        # Where clients connect: the address itself, or loopback for [::].
+        self.host = {"[::]": "::1", "0.0.0.0": "127.0.0.1"}.get(url_host, url_host.strip("[]"))
 
-    def request(self, method, path, body=None, headers=None, raw=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+    def request(self, method, path, body=None, headers=None, raw=None, host=None):
+        conn = http.client.HTTPConnection(host or self.host, self.port, timeout=120)
         hdrs = dict(headers or {})
         data = raw
         if body is not None:
@@ -425,6 +429,131 @@ def test_insert_if_new_race():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+def wal_syncs(srv):
+    st, body = srv.request("GET", "/v1/stats")
+    check(st == 200, "stats")
+    return body["live"]["wal_syncs"]
+
+
+def test_batch_insert_if_new():
+    """A batch of documents costs one durable commit, not one per document,
+    and answers exactly as its documents posted one by one in order: an
+    insert-if-new sees the near-duplicates inserted earlier in its batch."""
+    rng = random.Random(15)
+    bases = [words(rng, 40) for _ in range(120)]
+    sample = sample_records()
+    docs = []
+    for i in range(500):
+        if i % 50 == 7:
+            # A near-duplicate of a stored document.
+            docs.append({"id": "bat-%d" % i, "text": sample[i % len(sample)]["text"]})
+        elif i % 50 == 9:
+            # A stored id with a new text: refused with 409.
+            docs.append({"id": sample[i % len(sample)]["id"], "text": words(rng, 40) + " lone"})
+        else:
+            # Groups of near-duplicates, their members spread over the batch.
+            docs.append({"id": "bat-%d" % i, "text": bases[rng.randrange(len(bases))]})
+    answers = []
+    for batched in (True, False):
+        store = sample_store()
+        srv = Server(store)
+        try:
+            before = wal_syncs(srv)
+            if batched:
+                st, body = srv.request("POST", "/v1/documents",
+                                       {"documents": docs, "mode": "insert-if-new"})
+                check(st == 200, "batch insert-if-new: %d %r" % (st, body))
+                got = [(r["status"], r["inserted"], sorted(m["id"] for m in r.get("matches", [])))
+                       for r in body["results"]]
+                syncs = wal_syncs(srv) - before
+                print("a batch of 500 insert-if-new: %d log fsyncs" % syncs, flush=True)
+                check(syncs <= 2, "a batch of 500 made %d log fsyncs (at most 2)" % syncs)
+                # Plain inserts of a batch: one commit too.
+                before = wal_syncs(srv)
+                st, body = srv.request("POST", "/v1/documents", {"documents": [
+                    {"id": "plain-%d" % i, "text": words(rng, 20)} for i in range(500)]})
+                check(st == 200 and all(r["status"] == 201 for r in body["results"]),
+                      "batch insert")
+                syncs = wal_syncs(srv) - before
+                check(syncs <= 2, "a batch of 500 inserts made %d log fsyncs" % syncs)
+            else:
+                got = []
+                for d in docs:
+                    st, r = srv.request("POST", "/v1/documents", dict(d, mode="insert-if-new"))
+                    got.append((st, r["inserted"],
+                                sorted(m["id"] for m in r.get("matches", []))))
+                syncs = wal_syncs(srv) - before
+                print("the same one by one: %d log fsyncs" % syncs, flush=True)
+                check(syncs >= 100, "one by one: %d log fsyncs" % syncs)
+            answers.append(got)
+        finally:
+            check(srv.stop() == 0, "SIGTERM exits 0")
+    check(answers[0] == answers[1], "a batch answers as its documents one by one")
+    got = answers[0]
+    statuses = [g[0] for g in got]
+    check(statuses.count(201) == len({d["text"] for d in docs if d["id"].startswith("bat-")})
+          - 10, "one document inserted per distinct new text: %r" % statuses.count(201))
+    check(statuses.count(409) == 10, "stored ids refused: %d" % statuses.count(409))
+    # Each later member of a group was answered with the group's first.
+    first = {}
+    for d, g in zip(docs, got):
+        if d["id"].startswith("bat-") and int(d["id"][4:]) % 50 != 7:
+            if d["text"] in first:
+                check(g[0] == 200 and first[d["text"]] in g[2],
+                      "%s answered with %s" % (d["id"], first[d["text"]]))
+            else:
+                check(g[0] == 201, "%s inserted" % d["id"])
+                first[d["text"]] = d["id"]
+
+
+def ipv6_loopback():
+    """Why the machine cannot bind ::1 (None when it can)."""
+    import socket
+    if not socket.has_ipv6:
+        return "Python was built without IPv6"
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError as e:
+        return "cannot bind a socket to ::1: %s" % e
+    return None
+
+
+def test_ipv6_listen():
+    store = sample_store()
+    # Malformed addresses: a usage error (exit 2) saying what is wrong.
+    for addr, why in (("::1:8077", "brackets"), ("[::1:8077", "']'"), ("[::1]8077", "':'"),
+                      ("[zz]:80", "IPv6"), ("[::1]:65536", "port"), ("[]:80", "address"),
+                      ("1.2.3:80", "IPv4")):
+        p = run("serve", store, "--listen", addr, ok=False)
+        check(p.returncode == 2 and addr in p.stderr and why in p.stderr,
+              "--listen %s: usage error naming %s: %r" % (addr, why, p.stderr))
+    p = run("serve", "--help")
+    check("[::1]:8077" in p.stdout, "--help shows an IPv6 address")
+    why = ipv6_loopback()
+    if why:
+        print("SKIP the IPv6 listens: %s" % why, flush=True)
+        return
+    for listen in ("[::1]:0", "[::]:0"):
+        srv = Server(store, listen=listen)
+        try:
+            st, body = srv.request("GET", "/healthz")
+            check(st == 200 and body["status"] == "ok", "%s: healthz over ::1" % listen)
+            st, body = srv.request("POST", "/v1/documents",
+                                   {"id": "v6-%s" % listen, "text": "a note posted over IPv6"})
+            check(st == 201, "%s: insert over ::1" % listen)
+            st, body = srv.request("GET", "/v1/documents/v6-%s" % listen)
+            check(st == 200, "%s: get over ::1" % listen)
+            if listen == "[::]:0":
+                # Dual stack: IPv4 clients too.
+                st, body = srv.request("GET", "/healthz", host="127.0.0.1")
+                check(st == 200, "[::]: healthz over 127.0.0.1")
+        finally:
+            check(srv.stop() == 0, "SIGTERM exits 0")
+        with open(srv.log) as f:
+            check("::1" in f.read(), "%s: the access log names the IPv6 client" % listen)
+
+
 def test_kill9_restart():
     store = sample_store()
     srv = Server(store, "--memtable", "32K")
@@ -576,7 +705,8 @@ def test_sighup_reopens_log():
 
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_token_and_read_only,
          test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
-         test_sighup_reopens_log, test_writes_keepalive_and_drain]
+         test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
+         test_ipv6_listen]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
