@@ -1792,16 +1792,17 @@ typedef struct simstore_live_change {
 
 /* What became of one change of a batch. */
 typedef struct simstore_live_result {
-    int rc;                        /* SIMSTORE_OK, or the change's own refusal: SIMSTORE_EEXIST
-                    (an insert's id exists; an insert-if-new with nothing
-                    within k whose id exists), SIMSTORE_ENOTFOUND (a delete
-                    of nothing), SIMSTORE_EINVAL (a bad document, as
-                    simstore_live_insert() checks it, or an unknown op)    */
-    int applied;                   /* 1: the change was made (inserted or deleted)           */
-    const simstore_match *matches; /* an insert-if-new not made: the
-                    near-duplicates it found, as simstore_live_insert_if_new()
-                    gives them; valid until the next call on q (NULL, 0:
-                    none)                                                   */
+    /* SIMSTORE_OK, or the change's own refusal: SIMSTORE_EEXIST (an
+     * insert's id exists; an insert-if-new with nothing within k whose id
+     * exists), SIMSTORE_ENOTFOUND (a delete of nothing), SIMSTORE_EINVAL (a
+     * bad document, as simstore_live_insert() checks it, or an unknown op). */
+    int rc;
+    /* 1: the change was made (inserted or deleted). */
+    int applied;
+    /* An insert-if-new not made: the near-duplicates it found, as
+     * simstore_live_insert_if_new() gives them, valid until the next call on
+     * q (NULL, 0: none). */
+    const simstore_match *matches;
     size_t count;
 } simstore_live_result;
 
