@@ -16,6 +16,8 @@
  *
  * A rank that fails says so ("rank N: why") and the job exits 1 on every
  * rank, naming the failed ranks. */
+#include "mpikit.h"
+
 #include "cli.h"
 #include "input.h"
 #include "progress.h"
@@ -37,24 +39,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int rank, nranks;
-static const char *cmd_name = "simstore-mpi";
+int rank, nranks;
+const char *cmd_name = "simstore-mpi";
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A message of this rank on stderr: "simstore-mpi CMD: rank N: ...". */
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
-    char buf[2048];
+    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, buf);
+    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
 }
 
 /* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
  * every rank succeeded, else 1 on every rank. */
-static int agree(int failed, const char *what)
+int agree(int failed, const char *what)
 {
     int *all = malloc((size_t)nranks * sizeof *all);
     if (!all)
@@ -80,12 +81,7 @@ static int agree(int failed, const char *what)
 
 /* ---- a growing byte buffer ------------------------------------------------ */
 
-typedef struct buf {
-    char *data;
-    size_t len, cap;
-} buf;
-
-static int buf_put(buf *b, const void *p, size_t n)
+int buf_put(buf *b, const void *p, size_t n)
 {
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
@@ -103,7 +99,7 @@ static int buf_put(buf *b, const void *p, size_t n)
     return 0;
 }
 
-static int buf_u64(buf *b, uint64_t v)
+int buf_u64(buf *b, uint64_t v)
 {
     uint8_t x[8];
     for (int i = 0; i < 8; i++)
@@ -111,7 +107,7 @@ static int buf_u64(buf *b, uint64_t v)
     return buf_put(b, x, 8);
 }
 
-static int buf_u32(buf *b, uint32_t v)
+int buf_u32(buf *b, uint32_t v)
 {
     uint8_t x[4];
     for (int i = 0; i < 4; i++)
@@ -119,7 +115,7 @@ static int buf_u32(buf *b, uint32_t v)
     return buf_put(b, x, 4);
 }
 
-static uint64_t get_u64(const char **p)
+uint64_t get_u64(const char **p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
@@ -128,7 +124,7 @@ static uint64_t get_u64(const char **p)
     return v;
 }
 
-static uint32_t get_u32(const char **p)
+uint32_t get_u32(const char **p)
 {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++)
@@ -1147,13 +1143,17 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(argc < 2 ? stderr : stdout,
                     "Usage: mpirun -np R simstore-mpi COMMAND ...\n"
-                    "Commands: build OUT INPUT..., query OUT --queries FILE "
-                    "(COMMAND --help for each)\n");
+                    "Commands: build OUT INPUT..., query OUT --queries FILE, pairs OUT,\n"
+                    "clusters OUT --keep RULE (COMMAND --help for each)\n");
         status = argc < 2 ? 2 : 0;
     } else if (strcmp(argv[1], "build") == 0) {
         status = cmd_build(argc - 1, argv + 1);
     } else if (strcmp(argv[1], "query") == 0) {
         status = cmd_query(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "pairs") == 0) {
+        status = cmd_mpi_pairs(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "clusters") == 0) {
+        status = cmd_mpi_clusters(argc - 1, argv + 1);
     } else {
         if (rank == 0)
             fprintf(stderr, "simstore-mpi: unknown command '%s'\n", argv[1]);
