@@ -13,11 +13,14 @@
  * 3. pairs: a fingerprint pair goes to the owner of a, which attaches a's
  *    documents and sends them on to the owner of b, which makes the
  *    document pairs. clusters: the pairs are the edges of a graph whose
- *    nodes live at their owners; components by label propagation with
- *    hooking and pointer jumping (every label only decreases, each node's
- *    label stays in its component; the labels stop changing when each
- *    component has one), no rank holding more than its nodes' edges; each
- *    component's kept document is chosen at the owner of its label.
+ *    nodes (fingerprints; documents with a minimum similarity) live at
+ *    their owners; components by label propagation with hooking and
+ *    pointer jumping (every label only decreases, each node's label stays
+ *    in its component; the labels stop changing when each component has
+ *    one), no rank holding more than its nodes' edges; each component's
+ *    kept document, or its stars in keep order, are chosen at the owner of
+ *    its label, which receives that component's nodes (and for stars their
+ *    edges) only.
  * 4. Output lines carry a byte key of the single-node order; a sample sort
  *    spreads them over the ranks in order, and rank 0 prints its own, then
  *    each rank's in turn, a chunk at a time. */
@@ -29,6 +32,7 @@
 
 #include <mpi.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -140,10 +144,11 @@ static void bufs_free(buf *b)
 
 /* ---- documents at the owners of their fingerprints ------------------------ */
 
-/* A document as it travels: fp u64, keep u64, flags u8, id length u32,
+/* A document as it travels: fp u64, key u64, keep u64, flags u8, id length u32,
  * sketch length u32, id, sketch. */
 typedef struct sdoc {
     uint64_t fp;
+    uint64_t key;  /* at the owners: rank << 40 | index in its docs */
     uint64_t keep; /* keep order: smaller first; ties by id */
     const char *id;
     const uint8_t *sketch; /* NULL: none */
@@ -154,6 +159,7 @@ typedef struct sdoc {
 static void put_doc(buf *b, const sdoc *d)
 {
     put64(b, d->fp);
+    put64(b, d->key);
     put64(b, d->keep);
     put(b, &d->flags, 1);
     put32(b, d->id_len);
@@ -166,6 +172,7 @@ static void put_doc(buf *b, const sdoc *d)
 static void get_doc(const char **p, sdoc *d)
 {
     d->fp = get_u64(p);
+    d->key = get_u64(p);
     d->keep = get_u64(p);
     d->flags = (uint8_t) * (*p)++;
     d->id_len = get_u32(p);
@@ -236,6 +243,7 @@ static int export_doc(void *ctx, const simstore_document *doc)
 {
     export_ctx *x = (export_ctx *)ctx;
     sdoc d = {doc->fp,
+              0,
               keep_of(x->keep, doc),
               doc->id,
               doc->sketch,
@@ -245,6 +253,9 @@ static int export_doc(void *ctx, const simstore_document *doc)
     put_doc(&x->out[owner_of(doc->fp)], &d);
     return 0;
 }
+
+/* A document's key at its owner: the owner's rank above DOC_KEY_BITS. */
+#define DOC_KEY_BITS 40
 
 /* The documents of the fingerprints this rank owns, sorted by (fp, id),
  * and the distinct fingerprints (nodes) with their runs. */
@@ -309,6 +320,8 @@ static int gather_owned(simstore *s, const keep_rule *keep, owned *o)
         for (const char *p = o->in[r].data, *end = p + o->in[r].len; p < end;)
             get_doc(&p, &o->docs[o->ndocs++]);
     qsort(o->docs, o->ndocs, sizeof *o->docs, by_fp_id);
+    for (size_t i = 0; i < n; i++)
+        o->docs[i].key = (uint64_t)rank << DOC_KEY_BITS | i;
     o->fps = must(malloc((n ? n : 1) * sizeof *o->fps));
     o->first = must(malloc((n + 1) * sizeof *o->first));
     for (size_t i = 0; i < n; i++)
@@ -725,8 +738,7 @@ static void print_id(FILE *f, const char *id, size_t len, unsigned flags, int js
         fwrite(id, 1, len, f);
 }
 
-/* Parse the options shared by both commands; *unsupported names an option
- * not supported yet. Returns 0, or 2 after a usage message. */
+/* The options of both commands (O_UNSUPPORTED: not supported yet). */
 enum {
     O_K = 1,
     O_JSON,
@@ -742,6 +754,8 @@ enum {
     O_UNSUPPORTED
 };
 
+/* Apply option c shared by both commands. Returns 0, or 2 for a bad
+ * value or an option of neither (the caller says so). */
 static int common_option(int c, const char *arg, scan_opts *o)
 {
     unsigned long long v;
@@ -754,8 +768,15 @@ static int common_option(int c, const char *arg, scan_opts *o)
         return 0;
     case O_JSON: o->json = 1; return 0;
     case O_SIMILARITY: o->similarity = 1; return 0;
-    case O_MIN_SIMILARITY:
-        return cli_min_similarity_option(cmd_name, arg, &o->min_similarity) ? 2 : 0;
+    case O_MIN_SIMILARITY: {
+        char *end;
+        errno = 0;
+        double j = strtod(arg, &end);
+        if (end == arg || *end != '\0' || errno || !(j >= 0 && j <= 1))
+            return 2;
+        o->min_similarity = j;
+        return 0;
+    }
     case O_THREADS: return cli_parse_uint(arg, 1, 1024, &v) ? 2 : 0;
     case O_MEMORY:
         if (cli_parse_size(arg, &v) || v < ((uint64_t)16 << 20))
@@ -822,8 +843,9 @@ typedef struct pairs_run {
     lines l;
 } pairs_run;
 
-static void emit_doc_pair(pairs_run *p, const sdoc *x, const sdoc *y, unsigned d)
+static void emit_doc_pair(void *ctx, const sdoc *x, const sdoc *y, unsigned d)
 {
+    pairs_run *p = (pairs_run *)ctx;
     double sim = simstore_sketch_similarity(p->sketch, x->sketch, y->sketch);
     if (p->o.min_similarity > 0 && !(sim >= p->o.min_similarity))
         return;
@@ -851,8 +873,9 @@ static void emit_doc_pair(pairs_run *p, const sdoc *x, const sdoc *y, unsigned d
     line_done(l);
 }
 
-static void emit_fp_pair(pairs_run *p, uint64_t a, uint64_t b, unsigned d, uint64_t ca, uint64_t cb)
+static void emit_fp_pair(void *ctx, uint64_t a, uint64_t b, unsigned d, uint64_t ca, uint64_t cb)
 {
+    pairs_run *p = (pairs_run *)ctx;
     lines *l = &p->l;
     l->key[l->key_len++] = (uint8_t)d;
     key_u64(l, a);
@@ -876,20 +899,31 @@ static void emit_fp_pair(pairs_run *p, uint64_t a, uint64_t b, unsigned d, uint6
     line_done(l);
 }
 
-/* The document pairs of the join's fingerprint pairs and of shared
- * fingerprints, as output records. Collective. */
-static void make_pairs(pairs_run *p, const owned *o, const pairs_acc *pairs)
+/* Receives a pair of documents within distance (x's and y's pointers
+ * valid during the call), or a pair of fingerprints with their document
+ * counts. */
+typedef void (*doc_pair_fn)(void *ctx, const sdoc *x, const sdoc *y, unsigned distance);
+typedef void (*fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned distance, uint64_t ca,
+                           uint64_t cb);
+
+/* Every pair of documents within the join's distance, at the owner of one
+ * of their fingerprints: those sharing a fingerprint, and those of the
+ * join's pairs (a's documents travel to the owner of b). With fpfn instead,
+ * the pairs of fingerprints (a shared one paired with itself at 0) with
+ * their counts. Collective. */
+static void each_pair(const owned *o, const pairs_acc *pairs, doc_pair_fn fn, fp_pair_fn fpfn,
+                      void *ctx)
 {
     for (size_t i = 0; i < o->nfps; i++) {
         size_t lo = o->first[i], hi = o->first[i + 1];
         if (hi - lo < 2)
             continue;
-        if (p->by_fp)
-            emit_fp_pair(p, o->fps[i], o->fps[i], 0, hi - lo, hi - lo);
+        if (fpfn)
+            fpfn(ctx, o->fps[i], o->fps[i], 0, hi - lo, hi - lo);
         else
             for (size_t x = lo; x < hi; x++)
                 for (size_t y = x + 1; y < hi; y++)
-                    emit_doc_pair(p, &o->docs[x], &o->docs[y], 0);
+                    fn(ctx, &o->docs[x], &o->docs[y], 0);
     }
     /* (a, b, d) to the owner of a. */
     buf *out = bufs_new(), *in = bufs_new();
@@ -901,8 +935,8 @@ static void make_pairs(pairs_run *p, const owned *o, const pairs_acc *pairs)
         put32(b, f->distance);
     }
     exchange_bufs(out, in);
-    /* The owner of a sends on (b, d, a, count of a, then a's documents unless
-     * by fingerprint) to the owner of b. */
+    /* The owner of a sends on (b, d, a, a's document count, then a's
+     * documents unless by fingerprint) to the owner of b. */
     for (int r = 0; r < nranks; r++) {
         for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
             uint64_t a = get_u64(&q), b = get_u64(&q);
@@ -913,12 +947,10 @@ static void make_pairs(pairs_run *p, const owned *o, const pairs_acc *pairs)
             put64(to, b);
             put32(to, d);
             put64(to, a);
-            put64(to, p->by_fp ? hi - lo : 0);
-            if (!p->by_fp) {
-                put64(to, hi - lo);
+            put64(to, hi - lo);
+            if (!fpfn)
                 for (size_t x = lo; x < hi; x++)
                     put_doc(to, &o->docs[x]);
-            }
         }
         in[r].len = 0;
     }
@@ -930,16 +962,15 @@ static void make_pairs(pairs_run *p, const owned *o, const pairs_acc *pairs)
             uint64_t a = get_u64(&q), ca = get_u64(&q);
             size_t ib = node_of(o, b);
             size_t lo = o->first[ib], hi = o->first[ib + 1];
-            if (p->by_fp) {
-                emit_fp_pair(p, a, b, d, ca, hi - lo);
+            if (fpfn) {
+                fpfn(ctx, a, b, d, ca, hi - lo);
                 continue;
             }
-            uint64_t na = get_u64(&q);
-            for (uint64_t i = 0; i < na; i++) {
+            for (uint64_t i = 0; i < ca; i++) {
                 sdoc x;
                 get_doc(&q, &x);
                 for (size_t y = lo; y < hi; y++)
-                    emit_doc_pair(p, &x, &o->docs[y], d);
+                    fn(ctx, &x, &o->docs[y], d);
             }
         }
     }
@@ -969,7 +1000,8 @@ static void usage_pairs(FILE *out)
             "                       only the pairs whose estimated similarity is at\n"
             "                       least J, 0..1; needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --paragraphs, fingerprint lines without a store, --progress.\n");
+            "Not yet: --paragraphs, fingerprint lines without a store, --method,\n"
+            "--progress, fingerprint-only stores.\n");
 }
 
 int cmd_mpi_pairs(int argc, char **argv)
@@ -1028,7 +1060,7 @@ int cmd_mpi_pairs(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (!status) {
-        make_pairs(&p, &o, &pairs);
+        each_pair(&o, &pairs, emit_doc_pair, p.by_fp ? emit_fp_pair : NULL, &p);
         status = print_sorted(&p.l);
     }
     lines_close(&p.l);
@@ -1040,106 +1072,149 @@ int cmd_mpi_pairs(int argc, char **argv)
 
 /* ---- clusters: components over the ranks ------------------------------------------ */
 
-/* Label propagation with hooking and pointer jumping over the owned nodes
- * (active[i]: in the graph), adjacency adj (node index, neighbour fp).
- * label[i] ends as one node of i's component, the same for all of it. */
+/* The graph a rank holds part of: its nodes are the fingerprints it owns,
+ * or (with a minimum similarity) the documents it holds, keyed by
+ * fingerprint or by document key; an edge is an adjacency at each end's
+ * owner. */
+typedef struct graph {
+    const owned *o;
+    int of_docs;
+    size_t n;
+    unsigned char *active; /* per node: in the graph (or a singleton) */
+    struct adjacency *adj; /* sorted by node */
+    size_t nadj;
+    size_t *first_adj; /* n + 1 */
+} graph;
+
 typedef struct adjacency {
     size_t node;
     uint64_t other;
 } adjacency;
 
-static void components(const owned *o, const unsigned char *active, const adjacency *adj,
-                       size_t nadj, uint64_t *label)
+static uint64_t node_key(const graph *g, size_t i)
 {
-    uint64_t *low = must(malloc((o->nfps ? o->nfps : 1) * sizeof *low));
-    buf *out = bufs_new(), *in = bufs_new();
-    for (size_t i = 0; i < o->nfps; i++)
-        label[i] = o->fps[i];
+    return g->of_docs ? g->o->docs[i].key : g->o->fps[i];
+}
+
+static int key_owner(const graph *g, uint64_t key)
+{
+    return g->of_docs ? (int)(key >> DOC_KEY_BITS) : owner_of(key);
+}
+
+static size_t key_node(const graph *g, uint64_t key)
+{
+    return g->of_docs ? (size_t)(key & ((UINT64_C(1) << DOC_KEY_BITS) - 1)) : node_of(g->o, key);
+}
+
+/* Node i's documents: [*lo, *hi) of o->docs. */
+static void node_docs(const graph *g, size_t i, size_t *lo, size_t *hi)
+{
+    *lo = g->of_docs ? i : g->o->first[i];
+    *hi = g->of_docs ? i + 1 : g->o->first[i + 1];
+}
+
+/* Send the rounds' messages (key u64, value u64) and apply each received
+ * one to the node it names with fn. Collective. */
+typedef void (*kv_fn)(void *ctx, size_t node, uint64_t value);
+
+static void deliver_kv(const graph *g, buf *out, buf *in, kv_fn fn, void *ctx)
+{
+    exchange_bufs(out, in);
+    for (int r = 0; r < nranks; r++) {
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
+            size_t i = key_node(g, get_u64(&q));
+            fn(ctx, i, get_u64(&q));
+        }
+        in[r].len = 0;
+    }
+}
+
+static void send_kv(const graph *g, buf *out, uint64_t key, uint64_t value)
+{
+    buf *b = &out[key_owner(g, key)];
+    put64(b, key);
+    put64(b, value);
+}
+
+typedef struct labels {
+    const graph *g;
+    uint64_t *label, *low;
+    buf *out;
+    int changed;
+} labels;
+
+static void take_low(void *ctx, size_t i, uint64_t v)
+{
+    labels *l = (labels *)ctx;
+    if (v < l->low[i])
+        l->low[i] = v;
+}
+
+static void take_label(void *ctx, size_t i, uint64_t v)
+{
+    labels *l = (labels *)ctx;
+    if (v < l->label[i]) {
+        l->label[i] = v;
+        l->changed = 1;
+    }
+}
+
+static void answer_label(void *ctx, size_t i, uint64_t asker)
+{
+    labels *l = (labels *)ctx;
+    send_kv(l->g, l->out, asker, l->label[i]);
+}
+
+/* Label propagation with hooking and pointer jumping: label[i] ends as the
+ * key of one node of i's component, the same for all of it. Every label
+ * only decreases and is always a node of the same component, so the
+ * rounds end; they end when no label changes, and then neighbours agree
+ * (each took the least of its neighbours') and every label is its own
+ * node's label (pointer jumping changed nothing). Collective. */
+static void components(const graph *g, uint64_t *label)
+{
+    labels l = {g, label, must(malloc((g->n ? g->n : 1) * sizeof *l.low)), bufs_new(), 0};
+    buf *in = bufs_new();
+    for (size_t i = 0; i < g->n; i++)
+        label[i] = node_key(g, i);
     for (;;) {
-        int changed = 0;
+        l.changed = 0;
         /* Each node's least neighbouring label. */
-        for (size_t i = 0; i < o->nfps; i++)
-            low[i] = UINT64_MAX;
-        for (size_t e = 0; e < nadj; e++) {
-            buf *b = &out[owner_of(adj[e].other)];
-            put64(b, adj[e].other);
-            put64(b, label[adj[e].node]);
-        }
-        exchange_bufs(out, in);
-        for (int r = 0; r < nranks; r++) {
-            for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
-                size_t i = node_of(o, get_u64(&q));
-                uint64_t l = get_u64(&q);
-                if (l < low[i])
-                    low[i] = l;
-            }
-            in[r].len = 0;
-        }
+        for (size_t i = 0; i < g->n; i++)
+            l.low[i] = UINT64_MAX;
+        for (size_t e = 0; e < g->nadj; e++)
+            send_kv(g, l.out, g->adj[e].other, label[g->adj[e].node]);
+        deliver_kv(g, l.out, in, take_low, &l);
         /* Hooking: a node takes it, and so does its label's node. */
-        for (size_t i = 0; i < o->nfps; i++)
-            if (active[i] && low[i] < label[i]) {
-                buf *b = &out[owner_of(label[i])];
-                put64(b, label[i]);
-                put64(b, low[i]);
-                label[i] = low[i];
-                changed = 1;
+        for (size_t i = 0; i < g->n; i++)
+            if (g->active[i] && l.low[i] < label[i]) {
+                send_kv(g, l.out, label[i], l.low[i]);
+                label[i] = l.low[i];
+                l.changed = 1;
             }
-        exchange_bufs(out, in);
-        for (int r = 0; r < nranks; r++) {
-            for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
-                size_t i = node_of(o, get_u64(&q));
-                uint64_t l = get_u64(&q);
-                if (l < label[i]) {
-                    label[i] = l;
-                    changed = 1;
-                }
-            }
-            in[r].len = 0;
-        }
-        /* Pointer jumping: a node takes its label's label. */
-        for (size_t i = 0; i < o->nfps; i++)
-            if (active[i] && label[i] != o->fps[i]) {
-                buf *b = &out[owner_of(label[i])];
-                put64(b, label[i]);
-                put64(b, o->fps[i]);
-            }
-        exchange_bufs(out, in);
-        for (int r = 0; r < nranks; r++) {
-            for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
-                size_t i = node_of(o, get_u64(&q));
-                uint64_t asker = get_u64(&q);
-                buf *b = &out[owner_of(asker)];
-                put64(b, asker);
-                put64(b, label[i]);
-            }
-            in[r].len = 0;
-        }
-        exchange_bufs(out, in);
-        for (int r = 0; r < nranks; r++) {
-            for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
-                size_t i = node_of(o, get_u64(&q));
-                uint64_t l = get_u64(&q);
-                if (l < label[i]) {
-                    label[i] = l;
-                    changed = 1;
-                }
-            }
-            in[r].len = 0;
-        }
-        MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (!changed)
+        deliver_kv(g, l.out, in, take_label, &l);
+        /* Pointer jumping: a node asks its label's node for its label. */
+        for (size_t i = 0; i < g->n; i++)
+            if (g->active[i] && label[i] != node_key(g, i))
+                send_kv(g, l.out, label[i], node_key(g, i));
+        deliver_kv(g, l.out, in, answer_label, &l);
+        deliver_kv(g, l.out, in, take_label, &l);
+        MPI_Allreduce(MPI_IN_PLACE, &l.changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!l.changed)
             break;
     }
-    bufs_free(out);
+    bufs_free(l.out);
     bufs_free(in);
-    free(low);
+    free(l.low);
 }
 
 typedef struct clusters_run {
     scan_opts o;
     int singletons;
+    int star;
     simstore_sketch_kind sketch;
     lines l;
+    buf *edges; /* with a minimum similarity: document edges to their owners */
     uint64_t documents, clusters, largest;
 } clusters_run;
 
@@ -1177,116 +1252,226 @@ static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
     c->documents++;
 }
 
-typedef struct comp_msg {
-    uint64_t label, node, count;
-    sdoc best;
-} comp_msg;
-
-static int by_label(const void *x, const void *y)
+/* A document edge when the two are similar enough (an unknown similarity
+ * is not), to the owners of both ends. */
+static void add_doc_edge(void *ctx, const sdoc *x, const sdoc *y, unsigned distance)
 {
-    const comp_msg *a = x, *b = y;
-    return (a->label > b->label) - (a->label < b->label);
+    (void)distance;
+    clusters_run *c = (clusters_run *)ctx;
+    if (!(simstore_sketch_similarity(c->sketch, x->sketch, y->sketch) >= c->o.min_similarity))
+        return;
+    int ox = (int)(x->key >> DOC_KEY_BITS), oy = (int)(y->key >> DOC_KEY_BITS);
+    put64(&c->edges[ox], x->key);
+    put64(&c->edges[ox], y->key);
+    put64(&c->edges[oy], y->key);
+    put64(&c->edges[oy], x->key);
+}
+
+/* A node as its component's owner sees it: the component's label, the
+ * node's key, its document count and best document, and (stars) its
+ * neighbours' keys. */
+typedef struct comp_node {
+    uint64_t label, key, count;
+    sdoc best;
+    const char *neighbours; /* degree u64 keys */
+    uint64_t degree;
+    size_t centre; /* stars: the index of the centre that took it */
+} comp_node;
+
+static int by_label_key(const void *x, const void *y)
+{
+    const comp_node *a = x, *b = y;
+    if (a->label != b->label)
+        return a->label < b->label ? -1 : 1;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+static const comp_node *g_order; /* qsort has no context argument */
+
+static int by_keep(const void *x, const void *y)
+{
+    const comp_node *a = &g_order[*(const size_t *)x], *b = &g_order[*(const size_t *)y];
+    return keeps_before(&a->best, &b->best) ? -1 : keeps_before(&b->best, &a->best) ? 1 : 0;
+}
+
+/* The nodes m[lo..hi) of one component (sorted by key): each one's centre,
+ * in keep order each node not yet taken taking its neighbours not yet
+ * taken (a star); or the component's best node for all (components). */
+static void choose_centres(const clusters_run *c, comp_node *m, size_t lo, size_t hi)
+{
+    size_t best = lo;
+    for (size_t i = lo; i < hi; i++) {
+        m[i].centre = SIZE_MAX;
+        if (keeps_before(&m[i].best, &m[best].best))
+            best = i;
+    }
+    if (!c->star) {
+        for (size_t i = lo; i < hi; i++)
+            m[i].centre = best;
+        return;
+    }
+    size_t n = hi - lo, *order = must(malloc(n * sizeof *order));
+    for (size_t i = 0; i < n; i++)
+        order[i] = lo + i;
+    g_order = m;
+    qsort(order, n, sizeof *order, by_keep);
+    for (size_t k = 0; k < n; k++) {
+        comp_node *x = &m[order[k]];
+        if (x->centre != SIZE_MAX)
+            continue;
+        x->centre = order[k];
+        const char *q = x->neighbours;
+        for (uint64_t e = 0; e < x->degree; e++) {
+            uint64_t key = get_u64(&q);
+            size_t a = lo, b = hi; /* the neighbour, in the same component */
+            while (a < b) {
+                size_t mid = a + (b - a) / 2;
+                if (m[mid].key < key)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            if (m[a].centre == SIZE_MAX)
+                m[a].centre = order[k];
+        }
+    }
+    free(order);
 }
 
 /* The clusters' members as output records. Collective. */
 static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pairs)
 {
-    /* The edges to the owners of both ends. */
+    graph g = {o, c->o.min_similarity > 0, 0, NULL, NULL, 0, NULL};
+    g.n = g.of_docs ? o->ndocs : o->nfps;
     buf *out = bufs_new(), *in = bufs_new();
-    for (size_t i = 0; i < pairs->n; i++) {
-        put64(&out[owner_of(pairs->v[i].a)], pairs->v[i].a);
-        put64(&out[owner_of(pairs->v[i].a)], pairs->v[i].b);
-        put64(&out[owner_of(pairs->v[i].b)], pairs->v[i].b);
-        put64(&out[owner_of(pairs->v[i].b)], pairs->v[i].a);
+    if (g.of_docs) {
+        c->edges = out;
+        each_pair(o, pairs, add_doc_edge, NULL, c);
+        c->edges = NULL;
+    } else {
+        for (size_t i = 0; i < pairs->n; i++) {
+            send_kv(&g, out, pairs->v[i].a, pairs->v[i].b);
+            send_kv(&g, out, pairs->v[i].b, pairs->v[i].a);
+        }
     }
     exchange_bufs(out, in);
-    size_t nadj = 0;
     for (int r = 0; r < nranks; r++)
-        nadj += in[r].len / 16;
-    adjacency *adj = must(malloc((nadj ? nadj : 1) * sizeof *adj));
-    unsigned char *active = must(calloc(o->nfps ? o->nfps : 1, 1));
-    uint64_t *label = must(malloc((o->nfps ? o->nfps : 1) * sizeof *label));
-    nadj = 0;
+        g.nadj += in[r].len / 16;
+    g.adj = must(malloc((g.nadj ? g.nadj : 1) * sizeof *g.adj));
+    g.first_adj = must(calloc(g.n + 1, sizeof *g.first_adj));
+    g.active = must(calloc(g.n ? g.n : 1, 1));
+    uint64_t *label = must(malloc((g.n ? g.n : 1) * sizeof *label));
+    size_t e = 0;
     for (int r = 0; r < nranks; r++) {
-        for (const char *q = in[r].data, *end = q + in[r].len; q < end; nadj++) {
-            adj[nadj].node = node_of(o, get_u64(&q));
-            adj[nadj].other = get_u64(&q);
-            active[adj[nadj].node] = 1;
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end; e++) {
+            g.adj[e].node = key_node(&g, get_u64(&q));
+            g.adj[e].other = get_u64(&q);
+            g.active[g.adj[e].node] = 1;
+            g.first_adj[g.adj[e].node + 1]++;
         }
         in[r].len = 0;
     }
-    for (size_t i = 0; i < o->nfps; i++)
-        if (c->singletons || o->first[i + 1] - o->first[i] > 1)
-            active[i] = 1;
-    components(o, active, adj, nadj, label);
-    free(adj);
-    /* Each node's best document and count to its label's owner. */
-    for (size_t i = 0; i < o->nfps; i++) {
-        if (!active[i])
+    /* The adjacencies by node (counting sort). */
+    for (size_t i = 0; i < g.n; i++)
+        g.first_adj[i + 1] += g.first_adj[i];
+    adjacency *sorted = must(malloc((g.nadj ? g.nadj : 1) * sizeof *sorted));
+    size_t *at = must(malloc((g.n ? g.n : 1) * sizeof *at));
+    memcpy(at, g.first_adj, g.n * sizeof *at);
+    for (e = 0; e < g.nadj; e++)
+        sorted[at[g.adj[e].node]++] = g.adj[e];
+    free(at);
+    free(g.adj);
+    g.adj = sorted;
+    for (size_t i = 0; i < g.n; i++) {
+        size_t lo, hi;
+        node_docs(&g, i, &lo, &hi);
+        if (c->singletons || hi - lo > 1)
+            g.active[i] = 1;
+    }
+    components(&g, label);
+    /* Each node's count, best document and (stars) neighbours to the owner
+     * of its label. */
+    for (size_t i = 0; i < g.n; i++) {
+        if (!g.active[i])
             continue;
-        size_t best = o->first[i];
-        for (size_t x = best + 1; x < o->first[i + 1]; x++)
+        size_t lo, hi;
+        node_docs(&g, i, &lo, &hi);
+        size_t best = lo;
+        for (size_t x = lo + 1; x < hi; x++)
             if (keeps_before(&o->docs[x], &o->docs[best]))
                 best = x;
-        buf *b = &out[owner_of(label[i])];
+        buf *b = &out[key_owner(&g, label[i])];
         put64(b, label[i]);
-        put64(b, o->fps[i]);
-        put64(b, o->first[i + 1] - o->first[i]);
+        put64(b, node_key(&g, i));
+        put64(b, hi - lo);
         put_doc(b, &o->docs[best]);
+        uint64_t degree = c->star ? g.first_adj[i + 1] - g.first_adj[i] : 0;
+        put64(b, degree);
+        for (uint64_t k = 0; k < degree; k++)
+            put64(b, g.adj[g.first_adj[i] + k].other);
     }
     exchange_bufs(out, in);
-    size_t nmsg = 0;
+    size_t n = 0, cap = 0;
+    comp_node *m = NULL;
     for (int r = 0; r < nranks; r++)
-        for (const char *q = in[r].data, *end = q + in[r].len; q < end; nmsg++) {
-            sdoc d;
-            q += 24;
-            get_doc(&q, &d);
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end; n++) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 1024;
+                m = must(realloc(m, cap * sizeof *m));
+            }
+            m[n].label = get_u64(&q);
+            m[n].key = get_u64(&q);
+            m[n].count = get_u64(&q);
+            get_doc(&q, &m[n].best);
+            m[n].degree = get_u64(&q);
+            m[n].neighbours = q;
+            q += 8 * m[n].degree;
         }
-    comp_msg *m = must(malloc((nmsg ? nmsg : 1) * sizeof *m));
-    nmsg = 0;
-    for (int r = 0; r < nranks; r++)
-        for (const char *q = in[r].data, *end = q + in[r].len; q < end; nmsg++) {
-            m[nmsg].label = get_u64(&q);
-            m[nmsg].node = get_u64(&q);
-            m[nmsg].count = get_u64(&q);
-            get_doc(&q, &m[nmsg].best);
-        }
-    qsort(m, nmsg, sizeof *m, by_label);
-    /* Each component's kept document and size back to its nodes' owners. */
-    for (size_t lo = 0, hi; lo < nmsg; lo = hi) {
-        size_t best = lo;
-        uint64_t size = 0;
-        for (hi = lo; hi < nmsg && m[hi].label == m[lo].label; hi++) {
-            size += m[hi].count;
-            if (keeps_before(&m[hi].best, &m[best].best))
-                best = hi;
-        }
-        if (size < 2 && !c->singletons)
-            continue;
-        c->clusters++;
-        if (size > c->largest)
-            c->largest = size;
-        for (size_t i = lo; i < hi; i++) {
-            buf *b = &out[owner_of(m[i].node)];
-            put64(b, m[i].node);
-            put_doc(b, &m[best].best);
+    qsort(m, n, sizeof *m, by_label_key);
+    /* Each node's kept document (its centre's best) back to its owner,
+     * when its cluster has two documents or more (or singletons). */
+    for (size_t lo = 0, hi; lo < n; lo = hi) {
+        for (hi = lo; hi < n && m[hi].label == m[lo].label; hi++)
+            ;
+        choose_centres(c, m, lo, hi);
+        for (size_t x = lo; x < hi; x++) {
+            if (m[x].centre != x)
+                continue;
+            uint64_t size = 0;
+            for (size_t y = lo; y < hi; y++)
+                if (m[y].centre == x)
+                    size += m[y].count;
+            if (size < 2 && !c->singletons)
+                continue;
+            c->clusters++;
+            if (size > c->largest)
+                c->largest = size;
+            for (size_t y = lo; y < hi; y++)
+                if (m[y].centre == x) {
+                    buf *b = &out[key_owner(&g, m[y].key)];
+                    put64(b, m[y].key);
+                    put_doc(b, &m[x].best);
+                }
         }
     }
-    bufs_free(in);
-    in = bufs_new();
-    exchange_bufs(out, in);
+    buf *kept_in = bufs_new();
+    exchange_bufs(out, kept_in);
     free(m);
     for (int r = 0; r < nranks; r++)
-        for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
-            size_t i = node_of(o, get_u64(&q));
+        for (const char *q = kept_in[r].data, *end = q + kept_in[r].len; q < end;) {
+            size_t i = key_node(&g, get_u64(&q)), lo, hi;
             sdoc kept;
             get_doc(&q, &kept);
-            for (size_t x = o->first[i]; x < o->first[i + 1]; x++)
+            node_docs(&g, i, &lo, &hi);
+            for (size_t x = lo; x < hi; x++)
                 emit_member(c, &o->docs[x], &kept);
         }
+    bufs_free(kept_in);
     bufs_free(out);
     bufs_free(in);
-    free(active);
+    free(g.adj);
+    free(g.first_adj);
+    free(g.active);
     free(label);
 }
 
@@ -1321,25 +1506,37 @@ static int parse_keep(const char *arg, char **argv, int argc, keep_rule *k)
 static void usage_clusters(FILE *out)
 {
     fprintf(out,
-            "Usage: mpirun -np R simstore-mpi clusters OUT --keep RULE [--k K] [--singletons]\n"
-            "                      [--json] [--similarity] [--memory SIZE] [--chunk SIZE]\n"
+            "Usage: mpirun -np R simstore-mpi clusters OUT --keep RULE [--k K]\n"
+            "                      [--mode components|star] [--singletons] [--json]\n"
+            "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
+            "                      [--chunk SIZE]\n"
             "\n"
             "Group the documents of the sharded store OUT of R shards into clusters of\n"
-            "near-duplicates (connected components of the within-K graph), rank r\n"
-            "reading shard r: exactly what `simstore clusters` prints for one store of\n"
-            "the same documents, CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT, and\n"
-            "its summary on stderr. The join is spread over the ranks; the components\n"
+            "near-duplicates, rank r reading shard r: exactly what `simstore clusters`\n"
+            "prints for one store of the same documents,\n"
+            "CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT],\n"
+            "and its summary on stderr. The join is spread over the ranks; components\n"
             "are found by label propagation with pointer jumping among the ranks that\n"
-            "own the fingerprints (no rank holds the whole graph); rank 0 prints.\n"
+            "own the fingerprints (no rank holds the whole graph); a component's kept\n"
+            "document (and its stars) are chosen at the rank owning its label; rank 0\n"
+            "prints.\n"
             "\n"
+            "      --mode components  connected components of the within-K graph (default)\n"
+            "      --mode star      in keep order, each document not yet taken becomes a\n"
+            "                       centre and takes every document not yet taken within K\n"
             "      --keep min-id    keep the smallest id\n"
             "      --keep max-meta FIELD, --keep min-meta FIELD\n"
             "                       keep the largest (smallest) number in FIELD of the\n"
             "                       metadata; documents without one come last; ties by id\n"
-            "      --singletons     also print each document near no other\n" COMMON_HELP "\n"
+            "      --singletons     also print each document near no other\n"
+            "      --min-similarity J\n"
+            "                       two documents are near only when within K and their\n"
+            "                       estimated similarity is at least J (a graph over\n"
+            "                       documents); needs a store that keeps sketches\n" COMMON_HELP
+            "\n"
             "Not yet: --keep first (the default of `simstore clusters`: each shard\n"
             "numbers its own insertions, so a sharded store cannot tell which document\n"
-            "came first), --mode star, --min-similarity, --paragraphs, --progress.\n");
+            "came first), --paragraphs, --progress, fingerprint-only stores.\n");
 }
 
 int cmd_mpi_clusters(int argc, char **argv)
@@ -1364,10 +1561,9 @@ int cmd_mpi_clusters(int argc, char **argv)
                 usage_clusters(stdout);
             return 0;
         } else if (ch == O_MODE) {
-            if (strcmp(optarg, "star") == 0)
-                return unsupported("--mode star", NULL);
-            if (strcmp(optarg, "components") != 0)
+            if (strcmp(optarg, "star") != 0 && strcmp(optarg, "components") != 0)
                 return usage_error(argc, argv);
+            c.star = strcmp(optarg, "star") == 0;
         } else if (ch == O_KEEP) {
             if ((rc = parse_keep(optarg, argv, argc, &keep)) != 0)
                 return rc;
@@ -1383,8 +1579,6 @@ int cmd_mpi_clusters(int argc, char **argv)
     }
     if (argc - optind != 1)
         return usage_error(argc, argv);
-    if (c.o.min_similarity > 0)
-        return unsupported("--min-similarity", NULL);
     if (keep.rule == SIMSTORE_KEEP_FIRST)
         return unsupported("--keep first (the default)",
                            "each shard numbers its own insertions, so a sharded store cannot "

@@ -4,8 +4,8 @@
 # for one (unsharded) store built from the same input: random, duplicate-
 # heavy (fingerprints shared by many documents across shards) and chained
 # (long components) fingerprints, with string and integer ids and
-# metadata for the keep rules, and texts with sketches for the
-# similarities. Options not supported yet exit 2 saying so; a rank that
+# metadata for the keep rules, components and stars, and texts with
+# sketches for the similarities and the graph over documents. Options not supported yet exit 2 saying so; a rank that
 # cannot read its shard fails the job naming the rank.
 # Usage: scan.sh SIMSTORE SIMSTORE_MPI MPIEXEC
 . "$(dirname "$0")/../cli/lib.sh"
@@ -67,7 +67,8 @@ for input in random dups chains; do
             b=$(mpi "$np" pairs "$out" $mode --chunk 1K 2>"$T/err" | md5sum)
             if [ "$a" = "$b" ]; then ok; else fail "$input np $np: pairs $mode differs"; fi
         done
-        for mode in "--keep min-meta n --singletons" "--keep max-meta n --json --k 2 --similarity"; do
+        for mode in "--keep min-meta n --singletons" \
+            "--keep max-meta n --json --k 2 --similarity --mode star"; do
             # shellcheck disable=SC2086
             a=$("$SIMSTORE" clusters "$T/$input" $mode 2>"$T/err1" | md5sum)
             # shellcheck disable=SC2086
@@ -97,17 +98,19 @@ for np in 2 3; do
         b=$(mpi "$np" pairs "$T/sample-m$np" $mode 2>"$T/err" | md5sum)
         if [ "$a" = "$b" ]; then ok; else fail "sample np $np: pairs $mode differs"; fi
     done
-    a=$("$SIMSTORE" clusters "$T/sample" --keep min-id --singletons --similarity 2>/dev/null |
-        md5sum)
-    b=$(mpi "$np" clusters "$T/sample-m$np" --keep min-id --singletons --similarity 2>"$T/err" |
-        md5sum)
-    if [ "$a" = "$b" ]; then ok; else fail "sample np $np: clusters --similarity differs"; fi
+    for mode in "--singletons --similarity" "--min-similarity 0.3 --similarity" \
+        "--mode star --min-similarity 0.25 --json"; do
+        # shellcheck disable=SC2086
+        a=$("$SIMSTORE" clusters "$T/sample" --keep min-id $mode 2>/dev/null | md5sum)
+        # shellcheck disable=SC2086
+        b=$(mpi "$np" clusters "$T/sample-m$np" --keep min-id $mode 2>"$T/err" | md5sum)
+        if [ "$a" = "$b" ]; then ok; else fail "sample np $np: clusters $mode differs"; fi
+    done
 done
 
 # Not supported yet: exit 2, saying which.
 out=$T/dups-m2
-for args in "pairs $out --paragraphs" "clusters $out" \
-    "clusters $out --keep min-id --mode star" "clusters $out --keep min-id --min-similarity 0.5"; do
+for args in "pairs $out --paragraphs" "clusters $out" "clusters $out --keep first"; do
     # shellcheck disable=SC2086
     mpi 2 $args >"$T/out" 2>"$T/err"
     status=$?
