@@ -27,7 +27,6 @@
 #include "mpikit.h"
 
 #include "cli.h"
-#include "input.h"
 #include "simstore.h"
 
 #include <mpi.h>
@@ -35,7 +34,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,38 +203,9 @@ static int by_fp_id(const void *x, const void *y)
     return id_cmp(a->id, a->id_len, b->id, b->id_len);
 }
 
-/* The keep rules (simstore_keep_rule) as a number, as the library orders
- * them: min-id 0 for all; a meta key, larger or smaller first, documents
- * without one last. */
-typedef struct keep_rule {
-    simstore_keep_rule rule;
-    const char *field;
-} keep_rule;
-
-static uint64_t sortable(double x)
-{
-    if (x == 0)
-        x = 0; /* -0 as +0 */
-    uint64_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    return (bits >> 63) ? ~bits : bits | (UINT64_C(1) << 63);
-}
-
-static uint64_t keep_of(const keep_rule *k, const simstore_document *doc)
-{
-    double key;
-    if (k->rule == SIMSTORE_KEEP_MIN_ID || k->rule == SIMSTORE_KEEP_FIRST)
-        return 0;
-    if (!doc->meta || !doc->meta_len ||
-        input_json_number(doc->meta, doc->meta_len, k->field, &key) != 1 || isnan(key))
-        return UINT64_MAX;
-    uint64_t v = sortable(k->rule == SIMSTORE_KEEP_MAX_KEY ? -key : key);
-    return v == UINT64_MAX ? UINT64_MAX - 1 : v;
-}
-
 typedef struct export_ctx {
     buf *out;
-    const keep_rule *keep;
+    const simstore_cluster_options *keep;
 } export_ctx;
 
 static int export_doc(void *ctx, const simstore_document *doc)
@@ -244,7 +213,7 @@ static int export_doc(void *ctx, const simstore_document *doc)
     export_ctx *x = (export_ctx *)ctx;
     sdoc d = {doc->fp,
               0,
-              keep_of(x->keep, doc),
+              simstore_keep_order(x->keep, doc),
               doc->id,
               doc->sketch,
               (uint32_t)doc->id_len,
@@ -293,7 +262,7 @@ static size_t node_of(const owned *o, uint64_t fp)
 
 /* Every rank exports its shard; the documents meet at their owners.
  * Returns 0, or -1 (said) when this rank's export failed. Collective. */
-static int gather_owned(simstore *s, const keep_rule *keep, owned *o)
+static int gather_owned(simstore *s, const simstore_cluster_options *keep, owned *o)
 {
     memset(o, 0, sizeof *o);
     buf *out = bufs_new();
@@ -669,38 +638,9 @@ typedef struct scan_opts {
  * every rank) or 2 (a usage error, said by rank 0). Collective. */
 static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stats *st)
 {
-    *s = NULL;
-    int failed = 0;
-    if (rank == 0) {
-        simstore_sharded *sh;
-        int rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
-        if (rc) {
-            say("%s", simstore_last_error());
-            failed = 1;
-        } else if (simstore_sharded_count(sh) != (unsigned)nranks) {
-            say("%s has %u shards: run it with -np %u", out, simstore_sharded_count(sh),
-                simstore_sharded_count(sh));
-            failed = 1;
-        }
-        simstore_sharded_close(sh);
-    }
-    if (agree(failed, "opening the store"))
+    char shard[PATH_MAX];
+    if (open_my_shard(out, s, st, shard, sizeof shard))
         return 1;
-    char shard[PATH_MAX], name[16];
-    simstore_shard_name((unsigned)rank, name, sizeof name);
-    snprintf(shard, sizeof shard, "%s/%s", out, name);
-    int rc = simstore_open(shard, SIMSTORE_OPEN_READONLY, s);
-    if (rc == SIMSTORE_OK)
-        rc = simstore_get_stats(*s, st);
-    if (rc) {
-        say("%s: %s", shard, simstore_last_error());
-        failed = 1;
-    }
-    if (agree(failed, "opening the shards")) {
-        simstore_close(*s);
-        *s = NULL;
-        return 1;
-    }
     /* The shards agree on k and text options (the manifest): rank 0 says. */
     int usage = 0;
     if (st->fingerprint_only) {
@@ -1049,7 +989,9 @@ int cmd_mpi_pairs(int argc, char **argv)
     if (status)
         return status;
     p.sketch = st.sketch;
-    keep_rule keep = {SIMSTORE_KEEP_MIN_ID, NULL};
+    simstore_cluster_options keep; /* pairs keep nothing: min-id reads no metadata */
+    simstore_cluster_options_init(&keep);
+    keep.keep = SIMSTORE_KEEP_MIN_ID;
     owned o;
     pairs_acc pairs = {NULL, 0, 0};
     status = agree(gather_owned(s, &keep, &o) != 0, "reading the documents");
@@ -1475,34 +1417,6 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
     free(label);
 }
 
-/* --keep RULE [FIELD], as `simstore clusters` takes it. Returns 0, or 2
- * (said). */
-static int parse_keep(const char *arg, char **argv, int argc, keep_rule *k)
-{
-    const char *rest = NULL;
-    size_t n = strcspn(arg, " =");
-    if (arg[n])
-        rest = arg + n + 1;
-    if (n == 5 && strncmp(arg, "first", n) == 0 && !rest) {
-        k->rule = SIMSTORE_KEEP_FIRST;
-    } else if (n == 6 && strncmp(arg, "min-id", n) == 0 && !rest) {
-        k->rule = SIMSTORE_KEEP_MIN_ID;
-    } else if (n == 8 && (strncmp(arg, "max-meta", n) == 0 || strncmp(arg, "min-meta", n) == 0)) {
-        k->rule = arg[1] == 'a' ? SIMSTORE_KEEP_MAX_KEY : SIMSTORE_KEEP_MIN_KEY;
-        if (!rest) {
-            if (optind >= argc)
-                return usage_error(argc, argv);
-            rest = argv[optind++];
-        }
-        if (input_field_name_problem(rest))
-            return usage_error(argc, argv);
-        k->field = rest;
-    } else {
-        return usage_error(argc, argv);
-    }
-    return 0;
-}
-
 static void usage_clusters(FILE *out)
 {
     fprintf(out,
@@ -1552,8 +1466,10 @@ int cmd_mpi_clusters(int argc, char **argv)
     clusters_run c;
     memset(&c, 0, sizeof c);
     c.o.memory = (uint64_t)1 << 30;
-    keep_rule keep = {SIMSTORE_KEEP_FIRST, NULL};
-    int ch, li = 0, rc;
+    simstore_cluster_options keep;
+    simstore_cluster_options_init(&keep);
+    const char *field = NULL;
+    int ch, li = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         if (ch == 'h') {
@@ -1565,8 +1481,12 @@ int cmd_mpi_clusters(int argc, char **argv)
                 return usage_error(argc, argv);
             c.star = strcmp(optarg, "star") == 0;
         } else if (ch == O_KEEP) {
-            if ((rc = parse_keep(optarg, argv, argc, &keep)) != 0)
-                return rc;
+            char why[256];
+            if (cli_parse_keep(optarg, argv, argc, &optind, &keep.keep, &field, why, sizeof why)) {
+                if (rank == 0)
+                    fprintf(stderr, "%s: %s\n", cmd_name, why);
+                return 2;
+            }
         } else if (ch == O_SINGLETONS) {
             c.singletons = 1;
         } else if (ch == O_UNSUPPORTED) {
@@ -1579,7 +1499,9 @@ int cmd_mpi_clusters(int argc, char **argv)
     }
     if (argc - optind != 1)
         return usage_error(argc, argv);
-    if (keep.rule == SIMSTORE_KEEP_FIRST)
+    keep.key = cli_meta_key;
+    keep.key_ctx = (void *)field;
+    if (keep.keep == SIMSTORE_KEEP_FIRST)
         return unsupported("--keep first (the default)",
                            "each shard numbers its own insertions, so a sharded store cannot "
                            "tell which document came first; give --keep min-id, max-meta FIELD "

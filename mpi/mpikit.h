@@ -4,6 +4,8 @@
 #ifndef SIMSTORE_MPIKIT_H
 #define SIMSTORE_MPIKIT_H
 
+#include "simstore.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +34,13 @@ int buf_u32(buf *b, uint32_t v);
 /* Read a little-endian u64 (u32) at *p and advance it. */
 uint64_t get_u64(const char **p);
 uint32_t get_u32(const char **p);
+
+/* Rank 0 checks the sharded store OUT as a whole (its manifest, every
+ * shard's agreement with it, R shards for R ranks); then every rank opens
+ * its shard read-only: *s (closed with simstore_close), its stats *st, its
+ * path in shard[0..size). Returns 0, or 1 on every rank after the failed
+ * ranks said why (*s NULL). Collective. */
+int open_my_shard(const char *out, simstore **s, simstore_stats *st, char *shard, size_t size);
 
 /* `simstore-mpi pairs` and `simstore-mpi clusters` (mpi_scan.c). */
 int cmd_mpi_pairs(int argc, char **argv);

@@ -758,6 +758,42 @@ usage:
 
 /* ---- query ------------------------------------------------------------------ */
 
+int open_my_shard(const char *out, simstore **s, simstore_stats *st, char *shard, size_t size)
+{
+    *s = NULL;
+    /* Rank 0 checks the whole (manifest, every shard's agreement, R). */
+    int failed = 0;
+    if (rank == 0) {
+        simstore_sharded *sh;
+        int rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
+        if (rc) {
+            say("%s", simstore_last_error());
+            failed = 1;
+        } else if (simstore_sharded_count(sh) != (unsigned)nranks) {
+            say("%s has %u shards: run it with -np %u", out, simstore_sharded_count(sh),
+                simstore_sharded_count(sh));
+            failed = 1;
+        }
+        simstore_sharded_close(sh);
+    }
+    if (agree(failed, "opening the store"))
+        return 1;
+    char name[16];
+    simstore_shard_name((unsigned)rank, name, sizeof name);
+    snprintf(shard, size, "%s/%s", out, name);
+    int rc = simstore_open(shard, SIMSTORE_OPEN_READONLY, s);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(*s, st);
+    if (rc)
+        say("%s: %s", shard, simstore_last_error());
+    if (agree(rc != SIMSTORE_OK, "opening the shards")) {
+        simstore_close(*s);
+        *s = NULL;
+        return 1;
+    }
+    return 0;
+}
+
 typedef struct query_item {
     char *qid;
     size_t qid_len;
@@ -944,33 +980,14 @@ static int cmd_query(int argc, char **argv)
                     cmd_name, queries);
         return 2;
     }
-    /* Rank 0 checks the whole (manifest, every shard's agreement, R). */
-    int failed = 0;
-    if (rank == 0) {
-        simstore_sharded *sh;
-        int rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
-        if (rc) {
-            say("%s", simstore_last_error());
-            failed = 1;
-        } else if (simstore_sharded_count(sh) != (unsigned)nranks) {
-            say("%s has %u shards: run it with -np %u", out, simstore_sharded_count(sh),
-                simstore_sharded_count(sh));
-            failed = 1;
-        }
-        simstore_sharded_close(sh);
-    }
-    if (agree(failed, "opening the store"))
-        return 1;
-    char shard[PATH_MAX], name[16];
-    simstore_shard_name((unsigned)rank, name, sizeof name);
-    snprintf(shard, sizeof shard, "%s/%s", out, name);
-    simstore *s = NULL;
-    simstore_fingerprinter *fpr = NULL;
+    char shard[PATH_MAX];
+    simstore *s;
     simstore_stats st;
-    int rc = simstore_open(shard, SIMSTORE_OPEN_READONLY, &s);
-    if (rc == SIMSTORE_OK)
-        rc = simstore_get_stats(s, &st);
-    if (rc == SIMSTORE_OK && format == INPUT_JSONL) {
+    if (open_my_shard(out, &s, &st, shard, sizeof shard))
+        return 1;
+    int failed = 0, rc = SIMSTORE_OK;
+    simstore_fingerprinter *fpr = NULL;
+    if (format == INPUT_JSONL) {
         simstore_text_options text;
         simstore_get_text_options(s, &text);
         text.sketch = SIMSTORE_SKETCH_NONE;

@@ -1611,6 +1611,17 @@ SIMSTORE_API int simstore_get(simstore *s, const char *const *ids, const size_t 
 SIMSTORE_API int simstore_export(simstore *s, const simstore_scan_options *o, unsigned flags,
                                  simstore_document_fn fn, void *ctx);
 
+/* The number simstore_clusters() orders documents by to choose the one a
+ * cluster keeps (smaller kept first; ties by id), for a program that
+ * clusters documents outside the library (simstore-mpi clusters): doc's
+ * insertion number for SIMSTORE_KEEP_FIRST, 0 for SIMSTORE_KEEP_MIN_ID,
+ * and for the key rules o->key's key of doc's metadata in an order where
+ * smaller comes first (larger keys first for SIMSTORE_KEEP_MAX_KEY),
+ * UINT64_MAX for a document without a key (or with no key callback).
+ * UINT64_MAX for NULL arguments. */
+SIMSTORE_API uint64_t simstore_keep_order(const simstore_cluster_options *o,
+                                          const simstore_document *doc);
+
 /* ---- In-memory near-duplicate index ---------------------------------------
  * An exact index of (fingerprint, value) entries in RAM that grows one entry
  * at a time and answers "which entries are within distance k of this

@@ -3,11 +3,11 @@
  * would use, each table's permutation and prefix width, and the join of one
  * table over a sorted array holding whole prefix groups. */
 #include "scan/join.h"
+#include "scan/joinall.h"
 
 #include "common/error.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 struct simstore_join_plan {
     unsigned k;
@@ -57,21 +57,6 @@ uint64_t simstore_join_plan_permute(const simstore_join_plan *p, unsigned t, uin
     return sims_permute(&p->design.tables[t].permuter, fp);
 }
 
-typedef struct array_src {
-    const uint64_t *v;
-    size_t n, pos;
-} array_src;
-
-static int array_next(void *ctx, uint64_t *out, size_t cap, size_t *n)
-{
-    array_src *s = (array_src *)ctx;
-    size_t m = s->n - s->pos < cap ? s->n - s->pos : cap;
-    memcpy(out, s->v + s->pos, m * sizeof *out);
-    s->pos += m;
-    *n = m;
-    return 0;
-}
-
 int simstore_join_plan_table(const simstore_join_plan *p, unsigned t, const uint64_t *permuted,
                              size_t n, uint64_t memory_bytes, simstore_fp_pair_fn fn, void *ctx)
 {
@@ -86,8 +71,8 @@ int simstore_join_plan_table(const simstore_join_plan *p, unsigned t, const uint
     int rc = scan_joiner_new(&p->design, p->k, memory_bytes, &j);
     if (rc)
         return rc;
-    array_src src = {permuted, n, 0};
-    rc = scan_join_table(j, t, array_next, &src, fn, ctx);
+    scan_values src = {permuted, n, 0};
+    rc = scan_join_table(j, t, scan_values_next, &src, fn, ctx);
     scan_joiner_free(j);
     return rc;
 }

@@ -5,19 +5,11 @@
 # heavy (fingerprints shared by many documents across shards) and chained
 # (long components) fingerprints, with string and integer ids and
 # metadata for the keep rules, components and stars, and texts with
-# sketches for the similarities and the graph over documents. Options not supported yet exit 2 saying so; a rank that
-# cannot read its shard fails the job naming the rank.
+# sketches for the similarities and the graph over documents. Options not
+# supported yet exit 2 saying so; a rank that cannot read its shard fails
+# the job naming the rank.
 # Usage: scan.sh SIMSTORE SIMSTORE_MPI MPIEXEC
-. "$(dirname "$0")/../cli/lib.sh"
-MPI_BIN=${2:?usage: scan.sh SIMSTORE SIMSTORE_MPI MPIEXEC}
-MPIEXEC=${3:-mpirun}
-SAMPLE=$SRC/tests/data/sample.jsonl
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-mpi() {
-    local np=$1
-    shift
-    timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -np "$np" "$MPI_BIN" "$@"
-}
+. "$(dirname "$0")/lib.sh"
 
 python3 - "$T" <<'PY'
 import json, random, sys
