@@ -1,6 +1,7 @@
 /* cli.c: messages, option helpers, number parsing and line reading shared by
  * the simstore commands. */
 #include "cli.h"
+#include "input.h"
 #include "quantity.h"
 
 #include <errno.h>
@@ -593,4 +594,44 @@ int cli_read_file(const char *path, char **data, size_t *len, char *why, size_t 
         snprintf(why, why_size, "%s:%llu: %s", name, line, cli_stream_error(s));
     cli_stream_close(s);
     return rc == 0 ? 0 : -1;
+}
+
+int cli_parse_keep(const char *arg, char **argv, int argc, int *next, simstore_keep_rule *rule,
+                   const char **field, char *why, size_t why_size)
+{
+    const char *rest = NULL;
+    size_t n = strcspn(arg, " =");
+    if (arg[n])
+        rest = arg + n + 1;
+    if (n == 5 && strncmp(arg, "first", n) == 0 && !rest) {
+        *rule = SIMSTORE_KEEP_FIRST;
+    } else if (n == 6 && strncmp(arg, "min-id", n) == 0 && !rest) {
+        *rule = SIMSTORE_KEEP_MIN_ID;
+    } else if (n == 8 && (strncmp(arg, "max-meta", n) == 0 || strncmp(arg, "min-meta", n) == 0)) {
+        if (!rest) {
+            if (*next >= argc) {
+                snprintf(why, why_size, "--keep %s needs a FIELD", arg);
+                return -1;
+            }
+            rest = argv[(*next)++];
+        }
+        const char *problem = input_field_name_problem(rest);
+        if (problem) {
+            snprintf(why, why_size, "--keep %.*s: the field name '%s' %s", (int)n, arg, rest,
+                     problem);
+            return -1;
+        }
+        *rule = arg[1] == 'a' ? SIMSTORE_KEEP_MAX_KEY : SIMSTORE_KEEP_MIN_KEY;
+        *field = rest;
+    } else {
+        snprintf(why, why_size,
+                 "--keep: '%s' is not first, min-id, max-meta FIELD or min-meta FIELD", arg);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_meta_key(void *ctx, const char *meta, size_t len, double *key)
+{
+    return meta && input_json_number(meta, len, (const char *)ctx, key) == 1;
 }

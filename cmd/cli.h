@@ -116,6 +116,18 @@ void cli_format_similarity(double similarity, int json, char buf[32]);
 /* --min-similarity J: a number from 0 to 1 (0: no filter) into *out;
  * otherwise prints a usage error and returns 2 (the exit code). */
 int cli_min_similarity_option(const char *cmd, const char *arg, double *out);
+
+/* --keep RULE [FIELD] as `clusters` takes it: first, min-id, max-meta FIELD
+ * or min-meta FIELD, FIELD after a space or '=' in arg, else the argument
+ * argv[*next] (which it takes: *next advances). Sets *rule, and *field for
+ * the meta rules. Returns 0, or -1 with what is wrong in why[0..why_size). */
+int cli_parse_keep(const char *arg, char **argv, int argc, int *next, simstore_keep_rule *rule,
+                   const char **field, char *why, size_t why_size);
+
+/* The meta rules' key (simstore_doc_key_fn): the number in the member
+ * named ctx (a field name, nested as a.b) of the metadata, a string
+ * holding a decimal number counting. */
+int cli_meta_key(void *ctx, const char *meta, size_t len, double *key);
 /* --min-fraction F (paragraphs): a number from 0 to 1 into *out; otherwise
  * prints a usage error and returns 2 (the exit code). */
 int cli_min_fraction_option(const char *cmd, const char *arg, double *out);

@@ -2,7 +2,6 @@
  * each with the one document it keeps (simstore_clusters). */
 #include "cli.h"
 #include "commands.h"
-#include "input.h"
 #include "paraclusters.h"
 #include "progress.h"
 
@@ -130,44 +129,6 @@ static int print_member(void *ctx, const simstore_cluster_member *m)
     return ferror(stdout) ? SIMSTORE_EIO : 0;
 }
 
-static int meta_key(void *ctx, const char *meta, size_t len, double *key)
-{
-    const char *field = (const char *)ctx;
-    return meta && input_json_number(meta, len, field, key) == 1;
-}
-
-/* --keep RULE [FIELD]: the FIELD of the meta rules is the next argument
- * (or follows a space or '=' in the same one). */
-static int parse_keep(const char *arg, char **argv, int argc, simstore_cluster_options *o,
-                      const char **field)
-{
-    const char *rest = NULL;
-    size_t n = strcspn(arg, " =");
-    if (arg[n])
-        rest = arg + n + 1;
-    if (n == 5 && strncmp(arg, "first", n) == 0 && !rest) {
-        o->keep = SIMSTORE_KEEP_FIRST;
-    } else if (n == 6 && strncmp(arg, "min-id", n) == 0 && !rest) {
-        o->keep = SIMSTORE_KEEP_MIN_ID;
-    } else if (n == 8 && (strncmp(arg, "max-meta", n) == 0 || strncmp(arg, "min-meta", n) == 0)) {
-        o->keep = arg[1] == 'a' ? SIMSTORE_KEEP_MAX_KEY : SIMSTORE_KEEP_MIN_KEY;
-        if (!rest) {
-            if (optind >= argc)
-                return cli_usage_error(CMD, "--keep %s needs a FIELD", arg);
-            rest = argv[optind++];
-        }
-        const char *why = input_field_name_problem(rest);
-        if (why)
-            return cli_usage_error(CMD, "--keep %.*s: the field name '%s' %s", (int)n, arg, rest,
-                                   why);
-        *field = rest;
-    } else {
-        return cli_usage_error(CMD, "--keep: '%s' is not first, min-id, max-meta FIELD or "
-                               "min-meta FIELD", arg);
-    }
-    return 0;
-}
-
 int cmd_clusters(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -194,6 +155,7 @@ int cmd_clusters(int argc, char **argv)
     unsigned long long k = 0;
     int have_k = 0, paragraphs = 0, min_fraction_given = 0, mode_given = 0;
     double min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    char why[256];
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -213,8 +175,8 @@ int cmd_clusters(int argc, char **argv)
             mode_given = o.mode == SIMSTORE_CLUSTER_STAR;
             break;
         case OPT_KEEP:
-            if ((rc = parse_keep(optarg, argv, argc, &o, &field)) != 0)
-                return rc;
+            if (cli_parse_keep(optarg, argv, argc, &optind, &o.keep, &field, why, sizeof why))
+                return cli_usage_error(CMD, "%s", why);
             break;
         case OPT_SINGLETONS: o.singletons = 1; break;
         case OPT_JSON: out.json = 1; break;
@@ -278,7 +240,7 @@ int cmd_clusters(int argc, char **argv)
     }
     out.fp_only = st.fingerprint_only;
     o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_STORE_K;
-    o.key = meta_key;
+    o.key = cli_meta_key;
     o.key_ctx = (void *)field;
     cli_progress prog;
     cli_progress_init(&prog, CMD, progress);

@@ -16,6 +16,8 @@
  *
  * A rank that fails says so ("rank N: why") and the job exits 1 on every
  * rank, naming the failed ranks. */
+#include "mpikit.h"
+
 #include "cli.h"
 #include "input.h"
 #include "progress.h"
@@ -37,24 +39,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int rank, nranks;
-static const char *cmd_name = "simstore-mpi";
+int rank, nranks;
+const char *cmd_name = "simstore-mpi";
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A message of this rank on stderr: "simstore-mpi CMD: rank N: ...". */
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
-    char buf[2048];
+    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, buf);
+    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
 }
 
 /* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
  * every rank succeeded, else 1 on every rank. */
-static int agree(int failed, const char *what)
+int agree(int failed, const char *what)
 {
     int *all = malloc((size_t)nranks * sizeof *all);
     if (!all)
@@ -80,12 +81,7 @@ static int agree(int failed, const char *what)
 
 /* ---- a growing byte buffer ------------------------------------------------ */
 
-typedef struct buf {
-    char *data;
-    size_t len, cap;
-} buf;
-
-static int buf_put(buf *b, const void *p, size_t n)
+int buf_put(buf *b, const void *p, size_t n)
 {
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
@@ -103,7 +99,7 @@ static int buf_put(buf *b, const void *p, size_t n)
     return 0;
 }
 
-static int buf_u64(buf *b, uint64_t v)
+int buf_u64(buf *b, uint64_t v)
 {
     uint8_t x[8];
     for (int i = 0; i < 8; i++)
@@ -111,7 +107,7 @@ static int buf_u64(buf *b, uint64_t v)
     return buf_put(b, x, 8);
 }
 
-static int buf_u32(buf *b, uint32_t v)
+int buf_u32(buf *b, uint32_t v)
 {
     uint8_t x[4];
     for (int i = 0; i < 4; i++)
@@ -119,7 +115,7 @@ static int buf_u32(buf *b, uint32_t v)
     return buf_put(b, x, 4);
 }
 
-static uint64_t get_u64(const char **p)
+uint64_t get_u64(const char **p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
@@ -128,7 +124,7 @@ static uint64_t get_u64(const char **p)
     return v;
 }
 
-static uint32_t get_u32(const char **p)
+uint32_t get_u32(const char **p)
 {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++)
@@ -762,6 +758,42 @@ usage:
 
 /* ---- query ------------------------------------------------------------------ */
 
+int open_my_shard(const char *out, simstore **s, simstore_stats *st, char *shard, size_t size)
+{
+    *s = NULL;
+    /* Rank 0 checks the whole (manifest, every shard's agreement, R). */
+    int failed = 0;
+    if (rank == 0) {
+        simstore_sharded *sh;
+        int rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
+        if (rc) {
+            say("%s", simstore_last_error());
+            failed = 1;
+        } else if (simstore_sharded_count(sh) != (unsigned)nranks) {
+            say("%s has %u shards: run it with -np %u", out, simstore_sharded_count(sh),
+                simstore_sharded_count(sh));
+            failed = 1;
+        }
+        simstore_sharded_close(sh);
+    }
+    if (agree(failed, "opening the store"))
+        return 1;
+    char name[16];
+    simstore_shard_name((unsigned)rank, name, sizeof name);
+    snprintf(shard, size, "%s/%s", out, name);
+    int rc = simstore_open(shard, SIMSTORE_OPEN_READONLY, s);
+    if (rc == SIMSTORE_OK)
+        rc = simstore_get_stats(*s, st);
+    if (rc)
+        say("%s: %s", shard, simstore_last_error());
+    if (agree(rc != SIMSTORE_OK, "opening the shards")) {
+        simstore_close(*s);
+        *s = NULL;
+        return 1;
+    }
+    return 0;
+}
+
 typedef struct query_item {
     char *qid;
     size_t qid_len;
@@ -948,33 +980,14 @@ static int cmd_query(int argc, char **argv)
                     cmd_name, queries);
         return 2;
     }
-    /* Rank 0 checks the whole (manifest, every shard's agreement, R). */
-    int failed = 0;
-    if (rank == 0) {
-        simstore_sharded *sh;
-        int rc = simstore_sharded_open(out, SIMSTORE_OPEN_READONLY, &sh);
-        if (rc) {
-            say("%s", simstore_last_error());
-            failed = 1;
-        } else if (simstore_sharded_count(sh) != (unsigned)nranks) {
-            say("%s has %u shards: run it with -np %u", out, simstore_sharded_count(sh),
-                simstore_sharded_count(sh));
-            failed = 1;
-        }
-        simstore_sharded_close(sh);
-    }
-    if (agree(failed, "opening the store"))
-        return 1;
-    char shard[PATH_MAX], name[16];
-    simstore_shard_name((unsigned)rank, name, sizeof name);
-    snprintf(shard, sizeof shard, "%s/%s", out, name);
-    simstore *s = NULL;
-    simstore_fingerprinter *fpr = NULL;
+    char shard[PATH_MAX];
+    simstore *s;
     simstore_stats st;
-    int rc = simstore_open(shard, SIMSTORE_OPEN_READONLY, &s);
-    if (rc == SIMSTORE_OK)
-        rc = simstore_get_stats(s, &st);
-    if (rc == SIMSTORE_OK && format == INPUT_JSONL) {
+    if (open_my_shard(out, &s, &st, shard, sizeof shard))
+        return 1;
+    int failed = 0, rc = SIMSTORE_OK;
+    simstore_fingerprinter *fpr = NULL;
+    if (format == INPUT_JSONL) {
         simstore_text_options text;
         simstore_get_text_options(s, &text);
         text.sketch = SIMSTORE_SKETCH_NONE;
@@ -1147,13 +1160,17 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(argc < 2 ? stderr : stdout,
                     "Usage: mpirun -np R simstore-mpi COMMAND ...\n"
-                    "Commands: build OUT INPUT..., query OUT --queries FILE "
-                    "(COMMAND --help for each)\n");
+                    "Commands: build OUT INPUT..., query OUT --queries FILE, pairs OUT,\n"
+                    "clusters OUT --keep RULE (COMMAND --help for each)\n");
         status = argc < 2 ? 2 : 0;
     } else if (strcmp(argv[1], "build") == 0) {
         status = cmd_build(argc - 1, argv + 1);
     } else if (strcmp(argv[1], "query") == 0) {
         status = cmd_query(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "pairs") == 0) {
+        status = cmd_mpi_pairs(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "clusters") == 0) {
+        status = cmd_mpi_clusters(argc - 1, argv + 1);
     } else {
         if (rank == 0)
             fprintf(stderr, "simstore-mpi: unknown command '%s'\n", argv[1]);

@@ -1429,6 +1429,52 @@ SIMSTORE_API int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsig
                                             const simstore_scan_options *o,
                                             simstore_fp_pair_fn fn, void *ctx);
 
+/* ---- The join spread over processes ----------------------------------------
+ * The pieces of simstore_join_fingerprints() for a program that spreads it
+ * over several processes (simstore-mpi pairs and clusters): every process
+ * makes the same plan from the same k and n; for each table t it permutes
+ * its fingerprints with simstore_join_plan_permute(), sends each value to
+ * the process owning its prefix (the top simstore_join_plan_prefix_bits()
+ * bits: a process must hold whole prefix groups), sorts what it received
+ * and joins it with simstore_join_plan_table(). A pair within k is emitted
+ * only by the first table whose prefix its differing bits avoid, so the
+ * union of every process's pairs over every table has each pair exactly
+ * once: the pairs of simstore_join_fingerprints() over all the values. */
+typedef struct simstore_join_plan simstore_join_plan;
+
+/* The design a store of n fingerprints would have for k (1..SIMSTORE_MAX_K),
+ * the same on every call with the same arguments.
+ *   out  receives the plan, owned by the caller, released with
+ *        simstore_join_plan_free(); NULL on failure.
+ * Errors: SIMSTORE_EINVAL (k out of range, out NULL), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_join_plan_new(unsigned k, uint64_t n, simstore_join_plan **out);
+
+/* Release a plan; NULL is allowed. */
+SIMSTORE_API void simstore_join_plan_free(simstore_join_plan *p);
+
+/* The plan's number of permuted tables (0 for NULL). */
+SIMSTORE_API unsigned simstore_join_plan_tables(const simstore_join_plan *p);
+
+/* Table t's prefix width in bits, 1..64 (0 for a NULL plan or t out of
+ * range): values of t sharing their top that many bits form a prefix group. */
+SIMSTORE_API unsigned simstore_join_plan_prefix_bits(const simstore_join_plan *p, unsigned t);
+
+/* fp permuted for table t (fp itself for a NULL plan or t out of range). */
+SIMSTORE_API uint64_t simstore_join_plan_permute(const simstore_join_plan *p, unsigned t,
+                                                 uint64_t fp);
+
+/* Join table t over permuted[0..n): values permuted for t, in increasing
+ * order (repeats allowed and skipped), holding every value of each prefix
+ * group they touch. fn receives each pair of distinct fingerprints within
+ * the plan's k (original bits, a < b) that t is the first table to cover,
+ * in no particular order. memory_bytes: scratch allowed for one prefix
+ * group (0: no limit). Errors: SIMSTORE_EINVAL (NULL arguments, t out of
+ * range, values out of order), SIMSTORE_EFULL (a prefix group past
+ * memory_bytes), SIMSTORE_ENOMEM, or fn's nonzero value. */
+SIMSTORE_API int simstore_join_plan_table(const simstore_join_plan *p, unsigned t,
+                                          const uint64_t *permuted, size_t n, uint64_t memory_bytes,
+                                          simstore_fp_pair_fn fn, void *ctx);
+
 typedef enum simstore_cluster_mode {
     SIMSTORE_CLUSTER_COMPONENTS = 0, /* connected components of the
                                         within-k graph                     */
@@ -1564,6 +1610,17 @@ SIMSTORE_API int simstore_get(simstore *s, const char *const *ids, const size_t 
  * or fn's nonzero value. */
 SIMSTORE_API int simstore_export(simstore *s, const simstore_scan_options *o, unsigned flags,
                                  simstore_document_fn fn, void *ctx);
+
+/* The number simstore_clusters() orders documents by to choose the one a
+ * cluster keeps (smaller kept first; ties by id), for a program that
+ * clusters documents outside the library (simstore-mpi clusters): doc's
+ * insertion number for SIMSTORE_KEEP_FIRST, 0 for SIMSTORE_KEEP_MIN_ID,
+ * and for the key rules o->key's key of doc's metadata in an order where
+ * smaller comes first (larger keys first for SIMSTORE_KEEP_MAX_KEY),
+ * UINT64_MAX for a document without a key (or with no key callback).
+ * UINT64_MAX for NULL arguments. */
+SIMSTORE_API uint64_t simstore_keep_order(const simstore_cluster_options *o,
+                                          const simstore_document *doc);
 
 /* ---- In-memory near-duplicate index ---------------------------------------
  * An exact index of (fingerprint, value) entries in RAM that grows one entry

@@ -231,19 +231,32 @@ static uint64_t sortable(double x)
     return (bits >> 63) ? ~bits : bits | (UINT64_C(1) << 63);
 }
 
-uint64_t scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d, const scan_doc *doc)
+static uint64_t keep_rank(const simstore_cluster_options *o, uint64_t insertion, const char *meta,
+                          size_t meta_len)
 {
     double key;
     switch (o->keep) {
-    case SIMSTORE_KEEP_FIRST: return doc->insertion;
+    case SIMSTORE_KEEP_FIRST: return insertion;
     case SIMSTORE_KEEP_MIN_ID: return 0;
     default: break;
     }
-    const char *meta = doc->meta_len ? d->ids + doc->meta_off : NULL;
-    if (!o->key(o->key_ctx, meta, doc->meta_len, &key) || isnan(key))
+    if (!o->key || !o->key(o->key_ctx, meta, meta_len, &key) || isnan(key))
         return UINT64_MAX; /* no key: last */
     uint64_t v = sortable(o->keep == SIMSTORE_KEEP_MAX_KEY ? -key : key);
     return v == UINT64_MAX ? UINT64_MAX - 1 : v;
+}
+
+uint64_t scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d, const scan_doc *doc)
+{
+    return keep_rank(o, doc->insertion, doc->meta_len ? d->ids + doc->meta_off : NULL,
+                     doc->meta_len);
+}
+
+uint64_t simstore_keep_order(const simstore_cluster_options *o, const simstore_document *doc)
+{
+    if (!o || !doc)
+        return UINT64_MAX;
+    return keep_rank(o, doc->insertion, doc->meta_len ? doc->meta : NULL, doc->meta_len);
 }
 
 static int add_doc(crun *r, uint32_t node, uint64_t rank, const char *id, size_t len,

@@ -253,8 +253,8 @@ void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapsho
 /* ---- an array ------------------------------------------------------------- */
 
 typedef struct array_src {
-    uint64_t *v;
-    size_t n, pos;
+    scan_values values; /* first: the source scan_values_next reads */
+    uint64_t *v;        /* the permuted copy it reads, owned */
 } array_src;
 
 static int array_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **out)
@@ -278,14 +278,15 @@ static int array_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **ou
         s->v[i] = sims_permute(p, a->fps[i]);
     sims_radix_sort_u64(s->v, tmp, a->n);
     free(tmp);
-    s->n = a->n;
+    s->values.v = s->v;
+    s->values.n = a->n;
     *out = s;
     return 0;
 }
 
-static int array_next(void *src, uint64_t *out, size_t cap, size_t *n)
+int scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n)
 {
-    array_src *s = (array_src *)src;
+    scan_values *s = (scan_values *)src;
     size_t m = s->n - s->pos < cap ? s->n - s->pos : cap;
     memcpy(out, s->v + s->pos, m * sizeof *out);
     s->pos += m;
@@ -303,7 +304,7 @@ static void array_close(void *src)
 void scan_array_input(scan_join_input *in, scan_array_ctx *ctx)
 {
     in->open = array_open;
-    in->next = array_next;
+    in->next = scan_values_next;
     in->close = array_close;
     in->ctx = ctx;
     in->parts = 1;

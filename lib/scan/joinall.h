@@ -44,4 +44,12 @@ typedef struct scan_array_ctx {
 } scan_array_ctx;
 void scan_array_input(scan_join_input *in, scan_array_ctx *ctx);
 
+/* A source (scan_source_fn) of sorted values in memory: v[pos..n), handed
+ * over in order. */
+typedef struct scan_values {
+    const uint64_t *v;
+    size_t n, pos;
+} scan_values;
+int scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n);
+
 #endif

@@ -6,16 +6,7 @@
 # a bad record fails the job naming the rank and publishes nothing; a rerun
 # succeeds; a published store needs --replace.
 # Usage: mpi.sh SIMSTORE SIMSTORE_MPI MPIEXEC
-. "$(dirname "$0")/../cli/lib.sh"
-MPI_BIN=${2:?usage: mpi.sh SIMSTORE SIMSTORE_MPI MPIEXEC}
-MPIEXEC=${3:-mpirun}
-SAMPLE=$SRC/tests/data/sample.jsonl
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-mpi() {
-    local np=$1
-    shift
-    timeout 300 "$MPIEXEC" --allow-run-as-root --oversubscribe -np "$np" "$MPI_BIN" "$@"
-}
+. "$(dirname "$0")/lib.sh"
 
 python3 - "$T" <<'PY'
 import random, sys
