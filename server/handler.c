@@ -262,6 +262,7 @@ static void reply_api_error(reply *r, int rc, const char *what)
     case SIMSTORE_EREADONLY: status = 403; break;
     case SIMSTORE_EBUSY: status = 503; break;
     case SIMSTORE_ENOMEM: status = 503; break;
+    case SIMSTORE_EFULL: status = 503; break; /* no room in memory: try again */
     default: break;
     }
     const char *detail = simstore_last_error();

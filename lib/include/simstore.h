@@ -1727,16 +1727,21 @@ SIMSTORE_API uint64_t simstore_memindex_bytes(const simstore_memindex *ix);
  * Threads: every call may be made from any number of threads at once, each
  * thread using its own simstore_live_query. Readers never wait for a flush
  * or a compaction (only for the pointer swaps around them), and writers
- * wait for neither: changes keep going to a new in-memory table while the
- * old one is written. Writers share fsyncs (the log's group commit). */
+ * wait for neither while they have room: changes keep going to a new
+ * in-memory table while the old one is written. Only when that new table
+ * too passes memtable_bytes before the old one is written do writers wait
+ * for the flush (or, with no flush thread or after a failed flush, get
+ * SIMSTORE_EFULL), so the in-memory tables hold at most about twice
+ * memtable_bytes. Writers share fsyncs (the log's group commit). */
 
 typedef struct simstore_live simstore_live;
 typedef struct simstore_live_query simstore_live_query;
 
 typedef struct simstore_live_options {
     uint64_t memtable_bytes; /* flush once the in-memory table holds this
-                                many bytes (changes, ids, index); a soft
-                                limit: writes go on during the flush (64 MiB) */
+                                many bytes (changes, ids, index); writes go
+                                on into a second table during the flush, up
+                                to this size again (64 MiB) */
     int background_flush;    /* 1: a thread of the live store flushes when
                                 the limit is passed; 0: the caller calls
                                 simstore_live_flush() (1)                    */
@@ -1796,7 +1801,8 @@ typedef struct simstore_live_doc {
  * and not deleted since); SIMSTORE_EINVAL (an empty or oversized id or
  * metadata, an unknown flag, a sketch missing or given against the store's
  * kind); SIMSTORE_EIO (the log could not be written: this and every later
- * change fail until the live store is opened again); SIMSTORE_ENOMEM. */
+ * change fail until the live store is opened again); SIMSTORE_EFULL (both
+ * in-memory tables full and nothing flushing them: above); SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc);
 
 /* Delete the document with this id; returns once its log record is

@@ -70,6 +70,11 @@ struct simstore_live {
     /* The flush thread. */
     pthread_mutex_t flush_mu;
     pthread_cond_t flush_cv;
+    /* Under flush_mu: writers waiting for room (wait_for_room) wait on
+     * room_cv, which the flush thread broadcasts after each flush;
+     * flush_failed tells them its last flush failed. */
+    pthread_cond_t room_cv;
+    int flush_failed;
     int flush_stop;
     int flush_started;
     pthread_t flush_thread;
@@ -216,6 +221,54 @@ static void wake_flusher(simstore_live *live)
         return;
     pthread_mutex_lock(&live->flush_mu);
     pthread_cond_signal(&live->flush_cv);
+    pthread_mutex_unlock(&live->flush_mu);
+}
+
+/* Whether the active table is past its limit (with a flush thread; a
+ * caller that flushes itself decides when). */
+static int memory_full(simstore_live *live)
+{
+    if (!live->flush_started)
+        return 0;
+    pthread_rwlock_rdlock(&live->mem_lock);
+    /* An empty table is never full: the flush thread has nothing to freeze. */
+    int full = sims_memtable_count(live->active) > 0 &&
+               sims_memtable_bytes(live->active) >= live->opt.memtable_bytes;
+    pthread_rwlock_unlock(&live->mem_lock);
+    return full;
+}
+
+/* Before a change (no lock held): while the active table is past its limit,
+ * wait for the flush thread to freeze it (at once, unless the frozen table
+ * before it is still being written), so that the two tables hold at most
+ * about twice memtable_bytes. SIMSTORE_EFULL when the flush thread's last
+ * flush failed (it tries again a second later) or it has stopped. */
+static int wait_for_room(simstore_live *live)
+{
+    if (!memory_full(live))
+        return SIMSTORE_OK;
+    int rc = SIMSTORE_OK;
+    pthread_mutex_lock(&live->flush_mu);
+    while (rc == SIMSTORE_OK && memory_full(live)) {
+        if (live->flush_stop || live->flush_failed)
+            rc = sims_fail(SIMSTORE_EFULL,
+                           "the in-memory tables are full (%" PRIu64 " bytes each) and %s",
+                           live->opt.memtable_bytes,
+                           live->flush_stop ? "the live store is closing"
+                                            : "the last flush failed (it is tried again each "
+                                              "second)");
+        else
+            pthread_cond_wait(&live->room_cv, &live->flush_mu);
+    }
+    pthread_mutex_unlock(&live->flush_mu);
+    return rc;
+}
+
+/* Wake the writers waiting for room (flush_mu not held). */
+static void room_made(simstore_live *live)
+{
+    pthread_mutex_lock(&live->flush_mu);
+    pthread_cond_broadcast(&live->room_cv);
     pthread_mutex_unlock(&live->flush_mu);
 }
 
@@ -542,8 +595,11 @@ static int decide_change(simstore_live *live, simstore_query *sq, const sims_cha
 /* decide_change() through a pooled store query, answered once durable. */
 static int change_if(simstore_live *live, const sims_change *c)
 {
+    int rc = wait_for_room(live);
+    if (rc != SIMSTORE_OK)
+        return rc;
     simstore_query *sq;
-    int rc = pool_take(live, &sq);
+    rc = pool_take(live, &sq);
     if (rc != SIMSTORE_OK)
         return rc;
     uint64_t wait = 0;
@@ -647,6 +703,8 @@ int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc 
     int rc = doc_change(live, doc, &c);
     if (rc)
         return rc;
+    if ((rc = wait_for_room(live)) != SIMSTORE_OK)
+        return rc;
     uint64_t wait = 0;
     int made = 0;
     rc = decide_if_new(q, &c, k, &made, &wait);
@@ -675,8 +733,10 @@ static int batch_change(simstore_live_query *q, const simstore_live_change *ch, 
 {
     simstore_live *live = q->live;
     sims_change c;
-    int rc;
     *wait = 0;
+    int rc = wait_for_room(live);
+    if (rc != SIMSTORE_OK)
+        return rc;
     switch (ch->op) {
     case SIMSTORE_LIVE_INSERT:
         rc = doc_change(live, &ch->doc, &c);
@@ -926,6 +986,8 @@ static int flush_once(simstore_live *live, int *flushed)
     }
     pthread_rwlock_unlock(&live->mem_lock);
     pthread_mutex_unlock(&live->write_mu);
+    if (!fresh)
+        room_made(live); /* the active table is new */
     sims_memtable_free(fresh);
     if (!t)
         return SIMSTORE_OK;
@@ -940,6 +1002,7 @@ static int flush_once(simstore_live *live, int *flushed)
     live->flush_commits++;
     live->frozen = NULL;
     pthread_rwlock_unlock(&live->mem_lock);
+    room_made(live);
     sims_memtable_free(t);
     atomic_fetch_add(&live->flushes, 1);
     atomic_store(&live->applied_seq, last);
@@ -1009,6 +1072,8 @@ static void *flush_main(void *arg)
             failed = 1;
         }
         pthread_mutex_lock(&live->flush_mu);
+        live->flush_failed = failed;
+        pthread_cond_broadcast(&live->room_cv);
     }
     pthread_mutex_unlock(&live->flush_mu);
     return NULL;
@@ -1048,6 +1113,7 @@ void simstore_live_close(simstore_live *live)
         pthread_mutex_lock(&live->flush_mu);
         live->flush_stop = 1;
         pthread_cond_signal(&live->flush_cv);
+        pthread_cond_broadcast(&live->room_cv);
         pthread_mutex_unlock(&live->flush_mu);
         pthread_join(live->flush_thread, NULL);
     }
@@ -1064,6 +1130,7 @@ void simstore_live_close(simstore_live *live)
     pthread_mutex_destroy(&live->pool_mu);
     pthread_mutex_destroy(&live->flush_mu);
     pthread_cond_destroy(&live->flush_cv);
+    pthread_cond_destroy(&live->room_cv);
     free(live);
 }
 
@@ -1085,6 +1152,7 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
     pthread_mutex_init(&live->pool_mu, NULL);
     pthread_mutex_init(&live->flush_mu, NULL);
     pthread_cond_init(&live->flush_cv, NULL);
+    pthread_cond_init(&live->room_cv, NULL);
     unsigned flags =
         SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT |
         (live->opt.open_flags & (SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB));

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "simstore.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,7 +160,8 @@ int sims_memtable_apply(sims_memtable *m, const sims_change *c, uint64_t seq)
         m->inserts++;
     m->docs[m->count++] = d;
     m->slots[slot] = m->count;
-    m->doc_bytes += bytes;
+    /* What the allocation takes: its usable size and malloc's header. */
+    m->doc_bytes += malloc_usable_size(d) + sizeof(size_t);
     return SIMSTORE_OK;
 }
 

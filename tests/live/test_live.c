@@ -900,6 +900,95 @@ static void test_live_batch__same_as_one_by_one(void **state)
     free(dir);
 }
 
+#define ROOM_LIMIT (256u << 10)
+#define ROOM_BATCH 10000u
+#define ROOM_BATCHES 3u
+
+/* Writers wait for room: batches far larger than the in-memory limit,
+ * with the flush thread on, never leave the two tables (the one filling,
+ * the one being written) above about twice the limit (each may pass it by
+ * one change and the growth of its arrays: 4x, plus twice an empty
+ * table's size), and every change is there at the end. Without the wait a
+ * batch filled one table with all of its changes (1.5 MB here). */
+static void test_live_memory__bounded_under_batches(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "live room", 707);
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "room");
+    static model m;
+    memset(&m, 0, sizeof m);
+    for (unsigned n = 0; n < 300; n++) {
+        m.present[n] = 1;
+        m.fp[n] = test_rng_next(&rng);
+    }
+    build_store(path, 3, &m);
+    simstore_live_options o = small_options(ROOM_LIMIT, 1);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_query *q;
+    assert_int_equal(simstore_live_query_new(live, 0, &q), SIMSTORE_OK);
+    simstore_live_stats st;
+    simstore_live_get_stats(live, &st);
+    uint64_t empty = st.memtable_bytes, most = 0;
+    static simstore_live_change changes[ROOM_BATCH];
+    static simstore_live_result results[ROOM_BATCH];
+    static char ids[ROOM_BATCH][16];
+    static uint64_t fps[ROOM_BATCH * ROOM_BATCHES];
+    for (unsigned b = 0; b < ROOM_BATCHES; b++) {
+        memset(changes, 0, sizeof changes);
+        for (unsigned i = 0; i < ROOM_BATCH; i++) {
+            unsigned n = b * ROOM_BATCH + i;
+            snprintf(ids[i], sizeof ids[i], "r%06u", n);
+            fps[n] = test_rng_next(&rng);
+            changes[i].op = SIMSTORE_LIVE_INSERT;
+            changes[i].doc.id = ids[i];
+            changes[i].doc.id_len = strlen(ids[i]);
+            changes[i].doc.fp = fps[n];
+        }
+        assert_int_equal(simstore_live_apply_batch(q, changes, ROOM_BATCH, 0, results),
+                         SIMSTORE_OK);
+        for (unsigned i = 0; i < ROOM_BATCH; i++)
+            assert_int_equal(results[i].rc, SIMSTORE_OK);
+        simstore_live_get_stats(live, &st);
+        if (st.memtable_bytes > most)
+            most = st.memtable_bytes;
+        if (st.memtable_bytes > 4 * (uint64_t)ROOM_LIMIT + 2 * empty)
+            fail_msg("batch %u: the in-memory tables hold %" PRIu64 " bytes, limit %u, "
+                     "an empty table %" PRIu64 ", %" PRIu64 " flushes",
+                     b, st.memtable_bytes, ROOM_LIMIT, empty, st.flushes);
+    }
+    fprintf(stderr, "in memory at most %" PRIu64 " bytes after a batch (limit %u, %u flushes)\n",
+            most, ROOM_LIMIT, (unsigned)st.flushes);
+    /* 30,000 changes of 80 bytes or more cannot stay within two tables. */
+    assert_true(st.flushes >= 5);
+    /* Every change is there, after a flush and a reopen too. */
+    assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned n = 0; n < ROOM_BATCH * ROOM_BATCHES; n += 7) {
+            const simstore_match *mt;
+            size_t count;
+            assert_int_equal(simstore_live_query_fp(q, fps[n], NULL, 0, &mt, &count), SIMSTORE_OK);
+            char id[16];
+            snprintf(id, sizeof id, "r%06u", n);
+            int found = 0;
+            for (size_t i = 0; i < count; i++)
+                found |= mt[i].id_len == strlen(id) && memcmp(mt[i].id, id, mt[i].id_len) == 0;
+            assert_true(found);
+        }
+        simstore_live_query_free(q);
+        simstore_live_close(live);
+        assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+        assert_int_equal(simstore_live_query_new(live, 0, &q), SIMSTORE_OK);
+    }
+    simstore_live_query_free(q);
+    simstore_live_close(live);
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+}
+
 /* A batch whose group was torn anywhere (the log cut at any byte of it, as
  * a crash during its write leaves it) replays a prefix of the batch: the
  * records wholly written, and nothing of the rest. */
@@ -1368,6 +1457,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_live_threads__insert_if_new_race),
         cmocka_unit_test(test_live_batch__same_as_one_by_one),
         cmocka_unit_test(test_live_batch__torn_group),
+        cmocka_unit_test(test_live_memory__bounded_under_batches),
         cmocka_unit_test(test_live_crash__kill_during_changes),
         cmocka_unit_test(test_live_crash__faults),
         cmocka_unit_test(test_live_crash__batches),
