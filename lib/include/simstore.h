@@ -411,7 +411,8 @@ typedef struct simstore_clash {
 } simstore_clash;
 
 /* Receives each clash found by simstore_builder_finish(), in id order (for
- * one id: in the order the documents were added). */
+ * one id: in the order of the documents' positions, which is the order they
+ * were added; simstore_builder_set_position). */
 typedef void (*simstore_clash_fn)(void *ctx, const simstore_clash *clash);
 
 /* What a compaction did. */
