@@ -69,7 +69,9 @@ static void usage(FILE *out)
             "                       a file or any other directory is refused)\n"
             "      --shards R       make a sharded store of R shards, 1..%u (format/shards.md):\n"
             "                       documents go to shard XXH3-64(id) mod R, each shard is an\n"
-            "                       ordinary store built with the same options, and the\n"
+            "                       ordinary store built with the same options (each\n"
+            "                       document numbered by its place in the whole input, as\n"
+            "                       one store numbers it), and the\n"
             "                       manifest STORE/MANIFEST is published last; --replace\n"
             "                       then replaces a sharded store (not atomically: readers\n"
             "                       are refused until the new manifest is published)\n"
@@ -159,22 +161,29 @@ static void print_built(const char *path, const simstore_stats *st)
 typedef struct shard_sink {
     simstore_builder **b;
     unsigned shards;
+    uint64_t position; /* the next document's in the whole input */
 } shard_sink;
 
-static int shard_doc(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch)
-{
-    shard_sink *s = (shard_sink *)ctx;
-    return simstore_builder_add_sketch(s->b[simstore_shard_of(doc->id, doc->id_len, s->shards)],
-                                       doc, id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
-}
-
+/* Each document keeps its position in the whole input, as one store of it
+ * would number it (simstore_builder_set_position): insertion numbers, and
+ * `clusters --keep first`, agree with that store's. */
 static int shard_doc_paragraphs(void *ctx, const simstore_doc *doc, int id_is_integer,
                                 const uint8_t *sketch, const uint64_t *paras, size_t n)
 {
     shard_sink *s = (shard_sink *)ctx;
-    return simstore_builder_add_paragraphs(s->b[simstore_shard_of(doc->id, doc->id_len, s->shards)],
-                                           doc, id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch,
-                                           paras, n);
+    simstore_builder *b = s->b[simstore_shard_of(doc->id, doc->id_len, s->shards)];
+    int rc = simstore_builder_set_position(b, s->position);
+    if (rc == 0)
+        rc = simstore_builder_add_paragraphs(b, doc, id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                             sketch, paras, n);
+    if (rc == 0)
+        s->position++;
+    return rc;
+}
+
+static int shard_doc(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch)
+{
+    return shard_doc_paragraphs(ctx, doc, id_is_integer, sketch, NULL, 0);
 }
 
 static int shard_fp(void *ctx, uint64_t fp)
@@ -235,7 +244,7 @@ static int build_sharded(const char *path, unsigned shards, simstore_build_optio
     ingest_result res;
     memset(&res, 0, sizeof res);
     if (status == CLI_EXIT_OK) {
-        shard_sink ss = {b, shards};
+        shard_sink ss = {b, shards, 0};
         ingest_sink sink = {shard_doc, shard_fp, &ss, NULL, shard_doc_paragraphs};
         int got = ingest_run(&sink, inputs, ninputs, io, &res);
         if (got) {

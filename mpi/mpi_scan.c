@@ -1420,7 +1420,7 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
 static void usage_clusters(FILE *out)
 {
     fprintf(out,
-            "Usage: mpirun -np R simstore-mpi clusters OUT --keep RULE [--k K]\n"
+            "Usage: mpirun -np R simstore-mpi clusters OUT [--keep RULE] [--k K]\n"
             "                      [--mode components|star] [--singletons] [--json]\n"
             "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
             "                      [--chunk SIZE]\n"
@@ -1438,6 +1438,10 @@ static void usage_clusters(FILE *out)
             "      --mode components  connected components of the within-K graph (default)\n"
             "      --mode star      in keep order, each document not yet taken becomes a\n"
             "                       centre and takes every document not yet taken within K\n"
+            "      --keep first     keep the document given first (default): the smallest\n"
+            "                       insertion number, which a sharded store built by\n"
+            "                       `simstore build --shards` or `simstore-mpi build` gives\n"
+            "                       as one store of the same input would\n"
             "      --keep min-id    keep the smallest id\n"
             "      --keep max-meta FIELD, --keep min-meta FIELD\n"
             "                       keep the largest (smallest) number in FIELD of the\n"
@@ -1448,9 +1452,7 @@ static void usage_clusters(FILE *out)
             "                       estimated similarity is at least J (a graph over\n"
             "                       documents); needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --keep first (the default of `simstore clusters`: each shard\n"
-            "numbers its own insertions, so a sharded store cannot tell which document\n"
-            "came first), --paragraphs, --progress, fingerprint-only stores.\n");
+            "Not yet: --paragraphs, --progress, fingerprint-only stores.\n");
 }
 
 int cmd_mpi_clusters(int argc, char **argv)
@@ -1501,11 +1503,6 @@ int cmd_mpi_clusters(int argc, char **argv)
         return usage_error(argc, argv);
     keep.key = cli_meta_key;
     keep.key_ctx = (void *)field;
-    if (keep.keep == SIMSTORE_KEEP_FIRST)
-        return unsupported("--keep first (the default)",
-                           "each shard numbers its own insertions, so a sharded store cannot "
-                           "tell which document came first; give --keep min-id, max-meta FIELD "
-                           "or min-meta FIELD");
     simstore *s;
     simstore_stats st;
     int status = open_shard(argv[optind], &c.o, &s, &st);

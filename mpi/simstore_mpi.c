@@ -5,8 +5,12 @@
  *
  *   build OUT INPUT...   every rank reads its share of the inputs (split at
  *                        line boundaries), fingerprints, sends each record
- *                        to its shard's rank (all-to-all in bounded chunks)
- *                        and builds its shard with the ordinary builder;
+ *                        to its shard's rank (all-to-all in bounded chunks),
+ *                        which spools it; once every rank's offset in the
+ *                        input is known (MPI_Exscan) each rank adds what it
+ *                        received in input order, each document at its
+ *                        position in the whole input, and builds its shard
+ *                        with the ordinary builder;
  *                        rank 0 publishes the manifest when every rank
  *                        succeeded, and nothing otherwise.
  *   query OUT --queries FILE
@@ -165,6 +169,17 @@ static void source_name(void *ctx, uint64_t source, char *out, size_t size)
              (unsigned long long)(source & (((uint64_t)1 << 40) - 1)));
 }
 
+/* Where the records one rank sent this rank in one round lie in the spool. */
+typedef struct spooled {
+    uint64_t offset, len;
+} spooled;
+
+/* The chunks received from one rank, in the order received. */
+typedef struct spool_list {
+    spooled *v;
+    size_t n, cap;
+} spool_list;
+
 typedef struct build_state {
     simstore_builder *b;
     simstore_fingerprinter *fpr;
@@ -173,11 +188,19 @@ typedef struct build_state {
     buf *out; /* one per rank */
     size_t buffered;
     uint64_t bad, records;
+    uint64_t sent; /* records this rank read and sent: the next one's local index */
+    /* The records received, kept until every rank's offset in the input is
+     * known: an unlinked scratch file in OUT, and per sending rank where its
+     * chunks lie in it. */
+    int spool_fd;
+    uint64_t spool_len;
+    spool_list *from; /* one per rank */
 } build_state;
 
 /* One parsed record, serialized for its shard's rank: flags (bit 0 integer
- * id, bit 1 sketch), fp, source, id length (u32), meta length (u32), id,
- * meta, sketch. */
+ * id, bit 1 sketch), fp, source, local index (u64: the record's place among
+ * the records of the sending rank's share), id length (u32), meta length
+ * (u32), id, meta, sketch. */
 static int send_record(build_state *st, const input_record *rec, uint64_t fp, const uint8_t *sketch,
                        uint64_t source)
 {
@@ -186,17 +209,20 @@ static int send_record(build_state *st, const input_record *rec, uint64_t fp, co
     size_t meta_len = rec->meta ? strlen(rec->meta) : 0;
     uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0));
     size_t before = b->len;
-    if (buf_put(b, &flags, 1) || buf_u64(b, fp) || buf_u64(b, source) ||
+    if (buf_put(b, &flags, 1) || buf_u64(b, fp) || buf_u64(b, source) || buf_u64(b, st->sent) ||
         buf_u32(b, (uint32_t)rec->id_len) || buf_u32(b, (uint32_t)meta_len) ||
         buf_put(b, rec->id, rec->id_len) || buf_put(b, rec->meta, meta_len) ||
         (sketch && buf_put(b, sketch, st->sketch_bytes)))
         return -1;
     st->buffered += b->len - before;
+    st->sent++;
     return 0;
 }
 
-/* Add the records of one received chunk to this rank's builder. */
-static int add_received(build_state *st, const char *p, size_t n)
+/* Add the records of one received chunk, from a rank whose share of the
+ * input starts at position `first`, to this rank's builder: each at its
+ * position in the whole input, as one store of it would number it. */
+static int add_received(build_state *st, const char *p, size_t n, uint64_t first)
 {
     const char *end = p + n;
     while (p < end) {
@@ -204,6 +230,7 @@ static int add_received(build_state *st, const char *p, size_t n)
         simstore_doc d;
         d.fp = get_u64(&p);
         d.source = get_u64(&p);
+        uint64_t position = first + get_u64(&p);
         d.id_len = get_u32(&p);
         d.meta_len = get_u32(&p);
         d.id = p;
@@ -215,7 +242,9 @@ static int add_received(build_state *st, const char *p, size_t n)
             sketch = (const uint8_t *)p;
             p += st->sketch_bytes;
         }
-        int rc = simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
+        int rc = simstore_builder_set_position(st->b, position);
+        if (rc == 0)
+            rc = simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
                                              sketch);
         if (rc) {
             say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
@@ -224,6 +253,121 @@ static int add_received(build_state *st, const char *p, size_t n)
         st->records++;
     }
     return 0;
+}
+
+/* Write (writing) or read back n bytes at `offset` of the spool. Returns 0,
+ * or -1 (said why). */
+static int spool_io(const build_state *st, char *p, size_t n, uint64_t offset, int writing)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t got = writing ? pwrite(st->spool_fd, p + done, n - done, (off_t)(offset + done))
+                              : pread(st->spool_fd, p + done, n - done, (off_t)(offset + done));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            say("%s the records received: %s", writing ? "spooling" : "reading back",
+                got < 0 ? strerror(errno) : "short transfer");
+            return -1;
+        }
+        done += (size_t)got;
+    }
+    return 0;
+}
+
+/* Keep one round's received bytes (recv[0..total), rank i's at offset
+ * at[i], len[i] bytes) in the spool. Returns 0, or -1 (said why). */
+static int spool_received(build_state *st, char *recv, size_t total, const int *at, const int *len)
+{
+    if (spool_io(st, recv, total, st->spool_len, 1))
+        return -1;
+    for (int i = 0; i < nranks; i++) {
+        spool_list *l = &st->from[i];
+        if (len[i] == 0)
+            continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 16;
+            spooled *g = realloc(l->v, cap * sizeof *g);
+            if (!g) {
+                say("out of memory");
+                return -1;
+            }
+            l->v = g;
+            l->cap = cap;
+        }
+        l->v[l->n++] = (spooled){st->spool_len + (uint64_t)at[i], (uint64_t)len[i]};
+    }
+    st->spool_len += total;
+    return 0;
+}
+
+/* The spool of received records: an unlinked file in OUT, which holds the
+ * shards being built. Returns 0, or -1 (said why). */
+static int spool_open(build_state *st, const char *out)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.rank-%d.spool-XXXXXX", out, rank);
+    st->spool_fd = mkstemp(path);
+    if (st->spool_fd < 0) {
+        say("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    unlink(path);
+    st->from = calloc((size_t)nranks, sizeof *st->from);
+    if (!st->from) {
+        say("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void spool_close(build_state *st)
+{
+    if (st->spool_fd >= 0)
+        close(st->spool_fd);
+    st->spool_fd = -1;
+    for (int i = 0; st->from && i < nranks; i++)
+        free(st->from[i].v);
+    free(st->from);
+    st->from = NULL;
+}
+
+/* Every rank has read its share: each rank's first position in the whole
+ * input (the records of the ranks before it, whose shares come before its
+ * own), then the spooled records added in input order, rank by rank.
+ * Collective. Returns 0, or -1 (said why). */
+static int add_spooled(build_state *st)
+{
+    int failed = 0;
+    uint64_t first = 0;
+    MPI_Exscan(&st->sent, &first, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        first = 0; /* MPI_Exscan leaves rank 0's undefined */
+    uint64_t *firsts = malloc((size_t)nranks * sizeof *firsts);
+    if (!firsts)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Allgather(&first, 1, MPI_UINT64_T, firsts, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    char *chunk = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < nranks && !failed; i++)
+        for (size_t c = 0; c < st->from[i].n && !failed; c++) {
+            const spooled *sp = &st->from[i].v[c];
+            if (sp->len > cap) {
+                char *g = realloc(chunk, (size_t)sp->len);
+                if (!g) {
+                    say("out of memory");
+                    failed = 1;
+                    break;
+                }
+                chunk = g;
+                cap = (size_t)sp->len;
+            }
+            if (spool_io(st, chunk, (size_t)sp->len, sp->offset, 0) ||
+                add_received(st, chunk, (size_t)sp->len, firsts[i]))
+                failed = 1;
+        }
+    free(chunk);
+    free(firsts);
+    return failed ? -1 : 0;
 }
 
 /* One all-to-all round: every rank's buffered records to their ranks.
@@ -253,7 +397,7 @@ static int exchange(build_state *st)
     MPI_Alltoallv(send.data, sc, sd, MPI_BYTE, recv, rc_, rd, MPI_BYTE, MPI_COMM_WORLD);
     free(send.data);
     st->buffered = 0;
-    int failed = st->b ? add_received(st, recv, total) : 0;
+    int failed = st->b ? spool_received(st, recv, total, rd, rc_) : 0;
     free(recv);
     free(sc);
     return failed;
@@ -427,9 +571,12 @@ static void usage_build(FILE *out)
             "shard r: every rank reads its share of the INPUT files (split at line\n"
             "boundaries), fingerprints it and sends each record to the rank of its\n"
             "shard, XXH3-64(id) mod R, in all-to-all rounds of at most --chunk bytes a\n"
-            "rank; each rank builds its shard within --memory; rank 0 publishes\n"
-            "OUT/MANIFEST when every rank succeeded. A failure on any rank publishes\n"
-            "nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
+            "rank, which keeps them in an unlinked scratch file in OUT until every rank\n"
+            "has read its share; then each rank adds them in input order, numbering\n"
+            "every document by its place in the whole input as one store would (for\n"
+            "clusters --keep first), and builds its shard within --memory; rank 0\n"
+            "publishes OUT/MANIFEST when every rank succeeded. A failure on any rank\n"
+            "publishes nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
             "\n"
             "Input: .tsv (id<TAB>hex16), .fp (hex16<TAB>id), .jsonl ({\"id\", \"text\"[,\n"
             "\"meta\"]}), regular files (not compressed, not standard input), or\n"
@@ -610,6 +757,7 @@ static int cmd_build(int argc, char **argv)
 
     build_state st;
     memset(&st, 0, sizeof st);
+    st.spool_fd = -1;
     st.sketch = sketch;
     st.sketch_bytes = simstore_sketch_bytes(sketch);
     st.out = calloc((size_t)nranks, sizeof *st.out);
@@ -627,8 +775,11 @@ static int cmd_build(int argc, char **argv)
         say("%s: %s", shard, simstore_last_error());
         failed = 1;
     }
+    if (!failed && spool_open(&st, out))
+        failed = 1;
     if (agree(failed, "starting the shards' builds")) {
         simstore_builder_abort(st.b);
+        spool_close(&st);
         return 1;
     }
 
@@ -703,11 +854,15 @@ static int cmd_build(int argc, char **argv)
         free(st.out[i].data);
     free(st.out);
     simstore_fingerprinter_free(st.fpr);
-    /* Everybody sent everything: finish this rank's shard, unless some
-     * rank already failed (then nothing is published anyway). */
+    /* Everybody sent everything: add what this rank received in input
+     * order and finish its shard, unless some rank already failed (then
+     * nothing is published anyway). */
     int someone = failed;
     MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (!someone) {
+    if (!someone && add_spooled(&st))
+        failed = 1;
+    spool_close(&st);
+    if (!someone && !failed) {
         rc = simstore_builder_finish(st.b);
         st.b = NULL;
         if (rc) {
@@ -1161,7 +1316,7 @@ int main(int argc, char **argv)
             fprintf(argc < 2 ? stderr : stdout,
                     "Usage: mpirun -np R simstore-mpi COMMAND ...\n"
                     "Commands: build OUT INPUT..., query OUT --queries FILE, pairs OUT,\n"
-                    "clusters OUT --keep RULE (COMMAND --help for each)\n");
+                    "clusters OUT [--keep RULE] (COMMAND --help for each)\n");
         status = argc < 2 ? 2 : 0;
     } else if (strcmp(argv[1], "build") == 0) {
         status = cmd_build(argc - 1, argv + 1);

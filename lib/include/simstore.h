@@ -411,7 +411,8 @@ typedef struct simstore_clash {
 } simstore_clash;
 
 /* Receives each clash found by simstore_builder_finish(), in id order (for
- * one id: in the order the documents were added). */
+ * one id: in the order of the documents' positions, which is the order they
+ * were added; simstore_builder_set_position). */
 typedef void (*simstore_clash_fn)(void *ctx, const simstore_clash *clash);
 
 /* What a compaction did. */
@@ -533,6 +534,27 @@ SIMSTORE_API int simstore_builder_add_paragraphs(simstore_builder *b, const sims
                                                  unsigned flags, const uint8_t *sketch,
                                                  const uint64_t *paragraphs, size_t n);
 #define SIMSTORE_MAX_PARAGRAPHS (1u << 20)
+
+/* Set the position of the next document added: it takes `position`, the
+ * documents after it position + 1, position + 2, ... A document's position
+ * is the P of its insertion number, (generation << 40) | P (format/store.md,
+ * "The document record"; simstore_match.insertion): without this call the
+ * builder's documents take 0, 1, 2, ... in the order added. A builder that
+ * gets only part of an input (a shard of a sharded store, format/shards.md)
+ * gives each document its position in the whole input, so that its
+ * insertion numbers, and every order kept by them (SIMSTORE_KEEP_FIRST,
+ * export in insertion order), are those of one store of that input.
+ * Positions only increase, so each is given once: gaps are allowed, and a
+ * call with the position the next document would take anyway changes
+ * nothing. Of documents given the same id, the one at the smallest position
+ * is the first (kept with o->skip_existing; the source a clash names first),
+ * whatever order they were added in.
+ * Errors (the builder is left as it was): SIMSTORE_EINVAL (a fingerprint-only
+ * builder; `position` below the next document's: at or below a position
+ * already given), SIMSTORE_EFULL (`position` 2^40 or more: no insertion
+ * number has it; a document added past 2^40 - 1 fails the finish the same
+ * way). */
+SIMSTORE_API int simstore_builder_set_position(simstore_builder *b, uint64_t position);
 
 /* Add a bare fingerprint to a fingerprint-only builder.
  * Errors: SIMSTORE_EINVAL (the store keeps documents), SIMSTORE_EIO. */

@@ -187,6 +187,12 @@ done:
 int sims_recsort_push(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
                       uint32_t val_len)
 {
+    return sims_recsort_push_seq(s, key, key_len, val, val_len, s->count);
+}
+
+int sims_recsort_push_seq(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
+                          uint32_t val_len, uint64_t seq)
+{
     if (s->finished)
         return sims_fail(SIMSTORE_EINVAL, "push after finish");
     size_t len = REC_HEADER_BYTES + (size_t)key_len + val_len;
@@ -215,7 +221,7 @@ int sims_recsort_push(sims_recsort *s, const void *key, uint32_t key_len, const 
         s->index_cap = cap;
     }
     uint8_t *p = s->arena + s->arena_used;
-    uint64_t seq = s->count++;
+    s->count++;
     memcpy(p, &key_len, 4);
     memcpy(p + 4, &val_len, 4);
     memcpy(p + 8, &seq, 8);

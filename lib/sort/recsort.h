@@ -12,7 +12,8 @@
 typedef struct sims_recsort sims_recsort;
 
 /* A record as read back; pointers borrow the sorter's buffers until the next
- * call. seq is the record's push order (0, 1, ...). */
+ * call. seq is the record's push order (0, 1, ...), or the seq it was pushed
+ * with (sims_recsort_push_seq). */
 typedef struct sims_rec {
     const uint8_t *key;
     uint32_t key_len;
@@ -26,6 +27,11 @@ typedef struct sims_rec {
 int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **out);
 int sims_recsort_push(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
                       uint32_t val_len);
+/* sims_recsort_push with the record's seq given: records of equal keys come
+ * back in seq order (the caller's order of precedence, e.g. a document's
+ * position in a build's whole input); equal seqs in no set order. */
+int sims_recsort_push_seq(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
+                          uint32_t val_len, uint64_t seq);
 /* End of input; then read the sorted stream with sims_recsort_next().
  * keep_bytes bounds what the sorter holds from now on: the last run stays in
  * memory only if it fits, and the merge buffers share the same allowance

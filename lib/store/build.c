@@ -60,6 +60,10 @@ struct simstore_builder {
     sims_recsort *docs; /* key: id; value: fp, source, metadata */
     sims_spool *raw;    /* fingerprint-only: every fingerprint added */
     uint64_t added;
+    uint64_t next_position; /* the next document's position (format/store.md,
+                               "The document record"): added, unless
+                               simstore_builder_set_position moved it on */
+    uint64_t last_position; /* the last document added's (the largest) */
     int broken; /* an add failed: finish refuses */
     uint8_t *boilerplate_record; /* build: recorded with the store, or NULL */
     size_t boilerplate_record_len;
@@ -630,14 +634,37 @@ int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc
     }
     if (meta_len)
         memcpy(val + DOC_VAL_FIXED + sketch_len + para_len, doc->meta, meta_len);
-    int rc = sims_recsort_push(b->docs, doc->id, (uint32_t)doc->id_len, val, (uint32_t)val_len);
+    /* The position is the record's seq: ids given twice sort the smallest
+     * position first, and it becomes the insertion number at commit. */
+    int rc = sims_recsort_push_seq(b->docs, doc->id, (uint32_t)doc->id_len, val, (uint32_t)val_len,
+                                   b->next_position);
     if (val != stack)
         free(val);
     if (rc)
         b->broken = 1;
-    else if (++b->added % PROGRESS_EVERY == 0)
-        progress(b, "reading", b->added, 0);
+    else {
+        b->last_position = b->next_position++;
+        if (++b->added % PROGRESS_EVERY == 0)
+            progress(b, "reading", b->added, 0);
+    }
     return rc;
+}
+
+int simstore_builder_set_position(simstore_builder *b, uint64_t position)
+{
+    if (b->fp_only)
+        return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store numbers no documents");
+    if (position < b->next_position)
+        return sims_fail(SIMSTORE_EINVAL,
+                         "position %" PRIu64
+                         ": positions only increase (the next is at least %" PRIu64 ")",
+                         position, b->next_position);
+    if (position >= SIMS_DOC_POSITION_LIMIT)
+        return sims_fail(SIMSTORE_EFULL,
+                         "position %" PRIu64 ": one commit takes at most %" PRIu64 " documents",
+                         position, SIMS_DOC_POSITION_LIMIT);
+    b->next_position = position;
+    return SIMSTORE_OK;
 }
 
 int simstore_builder_add_fp(simstore_builder *b, uint64_t fp)
@@ -1119,7 +1146,7 @@ static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort
             }
             memcpy(prev, rec.key, rec.key_len);
             prev_len = rec.key_len;
-            /* seq is the document's position in the order given. */
+            /* seq is the document's position (simstore_builder_set_position). */
             uint64_t insertion;
             rc = sims_doc_insertion_number(generation, rec.seq, &insertion);
             if (rc == SIMSTORE_OK)
@@ -1448,7 +1475,8 @@ static int check_insertion_limits(const finish_state *f)
     uint64_t last;
     if (f->b->fp_only || f->b->added == 0)
         return SIMSTORE_OK;
-    return sims_doc_insertion_number(f->generation, f->b->added - 1, &last);
+    /* Positions increase: the last document added holds the largest. */
+    return sims_doc_insertion_number(f->generation, f->b->last_position, &last);
 }
 
 /* Phase 1: what the new segment is measured against: the store's state

@@ -3,11 +3,15 @@
 # 3 print byte for byte what `simstore pairs` and `simstore clusters` print
 # for one (unsharded) store built from the same input: random, duplicate-
 # heavy (fingerprints shared by many documents across shards) and chained
-# (long components) fingerprints, with string and integer ids and
-# metadata for the keep rules, components and stars, and texts with
-# sketches for the similarities and the graph over documents. Options not
-# supported yet exit 2 saying so; a rank that cannot read its shard fails
-# the job naming the rank.
+# (long components) fingerprints, and neighbours near each other, with
+# string and integer ids and metadata for the keep rules, components and
+# stars, and texts with sketches for the similarities and the graph over documents. The keep
+# rule `first` (the default) is compared on the stores of simstore-mpi
+# build and of `simstore build --shards R`: both number each document by
+# its position in the whole input, as the one store does. Duplicate ids
+# (which build refuses) are reported naming the copy first in the input,
+# whichever rank read it. Options not supported yet exit 2 saying so; a
+# rank that cannot read its shard fails the job naming the rank.
 # Usage: scan.sh SIMSTORE SIMSTORE_MPI MPIEXEC
 . "$(dirname "$0")/lib.sh"
 
@@ -42,9 +46,16 @@ with open(f"{t}/chains.jsonl", "w") as f:
             x = near(x, r.randrange(1, 3))
             record(f, i, x)
             i += 1
+# Near pairs of neighbours in the input: which of the two is first in the
+# whole input is not which is first in its shard (keep first tells).
+with open(f"{t}/twos.jsonl", "w") as f:
+    for k in range(300):
+        x = r.getrandbits(64)
+        record(f, 2 * k, x)
+        record(f, 2 * k + 1, near(x, 1))
 PY
 
-for input in random dups chains; do
+for input in random dups chains twos; do
     "$SIMSTORE" build -q --sketch none "$T/$input" "$T/$input.jsonl" >/dev/null ||
         fail "build $input"
     for np in 1 2 3; do
@@ -59,6 +70,8 @@ for input in random dups chains; do
             b=$(mpi "$np" pairs "$out" $mode --chunk 1K 2>"$T/err" | md5sum)
             if [ "$a" = "$b" ]; then ok; else fail "$input np $np: pairs $mode differs"; fi
         done
+        "$SIMSTORE" build -q --sketch none --shards "$np" "$T/$input-s$np" \
+            "$T/$input.jsonl" >/dev/null || fail "build $input --shards $np"
         for mode in "--keep min-meta n --singletons" \
             "--keep max-meta n --json --k 2 --similarity --mode star"; do
             # shellcheck disable=SC2086
@@ -71,6 +84,21 @@ for input in random dups chains; do
             else
                 fail "$input np $np: clusters $mode: the summaries differ: $(cat "$T/err2")"
             fi
+        done
+        # Keep first, the default: by insertion number, on the store of
+        # simstore-mpi build and on that of build --shards.
+        for mode in "--singletons" "--keep first --k 2 --mode star --json"; do
+            # shellcheck disable=SC2086
+            a=$("$SIMSTORE" clusters "$T/$input" $mode 2>"$T/err1" | md5sum)
+            for store in "$out" "$T/$input-s$np"; do
+                # shellcheck disable=SC2086
+                b=$(mpi "$np" clusters "$store" $mode --chunk 1K 2>"$T/err2" | md5sum)
+                if [ "$a" = "$b" ] && cmp -s "$T/err1" "$T/err2"; then
+                    ok
+                else
+                    fail "$input np $np: clusters $mode of $store differs: $(cat "$T/err2")"
+                fi
+            done
         done
     done
     # Something to compare: pairs and clusters are not empty.
@@ -100,9 +128,25 @@ for np in 2 3; do
     done
 done
 
+# Duplicate ids: a copy late in rank 0's share and one early in rank 1's,
+# which reaches rank 1's shard in an earlier round. Build refuses them,
+# naming the copy first in the input as the one store does.
+awk 'NR == 700 || NR == 760 { sub(/"id": [^,]*/, "\"id\": \"twin\"") } { print }' \
+    "$T/random.jsonl" >"$T/twins.jsonl"
+"$SIMSTORE" build -q --sketch none "$T/twins" "$T/twins.jsonl" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 1
+expect_err_has "twins.jsonl:760: duplicate document id 'twin' (first at $T/twins.jsonl:700)"
+for np in 2 3; do
+    mpi "$np" build -q --sketch none --chunk 1K "$T/twins-m$np" "$T/twins.jsonl" >"$T/out" 2>"$T/err"
+    status=$?
+    expect_status 1
+    expect_err_has "twins.jsonl:760: duplicate document id 'twin' (first at $T/twins.jsonl:700)"
+done
+
 # Not supported yet: exit 2, saying which.
 out=$T/dups-m2
-for args in "pairs $out --paragraphs" "clusters $out" "clusters $out --keep first"; do
+for args in "pairs $out --paragraphs" "clusters $out --paragraphs"; do
     # shellcheck disable=SC2086
     mpi 2 $args >"$T/out" 2>"$T/err"
     status=$?

@@ -3,7 +3,12 @@
  * order given, each later add after every earlier commit, deletes and
  * compactions keep them; a record written without the number (as stores
  * before it hold) still decodes, verifies and answers, as 0; commits past the
- * generation limit are refused with SIMSTORE_EFULL and change nothing. */
+ * generation limit are refused with SIMSTORE_EFULL and change nothing.
+ * Positions given with simstore_builder_set_position are honoured (misuse
+ * refused, the builder unchanged; the first of ids given twice is the one at
+ * the smallest position; the 2^40 limit as before), and shards built with
+ * their documents' positions in the whole input number them as one store
+ * of that input. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -453,12 +458,196 @@ static void test_insertion__generation_limit_refuses_adds(void **state)
     free(tmp);
 }
 
+static void clash_seen(void *ctx, const simstore_clash *c)
+{
+    simstore_clash *seen = ctx;
+    *seen = *c;
+    seen->id = NULL;
+}
+
+static int fp_seen(void *ctx, const simstore_document *doc)
+{
+    *(uint64_t *)ctx = doc->fp;
+    return 0;
+}
+
+static void test_insertion__positions_given(void **state)
+{
+    (void)state;
+    char *tmp = test_tmpdir("insertion-positions");
+    char *dir = test_path(tmp, "store");
+    expected *e = calloc(1, sizeof *e);
+    char(*order)[32] = calloc(MAX_DOCS, 32);
+    unsigned n;
+    simstore_build_options o = options();
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(dir, &o, &b), 0);
+    static const char *const first[] = {"m", "z"};
+    assert_int_equal(simstore_builder_set_position(b, 5), SIMSTORE_OK);
+    assert_int_equal(give(b, first, 2, 0), 0);
+    /* Positions only increase: 6 is taken, 7 is the next anyway. */
+    assert_int_equal(simstore_builder_set_position(b, 6), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_builder_set_position(b, 0), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_builder_set_position(b, 7), SIMSTORE_OK);
+    static const char *const second[] = {"b"};
+    assert_int_equal(give(b, second, 1, 2), 0);
+    assert_int_equal(simstore_builder_set_position(b, 40), SIMSTORE_OK);
+    /* Refusals leave the builder as it was: the next document takes 40. */
+    assert_int_equal(simstore_builder_set_position(b, (uint64_t)1 << 40), SIMSTORE_EFULL);
+    assert_int_equal(simstore_builder_set_position(b, UINT64_MAX), SIMSTORE_EFULL);
+    assert_int_equal(simstore_builder_set_position(b, 39), SIMSTORE_EINVAL);
+    static const char *const third[] = {"y", "1234"};
+    assert_int_equal(give(b, third, 2, 3), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    expect_doc(e, "m", INSERTION(1, 5));
+    expect_doc(e, "z", INSERTION(1, 6));
+    expect_doc(e, "b", INSERTION(1, 7));
+    expect_doc(e, "y", INSERTION(1, 40));
+    expect_doc(e, "1234", INSERTION(1, 41));
+    check_store(dir, e, order, &n);
+
+    /* An add with skip_existing: the copy of "k" at the smallest position
+     * is kept (its fingerprint, fp_of(100), differs from the other's) and
+     * the clash names it first. */
+    simstore *s;
+    simstore_clash seen;
+    memset(&seen, 0, sizeof seen);
+    o.skip_existing = 1;
+    o.clash = clash_seen;
+    o.clash_ctx = &seen;
+    assert_int_equal(simstore_open(dir, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s),
+                     0);
+    assert_int_equal(simstore_add_begin(s, &o, &b), 0);
+    static const char *const k1[] = {"k"}, *const k2[] = {"q", "k"};
+    assert_int_equal(simstore_builder_set_position(b, 3), 0);
+    assert_int_equal(give(b, k1, 1, 100), 0);
+    assert_int_equal(simstore_builder_set_position(b, 10), 0);
+    assert_int_equal(give(b, k2, 2, 110), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    assert_true(seen.repeated);
+    assert_int_equal(seen.first_source, 100);
+    assert_int_equal(seen.source, 111);
+    const char *k[] = {"k"};
+    size_t klen[] = {1};
+    uint64_t kfp = 0;
+    assert_int_equal(simstore_get(s, k, klen, 1, fp_seen, &kfp), 0);
+    assert_true(kfp == fp_of(100));
+    simstore_close(s);
+    expect_doc(e, "k", INSERTION(2, 3));
+    expect_doc(e, "q", INSERTION(2, 10));
+    check_store(dir, e, order, &n);
+
+    /* A fingerprint-only builder numbers no documents. */
+    char *fponly = test_path(tmp, "fponly");
+    simstore_build_options fo = options();
+    fo.fingerprint_only = 1;
+    assert_int_equal(simstore_build_begin(fponly, &fo, &b), 0);
+    assert_int_equal(simstore_builder_set_position(b, 0), SIMSTORE_EINVAL);
+    simstore_builder_abort(b);
+
+    /* The limit: the last position is 2^40 - 1; one past it fails the
+     * finish as 2^40 documents do (and creates nothing). */
+    char *full = test_path(tmp, "full");
+    static const char *const two[] = {"a", "b"};
+    o = options();
+    for (unsigned count = 2; count >= 1; count--) {
+        assert_int_equal(simstore_build_begin(full, &o, &b), 0);
+        assert_int_equal(simstore_builder_set_position(b, ((uint64_t)1 << 40) - 1), 0);
+        assert_int_equal(give(b, two, count, 0), 0);
+        assert_int_equal(simstore_builder_finish(b), count == 1 ? SIMSTORE_OK : SIMSTORE_EFULL);
+    }
+    expected *fe = calloc(1, sizeof *fe);
+    expect_doc(fe, "a", INSERTION(1, ((uint64_t)1 << 40) - 1));
+    check_store(full, fe, order, &n);
+    free(fe);
+    free(full);
+    free(fponly);
+    free(order);
+    free(e);
+    test_rmtree(tmp);
+    free(dir);
+    free(tmp);
+}
+
+/* Shards whose builders are given each document's position in the whole
+ * input (as `simstore build --shards` does) answer with the insertion
+ * numbers of one store of that input. */
+static void test_insertion__shards_number_as_one_store(void **state)
+{
+    (void)state;
+    char *tmp = test_tmpdir("insertion-shards");
+    char *one = test_path(tmp, "one"), *sharded = test_path(tmp, "sharded");
+    enum { SHARDS = 3, DOCS = 40 };
+    char ids[DOCS][16];
+    const char *idp[DOCS];
+    for (unsigned i = 0; i < DOCS; i++) {
+        snprintf(ids[i], sizeof ids[i], "doc-%u", (i * 7) % DOCS);
+        idp[i] = ids[i];
+    }
+    simstore_build_options o = options();
+    simstore_builder *b, *sb[SHARDS];
+    assert_int_equal(simstore_build_begin(one, &o, &b), 0);
+    assert_int_equal(give(b, idp, DOCS, 0), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    assert_int_equal(simstore_sharded_prepare(sharded, SHARDS, 0), 0);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        char name[16], path[1024];
+        simstore_shard_name(i, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", sharded, name);
+        assert_int_equal(simstore_build_begin(path, &o, &sb[i]), 0);
+    }
+    for (unsigned i = 0; i < DOCS; i++) {
+        simstore_builder *to = sb[simstore_shard_of(idp[i], strlen(idp[i]), SHARDS)];
+        assert_int_equal(simstore_builder_set_position(to, i), 0);
+        assert_int_equal(give(to, idp + i, 1, i), 0);
+    }
+    for (unsigned i = 0; i < SHARDS; i++)
+        assert_int_equal(simstore_builder_finish(sb[i]), 0);
+    assert_int_equal(simstore_sharded_publish(sharded, SHARDS), 0);
+
+    simstore *s;
+    simstore_query *q;
+    const simstore_match *m;
+    size_t n, ns;
+    assert_int_equal(simstore_open(one, SIMSTORE_OPEN_READONLY, &s), 0);
+    assert_int_equal(simstore_query_new(s, 0, &q), 0);
+    assert_int_equal(simstore_query_fp(q, CENTRE, 1, &m, &n), 0);
+    assert_int_equal(n, DOCS);
+    simstore_sharded *sh;
+    simstore_sharded_query *sq;
+    const simstore_match *ms;
+    assert_int_equal(simstore_sharded_open(sharded, SIMSTORE_OPEN_READONLY, &sh), 0);
+    assert_int_equal(simstore_sharded_query_new(sh, 0, &sq), 0);
+    assert_int_equal(simstore_sharded_query_fp(sq, CENTRE, NULL, 1, &ms, &ns), 0);
+    assert_int_equal(ns, n);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < ns && (ms[j].id_len != m[i].id_len || memcmp(ms[j].id, m[i].id, m[i].id_len)))
+            j++;
+        assert_true(j < ns);
+        if (ms[j].insertion != m[i].insertion)
+            fail_msg("%.*s: insertion %016llx in the shards, %016llx in one store",
+                     (int)m[i].id_len, m[i].id, (unsigned long long)ms[j].insertion,
+                     (unsigned long long)m[i].insertion);
+    }
+    simstore_sharded_query_free(sq);
+    simstore_sharded_close(sh);
+    simstore_query_free(q);
+    simstore_close(s);
+    test_rmtree(tmp);
+    free(one);
+    free(sharded);
+    free(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_insertion__orders_build_and_adds),
         cmocka_unit_test(test_insertion__records_without_it_still_answer),
         cmocka_unit_test(test_insertion__generation_limit_refuses_adds),
+        cmocka_unit_test(test_insertion__positions_given),
+        cmocka_unit_test(test_insertion__shards_number_as_one_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,9 +64,11 @@ target_link_libraries(test_hostile PRIVATE simstore_store)
 
 # test_insertion: documents' insertion numbers through queries: build and
 # adds in order, kept by deletes and compactions, records written without one
-# (as older stores hold), and the generation limit (format/store.md).
+# (as older stores hold), and the generation limit (format/store.md); positions
+# given to builders (simstore_builder_set_position), and shards built with
+# them numbering documents as one store does.
 simstore_unit_test(test_insertion store/test_insertion.c)
-target_link_libraries(test_insertion PRIVATE simstore_check)
+target_link_libraries(test_insertion PRIVATE simstore_check simstore_shard)
 
 # test_boilerplate: the boilerplate counter against a brute-force count (in
 # memory and spilling), a generated templated corpus, and stores that record
