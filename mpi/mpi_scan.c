@@ -126,6 +126,13 @@ static void exchange_bufs(buf *out, buf *in)
     free(sc);
 }
 
+/* The sum of v over the ranks. Collective. */
+static uint64_t sum_ranks(uint64_t v)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return v;
+}
+
 static buf *bufs_new(void)
 {
     return must(calloc((size_t)nranks, sizeof(buf)));
@@ -206,11 +213,17 @@ static int by_fp_id(const void *x, const void *y)
 typedef struct export_ctx {
     buf *out;
     const simstore_cluster_options *keep;
+    int fp_only;
 } export_ctx;
 
+/* A fingerprint-only store's documents are its fingerprints: each travels
+ * as a document whose id is its 16 hex digits (whose byte order is the
+ * fingerprints' order, the single-node commands' order of them) and whose
+ * keep order is 0 (so the smallest is kept, as they keep it). */
 static int export_doc(void *ctx, const simstore_document *doc)
 {
     export_ctx *x = (export_ctx *)ctx;
+    char hex[17];
     sdoc d = {doc->fp,
               0,
               simstore_keep_order(x->keep, doc),
@@ -219,6 +232,15 @@ static int export_doc(void *ctx, const simstore_document *doc)
               (uint32_t)doc->id_len,
               (uint32_t)doc->sketch_bytes,
               (uint8_t)doc->flags};
+    if (x->fp_only) {
+        cli_format_hex64(doc->fp, hex);
+        d.keep = 0;
+        d.id = hex;
+        d.id_len = 16;
+        d.sketch = NULL;
+        d.sketch_len = 0;
+        d.flags = 0;
+    }
     put_doc(&x->out[owner_of(doc->fp)], &d);
     return 0;
 }
@@ -262,11 +284,11 @@ static size_t node_of(const owned *o, uint64_t fp)
 
 /* Every rank exports its shard; the documents meet at their owners.
  * Returns 0, or -1 (said) when this rank's export failed. Collective. */
-static int gather_owned(simstore *s, const simstore_cluster_options *keep, owned *o)
+static int gather_owned(simstore *s, const simstore_cluster_options *keep, int fp_only, owned *o)
 {
     memset(o, 0, sizeof *o);
     buf *out = bufs_new();
-    export_ctx x = {out, keep};
+    export_ctx x = {out, keep, fp_only};
     int failed = 0;
     int rc = simstore_export(s, NULL, 0, export_doc, &x);
     if (rc) {
@@ -299,6 +321,12 @@ static int gather_owned(simstore *s, const simstore_cluster_options *keep, owned
             o->fps[o->nfps++] = o->docs[i].fp;
         }
     o->first[o->nfps] = n;
+    if (show_progress) {
+        uint64_t docs = sum_ranks(o->ndocs), fps = sum_ranks(o->nfps);
+        progress("read %llu %s with %llu distinct %s from %d %s", (unsigned long long)docs,
+                 CLI_NOUN(docs, "document"), (unsigned long long)fps, CLI_NOUN(fps, "fingerprint"),
+                 nranks, nranks == 1 ? "shard" : "shards");
+    }
     return failed ? -1 : 0;
 }
 
@@ -406,6 +434,11 @@ static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pa
             }
         }
         free(mine);
+        if (show_progress) {
+            uint64_t found = sum_ranks(pairs->n);
+            progress("join: table %u of %u done, %llu fingerprint %s so far", t + 1, tables,
+                     (unsigned long long)found, CLI_NOUN(found, "pair"));
+        }
     }
     bufs_free(out);
     bufs_free(in);
@@ -519,6 +552,11 @@ static int print_sorted(lines *l)
     size_t n;
     orec *v = parse_recs(&l->recs, 0, &n);
     qsort(v, n, sizeof *v, orec_cmp);
+    if (show_progress) {
+        uint64_t all_lines = sum_ranks(n);
+        progress("sorting %llu output %s across the ranks", (unsigned long long)all_lines,
+                 CLI_NOUN(all_lines, "line"));
+    }
     /* Splitters from a sample of every rank's keys. */
     buf sample = {NULL, 0, 0};
     size_t ns = n < OUT_SAMPLES ? n : OUT_SAMPLES;
@@ -593,6 +631,8 @@ static int print_sorted(lines *l)
             }
             if (rank != 0)
                 MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_LINES, MPI_COMM_WORLD);
+            else
+                progress("printed the lines of rank 0 (ranks 0..%d)", nranks - 1);
         } else if (rank == 0) {
             for (;;) {
                 MPI_Status st;
@@ -608,6 +648,7 @@ static int print_sorted(lines *l)
                     break;
                 fwrite(text.data, 1, (size_t)got, stdout);
             }
+            progress("printed the lines of rank %d (ranks 0..%d)", r, nranks - 1);
             text.len = 0;
         }
     }
@@ -643,11 +684,7 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
         return 1;
     /* The shards agree on k and text options (the manifest): rank 0 says. */
     int usage = 0;
-    if (st->fingerprint_only) {
-        if (rank == 0)
-            fprintf(stderr, "%s: fingerprint-only stores are not supported yet\n", cmd_name);
-        usage = 2;
-    } else if (o->have_k && o->k > st->k) {
+    if (o->have_k && o->k > st->k) {
         if (rank == 0)
             fprintf(stderr, "%s: --k %u exceeds the store's design (built for k <= %u)\n", cmd_name,
                     o->k, st->k);
@@ -691,6 +728,7 @@ enum {
     O_MODE,
     O_KEEP,
     O_SINGLETONS,
+    O_PROGRESS,
     O_UNSUPPORTED
 };
 
@@ -707,6 +745,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
         o->have_k = 1;
         return 0;
     case O_JSON: o->json = 1; return 0;
+    case O_PROGRESS: show_progress = 1; return 0;
     case O_SIMILARITY: o->similarity = 1; return 0;
     case O_MIN_SIMILARITY: {
         char *end;
@@ -742,7 +781,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
         {"chunk", required_argument, NULL, O_CHUNK},                                               \
         {"paragraphs", no_argument, NULL, O_UNSUPPORTED},                                          \
         {"min-fraction", required_argument, NULL, O_UNSUPPORTED},                                  \
-        {"progress", no_argument, NULL, O_UNSUPPORTED},                                            \
+        {"progress", no_argument, NULL, O_PROGRESS},                                               \
     {                                                                                              \
         "help", no_argument, NULL, 'h'                                                             \
     }
@@ -755,6 +794,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
     "      --memory SIZE    each rank's scratch for one prefix group of the join (1G)\n"           \
     "      --chunk SIZE     bytes a rank sends another per all-to-all round (4M)\n"                \
     "      --threads N      accepted for `simstore`'s sake: each rank joins on one thread\n"       \
+    "      --progress       rank 0 reports each step on stderr, with the ranks' totals\n"          \
     "  -h, --help           show this help\n"
 
 static int usage_error(int argc, char **argv)
@@ -940,8 +980,10 @@ static void usage_pairs(FILE *out)
             "                       only the pairs whose estimated similarity is at\n"
             "                       least J, 0..1; needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --paragraphs, fingerprint lines without a store, --method,\n"
-            "--progress, fingerprint-only stores.\n");
+            "A fingerprint-only store prints HEX_A<TAB>HEX_B<TAB>DISTANCE (its documents\n"
+            "are its fingerprints), as `simstore pairs` does.\n"
+            "\n"
+            "Not yet: --paragraphs, fingerprint lines without a store, --method.\n");
 }
 
 int cmd_mpi_pairs(int argc, char **argv)
@@ -994,7 +1036,7 @@ int cmd_mpi_pairs(int argc, char **argv)
     keep.keep = SIMSTORE_KEEP_MIN_ID;
     owned o;
     pairs_acc pairs = {NULL, 0, 0};
-    status = agree(gather_owned(s, &keep, &o) != 0, "reading the documents");
+    status = agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
     if (!status && p.o.k > 0)
         status = join_owned(&o, p.o.k, p.o.memory / 4, &pairs);
     if (!status && lines_open(&p.l) != 0) {
@@ -1119,6 +1161,7 @@ static void components(const graph *g, uint64_t *label)
     buf *in = bufs_new();
     for (size_t i = 0; i < g->n; i++)
         label[i] = node_key(g, i);
+    unsigned round = 0;
     for (;;) {
         l.changed = 0;
         /* Each node's least neighbouring label. */
@@ -1142,6 +1185,8 @@ static void components(const graph *g, uint64_t *label)
         deliver_kv(g, l.out, in, answer_label, &l);
         deliver_kv(g, l.out, in, take_label, &l);
         MPI_Allreduce(MPI_IN_PLACE, &l.changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        progress("components: round %u of label propagation%s", ++round,
+                 l.changed ? "" : ", the last (no label changed)");
         if (!l.changed)
             break;
     }
@@ -1330,6 +1375,11 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
         if (c->singletons || hi - lo > 1)
             g.active[i] = 1;
     }
+    if (show_progress) {
+        uint64_t nodes = sum_ranks(g.n), edges = sum_ranks(g.nadj) / 2;
+        progress("components of a graph of %llu %s and %llu %s", (unsigned long long)nodes,
+                 CLI_NOUN(nodes, "node"), (unsigned long long)edges, CLI_NOUN(edges, "edge"));
+    }
     components(&g, label);
     /* Each node's count, best document and (stars) neighbours to the owner
      * of its label. */
@@ -1452,7 +1502,7 @@ static void usage_clusters(FILE *out)
             "                       estimated similarity is at least J (a graph over\n"
             "                       documents); needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --paragraphs, --progress, fingerprint-only stores.\n");
+            "Not yet: --paragraphs.\n");
 }
 
 int cmd_mpi_clusters(int argc, char **argv)
@@ -1511,7 +1561,7 @@ int cmd_mpi_clusters(int argc, char **argv)
     c.sketch = st.sketch;
     owned o;
     pairs_acc pairs = {NULL, 0, 0};
-    status = agree(gather_owned(s, &keep, &o) != 0, "reading the documents");
+    status = agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
     if (!status && c.o.k > 0)
         status = join_owned(&o, c.o.k, c.o.memory / 4, &pairs);
     if (!status && lines_open(&c.l) != 0) {

@@ -57,6 +57,20 @@ void say(const char *fmt, ...)
     fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
 }
 
+int show_progress;
+
+void progress(const char *fmt, ...)
+{
+    if (!show_progress || rank != 0)
+        return;
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s\n", cmd_name, text);
+}
+
 /* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
  * every rank succeeded, else 1 on every rank. */
 int agree(int failed, const char *what)
@@ -139,6 +153,9 @@ uint32_t get_u32(const char **p)
 
 /* ---- inputs split at line boundaries -------------------------------------- */
 
+/* Bare hex16 lines, for --fingerprint-only (cmd/input parses the others). */
+#define INPUT_HEX_LINES 100
+
 static int format_of(const char *path, int given)
 {
     if (given >= 0)
@@ -150,6 +167,8 @@ static int format_of(const char *path, int given)
         return INPUT_FP_ID;
     if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0)
         return INPUT_JSONL;
+    if (n > 4 && strcmp(path + n - 4, ".hex") == 0)
+        return INPUT_HEX_LINES;
     return -1;
 }
 
@@ -158,6 +177,7 @@ static int parse_format(const char *s)
     return strcmp(s, "tsv") == 0     ? INPUT_ID_FP
            : strcmp(s, "fp") == 0    ? INPUT_FP_ID
            : strcmp(s, "jsonl") == 0 ? INPUT_JSONL
+           : strcmp(s, "hex") == 0   ? INPUT_HEX_LINES
                                      : -1;
 }
 
@@ -185,7 +205,8 @@ typedef struct build_state {
     simstore_fingerprinter *fpr;
     simstore_sketch_kind sketch;
     size_t sketch_bytes;
-    buf *out; /* one per rank */
+    int fp_only; /* --fingerprint-only: fingerprints travel alone, to shard_of_fp */
+    buf *out;    /* one per rank */
     size_t buffered;
     uint64_t bad, records;
     uint64_t sent; /* records this rank read and sent: the next one's local index */
@@ -204,14 +225,16 @@ typedef struct build_state {
 static int send_record(build_state *st, const input_record *rec, uint64_t fp, const uint8_t *sketch,
                        uint64_t source)
 {
-    unsigned dest = simstore_shard_of(rec->id, rec->id_len, (unsigned)nranks);
+    unsigned dest = st->fp_only ? simstore_shard_of_fp(fp, (unsigned)nranks)
+                                : simstore_shard_of(rec->id, rec->id_len, (unsigned)nranks);
     buf *b = &st->out[dest];
-    size_t meta_len = rec->meta ? strlen(rec->meta) : 0;
+    size_t id_len = st->fp_only ? 0 : rec->id_len;
+    size_t meta_len = rec->meta && !st->fp_only ? strlen(rec->meta) : 0;
     uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0));
     size_t before = b->len;
     if (buf_put(b, &flags, 1) || buf_u64(b, fp) || buf_u64(b, source) || buf_u64(b, st->sent) ||
-        buf_u32(b, (uint32_t)rec->id_len) || buf_u32(b, (uint32_t)meta_len) ||
-        buf_put(b, rec->id, rec->id_len) || buf_put(b, rec->meta, meta_len) ||
+        buf_u32(b, (uint32_t)id_len) || buf_u32(b, (uint32_t)meta_len) ||
+        buf_put(b, rec->id, id_len) || buf_put(b, rec->meta, meta_len) ||
         (sketch && buf_put(b, sketch, st->sketch_bytes)))
         return -1;
     st->buffered += b->len - before;
@@ -242,8 +265,10 @@ static int add_received(build_state *st, const char *p, size_t n, uint64_t first
             sketch = (const uint8_t *)p;
             p += st->sketch_bytes;
         }
-        int rc = simstore_builder_set_position(st->b, position);
-        if (rc == 0)
+        int rc;
+        if (st->fp_only)
+            rc = simstore_builder_add_fp(st->b, d.fp);
+        else if ((rc = simstore_builder_set_position(st->b, position)) == 0)
             rc = simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
                                              sketch);
         if (rc) {
@@ -455,7 +480,8 @@ static int reader_open_part(reader *rd)
         say("%s: %s", ip->path, strerror(errno));
         return -1;
     }
-    if (input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
+    if (ip->format != INPUT_HEX_LINES &&
+        input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
         say("out of memory");
         return -1;
     }
@@ -492,6 +518,25 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
     if (input_trim_line(&text, &len, rd->line == 1))
         return 0;
     input_record rec;
+    if (ip->format == INPUT_HEX_LINES) {
+        /* As `simstore build --fingerprint-only` reads .hex lines. */
+        char hex[17], shown[41];
+        memset(&rec, 0, sizeof rec);
+        if (len == 16) {
+            memcpy(hex, text, 16);
+            hex[16] = '\0';
+            if (cli_parse_hex64(hex, &rec.fingerprint) == 0)
+                return send_record(st, &rec, rec.fingerprint, NULL, 0) ? (say("out of memory"), -1)
+                                                                       : 0;
+        }
+        size_t n = len < 40 ? len : 40;
+        for (size_t i = 0; i < n; i++)
+            shown[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7F ? '?' : text[i];
+        shown[n] = '\0';
+        say("%s:%llu: expected 16 hex digits, got '%s'", ip->path, rd->line, shown);
+        st->bad++;
+        return 0;
+    }
     int got = input_parse_line(rd->p, text, len, ip->path, rd->line, &rec);
     if (got == -2) {
         say("out of memory");
@@ -579,8 +624,9 @@ static void usage_build(FILE *out)
             "publishes nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
             "\n"
             "Input: .tsv (id<TAB>hex16), .fp (hex16<TAB>id), .jsonl ({\"id\", \"text\"[,\n"
-            "\"meta\"]}), regular files (not compressed, not standard input), or\n"
-            "      --format tsv|fp|jsonl\n"
+            "\"meta\"]}), .hex (hex16 per line, with --fingerprint-only), regular files\n"
+            "(not compressed, not standard input), or\n"
+            "      --format tsv|fp|jsonl|hex\n"
             "      --k K            the largest distance queries may ask, 0..7 (3)\n"
             "      --tables auto|T  table count of every shard (auto)\n"
             "      --block-bytes B  table block size (%u)\n"
@@ -590,6 +636,13 @@ static void usage_build(FILE *out)
             "      --chunk SIZE     bytes of records a rank sends per round (4M)\n"
             "      --threads N      worker threads per rank (all cores)\n"
             "      --replace        replace a published sharded store at OUT\n"
+            "      --progress       rank 0 reports each step on stderr, with the ranks'\n"
+            "                       totals (besides its own progress on a terminal)\n"
+            "      --fingerprint-only\n"
+            "                       keep the distinct fingerprints of .hex lines only\n"
+            "                       (no ids, metadata or sketches), each in shard\n"
+            "                       simstore_shard_of_fp(fp, R), as `simstore build\n"
+            "                       --fingerprint-only --shards R` keeps them\n"
             "\n"
             "JSON Lines records and their fingerprints, as `simstore build` takes "
             "them:\n" INPUT_FIELD_HELP TEXTOPT_HELP "\n"
@@ -609,7 +662,9 @@ static int cmd_build(int argc, char **argv)
         O_CHUNK,
         O_THREADS,
         O_REPLACE,
-        O_FORMAT
+        O_FORMAT,
+        O_FPONLY,
+        O_PROGRESS
     };
     static const struct option longopts[] = {
         {"k", required_argument, NULL, O_K},
@@ -621,6 +676,8 @@ static int cmd_build(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS},
         {"replace", no_argument, NULL, O_REPLACE},
         {"format", required_argument, NULL, O_FORMAT},
+        {"fingerprint-only", no_argument, NULL, O_FPONLY},
+        {"progress", no_argument, NULL, O_PROGRESS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
@@ -681,6 +738,8 @@ static int cmd_build(int argc, char **argv)
             o.threads = (unsigned)v;
             break;
         case O_REPLACE: replace = 1; break;
+        case O_FPONLY: o.fingerprint_only = 1; break;
+        case O_PROGRESS: show_progress = 1; break;
         case O_FORMAT:
             if ((format = parse_format(optarg)) < 0)
                 goto usage;
@@ -725,9 +784,28 @@ static int cmd_build(int argc, char **argv)
             return 2;
         }
         all_jsonl &= f == INPUT_JSONL;
+        if ((f == INPUT_HEX_LINES) != (o.fingerprint_only != 0)) {
+            if (rank == 0)
+                fprintf(stderr,
+                        o.fingerprint_only
+                            ? "%s: %s: a fingerprint-only store reads --format hex (.hex: bare "
+                              "fingerprints)\n"
+                            : "%s: %s: bare fingerprints (hex) make a fingerprint-only store: add "
+                              "--fingerprint-only\n",
+                        cmd_name, inputs[i]);
+            return 2;
+        }
+    }
+    if (o.fingerprint_only && sketch_given && sketch != SIMSTORE_SKETCH_NONE) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "%s: --fingerprint-only keeps no documents, so no sketches: not with "
+                    "--sketch %s\n",
+                    cmd_name, simstore_sketch_name(sketch));
+        return 2;
     }
     if (!sketch_given)
-        sketch = all_jsonl ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
+        sketch = all_jsonl && !o.fingerprint_only ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
     ts.opts.sketch = sketch;
     o.text = &ts.opts;
     o.source_name = source_name;
@@ -758,6 +836,7 @@ static int cmd_build(int argc, char **argv)
     build_state st;
     memset(&st, 0, sizeof st);
     st.spool_fd = -1;
+    st.fp_only = o.fingerprint_only != 0;
     st.sketch = sketch;
     st.sketch_bytes = simstore_sketch_bytes(sketch);
     st.out = calloc((size_t)nranks, sizeof *st.out);
@@ -846,6 +925,13 @@ static int cmd_build(int argc, char **argv)
     }
     reader_close_part(&rd);
     free(rd.parts);
+    if (show_progress) {
+        uint64_t t[2] = {st.sent, st.spool_len};
+        MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        progress("read %llu %s of %llu input bytes; %llu bytes sent to the shards' ranks",
+                 (unsigned long long)t[0], t[0] == 1 ? "record" : "records",
+                 (unsigned long long)total, (unsigned long long)t[1]);
+    }
     if (st.bad) {
         say("%llu bad %s", (unsigned long long)st.bad, st.bad == 1 ? "record" : "records");
         failed = 1;
@@ -872,6 +958,12 @@ static int cmd_build(int argc, char **argv)
     }
     simstore_builder_abort(st.b);
     cli_progress_done(&prog);
+    if (show_progress) {
+        uint64_t added = st.records;
+        MPI_Allreduce(MPI_IN_PLACE, &added, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        progress("built %d %s of %llu %s", nranks, nranks == 1 ? "shard" : "shards",
+                 (unsigned long long)added, added == 1 ? "record" : "records");
+    }
     if (agree(failed, "building")) {
         if (rank == 0)
             fprintf(stderr, "%s: %s not published\n", cmd_name, out);
