@@ -22,6 +22,7 @@
  * rank, naming the failed ranks. */
 #include "mpikit.h"
 
+#include "boilerplate.h"
 #include "cli.h"
 #include "input.h"
 #include "progress.h"
@@ -206,7 +207,14 @@ typedef struct build_state {
     simstore_sketch_kind sketch;
     size_t sketch_bytes;
     int fp_only; /* --fingerprint-only: fingerprints travel alone, to shard_of_fp */
-    buf *out;    /* one per rank */
+    unsigned para_min_words; /* --paragraphs: texts' paragraphs travel too */
+    uint64_t *paras;         /* one text's paragraph fingerprints (aligned) */
+    size_t paras_cap;
+    /* --boilerplate auto's first pass: every JSON Lines document's line
+     * keys counted here, nothing sent. */
+    simstore_boilerplate_counter *counter;
+    uint64_t only_boilerplate;
+    buf *out; /* one per rank */
     size_t buffered;
     uint64_t bad, records;
     uint64_t sent; /* records this rank read and sent: the next one's local index */
@@ -219,24 +227,29 @@ typedef struct build_state {
 } build_state;
 
 /* One parsed record, serialized for its shard's rank: flags (bit 0 integer
- * id, bit 1 sketch), fp, source, local index (u64: the record's place among
- * the records of the sending rank's share), id length (u32), meta length
- * (u32), id, meta, sketch. */
+ * id, bit 1 sketch, bit 2 paragraphs), fp, source, local index (u64: the
+ * record's place among the records of the sending rank's share), id length
+ * (u32), meta length (u32), id, meta, sketch, then the paragraphs' count
+ * (u32) and fingerprints (u64 each) of st->paras. */
 static int send_record(build_state *st, const input_record *rec, uint64_t fp, const uint8_t *sketch,
-                       uint64_t source)
+                       uint64_t source, size_t nparas)
 {
     unsigned dest = st->fp_only ? simstore_shard_of_fp(fp, (unsigned)nranks)
                                 : simstore_shard_of(rec->id, rec->id_len, (unsigned)nranks);
     buf *b = &st->out[dest];
     size_t id_len = st->fp_only ? 0 : rec->id_len;
     size_t meta_len = rec->meta && !st->fp_only ? strlen(rec->meta) : 0;
-    uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0));
+    uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0) | (nparas ? 4 : 0));
     size_t before = b->len;
     if (buf_put(b, &flags, 1) || buf_u64(b, fp) || buf_u64(b, source) || buf_u64(b, st->sent) ||
         buf_u32(b, (uint32_t)id_len) || buf_u32(b, (uint32_t)meta_len) ||
         buf_put(b, rec->id, id_len) || buf_put(b, rec->meta, meta_len) ||
-        (sketch && buf_put(b, sketch, st->sketch_bytes)))
+        (sketch && buf_put(b, sketch, st->sketch_bytes)) ||
+        (nparas && buf_u32(b, (uint32_t)nparas)))
         return -1;
+    for (size_t i = 0; i < nparas; i++)
+        if (buf_u64(b, st->paras[i]))
+            return -1;
     st->buffered += b->len - before;
     st->sent++;
     return 0;
@@ -265,12 +278,28 @@ static int add_received(build_state *st, const char *p, size_t n, uint64_t first
             sketch = (const uint8_t *)p;
             p += st->sketch_bytes;
         }
+        size_t nparas = (flags & 4) ? get_u32(&p) : 0;
+        if (nparas > st->paras_cap) {
+            uint64_t *g = realloc(st->paras, nparas * sizeof *g);
+            if (!g) {
+                say("out of memory");
+                return -1;
+            }
+            st->paras = g;
+            st->paras_cap = nparas;
+        }
+        for (size_t i = 0; i < nparas; i++)
+            st->paras[i] = get_u64(&p);
         int rc;
         if (st->fp_only)
             rc = simstore_builder_add_fp(st->b, d.fp);
         else if ((rc = simstore_builder_set_position(st->b, position)) == 0)
-            rc = simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                             sketch);
+            rc = st->para_min_words
+                     ? simstore_builder_add_paragraphs(st->b, &d,
+                                                       (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                                       sketch, st->paras, nparas)
+                     : simstore_builder_add_sketch(
+                           st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
         if (rc) {
             say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
             return -1;
@@ -507,6 +536,43 @@ static int reader_open_part(reader *rd)
     return 0;
 }
 
+/* The first pass of --boilerplate auto: a JSON Lines document's line keys
+ * counted (one giving "fp" has no text: a document of no lines, as
+ * `simstore build` counts it). Returns 0, or -1 (said why). */
+static int count_line_keys(build_state *st, const input_record *rec)
+{
+    const uint64_t *keys = NULL;
+    size_t n = 0;
+    int rc = rec->has_fp
+                 ? 0
+                 : simstore_fingerprinter_line_keys(st->fpr, rec->text, rec->text_len, &keys, &n);
+    if (rc == 0)
+        rc = simstore_boilerplate_counter_add_keys(st->counter, keys, n);
+    if (rc) {
+        say("counting boilerplate: %s", simstore_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* The text's paragraph fingerprints (as `simstore build --paragraphs`
+ * indexes them) into st->paras, *n of them. Returns 0 or an error code. */
+static int text_paragraphs(build_state *st, const input_record *rec, size_t *n)
+{
+    int rc = simstore_paragraph_fingerprints(st->fpr, rec->text, rec->text_len, st->para_min_words,
+                                             st->paras, st->paras_cap, n);
+    if (rc == 0 && *n > st->paras_cap) {
+        uint64_t *g = realloc(st->paras, *n * sizeof *g);
+        if (!g)
+            return SIMSTORE_ENOMEM;
+        st->paras = g;
+        st->paras_cap = *n;
+        rc = simstore_paragraph_fingerprints(st->fpr, rec->text, rec->text_len, st->para_min_words,
+                                             st->paras, st->paras_cap, n);
+    }
+    return rc;
+}
+
 /* One line: parsed, fingerprinted, sent to its shard. Returns 0, or -1
  * when this rank cannot go on. Bad records are reported and counted. */
 static int take_line(build_state *st, reader *rd, const input_part *ip, const char *text,
@@ -526,8 +592,9 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
             memcpy(hex, text, 16);
             hex[16] = '\0';
             if (cli_parse_hex64(hex, &rec.fingerprint) == 0)
-                return send_record(st, &rec, rec.fingerprint, NULL, 0) ? (say("out of memory"), -1)
-                                                                       : 0;
+                return send_record(st, &rec, rec.fingerprint, NULL, 0, 0)
+                           ? (say("out of memory"), -1)
+                           : 0;
         }
         size_t n = len < 40 ? len : 40;
         for (size_t i = 0; i < n; i++)
@@ -542,12 +609,15 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
         say("out of memory");
         return -1;
     }
+    if (st->counter) /* the first pass: bad records are the second's to say */
+        return got == -1 ? 0 : count_line_keys(st, &rec);
     if (got == -1) {
         say("%s:%llu: %s", ip->path, rd->line, input_parser_error(rd->p));
         st->bad++;
         return 0;
     }
     uint64_t fp = rec.fingerprint;
+    size_t nparas = 0;
     const uint8_t *sk = NULL;
     int rc = 0;
     if (ip->format == INPUT_JSONL && !rec.has_fp) {
@@ -557,6 +627,14 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
             sk = sketch;
         } else {
             rc = simstore_fingerprint_text(st->fpr, rec.text, rec.text_len, &fp, &fl);
+        }
+        if (rc == 0 && st->para_min_words)
+            rc = text_paragraphs(st, &rec, &nparas);
+        if (rc == 0 && (fl & SIMSTORE_FP_ONLY_BOILERPLATE)) {
+            char esc[CLI_ESCAPED_ID_BYTES];
+            st->only_boilerplate++;
+            say("warning: %s:%llu: document id '%s' is only boilerplate: fingerprinted whole",
+                ip->path, rd->line, cli_escape(rec.id, rec.id_len, esc, sizeof esc));
         }
     } else if (st->sketch != SIMSTORE_SKETCH_NONE) {
         if (!rec.has_fp || !rec.sketch || rec.sketch_len != st->sketch_bytes) {
@@ -573,7 +651,7 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
         st->bad++;
         return 0;
     }
-    if (send_record(st, &rec, fp, sk, ((uint64_t)ip->index << 40) | rd->line)) {
+    if (send_record(st, &rec, fp, sk, ((uint64_t)ip->index << 40) | rd->line, nparas)) {
         say("out of memory");
         return -1;
     }
@@ -604,6 +682,163 @@ static int fill(build_state *st, reader *rd, uint64_t chunk_bytes)
         rd->line++;
         rd->pos = end + 1;
     }
+    return 0;
+}
+
+/* ---- --boilerplate auto: the counts of every rank ----------------------- */
+
+typedef struct candidates {
+    uint64_t millionths, documents; /* this rank's */
+    uint64_t *v;
+    size_t n, cap;
+    const uint64_t *keys; /* the second walk: the union, increasing */
+    uint64_t *counts;
+    size_t at, nkeys;
+} candidates;
+
+/* A key of the set is held by more than the fraction of the documents of
+ * some rank's share (were it held by at most that on every rank, the sums
+ * would be at most the fraction of all): each rank offers those of its own
+ * (the rule without its minimums, which hold only for the sums). */
+static int offer_key(void *ctx, uint64_t key, uint64_t df)
+{
+    __extension__ typedef unsigned __int128 u128;
+    candidates *c = (candidates *)ctx;
+    if (!((u128)df * 1000000u > (u128)c->millionths * c->documents))
+        return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        uint64_t *g = realloc(c->v, cap * sizeof *g);
+        if (!g)
+            return SIMSTORE_ENOMEM;
+        c->v = g;
+        c->cap = cap;
+    }
+    c->v[c->n++] = key;
+    return 0;
+}
+
+/* The second walk: this rank's count of each offered key (both increase). */
+static int count_offered(void *ctx, uint64_t key, uint64_t df)
+{
+    candidates *c = (candidates *)ctx;
+    while (c->at < c->nkeys && c->keys[c->at] < key)
+        c->at++;
+    if (c->at < c->nkeys && c->keys[c->at] == key)
+        c->counts[c->at] = df;
+    return 0;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The first pass of --boilerplate auto over this rank's share (a reader
+ * of its parts not yet read), and the set of the whole input: each rank
+ * counts its share's line keys in bounded memory (the library's spilling
+ * counter), offers the keys that pass the rule on its share, and the
+ * offered keys' counts are summed over the ranks; the set is those whose
+ * sums pass the rule for all the documents, the set `simstore build
+ * --boilerplate auto` finds. Returns 0 with *out (on every rank), or 1 on
+ * every rank (said). Collective. */
+static int find_boilerplate(build_state *st, reader *rd, const boiler_opts *bo,
+                            const simstore_text_options *text, uint64_t memory_bytes,
+                            simstore_boilerplate **out)
+{
+    *out = NULL;
+    simstore_boilerplate_options o;
+    simstore_boilerplate_options_init(&o);
+    o.fraction = bo->fraction;
+    o.min_documents = bo->min_docs;
+    uint64_t kept = memory_bytes / 8 < ((uint64_t)64 << 20) ? memory_bytes / 8 : (uint64_t)64 << 20;
+    o.memory_bytes = memory_bytes - kept;
+    int failed = 0;
+    int rc = simstore_boilerplate_counter_new(text, &o, &st->counter);
+    if (rc) {
+        say("boilerplate: %s", simstore_last_error());
+        failed = 1;
+    }
+    if (!failed && fill(st, rd, UINT64_MAX))
+        failed = 1;
+    reader_close_part(rd);
+    simstore_boilerplate_counter *counter = st->counter;
+    st->counter = NULL;
+    candidates c;
+    memset(&c, 0, sizeof c);
+    simstore_boilerplate_info info;
+    memset(&info, 0, sizeof info);
+    if (!failed) {
+        simstore_boilerplate_counter_info(counter, &info);
+        c.millionths = info.fraction_millionths;
+        c.documents = info.documents;
+        if ((rc = simstore_boilerplate_counter_each(counter, offer_key, &c)) != 0) {
+            say("boilerplate: %s", rc == SIMSTORE_ENOMEM ? "out of memory" : simstore_last_error());
+            failed = 1;
+        }
+    }
+    if (agree(failed, "finding boilerplate")) {
+        simstore_boilerplate_counter_free(counter);
+        free(c.v);
+        return 1;
+    }
+    /* Every rank's offers, as one increasing list. */
+    int mine = (int)c.n, *counts = malloc((size_t)nranks * 2 * sizeof *counts);
+    if (!counts)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *displs = counts + nranks;
+    MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+    size_t all = 0;
+    for (int r = 0; r < nranks; r++) {
+        displs[r] = (int)all;
+        all += (size_t)counts[r];
+    }
+    uint64_t *keys = malloc((all ? all : 1) * sizeof *keys);
+    uint64_t *sums = calloc(all ? all : 1, sizeof *sums);
+    if (!keys || !sums)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Allgatherv(c.v, mine, MPI_UINT64_T, keys, counts, displs, MPI_UINT64_T, MPI_COMM_WORLD);
+    free(counts);
+    free(c.v);
+    qsort(keys, all, sizeof *keys, cmp_key);
+    size_t n = 0;
+    for (size_t i = 0; i < all; i++)
+        if (n == 0 || keys[i] != keys[n - 1])
+            keys[n++] = keys[i];
+    c.keys = keys;
+    c.nkeys = n;
+    c.counts = sums;
+    rc = simstore_boilerplate_counter_each(counter, count_offered, &c);
+    if (rc) {
+        say("boilerplate: %s", simstore_last_error());
+        failed = 1;
+    }
+    simstore_boilerplate_counter_free(counter);
+    MPI_Allreduce(MPI_IN_PLACE, sums, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &info.documents, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    size_t lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if (simstore_boilerplate_is_line(&info, sums[i]))
+            keys[lines++] = keys[i];
+    if (!failed && (rc = simstore_boilerplate_new(keys, lines, &info, out)) != 0) {
+        say("boilerplate: %s", simstore_last_error());
+        failed = 1;
+    }
+    free(keys);
+    free(sums);
+    if (agree(failed, "finding boilerplate")) {
+        simstore_boilerplate_free(*out);
+        *out = NULL;
+        return 1;
+    }
+    if (rank == 0 && info.documents < info.min_documents)
+        fprintf(stderr,
+                "%s: warning: boilerplate: %llu %s, fewer than the %llu --boilerplate auto "
+                "needs (--boilerplate-min-docs): no line is boilerplate\n",
+                cmd_name, (unsigned long long)info.documents,
+                info.documents == 1 ? "document" : "documents",
+                (unsigned long long)info.min_documents);
     return 0;
 }
 
@@ -642,13 +877,24 @@ static void usage_build(FILE *out)
             "                       keep the distinct fingerprints of .hex lines only\n"
             "                       (no ids, metadata or sketches), each in shard\n"
             "                       simstore_shard_of_fp(fp, R), as `simstore build\n"
-            "                       --fingerprint-only --shards R` keeps them\n"
+            "                       --fingerprint-only --shards R` keeps them\n",
+            SIMSTORE_DEFAULT_BLOCK_BYTES);
+    fprintf(out,
             "\n"
             "JSON Lines records and their fingerprints, as `simstore build` takes "
             "them:\n" INPUT_FIELD_HELP TEXTOPT_HELP "\n"
+            "      --paragraphs     also index the fingerprint of every paragraph of each\n"
+            "                       JSON Lines text, as `simstore build --paragraphs`\n"
+            "      --paragraph-min-words N\n"
+            "                       index only paragraphs of at least N words (%u)\n" BOILER_HELP
+            "                       With auto each rank counts the line keys of its\n"
+            "                       share in --memory (spilling), and the counts of the\n"
+            "                       keys that pass on some rank's share are summed over\n"
+            "                       the ranks: the set of the whole input, which every\n"
+            "                       shard records\n"
             "  -q, --quiet          no summary line\n"
             "  -h, --help           show this help\n",
-            SIMSTORE_DEFAULT_BLOCK_BYTES);
+            SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT);
 }
 
 static int cmd_build(int argc, char **argv)
@@ -664,7 +910,9 @@ static int cmd_build(int argc, char **argv)
         O_REPLACE,
         O_FORMAT,
         O_FPONLY,
-        O_PROGRESS
+        O_PROGRESS,
+        O_PARAGRAPHS,
+        O_PARA_MIN
     };
     static const struct option longopts[] = {
         {"k", required_argument, NULL, O_K},
@@ -678,6 +926,9 @@ static int cmd_build(int argc, char **argv)
         {"format", required_argument, NULL, O_FORMAT},
         {"fingerprint-only", no_argument, NULL, O_FPONLY},
         {"progress", no_argument, NULL, O_PROGRESS},
+        {"paragraphs", no_argument, NULL, O_PARAGRAPHS},
+        {"paragraph-min-words", required_argument, NULL, O_PARA_MIN},
+        BOILER_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
@@ -691,7 +942,10 @@ static int cmd_build(int argc, char **argv)
     textopt_init(&ts);
     input_fields fields;
     input_fields_init(&fields);
-    int quiet = 0, c, format = -1, sketch_given = 0, replace = 0;
+    int quiet = 0, c, format = -1, sketch_given = 0, replace = 0, paragraphs = 0;
+    unsigned para_min_words = 0;
+    boiler_opts bo;
+    boiler_opts_init(&bo);
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     uint64_t chunk = (uint64_t)4 << 20;
     unsigned long long v;
@@ -740,6 +994,11 @@ static int cmd_build(int argc, char **argv)
         case O_REPLACE: replace = 1; break;
         case O_FPONLY: o.fingerprint_only = 1; break;
         case O_PROGRESS: show_progress = 1; break;
+        case O_PARAGRAPHS: paragraphs = 1; break;
+        case O_PARA_MIN:
+            if (cli_paragraph_min_words_option(cmd_name, optarg, &para_min_words))
+                return 2;
+            break;
         case O_FORMAT:
             if ((format = parse_format(optarg)) < 0)
                 goto usage;
@@ -752,6 +1011,11 @@ static int cmd_build(int argc, char **argv)
         case '?':
         case ':': goto usage;
         default: {
+            int b = boiler_apply("mpi build", c, optarg, &bo);
+            if (b == 2)
+                return 2;
+            if (b == 1)
+                break;
             int t =
                 textopt_or_field_or_bad_option("mpi build", c, argv, optind, &ts, &fields, NULL);
             if (t >= 0)
@@ -759,8 +1023,20 @@ static int cmd_build(int argc, char **argv)
         }
         }
     }
-    if (textopt_finish("mpi build", &ts))
+    if (textopt_finish("mpi build", &ts) || boiler_finish("mpi build", &bo))
         return 2;
+    const char *refused = NULL;
+    if (para_min_words && !paragraphs)
+        refused = "--paragraph-min-words goes with --paragraphs";
+    else if (paragraphs && o.fingerprint_only)
+        refused = "--fingerprint-only keeps no documents, so no paragraphs: not with --paragraphs";
+    else if (bo.automatic && o.fingerprint_only)
+        refused = "--boilerplate auto needs texts: a fingerprint-only store has none";
+    if (refused) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s\n", cmd_name, refused);
+        return 2;
+    }
     if (argc - optind < 2)
         goto usage;
     /* A round's bytes to one rank from all of them are counted in an int. */
@@ -804,9 +1080,20 @@ static int cmd_build(int argc, char **argv)
                     cmd_name, simstore_sketch_name(sketch));
         return 2;
     }
+    if (bo.automatic && !all_jsonl) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "%s: --boilerplate auto reads the texts of JSON Lines documents; an input "
+                    "holds fingerprints\n",
+                    cmd_name);
+        return 1;
+    }
     if (!sketch_given)
         sketch = all_jsonl && !o.fingerprint_only ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
     ts.opts.sketch = sketch;
+    if (paragraphs)
+        ts.opts.paragraph_min_words =
+            para_min_words ? para_min_words : SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT;
     o.text = &ts.opts;
     o.source_name = source_name;
     o.source_ctx = inputs;
@@ -837,6 +1124,7 @@ static int cmd_build(int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.spool_fd = -1;
     st.fp_only = o.fingerprint_only != 0;
+    st.para_min_words = ts.opts.paragraph_min_words;
     st.sketch = sketch;
     st.sketch_bytes = simstore_sketch_bytes(sketch);
     st.out = calloc((size_t)nranks, sizeof *st.out);
@@ -897,6 +1185,27 @@ static int cmd_build(int argc, char **argv)
         rd.parts[rd.nparts++] = ip;
     }
     free(sizes);
+    /* --boilerplate auto: the set of the whole input first (a pass over
+     * this rank's share with a reader of its own), given to this rank's
+     * shard and fingerprinter. */
+    simstore_boilerplate *set = NULL;
+    int someone = failed;
+    MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!someone && bo.automatic) {
+        reader first = rd;
+        if (find_boilerplate(&st, &first, &bo, &ts.opts, o.memory_bytes, &set)) {
+            failed = 1;
+        } else if ((rc = simstore_builder_set_boilerplate(st.b, set)) != 0 ||
+                   (rc = simstore_fingerprinter_set_boilerplate(st.fpr, set)) != 0) {
+            say("%s: %s", shard, simstore_last_error());
+            failed = 1;
+        }
+        if (show_progress && set) {
+            char desc[160];
+            boiler_describe(set, desc, sizeof desc);
+            progress("boilerplate: %s", desc);
+        }
+    }
     /* Rounds in lockstep: each rank reads up to a chunk, all exchange, and
      * they go on while any rank has more to read and none has failed (a
      * failed rank stops the others at the next round). */
@@ -943,7 +1252,7 @@ static int cmd_build(int argc, char **argv)
     /* Everybody sent everything: add what this rank received in input
      * order and finish its shard, unless some rank already failed (then
      * nothing is published anyway). */
-    int someone = failed;
+    someone = failed;
     MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!someone && add_spooled(&st))
         failed = 1;
@@ -957,6 +1266,11 @@ static int cmd_build(int argc, char **argv)
         }
     }
     simstore_builder_abort(st.b);
+    char boiler_desc[160] = "";
+    if (set)
+        boiler_describe(set, boiler_desc, sizeof boiler_desc);
+    simstore_boilerplate_free(set); /* the builder and fingerprinter are done with it */
+    free(st.paras);
     cli_progress_done(&prog);
     if (show_progress) {
         uint64_t added = st.records;
@@ -991,9 +1305,11 @@ static int cmd_build(int argc, char **argv)
             say("%s was built, but cannot be read back: %s", out, simstore_last_error());
             return 1;
         }
-        printf("built %s: %llu %s, %llu distinct %s; %s\n", out, (unsigned long long)s.documents,
-               s.documents == 1 ? "document" : "documents", (unsigned long long)s.fingerprints,
-               s.fingerprints == 1 ? "fingerprint" : "fingerprints", s.design);
+        printf("built %s: %llu %s, %llu distinct %s; %s%s%s\n", out,
+               (unsigned long long)s.documents, s.documents == 1 ? "document" : "documents",
+               (unsigned long long)s.fingerprints,
+               s.fingerprints == 1 ? "fingerprint" : "fingerprints", s.design,
+               *boiler_desc ? "; boilerplate " : "", boiler_desc);
     }
     return 0;
 usage:

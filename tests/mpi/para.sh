@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# para.sh: simstore-mpi build --paragraphs and --boilerplate auto under
+# mpirun with -np 1, 2 and 3 make the shards `simstore build --shards R`
+# makes of the same input: the same boilerplate set (counted over every
+# rank's share: a line held by one document more than the fraction, all in
+# one share, is boilerplate; one held by exactly the fraction is not), the
+# same documents and fingerprints in each shard, the same paragraph index
+# (stats, and paragraph queries of each shard), the same warnings, and the
+# same answers to text queries.
+# Usage: para.sh SIMSTORE SIMSTORE_MPI MPIEXEC
+. "$(dirname "$0")/lib.sh"
+
+python3 - "$T" <<'PY'
+import json, random, sys
+t = sys.argv[1]
+r = random.Random(21)
+words = [f"w{i}" for i in range(3000)]
+def para(n=None):
+    return " ".join(r.choice(words) for _ in range(n or r.randrange(8, 30)))
+shared = [para(20) for _ in range(40)]
+nav = ["Home | About | Contact", "Copyright 2024 Site A all rights reserved"]
+other = ["Site B menu: news sport weather", "Follow us on social media today"]
+# 420 documents, fraction 0.1: a line in 43 is boilerplate, in 42 not.
+texts = [i for i in range(420) if i % 13]  # the others give fingerprints
+edge_in = set(texts[:43])                  # all early: rank 0's share
+edge_out = set(r.sample(texts, 42))        # spread over the shares
+with open(f"{t}/docs.jsonl", "w") as f:
+    for i in range(420):
+        lines = []
+        if i % 5 < 2:
+            lines += nav
+        if i % 7 == 0:
+            lines += other
+        if i in edge_in:
+            lines.append("one more than the fraction")
+        if i in edge_out:
+            lines.append("exactly the fraction")
+        ps = [para() for _ in range(r.randrange(2, 6))]
+        if i % 3 == 0:
+            ps.insert(r.randrange(len(ps) + 1), r.choice(shared))
+        if i % 11 == 0:
+            ps = nav[:1]  # nothing but boilerplate
+        rec = {"id": f"doc{i}" if i % 4 else i, "text": "\n".join(lines) + "\n\n" + "\n\n".join(ps)}
+        if i % 13 == 0:  # a fingerprint without a text: a document of no lines
+            rec = {"id": f"fp{i}", "fp": "%016x" % r.getrandbits(64)}
+        f.write(json.dumps(rec) + "\n")
+with open(f"{t}/q.jsonl", "w") as f:
+    for i in range(30):
+        text = nav[0] + "\n" + r.choice(shared) + "\n\n" + para()
+        f.write(json.dumps({"id": f"q{i}", "text": text}) + "\n")
+PY
+
+opts="--sketch none --paragraphs --paragraph-min-words 5 --boilerplate auto"
+for np in 1 2 3; do
+    # shellcheck disable=SC2086
+    "$SIMSTORE" build $opts --shards "$np" "$T/s$np" "$T/docs.jsonl" >"$T/out1" 2>"$T/err1" ||
+        fail "build --shards $np"
+    # shellcheck disable=SC2086
+    mpi "$np" build $opts --chunk 1K "$T/m$np" "$T/docs.jsonl" >"$T/out" 2>"$T/err"
+    status=$?
+    expect_status 0
+    expect_out_has "boilerplate 5 lines (held by more than 10% of 420 documents)"
+    grep -q "boilerplate 5 lines (held by more than 10% of 420 documents)" "$T/out1" && ok ||
+        fail "np $np: build --shards found another set: $(cat "$T/out1")"
+    # The same warnings (documents that are only boilerplate), whichever
+    # rank read them.
+    sort "$T/err1" >"$T/w1"
+    sed 's/^simstore-mpi build: rank [0-9]*: warning: /simstore build: warning: /' "$T/err" |
+        sort >"$T/w2"
+    if [ -s "$T/w1" ] && cmp -s "$T/w1" "$T/w2"; then ok; else fail "np $np: warnings differ"; fi
+    for ((i = 0; i < np; i++)); do
+        shard=$(printf 'shard-%04d' "$i")
+        a=$("$SIMSTORE" export --json "$T/s$np/$shard" | md5sum)
+        b=$("$SIMSTORE" export --json "$T/m$np/$shard" | md5sum)
+        if [ "$a" = "$b" ]; then ok; else fail "np $np: $shard's documents differ"; fi
+        a=$("$SIMSTORE" stats "$T/s$np/$shard" | grep -E 'boilerplate|paragraph' | md5sum)
+        b=$("$SIMSTORE" stats "$T/m$np/$shard" | grep -E 'boilerplate|paragraph' | md5sum)
+        if [ "$a" = "$b" ]; then ok; else fail "np $np: $shard's stats differ"; fi
+        a=$("$SIMSTORE" query "$T/s$np/$shard" --paragraphs --queries "$T/q.jsonl" | md5sum)
+        b=$("$SIMSTORE" query "$T/m$np/$shard" --paragraphs --queries "$T/q.jsonl" | md5sum)
+        if [ "$a" = "$b" ]; then ok; else fail "np $np: $shard's paragraph answers differ"; fi
+    done
+    a=$("$SIMSTORE" query "$T/s$np" --k 3 --queries "$T/q.jsonl" --json | md5sum)
+    b=$(mpi "$np" query "$T/m$np" --k 3 --queries "$T/q.jsonl" --json 2>"$T/err" | md5sum)
+    if [ "$a" = "$b" ]; then ok; else fail "np $np: query answers differ"; fi
+done
+# The paragraph index answers something, and the edge lines fell as they
+# should: the set has 5 lines (nav 2, other 2, the one above the fraction).
+if [ "$("$SIMSTORE" query "$T/m3/shard-0000" --paragraphs --queries "$T/q.jsonl" | wc -l)" -gt 3 ]; then
+    ok
+else
+    fail "few paragraph answers"
+fi
+
+# Boilerplate options: a higher minimum of documents makes the set empty.
+mpi 2 build --sketch none --boilerplate auto --boilerplate-min-docs 1000 "$T/few" \
+    "$T/docs.jsonl" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 0
+expect_out_has "boilerplate 0 lines (420 documents: fewer than the 1000 needed)"
+expect_err_has "fewer than the 1000 --boilerplate auto needs"
+
+# Refused: exit 2 (1 for fingerprints given to --boilerplate auto).
+for args in "--paragraph-min-words 3" "--fingerprint-only --paragraphs" \
+    "--fingerprint-only --boilerplate auto" "--boilerplate-fraction 0.2"; do
+    # shellcheck disable=SC2086
+    mpi 2 build $args "$T/bad" "$T/docs.jsonl" >"$T/out" 2>"$T/err"
+    status=$?
+    expect_status 2
+done
+printf 'a\t0123456789abcdef\n' >"$T/x.tsv"
+mpi 2 build --boilerplate auto "$T/bad" "$T/x.tsv" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 1
+expect_err_has "--boilerplate auto reads the texts of JSON Lines documents"
+
+finish
