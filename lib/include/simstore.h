@@ -1632,6 +1632,12 @@ typedef struct simstore_document {
                            hold fp; 0 in simstore_export                    */
     int missing;        /* simstore_get: no document has this id (only id,
                            id_len are set)                                   */
+    const uint8_t *paragraphs; /* a store with a paragraph index: the
+                           document's paragraph fingerprints as listed
+                           (simstore_builder_add_paragraphs), text order,
+                           paragraph_count 8-byte little-endian values, not
+                           aligned; NULL when none. Valid during the call  */
+    size_t paragraph_count;
 } simstore_document;
 
 typedef int (*simstore_document_fn)(void *ctx, const simstore_document *doc);

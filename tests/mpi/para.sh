@@ -6,7 +6,8 @@
 # one share, is boilerplate; one held by exactly the fraction is not), the
 # same documents and fingerprints in each shard, the same paragraph index
 # (stats, and paragraph queries of each shard), the same warnings, and the
-# same answers to text queries.
+# same answers to text queries. And pairs --paragraphs on those stores
+# prints what `simstore pairs --paragraphs` prints for one store.
 # Usage: para.sh SIMSTORE SIMSTORE_MPI MPIEXEC
 . "$(dirname "$0")/lib.sh"
 
@@ -17,7 +18,7 @@ r = random.Random(21)
 words = [f"w{i}" for i in range(3000)]
 def para(n=None):
     return " ".join(r.choice(words) for _ in range(n or r.randrange(8, 30)))
-shared = [para(20) for _ in range(40)]
+shared = [para(80) for _ in range(40)]
 nav = ["Home | About | Contact", "Copyright 2024 Site A all rights reserved"]
 other = ["Site B menu: news sport weather", "Follow us on social media today"]
 # 420 documents, fraction 0.1: a line in 43 is boilerplate, in 42 not.
@@ -37,7 +38,14 @@ with open(f"{t}/docs.jsonl", "w") as f:
             lines.append("exactly the fraction")
         ps = [para() for _ in range(r.randrange(2, 6))]
         if i % 3 == 0:
-            ps.insert(r.randrange(len(ps) + 1), r.choice(shared))
+            c = r.choice(shared)
+            if i % 6 == 0:  # a word changed: near, or not, in the paragraph index
+                w = c.split()
+                w[r.randrange(len(w))] = r.choice(words)
+                c = " ".join(w)
+            ps.insert(r.randrange(len(ps) + 1), c)
+            if i % 17 == 0:  # the same paragraph twice: counted twice
+                ps.append(c)
         if i % 11 == 0:
             ps = nav[:1]  # nothing but boilerplate
         rec = {"id": f"doc{i}" if i % 4 else i, "text": "\n".join(lines) + "\n\n" + "\n\n".join(ps)}
@@ -84,6 +92,39 @@ for np in 1 2 3; do
     b=$(mpi "$np" query "$T/m$np" --k 3 --queries "$T/q.jsonl" --json 2>"$T/err" | md5sum)
     if [ "$a" = "$b" ]; then ok; else fail "np $np: query answers differ"; fi
 done
+# pairs --paragraphs: the paragraph join spread over the ranks, the counts
+# of each document pair added up at the rank owning it, the lines of
+# `simstore pairs --paragraphs` on one store.
+# shellcheck disable=SC2086
+"$SIMSTORE" build -q $opts "$T/one" "$T/docs.jsonl" >/dev/null 2>&1 || fail "build one"
+for np in 1 2 3; do
+    for mode in "" "--json --k 1" "--min-fraction 0" "--min-fraction 0.6 --k 2 --json"; do
+        # shellcheck disable=SC2086
+        a=$("$SIMSTORE" pairs "$T/one" --paragraphs $mode | md5sum)
+        # The store of build --shards R once, that of simstore-mpi build always.
+        stores=$T/m$np
+        [ -z "$mode" ] && stores="$stores $T/s$np"
+        for store in $stores; do
+            # shellcheck disable=SC2086
+            b=$(mpi "$np" pairs "$store" --paragraphs $mode --chunk 1K 2>"$T/err" | md5sum)
+            if [ "$a" = "$b" ]; then ok; else fail "np $np: pairs --paragraphs $mode of $store differs"; fi
+        done
+    done
+done
+# Something to compare: pairs, and near paragraphs that are not equal.
+if [ "$("$SIMSTORE" pairs "$T/one" --paragraphs | wc -l)" -gt 20 ]; then ok; else fail "few pairs"; fi
+a=$("$SIMSTORE" pairs "$T/one" --paragraphs --min-fraction 0 --k 0 | wc -l)
+b=$("$SIMSTORE" pairs "$T/one" --paragraphs --min-fraction 0 | wc -l)
+if [ "$a" -lt "$b" ]; then ok; else fail "no pairs near but not equal ($a, $b)"; fi
+mpi 3 pairs "$T/m3" --paragraphs --progress >/dev/null 2>"$T/err"
+expect_err_has "simstore-mpi pairs: read 351 documents with paragraphs, 1305 distinct paragraphs"
+for args in "--paragraphs --by-fingerprint" "--min-fraction 0.5" "--paragraphs --min-fraction 2"; do
+    # shellcheck disable=SC2086
+    mpi 2 pairs "$T/m2" $args >"$T/out" 2>"$T/err"
+    status=$?
+    expect_status 2
+done
+
 # The paragraph index answers something, and the edge lines fell as they
 # should: the set has 5 lines (nav 2, other 2, the one above the fraction).
 if [ "$("$SIMSTORE" query "$T/m3/shard-0000" --paragraphs --queries "$T/q.jsonl" | wc -l)" -gt 3 ]; then
@@ -99,6 +140,10 @@ status=$?
 expect_status 0
 expect_out_has "boilerplate 0 lines (420 documents: fewer than the 1000 needed)"
 expect_err_has "fewer than the 1000 --boilerplate auto needs"
+mpi 2 pairs "$T/few" --paragraphs >"$T/out" 2>"$T/err"
+status=$?
+expect_status 1
+expect_err_has "has no paragraph index"
 
 # Refused: exit 2 (1 for fingerprints given to --boilerplate auto).
 for args in "--paragraph-min-words 3" "--fingerprint-only --paragraphs" \
