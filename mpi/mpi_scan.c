@@ -820,6 +820,18 @@ static int unsupported(const char *what, const char *why)
     return 2;
 }
 
+/* --min-fraction's value, 0..1. Returns 0, or -1 for anything else. */
+static int parse_fraction(const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double f = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno || !(f >= 0 && f <= 1))
+        return -1;
+    *out = f;
+    return 0;
+}
+
 /* ---- pairs ---------------------------------------------------------------------- */
 
 typedef struct pairs_run {
@@ -1004,6 +1016,8 @@ typedef struct homes {
     buf ids;    /* id bytes */
     size_t *at; /* n + 1 offsets into ids */
     uint8_t *flags;
+    uint64_t *keep; /* clusters: each one's keep order (simstore_keep_order) */
+    const simstore_cluster_options *keep_rule; /* clusters; NULL for pairs */
     size_t n, cap;
     buf *out;    /* step 1's messages */
     uint64_t *v; /* one document's paragraphs */
@@ -1020,7 +1034,9 @@ static int send_paragraphs(void *ctx, const simstore_document *doc)
         h->cap = h->cap ? 2 * h->cap : 1024;
         h->at = must(realloc(h->at, (h->cap + 1) * sizeof *h->at));
         h->flags = must(realloc(h->flags, h->cap));
+        h->keep = must(realloc(h->keep, h->cap * sizeof *h->keep));
     }
+    h->keep[h->n] = h->keep_rule ? simstore_keep_order(h->keep_rule, doc) : 0;
     if (h->n == 0)
         h->at[0] = 0;
     put(&h->ids, doc->id, doc->id_len);
@@ -1075,10 +1091,27 @@ static int pair_owner(uint64_t x, uint64_t y)
     return owner_of(lo * UINT64_C(0xD6E8FEB86659FD93) + hi);
 }
 
+/* clusters --paragraphs: a pair at the home of one of its documents. */
+typedef struct para_edge {
+    uint64_t node, other; /* document keys: node's home is this rank */
+    double fraction;
+} para_edge;
+
+static int para_edge_cmp(const void *x, const void *y)
+{
+    const para_edge *a = x, *b = y;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return (a->other > b->other) - (a->other < b->other);
+}
+
 typedef struct para_run {
     int json;
     double min_fraction;
     lines l;
+    int want_edges; /* clusters: the pairs as edges at both homes, no lines */
+    para_edge *edges;
+    size_t nedges;
 } para_run;
 
 /* The line of a pair, made at the home of its second document. */
@@ -1121,10 +1154,9 @@ static void emit_para_pair(para_run *pr, const char *x, uint32_t xl, uint8_t xf,
 
 /* The pairs' lines of this rank (steps 1 to 4). Returns 0, or 1 on every
  * rank (said). Collective. */
-static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *pr)
+static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *pr, homes *hp)
 {
-    homes h;
-    memset(&h, 0, sizeof h);
+    homes h = *hp;
     h.out = bufs_new();
     buf *in = bufs_new();
     int failed = 0;
@@ -1283,8 +1315,20 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
             }
         }
         double fa = (double)shared_lo / (double)of_lo, fb = (double)shared_hi / (double)of_hi;
-        if (!((fa > fb ? fa : fb) >= pr->min_fraction))
+        double fraction = fa > fb ? fa : fb;
+        if (!(fraction >= pr->min_fraction))
             continue;
+        if (pr->want_edges) { /* to both homes */
+            uint64_t bits;
+            memcpy(&bits, &fraction, sizeof bits);
+            for (int end = 0; end < 2; end++) {
+                buf *b = &h.out[(int)((end ? hi : lo) >> DOC_KEY_BITS)];
+                put64(b, end ? hi : lo);
+                put64(b, end ? lo : hi);
+                put64(b, bits);
+            }
+            continue;
+        }
         buf *b = &h.out[(int)(lo >> DOC_KEY_BITS)];
         put64(b, lo);
         put64(b, hi);
@@ -1295,6 +1339,22 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
     }
     free(dv);
     exchange_bufs(h.out, in);
+    if (pr->want_edges) {
+        size_t ne = 0;
+        for (int r = 0; r < nranks; r++)
+            ne += in[r].len / 24;
+        pr->edges = must(malloc((ne ? ne : 1) * sizeof *pr->edges));
+        for (int r = 0; r < nranks; r++)
+            for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
+                para_edge *e = &pr->edges[pr->nedges++];
+                e->node = get_u64(&q);
+                e->other = get_u64(&q);
+                uint64_t bits = get_u64(&q);
+                memcpy(&e->fraction, &bits, sizeof bits);
+            }
+        qsort(pr->edges, pr->nedges, sizeof *pr->edges, para_edge_cmp);
+        goto done;
+    }
     /* At lo's home: its id attached, on to hi's home. */
     for (int r = 0; r < nranks; r++) {
         for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
@@ -1329,10 +1389,18 @@ done:
     free(first);
     bufs_free(in);
     bufs_free(h.out);
-    free(h.ids.data);
-    free(h.at);
-    free(h.flags);
+    h.out = NULL;
+    *hp = h;
     return failed;
+}
+
+static void homes_free(homes *h)
+{
+    free(h->ids.data);
+    free(h->at);
+    free(h->flags);
+    free(h->keep);
+    memset(h, 0, sizeof *h);
 }
 
 static void usage_pairs(FILE *out)
@@ -1398,10 +1466,7 @@ int cmd_mpi_pairs(int argc, char **argv)
         } else if (c == O_PARAGRAPHS) {
             paragraphs = 1;
         } else if (c == O_MIN_FRACTION) {
-            char *end;
-            errno = 0;
-            min_fraction = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || errno || !(min_fraction >= 0 && min_fraction <= 1))
+            if (parse_fraction(optarg, &min_fraction))
                 return usage_error(argc, argv);
             min_fraction_given = 1;
         } else if (c == O_UNSUPPORTED) {
@@ -1449,12 +1514,18 @@ int cmd_mpi_pairs(int argc, char **argv)
             simstore_close(s);
             return 1;
         }
-        para_run pr = {p.o.json, min_fraction, {{NULL, 0, 0}, NULL, NULL, 0, {0}, 0}};
+        para_run pr;
+        memset(&pr, 0, sizeof pr);
+        pr.json = p.o.json;
+        pr.min_fraction = min_fraction;
         if (lines_open(&pr.l) != 0) {
             say("out of memory");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        status = paragraph_pairs(s, p.o.k, p.o.memory / 4, &pr);
+        homes h;
+        memset(&h, 0, sizeof h);
+        status = paragraph_pairs(s, p.o.k, p.o.memory / 4, &pr, &h);
+        homes_free(&h);
         if (!status)
             status = print_sorted(&pr.l);
         lines_close(&pr.l);
@@ -1633,7 +1704,18 @@ typedef struct clusters_run {
     lines l;
     buf *edges; /* with a minimum similarity: document edges to their owners */
     uint64_t documents, clusters, largest;
+    const para_run *para; /* --paragraphs: the graph of documents sharing them */
 } clusters_run;
+
+/* --paragraphs: the fraction of the pair (d, kept) from d's edges at its
+ * home, or -1 when they are no pair (linked through others). */
+static double fraction_to_kept(const clusters_run *c, const sdoc *d, const sdoc *kept)
+{
+    para_edge key = {d->key, kept->key, 0};
+    const para_edge *e =
+        bsearch(&key, c->para->edges, c->para->nedges, sizeof *c->para->edges, para_edge_cmp);
+    return e ? e->fraction : -1;
+}
 
 static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
 {
@@ -1647,7 +1729,25 @@ static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
     int json = c->o.json;
     char s[32];
     cli_format_similarity(sim, json, s);
-    if (json) {
+    if (c->para) { /* as `simstore clusters --paragraphs` prints its members */
+        double f = is_kept ? 1.0 : fraction_to_kept(c, d, kept);
+        if (f < 0)
+            snprintf(s, sizeof s, json ? "null" : "-");
+        else
+            snprintf(s, sizeof s, "%.4f", f);
+        if (json) {
+            fputs("{\"cluster\":", l->f);
+            print_id(l->f, kept->id, kept->id_len, kept->flags, 1);
+            fputs(",\"id\":", l->f);
+            print_id(l->f, d->id, d->id_len, d->flags, 1);
+            fprintf(l->f, ",\"kept\":%s,\"fraction\":%s}\n", is_kept ? "true" : "false", s);
+        } else {
+            print_id(l->f, kept->id, kept->id_len, kept->flags, 0);
+            fputc('\t', l->f);
+            print_id(l->f, d->id, d->id_len, d->flags, 0);
+            fprintf(l->f, "\t%d\t%s\n", is_kept, s);
+        }
+    } else if (json) {
         fputs("{\"cluster\":", l->f);
         print_id(l->f, kept->id, kept->id_len, kept->flags, 1);
         fputs(",\"id\":", l->f);
@@ -1758,10 +1858,13 @@ static void choose_centres(const clusters_run *c, comp_node *m, size_t lo, size_
 /* The clusters' members as output records. Collective. */
 static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pairs)
 {
-    graph g = {o, c->o.min_similarity > 0, 0, NULL, NULL, 0, NULL};
+    graph g = {o, c->o.min_similarity > 0 || c->para, 0, NULL, NULL, 0, NULL};
     g.n = g.of_docs ? o->ndocs : o->nfps;
     buf *out = bufs_new(), *in = bufs_new();
-    if (g.of_docs) {
+    if (c->para) {
+        for (size_t i = 0; i < c->para->nedges; i++)
+            send_kv(&g, out, c->para->edges[i].node, c->para->edges[i].other);
+    } else if (g.of_docs) {
         c->edges = out;
         each_pair(o, pairs, add_doc_edge, NULL, c);
         c->edges = NULL;
@@ -1903,7 +2006,9 @@ static void usage_clusters(FILE *out)
             "Usage: mpirun -np R simstore-mpi clusters OUT [--keep RULE] [--k K]\n"
             "                      [--mode components|star] [--singletons] [--json]\n"
             "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
-            "                      [--chunk SIZE]\n"
+            "                      [--chunk SIZE] [--progress]\n"
+            "       mpirun -np R simstore-mpi clusters OUT --paragraphs [--min-fraction F]\n"
+            "                      [--k K] [--keep RULE] [--json]\n"
             "\n"
             "Group the documents of the sharded store OUT of R shards into clusters of\n"
             "near-duplicates, rank r reading shard r: exactly what `simstore clusters`\n"
@@ -1932,7 +2037,13 @@ static void usage_clusters(FILE *out)
             "                       estimated similarity is at least J (a graph over\n"
             "                       documents); needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --paragraphs.\n");
+            "With --paragraphs (a store built with --paragraphs), the connected\n"
+            "components of the pairs of `pairs --paragraphs` with FRACTION >= F\n"
+            "(--min-fraction, default 0.3), as `simstore clusters --paragraphs` prints\n"
+            "them (the pair's FRACTION with the kept document instead of a distance,\n"
+            "'-' when linked only through others); components over the documents at\n"
+            "their ranks, as above. Components only; not with --singletons or the\n"
+            "similarity options.\n");
 }
 
 int cmd_mpi_clusters(int argc, char **argv)
@@ -1942,8 +2053,8 @@ int cmd_mpi_clusters(int argc, char **argv)
         {"mode", required_argument, NULL, O_MODE},
         {"keep", required_argument, NULL, O_KEEP},
         {"singletons", no_argument, NULL, O_SINGLETONS},
-        {"paragraphs", no_argument, NULL, O_UNSUPPORTED},
-        {"min-fraction", required_argument, NULL, O_UNSUPPORTED},
+        {"paragraphs", no_argument, NULL, O_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, O_MIN_FRACTION},
         {NULL, 0, NULL, 0},
     };
     cmd_name = "simstore-mpi clusters";
@@ -1953,7 +2064,8 @@ int cmd_mpi_clusters(int argc, char **argv)
     simstore_cluster_options keep;
     simstore_cluster_options_init(&keep);
     const char *field = NULL;
-    int ch, li = 0;
+    int ch, li = 0, paragraphs = 0, min_fraction_given = 0, mode_given = 0;
+    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         if (ch == 'h') {
@@ -1964,6 +2076,7 @@ int cmd_mpi_clusters(int argc, char **argv)
             if (strcmp(optarg, "star") != 0 && strcmp(optarg, "components") != 0)
                 return usage_error(argc, argv);
             c.star = strcmp(optarg, "star") == 0;
+            mode_given = c.star;
         } else if (ch == O_KEEP) {
             char why[256];
             if (cli_parse_keep(optarg, argv, argc, &optind, &keep.keep, &field, why, sizeof why)) {
@@ -1973,6 +2086,12 @@ int cmd_mpi_clusters(int argc, char **argv)
             }
         } else if (ch == O_SINGLETONS) {
             c.singletons = 1;
+        } else if (ch == O_PARAGRAPHS) {
+            paragraphs = 1;
+        } else if (ch == O_MIN_FRACTION) {
+            if (parse_fraction(optarg, &min_fraction))
+                return usage_error(argc, argv);
+            min_fraction_given = 1;
         } else if (ch == O_UNSUPPORTED) {
             char what[64];
             snprintf(what, sizeof what, "--%s", longopts[li].name);
@@ -1983,6 +2102,17 @@ int cmd_mpi_clusters(int argc, char **argv)
     }
     if (argc - optind != 1)
         return usage_error(argc, argv);
+    const char *refused = NULL;
+    if (min_fraction_given && !paragraphs)
+        refused = "--min-fraction goes with --paragraphs";
+    else if (paragraphs && (mode_given || c.singletons || c.o.similarity || c.o.min_similarity > 0))
+        refused = "--paragraphs clusters connected components of documents sharing paragraphs: "
+                  "not with --mode star, --singletons, --similarity or --min-similarity";
+    if (refused) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s\n", cmd_name, refused);
+        return 2;
+    }
     keep.key = cli_meta_key;
     keep.key_ctx = (void *)field;
     simstore *s;
@@ -1991,10 +2121,42 @@ int cmd_mpi_clusters(int argc, char **argv)
     if (status)
         return status;
     c.sketch = st.sketch;
+    if (paragraphs && !st.paragraph_min_words) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "%s: %s has no paragraph index (build it with --paragraphs): "
+                    "--paragraphs needs one\n",
+                    cmd_name, argv[optind]);
+        simstore_close(s);
+        return 1;
+    }
     owned o;
+    memset(&o, 0, sizeof o);
     pairs_acc pairs = {NULL, 0, 0};
-    status = agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
-    if (!status && c.o.k > 0)
+    para_run pr;
+    memset(&pr, 0, sizeof pr);
+    homes h;
+    memset(&h, 0, sizeof h);
+    if (paragraphs) {
+        /* The graph of documents sharing paragraphs: its nodes the
+         * documents at their homes, its edges the pairs of pairs
+         * --paragraphs at both ends. */
+        pr.min_fraction = min_fraction;
+        pr.want_edges = 1;
+        h.keep_rule = &keep;
+        status = paragraph_pairs(s, c.o.k, c.o.memory / 4, &pr, &h);
+        o.docs = must(malloc((h.n ? h.n : 1) * sizeof *o.docs));
+        for (size_t i = 0; i < h.n; i++)
+            o.docs[i] =
+                (sdoc){0,    (uint64_t)rank << DOC_KEY_BITS | i, h.keep[i], h.ids.data + h.at[i],
+                       NULL, (uint32_t)(h.at[i + 1] - h.at[i]),  0,         h.flags[i]};
+        o.ndocs = h.n;
+        c.para = &pr;
+    } else {
+        status =
+            agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
+    }
+    if (!status && c.o.k > 0 && !paragraphs)
         status = join_owned(&o, c.o.k, c.o.memory / 4, &pairs);
     if (!status && lines_open(&c.l) != 0) {
         say("out of memory");
@@ -2018,6 +2180,8 @@ int cmd_mpi_clusters(int argc, char **argv)
     lines_close(&c.l);
     free(pairs.v);
     owned_free(&o);
+    homes_free(&h);
+    free(pr.edges);
     simstore_close(s);
     return status;
 }

@@ -15,6 +15,7 @@ python3 - "$T" <<'PY'
 import json, random, sys
 t = sys.argv[1]
 r = random.Random(21)
+meta = random.Random(5)  # metadata for the keep rules, from a stream of its own
 words = [f"w{i}" for i in range(3000)]
 def para(n=None):
     return " ".join(r.choice(words) for _ in range(n or r.randrange(8, 30)))
@@ -49,6 +50,8 @@ with open(f"{t}/docs.jsonl", "w") as f:
         if i % 11 == 0:
             ps = nav[:1]  # nothing but boilerplate
         rec = {"id": f"doc{i}" if i % 4 else i, "text": "\n".join(lines) + "\n\n" + "\n\n".join(ps)}
+        if i % 4:
+            rec["meta"] = {"n": meta.randrange(20)}
         if i % 13 == 0:  # a fingerprint without a text: a document of no lines
             rec = {"id": f"fp{i}", "fp": "%016x" % r.getrandbits(64)}
         f.write(json.dumps(rec) + "\n")
@@ -111,6 +114,33 @@ for np in 1 2 3; do
         done
     done
 done
+# clusters --paragraphs: components over the documents at their ranks, the
+# kept one by the keep rule, the fraction with it from the pairs.
+for np in 1 2 3; do
+    for mode in "" "--keep max-meta n --json --k 1" "--keep min-id --min-fraction 0.1"; do
+        # shellcheck disable=SC2086
+        a=$("$SIMSTORE" clusters "$T/one" --paragraphs $mode 2>"$T/err1" | md5sum)
+        # shellcheck disable=SC2086
+        b=$(mpi "$np" clusters "$T/m$np" --paragraphs $mode --chunk 1K 2>"$T/err2" | md5sum)
+        if [ "$a" = "$b" ] && grep -q '^clusters: ' "$T/err1" && cmp -s "$T/err1" "$T/err2"; then
+            ok
+        else
+            fail "np $np: clusters --paragraphs $mode differs: $(cat "$T/err2")"
+        fi
+    done
+done
+if [ "$("$SIMSTORE" clusters "$T/one" --paragraphs 2>/dev/null | grep -c '	-$')" -gt 0 ]; then
+    ok
+else
+    fail "no member linked only through others"
+fi
+for args in "--paragraphs --singletons" "--paragraphs --mode star" "--min-fraction 0.5"; do
+    # shellcheck disable=SC2086
+    mpi 2 clusters "$T/m2" $args >"$T/out" 2>"$T/err"
+    status=$?
+    expect_status 2
+done
+
 # Something to compare: pairs, and near paragraphs that are not equal.
 if [ "$("$SIMSTORE" pairs "$T/one" --paragraphs | wc -l)" -gt 20 ]; then ok; else fail "few pairs"; fi
 a=$("$SIMSTORE" pairs "$T/one" --paragraphs --min-fraction 0 --k 0 | wc -l)
