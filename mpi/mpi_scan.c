@@ -23,7 +23,12 @@
  *    edges) only.
  * 4. Output lines carry a byte key of the single-node order; a sample sort
  *    spreads them over the ranks in order, and rank 0 prints its own, then
- *    each rank's in turn, a chunk at a time. */
+ *    each rank's in turn, a chunk at a time.
+ * A fingerprint-only store's documents are its fingerprints (ids: their
+ * hex). --paragraphs joins the distinct paragraphs instead and adds up
+ * each document pair's shared counts at the rank owning the pair
+ * (paragraph_pairs); clusters then takes those pairs as edges between the
+ * documents at their own ranks. */
 #include "mpikit.h"
 
 #include "cli.h"
@@ -1003,6 +1008,26 @@ typedef struct holder {
     uint32_t of, times;
 } holder;
 
+/* The holders received (24 bytes each) appended to v[0..*n), which grows;
+ * in emptied. */
+static holder *take_holders(buf *in, holder *v, size_t *n)
+{
+    size_t more = 0;
+    for (int r = 0; r < nranks; r++)
+        more += in[r].len / 24;
+    v = must(realloc(v, (*n + more ? *n + more : 1) * sizeof *v));
+    for (int r = 0; r < nranks; r++) {
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end; (*n)++) {
+            v[*n].p = get_u64(&q);
+            v[*n].key = get_u64(&q);
+            v[*n].of = get_u32(&q);
+            v[*n].times = get_u32(&q);
+        }
+        in[r].len = 0;
+    }
+    return v;
+}
+
 static int holder_by_p_key(const void *x, const void *y)
 {
     const holder *a = x, *b = y;
@@ -1170,19 +1195,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
     free(h.v);
     /* Step 1's holders, by paragraph; the distinct paragraphs. */
     size_t nh = 0;
-    for (int r = 0; r < nranks; r++)
-        nh += in[r].len / 24;
-    holder *hv = must(malloc((nh ? nh : 1) * sizeof *hv));
-    nh = 0;
-    for (int r = 0; r < nranks; r++) {
-        for (const char *q = in[r].data, *end = q + in[r].len; q < end; nh++) {
-            hv[nh].p = get_u64(&q);
-            hv[nh].key = get_u64(&q);
-            hv[nh].of = get_u32(&q);
-            hv[nh].times = get_u32(&q);
-        }
-        in[r].len = 0;
-    }
+    holder *hv = take_holders(in, NULL, &nh);
     qsort(hv, nh, sizeof *hv, holder_by_p_key);
     uint64_t *fps = must(malloc((nh ? nh : 1) * sizeof *fps));
     size_t *first = must(malloc((nh + 1) * sizeof *first)), nfps = 0;
@@ -1239,20 +1252,9 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
     exchange_bufs(h.out, in);
     /* Each paragraph's near documents: its holders and those received. */
     size_t nn = nh;
-    for (int r = 0; r < nranks; r++)
-        nn += in[r].len / 24;
-    holder *near = must(malloc((nn ? nn : 1) * sizeof *near));
+    holder *near = must(malloc((nh ? nh : 1) * sizeof *near));
     memcpy(near, hv, nh * sizeof *near);
-    nn = nh;
-    for (int r = 0; r < nranks; r++) {
-        for (const char *q = in[r].data, *end = q + in[r].len; q < end; nn++) {
-            near[nn].p = get_u64(&q);
-            near[nn].key = get_u64(&q);
-            near[nn].of = get_u32(&q);
-            near[nn].times = get_u32(&q);
-        }
-        in[r].len = 0;
-    }
+    near = take_holders(in, near, &nn);
     qsort(near, nn, sizeof *near, holder_by_p_key);
     size_t w = 0;
     for (size_t i = 0; i < nn; i++)

@@ -12,7 +12,13 @@
  *                        position in the whole input, and builds its shard
  *                        with the ordinary builder;
  *                        rank 0 publishes the manifest when every rank
- *                        succeeded, and nothing otherwise.
+ *                        succeeded, and nothing otherwise. Paragraph
+ *                        fingerprints travel with their records
+ *                        (--paragraphs); --boilerplate auto first counts
+ *                        each share's line keys and sums the counts of
+ *                        the keys some rank offers (find_boilerplate);
+ *                        --fingerprint-only sends bare fingerprints to
+ *                        their shard_of_fp.
  *   query OUT --queries FILE
  *                        every rank answers the batch against its shard;
  *                        rank 0 merges and prints exactly what `simstore
@@ -255,6 +261,20 @@ static int send_record(build_state *st, const input_record *rec, uint64_t fp, co
     return 0;
 }
 
+/* Room for n paragraph fingerprints in st->paras. Returns 0, or -1 (no
+ * memory). */
+static int paras_reserve(build_state *st, size_t n)
+{
+    if (n <= st->paras_cap)
+        return 0;
+    uint64_t *g = realloc(st->paras, n * sizeof *g);
+    if (!g)
+        return -1;
+    st->paras = g;
+    st->paras_cap = n;
+    return 0;
+}
+
 /* Add the records of one received chunk, from a rank whose share of the
  * input starts at position `first`, to this rank's builder: each at its
  * position in the whole input, as one store of it would number it. */
@@ -279,14 +299,9 @@ static int add_received(build_state *st, const char *p, size_t n, uint64_t first
             p += st->sketch_bytes;
         }
         size_t nparas = (flags & 4) ? get_u32(&p) : 0;
-        if (nparas > st->paras_cap) {
-            uint64_t *g = realloc(st->paras, nparas * sizeof *g);
-            if (!g) {
-                say("out of memory");
-                return -1;
-            }
-            st->paras = g;
-            st->paras_cap = nparas;
+        if (paras_reserve(st, nparas)) {
+            say("out of memory");
+            return -1;
         }
         for (size_t i = 0; i < nparas; i++)
             st->paras[i] = get_u64(&p);
@@ -562,11 +577,8 @@ static int text_paragraphs(build_state *st, const input_record *rec, size_t *n)
     int rc = simstore_paragraph_fingerprints(st->fpr, rec->text, rec->text_len, st->para_min_words,
                                              st->paras, st->paras_cap, n);
     if (rc == 0 && *n > st->paras_cap) {
-        uint64_t *g = realloc(st->paras, *n * sizeof *g);
-        if (!g)
+        if (paras_reserve(st, *n))
             return SIMSTORE_ENOMEM;
-        st->paras = g;
-        st->paras_cap = *n;
         rc = simstore_paragraph_fingerprints(st->fpr, rec->text, rec->text_len, st->para_min_words,
                                              st->paras, st->paras_cap, n);
     }
