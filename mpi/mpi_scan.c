@@ -1438,7 +1438,7 @@ static void usage_pairs(FILE *out)
             "A fingerprint-only store prints HEX_A<TAB>HEX_B<TAB>DISTANCE (its documents\n"
             "are its fingerprints), as `simstore pairs` does.\n"
             "\n"
-            "Not yet: --paragraphs, fingerprint lines without a store, --method.\n");
+            "Not yet: fingerprint lines without a store (--method).\n");
 }
 
 int cmd_mpi_pairs(int argc, char **argv)
