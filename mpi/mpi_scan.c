@@ -23,7 +23,12 @@
  *    edges) only.
  * 4. Output lines carry a byte key of the single-node order; a sample sort
  *    spreads them over the ranks in order, and rank 0 prints its own, then
- *    each rank's in turn, a chunk at a time. */
+ *    each rank's in turn, a chunk at a time.
+ * A fingerprint-only store's documents are its fingerprints (ids: their
+ * hex). --paragraphs joins the distinct paragraphs instead and adds up
+ * each document pair's shared counts at the rank owning the pair
+ * (paragraph_pairs); clusters then takes those pairs as edges between the
+ * documents at their own ranks. */
 #include "mpikit.h"
 
 #include "cli.h"
@@ -126,6 +131,13 @@ static void exchange_bufs(buf *out, buf *in)
     free(sc);
 }
 
+/* The sum of v over the ranks. Collective. */
+static uint64_t sum_ranks(uint64_t v)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return v;
+}
+
 static buf *bufs_new(void)
 {
     return must(calloc((size_t)nranks, sizeof(buf)));
@@ -206,11 +218,17 @@ static int by_fp_id(const void *x, const void *y)
 typedef struct export_ctx {
     buf *out;
     const simstore_cluster_options *keep;
+    int fp_only;
 } export_ctx;
 
+/* A fingerprint-only store's documents are its fingerprints: each travels
+ * as a document whose id is its 16 hex digits (whose byte order is the
+ * fingerprints' order, the single-node commands' order of them) and whose
+ * keep order is 0 (so the smallest is kept, as they keep it). */
 static int export_doc(void *ctx, const simstore_document *doc)
 {
     export_ctx *x = (export_ctx *)ctx;
+    char hex[17];
     sdoc d = {doc->fp,
               0,
               simstore_keep_order(x->keep, doc),
@@ -219,6 +237,15 @@ static int export_doc(void *ctx, const simstore_document *doc)
               (uint32_t)doc->id_len,
               (uint32_t)doc->sketch_bytes,
               (uint8_t)doc->flags};
+    if (x->fp_only) {
+        cli_format_hex64(doc->fp, hex);
+        d.keep = 0;
+        d.id = hex;
+        d.id_len = 16;
+        d.sketch = NULL;
+        d.sketch_len = 0;
+        d.flags = 0;
+    }
     put_doc(&x->out[owner_of(doc->fp)], &d);
     return 0;
 }
@@ -262,11 +289,11 @@ static size_t node_of(const owned *o, uint64_t fp)
 
 /* Every rank exports its shard; the documents meet at their owners.
  * Returns 0, or -1 (said) when this rank's export failed. Collective. */
-static int gather_owned(simstore *s, const simstore_cluster_options *keep, owned *o)
+static int gather_owned(simstore *s, const simstore_cluster_options *keep, int fp_only, owned *o)
 {
     memset(o, 0, sizeof *o);
     buf *out = bufs_new();
-    export_ctx x = {out, keep};
+    export_ctx x = {out, keep, fp_only};
     int failed = 0;
     int rc = simstore_export(s, NULL, 0, export_doc, &x);
     if (rc) {
@@ -299,6 +326,12 @@ static int gather_owned(simstore *s, const simstore_cluster_options *keep, owned
             o->fps[o->nfps++] = o->docs[i].fp;
         }
     o->first[o->nfps] = n;
+    if (show_progress) {
+        uint64_t docs = sum_ranks(o->ndocs), fps = sum_ranks(o->nfps);
+        progress("read %llu %s with %llu distinct %s from %d %s", (unsigned long long)docs,
+                 CLI_NOUN(docs, "document"), (unsigned long long)fps, CLI_NOUN(fps, "fingerprint"),
+                 nranks, nranks == 1 ? "shard" : "shards");
+    }
     return failed ? -1 : 0;
 }
 
@@ -333,12 +366,14 @@ static int cmp_u64(const void *x, const void *y)
 
 #define SAMPLES 64 /* permuted values a rank offers per table */
 
-/* The join at distance k over the owned fingerprints of every rank: this
- * rank's share of the pairs (each pair on exactly one rank). Returns 0, or
- * -1 (said) when this rank failed; agreed on every rank. Collective. */
-static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pairs)
+/* The join at distance k over the distinct fingerprints fps[0..nfps) of
+ * every rank (each fingerprint on one rank only): this rank's share of the
+ * pairs (each pair on exactly one rank). Returns 0, or -1 (said) when this
+ * rank failed; agreed on every rank. Collective. */
+static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t memory,
+                         pairs_acc *pairs)
 {
-    uint64_t total = o->nfps;
+    uint64_t total = nfps;
     MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     simstore_join_plan *plan = NULL;
     int rc = simstore_join_plan_new(k, total, &plan);
@@ -347,7 +382,7 @@ static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pa
         return agree(1, "joining");
     }
     unsigned tables = simstore_join_plan_tables(plan);
-    uint64_t *v = must(malloc((o->nfps ? o->nfps : 1) * sizeof *v));
+    uint64_t *v = must(malloc((nfps ? nfps : 1) * sizeof *v));
     uint64_t *all = must(malloc((size_t)nranks * SAMPLES * sizeof *all));
     uint64_t *split = must(malloc((size_t)nranks * sizeof *split));
     int *counts = must(malloc((size_t)nranks * 2 * sizeof *counts)), *displs = counts + nranks;
@@ -355,15 +390,15 @@ static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pa
     int failed = 0;
     for (unsigned t = 0; t < tables; t++) {
         unsigned shift = 64 - simstore_join_plan_prefix_bits(plan, t);
-        for (size_t i = 0; i < o->nfps; i++)
-            v[i] = simstore_join_plan_permute(plan, t, o->fps[i]);
-        qsort(v, o->nfps, sizeof *v, cmp_u64);
+        for (size_t i = 0; i < nfps; i++)
+            v[i] = simstore_join_plan_permute(plan, t, fps[i]);
+        qsort(v, nfps, sizeof *v, cmp_u64);
         /* Prefix ranges from a sample: rank r owns the prefixes in
          * [split[r - 1], split[r]). */
         uint64_t sample[SAMPLES];
-        int ns = o->nfps < SAMPLES ? (int)o->nfps : SAMPLES;
+        int ns = nfps < SAMPLES ? (int)nfps : SAMPLES;
         for (int i = 0; i < ns; i++)
-            sample[i] = v[((size_t)2 * (size_t)i + 1) * o->nfps / (2 * (size_t)ns)];
+            sample[i] = v[((size_t)2 * (size_t)i + 1) * nfps / (2 * (size_t)ns)];
         MPI_Allgather(&ns, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
         int nall = 0;
         for (int r = 0; r < nranks; r++) {
@@ -374,7 +409,7 @@ static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pa
         qsort(all, (size_t)nall, sizeof *all, cmp_u64);
         for (int r = 0; r + 1 < nranks; r++)
             split[r] = nall ? all[(size_t)(r + 1) * (size_t)nall / (size_t)nranks] >> shift : 0;
-        for (size_t i = 0; i < o->nfps; i++) {
+        for (size_t i = 0; i < nfps; i++) {
             uint64_t prefix = v[i] >> shift;
             int lo = 0, hi = nranks - 1; /* the first split above the prefix */
             while (lo < hi) {
@@ -406,6 +441,11 @@ static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pa
             }
         }
         free(mine);
+        if (show_progress) {
+            uint64_t found = sum_ranks(pairs->n);
+            progress("join: table %u of %u done, %llu fingerprint %s so far", t + 1, tables,
+                     (unsigned long long)found, CLI_NOUN(found, "pair"));
+        }
     }
     bufs_free(out);
     bufs_free(in);
@@ -415,6 +455,11 @@ static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pa
     free(v);
     simstore_join_plan_free(plan);
     return agree(failed, "joining");
+}
+
+static int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pairs)
+{
+    return join_distinct(o->fps, o->nfps, k, memory, pairs);
 }
 
 /* ---- output: keyed lines, sorted across the ranks, printed by rank 0 -------- */
@@ -519,6 +564,11 @@ static int print_sorted(lines *l)
     size_t n;
     orec *v = parse_recs(&l->recs, 0, &n);
     qsort(v, n, sizeof *v, orec_cmp);
+    if (show_progress) {
+        uint64_t all_lines = sum_ranks(n);
+        progress("sorting %llu output %s across the ranks", (unsigned long long)all_lines,
+                 CLI_NOUN(all_lines, "line"));
+    }
     /* Splitters from a sample of every rank's keys. */
     buf sample = {NULL, 0, 0};
     size_t ns = n < OUT_SAMPLES ? n : OUT_SAMPLES;
@@ -593,6 +643,8 @@ static int print_sorted(lines *l)
             }
             if (rank != 0)
                 MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_LINES, MPI_COMM_WORLD);
+            else
+                progress("printed the lines of rank 0 (ranks 0..%d)", nranks - 1);
         } else if (rank == 0) {
             for (;;) {
                 MPI_Status st;
@@ -608,6 +660,7 @@ static int print_sorted(lines *l)
                     break;
                 fwrite(text.data, 1, (size_t)got, stdout);
             }
+            progress("printed the lines of rank %d (ranks 0..%d)", r, nranks - 1);
             text.len = 0;
         }
     }
@@ -643,11 +696,7 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
         return 1;
     /* The shards agree on k and text options (the manifest): rank 0 says. */
     int usage = 0;
-    if (st->fingerprint_only) {
-        if (rank == 0)
-            fprintf(stderr, "%s: fingerprint-only stores are not supported yet\n", cmd_name);
-        usage = 2;
-    } else if (o->have_k && o->k > st->k) {
+    if (o->have_k && o->k > st->k) {
         if (rank == 0)
             fprintf(stderr, "%s: --k %u exceeds the store's design (built for k <= %u)\n", cmd_name,
                     o->k, st->k);
@@ -691,6 +740,9 @@ enum {
     O_MODE,
     O_KEEP,
     O_SINGLETONS,
+    O_PROGRESS,
+    O_PARAGRAPHS,
+    O_MIN_FRACTION,
     O_UNSUPPORTED
 };
 
@@ -707,6 +759,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
         o->have_k = 1;
         return 0;
     case O_JSON: o->json = 1; return 0;
+    case O_PROGRESS: show_progress = 1; return 0;
     case O_SIMILARITY: o->similarity = 1; return 0;
     case O_MIN_SIMILARITY: {
         char *end;
@@ -739,10 +792,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
         {"min-similarity", required_argument, NULL, O_MIN_SIMILARITY},                             \
         {"threads", required_argument, NULL, O_THREADS},                                           \
         {"memory", required_argument, NULL, O_MEMORY},                                             \
-        {"chunk", required_argument, NULL, O_CHUNK},                                               \
-        {"paragraphs", no_argument, NULL, O_UNSUPPORTED},                                          \
-        {"min-fraction", required_argument, NULL, O_UNSUPPORTED},                                  \
-        {"progress", no_argument, NULL, O_UNSUPPORTED},                                            \
+        {"chunk", required_argument, NULL, O_CHUNK}, {"progress", no_argument, NULL, O_PROGRESS},  \
     {                                                                                              \
         "help", no_argument, NULL, 'h'                                                             \
     }
@@ -755,6 +805,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
     "      --memory SIZE    each rank's scratch for one prefix group of the join (1G)\n"           \
     "      --chunk SIZE     bytes a rank sends another per all-to-all round (4M)\n"                \
     "      --threads N      accepted for `simstore`'s sake: each rank joins on one thread\n"       \
+    "      --progress       rank 0 reports each step on stderr, with the ranks' totals\n"          \
     "  -h, --help           show this help\n"
 
 static int usage_error(int argc, char **argv)
@@ -772,6 +823,18 @@ static int unsupported(const char *what, const char *why)
         fprintf(stderr, "%s: %s is not supported yet%s%s\n", cmd_name, what, why ? ": " : "",
                 why ? why : "");
     return 2;
+}
+
+/* --min-fraction's value, 0..1. Returns 0, or -1 for anything else. */
+static int parse_fraction(const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double f = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno || !(f >= 0 && f <= 1))
+        return -1;
+    *out = f;
+    return 0;
 }
 
 /* ---- pairs ---------------------------------------------------------------------- */
@@ -918,12 +981,438 @@ static void each_pair(const owned *o, const pairs_acc *pairs, doc_pair_fn fn, fp
     bufs_free(in);
 }
 
+/* ---- pairs --paragraphs: documents sharing near-duplicate paragraphs ---------- */
+
+/* As `simstore pairs --paragraphs` counts them: of A's paragraphs (its list,
+ * repeats counted each), shared(A, B) have a paragraph of B within k. So a
+ * distinct paragraph p held m times by A adds m to shared(A, B) for every
+ * other document B holding a paragraph within k of p, once whatever the
+ * number of B's such paragraphs.
+ * 1. Every rank reads its shard's documents with paragraphs (their homes:
+ *    a document's key is its home rank and index there) and sends each
+ *    distinct paragraph of each to the rank owning that paragraph, with the
+ *    document's key, its paragraph count and the paragraph's multiplicity.
+ * 2. The join of the distinct paragraphs, table by table (join_distinct).
+ * 3. A joined pair (p, q) sends p's holders to q's owner and q's to p's:
+ *    there each paragraph's near documents are its holders and those
+ *    received, without repeats; each holder A of p and each near B other
+ *    than A make (A, B, m), sent to the rank owning the pair {A, B}.
+ * 4. That rank adds up shared(A, B) and shared(B, A), keeps the pairs whose
+ *    fraction passes, and sends each on to A's home, which attaches A's id,
+ *    then to B's, which makes the line. */
+
+/* A paragraph's holder: paragraph fp u64, document key u64, the document's
+ * paragraph count u32, the paragraph's multiplicity in it u32. */
+typedef struct holder {
+    uint64_t p, key;
+    uint32_t of, times;
+} holder;
+
+/* The holders received (24 bytes each) appended to v[0..*n), which grows;
+ * in emptied. */
+static holder *take_holders(buf *in, holder *v, size_t *n)
+{
+    size_t more = 0;
+    for (int r = 0; r < nranks; r++)
+        more += in[r].len / 24;
+    v = must(realloc(v, (*n + more ? *n + more : 1) * sizeof *v));
+    for (int r = 0; r < nranks; r++) {
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end; (*n)++) {
+            v[*n].p = get_u64(&q);
+            v[*n].key = get_u64(&q);
+            v[*n].of = get_u32(&q);
+            v[*n].times = get_u32(&q);
+        }
+        in[r].len = 0;
+    }
+    return v;
+}
+
+static int holder_by_p_key(const void *x, const void *y)
+{
+    const holder *a = x, *b = y;
+    if (a->p != b->p)
+        return a->p < b->p ? -1 : 1;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+/* The documents of this rank's shard that list paragraphs: their ids. */
+typedef struct homes {
+    buf ids;    /* id bytes */
+    size_t *at; /* n + 1 offsets into ids */
+    uint8_t *flags;
+    uint64_t *keep; /* clusters: each one's keep order (simstore_keep_order) */
+    const simstore_cluster_options *keep_rule; /* clusters; NULL for pairs */
+    size_t n, cap;
+    buf *out;    /* step 1's messages */
+    uint64_t *v; /* one document's paragraphs */
+    size_t vcap;
+} homes;
+
+static int send_paragraphs(void *ctx, const simstore_document *doc)
+{
+    homes *h = (homes *)ctx;
+    size_t n = doc->paragraph_count;
+    if (n == 0)
+        return 0;
+    if (h->n + 1 >= h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 1024;
+        h->at = must(realloc(h->at, (h->cap + 1) * sizeof *h->at));
+        h->flags = must(realloc(h->flags, h->cap));
+        h->keep = must(realloc(h->keep, h->cap * sizeof *h->keep));
+    }
+    h->keep[h->n] = h->keep_rule ? simstore_keep_order(h->keep_rule, doc) : 0;
+    if (h->n == 0)
+        h->at[0] = 0;
+    put(&h->ids, doc->id, doc->id_len);
+    h->flags[h->n] = (uint8_t)doc->flags;
+    h->at[h->n + 1] = h->ids.len;
+    uint64_t key = (uint64_t)rank << DOC_KEY_BITS | h->n;
+    h->n++;
+    if (n > h->vcap) {
+        h->v = must(realloc(h->v, n * sizeof *h->v));
+        h->vcap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (int b = 0; b < 8; b++)
+            v |= (uint64_t)doc->paragraphs[8 * i + (size_t)b] << (8 * b);
+        h->v[i] = v;
+    }
+    qsort(h->v, n, sizeof *h->v, cmp_u64);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && h->v[j] == h->v[i]; j++)
+            ;
+        buf *b = &h->out[owner_of(h->v[i])];
+        put64(b, h->v[i]);
+        put64(b, key);
+        put32(b, (uint32_t)n);
+        put32(b, (uint32_t)(j - i));
+    }
+    return 0;
+}
+
+/* A directed count on its way to the pair's rank: A, B, m, of(A), of(B). */
+typedef struct dcount {
+    uint64_t a, b;
+    uint32_t times, of_a, of_b;
+} dcount;
+
+static int dcount_cmp(const void *x, const void *y)
+{
+    const dcount *p = x, *q = y;
+    uint64_t p0 = p->a < p->b ? p->a : p->b, p1 = p->a < p->b ? p->b : p->a;
+    uint64_t q0 = q->a < q->b ? q->a : q->b, q1 = q->a < q->b ? q->b : q->a;
+    if (p0 != q0)
+        return p0 < q0 ? -1 : 1;
+    if (p1 != q1)
+        return p1 < q1 ? -1 : 1;
+    return (p->a > q->a) - (p->a < q->a);
+}
+
+static int pair_owner(uint64_t x, uint64_t y)
+{
+    uint64_t lo = x < y ? x : y, hi = x < y ? y : x;
+    return owner_of(lo * UINT64_C(0xD6E8FEB86659FD93) + hi);
+}
+
+/* clusters --paragraphs: a pair at the home of one of its documents. */
+typedef struct para_edge {
+    uint64_t node, other; /* document keys: node's home is this rank */
+    double fraction;
+} para_edge;
+
+static int para_edge_cmp(const void *x, const void *y)
+{
+    const para_edge *a = x, *b = y;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return (a->other > b->other) - (a->other < b->other);
+}
+
+typedef struct para_run {
+    int json;
+    double min_fraction;
+    lines l;
+    int want_edges; /* clusters: the pairs as edges at both homes, no lines */
+    para_edge *edges;
+    size_t nedges;
+} para_run;
+
+/* The line of a pair, made at the home of its second document. */
+static void emit_para_pair(para_run *pr, const char *x, uint32_t xl, uint8_t xf, uint32_t sx,
+                           uint32_t ox, const char *y, uint32_t yl, uint8_t yf, uint32_t sy,
+                           uint32_t oy)
+{
+    if (id_cmp(x, xl, y, yl) > 0) {
+        const char *t = x;
+        x = y;
+        y = t;
+        uint32_t u = xl;
+        xl = yl;
+        yl = u;
+        uint8_t f = xf;
+        xf = yf;
+        yf = f;
+        u = sx, sx = sy, sy = u;
+        u = ox, ox = oy, oy = u;
+    }
+    double fa = (double)sx / (double)ox, fb = (double)sy / (double)oy;
+    double fraction = fa > fb ? fa : fb;
+    uint64_t bits;
+    memcpy(&bits, &fraction, sizeof bits); /* fraction >= 0: the bits order it */
+    lines *l = &pr->l;
+    key_u64(l, ~bits);
+    key_id(l, x, xl);
+    key_id(l, y, yl);
+    int json = pr->json;
+    fputs(json ? "{\"a\":" : "", l->f);
+    print_id(l->f, x, xl, xf, json);
+    fputs(json ? ",\"b\":" : "\t", l->f);
+    print_id(l->f, y, yl, yf, json);
+    fprintf(l->f,
+            json ? ",\"shared_a\":%u,\"of_a\":%u,\"shared_b\":%u,\"of_b\":%u,\"fraction\":%.4f}\n"
+                 : "\t%u\t%u\t%u\t%u\t%.4f\n",
+            (unsigned)sx, (unsigned)ox, (unsigned)sy, (unsigned)oy, fraction);
+    line_done(l);
+}
+
+/* The pairs' lines of this rank (steps 1 to 4). Returns 0, or 1 on every
+ * rank (said). Collective. */
+static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *pr, homes *hp)
+{
+    homes h = *hp;
+    h.out = bufs_new();
+    buf *in = bufs_new();
+    int failed = 0;
+    if (simstore_export(s, NULL, 0, send_paragraphs, &h)) {
+        say("reading the documents: %s", simstore_last_error());
+        failed = 1;
+        for (int r = 0; r < nranks; r++)
+            h.out[r].len = 0;
+    }
+    exchange_bufs(h.out, in);
+    free(h.v);
+    /* Step 1's holders, by paragraph; the distinct paragraphs. */
+    size_t nh = 0;
+    holder *hv = take_holders(in, NULL, &nh);
+    qsort(hv, nh, sizeof *hv, holder_by_p_key);
+    uint64_t *fps = must(malloc((nh ? nh : 1) * sizeof *fps));
+    size_t *first = must(malloc((nh + 1) * sizeof *first)), nfps = 0;
+    for (size_t i = 0; i < nh; i++)
+        if (i == 0 || hv[i].p != hv[i - 1].p) {
+            first[nfps] = i;
+            fps[nfps++] = hv[i].p;
+        }
+    first[nfps] = nh;
+    if (show_progress) {
+        uint64_t docs = sum_ranks(h.n), paras = sum_ranks(nfps);
+        progress("read %llu %s with paragraphs, %llu distinct %s", (unsigned long long)docs,
+                 CLI_NOUN(docs, "document"), (unsigned long long)paras,
+                 CLI_NOUN(paras, "paragraph"));
+    }
+    pairs_acc pairs = {NULL, 0, 0};
+    if (agree(failed, "reading the documents") ||
+        (k > 0 && join_distinct(fps, nfps, k, memory, &pairs))) {
+        failed = 1;
+        goto done;
+    }
+    /* Step 3: each joined pair to the owners of both paragraphs, which send
+     * their holders to the other's. */
+    for (size_t i = 0; i < pairs.n; i++) {
+        put64(&h.out[owner_of(pairs.v[i].a)], pairs.v[i].a);
+        put64(&h.out[owner_of(pairs.v[i].a)], pairs.v[i].b);
+        put64(&h.out[owner_of(pairs.v[i].b)], pairs.v[i].b);
+        put64(&h.out[owner_of(pairs.v[i].b)], pairs.v[i].a);
+    }
+    free(pairs.v);
+    pairs.v = NULL;
+    exchange_bufs(h.out, in);
+    for (int r = 0; r < nranks; r++) {
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
+            uint64_t p = get_u64(&q), other = get_u64(&q);
+            size_t lo = 0, hi = nfps; /* p's holders */
+            while (lo < hi) {
+                size_t m = lo + (hi - lo) / 2;
+                if (fps[m] < p)
+                    lo = m + 1;
+                else
+                    hi = m;
+            }
+            for (size_t x = first[lo]; x < first[lo + 1]; x++) {
+                buf *b = &h.out[owner_of(other)];
+                put64(b, other);
+                put64(b, hv[x].key);
+                put32(b, hv[x].of);
+                put32(b, 0);
+            }
+        }
+        in[r].len = 0;
+    }
+    exchange_bufs(h.out, in);
+    /* Each paragraph's near documents: its holders and those received. */
+    size_t nn = nh;
+    holder *near = must(malloc((nh ? nh : 1) * sizeof *near));
+    memcpy(near, hv, nh * sizeof *near);
+    near = take_holders(in, near, &nn);
+    qsort(near, nn, sizeof *near, holder_by_p_key);
+    size_t w = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (w == 0 || near[i].p != near[w - 1].p || near[i].key != near[w - 1].key)
+            near[w++] = near[i];
+    nn = w;
+    /* (A, B, m) for each holder A of a paragraph and each other near B. */
+    for (size_t i = 0, j = 0; i < nfps; i++) {
+        while (j < nn && near[j].p < fps[i])
+            j++;
+        size_t end = j;
+        while (end < nn && near[end].p == fps[i])
+            end++;
+        for (size_t x = first[i]; x < first[i + 1]; x++)
+            for (size_t y = j; y < end; y++) {
+                if (near[y].key == hv[x].key)
+                    continue;
+                buf *b = &h.out[pair_owner(hv[x].key, near[y].key)];
+                put64(b, hv[x].key);
+                put64(b, near[y].key);
+                put32(b, hv[x].times);
+                put32(b, hv[x].of);
+                put32(b, near[y].of);
+            }
+        j = end;
+    }
+    free(near);
+    exchange_bufs(h.out, in);
+    /* Step 4: the sums of both directions of each pair. */
+    size_t nd = 0;
+    for (int r = 0; r < nranks; r++)
+        nd += in[r].len / 28;
+    dcount *dv = must(malloc((nd ? nd : 1) * sizeof *dv));
+    nd = 0;
+    for (int r = 0; r < nranks; r++) {
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end; nd++) {
+            dv[nd].a = get_u64(&q);
+            dv[nd].b = get_u64(&q);
+            dv[nd].times = get_u32(&q);
+            dv[nd].of_a = get_u32(&q);
+            dv[nd].of_b = get_u32(&q);
+        }
+        in[r].len = 0;
+    }
+    qsort(dv, nd, sizeof *dv, dcount_cmp);
+    for (size_t i = 0; i < nd;) {
+        uint64_t lo = dv[i].a < dv[i].b ? dv[i].a : dv[i].b;
+        uint64_t hi = dv[i].a < dv[i].b ? dv[i].b : dv[i].a;
+        uint32_t shared_lo = 0, shared_hi = 0, of_lo = 0, of_hi = 0;
+        for (; i < nd && (dv[i].a == lo || dv[i].a == hi) && (dv[i].b == lo || dv[i].b == hi);
+             i++) {
+            if (dv[i].a == lo) {
+                shared_lo += dv[i].times;
+                of_lo = dv[i].of_a;
+                of_hi = dv[i].of_b;
+            } else {
+                shared_hi += dv[i].times;
+                of_hi = dv[i].of_a;
+                of_lo = dv[i].of_b;
+            }
+        }
+        double fa = (double)shared_lo / (double)of_lo, fb = (double)shared_hi / (double)of_hi;
+        double fraction = fa > fb ? fa : fb;
+        if (!(fraction >= pr->min_fraction))
+            continue;
+        if (pr->want_edges) { /* to both homes */
+            uint64_t bits;
+            memcpy(&bits, &fraction, sizeof bits);
+            for (int end = 0; end < 2; end++) {
+                buf *b = &h.out[(int)((end ? hi : lo) >> DOC_KEY_BITS)];
+                put64(b, end ? hi : lo);
+                put64(b, end ? lo : hi);
+                put64(b, bits);
+            }
+            continue;
+        }
+        buf *b = &h.out[(int)(lo >> DOC_KEY_BITS)];
+        put64(b, lo);
+        put64(b, hi);
+        put32(b, shared_lo);
+        put32(b, of_lo);
+        put32(b, shared_hi);
+        put32(b, of_hi);
+    }
+    free(dv);
+    exchange_bufs(h.out, in);
+    if (pr->want_edges) {
+        size_t ne = 0;
+        for (int r = 0; r < nranks; r++)
+            ne += in[r].len / 24;
+        pr->edges = must(malloc((ne ? ne : 1) * sizeof *pr->edges));
+        for (int r = 0; r < nranks; r++)
+            for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
+                para_edge *e = &pr->edges[pr->nedges++];
+                e->node = get_u64(&q);
+                e->other = get_u64(&q);
+                uint64_t bits = get_u64(&q);
+                memcpy(&e->fraction, &bits, sizeof bits);
+            }
+        qsort(pr->edges, pr->nedges, sizeof *pr->edges, para_edge_cmp);
+        goto done;
+    }
+    /* At lo's home: its id attached, on to hi's home. */
+    for (int r = 0; r < nranks; r++) {
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
+            uint64_t lo = get_u64(&q), hi = get_u64(&q);
+            size_t i = (size_t)(lo & ((UINT64_C(1) << DOC_KEY_BITS) - 1));
+            buf *b = &h.out[(int)(hi >> DOC_KEY_BITS)];
+            put64(b, hi);
+            put(b, q, 16);
+            q += 16;
+            put(b, &h.flags[i], 1);
+            put32(b, (uint32_t)(h.at[i + 1] - h.at[i]));
+            put(b, h.ids.data + h.at[i], h.at[i + 1] - h.at[i]);
+        }
+        in[r].len = 0;
+    }
+    exchange_bufs(h.out, in);
+    for (int r = 0; r < nranks; r++)
+        for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
+            uint64_t hi = get_u64(&q);
+            uint32_t s_lo = get_u32(&q), o_lo = get_u32(&q), s_hi = get_u32(&q), o_hi = get_u32(&q);
+            uint8_t f_lo = (uint8_t)*q++;
+            uint32_t l_lo = get_u32(&q);
+            const char *id_lo = q;
+            q += l_lo;
+            size_t i = (size_t)(hi & ((UINT64_C(1) << DOC_KEY_BITS) - 1));
+            emit_para_pair(pr, id_lo, l_lo, f_lo, s_lo, o_lo, h.ids.data + h.at[i],
+                           (uint32_t)(h.at[i + 1] - h.at[i]), h.flags[i], s_hi, o_hi);
+        }
+done:
+    free(hv);
+    free(fps);
+    free(first);
+    bufs_free(in);
+    bufs_free(h.out);
+    h.out = NULL;
+    *hp = h;
+    return failed;
+}
+
+static void homes_free(homes *h)
+{
+    free(h->ids.data);
+    free(h->at);
+    free(h->flags);
+    free(h->keep);
+    memset(h, 0, sizeof *h);
+}
+
 static void usage_pairs(FILE *out)
 {
     fprintf(out,
             "Usage: mpirun -np R simstore-mpi pairs OUT [--k K] [--by-fingerprint] [--json]\n"
             "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
-            "                      [--chunk SIZE]\n"
+            "                      [--chunk SIZE] [--progress]\n"
+            "       mpirun -np R simstore-mpi pairs OUT --paragraphs [--min-fraction F] [--k K]\n"
+            "                      [--json] [--memory SIZE] [--chunk SIZE] [--progress]\n"
             "\n"
             "Print every unordered pair of documents of the sharded store OUT of R\n"
             "shards within Hamming distance K, rank r reading shard r: exactly what\n"
@@ -940,8 +1429,16 @@ static void usage_pairs(FILE *out)
             "                       only the pairs whose estimated similarity is at\n"
             "                       least J, 0..1; needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --paragraphs, fingerprint lines without a store, --method,\n"
-            "--progress, fingerprint-only stores.\n");
+            "With --paragraphs (a store built with --paragraphs), the lines of `simstore\n"
+            "pairs --paragraphs`, ID_A<TAB>ID_B<TAB>SHARED_A<TAB>OF_A<TAB>SHARED_B<TAB>OF_B<TAB>\n"
+            "FRACTION (--min-fraction, default 0.3): the distinct paragraphs go to the\n"
+            "ranks owning them with their documents, are joined as fingerprints are, and\n"
+            "each document pair's shared counts are added up at the rank owning it.\n"
+            "\n"
+            "A fingerprint-only store prints HEX_A<TAB>HEX_B<TAB>DISTANCE (its documents\n"
+            "are its fingerprints), as `simstore pairs` does.\n"
+            "\n"
+            "Not yet: fingerprint lines without a store (--method).\n");
 }
 
 int cmd_mpi_pairs(int argc, char **argv)
@@ -949,6 +1446,8 @@ int cmd_mpi_pairs(int argc, char **argv)
     static const struct option longopts[] = {
         COMMON_LONG_OPTIONS,
         {"by-fingerprint", no_argument, NULL, O_BY_FP},
+        {"paragraphs", no_argument, NULL, O_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, O_MIN_FRACTION},
         {"method", required_argument, NULL, O_UNSUPPORTED},
         {NULL, 0, NULL, 0},
     };
@@ -956,7 +1455,8 @@ int cmd_mpi_pairs(int argc, char **argv)
     pairs_run p;
     memset(&p, 0, sizeof p);
     p.o.memory = (uint64_t)1 << 30;
-    int c, li = 0;
+    int c, li = 0, paragraphs = 0, min_fraction_given = 0;
+    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         if (c == 'h') {
@@ -965,6 +1465,12 @@ int cmd_mpi_pairs(int argc, char **argv)
             return 0;
         } else if (c == O_BY_FP) {
             p.by_fp = 1;
+        } else if (c == O_PARAGRAPHS) {
+            paragraphs = 1;
+        } else if (c == O_MIN_FRACTION) {
+            if (parse_fraction(optarg, &min_fraction))
+                return usage_error(argc, argv);
+            min_fraction_given = 1;
         } else if (c == O_UNSUPPORTED) {
             char what[64];
             snprintf(what, sizeof what, "--%s", longopts[li].name);
@@ -975,6 +1481,17 @@ int cmd_mpi_pairs(int argc, char **argv)
     }
     if (argc - optind != 1)
         return usage_error(argc, argv);
+    const char *refused = NULL;
+    if (min_fraction_given && !paragraphs)
+        refused = "--min-fraction goes with --paragraphs";
+    else if (paragraphs && (p.by_fp || p.o.similarity || p.o.min_similarity > 0))
+        refused = "--paragraphs pairs documents by their paragraphs: not with "
+                  "--by-fingerprint, --similarity or --min-similarity";
+    if (refused) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s\n", cmd_name, refused);
+        return 2;
+    }
     if (p.by_fp && p.o.min_similarity > 0) {
         if (rank == 0)
             fprintf(stderr,
@@ -989,12 +1506,40 @@ int cmd_mpi_pairs(int argc, char **argv)
     if (status)
         return status;
     p.sketch = st.sketch;
+    if (paragraphs) {
+        if (!st.paragraph_min_words) {
+            if (rank == 0)
+                fprintf(stderr,
+                        "%s: %s has no paragraph index (build it with --paragraphs): "
+                        "--paragraphs needs one\n",
+                        cmd_name, argv[optind]);
+            simstore_close(s);
+            return 1;
+        }
+        para_run pr;
+        memset(&pr, 0, sizeof pr);
+        pr.json = p.o.json;
+        pr.min_fraction = min_fraction;
+        if (lines_open(&pr.l) != 0) {
+            say("out of memory");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        homes h;
+        memset(&h, 0, sizeof h);
+        status = paragraph_pairs(s, p.o.k, p.o.memory / 4, &pr, &h);
+        homes_free(&h);
+        if (!status)
+            status = print_sorted(&pr.l);
+        lines_close(&pr.l);
+        simstore_close(s);
+        return status;
+    }
     simstore_cluster_options keep; /* pairs keep nothing: min-id reads no metadata */
     simstore_cluster_options_init(&keep);
     keep.keep = SIMSTORE_KEEP_MIN_ID;
     owned o;
     pairs_acc pairs = {NULL, 0, 0};
-    status = agree(gather_owned(s, &keep, &o) != 0, "reading the documents");
+    status = agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
     if (!status && p.o.k > 0)
         status = join_owned(&o, p.o.k, p.o.memory / 4, &pairs);
     if (!status && lines_open(&p.l) != 0) {
@@ -1119,6 +1664,7 @@ static void components(const graph *g, uint64_t *label)
     buf *in = bufs_new();
     for (size_t i = 0; i < g->n; i++)
         label[i] = node_key(g, i);
+    unsigned round = 0;
     for (;;) {
         l.changed = 0;
         /* Each node's least neighbouring label. */
@@ -1142,6 +1688,8 @@ static void components(const graph *g, uint64_t *label)
         deliver_kv(g, l.out, in, answer_label, &l);
         deliver_kv(g, l.out, in, take_label, &l);
         MPI_Allreduce(MPI_IN_PLACE, &l.changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        progress("components: round %u of label propagation%s", ++round,
+                 l.changed ? "" : ", the last (no label changed)");
         if (!l.changed)
             break;
     }
@@ -1158,7 +1706,18 @@ typedef struct clusters_run {
     lines l;
     buf *edges; /* with a minimum similarity: document edges to their owners */
     uint64_t documents, clusters, largest;
+    const para_run *para; /* --paragraphs: the graph of documents sharing them */
 } clusters_run;
+
+/* --paragraphs: the fraction of the pair (d, kept) from d's edges at its
+ * home, or -1 when they are no pair (linked through others). */
+static double fraction_to_kept(const clusters_run *c, const sdoc *d, const sdoc *kept)
+{
+    para_edge key = {d->key, kept->key, 0};
+    const para_edge *e =
+        bsearch(&key, c->para->edges, c->para->nedges, sizeof *c->para->edges, para_edge_cmp);
+    return e ? e->fraction : -1;
+}
 
 static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
 {
@@ -1172,7 +1731,25 @@ static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
     int json = c->o.json;
     char s[32];
     cli_format_similarity(sim, json, s);
-    if (json) {
+    if (c->para) { /* as `simstore clusters --paragraphs` prints its members */
+        double f = is_kept ? 1.0 : fraction_to_kept(c, d, kept);
+        if (f < 0)
+            snprintf(s, sizeof s, json ? "null" : "-");
+        else
+            snprintf(s, sizeof s, "%.4f", f);
+        if (json) {
+            fputs("{\"cluster\":", l->f);
+            print_id(l->f, kept->id, kept->id_len, kept->flags, 1);
+            fputs(",\"id\":", l->f);
+            print_id(l->f, d->id, d->id_len, d->flags, 1);
+            fprintf(l->f, ",\"kept\":%s,\"fraction\":%s}\n", is_kept ? "true" : "false", s);
+        } else {
+            print_id(l->f, kept->id, kept->id_len, kept->flags, 0);
+            fputc('\t', l->f);
+            print_id(l->f, d->id, d->id_len, d->flags, 0);
+            fprintf(l->f, "\t%d\t%s\n", is_kept, s);
+        }
+    } else if (json) {
         fputs("{\"cluster\":", l->f);
         print_id(l->f, kept->id, kept->id_len, kept->flags, 1);
         fputs(",\"id\":", l->f);
@@ -1283,10 +1860,13 @@ static void choose_centres(const clusters_run *c, comp_node *m, size_t lo, size_
 /* The clusters' members as output records. Collective. */
 static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pairs)
 {
-    graph g = {o, c->o.min_similarity > 0, 0, NULL, NULL, 0, NULL};
+    graph g = {o, c->o.min_similarity > 0 || c->para, 0, NULL, NULL, 0, NULL};
     g.n = g.of_docs ? o->ndocs : o->nfps;
     buf *out = bufs_new(), *in = bufs_new();
-    if (g.of_docs) {
+    if (c->para) {
+        for (size_t i = 0; i < c->para->nedges; i++)
+            send_kv(&g, out, c->para->edges[i].node, c->para->edges[i].other);
+    } else if (g.of_docs) {
         c->edges = out;
         each_pair(o, pairs, add_doc_edge, NULL, c);
         c->edges = NULL;
@@ -1329,6 +1909,11 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
         node_docs(&g, i, &lo, &hi);
         if (c->singletons || hi - lo > 1)
             g.active[i] = 1;
+    }
+    if (show_progress) {
+        uint64_t nodes = sum_ranks(g.n), edges = sum_ranks(g.nadj) / 2;
+        progress("components of a graph of %llu %s and %llu %s", (unsigned long long)nodes,
+                 CLI_NOUN(nodes, "node"), (unsigned long long)edges, CLI_NOUN(edges, "edge"));
     }
     components(&g, label);
     /* Each node's count, best document and (stars) neighbours to the owner
@@ -1423,7 +2008,9 @@ static void usage_clusters(FILE *out)
             "Usage: mpirun -np R simstore-mpi clusters OUT [--keep RULE] [--k K]\n"
             "                      [--mode components|star] [--singletons] [--json]\n"
             "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
-            "                      [--chunk SIZE]\n"
+            "                      [--chunk SIZE] [--progress]\n"
+            "       mpirun -np R simstore-mpi clusters OUT --paragraphs [--min-fraction F]\n"
+            "                      [--k K] [--keep RULE] [--json]\n"
             "\n"
             "Group the documents of the sharded store OUT of R shards into clusters of\n"
             "near-duplicates, rank r reading shard r: exactly what `simstore clusters`\n"
@@ -1452,7 +2039,13 @@ static void usage_clusters(FILE *out)
             "                       estimated similarity is at least J (a graph over\n"
             "                       documents); needs a store that keeps sketches\n" COMMON_HELP
             "\n"
-            "Not yet: --paragraphs, --progress, fingerprint-only stores.\n");
+            "With --paragraphs (a store built with --paragraphs), the connected\n"
+            "components of the pairs of `pairs --paragraphs` with FRACTION >= F\n"
+            "(--min-fraction, default 0.3), as `simstore clusters --paragraphs` prints\n"
+            "them (the pair's FRACTION with the kept document instead of a distance,\n"
+            "'-' when linked only through others); components over the documents at\n"
+            "their ranks, as above. Components only; not with --singletons or the\n"
+            "similarity options.\n");
 }
 
 int cmd_mpi_clusters(int argc, char **argv)
@@ -1462,6 +2055,8 @@ int cmd_mpi_clusters(int argc, char **argv)
         {"mode", required_argument, NULL, O_MODE},
         {"keep", required_argument, NULL, O_KEEP},
         {"singletons", no_argument, NULL, O_SINGLETONS},
+        {"paragraphs", no_argument, NULL, O_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, O_MIN_FRACTION},
         {NULL, 0, NULL, 0},
     };
     cmd_name = "simstore-mpi clusters";
@@ -1471,7 +2066,8 @@ int cmd_mpi_clusters(int argc, char **argv)
     simstore_cluster_options keep;
     simstore_cluster_options_init(&keep);
     const char *field = NULL;
-    int ch, li = 0;
+    int ch, li = 0, paragraphs = 0, min_fraction_given = 0, mode_given = 0;
+    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         if (ch == 'h') {
@@ -1482,6 +2078,7 @@ int cmd_mpi_clusters(int argc, char **argv)
             if (strcmp(optarg, "star") != 0 && strcmp(optarg, "components") != 0)
                 return usage_error(argc, argv);
             c.star = strcmp(optarg, "star") == 0;
+            mode_given = c.star;
         } else if (ch == O_KEEP) {
             char why[256];
             if (cli_parse_keep(optarg, argv, argc, &optind, &keep.keep, &field, why, sizeof why)) {
@@ -1491,6 +2088,12 @@ int cmd_mpi_clusters(int argc, char **argv)
             }
         } else if (ch == O_SINGLETONS) {
             c.singletons = 1;
+        } else if (ch == O_PARAGRAPHS) {
+            paragraphs = 1;
+        } else if (ch == O_MIN_FRACTION) {
+            if (parse_fraction(optarg, &min_fraction))
+                return usage_error(argc, argv);
+            min_fraction_given = 1;
         } else if (ch == O_UNSUPPORTED) {
             char what[64];
             snprintf(what, sizeof what, "--%s", longopts[li].name);
@@ -1501,6 +2104,17 @@ int cmd_mpi_clusters(int argc, char **argv)
     }
     if (argc - optind != 1)
         return usage_error(argc, argv);
+    const char *refused = NULL;
+    if (min_fraction_given && !paragraphs)
+        refused = "--min-fraction goes with --paragraphs";
+    else if (paragraphs && (mode_given || c.singletons || c.o.similarity || c.o.min_similarity > 0))
+        refused = "--paragraphs clusters connected components of documents sharing paragraphs: "
+                  "not with --mode star, --singletons, --similarity or --min-similarity";
+    if (refused) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s\n", cmd_name, refused);
+        return 2;
+    }
     keep.key = cli_meta_key;
     keep.key_ctx = (void *)field;
     simstore *s;
@@ -1509,10 +2123,42 @@ int cmd_mpi_clusters(int argc, char **argv)
     if (status)
         return status;
     c.sketch = st.sketch;
+    if (paragraphs && !st.paragraph_min_words) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "%s: %s has no paragraph index (build it with --paragraphs): "
+                    "--paragraphs needs one\n",
+                    cmd_name, argv[optind]);
+        simstore_close(s);
+        return 1;
+    }
     owned o;
+    memset(&o, 0, sizeof o);
     pairs_acc pairs = {NULL, 0, 0};
-    status = agree(gather_owned(s, &keep, &o) != 0, "reading the documents");
-    if (!status && c.o.k > 0)
+    para_run pr;
+    memset(&pr, 0, sizeof pr);
+    homes h;
+    memset(&h, 0, sizeof h);
+    if (paragraphs) {
+        /* The graph of documents sharing paragraphs: its nodes the
+         * documents at their homes, its edges the pairs of pairs
+         * --paragraphs at both ends. */
+        pr.min_fraction = min_fraction;
+        pr.want_edges = 1;
+        h.keep_rule = &keep;
+        status = paragraph_pairs(s, c.o.k, c.o.memory / 4, &pr, &h);
+        o.docs = must(malloc((h.n ? h.n : 1) * sizeof *o.docs));
+        for (size_t i = 0; i < h.n; i++)
+            o.docs[i] =
+                (sdoc){0,    (uint64_t)rank << DOC_KEY_BITS | i, h.keep[i], h.ids.data + h.at[i],
+                       NULL, (uint32_t)(h.at[i + 1] - h.at[i]),  0,         h.flags[i]};
+        o.ndocs = h.n;
+        c.para = &pr;
+    } else {
+        status =
+            agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
+    }
+    if (!status && c.o.k > 0 && !paragraphs)
         status = join_owned(&o, c.o.k, c.o.memory / 4, &pairs);
     if (!status && lines_open(&c.l) != 0) {
         say("out of memory");
@@ -1536,6 +2182,8 @@ int cmd_mpi_clusters(int argc, char **argv)
     lines_close(&c.l);
     free(pairs.v);
     owned_free(&o);
+    homes_free(&h);
+    free(pr.edges);
     simstore_close(s);
     return status;
 }

@@ -20,6 +20,14 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * every rank. */
 int agree(int failed, const char *what);
 
+/* --progress: every rank knows it (the same arguments); rank 0 alone says.
+ * Plain lines, one a step, since mpirun hands stderr on through a pipe. */
+extern int show_progress;
+
+/* A progress line of rank 0 on stderr ("simstore-mpi CMD: ..."), with
+ * --progress; nothing otherwise. Not collective: totals are the caller's. */
+void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 typedef struct buf {
     char *data;
     size_t len, cap;

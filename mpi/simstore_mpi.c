@@ -12,7 +12,13 @@
  *                        position in the whole input, and builds its shard
  *                        with the ordinary builder;
  *                        rank 0 publishes the manifest when every rank
- *                        succeeded, and nothing otherwise.
+ *                        succeeded, and nothing otherwise. Paragraph
+ *                        fingerprints travel with their records
+ *                        (--paragraphs); --boilerplate auto first counts
+ *                        each share's line keys and sums the counts of
+ *                        the keys some rank offers (find_boilerplate);
+ *                        --fingerprint-only sends bare fingerprints to
+ *                        their shard_of_fp.
  *   query OUT --queries FILE
  *                        every rank answers the batch against its shard;
  *                        rank 0 merges and prints exactly what `simstore
@@ -22,6 +28,7 @@
  * rank, naming the failed ranks. */
 #include "mpikit.h"
 
+#include "boilerplate.h"
 #include "cli.h"
 #include "input.h"
 #include "progress.h"
@@ -55,6 +62,20 @@ void say(const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
+}
+
+int show_progress;
+
+void progress(const char *fmt, ...)
+{
+    if (!show_progress || rank != 0)
+        return;
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s\n", cmd_name, text);
 }
 
 /* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
@@ -139,6 +160,9 @@ uint32_t get_u32(const char **p)
 
 /* ---- inputs split at line boundaries -------------------------------------- */
 
+/* Bare hex16 lines, for --fingerprint-only (cmd/input parses the others). */
+#define INPUT_HEX_LINES 100
+
 static int format_of(const char *path, int given)
 {
     if (given >= 0)
@@ -150,6 +174,8 @@ static int format_of(const char *path, int given)
         return INPUT_FP_ID;
     if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0)
         return INPUT_JSONL;
+    if (n > 4 && strcmp(path + n - 4, ".hex") == 0)
+        return INPUT_HEX_LINES;
     return -1;
 }
 
@@ -158,6 +184,7 @@ static int parse_format(const char *s)
     return strcmp(s, "tsv") == 0     ? INPUT_ID_FP
            : strcmp(s, "fp") == 0    ? INPUT_FP_ID
            : strcmp(s, "jsonl") == 0 ? INPUT_JSONL
+           : strcmp(s, "hex") == 0   ? INPUT_HEX_LINES
                                      : -1;
 }
 
@@ -185,6 +212,14 @@ typedef struct build_state {
     simstore_fingerprinter *fpr;
     simstore_sketch_kind sketch;
     size_t sketch_bytes;
+    int fp_only; /* --fingerprint-only: fingerprints travel alone, to shard_of_fp */
+    unsigned para_min_words; /* --paragraphs: texts' paragraphs travel too */
+    uint64_t *paras;         /* one text's paragraph fingerprints (aligned) */
+    size_t paras_cap;
+    /* --boilerplate auto's first pass: every JSON Lines document's line
+     * keys counted here, nothing sent. */
+    simstore_boilerplate_counter *counter;
+    uint64_t only_boilerplate;
     buf *out; /* one per rank */
     size_t buffered;
     uint64_t bad, records;
@@ -198,24 +233,45 @@ typedef struct build_state {
 } build_state;
 
 /* One parsed record, serialized for its shard's rank: flags (bit 0 integer
- * id, bit 1 sketch), fp, source, local index (u64: the record's place among
- * the records of the sending rank's share), id length (u32), meta length
- * (u32), id, meta, sketch. */
+ * id, bit 1 sketch, bit 2 paragraphs), fp, source, local index (u64: the
+ * record's place among the records of the sending rank's share), id length
+ * (u32), meta length (u32), id, meta, sketch, then the paragraphs' count
+ * (u32) and fingerprints (u64 each) of st->paras. */
 static int send_record(build_state *st, const input_record *rec, uint64_t fp, const uint8_t *sketch,
-                       uint64_t source)
+                       uint64_t source, size_t nparas)
 {
-    unsigned dest = simstore_shard_of(rec->id, rec->id_len, (unsigned)nranks);
+    unsigned dest = st->fp_only ? simstore_shard_of_fp(fp, (unsigned)nranks)
+                                : simstore_shard_of(rec->id, rec->id_len, (unsigned)nranks);
     buf *b = &st->out[dest];
-    size_t meta_len = rec->meta ? strlen(rec->meta) : 0;
-    uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0));
+    size_t id_len = st->fp_only ? 0 : rec->id_len;
+    size_t meta_len = rec->meta && !st->fp_only ? strlen(rec->meta) : 0;
+    uint8_t flags = (uint8_t)((rec->id_is_integer ? 1 : 0) | (sketch ? 2 : 0) | (nparas ? 4 : 0));
     size_t before = b->len;
     if (buf_put(b, &flags, 1) || buf_u64(b, fp) || buf_u64(b, source) || buf_u64(b, st->sent) ||
-        buf_u32(b, (uint32_t)rec->id_len) || buf_u32(b, (uint32_t)meta_len) ||
-        buf_put(b, rec->id, rec->id_len) || buf_put(b, rec->meta, meta_len) ||
-        (sketch && buf_put(b, sketch, st->sketch_bytes)))
+        buf_u32(b, (uint32_t)id_len) || buf_u32(b, (uint32_t)meta_len) ||
+        buf_put(b, rec->id, id_len) || buf_put(b, rec->meta, meta_len) ||
+        (sketch && buf_put(b, sketch, st->sketch_bytes)) ||
+        (nparas && buf_u32(b, (uint32_t)nparas)))
         return -1;
+    for (size_t i = 0; i < nparas; i++)
+        if (buf_u64(b, st->paras[i]))
+            return -1;
     st->buffered += b->len - before;
     st->sent++;
+    return 0;
+}
+
+/* Room for n paragraph fingerprints in st->paras. Returns 0, or -1 (no
+ * memory). */
+static int paras_reserve(build_state *st, size_t n)
+{
+    if (n <= st->paras_cap)
+        return 0;
+    uint64_t *g = realloc(st->paras, n * sizeof *g);
+    if (!g)
+        return -1;
+    st->paras = g;
+    st->paras_cap = n;
     return 0;
 }
 
@@ -242,10 +298,23 @@ static int add_received(build_state *st, const char *p, size_t n, uint64_t first
             sketch = (const uint8_t *)p;
             p += st->sketch_bytes;
         }
-        int rc = simstore_builder_set_position(st->b, position);
-        if (rc == 0)
-            rc = simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                             sketch);
+        size_t nparas = (flags & 4) ? get_u32(&p) : 0;
+        if (paras_reserve(st, nparas)) {
+            say("out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < nparas; i++)
+            st->paras[i] = get_u64(&p);
+        int rc;
+        if (st->fp_only)
+            rc = simstore_builder_add_fp(st->b, d.fp);
+        else if ((rc = simstore_builder_set_position(st->b, position)) == 0)
+            rc = st->para_min_words
+                     ? simstore_builder_add_paragraphs(st->b, &d,
+                                                       (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                                       sketch, st->paras, nparas)
+                     : simstore_builder_add_sketch(
+                           st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
         if (rc) {
             say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
             return -1;
@@ -455,7 +524,8 @@ static int reader_open_part(reader *rd)
         say("%s: %s", ip->path, strerror(errno));
         return -1;
     }
-    if (input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
+    if (ip->format != INPUT_HEX_LINES &&
+        input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
         say("out of memory");
         return -1;
     }
@@ -481,6 +551,40 @@ static int reader_open_part(reader *rd)
     return 0;
 }
 
+/* The first pass of --boilerplate auto: a JSON Lines document's line keys
+ * counted (one giving "fp" has no text: a document of no lines, as
+ * `simstore build` counts it). Returns 0, or -1 (said why). */
+static int count_line_keys(build_state *st, const input_record *rec)
+{
+    const uint64_t *keys = NULL;
+    size_t n = 0;
+    int rc = rec->has_fp
+                 ? 0
+                 : simstore_fingerprinter_line_keys(st->fpr, rec->text, rec->text_len, &keys, &n);
+    if (rc == 0)
+        rc = simstore_boilerplate_counter_add_keys(st->counter, keys, n);
+    if (rc) {
+        say("counting boilerplate: %s", simstore_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* The text's paragraph fingerprints (as `simstore build --paragraphs`
+ * indexes them) into st->paras, *n of them. Returns 0 or an error code. */
+static int text_paragraphs(build_state *st, const input_record *rec, size_t *n)
+{
+    int rc = simstore_paragraph_fingerprints(st->fpr, rec->text, rec->text_len, st->para_min_words,
+                                             st->paras, st->paras_cap, n);
+    if (rc == 0 && *n > st->paras_cap) {
+        if (paras_reserve(st, *n))
+            return SIMSTORE_ENOMEM;
+        rc = simstore_paragraph_fingerprints(st->fpr, rec->text, rec->text_len, st->para_min_words,
+                                             st->paras, st->paras_cap, n);
+    }
+    return rc;
+}
+
 /* One line: parsed, fingerprinted, sent to its shard. Returns 0, or -1
  * when this rank cannot go on. Bad records are reported and counted. */
 static int take_line(build_state *st, reader *rd, const input_part *ip, const char *text,
@@ -492,17 +596,40 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
     if (input_trim_line(&text, &len, rd->line == 1))
         return 0;
     input_record rec;
+    if (ip->format == INPUT_HEX_LINES) {
+        /* As `simstore build --fingerprint-only` reads .hex lines. */
+        char hex[17], shown[41];
+        memset(&rec, 0, sizeof rec);
+        if (len == 16) {
+            memcpy(hex, text, 16);
+            hex[16] = '\0';
+            if (cli_parse_hex64(hex, &rec.fingerprint) == 0)
+                return send_record(st, &rec, rec.fingerprint, NULL, 0, 0)
+                           ? (say("out of memory"), -1)
+                           : 0;
+        }
+        size_t n = len < 40 ? len : 40;
+        for (size_t i = 0; i < n; i++)
+            shown[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7F ? '?' : text[i];
+        shown[n] = '\0';
+        say("%s:%llu: expected 16 hex digits, got '%s'", ip->path, rd->line, shown);
+        st->bad++;
+        return 0;
+    }
     int got = input_parse_line(rd->p, text, len, ip->path, rd->line, &rec);
     if (got == -2) {
         say("out of memory");
         return -1;
     }
+    if (st->counter) /* the first pass: bad records are the second's to say */
+        return got == -1 ? 0 : count_line_keys(st, &rec);
     if (got == -1) {
         say("%s:%llu: %s", ip->path, rd->line, input_parser_error(rd->p));
         st->bad++;
         return 0;
     }
     uint64_t fp = rec.fingerprint;
+    size_t nparas = 0;
     const uint8_t *sk = NULL;
     int rc = 0;
     if (ip->format == INPUT_JSONL && !rec.has_fp) {
@@ -512,6 +639,14 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
             sk = sketch;
         } else {
             rc = simstore_fingerprint_text(st->fpr, rec.text, rec.text_len, &fp, &fl);
+        }
+        if (rc == 0 && st->para_min_words)
+            rc = text_paragraphs(st, &rec, &nparas);
+        if (rc == 0 && (fl & SIMSTORE_FP_ONLY_BOILERPLATE)) {
+            char esc[CLI_ESCAPED_ID_BYTES];
+            st->only_boilerplate++;
+            say("warning: %s:%llu: document id '%s' is only boilerplate: fingerprinted whole",
+                ip->path, rd->line, cli_escape(rec.id, rec.id_len, esc, sizeof esc));
         }
     } else if (st->sketch != SIMSTORE_SKETCH_NONE) {
         if (!rec.has_fp || !rec.sketch || rec.sketch_len != st->sketch_bytes) {
@@ -528,7 +663,7 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
         st->bad++;
         return 0;
     }
-    if (send_record(st, &rec, fp, sk, ((uint64_t)ip->index << 40) | rd->line)) {
+    if (send_record(st, &rec, fp, sk, ((uint64_t)ip->index << 40) | rd->line, nparas)) {
         say("out of memory");
         return -1;
     }
@@ -562,6 +697,163 @@ static int fill(build_state *st, reader *rd, uint64_t chunk_bytes)
     return 0;
 }
 
+/* ---- --boilerplate auto: the counts of every rank ----------------------- */
+
+typedef struct candidates {
+    uint64_t millionths, documents; /* this rank's */
+    uint64_t *v;
+    size_t n, cap;
+    const uint64_t *keys; /* the second walk: the union, increasing */
+    uint64_t *counts;
+    size_t at, nkeys;
+} candidates;
+
+/* A key of the set is held by more than the fraction of the documents of
+ * some rank's share (were it held by at most that on every rank, the sums
+ * would be at most the fraction of all): each rank offers those of its own
+ * (the rule without its minimums, which hold only for the sums). */
+static int offer_key(void *ctx, uint64_t key, uint64_t df)
+{
+    __extension__ typedef unsigned __int128 u128;
+    candidates *c = (candidates *)ctx;
+    if (!((u128)df * 1000000u > (u128)c->millionths * c->documents))
+        return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        uint64_t *g = realloc(c->v, cap * sizeof *g);
+        if (!g)
+            return SIMSTORE_ENOMEM;
+        c->v = g;
+        c->cap = cap;
+    }
+    c->v[c->n++] = key;
+    return 0;
+}
+
+/* The second walk: this rank's count of each offered key (both increase). */
+static int count_offered(void *ctx, uint64_t key, uint64_t df)
+{
+    candidates *c = (candidates *)ctx;
+    while (c->at < c->nkeys && c->keys[c->at] < key)
+        c->at++;
+    if (c->at < c->nkeys && c->keys[c->at] == key)
+        c->counts[c->at] = df;
+    return 0;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The first pass of --boilerplate auto over this rank's share (a reader
+ * of its parts not yet read), and the set of the whole input: each rank
+ * counts its share's line keys in bounded memory (the library's spilling
+ * counter), offers the keys that pass the rule on its share, and the
+ * offered keys' counts are summed over the ranks; the set is those whose
+ * sums pass the rule for all the documents, the set `simstore build
+ * --boilerplate auto` finds. Returns 0 with *out (on every rank), or 1 on
+ * every rank (said). Collective. */
+static int find_boilerplate(build_state *st, reader *rd, const boiler_opts *bo,
+                            const simstore_text_options *text, uint64_t memory_bytes,
+                            simstore_boilerplate **out)
+{
+    *out = NULL;
+    simstore_boilerplate_options o;
+    simstore_boilerplate_options_init(&o);
+    o.fraction = bo->fraction;
+    o.min_documents = bo->min_docs;
+    uint64_t kept = memory_bytes / 8 < ((uint64_t)64 << 20) ? memory_bytes / 8 : (uint64_t)64 << 20;
+    o.memory_bytes = memory_bytes - kept;
+    int failed = 0;
+    int rc = simstore_boilerplate_counter_new(text, &o, &st->counter);
+    if (rc) {
+        say("boilerplate: %s", simstore_last_error());
+        failed = 1;
+    }
+    if (!failed && fill(st, rd, UINT64_MAX))
+        failed = 1;
+    reader_close_part(rd);
+    simstore_boilerplate_counter *counter = st->counter;
+    st->counter = NULL;
+    candidates c;
+    memset(&c, 0, sizeof c);
+    simstore_boilerplate_info info;
+    memset(&info, 0, sizeof info);
+    if (!failed) {
+        simstore_boilerplate_counter_info(counter, &info);
+        c.millionths = info.fraction_millionths;
+        c.documents = info.documents;
+        if ((rc = simstore_boilerplate_counter_each(counter, offer_key, &c)) != 0) {
+            say("boilerplate: %s", rc == SIMSTORE_ENOMEM ? "out of memory" : simstore_last_error());
+            failed = 1;
+        }
+    }
+    if (agree(failed, "finding boilerplate")) {
+        simstore_boilerplate_counter_free(counter);
+        free(c.v);
+        return 1;
+    }
+    /* Every rank's offers, as one increasing list. */
+    int mine = (int)c.n, *counts = malloc((size_t)nranks * 2 * sizeof *counts);
+    if (!counts)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *displs = counts + nranks;
+    MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+    size_t all = 0;
+    for (int r = 0; r < nranks; r++) {
+        displs[r] = (int)all;
+        all += (size_t)counts[r];
+    }
+    uint64_t *keys = malloc((all ? all : 1) * sizeof *keys);
+    uint64_t *sums = calloc(all ? all : 1, sizeof *sums);
+    if (!keys || !sums)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Allgatherv(c.v, mine, MPI_UINT64_T, keys, counts, displs, MPI_UINT64_T, MPI_COMM_WORLD);
+    free(counts);
+    free(c.v);
+    qsort(keys, all, sizeof *keys, cmp_key);
+    size_t n = 0;
+    for (size_t i = 0; i < all; i++)
+        if (n == 0 || keys[i] != keys[n - 1])
+            keys[n++] = keys[i];
+    c.keys = keys;
+    c.nkeys = n;
+    c.counts = sums;
+    rc = simstore_boilerplate_counter_each(counter, count_offered, &c);
+    if (rc) {
+        say("boilerplate: %s", simstore_last_error());
+        failed = 1;
+    }
+    simstore_boilerplate_counter_free(counter);
+    MPI_Allreduce(MPI_IN_PLACE, sums, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &info.documents, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    size_t lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if (simstore_boilerplate_is_line(&info, sums[i]))
+            keys[lines++] = keys[i];
+    if (!failed && (rc = simstore_boilerplate_new(keys, lines, &info, out)) != 0) {
+        say("boilerplate: %s", simstore_last_error());
+        failed = 1;
+    }
+    free(keys);
+    free(sums);
+    if (agree(failed, "finding boilerplate")) {
+        simstore_boilerplate_free(*out);
+        *out = NULL;
+        return 1;
+    }
+    if (rank == 0 && info.documents < info.min_documents)
+        fprintf(stderr,
+                "%s: warning: boilerplate: %llu %s, fewer than the %llu --boilerplate auto "
+                "needs (--boilerplate-min-docs): no line is boilerplate\n",
+                cmd_name, (unsigned long long)info.documents,
+                info.documents == 1 ? "document" : "documents",
+                (unsigned long long)info.min_documents);
+    return 0;
+}
+
 static void usage_build(FILE *out)
 {
     fprintf(out,
@@ -579,8 +871,9 @@ static void usage_build(FILE *out)
             "publishes nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
             "\n"
             "Input: .tsv (id<TAB>hex16), .fp (hex16<TAB>id), .jsonl ({\"id\", \"text\"[,\n"
-            "\"meta\"]}), regular files (not compressed, not standard input), or\n"
-            "      --format tsv|fp|jsonl\n"
+            "\"meta\"]}), .hex (hex16 per line, with --fingerprint-only), regular files\n"
+            "(not compressed, not standard input), or\n"
+            "      --format tsv|fp|jsonl|hex\n"
             "      --k K            the largest distance queries may ask, 0..7 (3)\n"
             "      --tables auto|T  table count of every shard (auto)\n"
             "      --block-bytes B  table block size (%u)\n"
@@ -590,12 +883,30 @@ static void usage_build(FILE *out)
             "      --chunk SIZE     bytes of records a rank sends per round (4M)\n"
             "      --threads N      worker threads per rank (all cores)\n"
             "      --replace        replace a published sharded store at OUT\n"
+            "      --progress       rank 0 reports each step on stderr, with the ranks'\n"
+            "                       totals (besides its own progress on a terminal)\n"
+            "      --fingerprint-only\n"
+            "                       keep the distinct fingerprints of .hex lines only\n"
+            "                       (no ids, metadata or sketches), each in shard\n"
+            "                       simstore_shard_of_fp(fp, R), as `simstore build\n"
+            "                       --fingerprint-only --shards R` keeps them\n",
+            SIMSTORE_DEFAULT_BLOCK_BYTES);
+    fprintf(out,
             "\n"
             "JSON Lines records and their fingerprints, as `simstore build` takes "
             "them:\n" INPUT_FIELD_HELP TEXTOPT_HELP "\n"
+            "      --paragraphs     also index the fingerprint of every paragraph of each\n"
+            "                       JSON Lines text, as `simstore build --paragraphs`\n"
+            "      --paragraph-min-words N\n"
+            "                       index only paragraphs of at least N words (%u)\n" BOILER_HELP
+            "                       With auto each rank counts the line keys of its\n"
+            "                       share in --memory (spilling), and the counts of the\n"
+            "                       keys that pass on some rank's share are summed over\n"
+            "                       the ranks: the set of the whole input, which every\n"
+            "                       shard records\n"
             "  -q, --quiet          no summary line\n"
             "  -h, --help           show this help\n",
-            SIMSTORE_DEFAULT_BLOCK_BYTES);
+            SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT);
 }
 
 static int cmd_build(int argc, char **argv)
@@ -609,7 +920,11 @@ static int cmd_build(int argc, char **argv)
         O_CHUNK,
         O_THREADS,
         O_REPLACE,
-        O_FORMAT
+        O_FORMAT,
+        O_FPONLY,
+        O_PROGRESS,
+        O_PARAGRAPHS,
+        O_PARA_MIN
     };
     static const struct option longopts[] = {
         {"k", required_argument, NULL, O_K},
@@ -621,6 +936,11 @@ static int cmd_build(int argc, char **argv)
         {"threads", required_argument, NULL, O_THREADS},
         {"replace", no_argument, NULL, O_REPLACE},
         {"format", required_argument, NULL, O_FORMAT},
+        {"fingerprint-only", no_argument, NULL, O_FPONLY},
+        {"progress", no_argument, NULL, O_PROGRESS},
+        {"paragraphs", no_argument, NULL, O_PARAGRAPHS},
+        {"paragraph-min-words", required_argument, NULL, O_PARA_MIN},
+        BOILER_LONG_OPTIONS,
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         TEXTOPT_LONG_OPTIONS,
@@ -634,7 +954,10 @@ static int cmd_build(int argc, char **argv)
     textopt_init(&ts);
     input_fields fields;
     input_fields_init(&fields);
-    int quiet = 0, c, format = -1, sketch_given = 0, replace = 0;
+    int quiet = 0, c, format = -1, sketch_given = 0, replace = 0, paragraphs = 0;
+    unsigned para_min_words = 0;
+    boiler_opts bo;
+    boiler_opts_init(&bo);
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_NONE;
     uint64_t chunk = (uint64_t)4 << 20;
     unsigned long long v;
@@ -681,6 +1004,13 @@ static int cmd_build(int argc, char **argv)
             o.threads = (unsigned)v;
             break;
         case O_REPLACE: replace = 1; break;
+        case O_FPONLY: o.fingerprint_only = 1; break;
+        case O_PROGRESS: show_progress = 1; break;
+        case O_PARAGRAPHS: paragraphs = 1; break;
+        case O_PARA_MIN:
+            if (cli_paragraph_min_words_option(cmd_name, optarg, &para_min_words))
+                return 2;
+            break;
         case O_FORMAT:
             if ((format = parse_format(optarg)) < 0)
                 goto usage;
@@ -693,6 +1023,11 @@ static int cmd_build(int argc, char **argv)
         case '?':
         case ':': goto usage;
         default: {
+            int b = boiler_apply("mpi build", c, optarg, &bo);
+            if (b == 2)
+                return 2;
+            if (b == 1)
+                break;
             int t =
                 textopt_or_field_or_bad_option("mpi build", c, argv, optind, &ts, &fields, NULL);
             if (t >= 0)
@@ -700,8 +1035,20 @@ static int cmd_build(int argc, char **argv)
         }
         }
     }
-    if (textopt_finish("mpi build", &ts))
+    if (textopt_finish("mpi build", &ts) || boiler_finish("mpi build", &bo))
         return 2;
+    const char *refused = NULL;
+    if (para_min_words && !paragraphs)
+        refused = "--paragraph-min-words goes with --paragraphs";
+    else if (paragraphs && o.fingerprint_only)
+        refused = "--fingerprint-only keeps no documents, so no paragraphs: not with --paragraphs";
+    else if (bo.automatic && o.fingerprint_only)
+        refused = "--boilerplate auto needs texts: a fingerprint-only store has none";
+    if (refused) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s\n", cmd_name, refused);
+        return 2;
+    }
     if (argc - optind < 2)
         goto usage;
     /* A round's bytes to one rank from all of them are counted in an int. */
@@ -725,10 +1072,40 @@ static int cmd_build(int argc, char **argv)
             return 2;
         }
         all_jsonl &= f == INPUT_JSONL;
+        if ((f == INPUT_HEX_LINES) != (o.fingerprint_only != 0)) {
+            if (rank == 0)
+                fprintf(stderr,
+                        o.fingerprint_only
+                            ? "%s: %s: a fingerprint-only store reads --format hex (.hex: bare "
+                              "fingerprints)\n"
+                            : "%s: %s: bare fingerprints (hex) make a fingerprint-only store: add "
+                              "--fingerprint-only\n",
+                        cmd_name, inputs[i]);
+            return 2;
+        }
+    }
+    if (o.fingerprint_only && sketch_given && sketch != SIMSTORE_SKETCH_NONE) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "%s: --fingerprint-only keeps no documents, so no sketches: not with "
+                    "--sketch %s\n",
+                    cmd_name, simstore_sketch_name(sketch));
+        return 2;
+    }
+    if (bo.automatic && !all_jsonl) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "%s: --boilerplate auto reads the texts of JSON Lines documents; an input "
+                    "holds fingerprints\n",
+                    cmd_name);
+        return 1;
     }
     if (!sketch_given)
-        sketch = all_jsonl ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
+        sketch = all_jsonl && !o.fingerprint_only ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE;
     ts.opts.sketch = sketch;
+    if (paragraphs)
+        ts.opts.paragraph_min_words =
+            para_min_words ? para_min_words : SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT;
     o.text = &ts.opts;
     o.source_name = source_name;
     o.source_ctx = inputs;
@@ -758,6 +1135,8 @@ static int cmd_build(int argc, char **argv)
     build_state st;
     memset(&st, 0, sizeof st);
     st.spool_fd = -1;
+    st.fp_only = o.fingerprint_only != 0;
+    st.para_min_words = ts.opts.paragraph_min_words;
     st.sketch = sketch;
     st.sketch_bytes = simstore_sketch_bytes(sketch);
     st.out = calloc((size_t)nranks, sizeof *st.out);
@@ -818,6 +1197,27 @@ static int cmd_build(int argc, char **argv)
         rd.parts[rd.nparts++] = ip;
     }
     free(sizes);
+    /* --boilerplate auto: the set of the whole input first (a pass over
+     * this rank's share with a reader of its own), given to this rank's
+     * shard and fingerprinter. */
+    simstore_boilerplate *set = NULL;
+    int someone = failed;
+    MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!someone && bo.automatic) {
+        reader first = rd;
+        if (find_boilerplate(&st, &first, &bo, &ts.opts, o.memory_bytes, &set)) {
+            failed = 1;
+        } else if ((rc = simstore_builder_set_boilerplate(st.b, set)) != 0 ||
+                   (rc = simstore_fingerprinter_set_boilerplate(st.fpr, set)) != 0) {
+            say("%s: %s", shard, simstore_last_error());
+            failed = 1;
+        }
+        if (show_progress && set) {
+            char desc[160];
+            boiler_describe(set, desc, sizeof desc);
+            progress("boilerplate: %s", desc);
+        }
+    }
     /* Rounds in lockstep: each rank reads up to a chunk, all exchange, and
      * they go on while any rank has more to read and none has failed (a
      * failed rank stops the others at the next round). */
@@ -846,6 +1246,13 @@ static int cmd_build(int argc, char **argv)
     }
     reader_close_part(&rd);
     free(rd.parts);
+    if (show_progress) {
+        uint64_t t[2] = {st.sent, st.spool_len};
+        MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        progress("read %llu %s of %llu input bytes; %llu bytes sent to the shards' ranks",
+                 (unsigned long long)t[0], t[0] == 1 ? "record" : "records",
+                 (unsigned long long)total, (unsigned long long)t[1]);
+    }
     if (st.bad) {
         say("%llu bad %s", (unsigned long long)st.bad, st.bad == 1 ? "record" : "records");
         failed = 1;
@@ -857,7 +1264,7 @@ static int cmd_build(int argc, char **argv)
     /* Everybody sent everything: add what this rank received in input
      * order and finish its shard, unless some rank already failed (then
      * nothing is published anyway). */
-    int someone = failed;
+    someone = failed;
     MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!someone && add_spooled(&st))
         failed = 1;
@@ -871,7 +1278,18 @@ static int cmd_build(int argc, char **argv)
         }
     }
     simstore_builder_abort(st.b);
+    char boiler_desc[160] = "";
+    if (set)
+        boiler_describe(set, boiler_desc, sizeof boiler_desc);
+    simstore_boilerplate_free(set); /* the builder and fingerprinter are done with it */
+    free(st.paras);
     cli_progress_done(&prog);
+    if (show_progress) {
+        uint64_t added = st.records;
+        MPI_Allreduce(MPI_IN_PLACE, &added, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        progress("built %d %s of %llu %s", nranks, nranks == 1 ? "shard" : "shards",
+                 (unsigned long long)added, added == 1 ? "record" : "records");
+    }
     if (agree(failed, "building")) {
         if (rank == 0)
             fprintf(stderr, "%s: %s not published\n", cmd_name, out);
@@ -899,9 +1317,11 @@ static int cmd_build(int argc, char **argv)
             say("%s was built, but cannot be read back: %s", out, simstore_last_error());
             return 1;
         }
-        printf("built %s: %llu %s, %llu distinct %s; %s\n", out, (unsigned long long)s.documents,
-               s.documents == 1 ? "document" : "documents", (unsigned long long)s.fingerprints,
-               s.fingerprints == 1 ? "fingerprint" : "fingerprints", s.design);
+        printf("built %s: %llu %s, %llu distinct %s; %s%s%s\n", out,
+               (unsigned long long)s.documents, s.documents == 1 ? "document" : "documents",
+               (unsigned long long)s.fingerprints,
+               s.fingerprints == 1 ? "fingerprint" : "fingerprints", s.design,
+               *boiler_desc ? "; boilerplate " : "", boiler_desc);
     }
     return 0;
 usage:

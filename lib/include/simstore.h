@@ -941,6 +941,35 @@ SIMSTORE_API uint64_t simstore_boilerplate_counter_documents(const simstore_boil
 SIMSTORE_API int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c,
                                                      simstore_boilerplate **out);
 
+/* Receives one key's document count: the number of counted documents
+ * holding a line with that key. Returns 0, or an error code that stops the
+ * walk (and is returned by it). */
+typedef int (*simstore_line_count_fn)(void *ctx, uint64_t key, uint64_t documents);
+
+/* Every key's document count, keys strictly increasing, to fn: for counts
+ * merged elsewhere (simstore-mpi adds up its ranks' counts; the set is then
+ * the keys whose sum passes simstore_boilerplate_is_line() for the sum of
+ * the documents). The first call ends the counting (no more documents:
+ * SIMSTORE_EINVAL); it may be called again, and
+ * simstore_boilerplate_counter_finish() after it. Memory: a read buffer;
+ * spilled runs are merged from disk again on every call. Errors:
+ * SIMSTORE_EINVAL (NULL c or fn), SIMSTORE_EIO (reading spilled runs),
+ * SIMSTORE_ENOMEM, or fn's code. */
+SIMSTORE_API int simstore_boilerplate_counter_each(simstore_boilerplate_counter *c,
+                                                   simstore_line_count_fn fn, void *ctx);
+
+/* The counter's parameters and its documents so far to *out (lines 0).
+ * c must not be NULL. Cannot fail. */
+SIMSTORE_API void simstore_boilerplate_counter_info(const simstore_boilerplate_counter *c,
+                                                    simstore_boilerplate_info *out);
+
+/* The rule of format/fingerprint.md, "Boilerplate": 1 when a key held by
+ * df of info->documents documents is boilerplate (info->documents at least
+ * info->min_documents, df at least 2, and df * 10^6 greater than
+ * info->fraction_millionths * info->documents, exactly), else 0. Only
+ * documents, min_documents and fraction_millionths are read. Cannot fail. */
+SIMSTORE_API int simstore_boilerplate_is_line(const simstore_boilerplate_info *info, uint64_t df);
+
 /* Release a counter and its spilled runs; NULL is allowed. */
 SIMSTORE_API void simstore_boilerplate_counter_free(simstore_boilerplate_counter *c);
 
@@ -1603,6 +1632,12 @@ typedef struct simstore_document {
                            hold fp; 0 in simstore_export                    */
     int missing;        /* simstore_get: no document has this id (only id,
                            id_len are set)                                   */
+    const uint8_t *paragraphs; /* a store with a paragraph index: the
+                           document's paragraph fingerprints as listed
+                           (simstore_builder_add_paragraphs), text order,
+                           paragraph_count 8-byte little-endian values, not
+                           aligned; NULL when none. Valid during the call  */
+    size_t paragraph_count;
 } simstore_document;
 
 typedef int (*simstore_document_fn)(void *ctx, const simstore_document *doc);

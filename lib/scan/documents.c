@@ -41,6 +41,10 @@ static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *
         d->sketch = rec.sketch; /* inside the record, valid as long as val */
         d->sketch_bytes = simstore_sketch_bytes((simstore_sketch_kind)rec.sketch_kind);
     }
+    if (rec.para_count) {
+        d->paragraphs = rec.paras; /* inside the record, as the sketch */
+        d->paragraph_count = rec.para_count;
+    }
     if (rec.meta) {
         char *m = buf + key->mv_size + 1;
         memcpy(m, rec.meta, rec.meta_len);

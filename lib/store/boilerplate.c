@@ -27,7 +27,8 @@ struct simstore_boilerplate_counter {
     uint64_t documents;
     uint64_t *scratch; /* add_keys: a copy to sort when not increasing */
     size_t scratch_cap;
-    int finished;
+    int finished; /* the sorter is finished: no more documents */
+    int made_set; /* counter_finish was called */
 };
 
 int simstore_boilerplate_counter_new(const simstore_text_options *text,
@@ -142,35 +143,21 @@ int simstore_boilerplate_counter_add(simstore_boilerplate_counter *c, const char
  * df * 10^6 > millionths * N in 128 bits. */
 static int is_boilerplate(const simstore_boilerplate_counter *c, uint64_t df)
 {
-    __extension__ typedef unsigned __int128 u128;
-    return c->documents >= c->min_documents && df >= 2 &&
-           (u128)df * 1000000u > (u128)c->millionths * c->documents;
+    simstore_boilerplate_info info;
+    simstore_boilerplate_counter_info(c, &info);
+    return simstore_boilerplate_is_line(&info, df);
 }
 
-static int keep_key(uint64_t **found, size_t *n, size_t *cap, uint64_t key)
+/* Hand every key's document count (the length of its run in the sorted
+ * stream) to fn, keys increasing: the sorter finished on the first walk,
+ * rewound on the next. */
+static int walk_counts(simstore_boilerplate_counter *c, simstore_line_count_fn fn, void *ctx)
 {
-    if (sims_grow((void **)found, cap, *n + 1, sizeof **found, 64))
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for boilerplate lines");
-    (*found)[(*n)++] = key;
-    return SIMSTORE_OK;
-}
-
-int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c, simstore_boilerplate **out)
-{
-    if (!c || !out)
-        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_finish: NULL argument");
-    *out = NULL;
-    if (c->finished)
-        return sims_fail(SIMSTORE_EINVAL, "boilerplate counter: finished twice");
+    int rc = c->finished ? sims_u64sort_rewind(c->sort) : sims_u64sort_finish(c->sort, 0);
     c->finished = 1;
-    int rc = sims_u64sort_finish(c->sort, 0);
     uint64_t *buf = malloc(READ_VALUES * sizeof *buf);
-    uint64_t *found = NULL;
-    size_t nfound = 0, found_cap = 0;
     if (!buf && rc == SIMSTORE_OK)
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    /* Equal keys are adjacent in the sorted stream: a run is a key's
-     * document count. */
     uint64_t key = 0, df = 0;
     while (rc == SIMSTORE_OK) {
         size_t n = 0;
@@ -180,26 +167,81 @@ int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c, simstor
                 df++;
                 continue;
             }
-            if (df > 0 && is_boilerplate(c, df))
-                rc = keep_key(&found, &nfound, &found_cap, key);
+            if (df > 0)
+                rc = fn(ctx, key, df);
             key = buf[i];
             df = 1;
         }
         if (rc == SIMSTORE_OK && n == 0) {
-            if (df > 0 && is_boilerplate(c, df))
-                rc = keep_key(&found, &nfound, &found_cap, key);
+            if (df > 0)
+                rc = fn(ctx, key, df);
             break;
         }
     }
+    free(buf);
+    return rc;
+}
+
+void simstore_boilerplate_counter_info(const simstore_boilerplate_counter *c,
+                                       simstore_boilerplate_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fraction_millionths = c->millionths;
+    out->fraction = c->millionths / 1e6;
+    out->min_documents = c->min_documents;
+    out->documents = c->documents;
+}
+
+int simstore_boilerplate_is_line(const simstore_boilerplate_info *info, uint64_t df)
+{
+    __extension__ typedef unsigned __int128 u128;
+    return info->documents >= info->min_documents && df >= 2 &&
+           (u128)df * 1000000u > (u128)info->fraction_millionths * info->documents;
+}
+
+int simstore_boilerplate_counter_each(simstore_boilerplate_counter *c, simstore_line_count_fn fn,
+                                      void *ctx)
+{
+    if (!c || !fn)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_each: NULL argument");
+    return walk_counts(c, fn, ctx);
+}
+
+typedef struct found_keys {
+    const simstore_boilerplate_counter *c;
+    uint64_t *v;
+    size_t n, cap;
+} found_keys;
+
+static int keep_boilerplate(void *ctx, uint64_t key, uint64_t df)
+{
+    found_keys *f = (found_keys *)ctx;
+    if (!is_boilerplate(f->c, df))
+        return SIMSTORE_OK;
+    if (sims_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v, 64))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for boilerplate lines");
+    f->v[f->n++] = key;
+    return SIMSTORE_OK;
+}
+
+int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c, simstore_boilerplate **out)
+{
+    if (!c || !out)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_finish: NULL argument");
+    *out = NULL;
+    if (c->made_set)
+        return sims_fail(SIMSTORE_EINVAL, "boilerplate counter: finished twice");
+    c->made_set = 1;
+    found_keys f = {c, NULL, 0, 0};
+    int rc = walk_counts(c, keep_boilerplate, &f);
     if (rc == SIMSTORE_OK) {
         simstore_boilerplate_info info = {0};
         info.fraction = c->millionths / 1e6;
         info.min_documents = c->min_documents;
         info.documents = c->documents;
-        rc = simstore_boilerplate_new(found, nfound, &info, out);
+        rc = simstore_boilerplate_new(f.v, f.n, &info, out);
     }
-    free(found);
-    free(buf);
+    free(f.v);
     return rc;
 }
 

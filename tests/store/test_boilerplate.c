@@ -101,6 +101,29 @@ static size_t brute_force(const line_corpus *c, uint32_t millionths, uint64_t mi
     return n;
 }
 
+/* What simstore_boilerplate_counter_each hands on: the keys passing the
+ * rule (simstore_boilerplate_is_line), strictly increasing. */
+typedef struct walked {
+    simstore_boilerplate_info info;
+    uint64_t keys[LINES];
+    size_t n, seen;
+    uint64_t last;
+} walked;
+
+static int walk_key(void *ctx, uint64_t key, uint64_t df)
+{
+    walked *w = (walked *)ctx;
+    assert_true(w->seen == 0 || key > w->last);
+    assert_true(df >= 1);
+    w->last = key;
+    w->seen++;
+    if (simstore_boilerplate_is_line(&w->info, df)) {
+        assert_true(w->n < LINES);
+        w->keys[w->n++] = key;
+    }
+    return 0;
+}
+
 /* Count c: even documents as texts (with a blank line and a line without
  * tokens), odd ones as keys in a shuffled order with repeats. */
 static simstore_boilerplate *count(const line_corpus *c, double fraction, uint64_t min_docs,
@@ -131,8 +154,26 @@ static simstore_boilerplate *count(const line_corpus *c, double fraction, uint64
         }
     }
     assert_int_equal(simstore_boilerplate_counter_documents(counter), c->ndocs);
+    /* The counts walked twice (the second rereads the runs) give the set
+     * finish makes. */
+    walked *w = calloc(2, sizeof *w);
+    assert_non_null(w);
+    for (int k = 0; k < 2; k++) {
+        simstore_boilerplate_counter_info(counter, &w[k].info);
+        assert_int_equal(w[k].info.documents, c->ndocs);
+        assert_int_equal(simstore_boilerplate_counter_each(counter, walk_key, &w[k]), 0);
+    }
+    assert_int_equal(w[0].seen, w[1].seen);
+    assert_int_equal(w[0].n, w[1].n);
+    assert_int_equal(simstore_boilerplate_counter_add_keys(counter, keys, 1), SIMSTORE_EINVAL);
     simstore_boilerplate *bp;
     assert_int_equal(simstore_boilerplate_counter_finish(counter, &bp), 0);
+    simstore_boilerplate_info made;
+    simstore_boilerplate_get_info(bp, &made);
+    assert_int_equal(made.lines, w[0].n);
+    if (w[0].n)
+        assert_memory_equal(simstore_boilerplate_keys(bp), w[0].keys, w[0].n * sizeof *w[0].keys);
+    free(w);
     *spilled = sims_boilerplate_counter_spilled_runs(counter);
     simstore_boilerplate *again;
     assert_int_equal(simstore_boilerplate_counter_finish(counter, &again), SIMSTORE_EINVAL);
@@ -219,6 +260,8 @@ static void test_boilerplate_counter__api_errors(void **state)
     assert_int_equal(simstore_boilerplate_counter_new(NULL, NULL, &c), 0);
     assert_int_equal(simstore_boilerplate_counter_add(c, NULL, 3), SIMSTORE_EINVAL);
     assert_int_equal(simstore_boilerplate_counter_add_keys(c, NULL, 3), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_boilerplate_counter_each(NULL, walk_key, NULL), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_boilerplate_counter_each(c, NULL, NULL), SIMSTORE_EINVAL);
     assert_int_equal(simstore_boilerplate_counter_add(c, "", 0), 0);
     assert_int_equal(simstore_boilerplate_counter_documents(c), 1);
     simstore_boilerplate *bp;

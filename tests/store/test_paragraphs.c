@@ -150,6 +150,35 @@ static void verify_ok(const char *path)
     assert_int_equal(sum.warnings, 0);
 }
 
+/* simstore_export hands each document's paragraph list as built. */
+typedef struct para_export {
+    simstore_fingerprinter *fpr;
+    size_t docs;
+} para_export;
+
+static int check_exported_paragraphs(void *ctx, const simstore_document *d)
+{
+    para_export *x = (para_export *)ctx;
+    for (size_t i = 0; i < NPLANTED; i++) {
+        if (strlen(PLANTED[i].id) != d->id_len || memcmp(PLANTED[i].id, d->id, d->id_len) != 0)
+            continue;
+        char *text = text_of(PLANTED[i].seeds, PLANTED[i].n);
+        uint64_t fps[16];
+        size_t n = paragraphs_of(x->fpr, text, 8, fps, 16);
+        free(text);
+        assert_int_equal(d->paragraph_count, n);
+        assert_true(n == 0 || d->paragraphs != NULL);
+        for (size_t j = 0; j < n; j++) {
+            uint64_t v = 0;
+            for (int b = 0; b < 8; b++)
+                v |= (uint64_t)d->paragraphs[8 * j + (size_t)b] << (8 * b);
+            assert_true(v == fps[j]);
+        }
+        x->docs++;
+    }
+    return 0;
+}
+
 static void test_paragraphs_planted__partial_copies(void **state)
 {
     (void)state;
@@ -161,6 +190,13 @@ static void test_paragraphs_planted__partial_copies(void **state)
 
     simstore *s;
     simstore_query *q;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), 0);
+    para_export x = {fpr, 0};
+    assert_int_equal(simstore_export(s, NULL, 0, check_exported_paragraphs, &x), 0);
+    assert_int_equal(
+        simstore_export(s, NULL, SIMSTORE_EXPORT_BY_INSERTION, check_exported_paragraphs, &x), 0);
+    assert_int_equal(x.docs, 2 * NPLANTED);
+    simstore_close(s);
     assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s),
                      0);
     simstore_stats st;
