@@ -315,7 +315,7 @@ static int gather_owned(simstore *s, const simstore_cluster_options *keep, int f
     for (int r = 0; r < nranks; r++)
         for (const char *p = o->in[r].data, *end = p + o->in[r].len; p < end;)
             get_doc(&p, &o->docs[o->ndocs++]);
-    qsort(o->docs, o->ndocs, sizeof *o->docs, by_fp_id);
+    sort_items(o->docs, o->ndocs, sizeof *o->docs, by_fp_id);
     for (size_t i = 0; i < n; i++)
         o->docs[i].key = (uint64_t)rank << DOC_KEY_BITS | i;
     o->fps = must(malloc((n ? n : 1) * sizeof *o->fps));
@@ -392,7 +392,7 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
         unsigned shift = 64 - simstore_join_plan_prefix_bits(plan, t);
         for (size_t i = 0; i < nfps; i++)
             v[i] = simstore_join_plan_permute(plan, t, fps[i]);
-        qsort(v, nfps, sizeof *v, cmp_u64);
+        sort_items(v, nfps, sizeof *v, cmp_u64);
         /* Prefix ranges from a sample: rank r owns the prefixes in
          * [split[r - 1], split[r]). */
         uint64_t sample[SAMPLES];
@@ -406,7 +406,7 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
             nall += counts[r];
         }
         MPI_Allgatherv(sample, ns, MPI_UINT64_T, all, counts, displs, MPI_UINT64_T, MPI_COMM_WORLD);
-        qsort(all, (size_t)nall, sizeof *all, cmp_u64);
+        sort_items(all, (size_t)nall, sizeof *all, cmp_u64);
         for (int r = 0; r + 1 < nranks; r++)
             split[r] = nall ? all[(size_t)(r + 1) * (size_t)nall / (size_t)nranks] >> shift : 0;
         for (size_t i = 0; i < nfps; i++) {
@@ -432,7 +432,7 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
                 mine[n++] = get_u64(&p);
             in[r].len = 0;
         }
-        qsort(mine, n, sizeof *mine, cmp_u64);
+        sort_items(mine, n, sizeof *mine, cmp_u64);
         if (!failed) {
             rc = simstore_join_plan_table(plan, t, mine, n, memory, take_pair, pairs);
             if (rc) {
@@ -563,7 +563,7 @@ static int print_sorted(lines *l)
 {
     size_t n;
     orec *v = parse_recs(&l->recs, 0, &n);
-    qsort(v, n, sizeof *v, orec_cmp);
+    sort_items(v, n, sizeof *v, orec_cmp);
     if (show_progress) {
         uint64_t all_lines = sum_ranks(n);
         progress("sorting %llu output %s across the ranks", (unsigned long long)all_lines,
@@ -591,7 +591,7 @@ static int print_sorted(lines *l)
     free(sample.data);
     size_t nall;
     orec *sv = parse_recs(&all, 0, &nall);
-    qsort(sv, nall, sizeof *sv, orec_cmp);
+    sort_items(sv, nall, sizeof *sv, orec_cmp);
     orec *split = must(malloc((size_t)nranks * sizeof *split));
     for (int r = 0; r + 1 < nranks; r++)
         split[r] = nall ? sv[(size_t)(r + 1) * nall / (size_t)nranks] : (orec){"", NULL, 0, 0};
@@ -624,7 +624,7 @@ static int print_sorted(lines *l)
         put(&mine, in[r].data, in[r].len);
     bufs_free(in);
     v = parse_recs(&mine, 0, &n);
-    qsort(v, n, sizeof *v, orec_cmp);
+    sort_items(v, n, sizeof *v, orec_cmp);
     /* Rank 0 prints its lines, then each rank's in turn, a chunk at a time. */
     int failed = 0;
     buf text = {NULL, 0, 0};
@@ -632,7 +632,7 @@ static int print_sorted(lines *l)
         if (rank == r) {
             for (size_t i = 0; i <= n; i++) {
                 if (i == n || text.len + v[i].line_len > chunk_bytes) {
-                    if (rank == 0)
+                    if (rank == 0 && text.len)
                         fwrite(text.data, 1, text.len, stdout);
                     else if (text.len)
                         MPI_Send(text.data, (int)text.len, MPI_BYTE, 0, TAG_LINES, MPI_COMM_WORLD);
@@ -1079,7 +1079,7 @@ static int send_paragraphs(void *ctx, const simstore_document *doc)
             v |= (uint64_t)doc->paragraphs[8 * i + (size_t)b] << (8 * b);
         h->v[i] = v;
     }
-    qsort(h->v, n, sizeof *h->v, cmp_u64);
+    sort_items(h->v, n, sizeof *h->v, cmp_u64);
     for (size_t i = 0, j; i < n; i = j) {
         for (j = i; j < n && h->v[j] == h->v[i]; j++)
             ;
@@ -1196,7 +1196,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
     /* Step 1's holders, by paragraph; the distinct paragraphs. */
     size_t nh = 0;
     holder *hv = take_holders(in, NULL, &nh);
-    qsort(hv, nh, sizeof *hv, holder_by_p_key);
+    sort_items(hv, nh, sizeof *hv, holder_by_p_key);
     uint64_t *fps = must(malloc((nh ? nh : 1) * sizeof *fps));
     size_t *first = must(malloc((nh + 1) * sizeof *first)), nfps = 0;
     for (size_t i = 0; i < nh; i++)
@@ -1253,9 +1253,10 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
     /* Each paragraph's near documents: its holders and those received. */
     size_t nn = nh;
     holder *near = must(malloc((nh ? nh : 1) * sizeof *near));
-    memcpy(near, hv, nh * sizeof *near);
+    if (nh)
+        memcpy(near, hv, nh * sizeof *near);
     near = take_holders(in, near, &nn);
-    qsort(near, nn, sizeof *near, holder_by_p_key);
+    sort_items(near, nn, sizeof *near, holder_by_p_key);
     size_t w = 0;
     for (size_t i = 0; i < nn; i++)
         if (w == 0 || near[i].p != near[w - 1].p || near[i].key != near[w - 1].key)
@@ -1299,7 +1300,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
         }
         in[r].len = 0;
     }
-    qsort(dv, nd, sizeof *dv, dcount_cmp);
+    sort_items(dv, nd, sizeof *dv, dcount_cmp);
     for (size_t i = 0; i < nd;) {
         uint64_t lo = dv[i].a < dv[i].b ? dv[i].a : dv[i].b;
         uint64_t hi = dv[i].a < dv[i].b ? dv[i].b : dv[i].a;
@@ -1354,7 +1355,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
                 uint64_t bits = get_u64(&q);
                 memcpy(&e->fraction, &bits, sizeof bits);
             }
-        qsort(pr->edges, pr->nedges, sizeof *pr->edges, para_edge_cmp);
+        sort_items(pr->edges, pr->nedges, sizeof *pr->edges, para_edge_cmp);
         goto done;
     }
     /* At lo's home: its id attached, on to hi's home. */
@@ -1833,7 +1834,7 @@ static void choose_centres(const clusters_run *c, comp_node *m, size_t lo, size_
     for (size_t i = 0; i < n; i++)
         order[i] = lo + i;
     g_order = m;
-    qsort(order, n, sizeof *order, by_keep);
+    sort_items(order, n, sizeof *order, by_keep);
     for (size_t k = 0; k < n; k++) {
         comp_node *x = &m[order[k]];
         if (x->centre != SIZE_MAX)
@@ -1898,7 +1899,8 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
         g.first_adj[i + 1] += g.first_adj[i];
     adjacency *sorted = must(malloc((g.nadj ? g.nadj : 1) * sizeof *sorted));
     size_t *at = must(malloc((g.n ? g.n : 1) * sizeof *at));
-    memcpy(at, g.first_adj, g.n * sizeof *at);
+    if (g.n)
+        memcpy(at, g.first_adj, g.n * sizeof *at);
     for (e = 0; e < g.nadj; e++)
         sorted[at[g.adj[e].node]++] = g.adj[e];
     free(at);
@@ -1954,7 +1956,7 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
             m[n].neighbours = q;
             q += 8 * m[n].degree;
         }
-    qsort(m, n, sizeof *m, by_label_key);
+    sort_items(m, n, sizeof *m, by_label_key);
     /* Each node's kept document (its centre's best) back to its owner,
      * when its cluster has two documents or more (or singletons). */
     for (size_t lo = 0, hi; lo < n; lo = hi) {

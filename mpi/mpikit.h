@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 extern int rank, nranks;
 extern const char *cmd_name; /* "simstore-mpi COMMAND", for messages */
@@ -27,6 +28,15 @@ extern int show_progress;
 /* A progress line of rank 0 on stderr ("simstore-mpi CMD: ..."), with
  * --progress; nothing otherwise. Not collective: totals are the caller's. */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* qsort(3) of n items, also when base is NULL with n 0 (an empty rank's
+ * arrays), which qsort itself must not be given. */
+static inline void sort_items(void *base, size_t n, size_t size,
+                              int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
 
 typedef struct buf {
     char *data;

@@ -813,7 +813,7 @@ static int find_boilerplate(build_state *st, reader *rd, const boiler_opts *bo,
     MPI_Allgatherv(c.v, mine, MPI_UINT64_T, keys, counts, displs, MPI_UINT64_T, MPI_COMM_WORLD);
     free(counts);
     free(c.v);
-    qsort(keys, all, sizeof *keys, cmp_key);
+    sort_items(keys, all, sizeof *keys, cmp_key);
     size_t n = 0;
     for (size_t i = 0; i < all; i++)
         if (n == 0 || keys[i] != keys[n - 1])
