@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define SIMS_ERRMSG_BYTES 1024
 
@@ -109,14 +110,38 @@ int sims_retry_or_fail(int code)
     return SIMS_ERETRY;
 }
 
+void sims_retry_pause(unsigned attempt)
+{
+    if (attempt <= SIMS_READ_ATTEMPTS) {
+        sched_yield(); /* the next attempt on a fresh time slice */
+        return;
+    }
+    unsigned ms = attempt - SIMS_READ_ATTEMPTS;
+    struct timespec ts = {0, (long)(ms < 10 ? ms : 10) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+double sims_retry_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int sims_retry_more(unsigned attempt, unsigned min_attempts, double start)
+{
+    return attempt < min_attempts || sims_retry_clock() - start < SIMS_RETRY_SECONDS;
+}
+
 int sims_retry(sims_attempt_fn attempt, void *ctx)
 {
     /* An attempt that returned SIMS_ERETRY without naming its error. */
     sims_retry_code = SIMSTORE_EBUSY;
     int rc = SIMS_ERETRY;
-    for (int i = 0; i < SIMS_READ_ATTEMPTS && rc == SIMS_ERETRY; i++) {
+    double start = sims_retry_clock();
+    for (unsigned i = 0; rc == SIMS_ERETRY && sims_retry_more(i, SIMS_READ_ATTEMPTS, start); i++) {
         if (i > 0)
-            sched_yield(); /* the next attempt on a fresh time slice */
+            sims_retry_pause(i);
         rc = attempt(ctx);
     }
     return rc == SIMS_ERETRY ? sims_retry_code : rc;

@@ -40,8 +40,22 @@ void sims_error_clear(void);
 #define SIMS_ERETRY (-1001)
 
 /* Attempts sims_retry() makes before a view that keeps going stale is an
- * error. */
+ * error, at the least: it goes on for SIMS_RETRY_SECONDS in all, pausing
+ * longer and longer (sims_retry_pause), so that a reader outlasts a burst of
+ * commits on a slow or loaded machine instead of failing. */
 #define SIMS_READ_ATTEMPTS 8
+#define SIMS_RETRY_SECONDS 5
+
+/* Before attempt number `attempt` (1, 2, ...) of a read whose view went
+ * stale: yield the CPU for the first SIMS_READ_ATTEMPTS, then sleep 1 ms,
+ * 2 ms, ... up to 10 ms. */
+void sims_retry_pause(unsigned attempt);
+
+/* Whether a read that began at `start` (CLOCK_MONOTONIC seconds,
+ * sims_retry_clock) may make attempt number `attempt` (from 0) after at
+ * least `min_attempts`: within SIMS_RETRY_SECONDS. */
+double sims_retry_clock(void);
+int sims_retry_more(unsigned attempt, unsigned min_attempts, double start);
 
 /* This attempt found its view stale: return SIMS_ERETRY, and keep `code`
  * (with the detail message already set) as the result sims_retry() gives if
@@ -52,8 +66,8 @@ int sims_retry_or_fail(int code);
  * attempted again from a new view, anything else to end. */
 typedef int (*sims_attempt_fn)(void *ctx);
 
-/* Call attempt(ctx) until it returns anything but SIMS_ERETRY, at most
- * SIMS_READ_ATTEMPTS times, and return what it returned; when every attempt
+/* Call attempt(ctx) until it returns anything but SIMS_ERETRY, at least
+ * SIMS_READ_ATTEMPTS times and for up to SIMS_RETRY_SECONDS, and return what it returned; when every attempt
  * found its view stale, the code the last one gave sims_retry_or_fail().
  * Never returns SIMS_ERETRY. */
 int sims_retry(sims_attempt_fn attempt, void *ctx);

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,10 +565,12 @@ static int lazy_load_locked(sims_env_shared *sh, MDB_txn *txn)
     return rc;
 }
 
-/* How often a reader begins its transaction again when writers commit twice
- * while it checks the snapshot (each time after yielding the CPU), before
- * it gives up with SIMSTORE_EBUSY. A loaded machine with busy writers needs
- * a few dozen. */
+/* How often, at the least, a reader begins its transaction again when
+ * writers commit twice while it checks the snapshot (after yielding the
+ * CPU, then sleeping: sims_retry_pause), before it gives up with
+ * SIMSTORE_EBUSY; it goes on for SIMS_RETRY_SECONDS in all. A loaded
+ * machine with busy writers needs a few dozen; under AddressSanitizer a
+ * check can outlast several commits, and the reader waits for a pause. */
 #define LAZY_ENTER_ATTEMPTS 64
 
 /* After a read transaction began (or was renewed): check its snapshot's
@@ -581,15 +582,16 @@ static int lazy_load_locked(sims_env_shared *sh, MDB_txn *txn)
 static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
 {
     int rc = SIMSTORE_OK;
-    for (int attempt = 0;; attempt++) {
+    double start = sims_retry_clock();
+    for (unsigned attempt = 0;; attempt++) {
         pthread_mutex_lock(&sh->lazy_mu);
         rc = sh->walked ? SIMSTORE_OK : lazy_load_locked(sh, *txn);
         pthread_mutex_unlock(&sh->lazy_mu);
-        if (rc != SIMS_ERETRY || attempt == LAZY_ENTER_ATTEMPTS)
+        if (rc != SIMS_ERETRY || !sims_retry_more(attempt + 1, LAZY_ENTER_ATTEMPTS, start))
             break;
-        /* Begin again on a fresh time slice: the check failed because the
-         * thread lost the CPU while writers committed twice. */
-        sched_yield();
+        /* Begin again on a fresh time slice, later and later: the check
+         * failed because writers committed twice while it ran. */
+        sims_retry_pause(attempt + 1);
         mdb_txn_reset(*txn);
         int mrc = mdb_txn_renew(*txn);
         if (mrc == MDB_MAP_RESIZED) {
