@@ -521,8 +521,11 @@ static int walk_lmdb_once(void *ctx)
     sims_map_close(&map);
     if (rc == SIMSTORE_ENOMEM)
         return rc;
-    if (w->sum->errors != 0 && newest_txnid(w->mdb_path) != before)
+    uint64_t after = newest_txnid(w->mdb_path);
+    if (w->sum->errors != 0 && after != before) {
+        sims_retry_saw(after);
         return sims_retry_or_fail(SIMSTORE_OK);
+    }
     return SIMSTORE_OK;
 }
 

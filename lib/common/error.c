@@ -15,6 +15,9 @@ static _Thread_local char sims_errmsg[SIMS_ERRMSG_BYTES];
 /* What sims_retry() returns when its attempts run out: the last attempt's
  * sims_retry_or_fail() code, beside the message it set. */
 static _Thread_local int sims_retry_code;
+/* What the current attempt saw, when it said (sims_retry_saw). */
+static _Thread_local uint64_t sims_retry_stamp;
+static _Thread_local int sims_retry_stamped;
 
 unsigned simstore_version_number(void)
 {
@@ -128,21 +131,42 @@ double sims_retry_clock(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int sims_retry_more(unsigned attempt, unsigned min_attempts, double start)
+int sims_retry_more(unsigned attempt, unsigned min_attempts, double start, int moved)
 {
-    return attempt < min_attempts || sims_retry_clock() - start < SIMS_RETRY_SECONDS;
+    if (attempt < min_attempts)
+        return 1;
+    return moved && sims_retry_clock() - start < SIMS_RETRY_SECONDS;
+}
+
+void sims_retry_saw(uint64_t stamp)
+{
+    sims_retry_stamp = stamp;
+    sims_retry_stamped = 1;
 }
 
 int sims_retry(sims_attempt_fn attempt, void *ctx)
 {
     /* An attempt that returned SIMS_ERETRY without naming its error. */
     sims_retry_code = SIMSTORE_EBUSY;
-    int rc = SIMS_ERETRY;
     double start = sims_retry_clock();
-    for (unsigned i = 0; rc == SIMS_ERETRY && sims_retry_more(i, SIMS_READ_ATTEMPTS, start); i++) {
+    uint64_t last = 0;
+    int have_last = 0;
+    int rc;
+    for (unsigned i = 0;; i++) {
         if (i > 0)
             sims_retry_pause(i);
+        sims_retry_stamped = 0;
         rc = attempt(ctx);
+        if (rc != SIMS_ERETRY)
+            break;
+        /* The store moved on since the last attempt: a writer is at work. */
+        int moved = sims_retry_stamped && have_last && sims_retry_stamp != last;
+        if (sims_retry_stamped) {
+            last = sims_retry_stamp;
+            have_last = 1;
+        }
+        if (!sims_retry_more(i + 1, SIMS_READ_ATTEMPTS, start, moved))
+            break;
     }
     return rc == SIMS_ERETRY ? sims_retry_code : rc;
 }

@@ -40,9 +40,11 @@ void sims_error_clear(void);
 #define SIMS_ERETRY (-1001)
 
 /* Attempts sims_retry() makes before a view that keeps going stale is an
- * error, at the least: it goes on for SIMS_RETRY_SECONDS in all, pausing
- * longer and longer (sims_retry_pause), so that a reader outlasts a burst of
- * commits on a slow or loaded machine instead of failing. */
+ * error. Past them it goes on, for up to SIMS_RETRY_SECONDS in all and
+ * pausing longer and longer (sims_retry_pause), only while each attempt saw
+ * the store in a new state (sims_retry_saw): a reader outlasts a burst of
+ * commits on a slow or loaded machine, but bytes that look torn and stay
+ * the same are damage, reported at once. */
 #define SIMS_READ_ATTEMPTS 8
 #define SIMS_RETRY_SECONDS 5
 
@@ -52,10 +54,18 @@ void sims_error_clear(void);
 void sims_retry_pause(unsigned attempt);
 
 /* Whether a read that began at `start` (CLOCK_MONOTONIC seconds,
- * sims_retry_clock) may make attempt number `attempt` (from 0) after at
- * least `min_attempts`: within SIMS_RETRY_SECONDS. */
+ * sims_retry_clock) may make attempt number `attempt` (from 0): always
+ * within `min_attempts`; past them while the store `moved` (the last
+ * attempt saw another state than the one before) and within
+ * SIMS_RETRY_SECONDS. */
 double sims_retry_clock(void);
-int sims_retry_more(unsigned attempt, unsigned min_attempts, double start);
+int sims_retry_more(unsigned attempt, unsigned min_attempts, double start, int moved);
+
+/* The attempt under way found its view stale in the store's state `stamp`
+ * (the LMDB transaction it read, a hash of the bytes it checked): the same
+ * stamp in two attempts in a row means nothing moved. An attempt that says
+ * nothing gets SIMS_READ_ATTEMPTS attempts. */
+void sims_retry_saw(uint64_t stamp);
 
 /* This attempt found its view stale: return SIMS_ERETRY, and keep `code`
  * (with the detail message already set) as the result sims_retry() gives if
@@ -66,8 +76,9 @@ int sims_retry_or_fail(int code);
  * attempted again from a new view, anything else to end. */
 typedef int (*sims_attempt_fn)(void *ctx);
 
-/* Call attempt(ctx) until it returns anything but SIMS_ERETRY, at least
- * SIMS_READ_ATTEMPTS times and for up to SIMS_RETRY_SECONDS, and return what it returned; when every attempt
+/* Call attempt(ctx) until it returns anything but SIMS_ERETRY (at least
+ * SIMS_READ_ATTEMPTS times, then while the store moves: sims_retry_more),
+ * and return what it returned; when every attempt
  * found its view stale, the code the last one gave sims_retry_or_fail().
  * Never returns SIMS_ERETRY. */
 int sims_retry(sims_attempt_fn attempt, void *ctx);

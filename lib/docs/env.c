@@ -3,6 +3,7 @@
 
 #include "docs/lmdbwalk.h"
 
+#include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
 
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +142,16 @@ static int check_metas_once(void *path)
     if (sims_map_open((const char *)path, &map) != SIMSTORE_OK)
         return SIMSTORE_OK; /* no file yet, or unreadable: LMDB says which */
     int rc = sims_lmdb_check_metas(map.data, map.size, NULL, NULL);
+    /* A meta page a writer is rewriting can look damaged: look again, for
+     * as long as the bytes change (the meta pages lie within the first
+     * 128 KiB at any page size). */
+    if (rc != SIMSTORE_OK) {
+        size_t head = map.size < (size_t)128 << 10 ? map.size : (size_t)128 << 10;
+        sims_retry_saw(sims_xxh3_64(map.data, head, 0));
+        if (rc != SIMS_ERETRY)
+            rc = sims_retry_or_fail(rc);
+    }
     sims_map_close(&map);
-    /* A meta page a writer is rewriting can look damaged: look again. */
-    if (rc != SIMSTORE_OK && rc != SIMS_ERETRY)
-        rc = sims_retry_or_fail(rc);
     return rc;
 }
 
@@ -522,6 +530,8 @@ static int env_walk_once(void *arg)
                             w->summary);
         sims_map_close(&map);
     }
+    if (rc == SIMS_ERETRY)
+        sims_retry_saw((uint64_t)mdb_txn_id(txn));
     mdb_txn_abort(txn);
     return rc;
 }
@@ -568,7 +578,8 @@ static int lazy_load_locked(sims_env_shared *sh, MDB_txn *txn)
 /* How often, at the least, a reader begins its transaction again when
  * writers commit twice while it checks the snapshot (after yielding the
  * CPU, then sleeping: sims_retry_pause), before it gives up with
- * SIMSTORE_EBUSY; it goes on for SIMS_RETRY_SECONDS in all. A loaded
+ * SIMSTORE_EBUSY; past them it goes on while writers commit, for up to
+ * SIMS_RETRY_SECONDS in all. A loaded
  * machine with busy writers needs a few dozen; under AddressSanitizer a
  * check can outlast several commits, and the reader waits for a pause. */
 #define LAZY_ENTER_ATTEMPTS 64
@@ -583,15 +594,25 @@ static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
 {
     int rc = SIMSTORE_OK;
     double start = sims_retry_clock();
+    uint64_t last = 0;
     for (unsigned attempt = 0;; attempt++) {
+        uint64_t id = (uint64_t)mdb_txn_id(*txn);
         pthread_mutex_lock(&sh->lazy_mu);
         rc = sh->walked ? SIMSTORE_OK : lazy_load_locked(sh, *txn);
         pthread_mutex_unlock(&sh->lazy_mu);
-        if (rc != SIMS_ERETRY || !sims_retry_more(attempt + 1, LAZY_ENTER_ATTEMPTS, start))
+        /* Past the first attempts, only while writers commit: a snapshot
+         * that stays put and still fails the check is damaged. */
+        int moved = attempt > 0 && id != last;
+        last = id;
+        if (rc != SIMS_ERETRY || !sims_retry_more(attempt + 1, LAZY_ENTER_ATTEMPTS, start, moved))
             break;
-        /* Begin again on a fresh time slice, later and later: the check
-         * failed because writers committed twice while it ran. */
-        sims_retry_pause(attempt + 1);
+        /* Begin again on a fresh time slice (later and later while writers
+         * commit): the check failed because writers committed twice while
+         * it ran. */
+        if (moved)
+            sims_retry_pause(attempt + 1);
+        else
+            sched_yield();
         mdb_txn_reset(*txn);
         int mrc = mdb_txn_renew(*txn);
         if (mrc == MDB_MAP_RESIZED) {
@@ -649,9 +670,11 @@ int sims_env_check(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key
             rc = sims_fail_context(rc, "%s", sh->dir);
     }
     pthread_mutex_unlock(&sh->lazy_mu);
-    if (rc == SIMS_ERETRY)
+    if (rc == SIMS_ERETRY) {
+        sims_retry_saw((uint64_t)mdb_txn_id(txn));
         rc = sims_retry_or_fail(
             sims_fail(SIMSTORE_EBUSY, "%s: data.mdb kept changing while it was checked", sh->dir));
+    }
     return rc;
 }
 

@@ -45,6 +45,53 @@ static void test_common_error__detail_and_context(void **state)
     assert_non_null(strstr(simstore_last_error(), "block 3"));
 }
 
+/* An attempt that finds its view stale every time, in the state `stamps`
+ * gives (0: says nothing, 1: always the same, 2: a new one each time), and
+ * succeeds at attempt `ok_at` (0: never). */
+typedef struct stale_reader {
+    int stamps;
+    unsigned ok_at;
+    unsigned calls;
+} stale_reader;
+
+static int stale_attempt(void *ctx)
+{
+    stale_reader *r = (stale_reader *)ctx;
+    r->calls++;
+    if (r->ok_at && r->calls == r->ok_at)
+        return SIMSTORE_OK;
+    if (r->stamps == 1)
+        sims_retry_saw(42);
+    else if (r->stamps == 2)
+        sims_retry_saw(r->calls);
+    return sims_retry_or_fail(sims_fail(SIMSTORE_ECORRUPT, "torn"));
+}
+
+/* sims_retry: a view that stays the same and still looks torn is damage,
+ * reported after SIMS_READ_ATTEMPTS attempts; a store that keeps moving is
+ * read again past them, until an attempt succeeds. */
+static void test_common_error__retry_goes_on_only_while_the_store_moves(void **state)
+{
+    (void)state;
+    stale_reader quiet = {0, 0, 0};
+    assert_int_equal(sims_retry(stale_attempt, &quiet), SIMSTORE_ECORRUPT);
+    assert_int_equal(quiet.calls, SIMS_READ_ATTEMPTS);
+
+    stale_reader damaged = {1, 0, 0};
+    assert_int_equal(sims_retry(stale_attempt, &damaged), SIMSTORE_ECORRUPT);
+    assert_int_equal(damaged.calls, SIMS_READ_ATTEMPTS);
+    assert_non_null(strstr(simstore_last_error(), "torn"));
+
+    stale_reader busy = {2, 3 * SIMS_READ_ATTEMPTS, 0};
+    assert_int_equal(sims_retry(stale_attempt, &busy), SIMSTORE_OK);
+    assert_int_equal(busy.calls, 3 * SIMS_READ_ATTEMPTS);
+
+    /* The minimum holds whatever the stamps say. */
+    stale_reader late = {1, SIMS_READ_ATTEMPTS, 0};
+    assert_int_equal(sims_retry(stale_attempt, &late), SIMSTORE_OK);
+    assert_int_equal(late.calls, SIMS_READ_ATTEMPTS);
+}
+
 static void test_common_bytes__little_and_big_endian(void **state)
 {
     (void)state;
@@ -145,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_common_error__codes_have_names),
         cmocka_unit_test(test_common_error__detail_and_context),
+        cmocka_unit_test(test_common_error__retry_goes_on_only_while_the_store_moves),
         cmocka_unit_test(test_common_bytes__little_and_big_endian),
         cmocka_unit_test(test_common_bytes__cursor_never_overruns),
         cmocka_unit_test(test_common_fileio__commit_publishes_abort_leaves_nothing),
