@@ -138,6 +138,11 @@ int sims_retry_more(unsigned attempt, unsigned min_attempts, double start, int m
     return moved && sims_retry_clock() - start < SIMS_RETRY_SECONDS;
 }
 
+int sims_retry_final(int rc)
+{
+    return rc == SIMS_ERETRY ? sims_retry_code : rc;
+}
+
 void sims_retry_saw(uint64_t stamp)
 {
     sims_retry_stamp = stamp;
@@ -148,6 +153,10 @@ int sims_retry(sims_attempt_fn attempt, void *ctx)
 {
     /* An attempt that returned SIMS_ERETRY without naming its error. */
     sims_retry_code = SIMSTORE_EBUSY;
+    /* A retry loop inside an attempt of another leaves the outer one's
+     * stamp as it found it. */
+    uint64_t outer_stamp = sims_retry_stamp;
+    int outer_stamped = sims_retry_stamped;
     double start = sims_retry_clock();
     uint64_t last = 0;
     int have_last = 0;
@@ -168,6 +177,8 @@ int sims_retry(sims_attempt_fn attempt, void *ctx)
         if (!sims_retry_more(i + 1, SIMS_READ_ATTEMPTS, start, moved))
             break;
     }
+    sims_retry_stamp = outer_stamp;
+    sims_retry_stamped = outer_stamped;
     return rc == SIMS_ERETRY ? sims_retry_code : rc;
 }
 

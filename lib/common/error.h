@@ -83,6 +83,11 @@ typedef int (*sims_attempt_fn)(void *ctx);
  * Never returns SIMS_ERETRY. */
 int sims_retry(sims_attempt_fn attempt, void *ctx);
 
+/* Where a read cannot begin again (it has handed out results from a view
+ * it holds): `rc`, or when it is SIMS_ERETRY the code the attempt gave
+ * sims_retry_or_fail(). */
+int sims_retry_final(int rc);
+
 /* Every rejection of on-disk bytes goes through SIMS_CORRUPT: it returns
  * SIMSTORE_ECORRUPT with a message naming what is wrong; debug builds append
  * the source location that caught it. */

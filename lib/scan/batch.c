@@ -823,5 +823,6 @@ int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_
         sims_snapshot_release(b.snap);
     }
     batch_free(&b);
-    return rc;
+    /* A view that went stale mid-batch, after answers went out. */
+    return sims_retry_final(rc);
 }

@@ -137,7 +137,8 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
     }
     free(buf);
     scan_state_end(&st);
-    return rc;
+    /* A view that went stale after documents went out. */
+    return sims_retry_final(rc);
 }
 
 /* ---- export ----------------------------------------------------------------- */

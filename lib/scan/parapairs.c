@@ -198,9 +198,11 @@ static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p,
     simstore_query_free(q);
     /* One state throughout, or read everything again. */
     if (rc == SIMSTORE_OK && (rc = read_generation(s, &gen_after)) == SIMSTORE_OK &&
-        gen_after != gen_before)
+        gen_after != gen_before) {
+        sims_retry_saw(gen_after);
         rc = sims_retry_or_fail(
             sims_fail(SIMSTORE_EBUSY, "%s kept changing during the paragraph pairs", s->path));
+    }
     if (rc)
         return rc;
     /* Both directions of a pair side by side (a before b's own). */

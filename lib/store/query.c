@@ -526,9 +526,11 @@ static int answer_once(void *ctx)
         rc = begin_txn(q);
         if (rc == SIMSTORE_OK) {
             in_txn = 1;
-            if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id)
+            if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id) {
+                sims_retry_saw((uint64_t)mdb_txn_id(q->txn));
                 rc = sims_retry_or_fail(sims_fail(
                     SIMSTORE_EBUSY, "%s kept changing during the query", s->path));
+            }
         }
     }
     if (rc == SIMSTORE_OK)
@@ -646,10 +648,21 @@ int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_l
     return rc;
 }
 
-int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint64_t *fp)
+typedef struct has_id_ctx {
+    simstore_query *q;
+    const char *id;
+    size_t id_len;
+    uint64_t *fp;
+} has_id_ctx;
+
+/* One look-up of simstore_query_has_id from one read transaction. */
+static int has_id_once(void *arg)
 {
-    if (!q || !id || id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)
-        return sims_fail(SIMSTORE_EINVAL, "has_id: a NULL query or an id of %zu bytes", id_len);
+    has_id_ctx *h = (has_id_ctx *)arg;
+    simstore_query *q = h->q;
+    const char *id = h->id;
+    size_t id_len = h->id_len;
+    uint64_t *fp = h->fp;
     simstore *s = q->store;
     int rc = begin_txn(q);
     if (rc)
@@ -679,6 +692,14 @@ int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint
     return rc;
 }
 
+int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint64_t *fp)
+{
+    if (!q || !id || id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)
+        return sims_fail(SIMSTORE_EINVAL, "has_id: a NULL query or an id of %zu bytes", id_len);
+    has_id_ctx h = {q, id, id_len, fp};
+    return sims_retry(has_id_once, &h);
+}
+
 /* ---- Batch support (lib/scan; store_internal.h) ------------------------- */
 
 void sims_sort_matches(simstore_match *m, size_t n)
@@ -704,6 +725,7 @@ int sims_query_join_state(simstore_query *q, const sims_snapshot *snap)
     if (rc)
         return rc;
     if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id) {
+        sims_retry_saw((uint64_t)mdb_txn_id(q->txn));
         mdb_txn_reset(q->txn);
         return sims_retry_or_fail(
             sims_fail(SIMSTORE_EBUSY, "%s kept changing during the query", q->store->path));

@@ -280,9 +280,11 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
                            "(build --replace) after a change this handle had not loaded; "
                            "open it again",
                            s->path);
-        else if (rc == SIMSTORE_ENOTFOUND && store_moved_on(s, txn))
+        else if (rc == SIMSTORE_ENOTFOUND && store_moved_on(s, txn)) {
             /* Not damage: a newer state replaced this one's files. */
+            sims_retry_saw(txn_id);
             rc = sims_retry_or_fail(rc);
+        }
         if (rc == SIMSTORE_OK && para)
             snap->para_segments[snap->para_segment_count++] = seg;
         else if (rc == SIMSTORE_OK)
@@ -538,8 +540,16 @@ void simstore_get_text_options(const simstore *s, simstore_text_options *out)
     *out = s->text;
 }
 
-static int load_store_record(simstore *s)
+/* One read of the store's records (store, text, boilerplate) from one
+ * snapshot; again from a new one when a writer moved on meanwhile
+ * (load_store_record). */
+static int load_store_record_once(void *ctx)
 {
+    simstore *s = (simstore *)ctx;
+    free(s->design);
+    s->design = NULL;
+    simstore_boilerplate_free(s->boilerplate);
+    s->boilerplate = NULL;
     MDB_txn *txn;
     int rc = sims_env_read_begin(&s->env, &txn);
     if (rc)
@@ -577,6 +587,11 @@ static int load_store_record(simstore *s)
         rc = sims_store_load_boilerplate(s, txn);
     mdb_txn_abort(txn);
     return rc;
+}
+
+static int load_store_record(simstore *s)
+{
+    return sims_retry(load_store_record_once, s);
 }
 
 int simstore_open(const char *path, unsigned flags, simstore **out)
