@@ -684,6 +684,9 @@ typedef struct scan_opts {
     int similarity;        /* --similarity */
     double min_similarity; /* --min-similarity */
     uint64_t memory;       /* --memory (1G) */
+    int paragraphs;        /* --paragraphs */
+    double min_fraction;   /* --min-fraction */
+    int min_fraction_given;
 } scan_opts;
 
 /* Rank 0 checks the whole store (manifest, shards, R), then every rank
@@ -746,6 +749,18 @@ enum {
     O_UNSUPPORTED
 };
 
+/* --min-fraction's value, 0..1. Returns 0, or -1 for anything else. */
+static int parse_fraction(const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double f = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno || !(f >= 0 && f <= 1))
+        return -1;
+    *out = f;
+    return 0;
+}
+
 /* Apply option c shared by both commands. Returns 0, or 2 for a bad
  * value or an option of neither (the caller says so). */
 static int common_option(int c, const char *arg, scan_opts *o)
@@ -782,6 +797,12 @@ static int common_option(int c, const char *arg, scan_opts *o)
             return 2;
         chunk_bytes = v;
         return 0;
+    case O_PARAGRAPHS: o->paragraphs = 1; return 0;
+    case O_MIN_FRACTION:
+        if (parse_fraction(arg, &o->min_fraction))
+            return 2;
+        o->min_fraction_given = 1;
+        return 0;
     default: return 2;
     }
 }
@@ -816,6 +837,36 @@ static int usage_error(int argc, char **argv)
     return 2;
 }
 
+/* After the options of either command: one operand, --min-fraction only
+ * with --paragraphs, and `conflict` (NULL: none) refused. Returns 0 or 2
+ * (said by rank 0). */
+static int check_options(int argc, char **argv, const scan_opts *o, const char *conflict)
+{
+    if (argc - optind != 1)
+        return usage_error(argc, argv);
+    const char *refused = conflict;
+    if (o->min_fraction_given && !o->paragraphs)
+        refused = "--min-fraction goes with --paragraphs";
+    if (refused && rank == 0)
+        fprintf(stderr, "%s: %s\n", cmd_name, refused);
+    return refused ? 2 : 0;
+}
+
+/* --paragraphs on a store without a paragraph index: 1 (said by rank 0,
+ * the shard closed), else 0. */
+static int lacks_paragraph_index(simstore *s, const simstore_stats *st, const char *out)
+{
+    if (st->paragraph_min_words)
+        return 0;
+    if (rank == 0)
+        fprintf(stderr,
+                "%s: %s has no paragraph index (build it with --paragraphs): --paragraphs "
+                "needs one\n",
+                cmd_name, out);
+    simstore_close(s);
+    return 1;
+}
+
 /* Exit 2 for an option not supported yet; why: NULL or a hint. */
 static int unsupported(const char *what, const char *why)
 {
@@ -823,18 +874,6 @@ static int unsupported(const char *what, const char *why)
         fprintf(stderr, "%s: %s is not supported yet%s%s\n", cmd_name, what, why ? ": " : "",
                 why ? why : "");
     return 2;
-}
-
-/* --min-fraction's value, 0..1. Returns 0, or -1 for anything else. */
-static int parse_fraction(const char *arg, double *out)
-{
-    char *end;
-    errno = 0;
-    double f = strtod(arg, &end);
-    if (end == arg || *end != '\0' || errno || !(f >= 0 && f <= 1))
-        return -1;
-    *out = f;
-    return 0;
 }
 
 /* ---- pairs ---------------------------------------------------------------------- */
@@ -1456,8 +1495,8 @@ int cmd_mpi_pairs(int argc, char **argv)
     pairs_run p;
     memset(&p, 0, sizeof p);
     p.o.memory = (uint64_t)1 << 30;
-    int c, li = 0, paragraphs = 0, min_fraction_given = 0;
-    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    p.o.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    int c, li = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         if (c == 'h') {
@@ -1466,12 +1505,6 @@ int cmd_mpi_pairs(int argc, char **argv)
             return 0;
         } else if (c == O_BY_FP) {
             p.by_fp = 1;
-        } else if (c == O_PARAGRAPHS) {
-            paragraphs = 1;
-        } else if (c == O_MIN_FRACTION) {
-            if (parse_fraction(optarg, &min_fraction))
-                return usage_error(argc, argv);
-            min_fraction_given = 1;
         } else if (c == O_UNSUPPORTED) {
             char what[64];
             snprintf(what, sizeof what, "--%s", longopts[li].name);
@@ -1480,19 +1513,13 @@ int cmd_mpi_pairs(int argc, char **argv)
             return usage_error(argc, argv);
         }
     }
-    if (argc - optind != 1)
-        return usage_error(argc, argv);
-    const char *refused = NULL;
-    if (min_fraction_given && !paragraphs)
-        refused = "--min-fraction goes with --paragraphs";
-    else if (paragraphs && (p.by_fp || p.o.similarity || p.o.min_similarity > 0))
-        refused = "--paragraphs pairs documents by their paragraphs: not with "
-                  "--by-fingerprint, --similarity or --min-similarity";
-    if (refused) {
-        if (rank == 0)
-            fprintf(stderr, "%s: %s\n", cmd_name, refused);
-        return 2;
-    }
+    int bad = check_options(argc, argv, &p.o,
+                            p.o.paragraphs && (p.by_fp || p.o.similarity || p.o.min_similarity > 0)
+                                ? "--paragraphs pairs documents by their paragraphs: not with "
+                                  "--by-fingerprint, --similarity or --min-similarity"
+                                : NULL);
+    if (bad)
+        return bad;
     if (p.by_fp && p.o.min_similarity > 0) {
         if (rank == 0)
             fprintf(stderr,
@@ -1507,20 +1534,13 @@ int cmd_mpi_pairs(int argc, char **argv)
     if (status)
         return status;
     p.sketch = st.sketch;
-    if (paragraphs) {
-        if (!st.paragraph_min_words) {
-            if (rank == 0)
-                fprintf(stderr,
-                        "%s: %s has no paragraph index (build it with --paragraphs): "
-                        "--paragraphs needs one\n",
-                        cmd_name, argv[optind]);
-            simstore_close(s);
+    if (p.o.paragraphs) {
+        if (lacks_paragraph_index(s, &st, argv[optind]))
             return 1;
-        }
         para_run pr;
         memset(&pr, 0, sizeof pr);
         pr.json = p.o.json;
-        pr.min_fraction = min_fraction;
+        pr.min_fraction = p.o.min_fraction;
         if (lines_open(&pr.l) != 0) {
             say("out of memory");
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -2068,8 +2088,8 @@ int cmd_mpi_clusters(int argc, char **argv)
     simstore_cluster_options keep;
     simstore_cluster_options_init(&keep);
     const char *field = NULL;
-    int ch, li = 0, paragraphs = 0, min_fraction_given = 0, mode_given = 0;
-    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    c.o.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    int ch, li = 0, mode_given = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         if (ch == 'h') {
@@ -2090,33 +2110,18 @@ int cmd_mpi_clusters(int argc, char **argv)
             }
         } else if (ch == O_SINGLETONS) {
             c.singletons = 1;
-        } else if (ch == O_PARAGRAPHS) {
-            paragraphs = 1;
-        } else if (ch == O_MIN_FRACTION) {
-            if (parse_fraction(optarg, &min_fraction))
-                return usage_error(argc, argv);
-            min_fraction_given = 1;
-        } else if (ch == O_UNSUPPORTED) {
-            char what[64];
-            snprintf(what, sizeof what, "--%s", longopts[li].name);
-            return unsupported(what, NULL);
         } else if (common_option(ch, optarg, &c.o)) {
             return usage_error(argc, argv);
         }
     }
-    if (argc - optind != 1)
-        return usage_error(argc, argv);
-    const char *refused = NULL;
-    if (min_fraction_given && !paragraphs)
-        refused = "--min-fraction goes with --paragraphs";
-    else if (paragraphs && (mode_given || c.singletons || c.o.similarity || c.o.min_similarity > 0))
-        refused = "--paragraphs clusters connected components of documents sharing paragraphs: "
-                  "not with --mode star, --singletons, --similarity or --min-similarity";
-    if (refused) {
-        if (rank == 0)
-            fprintf(stderr, "%s: %s\n", cmd_name, refused);
-        return 2;
-    }
+    int bad = check_options(
+        argc, argv, &c.o,
+        c.o.paragraphs && (mode_given || c.singletons || c.o.similarity || c.o.min_similarity > 0)
+            ? "--paragraphs clusters connected components of documents sharing paragraphs: "
+              "not with --mode star, --singletons, --similarity or --min-similarity"
+            : NULL);
+    if (bad)
+        return bad;
     keep.key = cli_meta_key;
     keep.key_ctx = (void *)field;
     simstore *s;
@@ -2125,15 +2130,8 @@ int cmd_mpi_clusters(int argc, char **argv)
     if (status)
         return status;
     c.sketch = st.sketch;
-    if (paragraphs && !st.paragraph_min_words) {
-        if (rank == 0)
-            fprintf(stderr,
-                    "%s: %s has no paragraph index (build it with --paragraphs): "
-                    "--paragraphs needs one\n",
-                    cmd_name, argv[optind]);
-        simstore_close(s);
+    if (c.o.paragraphs && lacks_paragraph_index(s, &st, argv[optind]))
         return 1;
-    }
     owned o;
     memset(&o, 0, sizeof o);
     pairs_acc pairs = {NULL, 0, 0};
@@ -2141,11 +2139,11 @@ int cmd_mpi_clusters(int argc, char **argv)
     memset(&pr, 0, sizeof pr);
     homes h;
     memset(&h, 0, sizeof h);
-    if (paragraphs) {
+    if (c.o.paragraphs) {
         /* The graph of documents sharing paragraphs: its nodes the
          * documents at their homes, its edges the pairs of pairs
          * --paragraphs at both ends. */
-        pr.min_fraction = min_fraction;
+        pr.min_fraction = c.o.min_fraction;
         pr.want_edges = 1;
         h.keep_rule = &keep;
         status = paragraph_pairs(s, c.o.k, c.o.memory / 4, &pr, &h);
@@ -2160,7 +2158,7 @@ int cmd_mpi_clusters(int argc, char **argv)
         status =
             agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
     }
-    if (!status && c.o.k > 0 && !paragraphs)
+    if (!status && c.o.k > 0 && !c.o.paragraphs)
         status = join_owned(&o, c.o.k, c.o.memory / 4, &pairs);
     if (!status && lines_open(&c.l) != 0) {
         say("out of memory");
