@@ -250,17 +250,10 @@ int simstore_boilerplate_counter_finish(simstore_boilerplate_counter *c, simstor
 int sims_store_load_boilerplate(simstore *s, MDB_txn *txn)
 {
     s->boilerplate = NULL;
-    MDB_val key = {sizeof SIMS_BOILERPLATE_RECORD_KEY - 1, (void *)SIMS_BOILERPLATE_RECORD_KEY};
     MDB_val val;
-    int rc =
-        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    int rc = sims_store_get_record(s, txn, SIMS_BOILERPLATE_RECORD_KEY, &val);
     if (rc)
-        return rc;
-    rc = mdb_get(txn, s->env.meta, &key, &val);
-    if (rc == MDB_NOTFOUND)
-        return SIMSTORE_OK;
-    if (rc)
-        return sims_mdb_fail(rc, "read the boilerplate record");
+        return rc == 1 ? SIMSTORE_OK : rc;
     sims_boilerplate_record r;
     rc = sims_boilerplate_record_decode((const uint8_t *)val.mv_data, val.mv_size, &r);
     if (rc)

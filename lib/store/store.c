@@ -141,18 +141,31 @@ void sims_snapshot_release(sims_snapshot *snap)
     free(snap);
 }
 
-int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out)
+int sims_store_get_record(const simstore *s, MDB_txn *txn, const char *name, MDB_val *val)
 {
-    MDB_val key = {5, (void *)"state"}, val;
+    MDB_val key = {strlen(name), (void *)name};
     int rc =
         sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
     if (rc)
         return rc;
-    rc = mdb_get(txn, s->env.meta, &key, &val);
+    rc = mdb_get(txn, s->env.meta, &key, val);
     if (rc == MDB_NOTFOUND)
+        return 1;
+    if (rc == 0)
+        return SIMSTORE_OK;
+    char what[64];
+    snprintf(what, sizeof what, "read the %s record", name);
+    return sims_mdb_fail(rc, what);
+}
+
+int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out)
+{
+    MDB_val val;
+    int rc = sims_store_get_record(s, txn, "state", &val);
+    if (rc == 1)
         return SIMS_CORRUPT("%s: the state record is missing", s->path);
     if (rc)
-        return sims_mdb_fail(rc, "read the state record");
+        return rc;
     rc = sims_state_record_decode((const uint8_t *)val.mv_data, val.mv_size,
                                   s->design->n_tables, out);
     return rc ? sims_fail_context(rc, "%s", s->path) : SIMSTORE_OK;
@@ -209,12 +222,10 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
         return SIMSTORE_OK;
     }
     pthread_mutex_unlock(&s->mu);
-    MDB_val key = {5, (void *)"state"}, val;
-    int rc =
-        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
-    if (rc)
+    MDB_val val;
+    int rc = sims_store_get_record(s, txn, "state", &val);
+    if (rc < 0)
         return rc;
-    rc = mdb_get(txn, s->env.meta, &key, &val);
     if (rc == 0 && val.mv_size >= 16) {
         /* The common case: nothing committed since the last query. */
         uint64_t gen;
@@ -493,16 +504,10 @@ static int load_text_record(simstore *s, MDB_txn *txn)
     simstore_text_options_init(&s->text);
     s->text.version = 1;
     s->text.cjk_shingle = 0;
-    MDB_val key = {4, (void *)"text"}, val;
-    int rc =
-        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
+    MDB_val val;
+    int rc = sims_store_get_record(s, txn, "text", &val);
     if (rc)
-        return rc;
-    rc = mdb_get(txn, s->env.meta, &key, &val);
-    if (rc == MDB_NOTFOUND)
-        return SIMSTORE_OK;
-    if (rc)
-        return sims_mdb_fail(rc, "read the text record");
+        return rc == 1 ? SIMSTORE_OK : rc;
     sims_text_record tr;
     rc = sims_text_record_decode((const uint8_t *)val.mv_data, val.mv_size, &tr);
     if (rc)
@@ -554,17 +559,11 @@ static int load_store_record_once(void *ctx)
     int rc = sims_env_read_begin(&s->env, &txn);
     if (rc)
         return rc;
-    MDB_val key = {5, (void *)"store"}, val;
-    int crc =
-        sims_env_check(&s->env, txn, s->env.meta, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
-    rc = crc ? crc : mdb_get(txn, s->env.meta, &key, &val);
-    if (crc) {
-        /* the check failed: its message stands */
-    } else if (rc == MDB_NOTFOUND) {
+    MDB_val val;
+    rc = sims_store_get_record(s, txn, "store", &val);
+    if (rc == 1) {
         rc = sims_fail(SIMSTORE_ECORRUPT, "%s: not a simstore store (no store record)", s->path);
-    } else if (rc) {
-        rc = sims_mdb_fail(rc, "read the store record");
-    } else {
+    } else if (rc == SIMSTORE_OK) {
         sims_store_record rec;
         rc = sims_store_record_decode((const uint8_t *)val.mv_data, val.mv_size, &rec);
         if (rc == SIMSTORE_OK) {

@@ -94,6 +94,11 @@ int sims_read_snapshot(simstore *s, sims_snapshot **out);
 /* Read and decode the state record inside txn (free with
  * sims_state_record_release). */
 int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *out);
+
+/* The meta database's record `name` ("store", "state", "text", ...) in
+ * txn, checked first (sims_env_check): SIMSTORE_OK with *val, 1 when there
+ * is none, or a failure. */
+int sims_store_get_record(const simstore *s, MDB_txn *txn, const char *name, MDB_val *val);
 /* The state committed now, read in a read transaction of its own (released
  * before returning); *out is released by the caller with
  * sims_state_record_release(). */
