@@ -1369,17 +1369,54 @@ int open_my_shard(const char *out, simstore **s, simstore_stats *st, char *shard
     return 0;
 }
 
+/* What shapes `simstore query`'s answer, the same on every rank. */
+typedef struct query_opts {
+    int json, meta, similarity, skip_self, end_marker, paragraphs;
+    double min_similarity; /* 0: every match */
+    double min_fraction;   /* --paragraphs */
+} query_opts;
+
+/* One line of the queries file, kept by rank 0 for printing: a query (its
+ * id) or a bad line (its message, which --end-marker prints again). */
 typedef struct query_item {
-    char *qid;
-    size_t qid_len;
+    char *text; /* the id or the message, NUL-terminated */
+    size_t len;
     int qid_integer;
+    int bad;
 } query_item;
 
-typedef struct answers {
-    buf b; /* per query: u32 count; per match: distance u8, flags u8, fp u64,
-              id length u32, meta length u32, id, meta */
-} answers;
+static int item_set(query_item *it, const char *text, size_t len, int qid_integer, int bad)
+{
+    it->text = malloc(len + 1);
+    if (!it->text)
+        return -1;
+    memcpy(it->text, text, len);
+    it->text[len] = '\0';
+    it->len = len;
+    it->qid_integer = qid_integer;
+    it->bad = bad;
+    return 0;
+}
 
+/* Doubles travel as their bits: the similarity and fraction printed by rank
+ * 0 are the very values its shard's rank computed. */
+static uint64_t double_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static double bits_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* The answer buffer of one rank, per query: u32 count; per match of a
+ * document query: distance u8, flags u8, fp u64, similarity (bits) u64, id
+ * length u32, meta length u32 (UINT32_MAX: none), id, meta. */
 static int collect(void *ctx, size_t index, uint64_t fp, const simstore_match *m, size_t n)
 {
     (void)index;
@@ -1391,7 +1428,8 @@ static int collect(void *ctx, size_t index, uint64_t fp, const simstore_match *m
         uint8_t d = (uint8_t)m[i].distance, f = (uint8_t)m[i].flags;
         uint32_t id_len = m[i].id ? (uint32_t)m[i].id_len : UINT32_MAX;
         uint32_t meta_len = m[i].meta ? (uint32_t)m[i].meta_len : UINT32_MAX;
-        if (buf_put(b, &d, 1) || buf_put(b, &f, 1) || buf_u64(b, m[i].fp) || buf_u32(b, id_len) ||
+        if (buf_put(b, &d, 1) || buf_put(b, &f, 1) || buf_u64(b, m[i].fp) ||
+            buf_u64(b, double_bits(m[i].similarity)) || buf_u32(b, id_len) ||
             buf_u32(b, meta_len) || (m[i].id && buf_put(b, m[i].id, m[i].id_len)) ||
             (m[i].meta && buf_put(b, m[i].meta, m[i].meta_len)))
             return 1;
@@ -1399,29 +1437,108 @@ static int collect(void *ctx, size_t index, uint64_t fp, const simstore_match *m
     return 0;
 }
 
+/* --paragraphs, per query: u32 count; per match: flags u8, shared u64, of
+ * u64, fraction (bits) u64, fp u64, id length u32, meta length u32
+ * (UINT32_MAX: none), id, meta. A document lives on one shard, so its
+ * SHARED of OF, and whether it reaches --min-fraction, are complete here. */
+static int collect_paragraphs(buf *b, const simstore_paragraph_match *m, size_t n)
+{
+    if (buf_u32(b, (uint32_t)n))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t f = (uint8_t)m[i].flags;
+        uint32_t meta_len = m[i].meta ? (uint32_t)m[i].meta_len : UINT32_MAX;
+        if (buf_put(b, &f, 1) || buf_u64(b, m[i].shared) || buf_u64(b, m[i].of) ||
+            buf_u64(b, double_bits(m[i].fraction)) || buf_u64(b, m[i].fp) ||
+            buf_u32(b, (uint32_t)m[i].id_len) || buf_u32(b, meta_len) ||
+            buf_put(b, m[i].id, m[i].id_len) || (m[i].meta && buf_put(b, m[i].meta, m[i].meta_len)))
+            return -1;
+    }
+    return 0;
+}
+
+static void json_query_id(const query_item *q)
+{
+    if (q->qid_integer)
+        fwrite(q->text, 1, q->len, stdout);
+    else
+        cli_json_string(stdout, q->text, q->len);
+}
+
+/* The start of one JSON match up to its "id" value (null without an id):
+ * an element of the per-query array (--end-marker), or a line of its own
+ * naming the query; as cmd/cmd_query.c writes it. */
+static void json_match_start(const query_item *q, int per_query, int *listed, const char *id,
+                             size_t id_len, unsigned flags)
+{
+    if (per_query) {
+        fputs((*listed)++ ? ",{\"id\":" : "{\"id\":", stdout);
+    } else {
+        fputs("{\"query\":", stdout);
+        json_query_id(q);
+        fputs(",\"id\":", stdout);
+    }
+    if (id && (flags & SIMSTORE_MATCH_INTEGER_ID))
+        fwrite(id, 1, id_len, stdout);
+    else if (id)
+        cli_json_string(stdout, id, id_len);
+    else
+        fputs("null", stdout);
+}
+
+static void answer_start(const query_opts *o, const query_item *q)
+{
+    if (o->json && o->end_marker) {
+        fputs("{\"query\":", stdout);
+        json_query_id(q);
+        fputs(",\"matches\":[", stdout);
+    }
+}
+
+static void answer_end(const query_opts *o)
+{
+    if (o->json && o->end_marker)
+        fputs("]}\n", stdout);
+    else if (o->end_marker)
+        fputs(".\n", stdout);
+}
+
+/* --end-marker after a bad line (reported on stderr), so that a reader
+ * waiting for each answer goes on. */
+static void print_bad_end(const query_opts *o, const query_item *q)
+{
+    if (o->json) {
+        fputs("{\"query\":null,\"matches\":[],\"error\":", stdout);
+        cli_json_string(stdout, q->text, q->len);
+        fputs("}\n", stdout);
+    } else {
+        fputs(".\n", stdout);
+    }
+}
+
+static int is_self(const query_opts *o, const query_item *q, const char *id, size_t id_len)
+{
+    return o->skip_self && id && id_len == q->len && memcmp(id, q->text, id_len) == 0;
+}
+
 /* Rank 0: one query's matches from every rank's answer buffer (cursors
  * advanced), merged into one store's order, printed as `simstore query`
- * prints them. */
-static int print_merged(const query_item *q, const char **cur, simstore_match **m, size_t *cap,
-                        int json)
+ * prints them. Returns 0, or -1 out of memory. */
+static int print_merged(const query_opts *o, const query_item *q, const char **cur,
+                        simstore_match **m, size_t *cap)
 {
     size_t n = 0;
     for (int r = 0; r < nranks; r++) {
         uint32_t count = get_u32(&cur[r]);
         for (uint32_t i = 0; i < count; i++) {
-            if (n == *cap) {
-                size_t c = *cap ? 2 * *cap : 64;
-                simstore_match *g = realloc(*m, c * sizeof *g);
-                if (!g)
-                    return -1;
-                *m = g;
-                *cap = c;
-            }
+            if (cli_grow((void **)m, cap, n + 1, sizeof **m, 64))
+                return -1;
             simstore_match *x = &(*m)[n++];
             memset(x, 0, sizeof *x);
             x->distance = (uint8_t)*cur[r]++;
             x->flags = (uint8_t)*cur[r]++;
             x->fp = get_u64(&cur[r]);
+            x->similarity = bits_double(get_u64(&cur[r]));
             uint32_t id_len = get_u32(&cur[r]), meta_len = get_u32(&cur[r]);
             if (id_len != UINT32_MAX) {
                 x->id = cur[r];
@@ -1433,70 +1550,247 @@ static int print_merged(const query_item *q, const char **cur, simstore_match **
                 x->meta_len = meta_len;
                 cur[r] += meta_len;
             }
-            x->similarity = SIMSTORE_SIMILARITY_UNKNOWN;
         }
     }
     simstore_sort_matches(*m, n);
-    char hex[17];
+    int per_query = o->json && o->end_marker, listed = 0;
+    char hex[17], sim[32];
+    answer_start(o, q);
     for (size_t i = 0; i < n; i++) {
         const simstore_match *x = &(*m)[i];
+        if (is_self(o, q, x->id, x->id_len))
+            continue;
+        /* An unknown similarity (-1) passes no minimum. */
+        if (o->min_similarity > 0 && !(x->similarity >= o->min_similarity))
+            continue;
         cli_format_hex64(x->fp, hex);
-        if (json) {
-            fputs("{\"query\":", stdout);
-            if (q->qid_integer)
-                fwrite(q->qid, 1, q->qid_len, stdout);
-            else
-                cli_json_string(stdout, q->qid, q->qid_len);
-            fputs(",\"id\":", stdout);
-            if (x->id && (x->flags & SIMSTORE_MATCH_INTEGER_ID))
-                fwrite(x->id, 1, x->id_len, stdout);
-            else if (x->id)
-                cli_json_string(stdout, x->id, x->id_len);
-            else
-                fputs("null", stdout);
+        cli_format_similarity(x->similarity, o->json, sim);
+        if (o->json) {
+            json_match_start(q, per_query, &listed, x->id, x->id_len, x->flags);
             printf(",\"fp\":\"%s\",\"distance\":%u", hex, x->distance);
+            if (o->similarity)
+                printf(",\"similarity\":%s", sim);
             if (x->meta) {
                 fputs(",\"meta\":", stdout);
                 fwrite(x->meta, 1, x->meta_len, stdout);
             }
-            fputs("}\n", stdout);
+            fputs(per_query ? "}" : "}\n", stdout);
         } else {
-            fwrite(q->qid, 1, q->qid_len, stdout);
+            fwrite(q->text, 1, q->len, stdout);
             putchar('\t');
             if (x->id)
                 fwrite(x->id, 1, x->id_len, stdout);
             else
                 putchar('-');
-            printf("\t%s\t%u\n", hex, x->distance);
+            printf("\t%s\t%u", hex, x->distance);
+            if (o->similarity)
+                printf("\t%s", sim);
+            putchar('\n');
         }
+    }
+    answer_end(o);
+    return 0;
+}
+
+/* The order of simstore_query_paragraphs() (and of the sharded store's
+ * merge): shared, larger first (every answer to a query has the same of),
+ * then id bytes, a prefix first. */
+static int cmp_paragraph_match(const void *a, const void *b)
+{
+    const simstore_paragraph_match *x = a, *y = b;
+    if (x->shared != y->shared)
+        return x->shared > y->shared ? -1 : 1;
+    size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
+    int c = memcmp(x->id, y->id, n);
+    return c ? c : (x->id_len > y->id_len) - (x->id_len < y->id_len);
+}
+
+/* Rank 0, --paragraphs: print_merged for the documents sharing paragraphs
+ * with one query. */
+static int print_merged_paragraphs(const query_opts *o, const query_item *q, const char **cur,
+                                   simstore_paragraph_match **m, size_t *cap)
+{
+    size_t n = 0;
+    for (int r = 0; r < nranks; r++) {
+        uint32_t count = get_u32(&cur[r]);
+        for (uint32_t i = 0; i < count; i++) {
+            if (cli_grow((void **)m, cap, n + 1, sizeof **m, 64))
+                return -1;
+            simstore_paragraph_match *x = &(*m)[n++];
+            memset(x, 0, sizeof *x);
+            x->flags = (uint8_t)*cur[r]++;
+            x->shared = (size_t)get_u64(&cur[r]);
+            x->of = (size_t)get_u64(&cur[r]);
+            x->fraction = bits_double(get_u64(&cur[r]));
+            x->fp = get_u64(&cur[r]);
+            uint32_t id_len = get_u32(&cur[r]), meta_len = get_u32(&cur[r]);
+            x->id = cur[r];
+            x->id_len = id_len;
+            cur[r] += id_len;
+            if (meta_len != UINT32_MAX) {
+                x->meta = cur[r];
+                x->meta_len = meta_len;
+                cur[r] += meta_len;
+            }
+        }
+    }
+    sort_items(*m, n, sizeof **m, cmp_paragraph_match);
+    int per_query = o->json && o->end_marker, listed = 0;
+    answer_start(o, q);
+    for (size_t i = 0; i < n; i++) {
+        const simstore_paragraph_match *x = &(*m)[i];
+        if (is_self(o, q, x->id, x->id_len))
+            continue;
+        if (o->json) {
+            json_match_start(q, per_query, &listed, x->id, x->id_len, x->flags);
+            printf(",\"shared\":%zu,\"of\":%zu,\"fraction\":%.4f", x->shared, x->of, x->fraction);
+            if (x->meta) {
+                fputs(",\"meta\":", stdout);
+                fwrite(x->meta, 1, x->meta_len, stdout);
+            }
+            fputs(per_query ? "}" : "}\n", stdout);
+        } else {
+            fwrite(q->text, 1, q->len, stdout);
+            putchar('\t');
+            fwrite(x->id, 1, x->id_len, stdout);
+            printf("\t%zu\t%zu\t%.4f\n", x->shared, x->of, x->fraction);
+        }
+    }
+    answer_end(o);
+    return 0;
+}
+
+/* --paragraphs: this rank's answer to one text query, from its shard, into
+ * ans. Returns 0, or -1 (said why). */
+static int answer_paragraphs(simstore_query *q, simstore_fingerprinter *fpr, const char *text,
+                             size_t len, unsigned min_words, unsigned k, double min_fraction,
+                             uint64_t **paras, size_t *paras_cap, buf *ans)
+{
+    size_t n = 0;
+    int rc;
+    for (;;) {
+        rc = simstore_paragraph_fingerprints(fpr, text, len, min_words, *paras, *paras_cap, &n);
+        if (rc || n <= *paras_cap)
+            break;
+        if (cli_grow((void **)paras, paras_cap, n, sizeof **paras, 64)) {
+            say("out of memory");
+            return -1;
+        }
+    }
+    const simstore_paragraph_match *m = NULL;
+    size_t count = 0;
+    if (rc == SIMSTORE_OK)
+        rc = simstore_query_paragraphs(q, *paras, n, k, min_fraction, &m, &count);
+    if (rc) {
+        say("query: %s", simstore_last_error());
+        return -1;
+    }
+    if (collect_paragraphs(ans, m, count)) {
+        say("out of memory");
+        return -1;
     }
     return 0;
 }
 
 static void usage_query(FILE *out)
 {
-    fprintf(out, "Usage: mpirun -np R simstore-mpi query OUT --queries FILE [OPTIONS]\n"
-                 "\n"
-                 "Answer the queries of FILE against the sharded store OUT of R shards, rank r\n"
-                 "asking shard r (simstore_query_batch), rank 0 merging: it prints exactly\n"
-                 "what `simstore query OUT --queries FILE` prints, one line per match,\n"
-                 "QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE, or JSON Lines with --json.\n"
-                 "\n"
-                 "      --queries FILE   .tsv (id<TAB>hex16), .fp (hex16<TAB>id) or .jsonl\n"
-                 "                       ({\"id\", \"text\"}: fingerprinted with the store's\n"
-                 "                       text options); a regular file\n"
-                 "      --format tsv|fp|jsonl\n"
-                 "      --k K            distance (default: the store's k)\n"
-                 "      --json           JSON Lines\n"
-                 "      --meta           with --json: each document's metadata\n"
-                 "      --batch N        queries answered per round (4096)\n"
-                 "      --threads N      worker threads per rank (all cores)\n"
-                 "  -h, --help           show this help\n");
+    fprintf(out,
+            "Usage: mpirun -np R simstore-mpi query OUT --queries FILE [OPTIONS]\n"
+            "\n"
+            "Answer the queries of FILE against the sharded store OUT of R shards, rank r\n"
+            "asking shard r, rank 0 merging: it prints exactly what `simstore query OUT\n"
+            "--queries FILE` prints with the same options, one line per match,\n"
+            "  QUERY_ID<TAB>DOC_ID<TAB>HEX16<TAB>DISTANCE[<TAB>SIMILARITY]\n"
+            "sorted by distance then document id, or JSON Lines with --json. With\n"
+            "--paragraphs, one line per document sharing near-duplicate paragraphs with\n"
+            "the query's text, sorted by FRACTION (larger first) then document id:\n"
+            "  QUERY_ID<TAB>DOC_ID<TAB>SHARED<TAB>OF<TAB>FRACTION\n"
+            "(each rank answers for the documents of its shard: a document lives on one).\n"
+            "\n"
+            "      --queries FILE   .tsv (id<TAB>hex16), .fp (hex16<TAB>id) or .jsonl\n"
+            "                       ({\"id\", \"text\"}: fingerprinted with the store's\n"
+            "                       text options); a regular file\n"
+            "      --format tsv|fp|jsonl\n"
+            "      --id-field NAME  JSON Lines: the member holding the id (default id;\n"
+            "                       nested names as a.b)\n"
+            "      --text-field NAME\n"
+            "                       the member holding the text (default text)\n"
+            "      --id-from-line   a record without an id gets FILE:LINE as its id\n"
+            "      --strict         refuse records with other members (default: ignore)\n"
+            "      --k K            distance (default: the store's k)\n"
+            "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[,\n"
+            "                       \"similarity\"][, \"meta\"]}\n"
+            "      --meta           with --json: each document's metadata\n"
+            "      --similarity     each match's estimated Jaccard similarity to the\n"
+            "                       query: a fifth column, or the member \"similarity\";\n"
+            "                       '-' (null) when unknown (queries by fingerprint, a\n"
+            "                       store without sketches)\n"
+            "      --min-similarity J\n"
+            "                       only matches whose estimated similarity is at least\n"
+            "                       J, 0..1 (0: all): needs a store that keeps sketches\n"
+            "                       and JSON Lines text queries\n"
+            "      --paragraphs     answer by shared paragraphs (above): a store built\n"
+            "                       with --paragraphs and JSON Lines text queries\n"
+            "      --min-fraction F with --paragraphs, only documents with FRACTION >= F,\n"
+            "                       0..1 (default 0.3); JSON members \"shared\", \"of\",\n"
+            "                       \"fraction\" replace \"fp\" and \"distance\"\n"
+            "      --skip-self      omit a match whose document id equals the query id\n"
+            "      --end-marker     end each query's answer, even an empty one or a bad\n"
+            "                       line's, with a line '.'; with --json, one record per\n"
+            "                       query instead, {\"query\", \"matches\": [...]} (a bad\n"
+            "                       line: {\"query\": null, \"matches\": [], \"error\": MESSAGE})\n"
+            "      --batch N        queries answered per round (4096)\n"
+            "      --threads N      worker threads per rank (all cores)\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 success, 1 failure (a bad query line is reported as\n"
+            "FILE:LINE: message and skipped), 2 usage error.\n");
+}
+
+/* A usage error said by rank 0 ("simstore-mpi query: why"). Returns 2. */
+static int query_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int query_usage(const char *fmt, ...)
+{
+    if (rank == 0) {
+        char text[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof text, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%s: %s\n", cmd_name, text);
+    }
+    return 2;
+}
+
+/* A number from 0 to 1 (--min-similarity, --min-fraction). Returns 0 or -1. */
+static int parse_unit(const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno || !(v >= 0 && v <= 1))
+        return -1;
+    *out = v;
+    return 0;
 }
 
 static int cmd_query(int argc, char **argv)
 {
-    enum { O_K = 1, O_QUERIES, O_FORMAT, O_JSON, O_META, O_BATCH, O_THREADS };
+    enum {
+        O_K = 1,
+        O_QUERIES,
+        O_FORMAT,
+        O_JSON,
+        O_META,
+        O_BATCH,
+        O_THREADS,
+        O_SIMILARITY,
+        O_MIN_SIMILARITY,
+        O_PARAGRAPHS,
+        O_MIN_FRACTION,
+        O_SKIP_SELF,
+        O_END_MARKER
+    };
     static const struct option longopts[] = {
         {"k", required_argument, NULL, O_K},
         {"queries", required_argument, NULL, O_QUERIES},
@@ -1505,14 +1799,30 @@ static int cmd_query(int argc, char **argv)
         {"meta", no_argument, NULL, O_META},
         {"batch", required_argument, NULL, O_BATCH},
         {"threads", required_argument, NULL, O_THREADS},
+        {"similarity", no_argument, NULL, O_SIMILARITY},
+        {"min-similarity", required_argument, NULL, O_MIN_SIMILARITY},
+        {"paragraphs", no_argument, NULL, O_PARAGRAPHS},
+        {"min-fraction", required_argument, NULL, O_MIN_FRACTION},
+        {"skip-self", no_argument, NULL, O_SKIP_SELF},
+        {"end-marker", no_argument, NULL, O_END_MARKER},
+        {"id-field", required_argument, NULL, INPUTOPT_ID_FIELD},
+        {"text-field", required_argument, NULL, INPUTOPT_TEXT_FIELD},
+        {"strict", no_argument, NULL, INPUTOPT_STRICT},
+        {"id-from-line", no_argument, NULL, INPUTOPT_ID_FROM_LINE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     cmd_name = "simstore-mpi query";
     const char *queries = NULL;
-    int format = -1, json = 0, meta = 0, have_k = 0, c;
+    query_opts o;
+    memset(&o, 0, sizeof o);
+    o.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    input_fields fields;
+    input_fields_init(&fields);
+    int format = -1, have_k = 0, min_fraction_given = 0, c;
     unsigned k = 0, threads = 0;
     unsigned long long v, batch = 4096;
+    const char *why;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -1524,11 +1834,11 @@ static int cmd_query(int argc, char **argv)
             break;
         case O_QUERIES: queries = optarg; break;
         case O_FORMAT:
-            if ((format = parse_format(optarg)) < 0)
+            if ((format = parse_format(optarg)) < 0 || format == INPUT_HEX_LINES)
                 goto usage;
             break;
-        case O_JSON: json = 1; break;
-        case O_META: meta = 1; break;
+        case O_JSON: o.json = 1; break;
+        case O_META: o.meta = 1; break;
         case O_BATCH:
             if (cli_parse_uint(optarg, 1, 1u << 22, &batch))
                 goto usage;
@@ -1538,6 +1848,31 @@ static int cmd_query(int argc, char **argv)
                 goto usage;
             threads = (unsigned)v;
             break;
+        case O_SIMILARITY: o.similarity = 1; break;
+        case O_MIN_SIMILARITY:
+            if (parse_unit(optarg, &o.min_similarity))
+                return query_usage("--min-similarity takes a number from 0 to 1 (0: no filter), "
+                                   "not '%s'",
+                                   optarg);
+            break;
+        case O_PARAGRAPHS: o.paragraphs = 1; break;
+        case O_MIN_FRACTION:
+            if (parse_unit(optarg, &o.min_fraction))
+                return query_usage("--min-fraction takes a number from 0 to 1, not '%s'", optarg);
+            min_fraction_given = 1;
+            break;
+        case O_SKIP_SELF: o.skip_self = 1; break;
+        case O_END_MARKER: o.end_marker = 1; break;
+        case INPUTOPT_ID_FIELD:
+        case INPUTOPT_TEXT_FIELD:
+            /* Checked here so that rank 0 alone says what is wrong. */
+            if ((why = input_field_name_problem(optarg)) != NULL)
+                return query_usage("--%s: the name '%s' %s",
+                                   c == INPUTOPT_ID_FIELD ? "id-field" : "text-field", optarg, why);
+            input_fields_apply(cmd_name, c, optarg, &fields);
+            break;
+        case INPUTOPT_STRICT:
+        case INPUTOPT_ID_FROM_LINE: input_fields_apply(cmd_name, c, optarg, &fields); break;
         case 'h':
             if (rank == 0)
                 usage_query(stdout);
@@ -1545,41 +1880,85 @@ static int cmd_query(int argc, char **argv)
         default: goto usage;
         }
     }
-    if (argc - optind != 1 || !queries || (meta && !json))
+    if (argc - optind != 1 || !queries)
         goto usage;
+    /* The checks of `simstore query`, in its order and words. */
+    if (o.meta && !o.json)
+        return query_usage("--meta needs --json");
+    if (min_fraction_given && !o.paragraphs)
+        return query_usage("--min-fraction goes with --paragraphs");
+    if (o.paragraphs && (o.similarity || o.min_similarity > 0))
+        return query_usage("--similarity and --min-similarity are for documents, not with "
+                           "--paragraphs");
     const char *out = argv[optind];
-    format = format_of(queries, format);
-    if (format < 0) {
-        if (rank == 0)
-            fprintf(stderr, "%s: %s: cannot tell the format from the name; use --format\n",
-                    cmd_name, queries);
-        return 2;
-    }
     char shard[PATH_MAX];
     simstore *s;
     simstore_stats st;
     if (open_my_shard(out, &s, &st, shard, sizeof shard))
         return 1;
+    /* The shards agree on k, sketches and the paragraph index (the
+     * manifest): every rank decides alike, rank 0 says. */
+    const char *refused = NULL;
+    if (have_k && k > st.k)
+        refused = "--k";
+    else if (o.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE)
+        refused = "keeps no sketches (built with --sketch none, from fingerprints, or before "
+                  "sketches): --min-similarity needs them";
+    else if (o.paragraphs && st.paragraph_min_words == 0)
+        refused = "has no paragraph index (build it with --paragraphs): --paragraphs needs one";
+    if (refused) {
+        if (rank == 0 && strcmp(refused, "--k") == 0)
+            fprintf(stderr, "%s: %s: --k %u exceeds the store's design (built for k <= %u)\n",
+                    cmd_name, out, k, st.k);
+        else if (rank == 0)
+            fprintf(stderr, "%s: %s %s\n", cmd_name, out, refused);
+        simstore_close(s);
+        return 1;
+    }
+    if (!have_k)
+        k = st.k;
+    format = format_of(queries, format);
+    const char *bad_format = NULL;
+    if (format < 0 || format == INPUT_HEX_LINES)
+        bad_format = "cannot tell the format from the name; use --format tsv|fp|jsonl";
+    else if (o.min_similarity > 0 && format != INPUT_JSONL)
+        bad_format = "--min-similarity needs the queries' texts: TSV and fingerprint-line "
+                     "queries have none (give JSON Lines)";
+    else if (o.paragraphs && format != INPUT_JSONL)
+        bad_format = "--paragraphs needs the queries' texts: TSV and fingerprint-line queries "
+                     "have none (give JSON Lines)";
+    if (bad_format) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s%s%s\n", cmd_name, format < 0 ? queries : "",
+                    format < 0 ? ": " : "", bad_format);
+        simstore_close(s);
+        return 2;
+    }
+    /* Texts are sketched (the store's kind) only when similarities are
+     * asked for, as `simstore query` does. */
+    size_t sketch_bytes = format == INPUT_JSONL && (o.similarity || o.min_similarity > 0)
+                              ? simstore_sketch_bytes(st.sketch)
+                              : 0;
     int failed = 0, rc = SIMSTORE_OK;
     simstore_fingerprinter *fpr = NULL;
+    simstore_query *pq = NULL; /* --paragraphs */
     if (format == INPUT_JSONL) {
         simstore_text_options text;
         simstore_get_text_options(s, &text);
-        text.sketch = SIMSTORE_SKETCH_NONE;
+        if (!sketch_bytes)
+            text.sketch = SIMSTORE_SKETCH_NONE;
         rc = simstore_fingerprinter_new(&text, &fpr);
         if (rc == SIMSTORE_OK)
             rc = simstore_fingerprinter_set_boilerplate(fpr, simstore_get_boilerplate(s));
     }
+    if (rc == SIMSTORE_OK && o.paragraphs)
+        rc = simstore_query_new(s, o.meta ? SIMSTORE_QUERY_WITH_META : 0, &pq);
     if (rc) {
         say("%s: %s", shard, simstore_last_error());
         failed = 1;
-    } else if (have_k && k > st.k) {
-        say("%s: --k %u exceeds the store's design (built for k <= %u)", out, k, st.k);
-        failed = 1;
     }
-    if (!have_k && !failed)
-        k = st.k;
     if (agree(failed, "opening the shards")) {
+        simstore_query_free(pq);
         simstore_fingerprinter_free(fpr);
         simstore_close(s);
         return 1;
@@ -1587,25 +1966,29 @@ static int cmd_query(int argc, char **argv)
     /* Every rank reads the queries (the same fingerprints, in order); rank
      * 0 keeps their ids and reports bad lines. */
     input_reader *in = NULL;
-    if (input_open(&in, (input_format)format, queries) != 0) {
+    if (input_open(&in, (input_format)format, queries) != 0 || input_set_fields(in, &fields) != 0) {
         say("%s: %s", queries, strerror(errno));
         failed = 1;
     }
     int status = 0;
     uint64_t *fps = malloc(batch * sizeof *fps);
+    uint8_t *sketches = sketch_bytes ? malloc(batch * sketch_bytes) : NULL;
     query_item *items = calloc(batch, sizeof *items);
     simstore_match *merged = NULL;
-    size_t merged_cap = 0;
+    simstore_paragraph_match *para_merged = NULL;
+    size_t merged_cap = 0, para_merged_cap = 0, paras_cap = 0;
+    uint64_t *paras = NULL;
     simstore_batch_options bo;
     simstore_batch_options_init(&bo);
     bo.threads = threads;
-    bo.flags = meta ? SIMSTORE_QUERY_WITH_META : 0;
-    if (!fps || !items)
+    bo.flags = o.meta ? SIMSTORE_QUERY_WITH_META : 0;
+    if (!fps || !items || (sketch_bytes && !sketches))
         failed = 1;
     int eof = failed;
     for (;;) {
-        size_t n = 0;
-        while (!eof && n < batch) {
+        size_t n = 0, nq = 0; /* lines kept (queries and bad lines), queries */
+        buf ans = {NULL, 0, 0};
+        while (!eof && !failed && n < batch) {
             input_record rec;
             int got = input_next(in, &rec);
             if (got == 0) {
@@ -1618,44 +2001,80 @@ static int cmd_query(int argc, char **argv)
                 eof = 1;
                 break;
             }
+            char why_fp[1024];
+            const char *bad = NULL;
             if (got == -1) {
-                if (rank == 0)
-                    fprintf(stderr, "simstore query: %s\n", input_error(in));
+                bad = input_error(in);
+            } else if (format == INPUT_JSONL && rec.has_fp && sketch_bytes) {
+                snprintf(why_fp, sizeof why_fp,
+                         "%s:%llu: a record giving \"fp\" has no text to sketch (similarities "
+                         "need texts)",
+                         rec.file, rec.line);
+                bad = why_fp;
+            } else if (o.paragraphs && rec.has_fp) {
+                /* `simstore query` stops at such a line, after answering
+                 * those before it. */
+                if (rank == 0) {
+                    char esc[CLI_ESCAPED_ID_BYTES];
+                    fprintf(stderr,
+                            "simstore query: %s:%llu: query '%s' has no text: --paragraphs "
+                            "needs texts\nsimstore query: (at %s:%llu)\n",
+                            rec.file, rec.line, cli_escape(rec.id, rec.id_len, esc, sizeof esc),
+                            rec.file, rec.line);
+                }
                 status = 1;
+                eof = 1;
+                break;
+            }
+            if (bad) {
+                /* Reported as `simstore query` reports it, and skipped. */
+                if (rank == 0) {
+                    fprintf(stderr, "simstore query: %s\n", bad);
+                    if (item_set(&items[n], bad, strlen(bad), 0, 1))
+                        failed = 1;
+                }
+                status = 1;
+                n++;
                 continue;
             }
             uint64_t fp = rec.fingerprint;
-            if (format == INPUT_JSONL && !rec.has_fp) {
+            if (o.paragraphs) {
+                if (answer_paragraphs(pq, fpr, rec.text, rec.text_len, st.paragraph_min_words, k,
+                                      o.min_fraction, &paras, &paras_cap, &ans))
+                    failed = 1;
+            } else if (format == INPUT_JSONL && !rec.has_fp) {
                 unsigned fl = 0;
-                if (simstore_fingerprint_text(fpr, rec.text, rec.text_len, &fp, &fl)) {
+                rc = sketch_bytes
+                         ? simstore_fingerprint_sketch(fpr, rec.text, rec.text_len, &fp,
+                                                       sketches + nq * sketch_bytes, &fl)
+                         : simstore_fingerprint_text(fpr, rec.text, rec.text_len, &fp, &fl);
+                if (rc) {
                     say("%s:%llu: %s", rec.file, rec.line, simstore_last_error());
                     failed = 1;
-                    break;
+                } else if (rank == 0 && (fl & SIMSTORE_FP_ONLY_BOILERPLATE)) {
+                    char esc[CLI_ESCAPED_ID_BYTES];
+                    fprintf(stderr,
+                            "simstore query: warning: %s:%llu: query id '%s' is only "
+                            "boilerplate: fingerprinted whole\n",
+                            rec.file, rec.line, cli_escape(rec.id, rec.id_len, esc, sizeof esc));
                 }
             }
-            fps[n] = fp;
-            if (rank == 0) {
-                items[n].qid = malloc(rec.id_len + 1);
-                if (!items[n].qid) {
-                    failed = 1;
-                    break;
-                }
-                memcpy(items[n].qid, rec.id, rec.id_len);
-                items[n].qid_len = rec.id_len;
-                items[n].qid_integer = rec.id_is_integer;
-            }
+            if (failed)
+                break;
+            fps[nq++] = fp;
+            if (rank == 0 && item_set(&items[n], rec.id, rec.id_len, rec.id_is_integer, 0))
+                failed = 1;
             n++;
         }
-        buf ans = {NULL, 0, 0};
-        if (!failed && n) {
-            rc = simstore_query_batch(s, fps, n, k, &bo, collect, &ans);
+        if (!failed && nq && !o.paragraphs) {
+            rc = simstore_query_batch_sketches(s, fps, sketches, nq, k, &bo, collect, &ans);
             if (rc) {
                 say("%s: %s", shard, simstore_last_error());
                 failed = 1;
             }
         }
         if (!failed && ans.len > (size_t)INT_MAX / (size_t)nranks) {
-            say("the answers of %zu queries take %zu bytes: give a smaller --batch", n, ans.len);
+            say("the answers of %zu queries take %zu bytes: give a smaller --batch", nq, ans.len);
             failed = 1;
         }
         if (failed)
@@ -1666,6 +2085,8 @@ static int cmd_query(int argc, char **argv)
         if (rank == 0) {
             lens = calloc((size_t)nranks, sizeof *lens);
             displs = calloc((size_t)nranks, sizeof *displs);
+            if (!lens || !displs)
+                MPI_Abort(MPI_COMM_WORLD, 1);
         }
         MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (rank == 0) {
@@ -1675,17 +2096,29 @@ static int cmd_query(int argc, char **argv)
                 total += (size_t)lens[r];
             }
             all = malloc(total ? total : 1);
+            if (!all)
+                MPI_Abort(MPI_COMM_WORLD, 1);
         }
         MPI_Gatherv(ans.data, len, MPI_BYTE, all, lens, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
         free(ans.data);
         int round_failed = agree(failed, "answering");
         if (rank == 0 && !round_failed) {
             const char **cur = malloc((size_t)nranks * sizeof *cur);
+            if (!cur)
+                MPI_Abort(MPI_COMM_WORLD, 1);
             for (int r = 0; r < nranks; r++)
                 cur[r] = all + displs[r];
-            for (size_t i = 0; i < n; i++)
-                if (print_merged(&items[i], cur, &merged, &merged_cap, json))
+            for (size_t i = 0; i < n && !failed; i++) {
+                if (items[i].bad) {
+                    if (o.end_marker)
+                        print_bad_end(&o, &items[i]);
+                } else if (o.paragraphs ? print_merged_paragraphs(&o, &items[i], cur, &para_merged,
+                                                                  &para_merged_cap)
+                                        : print_merged(&o, &items[i], cur, &merged, &merged_cap)) {
+                    say("out of memory");
                     failed = 1;
+                }
+            }
             free(cur);
             if (ferror(stdout)) {
                 say("writing the answers: %s", strerror(errno ? errno : EIO));
@@ -1693,12 +2126,14 @@ static int cmd_query(int argc, char **argv)
             }
         }
         if (rank == 0)
-            for (size_t i = 0; i < n; i++)
-                free(items[i].qid);
+            for (size_t i = 0; i < n; i++) {
+                free(items[i].text);
+                items[i].text = NULL;
+            }
         free(all);
         free(lens);
         free(displs);
-        int more = !eof;
+        int more = !eof && !failed;
         MPI_Allreduce(MPI_IN_PLACE, &more, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (round_failed) {
             status = 1;
@@ -1711,9 +2146,13 @@ static int cmd_query(int argc, char **argv)
         status = 1;
     fflush(stdout);
     free(merged);
+    free(para_merged);
+    free(paras);
     free(fps);
+    free(sketches);
     free(items);
     input_close(in);
+    simstore_query_free(pq);
     simstore_fingerprinter_free(fpr);
     simstore_close(s);
     MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
