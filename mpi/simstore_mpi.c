@@ -20,9 +20,12 @@
  *                        --fingerprint-only sends bare fingerprints to
  *                        their shard_of_fp.
  *   query OUT --queries FILE
- *                        every rank answers the batch against its shard;
- *                        rank 0 merges and prints exactly what `simstore
- *                        query` prints for one store of the same documents.
+ *                        every rank answers the batch against its shard
+ *                        (documents, or with --paragraphs the documents
+ *                        sharing paragraphs: each lives on one shard, so
+ *                        its counts are complete there); rank 0 merges and
+ *                        prints exactly what `simstore query` prints for
+ *                        one store of the same documents.
  *
  * A rank that fails says so ("rank N: why") and the job exits 1 on every
  * rank, naming the failed ranks. */
