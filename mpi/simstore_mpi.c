@@ -1595,19 +1595,6 @@ static int print_merged(const query_opts *o, const query_item *q, const char **c
     return 0;
 }
 
-/* The order of simstore_query_paragraphs() (and of the sharded store's
- * merge): shared, larger first (every answer to a query has the same of),
- * then id bytes, a prefix first. */
-static int cmp_paragraph_match(const void *a, const void *b)
-{
-    const simstore_paragraph_match *x = a, *y = b;
-    if (x->shared != y->shared)
-        return x->shared > y->shared ? -1 : 1;
-    size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
-    int c = memcmp(x->id, y->id, n);
-    return c ? c : (x->id_len > y->id_len) - (x->id_len < y->id_len);
-}
-
 /* Rank 0, --paragraphs: print_merged for the documents sharing paragraphs
  * with one query. */
 static int print_merged_paragraphs(const query_opts *o, const query_item *q, const char **cur,
@@ -1637,7 +1624,7 @@ static int print_merged_paragraphs(const query_opts *o, const query_item *q, con
             }
         }
     }
-    sort_items(*m, n, sizeof **m, cmp_paragraph_match);
+    sort_items(*m, n, sizeof **m, simstore_paragraph_match_cmp);
     int per_query = o->json && o->end_marker, listed = 0;
     answer_start(o, q);
     for (size_t i = 0; i < n; i++) {

@@ -728,6 +728,12 @@ SIMSTORE_API int simstore_query_paragraphs(simstore_query *q, const uint64_t *fp
                                            unsigned k, double min_fraction,
                                            const simstore_paragraph_match **matches, size_t *count);
 
+/* The order of simstore_query_paragraphs' answers, as a qsort comparator
+ * of two simstore_paragraph_match: shared (larger first; the answers to one
+ * query have the same `of`, so this is fraction), then id bytes, a prefix
+ * first. For merging answers from several stores (shards) into one's. */
+SIMSTORE_API int simstore_paragraph_match_cmp(const void *a, const void *b);
+
 /* Whether a document with this id is stored, in the state committed now:
  * 1 (its fingerprint to *fp when fp is not NULL), 0 when not. A fingerprint-
  * only store has no documents (always 0). Errors: SIMSTORE_EINVAL (q or id

@@ -652,18 +652,6 @@ int simstore_sharded_query_batch(simstore_sharded *sh, const uint64_t *fps, cons
     return rc;
 }
 
-/* As the store orders paragraph answers (lib/store/paragraphs.c): shared
- * (larger first; every answer has the same `of`), then id bytes. */
-static int cmp_paragraph_match(const void *a, const void *b)
-{
-    const simstore_paragraph_match *x = a, *y = b;
-    if (x->shared != y->shared)
-        return x->shared > y->shared ? -1 : 1;
-    size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
-    int c = memcmp(x->id, y->id, n);
-    return c ? c : (x->id_len > y->id_len) - (x->id_len < y->id_len);
-}
-
 int simstore_sharded_query_paragraphs(simstore_sharded_query *q, const uint64_t *fps, size_t n,
                                       unsigned k, double min_fraction,
                                       const simstore_paragraph_match **matches, size_t *count)
@@ -694,7 +682,7 @@ int simstore_sharded_query_paragraphs(simstore_sharded_query *q, const uint64_t 
         len += got;
     }
     if (len > 1)
-        qsort(q->para, len, sizeof *q->para, cmp_paragraph_match);
+        qsort(q->para, len, sizeof *q->para, simstore_paragraph_match_cmp);
     *matches = q->para;
     *count = len;
     return SIMSTORE_OK;

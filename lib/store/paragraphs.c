@@ -83,9 +83,7 @@ static int cmp_hit(const void *a, const void *b)
     return (x->pfp > y->pfp) - (x->pfp < y->pfp);
 }
 
-/* Fraction (larger first; every answer has the same `of`, so shared
- * decides), then id bytes. */
-static int cmp_match(const void *a, const void *b)
+int simstore_paragraph_match_cmp(const void *a, const void *b)
 {
     const simstore_paragraph_match *x = a, *y = b;
     if (x->shared != y->shared)
@@ -407,7 +405,7 @@ int simstore_query_paragraphs(simstore_query *q, const uint64_t *fps, size_t n, 
             m->meta = p->arena + ((uintptr_t)m->meta - 1);
     }
     if (p->match_len > 1)
-        qsort(p->matches, p->match_len, sizeof *p->matches, cmp_match);
+        qsort(p->matches, p->match_len, sizeof *p->matches, simstore_paragraph_match_cmp);
     *matches = p->matches;
     *count = p->match_len;
     return SIMSTORE_OK;
