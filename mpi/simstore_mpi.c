@@ -3,14 +3,16 @@
  * owns shard r. A client of the public API (and of cmd/'s input reader and
  * output helpers), nothing more.
  *
- *   build OUT INPUT...   every rank reads its share of the inputs (split at
- *                        line boundaries), fingerprints, sends each record
- *                        to its shard's rank (all-to-all in bounded chunks),
- *                        which spools it; once every rank's offset in the
- *                        input is known (MPI_Exscan) each rank adds what it
- *                        received in input order, each document at its
- *                        position in the whole input, and builds its shard
- *                        with the ordinary builder;
+ *   build OUT INPUT...   every rank reads its share of the inputs (plain
+ *                        files split at record boundaries; a compressed
+ *                        file or standard input whole, by one rank),
+ *                        fingerprints, sends each record to its shard's
+ *                        rank (all-to-all in bounded chunks), which spools
+ *                        it; once every part's record count is known
+ *                        (MPI_Allgatherv) each rank adds what it received
+ *                        in input order, each document at its position
+ *                        in the whole input, and builds its shard with
+ *                        the ordinary builder;
  *                        rank 0 publishes the manifest when every rank
  *                        succeeded, and nothing otherwise. Paragraph
  *                        fingerprints travel with their records
@@ -159,7 +161,7 @@ uint32_t get_u32(const char **p)
     return v;
 }
 
-/* ---- inputs split at line boundaries -------------------------------------- */
+/* ---- inputs: formats and names ---------------------------------------------- */
 
 /* Bare fingerprints, for --fingerprint-only (cmd/input parses the others):
  * hex16 lines, and raw little-endian 64-bit values (.u64). */
@@ -846,6 +848,44 @@ static int fill(build_state *st, reader *rd, uint64_t chunk_bytes)
     return 0;
 }
 
+/* --boilerplate auto reads every input twice, and standard input can be
+ * read once: rank 0 copies it first, as it is (compressed or not), into an
+ * unlinked scratch file in OUT, kept open as *fd; both passes read that.
+ * Returns 0, or -1 (said why). */
+static int copy_stdin(const char *out, int *fd)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.rank-%d.stdin-XXXXXX", out, rank);
+    *fd = mkostemp(path, O_CLOEXEC);
+    if (*fd < 0) {
+        say("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    unlink(path);
+    static char bytes[1 << 16];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, bytes, sizeof bytes);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            say("<stdin>: %s", strerror(errno));
+            return -1;
+        }
+        if (n == 0)
+            return 0;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(*fd, bytes + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                say("<stdin>: cannot copy it to %s to read it twice: %s", out, strerror(errno));
+                return -1;
+            }
+            done += w;
+        }
+    }
+}
+
 /* ---- the records received, added in input order ------------------------ */
 
 /* One part of some rank's share, as every rank learns it: its place in the
@@ -1128,8 +1168,8 @@ static void usage_build(FILE *out)
             "Usage: mpirun -np R simstore-mpi build OUT [OPTIONS] INPUT...\n"
             "\n"
             "Build the sharded store OUT of R shards (format/shards.md), rank r building\n"
-            "shard r: every rank reads its share of the INPUT files (split at line\n"
-            "boundaries), fingerprints it and sends each record to the rank of its\n"
+            "shard r: every rank reads its share of the INPUT files (below),\n"
+            "fingerprints it and sends each record to the rank of its\n"
             "shard, XXH3-64(id) mod R, in all-to-all rounds of at most --chunk bytes a\n"
             "rank, which keeps them in an unlinked scratch file in OUT until every rank\n"
             "has read its share; then each rank adds them in input order, numbering\n"
@@ -1139,9 +1179,15 @@ static void usage_build(FILE *out)
             "publishes nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
             "\n"
             "Input: .tsv (id<TAB>hex16), .fp (hex16<TAB>id), .jsonl ({\"id\", \"text\"[,\n"
-            "\"meta\"]}), .hex (hex16 per line, with --fingerprint-only), regular files\n"
-            "(not compressed, not standard input), or\n"
-            "      --format tsv|fp|jsonl|hex\n"
+            "\"meta\"]}), .hex (hex16 per line) and .u64 (raw little-endian 64-bit\n"
+            "values) with --fingerprint-only, each maybe gzip or zstd compressed (.gz,\n"
+            ".zst, .zstd; told by the magic bytes, as `simstore build` tells it), or '-'\n"
+            "(standard input, with --format). A plain file is split among the ranks at\n"
+            "line (.u64: 8-byte) boundaries; a compressed file cannot be, so each is\n"
+            "read whole, streaming, by one rank (the largest first, each to the rank\n"
+            "with the fewest compressed bytes so far), and standard input by rank 0.\n"
+            "Documents are numbered in input order whichever rank read them.\n"
+            "      --format tsv|fp|jsonl|hex|u64\n"
             "      --k K            the largest distance queries may ask, 0..7 (3)\n"
             "      --tables auto|T  table count of every shard (auto)\n"
             "      --block-bytes B  table block size (%u)\n"
@@ -1154,10 +1200,10 @@ static void usage_build(FILE *out)
             "      --progress       rank 0 reports each step on stderr, with the ranks'\n"
             "                       totals (besides its own progress on a terminal)\n"
             "      --fingerprint-only\n"
-            "                       keep the distinct fingerprints of .hex lines only\n"
-            "                       (no ids, metadata or sketches), each in shard\n"
-            "                       simstore_shard_of_fp(fp, R), as `simstore build\n"
-            "                       --fingerprint-only --shards R` keeps them\n",
+            "                       keep the distinct fingerprints of .hex lines or .u64\n"
+            "                       values only (no ids, metadata or sketches), each in\n"
+            "                       shard simstore_shard_of_fp(fp, R), as `simstore\n"
+            "                       build --fingerprint-only --shards R` keeps them\n",
             SIMSTORE_DEFAULT_BLOCK_BYTES);
     fprintf(out,
             "\n"
@@ -1354,15 +1400,6 @@ static int cmd_build(int argc, char **argv)
                         cmd_name, input_shown(inputs[i]));
             return 2;
         }
-        if (strcmp(inputs[i], "-") == 0 && bo.automatic) {
-            /* The first pass would consume it: `simstore build` copies it
-             * to a scratch file to read it twice; this does not yet. */
-            if (rank == 0)
-                fprintf(stderr,
-                        "%s: <stdin>: --boilerplate auto reads its inputs twice; give a file\n",
-                        cmd_name);
-            return 2;
-        }
     }
     if (o.fingerprint_only && sketch_given && sketch != SIMSTORE_SKETCH_NONE) {
         if (rank == 0)
@@ -1501,6 +1538,19 @@ static int cmd_build(int argc, char **argv)
         say("out of memory");
         failed = 1;
     }
+    /* Standard input, read twice with --boilerplate auto: its copy, through
+     * a path of its own (the first "-" only; later ones are at its end). */
+    int stdin_copy = -1, stdin_taken = 0;
+    char stdin_path[64] = "";
+    if (bo.automatic && rank == 0 && !failed)
+        for (int i = 0; i < ninputs; i++)
+            if (strcmp(inputs[i], "-") == 0) {
+                if (copy_stdin(out, &stdin_copy))
+                    failed = 1;
+                else
+                    snprintf(stdin_path, sizeof stdin_path, "/proc/self/fd/%d", stdin_copy);
+                break;
+            }
     for (int i = 0; i < ninputs && !failed; i++) {
         int whole = plan[2 * i + 1] != 0;
         if (strcmp(inputs[i], "-") != 0 && access(inputs[i], R_OK) != 0) {
@@ -1512,6 +1562,10 @@ static int cmd_build(int argc, char **argv)
                          whole,       0,
                          plan[2 * i], 0};
         if (whole) {
+            if (stdin_copy >= 0 && !stdin_taken && strcmp(inputs[i], "-") == 0) {
+                ip.path = stdin_path;
+                stdin_taken = 1;
+            }
             if (owner[i] == rank)
                 rd.parts[rd.nparts++] = ip;
             continue;
@@ -1574,6 +1628,8 @@ static int cmd_build(int argc, char **argv)
             break;
     }
     reader_close_part(&rd);
+    if (stdin_copy >= 0)
+        close(stdin_copy);
     if (show_progress) {
         uint64_t t[2] = {st.sent, st.spool_len};
         MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);

@@ -123,6 +123,25 @@ for np in 2 3; do
     if [ "$a" = "$b" ]; then ok; else fail "np $np: the gzip sample's answers differ"; fi
 done
 
+# --boilerplate auto reads every input twice: standard input (gzip here)
+# is copied first, so both passes see all of it, as in `simstore build`.
+head -n 50 "$SAMPLE" >"$T/s1.jsonl"
+tail -n +51 "$SAMPLE" | gzip -c >"$T/s2.jsonl.gz"
+bopts="--boilerplate auto --boilerplate-min-docs 5 --boilerplate-fraction 0.05"
+# shellcheck disable=SC2086
+"$SIMSTORE" build -q $bopts "$T/bone" "$T/s1.jsonl" "$T/s2.jsonl.gz" >/dev/null ||
+    fail "build bone"
+# shellcheck disable=SC2086
+mpi 2 build $bopts --format jsonl "$T/bm" "$T/s1.jsonl" - <"$T/s2.jsonl.gz" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 0
+a=$("$SIMSTORE" stats "$T/bone" | grep -E '^(documents|boilerplate)')
+b=$("$SIMSTORE" stats "$T/bm" | grep -E '^(documents|boilerplate)')
+if [ "$a" = "$b" ]; then ok; else fail "boilerplate auto from stdin: stats differ: $b"; fi
+a=$("$SIMSTORE" query "$T/bone" --similarity --json --meta --queries "$SAMPLE" | md5sum)
+b=$("$SIMSTORE" query "$T/bm" --similarity --json --meta --queries "$SAMPLE" | md5sum)
+if [ "$a" = "$b" ]; then ok; else fail "boilerplate auto from stdin: answers differ"; fi
+
 # Standard input needs --format, as `simstore build` says.
 mpi 2 build "$T/nf" "$T/a.tsv" - <"$T/e.tsv" >"$T/out" 2>"$T/err"
 status=$?
