@@ -1523,10 +1523,12 @@ static int cmd_build(int argc, char **argv)
     free(load);
     /* This rank's share of the split files: the records starting in
      * [T r / R, T (r + 1) / R) of their concatenation (T bytes). */
-    uint64_t total = 0;
-    for (int i = 0; i < ninputs; i++)
+    uint64_t total = 0, input_bytes = 0; /* split; all (compressed as they are) */
+    for (int i = 0; i < ninputs; i++) {
         if (!plan[2 * i + 1])
             total += plan[2 * i];
+        input_bytes += plan[2 * i];
+    }
     uint64_t lo = total * (uint64_t)rank / (uint64_t)nranks;
     uint64_t hi = total * (uint64_t)(rank + 1) / (uint64_t)nranks;
     uint64_t at = 0;
@@ -1604,7 +1606,9 @@ static int cmd_build(int argc, char **argv)
     /* Rounds in lockstep: each rank reads up to a chunk, all exchange, and
      * they go on while any rank has more to read and none has failed (a
      * failed rank stops the others at the next round). */
-    uint64_t share = hi - lo;
+    uint64_t share = 0; /* bytes, a whole part's compressed */
+    for (int i = 0; i < rd.nparts; i++)
+        share += rd.parts[i].hi - rd.parts[i].lo;
     for (;;) {
         if (!failed && fill(&st, &rd, chunk))
             failed = 1;
@@ -1635,7 +1639,7 @@ static int cmd_build(int argc, char **argv)
         MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         progress("read %llu %s of %llu input bytes; %llu bytes sent to the shards' ranks",
                  (unsigned long long)t[0], t[0] == 1 ? "record" : "records",
-                 (unsigned long long)total, (unsigned long long)t[1]);
+                 (unsigned long long)input_bytes, (unsigned long long)t[1]);
     }
     if (st.bad) {
         say("%llu bad %s", (unsigned long long)st.bad, st.bad == 1 ? "record" : "records");
