@@ -3,14 +3,16 @@
  * owns shard r. A client of the public API (and of cmd/'s input reader and
  * output helpers), nothing more.
  *
- *   build OUT INPUT...   every rank reads its share of the inputs (split at
- *                        line boundaries), fingerprints, sends each record
- *                        to its shard's rank (all-to-all in bounded chunks),
- *                        which spools it; once every rank's offset in the
- *                        input is known (MPI_Exscan) each rank adds what it
- *                        received in input order, each document at its
- *                        position in the whole input, and builds its shard
- *                        with the ordinary builder;
+ *   build OUT INPUT...   every rank reads its share of the inputs (plain
+ *                        files split at record boundaries; a compressed
+ *                        file or standard input whole, by one rank),
+ *                        fingerprints, sends each record to its shard's
+ *                        rank (all-to-all in bounded chunks), which spools
+ *                        it; once every part's record count is known
+ *                        (MPI_Allgatherv) each rank adds what it received
+ *                        in input order, each document at its position
+ *                        in the whole input, and builds its shard with
+ *                        the ordinary builder;
  *                        rank 0 publishes the manifest when every rank
  *                        succeeded, and nothing otherwise. Paragraph
  *                        fingerprints travel with their records
@@ -35,6 +37,7 @@
 #include "cli.h"
 #include "input.h"
 #include "progress.h"
+#include "stream.h"
 #include "textopts.h"
 #include "simstore.h"
 
@@ -161,24 +164,46 @@ uint32_t get_u32(const char **p)
     return v;
 }
 
-/* ---- inputs split at line boundaries -------------------------------------- */
+/* ---- inputs: formats and names ---------------------------------------------- */
 
-/* Bare hex16 lines, for --fingerprint-only (cmd/input parses the others). */
+/* Bare fingerprints, for --fingerprint-only (cmd/input parses the others):
+ * hex16 lines, and raw little-endian 64-bit values (.u64). */
 #define INPUT_HEX_LINES 100
+#define INPUT_U64_VALUES 101
 
+static int ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* The format of an input, as `simstore build` tells it (cmd/ingest.c's
+ * ingest_format_of_name): from the name, a compressed file's by the name
+ * under .gz, .zst or .zstd; standard input only from --format. */
 static int format_of(const char *path, int given)
 {
     if (given >= 0)
         return given;
+    if (strcmp(path, "-") == 0)
+        return -1;
     size_t n = strlen(path);
-    if (n > 4 && strcmp(path + n - 4, ".tsv") == 0)
-        return INPUT_ID_FP;
-    if (n > 3 && strcmp(path + n - 3, ".fp") == 0)
-        return INPUT_FP_ID;
-    if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0)
-        return INPUT_JSONL;
-    if (n > 4 && strcmp(path + n - 4, ".hex") == 0)
-        return INPUT_HEX_LINES;
+    static const char *const compressed[] = {".gz", ".zst", ".zstd"};
+    for (size_t i = 0; i < sizeof compressed / sizeof *compressed; i++)
+        if (ends_with(path, n, compressed[i])) {
+            n -= strlen(compressed[i]);
+            break;
+        }
+    static const struct {
+        const char *ext;
+        int format;
+    } names[] = {{".tsv", INPUT_ID_FP},
+                 {".fp", INPUT_FP_ID},
+                 {".jsonl", INPUT_JSONL},
+                 {".hex", INPUT_HEX_LINES},
+                 {".u64", INPUT_U64_VALUES}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (ends_with(path, n, names[i].ext))
+            return names[i].format;
     return -1;
 }
 
@@ -188,14 +213,22 @@ static int parse_format(const char *s)
            : strcmp(s, "fp") == 0    ? INPUT_FP_ID
            : strcmp(s, "jsonl") == 0 ? INPUT_JSONL
            : strcmp(s, "hex") == 0   ? INPUT_HEX_LINES
+           : strcmp(s, "u64") == 0   ? INPUT_U64_VALUES
                                      : -1;
+}
+
+/* An input's name in messages: standard input is "<stdin>", as `simstore
+ * build` calls it. */
+static const char *input_shown(const char *path)
+{
+    return strcmp(path, "-") == 0 ? "<stdin>" : path;
 }
 
 /* Source values: (input index << 40) | line. */
 static void source_name(void *ctx, uint64_t source, char *out, size_t size)
 {
     char **paths = (char **)ctx;
-    snprintf(out, size, "%s:%llu", paths[source >> 40],
+    snprintf(out, size, "%s:%llu", input_shown(paths[source >> 40]),
              (unsigned long long)(source & (((uint64_t)1 << 40) - 1)));
 }
 
@@ -278,52 +311,53 @@ static int paras_reserve(build_state *st, size_t n)
     return 0;
 }
 
-/* Add the records of one received chunk, from a rank whose share of the
- * input starts at position `first`, to this rank's builder: each at its
- * position in the whole input, as one store of it would number it. */
-static int add_received(build_state *st, const char *p, size_t n, uint64_t first)
+/* Add the record at *pp (advanced past it) to this rank's builder, at its
+ * position in the whole input: it is the sender's record number `local`
+ * (its place among the records the sender read), of a part whose records
+ * the sender numbered from local_first and the whole input from
+ * global_first. Returns 0, or -1 (said why). */
+static int add_record(build_state *st, const char **pp, uint64_t local_first, uint64_t global_first)
 {
-    const char *end = p + n;
-    while (p < end) {
-        uint8_t flags = (uint8_t)*p++;
-        simstore_doc d;
-        d.fp = get_u64(&p);
-        d.source = get_u64(&p);
-        uint64_t position = first + get_u64(&p);
-        d.id_len = get_u32(&p);
-        d.meta_len = get_u32(&p);
-        d.id = p;
-        p += d.id_len;
-        d.meta = d.meta_len ? p : NULL;
-        p += d.meta_len;
-        const uint8_t *sketch = NULL;
-        if (flags & 2) {
-            sketch = (const uint8_t *)p;
-            p += st->sketch_bytes;
-        }
-        size_t nparas = (flags & 4) ? get_u32(&p) : 0;
-        if (paras_reserve(st, nparas)) {
-            say("out of memory");
-            return -1;
-        }
-        for (size_t i = 0; i < nparas; i++)
-            st->paras[i] = get_u64(&p);
-        int rc;
-        if (st->fp_only)
-            rc = simstore_builder_add_fp(st->b, d.fp);
-        else if ((rc = simstore_builder_set_position(st->b, position)) == 0)
-            rc = st->para_min_words
-                     ? simstore_builder_add_paragraphs(st->b, &d,
-                                                       (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                                       sketch, st->paras, nparas)
-                     : simstore_builder_add_sketch(
-                           st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
-        if (rc) {
-            say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
-            return -1;
-        }
-        st->records++;
+    const char *p = *pp;
+    uint8_t flags = (uint8_t)*p++;
+    simstore_doc d;
+    d.fp = get_u64(&p);
+    d.source = get_u64(&p);
+    uint64_t position = global_first + (get_u64(&p) - local_first);
+    d.id_len = get_u32(&p);
+    d.meta_len = get_u32(&p);
+    d.id = p;
+    p += d.id_len;
+    d.meta = d.meta_len ? p : NULL;
+    p += d.meta_len;
+    const uint8_t *sketch = NULL;
+    if (flags & 2) {
+        sketch = (const uint8_t *)p;
+        p += st->sketch_bytes;
     }
+    size_t nparas = (flags & 4) ? get_u32(&p) : 0;
+    if (paras_reserve(st, nparas)) {
+        say("out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < nparas; i++)
+        st->paras[i] = get_u64(&p);
+    *pp = p;
+    int rc;
+    if (st->fp_only)
+        rc = simstore_builder_add_fp(st->b, d.fp);
+    else if ((rc = simstore_builder_set_position(st->b, position)) == 0)
+        rc = st->para_min_words
+                 ? simstore_builder_add_paragraphs(st->b, &d,
+                                                   (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                                   sketch, st->paras, nparas)
+                 : simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
+                                               sketch);
+    if (rc) {
+        say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
+        return -1;
+    }
+    st->records++;
     return 0;
 }
 
@@ -403,45 +437,6 @@ static void spool_close(build_state *st)
     st->from = NULL;
 }
 
-/* Every rank has read its share: each rank's first position in the whole
- * input (the records of the ranks before it, whose shares come before its
- * own), then the spooled records added in input order, rank by rank.
- * Collective. Returns 0, or -1 (said why). */
-static int add_spooled(build_state *st)
-{
-    int failed = 0;
-    uint64_t first = 0;
-    MPI_Exscan(&st->sent, &first, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        first = 0; /* MPI_Exscan leaves rank 0's undefined */
-    uint64_t *firsts = malloc((size_t)nranks * sizeof *firsts);
-    if (!firsts)
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    MPI_Allgather(&first, 1, MPI_UINT64_T, firsts, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    char *chunk = NULL;
-    size_t cap = 0;
-    for (int i = 0; i < nranks && !failed; i++)
-        for (size_t c = 0; c < st->from[i].n && !failed; c++) {
-            const spooled *sp = &st->from[i].v[c];
-            if (sp->len > cap) {
-                char *g = realloc(chunk, (size_t)sp->len);
-                if (!g) {
-                    say("out of memory");
-                    failed = 1;
-                    break;
-                }
-                chunk = g;
-                cap = (size_t)sp->len;
-            }
-            if (spool_io(st, chunk, (size_t)sp->len, sp->offset, 0) ||
-                add_received(st, chunk, (size_t)sp->len, firsts[i]))
-                failed = 1;
-        }
-    free(chunk);
-    free(firsts);
-    return failed ? -1 : 0;
-}
-
 /* One all-to-all round: every rank's buffered records to their ranks.
  * Returns 0, or -1 (this rank failed; the round still completed). */
 static int exchange(build_state *st)
@@ -475,20 +470,33 @@ static int exchange(build_state *st)
     return failed;
 }
 
-/* The part of input `index` whose lines start in [lo, hi) of that file. */
+/* The part of input `index` whose records start in [lo, hi) of that file
+ * (a plain regular file, split among the ranks), or all of it (whole: a
+ * compressed file or standard input, which cannot be split at byte offsets
+ * and is read as a stream by one rank). `records`: how many this rank read
+ * and sent of it, for the numbering (add_spooled). */
 typedef struct input_part {
     const char *path;
+    const char *name; /* in messages */
     int index;
     int format;
+    int whole;
     uint64_t lo, hi;
+    uint64_t records;
 } input_part;
 
-/* This rank's parts, read a chunk at a time (resumable between rounds). */
+/* This rank's parts, in input order, read a record at a time (resumable
+ * between rounds). */
 typedef struct reader {
     input_part *parts;
     int nparts, cur;
-    const char *data; /* the current part's file, mapped */
+    int open;
+    const char *data; /* a split part's file, mapped */
     size_t size, pos;
+    cli_stream *stream; /* a whole part's; its bytes in buf[pos..len) */
+    char *buf;
+    size_t len, cap;
+    int eof;
     unsigned long long line;
     input_parser *p;
     const input_fields *fields;
@@ -500,22 +508,43 @@ static void reader_close_part(reader *rd)
     if (rd->data && rd->size)
         munmap((void *)rd->data, rd->size);
     rd->data = NULL;
+    cli_stream_close(rd->stream);
+    rd->stream = NULL;
+    free(rd->buf);
+    rd->buf = NULL;
+    rd->len = rd->cap = rd->pos = 0;
+    rd->eof = 0;
     input_parser_free(rd->p);
     rd->p = NULL;
+    rd->open = 0;
 }
 
-/* Map the next part and find its first line. Returns 0 or -1. */
-static int reader_open_part(reader *rd)
+/* Open a whole part: its stream, decompressing as `simstore build` does. */
+static int reader_open_stream(reader *rd, const input_part *ip)
 {
-    const input_part *ip = &rd->parts[rd->cur];
+    if (cli_stream_open(&rd->stream, ip->path) != 0) {
+        say("%s: %s", ip->name, strerror(errno));
+        return -1;
+    }
+    rd->pos = rd->len = 0;
+    rd->eof = 0;
+    rd->line = 1;
+    return 0;
+}
+
+/* Map a split part and find its first record. Returns 0 or -1. */
+static int reader_map(reader *rd, const input_part *ip)
+{
     int fd = open(ip->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        say("%s: %s", ip->path, strerror(errno));
+        say("%s: %s", ip->name, strerror(errno));
         return -1;
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        say("%s: not a regular file (simstore-mpi reads files it can split)", ip->path);
+        say("%s: not a regular file (simstore-mpi reads files, compressed or not, and "
+            "standard input)",
+            ip->name);
         close(fd);
         return -1;
     }
@@ -524,13 +553,20 @@ static int reader_open_part(reader *rd)
     close(fd);
     if (rd->data == MAP_FAILED) {
         rd->data = NULL;
-        say("%s: %s", ip->path, strerror(errno));
+        say("%s: %s", ip->name, strerror(errno));
         return -1;
     }
-    if (ip->format != INPUT_HEX_LINES &&
-        input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
-        say("out of memory");
-        return -1;
+    if (ip->format == INPUT_U64_VALUES) {
+        /* Values start at multiples of 8: ours are those starting in
+         * [lo, hi); the rank holding the file's end says when it is not a
+         * whole number of values, as `simstore build` would after them. */
+        if (rd->size % 8 && ip->hi >= rd->size) {
+            say("%s: length is not a multiple of 8 bytes", ip->name);
+            return -1;
+        }
+        rd->pos = (size_t)((ip->lo + 7) / 8 * 8);
+        rd->line = rd->pos / 8 + 1;
+        return 0;
     }
     /* The first line of ours starts at lo when the byte before it ends a
      * line; else after the next newline. Line numbers count from the
@@ -552,6 +588,108 @@ static int reader_open_part(reader *rd)
     }
     rd->pos = pos;
     return 0;
+}
+
+/* Open the current part. Returns 0 or -1 (said why). */
+static int reader_open_part(reader *rd)
+{
+    const input_part *ip = &rd->parts[rd->cur];
+    if (ip->whole ? reader_open_stream(rd, ip) : reader_map(rd, ip))
+        return -1;
+    rd->open = 1;
+    if (ip->format != INPUT_HEX_LINES && ip->format != INPUT_U64_VALUES &&
+        input_parser_new(&rd->p, (input_format)ip->format, rd->fields) != 0) {
+        say("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Read more of a whole part's stream into rd->buf (keeping buf[pos..len)).
+ * Returns 0 (rd->eof set at the end), or -1 (said why, naming the line
+ * being read). */
+static int reader_more(reader *rd, const input_part *ip)
+{
+    if (rd->pos > 0) {
+        memmove(rd->buf, rd->buf + rd->pos, rd->len - rd->pos);
+        rd->len -= rd->pos;
+        rd->pos = 0;
+    }
+    size_t want = (size_t)64 << 10;
+    if (rd->cap - rd->len < want) {
+        size_t cap = rd->cap ? rd->cap : want;
+        while (cap - rd->len < want)
+            cap *= 2;
+        char *g = realloc(rd->buf, cap);
+        if (!g) {
+            say("out of memory");
+            return -1;
+        }
+        rd->buf = g;
+        rd->cap = cap;
+    }
+    ssize_t got = cli_stream_read(rd->stream, rd->buf + rd->len, want);
+    if (got < 0) {
+        say("%s:%llu: %s", ip->name, rd->line, cli_stream_error(rd->stream));
+        return -1;
+    }
+    if (got == 0)
+        rd->eof = 1;
+    rd->len += (size_t)got;
+    return 0;
+}
+
+/* The current part's next record: a line (without its '\n') or an 8-byte
+ * value, at *text, *len bytes. Returns 1, 0 at the part's end, or -1
+ * (said why). */
+static int reader_next(reader *rd, const input_part *ip, const char **text, size_t *len)
+{
+    size_t need = ip->format == INPUT_U64_VALUES ? 8 : 0;
+    if (!ip->whole) {
+        if (rd->pos >= rd->size || rd->pos >= ip->hi || rd->size - rd->pos < need)
+            return 0;
+        *text = rd->data + rd->pos;
+        if (need) {
+            *len = need;
+            rd->pos += need;
+            return 1;
+        }
+        const char *nl = memchr(rd->data + rd->pos, '\n', rd->size - rd->pos);
+        size_t end = nl ? (size_t)(nl - rd->data) : rd->size;
+        *len = end - rd->pos;
+        rd->pos = end + 1;
+        return 1;
+    }
+    for (size_t scan = rd->pos;;) {
+        if (need ? rd->len - rd->pos >= need : rd->len > scan) {
+            const char *nl = need ? NULL : memchr(rd->buf + scan, '\n', rd->len - scan);
+            if (need || nl) {
+                size_t end = need ? rd->pos + need : (size_t)(nl - rd->buf);
+                *text = rd->buf + rd->pos;
+                *len = end - rd->pos;
+                rd->pos = need ? end : end + 1;
+                return 1;
+            }
+            scan = rd->len;
+        }
+        if (rd->eof) {
+            if (rd->pos == rd->len)
+                return 0;
+            if (need) {
+                say("%s: length is not a multiple of 8 bytes", ip->name);
+                return -1;
+            }
+            /* A last line without its newline. */
+            *text = rd->buf + rd->pos;
+            *len = rd->len - rd->pos;
+            rd->pos = rd->len;
+            return 1;
+        }
+        size_t kept = scan - rd->pos;
+        if (reader_more(rd, ip))
+            return -1;
+        scan = rd->pos + kept;
+    }
 }
 
 /* The first pass of --boilerplate auto: a JSON Lines document's line keys
@@ -594,11 +732,19 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
                      size_t len)
 {
     uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
+    input_record rec;
+    if (ip->format == INPUT_U64_VALUES) {
+        /* As `simstore build --fingerprint-only` reads .u64 values. */
+        memset(&rec, 0, sizeof rec);
+        for (int i = 7; i >= 0; i--)
+            rec.fingerprint = rec.fingerprint << 8 | (uint8_t)text[i];
+        (void)len;
+        return send_record(st, &rec, rec.fingerprint, NULL, 0, 0) ? (say("out of memory"), -1) : 0;
+    }
     if (len && text[len - 1] == '\r')
         len--;
     if (input_trim_line(&text, &len, rd->line == 1))
         return 0;
-    input_record rec;
     if (ip->format == INPUT_HEX_LINES) {
         /* As `simstore build --fingerprint-only` reads .hex lines. */
         char hex[17], shown[41];
@@ -615,11 +761,11 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
         for (size_t i = 0; i < n; i++)
             shown[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7F ? '?' : text[i];
         shown[n] = '\0';
-        say("%s:%llu: expected 16 hex digits, got '%s'", ip->path, rd->line, shown);
+        say("%s:%llu: expected 16 hex digits, got '%s'", ip->name, rd->line, shown);
         st->bad++;
         return 0;
     }
-    int got = input_parse_line(rd->p, text, len, ip->path, rd->line, &rec);
+    int got = input_parse_line(rd->p, text, len, ip->name, rd->line, &rec);
     if (got == -2) {
         say("out of memory");
         return -1;
@@ -627,7 +773,7 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
     if (st->counter) /* the first pass: bad records are the second's to say */
         return got == -1 ? 0 : count_line_keys(st, &rec);
     if (got == -1) {
-        say("%s:%llu: %s", ip->path, rd->line, input_parser_error(rd->p));
+        say("%s:%llu: %s", ip->name, rd->line, input_parser_error(rd->p));
         st->bad++;
         return 0;
     }
@@ -649,20 +795,20 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
             char esc[CLI_ESCAPED_ID_BYTES];
             st->only_boilerplate++;
             say("warning: %s:%llu: document id '%s' is only boilerplate: fingerprinted whole",
-                ip->path, rd->line, cli_escape(rec.id, rec.id_len, esc, sizeof esc));
+                ip->name, rd->line, cli_escape(rec.id, rec.id_len, esc, sizeof esc));
         }
     } else if (st->sketch != SIMSTORE_SKETCH_NONE) {
         if (!rec.has_fp || !rec.sketch || rec.sketch_len != st->sketch_bytes) {
             say("%s:%llu: the store keeps sketches, and this record has none (give --sketch "
                 "none)",
-                ip->path, rd->line);
+                ip->name, rd->line);
             st->bad++;
             return 0;
         }
         sk = rec.sketch;
     }
     if (rc) {
-        say("%s:%llu: %s", ip->path, rd->line, simstore_last_error());
+        say("%s:%llu: %s", ip->name, rd->line, simstore_last_error());
         st->bad++;
         return 0;
     }
@@ -674,7 +820,8 @@ static int take_line(build_state *st, reader *rd, const input_part *ip, const ch
 }
 
 /* Read records until chunk_bytes are buffered or this rank's share ends
- * (rd->done). Returns 0, or -1 when this rank cannot go on. */
+ * (rd->done), counting each part's records sent. Returns 0, or -1 when this
+ * rank cannot go on. */
 static int fill(build_state *st, reader *rd, uint64_t chunk_bytes)
 {
     while (!rd->done && st->buffered < chunk_bytes) {
@@ -682,22 +829,183 @@ static int fill(build_state *st, reader *rd, uint64_t chunk_bytes)
             rd->done = 1;
             break;
         }
-        if (!rd->data && reader_open_part(rd))
+        if (!rd->open && reader_open_part(rd))
             return -1;
-        const input_part *ip = &rd->parts[rd->cur];
-        if (rd->pos >= rd->size || rd->pos >= ip->hi) {
+        input_part *ip = &rd->parts[rd->cur];
+        const char *text;
+        size_t len;
+        int got = reader_next(rd, ip, &text, &len);
+        if (got < 0)
+            return -1;
+        if (got == 0) {
             reader_close_part(rd);
             rd->cur++;
             continue;
         }
-        const char *nl = memchr(rd->data + rd->pos, '\n', rd->size - rd->pos);
-        size_t end = nl ? (size_t)(nl - rd->data) : rd->size;
-        if (take_line(st, rd, ip, rd->data + rd->pos, end - rd->pos))
+        uint64_t before = st->sent;
+        if (take_line(st, rd, ip, text, len))
             return -1;
+        ip->records += st->sent - before;
         rd->line++;
-        rd->pos = end + 1;
     }
     return 0;
+}
+
+/* --boilerplate auto reads every input twice, and standard input can be
+ * read once: rank 0 copies it first, as it is (compressed or not), into an
+ * unlinked scratch file in OUT, kept open as *fd; both passes read that.
+ * Returns 0, or -1 (said why). */
+static int copy_stdin(const char *out, int *fd)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.rank-%d.stdin-XXXXXX", out, rank);
+    *fd = mkostemp(path, O_CLOEXEC);
+    if (*fd < 0) {
+        say("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    unlink(path);
+    static char bytes[1 << 16];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, bytes, sizeof bytes);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            say("<stdin>: %s", strerror(errno));
+            return -1;
+        }
+        if (n == 0)
+            return 0;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(*fd, bytes + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                say("<stdin>: cannot copy it to %s to read it twice: %s", out, strerror(errno));
+                return -1;
+            }
+            done += w;
+        }
+    }
+}
+
+/* ---- the records received, added in input order ------------------------ */
+
+/* One part of some rank's share, as every rank learns it: its place in the
+ * input (index, lo), the rank that read it and its records, numbered from
+ * local_first among that rank's and from global_first in the whole input. */
+typedef struct part_count {
+    uint64_t index, lo, records, rank, local_first, global_first;
+} part_count;
+
+static int cmp_part(const void *x, const void *y)
+{
+    const part_count *a = x, *b = y;
+    if (a->index != b->index)
+        return (a->index > b->index) - (a->index < b->index);
+    return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+/* Where this rank stands in the chunks one rank sent it. */
+typedef struct cursor {
+    size_t chunk;
+    char *data;
+    size_t len, at;
+} cursor;
+
+/* The next record from rank `from` (cur->data + cur->at), its number among
+ * that rank's in *local. Returns 1, 0 when it sent no more, -1 (said why). */
+static int cursor_peek(build_state *st, int from, cursor *cur, uint64_t *local)
+{
+    while (cur->at >= cur->len) {
+        free(cur->data);
+        cur->data = NULL;
+        cur->len = cur->at = 0;
+        if (cur->chunk >= st->from[from].n)
+            return 0;
+        const spooled *sp = &st->from[from].v[cur->chunk++];
+        if (!(cur->data = malloc(sp->len ? (size_t)sp->len : 1))) {
+            say("out of memory");
+            return -1;
+        }
+        cur->len = (size_t)sp->len;
+        if (spool_io(st, cur->data, cur->len, sp->offset, 0))
+            return -1;
+    }
+    const char *p = cur->data + cur->at + 17; /* flags, fp, source */
+    *local = get_u64(&p);
+    return 1;
+}
+
+/* Every rank has read its share: every part's records counted in input
+ * order (the parts of split files in rank order, a whole file where it
+ * is), so each record's position in the whole input is known; then the
+ * spooled records are added in input order, part by part (each rank read
+ * its parts in input order, so a part's records are the next ones from
+ * its rank). Collective. Returns 0, or -1 (said why). */
+static int add_spooled(build_state *st, const input_part *parts, int nparts)
+{
+    int failed = 0;
+    int *counts = malloc((size_t)nranks * 2 * sizeof *counts);
+    if (!counts)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    int *displs = counts + nranks, mine = 3 * nparts;
+    MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+    size_t all = 0;
+    for (int r = 0; r < nranks; r++) {
+        displs[r] = (int)all;
+        all += (size_t)counts[r];
+    }
+    uint64_t *mine_v = malloc((size_t)(mine ? mine : 1) * sizeof *mine_v);
+    uint64_t *all_v = malloc((all ? all : 1) * sizeof *all_v);
+    part_count *pc = malloc((all / 3 ? all / 3 : 1) * sizeof *pc);
+    cursor *cur = calloc((size_t)nranks, sizeof *cur);
+    if (!mine_v || !all_v || !pc || !cur)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int i = 0; i < nparts; i++) {
+        mine_v[3 * i] = (uint64_t)parts[i].index;
+        mine_v[3 * i + 1] = parts[i].lo;
+        mine_v[3 * i + 2] = parts[i].records;
+    }
+    MPI_Allgatherv(mine_v, mine, MPI_UINT64_T, all_v, counts, displs, MPI_UINT64_T, MPI_COMM_WORLD);
+    size_t n = 0;
+    for (int r = 0; r < nranks; r++) {
+        uint64_t local = 0;
+        for (int i = displs[r]; i < displs[r] + counts[r]; i += 3, n++) {
+            pc[n] = (part_count){all_v[i], all_v[i + 1], all_v[i + 2], (uint64_t)r, local, 0};
+            local += all_v[i + 2];
+        }
+    }
+    sort_items(pc, n, sizeof *pc, cmp_part);
+    uint64_t global = 0;
+    for (size_t i = 0; i < n; i++) {
+        pc[i].global_first = global;
+        global += pc[i].records;
+    }
+    for (size_t i = 0; i < n && !failed; i++) {
+        int from = (int)pc[i].rank;
+        uint64_t local;
+        int got;
+        while ((got = cursor_peek(st, from, &cur[from], &local)) == 1 &&
+               local < pc[i].local_first + pc[i].records) {
+            const char *p = cur[from].data + cur[from].at;
+            if (add_record(st, &p, pc[i].local_first, pc[i].global_first)) {
+                failed = 1;
+                break;
+            }
+            cur[from].at = (size_t)(p - cur[from].data);
+        }
+        if (got < 0)
+            failed = 1;
+    }
+    for (int r = 0; r < nranks; r++)
+        free(cur[r].data);
+    free(cur);
+    free(pc);
+    free(all_v);
+    free(mine_v);
+    free(counts);
+    return failed ? -1 : 0;
 }
 
 /* ---- --boilerplate auto: the counts of every rank ----------------------- */
@@ -863,8 +1171,8 @@ static void usage_build(FILE *out)
             "Usage: mpirun -np R simstore-mpi build OUT [OPTIONS] INPUT...\n"
             "\n"
             "Build the sharded store OUT of R shards (format/shards.md), rank r building\n"
-            "shard r: every rank reads its share of the INPUT files (split at line\n"
-            "boundaries), fingerprints it and sends each record to the rank of its\n"
+            "shard r: every rank reads its share of the INPUT files (below),\n"
+            "fingerprints it and sends each record to the rank of its\n"
             "shard, XXH3-64(id) mod R, in all-to-all rounds of at most --chunk bytes a\n"
             "rank, which keeps them in an unlinked scratch file in OUT until every rank\n"
             "has read its share; then each rank adds them in input order, numbering\n"
@@ -874,9 +1182,15 @@ static void usage_build(FILE *out)
             "publishes nothing, names the rank, and exits 1; a rerun reuses OUT.\n"
             "\n"
             "Input: .tsv (id<TAB>hex16), .fp (hex16<TAB>id), .jsonl ({\"id\", \"text\"[,\n"
-            "\"meta\"]}), .hex (hex16 per line, with --fingerprint-only), regular files\n"
-            "(not compressed, not standard input), or\n"
-            "      --format tsv|fp|jsonl|hex\n"
+            "\"meta\"]}), .hex (hex16 per line) and .u64 (raw little-endian 64-bit\n"
+            "values) with --fingerprint-only, each maybe gzip or zstd compressed (.gz,\n"
+            ".zst, .zstd; told by the magic bytes, as `simstore build` tells it), or '-'\n"
+            "(standard input, with --format). A plain file is split among the ranks at\n"
+            "line (.u64: 8-byte) boundaries; a compressed file cannot be, so each is\n"
+            "read whole, streaming, by one rank (the largest first, each to the rank\n"
+            "with the fewest compressed bytes so far), and standard input by rank 0.\n"
+            "Documents are numbered in input order whichever rank read them.\n"
+            "      --format tsv|fp|jsonl|hex|u64\n"
             "      --k K            the largest distance queries may ask, 0..7 (3)\n"
             "      --tables auto|T  table count of every shard (auto)\n"
             "      --block-bytes B  table block size (%u)\n"
@@ -889,10 +1203,10 @@ static void usage_build(FILE *out)
             "      --progress       rank 0 reports each step on stderr, with the ranks'\n"
             "                       totals (besides its own progress on a terminal)\n"
             "      --fingerprint-only\n"
-            "                       keep the distinct fingerprints of .hex lines only\n"
-            "                       (no ids, metadata or sketches), each in shard\n"
-            "                       simstore_shard_of_fp(fp, R), as `simstore build\n"
-            "                       --fingerprint-only --shards R` keeps them\n",
+            "                       keep the distinct fingerprints of .hex lines or .u64\n"
+            "                       values only (no ids, metadata or sketches), each in\n"
+            "                       shard simstore_shard_of_fp(fp, R), as `simstore\n"
+            "                       build --fingerprint-only --shards R` keeps them\n",
             SIMSTORE_DEFAULT_BLOCK_BYTES);
     fprintf(out,
             "\n"
@@ -1070,20 +1384,23 @@ static int cmd_build(int argc, char **argv)
         int f = format_of(inputs[i], format);
         if (f < 0) {
             if (rank == 0)
-                fprintf(stderr, "%s: %s: cannot tell the format from the name; use --format\n",
-                        cmd_name, inputs[i]);
+                fprintf(stderr,
+                        strcmp(inputs[i], "-") == 0
+                            ? "%s: %s: cannot tell the format of standard input; use --format\n"
+                            : "%s: %s: cannot tell the format from the name; use --format\n",
+                        cmd_name, input_shown(inputs[i]));
             return 2;
         }
         all_jsonl &= f == INPUT_JSONL;
-        if ((f == INPUT_HEX_LINES) != (o.fingerprint_only != 0)) {
+        if ((f == INPUT_HEX_LINES || f == INPUT_U64_VALUES) != (o.fingerprint_only != 0)) {
             if (rank == 0)
                 fprintf(stderr,
                         o.fingerprint_only
-                            ? "%s: %s: a fingerprint-only store reads --format hex (.hex: bare "
-                              "fingerprints)\n"
-                            : "%s: %s: bare fingerprints (hex) make a fingerprint-only store: add "
-                              "--fingerprint-only\n",
-                        cmd_name, inputs[i]);
+                            ? "%s: %s: a fingerprint-only store reads --format hex or u64 (.hex, "
+                              ".u64: bare fingerprints)\n"
+                            : "%s: %s: bare fingerprints (hex, u64) make a fingerprint-only "
+                              "store: add --fingerprint-only\n",
+                        cmd_name, input_shown(inputs[i]));
             return 2;
         }
     }
@@ -1165,15 +1482,55 @@ static int cmd_build(int argc, char **argv)
         return 1;
     }
 
-    /* This rank's share of the inputs: the lines starting in
-     * [T r / R, T (r + 1) / R) of their concatenation (T bytes). */
-    uint64_t total = 0;
-    uint64_t *sizes = calloc((size_t)ninputs, sizeof *sizes);
-    for (int i = 0; i < ninputs; i++) {
+    /* How each input is read, told by rank 0 as `simstore build` would open
+     * it and followed by every rank: a plain regular file is split among
+     * the ranks at record boundaries; a compressed one (by its magic
+     * bytes), standard input and anything else (a FIFO) is read whole, as
+     * a stream, by one rank. Per input: its size, and whether whole. */
+    uint64_t *plan = calloc((size_t)ninputs * 2, sizeof *plan);
+    int *owner = calloc((size_t)ninputs, sizeof *owner);
+    uint64_t *load = calloc((size_t)nranks, sizeof *load);
+    if (!plan || !owner || !load)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int i = 0; i < ninputs && rank == 0; i++) {
         struct stat sb;
-        if (stat(inputs[i], &sb) == 0)
-            sizes[i] = (uint64_t)sb.st_size;
-        total += sizes[i];
+        plan[2 * i + 1] = 1;
+        if (strcmp(inputs[i], "-") == 0 || stat(inputs[i], &sb) != 0)
+            continue; /* a missing file: every rank says so below */
+        plan[2 * i] = (uint64_t)sb.st_size;
+        cli_stream *cs;
+        if (S_ISREG(sb.st_mode) && cli_stream_open(&cs, inputs[i]) == 0) {
+            plan[2 * i + 1] = cli_stream_get_kind(cs) != CLI_STREAM_PLAIN;
+            cli_stream_close(cs);
+        }
+    }
+    MPI_Bcast(plan, ninputs * 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    /* The whole inputs, largest first, each to the rank with the fewest
+     * compressed bytes so far (standard input is rank 0's): the split
+     * files' bytes are shared evenly anyway. */
+    for (;;) {
+        int next = -1;
+        for (int i = 0; i < ninputs; i++)
+            if (plan[2 * i + 1] == 1 && (next < 0 || plan[2 * i] > plan[2 * next]))
+                next = i;
+        if (next < 0)
+            break;
+        int least = 0;
+        for (int r = 1; r < nranks && strcmp(inputs[next], "-") != 0; r++)
+            if (load[r] < load[least])
+                least = r;
+        owner[next] = least;
+        load[least] += plan[2 * next];
+        plan[2 * next + 1] = 2; /* placed */
+    }
+    free(load);
+    /* This rank's share of the split files: the records starting in
+     * [T r / R, T (r + 1) / R) of their concatenation (T bytes). */
+    uint64_t total = 0, input_bytes = 0; /* split; all (compressed as they are) */
+    for (int i = 0; i < ninputs; i++) {
+        if (!plan[2 * i + 1])
+            total += plan[2 * i];
+        input_bytes += plan[2 * i];
     }
     uint64_t lo = total * (uint64_t)rank / (uint64_t)nranks;
     uint64_t hi = total * (uint64_t)(rank + 1) / (uint64_t)nranks;
@@ -1186,20 +1543,48 @@ static int cmd_build(int argc, char **argv)
         say("out of memory");
         failed = 1;
     }
+    /* Standard input, read twice with --boilerplate auto: its copy, through
+     * a path of its own (the first "-" only; later ones are at its end). */
+    int stdin_copy = -1, stdin_taken = 0;
+    char stdin_path[64] = "";
+    if (bo.automatic && rank == 0 && !failed)
+        for (int i = 0; i < ninputs; i++)
+            if (strcmp(inputs[i], "-") == 0) {
+                if (copy_stdin(out, &stdin_copy))
+                    failed = 1;
+                else
+                    snprintf(stdin_path, sizeof stdin_path, "/proc/self/fd/%d", stdin_copy);
+                break;
+            }
     for (int i = 0; i < ninputs && !failed; i++) {
-        uint64_t flo = at, fhi = at + sizes[i];
-        at = fhi;
-        if (access(inputs[i], R_OK) != 0) {
+        int whole = plan[2 * i + 1] != 0;
+        if (strcmp(inputs[i], "-") != 0 && access(inputs[i], R_OK) != 0) {
             say("%s: %s", inputs[i], strerror(errno));
             failed = 1;
         }
+        input_part ip = {inputs[i],   input_shown(inputs[i]),
+                         i,           format_of(inputs[i], format),
+                         whole,       0,
+                         plan[2 * i], 0};
+        if (whole) {
+            if (stdin_copy >= 0 && !stdin_taken && strcmp(inputs[i], "-") == 0) {
+                ip.path = stdin_path;
+                stdin_taken = 1;
+            }
+            if (owner[i] == rank)
+                rd.parts[rd.nparts++] = ip;
+            continue;
+        }
+        uint64_t flo = at, fhi = at + plan[2 * i];
+        at = fhi;
         if (fhi <= lo || flo >= hi)
             continue;
-        input_part ip = {inputs[i], i, format_of(inputs[i], format), (lo > flo ? lo : flo) - flo,
-                         (hi < fhi ? hi : fhi) - flo};
+        ip.lo = (lo > flo ? lo : flo) - flo;
+        ip.hi = (hi < fhi ? hi : fhi) - flo;
         rd.parts[rd.nparts++] = ip;
     }
-    free(sizes);
+    free(plan);
+    free(owner);
     /* --boilerplate auto: the set of the whole input first (a pass over
      * this rank's share with a reader of its own), given to this rank's
      * shard and fingerprinter. */
@@ -1224,7 +1609,9 @@ static int cmd_build(int argc, char **argv)
     /* Rounds in lockstep: each rank reads up to a chunk, all exchange, and
      * they go on while any rank has more to read and none has failed (a
      * failed rank stops the others at the next round). */
-    uint64_t share = hi - lo;
+    uint64_t share = 0; /* bytes, a whole part's compressed */
+    for (int i = 0; i < rd.nparts; i++)
+        share += rd.parts[i].hi - rd.parts[i].lo;
     for (;;) {
         if (!failed && fill(&st, &rd, chunk))
             failed = 1;
@@ -1232,7 +1619,7 @@ static int cmd_build(int argc, char **argv)
             uint64_t done = 0;
             for (int i = 0; i < rd.cur && i < rd.nparts; i++)
                 done += rd.parts[i].hi - rd.parts[i].lo;
-            if (rd.cur < rd.nparts && rd.pos > rd.parts[rd.cur].lo)
+            if (rd.cur < rd.nparts && !rd.parts[rd.cur].whole && rd.pos > rd.parts[rd.cur].lo)
                 done += rd.pos - rd.parts[rd.cur].lo;
             cli_progress_update(&prog, "reading (rank 0's share)", done < share ? done : share,
                                 share);
@@ -1248,13 +1635,14 @@ static int cmd_build(int argc, char **argv)
             break;
     }
     reader_close_part(&rd);
-    free(rd.parts);
+    if (stdin_copy >= 0)
+        close(stdin_copy);
     if (show_progress) {
         uint64_t t[2] = {st.sent, st.spool_len};
         MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         progress("read %llu %s of %llu input bytes; %llu bytes sent to the shards' ranks",
                  (unsigned long long)t[0], t[0] == 1 ? "record" : "records",
-                 (unsigned long long)total, (unsigned long long)t[1]);
+                 (unsigned long long)input_bytes, (unsigned long long)t[1]);
     }
     if (st.bad) {
         say("%llu bad %s", (unsigned long long)st.bad, st.bad == 1 ? "record" : "records");
@@ -1269,8 +1657,9 @@ static int cmd_build(int argc, char **argv)
      * nothing is published anyway). */
     someone = failed;
     MPI_Allreduce(MPI_IN_PLACE, &someone, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (!someone && add_spooled(&st))
+    if (!someone && add_spooled(&st, rd.parts, rd.nparts))
         failed = 1;
+    free(rd.parts);
     spool_close(&st);
     if (!someone && !failed) {
         rc = simstore_builder_finish(st.b);
