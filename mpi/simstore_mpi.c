@@ -35,6 +35,7 @@
 
 #include "boilerplate.h"
 #include "cli.h"
+#include "ingest.h"
 #include "input.h"
 #include "progress.h"
 #include "stream.h"
@@ -171,14 +172,21 @@ uint32_t get_u32(const char **p)
 #define INPUT_HEX_LINES 100
 #define INPUT_U64_VALUES 101
 
-static int ends_with(const char *s, size_t n, const char *suffix)
+/* cmd/ingest.c's format (as `simstore build` names them) as this file's. */
+static int from_ingest_format(int f)
 {
-    size_t m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+    switch (f) {
+    case INGEST_TSV: return INPUT_ID_FP;
+    case INGEST_FP: return INPUT_FP_ID;
+    case INGEST_JSONL: return INPUT_JSONL;
+    case INGEST_HEX: return INPUT_HEX_LINES;
+    case INGEST_U64: return INPUT_U64_VALUES;
+    default: return -1;
+    }
 }
 
-/* The format of an input, as `simstore build` tells it (cmd/ingest.c's
- * ingest_format_of_name): from the name, a compressed file's by the name
+/* The format of an input, as `simstore build` tells it
+ * (ingest_format_of_name): from the name, a compressed file's by the name
  * under .gz, .zst or .zstd; standard input only from --format. */
 static int format_of(const char *path, int given)
 {
@@ -186,35 +194,12 @@ static int format_of(const char *path, int given)
         return given;
     if (strcmp(path, "-") == 0)
         return -1;
-    size_t n = strlen(path);
-    static const char *const compressed[] = {".gz", ".zst", ".zstd"};
-    for (size_t i = 0; i < sizeof compressed / sizeof *compressed; i++)
-        if (ends_with(path, n, compressed[i])) {
-            n -= strlen(compressed[i]);
-            break;
-        }
-    static const struct {
-        const char *ext;
-        int format;
-    } names[] = {{".tsv", INPUT_ID_FP},
-                 {".fp", INPUT_FP_ID},
-                 {".jsonl", INPUT_JSONL},
-                 {".hex", INPUT_HEX_LINES},
-                 {".u64", INPUT_U64_VALUES}};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (ends_with(path, n, names[i].ext))
-            return names[i].format;
-    return -1;
+    return from_ingest_format(ingest_format_of_name(path));
 }
 
 static int parse_format(const char *s)
 {
-    return strcmp(s, "tsv") == 0     ? INPUT_ID_FP
-           : strcmp(s, "fp") == 0    ? INPUT_FP_ID
-           : strcmp(s, "jsonl") == 0 ? INPUT_JSONL
-           : strcmp(s, "hex") == 0   ? INPUT_HEX_LINES
-           : strcmp(s, "u64") == 0   ? INPUT_U64_VALUES
-                                     : -1;
+    return from_ingest_format(ingest_format_parse(s));
 }
 
 /* An input's name in messages: standard input is "<stdin>", as `simstore
