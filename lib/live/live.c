@@ -468,7 +468,8 @@ static int make_answer(simstore_live_query *q, const simstore_match *sm, size_t 
     if (rc)
         return rc;
     point_into_arena(q);
-    sims_sort_matches(q->matches + q->keep_matches, q->match_len - q->keep_matches);
+    if (q->match_len > q->keep_matches) /* q->matches may be NULL: no NULL + 0 */
+        sims_sort_matches(q->matches + q->keep_matches, q->match_len - q->keep_matches);
     if (q->copy_store) /* every byte is in the arena: the offsets follow the sort */
         for (size_t i = q->keep_matches; i < q->match_len; i++) {
             const simstore_match *m = &q->matches[i];
