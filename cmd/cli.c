@@ -635,3 +635,14 @@ int cli_meta_key(void *ctx, const char *meta, size_t len, double *key)
 {
     return meta && input_json_number(meta, len, (const char *)ctx, key) == 1;
 }
+
+void cli_print_bad_query_end(int json, const char *why, size_t why_len)
+{
+    if (json) {
+        fputs("{\"query\":null,\"matches\":[],\"error\":", stdout);
+        cli_json_string(stdout, why, why_len);
+        fputs("}\n", stdout);
+    } else {
+        fputs(".\n", stdout);
+    }
+}

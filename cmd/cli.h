@@ -106,6 +106,11 @@ size_t cli_utf8_sequence(const unsigned char *s, size_t n);
  * control characters escaped, bytes that are not UTF-8 as U+FFFD. The one
  * JSON string writer of the commands. */
 void cli_json_string(FILE *out, const char *s, size_t n);
+
+/* query --end-marker: the end of the answer to a query line that was bad
+ * (reported on stderr), so that a reader waiting for each answer goes on:
+ * '.', or with json {"query": null, "matches": [], "error": WHY}. */
+void cli_print_bad_query_end(int json, const char *why, size_t why_len);
 /* Format a fingerprint as 16 lowercase hex digits plus NUL into buf[17]. */
 void cli_format_hex64(uint64_t fp, char buf[17]);
 /* Format an estimated similarity (simstore_sketch_similarity) exactly: its

@@ -336,19 +336,6 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
         fputs(".\n", stdout);
 }
 
-/* The end of the answer to a query line that was bad (reported on stderr),
- * so that a co-process waiting for it goes on. */
-static void print_bad_query_end(const query_run *r, const char *why)
-{
-    if (r->json) {
-        fputs("{\"query\":null,\"matches\":[],\"error\":", stdout);
-        cli_json_string(stdout, why, strlen(why));
-        fputs("}\n", stdout);
-    } else {
-        fputs(".\n", stdout);
-    }
-}
-
 /* The fingerprinter of text queries: the store's text options (with those
  * given over them) and its boilerplate set, as its documents were made. */
 static int need_fingerprinter(query_run *r)
@@ -558,7 +545,7 @@ static void print_bad_items(query_chunk *c, size_t upto)
     for (; c->printed < upto; c->printed++) {
         const chunk_item *it = &c->items[c->printed];
         if (it->bad && c->r->end_marker)
-            print_bad_query_end(c->r, c->bytes + it->off);
+            cli_print_bad_query_end(c->r->json, c->bytes + it->off, strlen(c->bytes + it->off));
     }
 }
 
@@ -751,10 +738,11 @@ static int run_queries_file(query_run *r, const char *path, int format)
             break;
         }
         if (got == -1) {
-            cli_error(CMD, "%s", input_error(in));
+            const char *why = input_error(in);
+            cli_error(CMD, "%s", why);
             status = CLI_EXIT_FAIL;
             if (r->end_marker)
-                print_bad_query_end(r, input_error(in));
+                cli_print_bad_query_end(r->json, why, strlen(why));
             if (r->flush_each)
                 fflush(stdout);
             continue;

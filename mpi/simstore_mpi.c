@@ -1880,16 +1880,30 @@ static void answer_end(const query_opts *o)
         fputs(".\n", stdout);
 }
 
-/* --end-marker after a bad line (reported on stderr), so that a reader
- * waiting for each answer goes on. */
-static void print_bad_end(const query_opts *o, const query_item *q)
+/* An answer record's id and metadata (each u32 length, UINT32_MAX for none,
+ * then the bytes) from *cur, advanced past them. */
+static void get_id_meta(const char **cur, const char **id, size_t *id_len, const char **meta,
+                        size_t *meta_len)
 {
-    if (o->json) {
-        fputs("{\"query\":null,\"matches\":[],\"error\":", stdout);
-        cli_json_string(stdout, q->text, q->len);
-        fputs("}\n", stdout);
-    } else {
-        fputs(".\n", stdout);
+    uint32_t il = get_u32(cur), ml = get_u32(cur);
+    if (il != UINT32_MAX) {
+        *id = *cur;
+        *id_len = il;
+        *cur += il;
+    }
+    if (ml != UINT32_MAX) {
+        *meta = *cur;
+        *meta_len = ml;
+        *cur += ml;
+    }
+}
+
+/* With --json: a match's ',"meta":...' when it has metadata. */
+static void print_json_meta(const char *meta, size_t meta_len)
+{
+    if (meta) {
+        fputs(",\"meta\":", stdout);
+        fwrite(meta, 1, meta_len, stdout);
     }
 }
 
@@ -1916,17 +1930,7 @@ static int print_merged(const query_opts *o, const query_item *q, const char **c
             x->flags = (uint8_t)*cur[r]++;
             x->fp = get_u64(&cur[r]);
             x->similarity = bits_double(get_u64(&cur[r]));
-            uint32_t id_len = get_u32(&cur[r]), meta_len = get_u32(&cur[r]);
-            if (id_len != UINT32_MAX) {
-                x->id = cur[r];
-                x->id_len = id_len;
-                cur[r] += id_len;
-            }
-            if (meta_len != UINT32_MAX) {
-                x->meta = cur[r];
-                x->meta_len = meta_len;
-                cur[r] += meta_len;
-            }
+            get_id_meta(&cur[r], &x->id, &x->id_len, &x->meta, &x->meta_len);
         }
     }
     simstore_sort_matches(*m, n);
@@ -1947,10 +1951,7 @@ static int print_merged(const query_opts *o, const query_item *q, const char **c
             printf(",\"fp\":\"%s\",\"distance\":%u", hex, x->distance);
             if (o->similarity)
                 printf(",\"similarity\":%s", sim);
-            if (x->meta) {
-                fputs(",\"meta\":", stdout);
-                fwrite(x->meta, 1, x->meta_len, stdout);
-            }
+            print_json_meta(x->meta, x->meta_len);
             fputs(per_query ? "}" : "}\n", stdout);
         } else {
             fwrite(q->text, 1, q->len, stdout);
@@ -1987,15 +1988,7 @@ static int print_merged_paragraphs(const query_opts *o, const query_item *q, con
             x->of = (size_t)get_u64(&cur[r]);
             x->fraction = bits_double(get_u64(&cur[r]));
             x->fp = get_u64(&cur[r]);
-            uint32_t id_len = get_u32(&cur[r]), meta_len = get_u32(&cur[r]);
-            x->id = cur[r];
-            x->id_len = id_len;
-            cur[r] += id_len;
-            if (meta_len != UINT32_MAX) {
-                x->meta = cur[r];
-                x->meta_len = meta_len;
-                cur[r] += meta_len;
-            }
+            get_id_meta(&cur[r], &x->id, &x->id_len, &x->meta, &x->meta_len);
         }
     }
     sort_items(*m, n, sizeof **m, simstore_paragraph_match_cmp);
@@ -2008,10 +2001,7 @@ static int print_merged_paragraphs(const query_opts *o, const query_item *q, con
         if (o->json) {
             json_match_start(q, per_query, &listed, x->id, x->id_len, x->flags);
             printf(",\"shared\":%zu,\"of\":%zu,\"fraction\":%.4f", x->shared, x->of, x->fraction);
-            if (x->meta) {
-                fputs(",\"meta\":", stdout);
-                fwrite(x->meta, 1, x->meta_len, stdout);
-            }
+            print_json_meta(x->meta, x->meta_len);
             fputs(per_query ? "}" : "}\n", stdout);
         } else {
             fwrite(q->text, 1, q->len, stdout);
@@ -2475,7 +2465,7 @@ static int cmd_query(int argc, char **argv)
             for (size_t i = 0; i < n && !failed; i++) {
                 if (items[i].bad) {
                     if (o.end_marker)
-                        print_bad_end(&o, &items[i]);
+                        cli_print_bad_query_end(o.json, items[i].text, items[i].len);
                 } else if (o.paragraphs ? print_merged_paragraphs(&o, &items[i], cur, &para_merged,
                                                                   &para_merged_cap)
                                         : print_merged(&o, &items[i], cur, &merged, &merged_cap)) {
