@@ -179,7 +179,7 @@ int sims_retry(sims_attempt_fn attempt, void *ctx)
     }
     sims_retry_stamp = outer_stamp;
     sims_retry_stamped = outer_stamped;
-    return rc == SIMS_ERETRY ? sims_retry_code : rc;
+    return sims_retry_final(rc);
 }
 
 #ifndef NDEBUG

@@ -595,10 +595,9 @@ static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
     int rc = SIMSTORE_OK;
     double start = sims_retry_clock();
     uint64_t last = 0;
-    unsigned attempts = 0;
-    for (unsigned attempt = 0;; attempt++) {
+    unsigned attempt = 0;
+    for (;; attempt++) {
         uint64_t id = (uint64_t)mdb_txn_id(*txn);
-        attempts++;
         pthread_mutex_lock(&sh->lazy_mu);
         rc = sh->walked ? SIMSTORE_OK : lazy_load_locked(sh, *txn);
         pthread_mutex_unlock(&sh->lazy_mu);
@@ -630,7 +629,7 @@ static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
         rc = sims_fail_context(SIMSTORE_EBUSY,
                                "%s: data.mdb kept changing while it was checked (%u attempts "
                                "in %.3f s)",
-                               sh->dir, attempts, sims_retry_clock() - start);
+                               sh->dir, attempt + 1, sims_retry_clock() - start);
     if (rc) {
         if (renew) {
             mdb_txn_reset(*txn);
