@@ -172,6 +172,7 @@ static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
         matches += n;
     }
     double total = now() - t0;
+    long rss2 = rss_kib();
     simstore_query_free(q);
     qsort(lat, nq, sizeof *lat, cmp_double);
 
@@ -190,9 +191,11 @@ static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
            "%.0f q/s on 2 threads; %.3f matches/query\n",
            k, lat[nq / 2] * 1e6, lat[nq * 99 / 100] * 1e6, total / (double)nq * 1e6,
            (double)nq / total, (double)(nq / 2 * 2) / total2, (double)matches / (double)nq);
-    printf("  memory: RSS %.2f MiB after open (+%.2f MiB for the store; block keys %.2f MiB)\n",
+    printf("  memory: RSS %.2f MiB after open (+%.2f MiB for the store; block keys %.2f MiB), "
+           "%.2f MiB after %zu queries (mapped table and data.mdb pages they touched "
+           "included)\n",
            (double)rss1 / 1024, (double)(rss1 - rss0) / 1024,
-           (double)st.block_key_bytes / (1 << 20));
+           (double)st.block_key_bytes / (1 << 20), (double)rss2 / 1024, nq + nq / 10);
     printf("  median query %.2f us; data.mdb pages checked after all queries: %" PRIu64 "\n",
            lat[nq / 2] * 1e6, simstore_lmdb_pages_checked(s));
     free(lat);

@@ -129,6 +129,10 @@ int simstore_table_open(const char *path, simstore_table **out)
     if (!t)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     int rc = table_reader_open(path, 0, &t->reader);
+    /* An inspected table's index is checked whole at open, whatever its
+     * version (version 3 would check it piece by piece on use). */
+    if (rc == SIMSTORE_OK)
+        rc = table_reader_check_index(t->reader);
     if (rc == SIMSTORE_OK)
         rc = table_finish(t, t->reader, path);
     if (rc) {

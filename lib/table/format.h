@@ -1,4 +1,4 @@
-/* format.h: constants of the table file format, versions 1 and 2 (format/table.md
+/* format.h: constants of the table file format, versions 1 to 3 (format/table.md
  * is the specification; every number here appears there). Internal to
  * lib/table: the writer and the reader share them. */
 #ifndef SIMS_TABLE_FORMAT_H
@@ -26,6 +26,29 @@
 #define TBL_I2_HEADER_BYTES 16u
 #define TBL_MAX_COUNT_BITS 32u
 #define TBL_PAGE_BYTES 4096u
+
+/* Version 3's index: the page-group checksums (u32 each, zero-padded to a
+ * multiple of 8 bytes), then the block keys and counts in chunks of
+ * TBL_V3_CHUNK_BLOCKS blocks, each checksummed on its own, then the top
+ * entries (one per chunk: its last key, the fingerprints up to its end, the
+ * byte offset of its end) in pages of TBL_V3_TOP_ENTRIES entries, each
+ * followed by its checksum. A reader checks a chunk or a top page on first
+ * use, so an open reads no part of the index. */
+#define TBL_V3_CHUNK_BLOCKS 256u
+#define TBL_V3_TOP_ENTRIES 128u
+#define TBL_V3_TOP_ENTRY_BYTES 24u
+#define TBL_V3_TOP_LAST_KEY 0 /* u64: the chunk's last block key */
+#define TBL_V3_TOP_FP_END 8   /* u64: fingerprints in this chunk and all before */
+#define TBL_V3_TOP_END 16     /* u64: the chunk's end, in bytes from index_offset */
+#define TBL_C3_LOW_BITS 0     /* u8, 0..63 */
+#define TBL_C3_COUNT_BITS 1   /* u8, 0..TBL_MAX_COUNT_BITS */
+#define TBL_C3_RESERVED 2     /* u16, zero */
+#define TBL_C3_COUNT_MIN 4    /* u32 */
+#define TBL_C3_HIGH_WORDS 8   /* u32 */
+#define TBL_C3_RESERVED2 12   /* u32, zero */
+#define TBL_C3_HEADER_BYTES 16u
+/* The smallest chunk: its header, one word of key high bits, its checksum. */
+#define TBL_C3_MIN_BYTES 32u
 
 /* Header field offsets. */
 #define TBL_H_MAGIC 0
@@ -60,7 +83,9 @@
 #define TBL_SEED_INDEX UINT64_C(0x53494D5354494458)  /* "SIMSTIDX" */
 #define TBL_SEED_FOOTER UINT64_C(0x53494D5354465452) /* "SIMSTFTR" */
 #define TBL_SEED_BLOCK UINT64_C(0x53494D5354424C4B)  /* "SIMSTBLK" + block number (v1) */
-#define TBL_SEED_GROUP UINT64_C(0x53494D5354475250)  /* "SIMSTGRP" + group number (v2) */
+#define TBL_SEED_GROUP UINT64_C(0x53494D5354475250)  /* "SIMSTGRP" + group number (v2, v3) */
+#define TBL_SEED_CHUNK UINT64_C(0x53494D535443484B)  /* "SIMSTCHK" + chunk number (v3) */
+#define TBL_SEED_TOP UINT64_C(0x53494D5354544F50)    /* "SIMSTTOP" + top page number (v3) */
 
 /* Blocks start at max(256, min(block_bytes, 4096)): right after the header
  * for 256-byte blocks, else aligned to the block size up to a page, so no
@@ -96,6 +121,29 @@ static inline uint64_t tbl_group_count(uint64_t block_count, uint64_t block_byte
                                  tbl_group_blocks(block_bytes) +
                              1
                        : 0;
+}
+
+/* Version 3's layout, from the block count. */
+static inline uint64_t tbl_v3_chunk_count(uint64_t block_count)
+{
+    return (block_count + TBL_V3_CHUNK_BLOCKS - 1) / TBL_V3_CHUNK_BLOCKS;
+}
+
+static inline uint64_t tbl_v3_top_pages(uint64_t chunks)
+{
+    return (chunks + TBL_V3_TOP_ENTRIES - 1) / TBL_V3_TOP_ENTRIES;
+}
+
+/* The bytes of the top entries and their page checksums. */
+static inline uint64_t tbl_v3_top_bytes(uint64_t chunks)
+{
+    return chunks * TBL_V3_TOP_ENTRY_BYTES + 8 * tbl_v3_top_pages(chunks);
+}
+
+/* The bytes of the group checksums with their padding: where chunk 0 starts. */
+static inline uint64_t tbl_v3_groups_bytes(uint64_t groups)
+{
+    return (4 * groups + 7) / 8 * 8;
 }
 
 #endif

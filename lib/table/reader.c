@@ -1,8 +1,9 @@
 /* reader.c: the table reader: maps a file (or borrows a buffer), validates
- * header, footer and index before trusting any count or offset, keeps the
- * index in RAM in one compact form whatever the file's version (keys in
+ * header and footer before trusting any count or offset, and the index:
+ * versions 1 and 2 whole at open, kept in RAM in one compact form (keys in
  * Elias-Fano form, counts in fixed-width fields, the checksums of groups of
- * blocks), and serves whole-block decodes, range cursors and the fused
+ * blocks); version 3 in the mapping, each chunk and top page checked on its
+ * first use. Serves whole-block decodes, range cursors and the fused
  * Hamming-distance probe. */
 #include "table/table.h"
 
@@ -41,6 +42,15 @@ struct table_reader {
      * immutable, so a group is hashed before the first decode of one of its
      * blocks, not on every query. */
     _Atomic uint64_t *verified;
+    uint64_t max_first, max_other; /* the most values block 0 / another block holds */
+    /* Version 3: the index stays in the mapping (format/table.md, "Block
+     * index, version 3"); a chunk or top page is checked on first use and
+     * its byte set to 1 here, so it is checked once. */
+    int lazy;
+    const uint8_t *index; /* data + index_offset */
+    uint64_t chunk_count, top_pages;
+    uint64_t chunks_begin, top_at; /* from index_offset: chunk 0, top page 0 */
+    _Atomic uint8_t *chunk_ok, *top_ok;
 };
 
 /* Values decoded per step of a search; small enough for the stack. */
@@ -69,9 +79,9 @@ static int parse_header(table_reader *r)
     in->format_version = le_load32(h + TBL_H_VERSION);
     /* The version is checked before the checksum: a later version may lay
      * out (and checksum) its header differently. */
-    if (in->format_version != 1 && in->format_version != 2)
+    if (in->format_version < 1 || in->format_version > 3)
         return sims_fail(SIMSTORE_EVERSION,
-                         "table format version %" PRIu32 " (this build reads versions 1 and 2)",
+                         "table format version %" PRIu32 " (this build reads versions 1 to 3)",
                          in->format_version);
     in->header_checksum = le_load64(h + TBL_H_CHECKSUM);
     uint64_t want = sims_xxh3_64(h, TBL_H_CHECKSUM, TBL_SEED_HEADER);
@@ -297,13 +307,501 @@ static int parse_index_v2(table_reader *r, const uint8_t *index)
     r->group_blocks = tbl_group_blocks(bb);
     r->first_slot = tbl_group_first_slot(bb);
     r->group_seed = TBL_SEED_GROUP;
-    r->implicit_last = 1;
     return SIMSTORE_OK;
 }
 
+/* ---- version 3: the index in the mapping, checked piece by piece ------------- */
+
+/* Prefix the current message with the table and the index byte offset. */
+static int index_fail(const table_reader *r, uint64_t at, int rc)
+{
+    return sims_fail_context(rc, "table %s: index (byte offset %" PRIu64 ")", r->name,
+                             r->info.index_offset + at);
+}
+
+static uint64_t chunk_blocks(const table_reader *r, uint64_t c)
+{
+    uint64_t left = r->info.block_count - c * TBL_V3_CHUNK_BLOCKS;
+    return left < TBL_V3_CHUNK_BLOCKS ? left : TBL_V3_CHUNK_BLOCKS;
+}
+
+/* Top entry c, from index_offset. */
+static uint64_t top_entry_at(const table_reader *r, uint64_t c)
+{
+    return r->top_at + c * TBL_V3_TOP_ENTRY_BYTES + 8 * (c / TBL_V3_TOP_ENTRIES);
+}
+
+static uint64_t top_field(const table_reader *r, uint64_t c, unsigned field)
+{
+    return le_load64(r->index + top_entry_at(r, c) + field);
+}
+
+/* Whether top page pg's checksum holds; *at receives its offset. */
+static int top_sum_ok(const table_reader *r, uint64_t pg, uint64_t *at)
+{
+    uint64_t first = pg * TBL_V3_TOP_ENTRIES;
+    uint64_t n =
+        r->chunk_count - first < TBL_V3_TOP_ENTRIES ? r->chunk_count - first : TBL_V3_TOP_ENTRIES;
+    size_t bytes = (size_t)(n * TBL_V3_TOP_ENTRY_BYTES);
+    *at = top_entry_at(r, first);
+    return le_load64(r->index + *at + bytes) ==
+           sims_xxh3_64(r->index + *at, bytes, TBL_SEED_TOP + pg);
+}
+
+/* Check top page pg (once): its checksum, then each entry against the one
+ * before (the last of page pg - 1, whose checksum is checked too). */
+static int top_check(const table_reader *r, uint64_t pg)
+{
+    if (atomic_load_explicit(&r->top_ok[pg], memory_order_relaxed))
+        return SIMSTORE_OK;
+    uint64_t at, prev_at;
+    if (!top_sum_ok(r, pg, &at))
+        return index_fail(r, at, SIMS_CORRUPT("top page %" PRIu64 ": checksum mismatch", pg));
+    uint64_t first = pg * TBL_V3_TOP_ENTRIES;
+    uint64_t end =
+        first + TBL_V3_TOP_ENTRIES < r->chunk_count ? first + TBL_V3_TOP_ENTRIES : r->chunk_count;
+    if (pg && !top_sum_ok(r, pg - 1, &prev_at))
+        return index_fail(r, prev_at,
+                          SIMS_CORRUPT("top page %" PRIu64 ": checksum mismatch", pg - 1));
+    uint64_t chunks_end = r->top_at;
+    uint64_t last = 0, fp_end = 0, byte_end = r->chunks_begin;
+    if (first) {
+        last = top_field(r, first - 1, TBL_V3_TOP_LAST_KEY);
+        fp_end = top_field(r, first - 1, TBL_V3_TOP_FP_END);
+        byte_end = top_field(r, first - 1, TBL_V3_TOP_END);
+    }
+    for (uint64_t c = first; c < end; c++) {
+        uint64_t k = top_field(r, c, TBL_V3_TOP_LAST_KEY);
+        uint64_t f = top_field(r, c, TBL_V3_TOP_FP_END);
+        uint64_t e = top_field(r, c, TBL_V3_TOP_END);
+        uint64_t nb = chunk_blocks(r, c);
+        uint64_t most = nb * r->max_other + (c ? 0 : r->max_first - r->max_other);
+        uint64_t at_c = top_entry_at(r, c);
+        if (c && k <= last)
+            return index_fail(r, at_c,
+                              SIMS_CORRUPT("chunk %" PRIu64 ": last key %016" PRIx64
+                                           " not above the previous chunk's %016" PRIx64,
+                                           c, k, last));
+        if (f < fp_end || f - fp_end < nb || f - fp_end > most)
+            return index_fail(r, at_c + TBL_V3_TOP_FP_END,
+                              SIMS_CORRUPT("chunk %" PRIu64 ": fingerprint count %" PRIu64
+                                           " after %" PRIu64 " cannot fill %" PRIu64 " blocks",
+                                           c, f, fp_end, nb));
+        if (e < byte_end || e - byte_end < TBL_C3_MIN_BYTES || (e - byte_end) % 8 || e > chunks_end)
+            return index_fail(r, at_c + TBL_V3_TOP_END,
+                              SIMS_CORRUPT("chunk %" PRIu64 ": end %" PRIu64 " after %" PRIu64
+                                           " outside the chunks (%" PRIu64 "..%" PRIu64 ")",
+                                           c, e, byte_end, r->chunks_begin, chunks_end));
+        if (c + 1 == r->chunk_count && (f != r->info.fp_count || e != chunks_end))
+            return index_fail(r, at_c,
+                              SIMS_CORRUPT("last chunk ends at %" PRIu64 " fingerprints and byte "
+                                           "%" PRIu64 ", the table has %" PRIu64 " and its "
+                                           "chunks end at byte %" PRIu64,
+                                           f, e, r->info.fp_count, chunks_end));
+        last = k;
+        fp_end = f;
+        byte_end = e;
+    }
+    atomic_store_explicit(&r->top_ok[pg], 1, memory_order_relaxed);
+    return SIMSTORE_OK;
+}
+
+/* A chunk's keys and counts, read in place. */
+typedef struct chunk_view {
+    const uint8_t *low, *high, *counts;
+    uint64_t high_words;
+    unsigned low_bits, count_bits;
+    uint32_t count_min;
+    uint64_t base;     /* key i = base + (((select1(i) - i) << low_bits) | low i) */
+    uint64_t prev_key; /* the key before the chunk's first (0 for chunk 0) */
+    uint64_t last_key;
+    uint64_t first, n; /* its blocks [first, first + n) */
+} chunk_view;
+
+static inline uint64_t sec_word(const uint8_t *sec, uint64_t w)
+{
+    return le_load64(sec + 8 * w);
+}
+
+/* The n <= 64 bits at bit pos of a section (LSB-first). */
+static inline uint64_t sec_bits(const uint8_t *sec, uint64_t pos, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    uint64_t w = pos >> 6;
+    unsigned off = (unsigned)(pos & 63);
+    uint64_t v = sec_word(sec, w) >> off;
+    if (off + n > 64)
+        v |= sec_word(sec, w + 1) << (64 - off);
+    return n == 64 ? v : v & (((uint64_t)1 << n) - 1);
+}
+
+/* The position of the i-th (from 0) set bit of x, which has more than i. */
+static inline unsigned select_in_word(uint64_t x, unsigned i)
+{
+    unsigned s = 0;
+    for (;;) {
+        unsigned pc = (unsigned)__builtin_popcountll(x & 0xFF);
+        if (i < pc)
+            break;
+        i -= pc;
+        x >>= 8;
+        s += 8;
+    }
+    while (i--)
+        x &= x - 1;
+    return s + (unsigned)__builtin_ctzll(x);
+}
+
+/* The key whose high-bit one is at pos, as key i. */
+static inline uint64_t chunk_key_at(const chunk_view *v, uint64_t i, uint64_t pos)
+{
+    return v->base + (((pos - i) << v->low_bits) | sec_bits(v->low, i * v->low_bits, v->low_bits));
+}
+
+/* Position of the i-th one of the key high bits (i < n). */
+static uint64_t chunk_select1(const chunk_view *v, uint64_t i)
+{
+    for (uint64_t w = 0;; w++) {
+        uint64_t x = sec_word(v->high, w);
+        unsigned pc = (unsigned)__builtin_popcountll(x);
+        if (i < pc)
+            return 64 * w + select_in_word(x, (unsigned)i);
+        i -= pc;
+    }
+}
+
+/* The first one at position >= pos (one exists there). */
+static uint64_t chunk_next_one(const chunk_view *v, uint64_t pos)
+{
+    uint64_t w = pos >> 6;
+    uint64_t x = sec_word(v->high, w) & (~(uint64_t)0 << (pos & 63));
+    while (!x)
+        x = sec_word(v->high, ++w);
+    return 64 * w + (unsigned)__builtin_ctzll(x);
+}
+
+static uint32_t chunk_count_of(const chunk_view *v, uint64_t i)
+{
+    return v->count_min + (uint32_t)sec_bits(v->counts, i * v->count_bits, v->count_bits);
+}
+
+/* Keys i - 1 (the previous chunk's last for i = 0) and i. */
+static void chunk_pair(const chunk_view *v, uint64_t i, uint64_t *prev, uint64_t *key)
+{
+    if (i == 0) {
+        *prev = v->prev_key;
+        *key = chunk_key_at(v, 0, chunk_select1(v, 0));
+        return;
+    }
+    uint64_t p = chunk_select1(v, i - 1);
+    *prev = chunk_key_at(v, i - 1, p);
+    *key = chunk_key_at(v, i, chunk_next_one(v, p + 1));
+}
+
+/* The first i with key i >= x (x <= the chunk's last key), with keys i - 1
+ * and i: the zero that ends the high parts below x's, then forward. */
+static uint64_t chunk_find(const chunk_view *v, uint64_t x, uint64_t *prev, uint64_t *key)
+{
+    uint64_t rel = x < v->base ? 0 : x - v->base;
+    uint64_t h = rel >> v->low_bits;
+    uint64_t pos = 0, i = 0;
+    if (h) {
+        /* The zero numbered h - 1 ends the keys of high part h - 1. */
+        uint64_t want = h - 1;
+        for (uint64_t w = 0;; w++) {
+            uint64_t z = ~sec_word(v->high, w);
+            unsigned pc = (unsigned)__builtin_popcountll(z);
+            if (want < pc) {
+                pos = 64 * w + select_in_word(z, (unsigned)want) + 1;
+                break;
+            }
+            want -= pc;
+        }
+        i = pos - h;
+    }
+    uint64_t before = i ? chunk_key_at(v, i - 1, chunk_select1(v, i - 1)) : v->prev_key;
+    for (;; i++) {
+        uint64_t q = chunk_next_one(v, pos);
+        uint64_t k = chunk_key_at(v, i, q);
+        if (k >= x || i + 1 == v->n) {
+            *prev = before;
+            *key = k;
+            return i;
+        }
+        before = k;
+        pos = q + 1;
+    }
+}
+
+/* Check chunk c completely: checksum, header, sections, keys and counts
+ * against each other and against its top entries. */
+static int chunk_check(const table_reader *r, uint64_t c, const chunk_view *v, uint64_t begin,
+                       uint64_t end, uint64_t fps)
+{
+    const uint8_t *p = r->index + begin;
+    size_t size = (size_t)(end - begin);
+    if (le_load64(p + size - 8) != sims_xxh3_64(p, size - 8, TBL_SEED_CHUNK + c))
+        return index_fail(r, begin, SIMS_CORRUPT("chunk %" PRIu64 ": checksum mismatch", c));
+    uint64_t n = v->n;
+    uint64_t used = n * v->low_bits;
+    if (used % 64 && sec_word(v->low, used / 64) >> (used % 64))
+        return index_fail(r, begin,
+                          SIMS_CORRUPT("chunk %" PRIu64 ": nonzero bits after the last key low "
+                                       "part",
+                                       c));
+    used = n * v->count_bits;
+    if (used % 64 && sec_word(v->counts, used / 64) >> (used % 64))
+        return index_fail(r, begin,
+                          SIMS_CORRUPT("chunk %" PRIu64 ": nonzero bits after the last count", c));
+    uint64_t ones = 0;
+    for (uint64_t w = 0; w < v->high_words; w++)
+        ones += (uint64_t)__builtin_popcountll(sec_word(v->high, w));
+    if (ones != n || sec_word(v->high, v->high_words - 1) == 0)
+        return index_fail(r, begin,
+                          SIMS_CORRUPT("chunk %" PRIu64 ": %" PRIu64
+                                       " key high bits set in %" PRIu64 " words, expected %" PRIu64
+                                       " ending in the last word",
+                                       c, ones, v->high_words, n));
+    uint64_t prev = v->prev_key, total = 0, pos = 0, key = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t b = v->first + i;
+        pos = chunk_next_one(v, pos);
+        uint64_t hp = pos - i;
+        pos++;
+        if (hp > (UINT64_MAX >> v->low_bits) ||
+            ((hp << v->low_bits) | sec_bits(v->low, i * v->low_bits, v->low_bits)) >
+                UINT64_MAX - v->base)
+            return index_fail(r, begin, SIMS_CORRUPT("block %" PRIu64 ": key past 2^64 - 1", b));
+        key = chunk_key_at(v, i, pos - 1);
+        uint64_t count = chunk_count_of(v, i);
+        if (count == 0 || count > (b ? r->max_other : r->max_first))
+            return index_fail(r, begin,
+                              SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64
+                                           " outside 1..%" PRIu64,
+                                           b, count, b ? r->max_other : r->max_first));
+        if ((b ? key <= prev || key - prev < count : key < count - 1))
+            return index_fail(r, begin,
+                              SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64
+                                           " cannot follow the previous key with %" PRIu64
+                                           " values",
+                                           b, key, count));
+        prev = key;
+        total += count;
+    }
+    if (key != v->last_key || total != fps)
+        return index_fail(r, begin,
+                          SIMS_CORRUPT("chunk %" PRIu64 ": last key %016" PRIx64 " and %" PRIu64
+                                       " fingerprints, its top entry says %016" PRIx64
+                                       " and %" PRIu64,
+                                       c, key, total, v->last_key, fps));
+    return SIMSTORE_OK;
+}
+
+/* Open chunk c for reading (checking it, and the top entries it needs,
+ * on first use). */
+static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
+{
+    int rc = top_check(r, c / TBL_V3_TOP_ENTRIES);
+    if (!rc && c && (c - 1) / TBL_V3_TOP_ENTRIES != c / TBL_V3_TOP_ENTRIES)
+        rc = top_check(r, (c - 1) / TBL_V3_TOP_ENTRIES);
+    if (rc)
+        return rc;
+    uint64_t begin = c ? top_field(r, c - 1, TBL_V3_TOP_END) : r->chunks_begin;
+    uint64_t end = top_field(r, c, TBL_V3_TOP_END);
+    uint64_t fps_before = c ? top_field(r, c - 1, TBL_V3_TOP_FP_END) : 0;
+    const uint8_t *p = r->index + begin;
+    v->first = c * TBL_V3_CHUNK_BLOCKS;
+    v->n = chunk_blocks(r, c);
+    v->prev_key = c ? top_field(r, c - 1, TBL_V3_TOP_LAST_KEY) : 0;
+    v->base = c ? v->prev_key + 1 : 0;
+    v->last_key = top_field(r, c, TBL_V3_TOP_LAST_KEY);
+    v->low_bits = p[TBL_C3_LOW_BITS];
+    v->count_bits = p[TBL_C3_COUNT_BITS];
+    v->count_min = le_load32(p + TBL_C3_COUNT_MIN);
+    v->high_words = le_load32(p + TBL_C3_HIGH_WORDS);
+    int checked = atomic_load_explicit(&r->chunk_ok[c], memory_order_relaxed);
+    if (!checked) {
+        /* The sizes first: everything after reads inside [begin, end). */
+        uint64_t words = (end - begin - TBL_C3_HEADER_BYTES - 8) / 8;
+        uint64_t lw = table_keys_low_words(v->n, v->low_bits > 63 ? 63 : v->low_bits);
+        uint64_t cw = (v->n * v->count_bits + 63) / 64;
+        if (v->low_bits > 63 || v->count_bits > TBL_MAX_COUNT_BITS ||
+            (p[TBL_C3_RESERVED] | p[TBL_C3_RESERVED + 1]) != 0 ||
+            le_load32(p + TBL_C3_RESERVED2) != 0 || v->high_words == 0 || v->high_words > words ||
+            lw + cw != words - v->high_words)
+            return index_fail(
+                r, begin,
+                SIMS_CORRUPT("chunk %" PRIu64 ": header (key low bits %u, count "
+                             "bits %u, %" PRIu64 " key high words, reserved "
+                             "fields) does not fit its %" PRIu64 " bytes and %" PRIu64 " blocks",
+                             c, v->low_bits, v->count_bits, v->high_words, end - begin, v->n));
+    }
+    v->low = p + TBL_C3_HEADER_BYTES;
+    v->high = v->low + 8 * table_keys_low_words(v->n, v->low_bits);
+    v->counts = v->high + 8 * v->high_words;
+    if (!checked) {
+        rc = chunk_check(r, c, v, begin, end, top_field(r, c, TBL_V3_TOP_FP_END) - fps_before);
+        if (rc)
+            return rc;
+        atomic_store_explicit(&r->chunk_ok[c], 1, memory_order_relaxed);
+    }
+    return SIMSTORE_OK;
+}
+
+/* First block with key >= x (block_count if none), keys before and at it. */
+static int v3_find(const table_reader *r, uint64_t x, uint64_t *first, uint64_t *prev,
+                   uint64_t *key)
+{
+    *first = r->info.block_count;
+    *prev = *key = 0;
+    uint64_t lo = 0, hi = r->top_pages;
+    while (lo < hi) { /* the first page whose last key >= x */
+        uint64_t mid = lo + (hi - lo) / 2;
+        int rc = top_check(r, mid);
+        if (rc)
+            return rc;
+        uint64_t last = (mid + 1) * TBL_V3_TOP_ENTRIES;
+        last = (last < r->chunk_count ? last : r->chunk_count) - 1;
+        if (top_field(r, last, TBL_V3_TOP_LAST_KEY) < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == r->top_pages)
+        return SIMSTORE_OK;
+    uint64_t clo = lo * TBL_V3_TOP_ENTRIES, chi = clo + TBL_V3_TOP_ENTRIES;
+    chi = chi < r->chunk_count ? chi : r->chunk_count;
+    while (clo < chi) { /* the first chunk whose last key >= x */
+        uint64_t mid = clo + (chi - clo) / 2;
+        if (top_field(r, mid, TBL_V3_TOP_LAST_KEY) < x)
+            clo = mid + 1;
+        else
+            chi = mid;
+    }
+    chunk_view v;
+    int rc = chunk_open(r, clo, &v);
+    if (rc)
+        return rc;
+    *first = v.first + chunk_find(&v, x, prev, key);
+    return SIMSTORE_OK;
+}
+
+/* Version 3's open: the layout from the counts; nothing of it is read but
+ * the padding after the group checksums. */
+static int parse_index_v3(table_reader *r)
+{
+    table_info *in = &r->info;
+    uint64_t nb = in->block_count;
+    uint64_t groups = tbl_group_count(nb, in->params.block_bytes);
+    uint64_t chunks = tbl_v3_chunk_count(nb);
+    uint64_t gbytes = tbl_v3_groups_bytes(groups), tbytes = tbl_v3_top_bytes(chunks);
+    if (in->index_checksum != 0)
+        return SIMS_CORRUPT("index checksum %016" PRIx64 " in the footer (byte offset %" PRIu64
+                            "): version 3 writes 0",
+                            in->index_checksum,
+                            in->file_bytes - TBL_FOOTER_BYTES + TBL_F_INDEX_CHECKSUM);
+    /* nb is bounded by the file's size, so none of these overflow. */
+    if (in->index_bytes < gbytes + tbytes ||
+        in->index_bytes - gbytes - tbytes < chunks * TBL_C3_MIN_BYTES ||
+        (chunks == 0 && in->index_bytes != 0))
+        return SIMS_CORRUPT("index size %" PRIu64 " in the footer is too small for %" PRIu64
+                            " blocks",
+                            in->index_bytes, nb);
+    r->index = r->data + in->index_offset;
+    if (!is_zero(r->index + 4 * groups, (size_t)(gbytes - 4 * groups)))
+        return SIMS_CORRUPT("padding after the group checksums (byte offset %" PRIu64 ") not zero",
+                            in->index_offset + 4 * groups);
+    r->lazy = 1;
+    r->chunk_count = chunks;
+    r->top_pages = tbl_v3_top_pages(chunks);
+    r->chunks_begin = gbytes;
+    r->top_at = in->index_bytes - tbytes;
+    r->chunk_ok = calloc((size_t)(chunks ? chunks : 1), 1);
+    r->top_ok = calloc((size_t)(r->top_pages ? r->top_pages : 1), 1);
+    if (!r->chunk_ok || !r->top_ok)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " index chunks", chunks);
+    r->group_count = groups;
+    r->group_blocks = tbl_group_blocks(in->params.block_bytes);
+    r->first_slot = tbl_group_first_slot(in->params.block_bytes);
+    r->group_seed = TBL_SEED_GROUP;
+    in->key_ram_bytes = chunks + r->top_pages;
+    return SIMSTORE_OK;
+}
+
+/* ---- the index, whatever the version ------------------------------------------ */
+
 static uint32_t count_of(const table_reader *r, uint64_t b)
 {
+    if (r->lazy) {
+        chunk_view v;
+        return chunk_open(r, b / TBL_V3_CHUNK_BLOCKS, &v)
+                   ? 0
+                   : chunk_count_of(&v, b % TBL_V3_CHUNK_BLOCKS);
+    }
     return r->count_min + (uint32_t)table_bits_get(r->counts, b * r->count_bits, r->count_bits);
+}
+
+/* Keys b - 1 (any value for b = 0) and b, and count b (b < block_count). */
+static int index_block(const table_reader *r, uint64_t b, uint64_t *prev, uint64_t *key,
+                       uint32_t *count)
+{
+    if (!r->lazy) {
+        table_keys_pair(&r->keys, b, prev, key);
+        *count = count_of(r, b);
+        return SIMSTORE_OK;
+    }
+    chunk_view v;
+    int rc = chunk_open(r, b / TBL_V3_CHUNK_BLOCKS, &v);
+    if (rc)
+        return rc;
+    chunk_pair(&v, b % TBL_V3_CHUNK_BLOCKS, prev, key);
+    *count = chunk_count_of(&v, b % TBL_V3_CHUNK_BLOCKS);
+    return SIMSTORE_OK;
+}
+
+/* Key b (b < block_count); version 3: 0 when its chunk is damaged. */
+static uint64_t index_key(const table_reader *r, uint64_t b)
+{
+    if (!r->lazy)
+        return table_keys_get(&r->keys, b);
+    uint64_t prev, key;
+    uint32_t count;
+    return index_block(r, b, &prev, &key, &count) ? 0 : key;
+}
+
+/* table_reader_find_block with the keys before and at the block found.
+ * Version 3 on damage: block 0 (format/table.md: a scan from there meets
+ * the damage before it could pass x). */
+static uint64_t index_find(const table_reader *r, uint64_t x, uint64_t *prev, uint64_t *key)
+{
+    if (!r->lazy)
+        return table_keys_find_keys(&r->keys, x, prev, key);
+    uint64_t first;
+    if (v3_find(r, x, &first, prev, key))
+        return *prev = *key = 0;
+    return first;
+}
+
+static uint32_t group_sum(const table_reader *r, uint64_t g)
+{
+    return r->lazy ? le_load32(r->index + 4 * g) : r->checksums[g];
+}
+
+int table_reader_check_index(const table_reader *r)
+{
+    for (uint64_t pg = 0; r->lazy && pg < r->top_pages; pg++) {
+        int rc = top_check(r, pg);
+        if (rc)
+            return rc;
+    }
+    for (uint64_t c = 0; r->lazy && c < r->chunk_count; c++) {
+        chunk_view v;
+        int rc = chunk_open(r, c, &v);
+        if (rc)
+            return rc;
+    }
+    return SIMSTORE_OK;
 }
 
 static int parse_index(table_reader *r)
@@ -314,21 +812,25 @@ static int parse_index(table_reader *r)
     if (!is_zero(r->data + TBL_HEADER_BYTES, (size_t)(in->blocks_offset - TBL_HEADER_BYTES)))
         return SIMS_CORRUPT("padding between header and blocks (bytes %u..%" PRIu64 ") not zero",
                             TBL_HEADER_BYTES, in->blocks_offset - 1);
+    r->blocks = r->data + in->blocks_offset;
+    size_t bb = in->params.block_bytes;
+    /* Versions 2 and 3 do not code a block's last value: one more fits. */
+    r->implicit_last = in->format_version >= 2;
+    uint64_t max_first = codec_block_max_count(bb, r->huff.min_len, 1) + (uint64_t)r->implicit_last;
+    uint64_t max_other = codec_block_max_count(bb, r->huff.min_len, 0) + (uint64_t)r->implicit_last;
+    r->max_first = max_first;
+    r->max_other = max_other;
+    if (in->format_version == 3)
+        return parse_index_v3(r);
     uint64_t want = sims_xxh3_64(index, (size_t)in->index_bytes, TBL_SEED_INDEX);
     if (want != in->index_checksum)
         return SIMS_CORRUPT("index checksum mismatch (index at byte offset %" PRIu64 ")",
                             in->index_offset);
-    r->blocks = r->data + in->blocks_offset;
     int rc = in->format_version == 1 ? parse_index_v1(r, index) : parse_index_v2(r, index);
     if (rc)
         return rc;
     in->key_ram_bytes = table_keys_ram_bytes(&r->keys) + 8 * ((nb * r->count_bits + 63) / 64 + 1) +
                         4 * r->group_count;
-
-    size_t bb = in->params.block_bytes;
-    /* Version 2 does not code a block's last value: one more fits. */
-    uint64_t max_first = codec_block_max_count(bb, r->huff.min_len, 1) + (uint64_t)r->implicit_last;
-    uint64_t max_other = codec_block_max_count(bb, r->huff.min_len, 0) + (uint64_t)r->implicit_last;
     uint64_t total = 0, prev = 0;
     table_keys_walk walk;
     table_keys_walk_init(&walk, &r->keys);
@@ -365,9 +867,9 @@ static int reader_open(table_reader *r, unsigned flags)
         rc = parse_footer(r);
     if (!rc)
         rc = parse_index(r);
-    /* The index was read once to check it and copied to RAM in its compact
-     * form; its pages are not read again. */
-    if (!rc)
+    /* Versions 1 and 2: the index was read once to check it and copied to
+     * RAM in its compact form; its pages are not read again. */
+    if (!rc && !r->lazy)
         sims_map_release(&r->map, (size_t)r->info.index_offset, (size_t)r->info.index_bytes);
     if (!rc && !(flags & TABLE_SKIP_BLOCK_CHECKSUMS)) {
         size_t words = (size_t)(r->group_count + 63) / 64;
@@ -387,6 +889,8 @@ void table_reader_close(table_reader *r)
     free(r->counts);
     free(r->checksums);
     free((void *)r->verified);
+    free((void *)r->chunk_ok);
+    free((void *)r->top_ok);
     free(r->name);
     free(r);
 }
@@ -451,16 +955,18 @@ const table_info *table_reader_info(const table_reader *r)
 
 uint64_t table_reader_key(const table_reader *r, uint64_t block)
 {
-    return table_keys_get(&r->keys, block);
+    return block < r->info.block_count ? index_key(r, block) : 0;
 }
 
 /* ---- finding blocks ----------------------------------------------------------- */
 
 /* First b with key[b] >= v: the Elias-Fano search (keys.c): a sampled
- * select on the high bits, then the few keys with v's high part. */
+ * select on the high bits, then the few keys with v's high part; version 3
+ * the same inside the chunk its top pages name. */
 uint64_t table_reader_find_block(const table_reader *r, uint64_t v)
 {
-    return table_keys_find(&r->keys, v);
+    uint64_t prev, key;
+    return index_find(r, v, &prev, &key);
 }
 
 /* ---- blocks ------------------------------------------------------------------- */
@@ -489,7 +995,7 @@ static uint64_t group_of(const table_reader *r, uint64_t b)
 
 uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block)
 {
-    return block < r->info.block_count ? r->checksums[group_of(r, block)] : 0;
+    return block < r->info.block_count ? group_sum(r, group_of(r, block)) : 0;
 }
 
 /* How block_begin treats checksums. */
@@ -512,7 +1018,7 @@ static int group_verify(const table_reader *r, uint64_t b)
     uint64_t g = group_of(r, b), first, end;
     group_range(r, b, &first, &end);
     size_t bb = r->info.params.block_bytes;
-    uint32_t stored = r->checksums[g];
+    uint32_t stored = group_sum(r, g);
     uint32_t computed = (uint32_t)sims_xxh3_64(r->blocks + first * bb, (size_t)(end - first) * bb,
                                                r->group_seed + g);
     if (stored != computed) {
@@ -545,10 +1051,10 @@ int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *fi
 }
 
 /* Verify block b's group (always, or unless already verified once) and
- * start a decoder on it; prev is key[b-1] (any value for b = 0) and key is
- * key[b]. */
+ * start a decoder on it; prev is key[b-1] (any value for b = 0), key is
+ * key[b] and count its count, from index_block. */
 static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint64_t prev,
-                            uint64_t key, codec_block_decoder *dec)
+                            uint64_t key, uint32_t count, codec_block_decoder *dec)
 {
     size_t bb = r->info.params.block_bytes;
     const uint8_t *data = r->blocks + b * bb;
@@ -566,7 +1072,7 @@ static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint6
                 atomic_fetch_or_explicit(&r->verified[g >> 6], bit, memory_order_relaxed);
         }
     }
-    codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? prev : 0, count_of(r, b));
+    codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? prev : 0, count);
     if (r->implicit_last)
         codec_block_decoder_set_last(dec, key);
     return SIMSTORE_OK;
@@ -575,8 +1081,9 @@ static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint6
 static int block_begin(const table_reader *r, uint64_t b, int verify, codec_block_decoder *dec)
 {
     uint64_t prev, key;
-    table_keys_pair(&r->keys, b, &prev, &key);
-    return block_begin_keys(r, b, verify, prev, key, dec);
+    uint32_t count;
+    int rc = index_block(r, b, &prev, &key, &count);
+    return rc ? rc : block_begin_keys(r, b, verify, prev, key, count, dec);
 }
 
 /* Verify each group before the first decode of one of its blocks only. */
@@ -610,7 +1117,7 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
             break;
         got += k;
     }
-    rc = codec_block_decoder_finish(&dec, table_keys_get(&r->keys, block));
+    rc = codec_block_decoder_finish(&dec, index_key(r, block));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -640,7 +1147,7 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
     if (rc)
         return block_fail(r, block, rc);
     if (dec->remaining == 0) {
-        rc = codec_block_decoder_finish(dec, table_keys_get(&r->keys, block));
+        rc = codec_block_decoder_finish(dec, index_key(r, block));
         if (rc)
             return block_fail(r, block, rc);
     }
@@ -663,7 +1170,7 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
         if (rc)
             return block_fail(r, block, rc);
     } while (k);
-    rc = codec_block_decoder_finish(&dec, table_keys_get(&r->keys, block));
+    rc = codec_block_decoder_finish(&dec, index_key(r, block));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -702,8 +1209,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             uint64_t b = c->block;
             /* Block b holds values above key[b-1]: none in range once
              * key[b-1] >= hi. */
-            if (b >= r->info.block_count ||
-                (b > c->first_block && table_keys_get(&r->keys, b - 1) >= c->hi)) {
+            if (b >= r->info.block_count || (b > c->first_block && index_key(r, b - 1) >= c->hi)) {
                 c->state = CURSOR_DONE;
                 break;
             }
@@ -720,7 +1226,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             goto fail;
         }
         if (k == 0) {
-            rc = codec_block_decoder_finish(&c->dec, table_keys_get(&r->keys, c->block));
+            rc = codec_block_decoder_finish(&c->dec, index_key(r, c->block));
             if (rc) {
                 rc = block_fail(r, c->block, rc);
                 goto fail;
@@ -763,14 +1269,14 @@ uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 {
     uint64_t nb = r->info.block_count;
     uint64_t prev, key;
-    uint64_t first = table_keys_find_keys(&r->keys, lo, &prev, &key);
+    uint64_t first = index_find(r, lo, &prev, &key);
     if (lo > hi || first >= nb)
         return first;
     /* The blocks the search will decode: up to the first whose key >= hi. */
     uint64_t last = first;
     size_t bb = r->info.params.block_bytes;
     while (last + 1 < nb && (last + 1 - first) * bb < PREFETCH_MAX_BYTES && key < hi)
-        key = table_keys_get(&r->keys, ++last);
+        key = index_key(r, ++last);
     const uint8_t *p = r->blocks + first * bb;
     size_t bytes = (size_t)(last - first + 1) * bb;
     if (bytes > PREFETCH_MAX_BYTES)
@@ -778,8 +1284,10 @@ uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 #if defined(__GNUC__) || defined(__clang__)
     /* What the search reads besides the blocks: the first block's count and
      * the key sample it starts from. */
-    __builtin_prefetch(&r->counts[first * r->count_bits >> 6], 0, 3);
-    table_keys_prefetch_pair(&r->keys, first);
+    if (!r->lazy) {
+        __builtin_prefetch(&r->counts[first * r->count_bits >> 6], 0, 3);
+        table_keys_prefetch_pair(&r->keys, first);
+    }
     for (size_t off = 0; off < bytes; off += 64)
         __builtin_prefetch(p + off, 0, 3);
 #else
@@ -802,7 +1310,7 @@ int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_
     if (lo > hi)
         return SIMSTORE_OK;
     uint64_t prev = 0, key = 0;
-    uint64_t first = table_keys_find_keys(&r->keys, lo, &prev, &key);
+    uint64_t first = index_find(r, lo, &prev, &key);
     return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
 }
 
@@ -813,8 +1321,6 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
     if (lo > hi)
         return SIMSTORE_OK;
     uint64_t prev = 0, key = 0;
-    if (first < r->info.block_count)
-        table_keys_pair(&r->keys, first, &prev, &key);
     return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
 }
 
@@ -825,14 +1331,16 @@ static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uin
     uint64_t nb = r->info.block_count;
     int verify = verify_blocks_once(r);
     uint64_t buf[SEARCH_CHUNK];
+    (void)key;
     for (uint64_t b = first; b < nb; b++) {
-        if (b > first) {
-            if (prev >= hi)
-                break;
-            key = table_keys_get(&r->keys, b);
-        }
+        if (b > first && prev >= hi)
+            break;
+        uint32_t count;
+        int rc = index_block(r, b, &prev, &key, &count);
+        if (rc)
+            return rc;
         codec_block_decoder dec;
-        int rc = block_begin_keys(r, b, verify, prev, key, &dec);
+        rc = block_begin_keys(r, b, verify, prev, key, count, &dec);
         if (rc)
             return rc;
         prev = key;

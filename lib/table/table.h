@@ -1,10 +1,13 @@
 /* table.h: one permuted table file (format/table.md): a writer that streams
  * sorted distinct fingerprints into fixed-size Huffman-delta blocks and
  * publishes the file atomically, and a reader that maps a file (or borrows a
- * buffer), validates it, keeps its index in RAM in compact form (block keys
- * in Elias-Fano form, counts, checksums), and answers range scans and fused
- * Hamming-distance probes. Both format versions are read; version 2 is
- * written unless table_params.format_version asks for 1.
+ * buffer), validates it, and answers range scans and fused Hamming-distance
+ * probes. Versions 1 and 2 keep the whole index in RAM in compact form
+ * (block keys in Elias-Fano form, counts, checksums), checked at open;
+ * version 3 leaves it in the mapping and checks each chunk of it on first
+ * use, so an open costs the same whatever the table's size. All three
+ * versions are read; version 3 is written unless
+ * table_params.format_version asks for 1 or 2.
  *
  * The table layer knows nothing about LMDB, documents or what the
  * permutation and prefix bits mean: it stores them for the caller.
@@ -25,8 +28,8 @@
 
 #include "codec/block.h"
 
-/* The format version this code writes by default; it reads 1 and 2. */
-#define TABLE_FORMAT_VERSION 2u
+/* The format version this code writes by default; it reads 1, 2 and 3. */
+#define TABLE_FORMAT_VERSION 3u
 
 /* What the caller supplies and the reader returns unchanged. */
 typedef struct table_params {
@@ -36,7 +39,7 @@ typedef struct table_params {
     uint64_t store_tag;   /* identifies the store the file belongs to */
     uint32_t table_index; /* which of the store's tables this is */
     uint32_t format_version; /* to write: 0 for TABLE_FORMAT_VERSION, or 1
-                              * (golden files, compatibility tests); a
+                              * or 2 (golden files, compatibility tests); a
                               * reader leaves it 0 (the file's version is
                               * table_info.format_version) */
 } table_params;
@@ -118,11 +121,12 @@ typedef struct table_info {
     uint64_t blocks_offset; /* where block 0 starts */
     uint64_t blocks_bytes;  /* block_count * block_bytes */
     uint64_t index_offset;
-    uint64_t index_bytes;  /* version 1: 16 * block_count; version 2: format/table.md */
+    uint64_t index_bytes;  /* version 1: 16 * block_count; versions 2, 3: format/table.md */
     uint64_t footer_bytes; /* 64 */
     uint64_t header_checksum;
-    uint64_t index_checksum;
-    uint64_t key_ram_bytes; /* the index (keys, counts, checksums) the reader keeps in RAM */
+    uint64_t index_checksum; /* version 3: 0 (its chunks and top pages carry their own) */
+    uint64_t key_ram_bytes;  /* the index (keys, counts, checksums) the reader keeps in RAM;
+                              * version 3: the state of its chunks and top pages */
 } table_info;
 
 /* Open flag: do not verify a block's checksum before decoding it (faster;
@@ -130,10 +134,11 @@ typedef struct table_info {
  * never a crash or an out-of-bounds read). */
 #define TABLE_SKIP_BLOCK_CHECKSUMS 1u
 
-/* Map `path` read-only and validate header, footer and index (checksums,
- * bounds, key order); blocks are checked when decoded. *out receives the
+/* Map `path` read-only and validate header, footer and (versions 1 and 2)
+ * the index (checksums, bounds, key order); blocks, and version 3's index
+ * chunks and top pages, are checked on first use. *out receives the
  * reader. Returns SIMSTORE_OK; SIMSTORE_ENOTFOUND (no such file);
- * SIMSTORE_ECORRUPT; SIMSTORE_EVERSION (format version not 1);
+ * SIMSTORE_ECORRUPT; SIMSTORE_EVERSION (format version not 1..3);
  * SIMSTORE_ENOMEM; SIMSTORE_EIO; SIMSTORE_EINVAL (unknown flag). */
 int table_reader_open(const char *path, unsigned flags, table_reader **out);
 
@@ -150,12 +155,22 @@ const table_info *table_reader_info(const table_reader *r);
 
 /* The key of block `block` < block_count: its last (largest) fingerprint;
  * keys strictly increase. Constant time (the keys are kept in Elias-Fano
- * form). */
+ * form). Version 3: 0 when the index chunk holding it is damaged (every
+ * decode of the block then fails with SIMSTORE_ECORRUPT). */
 uint64_t table_reader_key(const table_reader *r, uint64_t block);
 
 /* The first block whose key is >= v (block_count when there is none): the
- * only block that can hold v. */
+ * only block that can hold v. Version 3, when the index it reads is
+ * damaged: a block at or before the damage, so that a scan from it meets
+ * the damage (a decode fails with SIMSTORE_ECORRUPT) before it could pass
+ * v: callers need no error path of their own. */
 uint64_t table_reader_find_block(const table_reader *r, uint64_t v);
+
+/* Check the whole index now (version 3: every chunk and top page, as their
+ * first use would; versions 1 and 2: nothing left to check after open).
+ * Returns SIMSTORE_OK or SIMSTORE_ECORRUPT naming the first damage. For
+ * verify and inspection tools. */
+int table_reader_check_index(const table_reader *r);
 
 /* Decode block `block` whole into out[0..*n) (cap >= its count, at most
  * codec_block_max_count; table_reader_block_count gives it), verifying its
@@ -177,7 +192,7 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
                             uint64_t *out, size_t cap, size_t *n);
 
 /* Number of fingerprints in block `block` (from the validated index), or 0
- * when block is out of range. */
+ * when block is out of range (version 3: or its index chunk damaged). */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
 
 /* The checksum covering block `block` as the index stores it (not verified

@@ -52,16 +52,16 @@ struct table_writer {
     uint64_t fp_count;
     uint64_t last; /* last fingerprint added, valid when fp_count > 0 */
 
-    uint32_t version; /* the format version written: 1 or 2 */
+    uint32_t version; /* the format version written: 1, 2 or 3 */
 
     /* Per block: the key, and count | checksum << 32 (version 1: the index
-     * entry; version 2: the count alone); version 2 per page group: its
-     * checksum. */
+     * entry; versions 2 and 3: the count alone); versions 2 and 3 per page
+     * group: its checksum. */
     index_column keys;
     index_column entries;
     index_column groups;
     uint32_t count_min, count_max;
-    uint8_t *group;    /* version 2: the current page group's blocks */
+    uint8_t *group;    /* versions 2 and 3: the current page group's blocks */
     size_t group_len;  /* bytes in `group` */
     uint64_t last_key; /* the key of the last block written */
     size_t index_mem_values; /* per column, before spilling */
@@ -92,7 +92,7 @@ void table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev, cons
 
 static int params_check(const table_params *p)
 {
-    if (p->format_version > 2)
+    if (p->format_version > 3)
         return sims_fail(SIMSTORE_EINVAL, "table format version %" PRIu32 " cannot be written",
                          p->format_version);
     if (!simstore_block_bytes_valid(p->block_bytes))
@@ -392,9 +392,9 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
         return rc;
     }
     w->block = malloc((size_t)p->block_bytes + BITIO_WRITER_SLACK);
-    if (w->version == 2)
+    if (w->version >= 2)
         w->group = malloc((size_t)p->block_bytes * tbl_group_blocks(p->block_bytes));
-    if (!w->block || (w->version == 2 && !w->group)) {
+    if (!w->block || (w->version >= 2 && !w->group)) {
         writer_free(w);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     }
@@ -448,7 +448,7 @@ void table_writer_abort(table_writer *w)
 
 /* ---- blocks ----------------------------------------------------------------- */
 
-/* Version 2: the checksum of the page group collected so far. */
+/* Versions 2 and 3: the checksum of the page group collected so far. */
 static int flush_group(table_writer *w)
 {
     uint64_t g = w->groups.file_values + w->groups.len;
@@ -513,8 +513,8 @@ int table_writer_add(table_writer *w, const uint64_t *fps, size_t n)
         if (!w->block_open)
             start_block(w);
         int put = codec_block_encoder_put(&w->enc, v);
-        if (put == 0 && w->version == 2) {
-            /* Version 2: the value that does not fit ends the block as its
+        if (put == 0 && w->version >= 2) {
+            /* Versions 2 and 3: the value that does not fit ends the block as its
              * key, which the index holds, uncoded. */
             codec_block_encoder_put_implicit(&w->enc, v);
             rc = flush_block(w);
@@ -564,19 +564,165 @@ static void encode_header(const table_writer *w, uint8_t h[TBL_HEADER_BYTES])
     le_store64(h + TBL_H_CHECKSUM, sims_xxh3_64(h, TBL_H_CHECKSUM, TBL_SEED_HEADER));
 }
 
+/* ---- version 3's index -------------------------------------------------------- */
+
+/* Reads a column's values in order, from its spill file then its buffer. */
+typedef struct column_reader {
+    const index_column *c;
+    uint64_t pos;
+} column_reader;
+
+static int column_read(column_reader *cr, uint64_t *out, size_t n)
+{
+    const index_column *c = cr->c;
+    size_t got = 0;
+    if (cr->pos < c->file_values) {
+        uint64_t left = c->file_values - cr->pos;
+        got = left < n ? (size_t)left : n;
+        int rc = sims_pread_all(c->fd, out, got * 8, cr->pos * 8, "index spill");
+        if (rc)
+            return rc;
+    }
+    size_t from = (size_t)(cr->pos + got - c->file_values);
+    memcpy(out + got, c->mem + from, (n - got) * sizeof *out);
+    cr->pos += n;
+    return SIMSTORE_OK;
+}
+
+/* A chunk of version 3's index in memory: header, sections, checksum. */
+static int encode_chunk_v3(uint64_t c, const uint64_t *keys, const uint64_t *entries, size_t n,
+                           uint64_t base, uint8_t **buf, size_t *cap, size_t *size)
+{
+    uint64_t rel_last = keys[n - 1] - base;
+    unsigned low_bits = table_keys_choose_low_bits(n, rel_last);
+    uint64_t high_words = table_keys_high_words(n, low_bits, rel_last);
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k = (uint32_t)entries[i];
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    unsigned count_bits = hi > lo ? bitio_msb(hi - lo) + 1 : 0;
+    uint64_t low_words = table_keys_low_words(n, low_bits);
+    uint64_t count_words = ((uint64_t)n * count_bits + 63) / 64;
+    uint64_t words = low_words + high_words + count_words;
+    size_t bytes = (size_t)(TBL_C3_HEADER_BYTES + 8 * words + 8);
+    if (bytes > *cap) {
+        uint8_t *g = realloc(*buf, bytes);
+        if (!g)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
+        *buf = g;
+        *cap = bytes;
+    }
+    uint64_t *w = calloc((size_t)words + 1, sizeof *w);
+    if (!w)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
+    uint64_t *low = w, *high = w + low_words, *counts = high + high_words;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t rel = keys[i] - base;
+        table_bits_put(low, (uint64_t)i * low_bits, low_bits, rel);
+        uint64_t pos = (low_bits < 64 ? rel >> low_bits : 0) + i;
+        high[pos >> 6] |= (uint64_t)1 << (pos & 63);
+        table_bits_put(counts, (uint64_t)i * count_bits, count_bits, (uint32_t)entries[i] - lo);
+    }
+    uint8_t *p = *buf;
+    memset(p, 0, TBL_C3_HEADER_BYTES);
+    p[TBL_C3_LOW_BITS] = (uint8_t)low_bits;
+    p[TBL_C3_COUNT_BITS] = (uint8_t)count_bits;
+    le_store32(p + TBL_C3_COUNT_MIN, lo);
+    le_store32(p + TBL_C3_HIGH_WORDS, (uint32_t)high_words);
+    for (uint64_t i = 0; i < words; i++)
+        le_store64(p + TBL_C3_HEADER_BYTES + 8 * i, w[i]);
+    free(w);
+    le_store64(p + bytes - 8, sims_xxh3_64(p, bytes - 8, TBL_SEED_CHUNK + c));
+    *size = bytes;
+    return SIMSTORE_OK;
+}
+
+/* Version 3's index (format/table.md, "Block index, version 3"): the group
+ * checksums, the chunks, the top pages; *index_bytes receives its size. */
+static int write_index_v3(table_writer *w, uint64_t *index_bytes)
+{
+    uint64_t nb = w->block_count;
+    uint64_t chunks = tbl_v3_chunk_count(nb);
+    uint64_t start = sink_offset(w);
+    uint8_t *top = malloc((size_t)(tbl_v3_top_bytes(chunks) + 8));
+    uint64_t *keys = malloc(TBL_V3_CHUNK_BLOCKS * sizeof *keys);
+    uint64_t *entries = malloc(TBL_V3_CHUNK_BLOCKS * sizeof *entries);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    bit_sink *s = calloc(1, sizeof *s);
+    sims_xxh3_stream *unused = sims_xxh3_stream_new(0);
+    int rc = top && keys && entries && s && unused
+                 ? SIMSTORE_OK
+                 : sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
+    if (!rc) {
+        s->w = w;
+        s->hash = unused;
+        rc = column_each(&w->groups, put_group, s);
+    }
+    uint64_t groups = w->groups.file_values + w->groups.len;
+    if (!rc && groups % 2) {
+        static const uint8_t pad[4];
+        rc = sink_bytes(s, pad, sizeof pad);
+    }
+    if (!rc)
+        rc = sink_flush(s);
+    column_reader kr = {&w->keys, 0}, er = {&w->entries, 0};
+    uint64_t fp_end = 0, base = 0;
+    for (uint64_t c = 0; !rc && c < chunks; c++) {
+        size_t n = (size_t)(nb - c * TBL_V3_CHUNK_BLOCKS < TBL_V3_CHUNK_BLOCKS
+                                ? nb - c * TBL_V3_CHUNK_BLOCKS
+                                : TBL_V3_CHUNK_BLOCKS);
+        size_t size = 0;
+        rc = column_read(&kr, keys, n);
+        if (!rc)
+            rc = column_read(&er, entries, n);
+        if (!rc)
+            rc = encode_chunk_v3(c, keys, entries, n, base, &buf, &cap, &size);
+        if (!rc)
+            rc = sink_write(w, buf, size);
+        for (size_t i = 0; i < n; i++)
+            fp_end += (uint32_t)entries[i];
+        uint8_t *e = top + c * TBL_V3_TOP_ENTRY_BYTES + 8 * (c / TBL_V3_TOP_ENTRIES);
+        le_store64(e + TBL_V3_TOP_LAST_KEY, keys[n - 1]);
+        le_store64(e + TBL_V3_TOP_FP_END, fp_end);
+        le_store64(e + TBL_V3_TOP_END, sink_offset(w) - start);
+        base = keys[n - 1] + 1;
+    }
+    /* The top pages, each followed by the checksum of its entries. */
+    for (uint64_t pg = 0; !rc && pg < tbl_v3_top_pages(chunks); pg++) {
+        uint64_t first = pg * TBL_V3_TOP_ENTRIES;
+        uint64_t n = chunks - first < TBL_V3_TOP_ENTRIES ? chunks - first : TBL_V3_TOP_ENTRIES;
+        uint8_t *page = top + first * TBL_V3_TOP_ENTRY_BYTES + 8 * pg;
+        size_t bytes = (size_t)(n * TBL_V3_TOP_ENTRY_BYTES);
+        le_store64(page + bytes, sims_xxh3_64(page, bytes, TBL_SEED_TOP + pg));
+    }
+    if (!rc)
+        rc = sink_write(w, top, (size_t)tbl_v3_top_bytes(chunks));
+    *index_bytes = sink_offset(w) - start;
+    sims_xxh3_stream_free(unused);
+    free(s);
+    free(buf);
+    free(entries);
+    free(keys);
+    free(top);
+    return rc;
+}
+
 /* Write index, header and footer. */
 static int write_trailer(table_writer *w)
 {
     int rc;
     if (w->block_open) {
-        /* Version 2: the last value is the block's key, not coded. */
-        if (w->version == 2)
+        /* Versions 2 and 3: the last value is the block's key, not coded. */
+        if (w->version >= 2)
             codec_block_encoder_drop_last(&w->enc);
         rc = flush_block(w);
         if (rc)
             return rc;
     }
-    if (w->version == 2 && w->group_len) {
+    if (w->version >= 2 && w->group_len) {
         rc = flush_group(w);
         if (rc)
             return rc;
@@ -596,6 +742,8 @@ static int write_trailer(table_writer *w)
         rc = column_write(w, &w->keys, hash);
         if (rc == SIMSTORE_OK)
             rc = column_write(w, &w->entries, hash);
+    } else if (w->version == 3) {
+        rc = write_index_v3(w, &index_bytes);
     } else {
         bit_sink *s = calloc(1, sizeof *s);
         rc = s ? SIMSTORE_OK : sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
@@ -641,7 +789,8 @@ static int write_trailer(table_writer *w)
         }
         free(s);
     }
-    uint64_t index_checksum = sims_xxh3_stream_digest(hash);
+    /* Version 3 checks its index in pieces: the footer's field is zero. */
+    uint64_t index_checksum = w->version == 3 ? 0 : sims_xxh3_stream_digest(hash);
     sims_xxh3_stream_free(hash);
     if (rc)
         return rc;

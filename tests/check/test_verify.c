@@ -255,10 +255,10 @@ static void test_verify__flipped_block_byte(void **state)
     int i = find(&g, SIMSTORE_PROBLEM_BLOCK, NULL);
     assert_true(i >= 0);
     assert_string_equal(g.file[i], t1);
-    /* Format 2 checksums the blocks of a 4 KiB page together: block 2 is
-     * in group 0 with blocks 0..4096/B - 2 (block 0 shares page 0 with the
-     * header), reported once, at block 0. */
-    assert_int_equal(in.format_version, 2);
+    /* Formats 2 and 3 checksum the blocks of a 4 KiB page together: block
+     * 2 is in group 0 with blocks 0..4096/B - 2 (block 0 shares page 0 with
+     * the header), reported once, at block 0. */
+    assert_int_equal(in.format_version, 3);
     assert_true(in.block_bytes <= 1024);
     uint64_t group_last = 4096 / in.block_bytes - 2;
     if (group_last > in.blocks - 1)
@@ -292,14 +292,26 @@ static void test_verify__flipped_index_byte(void **state)
     simstore_table_info in;
     simstore_table_get_info(t, &in);
     simstore_table_close(t);
-    flip_byte(t0, (size_t)in.index_offset + 3);
+    /* Format 3: the last top page's checksum, just before the footer.
+     * Quick mode reads no block but checks the whole index. */
+    flip_byte(t0, (size_t)in.footer_offset - 3);
     got g;
     simstore_verify_summary sum;
     assert_int_equal(verify(dir, SIMSTORE_VERIFY_QUICK, &g, &sum), SIMSTORE_ECORRUPT);
-    int i = find(&g, SIMSTORE_PROBLEM_TABLE, "index checksum mismatch");
+    int i = find(&g, SIMSTORE_PROBLEM_TABLE, "checksum mismatch");
     assert_true(i >= 0);
     assert_string_equal(g.file[i], t0);
+    assert_non_null(strstr(g.msg[i], "top page"));
     assert_non_null(strstr(g.msg[i], "byte offset"));
+    flip_byte(t0, (size_t)in.footer_offset - 3);
+    assert_int_equal(verify(dir, 0, &g, &sum), SIMSTORE_OK);
+    /* A page group's checksum, first in the index: a block problem, found
+     * when the blocks are read (not in quick mode, as for block damage). */
+    flip_byte(t0, (size_t)in.index_offset + 3);
+    assert_int_equal(verify(dir, 0, &g, &sum), SIMSTORE_ECORRUPT);
+    i = find(&g, SIMSTORE_PROBLEM_BLOCK, "block checksum mismatch");
+    assert_true(i >= 0);
+    assert_string_equal(g.file[i], t0);
     free(t0);
     test_rmtree(dir);
     free(dir);

@@ -79,15 +79,20 @@ static void table_seed_version(const char *name, uint32_t version, uint32_t bloc
     static const uint8_t modes[] = {0, 1, 3};
     for (size_t m = 0; m < sizeof modes; m++) {
         char fname[256];
-        snprintf(fname, sizeof fname, "%s%s-mode%u", version == 1 ? "v1-" : "", name, modes[m]);
+        snprintf(fname, sizeof fname, "%s%s-mode%u",
+                 version == 1   ? "v1-"
+                 : version == 3 ? "v3-"
+                                : "",
+                 name, modes[m]);
         put("table_open", fname, &modes[m], 1, buf, size);
     }
     free(buf);
 }
 
-/* Version 2 (what writers write), and version 1 (still read). */
+/* Version 3 (what writers write), and versions 2 and 1 (still read). */
 static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v, size_t n)
 {
+    table_seed_version(name, 3, block_bytes, v, n);
     table_seed_version(name, 2, block_bytes, v, n);
     table_seed_version(name, 1, block_bytes, v, n);
 }

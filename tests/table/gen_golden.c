@@ -1,8 +1,8 @@
 /* gen_golden.c: writes the table golden files of format/golden/: valid
  * tables with their expected decodes (table-NAME.tbl and .txt in format
- * version 2, table-v1-NAME in version 1), and golden error files
- * (table-err-*.tbl damage version-1 tables, table-err2-*.tbl version-2
- * ones), each a valid table damaged in one specific way (checksums repaired
+ * version 2, table-v1-NAME in version 1, table-v3-NAME in version 3), and
+ * golden error files (table-err-*.tbl damage version-1 tables,
+ * table-err2-*.tbl version-2 ones, table-err3-*.tbl version-3 ones), each a valid table damaged in one specific way (checksums repaired
  * where needed so that exactly the intended check fires), listed with the
  * expected error in table-errors.txt. The version-1 files are the ones
  * version 1 of the format shipped, byte for byte.
@@ -360,10 +360,10 @@ static void v1_error_files(const base_tables *bt)
     free(b);
 
     b = copy(uniform, s);
-    le_store32(b + TBL_H_VERSION, 3);
+    le_store32(b + TBL_H_VERSION, 4);
     fix_header(b, s);
-    error_file("table-err-version", b, s, "open", "SIMSTORE_EVERSION", "version 3",
-               "format version 3, checksums repaired");
+    error_file("table-err-version", b, s, "open", "SIMSTORE_EVERSION", "version 4",
+               "format version 4, checksums repaired");
     free(b);
 
     b = copy(uniform, s);
@@ -770,6 +770,145 @@ static void v2_error_files(const base_tables *bt)
     free(b);
 }
 
+/* ---- version 3 ------------------------------------------------------------------ */
+
+/* Version 3's index layout, from the block count. */
+typedef struct v3_layout {
+    uint8_t *index;
+    uint64_t groups, chunks, chunks_begin, top_at;
+} v3_layout;
+
+static v3_layout layout_v3(uint8_t *b, size_t size)
+{
+    v3_layout l;
+    uint64_t nb = block_count_of(b);
+    l.index = index_of(b, size);
+    l.groups = tbl_group_count(nb, le_load32(b + TBL_H_BLOCK_BYTES));
+    l.chunks = tbl_v3_chunk_count(nb);
+    l.chunks_begin = tbl_v3_groups_bytes(l.groups);
+    l.top_at = le_load64(b + footer_off(size) + TBL_F_INDEX_BYTES) - tbl_v3_top_bytes(l.chunks);
+    return l;
+}
+
+/* Repair chunk c's checksum (its end from its top entry). */
+static void fix_chunk(uint8_t *b, size_t size, uint64_t c)
+{
+    v3_layout l = layout_v3(b, size);
+    uint64_t begin =
+        c ? le_load64(l.index + l.top_at + 24 * (c - 1) + TBL_V3_TOP_END) : l.chunks_begin;
+    uint64_t end = le_load64(l.index + l.top_at + 24 * c + TBL_V3_TOP_END);
+    le_store64(l.index + end - 8,
+               sims_xxh3_64(l.index + begin, (size_t)(end - begin - 8), TBL_SEED_CHUNK + c));
+}
+
+/* Repair top page 0's checksum (the table has one top page). */
+static void fix_top(uint8_t *b, size_t size)
+{
+    v3_layout l = layout_v3(b, size);
+    size_t bytes = (size_t)(24 * l.chunks);
+    le_store64(l.index + l.top_at + bytes, sims_xxh3_64(l.index + l.top_at, bytes, TBL_SEED_TOP));
+}
+
+static void v3_error_files(const base_tables *bt)
+{
+    const uint8_t *uniform = bt->uniform;
+    size_t s = bt->sz_uni;
+    uint8_t *b;
+
+    b = copy(uniform, s);
+    le_store64(b + footer_off(s) + TBL_F_INDEX_CHECKSUM, 1);
+    fix_footer(b, s);
+    error_file("table-err3-index-checksum", b, s, "open", "SIMSTORE_ECORRUPT", "version 3 writes 0",
+               "the footer's index checksum 1, footer checksum repaired");
+    free(b);
+
+    {
+        /* The first base table with an odd group count has padding. */
+        const uint8_t *t[3] = {uniform, bt->dense_tbl, bt->clustered};
+        size_t ts[3] = {s, bt->sz_dense, bt->sz_clu};
+        int i = 0;
+        while (i < 3 && layout_v3((uint8_t *)t[i], ts[i]).groups % 2 == 0)
+            i++;
+        if (i == 3)
+            die("no base table with an odd group count");
+        b = copy(t[i], ts[i]);
+        v3_layout l = layout_v3(b, ts[i]);
+        l.index[4 * l.groups] = 1;
+        error_file("table-err3-padding", b, ts[i], "open", "SIMSTORE_ECORRUPT",
+                   "padding after the group checksums", "a padding byte after the group checksums");
+        free(b);
+    }
+
+    b = copy(uniform, s);
+    {
+        v3_layout l = layout_v3(b, s);
+        l.index[l.chunks_begin + TBL_C3_HEADER_BYTES + 3] ^= 0x04;
+    }
+    error_file("table-err3-chunk-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "chunk 0: checksum mismatch", "one bit of chunk 0's key low parts flipped");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        v3_layout l = layout_v3(b, s);
+        l.index[l.chunks_begin + TBL_C3_LOW_BITS] = 64;
+        fix_chunk(b, s, 0);
+    }
+    error_file("table-err3-chunk-header", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "chunk 0: header (key low bits 64",
+               "chunk 0's key low bits 64, chunk checksum repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        v3_layout l = layout_v3(b, s);
+        le_store32(l.index + l.chunks_begin + TBL_C3_COUNT_MIN, 0);
+        fix_chunk(b, s, 0);
+    }
+    error_file("table-err3-count-zero", b, s, "scan", "SIMSTORE_ECORRUPT", "count 0",
+               "chunk 0's count_min 0 (the smallest count becomes 0), chunk checksum repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        v3_layout l = layout_v3(b, s);
+        l.index[l.top_at + TBL_V3_TOP_FP_END] ^= 0x01;
+    }
+    error_file("table-err3-top-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "top page 0: checksum mismatch",
+               "one bit of top entry 0's fingerprint count flipped");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        v3_layout l = layout_v3(b, s);
+        uint8_t *e = l.index + l.top_at + TBL_V3_TOP_FP_END;
+        le_store64(e, le_load64(e) + 1);
+        fix_top(b, s);
+    }
+    error_file("table-err3-top-count", b, s, "scan", "SIMSTORE_ECORRUPT", "last chunk ends at",
+               "top entry 0's fingerprint count one too many, page repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    {
+        v3_layout l = layout_v3(b, s);
+        uint8_t *e = l.index + l.top_at + TBL_V3_TOP_LAST_KEY;
+        le_store64(e, le_load64(e) - 1);
+        fix_top(b, s);
+    }
+    error_file("table-err3-top-key", b, s, "scan", "SIMSTORE_ECORRUPT", "its top entry says",
+               "top entry 0's last key one too small, page repaired");
+    free(b);
+
+    b = copy(uniform, s);
+    block_at(b, 1)[100] ^= 0x10;
+    error_file("table-err3-group-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "block 0 (byte offset 256): block checksum mismatch: group 0 (blocks 0..14",
+               "one bit of block 1 flipped");
+    free(b);
+}
+
 static void free_base(base_tables *bt)
 {
     free(bt->uniform);
@@ -787,13 +926,16 @@ int main(int argc, char **argv)
         return 2;
     }
     out_dir = argv[1];
-    base_tables v1, v2;
+    base_tables v1, v2, v3;
     valid_tables(1, "v1-", &v1);
     valid_tables(2, "", &v2);
+    valid_tables(3, "v3-", &v3);
     v1_error_files(&v1);
     v2_error_files(&v2);
+    v3_error_files(&v3);
     fclose(errors_txt);
     free_base(&v1);
     free_base(&v2);
+    free_base(&v3);
     return 0;
 }

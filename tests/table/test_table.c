@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,9 +265,16 @@ static void test_table_roundtrip__empty_and_one(void **state)
     uint8_t *buf;
     size_t size;
     assert_int_equal(table_encode_memory(&p, NULL, 0, &buf, &size), 0);
-    /* header + gap, no blocks, the index's 16-byte header, footer */
+    /* header + gap, no blocks, an empty index (version 3), footer */
+    assert_true(size == 1024 + 0 + 64);
+    check_table(buf, size, &p, NULL, 0);
+    free(buf);
+    /* Version 2: its index is at least its 16-byte header. */
+    p.format_version = 2;
+    assert_int_equal(table_encode_memory(&p, NULL, 0, &buf, &size), 0);
     assert_true(size == 1024 + 16 + 64);
     check_table(buf, size, &p, NULL, 0);
+    p.format_version = 0;
     table_reader *r;
     assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
     assert_true(table_reader_find_block(r, 0) == 0);
@@ -507,9 +515,10 @@ static void test_table_find_block__matches_linear_search(void **state)
     test_rng_init(&rng, "table find_block", 1005);
     enum { N = 40000 };
     uint64_t *v = malloc(N * sizeof *v);
-    for (int shape = 0; shape < SHAPE_COUNT; shape++) {
-        size_t n = make_set(&rng, (enum shape)shape, v, N);
+    for (int shape = 0; shape < 2 * SHAPE_COUNT; shape++) {
+        size_t n = make_set(&rng, (enum shape)(shape % SHAPE_COUNT), v, N);
         table_params p = make_params(256);
+        p.format_version = shape < SHAPE_COUNT ? 3 : 2; /* chunked keys, then in RAM */
         uint8_t *buf;
         size_t size;
         assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
@@ -577,9 +586,10 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
     return rc;
 }
 
-static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes)
+static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes, uint32_t version)
 {
     table_params p = make_params(block_bytes);
+    p.format_version = version;
     uint8_t *buf;
     size_t size;
     assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
@@ -611,10 +621,11 @@ static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes)
                 skip_errors++;
         }
     }
-    fprintf(stderr, "corruption sweep: %zu bytes (%zu values, %u-byte blocks), %zu flips: "
-                    "%zu detected, %zu undetected (same answer); without block checksums "
-                    "%zu detected\n",
-            size, n, block_bytes, trials, detected, same, skip_errors);
+    fprintf(stderr,
+            "corruption sweep, version %u: %zu bytes (%zu values, %u-byte blocks), %zu "
+            "flips: %zu detected, %zu undetected (same answer); without block checksums "
+            "%zu detected\n",
+            version, size, n, block_bytes, trials, detected, same, skip_errors);
     /* Every byte is covered by a checksum or a must-be-zero rule. */
     assert_true(same == 0);
 
@@ -641,12 +652,14 @@ static void test_table_corruption__every_byte_and_truncation(void **state)
     test_rng rng;
     test_rng_init(&rng, "table corruption", 1006);
     uint64_t v[200];
-    size_t n = make_set(&rng, UNIFORM, v, 200); /* ~6 blocks of 256 bytes */
-    corruption_sweep(v, n, 256);
-    n = make_set(&rng, DENSE, v, 200);
-    corruption_sweep(v, n, 256);
-    corruption_sweep(v, 1, 256);
-    corruption_sweep(v, 0, 256);
+    for (uint32_t version = 2; version <= 3; version++) {
+        size_t n = make_set(&rng, UNIFORM, v, 200); /* ~6 blocks of 256 bytes */
+        corruption_sweep(v, n, 256, version);
+        n = make_set(&rng, DENSE, v, 200);
+        corruption_sweep(v, n, 256, version);
+        corruption_sweep(v, 1, 256, version);
+        corruption_sweep(v, 0, 256, version);
+    }
 }
 
 static void test_table_corruption__skip_checksums_flag(void **state)
@@ -865,7 +878,7 @@ static void test_table_golden__valid_files_decode(void **state)
     closedir(d);
     free(dir);
     fprintf(stderr, "golden: %d valid table files decoded\n", files);
-    assert_true(files >= 16); /* versions 2 and 1 */
+    assert_true(files >= 24); /* versions 1, 2 and 3 */
 }
 
 static void test_table_golden__error_files_fail(void **state)
@@ -1161,6 +1174,120 @@ static void *search_thread(void *arg)
     return NULL;
 }
 
+/* ---- version 3: the index in chunks and top pages ------------------------------- */
+
+/* Version 3 across chunk and top-page boundaries: 2^21 uniform values in
+ * 256-byte blocks make about 46 000 blocks, 180 chunks of 256 blocks and
+ * two top pages of 128 chunks. Decodes, lookups and searches match the
+ * values; the open reads no byte of the blocks or the index (they are
+ * mapped PROT_NONE while it runs); any damaged byte of the index is found
+ * by table_reader_check_index, and a search over damage fails or answers
+ * right. */
+static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "table v3 chunks", 1009);
+    enum { N = 1 << 21 };
+    uint64_t *v = malloc(N * sizeof *v);
+    size_t n = make_set(&rng, UNIFORM, v, N);
+    table_params p = make_params(256);
+    uint8_t *buf;
+    size_t size;
+    assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+
+    /* The open, with everything between the first page and the footer's
+     * unreadable but the 4 bytes of padding after the group checksums. */
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t mapped = (size + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+    uint8_t *m = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    memcpy(m, buf, size);
+    uint64_t index_offset = le_load64(buf + size - 64);
+    uint64_t nb = le_load64(buf + 48);
+    uint64_t groups = (nb - 1 + 1) / 16 + 1;
+    size_t pad_page = (size_t)(index_offset + 4 * groups) / (size_t)pg;
+    size_t footer_page = (size - 64) / (size_t)pg;
+    assert_true(footer_page > pad_page + 8);
+    assert_int_equal(mprotect(m + pg, (pad_page - 1) * (size_t)pg, PROT_NONE), 0);
+    assert_int_equal(mprotect(m + (pad_page + 1) * (size_t)pg,
+                              (footer_page - pad_page - 1) * (size_t)pg, PROT_NONE),
+                     0);
+    table_reader *r;
+    assert_int_equal(table_reader_open_memory(m, size, 0, &r), 0);
+    const table_info *in = table_reader_info(r);
+    assert_true(in->format_version == 3);
+    assert_true(in->block_count == nb && nb > 128 * 256); /* two top pages */
+    /* In RAM: a byte per chunk and per top page. */
+    assert_true(in->key_ram_bytes <= nb / 256 + 8);
+    assert_int_equal(mprotect(m, mapped, PROT_READ), 0);
+
+    check_table(m, size, &p, v, n);
+    assert_int_equal(table_reader_check_index(r), 0);
+    uint64_t *keys = reader_keys(r);
+    for (int t = 0; t < 20000; t++) {
+        uint64_t x = t % 3 == 0   ? test_rng_next(&rng)
+                     : t % 3 == 1 ? keys[test_rng_below(&rng, nb)]
+                                  : keys[test_rng_below(&rng, nb)] + 1;
+        assert_true(table_reader_find_block(r, x) == lower_bound(keys, (size_t)nb, x));
+    }
+    /* Every chunk boundary's keys, and searches straddling them. */
+    for (uint64_t b = 255; b + 1 < nb; b += 256) {
+        assert_true(table_reader_key(r, b) == keys[b]);
+        uint64_t lo = keys[b] - 3, hi = keys[b + 1] + 3, q = keys[b];
+        uint64_t got[64];
+        struct collect col = {got, 0, 64, 0};
+        assert_int_equal(table_reader_search(r, lo, hi, q, 64, collect_emit, &col), 0);
+        size_t want = 0;
+        for (size_t i = 0; i < n; i++)
+            want += v[i] >= lo && v[i] <= hi;
+        if (b % 4096 == 255) /* the full count, on a sample of boundaries */
+            assert_true(col.n == want);
+        assert_true(col.n >= 2);
+    }
+    table_reader_close(r);
+
+    /* Damage: every byte of the top pages and chunk 0's header and
+     * checksum, and a sample of the rest of the index. */
+    uint64_t index_bytes = le_load64(buf + size - 56);
+    uint64_t top_bytes = (nb + 255) / 256 * 24 + 8 * 2;
+    size_t tried = 0;
+    uint64_t good;
+    uint64_t probes[3] = {v[0], v[n / 2] ^ 3, v[n - 1]};
+    assert_int_equal(answer_digest(buf, size, 0, probes, 3, &good), 0);
+    for (uint64_t off = 4 * groups; off < index_bytes; off++) {
+        int dense = off >= index_bytes - top_bytes || off < 4 * groups + 24;
+        if (!dense && test_rng_below(&rng, 400))
+            continue;
+        uint8_t keep = buf[index_offset + off];
+        buf[index_offset + off] ^= (uint8_t)(1u << test_rng_below(&rng, 8));
+        table_reader *d;
+        int rc = table_reader_open_memory(buf, size, 0, &d);
+        if (rc == 0) {
+            assert_int_equal(table_reader_check_index(d), SIMSTORE_ECORRUPT);
+            table_reader_close(d);
+            if (tried % 64 == 0) {
+                uint64_t dg;
+                rc = answer_digest(buf, size, 0, probes, 3, &dg);
+                assert_true(rc == SIMSTORE_ECORRUPT || (rc == 0 && dg == good));
+            }
+        } else {
+            assert_int_equal(rc, SIMSTORE_ECORRUPT);
+        }
+        buf[index_offset + off] = keep;
+        tried++;
+    }
+    fprintf(stderr,
+            "version 3: %" PRIu64 " blocks, %" PRIu64 " chunks; %zu index bytes damaged "
+            "one at a time, each found\n",
+            nb, (nb + 255) / 256, tried);
+    assert_true(tried > 4000);
+    free(keys);
+    munmap(m, mapped);
+    free(buf);
+    free(v);
+}
+
 static void test_table_reader__concurrent_searches(void **state)
 {
     (void)state;
@@ -1212,6 +1339,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_writer__atomic_publish),
         cmocka_unit_test(test_table_reader__open_errors),
         cmocka_unit_test(test_table_reader__concurrent_searches),
+        cmocka_unit_test(test_table_v3__chunks_top_pages_and_lazy_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
