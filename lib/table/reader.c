@@ -760,6 +760,46 @@ static int index_block(const table_reader *r, uint64_t b, uint64_t *prev, uint64
     return SIMSTORE_OK;
 }
 
+/* Keys and counts of consecutive blocks: version 3 keeps the chunk open
+ * and steps to the next one-bit of its key high bits, instead of a select
+ * per block. */
+typedef struct key_walk {
+    chunk_view v;
+    uint64_t chunk; /* the open chunk, or UINT64_MAX */
+    uint64_t pos;   /* the high-bit one of the last key */
+    uint64_t key;   /* the last key */
+} key_walk;
+
+/* Keys b - 1 and b and count b, for b = the last block asked + 1, or any
+ * block the first time (w->chunk = UINT64_MAX). */
+static int walk_block(const table_reader *r, key_walk *w, uint64_t b, uint64_t *prev, uint64_t *key,
+                      uint32_t *count)
+{
+    if (!r->lazy)
+        return index_block(r, b, prev, key, count);
+    uint64_t c = b / TBL_V3_CHUNK_BLOCKS, i = b % TBL_V3_CHUNK_BLOCKS;
+    if (c == w->chunk) {
+        *prev = w->key;
+        w->pos = chunk_next_one(&w->v, w->pos + 1);
+    } else {
+        int rc = chunk_open(r, c, &w->v);
+        if (rc)
+            return rc;
+        w->chunk = c;
+        if (i == 0) {
+            *prev = w->v.prev_key;
+            w->pos = chunk_select1(&w->v, 0);
+        } else {
+            uint64_t p = chunk_select1(&w->v, i - 1);
+            *prev = chunk_key_at(&w->v, i - 1, p);
+            w->pos = chunk_next_one(&w->v, p + 1);
+        }
+    }
+    *key = w->key = chunk_key_at(&w->v, i, w->pos);
+    *count = chunk_count_of(&w->v, i);
+    return SIMSTORE_OK;
+}
+
 /* Key b (b < block_count); version 3: 0 when its chunk is damaged. */
 static uint64_t index_key(const table_reader *r, uint64_t b)
 {
@@ -1086,6 +1126,13 @@ static int block_begin(const table_reader *r, uint64_t b, int verify, codec_bloc
     return rc ? rc : block_begin_keys(r, b, verify, prev, key, count, dec);
 }
 
+/* The key a finished decode of block b must end at: versions 2 and 3 gave
+ * it to the decoder (the implicit last value), version 1 has it in RAM. */
+static uint64_t finish_key(const table_reader *r, const codec_block_decoder *dec, uint64_t b)
+{
+    return r->implicit_last ? dec->key : index_key(r, b);
+}
+
 /* Verify each group before the first decode of one of its blocks only. */
 static int verify_blocks_once(const table_reader *r)
 {
@@ -1099,12 +1146,16 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
     if (block >= r->info.block_count)
         return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
                          block, r->info.block_count);
-    uint32_t count = table_reader_block_count(r, block);
+    uint64_t prev, key;
+    uint32_t count;
+    int rc = index_block(r, block, &prev, &key, &count);
+    if (rc)
+        return rc;
     if (cap < count)
         return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " holds %" PRIu32 " values, room for %zu",
                          block, count, cap);
     codec_block_decoder dec;
-    int rc = block_begin(r, block, verify, &dec);
+    rc = block_begin_keys(r, block, verify, prev, key, count, &dec);
     if (rc)
         return rc;
     size_t got = 0, k;
@@ -1117,7 +1168,7 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
             break;
         got += k;
     }
-    rc = codec_block_decoder_finish(&dec, index_key(r, block));
+    rc = codec_block_decoder_finish(&dec, key);
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -1147,7 +1198,7 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
     if (rc)
         return block_fail(r, block, rc);
     if (dec->remaining == 0) {
-        rc = codec_block_decoder_finish(dec, index_key(r, block));
+        rc = codec_block_decoder_finish(dec, finish_key(r, dec, block));
         if (rc)
             return block_fail(r, block, rc);
     }
@@ -1170,7 +1221,7 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
         if (rc)
             return block_fail(r, block, rc);
     } while (k);
-    rc = codec_block_decoder_finish(&dec, index_key(r, block));
+    rc = codec_block_decoder_finish(&dec, finish_key(r, &dec, block));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -1209,7 +1260,8 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             uint64_t b = c->block;
             /* Block b holds values above key[b-1]: none in range once
              * key[b-1] >= hi. */
-            if (b >= r->info.block_count || (b > c->first_block && index_key(r, b - 1) >= c->hi)) {
+            if (b >= r->info.block_count ||
+                (b > c->first_block && finish_key(r, &c->dec, b - 1) >= c->hi)) {
                 c->state = CURSOR_DONE;
                 break;
             }
@@ -1226,7 +1278,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             goto fail;
         }
         if (k == 0) {
-            rc = codec_block_decoder_finish(&c->dec, index_key(r, c->block));
+            rc = codec_block_decoder_finish(&c->dec, finish_key(r, &c->dec, c->block));
             if (rc) {
                 rc = block_fail(r, c->block, rc);
                 goto fail;
@@ -1332,11 +1384,13 @@ static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uin
     int verify = verify_blocks_once(r);
     uint64_t buf[SEARCH_CHUNK];
     (void)key;
+    key_walk walk;
+    walk.chunk = UINT64_MAX;
     for (uint64_t b = first; b < nb; b++) {
         if (b > first && prev >= hi)
             break;
         uint32_t count;
-        int rc = index_block(r, b, &prev, &key, &count);
+        int rc = walk_block(r, &walk, b, &prev, &key, &count);
         if (rc)
             return rc;
         codec_block_decoder dec;
