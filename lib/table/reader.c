@@ -51,6 +51,10 @@ struct table_reader {
     uint64_t chunk_count, top_pages;
     uint64_t chunks_begin, top_at; /* from index_offset: chunk 0, top page 0 */
     _Atomic uint8_t *chunk_ok, *top_ok;
+    /* The last key and the end of each chunk, copied from its top page when
+     * the page is checked (before top_ok is set), so that searches run over
+     * RAM: 16 bytes per 256 blocks. */
+    _Atomic uint64_t *chunk_last, *chunk_end;
 };
 
 /* Values decoded per step of a search; small enough for the stack. */
@@ -352,7 +356,7 @@ static int top_sum_ok(const table_reader *r, uint64_t pg, uint64_t *at)
  * before (the last of page pg - 1, whose checksum is checked too). */
 static int top_check(const table_reader *r, uint64_t pg)
 {
-    if (atomic_load_explicit(&r->top_ok[pg], memory_order_relaxed))
+    if (atomic_load_explicit(&r->top_ok[pg], memory_order_acquire))
         return SIMSTORE_OK;
     uint64_t at, prev_at;
     if (!top_sum_ok(r, pg, &at))
@@ -402,7 +406,13 @@ static int top_check(const table_reader *r, uint64_t pg)
         fp_end = f;
         byte_end = e;
     }
-    atomic_store_explicit(&r->top_ok[pg], 1, memory_order_relaxed);
+    for (uint64_t c = first; c < end; c++) {
+        atomic_store_explicit(&r->chunk_last[c], top_field(r, c, TBL_V3_TOP_LAST_KEY),
+                              memory_order_relaxed);
+        atomic_store_explicit(&r->chunk_end[c], top_field(r, c, TBL_V3_TOP_END),
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&r->top_ok[pg], 1, memory_order_release);
     return SIMSTORE_OK;
 }
 
@@ -598,6 +608,17 @@ static int chunk_check(const table_reader *r, uint64_t c, const chunk_view *v, u
     return SIMSTORE_OK;
 }
 
+/* The last key and end of chunk c, whose top page is checked. */
+static uint64_t last_of(const table_reader *r, uint64_t c)
+{
+    return atomic_load_explicit(&r->chunk_last[c], memory_order_relaxed);
+}
+
+static uint64_t end_of(const table_reader *r, uint64_t c)
+{
+    return atomic_load_explicit(&r->chunk_end[c], memory_order_relaxed);
+}
+
 /* Open chunk c for reading (checking it, and the top entries it needs,
  * on first use). */
 static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
@@ -607,15 +628,14 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
         rc = top_check(r, (c - 1) / TBL_V3_TOP_ENTRIES);
     if (rc)
         return rc;
-    uint64_t begin = c ? top_field(r, c - 1, TBL_V3_TOP_END) : r->chunks_begin;
-    uint64_t end = top_field(r, c, TBL_V3_TOP_END);
-    uint64_t fps_before = c ? top_field(r, c - 1, TBL_V3_TOP_FP_END) : 0;
+    uint64_t begin = c ? end_of(r, c - 1) : r->chunks_begin;
+    uint64_t end = end_of(r, c);
     const uint8_t *p = r->index + begin;
     v->first = c * TBL_V3_CHUNK_BLOCKS;
     v->n = chunk_blocks(r, c);
-    v->prev_key = c ? top_field(r, c - 1, TBL_V3_TOP_LAST_KEY) : 0;
+    v->prev_key = c ? last_of(r, c - 1) : 0;
     v->base = c ? v->prev_key + 1 : 0;
-    v->last_key = top_field(r, c, TBL_V3_TOP_LAST_KEY);
+    v->last_key = last_of(r, c);
     v->low_bits = p[TBL_C3_LOW_BITS];
     v->count_bits = p[TBL_C3_COUNT_BITS];
     v->count_min = le_load32(p + TBL_C3_COUNT_MIN);
@@ -641,6 +661,7 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
     v->high = v->low + 8 * table_keys_low_words(v->n, v->low_bits);
     v->counts = v->high + 8 * v->high_words;
     if (!checked) {
+        uint64_t fps_before = c ? top_field(r, c - 1, TBL_V3_TOP_FP_END) : 0;
         rc = chunk_check(r, c, v, begin, end, top_field(r, c, TBL_V3_TOP_FP_END) - fps_before);
         if (rc)
             return rc;
@@ -663,7 +684,7 @@ static int v3_find(const table_reader *r, uint64_t x, uint64_t *first, uint64_t 
             return rc;
         uint64_t last = (mid + 1) * TBL_V3_TOP_ENTRIES;
         last = (last < r->chunk_count ? last : r->chunk_count) - 1;
-        if (top_field(r, last, TBL_V3_TOP_LAST_KEY) < x)
+        if (last_of(r, last) < x)
             lo = mid + 1;
         else
             hi = mid;
@@ -674,7 +695,7 @@ static int v3_find(const table_reader *r, uint64_t x, uint64_t *first, uint64_t 
     chi = chi < r->chunk_count ? chi : r->chunk_count;
     while (clo < chi) { /* the first chunk whose last key >= x */
         uint64_t mid = clo + (chi - clo) / 2;
-        if (top_field(r, mid, TBL_V3_TOP_LAST_KEY) < x)
+        if (last_of(r, mid) < x)
             clo = mid + 1;
         else
             chi = mid;
@@ -719,13 +740,15 @@ static int parse_index_v3(table_reader *r)
     r->top_at = in->index_bytes - tbytes;
     r->chunk_ok = calloc((size_t)(chunks ? chunks : 1), 1);
     r->top_ok = calloc((size_t)(r->top_pages ? r->top_pages : 1), 1);
-    if (!r->chunk_ok || !r->top_ok)
+    r->chunk_last = calloc((size_t)(chunks ? chunks : 1), sizeof *r->chunk_last);
+    r->chunk_end = calloc((size_t)(chunks ? chunks : 1), sizeof *r->chunk_end);
+    if (!r->chunk_ok || !r->top_ok || !r->chunk_last || !r->chunk_end)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " index chunks", chunks);
     r->group_count = groups;
     r->group_blocks = tbl_group_blocks(in->params.block_bytes);
     r->first_slot = tbl_group_first_slot(in->params.block_bytes);
     r->group_seed = TBL_SEED_GROUP;
-    in->key_ram_bytes = chunks + r->top_pages;
+    in->key_ram_bytes = 17 * chunks + r->top_pages;
     return SIMSTORE_OK;
 }
 
@@ -931,6 +954,8 @@ void table_reader_close(table_reader *r)
     free((void *)r->verified);
     free((void *)r->chunk_ok);
     free((void *)r->top_ok);
+    free((void *)r->chunk_last);
+    free((void *)r->chunk_end);
     free(r->name);
     free(r);
 }
