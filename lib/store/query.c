@@ -375,14 +375,24 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
     q->match_len = 0;
     q->arena_len = 0;
     q->grow_failed = 0;
-    /* Every probe's blocks are cold in a large store: ask for all of them
-     * first, so that the tables' memory reads overlap, then search. */
+    /* Every probe's index chunk and blocks are cold in a large store: ask
+     * for all the chunks, then (finding each probe's first block in its
+     * chunk) for all the blocks, so that the tables' memory reads overlap,
+     * then search. */
     uint32_t nprobe = 0;
     for (uint32_t i = 0; i < snap->segment_count; i++) {
         const sims_segment *seg = snap->segments[i];
         for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
             probe *p = &q->probes[nprobe];
             sims_design_probe(d, t, fp, &p->lo, &p->hi);
+            table_reader_prefetch_index(seg->tables[t], p->lo);
+        }
+    }
+    nprobe = 0;
+    for (uint32_t i = 0; i < snap->segment_count; i++) {
+        const sims_segment *seg = snap->segments[i];
+        for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
+            probe *p = &q->probes[nprobe];
             p->first = table_reader_prefetch(seg->tables[t], p->lo, p->hi);
         }
     }

@@ -1373,6 +1373,43 @@ uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
     return first;
 }
 
+void table_reader_prefetch_index(const table_reader *r, uint64_t lo)
+{
+    if (!r->lazy || r->chunk_count == 0)
+        return;
+    uint64_t plo = 0, phi = r->top_pages;
+    while (plo < phi) { /* as v3_find, over checked pages only */
+        uint64_t mid = plo + (phi - plo) / 2;
+        if (!atomic_load_explicit(&r->top_ok[mid], memory_order_acquire))
+            return;
+        uint64_t last = (mid + 1) * TBL_V3_TOP_ENTRIES;
+        last = (last < r->chunk_count ? last : r->chunk_count) - 1;
+        if (last_of(r, last) < lo)
+            plo = mid + 1;
+        else
+            phi = mid;
+    }
+    if (plo == r->top_pages || !atomic_load_explicit(&r->top_ok[plo], memory_order_acquire) ||
+        (plo && !atomic_load_explicit(&r->top_ok[plo - 1], memory_order_acquire)))
+        return;
+    uint64_t clo = plo * TBL_V3_TOP_ENTRIES, chi = clo + TBL_V3_TOP_ENTRIES;
+    chi = chi < r->chunk_count ? chi : r->chunk_count;
+    while (clo < chi) {
+        uint64_t mid = clo + (chi - clo) / 2;
+        if (last_of(r, mid) < lo)
+            clo = mid + 1;
+        else
+            chi = mid;
+    }
+    uint64_t begin = clo ? end_of(r, clo - 1) : r->chunks_begin, end = end_of(r, clo);
+    if (end > begin + PREFETCH_MAX_BYTES)
+        end = begin + PREFETCH_MAX_BYTES;
+#if defined(__GNUC__) || defined(__clang__)
+    for (uint64_t off = begin & ~(uint64_t)63; off < end; off += 64)
+        __builtin_prefetch(r->index + off, 0, 3);
+#endif
+}
+
 /* ---- fused probe -------------------------------------------------------------- */
 
 /* The search from block `first`, whose key and the one before it the

@@ -253,6 +253,13 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
  * to table_reader_search_from(). */
 uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi);
 
+/* Hint that table_reader_prefetch(r, lo, ...) follows: version 3, when the
+ * top pages the search for lo needs are already checked, issue prefetches
+ * for the index chunk it will read, from the keys in RAM, without waiting
+ * on the file; otherwise nothing. Call it for every table of a query
+ * first, so that their index reads overlap too. Never fails. */
+void table_reader_prefetch_index(const table_reader *r, uint64_t lo);
+
 /* Call emit(ctx, v) for every stored v in [lo, hi] with popcount(v ^ q) <= k,
  * in increasing order. emit returning nonzero stops the scan and that value
  * is returned. Returns SIMSTORE_OK, the nonzero emit result, or
