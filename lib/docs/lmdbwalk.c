@@ -169,13 +169,21 @@ static const uint8_t *page_at(const walker *w, uint64_t pgno)
     return w->data + pgno * w->psize;
 }
 
-/* LMDB's default comparison (mdb_cmp_memn): bytes, then length. */
+/* LMDB's default comparison (mdb_cmp_memn): bytes, then length; the sign
+ * is what counts. Eight bytes at a time, inline: keys here are short (8-byte
+ * fingerprints, ids of a few bytes) and a call to memcmp costs more than
+ * comparing them. */
 static int cmp_memn(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
+    size_t n = alen < blen ? alen : blen, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x = be_load64(a + i), y = be_load64(b + i);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    for (; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
     return alen < blen ? -1 : alen > blen;
 }
 
@@ -253,6 +261,31 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sort a page's node extents ascending. LMDB places each node it adds
+ * below the ones before, and rebuilds a page in key order when it splits
+ * one, so the extents in node order are usually descending (or ascending):
+ * such an array is reversed (or kept), the same order qsort would give,
+ * in one pass; any other goes to qsort. */
+static void sort_extents(uint32_t *x, size_t n)
+{
+    int ascending = 1, descending = 1;
+    for (size_t i = 1; i < n; i++) {
+        ascending &= x[i - 1] <= x[i];
+        descending &= x[i - 1] >= x[i];
+    }
+    if (ascending)
+        return;
+    if (!descending) {
+        qsort(x, n, sizeof *x, cmp_u32);
+        return;
+    }
+    for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+        uint32_t t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}
+
 /* Geometry of the nodes of a (sub-)page occupying base[0, limit): bounds,
  * node extents, exact tiling of [upper, limit). leaf selects leaf node
  * sizes. Returns the node count, or -1 after reporting. */
@@ -298,7 +331,7 @@ static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off,
     /* LMDB keeps nodes packed against the end (mdb_node_del moves the rest
      * up): the extents must tile [upper, limit) exactly. A dropped or extra
      * pointer, or a changed size, breaks the tiling. */
-    qsort(w->scratch, (size_t)n, sizeof *w->scratch, cmp_u32);
+    sort_extents(w->scratch, (size_t)n);
     uint64_t at = upper;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t ptr = w->scratch[i] >> 16, size = (w->scratch[i] & 0xFFFF) + 1;
