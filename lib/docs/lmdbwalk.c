@@ -1549,8 +1549,87 @@ int sims_lmdb_lazy_snapshot(sims_lmdb_lazy *lz, const uint8_t *data, uint64_t si
     return lz_failed(lz);
 }
 
+/* A read that stopped without a report: out of memory. */
+static int lz_stopped(sims_lmdb_lazy *lz)
+{
+    int rc = lz_failed(lz);
+    return rc ? rc : sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+}
+
+/* The value of the leaf node at the path's position, as mdb_get returns
+ * it: its overflow run's bytes (lz_overflow has checked the run), or the
+ * node's own data. */
+static int lz_emit_value(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_fn fn, void *ctx)
+{
+    const lz_level *l = &p->lv[p->depth - 1];
+    const uint8_t *node = lz_node(l, l->idx);
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    const uint8_t *data = node + NODE_HEADER + le_load16(node + 6);
+    if (le_load16(node + 4) & F_BIGDATA)
+        data = page_at(&lz->w, le_load64(data)) + PAGE_HEADER;
+    return fn(ctx, data, (size_t)dsize);
+}
+
+/* The keys of the nodes of a leaf (or duplicate sub-page) in order: the
+ * duplicates MDB_NEXT_DUP returns. */
+static int lz_emit_keys(const uint8_t *page, int64_t n, sims_lmdb_value_fn fn, void *ctx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *node = page + le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
+        int rc = fn(ctx, node + NODE_HEADER, le_load16(node + 6));
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The duplicates of the fps-like leaf node at the path's position, in
+ * MDB_NEXT_DUP's order, after lz_dups(..., 2) has checked them: one id, a
+ * sub-page's keys, or a sub-database's leaves from the first to the last
+ * (pages this snapshot has checked from the same owners: no new work). */
+static int lz_emit_dups(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_fn fn, void *ctx)
+{
+    const lz_level *l = &p->lv[p->depth - 1];
+    const uint8_t *node = lz_node(l, l->idx);
+    uint16_t flags = le_load16(node + 4);
+    uint64_t ksize = le_load16(node + 6);
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    const uint8_t *data = node + NODE_HEADER + ksize;
+    if (!(flags & F_DUPDATA))
+        return fn(ctx, data, (size_t)dsize);
+    if (!(flags & F_SUBDATA))
+        return lz_emit_keys(data, (int64_t)(le_load16(data + 12) - PAGE_HEADER) / 2, fn, ctx);
+    uint16_t ptr = le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)l->idx);
+    lz_path sub;
+    int r = lz_root(lz, K_DUP, data, l->pgno, ptr + NODE_HEADER + ksize,
+                    l->pgno << 16 | (uint64_t)l->idx, &sub);
+    if (r <= 0)
+        return r < 0 ? lz_stopped(lz) : 0;
+    if (lz_edge(lz, &sub, 0, 0))
+        return lz_stopped(lz);
+    for (;;) {
+        const lz_level *leaf = &sub.lv[sub.depth - 1];
+        int rc = lz_emit_keys(leaf->page, leaf->n, fn, ctx);
+        if (rc)
+            return rc;
+        r = lz_sibling(lz, &sub, 1);
+        if (r < 0)
+            return lz_stopped(lz);
+        if (r == 0)
+            return 0;
+    }
+}
+
 int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read)
 {
+    return sims_lmdb_lazy_read(lz, db, key, key_len, read, NULL, NULL, NULL);
+}
+
+int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read,
+                        sims_lmdb_value_fn fn, void *ctx, int *found)
+{
+    if (found)
+        *found = 0;
     if (!lz->ready)
         return sims_fail(SIMSTORE_EINVAL, "data.mdb: no snapshot loaded to check");
     if (lz->fail_rc || lz->w.errors)
@@ -1595,5 +1674,11 @@ int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key
             r = lz_entry(lz, &p, 1);
         }
     }
-    return r < 0 || lz->w.errors ? lz_failed(lz) : SIMSTORE_OK;
+    if (r < 0 || lz->w.errors)
+        return lz_failed(lz);
+    if (!fn || !p.exact || read == SIMS_LMDB_READ_AROUND)
+        return SIMSTORE_OK;
+    *found = 1;
+    return read == SIMS_LMDB_READ_GET ? lz_emit_value(lz, &p, fn, ctx)
+                                      : lz_emit_dups(lz, &p, fn, ctx);
 }
