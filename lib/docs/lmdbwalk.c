@@ -1202,6 +1202,9 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
         return -1;
     }
     const uint8_t *page = page_at(w, pgno);
+    /* A page of a path is usually cold: ask for its header while the
+     * owner table is read. */
+    __builtin_prefetch(page);
     memset(out, 0, sizeof *out);
     out->pgno = pgno;
     out->page = page;
@@ -1218,6 +1221,10 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
             return -1;
         }
         out->n = (int64_t)(le_load16(page + 12) - PAGE_HEADER) / 2;
+        /* The search reads the node pointers next: all their cache lines
+         * at once rather than one by one. */
+        for (uint64_t off = 64; off < PAGE_HEADER + 2 * (uint64_t)out->n; off += 64)
+            __builtin_prefetch(page + off);
         return 0;
     }
     if (bit_get(w->freed, pgno)) {
@@ -1323,6 +1330,11 @@ static int lz_descend(sims_lmdb_lazy *lz, lz_path *p, const uint8_t *key, uint64
         lz_level *l = &p->lv[at];
         int leaf = at + 1 == p->depth;
         int64_t lo = leaf ? 0 : 1, hi = l->n; /* first node with key >= `key` */
+        /* The search's first three steps read one of seven nodes each, at
+         * fixed places: ask for all seven at once, not one after another
+         * (a page of a path is usually cold). */
+        for (int64_t j = 1; j < 8 && hi - lo >= 8; j++)
+            __builtin_prefetch(lz_node(l, lo + (hi - lo) * j / 8));
         while (lo < hi) {
             int64_t mid = lo + (hi - lo) / 2;
             const uint8_t *node = lz_node(l, mid);
