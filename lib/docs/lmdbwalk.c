@@ -1653,9 +1653,9 @@ int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_
     lz_path p;
     int r = lz_root(lz, k, nd->rec, nd->pgno, nd->off, nd->pgno << 16 | nd->index, &p);
     if (r <= 0)
-        return r < 0 ? lz_failed(lz) : SIMSTORE_OK;
+        return r < 0 ? lz_stopped(lz) : SIMSTORE_OK;
     if (lz_descend(lz, &p, (const uint8_t *)key, key_len))
-        return lz_failed(lz);
+        return lz_stopped(lz);
     lz_level *leaf = &p.lv[p.depth - 1];
     if (read == SIMS_LMDB_READ_GET) {
         r = p.exact ? lz_overflow(lz, &p) : 0;
@@ -1686,8 +1686,10 @@ int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_
             r = lz_entry(lz, &p, 1);
         }
     }
+    /* A failure with no report is out of memory: never a page taken for
+     * checked (lz_failed alone would say SIMSTORE_OK). */
     if (r < 0 || lz->w.errors)
-        return lz_failed(lz);
+        return lz_stopped(lz);
     if (!fn || !p.exact || read == SIMS_LMDB_READ_AROUND)
         return SIMSTORE_OK;
     *found = 1;
