@@ -70,11 +70,15 @@ static inline void be_store64(void *p, uint64_t v)
 
 static inline uint64_t be_load64(const void *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+    return __builtin_bswap64(le_load64(p)); /* a load and a bswap, not 8 loads */
+#else
     const uint8_t *b = (const uint8_t *)p;
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
         v = v << 8 | b[i];
     return v;
+#endif
 }
 
 /* A read cursor over [data, data + size). Every read checks the remaining

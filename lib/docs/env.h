@@ -72,6 +72,20 @@ void sims_env_close(sims_env *e);
 int sims_env_check(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len,
                    int read);
 
+/* sims_env_check, and with it the answer of the read (SIMS_LMDB_READ_GET
+ * or SIMS_LMDB_READ_DUPS) taken from the pages just checked, so that LMDB
+ * need not search them again: when this environment checks its reads
+ * lazily, *done is set, *found says whether key is in the database, and fn
+ * got its value (GET: the record, as mdb_get returns it) or each of its
+ * duplicates in MDB_NEXT_DUP's order (DUPS), each valid only during the
+ * call, with the checks' lock held (fn must not call sims_env_*). A nonzero
+ * return of fn stops the read and is returned. Otherwise (a walked or
+ * trusted file) *done is 0 and the caller reads through LMDB as before.
+ * Errors as sims_env_check's, and fn's. */
+int sims_env_check_read(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key,
+                        size_t key_len, int read, sims_lmdb_value_fn fn, void *ctx, int *done,
+                        int *found);
+
 /* Walk all of data.mdb now, unless done (as a non-lazy open does): for a
  * reader about to scan whole databases. SIMSTORE_OK or the walk's error. */
 int sims_env_full_walk(sims_env *e);

@@ -169,13 +169,21 @@ static const uint8_t *page_at(const walker *w, uint64_t pgno)
     return w->data + pgno * w->psize;
 }
 
-/* LMDB's default comparison (mdb_cmp_memn): bytes, then length. */
+/* LMDB's default comparison (mdb_cmp_memn): bytes, then length; the sign
+ * is what counts. Eight bytes at a time, inline: keys here are short (8-byte
+ * fingerprints, ids of a few bytes) and a call to memcmp costs more than
+ * comparing them. */
 static int cmp_memn(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
+    size_t n = alen < blen ? alen : blen, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x = be_load64(a + i), y = be_load64(b + i);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    for (; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
     return alen < blen ? -1 : alen > blen;
 }
 
@@ -253,6 +261,31 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sort a page's node extents ascending. LMDB places each node it adds
+ * below the ones before, and rebuilds a page in key order when it splits
+ * one, so the extents in node order are usually descending (or ascending):
+ * such an array is reversed (or kept), the same order qsort would give,
+ * in one pass; any other goes to qsort. */
+static void sort_extents(uint32_t *x, size_t n)
+{
+    int ascending = 1, descending = 1;
+    for (size_t i = 1; i < n; i++) {
+        ascending &= x[i - 1] <= x[i];
+        descending &= x[i - 1] >= x[i];
+    }
+    if (ascending)
+        return;
+    if (!descending) {
+        qsort(x, n, sizeof *x, cmp_u32);
+        return;
+    }
+    for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+        uint32_t t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}
+
 /* Geometry of the nodes of a (sub-)page occupying base[0, limit): bounds,
  * node extents, exact tiling of [upper, limit). leaf selects leaf node
  * sizes. Returns the node count, or -1 after reporting. */
@@ -298,7 +331,7 @@ static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off,
     /* LMDB keeps nodes packed against the end (mdb_node_del moves the rest
      * up): the extents must tile [upper, limit) exactly. A dropped or extra
      * pointer, or a changed size, breaks the tiling. */
-    qsort(w->scratch, (size_t)n, sizeof *w->scratch, cmp_u32);
+    sort_extents(w->scratch, (size_t)n);
     uint64_t at = upper;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t ptr = w->scratch[i] >> 16, size = (w->scratch[i] & 0xFFFF) + 1;
@@ -1169,6 +1202,9 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
         return -1;
     }
     const uint8_t *page = page_at(w, pgno);
+    /* A page of a path is usually cold: ask for its header while the
+     * owner table is read. */
+    __builtin_prefetch(page);
     memset(out, 0, sizeof *out);
     out->pgno = pgno;
     out->page = page;
@@ -1185,6 +1221,10 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
             return -1;
         }
         out->n = (int64_t)(le_load16(page + 12) - PAGE_HEADER) / 2;
+        /* The search reads the node pointers next: all their cache lines
+         * at once rather than one by one. */
+        for (uint64_t off = 64; off < PAGE_HEADER + 2 * (uint64_t)out->n; off += 64)
+            __builtin_prefetch(page + off);
         return 0;
     }
     if (bit_get(w->freed, pgno)) {
@@ -1290,6 +1330,11 @@ static int lz_descend(sims_lmdb_lazy *lz, lz_path *p, const uint8_t *key, uint64
         lz_level *l = &p->lv[at];
         int leaf = at + 1 == p->depth;
         int64_t lo = leaf ? 0 : 1, hi = l->n; /* first node with key >= `key` */
+        /* The search's first three steps read one of seven nodes each, at
+         * fixed places: ask for all seven at once, not one after another
+         * (a page of a path is usually cold). */
+        for (int64_t j = 1; j < 8 && hi - lo >= 8; j++)
+            __builtin_prefetch(lz_node(l, lo + (hi - lo) * j / 8));
         while (lo < hi) {
             int64_t mid = lo + (hi - lo) / 2;
             const uint8_t *node = lz_node(l, mid);
@@ -1516,8 +1561,87 @@ int sims_lmdb_lazy_snapshot(sims_lmdb_lazy *lz, const uint8_t *data, uint64_t si
     return lz_failed(lz);
 }
 
+/* A read that stopped without a report: out of memory. */
+static int lz_stopped(sims_lmdb_lazy *lz)
+{
+    int rc = lz_failed(lz);
+    return rc ? rc : sims_fail(SIMSTORE_ENOMEM, "out of memory checking data.mdb");
+}
+
+/* The value of the leaf node at the path's position, as mdb_get returns
+ * it: its overflow run's bytes (lz_overflow has checked the run), or the
+ * node's own data. */
+static int lz_emit_value(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_fn fn, void *ctx)
+{
+    const lz_level *l = &p->lv[p->depth - 1];
+    const uint8_t *node = lz_node(l, l->idx);
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    const uint8_t *data = node + NODE_HEADER + le_load16(node + 6);
+    if (le_load16(node + 4) & F_BIGDATA)
+        data = page_at(&lz->w, le_load64(data)) + PAGE_HEADER;
+    return fn(ctx, data, (size_t)dsize);
+}
+
+/* The keys of the nodes of a leaf (or duplicate sub-page) in order: the
+ * duplicates MDB_NEXT_DUP returns. */
+static int lz_emit_keys(const uint8_t *page, int64_t n, sims_lmdb_value_fn fn, void *ctx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *node = page + le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
+        int rc = fn(ctx, node + NODE_HEADER, le_load16(node + 6));
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The duplicates of the fps-like leaf node at the path's position, in
+ * MDB_NEXT_DUP's order, after lz_dups(..., 2) has checked them: one id, a
+ * sub-page's keys, or a sub-database's leaves from the first to the last
+ * (pages this snapshot has checked from the same owners: no new work). */
+static int lz_emit_dups(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_fn fn, void *ctx)
+{
+    const lz_level *l = &p->lv[p->depth - 1];
+    const uint8_t *node = lz_node(l, l->idx);
+    uint16_t flags = le_load16(node + 4);
+    uint64_t ksize = le_load16(node + 6);
+    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    const uint8_t *data = node + NODE_HEADER + ksize;
+    if (!(flags & F_DUPDATA))
+        return fn(ctx, data, (size_t)dsize);
+    if (!(flags & F_SUBDATA))
+        return lz_emit_keys(data, (int64_t)(le_load16(data + 12) - PAGE_HEADER) / 2, fn, ctx);
+    uint16_t ptr = le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)l->idx);
+    lz_path sub;
+    int r = lz_root(lz, K_DUP, data, l->pgno, ptr + NODE_HEADER + ksize,
+                    l->pgno << 16 | (uint64_t)l->idx, &sub);
+    if (r <= 0)
+        return r < 0 ? lz_stopped(lz) : 0;
+    if (lz_edge(lz, &sub, 0, 0))
+        return lz_stopped(lz);
+    for (;;) {
+        const lz_level *leaf = &sub.lv[sub.depth - 1];
+        int rc = lz_emit_keys(leaf->page, leaf->n, fn, ctx);
+        if (rc)
+            return rc;
+        r = lz_sibling(lz, &sub, 1);
+        if (r < 0)
+            return lz_stopped(lz);
+        if (r == 0)
+            return 0;
+    }
+}
+
 int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read)
 {
+    return sims_lmdb_lazy_read(lz, db, key, key_len, read, NULL, NULL, NULL);
+}
+
+int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read,
+                        sims_lmdb_value_fn fn, void *ctx, int *found)
+{
+    if (found)
+        *found = 0;
     if (!lz->ready)
         return sims_fail(SIMSTORE_EINVAL, "data.mdb: no snapshot loaded to check");
     if (lz->fail_rc || lz->w.errors)
@@ -1529,9 +1653,9 @@ int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key
     lz_path p;
     int r = lz_root(lz, k, nd->rec, nd->pgno, nd->off, nd->pgno << 16 | nd->index, &p);
     if (r <= 0)
-        return r < 0 ? lz_failed(lz) : SIMSTORE_OK;
+        return r < 0 ? lz_stopped(lz) : SIMSTORE_OK;
     if (lz_descend(lz, &p, (const uint8_t *)key, key_len))
-        return lz_failed(lz);
+        return lz_stopped(lz);
     lz_level *leaf = &p.lv[p.depth - 1];
     if (read == SIMS_LMDB_READ_GET) {
         r = p.exact ? lz_overflow(lz, &p) : 0;
@@ -1562,5 +1686,13 @@ int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key
             r = lz_entry(lz, &p, 1);
         }
     }
-    return r < 0 || lz->w.errors ? lz_failed(lz) : SIMSTORE_OK;
+    /* A failure with no report is out of memory: never a page taken for
+     * checked (lz_failed alone would say SIMSTORE_OK). */
+    if (r < 0 || lz->w.errors)
+        return lz_stopped(lz);
+    if (!fn || !p.exact || read == SIMS_LMDB_READ_AROUND)
+        return SIMSTORE_OK;
+    *found = 1;
+    return read == SIMS_LMDB_READ_GET ? lz_emit_value(lz, &p, fn, ctx)
+                                      : lz_emit_dups(lz, &p, fn, ctx);
 }

@@ -166,6 +166,19 @@ int sims_lmdb_lazy_snapshot(sims_lmdb_lazy *lz, const uint8_t *data, uint64_t si
  * check of this snapshot), SIMSTORE_ENOMEM. */
 int sims_lmdb_lazy_check(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read);
 
+/* sims_lmdb_lazy_check, then the answer of a read of the pages it has just
+ * checked, without LMDB searching them again: for SIMS_LMDB_READ_GET the
+ * key's value (its overflow run's bytes when it has one), as mdb_get
+ * returns it; for SIMS_LMDB_READ_DUPS each duplicate in MDB_NEXT_DUP's
+ * order. fn gets each value (pointing into data.mdb's mapping, valid only
+ * during the call); its nonzero return stops the read and is returned.
+ * *found (when fn is not NULL) says whether the key is in the database;
+ * with fn NULL, or with SIMS_LMDB_READ_AROUND, this is
+ * sims_lmdb_lazy_check. */
+typedef int (*sims_lmdb_value_fn)(void *ctx, const uint8_t *value, size_t len);
+int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_len, int read,
+                        sims_lmdb_value_fn fn, void *ctx, int *found);
+
 /* The loaded snapshot's transaction id, 0 when none. */
 uint64_t sims_lmdb_lazy_txnid(const sims_lmdb_lazy *lz);
 

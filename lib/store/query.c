@@ -258,32 +258,59 @@ static int check_missing(simstore_query *q, uint64_t fp)
     return rc ? rc : check_side(q, before, &key, fp, 0);
 }
 
+/* One document id of fingerprint fp, as fps lists it: a match. */
+typedef struct id_sink {
+    simstore_query *q;
+    uint64_t fp;
+    unsigned distance;
+} id_sink;
+
+static int put_id(void *ctx, const uint8_t *id, size_t len)
+{
+    id_sink *k = (id_sink *)ctx;
+    simstore_query *q = k->q;
+    size_t off;
+    if (len == 0 || len > SIMSTORE_MAX_ID_BYTES)
+        return SIMS_CORRUPT("%s: fps entry %016llx holds an id of %zu bytes", q->store->path,
+                            (unsigned long long)k->fp, len);
+    int rc = arena_put(q, id, len, &off);
+    return rc ? rc : push_match(q, off, len, 1, k->fp, k->distance);
+}
+
 static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
 {
     simstore *s = q->store;
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
     MDB_val key = {8, keybuf}, val;
-    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_DUPS);
-    if (rc)
+    id_sink sink = {q, fp, distance};
+    int done, found;
+    /* With lazy checks, the ids come from the pages just checked. */
+    int rc = sims_env_check_read(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_DUPS,
+                                 put_id, &sink, &done, &found);
+    if (rc || (done && found))
         return rc;
-    rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
+    rc = done ? MDB_NOTFOUND : mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
         return check_missing(q, fp); /* deleted, unless a damaged key */
     while (rc == 0) {
-        size_t off;
-        if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES)
-            return SIMS_CORRUPT("%s: fps entry %016llx holds an id of %zu bytes", s->path,
-                                (unsigned long long)fp, val.mv_size);
-        int e = arena_put(q, val.mv_data, val.mv_size, &off);
-        if (e == SIMSTORE_OK)
-            e = push_match(q, off, val.mv_size, 1, fp, distance);
+        int e = put_id(&sink, (const uint8_t *)val.mv_data, val.mv_size);
         if (e)
             return e;
         rc = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_NEXT_DUP);
     }
     return rc == MDB_NOTFOUND ? SIMSTORE_OK : sims_mdb_fail(rc, "read fps");
 }
+
+/* Where attach_record puts what it reads of a match's record. */
+typedef struct record_sink {
+    simstore_query *q;
+    simstore_match *m;
+    size_t *meta_off;
+    size_t *sketch_off;
+} record_sink;
+
+static int attach_record(void *ctx, const uint8_t *value, size_t len);
 
 /* Check match m against its document record: its fingerprint, and its
  * sketch's kind against the store's; copy the sketch out (to *sketch_off)
@@ -296,19 +323,36 @@ static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off, s
     if (meta_off)
         *meta_off = 0;
     *sketch_off = 0;
-    int rc =
-        sims_env_check(&s->env, q->txn, s->env.docs, key.mv_data, key.mv_size, SIMS_LMDB_READ_GET);
-    if (rc)
+    record_sink sink = {q, m, meta_off, sketch_off};
+    int done, found;
+    /* With lazy checks, the record comes from the pages just checked. */
+    int rc = sims_env_check_read(&s->env, q->txn, s->env.docs, key.mv_data, key.mv_size,
+                                 SIMS_LMDB_READ_GET, attach_record, &sink, &done, &found);
+    if (rc || (done && found))
         return rc;
-    rc = mdb_get(q->txn, s->env.docs, &key, &val);
+    rc = done ? MDB_NOTFOUND : mdb_get(q->txn, s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)
         return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
                             (int)m->id_len, (const char *)key.mv_data);
     if (rc)
         return sims_mdb_fail(rc, "read docs");
+    return attach_record(&sink, (const uint8_t *)val.mv_data, val.mv_size);
+}
+
+/* The record of match m's document (value[0, len), borrowed from data.mdb)
+ * checked and attached to m (attach_meta). */
+static int attach_record(void *ctx, const uint8_t *value, size_t len)
+{
+    record_sink *sink = (record_sink *)ctx;
+    simstore_query *q = sink->q;
+    simstore *s = q->store;
+    simstore_match *m = sink->m;
+    size_t *meta_off = sink->meta_off, *sketch_off = sink->sketch_off;
+    MDB_val key = {m->id_len, (void *)(q->arena + (uintptr_t)m->id - 1)};
+    MDB_val val = {len, (void *)value};
     sims_doc_record rec;
-    rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                (const uint8_t *)val.mv_data, val.mv_size, &rec);
+    int rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
     if (rc)
         return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)m->id_len,
                                  (const char *)key.mv_data);
