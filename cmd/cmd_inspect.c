@@ -230,7 +230,7 @@ static void print_table_text(const simstore_table_info *in, const char *design_l
     if (in->fingerprints)
         printf(", %.3f bits per fingerprint", 8.0 * (double)index_bytes / (double)in->fingerprints);
     if (in->format_version >= 3)
-        printf("; in RAM: %" PRIu64 " bytes (17 per index chunk of 256 blocks, 1 per top "
+        printf("; in RAM: %" PRIu64 " bytes (24 per index chunk of 256 blocks, 1 per top "
                "page: the index stays in the file, each chunk checked on first use)\n",
                in->key_ram_bytes);
     else

@@ -50,7 +50,11 @@ struct table_reader {
     const uint8_t *index; /* data + index_offset */
     uint64_t chunk_count, top_pages;
     uint64_t chunks_begin, top_at; /* from index_offset: chunk 0, top page 0 */
-    _Atomic uint8_t *chunk_ok, *top_ok;
+    _Atomic uint8_t *top_ok;
+    /* Per chunk, once checked: its header's fields packed (shape_pack), so
+     * that reads of a checked chunk go straight to the words they need; 0
+     * while unchecked. */
+    _Atomic uint64_t *chunk_shape;
     /* The last key and the end of each chunk, copied from its top page when
      * the page is checked (before top_ok is set), so that searches run over
      * RAM: 16 bytes per 256 blocks. */
@@ -636,11 +640,19 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
     v->prev_key = c ? last_of(r, c - 1) : 0;
     v->base = c ? v->prev_key + 1 : 0;
     v->last_key = last_of(r, c);
-    v->low_bits = p[TBL_C3_LOW_BITS];
-    v->count_bits = p[TBL_C3_COUNT_BITS];
-    v->count_min = le_load32(p + TBL_C3_COUNT_MIN);
-    v->high_words = le_load32(p + TBL_C3_HIGH_WORDS);
-    int checked = atomic_load_explicit(&r->chunk_ok[c], memory_order_relaxed);
+    uint64_t shape = atomic_load_explicit(&r->chunk_shape[c], memory_order_relaxed);
+    int checked = shape != 0;
+    if (checked) {
+        v->low_bits = (unsigned)(shape & 63);
+        v->count_bits = (unsigned)(shape >> 6 & 63);
+        v->count_min = (uint32_t)(shape >> 12 & 0xFFFFF);
+        v->high_words = shape >> 32 & 0x7FFFFFFF;
+    } else {
+        v->low_bits = p[TBL_C3_LOW_BITS];
+        v->count_bits = p[TBL_C3_COUNT_BITS];
+        v->count_min = le_load32(p + TBL_C3_COUNT_MIN);
+        v->high_words = le_load32(p + TBL_C3_HIGH_WORDS);
+    }
     if (!checked) {
         /* The sizes first: everything after reads inside [begin, end). */
         uint64_t words = (end - begin - TBL_C3_HEADER_BYTES - 8) / 8;
@@ -665,7 +677,14 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
         rc = chunk_check(r, c, v, begin, end, top_field(r, c, TBL_V3_TOP_FP_END) - fps_before);
         if (rc)
             return rc;
-        atomic_store_explicit(&r->chunk_ok[c], 1, memory_order_relaxed);
+        /* Fields too wide to pack (no writer makes them) leave the chunk
+         * to be checked again at each use: correct, slower. */
+        if (v->count_min < (1u << 20) && v->high_words < (1ull << 31))
+            atomic_store_explicit(&r->chunk_shape[c],
+                                  (uint64_t)v->low_bits | (uint64_t)v->count_bits << 6 |
+                                      (uint64_t)v->count_min << 12 | v->high_words << 32 |
+                                      (uint64_t)1 << 63,
+                                  memory_order_relaxed);
     }
     return SIMSTORE_OK;
 }
@@ -738,17 +757,17 @@ static int parse_index_v3(table_reader *r)
     r->top_pages = tbl_v3_top_pages(chunks);
     r->chunks_begin = gbytes;
     r->top_at = in->index_bytes - tbytes;
-    r->chunk_ok = calloc((size_t)(chunks ? chunks : 1), 1);
+    r->chunk_shape = calloc((size_t)(chunks ? chunks : 1), sizeof *r->chunk_shape);
     r->top_ok = calloc((size_t)(r->top_pages ? r->top_pages : 1), 1);
     r->chunk_last = calloc((size_t)(chunks ? chunks : 1), sizeof *r->chunk_last);
     r->chunk_end = calloc((size_t)(chunks ? chunks : 1), sizeof *r->chunk_end);
-    if (!r->chunk_ok || !r->top_ok || !r->chunk_last || !r->chunk_end)
+    if (!r->chunk_shape || !r->top_ok || !r->chunk_last || !r->chunk_end)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " index chunks", chunks);
     r->group_count = groups;
     r->group_blocks = tbl_group_blocks(in->params.block_bytes);
     r->first_slot = tbl_group_first_slot(in->params.block_bytes);
     r->group_seed = TBL_SEED_GROUP;
-    in->key_ram_bytes = 17 * chunks + r->top_pages;
+    in->key_ram_bytes = 24 * chunks + r->top_pages;
     return SIMSTORE_OK;
 }
 
@@ -952,7 +971,7 @@ void table_reader_close(table_reader *r)
     free(r->counts);
     free(r->checksums);
     free((void *)r->verified);
-    free((void *)r->chunk_ok);
+    free((void *)r->chunk_shape);
     free((void *)r->top_ok);
     free((void *)r->chunk_last);
     free((void *)r->chunk_end);
@@ -1402,11 +1421,36 @@ void table_reader_prefetch_index(const table_reader *r, uint64_t lo)
             chi = mid;
     }
     uint64_t begin = clo ? end_of(r, clo - 1) : r->chunks_begin, end = end_of(r, clo);
+    uint64_t shape = atomic_load_explicit(&r->chunk_shape[clo], memory_order_relaxed);
+#if defined(__GNUC__) || defined(__clang__)
+    if (shape) {
+        /* A checked chunk: the words the search will read, where keys
+         * spread evenly would put lo (uniform fingerprints do): its low
+         * part, its high bits and its count, a line before and after. */
+        uint64_t n = chunk_blocks(r, clo), base = clo ? last_of(r, clo - 1) + 1 : 0;
+        unsigned low_bits = (unsigned)(shape & 63), count_bits = (unsigned)(shape >> 6 & 63);
+        uint64_t span = last_of(r, clo) - base;
+        uint64_t i =
+            lo <= base ? 0 : (uint64_t)((double)(lo - base) / ((double)span + 1) * (double)n);
+        i = i < n ? i : n - 1;
+        uint64_t lw = table_keys_low_words(n, low_bits), hw = shape >> 32 & 0x7FFFFFFF;
+        uint64_t at[3] = {begin + TBL_C3_HEADER_BYTES + i * low_bits / 8,
+                          begin + TBL_C3_HEADER_BYTES + 8 * lw +
+                              (i + ((lo - (lo <= base ? lo : base)) >> low_bits)) / 8,
+                          begin + TBL_C3_HEADER_BYTES + 8 * (lw + hw) + i * count_bits / 8};
+        for (int j = 0; j < 3; j++)
+            for (uint64_t off = (at[j] & ~(uint64_t)63) - (at[j] >= begin + 64 ? 64 : 0);
+                 off <= at[j] + 64 && off < end; off += 64)
+                __builtin_prefetch(r->index + off, 0, 3);
+        return;
+    }
     if (end > begin + PREFETCH_MAX_BYTES)
         end = begin + PREFETCH_MAX_BYTES;
-#if defined(__GNUC__) || defined(__clang__)
     for (uint64_t off = begin & ~(uint64_t)63; off < end; off += 64)
         __builtin_prefetch(r->index + off, 0, 3);
+#else
+    (void)shape;
+    (void)end;
 #endif
 }
 

@@ -126,8 +126,8 @@ typedef struct table_info {
     uint64_t header_checksum;
     uint64_t index_checksum; /* version 3: 0 (its chunks and top pages carry their own) */
     uint64_t key_ram_bytes;  /* the index (keys, counts, checksums) the reader keeps in RAM;
-                              * version 3: 17 bytes per chunk (its state, last key and
-                              * end) and a byte per top page */
+                              * version 3: 24 bytes per chunk (its header's fields, last
+                              * key and end) and a byte per top page */
 } table_info;
 
 /* Open flag: do not verify a block's checksum before decoding it (faster;

@@ -80,7 +80,7 @@ expect_out_has "permutation: prefix bits 63..48 (16), then 47..0 (identity)"
 expect_out_has "permutation: prefix bits 47..32 (16), then 63..48 31..0"
 expect_out_has "blocks: 1 of 512 bytes (at most 9 fingerprints in one)"
 expect_out_has "floor 64 - log2 N + 1.443 = 62.27"
-expect_out_has "index: 80 bytes, 71.111 bits per fingerprint; in RAM: 18 bytes (17 per index chunk of 256 blocks, 1 per top page"
+expect_out_has "index: 80 bytes, 71.111 bits per fingerprint; in RAM: 25 bytes (24 per index chunk of 256 blocks, 1 per top page"
 expect_out_has "leading-bit histogram: exact, 8 differences in 1 of 1 block"
 # Table 0 is sorted by the fingerprints themselves: ...abcdee to ...abcdef and
 # 7fff... to 8000... are differences of 1 (j = 0), two of the eight; the

@@ -137,7 +137,7 @@ static void test_lazy_open__cost_does_not_grow(void **state)
     assert_true(q_large < large.mdb_pages / 2);
 
     /* The tables' side of an open: their block indexes stay in the files
-     * (table format 3), so a reader keeps 17 bytes per index chunk of 256
+     * (table format 3), so a reader keeps 24 bytes per index chunk of 256
      * blocks (at least one chunk a table): under 1/200 of the tables' bytes
      * even for the small store, where format 2 kept every block key (about
      * 8 bytes a 512-byte block: 1/64). */
