@@ -654,34 +654,6 @@ static int db_index(const sims_env_shared *sh, MDB_dbi dbi)
     return -1;
 }
 
-int sims_env_check(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len,
-                   int read)
-{
-    sims_env_shared *sh = e->shared;
-    if (!sh || !sh->lazy)
-        return SIMSTORE_OK;
-    int db = db_index(sh, dbi);
-    if (db < 0)
-        return sims_fail(SIMSTORE_EINVAL, "no lazy checks for LMDB database %u", (unsigned)dbi);
-    pthread_mutex_lock(&sh->lazy_mu);
-    int rc = SIMSTORE_OK;
-    if (!sh->walked) {
-        /* Another thread may have loaded its own snapshot meanwhile. */
-        rc = lazy_load_locked(sh, txn);
-        if (rc == SIMSTORE_OK)
-            rc = sims_lmdb_lazy_check(sh->lz, db, key, key_len, read);
-        if (rc && rc != SIMS_ERETRY)
-            rc = sims_fail_context(rc, "%s", sh->dir);
-    }
-    pthread_mutex_unlock(&sh->lazy_mu);
-    if (rc == SIMS_ERETRY) {
-        sims_retry_saw((uint64_t)mdb_txn_id(txn));
-        rc = sims_retry_or_fail(
-            sims_fail(SIMSTORE_EBUSY, "%s: data.mdb kept changing while it was checked", sh->dir));
-    }
-    return rc;
-}
-
 /* sims_env_check_read's fn, and its failure told apart from the checks'. */
 typedef struct env_value_call {
     sims_lmdb_value_fn fn;
@@ -696,13 +668,13 @@ static int env_value(void *ctx, const uint8_t *value, size_t len)
     return c->rc ? 1 : 0;
 }
 
-int sims_env_check_read(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key,
-                        size_t key_len, int read, sims_lmdb_value_fn fn, void *ctx, int *done,
-                        int *found)
+/* The one frame of a lazy check, under the checks' lock: the snapshot
+ * loaded, then the check alone (fn NULL) or the check and the read. */
+static int env_lazy(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key,
+                    size_t key_len, int read, sims_lmdb_value_fn fn, void *ctx, int *done,
+                    int *found)
 {
     sims_env_shared *sh = e->shared;
-    *done = 0;
-    *found = 0;
     if (!sh || !sh->lazy)
         return SIMSTORE_OK;
     int db = db_index(sh, dbi);
@@ -711,15 +683,18 @@ int sims_env_check_read(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void
     pthread_mutex_lock(&sh->lazy_mu);
     int rc = SIMSTORE_OK;
     if (!sh->walked) {
+        /* Another thread may have loaded its own snapshot meanwhile. */
         rc = lazy_load_locked(sh, txn);
         env_value_call call = {fn, ctx, SIMSTORE_OK};
         if (rc == SIMSTORE_OK)
-            rc = sims_lmdb_lazy_read(sh->lz, db, key, key_len, read, env_value, &call, found);
+            rc = fn ? sims_lmdb_lazy_read(sh->lz, db, key, key_len, read, env_value, &call, found)
+                    : sims_lmdb_lazy_check(sh->lz, db, key, key_len, read);
         if (call.rc) /* fn's failure, its message set */
             rc = call.rc;
         else if (rc && rc != SIMS_ERETRY)
             rc = sims_fail_context(rc, "%s", sh->dir);
-        *done = rc == SIMSTORE_OK || call.rc;
+        if (done)
+            *done = rc == SIMSTORE_OK || call.rc;
     }
     pthread_mutex_unlock(&sh->lazy_mu);
     if (rc == SIMS_ERETRY) {
@@ -728,6 +703,21 @@ int sims_env_check_read(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void
             sims_fail(SIMSTORE_EBUSY, "%s: data.mdb kept changing while it was checked", sh->dir));
     }
     return rc;
+}
+
+int sims_env_check(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len,
+                   int read)
+{
+    return env_lazy(e, txn, dbi, key, key_len, read, NULL, NULL, NULL, NULL);
+}
+
+int sims_env_check_read(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key,
+                        size_t key_len, int read, sims_lmdb_value_fn fn, void *ctx, int *done,
+                        int *found)
+{
+    *done = 0;
+    *found = 0;
+    return env_lazy(e, txn, dbi, key, key_len, read, fn, ctx, done, found);
 }
 
 int sims_env_full_walk(sims_env *e)
