@@ -169,7 +169,8 @@ static inline uint64_t entry_delta(codec_huff_entry e, uint64_t win)
  * The block's last bits are decoded from a zero-padded copy; values longer
  * than 57 bits and bad streams take a careful path that reads through
  * bounds-checked helpers and is the only place errors are detected. */
-int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, size_t *n)
+static inline int decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, uint64_t limit,
+                              size_t *n)
 {
     const codec_huff_entry *table = s->huff->table;
     const uint8_t *data = s->data;
@@ -225,8 +226,11 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
                     uint64_t next =
                         total <= BITIO_PEEK_BITS - CODEC_HUFF_MAX_BITS ? from_lo : from_hi;
                     pos += total;
-                    if (SIMS_UNLIKELY(i == stop))
+                    if (SIMS_UNLIKELY((i == stop) | (v > limit))) {
+                        if (v > limit)
+                            todo = i;
                         break;
+                    }
                     win = bitio_peek_fast(data, pos);
                     win_hi = bitio_peek_fast(data + 4, pos);
                     e = table[next & mask];
@@ -260,6 +264,8 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
                 out[i++] = v;
                 prev = v;
                 tpos += total;
+                if (v > limit)
+                    todo = i;
             }
             pos = tail_base + tpos;
             if (i >= todo)
@@ -284,10 +290,12 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
         out[i++] = v;
         prev = v;
         pos += len + j;
+        if (v > limit)
+            todo = i;
     }
     if (SIMS_UNLIKELY(wrapped))
         return SIMS_CORRUPT("decoded values overflow 2^64 before bit offset %" PRIu64, pos);
-    if (i < want) {
+    if (i < want && i == todo && todo + 1 == want && s->implicit_last && want == s->remaining) {
         /* The implicit last value: it must exceed its predecessor (none
          * when it is block 0's only value). */
         if (SIMS_UNLIKELY(!s->raw_first && s->key <= prev))
@@ -303,6 +311,17 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
     s->remaining -= i;
     *n = i;
     return SIMSTORE_OK;
+}
+
+int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, size_t *n)
+{
+    return decoder_run(s, out, cap, UINT64_MAX, n);
+}
+
+int codec_block_decoder_run_to(codec_block_decoder *s, uint64_t *out, size_t cap, uint64_t limit,
+                               size_t *n)
+{
+    return decoder_run(s, out, cap, limit, n);
 }
 
 int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key)

@@ -124,6 +124,12 @@ void codec_block_decoder_set_last(codec_block_decoder *s, uint64_t key);
  * overflows 2^64; the state is then unusable and out's contents undefined. */
 int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, size_t *n);
 
+/* As codec_block_decoder_run, but it may stop early, once the last value it
+ * put out exceeds `limit` (a range search needs nothing after that value);
+ * the state stays resumable. */
+int codec_block_decoder_run_to(codec_block_decoder *s, uint64_t *out, size_t cap, uint64_t limit,
+                               size_t *n);
+
 /* After all values are decoded: check that the last one equals `key` and that
  * every bit after it is zero. Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
 int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key);

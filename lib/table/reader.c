@@ -1506,7 +1506,7 @@ static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uin
         prev = key;
         for (;;) {
             size_t m;
-            rc = codec_block_decoder_run(&dec, buf, SEARCH_CHUNK, &m);
+            rc = codec_block_decoder_run_to(&dec, buf, SEARCH_CHUNK, hi, &m);
             if (rc)
                 return block_fail(r, b, rc);
             if (m == 0)

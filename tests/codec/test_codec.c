@@ -482,6 +482,29 @@ static void test_codec_block__round_trip(void **state)
         assert_memory_equal(out, v, used * sizeof *v);
         assert_int_equal(codec_block_decoder_finish(&s, v[used - 1]), 0);
         assert_true(s.pos == bits);
+
+        /* Stopping early (run_to): a call that stops short of its cap with
+         * values left has just put out a value above its limit, and going on
+         * gives the same values. */
+        codec_block_decoder_init(&s, &dec, buf, bytes, raw_first, prev, used);
+        got = 0;
+        do {
+            size_t cap = 1 + (size_t)test_rng_below(&rng, 300);
+            uint64_t limit = test_rng_below(&rng, 4) == 0
+                                 ? UINT64_MAX
+                                 : v[test_rng_below(&rng, used)] - test_rng_below(&rng, 2);
+            assert_int_equal(codec_block_decoder_run_to(&s, out + got, cap, limit, &k), 0);
+            assert_true(k <= cap);
+            if (k > 0 && k < cap && s.remaining > 0)
+                assert_true(out[got + k - 1] > limit);
+            if (limit == UINT64_MAX)
+                assert_true(k == cap || s.remaining == 0);
+            got += k;
+        } while (k);
+        assert_true(got == used);
+        assert_memory_equal(out, v, used * sizeof *v);
+        assert_int_equal(codec_block_decoder_finish(&s, v[used - 1]), 0);
+        assert_true(s.pos == bits);
     }
     free(v);
     free(out);

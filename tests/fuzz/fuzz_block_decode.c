@@ -80,7 +80,18 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
                 codec_block_decoder_set_last(&s, key);
             size_t got = 0, k;
             int rc;
-            while (!(rc = codec_block_decoder_run(&s, out + got, chunk, &k)) && k) {
+            /* An odd chunk size decodes with a limit (run_to): a call that
+             * stops short with values left has just put out a value above
+             * it. */
+            uint64_t limit = prev + (key - prev) / 2;
+            int limited = (int)(chunk & 1);
+            for (;;) {
+                rc = limited ? codec_block_decoder_run_to(&s, out + got, chunk, limit, &k)
+                             : codec_block_decoder_run(&s, out + got, chunk, &k);
+                if (rc || !k)
+                    break;
+                if (limited && k < chunk && s.remaining > 0 && out[got + k - 1] <= limit)
+                    abort();
                 got += k;
                 if (k > chunk || got > count)
                     abort();
