@@ -21,7 +21,11 @@
  *
  * Usage: bench_query [--sizes 20,23,26] [--docs-up-to 23] [--queries 200000]
  *                    [--dir DIR] [--k 3] [--block-bytes B] [--tables T] [--keep]
- *                    [--cli PATH] */
+ *                    [--beyond K2] [--cli PATH]
+ *
+ * --beyond K2 also measures queries at distance K2 above k on each store
+ * (format/design.md, "Beyond k": every table probed at each prefix near the
+ * query's), beside a store built for K2 from the same fingerprints. */
 #include "simstore.h"
 
 #include <errno.h>
@@ -336,7 +340,7 @@ static double cli_query_ms(const char *store, const uint64_t *fps, size_t n, int
 int main(int argc, char **argv)
 {
     unsigned sizes[8] = {20, 23, 26};
-    unsigned nsizes = 3, docs_up_to = 23, k = 3;
+    unsigned nsizes = 3, docs_up_to = 23, k = 3, beyond = 0;
     size_t nq = 200000;
     const char *dir = "bench-query.tmp";
     int keep = 0;
@@ -362,12 +366,15 @@ int main(int argc, char **argv)
             tables = (unsigned)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc) {
             cli_path = argv[++i];
+        } else if (strcmp(argv[i], "--beyond") == 0 && i + 1 < argc) {
+            beyond = (unsigned)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--keep") == 0) {
             keep = 1;
         } else {
             fprintf(stderr,
                     "usage: %s [--sizes 20,23,26] [--docs-up-to 23] [--queries N] "
-                    "[--dir DIR] [--k K] [--block-bytes B] [--tables T] [--keep] [--cli PATH]\n",
+                    "[--dir DIR] [--k K] [--block-bytes B] [--tables T] [--beyond K2] [--keep] "
+                    "[--cli PATH]\n",
                     argv[0]);
             return 2;
         }
@@ -440,6 +447,42 @@ int main(int argc, char **argv)
         printf("  brute force popcount scan: %.1f us/query (%.2f G fingerprints/s, %" PRIu64
                " matches in %zu queries)\n", bf, (double)n / bf / 1e3, found, bq);
         free(qs);
+        if (beyond > k) {
+            /* Queries at K2 above the store's k (each table probed at every
+             * prefix near the query's), beside a store built for K2. */
+            size_t nq2 = nq / 10 ? nq / 10 : 1;
+            printf("  beyond k: queries at k=%u on this store (built for k=%u):\n", beyond, k);
+            fflush(stdout);
+            snprintf(cmd, sizeof cmd, "'%s' --measure '%s' %u %zu %u", self, path, log2n, nq2,
+                     beyond);
+            if (system(cmd) != 0)
+                return 1;
+            char path2[600];
+            snprintf(path2, sizeof path2, "%s-k%u", path, beyond);
+            if (build(path2, fps, n, docs, beyond, &secs)) {
+                fprintf(stderr, "build: %s\n", simstore_last_error());
+                return 1;
+            }
+            simstore_open(path2, SIMSTORE_OPEN_READONLY, &s);
+            simstore_get_stats(s, &st);
+            simstore_close(s);
+            printf("  baseline: a store built for k=%u: %s; tables %.2f bytes/fp; build %.1f s\n",
+                   beyond, st.design, (double)st.table_bytes / (double)n, secs);
+            fflush(stdout);
+            snprintf(cmd, sizeof cmd, "'%s' --measure '%s' %u %zu %u", self, path2, log2n, nq2,
+                     beyond);
+            if (system(cmd) != 0)
+                return 1;
+            qs = make_queries(fps, n, bq, beyond);
+            bf = brute_force_us(fps, n, qs, bq, beyond, &found);
+            printf("  brute force popcount scan at k=%u: %.1f us/query\n", beyond, bf);
+            free(qs);
+            if (!keep) {
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", path2);
+                if (system(cmd) != 0)
+                    return 1;
+            }
+        }
         free(fps);
         if (!keep) {
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);

@@ -50,7 +50,7 @@ static void usage(FILE *out)
             "newline gets one; blank lines and a byte order mark are not records.\n"
             "\n"
             "      --k K            the distance, 0..7 (default 3; with --store, the\n"
-            "                       store's k, and at most that)\n"
+            "                       store's k: above it the store is probed more)\n"
             "      --store STORE    also drop records within K of a document of STORE;\n"
             "                       texts are fingerprinted with the store's text\n"
             "                       options, except for the text options given\n"
@@ -647,9 +647,9 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
                          run->store_path);
     if (!k_given)
         *k = st.k;
-    else if (*k > st.k) {
-        cli_usage_error(CMD, "--k %u is above %s's design (built for k <= %u)", *k,
-                        run->store_path, st.k);
+    else if (*k > st.k && run->paragraphs) {
+        cli_usage_error(CMD, "--paragraphs with --k %u: %s's paragraph tables answer up to k = %u",
+                        *k, run->store_path, st.k);
         return CLI_EXIT_USAGE;
     }
     if (text->given && add) {

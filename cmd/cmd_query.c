@@ -51,7 +51,10 @@ static void usage(FILE *out)
             "JSON Lines queries (members other than these are ignored):\n" INPUT_FIELD_HELP "\n");
     fprintf(out,
             "Answer:\n"
-            "      --k K            distance, 0 up to the store's k (default: the store's k)\n"
+            "      --k K            distance, 0..7 (default: the store's k). Above the\n"
+            "                       store's k the answer is as exact, but each table is\n"
+            "                       probed at every prefix near the query's: slower\n"
+            "                       (README, \"Distances above the store's k\")\n"
             "      --json           JSON Lines {\"query\", \"id\", \"fp\", \"distance\"[,\n"
             "                       \"similarity\"][, \"meta\"]}\n"
             "      --meta           with --json, include each document's metadata\n"
@@ -62,9 +65,9 @@ static void usage(FILE *out)
             "                       fingerprint-line queries), a store without sketches\n"
             "      --min-similarity J\n"
             "                       only the matches whose estimated similarity is at\n"
-            "                       least J, 0..1 (0: all): with a store built for a\n"
-            "                       larger K (4..7), the K finds the candidates and J\n"
-            "                       keeps the near ones. Needs a store that keeps\n"
+            "                       least J, 0..1 (0: all): with a larger K (4..7),\n"
+            "                       the K finds the candidates and J keeps the near\n"
+            "                       ones. Needs a store that keeps\n"
             "                       sketches and text queries (--text, --file, JSON\n"
             "                       Lines --queries)\n"
             "      --paragraphs     answer by shared paragraphs (above): needs a text\n"
@@ -183,9 +186,9 @@ static int open_store(query_run *r)
             return cli_api_error(CMD, rc, "%s", r->path);
         rc = simstore_get_stats(r->s, &st);
     }
-    if (rc == SIMSTORE_OK && r->have_k && r->k > st.k) {
-        cli_error(CMD, "%s: --k %u exceeds the store's design (built for k <= %u)", r->path, r->k,
-                  st.k);
+    if (rc == SIMSTORE_OK && r->have_k && r->k > st.k && r->paragraphs) {
+        cli_error(CMD, "%s: --paragraphs with --k %u: the paragraph tables answer up to k = %u",
+                  r->path, r->k, st.k);
         close_store(r);
         return CLI_EXIT_FAIL;
     }

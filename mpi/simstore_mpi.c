@@ -2253,7 +2253,7 @@ static int cmd_query(int argc, char **argv)
     /* The shards agree on k, sketches and the paragraph index (the
      * manifest): every rank decides alike, rank 0 says. */
     const char *refused = NULL;
-    if (have_k && k > st.k)
+    if (have_k && k > st.k && o.paragraphs)
         refused = "--k";
     else if (o.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE)
         refused = "keeps no sketches (built with --sketch none, from fingerprints, or before "
@@ -2262,7 +2262,9 @@ static int cmd_query(int argc, char **argv)
         refused = "has no paragraph index (build it with --paragraphs): --paragraphs needs one";
     if (refused) {
         if (rank == 0 && strcmp(refused, "--k") == 0)
-            fprintf(stderr, "%s: %s: --k %u exceeds the store's design (built for k <= %u)\n",
+            fprintf(stderr,
+                    "%s: %s: --paragraphs with --k %u: the paragraph tables answer up to k = "
+                    "%u\n",
                     cmd_name, out, k, st.k);
         else if (rank == 0)
             fprintf(stderr, "%s: %s %s\n", cmd_name, out, refused);

@@ -1906,8 +1906,9 @@ PyDoc_STRVAR(store_query_doc,
              "(int) or a text (str or bytes, fingerprinted and sketched as the store's\n"
              "documents were). Matches (id, fp, distance, similarity, meta, insertion)\n"
              "come sorted by distance, then id bytes, exactly as `simstore query` gives\n"
-             "them; meta=True also reads each document's metadata. A k above the store's\n"
-             "design raises RangeError.");
+             "them; meta=True also reads each document's metadata. k may exceed the\n"
+             "store's k up to 7: as exact, each table probed at every prefix near the\n"
+             "query's (slower); above 7 raises RangeError.");
 
 static PyObject *store_query(StoreObject *self, PyObject *args, PyObject *kwargs)
 {

@@ -547,6 +547,47 @@ int sims_design_covering_table(const sims_design *d, uint64_t flips)
     return -1;
 }
 
+/* The largest sum of the r smallest of m counts adding up to x: the
+ * counts as even as integers allow (x/m each, x mod m of them one more). */
+static unsigned smallest_sum_bound(unsigned m, unsigned r, unsigned x)
+{
+    unsigned q = x / m, rem = x % m;
+    return r * q + (r > m - rem ? r - (m - rem) : 0);
+}
+
+unsigned sims_design_prefix_flips(const sims_design *d, unsigned k2)
+{
+    const sims_design_params *p = &d->params;
+    if (k2 <= p->k)
+        return 0;
+    unsigned m1 = d->blocks1_count, f1max = smallest_sum_bound(m1, p->r1, k2);
+    if (p->levels < 2)
+        return f1max;
+    /* The level-1 choice with the fewest flips has f1 <= f1max of them; its
+     * rest holds k2 - f1, spread over the m2 level-2 blocks. */
+    unsigned worst = 0;
+    for (unsigned f1 = 0; f1 <= f1max; f1++) {
+        unsigned f = f1 + smallest_sum_bound(d->blocks2_count, p->r2, k2 - f1);
+        worst = f > worst ? f : worst;
+    }
+    return worst;
+}
+
+uint64_t sims_design_probes(const sims_design *d, unsigned k2)
+{
+    unsigned flips = sims_design_prefix_flips(d, k2);
+    uint64_t total = 0;
+    for (uint32_t t = 0; t < d->n_tables; t++) {
+        for (unsigned i = 0; i <= flips && i <= d->tables[t].prefix_bits; i++) {
+            uint64_t c = binom(d->tables[t].prefix_bits, i);
+            if (c == UINT64_MAX || total > UINT64_MAX - c)
+                return UINT64_MAX;
+            total += c;
+        }
+    }
+    return total;
+}
+
 int sims_design_equal(const sims_design *a, const sims_design *b)
 {
     if (memcmp(&a->params, &b->params, sizeof a->params) != 0 || a->n_tables != b->n_tables)

@@ -201,6 +201,21 @@ static inline void sims_design_probe(const sims_design *d, unsigned t, uint64_t 
  * returns >= 0 for every flips with popcount <= k. */
 int sims_design_covering_table(const sims_design *d, uint64_t flips);
 
+/* Queries beyond the design's k (format/design.md, "Beyond k"): the most
+ * prefix bits of the best table that a fingerprint differing from the query
+ * in at most k2 positions can have flipped, so that probing every table at
+ * each prefix within that many bits of the query's finds every fingerprint
+ * within k2. 0 for k2 <= the design's k; for k2 above it, an upper bound
+ * from the blocks: the adversary spreads the k2 flips as evenly as it can
+ * over the level-1 blocks, and then over the level-2 blocks of the best
+ * level-1 choice. */
+unsigned sims_design_prefix_flips(const sims_design *d, unsigned k2);
+
+/* Probes per segment that answering distance k2 takes: the sum over tables
+ * of the prefixes within sims_design_prefix_flips(d, k2) bits of one
+ * (saturating at UINT64_MAX). The design's own k takes n_tables. */
+uint64_t sims_design_probes(const sims_design *d, unsigned k2);
+
 /* Nonzero when a and b describe the same tables (parameters, prefixes and
  * permutations; the compiled permuters follow from those). */
 int sims_design_equal(const sims_design *a, const sims_design *b);

@@ -59,7 +59,7 @@ SIMSTORE_API const char *simstore_version_string(void);
 #define SIMSTORE_EFULL (-6)      /* a fixed limit was reached (map size, count) */
 #define SIMSTORE_EINVAL (-7)     /* invalid argument or malformed input         */
 #define SIMSTORE_EBUSY (-8)      /* another writer holds the store              */
-#define SIMSTORE_ERANGE (-9)     /* k larger than the store's design allows     */
+#define SIMSTORE_ERANGE (-9)     /* a distance the store cannot answer          */
 #define SIMSTORE_EEXIST (-10)    /* the target already exists                   */
 #define SIMSTORE_EREADONLY (-11) /* write attempted on a read-only handle       */
 
@@ -672,7 +672,12 @@ SIMSTORE_API void simstore_query_free(simstore_query *q);
 /* Every stored document whose fingerprint is within distance k of fp, sorted
  * by distance, then id bytes. *matches stays valid until the next call on q.
  * Allocates only when an answer outgrows the buffers of earlier ones.
- * Errors: SIMSTORE_ERANGE (k above the store's design), SIMSTORE_ECORRUPT,
+ * k may exceed the store's k (its design's, simstore_stats.k) up to
+ * SIMSTORE_MAX_K: the answer is as exact, each table probed at every prefix
+ * within a few bits of the query's (format/design.md, "Beyond k"), so it
+ * takes longer.
+ * Errors: SIMSTORE_ERANGE (k above SIMSTORE_MAX_K, or a k whose probes would
+ * pass 2^20 per segment: a k = 0 store asked 5 or more), SIMSTORE_ECORRUPT,
  * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k,
                                    const simstore_match **matches, size_t *count);
@@ -786,7 +791,8 @@ typedef int (*simstore_batch_fn)(void *ctx, size_t index, uint64_t fp,
  *   o    the options; NULL for the defaults.
  * Returns SIMSTORE_OK; fn's nonzero value when it stopped the batch;
  * SIMSTORE_EINVAL (s or fn NULL, fps NULL with n > 0, an unknown strategy or
- * flag); SIMSTORE_ERANGE (k above the store's design); SIMSTORE_ECORRUPT,
+ * flag); SIMSTORE_ERANGE (as simstore_query_fp(); above the store's k the
+ * queries are answered one by one); SIMSTORE_ECORRUPT,
  * SIMSTORE_EIO, SIMSTORE_ENOMEM (queries answered before the failure have
  * had their callbacks; no other will); SIMSTORE_EBUSY (the store kept
  * changing while the batch began).

@@ -766,11 +766,30 @@ static int check_args(simstore *s, const uint64_t *fps, size_t n, unsigned k,
         return sims_fail(SIMSTORE_EINVAL, "query_batch: unknown strategy %d", (int)o->strategy);
     if (o->flags & ~(unsigned)SIMSTORE_QUERY_WITH_META)
         return sims_fail(SIMSTORE_EINVAL, "query_batch: unknown flags %#x", o->flags);
-    if (k > s->design->params.k)
-        return sims_fail(SIMSTORE_ERANGE,
-                         "distance %u exceeds the store's design (built for k <= %u)", k,
-                         s->design->params.k);
-    return SIMSTORE_OK;
+    return sims_query_check_k(s, k);
+}
+
+/* Above the design's k every query probes many prefixes of every table
+ * (format/design.md, "Beyond k"), which the merge-scan does not share: the
+ * queries are answered one by one, in order, as simstore_query_fp()
+ * answers them. */
+static int answer_one_by_one(simstore *s, const uint64_t *fps, const uint8_t *sketches, size_t n,
+                             unsigned k, const simstore_batch_options *o, simstore_batch_fn fn,
+                             void *ctx)
+{
+    simstore_query *q = NULL;
+    int rc = simstore_query_new(s, o->flags, &q);
+    size_t sketch_bytes = sketches ? simstore_sketch_bytes(s->text.sketch) : 0;
+    for (size_t i = 0; rc == SIMSTORE_OK && i < n; i++) {
+        const simstore_match *m;
+        size_t count;
+        rc = simstore_query_fp_sketch(q, fps[i], sketch_bytes ? sketches + i * sketch_bytes : NULL,
+                                      k, &m, &count);
+        if (rc == SIMSTORE_OK)
+            rc = fn(ctx, i, fps[i], m, count);
+    }
+    simstore_query_free(q);
+    return rc;
 }
 
 int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
@@ -791,6 +810,8 @@ int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_
     int rc = check_args(s, fps, n, k, o, fn);
     if (rc)
         return rc;
+    if (k > s->design->params.k)
+        return answer_one_by_one(s, fps, sketches, n, k, o, fn, ctx);
     batch b;
     memset(&b, 0, sizeof b);
     b.s = s;

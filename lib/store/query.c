@@ -406,12 +406,62 @@ static void sort_small(void *base, size_t n, size_t size, int (*cmp)(const void 
     }
 }
 
+/* Beyond the design's k: probe table t at every prefix within `left` more
+ * flipped bits of [lo, hi], flipping prefix bits below `below` only (each
+ * prefix once). */
+static int probe_flipped(simstore_query *q, const table_reader *r, uint64_t lo, uint64_t hi,
+                         uint64_t pq, unsigned k, unsigned below, unsigned left, unsigned low_bit)
+{
+    int rc = table_reader_search(r, lo, hi, pq, k, collect_candidate, q);
+    if (q->grow_failed)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
+    for (unsigned b = low_bit; rc == SIMSTORE_OK && left > 0 && b < below; b++) {
+        uint64_t bit = (uint64_t)1 << b;
+        rc = probe_flipped(q, r, lo ^ bit, hi ^ bit, pq, k, b, left - 1, low_bit);
+    }
+    return rc;
+}
+
+/* Phase 1 for a distance above the design's k (format/design.md, "Beyond
+ * k"): some table's prefix has at most `flips` bits flipped, so every
+ * prefix within that many bits of the query's is probed in every table. */
+static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k,
+                        unsigned flips)
+{
+    const sims_design *d = q->store->design;
+    for (uint32_t i = 0; i < snap->segment_count; i++) {
+        const sims_segment *seg = snap->segments[i];
+        for (uint32_t t = 0; t < seg->table_count; t++) {
+            uint64_t lo, hi;
+            sims_design_probe(d, t, fp, &lo, &hi);
+            q->permuter = &d->tables[t].permuter;
+            uint64_t pq = sims_permute(q->permuter, fp);
+            unsigned p = d->tables[t].prefix_bits;
+            int rc = probe_flipped(q, seg->tables[t], lo, hi, pq, k, 64, flips, 64 - p);
+            if (rc)
+                return rc;
+        }
+    }
+    return SIMSTORE_OK;
+}
+
 /* Phase 1, no LMDB: every stored fingerprint of the snapshot's tables within
  * distance k of fp, once each, into q->cand. */
 static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
 {
     simstore *s = q->store;
     const sims_design *d = s->design;
+    unsigned flips = sims_design_prefix_flips(d, k);
+    if (flips) {
+        q->cand_len = 0;
+        q->match_len = 0;
+        q->arena_len = 0;
+        q->grow_failed = 0;
+        int rc = probe_beyond(q, snap, fp, k, flips);
+        if (rc)
+            return rc;
+        goto dedupe;
+    }
     size_t need = (size_t)snap->segment_count * d->n_tables;
     if (grow((void **)&q->probes, &q->probe_cap, need ? need : 1, sizeof *q->probes))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
@@ -455,6 +505,7 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
                 return rc;
         }
     }
+dedupe:
     /* A fingerprint is found by every table whose prefix it shares with the
      * query: keep one of each. */
     if (q->cand_len > 1) {
@@ -595,6 +646,21 @@ static int answer_once(void *ctx)
     return rc;
 }
 
+int sims_query_check_k(const simstore *s, unsigned k)
+{
+    const sims_design *d = s->design;
+    if (k > SIMSTORE_MAX_K)
+        return sims_fail(SIMSTORE_ERANGE, "distance %u is above %u, the largest there is", k,
+                         SIMSTORE_MAX_K);
+    uint64_t probes = sims_design_probes(d, k);
+    if (probes > SIMS_QUERY_MAX_PROBES)
+        return sims_fail(SIMSTORE_ERANGE,
+                         "distance %u from a store built for k <= %u would probe %llu prefixes "
+                         "a segment per query (at most %u): build the store for k = %u",
+                         k, d->params.k, (unsigned long long)probes, SIMS_QUERY_MAX_PROBES, k);
+    return SIMSTORE_OK;
+}
+
 int simstore_query_fp(simstore_query *q, uint64_t fp, unsigned k, const simstore_match **matches,
                       size_t *count)
 {
@@ -613,12 +679,11 @@ int simstore_query_fp_sketch(simstore_query *q, uint64_t fp, const uint8_t *sket
         memcpy(q->query_sketch_buf, sketch, simstore_sketch_bytes(s->text.sketch));
         q->query_sketch = q->query_sketch_buf;
     }
-    if (k > s->design->params.k)
-        return sims_fail(SIMSTORE_ERANGE,
-                         "distance %u exceeds the store's design (built for k <= %u)", k,
-                         s->design->params.k);
+    int rc = sims_query_check_k(s, k);
+    if (rc)
+        return rc;
     query_attempt a = {q, fp, k};
-    int rc = sims_retry(answer_once, &a);
+    rc = sims_retry(answer_once, &a);
     if (rc)
         return rc;
     *matches = q->matches;

@@ -206,6 +206,16 @@ uint64_t sims_sorting_budget(uint64_t memory_bytes);
 /* ---- Batch support: what lib/scan shares with the single query (query.c) --
  * so that a batch answers exactly as simstore_query_fp() does. */
 
+/* The most prefixes a query may probe per segment (sims_design_probes):
+ * about a second of probing. */
+#define SIMS_QUERY_MAX_PROBES (1u << 20)
+
+/* Whether the store answers distance k: any k up to SIMSTORE_MAX_K whose
+ * probes stay within SIMS_QUERY_MAX_PROBES (above the design's k, every
+ * table is probed at each prefix near the query's: format/design.md,
+ * "Beyond k"). SIMSTORE_OK or SIMSTORE_ERANGE with a message. */
+int sims_query_check_k(const simstore *s, unsigned k);
+
 /* simstore_query_fp()'s order of matches: distance, then id bytes (then
  * fingerprint, for fingerprint-only stores); a qsort comparator. */
 int sims_match_cmp(const void *a, const void *b);

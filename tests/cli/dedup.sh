@@ -67,9 +67,9 @@ for threads in 1 3; do
     check_ref store 3 "$T/new.jsonl" "$T/store.fps" $threads --store "$T/store"
 done
 check_ref store-k1 1 "$T/new.jsonl" "$T/store.fps" 2 --store "$T/store"
-run dedup --store "$T/store" --k 4 "$T/new.jsonl"
-expect_status 2
-expect_err_has "--k 4 is above"
+# Above the store's k (3), the store answers as exactly (README,
+# "Distances above the store's k").
+check_ref store-k5 5 "$T/new.jsonl" "$T/store.fps" 2 --store "$T/store"
 
 # --add: the store afterwards == a copy the kept records were added to.
 cp -r "$T/store" "$T/copy"

@@ -92,8 +92,11 @@ expect_err_has "cannot tell the format"
 # ---- query errors ----------------------------------------------------------
 run query "$T/s" --fp 123
 expect_status 2; expect_err_has "--fp takes 16 hex digits"
+# Above the store's k (3 here): as exact, the tables probed at every prefix
+# near the query's (README, "Distances above the store's k").
 run query "$T/s" --fp "$fp" --k 4
-expect_status 1; expect_err_has "exceeds the store's design"
+expect_status 0
+expect_out_has "$fp	0"
 run query "$T/s" --fp "$fp" --k 9
 expect_status 2
 run query "$T/s"
@@ -248,6 +251,28 @@ for k in 0 1 2 3 4 5 6 7; do
     fi
 done
 [ "$(wc -l <"$T/want")" -gt 100 ] && ok || fail "the k=7 oracle found too few pairs to mean much"
+# Distances above a store's k: the same brute-force answers, from the
+# batch path (which answers them one by one) and from --strategy
+# one-by-one; and byte for byte what a store built for that k prints.
+for pair in "0 2" "1 4" "3 5" "3 7" "6 7"; do
+    set -- $pair
+    k=$1 k2=$2
+    "$SIMSTORE" pairs --k "$k2" "$T/all.fp" |
+        awk -F'\t' '($1 ~ /^[qr]/) != ($2 ~ /^[qr]/) { if ($1 ~ /^[qr]/) print $1 "\t" $2 "\t" $3; else print $2 "\t" $1 "\t" $3 }' |
+        LC_ALL=C sort >"$T/want"
+    for strategy in auto one-by-one; do
+        run query "$T/k$k" --k "$k2" --strategy "$strategy" --queries "$T/queries.tsv"
+        expect_status 0; expect_err_empty
+        cut -f1,2,4 "$T/out" | LC_ALL=C sort >"$T/got"
+        if cmp -s "$T/got" "$T/want"; then ok; else
+            fail "store k=$k, --k $k2 ($strategy): answers differ from brute force ($(wc -l <"$T/got") vs $(wc -l <"$T/want") lines)"
+        fi
+    done
+    cp "$T/out" "$T/beyond"
+    run query "$T/k$k2" --queries "$T/queries.tsv"
+    expect_status 0
+    cmp -s "$T/out" "$T/beyond" && ok || fail "store k=$k at --k $k2 prints otherwise than a store built for $k2"
+done
 # Fingerprint versions: each store records its own, and text queries are
 # fingerprinted with it after any reopen: a version 1 store as version 1
 # forever, a new store (version 2 by default) as version 2. stats and

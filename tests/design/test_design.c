@@ -298,6 +298,125 @@ static void test_design_coverage__k5_to_7_by_construction_and_sampling(void **st
     free(d);
 }
 
+/* ---- beyond k ------------------------------------------------------------ */
+
+/* The fewest prefix bits any table of d has in `flips`. */
+static unsigned best_prefix_flips(const sims_design *d, uint64_t flips)
+{
+    unsigned best = 64;
+    for (uint32_t t = 0; t < d->n_tables; t++) {
+        unsigned f = (unsigned)__builtin_popcountll(flips & d->tables[t].prefix_mask);
+        best = f < best ? f : best;
+    }
+    return best;
+}
+
+/* Every set of exactly `left` more positions below `below` added to set:
+ * the largest best_prefix_flips among them. */
+static unsigned worst_best_flips(const sims_design *d, uint64_t set, unsigned below, unsigned left)
+{
+    if (left == 0)
+        return best_prefix_flips(d, set);
+    unsigned worst = 0;
+    for (unsigned b = left - 1; b < below; b++) {
+        unsigned w = worst_best_flips(d, set | UINT64_C(1) << b, b, left - 1);
+        worst = w > worst ? w : worst;
+    }
+    return worst;
+}
+
+/* k2 flips spread as evenly as they go over the level-1 blocks (one random
+ * bit of each block per round, blocks in random order): the adversary the
+ * bound is computed for. */
+static uint64_t spread_flips(test_rng *rng, const sims_design *d, unsigned k2)
+{
+    uint64_t l1[64], l2[64];
+    check_table_blocks(d, 0, l1, l2);
+    unsigned m1 = d->blocks1_count;
+    uint64_t set = 0, used[64] = {0};
+    unsigned order[64];
+    for (unsigned j = 0; j < m1; j++)
+        order[j] = j;
+    for (unsigned j = m1; j > 1; j--) {
+        unsigned x = (unsigned)test_rng_below(rng, j), t = order[j - 1];
+        order[j - 1] = order[x];
+        order[x] = t;
+    }
+    for (unsigned i = 0; i < k2; i++) {
+        unsigned j = order[i % m1];
+        uint64_t free_bits = l1[j] & ~used[j];
+        if (!free_bits)
+            continue;
+        unsigned pick = (unsigned)test_rng_below(rng, (uint64_t)__builtin_popcountll(free_bits));
+        while (pick--)
+            free_bits &= free_bits - 1;
+        used[j] |= free_bits & -free_bits;
+        set |= free_bits & -free_bits;
+    }
+    return set;
+}
+
+/* A query at distance k2 above the design's k finds every fingerprint when
+ * each table is probed at every prefix within sims_design_prefix_flips bits
+ * (format/design.md, "Beyond k"): so for every set of k2 flipped positions
+ * some table's prefix holds at most that many. Exhaustively for the k = 3
+ * reference designs up to k2 = 5, by sampling (random and evenly spread
+ * sets) for every candidate of every k; for one-level designs the even
+ * spread meets the bound, so it is not looser than it need be there. */
+static void test_design_beyond__prefix_flips_bound_holds(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "test_design_beyond", 0xbe7011d);
+    sims_design *d = design_new();
+    sims_design_candidate c[SIMS_DESIGN_MAX_CANDIDATES];
+    for (unsigned k = 0; k <= SIMS_DESIGN_MAX_K; k++) {
+        size_t n = all_candidates(k, c);
+        for (size_t i = 0; i < n; i++) {
+            assert_int_equal(sims_design_build(&c[i].params, d), SIMSTORE_OK);
+            for (unsigned k2 = 0; k2 <= k; k2++) {
+                assert_int_equal(sims_design_prefix_flips(d, k2), 0);
+                assert_true(sims_design_probes(d, k2) == d->n_tables);
+            }
+            for (unsigned k2 = k + 1; k2 <= SIMS_DESIGN_MAX_K; k2++) {
+                unsigned bound = sims_design_prefix_flips(d, k2);
+                assert_true(bound >= 1 && bound <= k2);
+                unsigned seen = 0;
+                for (unsigned s = 0; s < 600; s++) {
+                    uint64_t set = (s & 1) ? random_k_set(&rng, k2) : spread_flips(&rng, d, k2);
+                    unsigned f = best_prefix_flips(d, set);
+                    if (f > bound)
+                        fprintf(stderr, "k=%u tables=%u k2=%u: %016llx leaves %u > %u\n", k,
+                                d->n_tables, k2, (unsigned long long)set, f, bound);
+                    assert_true(f <= bound);
+                    seen = f > seen ? f : seen;
+                }
+                if (d->params.levels == 1)
+                    assert_int_equal(seen, bound);
+                /* Probes: the prefixes within the bound, summed over tables. */
+                uint64_t want = 0;
+                for (uint32_t t = 0; t < d->n_tables; t++) {
+                    uint64_t cnk = 1;
+                    for (unsigned f = 0; f <= bound; f++) {
+                        want += cnk;
+                        cnk = cnk * (d->tables[t].prefix_bits - f) / (f + 1);
+                    }
+                }
+                assert_true(sims_design_probes(d, k2) == want);
+            }
+        }
+    }
+    /* Exhaustive: every set of 4 and of 5 positions, both k = 3 reference
+     * designs of one level (4 and 10 tables). */
+    unsigned tables[] = {4, 10};
+    for (unsigned i = 0; i < 2; i++) {
+        assert_int_equal(sims_design_with_tables(3, tables[i], d), SIMSTORE_OK);
+        for (unsigned k2 = 4; k2 <= 5; k2++)
+            assert_int_equal(worst_best_flips(d, 0, 64, k2), sims_design_prefix_flips(d, k2));
+    }
+    free(d);
+}
+
 /* Every construction the limits allow (not only the candidates) builds,
  * matches its own block proof, and compiles into at most 13 moves, so a
  * decoder never rejects a valid record for want of permuter room. */
@@ -1162,6 +1281,7 @@ int main(void)
         cmocka_unit_test(test_design_coverage__exhaustive_k_up_to_4),
         cmocka_unit_test(test_design_coverage__exhaustive_check_detects_gaps),
         cmocka_unit_test(test_design_coverage__k5_to_7_by_construction_and_sampling),
+        cmocka_unit_test(test_design_beyond__prefix_flips_bound_holds),
         cmocka_unit_test(test_design_build__every_valid_parameter_set),
         cmocka_unit_test(test_design_build__rejects_invalid_parameters),
         cmocka_unit_test(test_design_candidates__k3_reference_designs),

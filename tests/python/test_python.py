@@ -492,12 +492,17 @@ class TestErrors(Base):
         with self.assertRaises(simstore.ExistsError):
             self.python_store()
         self.python_store(replace=True).close()
+        # Above the store's k (3) up to 7 the answers are as exact (slower);
+        # past 7 there is no distance to answer.
+        near = s.query(0, k=5)
+        self.assertTrue(all(m.distance <= 5 for m in near))
+        self.assertEqual([m for m in near if m.distance <= 3], s.query(0))
         with self.assertRaises(simstore.RangeError):
-            s.query(0, k=4)
+            s.query(0, k=8)
         with self.assertRaises(simstore.RangeError):
-            s.query_batch([0], k=7)
+            s.query_batch([0], k=8)
         with self.assertRaises(simstore.RangeError):
-            list(s.pairs(k=5))
+            list(s.pairs(k=8))
         with self.assertRaises(ValueError):
             s.query(0, k=-1)
         with self.assertRaises(TypeError):

@@ -445,7 +445,8 @@ static int never_called(void *ctx, size_t index, uint64_t fp, const simstore_mat
     return 0;
 }
 
-/* The callback's stop, k beyond the design, bad arguments. */
+/* The callback's stop, k beyond the design (answered one by one) and past
+ * SIMSTORE_MAX_K (refused), bad arguments. */
 static void test_batch_query__stop_and_errors(void **state)
 {
     (void)state;
@@ -468,7 +469,16 @@ static void test_batch_query__stop_and_errors(void **state)
     assert_int_equal(simstore_query_batch(s, q, 100, 3, &o, stop_at_five, &seen), 42);
     assert_int_equal(seen, 6);
     simstore_batch_options_init(&o);
-    assert_int_equal(simstore_query_batch(s, q, 100, 4, &o, never_called, NULL), SIMSTORE_ERANGE);
+    /* Above the design's k (here 3): answered query by query, exactly as
+     * simstore_query_fp() answers, in every strategy and output mode; the
+     * callback still stops it; past SIMSTORE_MAX_K it is refused. */
+    check_all_ways(s, q, 100, 5, 0, "beyond k");
+    check_all_ways(s, q, 100, 7, SIMSTORE_QUERY_WITH_META, "beyond k, meta");
+    seen = 0;
+    assert_int_equal(simstore_query_batch(s, q, 100, 6, &o, stop_at_five, &seen), 42);
+    assert_int_equal(seen, 6);
+    assert_int_equal(simstore_query_batch(s, q, 100, SIMSTORE_MAX_K + 1, &o, never_called, NULL),
+                     SIMSTORE_ERANGE);
     assert_int_equal(simstore_query_batch(s, q, 100, 3, &o, NULL, NULL), SIMSTORE_EINVAL);
     assert_int_equal(simstore_query_batch(s, NULL, 3, 3, &o, never_called, NULL), SIMSTORE_EINVAL);
     o.strategy = (simstore_batch_strategy)7;

@@ -155,11 +155,34 @@ static void check_store(const char *path, const corpus *c, unsigned k, test_rng 
         unsigned kq = (unsigned)test_rng_below(r, k + 1);
         check_query(sq, c, q, i % 3 == 0 ? k : kq);
     }
-    /* k beyond the design is refused. */
+    /* Beyond the design's k (format/design.md, "Beyond k"): exact answers
+     * up to SIMSTORE_MAX_K, by probing each table at every prefix near the
+     * query's; refused only when that would take more than 2^20 probes a
+     * segment per query, or past SIMSTORE_MAX_K. */
+    simstore_stats st;
+    assert_int_equal(simstore_get_stats(s, &st), 0);
+    sims_design *d = malloc(sizeof *d);
+    assert_non_null(d);
+    assert_int_equal(sims_design_with_tables(k, st.tables, d), 0);
     const simstore_match *m;
     size_t n;
-    if (k < SIMSTORE_MAX_K)
-        assert_int_equal(simstore_query_fp(sq, 0, k + 1, &m, &n), SIMSTORE_ERANGE);
+    for (unsigned k2 = k + 1; k2 <= SIMSTORE_MAX_K; k2++) {
+        uint64_t probes = sims_design_probes(d, k2);
+        if (probes > (1u << 20)) {
+            assert_int_equal(simstore_query_fp(sq, 0, k2, &m, &n), SIMSTORE_ERANGE);
+            assert_non_null(strstr(simstore_last_error(), "would probe"));
+            continue;
+        }
+        unsigned nq = probes <= 4096 ? 12 : probes <= 65536 ? 2 : 1;
+        for (unsigned i = 0; i < nq; i++) {
+            uint64_t q = (i & 1) ? test_rng_next(r)
+                                 : at_distance(r, c->docs[test_rng_below(r, c->n)].fp,
+                                               (unsigned)test_rng_below(r, k2 + 2));
+            check_query(sq, c, q, k2);
+        }
+    }
+    assert_int_equal(simstore_query_fp(sq, 0, SIMSTORE_MAX_K + 1, &m, &n), SIMSTORE_ERANGE);
+    free(d);
     simstore_query_free(sq);
     simstore_close(s);
 }
