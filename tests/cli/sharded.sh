@@ -80,6 +80,8 @@ for kind in random dups clustered; do
             --queries "$T/$kind.q.tsv"
         same_output "$kind R=$r --json --end-marker" query STORE --json --end-marker \
             --queries "$T/$kind.q.tsv"
+        # Above the store's k (3): every shard probes more, the same merge.
+        same_output "$kind R=$r --k 6" query STORE --k 6 --queries "$T/$kind.q.tsv"
         fp=$(sed -n 2p "$T/$kind.q.tsv" | cut -f2)
         same_output "$kind R=$r --fp" query STORE --fp "$fp"
         same_output "$kind R=$r --fp --json" query STORE --json --fp "$fp"
