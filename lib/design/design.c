@@ -573,6 +573,27 @@ unsigned sims_design_prefix_flips(const sims_design *d, unsigned k2)
     return worst;
 }
 
+/* Every set of at most `left` more bits below `below` (and at or above
+ * `low`) added to mask, in out[*n..) while there is room. */
+static void prefix_masks(uint64_t mask, unsigned below, unsigned low, unsigned left, uint64_t *out,
+                         size_t cap, size_t *n)
+{
+    if (*n < cap)
+        out[*n] = mask;
+    (*n)++;
+    for (unsigned b = low; left > 0 && b < below; b++)
+        prefix_masks(mask | (uint64_t)1 << b, b, low, left - 1, out, cap, n);
+}
+
+size_t sims_design_prefix_masks(unsigned prefix_bits, unsigned flips, uint64_t *out, size_t cap)
+{
+    size_t n = 0;
+    if (prefix_bits > 64)
+        prefix_bits = 64;
+    prefix_masks(0, 64, 64 - prefix_bits, flips, out, out ? cap : 0, &n);
+    return n;
+}
+
 uint64_t sims_design_probes(const sims_design *d, unsigned k2)
 {
     unsigned flips = sims_design_prefix_flips(d, k2);

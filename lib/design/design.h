@@ -211,6 +211,12 @@ int sims_design_covering_table(const sims_design *d, uint64_t flips);
  * level-1 choice. */
 unsigned sims_design_prefix_flips(const sims_design *d, unsigned k2);
 
+/* The masks a table of prefix_bits bits is probed with beyond k: every set
+ * of at most `flips` of its prefix bits (the top prefix_bits of a permuted
+ * value), the empty set first. Writes them to out[0..cap) when they fit and
+ * returns how many there are (sum of C(prefix_bits, i), i <= flips). */
+size_t sims_design_prefix_masks(unsigned prefix_bits, unsigned flips, uint64_t *out, size_t cap);
+
 /* Probes per segment that answering distance k2 takes: the sum over tables
  * of the prefixes within sims_design_prefix_flips(d, k2) bits of one
  * (saturating at UINT64_MAX). The design's own k takes n_tables. */

@@ -791,8 +791,8 @@ typedef int (*simstore_batch_fn)(void *ctx, size_t index, uint64_t fp,
  *   o    the options; NULL for the defaults.
  * Returns SIMSTORE_OK; fn's nonzero value when it stopped the batch;
  * SIMSTORE_EINVAL (s or fn NULL, fps NULL with n > 0, an unknown strategy or
- * flag); SIMSTORE_ERANGE (as simstore_query_fp(); above the store's k the
- * queries are answered one by one); SIMSTORE_ECORRUPT,
+ * flag); SIMSTORE_ERANGE (as simstore_query_fp(); above the store's k each
+ * query has a probe range per prefix near its own); SIMSTORE_ECORRUPT,
  * SIMSTORE_EIO, SIMSTORE_ENOMEM (queries answered before the failure have
  * had their callbacks; no other will); SIMSTORE_EBUSY (the store kept
  * changing while the batch began).

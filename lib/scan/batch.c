@@ -32,10 +32,15 @@
 /* A worker's answers outgrew its share: split the chunk (internal). */
 #define CHUNK_SPLIT 1
 
-/* Sorted by (a, b): (probe range low end, query) or (fingerprint, query). */
+/* Sorted by (a, b): (probe range low end, query) or (fingerprint, query).
+ * A probe key's b is the query's number, with (beyond the design's k) the
+ * prefix bits its range flips in the top byte (KEY_FLIPS). */
 typedef struct pair {
     uint64_t a, b;
 } pair;
+
+#define KEY_QUERY(b) ((b) & ((UINT64_C(1) << 56) - 1))
+#define KEY_FLIPS(b) ((unsigned)((b) >> 56))
 
 typedef struct batch batch;
 
@@ -44,6 +49,8 @@ typedef struct worker {
     batch *run;
     pair *keys, *keys_tmp; /* one task's queries by probe range */
     size_t keys_cap;
+    uint64_t *masks; /* beyond the design's k: the table's prefix masks */
+    size_t mask_cap;
     uint64_t *block; /* one decoded block */
     size_t block_cap;
     pair *cand; /* (fingerprint, query) found by this worker's tasks */
@@ -68,6 +75,8 @@ struct batch {
     const uint8_t *sketches; /* of every query (sketch_bytes each), or NULL */
     size_t sketch_bytes;     /* of the store's kind; 0: it keeps none */
     unsigned k;
+    unsigned flips; /* beyond the design's k: sims_design_prefix_flips; else 0 */
+    size_t max_masks; /* prefix masks of the table with the most (1 within k) */
     simstore_batch_strategy strategy;
     unsigned threads;
     worker *workers;
@@ -225,9 +234,12 @@ static int probe_table(worker *w, const table_reader *r, unsigned t, size_t n, u
     batch *b = w->run;
     probe_emit e = {w, &b->design->tables[t].permuter, 0};
     for (size_t i = 0; i < n; i++) {
+        /* A key beyond the design's k is the query with f prefix bits
+         * flipped: its values are those f bits further from the query. */
         uint64_t pq = w->keys[i].a, lo = pq & ~low;
-        e.query = w->keys[i].b;
-        int rc = table_reader_search(r, lo, lo | low, pq, b->k, emit_probed, &e);
+        e.query = KEY_QUERY(w->keys[i].b);
+        int rc = table_reader_search(r, lo, lo | low, pq, b->k - KEY_FLIPS(w->keys[i].b),
+                                     emit_probed, &e);
         if (rc)
             return rc;
     }
@@ -243,8 +255,8 @@ static int scan_values(worker *w, const sims_permuter *perm, const pair *group, 
     for (size_t i = sims_lower_bound_u64(w->block, nv, lo); i < nv && w->block[i] <= hi; i++) {
         uint64_t v = w->block[i];
         for (size_t j = 0; j < gn; j++) {
-            if (simstore_distance(v, group[j].a) <= k) {
-                int rc = push_candidate(w, sims_unpermute(perm, v), group[j].b);
+            if (simstore_distance(v, group[j].a) + KEY_FLIPS(group[j].b) <= k) {
+                int rc = push_candidate(w, sims_unpermute(perm, v), KEY_QUERY(group[j].b));
                 if (rc)
                     return rc;
             }
@@ -343,16 +355,29 @@ static int run_task(worker *w, size_t task)
     size_t from = b->m * part / b->parts, to = b->m * (part + 1) / b->parts, n = to - from;
     if (n == 0)
         return SIMSTORE_OK;
-    if (grow_pairs(&w->keys, &w->keys_tmp, &w->keys_cap, n))
+    unsigned prefix_bits = b->design->tables[t].prefix_bits;
+    uint64_t low = (UINT64_MAX >> 1) >> (prefix_bits - 1u);
+    /* Beyond the design's k each query has a key per prefix mask (the
+     * empty one first): format/design.md, "Beyond k". */
+    size_t nmasks = sims_design_prefix_masks(prefix_bits, b->flips, w->masks, w->mask_cap);
+    if (nmasks > w->mask_cap) {
+        if (grow((void **)&w->masks, &w->mask_cap, nmasks, sizeof *w->masks))
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for a batch");
+        sims_design_prefix_masks(prefix_bits, b->flips, w->masks, w->mask_cap);
+    }
+    if (grow_pairs(&w->keys, &w->keys_tmp, &w->keys_cap, n * nmasks))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a batch");
     /* Each query permuted, sorted by its prefix: its probe range. */
     const sims_permuter *perm = &b->design->tables[t].permuter;
     for (size_t i = 0; i < n; i++) {
-        w->keys[i].a = sims_permute(perm, b->fps[from + i]);
-        w->keys[i].b = from + i;
+        uint64_t pq = sims_permute(perm, b->fps[from + i]);
+        for (size_t j = 0; j < nmasks; j++) {
+            w->keys[i * nmasks + j].a = pq ^ w->masks[j];
+            w->keys[i * nmasks + j].b =
+                (from + i) | (uint64_t)__builtin_popcountll(w->masks[j]) << 56;
+        }
     }
-    unsigned prefix_bits = b->design->tables[t].prefix_bits;
-    uint64_t low = (UINT64_MAX >> 1) >> (prefix_bits - 1u);
+    n *= nmasks;
     sort_pairs(w->keys, w->keys_tmp, n, ~low, 0);
     int scan = b->strategy == SIMSTORE_BATCH_SCAN;
     if (b->strategy == SIMSTORE_BATCH_AUTO) {
@@ -738,6 +763,7 @@ static void batch_free(batch *b)
         worker *w = &b->workers[i];
         free(w->keys);
         free(w->keys_tmp);
+        free(w->masks);
         free(w->block);
         free(w->cand);
         free(w->docs);
@@ -769,29 +795,6 @@ static int check_args(simstore *s, const uint64_t *fps, size_t n, unsigned k,
     return sims_query_check_k(s, k);
 }
 
-/* Above the design's k every query probes many prefixes of every table
- * (format/design.md, "Beyond k"), which the merge-scan does not share: the
- * queries are answered one by one, in order, as simstore_query_fp()
- * answers them. */
-static int answer_one_by_one(simstore *s, const uint64_t *fps, const uint8_t *sketches, size_t n,
-                             unsigned k, const simstore_batch_options *o, simstore_batch_fn fn,
-                             void *ctx)
-{
-    simstore_query *q = NULL;
-    int rc = simstore_query_new(s, o->flags, &q);
-    size_t sketch_bytes = sketches ? simstore_sketch_bytes(s->text.sketch) : 0;
-    for (size_t i = 0; rc == SIMSTORE_OK && i < n; i++) {
-        const simstore_match *m;
-        size_t count;
-        rc = simstore_query_fp_sketch(q, fps[i], sketch_bytes ? sketches + i * sketch_bytes : NULL,
-                                      k, &m, &count);
-        if (rc == SIMSTORE_OK)
-            rc = fn(ctx, i, fps[i], m, count);
-    }
-    simstore_query_free(q);
-    return rc;
-}
-
 int simstore_query_batch(simstore *s, const uint64_t *fps, size_t n, unsigned k,
                          const simstore_batch_options *o, simstore_batch_fn fn, void *ctx)
 {
@@ -810,8 +813,6 @@ int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_
     int rc = check_args(s, fps, n, k, o, fn);
     if (rc)
         return rc;
-    if (k > s->design->params.k)
-        return answer_one_by_one(s, fps, sketches, n, k, o, fn, ctx);
     batch b;
     memset(&b, 0, sizeof b);
     b.s = s;
@@ -820,13 +821,21 @@ int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_
     b.sketch_bytes = simstore_sketch_bytes(s->text.sketch);
     b.sketches = b.sketch_bytes ? sketches : NULL;
     b.k = k;
+    b.flips = sims_design_prefix_flips(s->design, k);
+    b.max_masks = 1;
+    for (uint32_t t = 0; b.flips && t < s->design->n_tables; t++) {
+        size_t nm = sims_design_prefix_masks(s->design->tables[t].prefix_bits, b.flips, NULL, 0);
+        b.max_masks = nm > b.max_masks ? nm : b.max_masks;
+    }
     b.strategy = o->strategy;
     b.threads = o->threads ? o->threads : simstore_default_threads();
     if (b.threads > BATCH_MAX_THREADS)
         b.threads = BATCH_MAX_THREADS;
     uint64_t memory = o->memory_bytes ? o->memory_bytes : BATCH_DEFAULT_MEMORY;
     b.answer_memory = memory / 2;
-    uint64_t chunk = memory / 2 / BATCH_BYTES_PER_QUERY(b.threads);
+    /* Beyond the design's k a query has max_masks keys per table task. */
+    uint64_t chunk = memory / 2 /
+                     (BATCH_BYTES_PER_QUERY(b.threads) + 32u * b.threads * (b.max_masks - 1));
     if (chunk < 1)
         chunk = 1;
     if (chunk > n)

@@ -42,6 +42,8 @@ struct simstore_query {
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
     sims_para_buffers *para; /* paragraph queries' (paragraphs.c), or NULL */
+    uint64_t *masks;         /* beyond the design's k: a table's prefix masks */
+    size_t mask_cap;
 };
 
 simstore *sims_query_store(const simstore_query *q)
@@ -102,6 +104,7 @@ void simstore_query_free(simstore_query *q)
         mdb_txn_abort(q->txn);
     sims_para_buffers_free(q->para);
     free(q->probes);
+    free(q->masks);
     free(q->meta_offs);
     free(q->sketch_offs);
     free(q->cand);
@@ -406,22 +409,6 @@ static void sort_small(void *base, size_t n, size_t size, int (*cmp)(const void 
     }
 }
 
-/* Beyond the design's k: probe table t at every prefix within `left` more
- * flipped bits of [lo, hi], flipping prefix bits below `below` only (each
- * prefix once). */
-static int probe_flipped(simstore_query *q, const table_reader *r, uint64_t lo, uint64_t hi,
-                         uint64_t pq, unsigned k, unsigned below, unsigned left, unsigned low_bit)
-{
-    int rc = table_reader_search(r, lo, hi, pq, k, collect_candidate, q);
-    if (q->grow_failed)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
-    for (unsigned b = low_bit; rc == SIMSTORE_OK && left > 0 && b < below; b++) {
-        uint64_t bit = (uint64_t)1 << b;
-        rc = probe_flipped(q, r, lo ^ bit, hi ^ bit, pq, k, b, left - 1, low_bit);
-    }
-    return rc;
-}
-
 /* Phase 1 for a distance above the design's k (format/design.md, "Beyond
  * k"): some table's prefix has at most `flips` bits flipped, so every
  * prefix within that many bits of the query's is probed in every table. */
@@ -429,17 +416,28 @@ static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t f
                         unsigned flips)
 {
     const sims_design *d = q->store->design;
-    for (uint32_t i = 0; i < snap->segment_count; i++) {
-        const sims_segment *seg = snap->segments[i];
-        for (uint32_t t = 0; t < seg->table_count; t++) {
-            uint64_t lo, hi;
-            sims_design_probe(d, t, fp, &lo, &hi);
-            q->permuter = &d->tables[t].permuter;
-            uint64_t pq = sims_permute(q->permuter, fp);
-            unsigned p = d->tables[t].prefix_bits;
-            int rc = probe_flipped(q, seg->tables[t], lo, hi, pq, k, 64, flips, 64 - p);
-            if (rc)
-                return rc;
+    for (uint32_t t = 0; t < d->n_tables; t++) {
+        unsigned p = d->tables[t].prefix_bits;
+        size_t n = sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
+        if (n > q->mask_cap) {
+            if (grow((void **)&q->masks, &q->mask_cap, n, sizeof *q->masks))
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
+            sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
+        }
+        uint64_t lo, hi;
+        sims_design_probe(d, t, fp, &lo, &hi);
+        q->permuter = &d->tables[t].permuter;
+        uint64_t pq = sims_permute(q->permuter, fp);
+        for (uint32_t i = 0; i < snap->segment_count; i++) {
+            const table_reader *r = snap->segments[i]->tables[t];
+            for (size_t j = 0; j < n; j++) {
+                int rc = table_reader_search(r, lo ^ q->masks[j], hi ^ q->masks[j], pq, k,
+                                             collect_candidate, q);
+                if (q->grow_failed)
+                    return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
+                if (rc)
+                    return rc;
+            }
         }
     }
     return SIMSTORE_OK;

@@ -445,8 +445,38 @@ static int never_called(void *ctx, size_t index, uint64_t fp, const simstore_mat
     return 0;
 }
 
-/* The callback's stop, k beyond the design (answered one by one) and past
- * SIMSTORE_MAX_K (refused), bad arguments. */
+/* Above the design's k (format/design.md, "Beyond k"): every query has a
+ * probe range per prefix mask of each table, and every strategy, thread
+ * count and chunking answers exactly as simstore_query_fp() does, on a
+ * clustered store where fingerprints lie at every distance around the
+ * queries (so a range's flipped bits left out of a distance would show). */
+static void test_batch_query__beyond_the_design_k(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "beyond", 0xB3);
+    char *dir = test_tmpdir("batch");
+    for (unsigned design_k = 1; design_k <= 3; design_k += 2) {
+        char name[32];
+        snprintf(name, sizeof name, "k%u", design_k);
+        char *path = test_path(dir, name);
+        uint64_t *fps = make_fps(&r, CLUSTERED, 3000);
+        make_store(path, CLUSTERED, fps, 3000, design_k, 0);
+        simstore *s;
+        assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), 0);
+        uint64_t *q = make_queries(&r, fps, 3000, 160, 9);
+        check_all_ways(s, q, 160, design_k + 1, 0, "beyond k");
+        check_all_ways(s, q, 160, SIMSTORE_MAX_K, SIMSTORE_QUERY_WITH_META, "beyond k, meta");
+        free(q);
+        simstore_close(s);
+        free(fps);
+        free(path);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* The callback's stop, past SIMSTORE_MAX_K (refused), bad arguments. */
 static void test_batch_query__stop_and_errors(void **state)
 {
     (void)state;
@@ -469,11 +499,8 @@ static void test_batch_query__stop_and_errors(void **state)
     assert_int_equal(simstore_query_batch(s, q, 100, 3, &o, stop_at_five, &seen), 42);
     assert_int_equal(seen, 6);
     simstore_batch_options_init(&o);
-    /* Above the design's k (here 3): answered query by query, exactly as
-     * simstore_query_fp() answers, in every strategy and output mode; the
-     * callback still stops it; past SIMSTORE_MAX_K it is refused. */
-    check_all_ways(s, q, 100, 5, 0, "beyond k");
-    check_all_ways(s, q, 100, 7, SIMSTORE_QUERY_WITH_META, "beyond k, meta");
+    /* Above the design's k (here 3) the callback still stops it; past
+     * SIMSTORE_MAX_K it is refused. */
     seen = 0;
     assert_int_equal(simstore_query_batch(s, q, 100, 6, &o, stop_at_five, &seen), 42);
     assert_int_equal(seen, 6);
@@ -565,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_batch_query__fingerprint_only),
         cmocka_unit_test(test_batch_query__large_batch),
         cmocka_unit_test(test_batch_query__empty_store),
+        cmocka_unit_test(test_batch_query__beyond_the_design_k),
         cmocka_unit_test(test_batch_query__stop_and_errors),
         cmocka_unit_test(test_batch_query__damaged_block_is_an_error),
     };
