@@ -647,11 +647,6 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
                          run->store_path);
     if (!k_given)
         *k = st.k;
-    else if (*k > st.k && run->paragraphs) {
-        cli_usage_error(CMD, "--paragraphs with --k %u: %s's paragraph tables answer up to k = %u",
-                        *k, run->store_path, st.k);
-        return CLI_EXIT_USAGE;
-    }
     if (text->given && add) {
         cli_usage_error(CMD, "--add stores fingerprints made with the store's text options: "
                              "give no text options with it");

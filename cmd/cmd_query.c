@@ -186,12 +186,6 @@ static int open_store(query_run *r)
             return cli_api_error(CMD, rc, "%s", r->path);
         rc = simstore_get_stats(r->s, &st);
     }
-    if (rc == SIMSTORE_OK && r->have_k && r->k > st.k && r->paragraphs) {
-        cli_error(CMD, "%s: --paragraphs with --k %u: the paragraph tables answer up to k = %u",
-                  r->path, r->k, st.k);
-        close_store(r);
-        return CLI_EXIT_FAIL;
-    }
     if (rc == SIMSTORE_OK && r->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
         cli_error(CMD,
                   "%s keeps no sketches (built with --sketch none, from fingerprints, or "

@@ -2253,20 +2253,13 @@ static int cmd_query(int argc, char **argv)
     /* The shards agree on k, sketches and the paragraph index (the
      * manifest): every rank decides alike, rank 0 says. */
     const char *refused = NULL;
-    if (have_k && k > st.k && o.paragraphs)
-        refused = "--k";
-    else if (o.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE)
+    if (o.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE)
         refused = "keeps no sketches (built with --sketch none, from fingerprints, or before "
                   "sketches): --min-similarity needs them";
     else if (o.paragraphs && st.paragraph_min_words == 0)
         refused = "has no paragraph index (build it with --paragraphs): --paragraphs needs one";
     if (refused) {
-        if (rank == 0 && strcmp(refused, "--k") == 0)
-            fprintf(stderr,
-                    "%s: %s: --paragraphs with --k %u: the paragraph tables answer up to k = "
-                    "%u\n",
-                    cmd_name, out, k, st.k);
-        else if (rank == 0)
+        if (rank == 0)
             fprintf(stderr, "%s: %s %s\n", cmd_name, out, refused);
         simstore_close(s);
         return 1;

@@ -40,6 +40,8 @@ struct sims_para_buffers {
     size_t match_len, match_cap;
     const sims_permuter *permuter;
     int grow_failed;
+    uint64_t *masks; /* beyond the design's k: a table's prefix masks */
+    size_t mask_cap;
 };
 
 void sims_para_buffers_free(sims_para_buffers *p)
@@ -52,6 +54,7 @@ void sims_para_buffers_free(sims_para_buffers *p)
     free(p->hits);
     free(p->arena);
     free(p->matches);
+    free(p->masks);
     free(p);
 }
 
@@ -303,20 +306,35 @@ static int para_once(void *ctx)
         if (m)
             rc = sims_mdb_fail(m, "open a cursor");
     }
+    /* Above the design's k, every prefix within `flips` bits of the
+     * query's (format/design.md, "Beyond k"). */
+    unsigned flips = sims_design_prefix_flips(d, a->k);
     for (size_t j = 0; j < a->nq && rc == SIMSTORE_OK; j++) {
         uint64_t fp = p->qfps[j];
         p->cand_len = 0;
         p->grow_failed = 0;
-        for (uint32_t i = 0; i < snap->para_segment_count && rc == SIMSTORE_OK; i++) {
-            const sims_segment *seg = snap->para_segments[i];
-            for (uint32_t t = 0; t < seg->table_count && rc == SIMSTORE_OK; t++) {
-                uint64_t lo, hi;
-                sims_design_probe(d, t, fp, &lo, &hi);
-                p->permuter = &d->tables[t].permuter;
-                rc = table_reader_search(seg->tables[t], lo, hi, sims_permute(p->permuter, fp),
-                                         a->k, collect, p);
-                if (p->grow_failed)
-                    rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph candidates");
+        for (uint32_t t = 0; t < d->n_tables && rc == SIMSTORE_OK; t++) {
+            size_t nm = sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks,
+                                                 p->mask_cap);
+            if (nm > p->mask_cap) {
+                if (grow((void **)&p->masks, &p->mask_cap, nm, sizeof *p->masks)) {
+                    rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph probes");
+                    break;
+                }
+                sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
+            }
+            uint64_t lo, hi;
+            sims_design_probe(d, t, fp, &lo, &hi);
+            p->permuter = &d->tables[t].permuter;
+            uint64_t pq = sims_permute(p->permuter, fp);
+            for (uint32_t i = 0; i < snap->para_segment_count && rc == SIMSTORE_OK; i++) {
+                const sims_segment *seg = snap->para_segments[i];
+                for (size_t m = 0; m < nm && rc == SIMSTORE_OK; m++) {
+                    rc = table_reader_search(seg->tables[t], lo ^ p->masks[m], hi ^ p->masks[m],
+                                             pq, a->k, collect, p);
+                    if (p->grow_failed)
+                        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph candidates");
+                }
             }
         }
         if (rc)
@@ -366,10 +384,9 @@ int simstore_query_paragraphs(simstore_query *q, const uint64_t *fps, size_t n, 
                          s->path);
     if (!(min_fraction >= 0 && min_fraction <= 1))
         return sims_fail(SIMSTORE_EINVAL, "minimum fraction %g is outside 0..1", min_fraction);
-    if (k > s->design->params.k)
-        return sims_fail(SIMSTORE_ERANGE,
-                         "distance %u exceeds the store's design (built for k <= %u)", k,
-                         s->design->params.k);
+    int rc = sims_query_check_k(s, k);
+    if (rc)
+        return rc;
     if (n == 0)
         return SIMSTORE_OK;
     sims_para_buffers **slot = sims_query_para_buffers(q);
@@ -394,7 +411,7 @@ int simstore_query_paragraphs(simstore_query *q, const uint64_t *fps, size_t n, 
     }
     para_attempt a = {
         q, p, nq, n, k, min_fraction, (sims_query_flags(q) & SIMSTORE_QUERY_WITH_META) != 0};
-    int rc = sims_retry(para_once, &a);
+    rc = sims_retry(para_once, &a);
     if (rc)
         return rc;
     /* The arena is final: ids and metadata from offsets to pointers. */

@@ -87,6 +87,14 @@ expect_out ""
 # --k below the store's: the copies are exact, the answers the same.
 run query "$T/s" --paragraphs --file "$T/page.txt" --k 0
 expect_out_lines 3
+# --k above it: what a store built for that k answers (format/design.md,
+# "Beyond k").
+run query "$T/s" --paragraphs --file "$T/page.txt" --k 6
+expect_status 0
+cp "$T/out" "$T/beyond"
+"$SIMSTORE" build "$T/s6" -q --k 6 --paragraphs "$T/c.jsonl" >/dev/null || fail "build --k 6"
+run query "$T/s6" --paragraphs --file "$T/page.txt"
+cmp -s "$T/out" "$T/beyond" && ok || fail "--paragraphs --k 6 differs from a store built for 6"
 
 # ---- pairs --paragraphs -----------------------------------------------------------------
 run pairs "$T/s" --paragraphs

@@ -114,10 +114,9 @@ expect_out_has '{"query":"q2","matches":[]}'
 expect_out_has '{"query":6,"matches":[]}'
 expect_out_has '{"query":null,"matches":[],"error":'
 compare 2 "$s" --similarity --end-marker --k 2 --queries "$T/q.tsv"
-# Above the store's k (3): each shard answers as exactly, one query at a
-# time; --paragraphs there is refused alike.
+# Above the store's k (3): each shard answers as exactly, paragraphs too.
 compare 2 "$s" --similarity --k 5 --queries "$T/q.jsonl"
-compare 2 "$s" --paragraphs --k 4 --queries "$T/q.jsonl"
+compare 2 "$s" --paragraphs --k 6 --queries "$T/q.jsonl"
 compare 2 "$s" --similarity --json --end-marker --queries "$T/fp.jsonl"
 if grep -q 'fp.jsonl:4: a record giving "fp" has no text to sketch' "$T/b.err"; then ok; else
     fail "no message for the record giving fp"

@@ -227,12 +227,13 @@ static void test_paragraphs_planted__partial_copies(void **state)
     expect(q, fpr, fresh, 2, 0, "", "fresh");
     static const uint64_t shortonly[] = {0};
     expect(q, fpr, shortonly, 1, 0, "", "short only");
-    /* Errors: a fraction outside 0..1, k above the design. */
+    /* Errors: a fraction outside 0..1, k above SIMSTORE_MAX_K. */
     const simstore_paragraph_match *m;
     size_t count;
     uint64_t one = 1;
     assert_int_equal(simstore_query_paragraphs(q, &one, 1, 3, 1.5, &m, &count), SIMSTORE_EINVAL);
-    assert_int_equal(simstore_query_paragraphs(q, &one, 1, 4, 0.3, &m, &count), SIMSTORE_ERANGE);
+    assert_int_equal(simstore_query_paragraphs(q, &one, 1, SIMSTORE_MAX_K + 1, 0.3, &m, &count),
+                     SIMSTORE_ERANGE);
 
     /* An add: a second copy of the page, in segments of its own. */
     simstore_builder *b;
@@ -612,6 +613,9 @@ static void test_paragraphs_oracle__random_and_clustered(void **state)
     assert_int_equal(simstore_query_new(s, 0, &q), 0);
     for (unsigned k = 0; k <= 3; k++)
         check_queries(q, &r, docs, NDOCS, k, "one segment");
+    /* Above the store's k (3): every prefix near the query's is probed. */
+    check_queries(q, &r, docs, NDOCS, 5, "one segment, beyond k");
+    check_queries(q, &r, docs, NDOCS, 7, "one segment, beyond k");
     check_pairs(s, docs, NDOCS, 3, 0, "one segment");
     check_pairs(s, docs, NDOCS, 1, 0.3, "one segment");
     /* A second segment, then deletes, then a compaction. */
@@ -632,6 +636,7 @@ static void test_paragraphs_oracle__random_and_clustered(void **state)
     assert_int_equal(deleted, NDOCS / 3);
     check_queries(q, &r, docs, NDOCS, 3, "after delete");
     check_queries(q, &r, docs, NDOCS, 2, "after delete");
+    check_queries(q, &r, docs, NDOCS, 6, "after delete, beyond k");
     check_pairs(s, docs, NDOCS, 3, 0.3, "after delete");
     verify_ok(path);
     assert_int_equal(simstore_compact(s, NULL), 0);
