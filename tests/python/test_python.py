@@ -497,7 +497,7 @@ class TestErrors(Base):
         with self.assertRaises(simstore.RangeError):
             s.query_batch([0], k=7)
         with self.assertRaises(simstore.RangeError):
-            list(s.pairs(k=5))
+            list(s.pairs(k=8))
         with self.assertRaises(ValueError):
             s.query(0, k=-1)
         with self.assertRaises(TypeError):
