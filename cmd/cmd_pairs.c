@@ -48,8 +48,10 @@ static void usage(FILE *out)
             "fingerprint` prints them) from the FILEs or standard input and print their\n"
             "pairs the same way (ids repeated in the input pair as often as they occur).\n"
             "\n"
-            "      --k K            largest distance: up to the store's k (default: the\n"
-            "                       store's k); for lines 0..64 (default 3)\n"
+            "      --k K            largest distance: for a STORE 0..7 (default: its k;\n"
+            "                       above its k, but for --paragraphs, its fingerprints\n"
+            "                       are joined in memory: 8 bytes each plus 16 a thread,\n"
+            "                       within half of --memory); for lines 0..64 (default 3)\n"
             "      --by-fingerprint pairs of distinct fingerprints with their document\n"
             "                       counts, HEX_A<TAB>HEX_B<TAB>DISTANCE<TAB>COUNT_A<TAB>COUNT_B,\n"
             "                       sorted by distance, HEX_A, HEX_B; a fingerprint held\n"
@@ -450,10 +452,12 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
         return cli_api_error(CMD, rc, "%s", path);
     simstore_stats st;
     rc = simstore_get_stats(s, &st);
-    if (rc == 0 && have_k && k > st.k) {
+    if (rc == 0 && out->paragraphs && have_k && k > st.k) {
         simstore_close(s);
-        return cli_usage_error(CMD, "--k %u exceeds the store's design (built for k <= %u)", k,
-                               st.k);
+        return cli_usage_error(CMD,
+                               "--paragraphs: --k %u exceeds the store's design (built for k <= "
+                               "%u); paragraph pairs need a store built for --k %u",
+                               k, st.k, k);
     }
     simstore_scan_options o;
     simstore_scan_options_init(&o);

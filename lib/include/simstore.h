@@ -1358,15 +1358,21 @@ SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_prob
  * The self-join of a store: every pair of stored documents within distance
  * k, found by scanning each permuted table once (a pair comes only from the
  * first table of the design whose prefix its differing bits avoid), and the
- * clusters those pairs form, each with the one document it keeps. Answers
+ * clusters those pairs form, each with the one document it keeps. A k above
+ * the store's design (up to SIMSTORE_MAX_K) is answered by a join of the
+ * store's distinct fingerprints in memory under a design for k instead:
+ * the same answers a store built for k gives, at the memory cost
+ * simstore_pairs() states. Answers
  * are exact and come in a fixed order, the same for every thread count, and
  * a store with several segments and deleted documents answers as it would
  * after a compaction. Both read one committed state (a long read
  * transaction: writers go on, but LMDB cannot reuse the pages it holds). */
 
 typedef struct simstore_scan_options {
-    unsigned k;            /* distance, 0..the store's k; SIMSTORE_SCAN_STORE_K
-                              (the default) for the store's k                */
+    unsigned k;            /* distance, 0..SIMSTORE_MAX_K; SIMSTORE_SCAN_STORE_K
+                              (the default) for the store's k. Above the
+                              store's k: exact, by a join in memory (see
+                              simstore_pairs())                              */
     unsigned threads;      /* 0 (default): simstore_default_threads()        */
     uint64_t memory_bytes; /* for sorting pairs and the clusters' tables
                               (spilled beyond it but for stars); 0 (default):
@@ -1429,16 +1435,27 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
  * least it (not by fingerprint: SIMSTORE_EINVAL).
  *   o      NULL for the defaults.
  *   flags  0 or SIMSTORE_PAIRS_BY_FINGERPRINT.
+ * o->k may exceed the store's k, up to SIMSTORE_MAX_K: the store's tables
+ * cannot find those pairs, so its N distinct fingerprints (dead ones
+ * included) are read once and joined in memory under a design for o->k, as
+ * simstore_join_fingerprints() does; the answers are exactly those of a
+ * store built for o->k.
  * Memory: half of o->memory_bytes for the two sorts of pairs (more spills
  * to o->tmp_dir), a quarter for the threads' prefix groups (values sharing
  * a table's prefix, about 40 bytes a value while a group is split), and the
  * documents of the two fingerprints of a pair being read (a fingerprint
  * shared by very many documents: SIMSTORE_PAIRS_BY_FINGERPRINT reads none).
+ * Above the store's k, also 8 * N * (1 + 2 * threads) bytes (the array, and
+ * per join thread a permuted copy and its sort scratch; threads at most the
+ * design's table count), which must fit in the other half of
+ * o->memory_bytes: checked before anything is read (SIMSTORE_EFULL).
  * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag, min_similarity
  * outside 0..1 or on a store without sketches), SIMSTORE_ERANGE (k above
- * the store's design), SIMSTORE_EFULL (one prefix group needs more than its
- * threads' share of the memory), SIMSTORE_ECORRUPT, SIMSTORE_EIO,
- * SIMSTORE_ENOMEM, or fn's nonzero value. */
+ * SIMSTORE_MAX_K), SIMSTORE_EFULL (one prefix group needs more than its
+ * threads' share of the memory; above the store's k, the fingerprints do
+ * not fit in half of it: the message says how much memory they need),
+ * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM, or fn's nonzero
+ * value. */
 SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, unsigned flags,
                                 simstore_pair_fn fn, void *ctx);
 
@@ -1468,7 +1485,8 @@ typedef int (*simstore_paragraph_pair_fn)(void *ctx, const simstore_paragraph_pa
  * of a long article pairs with it by the page's side) at least
  * min_fraction, ordered by fraction (larger first), then id_a, then id_b.
  * The same as simstore_query_paragraphs() of each document against the
- * others, read from one committed state. k: up to the store's k, or
+ * others, read from one committed state. k: up to the store's k (no join
+ * in memory here, unlike simstore_pairs(): above it, SIMSTORE_ERANGE), or
  * SIMSTORE_SCAN_STORE_K.
  * Memory: every document's id and paragraph list, and 16 bytes per
  * directed pair, held at once.
@@ -1612,6 +1630,8 @@ typedef struct simstore_cluster_summary {
  * documents sharing a fingerprint may fall in different clusters); without
  * it, documents sharing a fingerprint are always together.
  * The same store gives the same clusters on every run and thread count.
+ * o->scan.k may exceed the store's k up to SIMSTORE_MAX_K, as in
+ * simstore_pairs() (exact: the clusters of a store built for it).
  * Memory: that of simstore_pairs(), plus about 48 bytes per pair and per
  * clustered document, the clustered documents' ids and sketches while they
  * fit in o->scan.memory_bytes. Beyond it, components go on in

@@ -1,5 +1,6 @@
 /* joinall.c: the self-join of every table on N threads (joinall.h), and
- * its two inputs: a store's segments merged per table, or an array. */
+ * its two inputs: a store's segments merged per table, or an array; and a
+ * store's distinct fingerprints read into an array. */
 #include "scan/joinall.h"
 
 #include "common/bytes.h"
@@ -248,6 +249,37 @@ void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapsho
     in->close = store_close;
     in->ctx = (void *)snap;
     in->parts = scan_parts_for(s->design, threads ? threads : simstore_default_threads());
+}
+
+int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out, size_t cap,
+                            size_t *n)
+{
+    *n = 0;
+    void *src = NULL;
+    int rc = store_open((void *)snap, 0, 0, UINT64_MAX, &src);
+    uint64_t buf[SEG_BUF];
+    size_t got = 0, w = 0;
+    /* The merge is in permuted order, where a repeat (a fingerprint in two
+     * segments) comes next to itself: dropped there, no sort needed. */
+    while (rc == 0 && (rc = store_next(src, buf, SEG_BUF, &got)) == 0 && got) {
+        for (size_t i = 0; i < got && rc == 0; i++) {
+            if (w && out[w - 1] == buf[i])
+                continue;
+            if (w == cap)
+                rc = SIMS_CORRUPT("%s: table 0 holds more fingerprints than its segments count "
+                                  "(%zu)",
+                                  s->path, cap);
+            else
+                out[w++] = buf[i];
+        }
+    }
+    if (src)
+        store_close(src);
+    const sims_permuter *p = &s->design->tables[0].permuter;
+    for (size_t i = 0; i < w; i++)
+        out[i] = sims_unpermute(p, out[i]);
+    *n = w;
+    return rc;
 }
 
 /* ---- an array ------------------------------------------------------------- */

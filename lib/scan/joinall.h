@@ -35,6 +35,14 @@ void scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsign
 void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
                       unsigned threads);
 
+/* The distinct fingerprints of a snapshot: table 0 of every segment merged
+ * (dead ones included, as the tables hold them), repeats dropped, in no
+ * particular order, into out[0..*n); cap: at least the segments' fp_count
+ * summed. Errors: those of the table cursors, SIMSTORE_ECORRUPT (more
+ * values than cap). */
+int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out,
+                            size_t cap, size_t *n);
+
 /* The input of fps[0..n) (any order, repeats allowed), permuted and sorted
  * per table by the thread that joins it (n * 16 bytes each). */
 typedef struct scan_array_ctx {

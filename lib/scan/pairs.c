@@ -8,6 +8,8 @@
 #include "common/bytes.h"
 #include "common/error.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,21 +29,124 @@ int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort
     return sims_recsort_new((size_t)(o->memory_bytes / share), scan_tmp_dir(o), out);
 }
 
+/* Bytes the join of n fingerprints in memory holds on `threads` threads:
+ * the array, and per thread a permuted copy and its radix-sort scratch
+ * (joinall.c, array_open); UINT64_MAX past 64 bits. */
+static uint64_t array_join_bytes(uint64_t n, unsigned threads)
+{
+    uint64_t per_fp = 8 * (1 + 2 * (uint64_t)threads);
+    return n > UINT64_MAX / per_fp ? UINT64_MAX : n * per_fp;
+}
+
+/* MiB of the memory budget that gives `bytes` its half, rounded up. */
+static uint64_t budget_mib(uint64_t bytes)
+{
+    uint64_t mib = bytes / (1u << 20) + (bytes % (1u << 20) != 0);
+    return mib > UINT64_MAX / 2 ? UINT64_MAX : 2 * mib;
+}
+
+/* A design for k over n fingerprints, as simstore_join_fingerprints
+ * chooses it. */
+static int design_for(unsigned k, uint64_t n, sims_design *d)
+{
+    return sims_design_choose(k, n, sims_design_fps_per_block(n, SIMSTORE_DEFAULT_BLOCK_BYTES),
+                              NULL, d);
+}
+
+/* o->k above the store's design: its tables miss pairs, so the distinct
+ * fingerprints are read once and joined in memory under a design for o->k
+ * (simstore_join_fingerprints' way): the same pairs a store built for o->k
+ * would join. The array and the threads' copies get the half of
+ * o->memory_bytes that the pair sorter and the prefix groups leave;
+ * checked before anything is read, with the segments' counts (repeats
+ * included), so the threads are capped at the count checked. */
+static int join_beyond_design(scan_state *st, const simstore_scan_options *o, sims_recsort *out)
+{
+    const sims_snapshot *snap = st->snap;
+    uint64_t n_max = 0;
+    for (uint32_t i = 0; i < snap->segment_count; i++)
+        n_max += snap->segments[i]->fp_count;
+    if (n_max < 2)
+        return 0;
+    sims_design *d = malloc(sizeof *d);
+    uint64_t *fps = NULL;
+    if (!d)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
+    int rc = design_for(o->k, n_max, d);
+    unsigned threads = 1; /* the join's threads: at most one a table */
+    if (rc == 0 && o->threads > 1)
+        threads = o->threads < d->n_tables ? o->threads : d->n_tables;
+    uint64_t need = array_join_bytes(n_max, threads);
+    if (rc == 0 && need > o->memory_bytes / 2) {
+        char one[64] = "";
+        if (threads > 1)
+            snprintf(one, sizeof one, " (or %llu MiB with --threads 1)",
+                     (unsigned long long)budget_mib(array_join_bytes(n_max, 1)));
+        rc = sims_fail(SIMSTORE_EFULL,
+                       "distance %u is above the store's design (k <= %u), so its %llu "
+                       "fingerprints are joined in memory: %.1f MiB on %u %s, more than half "
+                       "the memory budget of %llu MiB; raise --memory to at least %llu MiB%s, "
+                       "or build the store for k = %u",
+                       o->k, st->s->design->params.k, (unsigned long long)n_max,
+                       (double)need / (1 << 20), threads, threads == 1 ? "thread" : "threads",
+                       (unsigned long long)(o->memory_bytes >> 20),
+                       (unsigned long long)budget_mib(need), one, o->k);
+    }
+    if (rc == 0 && n_max > SIZE_MAX / sizeof *fps)
+        rc = sims_fail(SIMSTORE_ENOMEM, "%llu fingerprints do not fit in memory",
+                       (unsigned long long)n_max);
+    if (rc == 0) {
+        fps = malloc((size_t)n_max * sizeof *fps);
+        if (!fps)
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for %llu fingerprints",
+                           (unsigned long long)n_max);
+    }
+    size_t n = 0;
+    if (rc == 0) {
+        if (o->progress)
+            o->progress(o->progress_ctx, "reading fingerprints", 0, n_max);
+        rc = scan_store_distinct_fps(st->s, snap, fps, (size_t)n_max, &n);
+        if (o->progress)
+            o->progress(o->progress_ctx, "reading fingerprints", n_max, n_max);
+    }
+    if (rc == 0 && n < n_max)
+        rc = design_for(o->k, n, d);
+    if (rc == 0) {
+        if (threads > d->n_tables)
+            threads = d->n_tables;
+        if (o->progress)
+            o->progress(o->progress_ctx, "joining tables", 0, d->n_tables);
+        scan_array_ctx actx = {d, fps, n};
+        scan_join_input in;
+        scan_array_input(&in, &actx);
+        rc = scan_join_all(d, o->k, threads, o->memory_bytes / 4, &in, out);
+        if (o->progress)
+            o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
+    }
+    free(fps);
+    free(d);
+    return rc;
+}
+
 int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined)
 {
     int rc = scan_sorter_new(o, 4, joined);
     if (rc)
         return rc;
-    scan_join_input in;
-    scan_store_input(&in, st->s, st->snap, o->threads);
-    if (o->progress)
-        o->progress(o->progress_ctx, "joining tables", 0, st->s->design->n_tables);
-    rc = scan_join_all(st->s->design, o->k, o->threads, o->memory_bytes / 4, &in, *joined);
+    const sims_design *d = st->s->design;
+    if (o->k > d->params.k) {
+        rc = join_beyond_design(st, o, *joined);
+    } else {
+        scan_join_input in;
+        scan_store_input(&in, st->s, st->snap, o->threads);
+        if (o->progress)
+            o->progress(o->progress_ctx, "joining tables", 0, d->n_tables);
+        rc = scan_join_all(d, o->k, o->threads, o->memory_bytes / 4, &in, *joined);
+        if (o->progress)
+            o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
+    }
     if (rc == 0)
         rc = sims_recsort_finish(*joined, (size_t)(o->memory_bytes / 4));
-    if (o->progress)
-        o->progress(o->progress_ctx, "joining tables", st->s->design->n_tables,
-                    st->s->design->n_tables);
     return rc;
 }
 

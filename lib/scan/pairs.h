@@ -15,7 +15,10 @@ int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort
 
 /* Join the state's tables at o->k into *joined (finished: read it with
  * sims_recsort_next; pair records of joinall.h), dead fingerprints
- * included. The caller frees *joined, also on failure. */
+ * included. With o->k above the store's design, the distinct fingerprints
+ * are joined in memory under a design for o->k instead (the same pairs),
+ * within half of o->memory_bytes (SIMSTORE_EFULL, saying what it needs,
+ * when they do not fit). The caller frees *joined, also on failure. */
 int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined);
 
 #endif

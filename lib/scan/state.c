@@ -72,10 +72,12 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
     unsigned design_k = s->design->params.k;
     if (out->k == SIMSTORE_SCAN_STORE_K)
         out->k = design_k;
-    if (out->k > design_k)
-        return sims_fail(SIMSTORE_ERANGE,
-                         "distance %u exceeds the store's design (built for k <= %u)", out->k,
-                         design_k);
+    /* Above design_k the scan joins the fingerprints in memory under a
+     * design for k (pairs.c, join_beyond_design): designs go up to
+     * SIMSTORE_MAX_K. */
+    if (out->k > SIMSTORE_MAX_K)
+        return sims_fail(SIMSTORE_ERANGE, "distance %u is above %u, the largest a scan answers",
+                         out->k, SIMSTORE_MAX_K);
     if (!(out->min_similarity >= 0 && out->min_similarity <= 1))
         return sims_fail(SIMSTORE_EINVAL, "minimum similarity %g is outside 0..1",
                          out->min_similarity);

@@ -31,7 +31,8 @@ int scan_state_begin(simstore *s, scan_state *st);
 int scan_state_begin_lookups(simstore *s, scan_state *st);
 void scan_state_end(scan_state *st);
 
-/* The resolved scan options: k checked against the design (ERANGE), the
+/* The resolved scan options: k checked (at most SIMSTORE_MAX_K, ERANGE;
+ * above the store's design the join runs in memory, pairs.h), the
  * defaults filled in. */
 int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
                          simstore_scan_options *out);

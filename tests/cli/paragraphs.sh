@@ -106,6 +106,12 @@ run pairs "$T/s" --paragraphs --min-fraction 0.5 --json
 expect_out '{"a":"article","b":"edited","shared_a":6,"of_a":10,"shared_b":6,"of_b":8,"fraction":0.7500}'
 run pairs "$T/s" --paragraphs --k 0 --min-fraction 0
 expect_out_lines 3
+# Paragraph pairs are paragraph queries: exact only up to the design's k
+# (plain pairs above it join in memory; these do not).
+run pairs "$T/s" --paragraphs --k 4
+expect_status 2; expect_err_has "paragraph pairs need a store built for --k 4"
+run clusters "$T/s" --paragraphs --k 4
+expect_status 2; expect_err_has "paragraph pairs need a store built for --k 4"
 
 # ---- clusters --paragraphs --------------------------------------------------------------
 run clusters "$T/s" --paragraphs

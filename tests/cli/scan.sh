@@ -2,8 +2,10 @@
 # scan.sh: `simstore pairs STORE` and `simstore clusters`: the store's
 # pairs equal the all-pairs answer on its fingerprint lines, the same bytes
 # at every thread count and across a compaction; pairs of fingerprint lines
-# byte-identical through the join and through all pairs; clusters, keep
-# rules, --json, the summary, and usage errors.
+# byte-identical through the join and through all pairs; pairs and clusters
+# above the store's design byte-identical to those of a store built for
+# that distance; clusters, keep rules, --json, the summary, and usage
+# errors.
 . "$(dirname "$0")/lib.sh"
 
 same() { # same FILE_A FILE_B WHAT
@@ -62,6 +64,41 @@ for corpus in "$SRC/tests/data/sample.jsonl" "$T/gen.jsonl"; do
         done
     done
 done
+
+# Above the store's design (k = 3): the same bytes as a store built for K
+# from the same input (its fingerprints joined in memory instead).
+for k in 5 7; do
+    run build "$T/s$k" --k "$k" --meta-fields len,when "$T/gen.jsonl"
+    expect_status 0
+done
+run pairs --k 7 --method brute "$T/fp.tsv"
+cp "$T/out" "$T/want"
+run pairs "$T/s" --k 7
+expect_status 0; expect_err_empty
+same "$T/out" "$T/want" "pairs STORE --k 7 of a k=3 store against all pairs of its lines"
+for args in "--k 7" "--k 7 --threads 1 --memory 16M" "--k 6 --by-fingerprint" \
+    "--k 5 --json --similarity" "--k 7 --min-similarity 0.5 --similarity"; do
+    run pairs "$T/s" $args
+    expect_status 0
+    cp "$T/out" "$T/got"
+    run pairs "$T/s7" $args
+    same "$T/got" "$T/out" "pairs $args of a k=3 store against one built for 7"
+done
+for args in "--k 5" "--k 5 --mode star --keep max-meta len --threads 1" \
+    "--k 5 --singletons --json --similarity" "--k 5 --min-similarity 0.6"; do
+    run clusters "$T/s" $args
+    expect_status 0
+    cp "$T/out" "$T/got"; cp "$T/err" "$T/got.err"
+    run clusters "$T/s5" $args
+    same "$T/got" "$T/out" "clusters $args of a k=3 store against one built for 5"
+    same "$T/got.err" "$T/err" "the summary of clusters $args"
+done
+if [ "$(wc -l <"$T/want")" -gt "$(grep -c '	[0-3]$' "$T/want")" ]; then ok; else
+    fail "the corpus has no pairs above distance 3: the checks above prove nothing"; fi
+run pairs "$T/s" --k 8
+expect_status 2; expect_err_has "--k: 8 is above 7"
+run clusters "$T/s" --k 8
+expect_status 2; expect_err_has "--k: '8' is not a distance in 0..7"
 
 # Every clustered document once; one kept per cluster, named by it; star
 # clusters within K of their kept document.

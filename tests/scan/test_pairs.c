@@ -2,7 +2,9 @@
  * simstore_clusters against brute-force references: uniform, clustered,
  * duplicate-heavy and adversarial sets, k = 0..7, stores of two segments
  * with deleted documents, before and after a compaction, at 1 and 2
- * threads; fingerprint-only and empty stores; a big prefix group. The
+ * threads; fingerprint-only and empty stores; a big prefix group; every
+ * distance above the store's design (a join in memory) against the brute
+ * force and a store built for it, and its memory budget. The
  * spilling path of components (forced through the test hook of
  * scan/clusters.h) against the same references and the in-memory path, on
  * all of those, on a chain of thousands of near-duplicates, and at the
@@ -94,12 +96,15 @@ static void add_docs(simstore_builder *b, corpus *c, size_t from, size_t to, uin
 }
 
 /* Two segments (a build and an add), then every 7th document deleted
- * unless keep_all. */
-static simstore *make_store_ex(const char *path, corpus *c, unsigned k, int keep_all)
+ * unless keep_all; tables: the design's table count (0: the cost model's
+ * choice). */
+static simstore *make_store_design(const char *path, corpus *c, unsigned k, unsigned tables,
+                                   int keep_all)
 {
     simstore_build_options o;
     simstore_build_options_init(&o);
     o.k = k;
+    o.tables = tables;
     o.memory_bytes = 16u << 20;
     o.threads = 2;
     simstore_builder *b;
@@ -126,6 +131,11 @@ static simstore *make_store_ex(const char *path, corpus *c, unsigned k, int keep
     free(ids);
     free(lens);
     return s;
+}
+
+static simstore *make_store_ex(const char *path, corpus *c, unsigned k, int keep_all)
+{
+    return make_store_design(path, c, k, 0, keep_all);
 }
 
 static simstore *make_store(const char *path, corpus *c, unsigned k)
@@ -523,6 +533,201 @@ static void sweep(void **state)
     free(dir);
 }
 
+/* ---- distances above the store's design ------------------------------------------------ */
+
+/* Stores built for k = 0, 1, 3 and a two-level design for 3 (16 tables),
+ * each of two segments with deleted documents (so some fingerprints are
+ * dead, some in both segments), asked for every K from their k + 1 to 7:
+ * pairs by document and by fingerprint, at 1 and 2 threads, clusters
+ * (both modes, in memory and spilled), all equal to the brute force and to
+ * the answers of a store built for K from the same documents. */
+static void test_pairs_beyond_design__sweep(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned k, tables;
+    } designs[] = {{0, 0}, {1, 0}, {3, 0}, {3, 16}};
+    enum { NDESIGNS = sizeof designs / sizeof designs[0] };
+    test_rng r;
+    test_rng_init(&r, "pairs beyond design", 71);
+    char *dir = test_tmpdir("beyond");
+    size_t n = 400;
+    for (int shape = 0; shape < SHAPES; shape++) {
+        corpus c = make_corpus(&r, shape, n, SIMSTORE_MAX_K);
+        simstore *built_for[SIMSTORE_MAX_K + 1] = {NULL};
+        char *paths[SIMSTORE_MAX_K + 1 + NDESIGNS] = {NULL};
+        char name[64];
+        for (unsigned k = 1; k <= SIMSTORE_MAX_K; k++) {
+            snprintf(name, sizeof name, "%s-built-k%u", shape_names[shape], k);
+            paths[k] = test_path(dir, name);
+            built_for[k] = make_store(paths[k], &c, k);
+        }
+        for (unsigned i = 0; i < NDESIGNS; i++) {
+            snprintf(name, sizeof name, "%s-k%u-t%u", shape_names[shape], designs[i].k,
+                     designs[i].tables);
+            char *path = paths[SIMSTORE_MAX_K + 1 + i] = test_path(dir, name);
+            simstore *s = make_store_design(path, &c, designs[i].k, designs[i].tables, 0);
+            simstore_stats st;
+            assert_int_equal(simstore_get_stats(s, &st), 0);
+            assert_int_equal(st.k, designs[i].k);
+            if (designs[i].tables)
+                assert_int_equal(st.tables, designs[i].tables);
+            for (unsigned k = designs[i].k + 1; k <= SIMSTORE_MAX_K; k++) {
+                char what[128];
+                snprintf(what, sizeof what, "%s at K = %u", name, k);
+                fprintf(stderr, "  %s\n", what);
+                text want = brute_pairs(&c, k), one = store_pairs(s, k, 1, 0),
+                     two = store_pairs(s, k, 2, 0), ref = store_pairs(built_for[k], k, 2, 0);
+                text_equal(&ref, &want, "a store built for K");
+                text_equal(&one, &want, what);
+                text_equal(&two, &want, what);
+                free(want.buf);
+                free(one.buf);
+                free(two.buf);
+                free(ref.buf);
+                want = brute_by_fingerprint(&c, k);
+                text got = store_pairs(s, k, 2, SIMSTORE_PAIRS_BY_FINGERPRINT);
+                ref = store_pairs(built_for[k], k, 1, SIMSTORE_PAIRS_BY_FINGERPRINT);
+                text_equal(&ref, &want, "by fingerprint, a store built for K");
+                text_equal(&got, &want, "by fingerprint");
+                free(want.buf);
+                free(got.buf);
+                free(ref.buf);
+                for (int mode = 0; mode < 2; mode++) {
+                    int keep = (int)(k + i + (unsigned)mode) % 4, singletons = (int)(k % 2);
+                    g_keep = (simstore_keep_rule)keep;
+                    simstore_cluster_summary s1, s2;
+                    want = brute_clusters(&c, k, (simstore_cluster_mode)mode, singletons);
+                    got = store_clusters(s, k, 2, (simstore_cluster_mode)mode,
+                                         (simstore_keep_rule)keep, singletons, &s1);
+                    ref = store_clusters(built_for[k], k, 1, (simstore_cluster_mode)mode,
+                                         (simstore_keep_rule)keep, singletons, &s2);
+                    text_equal(&ref, &want, "clusters of a store built for K");
+                    text_equal(&got, &want, "clusters");
+                    assert_memory_equal(&s1, &s2, sizeof s1);
+                    free(want.buf);
+                    free(got.buf);
+                    free(ref.buf);
+                }
+                /* Components by spilling take the same joined pairs. */
+                simstore_cluster_summary in_memory, spilled;
+                scan_spill_stats stats;
+                g_keep = SIMSTORE_KEEP_MIN_ID;
+                want = brute_clusters(&c, k, SIMSTORE_CLUSTER_COMPONENTS, 1);
+                text mem = components_in(s, k, 2, SIMSTORE_KEEP_MIN_ID, 1, 64u << 20, 0,
+                                         &in_memory, &stats);
+                assert_int_equal(stats.runs, 0);
+                got = components_in(s, k, 2, SIMSTORE_KEEP_MIN_ID, 1, 16u << 20, 1, &spilled,
+                                    &stats);
+                assert_int_equal(stats.runs, 1);
+                text_equal(&mem, &want, "components in memory");
+                text_equal(&got, &want, "components spilled");
+                assert_memory_equal(&spilled, &in_memory, sizeof spilled);
+                free(want.buf);
+                free(mem.buf);
+                free(got.buf);
+            }
+            simstore_close(s);
+        }
+        for (unsigned k = 1; k <= SIMSTORE_MAX_K; k++)
+            simstore_close(built_for[k]);
+        for (unsigned i = 0; i < SIMSTORE_MAX_K + 1 + NDESIGNS; i++) {
+            if (paths[i]) {
+                test_rmtree(paths[i]);
+                free(paths[i]);
+            }
+        }
+        free(c.docs);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+static int count_pair(void *ctx, const simstore_pair *p)
+{
+    (void)p;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+static int count_member(void *ctx, const simstore_cluster_member *m)
+{
+    (void)m;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+/* Above the design the fingerprints are joined in memory: 8 bytes each
+ * plus 16 a join thread must fit in half of memory_bytes. 80000 of them on
+ * 8 threads (a design for 7 has at least 8 tables) need 10.4 MiB, more
+ * than half of the 16 MiB floor: SIMSTORE_EFULL before anything is
+ * emitted, with a message saying what to do; on one thread (1.8 MiB) the
+ * same scan answers as a store built for 7 does. */
+static void test_pairs_beyond_design__memory(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "pairs beyond design memory", 72);
+    char *dir = test_tmpdir("beyond-mem");
+    corpus c = make_corpus(&r, UNIFORM, 80000, 5);
+    simstore *s[2];
+    char *paths[2];
+    for (int i = 0; i < 2; i++) {
+        paths[i] = test_path(dir, i ? "k7" : "k3");
+        simstore_build_options o;
+        simstore_build_options_init(&o);
+        o.k = i ? 7 : 3;
+        o.fingerprint_only = 1;
+        o.memory_bytes = 16u << 20;
+        simstore_builder *b;
+        assert_int_equal(simstore_build_begin(paths[i], &o, &b), 0);
+        for (size_t j = 0; j < c.n; j++)
+            assert_int_equal(simstore_builder_add_fp(b, c.docs[j].fp), 0);
+        assert_int_equal(simstore_builder_finish(b), 0);
+        assert_int_equal(simstore_open(paths[i], 0, &s[i]), 0);
+    }
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    o.k = 7;
+    o.threads = 8;
+    o.memory_bytes = 1; /* raised to the 16 MiB floor */
+    uint64_t emitted = 0;
+    assert_int_equal(simstore_pairs(s[0], &o, 0, count_pair, &emitted), SIMSTORE_EFULL);
+    const char *msg = simstore_last_error();
+    fprintf(stderr, "  %s\n", msg);
+    assert_non_null(strstr(msg, "--memory"));
+    assert_non_null(strstr(msg, "--threads 1"));
+    assert_non_null(strstr(msg, "k = 7"));
+    assert_int_equal(emitted, 0);
+    simstore_cluster_options co;
+    simstore_cluster_options_init(&co);
+    co.scan = o;
+    assert_int_equal(simstore_clusters(s[0], &co, count_member, &emitted, NULL), SIMSTORE_EFULL);
+    assert_int_equal(emitted, 0);
+    /* The store's own k needs no such memory. */
+    o.k = 3;
+    assert_int_equal(simstore_pairs(s[0], &o, 0, count_pair, &emitted), 0);
+    /* One thread fits; its answer is that of the store built for 7. */
+    o.k = 7;
+    o.threads = 1;
+    text got = {0}, want = {0};
+    assert_int_equal(simstore_pairs(s[0], &o, 0, pair_line, &got), 0);
+    o.threads = 2;
+    assert_int_equal(simstore_pairs(s[1], &o, 0, pair_line, &want), 0);
+    assert_true(want.len > 0);
+    text_equal(&got, &want, "pairs at 7 of a store built for 3, one thread");
+    free(got.buf);
+    free(want.buf);
+    for (int i = 0; i < 2; i++) {
+        simstore_close(s[i]);
+        test_rmtree(paths[i]);
+        free(paths[i]);
+    }
+    free(c.docs);
+    test_rmtree(dir);
+    free(dir);
+}
+
 static void fingerprint_only_and_empty(void **state)
 {
     (void)state;
@@ -613,11 +818,18 @@ static void fingerprint_only_and_empty(void **state)
         assert_int_equal(sc.len, 0);
         assert_int_equal(sum.documents + sum.clusters + sum.dropped + sum.largest, 0);
     }
-    /* k above the design. */
+    /* k above the design: no pairs, none read; above SIMSTORE_MAX_K: refused. */
     simstore_scan_options so;
     simstore_scan_options_init(&so);
     so.k = 4;
+    assert_int_equal(simstore_pairs(s, &so, 0, pair_line, &e), 0);
+    assert_int_equal(e.len, 0);
+    so.k = SIMSTORE_MAX_K + 1;
     assert_int_equal(simstore_pairs(s, &so, 0, pair_line, &e), SIMSTORE_ERANGE);
+    simstore_cluster_options co;
+    simstore_cluster_options_init(&co);
+    co.scan.k = SIMSTORE_MAX_K + 1;
+    assert_int_equal(simstore_clusters(s, &co, member_line, &e, NULL), SIMSTORE_ERANGE);
     simstore_close(s);
     free(c.docs);
     free(path);
@@ -1189,6 +1401,8 @@ int main(void)
         cmocka_unit_test(group_past_memory_budget),
         cmocka_unit_test(fingerprint_only_and_empty),
         cmocka_unit_test(sweep),
+        cmocka_unit_test(test_pairs_beyond_design__sweep),
+        cmocka_unit_test(test_pairs_beyond_design__memory),
         cmocka_unit_test(test_clusters_spill__components),
         cmocka_unit_test(test_clusters_spill__chain),
         cmocka_unit_test(test_clusters_spill__tiny_budget),

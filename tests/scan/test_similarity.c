@@ -3,7 +3,8 @@
  * with and without a minimum similarity, against brute force over the
  * sketches the test stored (every estimate through the one public
  * simstore_sketch_similarity, so they compare exactly); stores of two
- * segments with deleted documents; documents sharing a fingerprint with
+ * segments with deleted documents; pairs and clusters at distances above
+ * the store's design; documents sharing a fingerprint with
  * different sketches; stores without sketches answering "unknown"; the
  * builder's rules; and damaged sketch bytes in a document record. */
 #include <setjmp.h>
@@ -101,11 +102,13 @@ static void add_docs(simstore_builder *b, corpus *c, size_t from, size_t to, uin
     }
 }
 
-/* Two segments (a build and an add), then every 7th document deleted. */
-static simstore *make_store(const char *path, corpus *c)
+/* Two segments (a build and an add) of a store built for k, then every
+ * 7th document deleted. */
+static simstore *make_store_k(const char *path, corpus *c, unsigned k)
 {
     simstore_text_options topts;
     simstore_build_options o = build_options(&topts, KIND);
+    o.k = k;
     simstore_builder *b;
     assert_int_equal(simstore_build_begin(path, &o, &b), 0);
     add_docs(b, c, 0, c->n / 2, 1);
@@ -133,6 +136,11 @@ static simstore *make_store(const char *path, corpus *c)
     assert_int_equal(st.sketch, KIND);
     assert_int_equal(st.sketch_bytes, SKETCH_BYTES);
     return s;
+}
+
+static simstore *make_store(const char *path, corpus *c)
+{
+    return make_store_k(path, c, K);
 }
 
 static const sdoc *find_doc(const corpus *c, const char *id, size_t len)
@@ -538,6 +546,70 @@ static void test_similarity_clusters__min_similarity(void **state)
     free(c.docs);
 }
 
+/* A store built for k = 2 asked for 3..K (a join in memory): pairs and
+ * clusters with a minimum similarity equal the brute force and a store
+ * built for K. */
+static void test_similarity_scan__above_design(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "similarity above design", 1305);
+    corpus c = make_corpus(&r, 240);
+    char *tmp = test_tmpdir("sim-above");
+    char *low_path = test_path(tmp, "k2"), *high_path = test_path(tmp, "k6");
+    simstore *low = make_store_k(low_path, &c, 2), *high = make_store(high_path, &c);
+    static const double minimums[] = {0, 0.8};
+    for (size_t i = 0; i < 2; i++) {
+        for (unsigned k = 3; k <= K; k++) {
+            simstore_scan_options o;
+            simstore_scan_options_init(&o);
+            o.k = k;
+            o.threads = 2;
+            o.memory_bytes = 16u << 20;
+            o.min_similarity = minimums[i];
+            text got = {0}, ref = {0};
+            assert_int_equal(simstore_pairs(low, &o, 0, pair_line, &got), 0);
+            assert_int_equal(simstore_pairs(high, &o, 0, pair_line, &ref), 0);
+            text want = brute_pairs(&c, k, minimums[i]);
+            char what[64];
+            snprintf(what, sizeof what, "pairs at k %u above 2, minimum %g", k, minimums[i]);
+            text_equal(&ref, &want, "pairs of a store built for K");
+            text_equal(&got, &want, what);
+            assert_true(got.len > 0);
+            free(got.buf);
+            free(ref.buf);
+            free(want.buf);
+        }
+        for (int star = 0; star <= 1; star++) {
+            simstore_cluster_options o;
+            simstore_cluster_options_init(&o);
+            o.scan.k = K;
+            o.scan.threads = 1 + (unsigned)star;
+            o.scan.memory_bytes = 16u << 20;
+            o.scan.min_similarity = minimums[i];
+            o.mode = star ? SIMSTORE_CLUSTER_STAR : SIMSTORE_CLUSTER_COMPONENTS;
+            text got = {0}, ref = {0};
+            simstore_cluster_summary s1, s2;
+            assert_int_equal(simstore_clusters(low, &o, member_line, &got, &s1), 0);
+            assert_int_equal(simstore_clusters(high, &o, member_line, &ref, &s2), 0);
+            text want = brute_clusters(&c, K, minimums[i], star, 0);
+            text_equal(&ref, &want, "clusters of a store built for K");
+            text_equal(&got, &want, "clusters above the design");
+            assert_memory_equal(&s1, &s2, sizeof s1);
+            free(got.buf);
+            free(ref.buf);
+            free(want.buf);
+        }
+    }
+    simstore_close(low);
+    simstore_close(high);
+    test_rmtree(tmp);
+    free(tmp);
+    free(low_path);
+    free(high_path);
+    free(c.docs);
+}
+
 /* ---- stores without sketches, and the rules -------------------------------------- */
 
 static int count_pair(void *ctx, const simstore_pair *p)
@@ -902,6 +974,7 @@ int main(void)
         cmocka_unit_test(test_similarity_batch__as_single_queries),
         cmocka_unit_test(test_similarity_pairs__min_similarity),
         cmocka_unit_test(test_similarity_clusters__min_similarity),
+        cmocka_unit_test(test_similarity_scan__above_design),
         cmocka_unit_test(test_similarity_options__stores_without_sketches),
         cmocka_unit_test(test_similarity_text__end_to_end),
         cmocka_unit_test(test_similarity_corrupt__sketch_bytes),
