@@ -34,9 +34,9 @@ static void usage(FILE *out)
             "same bytes on every run and thread count. A summary goes to stderr.\n"
             "\n"
             "      --k K            distance, 0..7 (default: the store's k); above the\n"
-            "                       store's k, but for --paragraphs, its fingerprints are\n"
-            "                       joined in memory: 8 bytes each plus 16 a thread,\n"
-            "                       within half of --memory\n"
+            "                       store's k its fingerprints are joined in memory, 8\n"
+            "                       bytes each plus 16 a thread, within half of --memory\n"
+            "                       (--paragraphs probes more)\n"
             "      --mode components  connected components of the within-K graph: a chain\n"
             "                       of near-duplicates is one cluster (default)\n"
             "      --mode star      in keep order, each document not yet taken becomes a\n"
@@ -222,13 +222,6 @@ int cmd_clusters(int argc, char **argv)
         return cli_api_error(CMD, rc, "%s", path);
     simstore_stats st;
     rc = simstore_get_stats(s, &st);
-    if (rc == 0 && paragraphs && have_k && k > st.k) {
-        simstore_close(s);
-        return cli_usage_error(CMD,
-                               "--paragraphs: --k %llu exceeds the store's design (built for k "
-                               "<= %u); paragraph pairs need a store built for --k %llu",
-                               k, st.k, k);
-    }
     if (rc == 0 && o.scan.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
         simstore_close(s);
         return cli_error(CMD,

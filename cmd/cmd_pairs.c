@@ -49,9 +49,9 @@ static void usage(FILE *out)
             "pairs the same way (ids repeated in the input pair as often as they occur).\n"
             "\n"
             "      --k K            largest distance: for a STORE 0..7 (default: its k;\n"
-            "                       above its k, but for --paragraphs, its fingerprints\n"
-            "                       are joined in memory: 8 bytes each plus 16 a thread,\n"
-            "                       within half of --memory); for lines 0..64 (default 3)\n"
+            "                       above its k its fingerprints are joined in memory, 8\n"
+            "                       bytes each plus 16 a thread, within half of --memory;\n"
+            "                       --paragraphs probes more); for lines 0..64 (default 3)\n"
             "      --by-fingerprint pairs of distinct fingerprints with their document\n"
             "                       counts, HEX_A<TAB>HEX_B<TAB>DISTANCE<TAB>COUNT_A<TAB>COUNT_B,\n"
             "                       sorted by distance, HEX_A, HEX_B; a fingerprint held\n"
@@ -452,13 +452,6 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
         return cli_api_error(CMD, rc, "%s", path);
     simstore_stats st;
     rc = simstore_get_stats(s, &st);
-    if (rc == 0 && out->paragraphs && have_k && k > st.k) {
-        simstore_close(s);
-        return cli_usage_error(CMD,
-                               "--paragraphs: --k %u exceeds the store's design (built for k <= "
-                               "%u); paragraph pairs need a store built for --k %u",
-                               k, st.k, k);
-    }
     simstore_scan_options o;
     simstore_scan_options_init(&o);
     o.k = have_k ? k : SIMSTORE_SCAN_STORE_K;

@@ -1485,9 +1485,9 @@ typedef int (*simstore_paragraph_pair_fn)(void *ctx, const simstore_paragraph_pa
  * of a long article pairs with it by the page's side) at least
  * min_fraction, ordered by fraction (larger first), then id_a, then id_b.
  * The same as simstore_query_paragraphs() of each document against the
- * others, read from one committed state. k: up to the store's k (no join
- * in memory here, unlike simstore_pairs(): above it, SIMSTORE_ERANGE), or
- * SIMSTORE_SCAN_STORE_K.
+ * others, read from one committed state. k: up to SIMSTORE_MAX_K (above
+ * the store's k each paragraph query probes more, as simstore_query_fp()
+ * does), or SIMSTORE_SCAN_STORE_K.
  * Memory: every document's id and paragraph list, and 16 bytes per
  * directed pair, held at once.
  * Errors: SIMSTORE_EINVAL (NULL s or fn, no paragraph index, min_fraction

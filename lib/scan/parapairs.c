@@ -275,13 +275,12 @@ int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
         return sims_fail(SIMSTORE_EINVAL, "minimum fraction %g is outside 0..1", min_fraction);
     if (k == SIMSTORE_SCAN_STORE_K)
         k = s->design->params.k;
-    /* Each paragraph is a query of the paragraph tables, exact only up to
-     * the design's k (unlike simstore_pairs, no join in memory here). */
-    if (k > s->design->params.k)
-        return sims_fail(SIMSTORE_ERANGE,
-                         "distance %u exceeds the store's design (built for k <= %u): paragraph "
-                         "pairs need a store built for k >= %u",
-                         k, s->design->params.k, k);
+    /* Each paragraph is a query of the paragraph tables: above the
+     * design's k, one probing every prefix near it (format/design.md,
+     * "Beyond k"). */
+    int krc = sims_query_check_k(s, k);
+    if (krc)
+        return krc;
     pp_attempt a;
     memset(&a, 0, sizeof a);
     a.s = s;

@@ -106,12 +106,16 @@ run pairs "$T/s" --paragraphs --min-fraction 0.5 --json
 expect_out '{"a":"article","b":"edited","shared_a":6,"of_a":10,"shared_b":6,"of_b":8,"fraction":0.7500}'
 run pairs "$T/s" --paragraphs --k 0 --min-fraction 0
 expect_out_lines 3
-# Paragraph pairs are paragraph queries: exact only up to the design's k
-# (plain pairs above it join in memory; these do not).
-run pairs "$T/s" --paragraphs --k 4
-expect_status 2; expect_err_has "paragraph pairs need a store built for --k 4"
-run clusters "$T/s" --paragraphs --k 4
-expect_status 2; expect_err_has "paragraph pairs need a store built for --k 4"
+# Paragraph pairs are paragraph queries: above the store's k (3) they
+# probe more and answer what a store built for that k answers.
+for cmd in pairs clusters; do
+    run $cmd "$T/s6" --paragraphs --min-fraction 0.1
+    expect_status 0
+    cp "$T/out" "$T/built6"
+    run $cmd "$T/s" --paragraphs --min-fraction 0.1 --k 6
+    expect_status 0
+    cmp -s "$T/out" "$T/built6" && ok || fail "$cmd --paragraphs --k 6 differs from a store built for 6"
+done
 
 # ---- clusters --paragraphs --------------------------------------------------------------
 run clusters "$T/s" --paragraphs
