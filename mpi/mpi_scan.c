@@ -690,7 +690,7 @@ typedef struct scan_opts {
 } scan_opts;
 
 /* Rank 0 checks the whole store (manifest, shards, R), then every rank
- * opens its shard; k is checked against the store. Returns 0, 1 (said, on
+ * opens its shard. Returns 0, 1 (said, on
  * every rank) or 2 (a usage error, said by rank 0). Collective. */
 static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stats *st)
 {
@@ -699,12 +699,7 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
         return 1;
     /* The shards agree on k and text options (the manifest): rank 0 says. */
     int usage = 0;
-    if (o->have_k && o->k > st->k) {
-        if (rank == 0)
-            fprintf(stderr, "%s: --k %u exceeds the store's design (built for k <= %u)\n", cmd_name,
-                    o->k, st->k);
-        usage = 2;
-    } else if (o->min_similarity > 0 && st->sketch == SIMSTORE_SKETCH_NONE) {
+    if (o->min_similarity > 0 && st->sketch == SIMSTORE_SKETCH_NONE) {
         if (rank == 0)
             fprintf(stderr,
                     "%s: %s keeps no sketches (built with --sketch none, from "

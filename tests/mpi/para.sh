@@ -101,7 +101,7 @@ done
 # shellcheck disable=SC2086
 "$SIMSTORE" build -q $opts "$T/one" "$T/docs.jsonl" >/dev/null 2>&1 || fail "build one"
 for np in 1 2 3; do
-    for mode in "" "--json --k 1" "--min-fraction 0" "--min-fraction 0.6 --k 2 --json"; do
+    for mode in "" "--json --k 1" "--min-fraction 0" "--min-fraction 0.6 --k 2 --json" "--k 5"; do
         # shellcheck disable=SC2086
         a=$("$SIMSTORE" pairs "$T/one" --paragraphs $mode | md5sum)
         # The store of build --shards R once, that of simstore-mpi build always.

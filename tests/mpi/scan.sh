@@ -63,7 +63,7 @@ for input in random dups chains twos; do
         mpi "$np" build -q --sketch none --chunk 4K "$out" "$T/$input.jsonl" >"$T/out" 2>"$T/err"
         status=$?
         expect_status 0
-        for mode in "--json" "--by-fingerprint --k 1"; do
+        for mode in "--json" "--by-fingerprint --k 1" "--k 5"; do
             # shellcheck disable=SC2086
             a=$("$SIMSTORE" pairs "$T/$input" $mode | md5sum)
             # shellcheck disable=SC2086
@@ -73,7 +73,7 @@ for input in random dups chains twos; do
         "$SIMSTORE" build -q --sketch none --shards "$np" "$T/$input-s$np" \
             "$T/$input.jsonl" >/dev/null || fail "build $input --shards $np"
         for mode in "--keep min-meta n --singletons" \
-            "--keep max-meta n --json --k 2 --similarity --mode star"; do
+            "--keep max-meta n --json --k 2 --similarity --mode star" "--keep min-id --k 6"; do
             # shellcheck disable=SC2086
             a=$("$SIMSTORE" clusters "$T/$input" $mode 2>"$T/err1" | md5sum)
             # shellcheck disable=SC2086
