@@ -63,10 +63,16 @@ static void usage(FILE *out)
             "                       (format/sketch.md) is at least J, 0..1 (0: no\n"
             "                       filter). Every record is sketched (as STORE's\n"
             "                       documents are, which STORE must keep; without STORE,\n"
-            "                       %s) and the kept records' sketches are held in\n"
-            "                       memory. Pairs with a large K (4..7) and J near 0.9:\n"
-            "                       the large K finds the candidates, J keeps the near\n"
-            "                       ones\n",
+            "                       with --sketch, default %s) and the kept records'\n"
+            "                       sketches are held in memory. Pairs with a large K\n"
+            "                       (4..7) and J near 0.9: the large K finds the\n"
+            "                       candidates, J keeps the near ones\n"
+            "      --sketch minhash16|minhash32|minhash64|minhash128|minhash256\n"
+            "                       without STORE, the sketch of --min-similarity and\n"
+            "                       --similarity: more bytes, a closer estimate\n"
+            "                       (README, \"Similarity\"; minhash256 with --k 7\n"
+            "                       --min-similarity 0.9 --cjk bigram: the near-\n"
+            "                       duplicate setting)\n",
             simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
     fprintf(out,
             "      --removed FILE   write ID<TAB>KEPT_ID<TAB>DISTANCE for every dropped\n"
@@ -120,7 +126,7 @@ static void usage(FILE *out)
 
 enum { OPT_K = 1, OPT_STORE, OPT_ADD, OPT_REMOVED, OPT_THREADS };
 enum { OPT_MIN_SIMILARITY = OPT_THREADS + 1, OPT_SIMILARITY };
-enum { OPT_PARAGRAPHS = OPT_SIMILARITY + 1, OPT_MIN_FRACTION, OPT_PARA_MIN };
+enum { OPT_PARAGRAPHS = OPT_SIMILARITY + 1, OPT_MIN_FRACTION, OPT_PARA_MIN, OPT_SKETCH };
 
 /* ---- the kept records' ids: an arena and an open-addressing set --------- */
 
@@ -764,6 +770,7 @@ int cmd_dedup(int argc, char **argv)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
+        {"sketch", required_argument, NULL, OPT_SKETCH},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"paragraph-min-words", required_argument, NULL, OPT_PARA_MIN},
@@ -791,7 +798,8 @@ int cmd_dedup(int argc, char **argv)
     dedup_run run;
     memset(&run, 0, sizeof run);
     unsigned k = DEFAULT_K;
-    int k_given = 0, add = 0, verbose = 0, min_fraction_given = 0, c;
+    int k_given = 0, add = 0, verbose = 0, min_fraction_given = 0, sketch_given = 0, c;
+    simstore_sketch_kind sketch = SIMSTORE_SKETCH_DEFAULT;
     unsigned para_min_words = 0;
     run.min_fraction = CLI_DEFAULT_MIN_FRACTION;
     double started = cli_now();
@@ -817,6 +825,14 @@ int cmd_dedup(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_SIMILARITY: run.print_similarity = 1; break;
+        case OPT_SKETCH:
+            if (simstore_sketch_parse(optarg, &sketch))
+                return cli_usage_error(CMD,
+                                       "--sketch takes none, minhash16, minhash32, "
+                                       "minhash64, minhash128 or minhash256, not '%s'",
+                                       optarg);
+            sketch_given = 1;
+            break;
         case OPT_PARAGRAPHS: run.paragraphs = 1; break;
         case OPT_MIN_FRACTION:
             if (cli_min_fraction_option(CMD, optarg, &run.min_fraction))
@@ -864,6 +880,15 @@ int cmd_dedup(int argc, char **argv)
     if (run.paragraphs && (run.min_similarity > 0 || run.print_similarity))
         return cli_usage_error(CMD, "--paragraphs judges records by their paragraphs: not with "
                                     "--min-similarity or --similarity");
+    if (sketch_given && run.store_path)
+        return cli_usage_error(CMD, "--sketch with --store: records are sketched as STORE's "
+                                    "documents are, with its kind");
+    if (sketch_given && !(run.min_similarity > 0 || run.print_similarity))
+        return cli_usage_error(CMD, "--sketch chooses the sketch --min-similarity and "
+                                    "--similarity estimate with: give one of them");
+    if (sketch_given && sketch == SIMSTORE_SKETCH_NONE)
+        return cli_usage_error(CMD, "--sketch none: --min-similarity and --similarity need a "
+                                    "sketch");
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
     if (run.paragraphs && !run.store_path)
@@ -887,7 +912,7 @@ int cmd_dedup(int argc, char **argv)
      * from its text options), or, without a store, with the default kind
      * when similarities are asked for. */
     if (!run.store_path && (run.min_similarity > 0 || run.print_similarity))
-        text.opts.sketch = SIMSTORE_SKETCH_DEFAULT;
+        text.opts.sketch = sketch_given ? sketch : SIMSTORE_SKETCH_DEFAULT;
     run.sketch = text.opts.sketch;
     if (run.min_similarity > 0 || run.print_similarity)
         run.sketch_bytes = simstore_sketch_bytes(run.sketch); /* kept records' sketches */

@@ -147,6 +147,22 @@ for j in 0.8 0.93; do
         if cmp -s "$T/got.removed" "$T/want.removed"; then ok; else fail "dedup --min-similarity $j: --removed differs"; diff "$T/got.removed" "$T/want.removed" | head -5 >&2; fi
     done
 done
+# --sketch without a store: the kind records are sketched and judged with.
+"$SIMSTORE" fingerprint --jsonl --sketch minhash256 "$T/c.jsonl" >"$T/fps256"
+$REF dedup $K 0.93 "$T/c.jsonl" "$T/fps256" "$T/want.out" "$T/want.removed"
+run dedup --k $K --min-similarity 0.93 --sketch minhash256 --similarity --removed "$T/got.removed" "$T/c.jsonl"
+expect_status 0
+if cmp -s "$T/out" "$T/want.out"; then ok; else fail "dedup --sketch minhash256: kept records differ"; fi
+if cmp -s "$T/got.removed" "$T/want.removed"; then ok; else fail "dedup --sketch minhash256: --removed differs"; fi
+cp "$T/got.removed" "$T/removed256"
+run dedup --k $K --min-similarity 0.93 --similarity --removed "$T/got.removed" "$T/c.jsonl"
+if cmp -s "$T/got.removed" "$T/removed256"; then fail "--sketch minhash256 changed nothing"; else ok; fi
+run dedup --sketch minhash256 "$T/c.jsonl"
+expect_status 2; expect_err_has "give one of them"
+run dedup --sketch none --min-similarity 0.5 "$T/c.jsonl"
+expect_status 2; expect_err_has "--sketch none"
+run dedup --sketch minhash256 --min-similarity 0.5 --store "$T/s" "$T/c.jsonl"
+expect_status 2; expect_err_has "with its kind"
 # Without the new options the --removed columns are the old three.
 run dedup --k $K --removed "$T/got.removed" "$T/c.jsonl"
 if awk -F'\t' 'NF != 3 { exit 1 }' "$T/got.removed"; then ok; else fail "dedup --removed grew a column unasked"; fi
