@@ -647,6 +647,8 @@ static int answer_once(void *ctx)
 int sims_query_check_k(const simstore *s, unsigned k)
 {
     const sims_design *d = s->design;
+    if (k <= d->params.k)
+        return SIMSTORE_OK;
     if (k > SIMSTORE_MAX_K)
         return sims_fail(SIMSTORE_ERANGE, "distance %u is above %u, the largest there is", k,
                          SIMSTORE_MAX_K);
