@@ -464,9 +464,10 @@ static void test_batch_query__beyond_the_design_k(void **state)
         make_store(path, CLUSTERED, fps, 3000, design_k, 0);
         simstore *s;
         assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), 0);
-        uint64_t *q = make_queries(&r, fps, 3000, 160, 9);
-        check_all_ways(s, q, 160, design_k + 1, 0, "beyond k");
-        check_all_ways(s, q, 160, SIMSTORE_MAX_K, SIMSTORE_QUERY_WITH_META, "beyond k, meta");
+        size_t nq = dense() ? 400 : 100;
+        uint64_t *q = make_queries(&r, fps, 3000, nq, 9);
+        check_all_ways(s, q, nq, design_k + 1, 0, "beyond k");
+        check_all_ways(s, q, nq, SIMSTORE_MAX_K, SIMSTORE_QUERY_WITH_META, "beyond k, meta");
         free(q);
         simstore_close(s);
         free(fps);

@@ -552,7 +552,9 @@ static void test_pairs_beyond_design__sweep(void **state)
     test_rng_init(&r, "pairs beyond design", 71);
     char *dir = test_tmpdir("beyond");
     size_t n = 400;
-    for (int shape = 0; shape < SHAPES; shape++) {
+    /* Uniform fingerprints have few pairs within 7 to compare: only with
+     * SIMSTORE_DENSE. */
+    for (int shape = getenv("SIMSTORE_DENSE") ? 0 : 1; shape < SHAPES; shape++) {
         corpus c = make_corpus(&r, shape, n, SIMSTORE_MAX_K);
         simstore *built_for[SIMSTORE_MAX_K + 1] = {NULL};
         char *paths[SIMSTORE_MAX_K + 1 + NDESIGNS] = {NULL};
