@@ -334,6 +334,16 @@ int cli_min_similarity_option(const char *cmd, const char *arg, double *out)
     return 0;
 }
 
+int cli_sketch_option(const char *cmd, const char *arg, simstore_sketch_kind *out)
+{
+    if (simstore_sketch_parse(arg, out))
+        return cli_usage_error(cmd,
+                               "--sketch takes none, minhash16, minhash32, minhash64, "
+                               "minhash128 or minhash256, not '%s'",
+                               arg);
+    return 0;
+}
+
 int cli_paragraph_min_words_option(const char *cmd, const char *arg, unsigned *out)
 {
     unsigned long long v;

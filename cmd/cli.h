@@ -121,6 +121,9 @@ void cli_format_similarity(double similarity, int json, char buf[32]);
 /* --min-similarity J: a number from 0 to 1 (0: no filter) into *out;
  * otherwise prints a usage error and returns 2 (the exit code). */
 int cli_min_similarity_option(const char *cmd, const char *arg, double *out);
+/* --sketch KIND: none, minhash16 .. minhash256 into *out; a usage error
+ * (said, CLI_EXIT_USAGE) otherwise. */
+int cli_sketch_option(const char *cmd, const char *arg, simstore_sketch_kind *out);
 
 /* --keep RULE [FIELD] as `clusters` takes it: first, min-id, max-meta FIELD
  * or min-meta FIELD, FIELD after a space or '=' in arg, else the argument

@@ -392,11 +392,8 @@ int cmd_build(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_SKETCH:
-            if (simstore_sketch_parse(optarg, &sketch))
-                return cli_usage_error(CMD,
-                                       "--sketch takes none, minhash16, minhash32, "
-                                       "minhash64, minhash128 or minhash256, not '%s'",
-                                       optarg);
+            if (cli_sketch_option(CMD, optarg, &sketch))
+                return CLI_EXIT_USAGE;
             sketch_given = 1;
             break;
         case OPT_PARAGRAPHS: paragraphs = 1; break;

@@ -826,11 +826,8 @@ int cmd_dedup(int argc, char **argv)
             break;
         case OPT_SIMILARITY: run.print_similarity = 1; break;
         case OPT_SKETCH:
-            if (simstore_sketch_parse(optarg, &sketch))
-                return cli_usage_error(CMD,
-                                       "--sketch takes none, minhash16, minhash32, "
-                                       "minhash64, minhash128 or minhash256, not '%s'",
-                                       optarg);
+            if (cli_sketch_option(CMD, optarg, &sketch))
+                return CLI_EXIT_USAGE;
             sketch_given = 1;
             break;
         case OPT_PARAGRAPHS: run.paragraphs = 1; break;

@@ -226,11 +226,8 @@ int cmd_fingerprint(int argc, char **argv)
         case OPT_PARAGRAPHS: paragraphs = 1; break;
         case OPT_STORE: store_path = cli_store_path(optarg); break;
         case OPT_SKETCH:
-            if (simstore_sketch_parse(optarg, &sketch))
-                return cli_usage_error(CMD,
-                                       "--sketch takes none, minhash16, minhash32, "
-                                       "minhash64, minhash128 or minhash256, not '%s'",
-                                       optarg);
+            if (cli_sketch_option(CMD, optarg, &sketch))
+                return CLI_EXIT_USAGE;
             break;
         case 'v': verbose = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
