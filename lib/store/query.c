@@ -443,30 +443,13 @@ static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t f
     return SIMSTORE_OK;
 }
 
-/* Phase 1, no LMDB: every stored fingerprint of the snapshot's tables within
- * distance k of fp, once each, into q->cand. */
-static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
+/* Phase 1 within the design's k: one probe a table and segment. */
+static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
 {
-    simstore *s = q->store;
-    const sims_design *d = s->design;
-    unsigned flips = sims_design_prefix_flips(d, k);
-    if (flips) {
-        q->cand_len = 0;
-        q->match_len = 0;
-        q->arena_len = 0;
-        q->grow_failed = 0;
-        int rc = probe_beyond(q, snap, fp, k, flips);
-        if (rc)
-            return rc;
-        goto dedupe;
-    }
+    const sims_design *d = q->store->design;
     size_t need = (size_t)snap->segment_count * d->n_tables;
     if (grow((void **)&q->probes, &q->probe_cap, need ? need : 1, sizeof *q->probes))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
-    q->cand_len = 0;
-    q->match_len = 0;
-    q->arena_len = 0;
-    q->grow_failed = 0;
     /* Every probe's index chunk and blocks are cold in a large store: ask
      * for all the chunks, then (finding each probe's first block in its
      * chunk) for all the blocks, so that the tables' memory reads overlap,
@@ -503,7 +486,21 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
                 return rc;
         }
     }
-dedupe:
+    return SIMSTORE_OK;
+}
+
+/* Phase 1, no LMDB: every stored fingerprint of the snapshot's tables within
+ * distance k of fp, once each, into q->cand. */
+static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k)
+{
+    q->cand_len = 0;
+    q->match_len = 0;
+    q->arena_len = 0;
+    q->grow_failed = 0;
+    unsigned flips = sims_design_prefix_flips(q->store->design, k);
+    int rc = flips ? probe_beyond(q, snap, fp, k, flips) : probe_design(q, snap, fp, k);
+    if (rc)
+        return rc;
     /* A fingerprint is found by every table whose prefix it shares with the
      * query: keep one of each. */
     if (q->cand_len > 1) {
