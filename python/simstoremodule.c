@@ -2908,7 +2908,10 @@ static PyMethodDef store_methods[] = {
 static PyGetSetDef store_getset[] = {
     {"closed", (getter)store_get_closed, NULL, "True once the store is closed", NULL},
     {"path", (getter)store_get_path, NULL, "the path the store was opened at", NULL},
-    {"k", (getter)store_get_k, NULL, "the distance the store's design is exact for", NULL},
+    {"k", (getter)store_get_k, NULL,
+     "the distance the store's design answers with one probe a table (the default k; "
+     "any k up to 7 is answered)",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyDoc_STRVAR(store_doc, "A simstore store: made by Store.build() or Store.open(), never directly.\n"
