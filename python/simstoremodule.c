@@ -2541,8 +2541,9 @@ PyDoc_STRVAR(store_pairs_doc,
              "pairs(k=None, by_fingerprint=False, min_similarity=None, threads=0,\n"
              "      memory_bytes=0) -> iterator of Pair\n\n"
              "Every unordered pair of stored documents within distance k (None: the\n"
-             "store's k; up to 7, above the store's k joined in memory within\n"
-             "memory_bytes), each once, by distance, then a, then b: `simstore pairs\n"
+             "store's k; up to 7, above the store's k joined in memory or through\n"
+             "sorted runs within memory_bytes), each once, by distance, then a, then b:\n"
+             "`simstore pairs\n"
              "STORE`. Pairs (a, b, distance, fp_a, fp_b, similarity) are gathered with\n"
              "the GIL released, then iterated.");
 

@@ -1437,7 +1437,7 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
  *   flags  0 or SIMSTORE_PAIRS_BY_FINGERPRINT.
  * o->k may exceed the store's k, up to SIMSTORE_MAX_K: the store's tables
  * cannot find those pairs, so its N distinct fingerprints (dead ones
- * included) are read once and joined in memory under a design for o->k, as
+ * included) are read once and joined under a design for o->k, as
  * simstore_join_fingerprints() does; the answers are exactly those of a
  * store built for o->k.
  * Memory: half of o->memory_bytes for the two sorts of pairs (more spills
@@ -1445,15 +1445,16 @@ typedef int (*simstore_pair_fn)(void *ctx, const simstore_pair *p);
  * a table's prefix, about 40 bytes a value while a group is split), and the
  * documents of the two fingerprints of a pair being read (a fingerprint
  * shared by very many documents: SIMSTORE_PAIRS_BY_FINGERPRINT reads none).
- * Above the store's k, also 8 * N * (1 + 2 * threads) bytes (the array, and
- * per join thread a permuted copy and its sort scratch; threads at most the
- * design's table count), which must fit in the other half of
- * o->memory_bytes: checked before anything is read (SIMSTORE_EFULL).
+ * Above the store's k, the other half holds the fingerprints: in memory
+ * when 8 * N * (1 + 2 * threads) bytes fit (the array, and per join thread
+ * a permuted copy and its sort scratch; threads at most the design's table
+ * count), else each thread sorts its tables through a spilling sorter of
+ * its share, its runs in o->tmp_dir (N * 8 bytes each, one table at a
+ * time a thread).
  * Errors: SIMSTORE_EINVAL (NULL s or fn, unknown flag, min_similarity
  * outside 0..1 or on a store without sketches), SIMSTORE_ERANGE (k above
  * SIMSTORE_MAX_K), SIMSTORE_EFULL (one prefix group needs more than its
- * threads' share of the memory; above the store's k, the fingerprints do
- * not fit in half of it: the message says how much memory they need),
+ * threads' share of the memory),
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM, or fn's nonzero
  * value. */
 SIMSTORE_API int simstore_pairs(simstore *s, const simstore_scan_options *o, unsigned flags,

@@ -251,35 +251,128 @@ void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapsho
     in->parts = scan_parts_for(s->design, threads ? threads : simstore_default_threads());
 }
 
-int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out, size_t cap,
-                            size_t *n)
+/* The distinct fingerprints of the snapshot, unpermuted, a chunk at a time
+ * to emit. The merge is in table 0's permuted order, where a repeat (a
+ * fingerprint in two segments) comes next to itself: dropped there, no
+ * sort needed. */
+static int distinct_fps(const simstore *s, const sims_snapshot *snap,
+                        int (*emit)(void *ctx, const uint64_t *v, size_t n), void *ctx)
 {
-    *n = 0;
     void *src = NULL;
     int rc = store_open((void *)snap, 0, 0, UINT64_MAX, &src);
-    uint64_t buf[SEG_BUF];
-    size_t got = 0, w = 0;
-    /* The merge is in permuted order, where a repeat (a fingerprint in two
-     * segments) comes next to itself: dropped there, no sort needed. */
+    uint64_t buf[SEG_BUF], last = 0;
+    size_t got = 0;
+    int any = 0;
+    const sims_permuter *p = &s->design->tables[0].permuter;
     while (rc == 0 && (rc = store_next(src, buf, SEG_BUF, &got)) == 0 && got) {
-        for (size_t i = 0; i < got && rc == 0; i++) {
-            if (w && out[w - 1] == buf[i])
+        size_t w = 0;
+        for (size_t i = 0; i < got; i++) {
+            if (any && buf[i] == last)
                 continue;
-            if (w == cap)
-                rc = SIMS_CORRUPT("%s: table 0 holds more fingerprints than its segments count "
-                                  "(%zu)",
-                                  s->path, cap);
-            else
-                out[w++] = buf[i];
+            any = 1;
+            last = buf[i];
+            buf[w++] = sims_unpermute(p, buf[i]);
         }
+        rc = emit(ctx, buf, w);
     }
     if (src)
         store_close(src);
-    const sims_permuter *p = &s->design->tables[0].permuter;
-    for (size_t i = 0; i < w; i++)
-        out[i] = sims_unpermute(p, out[i]);
-    *n = w;
     return rc;
+}
+
+typedef struct array_sink {
+    const simstore *s;
+    uint64_t *out;
+    size_t cap, n;
+} array_sink;
+
+static int to_array(void *ctx, const uint64_t *v, size_t n)
+{
+    array_sink *a = (array_sink *)ctx;
+    if (n > a->cap - a->n)
+        return SIMS_CORRUPT("%s: table 0 holds more fingerprints than its segments count (%zu)",
+                            a->s->path, a->cap);
+    memcpy(a->out + a->n, v, n * sizeof *v);
+    a->n += n;
+    return 0;
+}
+
+int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out, size_t cap,
+                            size_t *n)
+{
+    array_sink a = {s, out, cap, 0};
+    int rc = distinct_fps(s, snap, to_array, &a);
+    *n = a.n;
+    return rc;
+}
+
+static int to_spool(void *ctx, const uint64_t *v, size_t n)
+{
+    return sims_spool_append((sims_spool *)ctx, v, n);
+}
+
+int scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out)
+{
+    return distinct_fps(s, snap, to_spool, out);
+}
+
+/* ---- a spool, through spilling sorters ------------------------------------ */
+
+typedef struct spool_src {
+    sims_u64sort *sorter;
+} spool_src;
+
+static int spool_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **out)
+{
+    (void)lo;
+    (void)hi; /* one part per table */
+    const scan_spool_ctx *c = (const scan_spool_ctx *)ctx;
+    spool_src *src = calloc(1, sizeof *src);
+    if (!src)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a table of the join");
+    int rc = sims_u64sort_new(c->run_values, c->tmp_dir, &src->sorter);
+    const sims_permuter *p = &c->d->tables[t].permuter;
+    sims_spool_reader r;
+    sims_spool_reader_init(&r, c->fps);
+    uint64_t buf[SEG_BUF];
+    size_t got;
+    while (rc == 0 && (rc = sims_spool_read(&r, buf, SEG_BUF, &got)) == 0 && got) {
+        for (size_t i = 0; i < got; i++)
+            buf[i] = sims_permute(p, buf[i]);
+        rc = sims_u64sort_push(src->sorter, buf, got);
+    }
+    if (rc == 0)
+        rc = sims_u64sort_finish(src->sorter, 0);
+    if (rc == 0)
+        rc = sims_u64sort_rewind(src->sorter);
+    if (rc) {
+        sims_u64sort_free(src->sorter);
+        free(src);
+        return rc;
+    }
+    *out = src;
+    return 0;
+}
+
+static int spool_next(void *src, uint64_t *out, size_t cap, size_t *n)
+{
+    return sims_u64sort_read(((spool_src *)src)->sorter, out, cap, n);
+}
+
+static void spool_close(void *src)
+{
+    spool_src *s = (spool_src *)src;
+    sims_u64sort_free(s->sorter);
+    free(s);
+}
+
+void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
+{
+    in->open = spool_open;
+    in->next = spool_next;
+    in->close = spool_close;
+    in->ctx = ctx;
+    in->parts = 1;
 }
 
 /* ---- an array ------------------------------------------------------------- */

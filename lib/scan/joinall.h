@@ -7,6 +7,7 @@
 
 #include "scan/join.h"
 #include "sort/recsort.h"
+#include "sort/spool.h"
 #include "store/store_internal.h"
 
 /* Where the values of one table come from. */
@@ -42,6 +43,21 @@ void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapsho
  * values than cap). */
 int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out,
                             size_t cap, size_t *n);
+
+/* The same fingerprints appended to a spool (sealed by the caller). */
+int scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out);
+
+/* The input of a spool of fingerprints (any order, no repeats), permuted
+ * and sorted per table by the thread that joins it through a spilling
+ * sorter of run_values values (16 bytes each in memory; the runs beyond
+ * it in tmp_dir): the array input's answers in bounded memory. */
+typedef struct scan_spool_ctx {
+    const sims_design *d;
+    const sims_spool *fps;
+    size_t run_values;
+    const char *tmp_dir;
+} scan_spool_ctx;
+void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx);
 
 /* The input of fps[0..n) (any order, repeats allowed), permuted and sorted
  * per table by the thread that joins it (n * 16 bytes each). */

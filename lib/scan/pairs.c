@@ -38,13 +38,6 @@ static uint64_t array_join_bytes(uint64_t n, unsigned threads)
     return n > UINT64_MAX / per_fp ? UINT64_MAX : n * per_fp;
 }
 
-/* MiB of the memory budget that gives `bytes` its half, rounded up. */
-static uint64_t budget_mib(uint64_t bytes)
-{
-    uint64_t mib = bytes / (1u << 20) + (bytes % (1u << 20) != 0);
-    return mib > UINT64_MAX / 2 ? UINT64_MAX : 2 * mib;
-}
-
 /* A design for k over n fingerprints, as simstore_join_fingerprints
  * chooses it. */
 static int design_for(unsigned k, uint64_t n, sims_design *d)
@@ -53,13 +46,17 @@ static int design_for(unsigned k, uint64_t n, sims_design *d)
                               NULL, d);
 }
 
+/* The fingerprints in a spool of values kept in memory up to this many. */
+#define SPOOL_MEM_VALUES ((size_t)1 << 16)
+
 /* o->k above the store's design: its tables miss pairs, so the distinct
- * fingerprints are read once and joined in memory under a design for o->k
+ * fingerprints are read once and joined under a design for o->k
  * (simstore_join_fingerprints' way): the same pairs a store built for o->k
- * would join. The array and the threads' copies get the half of
- * o->memory_bytes that the pair sorter and the prefix groups leave;
- * checked before anything is read, with the segments' counts (repeats
- * included), so the threads are capped at the count checked. */
+ * would join. The half of o->memory_bytes that the pair sorter and the
+ * prefix groups leave holds them: as an array with each thread's permuted
+ * copy when that fits (checked with the segments' counts, repeats
+ * included), else in a spool whose tables each thread sorts through a
+ * spilling sorter of its share, runs in the scan's temporary directory. */
 static int join_beyond_design(scan_state *st, const simstore_scan_options *o, sims_recsort *out)
 {
     const sims_snapshot *snap = st->snap;
@@ -69,46 +66,37 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
     if (n_max < 2)
         return 0;
     sims_design *d = malloc(sizeof *d);
-    uint64_t *fps = NULL;
     if (!d)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
     int rc = design_for(o->k, n_max, d);
     unsigned threads = 1; /* the join's threads: at most one a table */
     if (rc == 0 && o->threads > 1)
         threads = o->threads < d->n_tables ? o->threads : d->n_tables;
-    uint64_t need = array_join_bytes(n_max, threads);
-    if (rc == 0 && need > o->memory_bytes / 2) {
-        char one[64] = "";
-        if (threads > 1)
-            snprintf(one, sizeof one, " (or %llu MiB with --threads 1)",
-                     (unsigned long long)budget_mib(array_join_bytes(n_max, 1)));
-        rc = sims_fail(SIMSTORE_EFULL,
-                       "distance %u is above the store's design (k <= %u), so its %llu "
-                       "fingerprints are joined in memory: %.1f MiB on %u %s, more than half "
-                       "the memory budget of %llu MiB; raise --memory to at least %llu MiB%s, "
-                       "or build the store for k = %u",
-                       o->k, st->s->design->params.k, (unsigned long long)n_max,
-                       (double)need / (1 << 20), threads, threads == 1 ? "thread" : "threads",
-                       (unsigned long long)(o->memory_bytes >> 20),
-                       (unsigned long long)budget_mib(need), one, o->k);
-    }
-    if (rc == 0 && n_max > SIZE_MAX / sizeof *fps)
-        rc = sims_fail(SIMSTORE_ENOMEM, "%llu fingerprints do not fit in memory",
-                       (unsigned long long)n_max);
-    if (rc == 0) {
+    int in_memory = array_join_bytes(n_max, threads) <= o->memory_bytes / 2 &&
+                    n_max <= SIZE_MAX / sizeof(uint64_t);
+    uint64_t *fps = NULL;
+    sims_spool *spool = NULL;
+    size_t n = 0;
+    if (rc == 0 && o->progress)
+        o->progress(o->progress_ctx, "reading fingerprints", 0, n_max);
+    if (rc == 0 && in_memory) {
         fps = malloc((size_t)n_max * sizeof *fps);
         if (!fps)
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for %llu fingerprints",
                            (unsigned long long)n_max);
+        if (rc == 0)
+            rc = scan_store_distinct_fps(st->s, snap, fps, (size_t)n_max, &n);
+    } else if (rc == 0) {
+        rc = sims_spool_new(SPOOL_MEM_VALUES, scan_tmp_dir(o), &spool);
+        if (rc == 0)
+            rc = scan_store_distinct_spool(st->s, snap, spool);
+        if (rc == 0)
+            rc = sims_spool_seal(spool);
+        if (rc == 0)
+            n = (size_t)sims_spool_count(spool);
     }
-    size_t n = 0;
-    if (rc == 0) {
-        if (o->progress)
-            o->progress(o->progress_ctx, "reading fingerprints", 0, n_max);
-        rc = scan_store_distinct_fps(st->s, snap, fps, (size_t)n_max, &n);
-        if (o->progress)
-            o->progress(o->progress_ctx, "reading fingerprints", n_max, n_max);
-    }
+    if (rc == 0 && o->progress)
+        o->progress(o->progress_ctx, "reading fingerprints", n_max, n_max);
     if (rc == 0 && n < n_max)
         rc = design_for(o->k, n, d);
     if (rc == 0) {
@@ -116,13 +104,21 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
             threads = d->n_tables;
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", 0, d->n_tables);
-        scan_array_ctx actx = {d, fps, n};
         scan_join_input in;
-        scan_array_input(&in, &actx);
+        scan_array_ctx actx = {d, fps, n};
+        /* Each thread's sorter: its share of the half, 16 bytes a value. */
+        uint64_t run = o->memory_bytes / 2 / threads / 16;
+        scan_spool_ctx sctx = {d, spool, (size_t)(run > SPOOL_MEM_VALUES ? run : SPOOL_MEM_VALUES),
+                               scan_tmp_dir(o)};
+        if (in_memory)
+            scan_array_input(&in, &actx);
+        else
+            scan_spool_input(&in, &sctx);
         rc = scan_join_all(d, o->k, threads, o->memory_bytes / 4, &in, out);
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
     }
+    sims_spool_free(spool);
     free(fps);
     free(d);
     return rc;
