@@ -813,6 +813,13 @@ static int walk_metas(walker *w, meta_view m[2])
             sims_fail(SIMSTORE_ECORRUPT, "data.mdb: a meta page changed while it was read"));
     }
     if (a + 1 != b && b + 1 != a && !(a == 0 && b == 0)) {
+        /* Commits went on between the two reads (a reader descheduled
+         * there can see page 0 of one and page 1 of a later one): a writer
+         * moved on, not damage, when either page holds another id now. */
+        if (le_load64(w->data + META_TXNID) != a ||
+            le_load64(w->data + w->psize + META_TXNID) != b)
+            return sims_retry_or_fail(sims_fail(
+                SIMSTORE_ECORRUPT, "data.mdb: the meta pages changed while they were read"));
         report(w, 0, K_HEADER, a > b ? 0 : 1, META_TXNID,
                "meta pages hold transactions %" PRIu64 " and %" PRIu64 ", not consecutive", a, b);
         return WALK_STOP;
