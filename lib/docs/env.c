@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -89,12 +90,91 @@ struct sims_env_shared {
     pthread_mutex_t lazy_mu; /* the fields below */
     sims_lmdb_lazy *lz;
     sims_map map; /* data.mdb, for the lazy checks */
+    /* data.mdb's two meta pages, mapped read-only (NULL when they could not
+     * be): read transactions are checked against them (settle). */
+    const uint8_t *metas;
+    uint64_t psize;
     char dir[PATH_MAX];
     uint64_t walked_pages; /* pages the full walk read */
 };
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static sims_env_shared *registry;
+
+/* Map data.mdb's meta pages (best effort: without them, settle checks
+ * nothing, as LMDB itself does not). */
+static void metas_map(sims_env_shared *sh)
+{
+    MDB_stat st;
+    mdb_filehandle_t fd;
+    if (mdb_env_stat(sh->env, &st) != 0 || st.ms_psize == 0 || mdb_env_get_fd(sh->env, &fd) != 0)
+        return;
+    void *p = mmap(NULL, 2 * (size_t)st.ms_psize, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return;
+    sh->metas = (const uint8_t *)p;
+    sh->psize = st.ms_psize;
+}
+
+static void metas_unmap(sims_env_shared *sh)
+{
+    if (sh->metas)
+        munmap((void *)sh->metas, 2 * (size_t)sh->psize);
+    sh->metas = NULL;
+}
+
+/* Whether read transaction txn holds the records of the commit its id
+ * names (sims_lmdb_meta_holds). */
+static int view_matches(const sims_env_shared *sh, MDB_txn *txn)
+{
+    MDB_stat st[2];
+    if (!sh->metas || mdb_stat(txn, 0, &st[0]) != 0 || mdb_stat(txn, 1, &st[1]) != 0)
+        return 1;
+    sims_lmdb_db_counts c[2];
+    for (int i = 0; i < 2; i++)
+        c[i] = (sims_lmdb_db_counts){st[i].ms_depth, st[i].ms_branch_pages, st[i].ms_leaf_pages,
+                                     st[i].ms_overflow_pages, st[i].ms_entries};
+    return sims_lmdb_meta_holds(sh->metas, sh->psize, (uint64_t)mdb_txn_id(txn), c);
+}
+
+/* mdb_txn_renew, once more after adopting a map another process grew. */
+static int renew_txn(MDB_env *env, MDB_txn *txn)
+{
+    int mrc = mdb_txn_renew(txn);
+    if (mrc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(env, 0);
+        mrc = mdb_txn_renew(txn);
+    }
+    return mrc;
+}
+
+/* How often a read transaction begins again before settle gives up: each
+ * miss needs writers to commit twice within a few instructions of LMDB's. */
+#define SETTLE_ATTEMPTS 1000
+
+/* A read transaction that just began (or was renewed), made to hold the
+ * commit its id names. LMDB 0.9 can hand out a newer commit's state under an
+ * older id (sims_lmdb_meta_holds); simstore ties what it loads to ids (the
+ * store's snapshots, the lazy checks), so it begins again until the two
+ * agree. On failure txn is reset. */
+static int settle(sims_env_shared *sh, MDB_txn *txn)
+{
+    for (unsigned attempt = 0;; attempt++) {
+        if (view_matches(sh, txn))
+            return SIMSTORE_OK;
+        mdb_txn_reset(txn);
+        if (attempt == SETTLE_ATTEMPTS)
+            return sims_fail(SIMSTORE_EBUSY,
+                             "%s: data.mdb kept changing while a read transaction began "
+                             "(%u attempts)",
+                             sh->dir, attempt + 1);
+        if (attempt)
+            sched_yield();
+        int mrc = renew_txn(sh->env, txn);
+        if (mrc)
+            return sims_mdb_fail(mrc, "renew read transaction");
+    }
+}
 
 static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew);
 
@@ -107,6 +187,10 @@ static int open_dbs(sims_env_shared *sh, MDB_env *env, unsigned flags, int rdonl
     int rc = mdb_txn_begin(env, NULL, rdonly || sh->lazy ? MDB_RDONLY : 0, &txn);
     if (rc)
         return sims_mdb_fail(rc, "begin transaction");
+    if ((rdonly || sh->lazy) && (rc = settle(sh, txn)) != SIMSTORE_OK) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
     if (sh->lazy && (rc = lazy_enter(sh, &txn, 0)) != SIMSTORE_OK)
         return rc;
     if ((rc = mdb_dbi_open(txn, "meta", create, &sh->meta)) ||
@@ -242,6 +326,8 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
     MDB_envinfo info;
     if (mdb_env_info(sh->env, &info) == 0 && info.me_mapsize > sh->map_bytes)
         sh->map_bytes = info.me_mapsize;
+    metas_unmap(sh);
+    metas_map(sh);
     /* Reader slots of processes that died holding read transactions (one
      * per open simstore_query) stay taken until every process has closed the
      * environment: free them, or enough killed readers fill the table and
@@ -393,6 +479,7 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
         pthread_mutex_destroy(&sh->lazy_mu);
         sims_lmdb_lazy_free(sh->lz);
         sims_map_close(&sh->map);
+        metas_unmap(sh);
         free(sh);
         return rc;
     }
@@ -423,6 +510,7 @@ void sims_env_close(sims_env *e)
         pthread_mutex_destroy(&sh->lazy_mu);
         sims_lmdb_lazy_free(sh->lz);
         sims_map_close(&sh->map);
+        metas_unmap(sh);
         free(sh);
     }
     pthread_mutex_unlock(&registry_mu);
@@ -615,15 +703,13 @@ static int lazy_enter(sims_env_shared *sh, MDB_txn **txn, int renew)
         else
             sched_yield();
         mdb_txn_reset(*txn);
-        int mrc = mdb_txn_renew(*txn);
-        if (mrc == MDB_MAP_RESIZED) {
-            mdb_env_set_mapsize(sh->env, 0);
-            mrc = mdb_txn_renew(*txn);
-        }
+        int mrc = renew_txn(sh->env, *txn);
         if (mrc) {
             rc = sims_mdb_fail(mrc, "renew read transaction");
             break;
         }
+        if ((rc = settle(sh, *txn)) != SIMSTORE_OK)
+            break;
     }
     if (rc == SIMS_ERETRY)
         rc = sims_fail_context(SIMSTORE_EBUSY,
@@ -767,18 +853,21 @@ int sims_env_read_begin(sims_env *e, MDB_txn **txn)
     }
     if (rc)
         return sims_mdb_fail(rc, "begin read transaction");
+    if (e->shared && (rc = settle(e->shared, *txn)) != SIMSTORE_OK) {
+        mdb_txn_abort(*txn);
+        *txn = NULL;
+        return rc;
+    }
     return e->shared && e->shared->lazy ? lazy_enter(e->shared, txn, 0) : SIMSTORE_OK;
 }
 
 int sims_env_read_renew(sims_env *e, MDB_txn *txn)
 {
-    int rc = mdb_txn_renew(txn);
-    if (rc == MDB_MAP_RESIZED) {
-        mdb_env_set_mapsize(e->env, 0);
-        rc = mdb_txn_renew(txn);
-    }
+    int rc = renew_txn(e->env, txn);
     if (rc)
         return sims_mdb_fail(rc, "renew read transaction");
+    if (e->shared && (rc = settle(e->shared, txn)) != SIMSTORE_OK)
+        return rc;
     return e->shared && e->shared->lazy ? lazy_enter(e->shared, &txn, 1) : SIMSTORE_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1702,4 +1703,23 @@ int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_
     *found = 1;
     return read == SIMS_LMDB_READ_GET ? lz_emit_value(lz, &p, fn, ctx)
                                       : lz_emit_dups(lz, &p, fn, ctx);
+}
+
+int sims_lmdb_meta_holds(const uint8_t *head, uint64_t psize, uint64_t id,
+                         const sims_lmdb_db_counts dbs[2])
+{
+    const uint8_t *p = head + (id & 1) * psize;
+    if (le_load64(p + META_TXNID) != id)
+        return 0;
+    atomic_thread_fence(memory_order_acquire);
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *r = p + META_DBS + (size_t)i * DB_RECORD_BYTES;
+        if (le_load16(r + 6) != dbs[i].depth || le_load64(r + 8) != dbs[i].branch_pages ||
+            le_load64(r + 16) != dbs[i].leaf_pages || le_load64(r + 24) != dbs[i].overflow_pages ||
+            le_load64(r + 32) != dbs[i].entries)
+            return 0;
+    }
+    /* Again: a writer rewriting the page writes the id last. */
+    atomic_thread_fence(memory_order_acquire);
+    return le_load64(p + META_TXNID) == id;
 }

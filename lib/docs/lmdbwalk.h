@@ -114,6 +114,23 @@ int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb
  * was read, as sims_lmdb_walk) or fn's nonzero value. */
 int sims_lmdb_check_metas(const uint8_t *data, uint64_t size, sims_lmdb_problem_fn fn, void *ctx);
 
+/* The counts of one database record of a meta page, as LMDB's MDB_stat
+ * gives them for a transaction. */
+typedef struct sims_lmdb_db_counts {
+    uint64_t depth, branch_pages, leaf_pages, overflow_pages, entries;
+} sims_lmdb_db_counts;
+
+/* Whether the meta page of transaction `id`'s parity, in `head` (at least
+ * two pages of psize bytes from the start of data.mdb), holds that id and
+ * these counts of the free list (dbs[0]) and the main database (dbs[1]).
+ * LMDB 0.9 begins a read transaction by taking the last committed id, then
+ * copying the database records of that id's meta page: a reader delayed
+ * between the two while writers commit twice copies a newer commit's
+ * records under the older id. Reading the page after the copy and finding
+ * the id and the counts there tells that the copy was of that id. */
+int sims_lmdb_meta_holds(const uint8_t *head, uint64_t psize, uint64_t id,
+                         const sims_lmdb_db_counts dbs[2]);
+
 /* ---- Checking what LMDB will read, as it reads (lazy) ------------------
  *
  * Instead of walking every page at open, a reader may check, before each

@@ -6,3 +6,7 @@ target_link_libraries(test_records PRIVATE simstore_docs simstore_design)
 # format/golden/boilerplate-record*.bin.
 simstore_unit_test(test_boilerplate_record docs/test_boilerplate_record.c)
 target_link_libraries(test_boilerplate_record PRIVATE simstore_docs)
+# test_lmdb_meta: the check that a read transaction holds the commit its id
+# names (sims_lmdb_meta_holds), on a real data.mdb.
+simstore_unit_test(test_lmdb_meta docs/test_lmdb_meta.c)
+target_link_libraries(test_lmdb_meta PRIVATE simstore_docs)
