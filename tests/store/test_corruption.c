@@ -3,7 +3,10 @@
  * and a sub-database, metadata on an overflow page) is damaged one way at a
  * time: each sampled byte of each file flipped (XOR 0xFF and XOR 0x01),
  * each file truncated at sampled lengths. After each damage a child process
- * runs verify, inspect and every query; the parent requires, for every case:
+ * (one runs CASES_PER_CHILD cases in turn, damaging and restoring the files
+ * itself; the case that kills or hangs it is blamed, and a new child goes
+ * on after it) runs verify, inspect and every query; the parent requires,
+ * for every case:
  *  - no crash and no hang (a child that dies of a signal or outlives its
  *    timeout fails the case);
  *  - every query answer equal to the undamaged store's, or an error;
@@ -76,6 +79,7 @@ typedef struct file_image {
     char name[256];
     uint8_t *data;
     size_t size;
+    struct timespec mtime; /* the file's as this image was last written */
 } file_image;
 
 typedef struct sweep {
@@ -394,9 +398,10 @@ static int op_inspect(const sweep *sw)
     return same ? RESULT_OK : RESULT_WRONG;
 }
 
-/* The child: runs the operations in order, telling the parent over `fd`
- * which one it starts ('v', 'i', 'q') and how each ended ('0' + result). */
-static void child_main(const sweep *sw, int fd)
+/* One case's operations in a child, in order, telling the parent over `fd`
+ * which one it starts ('v', 'i', 'q', 'f') and how each ended ('0' +
+ * result). */
+static void child_ops(const sweep *sw, int fd)
 {
     char msg[2];
     if (sw->query_path) {
@@ -408,7 +413,7 @@ static void child_main(const sweep *sw, int fd)
         (void)!write(fd, msg, 1);
         msg[0] = (char)('0' + op_query_flags(sw, NULL, SIMSTORE_OPEN_FULL_WALK));
         (void)!write(fd, msg, 1);
-        _exit(0);
+        return;
     }
     msg[0] = 'v';
     (void)!write(fd, msg, 1);
@@ -422,7 +427,6 @@ static void child_main(const sweep *sw, int fd)
     (void)!write(fd, msg, 1);
     msg[0] = (char)('0' + op_query(sw, NULL));
     (void)!write(fd, msg, 1);
-    _exit(0);
 }
 
 /* ---- cases -------------------------------------------------------------------- */
@@ -438,74 +442,165 @@ typedef struct tally {
     unsigned long n[OP_COUNT][OUT_COUNT];
 } tally;
 
-static void restore_files(const sweep *sw)
+static void restore_file(file_image *f, const char *path)
+{
+    assert_int_equal(test_write_file(path, f->data, f->size), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    f->mtime = st.st_mtim;
+}
+
+/* Undo a case: the damaged file, lock.mdb (every LMDB open writes its
+ * reader table), and any other file a child wrote (its size or time
+ * changed): rewriting every file each case cost more than the case. */
+static void restore_files(sweep *sw, const file_image *damaged)
 {
     for (size_t i = 0; i < sw->nfiles; i++) {
-        char *p = test_path(sw->dir, sw->files[i].name);
-        assert_int_equal(test_write_file(p, sw->files[i].data, sw->files[i].size), 0);
+        file_image *f = &sw->files[i];
+        char *p = test_path(sw->dir, f->name);
+        struct stat st;
+        if (f == damaged || strcmp(f->name, "lock.mdb") == 0 || stat(p, &st) != 0 ||
+            (size_t)st.st_size != f->size || st.st_mtim.tv_sec != f->mtime.tv_sec ||
+            st.st_mtim.tv_nsec != f->mtime.tv_nsec)
+            restore_file(f, p);
         free(p);
     }
 }
 
-/* Run one damaged case; fill out[op]. */
-static void run_case(const sweep *sw, int out[OP_COUNT])
+/* One way of damaging the store: a byte of file `file` XORed with `mask`, or
+ * (truncate) the file cut to `at` bytes; none for the undamaged store. */
+typedef struct damage {
+    size_t file;
+    size_t at;
+    uint8_t mask;
+    uint8_t truncate;
+    uint8_t none;
+} damage;
+
+static int write_damaged(const sweep *sw, const damage *c)
 {
-    for (int i = 0; i < OP_COUNT; i++)
-        out[i] = OUT_NOTRUN;
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
+    const file_image *f = &sw->files[c->file];
+    char *p = test_path(sw->dir, f->name);
+    int rc;
+    if (c->truncate) {
+        rc = test_write_file(p, f->data, c->at);
+    } else {
+        uint8_t *copy = malloc(f->size);
+        memcpy(copy, f->data, f->size);
+        copy[c->at] ^= c->mask;
+        rc = test_write_file(p, copy, f->size);
+        free(copy);
+    }
+    free(p);
+    return rc;
+}
+
+/* Cases a child runs before it exits: forking (and, under a sanitizer,
+ * tearing down) a process per case cost more than the case. Each case's
+ * files are restored before the next, as the parent would. */
+#define CASES_PER_CHILD 64
+
+/* A child: cases [from, to), each marked 'c', damaged, its operations run
+ * (child_ops), undone, and marked 'e'. */
+static void child_cases(sweep *sw, const damage *cases, size_t from, size_t to, int fd)
+{
+    for (size_t i = from; i < to; i++) {
         alarm(CHILD_TIMEOUT_MS / 1000 + 5); /* belt and braces */
-        child_main(sw, fds[1]);
+        (void)!write(fd, "c", 1);
+        if (!cases[i].none && write_damaged(sw, &cases[i]) != 0)
+            _exit(3);
+        child_ops(sw, fd);
+        restore_files(sw, cases[i].none ? NULL : &sw->files[cases[i].file]);
+        (void)!write(fd, "e", 1);
     }
-    close(fds[1]);
-    char buf[16];
-    size_t got = 0;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int hung = 0;
-    for (;;) {
-        struct pollfd p = {fds[0], POLLIN, 0};
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long elapsed = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (elapsed >= CHILD_TIMEOUT_MS) {
-            hung = 1;
-            kill(pid, SIGKILL);
-            break;
+    _exit(0);
+}
+
+/* Run n cases, in children of CASES_PER_CHILD; fill out[case][op]. A case
+ * whose child dies or outlives CHILD_TIMEOUT_MS is that case's CRASH or
+ * HANG; its files are restored and a new child goes on after it. */
+static void run_cases(sweep *sw, const damage *cases, size_t n, int (*out)[OP_COUNT])
+{
+    for (size_t i = 0; i < n; i++)
+        for (int op = 0; op < OP_COUNT; op++)
+            out[i][op] = OUT_NOTRUN;
+    size_t next = 0;
+    while (next < n) {
+        size_t to = n - next < CASES_PER_CHILD ? n : next + CASES_PER_CHILD;
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(fds[0]);
+            child_cases(sw, cases, next, to, fds[1]);
         }
-        int pr = poll(&p, 1, (int)(CHILD_TIMEOUT_MS - elapsed));
-        if (pr <= 0)
-            continue;
-        ssize_t n = read(fds[0], buf + got, sizeof buf - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    int crashed = !hung && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    int current = -1;
-    for (size_t i = 0; i < got; i++) {
-        char c = buf[i];
-        if (c == 'v' || c == 'i' || c == 'q' || c == 'f') {
-            current = c == 'v'   ? OP_VERIFY
-                      : c == 'i' ? OP_INSPECT
-                      : c == 'q' ? OP_QUERY
-                                 : OP_QUERY_WALKED;
-        } else if (current >= 0) {
-            out[current] = c - '0';
-            current = -1;
+        close(fds[1]);
+        size_t cur = next; /* the case under way */
+        int started = 0, current = -1, last = -1, hung = 0;
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            struct pollfd p = {fds[0], POLLIN, 0};
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long elapsed = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+            if (elapsed >= CHILD_TIMEOUT_MS) {
+                hung = 1;
+                kill(pid, SIGKILL);
+                break;
+            }
+            int pr = poll(&p, 1, (int)(CHILD_TIMEOUT_MS - elapsed));
+            if (pr <= 0)
+                continue;
+            char buf[256];
+            ssize_t got = read(fds[0], buf, sizeof buf);
+            if (got <= 0)
+                break;
+            for (ssize_t i = 0; i < got; i++) {
+                char c = buf[i];
+                if (c == 'c') {
+                    started = 1;
+                    current = last = -1;
+                    clock_gettime(CLOCK_MONOTONIC, &t0); /* each case its own time */
+                } else if (c == 'e') {
+                    started = 0;
+                    cur++;
+                } else if (c == 'v' || c == 'i' || c == 'q' || c == 'f') {
+                    current = last = c == 'v'   ? OP_VERIFY
+                                     : c == 'i' ? OP_INSPECT
+                                     : c == 'q' ? OP_QUERY
+                                                : OP_QUERY_WALKED;
+                } else if (current >= 0 && cur < n) {
+                    out[cur][current] = c - '0';
+                    current = -1;
+                }
+            }
         }
+        close(fds[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        int crashed = !hung && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (cur < to && (started || hung || crashed)) {
+            /* The case under way ended the child: blame the operation it
+             * was in, or, between operations, the last one that began (the
+             * first of the case when none had). */
+            int op = current >= 0 ? current : last >= 0 ? last : sw->query_path ? OP_QUERY : OP_VERIFY;
+            out[cur][op] = hung ? OUT_HANG : OUT_CRASH;
+            restore_files(sw, cases[cur].none ? NULL : &sw->files[cases[cur].file]);
+            cur++;
+        }
+        next = cur;
     }
-    if (current >= 0)
-        out[current] = hung ? OUT_HANG : crashed ? OUT_CRASH : OUT_NOTRUN;
+}
+
+/* Run the undamaged store as a case. */
+static void run_undamaged(sweep *sw, int out[OP_COUNT])
+{
+    damage none = {0, 0, 0, 0, 1};
+    run_cases(sw, &none, 1, (int(*)[OP_COUNT])out);
 }
 
 /* Judge one case; returns 0 when it passes. */
@@ -537,6 +632,30 @@ static void count(tally *t, const int out[OP_COUNT])
     t->cases++;
     for (int op = 0; op < OP_COUNT; op++)
         t->n[op][out[op]]++;
+}
+
+/* Run the cases, count them into t and judge each (table_file: damage to a
+ * table file must be found by verify, unless the file is empty); returns
+ * the failures. */
+static int run_and_judge(sweep *sw, const damage *cases, size_t nc, int table_file, tally *t)
+{
+    int(*outs)[OP_COUNT] = calloc(nc ? nc : 1, sizeof *outs);
+    assert_non_null(outs);
+    run_cases(sw, cases, nc, outs);
+    int failures = 0;
+    for (size_t i = 0; i < nc; i++) {
+        const file_image *f = &sw->files[cases[i].file];
+        count(t, outs[i]);
+        char what[320];
+        if (cases[i].truncate)
+            snprintf(what, sizeof what, "%s truncated to %zu bytes", f->name, cases[i].at);
+        else
+            snprintf(what, sizeof what, "%s byte %zu ^ 0x%02x", f->name, cases[i].at,
+                     cases[i].mask);
+        failures += judge(sw, what, outs[i], table_file && (!cases[i].truncate || f->size > 0));
+    }
+    free(outs);
+    return failures;
 }
 
 static void print_tally(const char *name, const tally *t)
@@ -620,27 +739,12 @@ static void load_files(sweep *sw)
         if (!f->data && f->size == 0)
             f->data = malloc(1);
         assert_non_null(f->data);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        f->mtime = st.st_mtim;
         free(p);
     }
     closedir(d);
-}
-
-static int write_damaged(const sweep *sw, const file_image *f, size_t off, uint8_t xor_mask,
-                         size_t trunc_len, int truncate_file)
-{
-    char *p = test_path(sw->dir, f->name);
-    int rc;
-    if (truncate_file) {
-        rc = test_write_file(p, f->data, trunc_len);
-    } else {
-        uint8_t *copy = malloc(f->size);
-        memcpy(copy, f->data, f->size);
-        copy[off] ^= xor_mask;
-        rc = test_write_file(p, copy, f->size);
-        free(copy);
-    }
-    free(p);
-    return rc;
 }
 
 static void sweep_store(int paragraphs)
@@ -676,7 +780,7 @@ static void sweep_store(int paragraphs)
 
     /* The undamaged store passes every operation. */
     int out[OP_COUNT];
-    run_case(&sw, out);
+    run_undamaged(&sw, out);
     for (int op = 0; op < OP_COUNT; op++)
         assert_true(out[op] == OUT_OK || out[op] == OUT_NOTRUN);
 
@@ -690,35 +794,24 @@ static void sweep_store(int paragraphs)
         memset(&t, 0, sizeof t);
         size_t n;
         size_t *offs = pick_offsets(&sw, &r, f->name, f->size, &n);
-        for (size_t i = 0; i < n; i++) {
-            for (int pass = 0; pass < 2; pass++) {
-                uint8_t mask = pass ? 0x01 : 0xFF;
-                if (!sw.full && pass == 1 && (i & 1))
-                    continue;
-                write_damaged(&sw, f, offs[i], mask, 0, 0);
-                run_case(&sw, out);
-                restore_files(&sw);
-                count(&t, out);
-                char what[320];
-                snprintf(what, sizeof what, "%s byte %zu ^ 0x%02x", f->name, offs[i], mask);
-                if (judge(&sw, what, out, table_file))
-                    failures++;
-            }
+        /* Flips, then truncations: every length in full mode for small
+         * files; sampled otherwise, always including 0, 1 and around every
+         * page. */
+        size_t step = sw.full ? (f->size > 20000 ? 509 : 7) : (f->size > 20000 ? 4093 : 97);
+        size_t cap = 2 * n + f->size / (step < 16 ? step : 1) + 64, nc = 0;
+        damage *cases = calloc(cap, sizeof *cases);
+        assert_non_null(cases);
+        for (size_t i = 0; i < n; i++)
+            for (int pass = 0; pass < 2; pass++)
+                if (sw.full || pass == 0 || !(i & 1))
+                    cases[nc++] = (damage){fi, offs[i], pass ? 0x01 : 0xFF, 0, 0};
+        for (size_t len = 0; len < f->size; len += (len < 16 ? 1 : step)) {
+            assert_true(nc < cap);
+            cases[nc++] = (damage){fi, len, 0, 1, 0};
         }
         free(offs);
-        /* Truncations: every length in full mode for small files; sampled
-         * otherwise, always including 0, 1 and around every page. */
-        size_t step = sw.full ? (f->size > 20000 ? 509 : 7) : (f->size > 20000 ? 4093 : 97);
-        for (size_t len = 0; len < f->size; len += (len < 16 ? 1 : step)) {
-            write_damaged(&sw, f, 0, 0, len, 1);
-            run_case(&sw, out);
-            restore_files(&sw);
-            count(&t, out);
-            char what[320];
-            snprintf(what, sizeof what, "%s truncated to %zu bytes", f->name, len);
-            if (judge(&sw, what, out, table_file && f->size > 0))
-                failures++;
-        }
+        failures += run_and_judge(&sw, cases, nc, table_file, &t);
+        free(cases);
         print_tally(f->name, &t);
         total.cases += t.cases;
         for (int op = 0; op < OP_COUNT; op++)
@@ -775,13 +868,14 @@ static void test_corruption__query_path(void **state)
     free(texts);
     load_files(&sw);
     int out[OP_COUNT];
-    run_case(&sw, out);
+    run_undamaged(&sw, out);
     assert_int_equal(out[OP_QUERY], OUT_OK);
     assert_int_equal(out[OP_QUERY_WALKED], OUT_OK);
     const file_image *f = NULL;
+    size_t fi = 0;
     for (size_t i = 0; i < sw.nfiles; i++)
         if (strcmp(sw.files[i].name, "data.mdb") == 0)
-            f = &sw.files[i];
+            f = &sw.files[fi = i];
     assert_non_null(f);
     int failures = 0;
     tally t;
@@ -789,21 +883,15 @@ static void test_corruption__query_path(void **state)
     /* Page headers, node pointers and the first nodes densely; the rest of
      * each page (nodes: keys, ids, records) at a stride. */
     size_t head = UNDER_SANITIZER ? 32 : 64, stride = sw.full ? 1 : UNDER_SANITIZER ? 127 : 37;
-    for (size_t off = 0; off < f->size; off += (sw.full || off % 4096 < head) ? 1 : stride) {
-        for (int pass = 0; pass < 2; pass++) {
-            uint8_t mask = pass ? 0x01 : 0xFF;
-            if (!sw.full && pass == 1 && (off & 1))
-                continue;
-            write_damaged(&sw, f, off, mask, 0, 0);
-            run_case(&sw, out);
-            restore_files(&sw);
-            count(&t, out);
-            char what[320];
-            snprintf(what, sizeof what, "data.mdb byte %zu ^ 0x%02x", off, mask);
-            if (judge(&sw, what, out, 0))
-                failures++;
-        }
-    }
+    damage *cases = calloc(2 * f->size + 1, sizeof *cases);
+    assert_non_null(cases);
+    size_t nc = 0;
+    for (size_t off = 0; off < f->size; off += (sw.full || off % 4096 < head) ? 1 : stride)
+        for (int pass = 0; pass < 2; pass++)
+            if (sw.full || pass == 0 || !(off & 1))
+                cases[nc++] = (damage){fi, off, pass ? 0x01 : 0xFF, 0, 0};
+    failures += run_and_judge(&sw, cases, nc, 0, &t);
+    free(cases);
     print_tally("data.mdb, query path", &t);
     test_rmtree(tmp);
     free(tmp);
