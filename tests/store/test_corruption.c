@@ -703,11 +703,7 @@ static size_t *pick_offsets(const sweep *sw, test_rng *r, const char *name, size
             }
         }
     } else {
-        /* Under a sanitizer, table files more sparsely: each byte is behind
-         * a checksum, test_table flips every one in process, and this
-         * sweep's other builds sample at 6 (SIMSTORE_SWEEP=full: all). */
-        size_t body = sw->full || !UNDER_SANITIZER ? density : 48;
-        for (size_t o = 0; o < size; o += body)
+        for (size_t o = 0; o < size; o += density)
             v[k++] = o;
         /* The footer and index matter most: always every byte there. */
         for (size_t o = size > 96 ? size - 96 : 0; o < size; o++)
