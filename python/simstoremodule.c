@@ -2543,9 +2543,8 @@ PyDoc_STRVAR(store_pairs_doc,
              "Every unordered pair of stored documents within distance k (None: the\n"
              "store's k; up to 7, above the store's k joined in memory or through\n"
              "sorted runs within memory_bytes), each once, by distance, then a, then b:\n"
-             "`simstore pairs\n"
-             "STORE`. Pairs (a, b, distance, fp_a, fp_b, similarity) are gathered with\n"
-             "the GIL released, then iterated.");
+             "`simstore pairs STORE`. Pairs (a, b, distance, fp_a, fp_b, similarity)\n"
+             "are gathered with the GIL released, then iterated.");
 
 static PyObject *store_pairs(StoreObject *self, PyObject *args, PyObject *kwargs)
 {

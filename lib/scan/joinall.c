@@ -244,11 +244,9 @@ static void store_close(void *src)
 void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
                       unsigned threads)
 {
-    in->open = store_open;
-    in->next = store_next;
-    in->close = store_close;
-    in->ctx = (void *)snap;
-    in->parts = scan_parts_for(s->design, threads ? threads : simstore_default_threads());
+    *in = (scan_join_input){
+        store_open, store_next, store_close, (void *)snap,
+        scan_parts_for(s->design, threads ? threads : simstore_default_threads())};
 }
 
 /* The distinct fingerprints of the snapshot, unpermuted, a chunk at a time
@@ -368,11 +366,7 @@ static void spool_close(void *src)
 
 void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
 {
-    in->open = spool_open;
-    in->next = spool_next;
-    in->close = spool_close;
-    in->ctx = ctx;
-    in->parts = 1;
+    *in = (scan_join_input){spool_open, spool_next, spool_close, ctx, 1};
 }
 
 /* ---- an array ------------------------------------------------------------- */
@@ -428,9 +422,5 @@ static void array_close(void *src)
 
 void scan_array_input(scan_join_input *in, scan_array_ctx *ctx)
 {
-    in->open = array_open;
-    in->next = scan_values_next;
-    in->close = array_close;
-    in->ctx = ctx;
-    in->parts = 1;
+    *in = (scan_join_input){array_open, scan_values_next, array_close, ctx, 1};
 }
