@@ -1719,9 +1719,10 @@ SIMSTORE_API uint64_t simstore_keep_order(const simstore_cluster_options *o,
  * what an insert-if-new service keeps in front of a store. It uses the
  * store's table designs (every set of k flipped bits leaves some table's
  * prefix untouched) over hash chains, re-choosing the design as it grows, so
- * answers are exact for every k up to the index's. Memory: per slot of its
- * capacity (the count rounded up to a power of two) 16 bytes plus 6 bytes
- * per table of its design, at most 16 tables: for k = 3, 4 tables up to
+ * answers are exact for every k up to the index's (and above it, slower).
+ * Memory: per slot of its capacity (the count rounded up to a power of two)
+ * 16 bytes plus 6 bytes per table of its design, at most 16 tables: for
+ * k = 3, 4 tables up to
  * about a million entries (40..80 bytes an entry), 10 beyond; for a large k
  * at a large count it scans longer chains rather than using more tables.
  * simstore_memindex_bytes() tells. Queries allocate nothing.
@@ -1758,9 +1759,14 @@ SIMSTORE_API int simstore_memindex_add(simstore_memindex *ix, uint64_t fp, uint6
 typedef int (*simstore_memindex_fn)(void *ctx, uint64_t fp, uint64_t value, unsigned distance);
 
 /* Call fn(ctx, ...) once for every entry whose fingerprint is within
- * distance k of fp (k at most the index's), in no particular order.
+ * distance k of fp, in no particular order. k may be above the index's (up
+ * to SIMSTORE_MAX_K), exactly all the same: each table's chains are then
+ * visited at every prefix within a few bits of the query's (as a store
+ * answers a k above its own), or every entry is compared when that reads
+ * less; slower than at the index's k.
  * Returns SIMSTORE_OK, fn's nonzero value when it stopped the query, or
- * SIMSTORE_EINVAL (ix or fn NULL), SIMSTORE_ERANGE (k above the index's). */
+ * SIMSTORE_EINVAL (ix or fn NULL), SIMSTORE_ERANGE (k above
+ * SIMSTORE_MAX_K). */
 SIMSTORE_API int simstore_memindex_query(const simstore_memindex *ix, uint64_t fp, unsigned k,
                                          simstore_memindex_fn fn, void *ctx);
 
@@ -1910,8 +1916,11 @@ SIMSTORE_API void simstore_live_query_free(simstore_live_query *q);
 
 /* Every document within distance k of fp, on disk or in memory, as
  * simstore_query_fp_sketch() would answer after the changes (sketch: the
- * query's, or NULL). *matches stays valid until the next call on q.
- * Errors: SIMSTORE_ERANGE (k above the store's design), SIMSTORE_ECORRUPT,
+ * query's, or NULL). *matches stays valid until the next call on q. k may
+ * be above the store's, as for simstore_query_fp(): the in-memory changes
+ * are answered as exactly.
+ * Errors: SIMSTORE_ERANGE (k above SIMSTORE_MAX_K, or a k
+ * simstore_query_fp() refuses for the store), SIMSTORE_ECORRUPT,
  * SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_live_query_fp(simstore_live_query *q, uint64_t fp, const uint8_t *sketch,
                                         unsigned k, const simstore_match **matches, size_t *count);

@@ -198,8 +198,10 @@ int sims_memtable_query(const sims_memtable *m, uint64_t fp, unsigned k, sims_me
 {
     query_ctx q = {m, fn, ctx};
     if (m->count == 0)
-        return k > m->k ? sims_fail(SIMSTORE_ERANGE, "k = %u above the memtable's %u", k, m->k)
-                        : SIMSTORE_OK;
+        return k > SIMSTORE_MAX_K
+                   ? sims_fail(SIMSTORE_ERANGE, "k = %u is above %d, the largest there is", k,
+                               SIMSTORE_MAX_K)
+                   : SIMSTORE_OK;
     return simstore_memindex_query(m->ix, fp, k, query_entry, &q);
 }
 

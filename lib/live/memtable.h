@@ -61,7 +61,8 @@ const sims_mt_doc *sims_memtable_find(const sims_memtable *m, const char *id, si
 
 /* Call fn for every insert whose fingerprint is within k of fp (superseded
  * ones too: the caller checks sims_memtable_find). fn's nonzero value stops
- * the query and is returned. SIMSTORE_ERANGE for k above the table's. */
+ * the query and is returned. k may be above the table's (up to
+ * SIMSTORE_MAX_K, SIMSTORE_ERANGE beyond): exact all the same. */
 typedef int (*sims_memtable_fn)(void *ctx, const sims_mt_doc *d, unsigned distance);
 int sims_memtable_query(const sims_memtable *m, uint64_t fp, unsigned k, sims_memtable_fn fn,
                         void *ctx);

@@ -17,6 +17,11 @@
  * once, from the first table whose prefix avoids fp ^ q (the table the
  * design's proof names), so nothing is allocated to remove repeats.
  *
+ * Above k. A query at a distance K above the index's k (up to
+ * SIMSTORE_MAX_K) probes each table at every prefix within a few bits of
+ * q's (format/design.md, "Beyond k"), or compares every entry when that
+ * reads less; exact either way (query_beyond).
+ *
  * Growth. When the entries fill the capacity, it doubles: the design is
  * chosen again for the new capacity (sims_design_choose with a cost model of
  * chains in RAM, below), and every chain is rebuilt. The design therefore
@@ -38,6 +43,10 @@
 /* At most this many tables (so at most ~16 + 10 x 16 bytes an entry): past
  * it, a design for a large k scans longer chains rather than growing. */
 #define MEMINDEX_MAX_TABLES 16
+
+/* A query above the index's k visits buckets rather than every entry only
+ * when there are more than this many entries a bucket it would visit. */
+#define BEYOND_PASS_RATIO 32
 
 /* The cost model for chains in RAM: a probe hashes, permutes and misses the
  * cache once (~25 ns); each chain step misses on next[] and fps[] (~4 ns in
@@ -193,13 +202,105 @@ static inline unsigned first_clean_table(const sims_design *d, uint64_t diff)
     return t;
 }
 
+/* A query above the index's k (format/design.md, "Beyond k"): some table's
+ * prefix holds at most `flips` of the differing bits, so each table is
+ * probed at the bucket of every prefix within `flips` bits of the query's.
+ * An entry is given from the first table whose prefix holds at most `flips`
+ * of its differing bits, at the one mask equal to its prefix's difference:
+ * once, however many masks share a bucket. */
+typedef struct beyond_query {
+    const simstore_memindex *ix;
+    uint64_t fp;
+    unsigned k, flips, t, prefix_bits;
+    uint64_t qprefix; /* the query's table-t prefix */
+    simstore_memindex_fn fn;
+    void *ctx;
+} beyond_query;
+
+static unsigned first_table_within(const sims_design *d, uint64_t diff, unsigned flips)
+{
+    unsigned t = 0;
+    while ((unsigned)__builtin_popcountll(d->tables[t].prefix_mask & diff) > flips)
+        t++;
+    return t;
+}
+
+static int beyond_chain(const beyond_query *b, uint64_t mask)
+{
+    const simstore_memindex *ix = b->ix;
+    const sims_design_table *tab = &ix->design.tables[b->t];
+    uint64_t prefix = b->qprefix ^ mask;
+    uint64_t bucket = (prefix * UINT64_C(0x9E3779B97F4A7C15)) >> (64u - ix->bucket_bits);
+    const uint32_t *next = ix->next + (size_t)b->t * ix->capacity;
+    uint32_t i = ix->heads[((size_t)b->t << ix->bucket_bits) + bucket];
+    for (; i != NONE; i = next[i]) {
+        uint64_t diff = ix->fps[i] ^ b->fp;
+        unsigned dist = simstore_distance(ix->fps[i], b->fp);
+        if (dist > b->k)
+            continue;
+        uint64_t dprefix = sims_permute(&tab->permuter, diff) >> (64u - b->prefix_bits);
+        if (dprefix != mask || first_table_within(&ix->design, diff, b->flips) != b->t)
+            continue;
+        int stop = b->fn(b->ctx, ix->fps[i], ix->values[i], dist);
+        if (stop)
+            return stop;
+    }
+    return 0;
+}
+
+/* Every mask of at most `left` more bits below bit `below` added to mask
+ * (as sims_design_prefix_masks orders them), each probed. */
+static int beyond_masks(const beyond_query *b, uint64_t mask, unsigned below, unsigned left)
+{
+    int stop = beyond_chain(b, mask);
+    for (unsigned bit = 0; !stop && left > 0 && bit < below; bit++)
+        stop = beyond_masks(b, mask | (uint64_t)1 << bit, bit, left - 1);
+    return stop;
+}
+
+static int query_beyond(const simstore_memindex *ix, uint64_t fp, unsigned k,
+                        simstore_memindex_fn fn, void *ctx)
+{
+    const sims_design *d = &ix->design;
+    unsigned flips = sims_design_prefix_flips(d, k);
+    /* Buckets to visit, each a cache miss or two (~25 ns, MEMINDEX_MODEL),
+     * against one pass comparing every entry (under 1 ns each): the pass
+     * when it costs less. Both are exact. */
+    uint64_t probes = sims_design_probes(d, k);
+    if (probes >= ix->count / BEYOND_PASS_RATIO) {
+        for (uint64_t i = 0; i < ix->count; i++) {
+            unsigned dist = simstore_distance(ix->fps[i], fp);
+            if (dist > k)
+                continue;
+            int stop = fn(ctx, ix->fps[i], ix->values[i], dist);
+            if (stop)
+                return stop;
+        }
+        return SIMSTORE_OK;
+    }
+    beyond_query b = {ix, fp, k, flips, 0, 0, 0, fn, ctx};
+    for (unsigned t = 0; t < d->n_tables; t++) {
+        const sims_design_table *tab = &d->tables[t];
+        b.t = t;
+        b.prefix_bits = tab->prefix_bits;
+        b.qprefix = sims_permute(&tab->permuter, fp) >> (64u - tab->prefix_bits);
+        int stop = beyond_masks(&b, 0, tab->prefix_bits, flips);
+        if (stop)
+            return stop;
+    }
+    return SIMSTORE_OK;
+}
+
 int simstore_memindex_query(const simstore_memindex *ix, uint64_t fp, unsigned k,
                             simstore_memindex_fn fn, void *ctx)
 {
     if (!ix || !fn)
         return sims_fail(SIMSTORE_EINVAL, "memindex: NULL index or callback");
+    if (k > SIMSTORE_MAX_K)
+        return sims_fail(SIMSTORE_ERANGE, "memindex: k = %u is above %d, the largest there is", k,
+                         SIMSTORE_MAX_K);
     if (k > ix->k)
-        return sims_fail(SIMSTORE_ERANGE, "memindex: k = %u is above the index's %u", k, ix->k);
+        return query_beyond(ix, fp, k, fn, ctx);
     const sims_design *d = &ix->design;
     for (unsigned t = 0; t < d->n_tables; t++) {
         const uint32_t *next = ix->next + (size_t)t * ix->capacity;

@@ -1,7 +1,8 @@
 /* test_memindex.c: lib/scan/memindex.c (simstore_memindex_*) against a
  * brute-force scan: every query's answers equal the entries within k, each
  * once, on uniform, clustered, duplicate-heavy and adversarial sets for
- * k = 0..7, checked while the index grows past its resize thresholds; the
+ * k = 0..7, checked while the index grows past its resize thresholds, and
+ * at every distance above the index's k up to 7; the
  * nearest entry and its tie rule; argument errors; memory per entry. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,47 +91,52 @@ static int collect(void *ctx, uint64_t fp, uint64_t value, unsigned distance)
     return 0;
 }
 
-/* Every query == the brute-force scan of fps[0..n). */
-static void check_queries(const simstore_memindex *ix, const uint64_t *fps, size_t n,
-                          const uint64_t *queries, size_t nq, unsigned k, const char *what)
+/* Every query at distance kq == the brute-force scan of fps[0..n). */
+static void check_at(const simstore_memindex *ix, const uint64_t *fps, size_t n,
+                     const uint64_t *queries, size_t nq, unsigned kq, const char *what)
 {
     unsigned char *seen = malloc(n ? n : 1);
     assert_non_null(seen);
     for (size_t q = 0; q < nq; q++) {
-        for (unsigned kq = 0; kq <= k; kq += (k > 2 ? k - 1 : 1)) {
-            memset(seen, 0, n ? n : 1);
-            collected c = {seen, n, 0, 0, fps, queries[q]};
-            assert_int_equal(simstore_memindex_query(ix, queries[q], kq, collect, &c), 0);
-            for (size_t i = 0; i < n; i++) {
-                int want = simstore_distance(fps[i], queries[q]) <= kq;
-                if (c.wrong || c.repeat || want != (seen[i] != 0)) {
-                    fprintf(stderr,
-                            "%s: k=%u query %016llx: entry %zu (%016llx) %s (n=%zu, %u tables)\n",
-                            what, kq, (unsigned long long)queries[q], i,
-                            (unsigned long long)fps[i],
-                            c.wrong ? "wrong answer" : c.repeat ? "repeated" : "differs", n,
-                            simstore_memindex_tables(ix));
-                    fail();
-                }
+        memset(seen, 0, n ? n : 1);
+        collected c = {seen, n, 0, 0, fps, queries[q]};
+        assert_int_equal(simstore_memindex_query(ix, queries[q], kq, collect, &c), 0);
+        for (size_t i = 0; i < n; i++) {
+            int want = simstore_distance(fps[i], queries[q]) <= kq;
+            if (c.wrong || c.repeat || want != (seen[i] != 0)) {
+                fprintf(stderr,
+                        "%s: k=%u query %016llx: entry %zu (%016llx) %s (n=%zu, %u tables)\n",
+                        what, kq, (unsigned long long)queries[q], i, (unsigned long long)fps[i],
+                        c.wrong ? "wrong answer" : c.repeat ? "repeated" : "differs", n,
+                        simstore_memindex_tables(ix));
+                fail();
             }
-            /* nearest: smallest distance, then smallest value. */
-            simstore_memindex_match m;
-            int got = simstore_memindex_nearest(ix, queries[q], kq, &m);
-            size_t best = n;
-            for (size_t i = 0; i < n; i++)
-                if (simstore_distance(fps[i], queries[q]) <= kq &&
-                    (best == n ||
-                     simstore_distance(fps[i], queries[q]) < simstore_distance(fps[best], queries[q])))
-                    best = i;
-            assert_int_equal(got, best < n);
-            if (best < n) {
-                assert_int_equal(m.value, best);
-                assert_int_equal(m.fp, fps[best]);
-                assert_int_equal(m.distance, simstore_distance(fps[best], queries[q]));
-            }
+        }
+        /* nearest: smallest distance, then smallest value. */
+        simstore_memindex_match m;
+        int got = simstore_memindex_nearest(ix, queries[q], kq, &m);
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (simstore_distance(fps[i], queries[q]) <= kq &&
+                (best == n ||
+                 simstore_distance(fps[i], queries[q]) < simstore_distance(fps[best], queries[q])))
+                best = i;
+        assert_int_equal(got, best < n);
+        if (best < n) {
+            assert_int_equal(m.value, best);
+            assert_int_equal(m.fp, fps[best]);
+            assert_int_equal(m.distance, simstore_distance(fps[best], queries[q]));
         }
     }
     free(seen);
+}
+
+/* Queries at 0, 1, k - 1 and k (a few of the distances up to the index's). */
+static void check_queries(const simstore_memindex *ix, const uint64_t *fps, size_t n,
+                          const uint64_t *queries, size_t nq, unsigned k, const char *what)
+{
+    for (unsigned kq = 0; kq <= k; kq += (k > 2 ? k - 1 : 1))
+        check_at(ix, fps, n, queries, nq, kq, what);
 }
 
 /* Checkpoints: just before, at and after each doubling of the capacity. */
@@ -170,6 +176,48 @@ static void test_memindex_exact__all_sets_all_k(void **state)
                 }
             }
             simstore_memindex_free(ix);
+        }
+    free(fps);
+}
+
+/* Distances above the index's k (up to SIMSTORE_MAX_K) are answered
+ * exactly too: every set kind, indexes for k = 0..4, each query at every K
+ * from k + 1 to 7. The small sets are answered by comparing every entry;
+ * the large ones (k = 1..4, 24,000 entries: a few hundred buckets or fewer
+ * a query against 750 = 24,000 / 32) by the chains at every prefix within a
+ * few bits of the query's, checked again after growth. */
+static void test_memindex_exact__beyond_k(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "test_memindex beyond", 3);
+    enum { BIG = 24000, NQ = 40 };
+    uint64_t *fps = malloc(BIG * sizeof *fps);
+    uint64_t queries[NQ];
+    assert_non_null(fps);
+    for (unsigned k = 0; k <= 4; k++)
+        for (int kind = 0; kind < SET_KINDS; kind++) {
+            size_t sizes[2] = {700, BIG};
+            for (int si = 0; si < 2; si++) {
+                size_t n = sizes[si];
+                if (n == BIG && k == 0)
+                    continue; /* k = 0: one table of 64 bits, too many prefixes to visit */
+                char what[80];
+                snprintf(what, sizeof what, "beyond: %s index k=%u, %zu entries", SET_NAMES[kind],
+                         k, n);
+                make_set(&r, (enum set_kind)kind, SIMSTORE_MAX_K, fps, n);
+                for (size_t q = 0; q < NQ; q++)
+                    queries[q] = q % 4 == 3 ? test_rng_next(&r)
+                                            : flip_random(&r, fps[test_rng_below(&r, n)],
+                                                          (unsigned)test_rng_below(&r, 9));
+                simstore_memindex *ix = NULL;
+                assert_int_equal(simstore_memindex_new(k, 0, &ix), SIMSTORE_OK);
+                for (size_t i = 0; i < n; i++)
+                    assert_int_equal(simstore_memindex_add(ix, fps[i], i), SIMSTORE_OK);
+                for (unsigned kq = k + 1; kq <= SIMSTORE_MAX_K; kq++)
+                    check_at(ix, fps, n, queries, NQ, kq, what);
+                simstore_memindex_free(ix);
+            }
         }
     free(fps);
 }
@@ -228,7 +276,12 @@ static void test_memindex_errors__arguments(void **state)
     assert_int_equal(simstore_memindex_new(3, UINT64_C(1) << 40, &ix), SIMSTORE_EFULL);
     assert_int_equal(simstore_memindex_new(2, 10, &ix), SIMSTORE_OK);
     simstore_memindex_match m;
-    assert_int_equal(simstore_memindex_nearest(ix, 1, 3, &m), SIMSTORE_ERANGE);
+    /* Above the index's k is answered (test_memindex_exact__beyond_k);
+     * above SIMSTORE_MAX_K is not. */
+    assert_int_equal(simstore_memindex_nearest(ix, 1, SIMSTORE_MAX_K + 1, &m), SIMSTORE_ERANGE);
+    assert_int_equal(simstore_memindex_query(ix, 1, SIMSTORE_MAX_K + 1, collect, NULL),
+                     SIMSTORE_ERANGE);
+    assert_int_equal(simstore_memindex_nearest(ix, 1, 3, &m), 0);
     assert_int_equal(simstore_memindex_nearest(ix, 1, 2, &m), 0);
     assert_int_equal(simstore_memindex_query(ix, 1, 2, NULL, NULL), SIMSTORE_EINVAL);
     assert_int_equal(simstore_memindex_add(NULL, 1, 1), SIMSTORE_EINVAL);
@@ -251,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memindex_exact__all_sets_all_k),
         cmocka_unit_test(test_memindex_exact__presized),
+        cmocka_unit_test(test_memindex_exact__beyond_k),
         cmocka_unit_test(test_memindex_bytes__per_entry),
         cmocka_unit_test(test_memindex_errors__arguments),
     };

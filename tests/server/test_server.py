@@ -1,4 +1,4 @@
-# test_server.py: simstore serve on a loopback port, driven by http.client: every route and error status, answers equal to the CLI's, concurrent clients, the insert-if-new race, kill -9 and restart, tokens and read-only, IPv6 listening, a batch answering as its documents one by one with one log fsync.
+# test_server.py: simstore serve on a loopback port, driven by http.client: every route and error status, answers equal to the CLI's and, above the store's k, to brute force, concurrent clients, the insert-if-new race, kill -9 and restart, tokens and read-only, IPv6 listening, a batch answering as its documents one by one with one log fsync.
 # Usage: python3 test_server.py SIMSTORE_BINARY SOURCE_DIR [TEST...]
 # Nothing here waits for a time to pass: the server's port comes from its
 # first line on stdout, and every check follows an answer.
@@ -126,7 +126,7 @@ def test_queries_equal_cli():
         try:
             fps = [fp for _, fp in docs]
             for fp in fps:
-                for k in (0, 3):
+                for k in (0, 3, 6):
                     want = cli_matches(store, "--fp", fp, "--k", str(k))
                     st, got = srv.request("GET", "/v1/query?fp=%s&k=%d&meta=true" % (fp, k))
                     check(st == 200 and got["matches"] == want,
@@ -208,7 +208,7 @@ def test_routes_and_errors():
         bad = [
             ("GET", "/v1/query?fp=xyz", None, None, "fp"),
             ("GET", "/v1/query", None, None, "missing"),
-            ("GET", "/v1/query?fp=%s&k=4" % fp, None, None, "exceeds"),
+            ("GET", "/v1/query?fp=%s&k=8" % fp, None, None, "k must"),
             ("GET", "/v1/query?fp=%s&k=-1" % fp, None, None, "k must"),
             ("GET", "/v1/query?fp=%s&color=red" % fp, None, None, "unknown query parameter"),
             ("GET", "/v1/query?fp=%s&fp=%s" % (fp, fp), None, None, "twice"),
@@ -217,7 +217,9 @@ def test_routes_and_errors():
             ("POST", "/v1/query", None, b"", "body"),
             ("POST", "/v1/query", {"fp": "12"}, None, "16 hex"),
             ("POST", "/v1/query", {"fp": fp, "colour": 1}, None, "unknown field 'colour'"),
-            ("POST", "/v1/query", {"fp": fp, "k": 9}, None, "exceeds"),
+            ("POST", "/v1/query", {"fp": fp, "k": 9}, None, "k must"),
+            ("POST", "/v1/documents", {"id": "z", "text": "x", "mode": "check", "k": 8}, None,
+             "k must"),
             ("POST", "/v1/query", {"fp": fp, "text": "x"}, None, "exactly one"),
             ("POST", "/v1/query", {"queries": [{"fp": fp}, {"fq": 1}]}, None, "queries[1]"),
             ("POST", "/v1/documents", {"id": "", "text": "x"}, None, "id"),
@@ -703,8 +705,78 @@ def test_sighup_reopens_log():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
-TESTS = [test_routes_and_errors, test_queries_equal_cli, test_token_and_read_only,
-         test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
+def test_beyond_store_k():
+    """k above the store's (3) up to 7, exactly, on a live server: documents
+    in the store and documents only in its in-memory table, queries,
+    batches and insert-if-new against a brute-force answer."""
+    rng = random.Random(7)
+    base = [rng.getrandbits(64) for _ in range(300)]
+    stored = {}
+    for i, c in enumerate(base[:60]):
+        stored["s%d" % i] = c
+        # Neighbours at distances 1..8 of a few centres.
+        for j in range(3):
+            fp = c
+            for b in rng.sample(range(64), rng.randint(1, 8)):
+                fp ^= 1 << b
+            stored["s%d-%d" % (i, j)] = fp
+    for i, fp in enumerate(base[60:]):
+        stored["u%d" % i] = fp
+    tsv = os.path.join(WORK, "beyond.tsv")
+    with open(tsv, "w") as f:
+        for id_, fp in stored.items():
+            f.write("%s\t%016x\n" % (id_, fp))
+    store = os.path.join(WORK, "beyond.store")
+    run("build", store, "--quiet", tsv)
+    srv = Server(store)
+    try:
+        every = dict(stored)
+        # Documents the server holds only in memory: near the stored ones.
+        for i in range(40):
+            fp = base[i]
+            for b in rng.sample(range(64), rng.randint(3, 7)):
+                fp ^= 1 << b
+            st, body = srv.request("POST", "/v1/documents",
+                                   {"id": "m%d" % i, "fp": "%016x" % fp})
+            check(st == 201, "insert m%d" % i)
+            every["m%d" % i] = fp
+
+        def brute(q, k):
+            return sorted((id_, bin(fp ^ q).count("1")) for id_, fp in every.items()
+                          if bin(fp ^ q).count("1") <= k)
+
+        def got_of(matches):
+            return sorted((m["id"], m["distance"]) for m in matches)
+
+        queries = [base[i] for i in range(0, 60, 3)] + [rng.getrandbits(64) for _ in range(5)]
+        for k in (4, 5, 7):
+            for q in queries:
+                st, body = srv.request("GET", "/v1/query?fp=%016x&k=%d" % (q, k))
+                check(st == 200 and body["k"] == k and got_of(body["matches"]) == brute(q, k),
+                      "GET query k=%d above the store's k equals brute force" % k)
+            st, body = srv.request("POST", "/v1/query",
+                                   {"queries": [{"fp": "%016x" % q} for q in queries], "k": k})
+            check(st == 200 and [got_of(r["matches"]) for r in body["results"]] ==
+                  [brute(q, k) for q in queries], "batch query k=%d equals brute force" % k)
+        # insert-if-new at k = 7 sees a document only in memory 3..7 bits away.
+        q = every["m0"] ^ 0b111
+        want = brute(q, 7)
+        st, body = srv.request("POST", "/v1/documents",
+                               {"id": "n0", "fp": "%016x" % q, "mode": "insert-if-new", "k": 7})
+        check(st == 200 and body["inserted"] is False and got_of(body["matches"]) == want,
+              "insert-if-new at k=7 answers its near-duplicates and inserts nothing")
+        far = rng.getrandbits(64)
+        while brute(far, 7):
+            far = rng.getrandbits(64)
+        st, body = srv.request("POST", "/v1/documents",
+                               {"id": "n1", "fp": "%016x" % far, "mode": "insert-if-new", "k": 7})
+        check(st == 201 and body["inserted"] is True, "insert-if-new at k=7 inserts a new one")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
+         test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
          test_ipv6_listen]
 

@@ -5,8 +5,8 @@ find_program(SIMSTORE_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(NOT SIMSTORE_PYTHON3)
   find_program(SIMSTORE_PYTHON3 NAMES python3 REQUIRED)
 endif()
-foreach(scenario routes_and_errors queries_equal_cli token_and_read_only concurrent_clients
-                 insert_if_new_race kill9_restart sighup_reopens_log
+foreach(scenario routes_and_errors queries_equal_cli beyond_store_k token_and_read_only
+                 concurrent_clients insert_if_new_race kill9_restart sighup_reopens_log
                  writes_keepalive_and_drain batch_insert_if_new ipv6_listen)
   add_test(NAME test_server_${scenario}
     COMMAND ${SIMSTORE_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
