@@ -1343,7 +1343,15 @@ static int lz_descend(sims_lmdb_lazy *lz, lz_path *p, const uint8_t *key, uint64
          * (a page of a path is usually cold). */
         for (int64_t j = 1; j < 8 && hi - lo >= 8; j++)
             __builtin_prefetch(lz_node(l, lo + (hi - lo) * j / 8));
+        int near = 0;
         while (lo < hi) {
+            /* Then the few nodes left, all at once: the steps after read
+             * them one after another. */
+            if (!near && hi - lo <= 24) {
+                for (int64_t j = lo; j < hi; j++)
+                    __builtin_prefetch(lz_node(l, j));
+                near = 1;
+            }
             int64_t mid = lo + (hi - lo) / 2;
             const uint8_t *node = lz_node(l, mid);
             if (cmp_memn(node + NODE_HEADER, le_load16(node + 6), key, len) < 0)
