@@ -3,6 +3,7 @@
  * simstore_sketch_* functions that need no text. */
 #include "common/sketch.h"
 
+#include "common/bits.h"
 #include "common/bytes.h"
 #include "common/error.h"
 
@@ -49,7 +50,7 @@ double simstore_sketch_similarity(simstore_sketch_kind kind, const uint8_t *a, c
         return SIMSTORE_SIMILARITY_UNKNOWN;
     size_t bins = (size_t)1 << bits, differ = 0;
     for (size_t i = 0; i < bins / 8; i += 8)
-        differ += (size_t)__builtin_popcountll(le_load64(a + i) ^ le_load64(b + i));
+        differ += (size_t)sims_popcount64(le_load64(a + i) ^ le_load64(b + i));
     /* A bin agrees by chance half the time when the sets' elements there
      * differ: P(agree) = (1 + J) / 2, so J = 2 P - 1 = (m - 2 D) / m. The
      * integer form makes the value the same on every machine. */

@@ -4,6 +4,7 @@
  * (format/design.md). */
 #include "design/design.h"
 
+#include "common/bits.h"
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "common/error.h"
@@ -70,10 +71,6 @@ static uint64_t bit_range(unsigned lo, unsigned size)
     return ones << lo;
 }
 
-static unsigned popcount64(uint64_t x)
-{
-    return (unsigned)__builtin_popcountll(x);
-}
 
 /* Appending formatter with snprintf's contract: `len` counts what the full
  * text needs even once `buf` is full. */
@@ -180,7 +177,7 @@ static void perm_from_mask(uint64_t mask, uint8_t perm[64])
 static int emit_table(sims_design *out, design_shape *shape, uint64_t prefix_mask,
                       uint64_t blocks1, uint64_t blocks2)
 {
-    unsigned p = popcount64(prefix_mask);
+    unsigned p = sims_popcount64(prefix_mask);
     uint32_t t = shape->n_tables++;
     if (p < shape->min_prefix_bits)
         shape->min_prefix_bits = p;

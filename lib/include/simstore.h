@@ -72,19 +72,22 @@ SIMSTORE_API const char *simstore_last_error(void);
 
 /* ---- Fingerprints -------------------------------------------------------- */
 
-/* Hamming distance between two fingerprints (0..64). */
+/* Hamming distance between two fingerprints (0..64). The instruction where
+ * the target has one; elsewhere (x86-64 before -mpopcnt or -march=x86-64-v2,
+ * the default target of a portable build) a branch-free bit count, not
+ * __builtin_popcountll, which is there a call into libgcc: the distance is
+ * the inner loop of every query, batch and join. */
 static inline unsigned simstore_distance(uint64_t a, uint64_t b)
 {
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)__builtin_popcountll(a ^ b);
-#else
     uint64_t x = a ^ b;
-    unsigned n = 0;
-    while (x) {
-        x &= x - 1;
-        n++;
-    }
-    return n;
+#if (defined(__GNUC__) || defined(__clang__)) &&                                                   \
+    (defined(__POPCNT__) || defined(__aarch64__) || defined(__ARM_NEON))
+    return (unsigned)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
 #endif
 }
 

@@ -7,6 +7,7 @@
  * the document lookup, the cross-checks and the match order). */
 #include "store/store_internal.h"
 
+#include "common/bits.h"
 #include "common/error.h"
 #include "common/grow.h"
 #include "design/design.h"
@@ -374,7 +375,7 @@ static int run_task(worker *w, size_t task)
         for (size_t j = 0; j < nmasks; j++) {
             w->keys[i * nmasks + j].a = pq ^ w->masks[j];
             w->keys[i * nmasks + j].b =
-                (from + i) | (uint64_t)__builtin_popcountll(w->masks[j]) << 56;
+                (from + i) | (uint64_t)sims_popcount64(w->masks[j]) << 56;
         }
     }
     n *= nmasks;

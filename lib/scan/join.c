@@ -4,6 +4,7 @@
  * making every pair come out exactly once. */
 #include "scan/join.h"
 
+#include "common/bits.h"
 #include "common/error.h"
 
 #include <stdlib.h>
@@ -117,7 +118,7 @@ static inline int emit_pair(scan_joiner *j, uint64_t x, uint64_t y, uint64_t e)
         a = b;
         b = t;
     }
-    return j->emit(j->emit_ctx, a, b, (unsigned)__builtin_popcountll(e));
+    return j->emit(j->emit_ctx, a, b, (unsigned)sims_popcount64(e));
 }
 
 static int join_brute(scan_joiner *j, const uint64_t *s, size_t n)
@@ -126,7 +127,7 @@ static int join_brute(scan_joiner *j, const uint64_t *s, size_t n)
         uint64_t x = s[a];
         for (size_t b = a + 1; b < n; b++) {
             uint64_t e = x ^ s[b];
-            if ((unsigned)__builtin_popcountll(e) <= j->k && masks_met(j, e)) {
+            if ((unsigned)sims_popcount64(e) <= j->k && masks_met(j, e)) {
                 int rc = emit_pair(j, x, s[b], e);
                 if (rc)
                     return rc;
@@ -276,7 +277,7 @@ static void sort_masked(uint64_t *v, size_t n, uint64_t mask)
  * sizes differ by at most one, the larger first. */
 static void cut_blocks(uint64_t free_bits, unsigned m, uint64_t *blocks)
 {
-    unsigned f = (unsigned)__builtin_popcountll(free_bits), bit = 64;
+    unsigned f = (unsigned)sims_popcount64(free_bits), bit = 64;
     for (unsigned b = 0; b < m; b++) {
         unsigned size = f / m + (b < f % m ? 1u : 0u);
         blocks[b] = 0;
@@ -357,7 +358,7 @@ static int join_group(scan_joiner *j, const uint64_t *s, size_t n, uint64_t free
 {
     if (n < 2)
         return 0;
-    unsigned f = (unsigned)__builtin_popcountll(free_bits);
+    unsigned f = (unsigned)sims_popcount64(free_bits);
     if (n <= LEAF_VALUES || f <= j->k || depth + 1 >= MAX_DEPTH)
         return join_brute(j, s, n);
     if ((double)n >= 4.0 * neighbourhood(f, j->k))

@@ -27,6 +27,7 @@
  * chains in RAM, below), and every chain is rebuilt. The design therefore
  * follows the count, whatever expected_count said; a rebuild costs
  * T x capacity permutations, amortized O(T) per add. */
+#include "common/bits.h"
 #include "common/error.h"
 #include "design/design.h"
 
@@ -220,7 +221,7 @@ typedef struct beyond_query {
 static unsigned first_table_within(const sims_design *d, uint64_t diff, unsigned flips)
 {
     unsigned t = 0;
-    while ((unsigned)__builtin_popcountll(d->tables[t].prefix_mask & diff) > flips)
+    while ((unsigned)sims_popcount64(d->tables[t].prefix_mask & diff) > flips)
         t++;
     return t;
 }

@@ -2,6 +2,7 @@
  * file, and the constant-time key look-up and search the reader uses. */
 #include "table/keys.h"
 
+#include "common/bits.h"
 #include "common/error.h"
 
 #include <inttypes.h>
@@ -13,19 +14,6 @@
 
 /* Every SAMPLE-th one (and zero) has its position stored. */
 #define SAMPLE_SHIFT 6u
-
-static inline unsigned popcount64(uint64_t x)
-{
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__POPCNT__)
-    return (unsigned)__builtin_popcountll(x);
-#else
-    /* Without the instruction the builtin is a library call: SWAR instead. */
-    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
-    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
-    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
-    return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
-#endif
-}
 
 static inline unsigned ctz64(uint64_t x) /* x != 0 */
 {
@@ -68,7 +56,7 @@ static inline unsigned select_in_word(uint64_t x, unsigned r)
     c = (c & UINT64_C(0x3333333333333333)) + ((c >> 2) & UINT64_C(0x3333333333333333));
     c = (c + (c >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
     uint64_t prefix = c * ones;
-    unsigned byte = popcount64((((uint64_t)r * ones | highs) - prefix) & highs);
+    unsigned byte = sims_popcount64((((uint64_t)r * ones | highs) - prefix) & highs);
     unsigned left = r - (byte ? (unsigned)(prefix >> (8 * byte - 8)) & 0xFF : 0);
     uint64_t in = (x >> (8 * byte)) & 0xFF;
     for (; left; left--)
@@ -164,7 +152,7 @@ int table_keys_index(table_keys *k)
         return SIMS_CORRUPT("the key high bits do not end in their last word");
     uint64_t ones = 0;
     for (uint64_t w = 0; w < k->high_words; w++)
-        ones += popcount64(k->high[w]);
+        ones += sims_popcount64(k->high[w]);
     if (ones != n)
         return SIMS_CORRUPT("%" PRIu64 " keys in the key high bits, the index has %" PRIu64, ones,
                             n);
@@ -192,7 +180,7 @@ int table_keys_index(table_keys *k)
             zbits &= last_pos % 64 == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (last_pos % 64 + 1)) - 1;
         else if (w > last_pos >> 6)
             zbits = 0;
-        unsigned zc = popcount64(zbits);
+        unsigned zc = sims_popcount64(zbits);
         uint64_t next_z =
             (z + ((uint64_t)1 << SAMPLE_SHIFT) - 1) & ~(((uint64_t)1 << SAMPLE_SHIFT) - 1);
         while (next_z < z + zc) {
@@ -227,7 +215,7 @@ static inline uint64_t select1(const table_keys *k, uint64_t r)
     uint64_t w = pos >> 6;
     uint64_t x = k->high[w] & (~(uint64_t)0 << (pos & 63));
     for (;;) {
-        unsigned c = popcount64(x);
+        unsigned c = sims_popcount64(x);
         if (left < c)
             return w * 64 + select_in_word(x, (unsigned)left);
         left -= c;
@@ -243,7 +231,7 @@ static inline uint64_t select0(const table_keys *k, uint64_t r)
     uint64_t w = pos >> 6;
     uint64_t x = ~k->high[w] & (~(uint64_t)0 << (pos & 63));
     for (;;) {
-        unsigned c = popcount64(x);
+        unsigned c = sims_popcount64(x);
         if (left < c)
             return w * 64 + select_in_word(x, (unsigned)left);
         left -= c;

@@ -7,6 +7,7 @@
  * Hamming-distance probe. */
 #include "table/table.h"
 
+#include "common/bits.h"
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "common/error.h"
@@ -455,7 +456,7 @@ static inline unsigned select_in_word(uint64_t x, unsigned i)
 {
     unsigned s = 0;
     for (;;) {
-        unsigned pc = (unsigned)__builtin_popcountll(x & 0xFF);
+        unsigned pc = (unsigned)sims_popcount64(x & 0xFF);
         if (i < pc)
             break;
         i -= pc;
@@ -478,7 +479,7 @@ static uint64_t chunk_select1(const chunk_view *v, uint64_t i)
 {
     for (uint64_t w = 0;; w++) {
         uint64_t x = sec_word(v->high, w);
-        unsigned pc = (unsigned)__builtin_popcountll(x);
+        unsigned pc = (unsigned)sims_popcount64(x);
         if (i < pc)
             return 64 * w + select_in_word(x, (unsigned)i);
         i -= pc;
@@ -525,7 +526,7 @@ static uint64_t chunk_find(const chunk_view *v, uint64_t x, uint64_t *prev, uint
         uint64_t want = h - 1;
         for (uint64_t w = 0;; w++) {
             uint64_t z = ~sec_word(v->high, w);
-            unsigned pc = (unsigned)__builtin_popcountll(z);
+            unsigned pc = (unsigned)sims_popcount64(z);
             if (want < pc) {
                 pos = 64 * w + select_in_word(z, (unsigned)want) + 1;
                 break;
@@ -570,7 +571,7 @@ static int chunk_check(const table_reader *r, uint64_t c, const chunk_view *v, u
                           SIMS_CORRUPT("chunk %" PRIu64 ": nonzero bits after the last count", c));
     uint64_t ones = 0;
     for (uint64_t w = 0; w < v->high_words; w++)
-        ones += (uint64_t)__builtin_popcountll(sec_word(v->high, w));
+        ones += (uint64_t)sims_popcount64(sec_word(v->high, w));
     if (ones != n || sec_word(v->high, v->high_words - 1) == 0)
         return index_fail(r, begin,
                           SIMS_CORRUPT("chunk %" PRIu64 ": %" PRIu64
