@@ -374,29 +374,77 @@ void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
 typedef struct array_src {
     scan_values values; /* first: the source scan_values_next reads */
     uint64_t *v;        /* the permuted copy it reads, owned */
+    scan_array_ctx *owner;
 } array_src;
+
+void scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fps, size_t n,
+                     int distinct)
+{
+    memset(a, 0, sizeof *a);
+    a->d = d;
+    a->fps = fps;
+    a->n = n;
+    a->distinct = distinct;
+    pthread_mutex_init(&a->mu, NULL);
+}
+
+void scan_array_release(scan_array_ctx *a)
+{
+    for (unsigned i = 0; i < a->nspare; i++)
+        free(a->spare[i]);
+    a->nspare = 0;
+    pthread_mutex_destroy(&a->mu);
+}
+
+/* A buffer of n values: a spare, or a new one (NULL when out of memory). */
+static uint64_t *array_take(scan_array_ctx *a)
+{
+    uint64_t *v = NULL;
+    pthread_mutex_lock(&a->mu);
+    if (a->nspare)
+        v = a->spare[--a->nspare];
+    pthread_mutex_unlock(&a->mu);
+    return v ? v : malloc((a->n ? a->n : 1) * sizeof *v);
+}
+
+static void array_give(scan_array_ctx *a, uint64_t *v)
+{
+    if (!v)
+        return;
+    pthread_mutex_lock(&a->mu);
+    if (a->nspare < SCAN_ARRAY_SPARE) {
+        a->spare[a->nspare++] = v;
+        v = NULL;
+    }
+    pthread_mutex_unlock(&a->mu);
+    free(v);
+}
 
 static int array_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **out)
 {
     (void)lo;
     (void)hi; /* one part per table */
-    const scan_array_ctx *a = (const scan_array_ctx *)ctx;
+    scan_array_ctx *a = (scan_array_ctx *)ctx;
     array_src *s = calloc(1, sizeof *s);
-    uint64_t *tmp = malloc((a->n ? a->n : 1) * sizeof *tmp);
+    uint64_t *tmp = array_take(a);
     if (s)
-        s->v = malloc((a->n ? a->n : 1) * sizeof *s->v);
+        s->v = array_take(a);
     if (!s || !s->v || !tmp) {
-        free(tmp);
+        array_give(a, tmp);
         if (s)
-            free(s->v);
+            array_give(a, s->v);
         free(s);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for %zu fingerprints", a->n);
     }
-    const sims_permuter *p = &a->d->tables[t].permuter;
+    const sims_design_table *tab = &a->d->tables[t];
     for (size_t i = 0; i < a->n; i++)
-        s->v[i] = sims_permute(p, a->fps[i]);
-    sims_radix_sort_u64(s->v, tmp, a->n);
-    free(tmp);
+        s->v[i] = sims_permute(&tab->permuter, a->fps[i]);
+    if (a->distinct)
+        sims_radix_sort_u64_top(s->v, tmp, a->n, tab->prefix_bits);
+    else
+        sims_radix_sort_u64(s->v, tmp, a->n);
+    array_give(a, tmp);
+    s->owner = a;
     s->values.v = s->v;
     s->values.n = a->n;
     *out = s;
@@ -416,7 +464,7 @@ int scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n)
 static void array_close(void *src)
 {
     array_src *s = (array_src *)src;
-    free(s->v);
+    array_give(s->owner, s->v);
     free(s);
 }
 

@@ -10,6 +10,8 @@
 #include "sort/spool.h"
 #include "store/store_internal.h"
 
+#include <pthread.h>
+
 /* Where the values of one table come from. */
 typedef struct scan_join_input {
     /* Open the values of table t in [lo, hi] as a source for next(). */
@@ -59,13 +61,27 @@ typedef struct scan_spool_ctx {
 } scan_spool_ctx;
 void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx);
 
-/* The input of fps[0..n) (any order, repeats allowed), permuted and sorted
- * per table by the thread that joins it (n * 16 bytes each). */
+/* The input of fps[0..n) (any order; repeats allowed unless `distinct`),
+ * permuted and sorted per table by the thread that joins it (n * 16 bytes
+ * each: the copy and the sort's scratch, reused from table to table rather
+ * than given back to the system and faulted in again). Values known
+ * distinct are sorted by the table's prefix only (the join needs its
+ * groups, not their order; a full sort puts repeats side by side, where
+ * the join drops them). */
+#define SCAN_ARRAY_SPARE 16
 typedef struct scan_array_ctx {
     const sims_design *d;
     const uint64_t *fps;
     size_t n;
+    int distinct;
+    pthread_mutex_t mu; /* guards the spares */
+    uint64_t *spare[SCAN_ARRAY_SPARE];
+    unsigned nspare;
 } scan_array_ctx;
+void scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fps, size_t n,
+                     int distinct);
+/* Free the spare copies (after scan_join_all). */
+void scan_array_release(scan_array_ctx *a);
 void scan_array_input(scan_join_input *in, scan_array_ctx *ctx);
 
 /* A source (scan_source_fn) of sorted values in memory: v[pos..n), handed

@@ -105,7 +105,8 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", 0, d->n_tables);
         scan_join_input in;
-        scan_array_ctx actx = {d, fps, n};
+        scan_array_ctx actx;
+        scan_array_init(&actx, d, fps, n, 1); /* distinct: scan_store_distinct_* */
         /* Each thread's sorter: its share of the half, 16 bytes a value. */
         uint64_t run = o->memory_bytes / 2 / threads / 16;
         scan_spool_ctx sctx = {d, spool, (size_t)(run > SPOOL_MEM_VALUES ? run : SPOOL_MEM_VALUES),
@@ -115,6 +116,7 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
         else
             scan_spool_input(&in, &sctx);
         rc = scan_join_all(d, o->k, threads, o->memory_bytes / 4, &in, out);
+        scan_array_release(&actx);
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
     }
@@ -375,10 +377,12 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
     if (rc == 0)
         rc = scan_sorter_new(&o, 2, &joined);
     if (rc == 0) {
-        scan_array_ctx actx = {d, fps, n};
+        scan_array_ctx actx;
+        scan_array_init(&actx, d, fps, n, 0); /* repeats allowed: sorted whole */
         scan_join_input in;
         scan_array_input(&in, &actx);
         rc = scan_join_all(d, k, o.threads, o.memory_bytes / 4, &in, joined);
+        scan_array_release(&actx);
     }
     if (rc == 0)
         rc = sims_recsort_finish(joined, (size_t)(o.memory_bytes / 2));

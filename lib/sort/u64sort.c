@@ -17,7 +17,6 @@
 
 #define RADIX_BITS 11
 #define RADIX_SIZE (1u << RADIX_BITS)
-#define RADIX_PASSES 6 /* ceil(64 / 11) */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -25,7 +24,9 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
+/* Sort v[0..n) by bits low..63 (the digits from bit `low` up), tmp as
+ * scratch (LSD radix); values equal in those bits in no particular order. */
+static void radix_from(uint64_t *v, uint64_t *tmp, size_t n, unsigned low)
 {
     if (n < 2)
         return;
@@ -33,7 +34,7 @@ void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
         for (size_t i = 1; i < n; i++) {
             uint64_t x = v[i];
             size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--)
+            for (; j > 0 && v[j - 1] >> low > x >> low; j--)
                 v[j] = v[j - 1];
             v[j] = x;
         }
@@ -41,20 +42,21 @@ void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
     }
     /* One counting pass for all digits. The counters are 96 KiB: too much
      * for small thread stacks, negligible beside a run's allocation. */
-    size_t (*count)[RADIX_SIZE] = calloc(RADIX_PASSES, sizeof *count);
+    unsigned passes = (64 - low + RADIX_BITS - 1) / RADIX_BITS;
+    size_t (*count)[RADIX_SIZE] = calloc(passes, sizeof *count);
     if (!count) {
-        qsort(v, n, sizeof *v, cmp_u64);
+        qsort(v, n, sizeof *v, cmp_u64); /* sorted whole: also by bits low..63 */
         return;
     }
     for (size_t i = 0; i < n; i++) {
         uint64_t x = v[i];
-        for (unsigned p = 0; p < RADIX_PASSES; p++)
-            count[p][(x >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
+        for (unsigned p = 0; p < passes; p++)
+            count[p][(x >> (low + p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
     }
     uint64_t *src = v, *dst = tmp;
-    for (unsigned p = 0; p < RADIX_PASSES; p++) {
+    for (unsigned p = 0; p < passes; p++) {
         size_t *c = count[p];
-        unsigned shift = p * RADIX_BITS;
+        unsigned shift = low + p * RADIX_BITS;
         /* Skip a pass when every value has the same digit. */
         if (c[(src[0] >> shift) & (RADIX_SIZE - 1)] == n)
             continue;
@@ -75,6 +77,18 @@ void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
     if (src != v)
         memcpy(v, src, n * sizeof *v);
     free(count);
+}
+
+void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
+{
+    radix_from(v, tmp, n, 0);
+}
+
+void sims_radix_sort_u64_top(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits)
+{
+    if (bits == 0)
+        return;
+    radix_from(v, tmp, n, bits >= 64 ? 0 : 64 - bits);
 }
 
 /* ---- spilling sorter ----------------------------------------------------- */

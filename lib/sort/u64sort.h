@@ -13,6 +13,11 @@
  * passes at most; passes where every value shares the digit are skipped. */
 void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n);
 
+/* Sort v[0..n) by their top `bits` bits only (0..64), tmp as scratch, in
+ * ceil(bits / 11) passes: values that share them come out together, in no
+ * particular order (what grouping by a prefix needs). */
+void sims_radix_sort_u64_top(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits);
+
 /* A spilling sorter. Values are pushed in any order; sims_u64sort_finish()
  * sorts what is buffered; sims_u64sort_read() then yields the sorted stream.
  * The stream can be rewound and read again (the table writer reads it twice:

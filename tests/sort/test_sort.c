@@ -1,5 +1,5 @@
-/* test_sort.c: lib/store's radix sort and the spilling value and record
- * sorters, checked against qsort on random, duplicate-heavy and skewed input,
+/* test_sort.c: lib/sort's radix sort (of whole values, and of their top
+ * bits only) and the spilling value and record sorters, checked against qsort on random, duplicate-heavy and skewed input,
  * in memory and with budgets small enough to force many spilled runs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,6 +54,40 @@ static void test_sort_radix__matches_qsort(void **state)
             free(tmp);
         }
     }
+}
+
+/* Sorting by the top bits only: the same values (a permutation of the
+ * input), in order of their top `bits` bits; checked against qsort of the
+ * whole values, whose top bits come out in the same order. */
+static void test_sort_radix__top_bits(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "radix top", 13);
+    size_t sizes[] = {0, 1, 2, 64, 65, 1000, 100000};
+    unsigned bits[] = {0, 1, 10, 11, 12, 21, 22, 23, 33, 63, 64};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t bi = 0; bi < sizeof bits / sizeof bits[0]; bi++)
+            for (int shape = 0; shape < 4; shape++) {
+                size_t n = sizes[si];
+                unsigned b = bits[bi];
+                uint64_t *v = malloc((n + 1) * sizeof *v), *w = malloc((n + 1) * sizeof *w);
+                uint64_t *tmp = malloc((n + 1) * sizeof *tmp);
+                fill(&r, v, n, shape);
+                memcpy(w, v, n * sizeof *v);
+                sims_radix_sort_u64_top(v, tmp, n, b);
+                for (size_t i = 1; i < n && b > 0; i++)
+                    assert_true(v[i - 1] >> (64 - b) <= v[i] >> (64 - b));
+                /* A permutation of the input: sorted whole, they are equal. */
+                qsort(w, n, sizeof *w, cmp_u64);
+                if (b == 64) /* every bit: the order is the whole order */
+                    assert_memory_equal(v, w, n * sizeof *v);
+                qsort(v, n, sizeof *v, cmp_u64);
+                assert_memory_equal(v, w, n * sizeof *v);
+                free(v);
+                free(w);
+                free(tmp);
+            }
 }
 
 static void check_u64sort(size_t n, size_t run_values, int shape, int unique, const char *dir)
@@ -190,6 +224,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sort_radix__matches_qsort),
+        cmocka_unit_test(test_sort_radix__top_bits),
         cmocka_unit_test(test_sort_u64sort__in_memory_and_spilled),
         cmocka_unit_test(test_sort_recsort__orders_by_key_then_push_order),
     };
