@@ -1503,8 +1503,10 @@ SIMSTORE_API int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fr
 typedef int (*simstore_fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned distance);
 
 /* The same join over fps[0..n) in memory (any order, repeats allowed and
- * ignored), with the design a store of n fingerprints would have for k
- * (1..SIMSTORE_MAX_K): every pair of distinct values within k, once each,
+ * ignored), under the design that joins n fingerprints at k
+ * (1..SIMSTORE_MAX_K) at the least cost (more tables than a store's for
+ * queries, where a table costs a sort and saves comparisons): every pair
+ * of distinct values within k, once each,
  * in increasing (a, b) order. Memory: half of o->memory_bytes for the
  * pairs, a quarter for the prefix groups (as simstore_pairs()), plus 16 n
  * bytes per thread for the permuted copy of fps. Errors: SIMSTORE_EINVAL
@@ -1527,8 +1529,9 @@ SIMSTORE_API int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsig
  * once: the pairs of simstore_join_fingerprints() over all the values. */
 typedef struct simstore_join_plan simstore_join_plan;
 
-/* The design a store of n fingerprints would have for k (1..SIMSTORE_MAX_K),
- * the same on every call with the same arguments.
+/* The design simstore_join_fingerprints() joins n fingerprints at k
+ * (1..SIMSTORE_MAX_K) under, the same on every call with the same
+ * arguments.
  *   out  receives the plan, owned by the caller, released with
  *        simstore_join_plan_free(); NULL on failure.
  * Errors: SIMSTORE_EINVAL (k out of range, out NULL), SIMSTORE_ENOMEM. */

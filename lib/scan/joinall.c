@@ -369,6 +369,21 @@ void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
     *in = (scan_join_input){spool_open, spool_next, spool_close, ctx, 1};
 }
 
+/* ---- the design of a join -------------------------------------------------- */
+
+/* A join's cost per fingerprint, in the query model's form (design.h):
+ * per table, ~14 ns to permute it, sort it by the prefix (two radix
+ * passes) and cut the groups (probe_ns), then the pairs of its group,
+ * N / 2^p values, each pair checked once for two fingerprints at ~2.5 ns
+ * (decode_ns = 1.25); no blocks to decode (one fingerprint a "block").
+ * Measured with pairs --k 5 and --k 7 at 2^21 and 2^23 (2026-11-29). */
+static const sims_cost_model JOIN_MODEL = {24.0, 0.69, 0.0, 0};
+
+int scan_join_design(unsigned k, uint64_t n, sims_design *d)
+{
+    return sims_design_choose(k, n, 1.0, &JOIN_MODEL, d);
+}
+
 /* ---- an array ------------------------------------------------------------- */
 
 typedef struct array_src {

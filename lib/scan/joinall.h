@@ -22,6 +22,12 @@ typedef struct scan_join_input {
     unsigned parts; /* parts per table (scan_parts_for), 1 for none */
 } scan_join_input;
 
+/* The design a self-join of n distinct fingerprints at distance k uses
+ * (pairs and clusters above the store's k, simstore_join_fingerprints,
+ * the join plan of simstore-mpi): the one minimising a join's cost, not a
+ * query's (JOIN_MODEL in joinall.c). */
+int scan_join_design(unsigned k, uint64_t n, sims_design *d);
+
 /* Join every table of d at distance k (1..d's k) on `threads` threads (0:
  * every core) and push each pair once into `out` as a pair record (below):
  * the sorted stream is then every pair of distinct values within k, by

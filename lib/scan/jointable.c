@@ -25,8 +25,7 @@ int simstore_join_plan_new(unsigned k, uint64_t n, simstore_join_plan **out)
     if (!p)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
     p->k = k;
-    int rc = sims_design_choose(k, n, sims_design_fps_per_block(n, SIMSTORE_DEFAULT_BLOCK_BYTES),
-                                NULL, &p->design);
+    int rc = scan_join_design(k, n, &p->design);
     if (rc) {
         free(p);
         return rc;

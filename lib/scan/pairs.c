@@ -38,14 +38,6 @@ static uint64_t array_join_bytes(uint64_t n, unsigned threads)
     return n > UINT64_MAX / per_fp ? UINT64_MAX : n * per_fp;
 }
 
-/* A design for k over n fingerprints, as simstore_join_fingerprints
- * chooses it. */
-static int design_for(unsigned k, uint64_t n, sims_design *d)
-{
-    return sims_design_choose(k, n, sims_design_fps_per_block(n, SIMSTORE_DEFAULT_BLOCK_BYTES),
-                              NULL, d);
-}
-
 /* The fingerprints in a spool of values kept in memory up to this many. */
 #define SPOOL_MEM_VALUES ((size_t)1 << 16)
 
@@ -68,7 +60,7 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
     sims_design *d = malloc(sizeof *d);
     if (!d)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
-    int rc = design_for(o->k, n_max, d);
+    int rc = scan_join_design(o->k, n_max, d);
     unsigned threads = 1; /* the join's threads: at most one a table */
     if (rc == 0 && o->threads > 1)
         threads = o->threads < d->n_tables ? o->threads : d->n_tables;
@@ -98,7 +90,7 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
     if (rc == 0 && o->progress)
         o->progress(o->progress_ctx, "reading fingerprints", n_max, n_max);
     if (rc == 0 && n < n_max)
-        rc = design_for(o->k, n, d);
+        rc = scan_join_design(o->k, n, d);
     if (rc == 0) {
         if (threads > d->n_tables)
             threads = d->n_tables;
@@ -371,8 +363,7 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
     sims_design *d = malloc(sizeof *d);
     if (!d)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
-    int rc = sims_design_choose(k, n, sims_design_fps_per_block(n, SIMSTORE_DEFAULT_BLOCK_BYTES),
-                                NULL, d);
+    int rc = scan_join_design(k, n, d);
     sims_recsort *joined = NULL;
     if (rc == 0)
         rc = scan_sorter_new(&o, 2, &joined);
