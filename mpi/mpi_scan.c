@@ -55,40 +55,6 @@ static void *must(void *p)
     return p;
 }
 
-/* v[0..n) in increasing order, a radix sort with tmp[0..n) as scratch: the
- * join sorts this rank's share of every table's values (qsort(3) took most
- * of a k = 7 join's time). */
-static void sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
-{
-    enum { BITS = 11, SIZE = 1 << BITS, PASSES = (64 + BITS - 1) / BITS };
-    if (n < 2)
-        return;
-    size_t *count = must(calloc((size_t)PASSES * SIZE, sizeof *count));
-    for (size_t i = 0; i < n; i++)
-        for (unsigned p = 0; p < PASSES; p++)
-            count[(size_t)p * SIZE + ((v[i] >> (p * BITS)) & (SIZE - 1))]++;
-    uint64_t *src = v, *dst = tmp;
-    for (unsigned p = 0; p < PASSES; p++) {
-        size_t *c = count + (size_t)p * SIZE;
-        if (c[(src[0] >> (p * BITS)) & (SIZE - 1)] == n)
-            continue; /* every value has this digit */
-        size_t sum = 0;
-        for (unsigned d = 0; d < SIZE; d++) {
-            size_t t = c[d];
-            c[d] = sum;
-            sum += t;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[c[(src[i] >> (p * BITS)) & (SIZE - 1)]++] = src[i];
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != v)
-        memcpy(v, src, n * sizeof *v);
-    free(count);
-}
-
 static void put(buf *b, const void *p, size_t n)
 {
     if (buf_put(b, p, n)) {
@@ -467,11 +433,10 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
                 mine[n++] = get_u64(&p);
             in[r].len = 0;
         }
-        uint64_t *scratch = must(malloc((n ? n : 1) * sizeof *scratch));
-        sort_u64(mine, scratch, n);
-        free(scratch);
         if (!failed) {
-            rc = simstore_join_plan_table(plan, t, mine, n, memory, take_pair, pairs);
+            rc = simstore_join_plan_sort(plan, t, mine, n);
+            if (rc == SIMSTORE_OK)
+                rc = simstore_join_plan_table(plan, t, mine, n, memory, take_pair, pairs);
             if (rc) {
                 say("joining table %u: %s", t, simstore_last_error());
                 failed = 1;

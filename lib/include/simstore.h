@@ -1551,6 +1551,13 @@ SIMSTORE_API unsigned simstore_join_plan_prefix_bits(const simstore_join_plan *p
 SIMSTORE_API uint64_t simstore_join_plan_permute(const simstore_join_plan *p, unsigned t,
                                                  uint64_t fp);
 
+/* Sort permuted[0..n), values permuted for table t, into the order
+ * simstore_join_plan_table() takes (increasing; a radix sort, n * 8 bytes
+ * of scratch). Errors: SIMSTORE_EINVAL (NULL arguments, t out of range),
+ * SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_join_plan_sort(const simstore_join_plan *p, unsigned t,
+                                         uint64_t *permuted, size_t n);
+
 /* Join table t over permuted[0..n): values permuted for t, in increasing
  * order (repeats allowed and skipped), holding every value of each prefix
  * group they touch. fn receives each pair of distinct fingerprints within

@@ -6,6 +6,7 @@
 #include "scan/joinall.h"
 
 #include "common/error.h"
+#include "sort/u64sort.h"
 
 #include <stdlib.h>
 
@@ -54,6 +55,20 @@ uint64_t simstore_join_plan_permute(const simstore_join_plan *p, unsigned t, uin
     if (!p || t >= p->design.n_tables)
         return fp;
     return sims_permute(&p->design.tables[t].permuter, fp);
+}
+
+int simstore_join_plan_sort(const simstore_join_plan *p, unsigned t, uint64_t *permuted, size_t n)
+{
+    if (!p || (!permuted && n))
+        return sims_fail(SIMSTORE_EINVAL, "simstore_join_plan_sort: NULL argument");
+    if (t >= p->design.n_tables)
+        return sims_fail(SIMSTORE_EINVAL, "table %u of a design of %u", t, p->design.n_tables);
+    uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory sorting %zu values", n);
+    sims_radix_sort_u64(permuted, tmp, n);
+    free(tmp);
+    return SIMSTORE_OK;
 }
 
 int simstore_join_plan_table(const simstore_join_plan *p, unsigned t, const uint64_t *permuted,

@@ -2,7 +2,8 @@
  * simstore_clusters against brute-force references: uniform, clustered,
  * duplicate-heavy and adversarial sets, k = 0..7, stores of two segments
  * with deleted documents, before and after a compaction, at 1 and 2
- * threads; fingerprint-only and empty stores; a big prefix group; every
+ * threads; fingerprint-only and empty stores; a big prefix group; the
+ * join plan's tables (sorted, joined one by one) against the join; every
  * distance above the store's design (a join in memory) against the brute
  * force and a store built for it, and its memory budget. The
  * spilling path of components (forced through the test hook of
@@ -894,6 +895,88 @@ static void big_prefix_group(void **state)
     free(fps);
 }
 
+typedef struct fp_pairs {
+    uint64_t (*v)[3];
+    size_t n, cap;
+} fp_pairs;
+
+static int keep_fp_pair(void *ctx, uint64_t a, uint64_t b, unsigned d)
+{
+    fp_pairs *p = (fp_pairs *)ctx;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 256;
+        p->v = realloc(p->v, p->cap * sizeof *p->v);
+        assert_non_null(p->v);
+    }
+    p->v[p->n][0] = a;
+    p->v[p->n][1] = b;
+    p->v[p->n][2] = d;
+    p->n++;
+    return 0;
+}
+
+static int cmp_fp_pair(const void *x, const void *y)
+{
+    const uint64_t *a = (const uint64_t *)x, *b = (const uint64_t *)y;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* The join spread over processes, in one: every table of a plan permuted,
+ * sorted by simstore_join_plan_sort and joined by simstore_join_plan_table
+ * gives, over all tables, the pairs of simstore_join_fingerprints, each
+ * once; values out of order and a table out of range are refused. */
+static void join_plan_tables_equal_the_join(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "join plan", 10);
+    size_t n = 4000;
+    uint64_t *fps = malloc(n * sizeof *fps), *perm = malloc(n * sizeof *perm);
+    uint64_t centre = test_rng_next(&r);
+    for (size_t i = 0; i < n; i++)
+        fps[i] = i % 3 == 0   ? flip_bits(&r, centre, 1 + (unsigned)test_rng_below(&r, 4))
+                 : i % 3 == 1 ? (centre & 0xFFFFFFFF00000000ULL) | (test_rng_next(&r) >> 32)
+                              : test_rng_next(&r);
+    fps[7] = fps[8]; /* a repeat: skipped */
+    for (unsigned k = 1; k <= 7; k += 3) {
+        text want = {0}, got = {0};
+        simstore_scan_options o;
+        simstore_scan_options_init(&o);
+        assert_int_equal(simstore_join_fingerprints(fps, n, k, &o, fp_pair_line, &want), 0);
+        simstore_join_plan *plan;
+        assert_int_equal(simstore_join_plan_new(k, n, &plan), 0);
+        unsigned tables = simstore_join_plan_tables(plan);
+        assert_true(tables >= 1);
+        fp_pairs pairs = {0};
+        for (unsigned t = 0; t < tables; t++) {
+            for (size_t i = 0; i < n; i++)
+                perm[i] = simstore_join_plan_permute(plan, t, fps[i]);
+            assert_int_equal(simstore_join_plan_sort(plan, t, perm, n), 0);
+            for (size_t i = 1; i < n; i++)
+                assert_true(perm[i - 1] <= perm[i]);
+            assert_int_equal(simstore_join_plan_table(plan, t, perm, n, 0, keep_fp_pair, &pairs),
+                             0);
+        }
+        qsort(pairs.v, pairs.n, sizeof *pairs.v, cmp_fp_pair);
+        for (size_t i = 0; i < pairs.n; i++)
+            test_text_add(&got, "%016llx %016llx %u\n", (unsigned long long)pairs.v[i][0],
+                          (unsigned long long)pairs.v[i][1], (unsigned)pairs.v[i][2]);
+        text_equal(&got, &want, "the plan's tables against the join");
+        /* Out of order, and no such table. */
+        perm[0] = UINT64_MAX;
+        assert_int_equal(simstore_join_plan_table(plan, 0, perm, n, 0, keep_fp_pair, &pairs),
+                         SIMSTORE_EINVAL);
+        assert_int_equal(simstore_join_plan_sort(plan, tables, perm, n), SIMSTORE_EINVAL);
+        assert_int_equal(simstore_join_plan_sort(plan, 0, NULL, 1), SIMSTORE_EINVAL);
+        simstore_join_plan_free(plan);
+        free(pairs.v);
+        free(want.buf);
+        free(got.buf);
+    }
+    free(perm);
+    free(fps);
+}
+
 static int count_fp_pair(void *ctx, uint64_t a, uint64_t b, unsigned d)
 {
     assert_int_equal(d, simstore_distance(a, b));
@@ -1393,6 +1476,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(big_prefix_group),
         cmocka_unit_test(group_past_memory_budget),
+        cmocka_unit_test(join_plan_tables_equal_the_join),
         cmocka_unit_test(fingerprint_only_and_empty),
         cmocka_unit_test(sweep),
         cmocka_unit_test(test_pairs_beyond_design__sweep),
