@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Groups of at most this many values compare all their pairs: up to a few
- * hundred values that costs less than a split's k + 1 sorted copies (pairs
- * --k 7 of 2^21 documents, a join of 36 tables with groups of ~90: 9.6 s
- * with splits above 48 values, 5.2 s above 256, the same above 512). */
-#define LEAF_VALUES 256
+/* Groups of at most this many values compare all their pairs. More would
+ * cost k = 3 joins: pairs of 2^23 documents (groups of 128 in a k = 3
+ * store's tables) take 2.2 s comparing up to 256 values, 1.8 s splitting
+ * above 48; joins above the store's k choose designs whose groups are
+ * smaller than either (scan_join_design). */
+#define LEAF_VALUES 48
 /* Values the source hands over per call. */
 #define CHUNK_VALUES 4096
 /* Masks: one per earlier table, then at most k per split level; a level
