@@ -1552,8 +1552,8 @@ SIMSTORE_API uint64_t simstore_join_plan_permute(const simstore_join_plan *p, un
                                                  uint64_t fp);
 
 /* Sort permuted[0..n), values permuted for table t, into the order
- * simstore_join_plan_table() takes (increasing; a radix sort, n * 8 bytes
- * of scratch). Errors: SIMSTORE_EINVAL (NULL arguments, t out of range),
+ * simstore_join_plan_table() takes (increasing: a radix sort of the table's
+ * prefixes, then of each prefix group, n * 8 bytes of scratch). Errors: SIMSTORE_EINVAL (NULL arguments, t out of range),
  * SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_join_plan_sort(const simstore_join_plan *p, unsigned t,
                                          uint64_t *permuted, size_t n);

@@ -456,8 +456,8 @@ static int array_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **ou
         s->v[i] = sims_permute(&tab->permuter, a->fps[i]);
     if (a->distinct)
         sims_radix_sort_u64_top(s->v, tmp, a->n, tab->prefix_bits);
-    else
-        sims_radix_sort_u64(s->v, tmp, a->n);
+    else /* sorted whole: repeats side by side, where the join drops them */
+        sims_radix_sort_u64_grouped(s->v, tmp, a->n, tab->prefix_bits);
     array_give(a, tmp);
     s->owner = a;
     s->values.v = s->v;

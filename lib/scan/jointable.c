@@ -66,7 +66,7 @@ int simstore_join_plan_sort(const simstore_join_plan *p, unsigned t, uint64_t *p
     uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (!tmp)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory sorting %zu values", n);
-    sims_radix_sort_u64(permuted, tmp, n);
+    sims_radix_sort_u64_grouped(permuted, tmp, n, p->design.tables[t].prefix_bits);
     free(tmp);
     return SIMSTORE_OK;
 }

@@ -91,6 +91,38 @@ void sims_radix_sort_u64_top(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits
     radix_from(v, tmp, n, bits >= 64 ? 0 : 64 - bits);
 }
 
+/* Groups of at most this many values sharing their top bits are sorted by
+ * insertion (a few moves a value); larger ones by the whole radix sort. */
+#define SMALL_GROUP 32
+
+void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits)
+{
+    if (bits == 0 || bits >= 64 || n <= 64) {
+        radix_from(v, tmp, n, 0);
+        return;
+    }
+    unsigned low = 64 - bits;
+    radix_from(v, tmp, n, low);
+    for (size_t lo = 0, hi; lo < n; lo = hi) {
+        uint64_t top = v[lo] >> low;
+        for (hi = lo + 1; hi < n && v[hi] >> low == top; hi++)
+            ;
+        size_t m = hi - lo;
+        if (m > SMALL_GROUP) {
+            radix_from(v + lo, tmp + lo, m, 0);
+            continue;
+        }
+        uint64_t *g = v + lo;
+        for (size_t i = 1; i < m; i++) {
+            uint64_t x = g[i];
+            size_t j = i;
+            for (; j > 0 && g[j - 1] > x; j--)
+                g[j] = g[j - 1];
+            g[j] = x;
+        }
+    }
+}
+
 /* ---- spilling sorter ----------------------------------------------------- */
 
 typedef struct run_source {

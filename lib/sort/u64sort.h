@@ -18,6 +18,13 @@ void sims_radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n);
  * particular order (what grouping by a prefix needs). */
 void sims_radix_sort_u64_top(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits);
 
+/* Sort v[0..n) ascending, as sims_radix_sort_u64, by their top `bits` bits
+ * first (ceil(bits / 11) radix passes), then each group sharing them: by
+ * insertion when it is small, as it is for values spread evenly over
+ * 2^bits prefixes that outnumber them (a join's tables), so fewer passes
+ * over the whole input than the six of sims_radix_sort_u64. */
+void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits);
+
 /* A spilling sorter. Values are pushed in any order; sims_u64sort_finish()
  * sorts what is buffered; sims_u64sort_read() then yields the sorted stream.
  * The stream can be rewound and read again (the table writer reads it twice:

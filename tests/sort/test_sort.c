@@ -58,7 +58,9 @@ static void test_sort_radix__matches_qsort(void **state)
 
 /* Sorting by the top bits only: the same values (a permutation of the
  * input), in order of their top `bits` bits; checked against qsort of the
- * whole values, whose top bits come out in the same order. */
+ * whole values, whose top bits come out in the same order. Sorting by the
+ * top bits, then each group: qsort's order exactly (groups of one value,
+ * of a few, and of many: the shapes with repeats and a shared prefix). */
 static void test_sort_radix__top_bits(void **state)
 {
     (void)state;
@@ -75,13 +77,19 @@ static void test_sort_radix__top_bits(void **state)
                 uint64_t *tmp = malloc((n + 1) * sizeof *tmp);
                 fill(&r, v, n, shape);
                 memcpy(w, v, n * sizeof *v);
+                uint64_t *g = malloc((n + 1) * sizeof *g);
+                memcpy(g, v, n * sizeof *v);
                 sims_radix_sort_u64_top(v, tmp, n, b);
                 for (size_t i = 1; i < n && b > 0; i++)
                     assert_true(v[i - 1] >> (64 - b) <= v[i] >> (64 - b));
+                /* Grouped: sorted whole, whatever the groups. */
+                sims_radix_sort_u64_grouped(g, tmp, n, b);
                 /* A permutation of the input: sorted whole, they are equal. */
                 qsort(w, n, sizeof *w, cmp_u64);
                 if (b == 64) /* every bit: the order is the whole order */
                     assert_memory_equal(v, w, n * sizeof *v);
+                assert_memory_equal(g, w, n * sizeof *g);
+                free(g);
                 qsort(v, n, sizeof *v, cmp_u64);
                 assert_memory_equal(v, w, n * sizeof *v);
                 free(v);
