@@ -91,9 +91,12 @@ void sims_radix_sort_u64_top(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits
     radix_from(v, tmp, n, bits >= 64 ? 0 : 64 - bits);
 }
 
-/* Groups of at most this many values sharing their top bits are sorted by
- * insertion (a few moves a value); larger ones by the whole radix sort. */
+/* Groups of at most SMALL_GROUP values sharing their top bits are sorted by
+ * insertion (a few moves a value), of at most MID_GROUP by qsort (a radix
+ * sort would zero its 96 KiB of counters for each), larger ones by the
+ * whole radix sort. */
 #define SMALL_GROUP 32
+#define MID_GROUP 4096
 
 void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned bits)
 {
@@ -108,8 +111,12 @@ void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned 
         for (hi = lo + 1; hi < n && v[hi] >> low == top; hi++)
             ;
         size_t m = hi - lo;
-        if (m > SMALL_GROUP) {
+        if (m > MID_GROUP) {
             radix_from(v + lo, tmp + lo, m, 0);
+            continue;
+        }
+        if (m > SMALL_GROUP) {
+            qsort(v + lo, m, sizeof *v, cmp_u64);
             continue;
         }
         uint64_t *g = v + lo;
