@@ -67,12 +67,17 @@ struct simstore_memindex {
     sims_design design;
 };
 
+/* A table prefix hashed to a bucket. */
+static inline uint64_t bucket_of_prefix(const simstore_memindex *ix, uint64_t prefix)
+{
+    return (prefix * UINT64_C(0x9E3779B97F4A7C15)) >> (64u - ix->bucket_bits);
+}
+
 /* The table-t prefix of fp, hashed to a bucket. */
 static inline uint64_t bucket_of(const simstore_memindex *ix, unsigned t, uint64_t fp)
 {
     const sims_design_table *tab = &ix->design.tables[t];
-    uint64_t prefix = sims_permute(&tab->permuter, fp) >> (63u - (tab->prefix_bits - 1u));
-    return (prefix * UINT64_C(0x9E3779B97F4A7C15)) >> (64u - ix->bucket_bits);
+    return bucket_of_prefix(ix, sims_permute(&tab->permuter, fp) >> (64u - tab->prefix_bits));
 }
 
 static unsigned log2_floor(uint64_t v)
@@ -230,8 +235,7 @@ static int beyond_chain(const beyond_query *b, uint64_t mask)
 {
     const simstore_memindex *ix = b->ix;
     const sims_design_table *tab = &ix->design.tables[b->t];
-    uint64_t prefix = b->qprefix ^ mask;
-    uint64_t bucket = (prefix * UINT64_C(0x9E3779B97F4A7C15)) >> (64u - ix->bucket_bits);
+    uint64_t bucket = bucket_of_prefix(ix, b->qprefix ^ mask);
     const uint32_t *next = ix->next + (size_t)b->t * ix->capacity;
     uint32_t i = ix->heads[((size_t)b->t << ix->bucket_bits) + bucket];
     for (; i != NONE; i = next[i]) {

@@ -24,6 +24,18 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sort v[0..n) by bits low..63 by insertion: for a few values. */
+static void insertion_from(uint64_t *v, size_t n, unsigned low)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] >> low > x >> low; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 /* Sort v[0..n) by bits low..63 (the digits from bit `low` up), tmp as
  * scratch (LSD radix); values equal in those bits in no particular order. */
 static void radix_from(uint64_t *v, uint64_t *tmp, size_t n, unsigned low)
@@ -31,13 +43,7 @@ static void radix_from(uint64_t *v, uint64_t *tmp, size_t n, unsigned low)
     if (n < 2)
         return;
     if (n <= 64) {
-        for (size_t i = 1; i < n; i++) {
-            uint64_t x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] >> low > x >> low; j--)
-                v[j] = v[j - 1];
-            v[j] = x;
-        }
+        insertion_from(v, n, low);
         return;
     }
     /* One counting pass for all digits. The counters are 96 KiB: too much
@@ -119,14 +125,7 @@ void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned 
             qsort(v + lo, m, sizeof *v, cmp_u64);
             continue;
         }
-        uint64_t *g = v + lo;
-        for (size_t i = 1; i < m; i++) {
-            uint64_t x = g[i];
-            size_t j = i;
-            for (; j > 0 && g[j - 1] > x; j--)
-                g[j] = g[j - 1];
-            g[j] = x;
-        }
+        insertion_from(v + lo, m, 0);
     }
 }
 
