@@ -72,11 +72,13 @@ SIMSTORE_API const char *simstore_last_error(void);
 
 /* ---- Fingerprints -------------------------------------------------------- */
 
-/* Hamming distance between two fingerprints (0..64). The instruction where
- * the target has one; elsewhere (x86-64 before -mpopcnt or -march=x86-64-v2,
+/* Hamming distance between two fingerprints (0..64). Header-only, so it is
+ * compiled for the calling program's target: the instruction where that
+ * target has one; elsewhere (x86-64 before -mpopcnt or -march=x86-64-v2,
  * the default target of a portable build) a branch-free bit count, not
- * __builtin_popcountll, which is there a call into libgcc: the distance is
- * the inner loop of every query, batch and join. */
+ * __builtin_popcountll, which is there a call into libgcc. (The library's
+ * own queries, batches and joins count with the instruction whenever the
+ * running CPU has it, whatever their compile target.) */
 static inline unsigned simstore_distance(uint64_t a, uint64_t b)
 {
     uint64_t x = a ^ b;

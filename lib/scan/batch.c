@@ -256,7 +256,7 @@ static int scan_values(worker *w, const sims_permuter *perm, const pair *group, 
     for (size_t i = sims_lower_bound_u64(w->block, nv, lo); i < nv && w->block[i] <= hi; i++) {
         uint64_t v = w->block[i];
         for (size_t j = 0; j < gn; j++) {
-            if (simstore_distance(v, group[j].a) + KEY_FLIPS(group[j].b) <= k) {
+            if (sims_distance(v, group[j].a) + KEY_FLIPS(group[j].b) <= k) {
                 int rc = push_candidate(w, sims_unpermute(perm, v), KEY_QUERY(group[j].b));
                 if (rc)
                     return rc;
@@ -614,7 +614,7 @@ static int deliver(batch *b, size_t base, simstore_batch_fn fn, void *ctx)
             size_t docs = b->fp_only ? 1 : b->fp_doc_count[u];
             if (grow((void **)&b->answer, &b->answer_cap, n + docs, sizeof *b->answer))
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
-            unsigned dist = simstore_distance(b->ufp[u], q);
+            unsigned dist = sims_distance(b->ufp[u], q);
             if (b->fp_only) {
                 memset(&b->answer[n], 0, sizeof b->answer[n]);
                 b->answer[n].fp = b->ufp[u];

@@ -240,7 +240,7 @@ static int beyond_chain(const beyond_query *b, uint64_t mask)
     uint32_t i = ix->heads[((size_t)b->t << ix->bucket_bits) + bucket];
     for (; i != NONE; i = next[i]) {
         uint64_t diff = ix->fps[i] ^ b->fp;
-        unsigned dist = simstore_distance(ix->fps[i], b->fp);
+        unsigned dist = sims_distance(ix->fps[i], b->fp);
         if (dist > b->k)
             continue;
         uint64_t dprefix = sims_permute(&tab->permuter, diff) >> (64u - b->prefix_bits);
@@ -274,7 +274,7 @@ static int query_beyond(const simstore_memindex *ix, uint64_t fp, unsigned k,
     uint64_t probes = sims_design_probes(d, k);
     if (probes >= ix->count / BEYOND_PASS_RATIO) {
         for (uint64_t i = 0; i < ix->count; i++) {
-            unsigned dist = simstore_distance(ix->fps[i], fp);
+            unsigned dist = sims_distance(ix->fps[i], fp);
             if (dist > k)
                 continue;
             int stop = fn(ctx, ix->fps[i], ix->values[i], dist);
@@ -312,7 +312,7 @@ int simstore_memindex_query(const simstore_memindex *ix, uint64_t fp, unsigned k
         uint32_t i = ix->heads[((size_t)t << ix->bucket_bits) + bucket_of(ix, t, fp)];
         for (; i != NONE; i = next[i]) {
             uint64_t diff = ix->fps[i] ^ fp;
-            unsigned dist = simstore_distance(ix->fps[i], fp);
+            unsigned dist = sims_distance(ix->fps[i], fp);
             /* Within k, the design's proof gives a clean table at or before
              * t' for some t' (this one, when its prefix is clean). */
             if (dist > k || first_clean_table(d, diff) != t)

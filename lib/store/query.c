@@ -6,6 +6,7 @@
  * match order through the sims_query_* functions at the end. */
 #include "store/store_internal.h"
 
+#include "common/bits.h"
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -521,7 +522,7 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
     simstore *s = q->store;
     int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
     for (size_t i = 0; i < q->cand_len; i++) {
-        unsigned dist = simstore_distance(q->cand[i], fp);
+        unsigned dist = sims_distance(q->cand[i], fp);
         int rc = fp_only ? push_match(q, 0, 0, 0, q->cand[i], dist)
                          : lookup_documents(q, q->cand[i], dist);
         if (rc)

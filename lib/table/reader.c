@@ -1524,7 +1524,7 @@ static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uin
                     end++;
             }
             for (; i < end; i++) {
-                if (simstore_distance(buf[i], q) <= k) {
+                if (sims_distance(buf[i], q) <= k) {
                     rc = emit(ctx, buf[i]);
                     if (rc)
                         return rc;
