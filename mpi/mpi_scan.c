@@ -370,6 +370,91 @@ static int cmp_u64(const void *x, const void *y)
  * every rank (each fingerprint on one rank only): this rank's share of the
  * pairs (each pair on exactly one rank). Returns 0, or -1 (said) when this
  * rank failed; agreed on every rank. Collective. */
+/* The rank whose prefix range holds prefix: the first split above it. */
+static int range_owner(const uint64_t *split, uint64_t prefix)
+{
+    int lo = 0, hi = nranks - 1;
+    while (lo < hi) {
+        int m = (lo + hi) / 2;
+        if (split[m] <= prefix)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* What the join's exchange reuses from table to table: the values ordered by
+ * destination, the values received, the counts and the requests. */
+typedef struct join_xchg {
+    uint64_t *send;  /* nfps values, grouped by destination rank */
+    uint64_t *mine;  /* the values this rank joins */
+    size_t mine_cap;
+    uint64_t *count; /* 5 * nranks: sent to, received from, their starts, a cursor */
+    MPI_Request *req; /* 2 * nranks */
+} join_xchg;
+
+/* One table's exchange: each of this rank's nfps permuted values v to the
+ * rank whose prefix range holds it (split, shift), straight from x->send
+ * into x->mine by point-to-point messages (so no count or offset needs to
+ * fit an int), in rounds of at most chunk_bytes to each rank: both sides
+ * know each round's sizes from the totals. Returns the number of values
+ * received. Collective. */
+static size_t join_exchange(join_xchg *x, const uint64_t *v, size_t nfps, unsigned shift,
+                            const uint64_t *split)
+{
+    uint64_t *sent_to = x->count, *from = sent_to + nranks, *sstart = from + nranks,
+             *rstart = sstart + nranks, *cursor = rstart + nranks;
+    memset(sent_to, 0, (size_t)nranks * sizeof *sent_to);
+    for (size_t i = 0; i < nfps; i++)
+        sent_to[range_owner(split, v[i] >> shift)]++;
+    MPI_Alltoall(sent_to, 1, MPI_UINT64_T, from, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    uint64_t ns = 0, nr = 0;
+    for (int r = 0; r < nranks; r++) {
+        sstart[r] = ns;
+        ns += sent_to[r];
+        rstart[r] = nr;
+        nr += from[r];
+    }
+    if (nr > x->mine_cap) {
+        free(x->mine);
+        x->mine = must(malloc((size_t)nr * sizeof *x->mine));
+        x->mine_cap = (size_t)nr;
+    }
+    memcpy(cursor, sstart, (size_t)nranks * sizeof *cursor);
+    for (size_t i = 0; i < nfps; i++)
+        x->send[cursor[range_owner(split, v[i] >> shift)]++] = v[i];
+    uint64_t per_round = chunk_bytes / sizeof(uint64_t) ? chunk_bytes / sizeof(uint64_t) : 1;
+    if (per_round > INT_MAX)
+        per_round = INT_MAX;
+    uint64_t rounds = 0;
+    for (int r = 0; r < nranks; r++) {
+        uint64_t most = sent_to[r] > from[r] ? sent_to[r] : from[r];
+        uint64_t need = (most + per_round - 1) / per_round;
+        rounds = need > rounds ? need : rounds;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    for (uint64_t round = 0, done = 0; round < rounds; round++, done += per_round) {
+        int nreq = 0;
+        for (int r = 0; r < nranks; r++) {
+            if (from[r] > done) {
+                uint64_t left = from[r] - done;
+                MPI_Irecv(x->mine + rstart[r] + done, (int)(left < per_round ? left : per_round),
+                          MPI_UINT64_T, r, 0, MPI_COMM_WORLD, &x->req[nreq++]);
+            }
+        }
+        for (int r = 0; r < nranks; r++) {
+            if (sent_to[r] > done) {
+                uint64_t left = sent_to[r] - done;
+                MPI_Isend(x->send + sstart[r] + done, (int)(left < per_round ? left : per_round),
+                          MPI_UINT64_T, r, 0, MPI_COMM_WORLD, &x->req[nreq++]);
+            }
+        }
+        MPI_Waitall(nreq, x->req, MPI_STATUSES_IGNORE);
+    }
+    return (size_t)nr;
+}
+
 static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t memory,
                          pairs_acc *pairs)
 {
@@ -386,7 +471,9 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
     uint64_t *all = must(malloc((size_t)nranks * SAMPLES * sizeof *all));
     uint64_t *split = must(malloc((size_t)nranks * sizeof *split));
     int *counts = must(malloc((size_t)nranks * 2 * sizeof *counts)), *displs = counts + nranks;
-    buf *out = bufs_new(), *in = bufs_new();
+    join_xchg x = {must(malloc((nfps ? nfps : 1) * sizeof *x.send)), NULL, 0,
+                   must(malloc((size_t)nranks * 5 * sizeof *x.count)),
+                   must(malloc((size_t)nranks * 2 * sizeof *x.req))};
     int failed = 0;
     for (unsigned t = 0; t < tables; t++) {
         unsigned shift = 64 - simstore_join_plan_prefix_bits(plan, t);
@@ -410,47 +497,26 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
         sort_items(all, (size_t)nall, sizeof *all, cmp_u64);
         for (int r = 0; r + 1 < nranks; r++)
             split[r] = nall ? all[(size_t)(r + 1) * (size_t)nall / (size_t)nranks] >> shift : 0;
-        for (size_t i = 0; i < nfps; i++) {
-            uint64_t prefix = v[i] >> shift;
-            int lo = 0, hi = nranks - 1; /* the first split above the prefix */
-            while (lo < hi) {
-                int m = (lo + hi) / 2;
-                if (split[m] <= prefix)
-                    lo = m + 1;
-                else
-                    hi = m;
-            }
-            put64(&out[lo], v[i]);
-        }
-        exchange_bufs(out, in);
-        size_t n = 0;
-        for (int r = 0; r < nranks; r++)
-            n += in[r].len / 8;
-        uint64_t *mine = must(malloc((n ? n : 1) * sizeof *mine));
-        n = 0;
-        for (int r = 0; r < nranks; r++) {
-            for (const char *p = in[r].data, *end = p + in[r].len; p < end;)
-                mine[n++] = get_u64(&p);
-            in[r].len = 0;
-        }
+        size_t n = join_exchange(&x, v, nfps, shift, split);
         if (!failed) {
-            rc = simstore_join_plan_sort(plan, t, mine, n);
+            rc = simstore_join_plan_sort(plan, t, x.mine, n);
             if (rc == SIMSTORE_OK)
-                rc = simstore_join_plan_table(plan, t, mine, n, memory, take_pair, pairs);
+                rc = simstore_join_plan_table(plan, t, x.mine, n, memory, take_pair, pairs);
             if (rc) {
                 say("joining table %u: %s", t, simstore_last_error());
                 failed = 1;
             }
         }
-        free(mine);
         if (show_progress) {
             uint64_t found = sum_ranks(pairs->n);
             progress("join: table %u of %u done, %llu fingerprint %s so far", t + 1, tables,
                      (unsigned long long)found, CLI_NOUN(found, "pair"));
         }
     }
-    bufs_free(out);
-    bufs_free(in);
+    free(x.send);
+    free(x.mine);
+    free(x.count);
+    free(x.req);
     free(counts);
     free(split);
     free(all);
