@@ -1,8 +1,10 @@
-/* input.c: records from plain files, JSON Lines (jansson) and fingerprint
- * lines, with FILE:LINE messages for everything malformed. */
+/* input.c: records from plain files, JSON Lines (jsonscan.c for the common
+ * record, jansson for the rest) and fingerprint lines, with FILE:LINE
+ * messages for everything malformed. */
 #include "input.h"
 
 #include "cli.h"
+#include "jsonscan.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +35,8 @@ struct input_parser {
     char **meta_names;
     size_t meta_count;
     json_t *root;     /* the current JSON record, owning the strings */
+    int scan;         /* JSON Lines: try jsonscan_read first */
+    jsonscan scanner; /* its buffers, owning the strings when it read the line */
     char *meta;       /* the metadata, compact JSON */
     size_t meta_cap;
     char id_buf[1100]; /* integer ids, formatted; FILE:LINE ids */
@@ -343,14 +347,26 @@ int input_parser_new(input_parser **out, input_format format, const input_fields
             name = comma + 1;
         }
     }
+    /* The one-pass reader takes the default shape of a record: plain names,
+     * the metadata as "meta", other members allowed. */
+    const char *idn = p->fields.id_field, *textn = p->fields.text_field;
+    p->scan = format == INPUT_JSONL && !p->fields.meta_fields && !p->fields.strict &&
+              !strchr(idn, '.') && !strchr(textn, '.') && strcmp(idn, textn) != 0 &&
+              strcmp(idn, "meta") != 0 && strcmp(textn, "meta") != 0;
     *out = p;
     return 0;
+}
+
+void input_parser_jansson_only(input_parser *p)
+{
+    p->scan = 0;
 }
 
 void input_parser_free(input_parser *p)
 {
     if (!p)
         return;
+    jsonscan_free(&p->scanner);
     json_decref(p->root);
     free(p->meta);
     free(p->meta_names);
@@ -466,6 +482,26 @@ static int parse_jsonl(input_parser *p, const char *line, size_t len, const char
                        unsigned long long lineno, input_record *rec)
 {
     char shown[200];
+    const input_fields *f = &p->fields;
+    if (p->scan) {
+        jsonscan_record r;
+        int got = jsonscan_read(&p->scanner, line, len, f->id_field, f->text_field, &r);
+        if (got < 0)
+            return parser_error(p, -2, "out of memory");
+        if (got > 0) {
+            /* What jansson would give, checked as below. */
+            rec->id = r.id;
+            rec->id_len = r.id_len;
+            rec->id_is_integer = r.id_is_integer;
+            const char *why = input_check_id(rec->id, rec->id_len);
+            if (why)
+                return parser_error(p, -1, "%s: '%s'", why, excerpt(rec->id, rec->id_len, shown));
+            rec->text = r.text;
+            rec->text_len = r.text_len;
+            rec->meta = r.meta;
+            return 1;
+        }
+    }
     json_error_t jerr;
     p->root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!p->root) {
@@ -476,7 +512,6 @@ static int parse_jsonl(input_parser *p, const char *line, size_t len, const char
             return parser_error(p, -2, "out of memory");
         return parser_error(p, -1, "invalid JSON (column %d): %s", jerr.column, jerr.text);
     }
-    const input_fields *f = &p->fields;
     if (!json_is_object(p->root))
         return parser_error(p, -1, "expected a JSON object {\"%s\": ..., \"%s\": ...}, found %s",
                             f->id_field, f->text_field, json_type_name(p->root));

@@ -108,6 +108,11 @@ int input_parse_line(input_parser *p, const char *text, size_t len, const char *
 /* The message of the last -1 or -2 from input_parse_line. */
 const char *input_parser_error(const input_parser *p);
 
+/* Read every JSON Lines record with jansson, never with the one-pass reader
+ * (jsonscan.h) that otherwise takes the records it can: for tests, which
+ * hold the two to the same records and messages. */
+void input_parser_jansson_only(input_parser *p);
+
 /* NULL allowed. */
 void input_parser_free(input_parser *p);
 

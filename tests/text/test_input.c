@@ -1,9 +1,11 @@
 /* test_input.c: cmd/input.c, the record reader of the simstore commands:
  * JSON Lines, fingerprint lines and plain files, and the FILE:LINE message of
- * every malformed record. */
+ * every malformed record; the one-pass JSON Lines reader (cmd/jsonscan.c)
+ * against jansson on generated and mutated lines. */
 #include "testutil.h"
 
 #include "input.h"
+#include "jsonscan.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -321,6 +323,363 @@ static void test_input_jsonl__fields(void **state)
     expect_line(&f, "{\"id\": \"a\", \"text\": \"t\"}", "!missing member \"body\"");
 }
 
+/* ---- the one-pass reader against jansson -------------------------------- */
+
+typedef struct gen {
+    uint64_t s;
+    char *b;
+    size_t n, cap;
+    int wild; /* also what jansson refuses and what the reader leaves to it */
+} gen;
+
+static uint64_t gen_next(gen *g)
+{
+    g->s ^= g->s << 13;
+    g->s ^= g->s >> 7;
+    g->s ^= g->s << 17;
+    return g->s;
+}
+
+static unsigned below(gen *g, unsigned n)
+{
+    return (unsigned)(gen_next(g) % n);
+}
+
+static void put(gen *g, const char *p, size_t n)
+{
+    if (g->n + n + 1 > g->cap) {
+        g->cap = (g->n + n + 1) * 2;
+        g->b = realloc(g->b, g->cap);
+        assert_non_null(g->b);
+    }
+    memcpy(g->b + g->n, p, n);
+    g->n += n;
+    g->b[g->n] = '\0';
+}
+
+static void puts_(gen *g, const char *p)
+{
+    put(g, p, strlen(p));
+}
+
+static void ws(gen *g)
+{
+    static const char *const spaces[] = {"", "", "", " ", "  ", "\t", "\r", "\n "};
+    puts_(g, spaces[below(g, 8)]);
+}
+
+/* Rarely, one of the things jansson refuses inside a string. */
+static void bad_in_string(gen *g)
+{
+    static const char *const bad[] = {
+        "\\uD800",   "\\uDC00\\uD800", "\\uD83D\\u0041", "\\x",  "\\u12G4", "\\u00",
+        "\x01",      "\x1f",           "\xC0\xAF",      "\xFF", "\xE0\x80\x80",
+        "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE4\xB8", "\xC3", "\\",
+    };
+    puts_(g, bad[below(g, sizeof bad / sizeof bad[0])]);
+}
+
+static void gen_string(gen *g, int long_ok)
+{
+    static const char *const pieces[] = {
+        "a", "Z", " ", "0", "/", "'", "~", "\x7F", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n",
+        "\\r", "\\t", "\\u0000", "\\u001f", "\\u001F", "\\u007f", "\\u00e9", "\\u00E9", "\\u2028",
+        "\\uFFFF", "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\u0022", "\\u005c", "\\u002F",
+        "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xEF\xBF\xBF", "\xC2\x85",
+    };
+    puts_(g, "\"");
+    unsigned n = long_ok && below(g, 4) == 0 ? below(g, 300) : below(g, 10);
+    for (unsigned i = 0; i < n; i++) {
+        if (g->wild && below(g, 400) == 0)
+            bad_in_string(g);
+        else if (below(g, 2))
+            put(g, "abcdefghij klmnopqrstuvwxyz.,;:-" + below(g, 30), 1 + below(g, 3));
+        else
+            puts_(g, pieces[below(g, sizeof pieces / sizeof pieces[0])]);
+    }
+    puts_(g, "\"");
+}
+
+static void gen_number(gen *g)
+{
+    static const char *const numbers[] = {
+        "0", "-0", "7", "-7", "42", "123456789012345678", "-123456789012345678",
+        "1234567890123456789", "9223372036854775807", "9223372036854775808",
+        "-9223372036854775809", "1.5", "-0.0", "0.1", "1e5", "1E+2", "2.5e-3", "1e400",
+        "-1e400", "1e-400", "1.e5", ".5", "1e", "01", "-", "+1", "1.0e+308", "12345678901234567890.5",
+    };
+    /* The first 7 but -0 are integers the reader takes. */
+    unsigned n = g->wild ? (unsigned)(sizeof numbers / sizeof numbers[0]) : 7;
+    unsigned i;
+    do
+        i = below(g, n);
+    while (!g->wild && i == 1);
+    puts_(g, numbers[i]);
+}
+
+static void gen_value(gen *g, int depth);
+
+static void gen_name(gen *g, unsigned i)
+{
+    if (!g->wild) {
+        char name[16];
+        snprintf(name, sizeof name, "\"n%u\"", i);
+        puts_(g, name);
+        return;
+    }
+    static const char *const names[] = {
+        "\"id\"", "\"text\"", "\"meta\"", "\"url\"", "\"a\"", "\"b\"", "\"\"", "\"i\\u0064\"",
+        "\"\\u0000\"", "\"caf\xC3\xA9\"", "\"a b\"",
+    };
+    puts_(g, names[below(g, sizeof names / sizeof names[0])]);
+}
+
+static void gen_container(gen *g, int depth, int object)
+{
+    puts_(g, object ? "{" : "[");
+    ws(g);
+    unsigned n = below(g, 5);
+    if (below(g, 50) == 0)
+        n = 30 + below(g, 10); /* around the 32 members the reader looks over */
+    for (unsigned i = 0; i < n; i++) {
+        if (i) {
+            ws(g);
+            puts_(g, ",");
+            ws(g);
+        }
+        if (object) {
+            if (n > 8) {
+                char name[16];
+                snprintf(name, sizeof name, "\"m%u\"", i);
+                puts_(g, name);
+            } else {
+                gen_name(g, i);
+            }
+            ws(g);
+            puts_(g, ":");
+            ws(g);
+        }
+        gen_value(g, depth + 1);
+    }
+    ws(g);
+    puts_(g, object ? "}" : "]");
+}
+
+static void gen_value(gen *g, int depth)
+{
+    unsigned k = below(g, depth > 4 ? 6 : 8);
+    if (k < 2)
+        gen_string(g, 0);
+    else if (k < 4)
+        gen_number(g);
+    else if (k < 6)
+        puts_(g, (const char *const[]){"true", "false", "null", "nul", "truex"}[below(
+                     g, g->wild ? 5 : 3)]);
+    else
+        gen_container(g, depth, k == 6);
+}
+
+static void gen_record(gen *g)
+{
+    g->n = 0;
+    put(g, "", 0);
+    g->wild = below(g, 2);
+    if (below(g, 200) == 0) {
+        int deep = 60 + (int)below(g, 10); /* around the reader's 64 levels */
+        puts_(g, "{\"id\":\"d\",\"text\":\"t\",\"meta\":");
+        for (int i = 0; i < deep; i++)
+            puts_(g, "[");
+        for (int i = 0; i < deep; i++)
+            puts_(g, "]");
+        puts_(g, "}");
+        return;
+    }
+    ws(g);
+    if (g->wild && below(g, 100) == 0) {
+        gen_value(g, 0);
+        return;
+    }
+    puts_(g, "{");
+    ws(g);
+    /* The usual members in some order, maybe missing or repeated, plus
+     * others. */
+    unsigned order[6] = {0, 1, 2, 3, 4, 5};
+    for (unsigned i = 5; i > 0; i--) {
+        unsigned j = below(g, i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    int first = 1;
+    for (unsigned i = 0; i < 6; i++) {
+        unsigned m = order[i];
+        if (g->wild && below(g, 8) == 0 && m < 3)
+            continue; /* missing */
+        if (m == 5 && (!g->wild || below(g, 4)))
+            continue;
+        if (!first) {
+            ws(g);
+            puts_(g, ",");
+            ws(g);
+        }
+        first = 0;
+        switch (m) {
+        case 0:
+            puts_(g, "\"id\"");
+            ws(g);
+            puts_(g, ":");
+            ws(g);
+            if (below(g, 3))
+                gen_string(g, 0);
+            else if (!g->wild || below(g, 4))
+                gen_number(g);
+            else
+                gen_value(g, 1);
+            break;
+        case 1:
+            puts_(g, "\"text\"");
+            ws(g);
+            puts_(g, ":");
+            ws(g);
+            if (!g->wild || below(g, 10))
+                gen_string(g, 1);
+            else
+                gen_value(g, 1);
+            break;
+        case 2:
+            puts_(g, "\"meta\":");
+            gen_value(g, 1);
+            break;
+        case 3:
+        case 4:
+            gen_name(g, m);
+            puts_(g, ":");
+            ws(g);
+            gen_value(g, 1);
+            break;
+        default:
+            puts_(g, "\"id\":\"again\""); /* a repeated member */
+            break;
+        }
+    }
+    ws(g);
+    puts_(g, "}");
+    ws(g);
+    if (g->wild && below(g, 100) == 0)
+        puts_(g, below(g, 2) ? "x" : "{}");
+}
+
+/* Damage a few bytes of the line. */
+static void mutate(gen *g)
+{
+    static const char bytes[] = {'"', '\\', ',', '}', '{', ':', ' ', 0, '\x80', 'x', '1', 'u'};
+    unsigned times = 1 + below(g, 3);
+    for (unsigned t = 0; t < times && g->n > 0; t++) {
+        size_t at = below(g, (unsigned)g->n);
+        switch (below(g, 4)) {
+        case 0:
+            g->b[at] = bytes[below(g, sizeof bytes)];
+            break;
+        case 1:
+            memmove(g->b + at, g->b + at + 1, g->n - at - 1);
+            g->n--;
+            break;
+        case 2:
+            put(g, " ", 1);
+            memmove(g->b + at + 1, g->b + at, g->n - at - 1);
+            g->b[at] = bytes[below(g, sizeof bytes)];
+            break;
+        default:
+            g->n = at;
+            break;
+        }
+    }
+}
+
+/* Both parsers must give the same answer for the line: the same record, or
+ * the same message. Returns 1 when the one-pass reader took the line. */
+static int same_answer(input_parser *scan, input_parser *jansson, jsonscan *js, const char *line,
+                       size_t len)
+{
+    input_record a, b;
+    int ra = input_parse_line(scan, line, len, "f", 1, &a);
+    int rb = input_parse_line(jansson, line, len, "f", 1, &b);
+    if (ra != rb)
+        fail_msg("line '%.*s': %d with the one-pass reader (%s), %d with jansson (%s)", (int)len,
+                 line, ra, input_parser_error(scan), rb, input_parser_error(jansson));
+    if (ra == 1) {
+        int same = a.id_len == b.id_len && memcmp(a.id, b.id, a.id_len) == 0 &&
+                   a.id_is_integer == b.id_is_integer && a.text_len == b.text_len &&
+                   (!a.text_len || memcmp(a.text, b.text, a.text_len) == 0) && !a.meta == !b.meta &&
+                   (!a.meta || strcmp(a.meta, b.meta) == 0) && a.has_fp == b.has_fp;
+        if (!same)
+            fail_msg("line '%.*s': one-pass id '%.*s' text %zu meta %s, jansson id '%.*s' text %zu "
+                     "meta %s",
+                     (int)len, line, (int)a.id_len, a.id, a.text_len, a.meta ? a.meta : "-",
+                     (int)b.id_len, b.id, b.text_len, b.meta ? b.meta : "-");
+    } else if (strcmp(input_parser_error(scan), input_parser_error(jansson)) != 0) {
+        fail_msg("line '%.*s': '%s' against jansson's '%s'", (int)len, line,
+                 input_parser_error(scan), input_parser_error(jansson));
+    }
+    jsonscan_record r;
+    return jsonscan_read(js, line, len, "id", "text", &r) == 1;
+}
+
+static void test_input_jsonl__one_pass_reader_equals_jansson(void **state)
+{
+    (void)state;
+    input_parser *scan, *jansson;
+    assert_int_equal(input_parser_new(&scan, INPUT_JSONL, NULL), 0);
+    assert_int_equal(input_parser_new(&jansson, INPUT_JSONL, NULL), 0);
+    input_parser_jansson_only(jansson);
+    jsonscan js = {0};
+    gen g = {0x9E3779B97F4A7C15u, NULL, 0, 0, 0};
+    /* Lines that pin each rule. */
+    static const char *const fixed[] = {
+        "{\"id\":\"a\",\"text\":\"t\"}",
+        "{\"id\":-0,\"text\":\"t\"}",
+        "{\"id\":-5,\"text\":\"t\",\"meta\":-0}",
+        "{\"id\":1,\"text\":\"t\",\"meta\":{\"x\":-1,\"y\":[true,false,null,\"\\u0001\\/\"]}}",
+        "{\"id\":1,\"text\":\"t\",\"meta\":1.5}",
+        "{\"id\":1.5,\"text\":\"t\"}",
+        "{\"id\":\"a\",\"text\":\"t\",\"id\":\"b\"}",
+        "{\"id\":\"a\",\"text\":\"t\",\"m\":{\"k\":1,\"k\":2}}",
+        "{\"id\":\"a\",\"text\":\"t\",\"m\":{\"k\":1,\"\\u006b\":2}}",
+        "{\"id\":\"\",\"text\":\"t\"}",
+        "{\"id\":\"a\\u0001\",\"text\":\"t\"}",
+        "{\"id\":\"a\",\"text\":\"x\\u0000y\"}",
+        "{\"id\":\"a\",\"text\":\"t\"} x",
+        "{\"id\":\"a\",\"text\":\"t\"}  \t",
+        "[{\"id\":\"a\",\"text\":\"t\"}]",
+        "{\"id\":\"a\",\"text\":7}",
+        "{\"id\":\"a\"}",
+        "{\"id\":\"a\",\"fp\":\"00000000000000ff\"}",
+        "{\"id\":\"a\",\"text\":\"t\",\"meta\":\"\\u00e9\\ud83d\\ude00\\u007f\\u001F\\b\"}",
+        "",
+        "{}",
+        "{\"id\":\"a\",\"text\":\"t\",}",
+        "{\"id\":\"a\",\"text\":\"t\",\"meta\":[1,]}",
+        "{\"id\":\"a\" \"text\":\"t\"}",
+    };
+    size_t took = 0, lines = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, lines++)
+        took += (size_t)same_answer(scan, jansson, &js, fixed[i], strlen(fixed[i]));
+    /* Generated records, a third of them damaged. */
+    for (unsigned i = 0; i < 200000; i++, lines++) {
+        gen_record(&g);
+        if (below(&g, 4) == 0)
+            mutate(&g);
+        took += (size_t)same_answer(scan, jansson, &js, g.b, g.n);
+    }
+    /* The test means something only if the one-pass reader took many. */
+    printf("one-pass reader took %zu of %zu lines\n", took, lines);
+    assert_true(took > lines / 5);
+    assert_true(took < lines);
+    free(g.b);
+    jsonscan_free(&js);
+    input_parser_free(scan);
+    input_parser_free(jansson);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_input_plain__whole_file),
         cmocka_unit_test(test_input_ids__rules),
         cmocka_unit_test(test_input_jsonl__fields),
+        cmocka_unit_test(test_input_jsonl__one_pass_reader_equals_jansson),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
