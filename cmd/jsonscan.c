@@ -2,13 +2,16 @@
  * document tree (jsonscan.h). What it accepts is a subset of what jansson
  * 2.14 accepts under JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, and it gives
  * the same values: the rules below follow jansson's lexer, parser and
- * dumper, and tests/text/test_input.c holds every line of its generated
+ * dumper (reals in the metadata printed as its jsonp_dtostr prints them),
+ * and tests/text/test_input.c holds every line of its generated
  * and mutated corpus to both readers (as does fuzz_jsonl_scan). */
 #include "jsonscan.h"
 
 #include "cli.h"
 
+#include <locale.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -367,9 +370,45 @@ static void dump_string(cur *c, unsigned char **o)
     *o = w;
 }
 
-/* The value at c->p (already checked) into *o without white space; 0 for a
- * real number (jansson prints it with %.17g and rules of its own) and -0
- * (printed as 0), which this reader leaves to jansson. */
+/* The real number of n bytes at p (checked: at most MAX_REAL_BYTES) as
+ * jansson's dump writes it (jsonp_dtostr): strtod, "%.17g", ".0" appended
+ * when neither a point nor an exponent shows, the exponent without '+' or
+ * leading zeros. Returns the length written to out (at least 48 bytes), 0
+ * when the locale's decimal point is not '.' (jansson then translates). */
+static size_t dump_real(const unsigned char *p, size_t n, unsigned char *out)
+{
+    const struct lconv *lc = localeconv();
+    if (!lc || strcmp(lc->decimal_point, ".") != 0)
+        return 0;
+    char text[MAX_REAL_BYTES + 1], buf[48];
+    memcpy(text, p, n);
+    text[n] = '\0';
+    int len = snprintf(buf, sizeof buf, "%.17g", strtod(text, NULL));
+    if (len <= 0 || (size_t)len + 3 > sizeof buf)
+        return 0;
+    if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+        memcpy(buf + len, ".0", 3);
+        len += 2;
+    }
+    char *e = strchr(buf, 'e');
+    if (e) {
+        char *start = e + 1, *end = e + 2;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, (size_t)len - (size_t)(end - buf) + 1);
+            len -= (int)(end - start);
+        }
+    }
+    memcpy(out, buf, (size_t)len);
+    return (size_t)len;
+}
+
+/* The value at c->p (already checked) into *o without white space; 0 for
+ * -0 (printed as 0), which this reader leaves to jansson, and for a real
+ * dump_real does not write. */
 static int dump_value(cur *c, unsigned char **o)
 {
     unsigned ch = *c->p;
@@ -414,7 +453,12 @@ static int dump_value(cur *c, unsigned char **o)
     else
         scan_number(c, &kind);
     size_t n = (size_t)(c->p - start);
-    if (kind == V_REAL || (n == 2 && start[0] == '-' && start[1] == '0'))
+    if (kind == V_REAL) {
+        size_t w = dump_real(start, n, *o);
+        *o += w;
+        return w > 0;
+    }
+    if (n == 2 && start[0] == '-' && start[1] == '0')
         return 0;
     memcpy(*o, start, n);
     *o += n;
@@ -507,8 +551,10 @@ int jsonscan_read(jsonscan *s, const char *line, size_t len, const char *id_name
     if (c.p != c.end || !rec->id || !rec->text)
         return 0;
     if (meta) {
-        /* Compact output is never longer than the checked input. */
-        if (!grow(&s->meta, &s->meta_cap, (size_t)(meta_end - meta) + 1))
+        /* Compact output is never longer than the checked input, but for
+         * reals: at most 24 bytes each ("%.17g": a sign, 17 digits, a point
+         * and an exponent), from at least 3 bytes of input ("1e5", "0.1"). */
+        if (!grow(&s->meta, &s->meta_cap, (size_t)(meta_end - meta) * 8 + 48))
             return -1;
         cur m = {meta, meta_end, NULL};
         unsigned char *o = (unsigned char *)s->meta;

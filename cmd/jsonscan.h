@@ -33,9 +33,10 @@ typedef struct jsonscan_record {
  * JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, would accept it and give the
  * same id, text and compact "meta". Returns 0 when the line is anything
  * else or holds what this reader leaves to jansson (a member name with an
- * escape, a real number in the metadata, integers of 19 digits or more,
- * -0, nesting deeper than 64, an object of more than 32 members, a missing
- * id or text, ...); -1 when out of memory. */
+ * escape, integers of 19 digits or more, reals of more than 40 bytes or 2
+ * exponent digits, -0 as the id or in the metadata, nesting deeper than 64,
+ * an object of more than 32 members, a missing id or text, ...); -1 when
+ * out of memory. */
 int jsonscan_read(jsonscan *s, const char *line, size_t len, const char *id_name,
                   const char *text_name, jsonscan_record *rec);
 

@@ -408,6 +408,31 @@ static void gen_number(gen *g)
         "-9223372036854775809", "1.5", "-0.0", "0.1", "1e5", "1E+2", "2.5e-3", "1e400",
         "-1e400", "1e-400", "1.e5", ".5", "1e", "01", "-", "+1", "1.0e+308", "12345678901234567890.5",
     };
+    if (below(g, 3) == 0) {
+        /* A random real: sign, digits, fraction, exponent. */
+        char num[64];
+        size_t k = 0;
+        if (below(g, 3) == 0)
+            num[k++] = '-';
+        unsigned digits = 1 + below(g, 12);
+        for (unsigned i = 0; i < digits; i++)
+            num[k++] = (char)('0' + (i == 0 && digits > 1 ? 1 + below(g, 9) : below(g, 10)));
+        int frac = below(g, 3) != 0, expo = below(g, 2);
+        if (frac || !expo) {
+            num[k++] = '.';
+            for (unsigned i = 0, f = 1 + below(g, 18); i < f; i++)
+                num[k++] = (char)('0' + below(g, 10));
+        }
+        if (expo) {
+            num[k++] = below(g, 2) ? 'e' : 'E';
+            if (below(g, 2))
+                num[k++] = below(g, 2) ? '-' : '+';
+            for (unsigned i = 0, e = 1 + below(g, g->wild ? 3 : 2); i < e; i++)
+                num[k++] = (char)('0' + below(g, 10));
+        }
+        put(g, num, k);
+        return;
+    }
     /* The first 7 but -0 are integers the reader takes. */
     unsigned n = g->wild ? (unsigned)(sizeof numbers / sizeof numbers[0]) : 7;
     unsigned i;
@@ -640,6 +665,7 @@ static void test_input_jsonl__one_pass_reader_equals_jansson(void **state)
         "{\"id\":-5,\"text\":\"t\",\"meta\":-0}",
         "{\"id\":1,\"text\":\"t\",\"meta\":{\"x\":-1,\"y\":[true,false,null,\"\\u0001\\/\"]}}",
         "{\"id\":1,\"text\":\"t\",\"meta\":1.5}",
+        "{\"id\":1,\"text\":\"t\",\"meta\":[1E5,0.1,-0.0,1e-5,2.5e+20,1e99,123456789.123456789]}",
         "{\"id\":1.5,\"text\":\"t\"}",
         "{\"id\":\"a\",\"text\":\"t\",\"id\":\"b\"}",
         "{\"id\":\"a\",\"text\":\"t\",\"m\":{\"k\":1,\"k\":2}}",
