@@ -108,11 +108,13 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
     simstore_text_options text;
     simstore_get_text_options(srv->store, &text);
     srv->sketch_bytes = simstore_sketch_bytes(text.sketch);
-    /* One worker made now, not at the first request: the first
-     * fingerprinter of a process loads the CJK dictionary (friso, about
-     * 75 ms), which would stall that request and every one queued behind it
-     * on its thread. An error here is left for the requests to report, as
-     * they did before. */
+    /* The CJK dictionary (friso, about 75 ms) loaded now, and one worker
+     * made, not at the first request (fingerprinters load the dictionary
+     * at their first Han text): that would stall the request and every one
+     * queued behind it on its thread. An error here is left for the
+     * requests to report, as they did before. */
+    if (text.cjk == SIMSTORE_CJK_FRISO)
+        (void)simstore_cjk_segmenter(NULL);
     worker *w;
     if (worker_take(srv, &w) == SIMSTORE_OK)
         worker_give_back(srv, w);

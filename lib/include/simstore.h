@@ -104,8 +104,9 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  * own; version 1 stays available, and stores record the version they use.
  *
  * Threads: a fingerprinter is used by one thread at a time; any number may
- * exist. The friso dictionary is loaded once per process, on first need, and
- * shared read-only by all of them. The environment variable
+ * exist. The friso dictionary is loaded once per process, on first need (a
+ * SIMSTORE_CJK_AUTO fingerprinter's creation, or a SIMSTORE_CJK_FRISO one's
+ * first Han text), and shared read-only by all of them. The environment variable
  * SIMSTORE_FRISO_INI, when set, names the friso.ini to use instead of the
  * built-in paths (the one from friso's pkg-config, then /etc/friso/friso.ini).
  */
@@ -219,6 +220,13 @@ typedef struct simstore_fingerprinter simstore_fingerprinter;
  *                      SIMSTORE_WEIGHT_LOG with version 1.
  *   SIMSTORE_ENOTFOUND opts->cjk is SIMSTORE_CJK_FRISO and the friso
  *                      dictionary could not be loaded (the detail says why).
+ *                      With SIMSTORE_CJK_FRISO the dictionary is loaded at
+ *                      the fingerprinter's first Han text, not here, when
+ *                      the friso.ini tried first names a readable lexicon
+ *                      index (so Latin text never waits for it); a
+ *                      dictionary that then fails to load makes that
+ *                      fingerprint fail with SIMSTORE_ENOTFOUND.
+ *                      simstore_cjk_segmenter() loads it at once.
  *   SIMSTORE_ENOMEM    out of memory. */
 SIMSTORE_API int simstore_fingerprinter_new(const simstore_text_options *opts,
                                             simstore_fingerprinter **out);
@@ -242,7 +250,10 @@ SIMSTORE_API simstore_cjk_mode simstore_fingerprinter_cjk(const simstore_fingerp
  *   fp     receives the fingerprint (0 for a document without tokens).
  *   flags  if not NULL, receives SIMSTORE_FP_* bits.
  * Errors: SIMSTORE_EINVAL (fpr or fp NULL, or text NULL with len > 0),
- * SIMSTORE_ENOMEM (a scratch buffer could not grow; *fp is then 0). */
+ * SIMSTORE_ENOMEM (a scratch buffer could not grow; *fp is then 0),
+ * SIMSTORE_ENOTFOUND (the first Han text of a SIMSTORE_CJK_FRISO
+ * fingerprinter, and friso's dictionary does not load: see
+ * simstore_fingerprinter_new()). */
 SIMSTORE_API int simstore_fingerprint_text(simstore_fingerprinter *fpr, const char *text,
                                            size_t len, uint64_t *fp, unsigned *flags);
 

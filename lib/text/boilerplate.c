@@ -229,6 +229,8 @@ static int line_key(sims_boiler *b, const uint8_t *line, size_t len, uint64_t *k
             rc = sims_tokenize(&b->tokenizer, normalized, n, collect_token, b, invalid);
         b->tokenizer.inert_only = 1;
     }
+    if (rc == SIMSTORE_ENOTFOUND)
+        return rc; /* friso's dictionary, loaded at the first Han run, did not load */
     if (rc)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory while keying lines");
     if (b->line_tokens == 0)

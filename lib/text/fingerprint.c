@@ -155,6 +155,8 @@ static int fingerprint_range(simstore_fingerprinter *fpr, const uint8_t *text, s
     }
     if (rc == 0)
         rc = sims_features_end(&fpr->features, fp);
+    if (rc == SIMSTORE_ENOTFOUND)
+        return rc; /* friso's dictionary, loaded at the first Han run, did not load */
     if (rc)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory while fingerprinting");
     *tokens = fpr->features.tokens;

@@ -145,8 +145,13 @@ static int load_cjk_words(friso_t friso, friso_config_t config, const char *lex_
     return rc;
 }
 
-/* Try one friso.ini; on success the shared objects are set. */
-static int try_ini(const char *ini, char *why, size_t why_cap)
+/* The lexicon directory friso.ini names (dir, ending in '/'); -1 with why
+ * when the ini cannot be read or is not one simstore can use. Always
+ * inlined: the optimiser's -Wformat-truncation analysis of the paths and
+ * messages built from dir then sees its bound (a 2047-byte lex_dir). */
+static inline __attribute__((always_inline)) int ini_lex_dir(const char *ini, char *dir,
+                                                         size_t dir_cap, char *why,
+                                                         size_t why_cap)
 {
     FILE *f = fopen(ini, "rb");
     if (!f) {
@@ -174,20 +179,27 @@ static int try_ini(const char *ini, char *why, size_t why_cap)
         return -1;
     }
     /* Relative directories are relative to the ini, as in friso. */
-    char dir[4096];
     if (lex_dir[0] == '/') {
-        snprintf(dir, sizeof dir, "%s", lex_dir);
+        snprintf(dir, dir_cap, "%s", lex_dir);
     } else {
         const char *slash = strrchr(ini, '/');
         int base = slash ? (int)(slash - ini + 1) : 0;
-        snprintf(dir, sizeof dir, "%.*s%s", base, ini, lex_dir);
+        snprintf(dir, dir_cap, "%.*s%s", base, ini, lex_dir);
     }
     size_t dlen = strlen(dir);
-    if (dlen + 1 < sizeof dir && dir[dlen - 1] != '/') {
+    if (dlen + 1 < dir_cap && dir[dlen - 1] != '/') {
         dir[dlen] = '/';
         dir[dlen + 1] = '\0';
     }
+    return 0;
+}
 
+/* Try one friso.ini; on success the shared objects are set. */
+static int try_ini(const char *ini, char *why, size_t why_cap)
+{
+    char dir[4096];
+    if (ini_lex_dir(ini, dir, sizeof dir, why, why_cap) != 0)
+        return -1;
     friso_t friso = friso_new();
     friso_config_t config = friso_new_config();
     friso->charset = FRISO_UTF8;
@@ -220,11 +232,11 @@ static int try_ini(const char *ini, char *why, size_t why_cap)
     return 0;
 }
 
-static void friso_load_once(void)
+/* The friso.ini files to try, in order: $SIMSTORE_FRISO_INI alone, else the
+ * built-in paths. */
+static int ini_candidates(const char *candidates[2])
 {
-    char *reasons = friso_failure;
     const char *env = getenv(SIMS_FRISO_INI_ENV);
-    const char *candidates[2];
     int count = 0;
     if (env && *env) {
         candidates[count++] = env;
@@ -233,6 +245,14 @@ static void friso_load_once(void)
         if (strcmp(SIMS_FRISO_INI_DEFAULT, "/etc/friso/friso.ini") != 0)
             candidates[count++] = "/etc/friso/friso.ini";
     }
+    return count;
+}
+
+static void friso_load_once(void)
+{
+    char *reasons = friso_failure;
+    const char *candidates[2];
+    int count = ini_candidates(candidates);
     for (int i = 0; i < count; i++) {
         char why[512];
         if (try_ini(candidates[i], why, sizeof why) == 0) {
@@ -255,15 +275,35 @@ simstore_cjk_mode sims_cjk_auto(const char **description)
     return friso_mode;
 }
 
+/* Whether the first friso.ini the loader will try names a lexicon index it
+ * can open: then the dictionary is loaded on first use, not now. A few
+ * hundred bytes read instead of the dictionary's 180,000 words. */
+static int friso_looks_loadable(void)
+{
+    const char *candidates[2];
+    ini_candidates(candidates);
+    char dir[4096], why[512], path[4200];
+    if (ini_lex_dir(candidates[0], dir, sizeof dir, why, sizeof why) != 0)
+        return 0;
+    snprintf(path, sizeof path, "%sfriso.lex.ini", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    fclose(f);
+    return 1;
+}
+
 int sims_friso_task_new(sims_friso_task **out)
 {
     *out = NULL;
-    if (sims_cjk_auto(NULL) != SIMSTORE_CJK_FRISO)
+    /* Load now unless the dictionary looks loadable: a missing dictionary
+     * is then reported here, with the loader's own words. */
+    if (!friso_looks_loadable() && sims_cjk_auto(NULL) != SIMSTORE_CJK_FRISO)
         return sims_fail(SIMSTORE_ENOTFOUND, "friso dictionary not loadable: %s", friso_failure);
     sims_friso_task *t = malloc(sizeof *t);
     if (!t)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a friso task");
-    t->task = friso_new_task();
+    t->task = NULL; /* made with the dictionary, at the first Han run */
     *out = t;
     return 0;
 }
@@ -272,14 +312,24 @@ void sims_friso_task_free(sims_friso_task *task)
 {
     if (!task)
         return;
-    friso_free_task(task->task);
+    if (task->task)
+        friso_free_task(task->task);
     free(task);
 }
 
-void sims_friso_begin(sims_friso_task *task, char *run, size_t len)
+int sims_friso_begin(sims_friso_task *task, char *run, size_t len)
 {
+    if (!task->task) {
+        if (sims_cjk_auto(NULL) != SIMSTORE_CJK_FRISO)
+            return sims_fail(SIMSTORE_ENOTFOUND, "friso dictionary not loadable: %s",
+                             friso_failure);
+        task->task = friso_new_task();
+        if (!task->task)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for a friso task");
+    }
     friso_set_text(task->task, run);
     task->task->length = (uint_t)len;
+    return 0;
 }
 
 int sims_friso_next(sims_friso_task *task, size_t *offset, size_t *len)

@@ -93,12 +93,14 @@ static int emit_friso(sims_tokenizer *t, sims_token_fn emit, void *ctx)
 {
     size_t offset, len;
     t->run[t->run_len] = '\0';
-    sims_friso_begin(t->friso, (char *)t->run, t->run_len);
+    int rc = sims_friso_begin(t->friso, (char *)t->run, t->run_len);
+    if (rc)
+        return rc;
     while (sims_friso_next(t->friso, &offset, &len)) {
         uint32_t codepoints = 0;
         for (size_t i = 0; i < len; i++)
             codepoints += (t->run[offset + i] & 0xC0) != 0x80;
-        int rc = emit(ctx, t->run + offset, len, codepoints, 1);
+        rc = emit(ctx, t->run + offset, len, codepoints, 1);
         if (rc)
             return rc;
     }
@@ -272,6 +274,8 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
     }
     if (rc == 0 && (rc = end_word(t, emit, ctx)) == 0)
         rc = end_run(t, emit, ctx);
+    if (rc == SIMSTORE_ENOTFOUND)
+        return rc; /* friso's dictionary, loaded at the first Han run, did not load */
     if (rc)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory while tokenizing");
     return 0;

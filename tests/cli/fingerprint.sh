@@ -166,6 +166,18 @@ expect_status 0; expect_out "e607871d2ad8e16a	$T/zh.txt"
 SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint "$T/zh.txt"
 expect_status 0; expect_out "c059a641416449f8	$T/zh.txt"
 expect_err_has "warning: Han text is segmented into character bigrams (friso dictionary not loadable: /nonexistent/friso.ini"
+# --cjk friso loads the dictionary at the first Han text, not before: with a
+# friso.ini whose lexicon index lists no lexicon (readable, so the loading
+# waits), Latin text is fingerprinted, and only Han text meets the failure.
+mkdir -p "$T/emptydict"
+: >"$T/emptydict/friso.lex.ini"
+printf 'friso.lex_dir = %s/emptydict/\nfriso.charset = 0\n' "$T" >"$T/empty.ini"
+printf 'the quick brown fox\n' >"$T/latin.txt"
+SIMSTORE_FRISO_INI="$T/empty.ini" run fingerprint --cjk friso "$T/latin.txt"
+expect_status 0; expect_err_empty; expect_out "4884401b808c8001	$T/latin.txt"
+SIMSTORE_FRISO_INI="$T/empty.ini" run fingerprint --cjk friso "$T/zh.txt"
+expect_status 1
+expect_err_has "friso dictionary not loadable: $T/emptydict/friso.lex.ini lists no __LEX_CJK_WORDS__ lexicon"
 
 # Version 2: NFC, NFD, a ligature, full-width letters and capitals are one
 # text; a hard-wrapped Chinese copy is the unwrapped one. Version 1 tells
