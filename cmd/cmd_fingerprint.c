@@ -262,10 +262,14 @@ int cmd_fingerprint(int argc, char **argv)
     simstore_text_options opts = text.opts;
     opts.sketch = sketch;
 
-    /* Only friso needs its dictionary loaded (~0.05 s). */
-    const char *segmenter = "character bigrams (--cjk bigram)";
+    /* Which segmenter --cjk auto picks (for the warning below) and the
+     * description --verbose prints load friso's dictionary (~0.08 s); a
+     * --cjk friso fingerprinter (as --store's options name it) loads it only
+     * at its first Han text. */
+    const char *segmenter = opts.cjk == SIMSTORE_CJK_BIGRAM ? "character bigrams (--cjk bigram)"
+                                                            : "friso (--cjk friso)";
     int auto_mode = SIMSTORE_CJK_BIGRAM;
-    if (opts.cjk != SIMSTORE_CJK_BIGRAM)
+    if (opts.cjk == SIMSTORE_CJK_AUTO || (opts.cjk == SIMSTORE_CJK_FRISO && verbose))
         auto_mode = simstore_cjk_segmenter(&segmenter);
     run_state st;
     memset(&st, 0, sizeof st);
