@@ -9,7 +9,7 @@
 
 #include "cli.h"
 
-#include <locale.h>
+#include <langinfo.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,8 +377,9 @@ static void dump_string(cur *c, unsigned char **o)
  * when the locale's decimal point is not '.' (jansson then translates). */
 static size_t dump_real(const unsigned char *p, size_t n, unsigned char *out)
 {
-    const struct lconv *lc = localeconv();
-    if (!lc || strcmp(lc->decimal_point, ".") != 0)
+    /* nl_langinfo, unlike localeconv, is safe beside other threads. */
+    const char *point = nl_langinfo(RADIXCHAR);
+    if (!point || strcmp(point, ".") != 0)
         return 0;
     char text[MAX_REAL_BYTES + 1], buf[48];
     memcpy(text, p, n);
