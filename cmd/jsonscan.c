@@ -468,21 +468,6 @@ static int dump_value(cur *c, unsigned char **o)
 
 /* ---- the record ------------------------------------------------------------ */
 
-static int grow(char **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 1;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need)
-        n *= 2;
-    char *g = realloc(*buf, n);
-    if (!g)
-        return 0;
-    *buf = g;
-    *cap = n;
-    return 1;
-}
-
 static int is_name(const unsigned char *at, size_t len, const char *name)
 {
     return strlen(name) == len && memcmp(at, name, len) == 0;
@@ -492,7 +477,7 @@ int jsonscan_read(jsonscan *s, const char *line, size_t len, const char *id_name
                   const char *text_name, jsonscan_record *rec)
 {
     memset(rec, 0, sizeof *rec);
-    if (!grow(&s->buf, &s->cap, len + 1))
+    if (cli_grow((void **)&s->buf, &s->cap, len + 1, 1, 4096))
         return -1;
     cur c = {(const unsigned char *)line, (const unsigned char *)line + len,
              (unsigned char *)s->buf};
@@ -555,7 +540,8 @@ int jsonscan_read(jsonscan *s, const char *line, size_t len, const char *id_name
         /* Compact output is never longer than the checked input, but for
          * reals: at most 24 bytes each ("%.17g": a sign, 17 digits, a point
          * and an exponent), from at least 3 bytes of input ("1e5", "0.1"). */
-        if (!grow(&s->meta, &s->meta_cap, (size_t)(meta_end - meta) * 8 + 48))
+        if (cli_grow((void **)&s->meta, &s->meta_cap, (size_t)(meta_end - meta) * 8 + 48, 1,
+                     4096))
             return -1;
         cur m = {meta, meta_end, NULL};
         unsigned char *o = (unsigned char *)s->meta;

@@ -387,6 +387,7 @@ static int range_owner(const uint64_t *split, uint64_t prefix)
 /* What the join's exchange reuses from table to table: the values ordered by
  * destination, the values received, the counts and the requests. */
 typedef struct join_xchg {
+    int *dest;       /* nfps: the rank each value goes to */
     uint64_t *send;  /* nfps values, grouped by destination rank */
     uint64_t *mine;  /* the values this rank joins */
     size_t mine_cap;
@@ -407,7 +408,7 @@ static size_t join_exchange(join_xchg *x, const uint64_t *v, size_t nfps, unsign
              *rstart = sstart + nranks, *cursor = rstart + nranks;
     memset(sent_to, 0, (size_t)nranks * sizeof *sent_to);
     for (size_t i = 0; i < nfps; i++)
-        sent_to[range_owner(split, v[i] >> shift)]++;
+        sent_to[x->dest[i] = range_owner(split, v[i] >> shift)]++;
     MPI_Alltoall(sent_to, 1, MPI_UINT64_T, from, 1, MPI_UINT64_T, MPI_COMM_WORLD);
     uint64_t ns = 0, nr = 0;
     for (int r = 0; r < nranks; r++) {
@@ -423,7 +424,7 @@ static size_t join_exchange(join_xchg *x, const uint64_t *v, size_t nfps, unsign
     }
     memcpy(cursor, sstart, (size_t)nranks * sizeof *cursor);
     for (size_t i = 0; i < nfps; i++)
-        x->send[cursor[range_owner(split, v[i] >> shift)]++] = v[i];
+        x->send[cursor[x->dest[i]]++] = v[i];
     uint64_t per_round = chunk_bytes / sizeof(uint64_t) ? chunk_bytes / sizeof(uint64_t) : 1;
     if (per_round > INT_MAX)
         per_round = INT_MAX;
@@ -471,7 +472,8 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
     uint64_t *all = must(malloc((size_t)nranks * SAMPLES * sizeof *all));
     uint64_t *split = must(malloc((size_t)nranks * sizeof *split));
     int *counts = must(malloc((size_t)nranks * 2 * sizeof *counts)), *displs = counts + nranks;
-    join_xchg x = {must(malloc((nfps ? nfps : 1) * sizeof *x.send)), NULL, 0,
+    join_xchg x = {must(malloc((nfps ? nfps : 1) * sizeof *x.dest)),
+                   must(malloc((nfps ? nfps : 1) * sizeof *x.send)), NULL, 0,
                    must(malloc((size_t)nranks * 5 * sizeof *x.count)),
                    must(malloc((size_t)nranks * 2 * sizeof *x.req))};
     int failed = 0;
@@ -513,6 +515,7 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
                      (unsigned long long)found, CLI_NOUN(found, "pair"));
         }
     }
+    free(x.dest);
     free(x.send);
     free(x.mine);
     free(x.count);
