@@ -4,7 +4,7 @@
  * measured in the same run over the same bytes: raw XXH3-64 of each
  * document, and version 1 tokenization alone. The "v2 / v1" line is the
  * ratio of the defaults' throughputs (w = 3, TF). The sketch lines
- * fingerprint and sketch in one pass (simstore_fingerprint_sketch, each
+ * fingerprint and sketch in one pass (simstore_fingerprint_sketch, every
  * kind, version 2, w = 3, TF), beside the fingerprint alone in alternating
  * passes; and, since a sketch's densification costs about the same for
  * every document, again on short documents (the first 300 bytes of each
@@ -299,7 +299,7 @@ static void print_sketches(const corpus *c, const char *name)
 {
     printf("%s (%.1f MB, %zu documents, mean %.0f bytes): v2 w=3 tf\n", name, (double)c->len / 1e6,
            c->docs, (double)c->len / (double)c->docs);
-    for (int k = SIMSTORE_SKETCH_MINHASH16; k <= SIMSTORE_SKETCH_MINHASH64; k++) {
+    for (int k = SIMSTORE_SKETCH_MINHASH16; k <= SIMSTORE_SKETCH_MINHASH256; k++) {
         double plain, mbs;
         bench_sketch(c, (simstore_sketch_kind)k, &plain, &mbs);
         char label[64];

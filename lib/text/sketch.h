@@ -55,4 +55,9 @@ static inline void sims_sketcher_add(sims_sketcher *s, uint64_t h)
  * bit j % 8 of byte j / 8 (all zero for a document without features). */
 void sims_sketcher_finish(const sims_sketcher *s, uint8_t *out);
 
+/* The same sketch by the rounds of offers alone, as format/sketch.md
+ * states them (sims_sketcher_finish uses them for documents with few
+ * nonempty bins, and candidate lists for the others); for tests. */
+void sims_sketcher_finish_by_offers(const sims_sketcher *s, uint8_t *out);
+
 #endif

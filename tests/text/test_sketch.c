@@ -229,6 +229,96 @@ static void test_sketch_fingerprint__same_pass(void **state)
 
 /* ---- the estimator over synthetic sets ------------------------------------- */
 
+/* sims_sketcher_finish fills documents with many nonempty bins from
+ * candidate lists, others by rounds of offers: both ways must give the bits
+ * the rounds alone give (sims_sketcher_finish_by_offers, format/sketch.md
+ * as written), for every kind and for sets on both sides of the switch
+ * (m / 4 nonempty bins), sets whose lists run out for some bins (the rounds
+ * after the listed ones finish them), one-bin and empty sets. */
+static void test_sketch_densify__lists_equal_offers(void **state)
+{
+    (void)state;
+    test_rng rng;
+    test_rng_init(&rng, "sketch densify", 0xD3E5);
+    sims_sketcher *s = malloc(sizeof *s);
+    assert_non_null(s);
+    size_t compared = 0, with_lists = 0;
+    for (unsigned bits = 7; bits <= 11; bits++) {
+        size_t m = (size_t)1 << bits;
+        sims_sketcher_init(s, bits);
+        /* m ln(4/3), about 0.29 m features, fill about m / 4 bins. */
+        size_t sizes[] = {0, 1, 2, m / 16, m / 8, m / 4, 27 * m / 100, 28 * m / 100,
+                          29 * m / 100, 30 * m / 100, m / 2, m, 3 * m, 10 * m};
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+            for (unsigned trial = 0; trial < 40; trial++) {
+                sims_sketcher_begin(s);
+                for (size_t i = 0; i < sizes[si]; i++)
+                    sims_sketcher_add(s, test_rng_next(&rng));
+                size_t n = 0;
+                for (size_t w = 0; w < m / 64 + (m < 64); w++)
+                    n += (size_t)__builtin_popcountll(s->full[w]);
+                with_lists += n * 4 >= m;
+                uint8_t got[SIMSTORE_SKETCH_MAX_BYTES], want[SIMSTORE_SKETCH_MAX_BYTES];
+                memset(got, 0xA5, sizeof got);
+                memset(want, 0x5A, sizeof want);
+                sims_sketcher_finish(s, got);
+                sims_sketcher_finish_by_offers(s, want);
+                if (memcmp(got, want, m / 8) != 0)
+                    fail_msg("bins %zu, %zu features (%zu nonempty bins), trial %u: the "
+                             "sketches differ",
+                             m, sizes[si], n, trial);
+                compared++;
+            }
+    }
+    /* Bins whose listed sources are all empty: sets above the switch that
+     * avoid every source offering to a chosen bin in the first 64 rounds
+     * (its whole list), so that only the later rounds fill it. */
+    for (unsigned bits = 7; bits <= 11; bits++) {
+        size_t m = (size_t)1 << bits;
+        unsigned q = 64 / bits, targets = bits == 7 ? 1 : 3;
+        sims_sketcher_init(s, bits);
+        for (unsigned trial = 0; trial < 20; trial++) {
+            uint8_t banned[SIMS_SKETCH_MAX_BINS] = {0};
+            for (unsigned k = 0; k < targets; k++) {
+                size_t target = (size_t)(test_rng_next(&rng) & (m - 1));
+                banned[target] = 1;
+                for (uint64_t t = 1; t <= 64; t++)
+                    for (size_t i = 0; i < m; i++) {
+                        uint64_t b = (t - 1) / q, r = (t - 1) % q;
+                        uint64_t x = sims_sketch_mix((b << 32 | i) + SIMS_SKETCH_T_ADD);
+                        if (((size_t)(x >> (bits * r)) & (m - 1)) == target)
+                            banned[i] = 1;
+                    }
+            }
+            sims_sketcher_begin(s);
+            size_t n = 0, allowed = 0;
+            for (size_t j = 0; j < m; j++)
+                allowed += !banned[j];
+            assert_true(allowed >= m / 4 + 2);
+            while (n < m / 4 + 1) {
+                uint64_t h = test_rng_next(&rng);
+                uint64_t g = sims_sketch_mix(h + SIMS_SKETCH_G_ADD);
+                size_t bin = (size_t)(g >> (64 - bits));
+                if (banned[bin] || (s->full[bin >> 6] >> (bin & 63) & 1))
+                    continue;
+                sims_sketcher_add(s, h);
+                n++;
+            }
+            uint8_t got[SIMSTORE_SKETCH_MAX_BYTES], want[SIMSTORE_SKETCH_MAX_BYTES];
+            sims_sketcher_finish(s, got);
+            sims_sketcher_finish_by_offers(s, want);
+            if (memcmp(got, want, m / 8) != 0)
+                fail_msg("bins %zu, a set avoiding a bin's listed sources, trial %u: the "
+                         "sketches differ",
+                         m, trial);
+            compared++;
+            with_lists++;
+        }
+    }
+    assert_true(with_lists > compared / 3);
+    free(s);
+}
+
 /* Two sets of n random hashes sharing `common` of them: the exact Jaccard is
  * common / (2 n - common). Over many pairs of every size, including sets far
  * smaller than the bins (most bins densified), the mean error is within 4
@@ -513,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_sketch_api__kinds),
         cmocka_unit_test(test_sketch_api__fingerprinter),
         cmocka_unit_test(test_sketch_fingerprint__same_pass),
+        cmocka_unit_test(test_sketch_densify__lists_equal_offers),
         cmocka_unit_test(test_sketch_estimator__unbiased),
         cmocka_unit_test(test_sketch_accuracy__generated_pairs),
     };
