@@ -1230,7 +1230,7 @@ static void check_leftovers(vctx *v, store_ctx *c)
         const char *name = e->d_name;
         if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, "data.mdb") ||
             !strcmp(name, "lock.mdb") || !strcmp(name, "writer.lock") ||
-            !strcmp(name, "live.wal")) /* a live store's log (format/wal.md) */
+            !strcmp(name, SIMS_STORE_WAL_NAME)) /* a live store's log (format/wal.md) */
             continue;
         if (sims_join_path(path, sizeof path, c->dir, name) != SIMSTORE_OK)
             continue;

@@ -41,7 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-#define WAL_NAME "live.wal"
+#define WAL_NAME SIMS_STORE_WAL_NAME
 #define ALL_CHANGES UINT64_MAX
 
 struct simstore_live {

@@ -281,7 +281,8 @@ static int is_store_entry_name(const char *name, int *is_table)
     *is_table = sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &table, &end) == 2 && end == 20 &&
                 name[end] == '\0';
     return *is_table || strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0 ||
-           strcmp(name, "writer.lock") == 0 || strstr(name, BUILD_SUFFIX) != NULL;
+           strcmp(name, "writer.lock") == 0 || strcmp(name, SIMS_STORE_WAL_NAME) == 0 ||
+           strstr(name, BUILD_SUFFIX) != NULL;
 }
 
 /* What build --replace may replace: recognisably a simstore store (also a

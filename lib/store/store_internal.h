@@ -14,6 +14,11 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+/* The write-ahead log of a live store, in the store's directory
+ * (format/store.md "Directory layout", format/wal.md): written by live/,
+ * checked by check/, and a name a store holds for build --replace. */
+#define SIMS_STORE_WAL_NAME "live.wal"
+
 /* One segment: its table files, open. Shared by every snapshot that lists it
  * and freed with the last. */
 typedef struct sims_segment {

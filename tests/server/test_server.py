@@ -279,6 +279,15 @@ def test_routes_and_errors():
     check(run("verify", store).returncode == 0, "verify clean after SIGTERM")
     lines = open(srv.log).read().splitlines()
     check(len(lines) > 40 and all('"' in l for l in lines), "one access-log line per request")
+    # A store that has been served holds its log (live.wal), a name every
+    # store may hold: build --replace rebuilds it (as the README's session
+    # does), and the new store has no log.
+    check(os.path.exists(os.path.join(store, "live.wal")), "the served store holds live.wal")
+    p = run("build", store, "--replace", "-q", SAMPLE, ok=False)
+    check(p.returncode == 0, "build --replace of a served store: %s" % p.stderr.strip())
+    check(not os.path.exists(os.path.join(store, "live.wal")), "the rebuilt store has no log")
+    st = json.loads(run("stats", store, "--json").stdout)
+    check(st["documents"] == 92, "the rebuilt store: %d documents" % st["documents"])
 
 
 def test_token_and_read_only():
