@@ -1,12 +1,15 @@
 /* bench_dedup.c: `simstore dedup` throughput (MB of JSON Lines per second)
  * beside fingerprinting alone on the same input, measured in the same run
- * with the same thread count: the baseline is the ingest pipeline `dedup`
- * is built on (cmd/ingest.c: reader, parsing and fingerprinting workers,
- * records in input order) ending in a sink that only counts; `dedup` is the
- * command itself (cmd_dedup, in process; stdout to /dev/null, as the
- * baseline writes nothing, and once to a file in /tmp), without and
- * with --store (a store built from the first tenth of the corpus, under
- * other ids).
+ * with the same thread count, for both settings: the default (the
+ * near-duplicate setting: k = 7, similarity 0.9, minhash256 sketches) and
+ * `--k 3` (a distance alone, no sketch). The baseline of each is the ingest
+ * pipeline `dedup` is built on (cmd/ingest.c: reader, parsing and
+ * fingerprinting workers, records in input order) ending in a sink that
+ * only counts, fingerprinting as the setting does (with the sketch for the
+ * default); `dedup` is the command itself (cmd_dedup, in process; stdout
+ * to /dev/null, as the baseline writes nothing, and once to a file in
+ * /tmp), without and with --store (a store built from the first tenth of
+ * the corpus, under other ids, keeping minhash256 sketches).
  *
  *   bench_dedup [MEGABYTES [THREADS [SEED]]]   (default 64 MB, 2, seed 1)
  *
@@ -129,7 +132,8 @@ static int count_fp(void *ctx, uint64_t fp)
 }
 
 /* Seconds of the pipeline alone (parse + fingerprint), best of `passes`. */
-static double fingerprint_seconds(const char *path, unsigned threads, int passes)
+static double fingerprint_seconds(const char *path, unsigned threads, int passes,
+                                  simstore_sketch_kind sketch)
 {
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
@@ -137,6 +141,7 @@ static double fingerprint_seconds(const char *path, unsigned threads, int passes
         ingest_sink s = {count_doc, count_fp, &sum, NULL, NULL};
         simstore_text_options text;
         simstore_text_options_init(&text);
+        text.sketch = sketch;
         ingest_options o;
         memset(&o, 0, sizeof o);
         o.cmd = "bench";
@@ -234,14 +239,19 @@ int main(int argc, char **argv)
     char tbuf[16];
     snprintf(tbuf, sizeof tbuf, "%u", threads);
     {
+        simstore_text_options text;
+        simstore_text_options_init(&text);
+        text.sketch = SIMSTORE_SKETCH_DEFAULT; /* as `simstore build` of JSON Lines */
         simstore_build_options o;
         simstore_build_options_init(&o);
+        o.text = &text;
         simstore_builder *b;
         char *paths[1] = {base};
         ingest_options io;
         memset(&io, 0, sizeof io);
         io.cmd = "bench";
         io.format = INGEST_JSONL;
+        io.text = &text;
         io.threads = threads;
         ingest_result res;
         if (simstore_build_begin(store, &o, &b) ||
@@ -252,35 +262,50 @@ int main(int argc, char **argv)
     }
 
     double mbytes = (double)len / 1e6;
-    /* The machine is shared: interleave the four measurements, pass by
-     * pass, so that each sees the same load, and keep each one's best. */
-    long kept_bytes = 0, kept_store_bytes = 0, ignored;
-    char *plain_args[] = {(char *)"--threads", tbuf};
-    char *store_args[] = {(char *)"--threads", tbuf, (char *)"--store", store};
-    double fp_s = 1e30, dd_s = 1e30, df_s = 1e30, ds_s = 1e30;
-    for (int pass = 0; pass < PASSES; pass++) {
-        double t = fingerprint_seconds(plain, threads, 1);
-        fp_s = t < fp_s ? t : fp_s;
-        t = dedup_seconds(plain_args, 2, plain, 1, &ignored, "/dev/null");
-        dd_s = t < dd_s ? t : dd_s;
-        t = dedup_seconds(plain_args, 2, plain, 1, &kept_bytes, out);
-        df_s = t < df_s ? t : df_s;
-        t = dedup_seconds(store_args, 4, plain, 1, &kept_store_bytes, "/dev/null");
-        ds_s = t < ds_s ? t : ds_s;
-    }
-    dedup_seconds(store_args, 4, plain, 1, &kept_store_bytes, out);
+    /* The machine is shared: interleave the measurements, pass by pass, so
+     * that each sees the same load, and keep each one's best. Setting 0:
+     * the defaults; setting 1: --k 3. */
+    static const char *const names[2] = {"defaults (k 7, J >= 0.9, minhash256)",
+                                         "--k 3 (a distance alone)"};
+    long kept_bytes[2] = {0, 0}, kept_store_bytes[2] = {0, 0}, ignored;
+    char *plain_args[2][4] = {{(char *)"--threads", tbuf},
+                              {(char *)"--threads", tbuf, (char *)"--k", (char *)"3"}};
+    char *store_args[2][6] = {{(char *)"--threads", tbuf, (char *)"--store", store},
+                              {(char *)"--threads", tbuf, (char *)"--store", store,
+                               (char *)"--k", (char *)"3"}};
+    int nplain[2] = {2, 4}, nstore[2] = {4, 6};
+    double fp_s[2] = {1e30, 1e30}, dd_s[2] = {1e30, 1e30}, df_s[2] = {1e30, 1e30},
+           ds_s[2] = {1e30, 1e30};
+    for (int pass = 0; pass < PASSES; pass++)
+        for (int m = 0; m < 2; m++) {
+            double t = fingerprint_seconds(plain, threads, 1,
+                                           m == 0 ? SIMSTORE_SKETCH_DEFAULT : SIMSTORE_SKETCH_NONE);
+            fp_s[m] = t < fp_s[m] ? t : fp_s[m];
+            t = dedup_seconds(plain_args[m], nplain[m], plain, 1, &ignored, "/dev/null");
+            dd_s[m] = t < dd_s[m] ? t : dd_s[m];
+            t = dedup_seconds(plain_args[m], nplain[m], plain, 1, &kept_bytes[m], out);
+            df_s[m] = t < df_s[m] ? t : df_s[m];
+            t = dedup_seconds(store_args[m], nstore[m], plain, 1, &ignored, "/dev/null");
+            ds_s[m] = t < ds_s[m] ? t : ds_s[m];
+        }
     printf("bench_dedup: %.1f MB of JSON Lines, %zu records (1 in 3 a near-duplicate), "
-           "%u threads, k = 3, best of %d interleaved passes\n",
+           "%u threads, best of %d interleaved passes\n",
            mbytes, docs, threads, PASSES);
-    printf("  fingerprint alone (parse + simhash)   %7.1f MB/s  (baseline)\n", mbytes / fp_s);
-    printf("  dedup >/dev/null                      %7.1f MB/s  %5.1f %% of fingerprint; "
-           "kept %.1f MB\n",
-           mbytes / dd_s, 100.0 * fp_s / dd_s, (double)kept_bytes / 1e6);
-    printf("  dedup >file (the kept records written) %6.1f MB/s  %5.1f %% of fingerprint\n",
-           mbytes / df_s, 100.0 * fp_s / df_s);
-    printf("  dedup --store (1/10 of it stored)     %7.1f MB/s  %5.1f %% of fingerprint; "
-           "kept %.1f MB\n",
-           mbytes / ds_s, 100.0 * fp_s / ds_s, (double)kept_store_bytes / 1e6);
+    for (int m = 0; m < 2; m++) {
+        dedup_seconds(store_args[m], nstore[m], plain, 1, &kept_store_bytes[m], out);
+        printf(" %s:\n", names[m]);
+        printf("  %-40s %7.1f MB/s  (baseline)\n",
+               m == 0 ? "fingerprint + sketch alone (parse + both)" : "fingerprint alone (parse + simhash)",
+               mbytes / fp_s[m]);
+        printf("  %-40s %7.1f MB/s  %5.1f %% of the baseline; kept %.1f MB\n", "dedup >/dev/null",
+               mbytes / dd_s[m], 100.0 * fp_s[m] / dd_s[m], (double)kept_bytes[m] / 1e6);
+        printf("  %-40s %7.1f MB/s  %5.1f %% of the baseline\n",
+               "dedup >file (the kept records written)", mbytes / df_s[m],
+               100.0 * fp_s[m] / df_s[m]);
+        printf("  %-40s %7.1f MB/s  %5.1f %% of the baseline; kept %.1f MB\n",
+               "dedup --store (1/10 of it stored)", mbytes / ds_s[m], 100.0 * fp_s[m] / ds_s[m],
+               (double)kept_store_bytes[m] / 1e6);
+    }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "bench_dedup: could not remove %s\n", dir);

@@ -3,7 +3,10 @@
  * w = 3, TF and LENGTH weighting (and LOG, version 2), beside two baselines
  * measured in the same run over the same bytes: raw XXH3-64 of each
  * document, and version 1 tokenization alone. The "v2 / v1" line is the
- * ratio of the defaults' throughputs (w = 3, TF). The sketch lines
+ * ratio of the defaults' throughputs (w = 3, TF). The "defaults" lines set
+ * what `simstore build` now does to a text by default (version 2, Chinese
+ * as bigrams, a minhash256 sketch in the same pass) beside version 1's
+ * defaults (friso words, no sketch), alternating passes. The sketch lines
  * fingerprint and sketch in one pass (simstore_fingerprint_sketch, every
  * kind, version 2, w = 3, TF), beside the fingerprint alone in alternating
  * passes; and, since a sketch's densification costs about the same for
@@ -238,26 +241,23 @@ static double bench_fpr(const corpus *c, unsigned version, unsigned w,
     return mbs;
 }
 
-/* Version 2, w = 3, TF, with a sketch of `kind` against the fingerprint
- * alone, their passes alternating (a shared machine's load then weighs on
- * both alike): best of each, in MB/s. */
-static void bench_sketch(const corpus *c, simstore_sketch_kind kind, double *plain_mbs,
-                         double *sketch_mbs)
+/* Two fingerprinters, their passes alternating (a shared machine's load
+ * then weighs on both alike): best of each, in MB/s. A fingerprinter with a
+ * sketch kind fingerprints and sketches in one pass. */
+static void bench_alternating(const corpus *c, const simstore_text_options *oa,
+                              const simstore_text_options *ob, double *a_mbs, double *b_mbs)
 {
-    simstore_text_options o;
-    simstore_text_options_init(&o);
-    job plain = {c, NULL, NULL, 0, 0, 0};
-    o.sketch = kind;
-    job sk = {c, NULL, NULL, 0, 0, 1};
-    if (simstore_fingerprinter_new(NULL, &plain.fpr) != 0 ||
-        simstore_fingerprinter_new(&o, &sk.fpr) != 0) {
+    job a = {c, NULL, NULL, 0, 0, oa->sketch != SIMSTORE_SKETCH_NONE};
+    job b = {c, NULL, NULL, 0, 0, ob->sketch != SIMSTORE_SKETCH_NONE};
+    if (simstore_fingerprinter_new(oa, &a.fpr) != 0 ||
+        simstore_fingerprinter_new(ob, &b.fpr) != 0) {
         fprintf(stderr, "bench_fingerprint: %s\n", simstore_last_error());
         exit(1);
     }
     double best[2] = {1e30, 1e30}, spent = 0;
-    job *jobs[2] = {&plain, &sk};
-    run_once(&plain);
-    run_once(&sk);
+    job *jobs[2] = {&a, &b};
+    run_once(&a);
+    run_once(&b);
     for (int pass = 0; pass < 5 || (spent < 1.5 && pass < 60); pass++)
         for (int i = 0; i < 2; i++) {
             double t0 = now();
@@ -267,11 +267,42 @@ static void bench_sketch(const corpus *c, simstore_sketch_kind kind, double *pla
             if (t < best[i])
                 best[i] = t;
         }
-    checksum ^= plain.sink ^ sk.sink;
-    *plain_mbs = (double)c->len / 1e6 / best[0];
-    *sketch_mbs = (double)c->len / 1e6 / best[1];
-    simstore_fingerprinter_free(plain.fpr);
-    simstore_fingerprinter_free(sk.fpr);
+    checksum ^= a.sink ^ b.sink;
+    *a_mbs = (double)c->len / 1e6 / best[0];
+    *b_mbs = (double)c->len / 1e6 / best[1];
+    simstore_fingerprinter_free(a.fpr);
+    simstore_fingerprinter_free(b.fpr);
+}
+
+/* Version 2, w = 3, TF, with a sketch of `kind` against the fingerprint
+ * alone. */
+static void bench_sketch(const corpus *c, simstore_sketch_kind kind, double *plain_mbs,
+                         double *sketch_mbs)
+{
+    simstore_text_options plain, o;
+    simstore_text_options_init(&plain);
+    o = plain;
+    o.sketch = kind;
+    bench_alternating(c, &plain, &o, plain_mbs, sketch_mbs);
+}
+
+/* What `simstore build` does to JSON Lines texts by default against what
+ * it did with fingerprint version 1: version 2 with its default options
+ * (Chinese as character bigrams) and the default sketch (minhash256), in
+ * one pass, against version 1 with friso words where its dictionary loads
+ * (version 1's default then) and no sketch. */
+static void print_defaults(const corpus *c, const char *name)
+{
+    simstore_text_options v1, now;
+    simstore_text_options_init(&now);
+    now.sketch = SIMSTORE_SKETCH_DEFAULT;
+    simstore_text_options_init(&v1);
+    v1.version = 1;
+    v1.cjk = SIMSTORE_CJK_AUTO;
+    double a, b;
+    bench_alternating(c, &v1, &now, &a, &b);
+    printf("  %-44s %8.1f MB/s  (%.2f x version 1's defaults: %.1f MB/s; target >= 0.75)\n",
+           name, b, b / a, a);
 }
 
 /* The first `bytes` bytes of every document (whole UTF-8 sequences). */
@@ -412,6 +443,14 @@ int main(int argc, char **argv)
     }
     corpus short_docs;
     shorten(&latin, 300, &short_docs);
+    printf("defaults: v2, bigrams, %s sketch, one pass, against v1 with friso (auto), no "
+           "sketch\n",
+           simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
+    print_defaults(&all, "defaults, mixed corpus");
+    print_defaults(&latin, "defaults, Latin documents");
+    print_defaults(&cjk, "defaults, CJK documents");
+    print_defaults(&short_docs, "defaults, short Latin documents");
+    printf("\n");
     print_sketches(&all, "sketches, mixed corpus");
     print_sketches(&latin, "sketches, Latin documents");
     print_sketches(&short_docs, "sketches, short Latin documents");

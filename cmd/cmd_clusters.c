@@ -24,8 +24,9 @@ static void usage(FILE *out)
             "                        [--keep RULE] [--json]\n"
             "\n"
             "Group the store's documents into clusters of near-duplicates (within\n"
-            "Hamming distance K) and choose the one document each cluster keeps. Prints\n"
-            "one line per clustered document:\n"
+            "Hamming distance K, and by default of estimated Jaccard similarity at\n"
+            "least 0.9 where the store keeps sketches) and choose the one document\n"
+            "each cluster keeps. Prints one line per clustered document:\n"
             "  CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT]\n"
             "CLUSTER is the kept document's id, KEPT is 1 for it and 0 for the documents\n"
             "to drop. Clusters come in the byte order of their CLUSTER, the kept\n"
@@ -33,7 +34,8 @@ static void usage(FILE *out)
             "documents are the fingerprints (16 hex digits). The same store gives the\n"
             "same bytes on every run and thread count. A summary goes to stderr.\n"
             "\n"
-            "      --k K            distance, 0..7 (default: the store's k); above the\n"
+            "      --k K            distance, 0..7 (default: 7 with the similarity\n"
+            "                       filter below, else the store's k); above the\n"
             "                       store's k its fingerprints are joined in memory, 8\n"
             "                       bytes each plus 16 a thread, when that fits in half\n"
             "                       of --memory, else through sorted runs in $TMPDIR\n"
@@ -57,7 +59,12 @@ static void usage(FILE *out)
             "                       estimated Jaccard similarity (format/sketch.md) is at\n"
             "                       least J, 0..1 (0: K alone): the graph is then over\n"
             "                       documents, so two sharing a fingerprint may part.\n"
-            "                       Needs a store that keeps sketches\n"
+            "                       Needs a store that keeps sketches. Default: 0.9\n"
+            "                       with --k 7 on a store that keeps sketches when --k\n"
+            "                       is not given (the near-duplicate setting: README,\n"
+            "                       \"How well it finds near-duplicates\"), else 0\n"
+            "\n");
+    fprintf(out,
             "      --similarity     add each document's estimated similarity to its kept\n"
             "                       document (1 for the kept one; '-', null, unknown)\n"
             "      --json           JSON Lines {\"cluster\", \"id\", \"kept\", \"distance\"[,\n"
@@ -238,7 +245,7 @@ int cmd_clusters(int argc, char **argv)
                          path);
     }
     out.fp_only = st.fingerprint_only;
-    o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_STORE_K;
+    o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_DEFAULT_K;
     o.key = cli_meta_key;
     o.key_ctx = (void *)field;
     cli_progress prog;

@@ -49,8 +49,9 @@ static void usage(FILE *out)
             "unknown members and a CR before the newline kept); a last line without a\n"
             "newline gets one; blank lines and a byte order mark are not records.\n"
             "\n"
-            "      --k K            the distance, 0..7 (default 3; with --store, the\n"
-            "                       store's k: above it the store is probed more)\n"
+            "      --k K            the distance, 0..7 (default: 7 with the similarity\n"
+            "                       filter, else 3, or with --store the store's k;\n"
+            "                       above the store's k it is probed more)\n"
             "      --store STORE    also drop records within K of a document of STORE;\n"
             "                       texts are fingerprinted with the store's text\n"
             "                       options, except for the text options given\n"
@@ -61,8 +62,12 @@ static void usage(FILE *out)
             "                       drop a record only for a kept record or stored\n"
             "                       document within K whose estimated Jaccard similarity\n"
             "                       (format/sketch.md) is at least J, 0..1 (0: no\n"
-            "                       filter). Every record is sketched (as STORE's\n"
-            "                       documents are, which STORE must keep; without STORE,\n"
+            "                       filter). Default: 0.9 with --k 7 when --k is not\n"
+            "                       given (the near-duplicate setting: README, \"How\n"
+            "                       well it finds near-duplicates\"), unless STORE\n"
+            "                       keeps no sketches. Every record is sketched (as\n"
+            "                       STORE's documents are, which STORE must keep; without\n"
+            "                       STORE,\n"
             "                       with --sketch, default %s) and the kept records'\n"
             "                       sketches are held in memory. Pairs with a large K\n"
             "                       (4..7) and J near 0.9: the large K finds the\n"
@@ -70,9 +75,9 @@ static void usage(FILE *out)
             "      --sketch minhash16|minhash32|minhash64|minhash128|minhash256\n"
             "                       without STORE, the sketch of --min-similarity and\n"
             "                       --similarity: more bytes, a closer estimate\n"
-            "                       (README, \"Similarity\"; minhash256 with --k 7\n"
-            "                       --min-similarity 0.9 --cjk bigram: the near-\n"
-            "                       duplicate setting)\n",
+            "                       (README, \"Similarity\"; default %s, the near-\n"
+            "                       duplicate setting's)\n",
+            simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT),
             simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
     fprintf(out,
             "      --removed FILE   write ID<TAB>KEPT_ID<TAB>DISTANCE for every dropped\n"
@@ -231,6 +236,8 @@ static void kept_free(kept_ids *k)
 typedef struct dedup_run {
     unsigned k;
     double min_similarity;       /* 0: none */
+    int near_default;            /* neither --k nor --min-similarity (nor --paragraphs):
+                                    the near-duplicate setting where sketches are kept */
     int print_similarity;        /* --similarity */
     simstore_sketch_kind sketch; /* of every record's sketch (none: no sketches) */
     size_t sketch_bytes;         /* of the kept records' sketches (0: not kept) */
@@ -651,8 +658,13 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
         return cli_error(CMD, "%s keeps no documents (a fingerprint-only store): dedup needs "
                               "document ids",
                          run->store_path);
-    if (!k_given)
+    if (!k_given) {
         *k = st.k;
+        if (run->near_default && st.sketch != SIMSTORE_SKETCH_NONE)
+            run->min_similarity = SIMSTORE_NEAR_SIMILARITY;
+        if (run->min_similarity > 0)
+            *k = SIMSTORE_NEAR_K;
+    }
     if (text->given && add) {
         cli_usage_error(CMD, "--add stores fingerprints made with the store's text options: "
                              "give no text options with it");
@@ -683,6 +695,10 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
                   run->store_path);
         return CLI_EXIT_FAIL;
     }
+    /* Records are sketched only where a sketch is used: to estimate
+     * similarities, or for the documents --add stores. */
+    if (!add && !(run->min_similarity > 0 || run->print_similarity))
+        text->opts.sketch = SIMSTORE_SKETCH_NONE;
     return 0;
 }
 
@@ -799,6 +815,7 @@ int cmd_dedup(int argc, char **argv)
     memset(&run, 0, sizeof run);
     unsigned k = DEFAULT_K;
     int k_given = 0, add = 0, verbose = 0, min_fraction_given = 0, sketch_given = 0, c;
+    int min_similarity_given = 0;
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_DEFAULT;
     unsigned para_min_words = 0;
     run.min_fraction = CLI_DEFAULT_MIN_FRACTION;
@@ -823,6 +840,7 @@ int cmd_dedup(int argc, char **argv)
         case OPT_MIN_SIMILARITY:
             if (cli_min_similarity_option(CMD, optarg, &run.min_similarity))
                 return CLI_EXIT_USAGE;
+            min_similarity_given = 1;
             break;
         case OPT_SIMILARITY: run.print_similarity = 1; break;
         case OPT_SKETCH:
@@ -880,6 +898,18 @@ int cmd_dedup(int argc, char **argv)
     if (sketch_given && run.store_path)
         return cli_usage_error(CMD, "--sketch with --store: records are sketched as STORE's "
                                     "documents are, with its kind");
+    /* The near-duplicate setting (simstore.h, SIMSTORE_NEAR_K), as pairs and
+     * clusters default to it: without --k and --min-similarity, candidates
+     * within 7 kept at similarity 0.9 (with --store, when STORE keeps
+     * sketches: open_store); a similarity given alone filters candidates
+     * within 7; --k given alone is a distance alone. */
+    run.near_default = !k_given && !min_similarity_given && !run.paragraphs;
+    if (!run.store_path && run.near_default) {
+        run.min_similarity = SIMSTORE_NEAR_SIMILARITY;
+        min_similarity_given = 1;
+    }
+    if (!k_given && run.min_similarity > 0 && !run.store_path)
+        k = SIMSTORE_NEAR_K;
     if (sketch_given && !(run.min_similarity > 0 || run.print_similarity))
         return cli_usage_error(CMD, "--sketch chooses the sketch --min-similarity and "
                                     "--similarity estimate with: give one of them");

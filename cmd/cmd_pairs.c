@@ -48,7 +48,8 @@ static void usage(FILE *out)
             "fingerprint` prints them) from the FILEs or standard input and print their\n"
             "pairs the same way (ids repeated in the input pair as often as they occur).\n"
             "\n"
-            "      --k K            largest distance: for a STORE 0..7 (default: its k;\n"
+            "      --k K            largest distance: for a STORE 0..7 (default: 7 with\n"
+            "                       the similarity filter below, else the store's k;\n"
             "                       above its k its fingerprints are joined in memory, 8\n"
             "                       bytes each plus 16 a thread, when that fits in half\n"
             "                       of --memory, else through sorted runs in $TMPDIR;\n"
@@ -66,7 +67,10 @@ static void usage(FILE *out)
             "      --min-similarity J\n"
             "                       STORE: only the pairs whose estimated similarity is\n"
             "                       at least J, 0..1 (0: all); needs a store that keeps\n"
-            "                       sketches, not with --by-fingerprint\n"
+            "                       sketches, not with --by-fingerprint. Default: 0.9\n"
+            "                       with --k 7 on a store that keeps sketches when --k\n"
+            "                       is not given (the near-duplicate setting: README,\n"
+            "                       \"How well it finds near-duplicates\"), else 0\n"
             "      --threads N      threads (default: every core)\n"
             "      --memory SIZE    memory for sorting pairs (default 1G); more spills to\n"
             "                       $TMPDIR\n"
@@ -392,7 +396,8 @@ typedef struct store_out {
     int json;
     unsigned flags;
     int similarity;        /* --similarity */
-    double min_similarity; /* --min-similarity (0: none) */
+    double min_similarity; /* --min-similarity (0: none; SIMSTORE_SCAN_DEFAULT_SIMILARITY:
+                              not given) */
     int paragraphs;        /* --paragraphs */
     double min_fraction;   /* --min-fraction */
 } store_out;
@@ -455,7 +460,7 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
     rc = simstore_get_stats(s, &st);
     simstore_scan_options o;
     simstore_scan_options_init(&o);
-    o.k = have_k ? k : SIMSTORE_SCAN_STORE_K;
+    o.k = have_k ? k : SIMSTORE_SCAN_DEFAULT_K;
     o.threads = threads;
     o.memory_bytes = memory;
     o.min_similarity = out->min_similarity;
@@ -511,7 +516,7 @@ int cmd_pairs(int argc, char **argv)
     unsigned long long k = 3;
     int have_k = 0, c, rc, progress = 0, have_method = 0;
     lines_opts lo = {3, 0, 0, 0, 0};
-    store_out out = {0, 0, 0, 0, 0, CLI_DEFAULT_MIN_FRACTION};
+    store_out out = {0, 0, 0, SIMSTORE_SCAN_DEFAULT_SIMILARITY, 0, CLI_DEFAULT_MIN_FRACTION};
     int min_fraction_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {

@@ -43,8 +43,8 @@ enum {
     "                       tf + lambda*[length >= 4], or (version 2) 1 + ln(tf)\n" \
     "      --lambda X       lambda for --weights length, 0..1000 (default 1)\n"     \
     "      --cjk auto|friso|bigram\n"                                               \
-    "                       Han text: friso words (auto: when its dictionary\n"     \
-    "                       loads) or character bigrams\n"
+    "                       Han text: character bigrams (default) or friso\n"      \
+    "                       words (auto: when its dictionary loads)\n"
 
 typedef struct textopt_state {
     simstore_text_options opts;

@@ -754,6 +754,8 @@ typedef struct scan_opts {
     int json;
     int similarity;        /* --similarity */
     double min_similarity; /* --min-similarity */
+    int min_similarity_given;
+    int distance_only;     /* pairs by fingerprint: no similarity by default */
     uint64_t memory;       /* --memory (1G) */
     int paragraphs;        /* --paragraphs */
     double min_fraction;   /* --min-fraction */
@@ -783,8 +785,24 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
         *s = NULL;
         return usage;
     }
-    if (!o->have_k)
-        o->k = st->k;
+    /* k and the similarity filter by the library's defaults (simstore.h,
+     * the near-duplicate setting), as `simstore pairs` and `clusters`. */
+    simstore_scan_options so;
+    simstore_scan_options_init(&so);
+    if (o->have_k)
+        so.k = o->k;
+    if (o->min_similarity_given || o->paragraphs || o->distance_only)
+        so.min_similarity = o->min_similarity;
+    if (o->paragraphs && !o->have_k)
+        so.k = SIMSTORE_SCAN_STORE_K;
+    int rc = simstore_scan_resolve(*s, &so, &o->k, &o->min_similarity);
+    if (rc) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s: %s\n", cmd_name, out, simstore_last_error());
+        simstore_close(*s);
+        *s = NULL;
+        return 1;
+    }
     return 0;
 }
 
@@ -849,6 +867,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
         if (end == arg || *end != '\0' || errno || !(j >= 0 && j <= 1))
             return 2;
         o->min_similarity = j;
+        o->min_similarity_given = 1;
         return 0;
     }
     case O_THREADS: return cli_parse_uint(arg, 1, 1024, &v) ? 2 : 0;
@@ -885,8 +904,9 @@ static int common_option(int c, const char *arg, scan_opts *o)
     }
 
 #define COMMON_HELP                                                                                \
-    "      --k K            largest distance, up to the store's k (default: the\n"                 \
-    "                       store's k)\n"                                                          \
+    "      --k K            largest distance, 0..7 (default: 7 on a store that keeps\n"          \
+    "                       sketches when --min-similarity is not 0, else the\n"                  \
+    "                       store's k; as `simstore pairs` and `clusters`)\n"                     \
     "      --json           JSON Lines\n"                                                          \
     "      --similarity     add the estimated Jaccard similarity (format/sketch.md)\n"             \
     "      --memory SIZE    each rank's scratch for one prefix group of the join (1G)\n"           \
@@ -1533,7 +1553,9 @@ static void usage_pairs(FILE *out)
             "                       COUNT_B\n"
             "      --min-similarity J\n"
             "                       only the pairs whose estimated similarity is at\n"
-            "                       least J, 0..1; needs a store that keeps sketches\n" COMMON_HELP
+            "                       least J, 0..1; needs a store that keeps sketches\n"
+            "                       (default: 0.9 when --k is not given on a store that\n"
+            "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
             "\n"
             "With --paragraphs (a store built with --paragraphs), the lines of `simstore\n"
             "pairs --paragraphs`, ID_A<TAB>ID_B<TAB>SHARED_A<TAB>OF_A<TAB>SHARED_B<TAB>OF_B<TAB>\n"
@@ -1594,6 +1616,7 @@ int cmd_mpi_pairs(int argc, char **argv)
                     cmd_name);
         return 2;
     }
+    p.o.distance_only = p.by_fp;
     simstore *s;
     simstore_stats st;
     int status = open_shard(argv[optind], &p.o, &s, &st);
@@ -2125,7 +2148,9 @@ static void usage_clusters(FILE *out)
             "      --min-similarity J\n"
             "                       two documents are near only when within K and their\n"
             "                       estimated similarity is at least J (a graph over\n"
-            "                       documents); needs a store that keeps sketches\n" COMMON_HELP
+            "                       documents); needs a store that keeps sketches\n"
+            "                       (default: 0.9 when --k is not given on a store that\n"
+            "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
             "\n"
             "With --paragraphs (a store built with --paragraphs), the connected\n"
             "components of the pairs of `pairs --paragraphs` with FRACTION >= F\n"

@@ -1179,7 +1179,7 @@ static void usage_build(FILE *out)
             "      --k K            the largest distance queries may ask, 0..7 (3)\n"
             "      --tables auto|T  table count of every shard (auto)\n"
             "      --block-bytes B  table block size (%u)\n"
-            "      --sketch KIND    none or minhash16..minhash256 (minhash64 when every\n"
+            "      --sketch KIND    none or minhash16..minhash256 (minhash256 when every\n"
             "                       input is JSON Lines, none otherwise)\n"
             "      --memory SIZE    each rank's memory budget for sorting (1G)\n"
             "      --chunk SIZE     bytes of records a rank sends per round (4M)\n"

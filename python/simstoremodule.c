@@ -897,7 +897,7 @@ static int text_arg(PyObject *textobj, Py_buffer *view, const char **text, size_
 }
 
 PyDoc_STRVAR(sketch_doc,
-             "sketch(text, kind='minhash64', **options) -> (fp, bytes)\n\n"
+             "sketch(text, kind='minhash256', **options) -> (fp, bytes)\n\n"
              "The fingerprint of a text and its sketch of kind 'minhash16', 'minhash32',\n"
              "'minhash64', 'minhash128' or 'minhash256' (format/sketch.md), made in one\n"
              "pass: `simstore fingerprint --sketch KIND`. similarity() compares two.");
@@ -1519,7 +1519,7 @@ PyDoc_STRVAR(store_build_doc,
              "Options: k (0..7), tables (0: the cost model), block_bytes, expected,\n"
              "replace (build over an existing store), fingerprint_only, threads,\n"
              "memory_bytes, skip_existing (a repeated id keeps the first), sketch ('auto':\n"
-             "minhash64 when the first document has a text, as `simstore build`; or 'none',\n"
+             "minhash256 when the first document has a text, as `simstore build`; or 'none',\n"
              "'minhash16' ... 'minhash256'), paragraph_min_words (0: no paragraph index),\n"
              "boilerplate ('auto' or True: lines held by more than boilerplate_fraction\n"
              "(0.1) of the documents, when there are boilerplate_min_documents (100) or\n"
@@ -2481,7 +2481,10 @@ static int scan_options_from_kw(StoreObject *self, PyObject *kw, simstore_scan_o
     simstore_scan_options_init(o);
     unsigned long long memory = 0;
     PyObject *kobj = kw_take(kw, "k");
-    int rc = k_from_py(self, kobj, &o->k);
+    /* k=None keeps the scans' default (the near-duplicate setting's k on a
+     * store that keeps sketches and is filtered by similarity, else the
+     * store's k: simstore_scan_options). */
+    int rc = kobj && kobj != Py_None ? k_from_py(self, kobj, &o->k) : 0;
     Py_XDECREF(kobj);
     if (rc < 0 || kw_uint(kw, "threads", 0, 256, &o->threads) < 0 ||
         kw_unsigned(kw, "memory_bytes", 0, UINT64_MAX >> 1, &memory) < 0 ||
@@ -2540,9 +2543,12 @@ static void make_member(const collector *c, const collected *r, PyObject **items
 PyDoc_STRVAR(store_pairs_doc,
              "pairs(k=None, by_fingerprint=False, min_similarity=None, threads=0,\n"
              "      memory_bytes=0) -> iterator of Pair\n\n"
-             "Every unordered pair of stored documents within distance k (None: the\n"
-             "store's k; up to 7, above the store's k joined in memory or through\n"
-             "sorted runs within memory_bytes), each once, by distance, then a, then b:\n"
+             "Every unordered pair of stored documents within distance k (up to 7,\n"
+             "above the store's k joined in memory or through sorted runs within\n"
+             "memory_bytes) whose estimated similarity is at least min_similarity, each\n"
+             "once, by distance, then a, then b. Defaults (None), as the CLI's: on a\n"
+             "store that keeps sketches and without k, the near-duplicate setting\n"
+             "(k=7, min_similarity=0.9); else the store's k, no similarity filter:\n"
              "`simstore pairs STORE`. Pairs (a, b, distance, fp_a, fp_b, similarity)\n"
              "are gathered with the GIL released, then iterated.");
 
@@ -2631,7 +2637,8 @@ PyDoc_STRVAR(store_clusters_doc,
              "clusters(k=None, mode='components', keep='first', singletons=False,\n"
              "         min_similarity=None, threads=0, memory_bytes=0)\n"
              "    -> iterator of ClusterMember\n\n"
-             "The store's near-duplicate clusters at distance k, as `simstore clusters`:\n"
+             "The store's near-duplicate clusters at distance k (and min_similarity;\n"
+             "defaults as pairs()), as `simstore clusters`:\n"
              "one ClusterMember (cluster, id, kept, distance, fp, cluster_fp, similarity)\n"
              "per clustered document, clusters in the byte order of their kept document's\n"
              "id, each kept document first. mode 'components' (connected components) or\n"

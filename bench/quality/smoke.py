@@ -121,7 +121,8 @@ def main():
             with open(os.path.join(out, "results.json")) as f:
                 res = json.load(f)["corpora"]["smoke"]
             names = [m["name"] for m in res["methods"]]
-            check("simstore v2 k=3" in names and any(n.startswith("MinHash") for n in names),
+            check("simstore defaults" in names and "simstore v2 k=3" in names and
+                  any(n.startswith("MinHash") for n in names),
                   f"methods measured: {len(names)}")
             exact = next(m for m in res["methods"] if m["name"] == "simstore v2 k=3")
             check(exact["eval"]["bands"]["1.0"]["recall"] in (None, 1.0),

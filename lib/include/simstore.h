@@ -156,8 +156,10 @@ typedef enum simstore_sketch_kind {
 } simstore_sketch_kind;
 
 /* The kind `simstore build` gives stores of texts unless told otherwise
- * (the library's text options default to SIMSTORE_SKETCH_NONE). */
-#define SIMSTORE_SKETCH_DEFAULT SIMSTORE_SKETCH_MINHASH64
+ * (the library's text options default to SIMSTORE_SKETCH_NONE): the
+ * near-duplicate setting's (SIMSTORE_NEAR_SIMILARITY), whose 0.0096
+ * standard error at J = 0.9 the quality targets need (format/sketch.md). */
+#define SIMSTORE_SKETCH_DEFAULT SIMSTORE_SKETCH_MINHASH256
 /* The largest sketch, in bytes: room enough for any kind. */
 #define SIMSTORE_SKETCH_MAX_BYTES 256u
 /* A similarity that cannot be estimated: the query or a document has no
@@ -169,7 +171,8 @@ typedef struct simstore_text_options {
     simstore_weighting weighting; /* (SIMSTORE_WEIGHT_TF)                        */
     double lambda;                /* λ for SIMSTORE_WEIGHT_LENGTH: 0..1000 (1.0);
                                      used as round(λ·65536)/65536                  */
-    simstore_cjk_mode cjk;        /* how Han runs are segmented (AUTO)            */
+    simstore_cjk_mode cjk;        /* how Han runs are segmented (BIGRAM: the
+                                     quality benchmark's measure, README)        */
     /* Fields added with fingerprint version 2 (at the end, so that the
      * fields above keep their offsets). */
     unsigned version;     /* the algorithm: 1 or 2 (SIMSTORE_FP_VERSION_DEFAULT);
@@ -1386,7 +1389,10 @@ SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_prob
 
 typedef struct simstore_scan_options {
     unsigned k;            /* distance, 0..SIMSTORE_MAX_K; SIMSTORE_SCAN_STORE_K
-                              (the default) for the store's k. Above the
+                              for the store's k; SIMSTORE_SCAN_DEFAULT_K (the
+                              default): the near-duplicate setting's
+                              SIMSTORE_NEAR_K when the scan keeps pairs by
+                              similarity, else the store's k. Above the
                               store's k: exact, by a join in memory (see
                               simstore_pairs())                              */
     unsigned threads;      /* 0 (default): simstore_default_threads()        */
@@ -1397,15 +1403,38 @@ typedef struct simstore_scan_options {
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
     /* Added with sketches (format/sketch.md). */
-    double min_similarity; /* 0 (default): every pair within k. In (0, 1]:
-                              only pairs of documents whose estimated
-                              similarity (simstore_pair.similarity) is at
-                              least this; a document without a sketch is in
-                              no such pair. Needs a store that keeps
-                              sketches (SIMSTORE_EINVAL otherwise)          */
+    double min_similarity; /* 0: every pair within k. In (0, 1]: only pairs
+                              of documents whose estimated similarity
+                              (simstore_pair.similarity) is at least this; a
+                              document without a sketch is in no such pair.
+                              Needs a store that keeps sketches
+                              (SIMSTORE_EINVAL otherwise).
+                              SIMSTORE_SCAN_DEFAULT_SIMILARITY (the default):
+                              SIMSTORE_NEAR_SIMILARITY on a store that keeps
+                              sketches when k is SIMSTORE_SCAN_DEFAULT_K,
+                              else 0                                         */
 } simstore_scan_options;
 
 #define SIMSTORE_SCAN_STORE_K 0xFFFFFFFFu
+#define SIMSTORE_SCAN_DEFAULT_K 0xFFFFFFFEu
+#define SIMSTORE_SCAN_DEFAULT_SIMILARITY (-1.0)
+
+/* The near-duplicate setting, the scans' default on a store that keeps
+ * sketches (README, "How well it finds near-duplicates"): candidates within
+ * SIMSTORE_NEAR_K, kept when their estimated Jaccard similarity is at least
+ * SIMSTORE_NEAR_SIMILARITY. A store without sketches is scanned at its own
+ * k. A k given alone is a scan by distance alone, as before the setting; a
+ * similarity given alone is filtered from candidates within
+ * SIMSTORE_NEAR_K. */
+#define SIMSTORE_NEAR_K 7u
+#define SIMSTORE_NEAR_SIMILARITY 0.9
+
+/* The k and minimum similarity a scan of s with options o uses (o NULL:
+ * the defaults), as simstore_pairs() and simstore_clusters() resolve them;
+ * for clients that print or forward them (a sharded scan). Errors as
+ * simstore_pairs() gives for them. */
+SIMSTORE_API int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o,
+                                       unsigned *k, double *min_similarity);
 
 /* Fill *o with the defaults above. */
 SIMSTORE_API void simstore_scan_options_init(simstore_scan_options *o);

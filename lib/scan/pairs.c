@@ -323,8 +323,16 @@ int simstore_pairs(simstore *s, const simstore_scan_options *opts, unsigned flag
         return sims_fail(SIMSTORE_EINVAL, "simstore_pairs: NULL store or callback");
     if (flags & ~SIMSTORE_PAIRS_BY_FINGERPRINT)
         return sims_fail(SIMSTORE_EINVAL, "simstore_pairs: unknown flags %#x", flags);
-    simstore_scan_options o;
-    int rc = scan_options_resolve(s, opts, &o);
+    simstore_scan_options in, o;
+    if (opts)
+        in = *opts;
+    else
+        simstore_scan_options_init(&in);
+    /* Pairs of fingerprints have no similarity: the default asks none. */
+    if ((flags & SIMSTORE_PAIRS_BY_FINGERPRINT) &&
+        in.min_similarity == SIMSTORE_SCAN_DEFAULT_SIMILARITY)
+        in.min_similarity = 0;
+    int rc = scan_options_resolve(s, &in, &o);
     if (rc)
         return rc;
     if (o.min_similarity > 0 && (flags & SIMSTORE_PAIRS_BY_FINGERPRINT))
@@ -348,7 +356,8 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
         return sims_fail(SIMSTORE_EINVAL, "simstore_join_fingerprints: NULL argument");
     if (k < 1 || k > SIMSTORE_MAX_K)
         return sims_fail(SIMSTORE_EINVAL, "join distance %u outside 1..%u", k, SIMSTORE_MAX_K);
-    if (opts && opts->min_similarity != 0)
+    if (opts && opts->min_similarity != 0 &&
+        opts->min_similarity != SIMSTORE_SCAN_DEFAULT_SIMILARITY)
         return sims_fail(SIMSTORE_EINVAL, "a join of fingerprints has no similarity: give no "
                                           "minimum similarity");
     simstore_scan_options o;

@@ -273,7 +273,7 @@ int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
                          s->path);
     if (!(min_fraction >= 0 && min_fraction <= 1))
         return sims_fail(SIMSTORE_EINVAL, "minimum fraction %g is outside 0..1", min_fraction);
-    if (k == SIMSTORE_SCAN_STORE_K)
+    if (k == SIMSTORE_SCAN_STORE_K || k == SIMSTORE_SCAN_DEFAULT_K)
         k = s->design->params.k;
     /* Each paragraph is a query of the paragraph tables: above the
      * design's k, one probing every prefix near it (format/design.md,

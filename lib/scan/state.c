@@ -70,6 +70,12 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
     else
         simstore_scan_options_init(out);
     unsigned design_k = s->design->params.k;
+    int sketches = s->text.sketch != SIMSTORE_SKETCH_NONE;
+    if (out->min_similarity == SIMSTORE_SCAN_DEFAULT_SIMILARITY)
+        out->min_similarity =
+            sketches && out->k == SIMSTORE_SCAN_DEFAULT_K ? SIMSTORE_NEAR_SIMILARITY : 0;
+    if (out->k == SIMSTORE_SCAN_DEFAULT_K)
+        out->k = out->min_similarity > 0 ? SIMSTORE_NEAR_K : design_k;
     if (out->k == SIMSTORE_SCAN_STORE_K)
         out->k = design_k;
     /* Above design_k the scan joins the fingerprints in memory under a
@@ -81,7 +87,7 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
     if (!(out->min_similarity >= 0 && out->min_similarity <= 1))
         return sims_fail(SIMSTORE_EINVAL, "minimum similarity %g is outside 0..1",
                          out->min_similarity);
-    if (out->min_similarity > 0 && s->text.sketch == SIMSTORE_SKETCH_NONE)
+    if (out->min_similarity > 0 && !sketches)
         return sims_fail(SIMSTORE_EINVAL,
                          "%s keeps no sketches (built with sketch kind none, or before "
                          "sketches), so it cannot tell similarities",
@@ -100,7 +106,24 @@ void simstore_scan_options_init(simstore_scan_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof *o);
-    o->k = SIMSTORE_SCAN_STORE_K;
+    o->k = SIMSTORE_SCAN_DEFAULT_K;
+    o->min_similarity = SIMSTORE_SCAN_DEFAULT_SIMILARITY;
+}
+
+int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o, unsigned *k,
+                          double *min_similarity)
+{
+    if (!s)
+        return sims_fail(SIMSTORE_EINVAL, "simstore_scan_resolve: NULL store");
+    simstore_scan_options r;
+    int rc = scan_options_resolve(s, o, &r);
+    if (rc)
+        return rc;
+    if (k)
+        *k = r.k;
+    if (min_similarity)
+        *min_similarity = r.min_similarity;
+    return SIMSTORE_OK;
 }
 
 /* ---- documents of a fingerprint ----------------------------------------- */

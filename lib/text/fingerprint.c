@@ -34,7 +34,7 @@ void simstore_text_options_init(simstore_text_options *opts)
     opts->shingle_words = SIMSTORE_SHINGLE_DEFAULT;
     opts->weighting = SIMSTORE_WEIGHT_TF;
     opts->lambda = SIMSTORE_LAMBDA_DEFAULT;
-    opts->cjk = SIMSTORE_CJK_AUTO;
+    opts->cjk = SIMSTORE_CJK_BIGRAM;
     opts->version = SIMSTORE_FP_VERSION_DEFAULT;
     opts->cjk_shingle = SIMSTORE_CJK_SHINGLE_DEFAULT;
 }

@@ -104,13 +104,13 @@ rec_line() { sed -n "$(($1 + 1))p" "$T/recs.jsonl"; }
 rec_field() { sed -n "$(($1 + 1))p" "$T/recs.fps" | cut -f"$2"; }
 tie_d=$("$SIMSTORE" distance "$(rec_field "$tr" 1)" "$(rec_field "$ts" 1)")
 { rec_line "$ts"; rec_line "$ta"; rec_line "$tr"; } >"$T/tie.jsonl"
-run dedup --removed "$T/tie.removed" "$T/tie.jsonl"
+run dedup --k 3 --removed "$T/tie.removed" "$T/tie.jsonl"
 if [ "$(cat "$T/tie.removed")" = "$(rec_field "$tr" 2)	$(rec_field "$ts" 2)	$tie_d" ]; then ok; else
     fail "tie between kept records: $(cat "$T/tie.removed")"; fi
 rec_line "$ts" >"$T/tie_store.jsonl"
 "$SIMSTORE" build "$T/tiestore" -q "$T/tie_store.jsonl" >/dev/null || fail "build tiestore"
 { rec_line "$ta"; rec_line "$tr"; } >"$T/tie2.jsonl"
-run dedup --store "$T/tiestore" --removed "$T/tie.removed" "$T/tie2.jsonl"
+run dedup --store "$T/tiestore" --k 3 --removed "$T/tie.removed" "$T/tie2.jsonl"
 expect_out "$(rec_line "$ta")"
 if [ "$(cat "$T/tie.removed")" = "$(rec_field "$tr" 2)	$(rec_field "$ts" 2)	$tie_d" ]; then ok; else
     fail "tie between STORE and a kept record: $(cat "$T/tie.removed")"; fi

@@ -88,7 +88,7 @@ expect_err_has "fp1.jsonl:1: document 'f1' has no sketch"
 printf '%s\n' '{"id": "f1", "fp": "00000000000000ff", "sketch": "00ff"}' >"$T/fp2.jsonl"
 run build "$T/fpstore" "$T/fp2.jsonl"
 expect_status 1
-expect_err_has "fp2.jsonl:1: \"sketch\" has 2 bytes, but this store keeps minhash64 sketches"
+expect_err_has "fp2.jsonl:1: \"sketch\" has 2 bytes, but this store keeps minhash256 sketches"
 run build "$T/fpstore" --sketch none "$T/fp1.jsonl"
 expect_status 0
 run fingerprint --jsonl "$T/fp.jsonl"

@@ -141,19 +141,29 @@ awk 'BEGIN { printf "{\"id\": \"big\", \"text\": \""; for (i = 0; i < 1100000; i
 run fingerprint --jsonl "$T/big.jsonl"
 expect_status 0; expect_all_lines_match "${hexline}big\$"
 
-# CJK: friso when its dictionary loads, bigrams on request or as a fallback.
-# The spec's vectors: version 1 (9, 10) and version 2 (4, 5), the default.
+# CJK: character bigrams by default; friso words on request (auto: when
+# its dictionary loads, else bigrams with a warning). The spec's vectors:
+# version 1 (9, 10) and version 2 (4, 5).
 printf '我们是中国人' >"$T/zh.txt"
 run fingerprint --fp-version 1 --cjk bigram "$T/zh.txt"
 expect_out "e607871d2ad8e16a	$T/zh.txt"
 run fingerprint --cjk bigram "$T/zh.txt"
 expect_out "c059a641416449f8	$T/zh.txt"
+# The default: bigrams, without a word about friso.
+run fingerprint "$T/zh.txt"
+expect_status 0; expect_err_empty; expect_out "c059a641416449f8	$T/zh.txt"
+run fingerprint --fp-version 1 "$T/zh.txt"
+expect_status 0; expect_err_empty; expect_out "e607871d2ad8e16a	$T/zh.txt"
+run fingerprint --verbose "$T/zh.txt"
+expect_err_has "simstore fingerprint: options: --fp-version 2 --shingle 3 --cjk-shingle 2 --weights tf --cjk bigram"
 if "$SIMSTORE" --version | grep -q "CJK segmenter: friso"; then
-    run fingerprint --fp-version 1 "$T/zh.txt"
+    run fingerprint --fp-version 1 --cjk auto "$T/zh.txt"
     expect_status 0; expect_err_empty; expect_out "baa4ca39912ecf47	$T/zh.txt"
-    run fingerprint "$T/zh.txt"
+    run fingerprint --cjk auto "$T/zh.txt"
     expect_status 0; expect_err_empty; expect_out "60783d10123e8464	$T/zh.txt"
-    run fingerprint --verbose "$T/zh.txt"
+    run fingerprint --cjk friso "$T/zh.txt"
+    expect_status 0; expect_err_empty; expect_out "60783d10123e8464	$T/zh.txt"
+    run fingerprint --cjk auto --verbose "$T/zh.txt"
     expect_err_has "simstore fingerprint: options: --fp-version 2 --shingle 3 --cjk-shingle 2 --weights tf --cjk auto"
     expect_err_has "simstore fingerprint: CJK segmenter: friso 1.6.4"
     expect_err_has "1 document, 1 line printed"
@@ -161,9 +171,9 @@ fi
 SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --cjk friso "$T/zh.txt"
 expect_status 1
 expect_err_has "friso dictionary not loadable: /nonexistent/friso.ini: No such file or directory"
-SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --fp-version 1 "$T/zh.txt"
+SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --fp-version 1 --cjk auto "$T/zh.txt"
 expect_status 0; expect_out "e607871d2ad8e16a	$T/zh.txt"
-SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint "$T/zh.txt"
+SIMSTORE_FRISO_INI=/nonexistent/friso.ini run fingerprint --cjk auto "$T/zh.txt"
 expect_status 0; expect_out "c059a641416449f8	$T/zh.txt"
 expect_err_has "warning: Han text is segmented into character bigrams (friso dictionary not loadable: /nonexistent/friso.ini"
 # --cjk friso loads the dictionary at the first Han text, not before: with a

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# sample.sh: the README's quick start on the shipped sample corpus: fingerprint
-# tests/data/sample.jsonl, then `pairs --k 3` must report exactly the planted
-# near-duplicate pairs of tests/data/sample.pairs, nothing else, with friso
-# and with the bigram fallback.
+# sample.sh: the shipped sample corpus: fingerprint tests/data/sample.jsonl,
+# then `pairs --k 3` must report exactly the planted near-duplicate pairs of
+# tests/data/sample.pairs, nothing else, with friso and with bigrams; and the
+# README's quick start (build, clusters) must cluster exactly those pairs.
 . "$(dirname "$0")/lib.sh"
 
 docs=$(grep -c . "$SRC/tests/data/sample.jsonl")
@@ -42,11 +42,38 @@ cut -f1,2 "$T/out" | LC_ALL=C sort | comm -23 - "$SRC/tests/data/sample.pairs" >
 run pairs --k 10 "$T/sample.fp"
 cut -f1,2 "$T/out" | LC_ALL=C sort | cmp -s - "$SRC/tests/data/sample.pairs" && ok ||
     fail "version 2 bigrams: pairs --k 10 differs from the planted pairs"
-# The quick start exactly as the README writes it (paths relative to the tree).
-(cd "$SRC" && "$SIMSTORE" fingerprint --jsonl tests/data/sample.jsonl >"$T/q.fp" &&
-    "$SIMSTORE" pairs --k 3 "$T/q.fp" >"$T/q.pairs")
+# The quick start exactly as the README writes it (paths relative to the
+# tree): build with the defaults, then `clusters` with the defaults (the
+# near-duplicate setting: k = 7 and similarity 0.9 on a store that keeps
+# sketches). Its clusters are exactly the connected components of the
+# planted pairs, and it says so on stderr as the README does.
+(cd "$SRC" && "$SIMSTORE" build "$T/q.store" --replace tests/data/sample.jsonl >"$T/q.built" &&
+    "$SIMSTORE" clusters "$T/q.store" >"$T/q.clusters" 2>"$T/q.err")
 status=$?
 expect_status 0
-[ "$(wc -l <"$T/q.pairs")" = "$(wc -l <"$SRC/tests/data/sample.pairs")" ] && ok ||
-    fail "quick start printed $(wc -l <"$T/q.pairs") pairs"
+grep -q "^built $T/q.store: 92 documents, " "$T/q.built" && ok || fail "quick start build: $(cat "$T/q.built")"
+[ "$(cat "$T/q.err")" = "clusters: 31 documents in 11 clusters, 20 to drop, largest cluster 4 documents" ] &&
+    ok || fail "quick start summary: $(cat "$T/q.err")"
+if python3 - "$T/q.clusters" "$SRC/tests/data/sample.pairs" <<'PY'; then ok; else fail "quick start clusters are not the planted pairs' components"; fi
+import sys
+parent = {}
+def find(x):
+    parent.setdefault(x, x)
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+for line in open(sys.argv[2]):
+    a, b = line.split()
+    parent[find(a)] = find(b)
+want = {}
+for x in list(parent):
+    want.setdefault(find(x), set()).add(x)
+got = {}
+for line in open(sys.argv[1]):
+    cluster, doc, kept, dist = line.rstrip("\n").split("\t")
+    got.setdefault(cluster, set()).add(doc)
+    assert (kept == "1") == (doc == cluster), line
+sys.exit(0 if sorted(map(sorted, got.values())) == sorted(map(sorted, want.values())) else 1)
+PY
 finish

@@ -14,7 +14,9 @@ $REF gen 160 5 >"$T/c.jsonl"
 K=6
 
 # ---- build, stats, inspect, verify ------------------------------------------
-run build "$T/s" --k $K -q "$T/c.jsonl"
+# minhash64 here (the default, minhash256, is the near-duplicate setting's:
+# its own section below).
+run build "$T/s" --k $K -q --sketch minhash64 "$T/c.jsonl"
 expect_status 0
 run stats "$T/s"
 expect_out_has "sketch: minhash64 (1-bit one-permutation MinHash, 512 bins: 64 bytes per document)"
@@ -42,7 +44,7 @@ if cut -f1,2 "$T/fps" | cmp -s - "$T/fps-plain"; then ok; else fail "fingerprint
 # ---- pairs ------------------------------------------------------------------
 for j in 0 0.8 0.9 0.96; do
     $REF pairs $K $j "$T/fps" >"$T/want"
-    run pairs "$T/s" --similarity --min-similarity $j
+    run pairs "$T/s" --k $K --similarity --min-similarity $j
     expect_status 0
     if cmp -s "$T/out" "$T/want"; then ok; else fail "pairs --min-similarity $j differs from the reference"; diff "$T/out" "$T/want" | head -5 >&2; fi
 done
@@ -56,7 +58,7 @@ for kind in minhash128 minhash256; do
     if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["sketch"]==sys.argv[2] and d["sketch_bytes_per_document"]==int(sys.argv[3])' "$T/out" $kind $bytes; then ok; else fail "stats --json: $kind"; fi
     "$SIMSTORE" fingerprint --jsonl --sketch $kind "$T/c.jsonl" >"$T/fps-$kind"
     $REF pairs $K 0.9 "$T/fps-$kind" >"$T/want"
-    run pairs "$T/s-$kind" --similarity --min-similarity 0.9
+    run pairs "$T/s-$kind" --k $K --similarity --min-similarity 0.9
     expect_status 0
     if cmp -s "$T/out" "$T/want"; then ok; else fail "$kind: pairs --min-similarity 0.9 differs from the reference"; fi
     run verify "$T/s-$kind"
@@ -128,7 +130,7 @@ expect_err_has "--min-similarity takes a number from 0 to 1"
 # ---- clusters ---------------------------------------------------------------
 for j in 0.5 0.9 0.97; do
     $REF clusters $K $j "$T/fps" >"$T/want"
-    run clusters "$T/s" --similarity --min-similarity $j
+    run clusters "$T/s" --k $K --similarity --min-similarity $j
     expect_status 0
     if cmp -s "$T/out" "$T/want"; then ok; else fail "clusters --min-similarity $j differs from the reference"; diff "$T/out" "$T/want" | head -5 >&2; fi
 done
@@ -141,13 +143,14 @@ if cut -f1-4 "$T/out" | cmp -s - "$T/plain"; then ok; else fail "clusters --simi
 for j in 0.8 0.93; do
     $REF dedup $K $j "$T/c.jsonl" "$T/fps" "$T/want.out" "$T/want.removed"
     for threads in 1 2; do
-        run dedup --k $K --min-similarity $j --similarity --removed "$T/got.removed" --threads $threads "$T/c.jsonl"
+        run dedup --k $K --min-similarity $j --sketch minhash64 --similarity --removed "$T/got.removed" --threads $threads "$T/c.jsonl"
         expect_status 0
         if cmp -s "$T/out" "$T/want.out"; then ok; else fail "dedup --min-similarity $j: kept records differ"; fi
         if cmp -s "$T/got.removed" "$T/want.removed"; then ok; else fail "dedup --min-similarity $j: --removed differs"; diff "$T/got.removed" "$T/want.removed" | head -5 >&2; fi
     done
 done
-# --sketch without a store: the kind records are sketched and judged with.
+# --sketch without a store: the kind records are sketched and judged with
+# (minhash256 is also the default: the defaults' section below).
 "$SIMSTORE" fingerprint --jsonl --sketch minhash256 "$T/c.jsonl" >"$T/fps256"
 $REF dedup $K 0.93 "$T/c.jsonl" "$T/fps256" "$T/want.out" "$T/want.removed"
 run dedup --k $K --min-similarity 0.93 --sketch minhash256 --similarity --removed "$T/got.removed" "$T/c.jsonl"
@@ -155,9 +158,9 @@ expect_status 0
 if cmp -s "$T/out" "$T/want.out"; then ok; else fail "dedup --sketch minhash256: kept records differ"; fi
 if cmp -s "$T/got.removed" "$T/want.removed"; then ok; else fail "dedup --sketch minhash256: --removed differs"; fi
 cp "$T/got.removed" "$T/removed256"
-run dedup --k $K --min-similarity 0.93 --similarity --removed "$T/got.removed" "$T/c.jsonl"
+run dedup --k $K --min-similarity 0.93 --sketch minhash64 --similarity --removed "$T/got.removed" "$T/c.jsonl"
 if cmp -s "$T/got.removed" "$T/removed256"; then fail "--sketch minhash256 changed nothing"; else ok; fi
-run dedup --sketch minhash256 "$T/c.jsonl"
+run dedup --k 3 --sketch minhash256 "$T/c.jsonl"
 expect_status 2; expect_err_has "give one of them"
 run dedup --sketch none --min-similarity 0.5 "$T/c.jsonl"
 expect_status 2; expect_err_has "--sketch none"
@@ -178,6 +181,56 @@ run pairs "$T/d" --similarity
 if awk -F'\t' '$4 == "-" { exit 1 }' "$T/out"; then ok; else fail "documents added by dedup --add lack sketches"; fi
 run verify "$T/d"
 expect_status 0
+
+# ---- the near-duplicate setting: what the scans do by default -----------------
+# A store built with the defaults keeps minhash256 sketches of bigram texts;
+# pairs, clusters and dedup without --k and --min-similarity are then the
+# reference's at k = 7 and similarity 0.9; --k alone is a distance alone,
+# --min-similarity alone filters candidates within 7, and 0 is the store's
+# k unfiltered.
+run build "$T/nd" -q "$T/c.jsonl"
+expect_status 0
+run stats "$T/nd"
+expect_out_has "sketch: minhash256 (1-bit one-permutation MinHash, 2048 bins: 256 bytes per document)"
+expect_out_has "--cjk bigram"
+$REF pairs 7 0.9 "$T/fps256" >"$T/want-near"
+$REF pairs 3 0 "$T/fps256" >"$T/want-k3"
+$REF pairs 7 0 "$T/fps256" >"$T/want-k7"
+# The three differ on this corpus, or the checks below prove little.
+if ! cmp -s "$T/want-near" "$T/want-k3" && ! cmp -s "$T/want-near" "$T/want-k7"; then ok; else fail "the corpus does not tell the near-duplicate setting from k = 3 or 7 alone"; fi
+run pairs "$T/nd" --similarity
+expect_status 0
+if cmp -s "$T/out" "$T/want-near"; then ok; else fail "pairs with the defaults differs from the reference at k = 7, J >= 0.9"; diff "$T/out" "$T/want-near" | head -5 >&2; fi
+run pairs "$T/nd" --k 3 --similarity
+if cmp -s "$T/out" "$T/want-k3"; then ok; else fail "pairs --k 3 alone is not a distance alone"; fi
+run pairs "$T/nd" --min-similarity 0 --similarity
+if cmp -s "$T/out" "$T/want-k3"; then ok; else fail "pairs --min-similarity 0 is not the store's k unfiltered"; fi
+$REF pairs 7 0.8 "$T/fps256" >"$T/want"
+run pairs "$T/nd" --min-similarity 0.8 --similarity
+if cmp -s "$T/out" "$T/want"; then ok; else fail "pairs --min-similarity 0.8 alone is not filtered from k = 7"; fi
+run pairs "$T/nd" --by-fingerprint
+expect_status 0
+"$SIMSTORE" pairs "$T/nd" --by-fingerprint --k 3 >"$T/want"
+if cmp -s "$T/out" "$T/want"; then ok; else fail "pairs --by-fingerprint by default is not the store's k"; fi
+$REF clusters 7 0.9 "$T/fps256" >"$T/want"
+run clusters "$T/nd" --similarity
+expect_status 0
+if cmp -s "$T/out" "$T/want"; then ok; else fail "clusters with the defaults differs from the reference at k = 7, J >= 0.9"; diff "$T/out" "$T/want" | head -5 >&2; fi
+$REF dedup 7 0.9 "$T/c.jsonl" "$T/fps256" "$T/want.out" "$T/want.removed"
+$REF dedup 3 0 "$T/c.jsonl" "$T/fps256" "$T/want3.out" "$T/want3.removed"
+if ! cmp -s "$T/want.out" "$T/want3.out"; then ok; else fail "the corpus does not tell dedup's defaults from k = 3"; fi
+run dedup --similarity --removed "$T/got.removed" "$T/c.jsonl"
+expect_status 0
+if cmp -s "$T/out" "$T/want.out"; then ok; else fail "dedup with the defaults: kept records differ from k = 7, J >= 0.9"; fi
+if cmp -s "$T/got.removed" "$T/want.removed"; then ok; else fail "dedup with the defaults: --removed differs"; fi
+# A store without sketches: the store's k, no filter.
+run build "$T/n0" --k $K -q --sketch none "$T/c.jsonl"
+run pairs "$T/n0"
+cp "$T/out" "$T/got"
+$REF pairs $K 0 "$T/fps" | cut -f1-3 >"$T/want"
+if cmp -s "$T/got" "$T/want"; then ok; else fail "pairs of a store without sketches is not at the store's k by default"; fi
+run pairs "$T/n0" --k $K
+if cmp -s "$T/got" "$T/out"; then ok; else fail "pairs of a store without sketches is not at the store's k by default"; fi
 
 # ---- add ----------------------------------------------------------------------
 run add "$T/s-minhash16" -q "$T/first.jsonl" 2>/dev/null

@@ -105,13 +105,16 @@ for input in random dups chains twos; do
     if [ "$("$SIMSTORE" pairs "$T/$input" | wc -l)" -gt 20 ]; then ok; else fail "$input: few pairs"; fi
 done
 
-# Texts with sketches: similarities, and pairs above a minimum.
+# Texts with sketches: similarities, and pairs above a minimum; with no
+# --k nor --min-similarity, the near-duplicate setting (k 7, 0.9), as the
+# one store's; --k alone a distance alone; by fingerprint no similarity.
 "$SIMSTORE" build -q "$T/sample" "$SAMPLE" >/dev/null || fail "build the sample"
 for np in 2 3; do
     mpi "$np" build -q "$T/sample-m$np" "$SAMPLE" >"$T/out" 2>"$T/err"
     status=$?
     expect_status 0
-    for mode in "--similarity" "--json --similarity --min-similarity 0.3"; do
+    for mode in "--similarity" "--json --similarity --min-similarity 0.3" "--k 3 --similarity" \
+        "--by-fingerprint"; do
         # shellcheck disable=SC2086
         a=$("$SIMSTORE" pairs "$T/sample" $mode | md5sum)
         # shellcheck disable=SC2086
@@ -119,7 +122,7 @@ for np in 2 3; do
         if [ "$a" = "$b" ]; then ok; else fail "sample np $np: pairs $mode differs"; fi
     done
     for mode in "--singletons --similarity" "--min-similarity 0.3 --similarity" \
-        "--mode star --min-similarity 0.25 --json"; do
+        "--mode star --min-similarity 0.25 --json" "--similarity" "--k 2 --json"; do
         # shellcheck disable=SC2086
         a=$("$SIMSTORE" clusters "$T/sample" --keep min-id $mode 2>/dev/null | md5sum)
         # shellcheck disable=SC2086

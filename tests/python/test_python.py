@@ -122,7 +122,7 @@ class TestFingerprints(Base):
                 fp, sk = simstore.sketch(d["text"], kind=kind)
                 self.assertEqual((fp, sk.hex()), want[str(d["id"])], kind)
         a, b = simstore.sketch(DOCS[0]["text"])[1], simstore.sketch(DOCS[1]["text"])[1]
-        self.assertEqual(len(a), 64)
+        self.assertEqual(len(a), 256)  # the default kind, minhash256
         self.assertEqual(simstore.similarity(a, a), 1.0)
         self.assertGreaterEqual(simstore.similarity(a, b), 0.0)
         self.assertLess(simstore.similarity(a, b), 0.5)
@@ -230,10 +230,18 @@ class TestCliParity(Base):
                     for g, w in zip(got, want):
                         self.assertAlmostEqual(g.similarity, w["similarity"], places=3)
                 # pairs and clusters.
-                for k in (5, 3, 1):  # 5: above the store's design, joined in memory
-                    want = cli_json("pairs", path, "--json", "--k", k)
-                    got = [{"a": p.a, "b": p.b, "distance": p.distance} for p in s.pairs(k=k)]
-                    self.assertEqual(got, want, k)
+                # 5: above the store's design, joined in memory; no k and no
+                # min_similarity: the near-duplicate setting (k 7, 0.9) on a
+                # store that keeps sketches, as the tool's defaults.
+                for args, kw in [(("--k", "5"), {"k": 5}), (("--k", "3"), {"k": 3}),
+                                 (("--k", "1"), {"k": 1}), ((), {}),
+                                 (("--min-similarity", "0.5"), {"min_similarity": 0.5}),
+                                 (("--min-similarity", "0"), {"min_similarity": 0})]:
+                    want = cli_json("pairs", path, "--json", *args)
+                    got = [{"a": p.a, "b": p.b, "distance": p.distance} for p in s.pairs(**kw)]
+                    self.assertEqual(got, want, args)
+                self.assertEqual(len(list(s.pairs())), 30)  # the sample's planted pairs
+                self.assertEqual(len(list(s.pairs(k=3))), 28)  # one Chinese edit 6 bits off
                 for args, kw in [((), {}), (("--k", "1"), {"k": 1}),
                                  (("--mode", "star"), {"mode": "star"}),
                                  (("--keep", "min-id"), {"keep": "min_id"}),

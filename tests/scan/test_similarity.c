@@ -681,6 +681,11 @@ static void test_similarity_options__stores_without_sketches(void **state)
     simstore_scan_options so;
     simstore_scan_options_init(&so);
     so.memory_bytes = 16u << 20;
+    unsigned rk = 0;
+    double rj = -2;
+    assert_int_equal(simstore_scan_resolve(s, &so, &rk, &rj), 0);
+    assert_int_equal(rk, K); /* the defaults: the store's k, no filter */
+    assert_true(rj == 0);
     size_t pairs = 0;
     assert_int_equal(simstore_pairs(s, &so, 0, count_pair, &pairs), 0);
     assert_true(pairs > 0);
@@ -735,6 +740,100 @@ static void test_similarity_options__stores_without_sketches(void **state)
 }
 
 /* ---- texts, end to end --------------------------------------------------------------- */
+
+/* The scans' defaults (simstore.h, the near-duplicate setting): on a store
+ * that keeps sketches, options left at their defaults are k 7 (above this
+ * store's design k) and similarity 0.9; a k given alone is a distance
+ * alone; a similarity given alone filters candidates within 7; a
+ * similarity of 0 is the store's k unfiltered; pairs by fingerprint ask no
+ * similarity. simstore_scan_resolve tells what a scan will use. */
+static void test_similarity_defaults__near_duplicate_setting(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "similarity defaults", 1309);
+    corpus c = make_corpus(&r, 300);
+    char *tmp = test_tmpdir("sim-defaults");
+    char *path = test_path(tmp, "s");
+    simstore *s = make_store(path, &c);
+    unsigned k = 0;
+    double j = -2;
+    assert_int_equal(simstore_scan_resolve(s, NULL, &k, &j), 0);
+    assert_int_equal(k, SIMSTORE_NEAR_K);
+    assert_true(j == SIMSTORE_NEAR_SIMILARITY);
+    simstore_scan_options o;
+    simstore_scan_options_init(&o);
+    o.memory_bytes = 16u << 20;
+    assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
+    assert_int_equal(k, 7);
+    assert_true(j == 0.9);
+    text got = {0}, want = brute_pairs(&c, 7, 0.9), k_alone = brute_pairs(&c, 3, 0);
+    assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &got), 0);
+    text_equal(&got, &want, "pairs with the default options");
+    /* The setting is not k 3 alone on this corpus, or the test proves little. */
+    assert_true(got.len > 0 && (got.len != k_alone.len || memcmp(got.buf, k_alone.buf, got.len)));
+    free(got.buf);
+    got = (text){0};
+    assert_int_equal(simstore_pairs(s, NULL, 0, pair_line, &got), 0);
+    text_equal(&got, &want, "pairs with no options");
+    free(got.buf);
+    free(want.buf);
+    /* k alone: a distance alone. */
+    o.k = 3;
+    assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
+    assert_int_equal(k, 3);
+    assert_true(j == 0);
+    got = (text){0};
+    assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &got), 0);
+    text_equal(&got, &k_alone, "pairs at k 3 alone");
+    free(got.buf);
+    free(k_alone.buf);
+    /* A similarity alone: candidates within 7; 0: the store's k. */
+    o.k = SIMSTORE_SCAN_DEFAULT_K;
+    o.min_similarity = 0.5;
+    assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
+    assert_int_equal(k, 7);
+    assert_true(j == 0.5);
+    got = (text){0};
+    want = brute_pairs(&c, 7, 0.5);
+    assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &got), 0);
+    text_equal(&got, &want, "pairs at similarity 0.5 alone");
+    free(got.buf);
+    free(want.buf);
+    o.min_similarity = 0;
+    assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
+    assert_int_equal(k, K);
+    assert_true(j == 0);
+    o.k = SIMSTORE_SCAN_STORE_K;
+    o.min_similarity = SIMSTORE_SCAN_DEFAULT_SIMILARITY;
+    assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
+    assert_int_equal(k, K);
+    assert_true(j == 0);
+    /* Pairs by fingerprint with the defaults: no similarity asked. */
+    simstore_scan_options_init(&o);
+    o.memory_bytes = 16u << 20;
+    size_t pairs = 0;
+    assert_int_equal(simstore_pairs(s, &o, SIMSTORE_PAIRS_BY_FINGERPRINT, count_pair, &pairs), 0);
+    assert_true(pairs > 0);
+    /* Clusters with the defaults are those at 7 and 0.9. */
+    simstore_cluster_options co, explicit_co;
+    simstore_cluster_options_init(&co);
+    co.scan.memory_bytes = 16u << 20;
+    explicit_co = co;
+    explicit_co.scan.k = 7;
+    explicit_co.scan.min_similarity = 0.9;
+    text a = {0}, b = {0};
+    assert_int_equal(simstore_clusters(s, &co, member_line, &a, NULL), 0);
+    assert_int_equal(simstore_clusters(s, &explicit_co, member_line, &b, NULL), 0);
+    text_equal(&a, &b, "clusters with the default options");
+    free(a.buf);
+    free(b.buf);
+    simstore_close(s);
+    test_rmtree(tmp);
+    free(tmp);
+    free(path);
+    free(c.docs);
+}
 
 /* A store built from texts with sketches: a text query made with the
  * store's own text options is sketched in the same pass, and its
@@ -976,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_similarity_clusters__min_similarity),
         cmocka_unit_test(test_similarity_scan__above_design),
         cmocka_unit_test(test_similarity_options__stores_without_sketches),
+        cmocka_unit_test(test_similarity_defaults__near_duplicate_setting),
         cmocka_unit_test(test_similarity_text__end_to_end),
         cmocka_unit_test(test_similarity_corrupt__sketch_bytes),
     };

@@ -1482,7 +1482,7 @@ static void test_text_api__options_and_errors(void **state)
     assert_int_equal(o.shingle_words, 3);
     assert_int_equal(o.weighting, SIMSTORE_WEIGHT_TF);
     assert_true(o.lambda == 1.0);
-    assert_int_equal(o.cjk, SIMSTORE_CJK_AUTO);
+    assert_int_equal(o.cjk, SIMSTORE_CJK_BIGRAM);
     assert_int_equal(o.version, 2);
     assert_int_equal(o.cjk_shingle, 2);
     {
