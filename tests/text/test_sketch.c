@@ -233,7 +233,7 @@ static void test_sketch_fingerprint__same_pass(void **state)
  * candidate lists, others by rounds of offers: both ways must give the bits
  * the rounds alone give (sims_sketcher_finish_by_offers, format/sketch.md
  * as written), for every kind and for sets on both sides of the switch
- * (m / 4 nonempty bins), sets whose lists run out for some bins (the rounds
+ * (m / 6 nonempty bins), sets whose lists run out for some bins (the rounds
  * after the listed ones finish them), one-bin and empty sets. */
 static void test_sketch_densify__lists_equal_offers(void **state)
 {
@@ -246,9 +246,9 @@ static void test_sketch_densify__lists_equal_offers(void **state)
     for (unsigned bits = 7; bits <= 11; bits++) {
         size_t m = (size_t)1 << bits;
         sims_sketcher_init(s, bits);
-        /* m ln(4/3), about 0.29 m features, fill about m / 4 bins. */
-        size_t sizes[] = {0, 1, 2, m / 16, m / 8, m / 4, 27 * m / 100, 28 * m / 100,
-                          29 * m / 100, 30 * m / 100, m / 2, m, 3 * m, 10 * m};
+        /* m ln(6/5), about 0.18 m features, fill about m / 6 bins. */
+        size_t sizes[] = {0, 1, 2, m / 16, m / 8, 17 * m / 100, 18 * m / 100, 19 * m / 100,
+                          20 * m / 100, m / 4, m / 2, m, 3 * m, 10 * m};
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
             for (unsigned trial = 0; trial < 40; trial++) {
                 sims_sketcher_begin(s);
@@ -257,7 +257,7 @@ static void test_sketch_densify__lists_equal_offers(void **state)
                 size_t n = 0;
                 for (size_t w = 0; w < m / 64 + (m < 64); w++)
                     n += (size_t)__builtin_popcountll(s->full[w]);
-                with_lists += n * 4 >= m;
+                with_lists += n * 6 >= m;
                 uint8_t got[SIMSTORE_SKETCH_MAX_BYTES], want[SIMSTORE_SKETCH_MAX_BYTES];
                 memset(got, 0xA5, sizeof got);
                 memset(want, 0x5A, sizeof want);
@@ -294,8 +294,8 @@ static void test_sketch_densify__lists_equal_offers(void **state)
             size_t n = 0, allowed = 0;
             for (size_t j = 0; j < m; j++)
                 allowed += !banned[j];
-            assert_true(allowed >= m / 4 + 2);
-            while (n < m / 4 + 1) {
+            assert_true(allowed >= m / 6 + 2);
+            while (n < m / 6 + 1) {
                 uint64_t h = test_rng_next(&rng);
                 uint64_t g = sims_sketch_mix(h + SIMS_SKETCH_G_ADD);
                 size_t bin = (size_t)(g >> (64 - bits));
