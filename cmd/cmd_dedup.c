@@ -643,6 +643,21 @@ static void check_dropped_ids(dedup_run *run)
     run->errors += repeats;
 }
 
+/* Without --k, the near-duplicate setting (simstore.h, SIMSTORE_NEAR_K), as
+ * pairs and clusters resolve it: without --min-similarity either, records
+ * sketched with a store's kind (or the default, without a store) are kept
+ * apart at similarity 0.9; any similarity filter takes candidates within 7.
+ * --k given alone is a distance alone. */
+static void near_defaults(dedup_run *run, int k_given, int sketches, unsigned *k)
+{
+    if (k_given)
+        return;
+    if (run->near_default && sketches)
+        run->min_similarity = SIMSTORE_NEAR_SIMILARITY;
+    if (run->min_similarity > 0)
+        *k = SIMSTORE_NEAR_K;
+}
+
 static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt_state *text)
 {
     unsigned flags = add ? SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT
@@ -658,13 +673,9 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
         return cli_error(CMD, "%s keeps no documents (a fingerprint-only store): dedup needs "
                               "document ids",
                          run->store_path);
-    if (!k_given) {
+    if (!k_given)
         *k = st.k;
-        if (run->near_default && st.sketch != SIMSTORE_SKETCH_NONE)
-            run->min_similarity = SIMSTORE_NEAR_SIMILARITY;
-        if (run->min_similarity > 0)
-            *k = SIMSTORE_NEAR_K;
-    }
+    near_defaults(run, k_given, st.sketch != SIMSTORE_SKETCH_NONE, k);
     if (text->given && add) {
         cli_usage_error(CMD, "--add stores fingerprints made with the store's text options: "
                              "give no text options with it");
@@ -898,18 +909,10 @@ int cmd_dedup(int argc, char **argv)
     if (sketch_given && run.store_path)
         return cli_usage_error(CMD, "--sketch with --store: records are sketched as STORE's "
                                     "documents are, with its kind");
-    /* The near-duplicate setting (simstore.h, SIMSTORE_NEAR_K), as pairs and
-     * clusters default to it: without --k and --min-similarity, candidates
-     * within 7 kept at similarity 0.9 (with --store, when STORE keeps
-     * sketches: open_store); a similarity given alone filters candidates
-     * within 7; --k given alone is a distance alone. */
+    /* With --store, once its sketch kind is known (open_store). */
     run.near_default = !k_given && !min_similarity_given && !run.paragraphs;
-    if (!run.store_path && run.near_default) {
-        run.min_similarity = SIMSTORE_NEAR_SIMILARITY;
-        min_similarity_given = 1;
-    }
-    if (!k_given && run.min_similarity > 0 && !run.store_path)
-        k = SIMSTORE_NEAR_K;
+    if (!run.store_path)
+        near_defaults(&run, k_given, 1, &k);
     if (sketch_given && !(run.min_similarity > 0 || run.print_similarity))
         return cli_usage_error(CMD, "--sketch chooses the sketch --min-similarity and "
                                     "--similarity estimate with: give one of them");

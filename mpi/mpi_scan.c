@@ -792,9 +792,7 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
     if (o->have_k)
         so.k = o->k;
     if (o->min_similarity_given || o->paragraphs || o->distance_only)
-        so.min_similarity = o->min_similarity;
-    if (o->paragraphs && !o->have_k)
-        so.k = SIMSTORE_SCAN_STORE_K;
+        so.min_similarity = o->min_similarity; /* 0 for those two: the store's k */
     int rc = simstore_scan_resolve(*s, &so, &o->k, &o->min_similarity);
     if (rc) {
         if (rank == 0)
