@@ -21,6 +21,7 @@ declare -A RULES=(
     [codec]="common codec"
     [text]="common text"
     [table]="common codec table"
+    [docfile]="common codec docfile"
     [design]="common design"
     [sort]="common sort"
     [docs]="common docs"

@@ -1,14 +1,18 @@
-/* gen_seeds.c: writes the seed inputs of the table fuzz targets into
- * CORPUS/table_open/ and CORPUS/block_decode/ (input layouts are described
- * at the top of fuzz_table_open.c and fuzz_block_decode.c): valid tables of
- * several shapes and block sizes in each open mode, and valid blocks with
- * their code lengths, weights and round-trip words. Fuzzer finds are added
+/* gen_seeds.c: writes the seed inputs of the table and document file fuzz
+ * targets into CORPUS/table_open/, CORPUS/block_decode/ and
+ * CORPUS/docfile_open/ (input layouts are described at the top of
+ * fuzz_table_open.c, fuzz_block_decode.c and fuzz_docfile_open.c): valid
+ * tables of several shapes and block sizes in each open mode, valid blocks
+ * with their code lengths, weights and round-trip words, and valid document
+ * files (ids of one length and of many, metadata, sketches, repeated
+ * fingerprints) in both open modes. Fuzzer finds are added
  * beside them by hand (named find-*). Run by hand:
  *   fuzz_seed_gen tests/fuzz/corpus */
 #include "codec/bitio.h"
 #include "codec/block.h"
 #include "codec/huffman.h"
 #include "common/bytes.h"
+#include "docfile/docfile.h"
 #include "simstore.h"
 #include "table/table.h"
 
@@ -246,6 +250,60 @@ static void block_seeds(void)
     free(v);
 }
 
+/* A document file of n documents: `dups` fingerprints repeated, ids of
+ * one length or not, every `meta_every`-th with metadata; both modes. */
+static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, size_t meta_every,
+                         unsigned sketch_bytes)
+{
+    char path[4096], id[32], file[64];
+    snprintf(path, sizeof path, "%s/docfile_open/.seed.tmp", corpus);
+    uint64_t *fp = malloc(n * sizeof *fp);
+    for (size_t i = 0; i < n; i++)
+        fp[i] = dups ? 0x1000 + rng_next() % 4 : rng_next();
+    qsort(fp, n, sizeof *fp, cmp_u64);
+    docfile_writer *w;
+    if (docfile_writer_open(path, sketch_bytes, &w))
+        exit(1);
+    uint8_t sketch[256];
+    for (size_t i = 0; i < n; i++) {
+        /* Ids ascend with i, so (fingerprint, id) ascends too. */
+        int len = fixed_ids ? snprintf(id, sizeof id, "d%08zx", i)
+                            : snprintf(id, sizeof id, "%06zu%.*s", i, (int)(i % 7), "xxxxxxx");
+        for (unsigned k = 0; k < sketch_bytes; k++)
+            sketch[k] = (uint8_t)rng_next();
+        docfile_doc d = {0, fp[i], ((uint64_t)1 << 40) | i, (const uint8_t *)id, (uint32_t)len,
+                         !fixed_ids && i % 3 == 0, NULL, 0, sketch_bytes ? sketch : NULL};
+        if (meta_every && i % meta_every == 0) {
+            d.meta = (const uint8_t *)"{\"k\":1}";
+            d.meta_len = 7;
+        }
+        if (docfile_writer_add(w, &d))
+            exit(1);
+    }
+    if (docfile_writer_commit(w, NULL))
+        exit(1);
+    free(fp);
+    FILE *f = fopen(path, "rb");
+    static uint8_t buf[1 << 20];
+    size_t got = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    remove(path);
+    for (uint8_t mode = 0; mode < 2; mode++) {
+        snprintf(file, sizeof file, "%s-mode%u", name, mode);
+        put("docfile_open", file, &mode, 1, buf, got);
+    }
+}
+
+static void docfile_seeds(void)
+{
+    docfile_seed("empty", 0, 0, 1, 0, 0);
+    docfile_seed("one", 1, 0, 1, 0, 0);
+    docfile_seed("fixed70", 70, 0, 1, 0, 0);
+    docfile_seed("mixed130-meta-sketch", 130, 0, 0, 5, 16);
+    docfile_seed("dups200", 200, 1, 0, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -255,5 +313,6 @@ int main(int argc, char **argv)
     corpus = argv[1];
     table_seeds();
     block_seeds();
+    docfile_seeds();
     return 0;
 }

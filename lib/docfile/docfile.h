@@ -1,0 +1,94 @@
+/* docfile.h: the document file of one segment (format/docfile.md, a draft no
+ * store writes yet): documents in fingerprint order in checksummed blocks,
+ * found by fingerprint or by id through two small checksummed directories.
+ * The writer streams documents in order and publishes atomically; the
+ * reader maps the file, reads the header at open, and checks each piece a
+ * lookup reads (directory page, block-table page, id-entry page, block)
+ * before using it. Readers are safe to share between threads. */
+#ifndef SIMS_DOCFILE_DOCFILE_H
+#define SIMS_DOCFILE_DOCFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DOCFILE_VERSION 1u
+#define DOCFILE_HEADER_BYTES 64u
+#define DOCFILE_BLOCK_DOCS 64u
+#define DOCFILE_ID_MAX 511u
+#define DOCFILE_MAX_DOCS ((uint64_t)1 << 40)
+
+/* One document. Pointers from a reader point into its mapping (valid while
+ * it is open); a writer copies what it is given. */
+typedef struct docfile_doc {
+    uint64_t ordinal; /* set by readers; ignored by the writer */
+    uint64_t fingerprint;
+    uint64_t insertion;
+    const uint8_t *id;
+    uint32_t id_len; /* 1..511 */
+    int id_is_int;   /* the id was a JSON integer */
+    const uint8_t *meta; /* NULL: no metadata */
+    uint32_t meta_len;   /* 0 iff meta is NULL */
+    const uint8_t *sketch; /* sketch_bytes bytes, or NULL when the file keeps none */
+} docfile_doc;
+
+/* ---- writer ---------------------------------------------------------------- */
+
+typedef struct docfile_writer docfile_writer;
+
+/* Start writing `path` (published by docfile_writer_commit). sketch_bytes:
+ * 0, 16, 32, 64, 128 or 256. */
+int docfile_writer_open(const char *path, unsigned sketch_bytes, docfile_writer **out);
+/* Append a document: in the file's order (fingerprint, then id bytes), so
+ * strictly after the previous one. */
+int docfile_writer_add(docfile_writer *w, const docfile_doc *d);
+/* Write the indexes, fsync, publish, fsync the directory; frees w (also
+ * on failure, the temporary file then removed). `sizes` (may be NULL)
+ * receives the parts of the file written. */
+struct docfile_sizes;
+int docfile_writer_commit(docfile_writer *w, struct docfile_sizes *sizes);
+/* Discard (the temporary file removed); frees w; NULL is fine. */
+void docfile_writer_abort(docfile_writer *w);
+
+/* Sizes of the parts of a file, in bytes (the writer's, or a reader's). */
+typedef struct docfile_sizes {
+    uint64_t total;
+    uint64_t blocks;      /* record blocks, all fields */
+    uint64_t block_table; /* first fingerprints and ends */
+    uint64_t fp_dir;
+    uint64_t id_entries;
+    uint64_t id_dir;
+} docfile_sizes;
+
+/* ---- reader ---------------------------------------------------------------- */
+
+typedef struct docfile_reader docfile_reader;
+
+/* Open a file: maps it and checks the header and the section sizes alone. */
+int docfile_open(const char *path, docfile_reader **out);
+/* The same over bytes the caller keeps alive (tests, fuzzing); `name`
+ * names them in messages. */
+int docfile_open_memory(const uint8_t *data, size_t size, const char *name, docfile_reader **out);
+void docfile_close(docfile_reader *r);
+
+uint64_t docfile_count(const docfile_reader *r);
+unsigned docfile_sketch_bytes(const docfile_reader *r);
+void docfile_sizes_of(const docfile_reader *r, docfile_sizes *out);
+
+/* Call each(ctx, doc) for every document with fingerprint fp, in order;
+ * each returns 0 to go on, anything else stops and is returned. Returns 0,
+ * or an error (SIMSTORE_ECORRUPT naming the piece). */
+int docfile_find_fp(const docfile_reader *r, uint64_t fp,
+                    int (*each)(void *ctx, const docfile_doc *d), void *ctx);
+/* The document with this id: 1 and *out, 0 when there is none, or an error. */
+int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile_doc *out);
+/* The document at an ordinal (< docfile_count). */
+int docfile_get(const docfile_reader *r, uint64_t ordinal, docfile_doc *out);
+/* Every document in order, as docfile_find_fp calls back. */
+int docfile_each(const docfile_reader *r, int (*each)(void *ctx, const docfile_doc *d), void *ctx);
+/* Read and check everything (format/docfile.md, "What a lookup trusts"). */
+int docfile_verify(const docfile_reader *r);
+
+/* The id hash of the format (XXH3-64 with the id seed). */
+uint64_t docfile_id_hash(const void *id, size_t len);
+
+#endif
