@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     double t = now();
     qsort(ord, n, sizeof *ord, cmp_order);
     docfile_writer *w;
-    if (docfile_writer_open(doc_path, 0, &w)) {
+    if (docfile_writer_open(doc_path, 0, 0, NULL, &w)) {
         fprintf(stderr, "%s\n", simstore_last_error());
         return 1;
     }

@@ -36,8 +36,11 @@ typedef struct docfile_doc {
 typedef struct docfile_writer docfile_writer;
 
 /* Start writing `path` (published by docfile_writer_commit). sketch_bytes:
- * 0, 16, 32, 64, 128 or 256. */
-int docfile_writer_open(const char *path, unsigned sketch_bytes, docfile_writer **out);
+ * 0, 16, 32, 64, 128 or 256. The writer holds one block and, within
+ * memory_bytes (0: 64 MiB), the block table and the id entries; beyond it
+ * they spill to unlinked files in tmp_dir (NULL: $TMPDIR or /tmp). */
+int docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_bytes,
+                        const char *tmp_dir, docfile_writer **out);
 /* Append a document: in the file's order (fingerprint, then id bytes), so
  * strictly after the previous one. */
 int docfile_writer_add(docfile_writer *w, const docfile_doc *d);

@@ -751,16 +751,12 @@ int docfile_verify(const docfile_reader *r)
                                       (unsigned long long)b.ordinal, (unsigned long long)a.ordinal);
             }
         }
-        /* The id entries and directory against the ids: sorted by (bucket,
-         * tag, ordinal), which is the hash's top bi + 8 bits then ordinal. */
-        for (uint64_t i = 0; i < r->n; i++)
-            st.v[i].h >>= 56 - r->bi;
-        qsort(st.v, (size_t)r->n, sizeof *st.v, cmp_vent);
+        /* The id entries against the ids, in (hash, ordinal) order. */
         for (uint64_t e = 0; !rc && e < r->n; e++) {
             unsigned tag = 0;
             uint64_t ord = 0;
             rc = ident_entry(r, &s, e, &tag, &ord);
-            if (!rc && (ord != st.v[e].ordinal || tag != (st.v[e].h & 0xFF)))
+            if (!rc && (ord != st.v[e].ordinal || tag != df_tag(st.v[e].h, r->bi)))
                 rc = SIMS_CORRUPT("%s: id entry %llu is not the one the ids give", r->name,
                                   (unsigned long long)e);
         }
@@ -776,7 +772,7 @@ int docfile_verify(const docfile_reader *r)
     }
     uint64_t e = 0;
     for (uint64_t x = 0; !rc && x < df_dir_entries(r->bi); x++) {
-        while (e < r->n && (st.v[e].h >> DF_TAG_BITS) < x)
+        while (e < r->n && df_bucket(st.v[e].h, r->bi) < x)
             e++;
         rc = dir_entry(r, &s.idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory", x, r->n,
                        &got);

@@ -9,14 +9,11 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "docfile/layout.h"
+#include "sort/recsort.h"
+#include "sort/spool.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct id_entry {
-    uint64_t key; /* the id hash; (bucket, tag) once bi is known */
-    uint64_t ordinal;
-} id_entry;
 
 struct docfile_writer {
     sims_outfile out;
@@ -39,11 +36,13 @@ struct docfile_writer {
     uint8_t *sketches; /* 64 * sketch_bytes */
     uint8_t *block;    /* the encoded block */
     size_t block_cap;
-    /* what commit needs */
-    uint64_t *table; /* first fingerprint, end: 2 per block */
-    size_t table_used, table_cap;
-    id_entry *idents;
-    size_t idents_cap;
+    /* what commit needs, in bounded memory: the block table (first
+     * fingerprint, end: two values a block) and the id entries, (hash,
+     * ordinal) as 13-byte big-endian keys, sorted */
+    sims_spool *table;
+    uint64_t blocks;
+    uint64_t first_fp;     /* of the block being filled */
+    sims_recsort *idents;
     uint64_t offset; /* bytes written so far */
     uint64_t block_bytes;
 };
@@ -63,7 +62,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return SIMSTORE_OK;
 }
 
-int docfile_writer_open(const char *path, unsigned sketch_bytes, docfile_writer **out)
+int docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_bytes,
+                        const char *tmp_dir, docfile_writer **out)
 {
     *out = NULL;
     if (sketch_bytes != 0 && sketch_bytes != 16 && sketch_bytes != 32 && sketch_bytes != 64 &&
@@ -74,13 +74,22 @@ int docfile_writer_open(const char *path, unsigned sketch_bytes, docfile_writer 
     if (!w)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     w->sketch_bytes = sketch_bytes;
+    if (!memory_bytes)
+        memory_bytes = (size_t)64 << 20;
+    int rc = sims_spool_new(memory_bytes / 8 / 8, tmp_dir, &w->table);
+    if (!rc)
+        rc = sims_recsort_new(memory_bytes - memory_bytes / 8, tmp_dir, &w->idents);
+    if (rc) {
+        docfile_writer_abort(w);
+        return rc;
+    }
     w->ids = malloc(DOCFILE_BLOCK_DOCS * DOCFILE_ID_MAX);
     w->sketches = malloc(DOCFILE_BLOCK_DOCS * (sketch_bytes ? sketch_bytes : 1));
     if (!w->ids || !w->sketches) {
         docfile_writer_abort(w);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     }
-    int rc = sims_outfile_open(&w->out, path);
+    rc = sims_outfile_open(&w->out, path);
     if (rc) {
         docfile_writer_abort(w);
         return rc;
@@ -194,7 +203,7 @@ static int flush_block(docfile_writer *w)
     }
     at += (size_t)((bw.pos + 7) / 8);
     memset(b + at, 0, need - at);
-    uint64_t index = w->table_used / 2;
+    uint64_t index = w->blocks;
     le_store32(b + at, (uint32_t)sims_xxh3_64(b, at, DF_SEED_BLOCK + index));
     at += 4;
     rc = sims_outfile_write(&w->out, b, at);
@@ -202,11 +211,11 @@ static int flush_block(docfile_writer *w)
         return rc;
     w->offset += at;
     w->block_bytes += at;
-    rc = grow((void **)&w->table, &w->table_cap, w->table_used + 2, sizeof *w->table);
+    uint64_t entry[2] = {w->fp[0], w->offset};
+    rc = sims_spool_append(w->table, entry, 2);
     if (rc)
         return rc;
-    w->table[w->table_used++] = w->fp[0];
-    w->table[w->table_used++] = w->offset;
+    w->blocks++;
     w->c = 0;
     w->ids_used = 0;
     w->meta_used = 0;
@@ -241,9 +250,7 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
         return sims_fail(SIMSTORE_EINVAL,
                          "document file: documents out of order (fingerprint, then id) at %llu",
                          (unsigned long long)w->n);
-    int rc = grow((void **)&w->idents, &w->idents_cap, w->n + 1, sizeof *w->idents);
-    if (rc)
-        return rc;
+    int rc;
     if (d->meta_len) {
         rc = grow((void **)&w->meta, &w->meta_cap, w->meta_used + d->meta_len, 1);
         if (rc)
@@ -262,8 +269,12 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
     w->ids_used += d->id_len;
     if (w->sketch_bytes)
         memcpy(w->sketches + (size_t)j * w->sketch_bytes, d->sketch, w->sketch_bytes);
-    w->idents[w->n].key = docfile_id_hash(d->id, d->id_len);
-    w->idents[w->n].ordinal = w->n;
+    uint8_t key[13];
+    be_store64(key, docfile_id_hash(d->id, d->id_len));
+    for (int b = 0; b < 5; b++)
+        key[8 + b] = (uint8_t)(w->n >> (8 * (4 - b)));
+    if ((rc = sims_recsort_push(w->idents, key, sizeof key, NULL, 0)))
+        return rc;
     w->last_fp = d->fingerprint;
     memcpy(w->last_id, d->id, d->id_len);
     w->last_id_len = d->id_len;
@@ -273,26 +284,26 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
     return SIMSTORE_OK;
 }
 
-static int cmp_ident(const void *a, const void *b)
-{
-    const id_entry *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
-}
+/* A source of sorted values' buckets: the next one, or 0 at the end. */
+typedef int (*bucket_fn)(void *ctx, uint64_t *bucket);
 
-/* A directory (format/docfile.md): entry x = how many of the `count`
- * sorted values have their bucket (bucket_of) below x. */
-static int write_dir(docfile_writer *w, unsigned bits, uint64_t count, uint64_t seed,
-                     uint64_t (*bucket_of)(const docfile_writer *w, uint64_t i))
+/* A directory (format/docfile.md): entry x = how many of the sorted values
+ * have their bucket below x. */
+static int write_dir(docfile_writer *w, unsigned bits, uint64_t seed, bucket_fn next, void *ctx)
 {
-    uint64_t entries = df_dir_entries(bits), i = 0;
+    uint64_t entries = df_dir_entries(bits), i = 0, cur = 0;
+    int more = next(ctx, &cur);
+    if (more < 0)
+        return more;
     uint8_t page[4 * DF_DIR_PAGE + 8];
     for (uint64_t p0 = 0, pg = 0; p0 < entries; p0 += DF_DIR_PAGE, pg++) {
         uint64_t e = entries - p0 < DF_DIR_PAGE ? entries - p0 : DF_DIR_PAGE;
         for (uint64_t k = 0; k < e; k++) {
-            while (i < count && bucket_of(w, i) < p0 + k)
+            while (more && cur < p0 + k) {
                 i++;
+                if ((more = next(ctx, &cur)) < 0)
+                    return more;
+            }
             le_store32(page + 4 * k, (uint32_t)i);
         }
         le_store64(page + 4 * e, sims_xxh3_64(page, 4 * e, seed + pg));
@@ -303,44 +314,107 @@ static int write_dir(docfile_writer *w, unsigned bits, uint64_t count, uint64_t 
     return SIMSTORE_OK;
 }
 
-static uint64_t fp_bucket_of(const docfile_writer *w, uint64_t i)
+/* The block table read back: (first fingerprint, end) a block. */
+typedef struct table_walk {
+    sims_spool_reader rd;
+    unsigned bf;
+} table_walk;
+
+static int table_next(table_walk *t, uint64_t *first, uint64_t *end)
 {
-    return df_fp_bucket(w->table[2 * i], df_bf(w->n));
+    uint64_t v[2];
+    size_t got = 0;
+    int rc = sims_spool_read(&t->rd, v, 2, &got);
+    if (rc)
+        return rc;
+    if (got == 0)
+        return 0;
+    if (got != 2)
+        return sims_fail(SIMSTORE_EIO, "document file: block table spool cut short");
+    *first = v[0];
+    *end = v[1];
+    return 1;
 }
 
-static uint64_t id_bucket_of(const docfile_writer *w, uint64_t i)
+static int fp_bucket_next(void *ctx, uint64_t *bucket)
 {
-    return w->idents[i].key >> DF_TAG_BITS; /* the key is (bucket, tag) by then */
+    table_walk *t = ctx;
+    uint64_t first = 0, end = 0;
+    int rc = table_next(t, &first, &end);
+    if (rc == 1)
+        *bucket = df_fp_bucket(first, t->bf);
+    return rc;
+}
+
+/* The id entries read back: hash and ordinal of each, in (hash, ordinal)
+ * order. */
+static int ident_next(sims_recsort *s, uint64_t *h, uint64_t *ordinal)
+{
+    sims_rec rec;
+    int rc = sims_recsort_next(s, &rec);
+    if (rc != 1)
+        return rc;
+    if (rec.key_len != 13)
+        return sims_fail(SIMSTORE_EIO, "document file: id entry of %u bytes", rec.key_len);
+    *h = be_load64(rec.key);
+    *ordinal = 0;
+    for (int b = 0; b < 5; b++)
+        *ordinal = *ordinal << 8 | rec.key[8 + b];
+    return 1;
+}
+
+typedef struct id_walk {
+    sims_recsort *s;
+    unsigned bi;
+} id_walk;
+
+static int id_bucket_next(void *ctx, uint64_t *bucket)
+{
+    id_walk *iw = ctx;
+    uint64_t h = 0, ord = 0;
+    int rc = ident_next(iw->s, &h, &ord);
+    if (rc == 1)
+        *bucket = df_bucket(h, iw->bi);
+    return rc;
 }
 
 int docfile_writer_commit(docfile_writer *w, docfile_sizes *sizes)
 {
     int rc = flush_block(w);
+    if (!rc)
+        rc = sims_spool_seal(w->table);
+    if (!rc)
+        rc = sims_recsort_finish(w->idents, (size_t)8 << 20);
     if (rc)
         goto fail;
     uint64_t n = w->n, nb = df_block_count(n);
     unsigned bf = df_bf(n), bi = df_bi(n), ob = df_ob(n), wbits = ob + DF_TAG_BITS;
     uint64_t bt = w->offset;
     /* Block table. */
+    table_walk tw;
+    tw.bf = bf;
+    sims_spool_reader_init(&tw.rd, w->table);
     uint8_t tpage[16 * DF_TABLE_PAGE + 8];
     for (uint64_t p0 = 0, pg = 0; p0 < nb; p0 += DF_TABLE_PAGE, pg++) {
         uint64_t e = nb - p0 < DF_TABLE_PAGE ? nb - p0 : DF_TABLE_PAGE;
         for (uint64_t k = 0; k < e; k++) {
-            le_store64(tpage + 16 * k, w->table[2 * (p0 + k)]);
-            le_store64(tpage + 16 * k + 8, w->table[2 * (p0 + k) + 1]);
+            uint64_t first = 0, end = 0;
+            if ((rc = table_next(&tw, &first, &end)) != 1) {
+                rc = rc ? rc : sims_fail(SIMSTORE_EIO, "document file: block table cut short");
+                goto fail;
+            }
+            le_store64(tpage + 16 * k, first);
+            le_store64(tpage + 16 * k + 8, end);
         }
         le_store64(tpage + 16 * e, sims_xxh3_64(tpage, 16 * e, DF_SEED_TABLE + pg));
         if ((rc = sims_outfile_write(&w->out, tpage, 16 * e + 8)))
             goto fail;
     }
     /* Fingerprint directory. */
-    if ((rc = write_dir(w, bf, nb, DF_SEED_FPDIR, fp_bucket_of)))
+    sims_spool_reader_init(&tw.rd, w->table);
+    if ((rc = write_dir(w, bf, DF_SEED_FPDIR, fp_bucket_next, &tw)))
         goto fail;
-    /* Id entries, sorted by (bucket, tag, ordinal). */
-    for (uint64_t i = 0; i < n; i++)
-        w->idents[i].key >>= 56 - bi; /* top bi + 8 bits: (bucket, tag) */
-    if (n)
-        qsort(w->idents, (size_t)n, sizeof *w->idents, cmp_ident);
+    /* Id entries, in (hash, ordinal) order: the tag and the ordinal of each. */
     uint8_t ipage[8 * 48 + 8 + BITIO_WRITER_SLACK];
     for (uint64_t p0 = 0, pg = 0; p0 < n; p0 += DF_IDENT_PAGE, pg++) {
         uint64_t e = n - p0 < DF_IDENT_PAGE ? n - p0 : DF_IDENT_PAGE;
@@ -349,15 +423,21 @@ int docfile_writer_commit(docfile_writer *w, docfile_sizes *sizes)
         bitio_writer bw;
         bitio_writer_init(&bw, ipage, 8 * words);
         for (uint64_t k = 0; k < e; k++) {
-            const id_entry *x = &w->idents[p0 + k];
-            bitio_put(&bw, (x->key & 0xFF) << ob | x->ordinal, wbits);
+            uint64_t h = 0, ord = 0;
+            if ((rc = ident_next(w->idents, &h, &ord)) != 1) {
+                rc = rc ? rc : sims_fail(SIMSTORE_EIO, "document file: id entries cut short");
+                goto fail;
+            }
+            bitio_put(&bw, df_tag(h, bi) << ob | ord, wbits);
         }
         le_store64(ipage + 8 * words, sims_xxh3_64(ipage, 8 * words, DF_SEED_IDENT + pg));
         if ((rc = sims_outfile_write(&w->out, ipage, 8 * words + 8)))
             goto fail;
     }
     /* Id directory. */
-    if ((rc = write_dir(w, bi, n, DF_SEED_IDDIR, id_bucket_of)))
+    id_walk iw = {w->idents, bi};
+    if ((rc = sims_recsort_rewind(w->idents)) ||
+        (rc = write_dir(w, bi, DF_SEED_IDDIR, id_bucket_next, &iw)))
         goto fail;
     /* Header. */
     uint8_t h[DOCFILE_HEADER_BYTES] = {0};
@@ -402,8 +482,8 @@ void docfile_writer_abort(docfile_writer *w)
     free(w->meta);
     free(w->sketches);
     free(w->block);
-    free(w->table);
-    free(w->idents);
+    sims_spool_free(w->table);
+    sims_recsort_free(w->idents);
     free(w);
 }
 

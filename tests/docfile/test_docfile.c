@@ -125,10 +125,11 @@ static void free_corpus(corpus *c)
     free(c->d);
 }
 
-static int write_corpus(const corpus *c, const char *path, docfile_sizes *sizes)
+static int write_corpus_in(const corpus *c, const char *path, docfile_sizes *sizes,
+                           size_t memory_bytes, const char *tmp_dir)
 {
     docfile_writer *w;
-    int rc = docfile_writer_open(path, c->sketch_bytes, &w);
+    int rc = docfile_writer_open(path, c->sketch_bytes, memory_bytes, tmp_dir, &w);
     if (rc)
         return rc;
     for (size_t i = 0; i < c->n; i++) {
@@ -143,6 +144,11 @@ static int write_corpus(const corpus *c, const char *path, docfile_sizes *sizes)
         }
     }
     return docfile_writer_commit(w, sizes);
+}
+
+static int write_corpus(const corpus *c, const char *path, docfile_sizes *sizes)
+{
+    return write_corpus_in(c, path, sizes, 0, NULL);
 }
 
 /* Whether a document the reader returned is the reference's document i. */
@@ -357,6 +363,35 @@ static void test_docfile__adversarial(void **state)
         round_trip("docfile adversarial", sizes[i], ADVERSARIAL, 0);
 }
 
+/* A writer short of memory spills its block table and id entries to files
+ * and writes the same bytes. */
+static void test_docfile__bounded_memory_same_bytes(void **state)
+{
+    (void)state;
+    test_rng g;
+    test_rng_init(&g, "docfile spill", 31);
+    corpus c = make_corpus(&g, 100000, RANDOM, 0);
+    char *dir = test_tmpdir("docfile");
+    char *a = test_path(dir, "a.doc"), *b = test_path(dir, "b.doc");
+    assert_int_equal(write_corpus_in(&c, a, NULL, 0, NULL), SIMSTORE_OK);
+    assert_int_equal(write_corpus_in(&c, b, NULL, 64 << 10, dir), SIMSTORE_OK);
+    size_t na, nb;
+    uint8_t *ba = test_read_file(a, &na), *bb = test_read_file(b, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(ba, bb, na);
+    docfile_reader *r;
+    assert_int_equal(docfile_open(b, &r), SIMSTORE_OK);
+    assert_int_equal(docfile_verify(r), SIMSTORE_OK);
+    docfile_close(r);
+    free(ba);
+    free(bb);
+    free(a);
+    free(b);
+    test_rmtree(dir);
+    free(dir);
+    free_corpus(&c);
+}
+
 /* ---- the writer's checks and publish ---------------------------------------------- */
 
 static int count_files(const char *dir)
@@ -377,8 +412,8 @@ static void test_docfile__writer_rejects_bad_input(void **state)
     char *dir = test_tmpdir("docfile");
     char *path = test_path(dir, "w.doc");
     docfile_writer *w;
-    assert_int_equal(docfile_writer_open(path, 24, &w), SIMSTORE_EINVAL);
-    assert_int_equal(docfile_writer_open(path, 16, &w), SIMSTORE_OK);
+    assert_int_equal(docfile_writer_open(path, 24, 0, NULL, &w), SIMSTORE_EINVAL);
+    assert_int_equal(docfile_writer_open(path, 16, 0, NULL, &w), SIMSTORE_OK);
     uint8_t sk[16] = {0}, long_id[DOCFILE_ID_MAX + 1];
     memset(long_id, 'a', sizeof long_id);
     docfile_doc d = {0, 10, 1, (const uint8_t *)"b", 1, 0, NULL, 0, sk};
@@ -410,7 +445,7 @@ static void test_docfile__writer_rejects_bad_input(void **state)
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(count_files(dir), 0); /* no temporary file left */
     /* Committed: there, and readable. */
-    assert_int_equal(docfile_writer_open(path, 0, &w), SIMSTORE_OK);
+    assert_int_equal(docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
     d.sketch = NULL;
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
     assert_int_equal(docfile_writer_commit(w, NULL), SIMSTORE_OK);
@@ -599,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_docfile__fixed_length_ids),
         cmocka_unit_test(test_docfile__clustered_with_sketches),
         cmocka_unit_test(test_docfile__adversarial),
+        cmocka_unit_test(test_docfile__bounded_memory_same_bytes),
         cmocka_unit_test(test_docfile__writer_rejects_bad_input),
         cmocka_unit_test(test_docfile__open_reads_only_the_header),
         cmocka_unit_test(test_docfile__golden),

@@ -262,7 +262,7 @@ static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, si
         fp[i] = dups ? 0x1000 + rng_next() % 4 : rng_next();
     qsort(fp, n, sizeof *fp, cmp_u64);
     docfile_writer *w;
-    if (docfile_writer_open(path, sketch_bytes, &w))
+    if (docfile_writer_open(path, sketch_bytes, 0, NULL, &w))
         exit(1);
     uint8_t sketch[256];
     for (size_t i = 0; i < n; i++) {
