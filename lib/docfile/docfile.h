@@ -42,7 +42,9 @@ typedef struct docfile_writer docfile_writer;
 int docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_bytes,
                         const char *tmp_dir, docfile_writer **out);
 /* Append a document: in the file's order (fingerprint, then id bytes), so
- * strictly after the previous one. */
+ * strictly after the previous one. Ids must be distinct: the writer does
+ * not check it across fingerprints (its caller dedups them; docfile_verify
+ * finds a repeated id). */
 int docfile_writer_add(docfile_writer *w, const docfile_doc *d);
 /* Write the indexes, fsync, publish, fsync the directory; frees w (also
  * on failure, the temporary file then removed). `sizes` (may be NULL)
@@ -88,7 +90,9 @@ int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile
 int docfile_get(const docfile_reader *r, uint64_t ordinal, docfile_doc *out);
 /* Every document in order, as docfile_find_fp calls back. */
 int docfile_each(const docfile_reader *r, int (*each)(void *ctx, const docfile_doc *d), void *ctx);
-/* Read and check everything (format/docfile.md, "What a lookup trusts"). */
+/* Read and check everything (format/docfile.md, "What a lookup trusts"),
+ * in bounded memory (the ids' hashes sorted within 64 MiB, spilling to
+ * $TMPDIR beyond). */
 int docfile_verify(const docfile_reader *r);
 
 /* The id hash of the format (XXH3-64 with the id seed). */

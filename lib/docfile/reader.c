@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "docfile/layout.h"
+#include "sort/recsort.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -671,23 +672,13 @@ int docfile_each(const docfile_reader *r, int (*each)(void *ctx, const docfile_d
 
 /* ---- verify --------------------------------------------------------------------- */
 
-typedef struct vent {
-    uint64_t h;
-    uint64_t ordinal;
-} vent;
-
-static int cmp_vent(const void *a, const void *b)
-{
-    const vent *x = a, *y = b;
-    if (x->h != y->h)
-        return x->h < y->h ? -1 : 1;
-    return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
-}
+/* The ids' (hash, ordinal) keys, sorted in bounded memory as the writer
+ * sorts them, are what the id entries and directory must be. */
+#define VERIFY_MEMORY ((size_t)64 << 20)
 
 typedef struct vstate {
     const docfile_reader *r;
-    vent *v;
-    uint64_t count;
+    sims_recsort *keys;
     int have_last;
     uint64_t last_fp;
     uint8_t last_id[DOCFILE_ID_MAX];
@@ -706,10 +697,103 @@ static int verify_doc(void *ctx, const docfile_doc *d)
     s->last_fp = d->fingerprint;
     memcpy(s->last_id, d->id, d->id_len);
     s->last_len = d->id_len;
-    s->v[s->count].h = docfile_id_hash(d->id, d->id_len);
-    s->v[s->count].ordinal = d->ordinal;
-    s->count++;
+    uint8_t key[13];
+    be_store64(key, docfile_id_hash(d->id, d->id_len));
+    for (int b = 0; b < 5; b++)
+        key[8 + b] = (uint8_t)(d->ordinal >> (8 * (4 - b)));
+    return sims_recsort_push(s->keys, key, sizeof key, NULL, 0);
+}
+
+static int next_key(const docfile_reader *r, sims_recsort *keys, uint64_t *h, uint64_t *ord)
+{
+    sims_rec rec;
+    int rc = sims_recsort_next(keys, &rec);
+    if (rc == 0)
+        return SIMS_CORRUPT("%s: fewer ids than documents", r->name);
+    if (rc < 0)
+        return rc;
+    *h = be_load64(rec.key);
+    *ord = 0;
+    for (int b = 0; b < 5; b++)
+        *ord = *ord << 8 | rec.key[8 + b];
     return SIMSTORE_OK;
+}
+
+/* The id entries against the sorted keys; equal hashes' ids compared, so
+ * that no id is stored twice. */
+static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
+{
+    uint64_t run_h = 0, *run = NULL;
+    size_t run_len = 0, run_cap = 0;
+    int rc = SIMSTORE_OK;
+    for (uint64_t e = 0; !rc && e < r->n; e++) {
+        uint64_t h = 0, ord = 0, got_ord = 0;
+        unsigned tag = 0;
+        if ((rc = next_key(r, keys, &h, &ord)) || (rc = ident_entry(r, s, e, &tag, &got_ord)))
+            break;
+        if (got_ord != ord || tag != df_tag(h, r->bi)) {
+            rc = SIMS_CORRUPT("%s: id entry %llu is not the one the ids give", r->name,
+                              (unsigned long long)e);
+            break;
+        }
+        if (e == 0 || h != run_h)
+            run_len = 0;
+        run_h = h;
+        docfile_doc a, b;
+        for (size_t i = 0; !rc && i < run_len; i++) {
+            rc = docfile_get(r, run[i], &a);
+            if (!rc)
+                rc = docfile_get(r, ord, &b);
+            if (!rc && id_cmp(a.id, a.id_len, b.id, b.id_len) == 0)
+                rc = SIMS_CORRUPT("%s: documents %llu and %llu have one id", r->name,
+                                  (unsigned long long)a.ordinal, (unsigned long long)b.ordinal);
+        }
+        if (!rc && run_len == run_cap) {
+            size_t cap = run_cap ? 2 * run_cap : 4;
+            uint64_t *q = realloc(run, cap * sizeof *q);
+            if (!q)
+                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory verifying %s", r->name);
+            else {
+                run = q;
+                run_cap = cap;
+            }
+        }
+        if (!rc)
+            run[run_len++] = ord;
+    }
+    free(run);
+    /* Unused bits of the last id page. */
+    uint64_t rem = r->n % DF_IDENT_PAGE;
+    if (!rc && rem) {
+        const uint8_t *p = r->data + r->ie + (r->n / DF_IDENT_PAGE) * df_ident_page_bytes(r->w);
+        uint64_t used = rem * r->w, words = df_ident_words(rem, r->w);
+        for (uint64_t bit = used; !rc && bit < 64 * words; bit++)
+            if (p[bit / 8] >> (bit % 8) & 1)
+                rc = SIMS_CORRUPT("%s: id entries: unused bits set", r->name);
+    }
+    /* The id directory against the keys' buckets. */
+    if (!rc)
+        rc = sims_recsort_rewind(keys);
+    uint64_t e = 0, h = 0, ord = 0, got = 0;
+    int more = r->n > 0;
+    if (!rc && more)
+        rc = next_key(r, keys, &h, &ord);
+    for (uint64_t x = 0; !rc && x < df_dir_entries(r->bi); x++) {
+        while (!rc && more && df_bucket(h, r->bi) < x) {
+            e++;
+            more = e < r->n;
+            if (more)
+                rc = next_key(r, keys, &h, &ord);
+        }
+        if (!rc)
+            rc = dir_entry(r, &s->idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory", x,
+                           r->n, &got);
+        if (!rc && got != e)
+            rc = SIMS_CORRUPT("%s: id directory entry %llu is %llu, the ids give %llu", r->name,
+                              (unsigned long long)x, (unsigned long long)got,
+                              (unsigned long long)e);
+    }
+    return rc;
 }
 
 int docfile_verify(const docfile_reader *r)
@@ -717,10 +801,10 @@ int docfile_verify(const docfile_reader *r)
     vstate st;
     memset(&st, 0, sizeof st);
     st.r = r;
-    st.v = malloc((size_t)(r->n ? r->n : 1) * sizeof *st.v);
-    if (!st.v)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory verifying %s", r->name);
-    int rc = docfile_each(r, verify_doc, &st);
+    int rc = sims_recsort_new(VERIFY_MEMORY, NULL, &st.keys);
+    if (rc)
+        return rc;
+    rc = docfile_each(r, verify_doc, &st);
     seen s;
     seen_init(&s);
     /* The fingerprint directory against the blocks' first fingerprints. */
@@ -737,50 +821,10 @@ int docfile_verify(const docfile_reader *r)
                               r->name, (unsigned long long)x, (unsigned long long)got,
                               (unsigned long long)blk);
     }
-    if (!rc && r->n) {
-        /* Distinct ids: equal ids hash alike, so they meet in hash order. */
-        qsort(st.v, (size_t)r->n, sizeof *st.v, cmp_vent);
-        docfile_doc a = {0}, b = {0};
-        for (uint64_t i = 1; !rc && i < r->n; i++) {
-            for (uint64_t j = i; !rc && j-- > 0 && st.v[j].h == st.v[i].h;) {
-                rc = docfile_get(r, st.v[i].ordinal, &a);
-                if (!rc)
-                    rc = docfile_get(r, st.v[j].ordinal, &b);
-                if (!rc && id_cmp(a.id, a.id_len, b.id, b.id_len) == 0)
-                    rc = SIMS_CORRUPT("%s: documents %llu and %llu have one id", r->name,
-                                      (unsigned long long)b.ordinal, (unsigned long long)a.ordinal);
-            }
-        }
-        /* The id entries against the ids, in (hash, ordinal) order. */
-        for (uint64_t e = 0; !rc && e < r->n; e++) {
-            unsigned tag = 0;
-            uint64_t ord = 0;
-            rc = ident_entry(r, &s, e, &tag, &ord);
-            if (!rc && (ord != st.v[e].ordinal || tag != df_tag(st.v[e].h, r->bi)))
-                rc = SIMS_CORRUPT("%s: id entry %llu is not the one the ids give", r->name,
-                                  (unsigned long long)e);
-        }
-        /* Unused bits of the last id page. */
-        uint64_t rem = r->n % DF_IDENT_PAGE;
-        if (!rc && rem) {
-            const uint8_t *p = r->data + r->ie + (r->n / DF_IDENT_PAGE) * df_ident_page_bytes(r->w);
-            uint64_t used = rem * r->w, words = df_ident_words(rem, r->w);
-            for (uint64_t bit = used; !rc && bit < 64 * words; bit++)
-                if (p[bit / 8] >> (bit % 8) & 1)
-                    rc = SIMS_CORRUPT("%s: id entries: unused bits set", r->name);
-        }
-    }
-    uint64_t e = 0;
-    for (uint64_t x = 0; !rc && x < df_dir_entries(r->bi); x++) {
-        while (e < r->n && df_bucket(st.v[e].h, r->bi) < x)
-            e++;
-        rc = dir_entry(r, &s.idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory", x, r->n,
-                       &got);
-        if (!rc && got != e)
-            rc = SIMS_CORRUPT("%s: id directory entry %llu is %llu, the ids give %llu", r->name,
-                              (unsigned long long)x, (unsigned long long)got,
-                              (unsigned long long)e);
-    }
-    free(st.v);
+    if (!rc)
+        rc = sims_recsort_finish(st.keys, (size_t)8 << 20);
+    if (!rc)
+        rc = verify_ids(r, &s, st.keys);
+    sims_recsort_free(st.keys);
     return rc;
 }

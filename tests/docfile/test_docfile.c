@@ -4,7 +4,10 @@
  * the golden file; and corruption sweeps (every byte flipped, every
  * truncation) where each lookup must fail or answer exactly. */
 #include "common/error.h"
+#include "common/bytes.h"
+#include "common/checksum.h"
 #include "docfile/docfile.h"
+#include "docfile/layout.h"
 #include "simstore.h"
 #include "testutil.h"
 
@@ -571,6 +574,52 @@ static void test_docfile__golden(void **state)
     free_corpus(&c);
 }
 
+/* What checksums cannot show, verify does: one id given twice (the writer
+ * leaves distinct ids to its caller), and a directory entry changed with
+ * its page's checksum made again. */
+static void test_docfile__verify_sees_past_checksums(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("docfile");
+    char *path = test_path(dir, "v.doc");
+    docfile_writer *w;
+    assert_int_equal(docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
+    docfile_doc d = {0, 1, 0, (const uint8_t *)"a", 1, 0, NULL, 0, NULL};
+    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
+    d.fingerprint = 2;
+    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
+    assert_int_equal(docfile_writer_commit(w, NULL), SIMSTORE_OK);
+    docfile_reader *r;
+    assert_int_equal(docfile_open(path, &r), SIMSTORE_OK);
+    assert_int_equal(docfile_verify(r), SIMSTORE_ECORRUPT);
+    assert_non_null(strstr(simstore_last_error(), "have one id"));
+    docfile_close(r);
+
+    /* A fingerprint directory entry moved, its page checksum forged. */
+    test_rng g;
+    test_rng_init(&g, "docfile forged", 3);
+    corpus c = make_corpus(&g, 3000, RANDOM, 0);
+    assert_int_equal(write_corpus(&c, path, NULL), SIMSTORE_OK);
+    size_t size;
+    uint8_t *b = test_read_file(path, &size);
+    uint64_t n = le_load64(b + DF_H_COUNT), bt = le_load64(b + DF_H_BT), nb = df_block_count(n);
+    uint64_t fd = bt + df_table_bytes(nb), x = 5;
+    uint8_t *page = b + fd; /* page 0 holds entries 0..63 */
+    uint64_t entries = df_dir_entries(df_bf(n));
+    uint64_t e = entries < DF_DIR_PAGE ? entries : DF_DIR_PAGE;
+    le_store32(page + 4 * x, le_load32(page + 4 * x) + 1);
+    le_store64(page + 4 * e, sims_xxh3_64(page, 4 * e, DF_SEED_FPDIR));
+    assert_int_equal(docfile_open_memory(b, size, "forged", &r), SIMSTORE_OK);
+    assert_int_equal(docfile_verify(r), SIMSTORE_ECORRUPT);
+    assert_non_null(strstr(simstore_last_error(), "fingerprint directory entry 5"));
+    docfile_close(r);
+    free(b);
+    free_corpus(&c);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
 /* ---- corruption ------------------------------------------------------------------- */
 
 /* Every byte of a small file flipped (two ways), and every truncation:
@@ -638,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_docfile__writer_rejects_bad_input),
         cmocka_unit_test(test_docfile__open_reads_only_the_header),
         cmocka_unit_test(test_docfile__golden),
+        cmocka_unit_test(test_docfile__verify_sees_past_checksums),
         cmocka_unit_test(test_docfile__corruption_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
