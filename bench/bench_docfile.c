@@ -16,10 +16,16 @@
  *     absent one, and a document by id (find_id), p50 / p99; beside the
  *     store's simstore_get of one id, and its k = 0 query of a stored
  *     fingerprint against an absent one (the difference is what reading the
- *     documents of a fingerprint from LMDB costs: `fps`, then `docs`).
+ *     documents of a fingerprint from LMDB costs: `fps`, then `docs`);
+ *   - k = 3 queries end to end, bench_query's mix (half a stored fingerprint
+ *     with 0..3 bits flipped, half random): the store's simstore_query_fp,
+ *     beside the query a store with document files would make: the same
+ *     tables (a fingerprint-only store of the same fingerprints, built
+ *     here or given with --fp-store) answering the fingerprints, then each
+ *     match's documents from the document file.
  *
  * Usage: bench_docfile [--log2n 23] [--queries 200000] [--dir DIR]
- *                      [--store PATH] [--keep] */
+ *                      [--store PATH] [--fp-store PATH] [--keep] */
 #include "docfile/docfile.h"
 #include "simstore.h"
 
@@ -83,11 +89,30 @@ static int count_document(void *ctx, const simstore_document *d)
     return 0;
 }
 
-static int build_store(const char *path, const uint64_t *fps, size_t n)
+static uint64_t *make_queries(const uint64_t *fps, size_t n, size_t nq, unsigned k)
+{
+    uint64_t *q = malloc(nq * sizeof *q); /* bench_query's */
+    uint64_t s = 0xC0FFEE;
+    for (size_t i = 0; q && i < nq; i++) {
+        if (i & 1) {
+            q[i] = splitmix(&s);
+        } else {
+            uint64_t x = fps[splitmix(&s) % n];
+            unsigned flips = (unsigned)(splitmix(&s) % (k + 1));
+            for (unsigned f = 0; f < flips; f++)
+                x ^= 1ULL << (splitmix(&s) % 64);
+            q[i] = x;
+        }
+    }
+    return q;
+}
+
+static int build_store(const char *path, const uint64_t *fps, size_t n, int fingerprint_only)
 {
     simstore_build_options o;
     simstore_build_options_init(&o);
     o.k = 3;
+    o.fingerprint_only = fingerprint_only;
     o.memory_bytes = (uint64_t)4 << 30;
     simstore_builder *b;
     if (simstore_build_begin(path, &o, &b))
@@ -96,7 +121,7 @@ static int build_store(const char *path, const uint64_t *fps, size_t n)
     for (size_t i = 0; i < n; i++) {
         snprintf(id, sizeof id, "d%08zx", i);
         simstore_doc d = {id, 9, fps[i], NULL, 0, i};
-        if (simstore_builder_add(b, &d)) {
+        if (fingerprint_only ? simstore_builder_add_fp(b, fps[i]) : simstore_builder_add(b, &d)) {
             simstore_builder_abort(b);
             return -1;
         }
@@ -108,7 +133,7 @@ int main(int argc, char **argv)
 {
     unsigned log2n = 23;
     size_t nq = 200000;
-    const char *dir = "/tmp/simstore-bench-docfile", *store_arg = NULL;
+    const char *dir = "/tmp/simstore-bench-docfile", *store_arg = NULL, *fp_store_arg = NULL;
     int keep = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--log2n") == 0 && i + 1 < argc)
@@ -119,11 +144,13 @@ int main(int argc, char **argv)
             dir = argv[++i];
         else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc)
             store_arg = argv[++i];
+        else if (strcmp(argv[i], "--fp-store") == 0 && i + 1 < argc)
+            fp_store_arg = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
             keep = 1;
         else {
             fprintf(stderr, "usage: bench_docfile [--log2n 23] [--queries 200000] [--dir DIR] "
-                            "[--store PATH] [--keep]\n");
+                            "[--store PATH] [--fp-store PATH] [--keep]\n");
             return 2;
         }
     }
@@ -142,7 +169,7 @@ int main(int argc, char **argv)
         ord[i].fp = fps[i];
         ord[i].i = i;
     }
-    char cmd[4200], store_path[4096], doc_path[4096];
+    char cmd[4200], store_path[4096], doc_path[4096], fp_path[4096];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (system(cmd) != 0)
         return 1;
@@ -155,11 +182,23 @@ int main(int argc, char **argv)
         if (system(cmd) != 0)
             return 1;
         double t = now();
-        if (build_store(store_path, fps, n)) {
+        if (build_store(store_path, fps, n, 0)) {
             fprintf(stderr, "build %s: %s\n", store_path, simstore_last_error());
             return 1;
         }
         printf("built the store of 2^%u documents in %.1f s\n", log2n, now() - t);
+    }
+    if (fp_store_arg) {
+        snprintf(fp_path, sizeof fp_path, "%s", fp_store_arg);
+    } else {
+        snprintf(fp_path, sizeof fp_path, "%s/n%u.fp-store", dir, log2n);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", fp_path);
+        if (system(cmd) != 0)
+            return 1;
+        if (build_store(fp_path, fps, n, 1)) {
+            fprintf(stderr, "build %s: %s\n", fp_path, simstore_last_error());
+            return 1;
+        }
     }
 
     /* The document file. */
@@ -298,6 +337,87 @@ int main(int argc, char **argv)
     printf("  a document by id: document file p50 %.2f us, p99 %.2f us; today, simstore_get: "
            "p50 %.2f us, p99 %.2f us\n",
            p50[2], p99[2], p50[3], p99[3]);
+
+    /* Queries end to end. */
+    simstore *fs;
+    if (simstore_open(fp_path, SIMSTORE_OPEN_READONLY, &fs)) {
+        fprintf(stderr, "open %s: %s\n", fp_path, simstore_last_error());
+        return 1;
+    }
+    simstore_stats fst;
+    simstore_get_stats(fs, &fst);
+    if (!fst.fingerprint_only || fst.fingerprints != n || fst.tables != st.tables) {
+        fprintf(stderr, "%s is not a fingerprint-only store of the same %zu fingerprints and "
+                        "%u tables\n",
+                fp_path, n, st.tables);
+        return 1;
+    }
+    simstore_query *fq;
+    if (simstore_query_new(fs, 0, &fq))
+        return 1;
+    uint64_t *qs3 = make_queries(fps, n, nq, 3);
+    double *lat_docs = malloc(nq * sizeof *lat_docs);
+    unsigned char *hit = malloc(nq);
+    size_t matches_today = 0, matches_files = 0;
+    for (int way = 0; way < 2; way++) {
+        for (int pass = 0; pass < 2; pass++) { /* the first warms */
+            for (size_t i = 0; i < nq; i++) {
+                double a = now();
+                size_t c = 0;
+                if (way == 0) {
+                    simstore_query_fp(q, qs3[i], 3, &m, &got);
+                    c = got;
+                } else {
+                    simstore_query_fp(fq, qs3[i], 3, &m, &got);
+                    for (size_t j = 0; j < got; j++)
+                        docfile_find_fp(r, m[j].fp, count_doc, &c);
+                }
+                double t1 = now() - a;
+                if (pass == 1) {
+                    if (way == 0) {
+                        lat[i] = t1;
+                        hit[i] = c > 0;
+                        matches_today += c;
+                    } else {
+                        lat_docs[i] = t1;
+                        matches_files += c;
+                    }
+                }
+            }
+        }
+    }
+    if (matches_today != matches_files) {
+        fprintf(stderr, "bench_docfile: %zu matches from the store, %zu through the document "
+                        "file\n",
+                matches_today, matches_files);
+        return 1;
+    }
+    double e50[2][3], e99[2][3]; /* [way][all, without, with] */
+    double *part = malloc(nq * sizeof *part);
+    for (int way = 0; way < 2; way++) {
+        double *v = way ? lat_docs : lat;
+        for (int kind = 0; kind < 3; kind++) {
+            size_t np = 0;
+            for (size_t i = 0; i < nq; i++)
+                if (kind == 0 || (kind == 2) == (hit[i] != 0))
+                    part[np++] = v[i];
+            percentiles(part, np ? np : 1, &e50[way][kind], &e99[way][kind]);
+        }
+    }
+    printf("  k = 3 queries, bench_query's mix, %.3f matches a query: with document files (the "
+           "tables, then each match's documents from the file) p50 %.2f us, p99 %.2f us "
+           "(without matches %.2f, with %.2f)\n",
+           (double)matches_files / (double)nq, e50[1][0], e99[1][0], e50[1][1], e50[1][2]);
+    printf("    today, the store's simstore_query_fp: p50 %.2f us, p99 %.2f us (without matches "
+           "%.2f, with %.2f)\n",
+           e50[0][0], e99[0][0], e50[0][1], e50[0][2]);
+    free(part);
+    free(qs3);
+    free(lat_docs);
+    free(hit);
+    simstore_query_free(fq);
+    simstore_close(fs);
+
     simstore_query_free(q);
     simstore_close(s);
     docfile_close(r);
@@ -309,6 +429,11 @@ int main(int argc, char **argv)
         remove(doc_path);
         if (!store_arg) {
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", store_path);
+            if (system(cmd) != 0)
+                return 1;
+        }
+        if (!fp_store_arg) {
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", fp_path);
             if (system(cmd) != 0)
                 return 1;
         }
