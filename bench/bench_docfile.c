@@ -212,8 +212,8 @@ int main(int argc, char **argv)
     char id[24];
     for (size_t j = 0; j < n; j++) {
         snprintf(id, sizeof id, "d%08zx", (size_t)ord[j].i);
-        docfile_doc d = {0, ord[j].fp, ((uint64_t)1 << 40) | ord[j].i, (const uint8_t *)id, 9,
-                         0, NULL, 0, NULL};
+        docfile_doc d = {
+            0, ord[j].fp, ((uint64_t)1 << 40) | ord[j].i, (const uint8_t *)id, 9, 0, NULL, 0, NULL};
         if (docfile_writer_add(w, &d)) {
             fprintf(stderr, "%s\n", simstore_last_error());
             docfile_writer_abort(w);
@@ -347,8 +347,9 @@ int main(int argc, char **argv)
     simstore_stats fst;
     simstore_get_stats(fs, &fst);
     if (!fst.fingerprint_only || fst.fingerprints != n || fst.tables != st.tables) {
-        fprintf(stderr, "%s is not a fingerprint-only store of the same %zu fingerprints and "
-                        "%u tables\n",
+        fprintf(stderr,
+                "%s is not a fingerprint-only store of the same %zu fingerprints and "
+                "%u tables\n",
                 fp_path, n, st.tables);
         return 1;
     }
@@ -387,8 +388,9 @@ int main(int argc, char **argv)
         }
     }
     if (matches_today != matches_files) {
-        fprintf(stderr, "bench_docfile: %zu matches from the store, %zu through the document "
-                        "file\n",
+        fprintf(stderr,
+                "bench_docfile: %zu matches from the store, %zu through the document "
+                "file\n",
                 matches_today, matches_files);
         return 1;
     }

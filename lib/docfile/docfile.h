@@ -24,10 +24,10 @@ typedef struct docfile_doc {
     uint64_t fingerprint;
     uint64_t insertion;
     const uint8_t *id;
-    uint32_t id_len; /* 1..511 */
-    int id_is_int;   /* the id was a JSON integer */
-    const uint8_t *meta; /* NULL: no metadata */
-    uint32_t meta_len;   /* 0 iff meta is NULL */
+    uint32_t id_len;       /* 1..511 */
+    int id_is_int;         /* the id was a JSON integer */
+    const uint8_t *meta;   /* NULL: no metadata */
+    uint32_t meta_len;     /* 0 iff meta is NULL */
     const uint8_t *sketch; /* sketch_bytes bytes, or NULL when the file keeps none */
 } docfile_doc;
 

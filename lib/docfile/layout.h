@@ -23,10 +23,10 @@
 #define DF_H_BT 24u
 #define DF_H_CHECKSUM 56u
 
-#define DF_BLOCK_HEAD 16u  /* block header before the masks */
-#define DF_TABLE_PAGE 32u  /* block-table entries a page */
-#define DF_DIR_PAGE 64u    /* directory entries a page */
-#define DF_IDENT_PAGE 64u  /* id entries a page */
+#define DF_BLOCK_HEAD 16u /* block header before the masks */
+#define DF_TABLE_PAGE 32u /* block-table entries a page */
+#define DF_DIR_PAGE 64u   /* directory entries a page */
+#define DF_IDENT_PAGE 64u /* id entries a page */
 #define DF_TAG_BITS 8u
 #define DF_RICE_MAX_Q 63u
 
@@ -98,7 +98,8 @@ static inline uint64_t df_ident_page_bytes(unsigned w)
 static inline uint64_t df_ident_bytes(uint64_t n, unsigned w)
 {
     uint64_t rem = n % DF_IDENT_PAGE;
-    return (n / DF_IDENT_PAGE) * df_ident_page_bytes(w) + (rem ? 8 * df_ident_words(rem, w) + 8 : 0);
+    return (n / DF_IDENT_PAGE) * df_ident_page_bytes(w) +
+           (rem ? 8 * df_ident_words(rem, w) + 8 : 0);
 }
 
 /* The bucket and the tag of an id hash. */

@@ -29,7 +29,7 @@ struct docfile_reader {
     uint64_t n, nb;
     unsigned sketch_bytes, bf, bi, ob, w;
     uint64_t bt, fd, ie, di;
-    _Atomic uint64_t *ok;      /* the checked bits */
+    _Atomic uint64_t *ok;       /* the checked bits */
     uint64_t ok_base[OK_KINDS]; /* each kind's first bit */
 };
 
@@ -421,8 +421,7 @@ static int open_block(const docfile_reader *r, seen *s, uint64_t b, int want_ful
         __builtin_prefetch(p + off, 0, 3);
 #endif
     int checked = is_checked(r, OK_BLOCK, b);
-    if (!checked &&
-        le_load32(p + len - 4) != (uint32_t)sims_xxh3_64(p, len - 4, DF_SEED_BLOCK + b))
+    if (!checked && le_load32(p + len - 4) != (uint32_t)sims_xxh3_64(p, len - 4, DF_SEED_BLOCK + b))
         return BLOCK_BAD("checksum mismatch");
     len -= 4;
     uint64_t want = r->n - b * DOCFILE_BLOCK_DOCS;
@@ -688,9 +687,9 @@ typedef struct vstate {
 static int verify_doc(void *ctx, const docfile_doc *d)
 {
     vstate *s = ctx;
-    if (s->have_last && (d->fingerprint < s->last_fp ||
-                         (d->fingerprint == s->last_fp &&
-                          id_cmp(s->last_id, s->last_len, d->id, d->id_len) >= 0)))
+    if (s->have_last &&
+        (d->fingerprint < s->last_fp ||
+         (d->fingerprint == s->last_fp && id_cmp(s->last_id, s->last_len, d->id, d->id_len) >= 0)))
         return SIMS_CORRUPT("%s: document %llu out of order", s->r->name,
                             (unsigned long long)d->ordinal);
     s->have_last = 1;
@@ -786,12 +785,12 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
                 rc = next_key(r, keys, &h, &ord);
         }
         if (!rc)
-            rc = dir_entry(r, &s->idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory", x,
-                           r->n, &got);
+            rc = dir_entry(r, &s->idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory", x, r->n,
+                           &got);
         if (!rc && got != e)
-            rc = SIMS_CORRUPT("%s: id directory entry %llu is %llu, the ids give %llu", r->name,
-                              (unsigned long long)x, (unsigned long long)got,
-                              (unsigned long long)e);
+            rc =
+                SIMS_CORRUPT("%s: id directory entry %llu is %llu, the ids give %llu", r->name,
+                             (unsigned long long)x, (unsigned long long)got, (unsigned long long)e);
     }
     return rc;
 }
@@ -814,8 +813,8 @@ int docfile_verify(const docfile_reader *r)
                df_fp_bucket(first, r->bf) < x)
             blk++;
         if (!rc)
-            rc = dir_entry(r, &s.fdir_page, r->fd, r->bf, DF_SEED_FPDIR, "fingerprint directory",
-                           x, r->nb, &got);
+            rc = dir_entry(r, &s.fdir_page, r->fd, r->bf, DF_SEED_FPDIR, "fingerprint directory", x,
+                           r->nb, &got);
         if (!rc && got != blk)
             rc = SIMS_CORRUPT("%s: fingerprint directory entry %llu is %llu, the blocks give %llu",
                               r->name, (unsigned long long)x, (unsigned long long)got,

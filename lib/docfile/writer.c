@@ -29,9 +29,9 @@ struct docfile_writer {
     uint64_t fp[DOCFILE_BLOCK_DOCS], ins[DOCFILE_BLOCK_DOCS];
     uint32_t id_len[DOCFILE_BLOCK_DOCS], meta_len[DOCFILE_BLOCK_DOCS];
     uint64_t int_mask;
-    uint8_t *ids;      /* 64 * 511 bytes */
+    uint8_t *ids; /* 64 * 511 bytes */
     size_t ids_used;
-    uint8_t *meta;     /* grown */
+    uint8_t *meta; /* grown */
     size_t meta_used, meta_cap;
     uint8_t *sketches; /* 64 * sketch_bytes */
     uint8_t *block;    /* the encoded block */
@@ -41,7 +41,7 @@ struct docfile_writer {
      * ordinal) as 13-byte big-endian keys, sorted */
     sims_spool *table;
     uint64_t blocks;
-    uint64_t first_fp;     /* of the block being filled */
+    uint64_t first_fp; /* of the block being filled */
     sims_recsort *idents;
     uint64_t offset; /* bytes written so far */
     uint64_t block_bytes;
@@ -68,7 +68,8 @@ int docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_b
     *out = NULL;
     if (sketch_bytes != 0 && sketch_bytes != 16 && sketch_bytes != 32 && sketch_bytes != 64 &&
         sketch_bytes != 128 && sketch_bytes != 256)
-        return sims_fail(SIMSTORE_EINVAL, "document file: sketch size %u is not 0, 16, 32, 64, 128 or 256",
+        return sims_fail(SIMSTORE_EINVAL,
+                         "document file: sketch size %u is not 0, 16, 32, 64, 128 or 256",
                          sketch_bytes);
     docfile_writer *w = calloc(1, sizeof *w);
     if (!w)
@@ -151,8 +152,8 @@ static int flush_block(docfile_writer *w)
     unsigned wm = df_bits(meta_max);
     /* Bits: gaps <= 127 each, then c * (64 + 9 + 32) at most. */
     size_t bit_bytes = ((size_t)(c - 1) * 127 + (size_t)c * (64 + 9 + 32) + 7) / 8;
-    size_t need = DF_BLOCK_HEAD + 16 + bit_bytes + BITIO_WRITER_SLACK + w->ids_used +
-                  w->meta_used + (size_t)c * w->sketch_bytes + 4;
+    size_t need = DF_BLOCK_HEAD + 16 + bit_bytes + BITIO_WRITER_SLACK + w->ids_used + w->meta_used +
+                  (size_t)c * w->sketch_bytes + 4;
     int rc = grow((void **)&w->block, &w->block_cap, need, 1);
     if (rc)
         return rc;
@@ -245,8 +246,8 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
         return sims_fail(SIMSTORE_EINVAL, "document file: a document without a sketch");
     if (w->n + 1 >= DOCFILE_MAX_DOCS)
         return sims_fail(SIMSTORE_EFULL, "document file: 2^40 documents");
-    if (w->n && id_order(w->last_fp, w->last_id, w->last_id_len, d->fingerprint, d->id,
-                         d->id_len) >= 0)
+    if (w->n &&
+        id_order(w->last_fp, w->last_id, w->last_id_len, d->fingerprint, d->id, d->id_len) >= 0)
         return sims_fail(SIMSTORE_EINVAL,
                          "document file: documents out of order (fingerprint, then id) at %llu",
                          (unsigned long long)w->n);

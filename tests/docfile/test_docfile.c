@@ -63,16 +63,10 @@ static corpus make_corpus(test_rng *g, size_t n, enum shape shape, unsigned sket
         rdoc *d = &c.d[i];
         switch (shape) {
         case RANDOM:
-        case RANDOM_FIXED_IDS:
-            d->fp = test_rng_next(g);
-            break;
+        case RANDOM_FIXED_IDS: d->fp = test_rng_next(g); break;
         case DUPLICATES: /* a handful of values, long runs across blocks */
-        case DUPLICATES_FIXED_IDS:
-            d->fp = base + test_rng_below(g, 5) * 0x1000000000ULL;
-            break;
-        case CLUSTERED:
-            d->fp = base + test_rng_below(g, 3 * n + 1);
-            break;
+        case DUPLICATES_FIXED_IDS: d->fp = base + test_rng_below(g, 5) * 0x1000000000ULL; break;
+        case CLUSTERED: d->fp = base + test_rng_below(g, 3 * n + 1); break;
         case ADVERSARIAL: { /* the ends of the range, huge gaps, runs */
             uint64_t pick = test_rng_below(g, 6);
             d->fp = pick == 0   ? 0
@@ -137,9 +131,9 @@ static int write_corpus_in(const corpus *c, const char *path, docfile_sizes *siz
         return rc;
     for (size_t i = 0; i < c->n; i++) {
         const rdoc *r = &c->d[i];
-        docfile_doc d = {0,          r->fp,    r->ins,      r->id,
-                         r->id_len,  r->is_int, r->meta,    r->meta_len,
-                         c->sketch_bytes ? r->sketch : NULL};
+        docfile_doc d = {0,       r->fp,       r->ins,
+                         r->id,   r->id_len,   r->is_int,
+                         r->meta, r->meta_len, c->sketch_bytes ? r->sketch : NULL};
         rc = docfile_writer_add(w, &d);
         if (rc) {
             docfile_writer_abort(w);

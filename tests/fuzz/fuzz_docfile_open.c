@@ -57,8 +57,8 @@ static void repair_checksums(uint8_t *b, size_t size)
             return;
         uint64_t end = le_load64(b + at + 8);
         if (end > start && end - start >= 4 && end <= bt)
-            le_store32(b + end - 4, (uint32_t)sims_xxh3_64(b + start, end - start - 4,
-                                                             DF_SEED_BLOCK + i));
+            le_store32(b + end - 4,
+                       (uint32_t)sims_xxh3_64(b + start, end - start - 4, DF_SEED_BLOCK + i));
         start = end > start ? end : start;
     }
     for (uint64_t p0 = 0, pg = 0; p0 < nb; p0 += DF_TABLE_PAGE, pg++) {
