@@ -212,8 +212,17 @@ int main(int argc, char **argv)
     char id[24];
     for (size_t j = 0; j < n; j++) {
         snprintf(id, sizeof id, "d%08zx", (size_t)ord[j].i);
-        docfile_doc d = {
-            0, ord[j].fp, ((uint64_t)1 << 40) | ord[j].i, (const uint8_t *)id, 9, 0, NULL, 0, NULL};
+        docfile_doc d = {0,
+                         ord[j].fp,
+                         ((uint64_t)1 << 40) | ord[j].i,
+                         (const uint8_t *)id,
+                         9,
+                         0,
+                         NULL,
+                         0,
+                         NULL,
+                         NULL,
+                         0};
         if (docfile_writer_add(w, &d)) {
             fprintf(stderr, "%s\n", simstore_last_error());
             docfile_writer_abort(w);

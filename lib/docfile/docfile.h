@@ -16,6 +16,7 @@
 #define DOCFILE_BLOCK_DOCS 64u
 #define DOCFILE_ID_MAX 511u
 #define DOCFILE_MAX_DOCS ((uint64_t)1 << 40)
+#define DOCFILE_PARAGRAPHS_MAX ((uint32_t)1 << 20)
 
 /* One document. Pointers from a reader point into its mapping (valid while
  * it is open); a writer copies what it is given. */
@@ -29,6 +30,11 @@ typedef struct docfile_doc {
     const uint8_t *meta;   /* NULL: no metadata */
     uint32_t meta_len;     /* 0 iff meta is NULL */
     const uint8_t *sketch; /* sketch_bytes bytes, or NULL when the file keeps none */
+    /* The paragraph list (format/store.md, "Paragraphs"): paragraph_count
+     * 8-byte little-endian fingerprints, text order, not aligned; NULL and
+     * 0 when the document has none (else 1..DOCFILE_PARAGRAPHS_MAX). */
+    const uint8_t *paragraphs;
+    uint32_t paragraph_count;
 } docfile_doc;
 
 /* ---- writer ---------------------------------------------------------------- */

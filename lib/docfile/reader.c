@@ -310,11 +310,11 @@ static int ident_entry(const docfile_reader *r, seen *s, uint64_t e, unsigned *t
 typedef struct dblock {
     uint64_t index;
     uint32_t c;
-    unsigned rice, wi, wl, wm, lb;
-    uint64_t ib, int_mask, meta_mask;
+    unsigned rice, wi, wl, wm, wp, lb;
+    uint64_t ib, int_mask, meta_mask, para_mask;
     const uint8_t *fixed; /* the fixed fields */
     size_t fixed_bytes;
-    const uint8_t *ids, *meta, *sketches, *gaps;
+    const uint8_t *ids, *meta, *sketches, *paras, *gaps;
     size_t gaps_bytes;
     /* Fingerprints decoded so far (fp[0 .. decoded)), and where the next
      * gap starts. */
@@ -326,6 +326,7 @@ typedef struct dblock {
     int full;
     int id_offsets; /* id_off holds each id's offset (else every id is lb bytes) */
     uint32_t id_off[DOCFILE_BLOCK_DOCS + 1], meta_off[DOCFILE_BLOCK_DOCS + 1];
+    uint32_t para_off[DOCFILE_BLOCK_DOCS + 1]; /* in paragraphs, of those with a list */
 } dblock;
 
 static int id_cmp(const uint8_t *a, uint32_t la, const uint8_t *b, uint32_t lb)
@@ -355,6 +356,14 @@ static uint32_t id_len_at(const dblock *d, uint32_t j)
 static uint64_t meta_len_at(const dblock *d, uint32_t m)
 {
     return fixed_field(d, (uint64_t)d->c * (d->wi + d->wl) + (uint64_t)m * d->wm, d->wm);
+}
+
+/* Paragraph count of the i-th document with a list (after the m metadata
+ * lengths). */
+static uint64_t para_count_at(const dblock *d, unsigned m, uint32_t i)
+{
+    return fixed_field(
+        d, (uint64_t)d->c * (d->wi + d->wl) + (uint64_t)m * d->wm + (uint64_t)i * d->wp, d->wp);
 }
 
 /* Document j's id in an open block. */
@@ -437,11 +446,12 @@ static int open_block(const docfile_reader *r, seen *s, uint64_t b, int want_ful
     uint32_t c = d->c;
     if (c != (want < DOCFILE_BLOCK_DOCS ? want : DOCFILE_BLOCK_DOCS))
         return BLOCK_BAD("document count is not the one its place gives");
-    if (d->rice > 63 || d->wi > 64 || d->wl > 9 || d->wm > 32 || (flags & ~3u) || d->lb < 1 ||
+    if (d->rice > 63 || d->wi > 64 || d->wl > 9 || d->wm > 32 || (flags & ~7u) || d->lb < 1 ||
         d->lb > DOCFILE_ID_MAX || ((flags & 2) != 0) != (d->wm != 0))
         return BLOCK_BAD("header field out of range");
     uint64_t at = DF_BLOCK_HEAD, live = c == 64 ? UINT64_MAX : ((uint64_t)1 << c) - 1;
-    d->int_mask = d->meta_mask = 0;
+    d->int_mask = d->meta_mask = d->para_mask = 0;
+    d->wp = 0;
     if (flags & 1) {
         if (len < at + 8)
             return BLOCK_BAD("truncated mask");
@@ -458,8 +468,19 @@ static int open_block(const docfile_reader *r, seen *s, uint64_t b, int want_ful
         if (!d->meta_mask || (d->meta_mask & ~live))
             return BLOCK_BAD("metadata mask empty or past the count");
     }
+    if (flags & 4) {
+        if (len < at + 9)
+            return BLOCK_BAD("truncated mask");
+        d->para_mask = le_load64(p + at);
+        d->wp = p[at + 8];
+        at += 9;
+        if (!d->para_mask || (d->para_mask & ~live) || d->wp < 1 || d->wp > 21)
+            return BLOCK_BAD("paragraph mask empty or past the count, or its width out of range");
+    }
     unsigned m = (unsigned)__builtin_popcountll(d->meta_mask);
-    uint64_t fixed_bits = (uint64_t)c * (d->wi + d->wl) + (uint64_t)m * d->wm;
+    unsigned np = (unsigned)__builtin_popcountll(d->para_mask);
+    uint64_t fixed_bits =
+        (uint64_t)c * (d->wi + d->wl) + (uint64_t)m * d->wm + (uint64_t)np * d->wp;
     if ((fixed_bits + 7) / 8 > len - at)
         return BLOCK_BAD("fixed fields past the block");
     d->fixed = p + at;
@@ -491,12 +512,24 @@ static int open_block(const docfile_reader *r, seen *s, uint64_t b, int want_ful
             return BLOCK_BAD("metadata past the block");
         d->meta_off[i + 1] = (uint32_t)meta_sum;
     }
-    uint64_t bytes = id_sum + meta_sum + (uint64_t)c * r->sketch_bytes;
+    uint64_t para_sum = 0; /* in paragraphs */
+    d->para_off[0] = 0;
+    for (uint32_t i = 0; i < np; i++) {
+        uint64_t l = para_count_at(d, m, i);
+        if (l == 0 || l > DOCFILE_PARAGRAPHS_MAX)
+            return BLOCK_BAD("paragraph list of 0 or more than 2^20 paragraphs");
+        para_sum += l;
+        if (para_sum > len / 8)
+            return BLOCK_BAD("paragraph lists past the block");
+        d->para_off[i + 1] = (uint32_t)para_sum;
+    }
+    uint64_t bytes = id_sum + meta_sum + (uint64_t)c * r->sketch_bytes + 8 * para_sum;
     if (bytes > len - at)
-        return BLOCK_BAD("ids, metadata and sketches past the block");
+        return BLOCK_BAD("ids, metadata, sketches and paragraph lists past the block");
     d->ids = p + at;
     d->meta = d->ids + id_sum;
     d->sketches = r->sketch_bytes ? d->meta + meta_sum : NULL;
+    d->paras = d->meta + meta_sum + (uint64_t)c * r->sketch_bytes;
     at += bytes;
     d->gaps = p + at;
     d->gaps_bytes = (size_t)(len - at);
@@ -544,6 +577,13 @@ static void doc_of(const docfile_reader *r, const dblock *d, uint32_t j, docfile
         out->meta_len = d->meta_off[m + 1] - d->meta_off[m];
     }
     out->sketch = d->sketches ? d->sketches + (size_t)j * r->sketch_bytes : NULL;
+    out->paragraphs = NULL;
+    out->paragraph_count = 0;
+    if (d->para_mask >> j & 1) {
+        unsigned i = (unsigned)__builtin_popcountll(d->para_mask & (((uint64_t)1 << j) - 1));
+        out->paragraphs = d->paras + 8 * (size_t)d->para_off[i];
+        out->paragraph_count = d->para_off[i + 1] - d->para_off[i];
+    }
 }
 
 /* ---- lookups -------------------------------------------------------------------- */

@@ -28,11 +28,14 @@ struct docfile_writer {
     uint32_t c;
     uint64_t fp[DOCFILE_BLOCK_DOCS], ins[DOCFILE_BLOCK_DOCS];
     uint32_t id_len[DOCFILE_BLOCK_DOCS], meta_len[DOCFILE_BLOCK_DOCS];
+    uint32_t para_count[DOCFILE_BLOCK_DOCS];
     uint64_t int_mask;
     uint8_t *ids; /* 64 * 511 bytes */
     size_t ids_used;
     uint8_t *meta; /* grown */
     size_t meta_used, meta_cap;
+    uint8_t *paras; /* the paragraph lists, grown */
+    size_t paras_used, paras_cap;
     uint8_t *sketches; /* 64 * sketch_bytes */
     uint8_t *block;    /* the encoded block */
     size_t block_cap;
@@ -135,8 +138,8 @@ static int flush_block(docfile_writer *w)
     if (c == 0)
         return SIMSTORE_OK;
     uint64_t ins_min = UINT64_MAX, ins_max = 0;
-    uint32_t len_min = DOCFILE_ID_MAX, len_max = 0, meta_max = 0;
-    uint64_t meta_mask = 0;
+    uint32_t len_min = DOCFILE_ID_MAX, len_max = 0, meta_max = 0, para_max = 0;
+    uint64_t meta_mask = 0, para_mask = 0;
     for (uint32_t j = 0; j < c; j++) {
         ins_min = w->ins[j] < ins_min ? w->ins[j] : ins_min;
         ins_max = w->ins[j] > ins_max ? w->ins[j] : ins_max;
@@ -146,14 +149,18 @@ static int flush_block(docfile_writer *w)
             meta_mask |= (uint64_t)1 << j;
             meta_max = w->meta_len[j] > meta_max ? w->meta_len[j] : meta_max;
         }
+        if (w->para_count[j]) {
+            para_mask |= (uint64_t)1 << j;
+            para_max = w->para_count[j] > para_max ? w->para_count[j] : para_max;
+        }
     }
     unsigned r = choose_rice(w->fp, c);
     unsigned wi = df_bits(ins_max - ins_min), wl = df_bits(len_max - len_min);
-    unsigned wm = df_bits(meta_max);
-    /* Bits: gaps <= 127 each, then c * (64 + 9 + 32) at most. */
-    size_t bit_bytes = ((size_t)(c - 1) * 127 + (size_t)c * (64 + 9 + 32) + 7) / 8;
-    size_t need = DF_BLOCK_HEAD + 16 + bit_bytes + BITIO_WRITER_SLACK + w->ids_used + w->meta_used +
-                  (size_t)c * w->sketch_bytes + 4;
+    unsigned wm = df_bits(meta_max), wp = df_bits(para_max);
+    /* Bits: gaps <= 127 each, then c * (64 + 9 + 32 + 21) at most. */
+    size_t bit_bytes = ((size_t)(c - 1) * 127 + (size_t)c * (64 + 9 + 32 + 21) + 7) / 8;
+    size_t need = DF_BLOCK_HEAD + 25 + bit_bytes + BITIO_WRITER_SLACK + w->ids_used + w->meta_used +
+                  w->paras_used + (size_t)c * w->sketch_bytes + 4;
     int rc = grow((void **)&w->block, &w->block_cap, need, 1);
     if (rc)
         return rc;
@@ -164,7 +171,7 @@ static int flush_block(docfile_writer *w)
     b[2] = (uint8_t)wi;
     b[3] = (uint8_t)wl;
     b[4] = (uint8_t)wm;
-    b[5] = (uint8_t)((w->int_mask ? 1 : 0) | (meta_mask ? 2 : 0));
+    b[5] = (uint8_t)((w->int_mask ? 1 : 0) | (meta_mask ? 2 : 0) | (para_mask ? 4 : 0));
     le_store16(b + 6, (uint16_t)len_min);
     le_store64(b + 8, ins_min);
     size_t at = DF_BLOCK_HEAD;
@@ -176,6 +183,11 @@ static int flush_block(docfile_writer *w)
         le_store64(b + at, meta_mask);
         at += 8;
     }
+    if (para_mask) {
+        le_store64(b + at, para_mask);
+        b[at + 8] = (uint8_t)wp;
+        at += 9;
+    }
     /* The fixed fields, then the bytes, then the gaps (format/docfile.md). */
     bitio_writer bw;
     bitio_writer_init(&bw, b + at, bit_bytes);
@@ -186,6 +198,9 @@ static int flush_block(docfile_writer *w)
     for (uint32_t j = 0; j < c; j++)
         if (w->meta_len[j])
             bitio_put(&bw, w->meta_len[j], wm);
+    for (uint32_t j = 0; j < c; j++)
+        if (w->para_count[j])
+            bitio_put(&bw, w->para_count[j], wp);
     at += (size_t)((bw.pos + 7) / 8);
     memset(b + at, 0, need - at); /* the slack the bit writer may have touched */
     memcpy(b + at, w->ids, w->ids_used);
@@ -196,6 +211,9 @@ static int flush_block(docfile_writer *w)
     if (w->sketch_bytes)
         memcpy(b + at, w->sketches, (size_t)c * w->sketch_bytes);
     at += (size_t)c * w->sketch_bytes;
+    if (w->paras_used)
+        memcpy(b + at, w->paras, w->paras_used);
+    at += w->paras_used;
     bitio_writer_init(&bw, b + at, bit_bytes);
     for (uint32_t j = 1; j < c; j++) {
         uint64_t g = w->fp[j] - w->fp[j - 1], q = g >> r;
@@ -220,6 +238,7 @@ static int flush_block(docfile_writer *w)
     w->c = 0;
     w->ids_used = 0;
     w->meta_used = 0;
+    w->paras_used = 0;
     w->int_mask = 0;
     return SIMSTORE_OK;
 }
@@ -242,6 +261,10 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
                          DOCFILE_ID_MAX);
     if ((d->meta == NULL) != (d->meta_len == 0))
         return sims_fail(SIMSTORE_EINVAL, "document file: metadata of %u bytes", d->meta_len);
+    if ((d->paragraphs == NULL) != (d->paragraph_count == 0) ||
+        d->paragraph_count > DOCFILE_PARAGRAPHS_MAX)
+        return sims_fail(SIMSTORE_EINVAL, "document file: a paragraph list of %u (1..2^20)",
+                         d->paragraph_count);
     if (w->sketch_bytes && !d->sketch)
         return sims_fail(SIMSTORE_EINVAL, "document file: a document without a sketch");
     if (w->n + 1 >= DOCFILE_MAX_DOCS)
@@ -259,11 +282,20 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
         memcpy(w->meta + w->meta_used, d->meta, d->meta_len);
         w->meta_used += d->meta_len;
     }
+    if (d->paragraph_count) {
+        size_t bytes = (size_t)d->paragraph_count * 8;
+        rc = grow((void **)&w->paras, &w->paras_cap, w->paras_used + bytes, 1);
+        if (rc)
+            return rc;
+        memcpy(w->paras + w->paras_used, d->paragraphs, bytes);
+        w->paras_used += bytes;
+    }
     uint32_t j = w->c;
     w->fp[j] = d->fingerprint;
     w->ins[j] = d->insertion;
     w->id_len[j] = d->id_len;
     w->meta_len[j] = d->meta_len;
+    w->para_count[j] = d->paragraph_count;
     if (d->id_is_int)
         w->int_mask |= (uint64_t)1 << j;
     memcpy(w->ids + w->ids_used, d->id, d->id_len);
@@ -481,6 +513,7 @@ void docfile_writer_abort(docfile_writer *w)
         sims_outfile_abort(&w->out); /* a no-op once committed */
     free(w->ids);
     free(w->meta);
+    free(w->paras);
     free(w->sketches);
     free(w->block);
     sims_spool_free(w->table);

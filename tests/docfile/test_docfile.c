@@ -34,6 +34,8 @@ typedef struct rdoc {
     uint8_t *meta;
     uint32_t meta_len;
     uint8_t sketch[256];
+    uint8_t *paras; /* paragraph_count * 8 bytes, or NULL */
+    uint32_t para_count;
 } rdoc;
 
 typedef struct corpus {
@@ -110,6 +112,17 @@ static corpus make_corpus(test_rng *g, size_t n, enum shape shape, unsigned sket
         }
         for (unsigned k = 0; k < sketch_bytes; k++)
             d->sketch[k] = (uint8_t)test_rng_next(g);
+        /* Paragraph lists: most documents none, some short, a few long. */
+        uint64_t pk = test_rng_below(g, 10);
+        if (pk >= 7) {
+            d->para_count =
+                pk == 9 ? 1 + (uint32_t)test_rng_below(g, 300) : 1 + (uint32_t)test_rng_below(g, 6);
+            d->paras = malloc((size_t)d->para_count * 8);
+            for (uint32_t k = 0; k < d->para_count; k++) {
+                uint64_t v = test_rng_below(g, 3) == 0 && k ? 0x5555 : test_rng_next(g);
+                memcpy(d->paras + 8 * (size_t)k, &v, 8); /* repeats kept */
+            }
+        }
     }
     qsort(c.d, n, sizeof *c.d, rdoc_cmp);
     return c;
@@ -117,8 +130,10 @@ static corpus make_corpus(test_rng *g, size_t n, enum shape shape, unsigned sket
 
 static void free_corpus(corpus *c)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
         free(c->d[i].meta);
+        free(c->d[i].paras);
+    }
     free(c->d);
 }
 
@@ -131,9 +146,10 @@ static int write_corpus_in(const corpus *c, const char *path, docfile_sizes *siz
         return rc;
     for (size_t i = 0; i < c->n; i++) {
         const rdoc *r = &c->d[i];
-        docfile_doc d = {0,       r->fp,       r->ins,
-                         r->id,   r->id_len,   r->is_int,
-                         r->meta, r->meta_len, c->sketch_bytes ? r->sketch : NULL};
+        docfile_doc d = {0,        r->fp,        r->ins,
+                         r->id,    r->id_len,    r->is_int,
+                         r->meta,  r->meta_len,  c->sketch_bytes ? r->sketch : NULL,
+                         r->paras, r->para_count};
         rc = docfile_writer_add(w, &d);
         if (rc) {
             docfile_writer_abort(w);
@@ -157,7 +173,10 @@ static int same_doc(const corpus *c, size_t i, const docfile_doc *d)
            d->id_is_int == r->is_int && d->meta_len == r->meta_len &&
            (r->meta_len == 0 ? d->meta == NULL : memcmp(d->meta, r->meta, r->meta_len) == 0) &&
            (c->sketch_bytes ? d->sketch && memcmp(d->sketch, r->sketch, c->sketch_bytes) == 0
-                            : d->sketch == NULL);
+                            : d->sketch == NULL) &&
+           d->paragraph_count == r->para_count &&
+           (r->para_count == 0 ? d->paragraphs == NULL
+                               : memcmp(d->paragraphs, r->paras, 8 * (size_t)r->para_count) == 0);
 }
 
 typedef struct collect {
@@ -413,7 +432,7 @@ static void test_docfile__writer_rejects_bad_input(void **state)
     assert_int_equal(docfile_writer_open(path, 16, 0, NULL, &w), SIMSTORE_OK);
     uint8_t sk[16] = {0}, long_id[DOCFILE_ID_MAX + 1];
     memset(long_id, 'a', sizeof long_id);
-    docfile_doc d = {0, 10, 1, (const uint8_t *)"b", 1, 0, NULL, 0, sk};
+    docfile_doc d = {0, 10, 1, (const uint8_t *)"b", 1, 0, NULL, 0, sk, NULL, 0};
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
     d.id = (const uint8_t *)"a"; /* same fingerprint, smaller id */
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
@@ -432,6 +451,13 @@ static void test_docfile__writer_rejects_bad_input(void **state)
     d.sketch = NULL;
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.sketch = sk;
+    d.paragraphs = sk; /* a list of 2^20 + 1, and a count without a list */
+    d.paragraph_count = DOCFILE_PARAGRAPHS_MAX + 1;
+    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    d.paragraphs = NULL;
+    d.paragraph_count = 2;
+    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    d.paragraph_count = 0;
     d.meta = (const uint8_t *)"{}";
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL); /* length 0 */
     d.meta_len = 2;
@@ -578,7 +604,7 @@ static void test_docfile__verify_sees_past_checksums(void **state)
     char *path = test_path(dir, "v.doc");
     docfile_writer *w;
     assert_int_equal(docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
-    docfile_doc d = {0, 1, 0, (const uint8_t *)"a", 1, 0, NULL, 0, NULL};
+    docfile_doc d = {0, 1, 0, (const uint8_t *)"a", 1, 0, NULL, 0, NULL, NULL, 0};
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
     d.fingerprint = 2;
     assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);

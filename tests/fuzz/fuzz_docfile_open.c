@@ -101,7 +101,8 @@ static int same(const docfile_doc *a, const docfile_doc *b)
     return a->ordinal == b->ordinal && a->fingerprint == b->fingerprint &&
            a->insertion == b->insertion && a->id == b->id && a->id_len == b->id_len &&
            a->id_is_int == b->id_is_int && a->meta == b->meta && a->meta_len == b->meta_len &&
-           a->sketch == b->sketch;
+           a->sketch == b->sketch && a->paragraphs == b->paragraphs &&
+           a->paragraph_count == b->paragraph_count;
 }
 
 static int find_one(void *ctx, const docfile_doc *d)

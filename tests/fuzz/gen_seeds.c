@@ -271,11 +271,20 @@ static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, si
                             : snprintf(id, sizeof id, "%06zu%.*s", i, (int)(i % 7), "xxxxxxx");
         for (unsigned k = 0; k < sketch_bytes; k++)
             sketch[k] = (uint8_t)rng_next();
-        docfile_doc d = {0, fp[i], ((uint64_t)1 << 40) | i, (const uint8_t *)id, (uint32_t)len,
-                         !fixed_ids && i % 3 == 0, NULL, 0, sketch_bytes ? sketch : NULL};
+        docfile_doc d = {0,    fp[i], ((uint64_t)1 << 40) | i,     (const uint8_t *)id,
+                         (uint32_t)len, !fixed_ids && i % 3 == 0, NULL, 0,
+                         sketch_bytes ? sketch : NULL, NULL, 0};
         if (meta_every && i % meta_every == 0) {
             d.meta = (const uint8_t *)"{\"k\":1}";
             d.meta_len = 7;
+        }
+        /* Paragraph lists beside the metadata, of 1..3 paragraphs. */
+        uint8_t paras[24];
+        if (meta_every && i % meta_every == 1) {
+            for (size_t k = 0; k < sizeof paras; k++)
+                paras[k] = (uint8_t)rng_next();
+            d.paragraphs = paras;
+            d.paragraph_count = (uint32_t)(1 + i % 3);
         }
         if (docfile_writer_add(w, &d))
             exit(1);
