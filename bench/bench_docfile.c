@@ -129,6 +129,30 @@ static int build_store(const char *path, const uint64_t *fps, size_t n, int fing
     return simstore_builder_finish(b);
 }
 
+/* The store given (`given`), or one built in dir of the documents (of
+ * their fingerprints alone with fingerprint_only); its path into path. */
+static int prepare_store(const char *given, const char *dir, unsigned log2n, const uint64_t *fps,
+                         size_t n, int fingerprint_only, char *path, size_t size)
+{
+    if (given) {
+        snprintf(path, size, "%s", given);
+        return 0;
+    }
+    char cmd[4200];
+    snprintf(path, size, "%s/n%u.%s", dir, log2n, fingerprint_only ? "fp-store" : "store");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    if (system(cmd) != 0)
+        return -1;
+    double t = now();
+    if (build_store(path, fps, n, fingerprint_only)) {
+        fprintf(stderr, "build %s: %s\n", path, simstore_last_error());
+        return -1;
+    }
+    printf("built %s of 2^%u documents in %.1f s\n",
+           fingerprint_only ? "the fingerprint-only store" : "the store", log2n, now() - t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     unsigned log2n = 23;
@@ -174,32 +198,9 @@ int main(int argc, char **argv)
     if (system(cmd) != 0)
         return 1;
     snprintf(doc_path, sizeof doc_path, "%s/n%u.doc", dir, log2n);
-    if (store_arg) {
-        snprintf(store_path, sizeof store_path, "%s", store_arg);
-    } else {
-        snprintf(store_path, sizeof store_path, "%s/n%u.store", dir, log2n);
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", store_path);
-        if (system(cmd) != 0)
-            return 1;
-        double t = now();
-        if (build_store(store_path, fps, n, 0)) {
-            fprintf(stderr, "build %s: %s\n", store_path, simstore_last_error());
-            return 1;
-        }
-        printf("built the store of 2^%u documents in %.1f s\n", log2n, now() - t);
-    }
-    if (fp_store_arg) {
-        snprintf(fp_path, sizeof fp_path, "%s", fp_store_arg);
-    } else {
-        snprintf(fp_path, sizeof fp_path, "%s/n%u.fp-store", dir, log2n);
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", fp_path);
-        if (system(cmd) != 0)
-            return 1;
-        if (build_store(fp_path, fps, n, 1)) {
-            fprintf(stderr, "build %s: %s\n", fp_path, simstore_last_error());
-            return 1;
-        }
-    }
+    if (prepare_store(store_arg, dir, log2n, fps, n, 0, store_path, sizeof store_path) ||
+        prepare_store(fp_store_arg, dir, log2n, fps, n, 1, fp_path, sizeof fp_path))
+        return 1;
 
     /* The document file. */
     double t = now();

@@ -242,39 +242,58 @@ static int table_entry(const docfile_reader *r, seen *s, uint64_t i, uint64_t *f
     return SIMSTORE_OK;
 }
 
-/* Directory entry x of the directory at `base` with `bits` (bounded by max). */
-static int dir_entry(const docfile_reader *r, uint64_t *seen_page, uint64_t base, unsigned bits,
-                     uint64_t seed, const char *what, uint64_t x, uint64_t max, uint64_t *out)
+/* One of the two directories: where it is, its width, its checksum seed,
+ * its checked bits, its name, and the bound of its entries. */
+typedef struct dir_desc {
+    uint64_t base;
+    unsigned bits;
+    uint64_t seed;
+    int kind;
+    const char *what;
+    uint64_t max;
+} dir_desc;
+
+static dir_desc fp_dir(const docfile_reader *r)
 {
-    uint64_t entries = df_dir_entries(bits), page = x / DF_DIR_PAGE;
-    const uint8_t *p = r->data + base + df_dir_entry_offset(page * DF_DIR_PAGE);
-    int kind = base == r->fd ? OK_FDIR : OK_IDIR;
-    if (*seen_page != page && !is_checked(r, kind, page)) {
+    return (dir_desc){r->fd, r->bf, DF_SEED_FPDIR, OK_FDIR, "fingerprint directory", r->nb};
+}
+
+static dir_desc id_dir(const docfile_reader *r)
+{
+    return (dir_desc){r->di, r->bi, DF_SEED_IDDIR, OK_IDIR, "id directory", r->n};
+}
+
+/* Entry x of directory dd. */
+static int dir_entry(const docfile_reader *r, const dir_desc *dd, uint64_t *seen_page, uint64_t x,
+                     uint64_t *out)
+{
+    uint64_t entries = df_dir_entries(dd->bits), page = x / DF_DIR_PAGE;
+    const uint8_t *p = r->data + dd->base + df_dir_entry_offset(page * DF_DIR_PAGE);
+    if (*seen_page != page && !is_checked(r, dd->kind, page)) {
         uint64_t e = entries - page * DF_DIR_PAGE;
         e = e < DF_DIR_PAGE ? e : DF_DIR_PAGE;
-        if (le_load64(p + 4 * e) != sims_xxh3_64(p, 4 * e, seed + page))
-            return SIMS_CORRUPT("%s: %s page %llu: checksum mismatch", r->name, what,
+        if (le_load64(p + 4 * e) != sims_xxh3_64(p, 4 * e, dd->seed + page))
+            return SIMS_CORRUPT("%s: %s page %llu: checksum mismatch", r->name, dd->what,
                                 (unsigned long long)page);
-        set_checked(r, kind, page);
+        set_checked(r, dd->kind, page);
     }
     *seen_page = page;
     *out = le_load32(p + 4 * (x % DF_DIR_PAGE));
-    if (*out > max || (x == 0 && *out != 0) || (x + 1 == entries && *out != max))
-        return SIMS_CORRUPT("%s: %s entry %llu: %llu out of range", r->name, what,
+    if (*out > dd->max || (x == 0 && *out != 0) || (x + 1 == entries && *out != dd->max))
+        return SIMS_CORRUPT("%s: %s entry %llu: %llu out of range", r->name, dd->what,
                             (unsigned long long)x, (unsigned long long)*out);
     return SIMSTORE_OK;
 }
 
-/* The two directory entries x and x + 1, in order. */
-static int dir_range(const docfile_reader *r, uint64_t *seen_page, uint64_t base, unsigned bits,
-                     uint64_t seed, const char *what, uint64_t x, uint64_t max, uint64_t *lo,
-                     uint64_t *hi)
+/* The two entries x and x + 1 of directory dd, in order. */
+static int dir_range(const docfile_reader *r, const dir_desc *dd, uint64_t *seen_page, uint64_t x,
+                     uint64_t *lo, uint64_t *hi)
 {
-    int rc = dir_entry(r, seen_page, base, bits, seed, what, x, max, lo);
+    int rc = dir_entry(r, dd, seen_page, x, lo);
     if (!rc)
-        rc = dir_entry(r, seen_page, base, bits, seed, what, x + 1, max, hi);
+        rc = dir_entry(r, dd, seen_page, x + 1, hi);
     if (!rc && *lo > *hi)
-        rc = SIMS_CORRUPT("%s: %s entries %llu and %llu decrease", r->name, what,
+        rc = SIMS_CORRUPT("%s: %s entries %llu and %llu decrease", r->name, dd->what,
                           (unsigned long long)x, (unsigned long long)x + 1);
     return rc;
 }
@@ -402,6 +421,26 @@ static int decode_gaps(const docfile_reader *r, dblock *d, uint32_t upto, uint64
     return SIMSTORE_OK;
 }
 
+/* A block's mask at *at when `present`: 8 bytes, not all zero, no bit at or
+ * past the block's count (`live`); 0 when absent. */
+static int read_mask(const docfile_reader *r, uint64_t b, const uint8_t *p, uint64_t len,
+                     uint64_t *at, unsigned present, uint64_t live, const char *what,
+                     uint64_t *mask)
+{
+    *mask = 0;
+    if (!present)
+        return SIMSTORE_OK;
+    if (len < *at + 8)
+        return SIMS_CORRUPT("%s: record block %llu: truncated %s mask", r->name,
+                            (unsigned long long)b, what);
+    *mask = le_load64(p + *at);
+    *at += 8;
+    if (!*mask || (*mask & ~live))
+        return SIMS_CORRUPT("%s: record block %llu: %s mask empty or past the count", r->name,
+                            (unsigned long long)b, what);
+    return SIMSTORE_OK;
+}
+
 /* Open block b: its header and masks, where its parts lie, its first
  * fingerprint. A block not yet checked by this reader is checked whole
  * (checksum, every field, sizes, padding, order) and left `full`, every
@@ -450,32 +489,15 @@ static int open_block(const docfile_reader *r, seen *s, uint64_t b, int want_ful
         d->lb > DOCFILE_ID_MAX || ((flags & 2) != 0) != (d->wm != 0))
         return BLOCK_BAD("header field out of range");
     uint64_t at = DF_BLOCK_HEAD, live = c == 64 ? UINT64_MAX : ((uint64_t)1 << c) - 1;
-    d->int_mask = d->meta_mask = d->para_mask = 0;
     d->wp = 0;
-    if (flags & 1) {
-        if (len < at + 8)
-            return BLOCK_BAD("truncated mask");
-        d->int_mask = le_load64(p + at);
-        at += 8;
-        if (!d->int_mask || (d->int_mask & ~live))
-            return BLOCK_BAD("JSON-integer mask empty or past the count");
-    }
-    if (flags & 2) {
-        if (len < at + 8)
-            return BLOCK_BAD("truncated mask");
-        d->meta_mask = le_load64(p + at);
-        at += 8;
-        if (!d->meta_mask || (d->meta_mask & ~live))
-            return BLOCK_BAD("metadata mask empty or past the count");
-    }
-    if (flags & 4) {
-        if (len < at + 9)
-            return BLOCK_BAD("truncated mask");
-        d->para_mask = le_load64(p + at);
-        d->wp = p[at + 8];
-        at += 9;
-        if (!d->para_mask || (d->para_mask & ~live) || d->wp < 1 || d->wp > 21)
-            return BLOCK_BAD("paragraph mask empty or past the count, or its width out of range");
+    if ((rc = read_mask(r, b, p, len, &at, flags & 1, live, "JSON-integer", &d->int_mask)) ||
+        (rc = read_mask(r, b, p, len, &at, flags & 2, live, "metadata", &d->meta_mask)) ||
+        (rc = read_mask(r, b, p, len, &at, flags & 4, live, "paragraph", &d->para_mask)))
+        return rc;
+    if (flags & 4) { /* the paragraph counts' width follows their mask */
+        if (len < at + 1 || p[at] < 1 || p[at] > 21)
+            return BLOCK_BAD("paragraph count width missing or out of range");
+        d->wp = p[at++];
     }
     unsigned m = (unsigned)__builtin_popcountll(d->meta_mask);
     unsigned np = (unsigned)__builtin_popcountll(d->para_mask);
@@ -596,8 +618,8 @@ int docfile_find_fp(const docfile_reader *r, uint64_t fp,
     seen s;
     seen_init(&s);
     uint64_t lo = 0, hi = 0, first = 0, end = 0;
-    int rc = dir_range(r, &s.fdir_page, r->fd, r->bf, DF_SEED_FPDIR, "fingerprint directory",
-                       df_fp_bucket(fp, r->bf), r->nb, &lo, &hi);
+    dir_desc fdir = fp_dir(r);
+    int rc = dir_range(r, &fdir, &s.fdir_page, df_fp_bucket(fp, r->bf), &lo, &hi);
     if (rc)
         return rc;
     /* s = the blocks whose first fingerprint is below fp, in [lo, hi]. */
@@ -660,8 +682,8 @@ int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile
     unsigned want = (unsigned)df_tag(h, r->bi);
     seen s;
     seen_init(&s);
-    int rc = dir_range(r, &s.idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory",
-                       df_bucket(h, r->bi), r->n, &lo, &hi);
+    dir_desc idir = id_dir(r);
+    int rc = dir_range(r, &idir, &s.idir_page, df_bucket(h, r->bi), &lo, &hi);
     if (rc)
         return rc;
     dblock d;
@@ -814,6 +836,7 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
     if (!rc)
         rc = sims_recsort_rewind(keys);
     uint64_t e = 0, h = 0, ord = 0, got = 0;
+    dir_desc idir = id_dir(r);
     int more = r->n > 0;
     if (!rc && more)
         rc = next_key(r, keys, &h, &ord);
@@ -825,8 +848,7 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
                 rc = next_key(r, keys, &h, &ord);
         }
         if (!rc)
-            rc = dir_entry(r, &s->idir_page, r->di, r->bi, DF_SEED_IDDIR, "id directory", x, r->n,
-                           &got);
+            rc = dir_entry(r, &idir, &s->idir_page, x, &got);
         if (!rc && got != e)
             rc =
                 SIMS_CORRUPT("%s: id directory entry %llu is %llu, the ids give %llu", r->name,
@@ -848,13 +870,13 @@ int docfile_verify(const docfile_reader *r)
     seen_init(&s);
     /* The fingerprint directory against the blocks' first fingerprints. */
     uint64_t blk = 0, first = 0, end = 0, got = 0;
+    dir_desc fdir = fp_dir(r);
     for (uint64_t x = 0; !rc && x < df_dir_entries(r->bf); x++) {
         while (blk < r->nb && !(rc = table_entry(r, &s, blk, &first, &end)) &&
                df_fp_bucket(first, r->bf) < x)
             blk++;
         if (!rc)
-            rc = dir_entry(r, &s.fdir_page, r->fd, r->bf, DF_SEED_FPDIR, "fingerprint directory", x,
-                           r->nb, &got);
+            rc = dir_entry(r, &fdir, &s.fdir_page, x, &got);
         if (!rc && got != blk)
             rc = SIMS_CORRUPT("%s: fingerprint directory entry %llu is %llu, the blocks give %llu",
                               r->name, (unsigned long long)x, (unsigned long long)got,

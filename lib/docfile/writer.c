@@ -8,6 +8,7 @@
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "docfile/layout.h"
 #include "sort/recsort.h"
 #include "sort/spool.h"
@@ -50,18 +51,11 @@ struct docfile_writer {
     uint64_t block_bytes;
 };
 
+/* A buffer grown by the library's one rule (common/grow.h). */
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return SIMSTORE_OK;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
+    if (sims_grow(p, cap, need, elem, 64))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory writing a document file");
-    *p = q;
-    *cap = c;
     return SIMSTORE_OK;
 }
 
