@@ -3,7 +3,7 @@
 
 typedef struct parts {
     const char *unit; /* "document" or "fingerprint" */
-    double total, tables, records, mapping, other, free;
+    double total, tables, records, mapping, other, free, docfile;
 } parts;
 
 static parts parts_of(const simstore_stats *st)
@@ -17,24 +17,29 @@ static parts parts_of(const simstore_stats *st)
     p.mapping = (double)st->lmdb_mapping_bytes / d;
     p.other = (double)st->lmdb_other_bytes / d;
     p.free = (double)(st->lmdb_free_bytes + st->lmdb_tail_bytes) / d;
-    p.total = (double)(st->table_bytes + st->lmdb_bytes) / d;
+    p.docfile = (double)st->document_file_bytes / d;
+    p.total = (double)(st->table_bytes + st->lmdb_bytes + st->document_file_bytes) / d;
     return p;
 }
 
 void parts_text(FILE *out, const simstore_stats *st)
 {
     parts p = parts_of(st);
-    fprintf(out,
-            "bytes per %s: %.2f (tables %.2f, LMDB records %.2f, mapping %.2f, other %.2f, "
-            "free %.2f)\n",
-            p.unit, p.total, p.tables, p.records, p.mapping, p.other, p.free);
+    fprintf(out, "bytes per %s: %.2f (tables %.2f, ", p.unit, p.total, p.tables);
+    if (st->document_file_bytes)
+        fprintf(out, "document file %.2f, ", p.docfile);
+    fprintf(out, "LMDB records %.2f, mapping %.2f, other %.2f, free %.2f)\n", p.records,
+            p.mapping, p.other, p.free);
 }
 
 void parts_json(FILE *out, const simstore_stats *st)
 {
     parts p = parts_of(st);
+    fprintf(out, "\"bytes_per_%s\":{\"total\":%.4f,\"tables\":%.4f,", p.unit, p.total, p.tables);
+    if (st->document_file_bytes)
+        fprintf(out, "\"document_file\":%.4f,", p.docfile);
     fprintf(out,
-            "\"bytes_per_%s\":{\"total\":%.4f,\"tables\":%.4f,\"lmdb_records\":%.4f,"
-            "\"lmdb_mapping\":%.4f,\"lmdb_other\":%.4f,\"lmdb_free\":%.4f}",
-            p.unit, p.total, p.tables, p.records, p.mapping, p.other, p.free);
+            "\"lmdb_records\":%.4f,\"lmdb_mapping\":%.4f,\"lmdb_other\":%.4f,"
+            "\"lmdb_free\":%.4f}",
+            p.records, p.mapping, p.other, p.free);
 }

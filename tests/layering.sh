@@ -25,11 +25,11 @@ declare -A RULES=(
     [design]="common design"
     [sort]="common sort"
     [docs]="common docs"
-    [store]="common codec text table design sort docs store"
-    [check]="common codec text table design sort docs store check"
-    [scan]="common codec text table design sort docs store scan"
-    [live]="common codec text table design sort docs store live"
-    [shard]="common codec text table design sort docs store shard"
+    [store]="common codec text table docfile design sort docs store"
+    [check]="common codec text table docfile design sort docs store check"
+    [scan]="common codec text table docfile design sort docs store scan"
+    [live]="common codec text table docfile design sort docs store live"
+    [shard]="common codec text table docfile design sort docs store shard"
 )
 failures=0
 checks=0

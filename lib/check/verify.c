@@ -583,6 +583,7 @@ typedef struct store_ctx {
     uint32_t nsegs;
     uint32_t ndoc_segs;      /* of nsegs, the document segments */
     unsigned para_min_words; /* the text record's (0: no paragraph index) */
+    int docfile;             /* a segment's entry names a document file */
 } store_ctx;
 
 /* data.mdb byte offset of a value LMDB returned, or -1. */
@@ -1119,6 +1120,108 @@ done:
 /* Merge fps keys (numeric order) with every segment's fingerprints:
  * overlaps, fps keys no segment holds, dead fingerprints; returns the number
  * of distinct fingerprints the segments hold. */
+/* The document file of a store whose documents are all in one
+ * (format/store.md, "Document files"): docfile_verify, its counts against
+ * the state's, docs and fps empty, and its distinct fingerprints exactly
+ * its segment's (each found in table 0, as many as the segment holds). */
+typedef struct docfile_walk {
+    vctx *v;
+    store_ctx *c;
+    const char *path;
+    const table_reader *t0;
+    uint64_t distinct, last, missing;
+    int have_last;
+} docfile_walk;
+
+static int note_in_table(void *ctx, uint64_t value)
+{
+    (void)value;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+static int walk_docfile_doc(void *ctx, const docfile_doc *d)
+{
+    docfile_walk *w = (docfile_walk *)ctx;
+    w->v->sum->documents++;
+    if (w->have_last && d->fingerprint == w->last)
+        return 0;
+    w->have_last = 1;
+    w->last = d->fingerprint;
+    w->distinct++;
+    if (!w->t0)
+        return 0;
+    uint64_t p = sims_permute(&w->c->design->tables[0].permuter, d->fingerprint);
+    int found = 0;
+    int rc = table_reader_search(w->t0, p, p, p, 0, note_in_table, &found);
+    if (rc < 0)
+        return rc;
+    if (!found && w->missing++ == 0)
+        problem(w->v, SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, 0, w->path, -1, -1,
+                "%s: fingerprint %016" PRIx64 " of document '%.*s' is not in its segment's "
+                "tables: queries cannot find it",
+                w->path, d->fingerprint, (int)d->id_len, (const char *)d->id);
+    return 0;
+}
+
+static void check_docfile(vctx *v, store_ctx *c)
+{
+    uint32_t n = c->state.segment_count, which = n;
+    for (uint32_t i = 0; i < n; i++)
+        if (c->state.segments[i].flags & SIMS_SEGMENT_FLAG_DOCFILE) {
+            if (which < n) {
+                problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
+                        "%s: segments %" PRIu64 " and %" PRIu64 " both name a document file",
+                        c->mdb_path, c->state.segments[which].id, c->state.segments[i].id);
+                return;
+            }
+            which = i;
+        }
+    const sims_segment_entry *e = &c->state.segments[which];
+    char path[PATH_MAX];
+    docfile_reader *r = NULL;
+    if (sims_docfile_path(path, sizeof path, c->dir, e->id) != SIMSTORE_OK)
+        return;
+    int rc = docfile_open(path, &r);
+    if (rc == SIMSTORE_OK)
+        rc = docfile_verify(r);
+    if (rc) {
+        problem(v, rc == SIMSTORE_ENOTFOUND ? SIMSTORE_PROBLEM_MISSING : SIMSTORE_PROBLEM_DOC, 0,
+                path, -1, -1, "%s", simstore_last_error());
+        docfile_close(r);
+        return;
+    }
+    if (docfile_sketch_bytes(r) != simstore_sketch_bytes((simstore_sketch_kind)c->sketch))
+        problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1,
+                "%s: keeps sketches of %u bytes, the store's kind takes %zu", path,
+                docfile_sketch_bytes(r), simstore_sketch_bytes((simstore_sketch_kind)c->sketch));
+    if (docfile_count(r) != c->state.doc_count)
+        problem(v, SIMSTORE_PROBLEM_COUNTS, 0, path, -1, -1,
+                "%s: holds %" PRIu64 " documents, the state records %" PRIu64, path,
+                docfile_count(r), c->state.doc_count);
+    MDB_stat ds, fs;
+    if (mdb_stat(c->txn, c->env.docs, &ds) == 0 && mdb_stat(c->txn, c->env.fps, &fs) == 0 &&
+        (ds.ms_entries || fs.ms_entries))
+        problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c->mdb_path, -1, -1,
+                "%s: the documents are in a document file, yet docs holds %zu and fps %zu "
+                "entries",
+                c->mdb_path, ds.ms_entries, fs.ms_entries);
+    const table_reader *t0 = NULL;
+    for (uint32_t i = 0; i < c->nsegs; i++)
+        if (c->segs[i].id == e->id && c->segs[i].ntables && c->segs[i].tables[0].reader)
+            t0 = c->segs[i].tables[0].reader;
+    docfile_walk w = {v, c, path, t0, 0, 0, 0, 0};
+    rc = docfile_each(r, walk_docfile_doc, &w);
+    if (rc)
+        problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1, "%s", simstore_last_error());
+    else if (w.distinct != c->state.fp_count || w.distinct != e->fp_count)
+        problem(v, SIMSTORE_PROBLEM_COUNTS, 0, path, -1, -1,
+                "%s: holds %" PRIu64 " distinct fingerprints, the state records %" PRIu64
+                " and the segment's tables hold %" PRIu64,
+                path, w.distinct, c->state.fp_count, e->fp_count);
+    docfile_close(r);
+}
+
 static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
 {
     *complete = 1;
@@ -1193,7 +1296,7 @@ static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
                         " is in no segment's tables: queries cannot find its documents",
                         c->mdb_path, mdb_offset(c, key.mv_data), fk);
             frc = mdb_cursor_get(fc, &key, &val, MDB_NEXT_NODUP);
-        } else if (!c->fp_only) {
+        } else if (!c->fp_only && !c->docfile) {
             v->sum->dead_fingerprints++;
         }
     }
@@ -1236,7 +1339,20 @@ static void check_leftovers(vctx *v, store_ctx *c)
             continue;
         uint64_t seg;
         unsigned t;
-        if (parse_table_file(name, &seg, &t)) {
+        int is_table;
+        if (sims_segment_file_name(name, &seg, &is_table) && !is_table) {
+            int known = 0;
+            for (uint32_t i = 0; c->have_state && i < c->state.segment_count; i++)
+                if (c->state.segments[i].id == seg &&
+                    (c->state.segments[i].flags & SIMS_SEGMENT_FLAG_DOCFILE))
+                    known = 1;
+            if (!known)
+                problem(v, SIMSTORE_PROBLEM_LEFTOVER, 1, path, -1, -1,
+                        "%s: document file of segment %" PRIu64 ", which the committed state "
+                        "does not name (left by an interrupted writer; the next writer removes "
+                        "it)",
+                        path, seg);
+        } else if (parse_table_file(name, &seg, &t)) {
             int known = 0;
             for (uint32_t i = 0; i < c->nsegs; i++)
                 if (c->segs[i].id == seg && t < c->segs[i].ntables)
@@ -1382,9 +1498,14 @@ static int verify_store(vctx *v, const char *dir)
         /* Counts (cheap: LMDB's own entry counts) and cross-checks. */
         MDB_stat ds, fs;
         uint64_t held = 0;
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
             held += c.state.segments[i].fp_count;
-        if (!v->stop_rc && mdb_stat(c.txn, c.env.docs, &ds) == 0 &&
+            if (c.state.segments[i].flags & SIMS_SEGMENT_FLAG_DOCFILE)
+                c.docfile = 1;
+        }
+        if (c.docfile && !v->stop_rc)
+            check_docfile(v, &c);
+        if (!c.docfile && !v->stop_rc && mdb_stat(c.txn, c.env.docs, &ds) == 0 &&
             mdb_stat(c.txn, c.env.fps, &fs) == 0) {
             if (c.state.doc_count != ds.ms_entries)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
@@ -1406,7 +1527,7 @@ static int verify_store(vctx *v, const char *dir)
                 check_paragraphs(v, &c);
             int complete;
             uint64_t distinct = check_membership(v, &c, &complete);
-            if (!c.fp_only && fps_keys != c.state.fp_count && !v->stop_rc)
+            if (!c.fp_only && !c.docfile && fps_keys != c.state.fp_count && !v->stop_rc)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
                         "%s: the state records %" PRIu64 " distinct fingerprints, fps holds %" PRIu64,
                         c.mdb_path, c.state.fp_count, fps_keys);

@@ -1,5 +1,6 @@
-/* docfile.h: the document file of one segment (format/docfile.md, a draft no
- * store writes yet): documents in fingerprint order in checksummed blocks,
+/* docfile.h: the document file of one segment (format/docfile.md; stores
+ * write one experimentally: format/store.md, "Document files"): documents
+ * in fingerprint order in checksummed blocks,
  * found by fingerprint or by id through two small checksummed directories.
  * The writer streams documents in order and publishes atomically; the
  * reader maps the file, reads the header at open, and checks each piece a

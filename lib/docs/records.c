@@ -106,6 +106,7 @@ static uint8_t *put_segments(uint8_t *p, const sims_segment_entry *e, uint32_t n
         le_store64(p + 8, e[i].fp_count);
         le_store64(p + 16, e[i].created_unix);
         le_store32(p + 24, e[i].table_count);
+        le_store32(p + 28, e[i].flags);
     }
     return p;
 }
@@ -135,7 +136,7 @@ size_t sims_state_record_encode(const sims_state_record *r, uint8_t *buf, size_t
 
 /* Decode n entries at p, checking each list's order and range. */
 static int get_segments(const uint8_t *p, uint32_t n, uint64_t next_id, uint32_t expect_table_count,
-                        const char *what, sims_segment_entry *out)
+                        uint32_t allowed_flags, const char *what, sims_segment_entry *out)
 {
     uint64_t prev_id = 0;
     for (uint32_t i = 0; i < n; i++, p += SEGMENT_ENTRY_BYTES) {
@@ -150,9 +151,10 @@ static int get_segments(const uint8_t *p, uint32_t n, uint64_t next_id, uint32_t
         if (e->table_count != expect_table_count)
             return SIMS_CORRUPT("state record: %s %llu has %u tables, the design has %u", what,
                                 (unsigned long long)e->id, e->table_count, expect_table_count);
-        if (le_load32(p + 28) != 0)
-            return SIMS_CORRUPT("state record: %s %llu reserved field is not zero", what,
-                                (unsigned long long)e->id);
+        e->flags = le_load32(p + 28);
+        if (e->flags & ~allowed_flags)
+            return SIMS_CORRUPT("state record: %s %llu has flags 0x%x (reserved bits set)", what,
+                                (unsigned long long)e->id, e->flags);
         prev_id = e->id;
     }
     return SIMSTORE_OK;
@@ -197,10 +199,11 @@ int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_tab
         r.para_segments = para_count ? r.segments + count : NULL;
     }
     const uint8_t *p = buf + STATE_FIXED_BYTES;
-    int bad = get_segments(p, count, r.next_segment_id, expect_table_count, "segment", r.segments);
+    int bad = get_segments(p, count, r.next_segment_id, expect_table_count,
+                           SIMS_SEGMENT_FLAG_DOCFILE, "segment", r.segments);
     if (!bad)
         bad = get_segments(p + (size_t)count * SEGMENT_ENTRY_BYTES, para_count, r.next_segment_id,
-                           expect_table_count, "paragraph segment", r.para_segments);
+                           expect_table_count, 0, "paragraph segment", r.para_segments);
     /* Both lists draw ids from one counter, so their files never share names. */
     for (uint32_t i = 0, j = 0; !bad && i < count && j < para_count;) {
         if (r.segments[i].id == r.para_segments[j].id)

@@ -45,7 +45,12 @@ typedef struct sims_segment_entry {
     uint64_t fp_count;
     uint64_t created_unix;
     uint32_t table_count;
+    uint32_t flags; /* SIMS_SEGMENT_FLAG_*; 0 in a paragraph segment */
 } sims_segment_entry;
+
+/* Segment entry flag bit 0: the segment's documents are in its document
+ * file, sSSSSSSSSSS.doc (format/store.md, "Document files"). */
+#define SIMS_SEGMENT_FLAG_DOCFILE 1u
 
 /* The state record. `segments` points at `segment_count` entries owned by the
  * caller (when encoding) or allocated by the decoder (free with

@@ -864,6 +864,9 @@ typedef struct simstore_stats {
     uint64_t paragraph_segments;
     uint64_t paragraph_table_fps; /* held per table, all paragraph segments  */
     uint64_t paragraph_table_bytes;
+    /* Added with document files (format/store.md, "Document files"; 0 in a
+     * store whose documents are all in LMDB). */
+    uint64_t document_file_bytes;
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */

@@ -736,6 +736,22 @@ int scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_
     return rc ? rc : sims_u64sort_finish(*out, 1);
 }
 
+/* One document of the document file, in id order (report_with_singletons). */
+static int single_from_file(void *ctx, const docfile_doc *d)
+{
+    merged *m = (merged *)ctx;
+    crun *r = m->p->r;
+    int rc = emit_members_before(m, (const char *)d->id, d->id_len, 0, 0);
+    if (rc)
+        return rc;
+    uint32_t node = node_of(r, d->fingerprint);
+    if (node < r->nnodes && r->nodes[node] == d->fingerprint)
+        return 0;
+    return report_single(m->p, (const char *)d->id, d->id_len,
+                         d->id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0, d->fingerprint,
+                         d->sketch != NULL);
+}
+
 static int report_with_singletons(merged *m)
 {
     crun *r = m->p->r;
@@ -759,6 +775,11 @@ static int report_with_singletons(merged *m)
             }
         }
         sims_u64sort_free(all);
+        return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
+    }
+    if (st->snap->docfile) {
+        rc = sims_docfile_each_by_id(st->s, st->snap->docfile, r->so.memory_bytes / 4,
+                                     single_from_file, m);
         return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
     }
     MDB_cursor *cur;

@@ -374,10 +374,39 @@ static int visit_shared(void *ctx, uint64_t fp, uint64_t count)
     return visit_fp((scan_spill *)ctx, fp, count, NULL, 0);
 }
 
+/* The runs of one fingerprint in the document file (visit_every_fp): the
+ * first document's id points into the file's mapping. */
+typedef struct file_runs {
+    scan_spill *sp;
+    uint64_t fp, n;
+    const char *id;
+    size_t len;
+} file_runs;
+
+static int file_run_doc(void *ctx, const docfile_doc *d)
+{
+    file_runs *w = (file_runs *)ctx;
+    if (w->n && d->fingerprint == w->fp) {
+        w->n++;
+        return 0;
+    }
+    int rc = w->n ? visit_fp(w->sp, w->fp, w->n, w->id, w->len) : 0;
+    w->fp = d->fingerprint;
+    w->n = 1;
+    w->id = (const char *)d->id;
+    w->len = d->id_len;
+    return rc;
+}
+
 /* Every fingerprint of fps with its first document (for the singletons). */
 static int visit_every_fp(scan_spill *sp)
 {
     scan_state *st = sp->st;
+    if (st->snap->docfile) {
+        file_runs w = {sp, 0, 0, NULL, 0};
+        int rc = docfile_each(st->snap->docfile, file_run_doc, &w);
+        return rc ? rc : w.n ? visit_fp(sp, w.fp, w.n, w.id, w.len) : 0;
+    }
     MDB_cursor *cur;
     int mrc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);
     if (mrc)
@@ -513,6 +542,19 @@ static int read_single(scan_spill *sp, const char *id, size_t len, unsigned *fla
                        double *similarity)
 {
     scan_state *st = sp->st;
+    if (st->snap->docfile) {
+        docfile_doc d;
+        int found = docfile_find_id(st->snap->docfile, id, len, &d);
+        if (found < 0)
+            return found;
+        if (!found)
+            return SIMS_CORRUPT("%s: document '%.*s' is not in the document file", st->s->path,
+                                (int)len, id);
+        *flags = d.id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0;
+        *fp = d.fingerprint;
+        *similarity = d.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
+        return 0;
+    }
     MDB_val key = {len, (void *)id}, val;
     int rc = mdb_get(st->txn, st->s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int record_document(const scan_state *st, const MDB_val *key, const sims_doc_record *r,
+                           char *buf, simstore_document *d);
+
 /* A record of docs as a simstore_document (id and meta copied into buf,
  * NUL-terminated). */
 static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *val, char *buf,
@@ -27,6 +30,24 @@ static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *
         return sims_fail_context(rc, "%s: document '%.*s'", st->s->path,
                                  (int)(key->mv_size > 64 ? 64 : key->mv_size),
                                  (const char *)key->mv_data);
+    return record_document(st, key, &rec, buf, d);
+}
+
+/* A document of the document file, as to_document gives one of docs. */
+static int file_document(const scan_state *st, const docfile_doc *fd, char *buf,
+                         simstore_document *d)
+{
+    sims_doc_record rec;
+    sims_docfile_record(st->s, fd, &rec);
+    MDB_val key = {fd->id_len, (void *)fd->id};
+    return record_document(st, &key, &rec, buf, d);
+}
+
+/* The checked record of document `key` as a simstore_document. */
+static int record_document(const scan_state *st, const MDB_val *key, const sims_doc_record *r,
+                           char *buf, simstore_document *d)
+{
+    sims_doc_record rec = *r;
     if (key->mv_size == 0 || key->mv_size > SIMSTORE_MAX_ID_BYTES)
         return SIMS_CORRUPT("%s: a document id of %zu bytes", st->s->path, key->mv_size);
     memset(d, 0, sizeof *d);
@@ -84,6 +105,17 @@ static int segment_of(const scan_state *st, uint64_t fp, uint64_t *segment)
     return SIMSTORE_OK;
 }
 
+/* A document the store does not hold: its id (copied into buf), missing. */
+static void missing_document(const char *id, size_t len, char *buf, simstore_document *d)
+{
+    memset(d, 0, sizeof *d);
+    memcpy(buf, id, len);
+    buf[len] = '\0';
+    d->id = buf;
+    d->id_len = len;
+    d->missing = 1;
+}
+
 int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t n,
                  simstore_document_fn fn, void *ctx)
 {
@@ -106,7 +138,24 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
     char *buf = malloc(SIMSTORE_MAX_ID_BYTES + 1 + SIMSTORE_MAX_META_BYTES + 1);
     if (!buf)
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0 && st.snap->docfile; i++) {
+        docfile_doc fd;
+        simstore_document d;
+        int found = docfile_find_id(st.snap->docfile, ids[i], lens[i], &fd);
+        if (found < 0) {
+            rc = found;
+            break;
+        }
+        if (found) {
+            rc = file_document(&st, &fd, buf, &d);
+            d.segment = st.snap->docfile_segment;
+        } else {
+            missing_document(ids[i], lens[i], buf, &d);
+        }
+        if (rc == 0)
+            rc = fn(ctx, &d);
+    }
+    for (size_t i = 0; i < n && rc == 0 && !st.snap->docfile; i++) {
         MDB_val key = {lens[i], (void *)ids[i]}, val;
         rc = sims_env_check(&s->env, st.txn, s->env.docs, key.mv_data, key.mv_size,
                             SIMS_LMDB_READ_GET);
@@ -117,12 +166,7 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
         if (mrc == MDB_NOTFOUND && (rc = sims_check_doc_absent(s, st.txn, ids[i], lens[i])) != 0) {
             break;
         } else if (mrc == MDB_NOTFOUND) {
-            memset(&d, 0, sizeof d);
-            memcpy(buf, ids[i], lens[i]);
-            buf[lens[i]] = '\0';
-            d.id = buf;
-            d.id_len = lens[i];
-            d.missing = 1;
+            missing_document(ids[i], lens[i], buf, &d);
         } else if (mrc) {
             rc = sims_mdb_fail(mrc, "read docs");
             break;
@@ -194,10 +238,41 @@ static int deliver_by_insertion(exporter *e, size_t keep_bytes)
         size_t len = scan_key_get_id(r.key, r.key_len, &pos, id);
         MDB_val key = {len, id}, val = {r.val_len, (void *)r.val};
         simstore_document d;
-        if ((rc = to_document(e->st, &key, &val, e->buf, &d)) == 0)
+        const docfile_reader *file = e->st->snap->docfile;
+        docfile_doc fd;
+        if (file) {
+            /* The value is the document's ordinal in the file. */
+            rc = r.val_len == 8 ? docfile_get(file, le_load64(r.val), &fd)
+                                : sims_fail(SIMSTORE_EIO, "internal: an ordinal of %u bytes",
+                                            (unsigned)r.val_len);
+            if (rc == 0 && (fd.id_len != len || memcmp(fd.id, id, len) != 0))
+                rc = SIMS_CORRUPT("%s: the document file changed while read", e->st->s->path);
+            if (rc == 0)
+                rc = file_document(e->st, &fd, e->buf, &d);
+        } else {
+            rc = to_document(e->st, &key, &val, e->buf, &d);
+        }
+        if (rc == 0)
             rc = e->fn(e->ctx, &d);
     }
     return rc ? rc : got < 0 ? got : 0;
+}
+
+/* One document of the document file: to fn (in id order) or to the
+ * insertion-order sorter (its ordinal as the value). */
+static int export_file_doc(void *ctx, const docfile_doc *fd)
+{
+    exporter *e = (exporter *)ctx;
+    if (e->order) {
+        uint8_t k[8 + 2 * SIMSTORE_MAX_ID_BYTES + 2], ord[8];
+        be_store64(k, fd->insertion);
+        size_t len = 8 + scan_key_put_id(k + 8, (const char *)fd->id, fd->id_len);
+        le_store64(ord, fd->ordinal);
+        return sims_recsort_push(e->order, k, (uint32_t)len, ord, 8);
+    }
+    simstore_document d;
+    int rc = file_document(e->st, fd, e->buf, &d);
+    return rc ? rc : e->fn(e->ctx, &d);
 }
 
 int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned flags,
@@ -234,6 +309,14 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     }
     if (rc == 0 && (flags & SIMSTORE_EXPORT_BY_INSERTION))
         rc = scan_sorter_new(&o, 2, &e.order);
+    if (rc == 0 && st.snap->docfile) {
+        rc = e.order ? docfile_each(st.snap->docfile, export_file_doc, &e)
+                     : sims_docfile_each_by_id(s, st.snap->docfile, o.memory_bytes / 2,
+                                               export_file_doc, &e);
+        if (rc == 0 && e.order)
+            rc = deliver_by_insertion(&e, (size_t)(o.memory_bytes / 2));
+        goto done;
+    }
     MDB_cursor *cur = NULL;
     if (rc == 0) {
         int mrc = mdb_cursor_open(st.txn, s->env.docs, &cur);

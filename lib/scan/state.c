@@ -151,6 +151,9 @@ static int docs_grow(scan_docs *d, size_t id_bytes)
     return 0;
 }
 
+static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record *rec,
+                       int with_meta, scan_docs *d);
+
 /* Append document `id` with its record, checked to hold fp. */
 static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_meta, scan_docs *d)
 {
@@ -176,11 +179,17 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
                             path, (int)id->mv_size, (const char *)id->mv_data,
                             (unsigned long long)rec.fp, (unsigned long long)fp);
     rc = sims_check_doc_sketch(st->s, &rec, (const char *)id->mv_data, id->mv_size);
-    if (rc)
-        return rc;
+    return rc ? rc : docs_append(st, id, &rec, with_meta, d);
+}
+
+/* Append document `id` with its checked record. */
+static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record *r,
+                       int with_meta, scan_docs *d)
+{
+    sims_doc_record rec = *r;
     size_t meta = with_meta && rec.meta ? rec.meta_len : 0;
     size_t sketch = rec.sketch ? simstore_sketch_bytes(st->s->text.sketch) : 0;
-    rc = docs_grow(d, id->mv_size + meta + sketch);
+    int rc = docs_grow(d, id->mv_size + meta + sketch);
     if (rc)
         return rc;
     scan_doc *doc = &d->docs[d->count++];
@@ -204,6 +213,32 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
     return 0;
 }
 
+/* fp's documents from the store's document file (docs_read). */
+typedef struct file_read {
+    scan_state *st;
+    scan_docs *d;
+    int with_meta;
+    scan_doc_fn fn;
+    void *ctx;
+    uint64_t n;
+} file_read;
+
+static int file_doc(void *ctx, const docfile_doc *fd)
+{
+    file_read *f = (file_read *)ctx;
+    sims_doc_record rec;
+    sims_docfile_record(f->st->s, fd, &rec);
+    MDB_val id = {fd->id_len, (void *)fd->id};
+    int e = docs_append(f->st, &id, &rec, f->with_meta, f->d);
+    if (e == 0 && f->fn) {
+        e = f->fn(f->ctx, f->d, &f->d->docs[0]);
+        f->d->count = 0;
+        f->d->ids_len = 0;
+    }
+    f->n++;
+    return e;
+}
+
 /* Read fp's documents into d: all of them (fn NULL), or one at a time,
  * each handed to fn and then dropped. */
 static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, scan_doc_fn fn,
@@ -213,6 +248,16 @@ static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, s
     d->valid = 0;
     d->count = 0;
     d->ids_len = 0;
+    if (st->snap->docfile) {
+        file_read f = {st, d, with_meta, fn, ctx, 0};
+        int e = docfile_find_fp(st->snap->docfile, fp, file_doc, &f);
+        if (e)
+            return e;
+        if (visited)
+            *visited = f.n;
+        d->valid = fn == NULL;
+        return 0;
+    }
     uint64_t n = 0;
     uint8_t kb[8];
     be_store64(kb, fp);
@@ -257,9 +302,18 @@ void scan_docs_free(scan_docs *d)
     memset(d, 0, sizeof *d);
 }
 
+static int count_doc(void *ctx, const docfile_doc *d)
+{
+    (void)d;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
 int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
 {
     *count = 0;
+    if (st->snap->docfile)
+        return docfile_find_fp(st->snap->docfile, fp, count_doc, count);
     uint8_t kb[8];
     be_store64(kb, fp);
     MDB_val key = {8, kb}, val;
@@ -276,11 +330,37 @@ int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
     return 0;
 }
 
+/* The runs of one fingerprint in the document file's order
+ * (scan_each_shared_fp). */
+typedef struct run_walk {
+    scan_shared_fn fn;
+    void *ctx;
+    uint64_t fp, n;
+} run_walk;
+
+static int run_doc(void *ctx, const docfile_doc *d)
+{
+    run_walk *w = (run_walk *)ctx;
+    if (w->n && d->fingerprint == w->fp) {
+        w->n++;
+        return 0;
+    }
+    int e = w->n >= 2 ? w->fn(w->ctx, w->fp, w->n) : 0;
+    w->fp = d->fingerprint;
+    w->n = 1;
+    return e;
+}
+
 int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
 {
     /* Documents outnumber fingerprints only when some are shared. */
     if (st->snap->doc_count <= st->snap->fp_count)
         return 0;
+    if (st->snap->docfile) {
+        run_walk w = {fn, ctx, 0, 0};
+        int e = docfile_each(st->snap->docfile, run_doc, &w);
+        return e ? e : w.n >= 2 ? fn(ctx, w.fp, w.n) : 0;
+    }
     MDB_cursor *cur;
     int rc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);
     if (rc)

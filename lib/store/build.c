@@ -275,11 +275,9 @@ void sims_build_dir_remove(const char *work_dir)
  * "Directory layout"). */
 static int is_store_entry_name(const char *name, int *is_table)
 {
-    unsigned long long seg;
-    unsigned table;
-    int end = 0;
-    *is_table = sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &table, &end) == 2 && end == 20 &&
-                name[end] == '\0';
+    uint64_t seg;
+    int table;
+    *is_table = sims_segment_file_name(name, &seg, &table);
     return *is_table || strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0 ||
            strcmp(name, "writer.lock") == 0 || strcmp(name, SIMS_STORE_WAL_NAME) == 0 ||
            strstr(name, BUILD_SUFFIX) != NULL;
@@ -534,7 +532,9 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
     if (busy)
         return sims_fail(SIMSTORE_EBUSY, "%s: a builder is already open", s->path);
     simstore_builder *b;
-    int rc = builder_new(o, &b);
+    int rc = sims_refuse_document_files(s, "add");
+    if (rc == SIMSTORE_OK)
+        rc = builder_new(o, &b);
     if (rc) {
         pthread_mutex_lock(&s->mu);
         s->builder_open = 0;
@@ -715,6 +715,10 @@ typedef struct finish_state {
     int para_tables_written;
     sims_env env;       /* build: the new store's environment */
     int env_open;
+    /* build: the segment's documents go to its document file (format/store.md,
+     * "Document files"), not to docs and fps; fps's records then carry each
+     * document's value and position. */
+    int docfile;
 } finish_state;
 
 static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
@@ -898,7 +902,9 @@ static int distinct_from_docs(finish_state *f)
             continue; /* the finish fails: only the clashes are still of use */
         be_store64(key, fp);
         memcpy(key + 8, rec.key, rec.key_len);
-        rc = sims_recsort_push(f->fps, key, 8 + rec.key_len, NULL, 0);
+        rc = f->docfile ? sims_recsort_push_seq(f->fps, key, 8 + rec.key_len, rec.val,
+                                                rec.val_len, rec.seq)
+                        : sims_recsort_push(f->fps, key, 8 + rec.key_len, NULL, 0);
         if (rc == SIMSTORE_OK && (rec.val[16] & SIMS_DOC_FLAG_PARAGRAPHS))
             rc = push_paragraphs(f, &rec, key);
         if (rc)
@@ -1037,27 +1043,50 @@ typedef struct chunk {
 /* The document record of a builder's value (fp, source, flags, sketch,
  * metadata) with insertion number `insertion`, into buf (cap bytes): its
  * size, or 0 when cap is too small. *need (when not NULL) gets the size. */
+/* The parts of a builder's value (DOC_VAL_FIXED): its record flags, the
+ * sketch's bytes, the paragraph list and the metadata (NULL when absent). */
+typedef struct doc_value {
+    unsigned flags;
+    const uint8_t *sketch;
+    size_t sketch_len;
+    const uint8_t *paras;
+    uint32_t npara;
+    const uint8_t *meta;
+    size_t meta_len;
+} doc_value;
+
+static void doc_value_parts(const uint8_t *v, size_t vlen, doc_value *d)
+{
+    d->flags = v[16];
+    d->sketch_len =
+        simstore_sketch_bytes((simstore_sketch_kind)SIMS_DOC_SKETCH_KIND(d->flags));
+    d->sketch = d->sketch_len ? v + DOC_VAL_FIXED : NULL;
+    d->npara = 0;
+    d->paras = NULL;
+    if (d->flags & SIMS_DOC_FLAG_PARAGRAPHS) {
+        d->npara = le_load32(v + DOC_VAL_FIXED + d->sketch_len);
+        d->paras = v + DOC_VAL_FIXED + d->sketch_len + 4;
+    }
+    size_t para_len = d->npara ? 4 + (size_t)d->npara * 8 : 0;
+    d->meta_len = vlen - DOC_VAL_FIXED - d->sketch_len - para_len;
+    d->meta = d->meta_len ? v + DOC_VAL_FIXED + d->sketch_len + para_len : NULL;
+}
+
 static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v, size_t vlen,
                                uint64_t insertion, uint8_t *buf, size_t cap, size_t *need)
 {
-    unsigned flags = v[16] | SIMS_DOC_FLAG_INSERTION;
-    size_t sketch_len = simstore_sketch_bytes((simstore_sketch_kind)SIMS_DOC_SKETCH_KIND(flags));
-    uint32_t npara = 0;
-    const uint8_t *paras = NULL;
-    if (flags & SIMS_DOC_FLAG_PARAGRAPHS) {
-        npara = le_load32(v + DOC_VAL_FIXED + sketch_len);
-        paras = v + DOC_VAL_FIXED + sketch_len + 4;
-    }
-    size_t para_len = npara ? 4 + (size_t)npara * 8 : 0;
-    size_t meta_len = vlen - DOC_VAL_FIXED - sketch_len - para_len;
+    doc_value dv;
+    doc_value_parts(v, vlen, &dv);
+    unsigned flags = dv.flags | SIMS_DOC_FLAG_INSERTION;
+    uint32_t npara = dv.npara;
+    size_t meta_len = dv.meta_len;
     if (need)
         *need = sims_doc_record_size(meta_len, flags) + (size_t)npara * 8;
     if (!buf)
         return 0;
     /* The builder's list is the record's, byte for byte. */
-    return sims_doc_record_encode_full(
-        key, klen, le_load64(v), flags, insertion, sketch_len ? v + DOC_VAL_FIXED : NULL, paras,
-        npara, meta_len ? v + DOC_VAL_FIXED + sketch_len + para_len : NULL, meta_len, buf, cap);
+    return sims_doc_record_encode_full(key, klen, le_load64(v), flags, insertion, dv.sketch,
+                                       dv.paras, npara, dv.meta, meta_len, buf, cap);
 }
 
 static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen,
@@ -1302,6 +1331,7 @@ static int commit_fn(MDB_txn *txn, void *ctx)
         e->fp_count = f->new_fps;
         e->created_unix = sims_now_unix();
         e->table_count = f->design->n_tables;
+        e->flags = f->docfile ? SIMS_SEGMENT_FLAG_DOCFILE : 0;
     }
     sims_segment_entry *psegs = segs + nseg;
     if (st.para_segment_count)
@@ -1494,6 +1524,9 @@ static int finish_begin(finish_state *f)
         f->store_tag = random_tag();
         f->segment_id = 1;
         f->generation = 1;
+        /* Not yet with a paragraph index (whose readers and checks read the
+         * lists from docs). */
+        f->docfile = !b->fp_only && !b->para_min_words && sims_build_document_files();
         return check_insertion_limits(f);
     }
     simstore *s = b->store;
@@ -1634,6 +1667,52 @@ static int finish_write_tables(finish_state *f)
     return sims_segment_write(&job);
 }
 
+/* A new store's documents into its segment's document file, from fps's
+ * records in (fingerprint, id) order, each with the builder's value and its
+ * position. Published in the work directory, which the commit's rename
+ * makes the store. */
+static int write_docfile(finish_state *f)
+{
+    simstore_builder *b = f->b;
+    char path[PATH_MAX];
+    docfile_writer *w = NULL;
+    int rc = sims_docfile_path(path, sizeof path, b->work_dir, f->segment_id);
+    if (rc == SIMSTORE_OK)
+        rc = docfile_writer_open(path, (unsigned)simstore_sketch_bytes(b->sketch),
+                                 (size_t)(b->opt.memory_bytes / 4), b->work_dir, &w);
+    if (rc == SIMSTORE_OK)
+        rc = sims_recsort_rewind(f->fps);
+    sims_rec rec;
+    uint64_t done = 0;
+    while (rc == SIMSTORE_OK && (rc = sims_recsort_next(f->fps, &rec)) == 1) {
+        doc_value dv;
+        doc_value_parts((const uint8_t *)rec.val, rec.val_len, &dv);
+        uint64_t insertion;
+        rc = sims_doc_insertion_number(f->generation, rec.seq, &insertion);
+        if (rc)
+            break;
+        docfile_doc d = {0,
+                         be_load64(rec.key),
+                         insertion,
+                         (const uint8_t *)rec.key + 8,
+                         rec.key_len - 8,
+                         (dv.flags & SIMS_DOC_FLAG_INTEGER_ID) != 0,
+                         dv.meta,
+                         (uint32_t)dv.meta_len,
+                         dv.sketch,
+                         dv.paras,
+                         dv.npara};
+        rc = docfile_writer_add(w, &d);
+        if (rc == SIMSTORE_OK && ++done % PROGRESS_EVERY == 0)
+            progress(b, "writing documents", done, f->doc_count);
+    }
+    if (rc < 0) {
+        docfile_writer_abort(w);
+        return rc;
+    }
+    return docfile_writer_commit(w, NULL);
+}
+
 /* Phase 5: the documents and the new state, in one LMDB commit (a new
  * store's documents first, in chunks of their own). */
 static int finish_commit(finish_state *f)
@@ -1657,8 +1736,11 @@ static int finish_commit(finish_state *f)
          * the final commit below, which syncs everything these chunks wrote:
          * the chunks need not each wait for the disk. */
         mdb_env_set_flags(f->env.env, MDB_NOSYNC, 1);
-        rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->generation, f->doc_count);
-        if (rc == SIMSTORE_OK)
+        if (f->docfile)
+            rc = f->doc_count ? write_docfile(f) : SIMSTORE_OK;
+        else
+            rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->generation, f->doc_count);
+        if (rc == SIMSTORE_OK && !f->docfile)
             rc = load_by_chunks(b, &f->env, f->fps, f->env.fps, 0, 0, f->doc_count);
         if (rc == SIMSTORE_OK && f->pfps)
             rc = load_by_chunks(b, &f->env, f->pfps, f->env.pfps, 0, 0, 0);

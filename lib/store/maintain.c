@@ -181,6 +181,8 @@ int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, 
     if (s->store_flags & SIMS_STORE_FLAG_FP_ONLY)
         return sims_fail(SIMSTORE_EINVAL, "%s is a fingerprint-only store: it has no documents",
                          s->path);
+    if ((rc = sims_refuse_document_files(s, "delete")))
+        return rc;
     delete_ctx c = {s, ids, id_lens, n, calloc(n ? n : 1, 1), 0};
     if (!c.missing)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
@@ -231,8 +233,8 @@ static int compact_fn(MDB_txn *txn, void *arg)
         sims_state_record_release(&st);
         return sims_fail(SIMSTORE_EBUSY, "the store changed during compaction");
     }
-    sims_segment_entry e = {c->segment_id, c->fp_count, sims_now_unix(), c->table_count};
-    sims_segment_entry pe = {c->segment_id + 1, c->para_fp_count, e.created_unix, c->table_count};
+    sims_segment_entry e = {c->segment_id, c->fp_count, sims_now_unix(), c->table_count, 0};
+    sims_segment_entry pe = {c->segment_id + 1, c->para_fp_count, e.created_unix, c->table_count, 0};
     sims_state_record next = st;
     next.generation = st.generation + 1;
     next.next_segment_id = c->para_fp_count ? c->segment_id + 2
@@ -324,6 +326,8 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
 int simstore_compact(simstore *s, const simstore_build_options *o)
 {
     int rc = need_writer(s);
+    if (rc == SIMSTORE_OK)
+        rc = sims_refuse_document_files(s, "compact");
     if (rc)
         return rc;
     simstore_build_options opt;

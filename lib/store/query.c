@@ -43,6 +43,7 @@ struct simstore_query {
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
     sims_para_buffers *para; /* paragraph queries' (paragraphs.c), or NULL */
+    const sims_snapshot *snap; /* the state being answered from, while it is */
     uint64_t *masks;         /* beyond the design's k: a table's prefix masks */
     size_t mask_cap;
 };
@@ -517,10 +518,90 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
 
 /* Phase 2: the candidates' documents (inside q->txn for a store of
  * documents), checked, sorted; then the answer's pointers. */
+static int finish_matches(simstore_query *q, int with_meta, int fp_only);
+
+/* One document of a candidate from the document file: a match, with its
+ * record's fields attached as attach_record attaches docs' (the file's
+ * pieces are checked before a lookup reads them). */
+typedef struct docfile_sink {
+    simstore_query *q;
+    uint64_t fp;
+    unsigned distance;
+    int with_meta;
+} docfile_sink;
+
+static int put_docfile_doc(void *ctx, const docfile_doc *d)
+{
+    docfile_sink *k = (docfile_sink *)ctx;
+    simstore_query *q = k->q;
+    simstore *s = q->store;
+    size_t off;
+    int rc = arena_put(q, d->id, d->id_len, &off);
+    if (rc == SIMSTORE_OK)
+        rc = push_match(q, off, d->id_len, 1, k->fp, k->distance);
+    if (rc)
+        return rc;
+    size_t i = q->match_len - 1;
+    if ((k->with_meta &&
+         grow((void **)&q->meta_offs, &q->meta_cap, q->match_len, sizeof *q->meta_offs)) ||
+        grow((void **)&q->sketch_offs, &q->sketch_cap, q->match_len, sizeof *q->sketch_offs))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    simstore_match *m = &q->matches[i];
+    m->flags = d->id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    m->insertion = d->insertion;
+    q->sketch_offs[i] = 0;
+    if (d->sketch) {
+        m->similarity = q->query_sketch ? simstore_sketch_similarity(s->text.sketch,
+                                                                     q->query_sketch, d->sketch)
+                                        : SIMSTORE_SIMILARITY_UNKNOWN;
+        rc = arena_put(q, d->sketch, simstore_sketch_bytes(s->text.sketch), &off);
+        if (rc)
+            return rc;
+        q->sketch_offs[i] = off + 1;
+    }
+    if (k->with_meta) {
+        q->meta_offs[i] = 0;
+        if (d->meta) {
+            rc = arena_put(q, d->meta, d->meta_len, &off);
+            if (rc)
+                return rc;
+            m->meta_len = d->meta_len;
+            q->meta_offs[i] = off + 1;
+        }
+    }
+    return SIMSTORE_OK;
+}
+
+/* The candidates' documents from the store's document file. A stored
+ * fingerprint has documents there (no writer deletes from a store with a
+ * document file yet): none is damage. */
+static int lookup_docfile(simstore_query *q, uint64_t fp, int with_meta)
+{
+    const sims_snapshot *snap = q->snap;
+    for (size_t i = 0; i < q->cand_len; i++) {
+        docfile_sink sink = {q, q->cand[i], sims_distance(q->cand[i], fp), with_meta};
+        size_t before = q->match_len;
+        int rc = docfile_find_fp(snap->docfile, q->cand[i], put_docfile_doc, &sink);
+        if (rc)
+            return rc;
+        if (q->match_len == before)
+            return SIMS_CORRUPT("%s: segment %llu's tables hold fingerprint %016llx, its document "
+                                "file no document of it",
+                                q->store->path, (unsigned long long)snap->docfile_segment,
+                                (unsigned long long)q->cand[i]);
+    }
+    return SIMSTORE_OK;
+}
+
 static int resolve_candidates(simstore_query *q, uint64_t fp)
 {
     simstore *s = q->store;
     int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
+    int with_meta = (q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only;
+    if (q->snap && q->snap->docfile) {
+        int rc = lookup_docfile(q, fp, with_meta);
+        return rc ? rc : finish_matches(q, with_meta, fp_only);
+    }
     for (size_t i = 0; i < q->cand_len; i++) {
         unsigned dist = sims_distance(q->cand[i], fp);
         int rc = fp_only ? push_match(q, 0, 0, 0, q->cand[i], dist)
@@ -532,7 +613,6 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
      * checksummed document record, whose fingerprint must match, so that a
      * damaged id in fps (LMDB keeps no checksums) is an error, never a wrong
      * answer. One lookup per match; matches are rare. */
-    int with_meta = (q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only;
     if (with_meta && grow((void **)&q->meta_offs, &q->meta_cap, q->match_len ? q->match_len : 1,
                           sizeof *q->meta_offs))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
@@ -547,7 +627,12 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
                 return rc;
         }
     }
-    /* The arena is final: turn offsets into pointers. */
+    return finish_matches(q, with_meta, fp_only);
+}
+
+/* The arena is final: offsets become pointers; the matches are sorted. */
+static int finish_matches(simstore_query *q, int with_meta, int fp_only)
+{
     for (size_t i = 0; i < q->match_len; i++) {
         simstore_match *m = &q->matches[i];
         if (m->id)
@@ -621,7 +706,8 @@ static int answer_once(void *ctx)
         in_txn = 1;
     }
     int rc = probe_candidates(q, snap, a->fp, a->k);
-    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn) {
+    /* A document file is part of the snapshot: no LMDB read. */
+    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn && !snap->docfile) {
         /* The documents must come from the state the tables were probed
          * in: if a commit came in between, probe again. */
         rc = begin_txn(q);
@@ -634,8 +720,11 @@ static int answer_once(void *ctx)
             }
         }
     }
-    if (rc == SIMSTORE_OK)
+    if (rc == SIMSTORE_OK) {
+        q->snap = snap;
         rc = resolve_candidates(q, a->fp);
+        q->snap = NULL;
+    }
     sims_snapshot_release(snap);
     if (in_txn)
         mdb_txn_reset(q->txn);
@@ -784,6 +873,21 @@ static int has_id_once(void *arg)
     int rc = begin_txn(q);
     if (rc)
         return rc;
+    sims_snapshot *snap = fresh_snapshot(s);
+    if (!snap && (rc = sims_store_snapshot(s, q->txn, &snap)) != SIMSTORE_OK) {
+        mdb_txn_reset(q->txn);
+        return rc;
+    }
+    if (snap->docfile) {
+        docfile_doc d;
+        rc = docfile_find_id(snap->docfile, id, id_len, &d);
+        if (rc == 1 && fp)
+            *fp = d.fingerprint;
+        sims_snapshot_release(snap);
+        mdb_txn_reset(q->txn);
+        return rc;
+    }
+    sims_snapshot_release(snap);
     MDB_val key = {id_len, (void *)id}, val;
     rc = sims_env_check(&s->env, q->txn, s->env.docs, id, id_len, SIMS_LMDB_READ_GET);
     int mrc = rc ? 0 : mdb_get(q->txn, s->env.docs, &key, &val);
@@ -833,6 +937,8 @@ int sims_query_begin_state(simstore_query *q, sims_snapshot **snap)
     rc = sims_store_snapshot(q->store, q->txn, snap);
     if (rc)
         mdb_txn_reset(q->txn);
+    else
+        q->snap = *snap;
     return rc;
 }
 
@@ -847,11 +953,13 @@ int sims_query_join_state(simstore_query *q, const sims_snapshot *snap)
         return sims_retry_or_fail(
             sims_fail(SIMSTORE_EBUSY, "%s kept changing during the query", q->store->path));
     }
+    q->snap = snap;
     return SIMSTORE_OK;
 }
 
 void sims_query_end_state(simstore_query *q)
 {
+    q->snap = NULL;
     mdb_txn_reset(q->txn);
 }
 

@@ -184,6 +184,8 @@ void sims_segment_remove(const char *dir, uint64_t segment_id, unsigned tables)
     for (unsigned t = 0; t < tables; t++)
         if (sims_table_path(path, sizeof path, dir, segment_id, t) == SIMSTORE_OK)
             unlink(path);
+    if (sims_docfile_path(path, sizeof path, dir, segment_id) == SIMSTORE_OK)
+        unlink(path);
 }
 
 int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st)

@@ -25,16 +25,26 @@ static uint64_t data_mdb_bytes(const char *dir)
     return (uint64_t)st.st_size;
 }
 
-/* Hard-link the tables of `count` segments from the store into dir. */
+/* Hard-link the tables (and document files) of `count` segments from the
+ * store into dir. */
 static int link_segments(const simstore *s, const char *dir, const sims_segment_entry *segs,
                          uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++)
-        for (uint32_t t = 0; t < segs[i].table_count; t++) {
+        for (uint32_t t = 0; t <= segs[i].table_count; t++) {
             char from[PATH_MAX], to[PATH_MAX];
-            int rc = sims_table_path(from, sizeof from, s->path, segs[i].id, t);
-            if (rc == SIMSTORE_OK)
-                rc = sims_table_path(to, sizeof to, dir, segs[i].id, t);
+            int rc;
+            if (t == segs[i].table_count) {
+                if (!(segs[i].flags & SIMS_SEGMENT_FLAG_DOCFILE))
+                    break;
+                rc = sims_docfile_path(from, sizeof from, s->path, segs[i].id);
+                if (rc == SIMSTORE_OK)
+                    rc = sims_docfile_path(to, sizeof to, dir, segs[i].id);
+            } else {
+                rc = sims_table_path(from, sizeof from, s->path, segs[i].id, t);
+                if (rc == SIMSTORE_OK)
+                    rc = sims_table_path(to, sizeof to, dir, segs[i].id, t);
+            }
             if (rc)
                 return rc;
             if (link(from, to) != 0)

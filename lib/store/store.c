@@ -59,6 +59,56 @@ int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, u
     return sims_join_path(buf, size, dir, name);
 }
 
+int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment)
+{
+    char name[40];
+    snprintf(name, sizeof name, "s%010" PRIu64 ".doc", segment);
+    return sims_join_path(buf, size, dir, name);
+}
+
+int sims_build_document_files(void)
+{
+    const char *v = getenv("SIMSTORE_DOCUMENT_FILES");
+    return v && strcmp(v, "1") == 0;
+}
+
+int sims_refuse_document_files(const simstore *s, const char *what)
+{
+    sims_snapshot *snap = NULL;
+    int rc = sims_read_snapshot((simstore *)s, &snap);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < snap->segment_count && rc == SIMSTORE_OK; i++)
+        if (snap->segments[i]->docs)
+            rc = sims_fail(SIMSTORE_EVERSION,
+                           "%s: this store keeps its documents in a document file "
+                           "(SIMSTORE_DOCUMENT_FILES, experimental), which %s cannot change yet",
+                           s->path, what);
+    sims_snapshot_release(snap);
+    return rc;
+}
+
+int sims_segment_file_name(const char *name, uint64_t *segment, int *table)
+{
+    unsigned long long seg;
+    unsigned t;
+    int end = 0;
+    size_t len = strlen(name);
+    if (len == 20 && sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &t, &end) == 2 && end == 20) {
+        *segment = seg;
+        *table = 1;
+        return 1;
+    }
+    end = 0;
+    if (len == 15 && name[0] == 's' && sscanf(name, "s%10llu.doc%n", &seg, &end) == 1 &&
+        end == 15) {
+        *segment = seg;
+        *table = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- segments and snapshots ---------------------------------------------- */
 
 void sims_segment_release(sims_segment *seg)
@@ -67,6 +117,7 @@ void sims_segment_release(sims_segment *seg)
         return;
     for (uint32_t t = 0; t < seg->table_count; t++)
         table_reader_close(seg->tables[t]);
+    docfile_close(seg->docs);
     free(seg->tables);
     free(seg);
 }
@@ -82,6 +133,7 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
     seg->id = e->id;
     seg->fp_count = e->fp_count;
     seg->created_unix = e->created_unix;
+    seg->flags = e->flags;
     seg->tables = calloc(e->table_count ? e->table_count : 1, sizeof *seg->tables);
     if (!seg->tables) {
         free(seg);
@@ -119,6 +171,21 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
         else if (info->fp_count != e->fp_count)
             rc = SIMS_CORRUPT("%s: holds %" PRIu64 " fingerprints, the state says %" PRIu64, path,
                               info->fp_count, e->fp_count);
+    }
+    if (rc == SIMSTORE_OK && (e->flags & SIMS_SEGMENT_FLAG_DOCFILE)) {
+        if (s->store_flags & SIMS_STORE_FLAG_FP_ONLY)
+            rc = SIMS_CORRUPT("%s: segment %" PRIu64 " of a fingerprint-only store names a "
+                              "document file",
+                              dir, e->id);
+        if (rc == SIMSTORE_OK)
+            rc = sims_docfile_path(path, sizeof path, dir, e->id);
+        if (rc == SIMSTORE_OK)
+            rc = docfile_open(path, &seg->docs);
+        if (rc == SIMSTORE_OK && docfile_sketch_bytes(seg->docs) !=
+                                     simstore_sketch_bytes(s->text.sketch))
+            rc = SIMS_CORRUPT("%s: keeps sketches of %u bytes, the store's kind takes %zu", path,
+                              docfile_sketch_bytes(seg->docs),
+                              simstore_sketch_bytes(s->text.sketch));
     }
     if (rc) {
         sims_segment_release(seg);
@@ -300,6 +367,21 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
             snap->para_segments[snap->para_segment_count++] = seg;
         else if (rc == SIMSTORE_OK)
             snap->segments[snap->segment_count++] = seg;
+        /* One document file a store, while only a build writes them
+         * (format/store.md, "Document files"), holding every document. */
+        if (rc == SIMSTORE_OK && !para && seg->docs) {
+            if (snap->docfile)
+                rc = sims_fail(SIMSTORE_EVERSION,
+                               "%s: segments %" PRIu64 " and %" PRIu64 " both have a document "
+                               "file, which this version does not read",
+                               s->path, snap->docfile_segment, seg->id);
+            else if (docfile_count(seg->docs) != st.doc_count)
+                rc = SIMS_CORRUPT("%s: the document file of segment %" PRIu64 " holds %" PRIu64
+                                  " documents, the state says %" PRIu64,
+                                  s->path, seg->id, docfile_count(seg->docs), st.doc_count);
+            snap->docfile = seg->docs;
+            snap->docfile_segment = seg->id;
+        }
     }
     sims_snapshot_release(cur);
     sims_state_record_release(&st);
@@ -347,19 +429,6 @@ int sims_read_snapshot(simstore *s, sims_snapshot **out)
 
 /* ---- leftovers ------------------------------------------------------------ */
 
-static int parse_table_name(const char *name, uint64_t *segment)
-{
-    unsigned long long seg;
-    unsigned table;
-    int end = 0;
-    if (sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &table, &end) == 2 && end > 0 &&
-        name[end] == '\0' && strlen(name) == 20) {
-        *segment = seg;
-        return 1;
-    }
-    return 0;
-}
-
 int sims_store_read_committed_state(simstore *s, sims_state_record *out)
 {
     MDB_txn *txn;
@@ -389,13 +458,16 @@ int sims_store_clean(simstore *s)
         const char *name = ent->d_name;
         uint64_t seg;
         int stale = strstr(name, ".tmp-") != NULL;
-        if (!stale && parse_table_name(name, &seg)) {
+        int table;
+        if (!stale && sims_segment_file_name(name, &seg, &table)) {
+            /* A document file only of a segment whose entry names one. */
             stale = 1;
             for (uint32_t i = 0; i < st.segment_count; i++)
-                if (st.segments[i].id == seg)
+                if (st.segments[i].id == seg &&
+                    (table || (st.segments[i].flags & SIMS_SEGMENT_FLAG_DOCFILE)))
                     stale = 0;
             for (uint32_t i = 0; i < st.para_segment_count; i++)
-                if (st.para_segments[i].id == seg)
+                if (st.para_segments[i].id == seg && table)
                     stale = 0;
         }
         if (stale) {
@@ -717,6 +789,11 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
             const table_info *info = table_reader_info(seg->tables[t]);
             out->table_bytes += info->file_bytes;
             out->block_key_bytes += info->key_ram_bytes;
+        }
+        if (seg->docs) {
+            docfile_sizes z;
+            docfile_sizes_of(seg->docs, &z);
+            out->document_file_bytes += z.total;
         }
     }
     sims_design_describe(s->design, out->design, sizeof out->design);

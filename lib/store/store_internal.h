@@ -5,6 +5,7 @@
 
 #include "simstore.h"
 #include "design/design.h"
+#include "docfile/docfile.h"
 #include "docs/env.h"
 #include "docs/records.h"
 #include "sort/spool.h"
@@ -27,7 +28,9 @@ typedef struct sims_segment {
     uint64_t fp_count;
     uint64_t created_unix;
     uint32_t table_count;
+    uint32_t flags; /* the entry's SIMS_SEGMENT_FLAG_* */
     table_reader **tables;
+    docfile_reader *docs; /* its document file (SIMS_SEGMENT_FLAG_DOCFILE), or NULL */
 } sims_segment;
 
 /* The segments of one committed state (one generation), as readers use it. */
@@ -43,6 +46,10 @@ typedef struct sims_snapshot {
      * store's design over paragraph fingerprints. */
     uint32_t para_segment_count;
     sims_segment **para_segments;
+    /* The store's document file (format/store.md, "Document files"): then
+     * it holds every document and docs and fps are empty. NULL otherwise. */
+    const docfile_reader *docfile;
+    uint64_t docfile_segment;
 } sims_snapshot;
 
 struct simstore {
@@ -73,6 +80,21 @@ struct simstore {
 
 /* "<dir>/s<segment:10>-t<table:3>.tbl" into buf; SIMSTORE_EINVAL when too long. */
 int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, unsigned table);
+/* "<dir>/s<segment:10>.doc", the segment's document file (format/store.md,
+ * "Document files"); SIMSTORE_EINVAL when too long. */
+int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment);
+/* Whether a build writes its segment's documents to a document file
+ * instead of docs and fps: only when the environment sets
+ * SIMSTORE_DOCUMENT_FILES=1, while the writers of documents (add, delete,
+ * compact, a live store's flush) refuse such stores (format/store.md,
+ * "Document files": experimental). */
+int sims_build_document_files(void);
+/* SIMSTORE_EVERSION naming `what` when the store keeps documents in a
+ * document file (the writers that cannot change one yet). */
+int sims_refuse_document_files(const simstore *s, const char *what);
+/* A directory entry's name is a segment file's: a table file (*table 1) or
+ * a document file (*table 0); its segment id in *segment. */
+int sims_segment_file_name(const char *name, uint64_t *segment, int *table);
 
 /* Open the segment's table files and check each against the store (tag,
  * table index, block size, permutation, prefix, fingerprint count). */
@@ -131,7 +153,7 @@ typedef struct sims_segment_job {
 /* Write every table file of the segment (published atomically, one by one;
  * on failure the ones written are removed). */
 int sims_segment_write(const sims_segment_job *job);
-/* Unlink the segment's table files (best effort). */
+/* Unlink the segment's table files and document file (best effort). */
 void sims_segment_remove(const char *dir, uint64_t segment_id, unsigned tables);
 /* Encode and put the state record. */
 int sims_put_state(MDB_txn *txn, MDB_dbi meta, const sims_state_record *st);
@@ -156,6 +178,14 @@ unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counte
  * "Trusting LMDB"); SIMSTORE_ECORRUPT otherwise. */
 int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_len);
 
+/* A document of a document file as the record docs would hold for it (its
+ * pointers borrow d's; docsource.c). */
+void sims_docfile_record(const simstore *s, const docfile_doc *d, sims_doc_record *rec);
+/* Call fn for every document of r in id order (LMDB's order of docs'
+ * keys), sorting the ids within memory_bytes (spilling to $TMPDIR beyond).
+ * Returns 0, fn's nonzero value, or an error. */
+int sims_docfile_each_by_id(const simstore *s, const docfile_reader *r, uint64_t memory_bytes,
+                            int (*fn)(void *ctx, const docfile_doc *d), void *ctx);
 int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
                           size_t id_len);
 

@@ -194,7 +194,7 @@ static void test_records_golden__state_record_wal(void **state)
     le_store64(again + 120, sims_xxh3_64(again, 120, SIMS_STATE_RECORD_SEED));
     assert_int_equal(decode_state(again, n), SIMSTORE_ECORRUPT);
     /* With paragraph segments too: the number follows their entries. */
-    sims_segment_entry para = {5, 40, 1700000200, 4};
+    sims_segment_entry para = {5, 40, 1700000200, 4, 0};
     r.para_segments = &para;
     r.para_segment_count = 1;
     r.next_segment_id = 6;
@@ -678,6 +678,47 @@ static void test_records_golden__paragraphs(void **state)
 }
 
 /* Insertion numbers: (generation << 40) | position, refused past either limit. */
+/* Segment entry flags (format/store.md, "Document files"): bit 0 names a
+ * document file, on a document segment only; every other bit is reserved. */
+static void test_records_state_record__segment_flags(void **state)
+{
+    (void)state;
+    sims_segment_entry segs[2] = {{1, 1000, 1700000001, 4, SIMS_SEGMENT_FLAG_DOCFILE},
+                                  {3, 25, 1700000002, 4, 0}};
+    sims_state_record r = {
+        .generation = 2,
+        .next_segment_id = 4,
+        .doc_count = 1100,
+        .fp_count = 1025,
+        .segment_count = 2,
+        .segments = segs,
+    };
+    uint8_t buf[256];
+    size_t n = sims_state_record_encode(&r, buf, sizeof buf);
+    assert_int_equal(n, sims_state_record_size(2));
+    assert_int_equal(le_load32(buf + 48 + 28), SIMS_SEGMENT_FLAG_DOCFILE);
+    sims_state_record back;
+    assert_int_equal(sims_state_record_decode(buf, n, 4, &back), SIMSTORE_OK);
+    assert_int_equal(back.segments[0].flags, SIMS_SEGMENT_FLAG_DOCFILE);
+    assert_int_equal(back.segments[1].flags, 0);
+    sims_state_record_release(&back);
+    /* A reserved bit, or the flag on a paragraph segment: corrupt. */
+    segs[1].flags = 2;
+    n = sims_state_record_encode(&r, buf, sizeof buf);
+    assert_int_equal(sims_state_record_decode(buf, n, 4, &back), SIMSTORE_ECORRUPT);
+    segs[1].flags = 0;
+    r.segment_count = 1;
+    r.para_segments = &segs[1];
+    r.para_segment_count = 1;
+    segs[1].flags = SIMS_SEGMENT_FLAG_DOCFILE;
+    n = sims_state_record_encode(&r, buf, sizeof buf);
+    assert_int_equal(sims_state_record_decode(buf, n, 4, &back), SIMSTORE_ECORRUPT);
+    segs[1].flags = 0;
+    n = sims_state_record_encode(&r, buf, sizeof buf);
+    assert_int_equal(sims_state_record_decode(buf, n, 4, &back), SIMSTORE_OK);
+    sims_state_record_release(&back);
+}
+
 static void test_records_insertion__limits(void **state)
 {
     (void)state;
@@ -715,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_records_golden__paragraphs),
         cmocka_unit_test(test_records_golden__state_record_wal),
         cmocka_unit_test(test_records_insertion__limits),
+        cmocka_unit_test(test_records_state_record__segment_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

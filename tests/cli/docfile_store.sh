@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# docfile_store.sh: stores whose documents are in a document file
+# (SIMSTORE_DOCUMENT_FILES=1 at build; format/store.md, "Document files")
+# answer every read byte for byte as the same store with its documents in
+# LMDB: single and batch queries at k = 0..7 (with metadata and
+# similarities), get, export in both orders, pairs, clusters (with
+# singletons), on the sample (sketches, metadata, JSON-integer ids) and on
+# fingerprint sets that are random, clustered, duplicate-heavy and
+# adversarial. Also: verify passes and finds damage in the file, stats
+# counts its bytes, the writers that cannot change such a store yet refuse
+# it and leave it as it was, and a damaged byte in the file gives an error
+# or the right answer, never a wrong one.
+. "$(dirname "$0")/lib.sh"
+
+SAMPLE=$SRC/tests/data/sample.jsonl
+
+# A TSV of fingerprints: random, near copies of a few centres, one
+# fingerprint under many ids, and the extremes.
+awk 'BEGIN {
+    srand(7);
+    h = "0123456789abcdef";
+    for (i = 0; i < 300; i++) {
+        s = ""; for (j = 0; j < 16; j++) s = s substr(h, int(rand() * 16) + 1, 1);
+        printf "r%d\t%s\n", i, s;
+        if (i < 20) centre[i] = s;
+    }
+    for (i = 0; i < 400; i++) {
+        s = centre[i % 20];
+        for (f = 0; f < 1 + i % 4; f++) {
+            p = int(rand() * 16) + 1; c = substr(s, p, 1);
+            v = index(h, c) - 1; b = 2 ^ int(rand() * 4); v = int(v / b) % 2 ? v - b : v + b;
+            s = substr(s, 1, p - 1) substr(h, v + 1, 1) substr(s, p + 1);
+        }
+        printf "c%03d\t%s\n", i, s;
+    }
+    for (i = 0; i < 150; i++) printf "dup%d\t%s\n", i, centre[3];
+    printf "zero\t0000000000000000\nones\tffffffffffffffff\nhigh\t8000000000000000\n";
+    printf "low\t0000000000000001\n";
+}' >"$T/fps.tsv"
+
+# build NAME INPUT [FORMAT ARGS...]: NAME.lmdb and NAME.doc from the same input.
+build_both() {
+    local name=$1
+    shift
+    "$SIMSTORE" build "$T/$name.lmdb" -q "$@" >/dev/null || fail "build $name in LMDB"
+    SIMSTORE_DOCUMENT_FILES=1 "$SIMSTORE" build "$T/$name.doc" -q "$@" >/dev/null ||
+        fail "build $name with a document file"
+    if [ -f "$T/$name.doc/s0000000001.doc" ]; then ok; else fail "$name: no document file"; fi
+}
+
+# same NAME ARGS...: the command on both stores prints the same bytes and
+# exits the same way.
+same() {
+    local name=$1
+    shift
+    local a b
+    "$SIMSTORE" "$1" "$T/$name.lmdb" "${@:2}" >"$T/a.out" 2>"$T/a.err"
+    a=$?
+    "$SIMSTORE" "$1" "$T/$name.doc" "${@:2}" >"$T/b.out" 2>"$T/b.err"
+    b=$?
+    sed -i "s#$T/$name.lmdb#STORE#g" "$T/a.out" "$T/a.err"
+    sed -i "s#$T/$name.doc#STORE#g" "$T/b.out" "$T/b.err"
+    if [ "$a" = "$b" ] && cmp -s "$T/a.out" "$T/b.out" && cmp -s "$T/a.err" "$T/b.err"; then
+        ok
+    else
+        fail "$name: '$*' differs (exit $a / $b): $(diff "$T/a.out" "$T/b.out" | head -5)"
+    fi
+}
+
+build_both sample "$SAMPLE"
+build_both fps "$T/fps.tsv"
+"$SIMSTORE" export "$T/sample.lmdb" >"$T/sample.q"
+awk 'BEGIN { srand(11); h = "0123456789abcdef";
+    for (i = 0; i < 50; i++) { s = ""; for (j = 0; j < 16; j++) s = s substr(h, int(rand() * 16) + 1, 1);
+        printf "q%d\t%s\n", i, s } }' >>"$T/sample.q"
+cat "$T/fps.tsv" "$T/sample.q" >"$T/fps.q"
+
+for name in sample fps; do
+    for k in 0 1 2 3 4 5 6 7; do
+        same $name query --k $k --queries "$T/$name.q" --format tsv --json --meta
+        same $name query --k $k --queries "$T/$name.q" --format tsv --threads 2
+    done
+    same $name query --k 3 --fp "$(head -1 "$T/$name.q" | cut -f2)" --json --meta
+    same $name query --k 7 --fp 0000000000000000
+    same $name get --json $(cut -f1 "$T/$name.q" | head -60) nosuch
+    same $name get $(cut -f1 "$T/$name.q" | head -20)
+    same $name export
+    same $name export --json
+    same $name export --json --order insertion
+    same $name export --order insertion --memory 16M
+    same $name pairs --k 3
+    same $name pairs --k 7 --threads 2
+    same $name clusters
+    same $name clusters --json --singletons
+    same $name clusters --k 5 --mode star --singletons --threads 2
+done
+same sample query --k 3 --queries "$T/sample.q" --format tsv --json --similarity
+same sample clusters --similarity --singletons
+
+# verify, stats and inspect see the document file.
+run verify "$T/fps.doc"
+expect_status 0
+expect_out_has "OK: 0 errors, 0 warnings"
+expect_out_has "$(wc -l <"$T/fps.tsv") documents"
+run stats "$T/fps.doc"
+expect_status 0
+expect_out_has "document file"
+run stats "$T/fps.doc" --json
+expect_out_has '"document_file":'
+run inspect "$T/fps.doc"
+expect_status 0
+expect_out_has "document file"
+
+# Writers that cannot change such a store yet refuse it, and it stays as it was.
+"$SIMSTORE" export "$T/fps.doc" >"$T/before"
+printf 'new1\t0123456789abcdef\n' >"$T/new.tsv"
+run add "$T/fps.doc" "$T/new.tsv"
+[ "$status" != 0 ] && ok || fail "add was not refused"
+expect_err_has "document file"
+run delete "$T/fps.doc" r1
+[ "$status" != 0 ] && ok || fail "delete was not refused"
+expect_err_has "document file"
+run compact "$T/fps.doc"
+[ "$status" != 0 ] && ok || fail "compact was not refused"
+expect_err_has "document file"
+"$SIMSTORE" export "$T/fps.doc" >"$T/after"
+cmp -s "$T/before" "$T/after" && ok || fail "a refused writer changed the store"
+run verify "$T/fps.doc"
+expect_status 0
+
+# A document file left by no committed state is a leftover (a warning).
+cp -r "$T/fps.lmdb" "$T/left"
+cp "$T/fps.doc/s0000000001.doc" "$T/left/s0000000009.doc"
+run verify "$T/left"
+expect_status 0
+expect_out_has "document file of segment 9"
+
+# Damage: every 97th byte of the file flipped. Verify fails; a query
+# fails or answers exactly as the undamaged store.
+DOC=$T/fps.doc/s0000000001.doc
+size=$(stat -c %s "$DOC")
+"$SIMSTORE" query "$T/fps.lmdb" --k 3 --queries "$T/fps.q" --format tsv --json --meta >"$T/good"
+cp "$DOC" "$T/doc.orig"
+bad=0
+for ((off = 5; off < size; off += 97)); do
+    cp "$T/doc.orig" "$DOC"
+    printf '%s' "$(printf '\\%03o' $(( ($(od -An -tu1 -j $off -N1 "$DOC") ^ 0x10) )))" |
+        dd of="$DOC" bs=1 seek=$off conv=notrunc status=none
+    if "$SIMSTORE" verify "$T/fps.doc" >/dev/null 2>&1; then
+        fail "verify passed with byte $off flipped"
+    fi
+    if "$SIMSTORE" query "$T/fps.doc" --k 3 --queries "$T/fps.q" --format tsv --json --meta \
+        >"$T/got" 2>/dev/null && ! cmp -s "$T/got" "$T/good"; then
+        bad=$((bad + 1))
+        echo "byte $off: a wrong answer" >&2
+    fi
+done
+cp "$T/doc.orig" "$DOC"
+[ "$bad" = 0 ] && ok || fail "$bad damaged files gave wrong answers"
+run verify "$T/fps.doc"
+expect_status 0
+
+finish
