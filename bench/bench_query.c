@@ -9,7 +9,9 @@
  * flipped (hits), half random (misses). It prints build time, p50/p99/mean
  * latency, single- and two-thread throughput, the brute-force scan's time per
  * query over the same fingerprints, and bytes on disk per fingerprint for the
- * tables and for LMDB separately.
+ * tables, for LMDB and for the document file separately (a store keeps its
+ * documents in a document file when the environment has
+ * SIMSTORE_DOCUMENT_FILES=1: format/store.md, "Document files").
  *
  * Opening: the time of simstore_open (read-only) and the pages of data.mdb
  * it checked, with today's lazy checks and with the walk of the whole file
@@ -439,10 +441,14 @@ int main(int argc, char **argv)
         printf("N=2^%u (%zu) %s, %u-byte blocks: %s\n", log2n, n,
                docs ? "documents" : "fingerprint-only", st.block_bytes, st.design);
         printf("  build: %.1f s (%.2f M fingerprints/s)\n", secs, (double)n / secs / 1e6);
-        printf("  disk: tables %.2f bytes/fp (%.2f bits/fp per table), LMDB %.2f bytes/fp\n",
+        printf("  disk: tables %.2f bytes/fp (%.2f bits/fp per table), LMDB %.2f bytes/fp, "
+               "document file %.2f bytes/fp; total %.2f\n",
                (double)st.table_bytes / (double)n,
                (double)st.table_bytes * 8 / (double)n / st.tables,
-               docs ? (double)st.lmdb_bytes / (double)n : 0.0);
+               docs ? (double)st.lmdb_bytes / (double)n : 0.0,
+               (double)st.document_file_bytes / (double)n,
+               (double)(st.table_bytes + (docs ? st.lmdb_bytes : 0) + st.document_file_bytes) /
+                   (double)n);
         fflush(stdout);
         char self[64];
         snprintf(self, sizeof self, "/proc/%d/exe", getpid());

@@ -584,6 +584,11 @@ typedef struct store_ctx {
     uint32_t ndoc_segs;      /* of nsegs, the document segments */
     unsigned para_min_words; /* the text record's (0: no paragraph index) */
     int docfile;             /* a segment's entry names a document file */
+    int docfile_changed;     /* ... and docs holds changes to it */
+    docfile_reader *dreader; /* it, open (checked) while the documents are */
+    char dpath[PATH_MAX];
+    uint64_t tombstones; /* docs's tombstones of the file's documents */
+    uint64_t superseded; /* docs's documents whose id the file also has */
 } store_ctx;
 
 /* data.mdb byte offset of a value LMDB returned, or -1. */
@@ -907,14 +912,39 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
         }
         sims_doc_record rec;
         sims_error_clear();
-        int rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                        (const uint8_t *)val.mv_data, val.mv_size, &rec);
+        int tombstone = 0;
+        int rc =
+            c->docfile
+                ? sims_doc_entry_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                        (const uint8_t *)val.mv_data, val.mv_size, &rec, &tombstone)
+                : sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                         (const uint8_t *)val.mv_data, val.mv_size, &rec);
         if (rc) {
             problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, at,
                     "%s (byte offset %" PRId64 "): document '%.*s': %s", c->mdb_path, at, idl,
                     (const char *)key.mv_data, detail(rc));
             continue;
         }
+        /* Beside a document file: a tombstone takes the file's document of
+         * its id out (it must be there, of the same fingerprint), a
+         * document may take its place. */
+        docfile_doc fd;
+        int in_file = c->dreader ? docfile_find_id(c->dreader, key.mv_data, key.mv_size, &fd) : 0;
+        if (in_file < 0) {
+            problem(v, SIMSTORE_PROBLEM_DOC, 0, c->dpath, -1, -1, "%s", simstore_last_error());
+            continue;
+        }
+        if (tombstone) {
+            c->tombstones++;
+            if (!in_file || fd.fingerprint != rec.fp)
+                problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, at,
+                        "%s (byte offset %" PRId64 "): tombstone of document '%.*s' "
+                        "(fingerprint %016" PRIx64 "), which the document file %s",
+                        c->mdb_path, at, idl, (const char *)key.mv_data, rec.fp,
+                        in_file ? "holds under another fingerprint" : "does not hold");
+            continue;
+        }
+        c->superseded += (uint64_t)(in_file == 1);
         if (rec.sketch_kind != c->sketch)
             /* Another kind cannot be compared with the store's; none
              * leaves the document's similarities unknown. */
@@ -1178,9 +1208,10 @@ static void check_docfile(vctx *v, store_ctx *c)
             which = i;
         }
     const sims_segment_entry *e = &c->state.segments[which];
-    char path[PATH_MAX];
+    c->docfile_changed = (e->flags & SIMS_SEGMENT_FLAG_CHANGED) != 0;
+    const char *path = c->dpath;
     docfile_reader *r = NULL;
-    if (sims_docfile_path(path, sizeof path, c->dir, e->id) != SIMSTORE_OK)
+    if (sims_docfile_path(c->dpath, sizeof c->dpath, c->dir, e->id) != SIMSTORE_OK)
         return;
     int rc = docfile_open(path, &r);
     if (rc == SIMSTORE_OK)
@@ -1195,16 +1226,16 @@ static void check_docfile(vctx *v, store_ctx *c)
         problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1,
                 "%s: keeps sketches of %u bytes, the store's kind takes %zu", path,
                 docfile_sketch_bytes(r), simstore_sketch_bytes((simstore_sketch_kind)c->sketch));
-    if (docfile_count(r) != c->state.doc_count)
+    MDB_stat ds, fs;
+    if (!c->docfile_changed && docfile_count(r) != c->state.doc_count)
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, path, -1, -1,
                 "%s: holds %" PRIu64 " documents, the state records %" PRIu64, path,
                 docfile_count(r), c->state.doc_count);
-    MDB_stat ds, fs;
-    if (mdb_stat(c->txn, c->env.docs, &ds) == 0 && mdb_stat(c->txn, c->env.fps, &fs) == 0 &&
-        (ds.ms_entries || fs.ms_entries))
+    if (!c->docfile_changed && mdb_stat(c->txn, c->env.docs, &ds) == 0 &&
+        mdb_stat(c->txn, c->env.fps, &fs) == 0 && (ds.ms_entries || fs.ms_entries))
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c->mdb_path, -1, -1,
                 "%s: the documents are in a document file, yet docs holds %zu and fps %zu "
-                "entries",
+                "entries (the state says nothing changed since the file was written)",
                 c->mdb_path, ds.ms_entries, fs.ms_entries);
     const table_reader *t0 = NULL;
     for (uint32_t i = 0; i < c->nsegs; i++)
@@ -1214,12 +1245,88 @@ static void check_docfile(vctx *v, store_ctx *c)
     rc = docfile_each(r, walk_docfile_doc, &w);
     if (rc)
         problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1, "%s", simstore_last_error());
-    else if (w.distinct != c->state.fp_count || w.distinct != e->fp_count)
+    else if (w.distinct != e->fp_count || (!c->docfile_changed && w.distinct != c->state.fp_count))
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, path, -1, -1,
-                "%s: holds %" PRIu64 " distinct fingerprints, the state records %" PRIu64
-                " and the segment's tables hold %" PRIu64,
-                path, w.distinct, c->state.fp_count, e->fp_count);
-    docfile_close(r);
+                "%s: holds %" PRIu64 " distinct fingerprints, the segment's tables hold %" PRIu64
+                "%s",
+                path, w.distinct, e->fp_count,
+                c->docfile_changed ? "" : " (the state records them all live)");
+    c->dreader = r;
+}
+
+/* The store's live documents and fingerprints, beside a document file with
+ * changes in docs: the file's documents less those docs takes the place of,
+ * plus docs's; its live fingerprints merged with fps's keys. */
+typedef struct live_walk {
+    store_ctx *c;
+    MDB_cursor *fc;
+    int frc;
+    MDB_val key, val;
+    uint64_t distinct, last;
+    int have_last, failed;
+} live_walk;
+
+static void live_fps_before(live_walk *w, uint64_t fp, int all)
+{
+    while (w->frc == 0 && w->key.mv_size == 8 && (all || be_load64(w->key.mv_data) < fp)) {
+        uint64_t k = be_load64(w->key.mv_data);
+        if (!w->have_last || k != w->last)
+            w->distinct++;
+        w->last = k;
+        w->have_last = 1;
+        w->frc = mdb_cursor_get(w->fc, &w->key, &w->val, MDB_NEXT_NODUP);
+    }
+}
+
+static int live_doc(void *ctx, const docfile_doc *d)
+{
+    live_walk *w = (live_walk *)ctx;
+    MDB_val k = {d->id_len, (void *)d->id}, val;
+    int g = mdb_get(w->c->txn, w->c->env.docs, &k, &val);
+    if (g == 0)
+        return 0; /* docs's entry takes its place */
+    if (g != MDB_NOTFOUND) {
+        w->failed = 1;
+        return 1;
+    }
+    live_fps_before(w, d->fingerprint, 0);
+    if (!w->have_last || d->fingerprint != w->last)
+        w->distinct++;
+    w->last = d->fingerprint;
+    w->have_last = 1;
+    return 0;
+}
+
+static void check_docfile_changes(vctx *v, store_ctx *c, uint64_t docs_seen)
+{
+    uint64_t held = docfile_count(c->dreader);
+    uint64_t records = docs_seen - c->tombstones;
+    uint64_t live = held - c->tombstones - c->superseded + records;
+    if (c->tombstones + c->superseded > held || live != c->state.doc_count)
+        problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c->mdb_path, -1, -1,
+                "%s: the state records %" PRIu64 " documents; the document file holds %" PRIu64
+                ", docs %" PRIu64 " tombstones and %" PRIu64 " documents (%" PRIu64
+                " of them in place of the file's)",
+                c->mdb_path, c->state.doc_count, held, c->tombstones, records, c->superseded);
+    live_walk w;
+    memset(&w, 0, sizeof w);
+    w.c = c;
+    w.frc = mdb_cursor_open(c->txn, c->env.fps, &w.fc);
+    if (w.frc == 0)
+        w.frc = mdb_cursor_get(w.fc, &w.key, &w.val, MDB_FIRST);
+    int rc = w.fc ? docfile_each(c->dreader, live_doc, &w) : SIMSTORE_OK;
+    if (w.fc)
+        live_fps_before(&w, 0, 1);
+    if (w.fc)
+        mdb_cursor_close(w.fc);
+    if (rc || w.failed)
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->dpath, -1, -1, "%s: reading the live documents",
+                c->dpath);
+    else if (w.distinct != c->state.fp_count)
+        problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c->mdb_path, -1, -1,
+                "%s: the state records %" PRIu64 " distinct fingerprints, the store's live "
+                "documents hold %" PRIu64,
+                c->mdb_path, c->state.fp_count, w.distinct);
 }
 
 static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
@@ -1527,6 +1634,8 @@ static int verify_store(vctx *v, const char *dir)
                 check_paragraphs(v, &c);
             int complete;
             uint64_t distinct = check_membership(v, &c, &complete);
+            if (c.dreader && c.docfile_changed && !v->stop_rc)
+                check_docfile_changes(v, &c, docs_seen);
             if (!c.fp_only && !c.docfile && fps_keys != c.state.fp_count && !v->stop_rc)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
                         "%s: the state records %" PRIu64 " distinct fingerprints, fps holds %" PRIu64,
@@ -1547,6 +1656,7 @@ static int verify_store(vctx *v, const char *dir)
         check_leftovers(v, &c);
 
     free_segments(&c);
+    docfile_close(c.dreader);
     if (c.txn)
         mdb_txn_abort(c.txn);
     if (c.env_open)

@@ -152,7 +152,8 @@ static int get_segments(const uint8_t *p, uint32_t n, uint64_t next_id, uint32_t
             return SIMS_CORRUPT("state record: %s %llu has %u tables, the design has %u", what,
                                 (unsigned long long)e->id, e->table_count, expect_table_count);
         e->flags = le_load32(p + 28);
-        if (e->flags & ~allowed_flags)
+        if ((e->flags & ~allowed_flags) ||
+            ((e->flags & SIMS_SEGMENT_FLAG_CHANGED) && !(e->flags & SIMS_SEGMENT_FLAG_DOCFILE)))
             return SIMS_CORRUPT("state record: %s %llu has flags 0x%x (reserved bits set)", what,
                                 (unsigned long long)e->id, e->flags);
         prev_id = e->id;
@@ -199,8 +200,9 @@ int sims_state_record_decode(const uint8_t *buf, size_t len, uint32_t expect_tab
         r.para_segments = para_count ? r.segments + count : NULL;
     }
     const uint8_t *p = buf + STATE_FIXED_BYTES;
-    int bad = get_segments(p, count, r.next_segment_id, expect_table_count,
-                           SIMS_SEGMENT_FLAG_DOCFILE, "segment", r.segments);
+    int bad =
+        get_segments(p, count, r.next_segment_id, expect_table_count,
+                     SIMS_SEGMENT_FLAG_DOCFILE | SIMS_SEGMENT_FLAG_CHANGED, "segment", r.segments);
     if (!bad)
         bad = get_segments(p + (size_t)count * SEGMENT_ENTRY_BYTES, para_count, r.next_segment_id,
                            expect_table_count, 0, "paragraph segment", r.para_segments);
@@ -326,6 +328,34 @@ size_t sims_doc_record_encode_full(const uint8_t *id, size_t id_len, uint64_t fp
         memcpy(buf + at, meta, meta_len);
     le_store32(buf + at + meta_len, doc_check(id, id_len, buf, at + meta_len));
     return n;
+}
+
+size_t sims_doc_tombstone_encode(const uint8_t *id, size_t id_len, uint64_t fp, uint8_t *buf,
+                                 size_t cap)
+{
+    if (cap < SIMS_DOC_RECORD_OVERHEAD)
+        return 0;
+    buf[0] = 1;
+    buf[1] = SIMS_DOC_FLAG_TOMBSTONE;
+    le_store64(buf + 2, fp);
+    le_store32(buf + 10, doc_check(id, id_len, buf, 10));
+    return SIMS_DOC_RECORD_OVERHEAD;
+}
+
+int sims_doc_entry_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,
+                          sims_doc_record *out, int *tombstone)
+{
+    *tombstone = 0;
+    if (len < 2 || buf[1] != SIMS_DOC_FLAG_TOMBSTONE)
+        return sims_doc_record_decode(id, id_len, buf, len, out);
+    if (len != SIMS_DOC_RECORD_OVERHEAD || buf[0] != 1)
+        return SIMS_CORRUPT("tombstone record: %zu bytes of version %u", len, buf[0]);
+    if (le_load32(buf + 10) != doc_check(id, id_len, buf, 10))
+        return SIMS_CORRUPT("tombstone record: check mismatch");
+    memset(out, 0, sizeof *out);
+    out->fp = le_load64(buf + 2);
+    *tombstone = 1;
+    return SIMSTORE_OK;
 }
 
 int sims_doc_record_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,

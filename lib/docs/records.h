@@ -51,6 +51,9 @@ typedef struct sims_segment_entry {
 /* Segment entry flag bit 0: the segment's documents are in its document
  * file, sSSSSSSSSSS.doc (format/store.md, "Document files"). */
 #define SIMS_SEGMENT_FLAG_DOCFILE 1u
+/* Bit 1 (only with bit 0): docs may hold documents added since the file
+ * was written and tombstones of its deleted or replaced documents. */
+#define SIMS_SEGMENT_FLAG_CHANGED 2u
 
 /* The state record. `segments` points at `segment_count` entries owned by the
  * caller (when encoding) or allocated by the decoder (free with
@@ -96,13 +99,13 @@ void sims_state_record_release(sims_state_record *r);
 #define SIMS_TEXT_RECORD_BYTES 40u
 
 typedef struct sims_text_record {
-    uint32_t shingle_words; /* 1..32 */
-    uint32_t weighting;     /* 0 tf, 1 length, 2 log (version 2 only) */
-    uint32_t cjk;           /* 1 friso, 2 bigram (never auto) */
-    uint64_t lambda_fixed;  /* round(lambda * 65536) */
-    uint32_t version;       /* fingerprint version: 1 (stored as 0) or 2 */
-    uint32_t cjk_shingle;   /* version 2: 1..32; version 1: 0 */
-    uint32_t sketch;        /* the sketch kind of every document: 0 none,
+    uint32_t shingle_words;       /* 1..32 */
+    uint32_t weighting;           /* 0 tf, 1 length, 2 log (version 2 only) */
+    uint32_t cjk;                 /* 1 friso, 2 bigram (never auto) */
+    uint64_t lambda_fixed;        /* round(lambda * 65536) */
+    uint32_t version;             /* fingerprint version: 1 (stored as 0) or 2 */
+    uint32_t cjk_shingle;         /* version 2: 1..32; version 1: 0 */
+    uint32_t sketch;              /* the sketch kind of every document: 0 none,
                                1..SIMS_SKETCH_KIND_MAX (simstore_sketch_kind) */
     uint32_t paragraph_min_words; /* 0: no paragraph index; else 1..255 */
 } sims_text_record;
@@ -188,6 +191,19 @@ size_t sims_doc_record_encode_full(const uint8_t *id, size_t id_len, uint64_t fp
                                    uint64_t insertion, const uint8_t *sketch, const uint8_t *paras,
                                    uint32_t para_count, const uint8_t *meta, size_t meta_len,
                                    uint8_t *buf, size_t cap);
+/* A tombstone (format/store.md, "Document files"): the docs value that
+ * takes a store's document-file document of `id` (fingerprint fp) out of
+ * the store; 14 bytes: version 1, flags SIMS_DOC_FLAG_TOMBSTONE alone, fp,
+ * check. Returns the size, or 0 when cap is too small. */
+#define SIMS_DOC_FLAG_TOMBSTONE 128u
+size_t sims_doc_tombstone_encode(const uint8_t *id, size_t id_len, uint64_t fp, uint8_t *buf,
+                                 size_t cap);
+/* Decode a docs value of a store with a document file: a document record
+ * (*tombstone 0, as sims_doc_record_decode), or a tombstone (*tombstone 1,
+ * out->fp its fingerprint, every other field zero). sims_doc_record_decode
+ * rejects tombstones as corrupt (flag bit 7). */
+int sims_doc_entry_decode(const uint8_t *id, size_t id_len, const uint8_t *buf, size_t len,
+                          sims_doc_record *out, int *tombstone);
 /* Decode and check the record stored under `id`. SIMSTORE_ECORRUPT on a bad
  * length, version, flags (a sketch kind that names none) or check. meta and
  * sketch borrow from buf; insertion is 0 for a record without the field,

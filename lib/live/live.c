@@ -1165,8 +1165,6 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
         rc = sims_fail(SIMSTORE_EINVAL,
                        "%s: a fingerprint-only store has no documents to serve live", path);
     if (rc == SIMSTORE_OK)
-        rc = sims_refuse_document_files(live->s, "a live store");
-    if (rc == SIMSTORE_OK)
         rc = sims_store_note_holder(live->s, "server");
     uint64_t applied = 0;
     if (rc == SIMSTORE_OK)

@@ -24,12 +24,12 @@
 #include <string.h>
 
 typedef struct cdoc {
-    uint64_t rank;   /* keep order: smaller first; ties by id */
+    uint64_t rank; /* keep order: smaller first; ties by id */
     size_t id_off;
     uint32_t id_len;
     uint32_t node;
     uint32_t flags;
-    uint32_t cluster; /* the kept document's index */
+    uint32_t cluster;  /* the kept document's index */
     size_t sketch_off; /* of its sketch in sketches, + 1; 0: none */
 } cdoc;
 
@@ -396,7 +396,8 @@ static const crun *g_order_run; /* qsort has no context argument */
 
 static int by_best(const void *x, const void *y)
 {
-    uint32_t a = g_order_run->best[*(const uint32_t *)x], b = g_order_run->best[*(const uint32_t *)y];
+    uint32_t a = g_order_run->best[*(const uint32_t *)x],
+             b = g_order_run->best[*(const uint32_t *)y];
     return keeps_before(g_order_run, a, b) ? -1 : keeps_before(g_order_run, b, a) ? 1 : 0;
 }
 
@@ -703,8 +704,8 @@ static int emit_members_before(merged *m, const char *id, size_t len, uint64_t f
         size_t size = 1;
         if (r->docs[d].cluster == d) {
             size = 0;
-            for (size_t k = m->next - 1; k < m->nmembers &&
-                                         r->docs[m->members[k]].cluster == d; k++)
+            for (size_t k = m->next - 1; k < m->nmembers && r->docs[m->members[k]].cluster == d;
+                 k++)
                 size++;
         }
         if (size == 1 && r->docs[d].cluster == d && !m->singletons)
@@ -736,20 +737,21 @@ int scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_
     return rc ? rc : sims_u64sort_finish(*out, 1);
 }
 
-/* One document of the document file, in id order (report_with_singletons). */
-static int single_from_file(void *ctx, const docfile_doc *d)
+/* One live document of a store with a document file, in id order
+ * (report_with_singletons). */
+static int single_from_file(void *ctx, const uint8_t *id, size_t len, const sims_doc_record *rec)
 {
     merged *m = (merged *)ctx;
     crun *r = m->p->r;
-    int rc = emit_members_before(m, (const char *)d->id, d->id_len, 0, 0);
+    int rc = emit_members_before(m, (const char *)id, len, 0, 0);
     if (rc)
         return rc;
-    uint32_t node = node_of(r, d->fingerprint);
-    if (node < r->nnodes && r->nodes[node] == d->fingerprint)
+    uint32_t node = node_of(r, rec->fp);
+    if (node < r->nnodes && r->nodes[node] == rec->fp)
         return 0;
-    return report_single(m->p, (const char *)d->id, d->id_len,
-                         d->id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0, d->fingerprint,
-                         d->sketch != NULL);
+    return report_single(m->p, (const char *)id, len,
+                         (rec->flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0,
+                         rec->fp, rec->sketch != NULL);
 }
 
 static int report_with_singletons(merged *m)
@@ -778,8 +780,8 @@ static int report_with_singletons(merged *m)
         return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
     }
     if (st->snap->docfile) {
-        rc = sims_docfile_each_by_id(st->s, st->snap->docfile, r->so.memory_bytes / 4,
-                                     single_from_file, m);
+        rc = sims_docs_each_by_id(st->s, st->snap, st->txn, r->so.memory_bytes / 4,
+                                  single_from_file, m);
         return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
     }
     MDB_cursor *cur;
@@ -815,8 +817,7 @@ static int report_with_singletons(merged *m)
     return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
 }
 
-static int report_all(crun *r, simstore_cluster_fn fn, void *ctx,
-                      simstore_cluster_summary *summary)
+static int report_all(crun *r, simstore_cluster_fn fn, void *ctx, simstore_cluster_summary *summary)
 {
     uint32_t *members = malloc((r->ndocs ? r->ndocs : 1) * sizeof *members);
     if (!members)
@@ -863,7 +864,7 @@ static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
         sort_unique_nodes(r);
         if (r->nnodes >= UINT32_MAX)
             rc = can_spill(r) ? start_spill(r)
-                            : sims_fail(SIMSTORE_EFULL, "more than 2^32 clustered fingerprints");
+                              : sims_fail(SIMSTORE_EFULL, "more than 2^32 clustered fingerprints");
     }
     if (rc == 0 && !r->spill) {
         if (r->so.progress)

@@ -40,7 +40,7 @@
 #define MEMBER_KEY_MAX (2 * ID_KEY_MAX + 1)        /* kept id, mark, id */
 #define MEMBER_VAL_BYTES 27u /* MEMBER, fp, kept fp, flags, kept flags, similarity */
 #define DOC_VAL_MIN 10u      /* fp, flags, sketch bytes (0 or the store's), sketch */
-#define SINGLE_VAL_BYTES 9u                        /* SINGLE, fp */
+#define SINGLE_VAL_BYTES 9u  /* SINGLE, fp */
 
 /* The kinds of member records. */
 enum { MEMBER = 1, SINGLE = 2 /* a singleton whose flags are read at delivery */ };
@@ -69,7 +69,7 @@ struct scan_spill {
     scan_docs doc;
     scan_spill_stats stats;
     uint8_t key[MEMBER_KEY_MAX];
-    uint8_t kept_key[ID_KEY_MAX]; /* group_members: the kept document */
+    uint8_t kept_key[ID_KEY_MAX];                   /* group_members: the kept document */
     uint8_t kept_sketch[SIMSTORE_SKETCH_MAX_BYTES]; /* and its sketch */
     char id[MEMBER_KEY_MAX], kept_id[MEMBER_KEY_MAX];
 };
@@ -374,39 +374,18 @@ static int visit_shared(void *ctx, uint64_t fp, uint64_t count)
     return visit_fp((scan_spill *)ctx, fp, count, NULL, 0);
 }
 
-/* The runs of one fingerprint in the document file (visit_every_fp): the
- * first document's id points into the file's mapping. */
-typedef struct file_runs {
-    scan_spill *sp;
-    uint64_t fp, n;
-    const char *id;
-    size_t len;
-} file_runs;
-
-static int file_run_doc(void *ctx, const docfile_doc *d)
+/* One live fingerprint of a store with a document file (visit_every_fp). */
+static int visit_live_fp(void *ctx, uint64_t fp, uint64_t count, const uint8_t *id, size_t len)
 {
-    file_runs *w = (file_runs *)ctx;
-    if (w->n && d->fingerprint == w->fp) {
-        w->n++;
-        return 0;
-    }
-    int rc = w->n ? visit_fp(w->sp, w->fp, w->n, w->id, w->len) : 0;
-    w->fp = d->fingerprint;
-    w->n = 1;
-    w->id = (const char *)d->id;
-    w->len = d->id_len;
-    return rc;
+    return visit_fp((scan_spill *)ctx, fp, count, (const char *)id, len);
 }
 
 /* Every fingerprint of fps with its first document (for the singletons). */
 static int visit_every_fp(scan_spill *sp)
 {
     scan_state *st = sp->st;
-    if (st->snap->docfile) {
-        file_runs w = {sp, 0, 0, NULL, 0};
-        int rc = docfile_each(st->snap->docfile, file_run_doc, &w);
-        return rc ? rc : w.n ? visit_fp(sp, w.fp, w.n, w.id, w.len) : 0;
-    }
+    if (st->snap->docfile)
+        return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, visit_live_fp, sp);
     MDB_cursor *cur;
     int mrc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);
     if (mrc)
@@ -543,16 +522,16 @@ static int read_single(scan_spill *sp, const char *id, size_t len, unsigned *fla
 {
     scan_state *st = sp->st;
     if (st->snap->docfile) {
-        docfile_doc d;
-        int found = docfile_find_id(st->snap->docfile, id, len, &d);
-        if (found < 0)
-            return found;
-        if (!found)
-            return SIMS_CORRUPT("%s: document '%.*s' is not in the document file", st->s->path,
-                                (int)len, id);
-        *flags = d.id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0;
-        *fp = d.fingerprint;
-        *similarity = d.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
+        sims_doc_found d;
+        int rc = sims_doc_lookup(st->s, st->snap, st->txn, st->walked, id, len, &d);
+        if (rc)
+            return rc;
+        if (d.where != SIMS_DOC_IN_DOCS && d.where != SIMS_DOC_IN_FILE)
+            return SIMS_CORRUPT("%s: document '%.*s' of a fingerprint's documents is not stored",
+                                st->s->path, (int)len, id);
+        *flags = (d.rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
+        *fp = d.rec.fp;
+        *similarity = d.rec.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
         return 0;
     }
     MDB_val key = {len, (void *)id}, val;

@@ -33,16 +33,6 @@ static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *
     return record_document(st, key, &rec, buf, d);
 }
 
-/* A document of the document file, as to_document gives one of docs. */
-static int file_document(const scan_state *st, const docfile_doc *fd, char *buf,
-                         simstore_document *d)
-{
-    sims_doc_record rec;
-    sims_docfile_record(st->s, fd, &rec);
-    MDB_val key = {fd->id_len, (void *)fd->id};
-    return record_document(st, &key, &rec, buf, d);
-}
-
 /* The checked record of document `key` as a simstore_document. */
 static int record_document(const scan_state *st, const MDB_val *key, const sims_doc_record *r,
                            char *buf, simstore_document *d)
@@ -139,16 +129,20 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
     if (!buf)
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
     for (size_t i = 0; i < n && rc == 0 && st.snap->docfile; i++) {
-        docfile_doc fd;
+        sims_doc_found f;
         simstore_document d;
-        int found = docfile_find_id(st.snap->docfile, ids[i], lens[i], &fd);
-        if (found < 0) {
-            rc = found;
+        rc = sims_doc_lookup(s, st.snap, st.txn, 0, ids[i], lens[i], &f);
+        if (rc)
             break;
-        }
-        if (found) {
-            rc = file_document(&st, &fd, buf, &d);
-            d.segment = st.snap->docfile_segment;
+        if (f.where == SIMS_DOC_IN_DOCS || f.where == SIMS_DOC_IN_FILE) {
+            MDB_val key = {lens[i], (void *)ids[i]};
+            rc = record_document(&st, &key, &f.rec, buf, &d);
+            if (rc == 0)
+                rc = segment_of(&st, d.fp, &d.segment);
+            if (rc == 0 && d.segment == 0)
+                rc = SIMS_CORRUPT("%s: document '%s' has fingerprint %016llx, which no live "
+                                  "segment holds",
+                                  s->path, buf, (unsigned long long)d.fp);
         } else {
             missing_document(ids[i], lens[i], buf, &d);
         }
@@ -238,40 +232,43 @@ static int deliver_by_insertion(exporter *e, size_t keep_bytes)
         size_t len = scan_key_get_id(r.key, r.key_len, &pos, id);
         MDB_val key = {len, id}, val = {r.val_len, (void *)r.val};
         simstore_document d;
-        const docfile_reader *file = e->st->snap->docfile;
-        docfile_doc fd;
-        if (file) {
-            /* The value is the document's ordinal in the file. */
-            rc = r.val_len == 8 ? docfile_get(file, le_load64(r.val), &fd)
-                                : sims_fail(SIMSTORE_EIO, "internal: an ordinal of %u bytes",
-                                            (unsigned)r.val_len);
-            if (rc == 0 && (fd.id_len != len || memcmp(fd.id, id, len) != 0))
-                rc = SIMS_CORRUPT("%s: the document file changed while read", e->st->s->path);
-            if (rc == 0)
-                rc = file_document(e->st, &fd, e->buf, &d);
-        } else {
-            rc = to_document(e->st, &key, &val, e->buf, &d);
-        }
+        rc = to_document(e->st, &key, &val, e->buf, &d);
         if (rc == 0)
             rc = e->fn(e->ctx, &d);
     }
     return rc ? rc : got < 0 ? got : 0;
 }
 
-/* One document of the document file: to fn (in id order) or to the
- * insertion-order sorter (its ordinal as the value). */
-static int export_file_doc(void *ctx, const docfile_doc *fd)
+/* One live document of a store with a document file, in id order: to fn,
+ * or to the insertion-order sorter (its record encoded as docs would hold
+ * it, so that deliver_by_insertion reads both kinds of store alike). */
+static int export_file_doc(void *ctx, const uint8_t *id, size_t len, const sims_doc_record *rec)
 {
     exporter *e = (exporter *)ctx;
+    MDB_val key = {len, (void *)id};
     if (e->order) {
-        uint8_t k[8 + 2 * SIMSTORE_MAX_ID_BYTES + 2], ord[8];
-        be_store64(k, fd->insertion);
-        size_t len = 8 + scan_key_put_id(k + 8, (const char *)fd->id, fd->id_len);
-        le_store64(ord, fd->ordinal);
-        return sims_recsort_push(e->order, k, (uint32_t)len, ord, 8);
+        size_t need =
+            sims_doc_record_size(rec->meta_len, SIMS_DOC_FLAG_INSERTION |
+                                                    SIMS_DOC_FLAG_SKETCH(rec->sketch_kind) |
+                                                    SIMS_DOC_FLAG_PARAGRAPHS) +
+            (size_t)rec->para_count * 8;
+        uint8_t *v = malloc(need);
+        if (!v)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        size_t n = sims_doc_record_encode_full(
+            id, len, rec->fp, rec->flags | SIMS_DOC_FLAG_SKETCH(rec->sketch_kind), rec->insertion,
+            rec->sketch, rec->paras, rec->para_count, rec->meta, rec->meta_len, v, need);
+        simstore_document d;
+        memset(&d, 0, sizeof d);
+        d.insertion = rec->insertion;
+        MDB_val val = {n, v};
+        int rc = n ? push_by_insertion(e, &key, &val, &d)
+                   : sims_fail(SIMSTORE_EIO, "internal: a record of %zu bytes", need);
+        free(v);
+        return rc;
     }
     simstore_document d;
-    int rc = file_document(e->st, fd, e->buf, &d);
+    int rc = record_document(e->st, &key, rec, e->buf, &d);
     return rc ? rc : e->fn(e->ctx, &d);
 }
 
@@ -310,9 +307,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     if (rc == 0 && (flags & SIMSTORE_EXPORT_BY_INSERTION))
         rc = scan_sorter_new(&o, 2, &e.order);
     if (rc == 0 && st.snap->docfile) {
-        rc = e.order ? docfile_each(st.snap->docfile, export_file_doc, &e)
-                     : sims_docfile_each_by_id(s, st.snap->docfile, o.memory_bytes / 2,
-                                               export_file_doc, &e);
+        rc = sims_docs_each_by_id(s, st.snap, st.txn, o.memory_bytes / 2, export_file_doc, &e);
         if (rc == 0 && e.order)
             rc = deliver_by_insertion(&e, (size_t)(o.memory_bytes / 2));
         goto done;

@@ -30,7 +30,11 @@ int scan_state_begin(simstore *s, scan_state *st)
      * open did (format/store.md, "Trusting LMDB"). */
     memset(st, 0, sizeof *st);
     int rc = sims_env_full_walk(&s->env);
-    return rc ? rc : scan_state_begin_lookups(s, st);
+    if (rc == SIMSTORE_OK)
+        rc = scan_state_begin_lookups(s, st);
+    if (rc == SIMSTORE_OK)
+        st->walked = 1;
+    return rc;
 }
 
 int scan_state_begin_lookups(simstore *s, scan_state *st)
@@ -213,23 +217,23 @@ static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record 
     return 0;
 }
 
-/* fp's documents from the store's document file (docs_read). */
+/* fp's documents in a store with a document file (docs_read): the file's
+ * live ones merged in id order with fps's (when docs holds changes). */
 typedef struct file_read {
     scan_state *st;
+    uint64_t fp;
     scan_docs *d;
     int with_meta;
     scan_doc_fn fn;
     void *ctx;
     uint64_t n;
+    int m; /* the fps cursor's last return: 0 on an entry of fp */
+    MDB_val key, val;
 } file_read;
 
-static int file_doc(void *ctx, const docfile_doc *fd)
+/* One document to d, or to fn (then dropped). */
+static int hand_over(file_read *f, int e)
 {
-    file_read *f = (file_read *)ctx;
-    sims_doc_record rec;
-    sims_docfile_record(f->st->s, fd, &rec);
-    MDB_val id = {fd->id_len, (void *)fd->id};
-    int e = docs_append(f->st, &id, &rec, f->with_meta, f->d);
     if (e == 0 && f->fn) {
         e = f->fn(f->ctx, f->d, &f->d->docs[0]);
         f->d->count = 0;
@@ -237,6 +241,64 @@ static int file_doc(void *ctx, const docfile_doc *fd)
     }
     f->n++;
     return e;
+}
+
+/* fps's documents of fp before id (all of them: id NULL). */
+static int fps_docs_before(file_read *f, const uint8_t *id, size_t len)
+{
+    while (f->m == 0) {
+        size_t n = f->val.mv_size < len ? f->val.mv_size : len;
+        int c = id ? memcmp(f->val.mv_data, id, n) : -1;
+        if (id && c == 0)
+            c = (f->val.mv_size > len) - (f->val.mv_size < len);
+        if (c >= 0)
+            break;
+        int e = hand_over(f, docs_add(f->st, f->fp, &f->val, f->with_meta, f->d));
+        if (e)
+            return e;
+        f->m = mdb_cursor_get(f->st->fps, &f->key, &f->val, MDB_NEXT_DUP);
+    }
+    return f->m == 0 || f->m == MDB_NOTFOUND ? 0 : sims_mdb_fail(f->m, "read fps");
+}
+
+static int file_doc(void *ctx, const docfile_doc *fd)
+{
+    file_read *f = (file_read *)ctx;
+    int live = sims_docfile_doc_live(f->st->s, f->st->snap->docfile_changed, f->st->txn,
+                                     f->st->walked, fd);
+    if (live <= 0)
+        return live;
+    int e = fps_docs_before(f, fd->id, fd->id_len);
+    if (e)
+        return e;
+    sims_doc_record rec;
+    sims_docfile_record(f->st->s, fd, &rec);
+    MDB_val id = {fd->id_len, (void *)fd->id};
+    return hand_over(f, docs_append(f->st, &id, &rec, f->with_meta, f->d));
+}
+
+static int file_docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, scan_doc_fn fn,
+                          void *ctx, uint64_t *visited)
+{
+    file_read f = {st, fp, d, with_meta, fn, ctx, 0, MDB_NOTFOUND, {0, NULL}, {0, NULL}};
+    uint8_t kb[8];
+    be_store64(kb, fp);
+    if (st->snap->docfile_changed) {
+        f.key.mv_size = 8;
+        f.key.mv_data = kb;
+        f.m = mdb_cursor_get(st->fps, &f.key, &f.val, MDB_SET_KEY);
+        if (f.m && f.m != MDB_NOTFOUND)
+            return sims_mdb_fail(f.m, "read fps");
+    }
+    int e = docfile_find_fp(st->snap->docfile, fp, file_doc, &f);
+    if (e == 0)
+        e = fps_docs_before(&f, NULL, 0);
+    if (e)
+        return e;
+    if (visited)
+        *visited = f.n;
+    d->valid = fn == NULL;
+    return 0;
 }
 
 /* Read fp's documents into d: all of them (fn NULL), or one at a time,
@@ -248,16 +310,8 @@ static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, s
     d->valid = 0;
     d->count = 0;
     d->ids_len = 0;
-    if (st->snap->docfile) {
-        file_read f = {st, d, with_meta, fn, ctx, 0};
-        int e = docfile_find_fp(st->snap->docfile, fp, file_doc, &f);
-        if (e)
-            return e;
-        if (visited)
-            *visited = f.n;
-        d->valid = fn == NULL;
-        return 0;
-    }
+    if (st->snap->docfile)
+        return file_docs_read(st, fp, with_meta, d, fn, ctx, visited);
     uint64_t n = 0;
     uint8_t kb[8];
     be_store64(kb, fp);
@@ -302,18 +356,34 @@ void scan_docs_free(scan_docs *d)
     memset(d, 0, sizeof *d);
 }
 
+typedef struct live_count {
+    scan_state *st;
+    uint64_t n;
+} live_count;
+
 static int count_doc(void *ctx, const docfile_doc *d)
 {
-    (void)d;
-    ++*(uint64_t *)ctx;
+    live_count *c = (live_count *)ctx;
+    int live =
+        sims_docfile_doc_live(c->st->s, c->st->snap->docfile_changed, c->st->txn, c->st->walked, d);
+    if (live < 0)
+        return live;
+    c->n += (uint64_t)live;
     return 0;
 }
 
 int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
 {
     *count = 0;
-    if (st->snap->docfile)
-        return docfile_find_fp(st->snap->docfile, fp, count_doc, count);
+    if (st->snap->docfile) {
+        live_count c = {st, 0};
+        int e = docfile_find_fp(st->snap->docfile, fp, count_doc, &c);
+        if (e || !st->snap->docfile_changed) {
+            *count = c.n;
+            return e;
+        }
+        *count = c.n; /* and fps's, below */
+    }
     uint8_t kb[8];
     be_store64(kb, fp);
     MDB_val key = {8, kb}, val;
@@ -326,29 +396,22 @@ int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
     rc = mdb_cursor_count(st->fps, &n);
     if (rc)
         return sims_mdb_fail(rc, "count fps entries");
-    *count = (uint64_t)n;
+    *count += (uint64_t)n;
     return 0;
 }
 
-/* The runs of one fingerprint in the document file's order
- * (scan_each_shared_fp). */
-typedef struct run_walk {
+/* Fingerprints with two documents or more (scan_each_shared_fp). */
+typedef struct shared_walk {
     scan_shared_fn fn;
     void *ctx;
-    uint64_t fp, n;
-} run_walk;
+} shared_walk;
 
-static int run_doc(void *ctx, const docfile_doc *d)
+static int shared_fp(void *ctx, uint64_t fp, uint64_t count, const uint8_t *id, size_t len)
 {
-    run_walk *w = (run_walk *)ctx;
-    if (w->n && d->fingerprint == w->fp) {
-        w->n++;
-        return 0;
-    }
-    int e = w->n >= 2 ? w->fn(w->ctx, w->fp, w->n) : 0;
-    w->fp = d->fingerprint;
-    w->n = 1;
-    return e;
+    (void)id;
+    (void)len;
+    shared_walk *w = (shared_walk *)ctx;
+    return count >= 2 ? w->fn(w->ctx, fp, count) : 0;
 }
 
 int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
@@ -357,9 +420,8 @@ int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
     if (st->snap->doc_count <= st->snap->fp_count)
         return 0;
     if (st->snap->docfile) {
-        run_walk w = {fn, ctx, 0, 0};
-        int e = docfile_each(st->snap->docfile, run_doc, &w);
-        return e ? e : w.n >= 2 ? fn(ctx, w.fp, w.n) : 0;
+        shared_walk w = {fn, ctx};
+        return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, shared_fp, &w);
     }
     MDB_cursor *cur;
     int rc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);

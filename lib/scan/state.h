@@ -21,6 +21,7 @@ typedef struct scan_state {
     MDB_cursor *fps; /* NULL in a fingerprint-only store */
     sims_snapshot *snap;
     int fp_only;
+    int walked; /* data.mdb walked (scan_state_begin): reads need no check */
 } scan_state;
 
 /* Begin: a read transaction and the snapshot it sees (read again while
@@ -41,9 +42,9 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
 typedef struct scan_doc {
     size_t off; /* of the id in ids */
     uint32_t len;
-    uint32_t flags;      /* SIMSTORE_MATCH_INTEGER_ID or 0 */
-    uint64_t insertion;  /* the record's insertion number (0: none) */
-    size_t meta_off;     /* of the metadata in ids; meta_len 0: none */
+    uint32_t flags;     /* SIMSTORE_MATCH_INTEGER_ID or 0 */
+    uint64_t insertion; /* the record's insertion number (0: none) */
+    size_t meta_off;    /* of the metadata in ids; meta_len 0: none */
     size_t meta_len;
     size_t sketch_off; /* of its sketch in ids (the store's kind), + 1;
                             0: it has none */

@@ -532,9 +532,7 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
     if (busy)
         return sims_fail(SIMSTORE_EBUSY, "%s: a builder is already open", s->path);
     simstore_builder *b;
-    int rc = sims_refuse_document_files(s, "add");
-    if (rc == SIMSTORE_OK)
-        rc = builder_new(o, &b);
+    int rc = builder_new(o, &b);
     if (rc) {
         pthread_mutex_lock(&s->mu);
         s->builder_open = 0;
@@ -723,6 +721,12 @@ typedef struct finish_state {
 
 static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
 {
+    if (f->snap && f->snap->docfile) {
+        /* docs's document, else the file's unless docs has its tombstone. */
+        sims_doc_found d;
+        int rc = sims_doc_lookup(f->b->store, f->snap, f->check_txn, 1, id, len, &d);
+        return rc ? rc : d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE;
+    }
     MDB_val key = {len, (void *)id}, val;
     int rc = mdb_get(f->check_txn, f->b->store->env.docs, &key, &val);
     if (rc == 0)
@@ -730,6 +734,16 @@ static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
     return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read docs");
 }
 
+/* A live document of the store's document file holds the fingerprint. */
+static int note_live(void *ctx, const docfile_doc *d)
+{
+    finish_state *f = (finish_state *)ctx;
+    int live = sims_docfile_doc_live(f->b->store, f->snap->docfile_changed, f->check_txn, 1, d);
+    return live < 0 ? live : live ? 1 : 0;
+}
+
+/* A document of the store holds fp: fps has it, or a live document of the
+ * store's document file. */
 static int fp_exists_lmdb(finish_state *f, uint64_t fp)
 {
     uint8_t k[8];
@@ -738,7 +752,12 @@ static int fp_exists_lmdb(finish_state *f, uint64_t fp)
     int rc = mdb_get(f->check_txn, f->b->store->env.fps, &key, &val);
     if (rc == 0)
         return 1;
-    return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read fps");
+    if (rc != MDB_NOTFOUND)
+        return sims_mdb_fail(rc, "read fps");
+    if (!f->snap || !f->snap->docfile)
+        return 0;
+    rc = docfile_find_fp(f->snap->docfile, fp, note_live, f);
+    return rc < 0 ? rc : rc == 1;
 }
 
 static int found_one(void *ctx, uint64_t v)
@@ -1229,7 +1248,35 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
         size_t n =
             encode_doc_value(rec.key, rec.key_len, rec.val, rec.val_len, insertion, buf, cap, NULL);
         MDB_val key = {rec.key_len, (void *)rec.key}, val = {n, buf};
+        if (f->clashes && f->snap && f->snap->docfile) {
+            /* An id the store's document file holds, live (docs has no key
+             * of it), was a clash the fingerprint pass skipped. */
+            docfile_doc fd;
+            MDB_val old;
+            int in_file = docfile_find_id(f->snap->docfile, rec.key, rec.key_len, &fd);
+            int in_docs = in_file == 1 ? mdb_get(txn, c->env->docs, &key, &old) : 0;
+            if (in_file < 0) {
+                rc = in_file;
+                break;
+            }
+            if (in_file == 1 && in_docs == MDB_NOTFOUND)
+                continue;
+        }
         int m = mdb_put(txn, c->env->docs, &key, &val, docs_flags);
+        if (m == MDB_KEYEXIST && f->snap && f->snap->docfile) {
+            /* A tombstone (the file's document of the id was deleted) gives
+             * way to the document added again. LMDB pointed val at the
+             * value it found. */
+            sims_doc_record r;
+            int tombstone = 0;
+            if (sims_doc_entry_decode(rec.key, rec.key_len, (const uint8_t *)val.mv_data,
+                                      val.mv_size, &r, &tombstone) == SIMSTORE_OK &&
+                tombstone) {
+                val.mv_size = n;
+                val.mv_data = buf;
+                m = mdb_put(txn, c->env->docs, &key, &val, 0);
+            }
+        }
         /* An id stored already, or given again (the first given sorts
          * first): skipped, as the fingerprint pass decided. */
         if (m == MDB_KEYEXIST && f->clashes && b->opt.skip_existing)
@@ -1325,6 +1372,11 @@ static int commit_fn(MDB_txn *txn, void *ctx)
     }
     if (st.segment_count)
         memcpy(segs, st.segments, st.segment_count * sizeof *segs);
+    /* Documents written to docs beside a document file: docs holds changes
+     * (format/store.md, "Document files"). */
+    for (uint32_t i = 0; i < st.segment_count && !c->new_store && f->doc_count; i++)
+        if (segs[i].flags & SIMS_SEGMENT_FLAG_DOCFILE)
+            segs[i].flags |= SIMS_SEGMENT_FLAG_CHANGED;
     if (f->new_fps > 0) {
         sims_segment_entry *e = &segs[nseg - 1];
         e->id = f->segment_id;
@@ -1545,9 +1597,9 @@ static int finish_begin(finish_state *f)
     rc = check_insertion_limits(f);
     if (rc)
         return rc;
-    if (b->fp_only)
-        rc = sims_store_snapshot(s, f->check_txn, &f->snap);
-    return rc;
+    /* The segments to test fingerprints against (fingerprint-only), or
+     * the document file to test ids and fingerprints against. */
+    return sims_store_snapshot(s, f->check_txn, &f->snap);
 }
 
 /* Phase 2: sort the documents (clashing ids found here) and keep the

@@ -8,9 +8,11 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "sort/u64sort.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +73,88 @@ static int delete_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *r
     return rc;
 }
 
+/* Whether a document of the store still holds fp (after a delete in
+ * txn): fps has it, or a live document of the document file. */
+typedef struct live_probe {
+    simstore *s;
+    MDB_txn *txn;
+} live_probe;
+
+static int note_live(void *ctx, const docfile_doc *d)
+{
+    live_probe *p = (live_probe *)ctx;
+    /* docs may hold this delete's tombstones already: always look. */
+    int live = sims_docfile_doc_live(p->s, 1, p->txn, 1, d);
+    return live < 0 ? live : live ? 1 : 0;
+}
+
+static int fp_still_held(simstore *s, const docfile_reader *file, MDB_txn *txn, uint64_t fp)
+{
+    uint8_t fpkey[8];
+    be_store64(fpkey, fp);
+    MDB_val fk = {8, fpkey}, probe_val;
+    int m = mdb_get(txn, s->env.fps, &fk, &probe_val);
+    if (m == 0)
+        return 1;
+    if (m != MDB_NOTFOUND)
+        return sims_mdb_write_status(m, "read fps");
+    live_probe p = {s, txn};
+    int rc = docfile_find_fp(file, fp, note_live, &p);
+    return rc < 0 ? rc : rc == 1;
+}
+
+/* Delete document `id` of a store with a document file: docs's document
+ * (replaced by a tombstone when the file also has the id, whose document it
+ * had replaced), or the file's (a tombstone). 1 when deleted, 0 when not
+ * stored; *fp its fingerprint. */
+static int delete_with_file(simstore *s, const docfile_reader *file, MDB_txn *txn, const char *id,
+                            size_t len, uint64_t *fp)
+{
+    MDB_val key = {len, (void *)id}, val;
+    int m = mdb_get(txn, s->env.docs, &key, &val);
+    if (m && m != MDB_NOTFOUND)
+        return sims_mdb_write_status(m, "read docs");
+    docfile_doc fd;
+    int in_file = docfile_find_id(file, id, len, &fd);
+    if (in_file < 0)
+        return in_file;
+    int rc;
+    if (m == 0) {
+        sims_doc_record rec;
+        int tombstone;
+        rc = sims_doc_entry_decode((const uint8_t *)id, len, (const uint8_t *)val.mv_data,
+                                   val.mv_size, &rec, &tombstone);
+        if (rc)
+            return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)len, id);
+        if (tombstone)
+            return 0;
+        *fp = rec.fp;
+        uint8_t fpkey[8];
+        be_store64(fpkey, rec.fp);
+        MDB_val fk = {8, fpkey}, fv = {len, (void *)id};
+        m = mdb_del(txn, s->env.fps, &fk, &fv);
+        if (m == MDB_NOTFOUND)
+            return SIMS_CORRUPT("%s: document '%.*s' is missing from the fingerprint index",
+                                s->path, (int)len, id);
+        if (m)
+            return sims_mdb_write_status(m, "delete a document");
+        if (!in_file) {
+            m = mdb_del(txn, s->env.docs, &key, NULL);
+            return m ? sims_mdb_write_status(m, "delete a document") : 1;
+        }
+    } else if (!in_file) {
+        return 0;
+    } else {
+        *fp = fd.fingerprint;
+    }
+    /* The file's document of id stays out of the store under a tombstone. */
+    uint8_t t[SIMS_DOC_RECORD_OVERHEAD];
+    sims_doc_tombstone_encode((const uint8_t *)id, len, fd.fingerprint, t, sizeof t);
+    MDB_val tv = {sizeof t, t};
+    m = mdb_put(txn, s->env.docs, &key, &tv, 0);
+    return m ? sims_mdb_write_status(m, "write a tombstone") : 1;
+}
+
 static int delete_fn(MDB_txn *txn, void *arg)
 {
     delete_ctx *c = (delete_ctx *)arg;
@@ -79,6 +163,20 @@ static int delete_fn(MDB_txn *txn, void *arg)
     int rc = sims_store_read_state(s, txn, &st);
     if (rc)
         return rc;
+    /* The document file of the state this delete changes, opened here:
+     * a snapshot is for read transactions (sims_store_snapshot). */
+    docfile_reader *file = NULL;
+    for (uint32_t i = 0; i < st.segment_count && rc == SIMSTORE_OK; i++)
+        if (st.segments[i].flags & SIMS_SEGMENT_FLAG_DOCFILE) {
+            char path[PATH_MAX];
+            rc = sims_docfile_path(path, sizeof path, s->path, st.segments[i].id);
+            if (rc == SIMSTORE_OK)
+                rc = docfile_open(path, &file);
+        }
+    if (rc) {
+        sims_state_record_release(&st);
+        return rc;
+    }
     c->deleted = 0;
     memset(c->missing, 0, c->n);
     uint64_t fps_gone = 0;
@@ -86,6 +184,20 @@ static int delete_fn(MDB_txn *txn, void *arg)
         size_t len = c->lens[i];
         if (len == 0 || len > SIMSTORE_MAX_ID_BYTES) {
             c->missing[i] = 1;
+            continue;
+        }
+        if (file) {
+            uint64_t fp = 0;
+            int done = delete_with_file(s, file, txn, c->ids[i], len, &fp);
+            int held = done == 1 ? fp_still_held(s, file, txn, fp) : 0;
+            if (done < 0 || held < 0) {
+                rc = done < 0 ? done : held;
+                break;
+            }
+            if (done == 0)
+                c->missing[i] = 1;
+            c->deleted += (uint64_t)done;
+            fps_gone += (uint64_t)(done == 1 && !held);
             continue;
         }
         MDB_val key = {len, (void *)c->ids[i]}, val;
@@ -145,9 +257,13 @@ static int delete_fn(MDB_txn *txn, void *arg)
             st.generation++;
             st.doc_count -= c->deleted;
             st.fp_count -= fps_gone;
+            for (uint32_t i = 0; i < st.segment_count; i++)
+                if (st.segments[i].flags & SIMS_SEGMENT_FLAG_DOCFILE)
+                    st.segments[i].flags |= SIMS_SEGMENT_FLAG_CHANGED;
             rc = sims_put_state(txn, s->env.meta, &st);
         }
     }
+    docfile_close(file);
     sims_state_record_release(&st);
     return rc;
 }
@@ -181,8 +297,6 @@ int simstore_delete(simstore *s, const char *const *ids, const size_t *id_lens, 
     if (s->store_flags & SIMS_STORE_FLAG_FP_ONLY)
         return sims_fail(SIMSTORE_EINVAL, "%s is a fingerprint-only store: it has no documents",
                          s->path);
-    if ((rc = sims_refuse_document_files(s, "delete")))
-        return rc;
     delete_ctx c = {s, ids, id_lens, n, calloc(n ? n : 1, 1), 0};
     if (!c.missing)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
@@ -220,6 +334,10 @@ typedef struct compact_ctx {
     /* The paragraph index's one segment after compaction (its live
      * paragraph fingerprints: the keys of pfps), id segment_id + 1. */
     uint64_t para_fp_count;
+    /* The new segment's documents went to its document file (format/store.md,
+     * "Document files"): docs and fps are emptied by the commit. */
+    int docfile;
+    uint64_t docfile_docs;
 } compact_ctx;
 
 static int compact_fn(MDB_txn *txn, void *arg)
@@ -233,8 +351,10 @@ static int compact_fn(MDB_txn *txn, void *arg)
         sims_state_record_release(&st);
         return sims_fail(SIMSTORE_EBUSY, "the store changed during compaction");
     }
-    sims_segment_entry e = {c->segment_id, c->fp_count, sims_now_unix(), c->table_count, 0};
-    sims_segment_entry pe = {c->segment_id + 1, c->para_fp_count, e.created_unix, c->table_count, 0};
+    sims_segment_entry e = {c->segment_id, c->fp_count, sims_now_unix(), c->table_count,
+                            c->docfile && c->fp_count ? SIMS_SEGMENT_FLAG_DOCFILE : 0};
+    sims_segment_entry pe = {c->segment_id + 1, c->para_fp_count, e.created_unix, c->table_count,
+                             0};
     sims_state_record next = st;
     next.generation = st.generation + 1;
     next.next_segment_id = c->para_fp_count ? c->segment_id + 2
@@ -247,9 +367,17 @@ static int compact_fn(MDB_txn *txn, void *arg)
     if (!(c->s->store_flags & SIMS_STORE_FLAG_FP_ONLY) && next.fp_count != c->fp_count)
         rc = SIMS_CORRUPT("%s: the state counts %" PRIu64 " fingerprints, the index holds %" PRIu64,
                           c->s->path, st.fp_count, c->fp_count);
+    else if (c->docfile && c->docfile_docs != st.doc_count)
+        rc = SIMS_CORRUPT("%s: the state counts %" PRIu64 " documents, the store gave %" PRIu64,
+                          c->s->path, st.doc_count, c->docfile_docs);
     else {
+        int m = 0;
+        if (c->docfile && ((m = mdb_drop(txn, c->s->env.docs, 0)) != 0 ||
+                           (m = mdb_drop(txn, c->s->env.fps, 0)) != 0))
+            rc = sims_mdb_write_status(m, "empty docs and fps");
         next.fp_count = c->fp_count;
-        rc = sims_put_state(txn, c->s->env.meta, &next);
+        if (rc == SIMSTORE_OK)
+            rc = sims_put_state(txn, c->s->env.meta, &next);
     }
     sims_state_record_release(&st);
     return rc;
@@ -288,15 +416,179 @@ static int collect_keys(simstore *s, MDB_txn *txn, MDB_dbi dbi, sims_spool *out)
     }
 }
 
+/* The live fingerprints of a store with a document file (collect_live). */
+typedef struct live_out {
+    uint64_t buf[READ_CHUNK];
+    size_t n;
+    sims_spool *out;
+} live_out;
+
+static int push_live(void *ctx, uint64_t fp, uint64_t count, const uint8_t *id, size_t len)
+{
+    (void)count;
+    (void)id;
+    (void)len;
+    live_out *lo = (live_out *)ctx;
+    lo->buf[lo->n++] = fp;
+    if (lo->n < READ_CHUNK)
+        return SIMSTORE_OK;
+    lo->n = 0;
+    return sims_spool_append(lo->out, lo->buf, READ_CHUNK);
+}
+
+/* ---- a compaction's document file ------------------------------------------- */
+
+typedef struct compact_docs {
+    simstore *s;
+    const sims_snapshot *snap;
+    MDB_txn *txn;
+    docfile_writer *w;
+    docfile_doc *file; /* the file's live documents of one fingerprint */
+    size_t nfile, cap;
+    uint64_t written;
+} compact_docs;
+
+static int gather_file(void *ctx, const docfile_doc *d)
+{
+    compact_docs *cd = (compact_docs *)ctx;
+    int live = sims_docfile_doc_live(cd->s, cd->snap->docfile_changed, cd->txn, 1, d);
+    if (live <= 0)
+        return live;
+    if (sims_grow((void **)&cd->file, &cd->cap, cd->nfile + 1, sizeof *cd->file, 16))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+    cd->file[cd->nfile++] = *d;
+    return SIMSTORE_OK;
+}
+
+static int write_doc(compact_docs *cd, const docfile_doc *d)
+{
+    if (simstore_sketch_bytes(cd->s->text.sketch) && !d->sketch)
+        return SIMS_CORRUPT("%s: document '%.*s' has no sketch, which a document file of this "
+                            "store needs (rebuild the store from its documents)",
+                            cd->s->path, (int)d->id_len, (const char *)d->id);
+    cd->written++;
+    return docfile_writer_add(cd->w, d);
+}
+
+/* docs's document `id` of fingerprint fp, to the file. */
+static int write_lmdb_doc(compact_docs *cd, uint64_t fp, const MDB_val *id)
+{
+    simstore *s = cd->s;
+    MDB_val key = *id, val;
+    int m = mdb_get(cd->txn, s->env.docs, &key, &val);
+    if (m == MDB_NOTFOUND)
+        return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", s->path,
+                            (int)id->mv_size, (const char *)id->mv_data);
+    if (m)
+        return sims_mdb_fail(m, "read docs");
+    sims_doc_record rec;
+    int rc = sims_doc_record_decode((const uint8_t *)id->mv_data, id->mv_size,
+                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
+    if (rc)
+        return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)id->mv_size,
+                                 (const char *)id->mv_data);
+    if (rec.fp != fp)
+        return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016" PRIx64
+                            " in docs, %016" PRIx64 " in fps",
+                            s->path, (int)id->mv_size, (const char *)id->mv_data, rec.fp, fp);
+    if ((rc = sims_check_doc_sketch(s, &rec, (const char *)id->mv_data, id->mv_size)))
+        return rc;
+    docfile_doc d = {0,
+                     fp,
+                     rec.insertion,
+                     (const uint8_t *)id->mv_data,
+                     (uint32_t)id->mv_size,
+                     (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) != 0,
+                     rec.meta,
+                     (uint32_t)rec.meta_len,
+                     rec.sketch,
+                     rec.paras,
+                     rec.para_count};
+    return write_doc(cd, &d);
+}
+
+static int id_before(const uint8_t *a, size_t alen, const void *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c < 0 : alen < blen;
+}
+
+/* Every live document of the store, in (fingerprint, id) order, into a new
+ * document file at `path`: for each live fingerprint, the file's live
+ * documents merged with fps's. *count: the documents written. */
+static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
+                             const sims_spool *live, const char *path, uint64_t memory,
+                             uint64_t *count)
+{
+    compact_docs cd = {s, snap, txn, NULL, NULL, 0, 0, 0};
+    MDB_cursor *cur = NULL;
+    int rc = docfile_writer_open(path, (unsigned)simstore_sketch_bytes(s->text.sketch),
+                                 (size_t)(memory / 4), s->path, &cd.w);
+    int m = rc ? 0 : mdb_cursor_open(txn, s->env.fps, &cur);
+    if (m)
+        rc = sims_mdb_fail(m, "open a cursor on fps");
+    uint64_t buf[READ_CHUNK];
+    size_t n;
+    sims_spool_reader r;
+    sims_spool_reader_init(&r, live);
+    while (rc == SIMSTORE_OK && (rc = sims_spool_read(&r, buf, READ_CHUNK, &n)) == 0 && n > 0) {
+        for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
+            uint64_t fp = buf[i];
+            cd.nfile = 0;
+            if (snap->docfile)
+                rc = docfile_find_fp(snap->docfile, fp, gather_file, &cd);
+            uint8_t kb[8];
+            be_store64(kb, fp);
+            MDB_val key = {8, kb}, val;
+            m = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &key, &val, MDB_SET_KEY);
+            size_t j = 0;
+            while (rc == SIMSTORE_OK && (j < cd.nfile || m == 0)) {
+                const docfile_doc *fd = j < cd.nfile ? &cd.file[j] : NULL;
+                if (fd && (m != 0 || id_before(fd->id, fd->id_len, val.mv_data, val.mv_size))) {
+                    rc = write_doc(&cd, fd);
+                    j++;
+                    continue;
+                }
+                rc = write_lmdb_doc(&cd, fp, &val);
+                if (rc == SIMSTORE_OK)
+                    m = mdb_cursor_get(cur, &key, &val, MDB_NEXT_DUP);
+            }
+            if (rc == SIMSTORE_OK && m != 0 && m != MDB_NOTFOUND)
+                rc = sims_mdb_fail(m, "read fps");
+        }
+    }
+    if (cur)
+        mdb_cursor_close(cur);
+    free(cd.file);
+    if (rc) {
+        docfile_writer_abort(cd.w);
+        return rc;
+    }
+    *count = cd.written;
+    return docfile_writer_commit(cd.w, NULL);
+}
+
 /* The live fingerprints, sorted and distinct, into `out`: the keys of `fps`
- * for a store of documents; the union of every segment's table 0 for a
- * fingerprint-only store. */
+ * for a store of documents (with the live ones of its document file); the
+ * union of every segment's table 0 for a fingerprint-only store. */
 static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, uint64_t memory,
                         sims_spool *out)
 {
     uint64_t buf[READ_CHUNK];
     size_t n = 0;
     int rc = SIMSTORE_OK;
+    if (snap->docfile) {
+        live_out *lo = malloc(sizeof *lo);
+        if (!lo)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
+        lo->n = 0;
+        lo->out = out;
+        rc = sims_docs_each_fp(s, snap, txn, 1, push_live, lo);
+        if (rc == SIMSTORE_OK)
+            rc = sims_spool_append(out, lo->buf, lo->n);
+        free(lo);
+        return rc;
+    }
     if (!(s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
         return collect_keys(s, txn, s->env.fps, out);
     /* Fingerprint-only: decode table 0 of every segment, unpermute, sort. */
@@ -326,8 +618,6 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
 int simstore_compact(simstore *s, const simstore_build_options *o)
 {
     int rc = need_writer(s);
-    if (rc == SIMSTORE_OK)
-        rc = sims_refuse_document_files(s, "compact");
     if (rc)
         return rc;
     simstore_build_options opt;
@@ -344,7 +634,7 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
     sims_state_record old;
     memset(&old, 0, sizeof old);
     int have_old = 0, written = 0, para_written = 0;
-    compact_ctx c = {s, 0, 0, 0, s->design->n_tables, 0};
+    compact_ctx c = {s, 0, 0, 0, s->design->n_tables, 0, 0, 0};
 
     pthread_mutex_lock(&s->write_mu); /* one change at a time per handle */
     rc = sims_env_read_begin(&s->env, &txn);
@@ -375,7 +665,10 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
             mdb_cursor_close(cur);
             para_due = keys != old.para_segments[0].fp_count;
         }
-        if ((held == old.fp_count && !para_due) || (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
+        /* A document file with changes in docs: they go into a new file. */
+        int changed = old.segment_count && (old.segments[0].flags & SIMS_SEGMENT_FLAG_CHANGED);
+        if ((held == old.fp_count && !para_due && !changed) ||
+            (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
             goto done;
     }
     rc = sims_store_snapshot(s, txn, &snap);
@@ -387,6 +680,20 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
         rc = collect_live(s, txn, snap, opt.memory_bytes / 4, live);
     if (rc == SIMSTORE_OK)
         rc = sims_spool_seal(live);
+    /* The new segment's documents in its document file: when the store has
+     * one, or a build would write one (format/store.md, "Document files"). */
+    c.docfile = !(s->store_flags & SIMS_STORE_FLAG_FP_ONLY) && !s->env.pfps &&
+                (snap && (snap->docfile || sims_build_document_files()));
+    c.segment_id = old.next_segment_id;
+    if (rc == SIMSTORE_OK && c.docfile && sims_spool_count(live) > 0) {
+        char path[PATH_MAX];
+        written = 1; /* sims_segment_remove takes the file too */
+        rc = sims_docfile_path(path, sizeof path, s->path, c.segment_id);
+        if (opt.progress)
+            opt.progress(opt.progress_ctx, "writing documents", 0, old.doc_count);
+        if (rc == SIMSTORE_OK)
+            rc = compact_documents(s, snap, txn, live, path, opt.memory_bytes, &c.docfile_docs);
+    }
     if (rc == SIMSTORE_OK && s->env.pfps) {
         rc = sims_spool_new((size_t)(opt.memory_bytes / 8 / 8), s->path, &plive);
         if (rc == SIMSTORE_OK)
@@ -399,7 +706,6 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
     if (rc)
         goto done;
     c.old_generation = old.generation;
-    c.segment_id = old.next_segment_id;
     c.fp_count = sims_spool_count(live);
     if (c.fp_count > 0) {
         sims_segment_job job = {

@@ -40,6 +40,8 @@ struct simstore_query {
     size_t meta_cap;
     size_t *sketch_offs; /* per match: its sketch in the arena, + 1; 0: none */
     size_t sketch_cap;
+    uint8_t *from_file; /* per match: 1 when read (and attached) from a document file */
+    size_t from_file_cap;
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
     sims_para_buffers *para; /* paragraph queries' (paragraphs.c), or NULL */
@@ -109,6 +111,7 @@ void simstore_query_free(simstore_query *q)
     free(q->masks);
     free(q->meta_offs);
     free(q->sketch_offs);
+    free(q->from_file);
     free(q->cand);
     free(q->matches);
     free(q->arena);
@@ -169,8 +172,10 @@ static int arena_put(simstore_query *q, const void *data, size_t n, size_t *off)
 static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_id, uint64_t fp,
                       unsigned distance)
 {
-    if (grow((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches))
+    if (grow((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches) ||
+        grow((void **)&q->from_file, &q->from_file_cap, q->match_len + 1, 1))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
+    q->from_file[q->match_len] = 0;
     simstore_match *m = &q->matches[q->match_len++];
     memset(m, 0, sizeof *m);
     /* Offsets now, pointers once the arena stops moving. */
@@ -535,6 +540,9 @@ static int put_docfile_doc(void *ctx, const docfile_doc *d)
     docfile_sink *k = (docfile_sink *)ctx;
     simstore_query *q = k->q;
     simstore *s = q->store;
+    int live = sims_docfile_doc_live(s, q->snap->docfile_changed, q->txn, 0, d);
+    if (live <= 0)
+        return live;
     size_t off;
     int rc = arena_put(q, d->id, d->id_len, &off);
     if (rc == SIMSTORE_OK)
@@ -542,6 +550,7 @@ static int put_docfile_doc(void *ctx, const docfile_doc *d)
     if (rc)
         return rc;
     size_t i = q->match_len - 1;
+    q->from_file[i] = 1;
     if ((k->with_meta &&
          grow((void **)&q->meta_offs, &q->meta_cap, q->match_len, sizeof *q->meta_offs)) ||
         grow((void **)&q->sketch_offs, &q->sketch_cap, q->match_len, sizeof *q->sketch_offs))
@@ -572,19 +581,23 @@ static int put_docfile_doc(void *ctx, const docfile_doc *d)
     return SIMSTORE_OK;
 }
 
-/* The candidates' documents from the store's document file. A stored
- * fingerprint has documents there (no writer deletes from a store with a
- * document file yet): none is damage. */
+/* The candidates' documents from the store's document file (those docs
+ * has no entry for), and, when docs holds changes, from fps and docs as in
+ * a store without a file. A fingerprint of an unchanged store's tables has
+ * documents in its file: none is damage. */
 static int lookup_docfile(simstore_query *q, uint64_t fp, int with_meta)
 {
     const sims_snapshot *snap = q->snap;
     for (size_t i = 0; i < q->cand_len; i++) {
-        docfile_sink sink = {q, q->cand[i], sims_distance(q->cand[i], fp), with_meta};
+        unsigned dist = sims_distance(q->cand[i], fp);
+        docfile_sink sink = {q, q->cand[i], dist, with_meta};
         size_t before = q->match_len;
         int rc = docfile_find_fp(snap->docfile, q->cand[i], put_docfile_doc, &sink);
+        if (rc == SIMSTORE_OK && snap->docfile_changed)
+            rc = lookup_documents(q, q->cand[i], dist);
         if (rc)
             return rc;
-        if (q->match_len == before)
+        if (q->match_len == before && !snap->docfile_changed)
             return SIMS_CORRUPT("%s: segment %llu's tables hold fingerprint %016llx, its document "
                                 "file no document of it",
                                 q->store->path, (unsigned long long)snap->docfile_segment,
@@ -598,14 +611,13 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
     simstore *s = q->store;
     int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
     int with_meta = (q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only;
-    if (q->snap && q->snap->docfile) {
-        int rc = lookup_docfile(q, fp, with_meta);
-        return rc ? rc : finish_matches(q, with_meta, fp_only);
-    }
-    for (size_t i = 0; i < q->cand_len; i++) {
+    int rc = q->snap && q->snap->docfile ? lookup_docfile(q, fp, with_meta) : SIMSTORE_OK;
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < q->cand_len && !(q->snap && q->snap->docfile); i++) {
         unsigned dist = sims_distance(q->cand[i], fp);
-        int rc = fp_only ? push_match(q, 0, 0, 0, q->cand[i], dist)
-                         : lookup_documents(q, q->cand[i], dist);
+        rc = fp_only ? push_match(q, 0, 0, 0, q->cand[i], dist)
+                     : lookup_documents(q, q->cand[i], dist);
         if (rc)
             return rc;
     }
@@ -621,8 +633,10 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
     if (!fp_only) {
         for (size_t i = 0; i < q->match_len; i++) {
-            int rc = attach_meta(q, &q->matches[i], with_meta ? &q->meta_offs[i] : NULL,
-                                 &q->sketch_offs[i]);
+            if (q->from_file[i])
+                continue; /* attached as it was read */
+            rc = attach_meta(q, &q->matches[i], with_meta ? &q->meta_offs[i] : NULL,
+                             &q->sketch_offs[i]);
             if (rc)
                 return rc;
         }
@@ -707,7 +721,8 @@ static int answer_once(void *ctx)
     }
     int rc = probe_candidates(q, snap, a->fp, a->k);
     /* A document file is part of the snapshot: no LMDB read. */
-    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn && !snap->docfile) {
+    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn &&
+        (!snap->docfile || snap->docfile_changed)) {
         /* The documents must come from the state the tables were probed
          * in: if a commit came in between, probe again. */
         rc = begin_txn(q);
@@ -826,9 +841,12 @@ static int check_doc_side(simstore *s, int mrc, const MDB_val *key, const MDB_va
                             "damaged branch page)",
                             s->path, (int)id_len, (const char *)id, after ? "after" : "before",
                             (int)key->mv_size, (const char *)key->mv_data);
+    /* A neighbour may be a tombstone (format/store.md, "Document files"):
+     * its check mixes in its id as a record's does. */
     sims_doc_record rec;
-    int rc = sims_doc_record_decode((const uint8_t *)key->mv_data, key->mv_size,
-                                    (const uint8_t *)val->mv_data, val->mv_size, &rec);
+    int tombstone;
+    int rc = sims_doc_entry_decode((const uint8_t *)key->mv_data, key->mv_size,
+                                   (const uint8_t *)val->mv_data, val->mv_size, &rec, &tombstone);
     return rc ? sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)key->mv_size,
                                   (const char *)key->mv_data)
               : SIMSTORE_OK;
@@ -879,10 +897,13 @@ static int has_id_once(void *arg)
         return rc;
     }
     if (snap->docfile) {
-        docfile_doc d;
-        rc = docfile_find_id(snap->docfile, id, id_len, &d);
-        if (rc == 1 && fp)
-            *fp = d.fingerprint;
+        sims_doc_found d;
+        rc = sims_doc_lookup(s, snap, q->txn, 0, id, id_len, &d);
+        if (rc == SIMSTORE_OK && (d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE)) {
+            if (fp)
+                *fp = d.rec.fp;
+            rc = 1;
+        }
         sims_snapshot_release(snap);
         mdb_txn_reset(q->txn);
         return rc;

@@ -72,22 +72,6 @@ int sims_build_document_files(void)
     return v && strcmp(v, "1") == 0;
 }
 
-int sims_refuse_document_files(const simstore *s, const char *what)
-{
-    sims_snapshot *snap = NULL;
-    int rc = sims_read_snapshot((simstore *)s, &snap);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < snap->segment_count && rc == SIMSTORE_OK; i++)
-        if (snap->segments[i]->docs)
-            rc = sims_fail(SIMSTORE_EVERSION,
-                           "%s: this store keeps its documents in a document file "
-                           "(SIMSTORE_DOCUMENT_FILES, experimental), which %s cannot change yet",
-                           s->path, what);
-    sims_snapshot_release(snap);
-    return rc;
-}
-
 int sims_segment_file_name(const char *name, uint64_t *segment, int *table)
 {
     unsigned long long seg;
@@ -139,9 +123,8 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
         free(seg);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory opening a segment");
     }
-    unsigned flags = (s->open_flags & SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS)
-                         ? TABLE_SKIP_BLOCK_CHECKSUMS
-                         : 0;
+    unsigned flags =
+        (s->open_flags & SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS) ? TABLE_SKIP_BLOCK_CHECKSUMS : 0;
     char path[PATH_MAX];
     int rc = SIMSTORE_OK;
     for (uint32_t t = 0; t < e->table_count && rc == SIMSTORE_OK; t++) {
@@ -181,8 +164,8 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
             rc = sims_docfile_path(path, sizeof path, dir, e->id);
         if (rc == SIMSTORE_OK)
             rc = docfile_open(path, &seg->docs);
-        if (rc == SIMSTORE_OK && docfile_sketch_bytes(seg->docs) !=
-                                     simstore_sketch_bytes(s->text.sketch))
+        if (rc == SIMSTORE_OK &&
+            docfile_sketch_bytes(seg->docs) != simstore_sketch_bytes(s->text.sketch))
             rc = SIMS_CORRUPT("%s: keeps sketches of %u bytes, the store's kind takes %zu", path,
                               docfile_sketch_bytes(seg->docs),
                               simstore_sketch_bytes(s->text.sketch));
@@ -233,8 +216,8 @@ int sims_store_read_state(const simstore *s, MDB_txn *txn, sims_state_record *ou
         return SIMS_CORRUPT("%s: the state record is missing", s->path);
     if (rc)
         return rc;
-    rc = sims_state_record_decode((const uint8_t *)val.mv_data, val.mv_size,
-                                  s->design->n_tables, out);
+    rc = sims_state_record_decode((const uint8_t *)val.mv_data, val.mv_size, s->design->n_tables,
+                                  out);
     return rc ? sims_fail_context(rc, "%s", s->path) : SIMSTORE_OK;
 }
 
@@ -367,15 +350,16 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
             snap->para_segments[snap->para_segment_count++] = seg;
         else if (rc == SIMSTORE_OK)
             snap->segments[snap->segment_count++] = seg;
-        /* One document file a store, while only a build writes them
-         * (format/store.md, "Document files"), holding every document. */
+        /* One document file a store (format/store.md, "Document files"),
+         * holding every document unless docs holds changes. */
         if (rc == SIMSTORE_OK && !para && seg->docs) {
+            snap->docfile_changed = (e->flags & SIMS_SEGMENT_FLAG_CHANGED) != 0;
             if (snap->docfile)
                 rc = sims_fail(SIMSTORE_EVERSION,
                                "%s: segments %" PRIu64 " and %" PRIu64 " both have a document "
                                "file, which this version does not read",
                                s->path, snap->docfile_segment, seg->id);
-            else if (docfile_count(seg->docs) != st.doc_count)
+            else if (!snap->docfile_changed && docfile_count(seg->docs) != st.doc_count)
                 rc = SIMS_CORRUPT("%s: the document file of segment %" PRIu64 " holds %" PRIu64
                                   " documents, the state says %" PRIu64,
                                   s->path, seg->id, docfile_count(seg->docs), st.doc_count);

@@ -46,10 +46,14 @@ typedef struct sims_snapshot {
      * store's design over paragraph fingerprints. */
     uint32_t para_segment_count;
     sims_segment **para_segments;
-    /* The store's document file (format/store.md, "Document files"): then
-     * it holds every document and docs and fps are empty. NULL otherwise. */
+    /* The store's document file (format/store.md, "Document files"), or
+     * NULL. Unless docfile_changed, it holds every document and docs and
+     * fps are empty; with it, docs and fps hold the documents added since
+     * and docs the tombstones of the file's documents deleted or replaced
+     * (a file document is live iff docs has no key of its id). */
     const docfile_reader *docfile;
     uint64_t docfile_segment;
+    int docfile_changed;
 } sims_snapshot;
 
 struct simstore {
@@ -83,15 +87,11 @@ int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, u
 /* "<dir>/s<segment:10>.doc", the segment's document file (format/store.md,
  * "Document files"); SIMSTORE_EINVAL when too long. */
 int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment);
-/* Whether a build writes its segment's documents to a document file
- * instead of docs and fps: only when the environment sets
- * SIMSTORE_DOCUMENT_FILES=1, while the writers of documents (add, delete,
- * compact, a live store's flush) refuse such stores (format/store.md,
- * "Document files": experimental). */
+/* Whether a build (and a compaction of a store without one) writes its
+ * segment's documents to a document file instead of docs and fps: when the
+ * environment sets SIMSTORE_DOCUMENT_FILES=1 (format/store.md, "Document
+ * files": experimental). */
 int sims_build_document_files(void);
-/* SIMSTORE_EVERSION naming `what` when the store keeps documents in a
- * document file (the writers that cannot change one yet). */
-int sims_refuse_document_files(const simstore *s, const char *what);
 /* A directory entry's name is a segment file's: a table file (*table 1) or
  * a document file (*table 0); its segment id in *segment. */
 int sims_segment_file_name(const char *name, uint64_t *segment, int *table);
@@ -181,11 +181,41 @@ int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_l
 /* A document of a document file as the record docs would hold for it (its
  * pointers borrow d's; docsource.c). */
 void sims_docfile_record(const simstore *s, const docfile_doc *d, sims_doc_record *rec);
-/* Call fn for every document of r in id order (LMDB's order of docs'
- * keys), sorting the ids within memory_bytes (spilling to $TMPDIR beyond).
- * Returns 0, fn's nonzero value, or an error. */
-int sims_docfile_each_by_id(const simstore *s, const docfile_reader *r, uint64_t memory_bytes,
-                            int (*fn)(void *ctx, const docfile_doc *d), void *ctx);
+/* A store with a document file and changes in docs (docsource.c): whether
+ * document-file document d is live in txn's state (1: docs has no key of
+ * its id; 0: docs's document or tombstone takes its place), each docs read
+ * checked first unless the file was walked (then walked = 1). `changed`:
+ * whether docs may hold changes (the snapshot's docfile_changed; a writer
+ * that has changed docs in txn passes 1); when 0 every document is live. */
+int sims_docfile_doc_live(simstore *s, int changed, MDB_txn *txn, int walked, const docfile_doc *d);
+/* Where a document of a store with a document file is. */
+#define SIMS_DOC_NONE 0    /* in neither */
+#define SIMS_DOC_IN_DOCS 1 /* docs's record (rec borrows txn's page) */
+#define SIMS_DOC_IN_FILE 2 /* the file's (file, and rec borrowing from it) */
+#define SIMS_DOC_GONE 3    /* a tombstone: deleted (rec.fp its fingerprint) */
+typedef struct sims_doc_found {
+    int where;
+    sims_doc_record rec;
+    docfile_doc file;
+} sims_doc_found;
+/* The document of `id` in snap (which has a document file) and txn's docs. */
+int sims_doc_lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int walked,
+                    const void *id, size_t len, sims_doc_found *out);
+/* Every live document of snap (with a document file) in id order, docs's
+ * merged with the file's (docs's entries take the place of the file's of
+ * the same id; tombstones are skipped). The file's ids are sorted within
+ * memory_bytes; docs is read with a cursor, so the file must have been
+ * walked (sims_env_full_walk). Returns 0, fn's nonzero value, or an error. */
+typedef int (*sims_doc_fn)(void *ctx, const uint8_t *id, size_t len, const sims_doc_record *rec);
+int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
+                         uint64_t memory_bytes, sims_doc_fn fn, void *ctx);
+/* Every fingerprint with live documents in snap (with a document file), in
+ * order: their count and the first one's id (in id order), the file's
+ * merged with fps's. */
+typedef int (*sims_fp_fn)(void *ctx, uint64_t fp, uint64_t count, const uint8_t *first_id,
+                          size_t first_len);
+int sims_docs_each_fp(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int walked,
+                      sims_fp_fn fn, void *ctx);
 int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const char *id,
                           size_t id_len);
 

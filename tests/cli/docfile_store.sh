@@ -7,9 +7,10 @@
 # singletons), on the sample (sketches, metadata, JSON-integer ids) and on
 # fingerprint sets that are random, clustered, duplicate-heavy and
 # adversarial. Also: verify passes and finds damage in the file, stats
-# counts its bytes, the writers that cannot change such a store yet refuse
-# it and leave it as it was, and a damaged byte in the file gives an error
-# or the right answer, never a wrong one.
+# counts its bytes, and a damaged byte in the file gives an error
+# or the right answer, never a wrong one. And after adds, deletes, re-adds
+# and compactions (docs then holds the changes: the documents added and
+# tombstones of the file's), every read still equals the LMDB store's.
 . "$(dirname "$0")/lib.sh"
 
 SAMPLE=$SRC/tests/data/sample.jsonl
@@ -111,45 +112,96 @@ run inspect "$T/fps.doc"
 expect_status 0
 expect_out_has "document file"
 
-# Writers that cannot change such a store yet refuse it, and it stays as it was.
-"$SIMSTORE" export "$T/fps.doc" >"$T/before"
-printf 'new1\t0123456789abcdef\n' >"$T/new.tsv"
-run add "$T/fps.doc" "$T/new.tsv"
-[ "$status" != 0 ] && ok || fail "add was not refused"
-expect_err_has "document file"
-run delete "$T/fps.doc" r1
-[ "$status" != 0 ] && ok || fail "delete was not refused"
-expect_err_has "document file"
-run compact "$T/fps.doc"
-[ "$status" != 0 ] && ok || fail "compact was not refused"
-expect_err_has "document file"
-"$SIMSTORE" export "$T/fps.doc" >"$T/after"
-cmp -s "$T/before" "$T/after" && ok || fail "a refused writer changed the store"
-run verify "$T/fps.doc"
-expect_status 0
+# reads NAME: every read of both stores compared.
+reads() {
+    local name=$1
+    for k in 0 3 7; do
+        same $name query --k $k --queries "$T/$name.q" --format tsv --json --meta
+    done
+    same $name query --k 5 --queries "$T/$name.q" --format tsv --threads 2
+    same $name get --json $(cut -f1 "$T/$name.q" | head -40) nosuch new1 new2 new3 r1 r2 c007
+    same $name export --json
+    same $name export --order insertion
+    same $name pairs --k 4
+    same $name clusters --json --singletons
+    same $name clusters --k 6 --mode star --threads 2
+    for s in "$T/$name.lmdb" "$T/$name.doc"; do
+        "$SIMSTORE" stats "$s" | grep -E '^(documents|fingerprints|segments|generation):'
+    done >"$T/counts"
+    if [ "$(sed -n 1,4p "$T/counts")" = "$(sed -n 5,8p "$T/counts")" ]; then ok; else
+        fail "$name: stats counts differ: $(cat "$T/counts")"
+    fi
+    for s in "$T/$name.lmdb" "$T/$name.doc"; do
+        run verify "$s"
+        expect_status 0
+    done
+}
+
+# Writers: adds (a new fingerprint, one a file document has, one new to the
+# file), deletes (the file's documents, an added one, a missing one), an id
+# deleted from the file and added again, a clash, a compaction; after each,
+# every read as the store in LMDB. The file stays until the compaction
+# writes the next one; docs then holds nothing.
+both() {
+    local a b
+    "$SIMSTORE" "$1" "$T/fps.lmdb" "${@:2}" >"$T/a.out" 2>&1
+    a=$?
+    "$SIMSTORE" "$1" "$T/fps.doc" "${@:2}" >"$T/b.out" 2>&1
+    b=$?
+    sed -i "s#$T/fps.lmdb#STORE#g" "$T/a.out"
+    sed -i "s#$T/fps.doc#STORE#g" "$T/b.out"
+    if [ "$a" = "$b" ] && cmp -s "$T/a.out" "$T/b.out"; then
+        ok
+    else
+        fail "'$*' differs (exit $a / $b): $(diff "$T/a.out" "$T/b.out" | head -5)"
+    fi
+}
+printf 'new1\t0123456789abcdef\nnew2\t%s\nnew3\t%s\n' "$(sed -n 3p "$T/fps.tsv" | cut -f2)" \
+    "$(grep '^dup7	' "$T/fps.tsv" | cut -f2)" >"$T/new.tsv"
+both add --no-auto-compact "$T/new.tsv"
+reads fps
+both delete --no-auto-compact r1 dup3 c007 new1 nosuch zero
+reads fps
+grep -E '^(r1|zero)	' "$T/fps.tsv" >"$T/again.tsv"
+both add --no-auto-compact "$T/again.tsv"
+reads fps
+both add --no-auto-compact "$T/again.tsv"
+both delete --no-auto-compact new2 r1 dup4
+reads fps
+run stats "$T/fps.doc"
+expect_out_has "document file"
+both compact
+reads fps
+if [ -f "$T/fps.doc/s0000000001.doc" ]; then fail "the old document file stayed"; else ok; fi
+if ls "$T/fps.doc"/*.doc >/dev/null 2>&1; then ok; else fail "no document file after compaction"; fi
+run stats "$T/fps.doc"
+expect_out_has "LMDB records 0.00, mapping 0.00"
+both delete --no-auto-compact dup5
+both add --no-auto-compact "$T/new.tsv"
+reads fps
 
 # A document file left by no committed state is a leftover (a warning).
 cp -r "$T/fps.lmdb" "$T/left"
-cp "$T/fps.doc/s0000000001.doc" "$T/left/s0000000009.doc"
+cp "$T"/fps.doc/*.doc "$T/left/s0000000009.doc"
 run verify "$T/left"
 expect_status 0
 expect_out_has "document file of segment 9"
 
 # Damage: every 97th byte of the file flipped. Verify fails; a query
 # fails or answers exactly as the undamaged store.
-DOC=$T/fps.doc/s0000000001.doc
+DOC=$(ls "$T"/sample.doc/*.doc)
 size=$(stat -c %s "$DOC")
-"$SIMSTORE" query "$T/fps.lmdb" --k 3 --queries "$T/fps.q" --format tsv --json --meta >"$T/good"
+"$SIMSTORE" query "$T/sample.lmdb" --k 3 --queries "$T/sample.q" --format tsv --json --meta >"$T/good"
 cp "$DOC" "$T/doc.orig"
 bad=0
 for ((off = 5; off < size; off += 97)); do
     cp "$T/doc.orig" "$DOC"
     printf '%s' "$(printf '\\%03o' $(( ($(od -An -tu1 -j $off -N1 "$DOC") ^ 0x10) )))" |
         dd of="$DOC" bs=1 seek=$off conv=notrunc status=none
-    if "$SIMSTORE" verify "$T/fps.doc" >/dev/null 2>&1; then
+    if "$SIMSTORE" verify "$T/sample.doc" >/dev/null 2>&1; then
         fail "verify passed with byte $off flipped"
     fi
-    if "$SIMSTORE" query "$T/fps.doc" --k 3 --queries "$T/fps.q" --format tsv --json --meta \
+    if "$SIMSTORE" query "$T/sample.doc" --k 3 --queries "$T/sample.q" --format tsv --json --meta \
         >"$T/got" 2>/dev/null && ! cmp -s "$T/got" "$T/good"; then
         bad=$((bad + 1))
         echo "byte $off: a wrong answer" >&2
@@ -157,7 +209,7 @@ for ((off = 5; off < size; off += 97)); do
 done
 cp "$T/doc.orig" "$DOC"
 [ "$bad" = 0 ] && ok || fail "$bad damaged files gave wrong answers"
-run verify "$T/fps.doc"
+run verify "$T/sample.doc"
 expect_status 0
 
 finish

@@ -746,8 +746,9 @@ static unsigned classify_left(const names *now, const names *want)
         size_t len = strlen(now->v[i]);
         if (strstr(now->v[i], ".tmp-"))
             left |= LEFT_TMPFILE;
-        else if (len > 4 && strcmp(now->v[i] + len - 4, ".tbl") == 0)
-            left |= LEFT_TBL;
+        else if (len > 4 && (strcmp(now->v[i] + len - 4, ".tbl") == 0 ||
+                             strcmp(now->v[i] + len - 4, ".doc") == 0))
+            left |= LEFT_TBL; /* a segment's file: a table or its document file */
         else
             left |= LEFT_OTHER;
     }
