@@ -10,8 +10,8 @@
  * latency, single- and two-thread throughput, the brute-force scan's time per
  * query over the same fingerprints, and bytes on disk per fingerprint for the
  * tables, for LMDB and for the document file separately (a store keeps its
- * documents in a document file when the environment has
- * SIMSTORE_DOCUMENT_FILES=1: format/store.md, "Document files").
+ * documents in a document file unless the environment has
+ * SIMSTORE_DOCUMENT_FILES=0: format/store.md, "Document files").
  *
  * Opening: the time of simstore_open (read-only) and the pages of data.mdb
  * it checked, with today's lazy checks and with the walk of the whole file

@@ -143,18 +143,20 @@ static void human_bytes(uint64_t v, char *buf, size_t size)
 /* The summary line's start: "built STORE: counts; design; sizes". */
 static void print_built(const char *path, const simstore_stats *st)
 {
-    char tb[32], lb[32];
+    char tb[32], lb[32], db[32];
     human_bytes(st->table_bytes, tb, sizeof tb);
     human_bytes(st->lmdb_bytes, lb, sizeof lb);
+    human_bytes(st->document_file_bytes, db, sizeof db);
     if (st->fingerprint_only)
         printf("built %s: %llu distinct %s; %s; tables %s", path,
                (unsigned long long)st->fingerprints, CLI_NOUN(st->fingerprints, "fingerprint"),
                st->design, tb);
     else
-        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, LMDB %s", path,
+        printf("built %s: %llu %s, %llu distinct %s; %s; tables %s, %s%s%sLMDB %s", path,
                (unsigned long long)st->documents, CLI_NOUN(st->documents, "document"),
                (unsigned long long)st->fingerprints, CLI_NOUN(st->fingerprints, "fingerprint"),
-               st->design, tb, lb);
+               st->design, tb, st->document_file_bytes ? "document file " : "",
+               st->document_file_bytes ? db : "", st->document_file_bytes ? ", " : "", lb);
 }
 
 /* ---- build --shards R ------------------------------------------------------ */

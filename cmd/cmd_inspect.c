@@ -405,16 +405,32 @@ static int inspect_store(const char *path, const options *o)
         }
         char when[64];
         format_time(seg.created_unix, when, sizeof when);
-        if (o->json)
+        if (o->json) {
             printf("%s{\"id\":%" PRIu64 ",\"fingerprints\":%" PRIu64 ",\"created_unix\":%" PRIu64
-                   "%s,\"tables\":[",
+                   "%s",
                    i ? "," : "", seg.id, seg.fingerprints, seg.created_unix,
                    seg.paragraphs ? ",\"paragraphs\":true" : "");
-        else
+            if (seg.docfile_bytes)
+                printf(",\"document_file\":{\"documents\":%" PRIu64 ",\"bytes\":%" PRIu64
+                       ",\"block_bytes\":%" PRIu64 ",\"index_bytes\":%" PRIu64 "}",
+                       seg.docfile_documents, seg.docfile_bytes, seg.docfile_block_bytes,
+                       seg.docfile_index_bytes);
+            printf(",\"tables\":[");
+        } else {
             printf("\n%ssegment %" PRIu64 ": %" PRIu64 " %s%s, created %s\n",
                    seg.paragraphs ? "paragraph " : "", seg.id, seg.fingerprints,
                    seg.paragraphs ? "paragraph " : "", CLI_NOUN(seg.fingerprints, "fingerprint"),
                    when);
+            if (seg.docfile_bytes) {
+                double d = seg.docfile_documents ? (double)seg.docfile_documents : 1.0;
+                printf("    document file: s%010" PRIu64 ".doc, %" PRIu64 " %s, %" PRIu64
+                       " bytes (%.2f a document: blocks %.2f, indexes %.2f)\n",
+                       seg.id, seg.docfile_documents,
+                       CLI_NOUN(seg.docfile_documents, "document"), seg.docfile_bytes,
+                       (double)seg.docfile_bytes / d, (double)seg.docfile_block_bytes / d,
+                       (double)seg.docfile_index_bytes / d);
+            }
+        }
         for (unsigned t = 0; t < seg.tables && status == CLI_EXIT_OK; t++) {
             char desc[160], line[192];
             simstore_describe_table(s, t, desc, sizeof desc);

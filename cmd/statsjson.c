@@ -15,7 +15,7 @@ void stats_json(FILE *out, simstore *s, const simstore_stats *st)
             "\"segments\":%llu,\"generation\":%llu,\"table_fingerprints\":%llu,"
             "\"table_bytes\":%llu,\"lmdb_bytes\":%llu,\"lmdb_records_bytes\":%llu,"
             "\"lmdb_mapping_bytes\":%llu,\"lmdb_other_bytes\":%llu,\"lmdb_free_bytes\":%llu,"
-            "\"block_key_bytes\":%llu,",
+            "\"block_key_bytes\":%llu,\"document_file_bytes\":%llu,",
             st->k, st->tables, st->design, st->block_bytes, st->fingerprint_only ? "true" : "false",
             (unsigned long long)st->documents, (unsigned long long)st->fingerprints,
             (unsigned long long)st->segments, (unsigned long long)st->generation,
@@ -23,7 +23,8 @@ void stats_json(FILE *out, simstore *s, const simstore_stats *st)
             (unsigned long long)st->lmdb_bytes, (unsigned long long)st->lmdb_records_bytes,
             (unsigned long long)st->lmdb_mapping_bytes, (unsigned long long)st->lmdb_other_bytes,
             (unsigned long long)(st->lmdb_free_bytes + st->lmdb_tail_bytes),
-            (unsigned long long)st->block_key_bytes);
+            (unsigned long long)st->block_key_bytes,
+            (unsigned long long)st->document_file_bytes);
     parts_json(out, st);
     fprintf(out, ",\"fingerprint_version\":%u,\"text_options\":{", text.version);
     textopt_json(out, &text);

@@ -2757,7 +2757,8 @@ PyDoc_STRVAR(store_stats_doc,
              "Counts and sizes of the store, under the names `simstore stats --json`\n"
              "uses: k, tables, design, block_bytes, fingerprint_only, documents,\n"
              "fingerprints, segments, generation, table_fingerprints, table_bytes,\n"
-             "lmdb_bytes (and its parts), block_key_bytes, fingerprint_version,\n"
+             "lmdb_bytes (and its parts), block_key_bytes, document_file_bytes,\n"
+             "fingerprint_version,\n"
              "text_options, sketch, sketch_bytes_per_document, paragraphs, boilerplate.");
 
 static PyObject *store_stats(StoreObject *self, PyObject *unused)
@@ -2805,6 +2806,7 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
               PUT_U64(d, "lmdb_other_bytes", st.lmdb_other_bytes) < 0 ||
               PUT_U64(d, "lmdb_free_bytes", st.lmdb_free_bytes) < 0 ||
               PUT_U64(d, "block_key_bytes", st.block_key_bytes) < 0 ||
+              PUT_U64(d, "document_file_bytes", st.document_file_bytes) < 0 ||
               PUT_U64(d, "fingerprint_version", to.version ? to.version : 1) < 0 ||
               dict_put(d, "text_options", text_options_to_py(&to)) < 0 ||
               dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||

@@ -173,6 +173,14 @@ int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *o
         out->fingerprints = seg->fp_count;
         out->created_unix = seg->created_unix;
         out->tables = seg->table_count;
+        if (seg->docs) {
+            docfile_sizes z;
+            docfile_sizes_of(seg->docs, &z);
+            out->docfile_documents = docfile_count(seg->docs);
+            out->docfile_bytes = z.total;
+            out->docfile_block_bytes = z.blocks;
+            out->docfile_index_bytes = z.block_table + z.fp_dir + z.id_entries + z.id_dir;
+        }
     }
     sims_snapshot_release(snap);
     return rc;

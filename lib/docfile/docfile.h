@@ -1,5 +1,5 @@
-/* docfile.h: the document file of one segment (format/docfile.md; stores
- * write one experimentally: format/store.md, "Document files"): documents
+/* docfile.h: the document file of one segment (format/docfile.md; where a
+ * store keeps its documents: format/store.md, "Document files"): documents
  * in fingerprint order in checksummed blocks,
  * found by fingerprint or by id through two small checksummed directories.
  * The writer streams documents in order and publishes atomically; the

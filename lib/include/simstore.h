@@ -1269,6 +1269,15 @@ typedef struct simstore_segment_info {
     int paragraphs; /* a paragraph segment (format/store.md,
                               "Paragraphs"): positions segments ..
                               segments + paragraph_segments - 1         */
+    /* Added with document files: the segment's, sIIIIIIIIII.doc
+     * (format/docfile.md), its documents and its bytes by part; all 0 for a
+     * segment without one. */
+    uint64_t docfile_documents;
+    uint64_t docfile_bytes;        /* the whole file                        */
+    uint64_t docfile_block_bytes;  /* record blocks: fingerprints, ids,
+                                      insertion numbers, metadata, sketches */
+    uint64_t docfile_index_bytes;  /* block table, fingerprint directory,
+                                      id entries and id directory          */
 } simstore_segment_info;
 
 /* Segment number `segment` (0 <= segment < simstore_stats.segments, then,

@@ -665,9 +665,13 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
             mdb_cursor_close(cur);
             para_due = keys != old.para_segments[0].fp_count;
         }
-        /* A document file with changes in docs: they go into a new file. */
+        /* A document file with changes in docs: they go into a new file;
+         * documents in LMDB move into one (format/store.md, "Document
+         * files"). */
         int changed = old.segment_count && (old.segments[0].flags & SIMS_SEGMENT_FLAG_CHANGED);
-        if ((held == old.fp_count && !para_due && !changed) ||
+        int convert = old.segment_count && !(old.segments[0].flags & SIMS_SEGMENT_FLAG_DOCFILE) &&
+                      !s->env.pfps && old.doc_count > 0 && sims_build_document_files();
+        if ((held == old.fp_count && !para_due && !changed && !convert) ||
             (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
             goto done;
     }

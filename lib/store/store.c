@@ -69,7 +69,7 @@ int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment)
 int sims_build_document_files(void)
 {
     const char *v = getenv("SIMSTORE_DOCUMENT_FILES");
-    return v && strcmp(v, "1") == 0;
+    return !(v && strcmp(v, "0") == 0);
 }
 
 int sims_segment_file_name(const char *name, uint64_t *segment, int *table)

@@ -88,9 +88,9 @@ int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, u
  * "Document files"); SIMSTORE_EINVAL when too long. */
 int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment);
 /* Whether a build (and a compaction of a store without one) writes its
- * segment's documents to a document file instead of docs and fps: when the
- * environment sets SIMSTORE_DOCUMENT_FILES=1 (format/store.md, "Document
- * files": experimental). */
+ * segment's documents to a document file instead of docs and fps: yes,
+ * unless the environment sets SIMSTORE_DOCUMENT_FILES=0 (format/store.md,
+ * "Document files"). */
 int sims_build_document_files(void);
 /* A directory entry's name is a segment file's: a table file (*table 1) or
  * a document file (*table 0); its segment id in *segment. */

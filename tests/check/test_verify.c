@@ -933,6 +933,10 @@ static void test_lmdbwalk__agrees_with_lmdb(void **state)
 
 int main(void)
 {
+    /* These stores keep their documents in LMDB, whose records and pages the
+     * tests damage and count (stores with a document file:
+     * tests/cli/docfile_store.sh, test_docfile). */
+    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verify__clean_store),
         cmocka_unit_test(test_verify__many_warnings_stay_warnings),

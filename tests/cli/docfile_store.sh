@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# docfile_store.sh: stores whose documents are in a document file
-# (SIMSTORE_DOCUMENT_FILES=1 at build; format/store.md, "Document files")
-# answer every read byte for byte as the same store with its documents in
-# LMDB: single and batch queries at k = 0..7 (with metadata and
+# docfile_store.sh: stores whose documents are in a document file (what a
+# build writes; format/store.md, "Document files") answer every read byte
+# for byte as the same store with its documents in LMDB (built with
+# SIMSTORE_DOCUMENT_FILES=0): single and batch queries at k = 0..7 (with metadata and
 # similarities), get, export in both orders, pairs, clusters (with
 # singletons), on the sample (sketches, metadata, JSON-integer ids) and on
 # fingerprint sets that are random, clustered, duplicate-heavy and
@@ -43,8 +43,9 @@ awk 'BEGIN {
 build_both() {
     local name=$1
     shift
-    "$SIMSTORE" build "$T/$name.lmdb" -q "$@" >/dev/null || fail "build $name in LMDB"
-    SIMSTORE_DOCUMENT_FILES=1 "$SIMSTORE" build "$T/$name.doc" -q "$@" >/dev/null ||
+    SIMSTORE_DOCUMENT_FILES=0 "$SIMSTORE" build "$T/$name.lmdb" -q "$@" >/dev/null ||
+        fail "build $name in LMDB"
+    "$SIMSTORE" build "$T/$name.doc" -q "$@" >/dev/null ||
         fail "build $name with a document file"
     if [ -f "$T/$name.doc/s0000000001.doc" ]; then ok; else fail "$name: no document file"; fi
 }
@@ -110,25 +111,34 @@ run stats "$T/fps.doc" --json
 expect_out_has '"document_file":'
 run inspect "$T/fps.doc"
 expect_status 0
-expect_out_has "document file"
+expect_out_has "document file: s0000000001.doc, $(wc -l <"$T/fps.tsv") documents, "
+run inspect "$T/fps.doc" --json
+expect_out_has '"document_file":{"documents":'"$(wc -l <"$T/fps.tsv")"',"bytes":'
+run inspect "$T/fps.lmdb"
+if grep -q "document file" "$T/out"; then fail "inspect of a store in LMDB names a document file"; else ok; fi
 
-# reads NAME: every read of both stores compared.
+# reads NAME [moved]: every read of both stores compared (moved: the second
+# was compacted alone, so its segment ids and generation differ).
 reads() {
-    local name=$1
+    local name=$1 moved=${2:-}
     for k in 0 3 7; do
         same $name query --k $k --queries "$T/$name.q" --format tsv --json --meta
     done
     same $name query --k 5 --queries "$T/$name.q" --format tsv --threads 2
-    same $name get --json $(cut -f1 "$T/$name.q" | head -40) nosuch new1 new2 new3 r1 r2 c007
+    if [ -z "$moved" ]; then
+        same $name get --json $(cut -f1 "$T/$name.q" | head -40) nosuch new1 new2 new3 r1 r2 c007
+    fi
     same $name export --json
     same $name export --order insertion
     same $name pairs --k 4
     same $name clusters --json --singletons
     same $name clusters --k 6 --mode star --threads 2
     for s in "$T/$name.lmdb" "$T/$name.doc"; do
-        "$SIMSTORE" stats "$s" | grep -E '^(documents|fingerprints|segments|generation):'
+        "$SIMSTORE" stats "$s" | grep -E '^(documents|fingerprints|segments|generation):' |
+            head -${moved:+2}${moved:-4}
     done >"$T/counts"
-    if [ "$(sed -n 1,4p "$T/counts")" = "$(sed -n 5,8p "$T/counts")" ]; then ok; else
+    local half=$(($(wc -l <"$T/counts") / 2))
+    if [ "$(head -n $half "$T/counts")" = "$(tail -n $half "$T/counts")" ]; then ok; else
         fail "$name: stats counts differ: $(cat "$T/counts")"
     fi
     for s in "$T/$name.lmdb" "$T/$name.doc"; do
@@ -144,7 +154,7 @@ reads() {
 # writes the next one; docs then holds nothing.
 both() {
     local a b
-    "$SIMSTORE" "$1" "$T/fps.lmdb" "${@:2}" >"$T/a.out" 2>&1
+    SIMSTORE_DOCUMENT_FILES=0 "$SIMSTORE" "$1" "$T/fps.lmdb" "${@:2}" >"$T/a.out" 2>&1
     a=$?
     "$SIMSTORE" "$1" "$T/fps.doc" "${@:2}" >"$T/b.out" 2>&1
     b=$?
@@ -179,6 +189,23 @@ expect_out_has "LMDB records 0.00, mapping 0.00"
 both delete --no-auto-compact dup5
 both add --no-auto-compact "$T/new.tsv"
 reads fps
+
+# A compaction of a store whose documents are in LMDB moves them into a
+# document file (unless SIMSTORE_DOCUMENT_FILES=0), answering the same.
+cp -r "$T/fps.lmdb" "$T/conv.lmdb"
+cp -r "$T/fps.lmdb" "$T/conv.doc"
+cp "$T/fps.q" "$T/conv.q"
+"$SIMSTORE" compact "$T/conv.doc" >/dev/null || fail "compact conv"
+if ls "$T/conv.doc"/*.doc >/dev/null 2>&1; then ok; else fail "compact wrote no document file"; fi
+reads conv moved
+for id in $(cut -f1 "$T/conv.q" | head -60) nosuch; do
+    echo "$id"
+done >"$T/conv.ids"
+"$SIMSTORE" get "$T/conv.lmdb" --json $(cat "$T/conv.ids") 2>&1 | sed 's/,"segment":[0-9]*//' >"$T/a.out"
+"$SIMSTORE" get "$T/conv.doc" --json $(cat "$T/conv.ids") 2>&1 | sed 's/,"segment":[0-9]*//' >"$T/b.out"
+sed -i "s#$T/conv.lmdb#STORE#g" "$T/a.out"
+sed -i "s#$T/conv.doc#STORE#g" "$T/b.out"
+cmp -s "$T/a.out" "$T/b.out" && ok || fail "conv: get differs: $(diff "$T/a.out" "$T/b.out" | head -4)"
 
 # A document file left by no committed state is a leftover (a warning).
 cp -r "$T/fps.lmdb" "$T/left"

@@ -107,7 +107,9 @@ run export "$T/fponly" --order insertion
 expect_status 1
 
 # stats splits data.mdb by part: the parts add up to the file, records and
-# mapping hold the documents, and a delete frees pages LMDB reuses.
+# mapping hold the documents, and a delete frees pages LMDB reuses (a store
+# whose documents stay in LMDB: SIMSTORE_DOCUMENT_FILES=0); with a document
+# file, it holds them and the total counts it.
 parts_check() { # FILE: the JSON of stats --json; prints records mapping free
     python3 -c '
 import json, sys
@@ -115,7 +117,8 @@ d = json.load(open(sys.argv[1]))
 parts = d["lmdb_records_bytes"] + d["lmdb_mapping_bytes"] + d["lmdb_other_bytes"] + d["lmdb_free_bytes"]
 assert parts <= d["lmdb_bytes"] and d["lmdb_bytes"] - parts < 4096, (parts, d["lmdb_bytes"])
 b = d["bytes_per_document"]
-total = (d["table_bytes"] + d["lmdb_bytes"]) / d["documents"]
+total = (d["table_bytes"] + d["lmdb_bytes"] + d["document_file_bytes"]) / d["documents"]
+assert abs(b.get("document_file", 0) - d["document_file_bytes"] / d["documents"]) < 1e-3
 assert abs(b["total"] - total) < 1e-3 and abs(b["tables"] - d["table_bytes"] / d["documents"]) < 1e-3
 print(d["lmdb_records_bytes"], d["lmdb_mapping_bytes"], d["lmdb_free_bytes"])
 ' "$1"
@@ -126,7 +129,8 @@ r = random.Random(7)
 for i in range(20000):
     print("{\"id\": \"doc-%06d\", \"fp\": \"%016x\", \"meta\": {\"n\": %d}}" % (i, r.getrandbits(64), i))
 ' >"$T/many.jsonl"
-"$SIMSTORE" build "$T/many" -q --sketch none "$T/many.jsonl" >/dev/null || fail "build many"
+SIMSTORE_DOCUMENT_FILES=0 "$SIMSTORE" build "$T/many" -q --sketch none "$T/many.jsonl" \
+    >/dev/null || fail "build many"
 run stats --json "$T/many"
 expect_status 0
 if read -r rec1 map1 free1 < <(parts_check "$T/out") && [ "$rec1" -gt 0 ] && [ "$map1" -gt 0 ]; then ok; else fail "stats parts after build"; fi
@@ -140,6 +144,16 @@ if read -r rec2 map2 free2 < <(parts_check "$T/out") && [ "$free2" -gt "$free1" 
 run inspect --json "$T/many"
 expect_status 0
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["bytes_per_document"]["lmdb_records"] > 0' "$T/out"; then ok; else fail "inspect --json: bytes_per_document"; fi
+SIMSTORE_DOCUMENT_FILES=1 "$SIMSTORE" build "$T/manyd" -q --sketch none "$T/many.jsonl" \
+    >/dev/null || fail "build manyd"
+run stats --json "$T/manyd"
+expect_status 0
+if read -r rec3 map3 free3 < <(parts_check "$T/out") && [ "$rec3" = 0 ] && [ "$map3" = 0 ] &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["document_file_bytes"] > 0 and d["bytes_per_document"]["total"] < 70' "$T/out"; then
+    ok
+else
+    fail "stats parts of a store with a document file"
+fi
 
 # Usage errors.
 run get "$S"

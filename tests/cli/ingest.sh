@@ -49,7 +49,8 @@ gen_tsv() {
 
 # snapshot STORE OUT: everything that must be identical across thread
 # counts: table contents (the dump's first line names the file and the
-# store's random tag), LMDB's document records, and the answers to queries.
+# store's random tag), LMDB's document records, the document file, and the
+# answers to queries.
 snapshot() {
     local s=$1 out=$2 queries=$3 f
     : >"$out"
@@ -60,6 +61,10 @@ snapshot() {
     if [ "$4" != fp-only ]; then
         mdb_dump -s docs "$s" | tail -n +4 >>"$out"
         mdb_dump -s fps "$s" | tail -n +4 >>"$out"
+        # The document file, byte for byte (format/store.md, "Document files").
+        for f in "$s"/*.doc; do
+            [ -e "$f" ] && od -An -tx1 -v "$f" >>"$out"
+        done
     fi
     "$SIMSTORE" query "$s" --queries "$queries" --format tsv >>"$out" 2>&1 || echo "query failed" >>"$out"
 }

@@ -73,7 +73,8 @@ expect_err_has "standard input ('-') needs --format tsv|fp|jsonl"
 
 # ---- 4. singular counts -------------------------------------------------------------
 printf 'only\t00000000000000ff\n' >"$T/one.tsv"
-run build "$T/one" "$T/one.tsv"
+# Documents in LMDB (SIMSTORE_DOCUMENT_FILES=0), so that verify counts an fps entry.
+SIMSTORE_DOCUMENT_FILES=0 run build "$T/one" "$T/one.tsv"
 expect_status 0
 expect_out_has "built $T/one: 1 document, 1 distinct fingerprint;"
 run verify "$T/one"

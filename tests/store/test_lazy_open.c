@@ -181,6 +181,9 @@ static void test_lazy_open__cost_does_not_grow(void **state)
 
 int main(void)
 {
+    /* The checks of data.mdb's pages are the subject: the stores keep their
+     * documents in LMDB (a document file's open is test_docfile's). */
+    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lazy_open__cost_does_not_grow),
     };
