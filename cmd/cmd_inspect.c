@@ -425,10 +425,9 @@ static int inspect_store(const char *path, const options *o)
                 double d = seg.docfile_documents ? (double)seg.docfile_documents : 1.0;
                 printf("    document file: s%010" PRIu64 ".doc, %" PRIu64 " %s, %" PRIu64
                        " bytes (%.2f a document: blocks %.2f, indexes %.2f)\n",
-                       seg.id, seg.docfile_documents,
-                       CLI_NOUN(seg.docfile_documents, "document"), seg.docfile_bytes,
-                       (double)seg.docfile_bytes / d, (double)seg.docfile_block_bytes / d,
-                       (double)seg.docfile_index_bytes / d);
+                       seg.id, seg.docfile_documents, CLI_NOUN(seg.docfile_documents, "document"),
+                       seg.docfile_bytes, (double)seg.docfile_bytes / d,
+                       (double)seg.docfile_block_bytes / d, (double)seg.docfile_index_bytes / d);
             }
         }
         for (unsigned t = 0; t < seg.tables && status == CLI_EXIT_OK; t++) {

@@ -23,8 +23,7 @@ void stats_json(FILE *out, simstore *s, const simstore_stats *st)
             (unsigned long long)st->lmdb_bytes, (unsigned long long)st->lmdb_records_bytes,
             (unsigned long long)st->lmdb_mapping_bytes, (unsigned long long)st->lmdb_other_bytes,
             (unsigned long long)(st->lmdb_free_bytes + st->lmdb_tail_bytes),
-            (unsigned long long)st->block_key_bytes,
-            (unsigned long long)st->document_file_bytes);
+            (unsigned long long)st->block_key_bytes, (unsigned long long)st->document_file_bytes);
     parts_json(out, st);
     fprintf(out, ",\"fingerprint_version\":%u,\"text_options\":{", text.version);
     textopt_json(out, &text);

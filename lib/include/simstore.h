@@ -1273,11 +1273,11 @@ typedef struct simstore_segment_info {
      * (format/docfile.md), its documents and its bytes by part; all 0 for a
      * segment without one. */
     uint64_t docfile_documents;
-    uint64_t docfile_bytes;        /* the whole file                        */
-    uint64_t docfile_block_bytes;  /* record blocks: fingerprints, ids,
-                                      insertion numbers, metadata, sketches */
-    uint64_t docfile_index_bytes;  /* block table, fingerprint directory,
-                                      id entries and id directory          */
+    uint64_t docfile_bytes;       /* the whole file */
+    uint64_t docfile_block_bytes; /* record blocks: fingerprints, ids, insertion
+                                     numbers, metadata, sketches */
+    uint64_t docfile_index_bytes; /* block table, fingerprint directory, id
+                                     entries and id directory */
 } simstore_segment_info;
 
 /* Segment number `segment` (0 <= segment < simstore_stats.segments, then,

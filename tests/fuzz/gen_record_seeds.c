@@ -6,6 +6,7 @@
  * (writes corpus/store_records/seed-* and corpus/lmdb_walk/seed-*). */
 #include "simstore.h"
 #include "docs/env.h"
+#include "docs/records.h"
 
 #include <lmdb.h>
 #include <stdio.h>
@@ -154,6 +155,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
         return 2;
     }
+    /* The seeds are LMDB's records and pages: stores whose documents stay
+     * in LMDB (format/store.md, "Document files"). */
+    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
     char tmp[] = "/tmp/simstore-seeds-XXXXXX";
     if (!mkdtemp(tmp))
         return 1;
@@ -184,6 +188,15 @@ int main(int argc, char **argv)
         if (i < 3 && copy_data_file(path, walk, stores[i].tag))
             return 1;
     }
+    /* A tombstone, the docs value of a deleted document of a document file. */
+    static const char tid[] = "doc-7";
+    uint8_t head[2 + sizeof tid - 1] = {3, (uint8_t)(sizeof tid - 1)};
+    memcpy(head + 2, tid, sizeof tid - 1);
+    uint8_t t[SIMS_DOC_RECORD_OVERHEAD];
+    sims_doc_tombstone_encode((const uint8_t *)tid, sizeof tid - 1, 0x0123456789abcdefULL, t,
+                              sizeof t);
+    if (write_file(recs, "seed-tombstone", head, sizeof head, t, sizeof t))
+        return 1;
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     return system(cmd) == 0 ? 0 : 1;
