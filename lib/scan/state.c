@@ -247,11 +247,7 @@ static int hand_over(file_read *f, int e)
 static int fps_docs_before(file_read *f, const uint8_t *id, size_t len)
 {
     while (f->m == 0) {
-        size_t n = f->val.mv_size < len ? f->val.mv_size : len;
-        int c = id ? memcmp(f->val.mv_data, id, n) : -1;
-        if (id && c == 0)
-            c = (f->val.mv_size > len) - (f->val.mv_size < len);
-        if (c >= 0)
+        if (id && sims_id_cmp(f->val.mv_data, f->val.mv_size, id, len) >= 0)
             break;
         int e = hand_over(f, docs_add(f->st, f->fp, &f->val, f->with_meta, f->d));
         if (e)

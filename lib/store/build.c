@@ -734,14 +734,6 @@ static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
     return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read docs");
 }
 
-/* A live document of the store's document file holds the fingerprint. */
-static int note_live(void *ctx, const docfile_doc *d)
-{
-    finish_state *f = (finish_state *)ctx;
-    int live = sims_docfile_doc_live(f->b->store, f->snap->docfile_changed, f->check_txn, 1, d);
-    return live < 0 ? live : live ? 1 : 0;
-}
-
 /* A document of the store holds fp: fps has it, or a live document of the
  * store's document file. */
 static int fp_exists_lmdb(finish_state *f, uint64_t fp)
@@ -756,8 +748,8 @@ static int fp_exists_lmdb(finish_state *f, uint64_t fp)
         return sims_mdb_fail(rc, "read fps");
     if (!f->snap || !f->snap->docfile)
         return 0;
-    rc = docfile_find_fp(f->snap->docfile, fp, note_live, f);
-    return rc < 0 ? rc : rc == 1;
+    return sims_docfile_holds_fp(f->b->store, f->snap->docfile, f->snap->docfile_changed,
+                                 f->check_txn, fp);
 }
 
 static int found_one(void *ctx, uint64_t v)

@@ -84,6 +84,28 @@ int sims_docfile_doc_live(simstore *s, int changed, MDB_txn *txn, int walked, co
     return rc ? rc : 0;
 }
 
+/* sims_docfile_holds_fp: stops at the first live document. */
+typedef struct holds_probe {
+    simstore *s;
+    int changed;
+    MDB_txn *txn;
+} holds_probe;
+
+static int note_live(void *ctx, const docfile_doc *d)
+{
+    holds_probe *p = (holds_probe *)ctx;
+    int live = sims_docfile_doc_live(p->s, p->changed, p->txn, 1, d);
+    return live < 0 ? live : live ? 1 : 0;
+}
+
+int sims_docfile_holds_fp(simstore *s, const docfile_reader *file, int changed, MDB_txn *txn,
+                          uint64_t fp)
+{
+    holds_probe p = {s, changed, txn};
+    int rc = docfile_find_fp(file, fp, note_live, &p);
+    return rc < 0 ? rc : rc == 1;
+}
+
 int sims_doc_lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int walked,
                     const void *id, size_t len, sims_doc_found *out)
 {
@@ -114,7 +136,7 @@ int sims_doc_lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int wa
 
 /* ---- every document in id order ---------------------------------------- */
 
-static int id_cmp(const void *a, size_t alen, const void *b, size_t blen)
+int sims_id_cmp(const void *a, size_t alen, const void *b, size_t blen)
 {
     int c = memcmp(a, b, alen < blen ? alen : blen);
     return c ? c : (alen > blen) - (alen < blen);
@@ -146,7 +168,7 @@ int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
     while (rc == SIMSTORE_OK && (more == 1 || m == 0)) {
         int c = more != 1 ? 1
                 : m != 0  ? -1
-                          : id_cmp(rec.key, rec.key_len, key.mv_data, key.mv_size);
+                          : sims_id_cmp(rec.key, rec.key_len, key.mv_data, key.mv_size);
         sims_doc_record dr;
         if (c < 0) { /* the file's, not in docs: live */
             docfile_doc d;
@@ -243,7 +265,7 @@ static int flush_run(fp_merge *f, int last)
     int both = f->cur && f->m == 0 && be_load64(f->key.mv_data) == f->rfp;
     if (both) {
         count += f->kcount;
-        if (!id || id_cmp(f->val.mv_data, f->val.mv_size, id, len) < 0) {
+        if (!id || sims_id_cmp(f->val.mv_data, f->val.mv_size, id, len) < 0) {
             id = (const uint8_t *)f->val.mv_data;
             len = f->val.mv_size;
         }

@@ -75,19 +75,6 @@ static int delete_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *r
 
 /* Whether a document of the store still holds fp (after a delete in
  * txn): fps has it, or a live document of the document file. */
-typedef struct live_probe {
-    simstore *s;
-    MDB_txn *txn;
-} live_probe;
-
-static int note_live(void *ctx, const docfile_doc *d)
-{
-    live_probe *p = (live_probe *)ctx;
-    /* docs may hold this delete's tombstones already: always look. */
-    int live = sims_docfile_doc_live(p->s, 1, p->txn, 1, d);
-    return live < 0 ? live : live ? 1 : 0;
-}
-
 static int fp_still_held(simstore *s, const docfile_reader *file, MDB_txn *txn, uint64_t fp)
 {
     uint8_t fpkey[8];
@@ -98,9 +85,8 @@ static int fp_still_held(simstore *s, const docfile_reader *file, MDB_txn *txn, 
         return 1;
     if (m != MDB_NOTFOUND)
         return sims_mdb_write_status(m, "read fps");
-    live_probe p = {s, txn};
-    int rc = docfile_find_fp(file, fp, note_live, &p);
-    return rc < 0 ? rc : rc == 1;
+    /* docs may hold this delete's tombstones already: always look. */
+    return sims_docfile_holds_fp(s, file, 1, txn, fp);
 }
 
 /* Delete document `id` of a store with a document file: docs's document
@@ -507,12 +493,6 @@ static int write_lmdb_doc(compact_docs *cd, uint64_t fp, const MDB_val *id)
     return write_doc(cd, &d);
 }
 
-static int id_before(const uint8_t *a, size_t alen, const void *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-    return c ? c < 0 : alen < blen;
-}
-
 /* Every live document of the store, in (fingerprint, id) order, into a new
  * document file at `path`: for each live fingerprint, the file's live
  * documents merged with fps's. *count: the documents written. */
@@ -544,7 +524,8 @@ static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *tx
             size_t j = 0;
             while (rc == SIMSTORE_OK && (j < cd.nfile || m == 0)) {
                 const docfile_doc *fd = j < cd.nfile ? &cd.file[j] : NULL;
-                if (fd && (m != 0 || id_before(fd->id, fd->id_len, val.mv_data, val.mv_size))) {
+                if (fd &&
+                    (m != 0 || sims_id_cmp(fd->id, fd->id_len, val.mv_data, val.mv_size) < 0)) {
                     rc = write_doc(&cd, fd);
                     j++;
                     continue;

@@ -188,6 +188,12 @@ void sims_docfile_record(const simstore *s, const docfile_doc *d, sims_doc_recor
  * whether docs may hold changes (the snapshot's docfile_changed; a writer
  * that has changed docs in txn passes 1); when 0 every document is live. */
 int sims_docfile_doc_live(simstore *s, int changed, MDB_txn *txn, int walked, const docfile_doc *d);
+/* Whether a live document of `file` holds fp (1 or 0, or an error), as
+ * sims_docfile_doc_live judges each in txn (a walked file). */
+int sims_docfile_holds_fp(simstore *s, const docfile_reader *file, int changed, MDB_txn *txn,
+                          uint64_t fp);
+/* LMDB's order of ids (docs's keys): memcmp, then the shorter first. */
+int sims_id_cmp(const void *a, size_t alen, const void *b, size_t blen);
 /* Where a document of a store with a document file is. */
 #define SIMS_DOC_NONE 0    /* in neither */
 #define SIMS_DOC_IN_DOCS 1 /* docs's record (rec borrows txn's page) */
