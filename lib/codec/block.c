@@ -324,6 +324,108 @@ int codec_block_decoder_run_to(codec_block_decoder *s, uint64_t *out, size_t cap
     return decoder_run(s, out, cap, limit, n);
 }
 
+/* ---- two streams at once ------------------------------------------------- */
+
+/* The values decoder_run would decode from the bits (an implicit last value
+ * excluded) when asked for up to cap. */
+static size_t coded_todo(const codec_block_decoder *s, size_t cap)
+{
+    size_t want = s->remaining < cap ? (size_t)s->remaining : cap;
+    return want && s->implicit_last && want == s->remaining ? want - 1 : want;
+}
+
+/* decoder_run's fast loop for two streams in lock step: each step decodes a
+ * value of x's stream, then one of y's, exactly as decoder_run does (see
+ * there for the windows and the stop counts); it leaves as soon as either
+ * stream needs anything else (a stop count, its limit, the tail, a long
+ * value or bad bits), and the single decoder finishes each. */
+void codec_block_decoder_run_two(codec_block_run *x, codec_block_run *y)
+{
+    codec_block_decoder *sa = x->dec, *sb = y->dec;
+    const uint64_t mask = CODEC_HUFF_TABLE_SIZE - 1;
+    size_t ia = 0, ib = 0;
+    int over_a = 0, over_b = 0;
+    x->rc = y->rc = SIMSTORE_OK;
+    size_t todo_a = coded_todo(sa, x->cap), todo_b = coded_todo(sb, y->cap);
+    const uint64_t end_a = (uint64_t)sa->block_bytes * 8 - 88,
+                   end_b = (uint64_t)sb->block_bytes * 8 - 88;
+    if (!sa->raw_first && !sb->raw_first && todo_a && todo_b && sa->pos < end_a &&
+        sb->pos < end_b) {
+        const codec_huff_entry *ta = sa->huff->table, *tb = sb->huff->table;
+        const uint8_t *da = sa->data, *db = sb->data;
+        uint64_t pa = sa->pos, pb = sb->pos, prev_a = sa->prev, prev_b = sb->prev;
+        uint64_t wrapped_a = 0, wrapped_b = 0;
+        const uint64_t limit_a = x->limit, limit_b = y->limit;
+        uint64_t *out_a = x->out, *out_b = y->out;
+        /* Fewer live values than decoder_run's loop (two streams must fit
+         * the registers): the next entry comes from a load at the new
+         * position, which the other stream's work hides. */
+        int leave = 0;
+        while (!leave) {
+            size_t stop_a = ia + (size_t)((end_a - 1 - pa) / BITIO_PEEK_BITS) + 1;
+            size_t stop_b = ib + (size_t)((end_b - 1 - pb) / BITIO_PEEK_BITS) + 1;
+            stop_a = stop_a < todo_a ? stop_a : todo_a;
+            stop_b = stop_b < todo_b ? stop_b : todo_b;
+            size_t steps = stop_a - ia < stop_b - ib ? stop_a - ia : stop_b - ib;
+            uint64_t wa = bitio_peek_fast(da, pa), wb = bitio_peek_fast(db, pb);
+            codec_huff_entry ea = ta[wa & mask], eb = tb[wb & mask];
+            for (; steps; steps--) {
+                unsigned tot_a = CODEC_ENTRY_TOTAL(ea), tot_b = CODEC_ENTRY_TOTAL(eb);
+                if (SIMS_UNLIKELY((tot_a > BITIO_PEEK_BITS) | (tot_b > BITIO_PEEK_BITS))) {
+                    leave = 1;
+                    break;
+                }
+                uint64_t va, vb;
+                wrapped_a |= add_wraps(prev_a, entry_delta(ea, wa), &va);
+                wrapped_b |= add_wraps(prev_b, entry_delta(eb, wb), &vb);
+                *out_a++ = prev_a = va;
+                *out_b++ = prev_b = vb;
+                pa += tot_a;
+                pb += tot_b;
+                if (SIMS_UNLIKELY((va > limit_a) | (vb > limit_b))) {
+                    over_a = va > limit_a;
+                    over_b = vb > limit_b;
+                    leave = 1;
+                    break;
+                }
+                if (steps > 1) {
+                    wa = bitio_peek_fast(da, pa);
+                    wb = bitio_peek_fast(db, pb);
+                    ea = ta[wa & mask];
+                    eb = tb[wb & mask];
+                }
+            }
+            ia = (size_t)(out_a - x->out);
+            ib = (size_t)(out_b - y->out);
+            if (ia >= todo_a || ib >= todo_b || pa >= end_a || pb >= end_b)
+                break;
+        }
+        sa->pos = pa;
+        sa->prev = prev_a;
+        sa->remaining -= ia;
+        sb->pos = pb;
+        sb->prev = prev_b;
+        sb->remaining -= ib;
+        if (SIMS_UNLIKELY(wrapped_a))
+            x->rc = SIMS_CORRUPT("decoded values overflow 2^64 before bit offset %" PRIu64, pa);
+        if (SIMS_UNLIKELY(wrapped_b))
+            y->rc = SIMS_CORRUPT("decoded values overflow 2^64 before bit offset %" PRIu64, pb);
+    }
+    /* Each stream on its own from where the loop left it. */
+    codec_block_run *run[2] = {x, y};
+    size_t done[2] = {ia, ib};
+    int over[2] = {over_a, over_b};
+    for (int i = 0; i < 2; i++) {
+        codec_block_run *r = run[i];
+        r->n = done[i];
+        if (r->rc || over[i])
+            continue;
+        size_t m = 0;
+        r->rc = decoder_run(r->dec, r->out + done[i], r->cap - done[i], r->limit, &m);
+        r->n += m;
+    }
+}
+
 int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key)
 {
     if (s->remaining)

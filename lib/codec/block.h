@@ -130,6 +130,27 @@ int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, s
 int codec_block_decoder_run_to(codec_block_decoder *s, uint64_t *out, size_t cap, uint64_t limit,
                                size_t *n);
 
+/* One decode of codec_block_decoder_run_two: the arguments of a
+ * codec_block_decoder_run_to call (dec, out, cap, limit) and its results
+ * (n, rc). */
+typedef struct codec_block_run {
+    codec_block_decoder *dec;
+    uint64_t *out;
+    size_t cap;
+    uint64_t limit;
+    size_t n; /* values put out */
+    int rc;   /* SIMSTORE_OK or SIMSTORE_ECORRUPT, as the single call */
+} codec_block_run;
+
+/* Two independent decodes at once (x's and y's decoders must differ), each
+ * as its own codec_block_decoder_run_to call: the same values from the same
+ * bits, the same errors, the state resumable after; like that call, each
+ * may stop early once its last value exceeds its limit (not always at the
+ * same value). While both streams are inside their blocks, one loop decodes
+ * a value of each in turn, so that the core overlaps the two chains of table
+ * look-ups that bound a single stream's speed. */
+void codec_block_decoder_run_two(codec_block_run *x, codec_block_run *y);
+
 /* After all values are decoded: check that the last one equals `key` and that
  * every bit after it is zero. Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
 int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key);

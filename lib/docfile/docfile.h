@@ -91,6 +91,10 @@ void docfile_sizes_of(const docfile_reader *r, docfile_sizes *out);
  * or an error (SIMSTORE_ECORRUPT naming the piece). */
 int docfile_find_fp(const docfile_reader *r, uint64_t fp,
                     int (*each)(void *ctx, const docfile_doc *d), void *ctx);
+/* Hint that docfile_find_fp(r, fp) follows: prefetch the directory lines it
+ * reads first (a query calls it as its tables find each candidate). Reads
+ * nothing itself; never fails. */
+void docfile_prefetch_fp(const docfile_reader *r, uint64_t fp);
 /* The document with this id: 1 and *out, 0 when there is none, or an error. */
 int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile_doc *out);
 /* The document at an ordinal (< docfile_count). */

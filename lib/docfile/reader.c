@@ -610,6 +610,29 @@ static void doc_of(const docfile_reader *r, const dblock *d, uint32_t j, docfile
 
 /* ---- lookups -------------------------------------------------------------------- */
 
+void docfile_prefetch_fp(const docfile_reader *r, uint64_t fp)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (r->n == 0)
+        return;
+    /* The directory lines docfile_find_fp(fp) reads first: its entries x
+     * and x + 1, or all of their page while it is unchecked. */
+    uint64_t x = df_fp_bucket(fp, r->bf), page = x / DF_DIR_PAGE;
+    const uint8_t *p = r->data + r->fd;
+    if (is_checked(r, OK_FDIR, page)) {
+        __builtin_prefetch(p + df_dir_entry_offset(x), 0, 3);
+        __builtin_prefetch(p + df_dir_entry_offset(x + 1), 0, 3);
+    } else {
+        uint64_t from = r->fd + df_dir_entry_offset(page * DF_DIR_PAGE);
+        for (uint64_t off = from; off < from + 4 * DF_DIR_PAGE + 8 && off < r->size; off += 64)
+            __builtin_prefetch(r->data + off, 0, 3);
+    }
+#else
+    (void)r;
+    (void)fp;
+#endif
+}
+
 int docfile_find_fp(const docfile_reader *r, uint64_t fp,
                     int (*each)(void *ctx, const docfile_doc *d), void *ctx)
 {

@@ -16,6 +16,9 @@
 
 typedef struct probe {
     uint64_t lo, hi, first;
+    simstore_query *q;
+    const sims_permuter *permuter; /* of the probe's table */
+    const docfile_reader *docfile; /* the snapshot's, or NULL */
 } probe;
 
 struct simstore_query {
@@ -123,16 +126,32 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return sims_grow(p, cap, need, elem, 16);
 }
 
-static int collect_candidate(void *ctx, uint64_t permuted)
+static int add_candidate(simstore_query *q, const sims_permuter *permuter, uint64_t permuted)
 {
-    simstore_query *q = (simstore_query *)ctx;
     if (q->cand_len == q->cand_cap &&
         grow((void **)&q->cand, &q->cand_cap, q->cand_len + 1, sizeof *q->cand)) {
         q->grow_failed = 1;
         return 1;
     }
-    q->cand[q->cand_len++] = sims_unpermute(q->permuter, permuted);
+    q->cand[q->cand_len++] = sims_unpermute(permuter, permuted);
     return 0;
+}
+
+static int collect_candidate(void *ctx, uint64_t permuted)
+{
+    simstore_query *q = (simstore_query *)ctx;
+    return add_candidate(q, q->permuter, permuted);
+}
+
+/* collect_candidate for one probe of probe_design (ctx: the probe). */
+static int collect_probed(void *ctx, uint64_t permuted)
+{
+    const probe *p = (const probe *)ctx;
+    int rc = add_candidate(p->q, p->permuter, permuted);
+    /* Its documents' lookup will start there: let the line come meanwhile. */
+    if (p->docfile && rc == 0)
+        docfile_prefetch_fp(p->docfile, p->q->cand[p->q->cand_len - 1]);
+    return rc;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -478,15 +497,27 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
             p->first = table_reader_prefetch(seg->tables[t], p->lo, p->hi);
         }
     }
+    /* Then the searches two at a time, their blocks decoded in one loop. */
+    table_probe tp[2];
+    int held = 0;
     nprobe = 0;
     for (uint32_t i = 0; i < snap->segment_count; i++) {
         const sims_segment *seg = snap->segments[i];
         for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
-            const probe *p = &q->probes[nprobe];
-            q->permuter = &d->tables[t].permuter;
-            uint64_t pq = sims_permute(q->permuter, fp);
-            int rc = table_reader_search_from(seg->tables[t], p->first, p->lo, p->hi, pq, k,
-                                              collect_candidate, q);
+            probe *p = &q->probes[nprobe];
+            p->q = q;
+            p->permuter = &d->tables[t].permuter;
+            p->docfile = snap->docfile;
+            tp[held++] = (table_probe){
+                seg->tables[t], p->first, p->lo, p->hi, sims_permute(p->permuter, fp), k,
+                collect_probed, p};
+            int last = i + 1 == snap->segment_count && t + 1 == seg->table_count;
+            if (held < 2 && !last)
+                continue;
+            int rc = held == 2 ? table_reader_search_two(&tp[0], &tp[1])
+                               : table_reader_search_from(tp[0].r, tp[0].first, tp[0].lo, tp[0].hi,
+                                                          tp[0].q, k, collect_probed, tp[0].ctx);
+            held = 0;
             if (q->grow_failed)
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
             if (rc)

@@ -1483,59 +1483,179 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
     return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
 }
 
+/* One search in progress: the block it decodes and what it looks for. */
+typedef struct search_state {
+    const table_reader *r;
+    uint64_t first, b, prev, key, lo, hi, q;
+    unsigned k;
+    int verify;
+    int open; /* dec holds block b, not yet decoded to its end */
+    int (*emit)(void *ctx, uint64_t value);
+    void *ctx;
+    key_walk walk;
+    codec_block_decoder dec;
+    uint64_t buf[SEARCH_CHUNK];
+} search_state;
+
+static void search_init(search_state *s, const table_reader *r, uint64_t first, uint64_t prev,
+                        uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                        int (*emit)(void *ctx, uint64_t value), void *ctx)
+{
+    s->r = r;
+    s->first = first;
+    s->b = first;
+    s->prev = prev;
+    s->key = 0;
+    s->lo = lo;
+    s->hi = hi;
+    s->q = q;
+    s->k = k;
+    s->verify = verify_blocks_once(r);
+    s->open = 0;
+    s->emit = emit;
+    s->ctx = ctx;
+    s->walk.chunk = UINT64_MAX;
+}
+
+/* Open the search's next block: 1 when it has one, 0 when the search is
+ * over (no block left, or the last one reached hi), or an error. */
+static int search_open(search_state *s)
+{
+    const table_reader *r = s->r;
+    if (s->b >= r->info.block_count || (s->b > s->first && s->prev >= s->hi))
+        return 0;
+    uint32_t count;
+    int rc = walk_block(r, &s->walk, s->b, &s->prev, &s->key, &count);
+    if (rc == SIMSTORE_OK)
+        rc = block_begin_keys(r, s->b, s->verify, s->prev, s->key, count, &s->dec);
+    if (rc)
+        return rc;
+    s->prev = s->key;
+    s->open = 1;
+    return 1;
+}
+
+/* The end of the open block's values (m == 0 from the decoder): check it
+ * and move to the next block. */
+static int search_close(search_state *s)
+{
+    int rc = codec_block_decoder_finish(&s->dec, s->key);
+    if (rc)
+        return block_fail(s->r, s->b, rc);
+    s->open = 0;
+    s->b++;
+    return SIMSTORE_OK;
+}
+
+/* Emit the matches among the m values just decoded into s->buf; *over is
+ * set when a value passed hi (the search is then over). Returns 0 or emit's
+ * nonzero result. */
+static int search_take(search_state *s, size_t m, int *over)
+{
+    const uint64_t *buf = s->buf;
+    const uint64_t lo = s->lo, hi = s->hi, q = s->q;
+    const unsigned k = s->k;
+    if (buf[m - 1] < lo)
+        return 0;
+    /* Counted without branches (the loops vectorize where the target
+     * allows): the values below lo, those up to hi, and the matches among
+     * the values between; most chunks have no match at all. */
+    size_t from = 0, end = 0, hits = 0;
+    for (size_t i = 0; i < m; i++) {
+        from += buf[i] < lo;
+        end += buf[i] <= hi;
+    }
+    for (size_t i = from; i < end; i++)
+        hits += sims_distance(buf[i], q) <= k;
+    for (size_t i = from; hits && i < end; i++) {
+        if (sims_distance(buf[i], q) <= k) {
+            hits--;
+            int rc = s->emit(s->ctx, buf[i]);
+            if (rc)
+                return rc;
+        }
+    }
+    *over = end < m;
+    return 0;
+}
+
+/* After a decode of m values (rc its result): the matches emitted, or the
+ * block closed at its end; *over is set when the search is over. Returns 0,
+ * an error, or emit's nonzero result. */
+static int search_step(search_state *s, int rc, size_t m, int *over)
+{
+    if (rc)
+        return block_fail(s->r, s->b, rc);
+    if (m == 0)
+        return search_close(s);
+    return search_take(s, m, over);
+}
+
+/* The search on its own to its end (from any point of it). */
+static int search_run(search_state *s)
+{
+    for (;;) {
+        if (!s->open) {
+            int rc = search_open(s);
+            if (rc <= 0)
+                return rc;
+        }
+        size_t m;
+        int over = 0;
+        int rc = codec_block_decoder_run_to(&s->dec, s->buf, SEARCH_CHUNK, s->hi, &m);
+        rc = search_step(s, rc, m, &over);
+        if (rc || over)
+            return rc;
+    }
+}
+
 static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
                        uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
                        int (*emit)(void *ctx, uint64_t value), void *ctx)
 {
-    uint64_t nb = r->info.block_count;
-    int verify = verify_blocks_once(r);
-    uint64_t buf[SEARCH_CHUNK];
     (void)key;
-    key_walk walk;
-    walk.chunk = UINT64_MAX;
-    for (uint64_t b = first; b < nb; b++) {
-        if (b > first && prev >= hi)
-            break;
-        uint32_t count;
-        int rc = walk_block(r, &walk, b, &prev, &key, &count);
-        if (rc)
-            return rc;
-        codec_block_decoder dec;
-        rc = block_begin_keys(r, b, verify, prev, key, count, &dec);
-        if (rc)
-            return rc;
-        prev = key;
-        for (;;) {
-            size_t m;
-            rc = codec_block_decoder_run_to(&dec, buf, SEARCH_CHUNK, hi, &m);
+    search_state s;
+    search_init(&s, r, first, prev, lo, hi, q, k, emit, ctx);
+    return search_run(&s);
+}
+
+int table_reader_search_two(const table_probe *x, const table_probe *y)
+{
+    search_state a, b;
+    search_init(&a, x->r, x->first, 0, x->lo, x->hi, x->q, x->k, x->emit, x->ctx);
+    search_init(&b, y->r, y->first, 0, y->lo, y->hi, y->q, y->k, y->emit, y->ctx);
+    int live_a = x->lo <= x->hi, live_b = y->lo <= y->hi, rc_b = SIMSTORE_OK;
+    /* Both in turn while both go on; a's result first, as if a ran to its
+     * end before b began (the caller discards what b emitted when a fails). */
+    while (live_a && live_b) {
+        int rc;
+        if (!a.open && (rc = search_open(&a)) <= 0) {
             if (rc)
-                return block_fail(r, b, rc);
-            if (m == 0)
-                break;
-            if (buf[m - 1] < lo)
-                continue;
-            size_t i = 0, end = m;
-            while (buf[i] < lo)
-                i++;
-            int past_hi = buf[m - 1] > hi;
-            if (past_hi) {
-                end = i;
-                while (end < m && buf[end] <= hi)
-                    end++;
-            }
-            for (; i < end; i++) {
-                if (sims_distance(buf[i], q) <= k) {
-                    rc = emit(ctx, buf[i]);
-                    if (rc)
-                        return rc;
-                }
-            }
-            if (past_hi)
-                return SIMSTORE_OK;
+                return rc;
+            live_a = 0;
+            break;
         }
-        rc = codec_block_decoder_finish(&dec, key);
+        if (!b.open && (rc = search_open(&b)) <= 0) {
+            rc_b = rc;
+            live_b = 0;
+            break;
+        }
+        codec_block_run ra = {&a.dec, a.buf, SEARCH_CHUNK, a.hi, 0, 0};
+        codec_block_run rb = {&b.dec, b.buf, SEARCH_CHUNK, b.hi, 0, 0};
+        codec_block_decoder_run_two(&ra, &rb);
+        int over = 0;
+        rc = search_step(&a, ra.rc, ra.n, &over);
         if (rc)
-            return block_fail(r, b, rc);
+            return rc;
+        live_a = !over;
+        over = 0;
+        rc_b = search_step(&b, rb.rc, rb.n, &over);
+        live_b = !rc_b && !over;
     }
-    return SIMSTORE_OK;
+    if (live_a) {
+        int rc = search_run(&a);
+        if (rc)
+            return rc;
+    }
+    return live_b ? search_run(&b) : rc_b;
 }

@@ -274,4 +274,22 @@ int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo,
                              uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
                              void *ctx);
 
+/* The arguments of one table_reader_search_from() call. */
+typedef struct table_probe {
+    const table_reader *r;
+    uint64_t first, lo, hi, q;
+    unsigned k;
+    int (*emit)(void *ctx, uint64_t value);
+    void *ctx;
+} table_probe;
+
+/* Two searches at once (of two tables, or two ranges of one), with the
+ * results of table_reader_search_from(x) followed by
+ * table_reader_search_from(y): every value emitted once by its own search,
+ * in increasing order within it (x's and y's emits interleave), and x's
+ * nonzero result if it has one, else y's. Their blocks are decoded in one
+ * loop (codec_block_decoder_run_two), so that the core overlaps the two
+ * decodes (a store's query searches its tables two by two). */
+int table_reader_search_two(const table_probe *x, const table_probe *y);
+
 #endif

@@ -511,6 +511,230 @@ static void test_codec_block__round_trip(void **state)
     free(buf);
 }
 
+/* Random code lengths and random block bytes in an exactly sized heap
+ * buffer (partly zero half the time), with a count the block could hold:
+ * what a decoder must survive. */
+static uint8_t *garbage_block(test_rng *rng, codec_huff_decoder *dec, size_t *bytes, int *raw_first,
+                              uint64_t *count)
+{
+    uint64_t hist[64] = {0};
+    unsigned used_syms = 1 + (unsigned)test_rng_below(rng, 64);
+    for (unsigned i = 0; i < used_syms; i++)
+        hist[test_rng_below(rng, 64)] += 1 + test_rng_below(rng, 1000);
+    uint8_t len[64];
+    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(codec_huff_decoder_init(dec, len), 0);
+    *bytes = (size_t)256 << test_rng_below(rng, 3);
+    uint8_t *buf = malloc(*bytes);
+    for (size_t i = 0; i < *bytes; i++)
+        buf[i] = (uint8_t)test_rng_next(rng);
+    if (test_rng_below(rng, 2))
+        memset(buf + test_rng_below(rng, *bytes / 2), 0, *bytes / 2); /* partly zero */
+    *raw_first = (int)test_rng_below(rng, 2);
+    *count = 1 + test_rng_below(rng, codec_block_max_count(*bytes, dec->min_len, *raw_first));
+    return buf;
+}
+
+/* One random block for the two-stream tests: values v[0..*used), coded into
+ * buf (bytes + slack) under a code of their own; *raw_first, *prev and
+ * *implicit as a decoder needs them. */
+typedef struct two_block {
+    uint64_t *v;
+    uint8_t *buf;
+    size_t bytes, used;
+    uint64_t prev;
+    int raw_first, implicit;
+    codec_huff_decoder dec;
+} two_block;
+
+static void two_block_make(test_rng *rng, two_block *b, int shape)
+{
+    static const size_t sizes[] = {256, 512, 1024, 4096};
+    enum { N = 20000 };
+    b->bytes = sizes[test_rng_below(rng, 4)];
+    b->raw_first = (int)test_rng_below(rng, 2);
+    b->implicit = (int)test_rng_below(rng, 2);
+    size_t n = gen_sorted(rng, shape, b->v, 1 + (size_t)test_rng_below(rng, N));
+    b->prev = b->raw_first ? 0 : b->v[0] - 1 - test_rng_below(rng, b->v[0]);
+    uint64_t hist[64];
+    histogram(b->v, n, b->prev, !b->raw_first, hist);
+    uint8_t len[64];
+    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    codec_huff_encoder enc;
+    assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
+    assert_int_equal(codec_huff_decoder_init(&b->dec, len), 0);
+    codec_block_encoder e;
+    codec_block_encoder_start(&e, &enc, b->buf, b->bytes, b->raw_first, b->prev);
+    size_t used = 0;
+    while (used < n && codec_block_encoder_put(&e, b->v[used]) == 1)
+        used++;
+    assert_true(used >= 1);
+    /* Table format 2 and 3: the last value is the key, not coded. */
+    if (b->implicit && (used > 1 || !b->raw_first))
+        codec_block_encoder_drop_last(&e);
+    else
+        b->implicit = 0;
+    b->used = used;
+}
+
+static void two_block_start(const two_block *b, codec_block_decoder *s)
+{
+    codec_block_decoder_init(s, &b->dec, b->buf, b->bytes, b->raw_first, b->prev, b->used);
+    if (b->implicit)
+        codec_block_decoder_set_last(s, b->v[b->used - 1]);
+}
+
+static void test_codec_block__run_two(void **state)
+{
+    (void)state;
+    /* Two blocks decoded at once, in random chunks with random limits, give
+     * each block's values exactly, stop early only past a limit, and leave
+     * each decoder where the single decoder would (finish passes). */
+    test_rng rng;
+    test_rng_init(&rng, "block run two", 505);
+    two_block blk[2];
+    uint64_t *out[2];
+    for (int j = 0; j < 2; j++) {
+        blk[j].v = malloc(20000 * sizeof(uint64_t));
+        blk[j].buf = malloc(4096 + BITIO_WRITER_SLACK);
+        out[j] = malloc(20001 * sizeof(uint64_t));
+    }
+    for (int iter = 0; iter < 400; iter++) {
+        codec_block_decoder s[2];
+        size_t got[2] = {0, 0};
+        for (int j = 0; j < 2; j++) {
+            two_block_make(&rng, &blk[j], (int)test_rng_below(&rng, 5));
+            two_block_start(&blk[j], &s[j]);
+        }
+        for (;;) {
+            codec_block_run r[2];
+            for (int j = 0; j < 2; j++) {
+                size_t cap = 1 + (size_t)test_rng_below(&rng, iter % 2 ? 300 : 20000);
+                uint64_t limit =
+                    test_rng_below(&rng, 3) == 0
+                        ? UINT64_MAX
+                        : blk[j].v[test_rng_below(&rng, blk[j].used)] - test_rng_below(&rng, 2);
+                r[j] = (codec_block_run){&s[j], out[j] + got[j], cap, limit, 0, -1};
+            }
+            codec_block_decoder_run_two(&r[0], &r[1]);
+            for (int j = 0; j < 2; j++) {
+                assert_int_equal(r[j].rc, 0);
+                assert_true(r[j].n <= r[j].cap);
+                if (r[j].n > 0 && r[j].n < r[j].cap && s[j].remaining > 0)
+                    assert_true(out[j][got[j] + r[j].n - 1] > r[j].limit);
+                if (r[j].limit == UINT64_MAX)
+                    assert_true(r[j].n == r[j].cap || s[j].remaining == 0);
+                got[j] += r[j].n;
+            }
+            if (r[0].n == 0 && r[1].n == 0)
+                break;
+        }
+        for (int j = 0; j < 2; j++) {
+            assert_true(got[j] == blk[j].used);
+            assert_memory_equal(out[j], blk[j].v, blk[j].used * sizeof(uint64_t));
+            assert_int_equal(codec_block_decoder_finish(&s[j], blk[j].v[blk[j].used - 1]), 0);
+        }
+    }
+    for (int j = 0; j < 2; j++) {
+        free(blk[j].v);
+        free(blk[j].buf);
+        free(out[j]);
+    }
+}
+
+static void test_codec_block__run_two_garbage(void **state)
+{
+    (void)state;
+    /* A random block (exactly sized on the heap: ASan sees any read outside
+     * it) beside a valid one: each stream's result is the single decoder's,
+     * the error included, and the valid stream is never disturbed. */
+    test_rng rng;
+    test_rng_init(&rng, "block run two garbage", 606);
+    two_block good;
+    good.v = malloc(20000 * sizeof(uint64_t));
+    good.buf = malloc(4096 + BITIO_WRITER_SLACK);
+    uint64_t *want = malloc(65536 * sizeof *want), *out = malloc(65536 * sizeof *out);
+    uint64_t *gout = malloc(20001 * sizeof *gout);
+    static codec_huff_decoder dec;
+    int bad = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        two_block_make(&rng, &good, (int)test_rng_below(&rng, 5));
+        size_t bytes;
+        int raw_first;
+        uint64_t count;
+        uint8_t *buf = garbage_block(&rng, &dec, &bytes, &raw_first, &count);
+        uint64_t prev = test_rng_next(&rng) >> (8 * test_rng_below(&rng, 2));
+        /* The single decoder, the whole block in one call. */
+        codec_block_decoder a;
+        codec_block_decoder_init(&a, &dec, buf, bytes, raw_first, prev, count);
+        size_t n1 = 0;
+        int rc1 = codec_block_decoder_run(&a, want, (size_t)count, &n1);
+        /* The same beside the good block. */
+        codec_block_decoder b, g;
+        codec_block_decoder_init(&b, &dec, buf, bytes, raw_first, prev, count);
+        two_block_start(&good, &g);
+        codec_block_run rb = {&b, out, (size_t)count, UINT64_MAX, 0, -1};
+        codec_block_run rg = {&g, gout, good.used, UINT64_MAX, 0, -1};
+        if (iter % 2)
+            codec_block_decoder_run_two(&rb, &rg);
+        else
+            codec_block_decoder_run_two(&rg, &rb);
+        assert_int_equal(rb.rc, rc1);
+        if (rc1 == 0) {
+            assert_true(rb.n == n1);
+            assert_memory_equal(out, want, n1 * sizeof *out);
+            assert_true(b.pos == a.pos && b.prev == a.prev && b.remaining == a.remaining);
+        } else {
+            bad++;
+        }
+        assert_int_equal(rg.rc, 0);
+        assert_true(rg.n == good.used);
+        assert_memory_equal(gout, good.v, good.used * sizeof *gout);
+        assert_int_equal(codec_block_decoder_finish(&g, good.v[good.used - 1]), 0);
+        free(buf);
+    }
+    assert_true(bad > 0);
+
+    /* A valid block decoded from a predecessor so large that its values
+     * pass 2^64 midway (inside the two-stream loop, both streams' bits being
+     * valid codes): an overflow error for it alone, in either place. */
+    two_block other;
+    other.v = malloc(20000 * sizeof(uint64_t));
+    other.buf = malloc(4096 + BITIO_WRITER_SLACK);
+    int wraps = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        two_block_make(&rng, &good, 1);
+        two_block_make(&rng, &other, 1);
+        if (good.raw_first || other.raw_first || good.used < 8 || other.used < 8)
+            continue;
+        uint64_t span = other.v[other.used / 2] - other.prev;
+        uint64_t prev = UINT64_MAX - span + 1; /* value used/2 lands on 2^64 */
+        codec_block_decoder b, g;
+        codec_block_decoder_init(&b, &other.dec, other.buf, other.bytes, 0, prev, other.used);
+        two_block_start(&good, &g);
+        codec_block_run rb = {&b, out, other.used, UINT64_MAX, 0, -1};
+        codec_block_run rg = {&g, gout, good.used, UINT64_MAX, 0, -1};
+        if (iter % 2)
+            codec_block_decoder_run_two(&rb, &rg);
+        else
+            codec_block_decoder_run_two(&rg, &rb);
+        assert_int_equal(rb.rc, SIMSTORE_ECORRUPT);
+        assert_non_null(strstr(simstore_last_error(), "overflow"));
+        assert_int_equal(rg.rc, 0);
+        assert_true(rg.n == good.used);
+        assert_memory_equal(gout, good.v, good.used * sizeof *gout);
+        wraps++;
+    }
+    assert_true(wraps > 20);
+    free(other.v);
+    free(other.buf);
+    free(good.v);
+    free(good.buf);
+    free(want);
+    free(out);
+    free(gout);
+}
+
 static void test_codec_block__extreme_values(void **state)
 {
     (void)state;
@@ -704,21 +928,10 @@ static void test_codec_block__garbage_is_bounded(void **state)
     uint64_t *out = malloc(65536 * 8 * sizeof *out);
     int ok = 0, bad = 0;
     for (int iter = 0; iter < 400; iter++) {
-        uint64_t hist[64] = {0};
-        unsigned used_syms = 1 + (unsigned)test_rng_below(&rng, 64);
-        for (unsigned i = 0; i < used_syms; i++)
-            hist[test_rng_below(&rng, 64)] += 1 + test_rng_below(&rng, 1000);
-        uint8_t len[64];
-        assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
-        assert_int_equal(codec_huff_decoder_init(&dec, len), 0);
-        size_t bytes = (size_t)256 << test_rng_below(&rng, 3);
-        uint8_t *buf = malloc(bytes);
-        for (size_t i = 0; i < bytes; i++)
-            buf[i] = (uint8_t)test_rng_next(&rng);
-        if (test_rng_below(&rng, 2))
-            memset(buf + test_rng_below(&rng, bytes / 2), 0, bytes / 2); /* partly zero */
-        int raw_first = (int)test_rng_below(&rng, 2);
-        uint64_t count = 1 + test_rng_below(&rng, codec_block_max_count(bytes, dec.min_len, raw_first));
+        size_t bytes;
+        int raw_first;
+        uint64_t count;
+        uint8_t *buf = garbage_block(&rng, &dec, &bytes, &raw_first, &count);
         int rc = codec_block_decode(&dec, buf, bytes, raw_first, test_rng_next(&rng) >> 8, count,
                                     test_rng_next(&rng), out);
         assert_true(rc == 0 || rc == SIMSTORE_ECORRUPT);
@@ -757,6 +970,8 @@ int main(void)
         cmocka_unit_test(test_codec_block__implicit_last),
         cmocka_unit_test(test_codec_block__rejects_wrap),
         cmocka_unit_test(test_codec_block__garbage_is_bounded),
+        cmocka_unit_test(test_codec_block__run_two),
+        cmocka_unit_test(test_codec_block__run_two_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

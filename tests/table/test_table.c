@@ -508,6 +508,92 @@ static void test_table_search__matches_brute_force(void **state)
     free(got);
 }
 
+static void test_table_search_two__matches_brute_force(void **state)
+{
+    (void)state;
+    /* Two tables of different shapes and block sizes searched at once: each
+     * probe emits exactly its own matches, in order; an emit's nonzero
+     * result stops its probe and comes back (the first probe's first). */
+    test_rng rng;
+    test_rng_init(&rng, "table search two", 1010);
+    enum { N = 30000 };
+    uint64_t *v[2], *want[2], *got[2];
+    for (int j = 0; j < 2; j++) {
+        v[j] = malloc(N * sizeof(uint64_t));
+        want[j] = malloc(N * sizeof(uint64_t));
+        got[j] = malloc(N * sizeof(uint64_t));
+    }
+    static const uint32_t sizes[] = {256, 512, 1024, 4096};
+    for (int round = 0; round < 2 * SHAPE_COUNT; round++) {
+        size_t n[2];
+        table_reader *r[2];
+        uint8_t *buf[2];
+        for (int j = 0; j < 2; j++) {
+            n[j] = make_set(&rng, (enum shape)((round + 2 * j) % SHAPE_COUNT), v[j], N);
+            table_params p = make_params(sizes[test_rng_below(&rng, 4)]);
+            size_t size;
+            assert_int_equal(table_encode_memory(&p, v[j], n[j], &buf[j], &size), 0);
+            assert_int_equal(table_reader_open_memory(buf[j], size, 0, &r[j]), 0);
+        }
+        for (int t = 0; t < 300; t++) {
+            struct collect c[2];
+            table_probe tp[2];
+            size_t nw[2];
+            for (int j = 0; j < 2; j++) {
+                uint64_t q = n[j] ? v[j][test_rng_below(&rng, n[j])] : 0;
+                unsigned flips = (unsigned)test_rng_below(&rng, 6);
+                for (unsigned f = 0; f < flips; f++)
+                    q ^= (uint64_t)1 << test_rng_below(&rng, 64);
+                if (t % 7 == j)
+                    q = test_rng_next(&rng);
+                unsigned k = (unsigned)test_rng_below(&rng, 7);
+                unsigned prefix = (unsigned)test_rng_below(&rng, 24);
+                uint64_t lo = prefix ? q & ~(UINT64_MAX >> prefix) : 0;
+                uint64_t hi = prefix ? lo | (UINT64_MAX >> prefix) : UINT64_MAX;
+                if (t % 11 == 0 && j == 1)
+                    lo = hi + (hi < UINT64_MAX), hi = lo - 1 + (lo == 0); /* empty range */
+                nw[j] = 0;
+                for (size_t i = 0; i < n[j]; i++)
+                    if (v[j][i] >= lo && v[j][i] <= hi && simstore_distance(v[j][i], q) <= k)
+                        want[j][nw[j]++] = v[j][i];
+                c[j] = (struct collect){got[j], 0, N, 0};
+                tp[j] = (table_probe){
+                    r[j], table_reader_find_block(r[j], lo), lo, hi, q, k, collect_emit, &c[j]};
+            }
+            assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 0);
+            for (int j = 0; j < 2; j++) {
+                assert_true(c[j].n == nw[j]);
+                if (nw[j])
+                    assert_memory_equal(got[j], want[j], nw[j] * sizeof(uint64_t));
+            }
+            /* Stops: the second probe's result when the first ends well;
+             * the first's when both stop. */
+            for (int j = 0; j < 2; j++)
+                c[j] = (struct collect){got[j], 0, N, 0};
+            if (nw[1] >= 2) {
+                c[1].stop_after = 2;
+                assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 7);
+                assert_true(c[0].n == nw[0] && c[1].n == 2);
+                if (nw[0] >= 1) {
+                    c[0] = (struct collect){got[0], 0, N, 1};
+                    c[1] = (struct collect){got[1], 0, N, 2};
+                    assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 7);
+                    assert_true(c[0].n == 1);
+                }
+            }
+        }
+        for (int j = 0; j < 2; j++) {
+            table_reader_close(r[j]);
+            free(buf[j]);
+        }
+    }
+    for (int j = 0; j < 2; j++) {
+        free(v[j]);
+        free(want[j]);
+        free(got[j]);
+    }
+}
+
 static void test_table_find_block__matches_linear_search(void **state)
 {
     (void)state;
@@ -576,6 +662,29 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
         for (size_t j = 0; j < col.n; j++)
             h = (h ^ got[j]) * 1099511628211ULL;
         h = (h ^ col.n) * 1099511628211ULL;
+    }
+    /* Two probes at once give what each gives alone, the error included. */
+    for (size_t i = 0; !rc && i + 1 < np; i += 2) {
+        static uint64_t got[2][2][4096];
+        struct collect one[2], two[2];
+        table_probe tp[2];
+        int single[2];
+        for (int j = 0; j < 2; j++) {
+            uint64_t q = probes[i + j], lo = q & ~(UINT64_MAX >> 6), hi = lo | (UINT64_MAX >> 6);
+            one[j] = (struct collect){got[0][j], 0, 4096, 0};
+            two[j] = (struct collect){got[1][j], 0, 4096, 0};
+            single[j] = table_reader_search(r, lo, hi, q, 20, collect_emit, &one[j]);
+            tp[j] = (table_probe){
+                r, table_reader_find_block(r, lo), lo, hi, q, 20, collect_emit, &two[j]};
+        }
+        int both = table_reader_search_two(&tp[0], &tp[1]);
+        assert_int_equal(both, single[0] ? single[0] : single[1]);
+        for (int j = 0; !both && j < 2; j++) {
+            assert_true(one[j].n == two[j].n);
+            if (one[j].n)
+                assert_memory_equal(one[j].v, two[j].v, one[j].n * sizeof(uint64_t));
+        }
+        rc = both;
     }
     const table_info *in = table_reader_info(r);
     h = (h ^ in->params.store_tag ^ in->params.table_index ^ in->params.prefix_bits) * 31;
@@ -1329,6 +1438,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_roundtrip__million_through_files),
         cmocka_unit_test(test_table_range__matches_sorted_array),
         cmocka_unit_test(test_table_search__matches_brute_force),
+        cmocka_unit_test(test_table_search_two__matches_brute_force),
         cmocka_unit_test(test_table_find_block__matches_linear_search),
         cmocka_unit_test(test_table_corruption__every_byte_and_truncation),
         cmocka_unit_test(test_table_corruption__skip_checksums_flag),
