@@ -95,6 +95,10 @@ int docfile_find_fp(const docfile_reader *r, uint64_t fp,
  * reads first (a query calls it as its tables find each candidate). Reads
  * nothing itself; never fails. */
 void docfile_prefetch_fp(const docfile_reader *r, uint64_t fp);
+/* The next hint, once the directory's lines have come: prefetch the block
+ * table lines docfile_find_fp(r, fp) reads next (the directory's entries
+ * read unchecked, to choose the lines only). Never fails. */
+void docfile_prefetch_fp_table(const docfile_reader *r, uint64_t fp);
 /* The document with this id: 1 and *out, 0 when there is none, or an error. */
 int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile_doc *out);
 /* The document at an ordinal (< docfile_count). */

@@ -403,6 +403,23 @@ static int decode_gaps(const docfile_reader *r, dblock *d, uint32_t upto, uint64
 {
     uint64_t b = d->index, limit = (uint64_t)d->gaps_bytes * 8;
     while (d->decoded < upto && d->fp[d->decoded - 1] <= stop) {
+        /* The usual gap: quotient, stop bit and low bits inside one
+         * unchecked 57-bit window wholly inside the gaps. */
+        uint64_t w =
+            (d->gpos >> 3) + 8 <= d->gaps_bytes ? bitio_peek_fast(d->gaps, d->gpos) : UINT64_MAX;
+        if (w != UINT64_MAX) {
+            unsigned q = (unsigned)__builtin_ctzll(~w);
+            if (q + 1 + d->rice <= BITIO_PEEK_BITS &&
+                (d->rice == 0 || (uint64_t)q <= (UINT64_MAX >> d->rice))) {
+                uint64_t g = (uint64_t)q << d->rice | ((w >> (q + 1)) & bitio_mask(d->rice));
+                uint64_t prev = d->fp[d->decoded - 1];
+                if (g > UINT64_MAX - prev)
+                    return BLOCK_BAD("fingerprint past 2^64 - 1");
+                d->gpos += q + 1 + d->rice;
+                d->fp[d->decoded++] = prev + g;
+                continue;
+            }
+        }
         uint64_t win = bitio_read_safe(d->gaps, d->gaps_bytes, d->gpos, 64);
         unsigned q = win == UINT64_MAX ? 64 : (unsigned)__builtin_ctzll(~win);
         if (q > DF_RICE_MAX_Q)
@@ -625,6 +642,41 @@ void docfile_prefetch_fp(const docfile_reader *r, uint64_t fp)
     } else {
         uint64_t from = r->fd + df_dir_entry_offset(page * DF_DIR_PAGE);
         for (uint64_t off = from; off < from + 4 * DF_DIR_PAGE + 8 && off < r->size; off += 64)
+            __builtin_prefetch(r->data + off, 0, 3);
+    }
+#else
+    (void)r;
+    (void)fp;
+#endif
+}
+
+void docfile_prefetch_fp_table(const docfile_reader *r, uint64_t fp)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (r->n == 0)
+        return;
+    /* The directory's entries as they are (unchecked: they only choose
+     * which lines to ask for, bounded to the block table), then the block
+     * table lines of the blocks between them and the one before: all of
+     * their page while it is unchecked. */
+    uint64_t x = df_fp_bucket(fp, r->bf);
+    uint64_t lo = le_load32(r->data + r->fd + df_dir_entry_offset(x));
+    uint64_t hi = le_load32(r->data + r->fd + df_dir_entry_offset(x + 1));
+    lo = lo ? lo - 1 : 0;
+    hi = hi < r->nb ? hi : r->nb - 1;
+    if (lo > hi || hi - lo > 4)
+        hi = lo < r->nb ? lo : r->nb - 1;
+    for (uint64_t page = lo / DF_TABLE_PAGE; page <= hi / DF_TABLE_PAGE; page++) {
+        uint64_t from = r->bt + df_table_entry_offset(page * DF_TABLE_PAGE), to;
+        if (is_checked(r, OK_TABLE, page)) {
+            uint64_t a = lo > page * DF_TABLE_PAGE ? lo : page * DF_TABLE_PAGE;
+            uint64_t b = hi < (page + 1) * DF_TABLE_PAGE - 1 ? hi : (page + 1) * DF_TABLE_PAGE - 1;
+            from = r->bt + df_table_entry_offset(a);
+            to = r->bt + df_table_entry_offset(b) + 16;
+        } else {
+            to = from + 16 * DF_TABLE_PAGE + 8;
+        }
+        for (uint64_t off = from & ~(uint64_t)63; off < to && off < r->size; off += 64)
             __builtin_prefetch(r->data + off, 0, 3);
     }
 #else

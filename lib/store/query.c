@@ -15,7 +15,8 @@
 #include <string.h>
 
 typedef struct probe {
-    uint64_t lo, hi, first;
+    uint64_t lo, hi;
+    table_start at; /* where its search starts */
     simstore_query *q;
     const sims_permuter *permuter; /* of the probe's table */
     const docfile_reader *docfile; /* the snapshot's, or NULL */
@@ -494,12 +495,13 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
         const sims_segment *seg = snap->segments[i];
         for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
             probe *p = &q->probes[nprobe];
-            p->first = table_reader_prefetch(seg->tables[t], p->lo, p->hi);
+            table_reader_prefetch(seg->tables[t], p->lo, p->hi, &p->at);
         }
     }
     /* Then the searches two at a time, their blocks decoded in one loop. */
     table_probe tp[2];
     int held = 0;
+    size_t hinted = 0; /* candidates whose block table lines are asked for */
     nprobe = 0;
     for (uint32_t i = 0; i < snap->segment_count; i++) {
         const sims_segment *seg = snap->segments[i];
@@ -508,20 +510,25 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
             p->q = q;
             p->permuter = &d->tables[t].permuter;
             p->docfile = snap->docfile;
-            tp[held++] = (table_probe){
-                seg->tables[t], p->first, p->lo, p->hi, sims_permute(p->permuter, fp), k,
-                collect_probed, p};
+            tp[held++] =
+                (table_probe){seg->tables[t], p->at, p->lo, p->hi, sims_permute(p->permuter, fp), k,
+                              collect_probed, p};
             int last = i + 1 == snap->segment_count && t + 1 == seg->table_count;
             if (held < 2 && !last)
                 continue;
             int rc = held == 2 ? table_reader_search_two(&tp[0], &tp[1])
-                               : table_reader_search_from(tp[0].r, tp[0].first, tp[0].lo, tp[0].hi,
+                               : table_reader_search_from(tp[0].r, &tp[0].at, tp[0].lo, tp[0].hi,
                                                           tp[0].q, k, collect_probed, tp[0].ctx);
             held = 0;
             if (q->grow_failed)
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
             if (rc)
                 return rc;
+            /* The candidates so far will want their document file's block
+             * table next: its lines come while the next tables are searched
+             * (their directory lines were asked for as each was found). */
+            for (; snap->docfile && !last && hinted < q->cand_len; hinted++)
+                docfile_prefetch_fp_table(snap->docfile, q->cand[hinted]);
         }
     }
     return SIMSTORE_OK;

@@ -516,7 +516,8 @@ static void chunk_pair(const chunk_view *v, uint64_t i, uint64_t *prev, uint64_t
 
 /* The first i with key i >= x (x <= the chunk's last key), with keys i - 1
  * and i: the zero that ends the high parts below x's, then forward. */
-static uint64_t chunk_find(const chunk_view *v, uint64_t x, uint64_t *prev, uint64_t *key)
+static uint64_t chunk_find(const chunk_view *v, uint64_t x, uint64_t *prev, uint64_t *key,
+                           uint64_t *at)
 {
     uint64_t rel = x < v->base ? 0 : x - v->base;
     uint64_t h = rel >> v->low_bits;
@@ -542,6 +543,7 @@ static uint64_t chunk_find(const chunk_view *v, uint64_t x, uint64_t *prev, uint
         if (k >= x || i + 1 == v->n) {
             *prev = before;
             *key = k;
+            *at = q;
             return i;
         }
         before = k;
@@ -692,7 +694,7 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
 
 /* First block with key >= x (block_count if none), keys before and at it. */
 static int v3_find(const table_reader *r, uint64_t x, uint64_t *first, uint64_t *prev,
-                   uint64_t *key)
+                   uint64_t *key, chunk_view *v, uint64_t *at)
 {
     *first = r->info.block_count;
     *prev = *key = 0;
@@ -720,11 +722,10 @@ static int v3_find(const table_reader *r, uint64_t x, uint64_t *first, uint64_t 
         else
             chi = mid;
     }
-    chunk_view v;
-    int rc = chunk_open(r, clo, &v);
+    int rc = chunk_open(r, clo, v);
     if (rc)
         return rc;
-    *first = v.first + chunk_find(&v, x, prev, key);
+    *first = v->first + chunk_find(v, x, prev, key, at);
     return SIMSTORE_OK;
 }
 
@@ -860,8 +861,9 @@ static uint64_t index_find(const table_reader *r, uint64_t x, uint64_t *prev, ui
 {
     if (!r->lazy)
         return table_keys_find_keys(&r->keys, x, prev, key);
-    uint64_t first;
-    if (v3_find(r, x, &first, prev, key))
+    uint64_t first, at;
+    chunk_view v;
+    if (v3_find(r, x, &first, prev, key, &v, &at))
         return *prev = *key = 0;
     return first;
 }
@@ -1362,18 +1364,40 @@ fail:
 
 #define PREFETCH_MAX_BYTES 8192
 
-uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
+void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at)
 {
     uint64_t nb = r->info.block_count;
-    uint64_t prev, key;
-    uint64_t first = index_find(r, lo, &prev, &key);
+    uint64_t prev = 0, key = 0, first;
+    /* Version 3: the chunk found stays open for the blocks after the first,
+     * and the search takes the first block's keys and count from here. */
+    key_walk w;
+    w.chunk = UINT64_MAX;
+    at->have = 0;
+    if (!r->lazy) {
+        first = index_find(r, lo, &prev, &key);
+    } else if (v3_find(r, lo, &first, &prev, &key, &w.v, &w.pos)) {
+        first = 0; /* as index_find on damage */
+        prev = key = 0;
+    } else if (first < nb) {
+        w.chunk = first / TBL_V3_CHUNK_BLOCKS;
+        w.key = key;
+        *at = (table_start){
+            first, prev, key, w.pos, chunk_count_of(&w.v, first % TBL_V3_CHUNK_BLOCKS), 1};
+    }
+    at->first = first;
     if (lo > hi || first >= nb)
-        return first;
+        return;
     /* The blocks the search will decode: up to the first whose key >= hi. */
     uint64_t last = first;
     size_t bb = r->info.params.block_bytes;
-    while (last + 1 < nb && (last + 1 - first) * bb < PREFETCH_MAX_BYTES && key < hi)
-        key = index_key(r, ++last);
+    while (last + 1 < nb && (last + 1 - first) * bb < PREFETCH_MAX_BYTES && key < hi) {
+        uint64_t before;
+        uint32_t count;
+        if (w.chunk == UINT64_MAX)
+            key = index_key(r, ++last);
+        else if (walk_block(r, &w, ++last, &before, &key, &count))
+            break;
+    }
     const uint8_t *p = r->blocks + first * bb;
     size_t bytes = (size_t)(last - first + 1) * bb;
     if (bytes > PREFETCH_MAX_BYTES)
@@ -1390,7 +1414,6 @@ uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi)
 #else
     (void)p;
 #endif
-    return first;
 }
 
 void table_reader_prefetch_index(const table_reader *r, uint64_t lo)
@@ -1473,23 +1496,14 @@ int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_
     return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
 }
 
-int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo, uint64_t hi,
-                             uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
-                             void *ctx)
-{
-    if (lo > hi)
-        return SIMSTORE_OK;
-    uint64_t prev = 0, key = 0;
-    return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
-}
-
 /* One search in progress: the block it decodes and what it looks for. */
 typedef struct search_state {
     const table_reader *r;
     uint64_t first, b, prev, key, lo, hi, q;
     unsigned k;
     int verify;
-    int open; /* dec holds block b, not yet decoded to its end */
+    int open;              /* dec holds block b, not yet decoded to its end */
+    const table_start *at; /* block first's keys, when set and have */
     int (*emit)(void *ctx, uint64_t value);
     void *ctx;
     key_walk walk;
@@ -1514,6 +1528,7 @@ static void search_init(search_state *s, const table_reader *r, uint64_t first, 
     s->open = 0;
     s->emit = emit;
     s->ctx = ctx;
+    s->at = NULL;
     s->walk.chunk = UINT64_MAX;
 }
 
@@ -1525,7 +1540,20 @@ static int search_open(search_state *s)
     if (s->b >= r->info.block_count || (s->b > s->first && s->prev >= s->hi))
         return 0;
     uint32_t count;
-    int rc = walk_block(r, &s->walk, s->b, &s->prev, &s->key, &count);
+    int rc;
+    const table_start *at = s->at;
+    if (at && at->have && s->b == at->first && r->lazy) {
+        /* The keys table_reader_prefetch found; the walk on from there. */
+        uint64_t c = s->b / TBL_V3_CHUNK_BLOCKS;
+        rc = chunk_open(r, c, &s->walk.v);
+        s->walk.chunk = c;
+        s->walk.pos = at->pos;
+        s->walk.key = s->key = at->key;
+        s->prev = at->prev;
+        count = at->count;
+    } else {
+        rc = walk_block(r, &s->walk, s->b, &s->prev, &s->key, &count);
+    }
     if (rc == SIMSTORE_OK)
         rc = block_begin_keys(r, s->b, s->verify, s->prev, s->key, count, &s->dec);
     if (rc)
@@ -1619,11 +1647,25 @@ static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uin
     return search_run(&s);
 }
 
+int table_reader_search_from(const table_reader *r, const table_start *at, uint64_t lo, uint64_t hi,
+                             uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
+                             void *ctx)
+{
+    if (lo > hi)
+        return SIMSTORE_OK;
+    search_state s;
+    search_init(&s, r, at->first, 0, lo, hi, q, k, emit, ctx);
+    s.at = at;
+    return search_run(&s);
+}
+
 int table_reader_search_two(const table_probe *x, const table_probe *y)
 {
     search_state a, b;
-    search_init(&a, x->r, x->first, 0, x->lo, x->hi, x->q, x->k, x->emit, x->ctx);
-    search_init(&b, y->r, y->first, 0, y->lo, y->hi, y->q, y->k, y->emit, y->ctx);
+    search_init(&a, x->r, x->at.first, 0, x->lo, x->hi, x->q, x->k, x->emit, x->ctx);
+    search_init(&b, y->r, y->at.first, 0, y->lo, y->hi, y->q, y->k, y->emit, y->ctx);
+    a.at = &x->at;
+    b.at = &y->at;
     int live_a = x->lo <= x->hi, live_b = y->lo <= y->hi, rc_b = SIMSTORE_OK;
     /* Both in turn while both go on; a's result first, as if a ran to its
      * end before b began (the caller discards what b emitted when a fails). */

@@ -245,13 +245,24 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
 
 /* ---- fused probe ------------------------------------------------------------ */
 
+/* Where a search of [lo, hi] starts, as table_reader_prefetch() finds it:
+ * the first block it reads (table_reader_find_block(r, lo)) and, when
+ * `have`, that block's keys and count and where its key lies in its index
+ * chunk (version 3), so that the search does not look them up again. */
+typedef struct table_start {
+    uint64_t first, prev, key, pos;
+    uint32_t count;
+    int have;
+} table_start;
+
 /* Hint that a search of [lo, hi] follows soon: issue prefetches for the block
  * bytes (at most 8 KiB) and the in-RAM index words that search will read, so that the
  * probes of several tables wait on memory in parallel, not one after
- * another. Reads nothing it is not bounded to; never fails. Returns the
- * first block the search will read (table_reader_find_block(r, lo)), to hand
- * to table_reader_search_from(). */
-uint64_t table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi);
+ * another, and set *at to where the search starts, to hand to
+ * table_reader_search_from(). Reads only what it checks or is bounded to;
+ * never fails (on a damaged index, *at is block 0 without keys: the search
+ * from there meets the damage). */
+void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at);
 
 /* Hint that table_reader_prefetch(r, lo, ...) follows: version 3, when the
  * top pages the search for lo needs are already checked, issue prefetches
@@ -268,16 +279,17 @@ void table_reader_prefetch_index(const table_reader *r, uint64_t lo);
 int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
                         int (*emit)(void *ctx, uint64_t value), void *ctx);
 
-/* table_reader_search() starting at block `first`, which must be
- * table_reader_find_block(r, lo) (as table_reader_prefetch() returns). */
-int table_reader_search_from(const table_reader *r, uint64_t first, uint64_t lo, uint64_t hi,
+/* table_reader_search() starting at *at, which table_reader_prefetch(r, lo,
+ * hi, at) set (or at->first = table_reader_find_block(r, lo), at->have = 0). */
+int table_reader_search_from(const table_reader *r, const table_start *at, uint64_t lo, uint64_t hi,
                              uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
                              void *ctx);
 
 /* The arguments of one table_reader_search_from() call. */
 typedef struct table_probe {
     const table_reader *r;
-    uint64_t first, lo, hi, q;
+    table_start at;
+    uint64_t lo, hi, q;
     unsigned k;
     int (*emit)(void *ctx, uint64_t value);
     void *ctx;
