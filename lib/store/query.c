@@ -487,7 +487,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
         for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
             probe *p = &q->probes[nprobe];
             sims_design_probe(d, t, fp, &p->lo, &p->hi);
-            table_reader_prefetch_index(seg->tables[t], p->lo);
+            table_reader_prefetch_index(seg->tables[t], p->lo, &p->at);
         }
     }
     nprobe = 0;

@@ -692,12 +692,29 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
     return SIMSTORE_OK;
 }
 
-/* First block with key >= x (block_count if none), keys before and at it. */
-static int v3_find(const table_reader *r, uint64_t x, uint64_t *first, uint64_t *prev,
-                   uint64_t *key, chunk_view *v, uint64_t *at)
+static int top_ok(const table_reader *r, uint64_t page)
+{
+    return atomic_load_explicit(&r->top_ok[page], memory_order_acquire) != 0;
+}
+
+/* First block with key >= x (block_count if none), keys before and at it,
+ * its chunk open in *v and its key's position there in *at. `hint`: a
+ * chunk that may be the one (UINT64_MAX: none), taken when its top entries
+ * (checked) say it is: its last key >= x, the previous chunk's below. */
+static int v3_find(const table_reader *r, uint64_t x, uint64_t hint, uint64_t *first,
+                   uint64_t *prev, uint64_t *key, chunk_view *v, uint64_t *at)
 {
     *first = r->info.block_count;
     *prev = *key = 0;
+    if (hint < r->chunk_count && top_ok(r, hint / TBL_V3_TOP_ENTRIES) &&
+        (hint == 0 || top_ok(r, (hint - 1) / TBL_V3_TOP_ENTRIES)) && last_of(r, hint) >= x &&
+        (hint == 0 || last_of(r, hint - 1) < x)) {
+        int rc = chunk_open(r, hint, v);
+        if (rc)
+            return rc;
+        *first = v->first + chunk_find(v, x, prev, key, at);
+        return SIMSTORE_OK;
+    }
     uint64_t lo = 0, hi = r->top_pages;
     while (lo < hi) { /* the first page whose last key >= x */
         uint64_t mid = lo + (hi - lo) / 2;
@@ -863,7 +880,7 @@ static uint64_t index_find(const table_reader *r, uint64_t x, uint64_t *prev, ui
         return table_keys_find_keys(&r->keys, x, prev, key);
     uint64_t first, at;
     chunk_view v;
-    if (v3_find(r, x, &first, prev, key, &v, &at))
+    if (v3_find(r, x, UINT64_MAX, &first, prev, key, &v, &at))
         return *prev = *key = 0;
     return first;
 }
@@ -1373,16 +1390,17 @@ void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, tabl
     key_walk w;
     w.chunk = UINT64_MAX;
     at->have = 0;
+    uint64_t hint = at->chunk;
     if (!r->lazy) {
         first = index_find(r, lo, &prev, &key);
-    } else if (v3_find(r, lo, &first, &prev, &key, &w.v, &w.pos)) {
+    } else if (v3_find(r, lo, hint, &first, &prev, &key, &w.v, &w.pos)) {
         first = 0; /* as index_find on damage */
         prev = key = 0;
     } else if (first < nb) {
         w.chunk = first / TBL_V3_CHUNK_BLOCKS;
         w.key = key;
         *at = (table_start){
-            first, prev, key, w.pos, chunk_count_of(&w.v, first % TBL_V3_CHUNK_BLOCKS), 1};
+            first, prev, key, w.pos, chunk_count_of(&w.v, first % TBL_V3_CHUNK_BLOCKS), 1, hint};
     }
     at->first = first;
     if (lo > hi || first >= nb)
@@ -1416,8 +1434,9 @@ void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, tabl
 #endif
 }
 
-void table_reader_prefetch_index(const table_reader *r, uint64_t lo)
+void table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start *at)
 {
+    at->chunk = UINT64_MAX;
     if (!r->lazy || r->chunk_count == 0)
         return;
     uint64_t plo = 0, phi = r->top_pages;
@@ -1444,6 +1463,7 @@ void table_reader_prefetch_index(const table_reader *r, uint64_t lo)
         else
             chi = mid;
     }
+    at->chunk = clo;
     uint64_t begin = clo ? end_of(r, clo - 1) : r->chunks_begin, end = end_of(r, clo);
     uint64_t shape = atomic_load_explicit(&r->chunk_shape[clo], memory_order_relaxed);
 #if defined(__GNUC__) || defined(__clang__)
@@ -1458,13 +1478,13 @@ void table_reader_prefetch_index(const table_reader *r, uint64_t lo)
             lo <= base ? 0 : (uint64_t)((double)(lo - base) / ((double)span + 1) * (double)n);
         i = i < n ? i : n - 1;
         uint64_t lw = table_keys_low_words(n, low_bits), hw = shape >> 32 & 0x7FFFFFFF;
-        uint64_t at[3] = {begin + TBL_C3_HEADER_BYTES + i * low_bits / 8,
-                          begin + TBL_C3_HEADER_BYTES + 8 * lw +
-                              (i + ((lo - (lo <= base ? lo : base)) >> low_bits)) / 8,
-                          begin + TBL_C3_HEADER_BYTES + 8 * (lw + hw) + i * count_bits / 8};
+        uint64_t word[3] = {begin + TBL_C3_HEADER_BYTES + i * low_bits / 8,
+                            begin + TBL_C3_HEADER_BYTES + 8 * lw +
+                                (i + ((lo - (lo <= base ? lo : base)) >> low_bits)) / 8,
+                            begin + TBL_C3_HEADER_BYTES + 8 * (lw + hw) + i * count_bits / 8};
         for (int j = 0; j < 3; j++)
-            for (uint64_t off = (at[j] & ~(uint64_t)63) - (at[j] >= begin + 64 ? 64 : 0);
-                 off <= at[j] + 64 && off < end; off += 64)
+            for (uint64_t off = (word[j] & ~(uint64_t)63) - (word[j] >= begin + 64 ? 64 : 0);
+                 off <= word[j] + 64 && off < end; off += 64)
                 __builtin_prefetch(r->index + off, 0, 3);
         return;
     }

@@ -253,23 +253,27 @@ typedef struct table_start {
     uint64_t first, prev, key, pos;
     uint32_t count;
     int have;
+    uint64_t chunk; /* set by table_reader_prefetch_index: its chunk, or UINT64_MAX */
 } table_start;
 
 /* Hint that a search of [lo, hi] follows soon: issue prefetches for the block
  * bytes (at most 8 KiB) and the in-RAM index words that search will read, so that the
  * probes of several tables wait on memory in parallel, not one after
  * another, and set *at to where the search starts, to hand to
- * table_reader_search_from(). Reads only what it checks or is bounded to;
+ * table_reader_search_from() (at->chunk: as table_reader_prefetch_index()
+ * left it, or UINT64_MAX). Reads only what it checks or is bounded to;
  * never fails (on a damaged index, *at is block 0 without keys: the search
  * from there meets the damage). */
 void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at);
 
-/* Hint that table_reader_prefetch(r, lo, ...) follows: version 3, when the
- * top pages the search for lo needs are already checked, issue prefetches
- * for the index chunk it will read, from the keys in RAM, without waiting
- * on the file; otherwise nothing. Call it for every table of a query
- * first, so that their index reads overlap too. Never fails. */
-void table_reader_prefetch_index(const table_reader *r, uint64_t lo);
+/* Hint that table_reader_prefetch(r, lo, ..., at) follows: version 3, when
+ * the top pages the search for lo needs are already checked, issue
+ * prefetches for the index chunk it will read, from the keys in RAM,
+ * without waiting on the file, and note the chunk in at->chunk (which
+ * table_reader_prefetch then takes instead of searching again; UINT64_MAX
+ * otherwise). Call it for every table of a query first, so that their
+ * index reads overlap too. Never fails. */
+void table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start *at);
 
 /* Call emit(ctx, v) for every stored v in [lo, hi] with popcount(v ^ q) <= k,
  * in increasing order. emit returning nonzero stops the scan and that value

@@ -511,10 +511,13 @@ static void test_table_search__matches_brute_force(void **state)
 /* Where a search of [lo, hi] starts: as a query finds it
  * (table_reader_prefetch, the first block's keys carried to the search), or
  * the first block alone. */
-static table_start start_of(const table_reader *r, uint64_t lo, uint64_t hi, int prefetch)
+static table_start start_of(const table_reader *r, uint64_t lo, uint64_t hi, unsigned prefetch)
 {
-    table_start at = {table_reader_find_block(r, lo), 0, 0, 0, 0, 0};
+    table_start at = {table_reader_find_block(r, lo), 0, 0, 0, 0, 0, UINT64_MAX};
     if (prefetch) {
+        /* Twice in three: the index hint first, as a query gives it. */
+        if (prefetch % 3)
+            table_reader_prefetch_index(r, lo, &at);
         table_reader_prefetch(r, lo, hi, &at);
         if (lo <= hi)
             assert_true(at.first == table_reader_find_block(r, lo));
@@ -572,7 +575,7 @@ static void test_table_search_two__matches_brute_force(void **state)
                         want[j][nw[j]++] = v[j][i];
                 c[j] = (struct collect){got[j], 0, N, 0};
                 tp[j] = (table_probe){
-                    r[j], start_of(r[j], lo, hi, (t + j) % 3 != 0), lo, hi, q, k, collect_emit,
+                    r[j], start_of(r[j], lo, hi, (unsigned)(t + j) % 4), lo, hi, q, k, collect_emit,
                     &c[j]};
             }
             assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 0);
@@ -689,8 +692,8 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
             one[j] = (struct collect){got[0][j], 0, 4096, 0};
             two[j] = (struct collect){got[1][j], 0, 4096, 0};
             single[j] = table_reader_search(r, lo, hi, q, 20, collect_emit, &one[j]);
-            tp[j] =
-                (table_probe){r, start_of(r, lo, hi, j == 0), lo, hi, q, 20, collect_emit, &two[j]};
+            tp[j] = (table_probe){
+                r, start_of(r, lo, hi, j == 0 ? 1 : 3), lo, hi, q, 20, collect_emit, &two[j]};
         }
         int both = table_reader_search_two(&tp[0], &tp[1]);
         assert_int_equal(both, single[0] ? single[0] : single[1]);
