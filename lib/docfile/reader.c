@@ -403,28 +403,21 @@ static int decode_gaps(const docfile_reader *r, dblock *d, uint32_t upto, uint64
 {
     uint64_t b = d->index, limit = (uint64_t)d->gaps_bytes * 8;
     while (d->decoded < upto && d->fp[d->decoded - 1] <= stop) {
-        /* The usual gap: quotient, stop bit and low bits inside one
-         * unchecked 57-bit window wholly inside the gaps. */
-        uint64_t w =
-            (d->gpos >> 3) + 8 <= d->gaps_bytes ? bitio_peek_fast(d->gaps, d->gpos) : UINT64_MAX;
-        if (w != UINT64_MAX) {
-            unsigned q = (unsigned)__builtin_ctzll(~w);
-            if (q + 1 + d->rice <= BITIO_PEEK_BITS &&
-                (d->rice == 0 || (uint64_t)q <= (UINT64_MAX >> d->rice))) {
-                uint64_t g = (uint64_t)q << d->rice | ((w >> (q + 1)) & bitio_mask(d->rice));
-                uint64_t prev = d->fp[d->decoded - 1];
-                if (g > UINT64_MAX - prev)
-                    return BLOCK_BAD("fingerprint past 2^64 - 1");
-                d->gpos += q + 1 + d->rice;
-                d->fp[d->decoded++] = prev + g;
-                continue;
-            }
-        }
-        uint64_t win = bitio_read_safe(d->gaps, d->gaps_bytes, d->gpos, 64);
+        /* The quotient and the low bits: the usual gap from one unchecked
+         * 57-bit window wholly inside the gaps, any other through bounded
+         * reads. */
+        uint64_t win = (d->gpos >> 3) + 8 <= d->gaps_bytes ? bitio_peek_fast(d->gaps, d->gpos) : 0;
         unsigned q = win == UINT64_MAX ? 64 : (unsigned)__builtin_ctzll(~win);
-        if (q > DF_RICE_MAX_Q)
-            return BLOCK_BAD("fingerprint gap quotient above 63");
-        uint64_t low = bitio_read_safe(d->gaps, d->gaps_bytes, d->gpos + q + 1, d->rice);
+        uint64_t low;
+        if (win && q + 1 + d->rice <= BITIO_PEEK_BITS) {
+            low = (win >> (q + 1)) & bitio_mask(d->rice);
+        } else {
+            win = bitio_read_safe(d->gaps, d->gaps_bytes, d->gpos, 64);
+            q = win == UINT64_MAX ? 64 : (unsigned)__builtin_ctzll(~win);
+            if (q > DF_RICE_MAX_Q)
+                return BLOCK_BAD("fingerprint gap quotient above 63");
+            low = bitio_read_safe(d->gaps, d->gaps_bytes, d->gpos + q + 1, d->rice);
+        }
         d->gpos += q + 1 + d->rice;
         if (d->gpos > limit)
             return BLOCK_BAD("fingerprint gaps past the block");

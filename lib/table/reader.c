@@ -1381,28 +1381,37 @@ fail:
 
 #define PREFETCH_MAX_BYTES 8192
 
-void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at)
+/* Where a search of values from lo starts (at->chunk: a hint or
+ * UINT64_MAX), and its first block's key. Version 3: w holds the chunk
+ * found, open, for the blocks after the first (w->chunk = UINT64_MAX
+ * otherwise), and *at the first block's keys and count for the search. */
+static void start_find(const table_reader *r, uint64_t lo, table_start *at, key_walk *w,
+                       uint64_t *key)
 {
-    uint64_t nb = r->info.block_count;
-    uint64_t prev = 0, key = 0, first;
-    /* Version 3: the chunk found stays open for the blocks after the first,
-     * and the search takes the first block's keys and count from here. */
-    key_walk w;
-    w.chunk = UINT64_MAX;
+    uint64_t prev = 0, first, hint = at->chunk;
+    *key = 0;
+    w->chunk = UINT64_MAX;
     at->have = 0;
-    uint64_t hint = at->chunk;
     if (!r->lazy) {
-        first = index_find(r, lo, &prev, &key);
-    } else if (v3_find(r, lo, hint, &first, &prev, &key, &w.v, &w.pos)) {
+        first = index_find(r, lo, &prev, key);
+    } else if (v3_find(r, lo, hint, &first, &prev, key, &w->v, &w->pos)) {
         first = 0; /* as index_find on damage */
-        prev = key = 0;
-    } else if (first < nb) {
-        w.chunk = first / TBL_V3_CHUNK_BLOCKS;
-        w.key = key;
+        *key = 0;
+    } else if (first < r->info.block_count) {
+        w->chunk = first / TBL_V3_CHUNK_BLOCKS;
+        w->key = *key;
         *at = (table_start){
-            first, prev, key, w.pos, chunk_count_of(&w.v, first % TBL_V3_CHUNK_BLOCKS), 1, hint};
+            first, prev, *key, w->pos, chunk_count_of(&w->v, first % TBL_V3_CHUNK_BLOCKS), 1, hint};
     }
     at->first = first;
+}
+
+void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at)
+{
+    uint64_t nb = r->info.block_count, key;
+    key_walk w;
+    start_find(r, lo, at, &w, &key);
+    uint64_t first = at->first;
     if (lo > hi || first >= nb)
         return;
     /* The blocks the search will decode: up to the first whose key >= hi. */
@@ -1500,22 +1509,6 @@ void table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start
 
 /* ---- fused probe -------------------------------------------------------------- */
 
-/* The search from block `first`, whose key and the one before it the
- * caller has. */
-static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
-                       uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
-                       int (*emit)(void *ctx, uint64_t value), void *ctx);
-
-int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
-                        int (*emit)(void *ctx, uint64_t value), void *ctx)
-{
-    if (lo > hi)
-        return SIMSTORE_OK;
-    uint64_t prev = 0, key = 0;
-    uint64_t first = index_find(r, lo, &prev, &key);
-    return search_keys(r, first, prev, key, lo, hi, q, k, emit, ctx);
-}
-
 /* One search in progress: the block it decodes and what it looks for. */
 typedef struct search_state {
     const table_reader *r;
@@ -1523,7 +1516,7 @@ typedef struct search_state {
     unsigned k;
     int verify;
     int open;              /* dec holds block b, not yet decoded to its end */
-    const table_start *at; /* block first's keys, when set and have */
+    const table_start *at; /* where it starts: block first's keys when at->have */
     int (*emit)(void *ctx, uint64_t value);
     void *ctx;
     key_walk walk;
@@ -1531,14 +1524,15 @@ typedef struct search_state {
     uint64_t buf[SEARCH_CHUNK];
 } search_state;
 
-static void search_init(search_state *s, const table_reader *r, uint64_t first, uint64_t prev,
-                        uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
-                        int (*emit)(void *ctx, uint64_t value), void *ctx)
+static void search_init(search_state *s, const table_reader *r, const table_start *at, uint64_t lo,
+                        uint64_t hi, uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
+                        void *ctx)
 {
     s->r = r;
-    s->first = first;
-    s->b = first;
-    s->prev = prev;
+    s->first = at->first;
+    s->b = at->first;
+    s->prev = 0;
+    s->at = at;
     s->key = 0;
     s->lo = lo;
     s->hi = hi;
@@ -1548,7 +1542,6 @@ static void search_init(search_state *s, const table_reader *r, uint64_t first, 
     s->open = 0;
     s->emit = emit;
     s->ctx = ctx;
-    s->at = NULL;
     s->walk.chunk = UINT64_MAX;
 }
 
@@ -1562,7 +1555,7 @@ static int search_open(search_state *s)
     uint32_t count;
     int rc;
     const table_start *at = s->at;
-    if (at && at->have && s->b == at->first && r->lazy) {
+    if (at->have && s->b == at->first && r->lazy) {
         /* The keys table_reader_prefetch found; the walk on from there. */
         uint64_t c = s->b / TBL_V3_CHUNK_BLOCKS;
         rc = chunk_open(r, c, &s->walk.v);
@@ -1657,16 +1650,6 @@ static int search_run(search_state *s)
     }
 }
 
-static int search_keys(const table_reader *r, uint64_t first, uint64_t prev, uint64_t key,
-                       uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
-                       int (*emit)(void *ctx, uint64_t value), void *ctx)
-{
-    (void)key;
-    search_state s;
-    search_init(&s, r, first, prev, lo, hi, q, k, emit, ctx);
-    return search_run(&s);
-}
-
 int table_reader_search_from(const table_reader *r, const table_start *at, uint64_t lo, uint64_t hi,
                              uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
                              void *ctx)
@@ -1674,18 +1657,28 @@ int table_reader_search_from(const table_reader *r, const table_start *at, uint6
     if (lo > hi)
         return SIMSTORE_OK;
     search_state s;
-    search_init(&s, r, at->first, 0, lo, hi, q, k, emit, ctx);
-    s.at = at;
+    search_init(&s, r, at, lo, hi, q, k, emit, ctx);
     return search_run(&s);
+}
+
+int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
+                        int (*emit)(void *ctx, uint64_t value), void *ctx)
+{
+    if (lo > hi)
+        return SIMSTORE_OK;
+    table_start at;
+    key_walk w;
+    uint64_t key;
+    at.chunk = UINT64_MAX;
+    start_find(r, lo, &at, &w, &key);
+    return table_reader_search_from(r, &at, lo, hi, q, k, emit, ctx);
 }
 
 int table_reader_search_two(const table_probe *x, const table_probe *y)
 {
     search_state a, b;
-    search_init(&a, x->r, x->at.first, 0, x->lo, x->hi, x->q, x->k, x->emit, x->ctx);
-    search_init(&b, y->r, y->at.first, 0, y->lo, y->hi, y->q, y->k, y->emit, y->ctx);
-    a.at = &x->at;
-    b.at = &y->at;
+    search_init(&a, x->r, &x->at, x->lo, x->hi, x->q, x->k, x->emit, x->ctx);
+    search_init(&b, y->r, &y->at, y->lo, y->hi, y->q, y->k, y->emit, y->ctx);
     int live_a = x->lo <= x->hi, live_b = y->lo <= y->hi, rc_b = SIMSTORE_OK;
     /* Both in turn while both go on; a's result first, as if a ran to its
      * end before b began (the caller discards what b emitted when a fails). */
