@@ -25,6 +25,15 @@
  *                    [--dir DIR] [--k 3] [--block-bytes B] [--tables T] [--keep]
  *                    [--beyond K2] [--cli PATH]
  *
+ * Page tables: the child also prints how much of the store's mapped table
+ * and document file pages are mapped by 2 MiB entries. simstore's writers
+ * write whole aligned 2 MiB pieces, so a kernel whose page cache keeps
+ * large folios for the file system (ext4 on Linux 6.16 and later) holds a
+ * store just built in 2 MiB folios, one TLB entry for 512 pages; the
+ * baseline beside it is the same store copied 64 KiB a write (small folios,
+ * 4 KiB entries, as any store on a kernel without large folios), measured
+ * with the same queries in the same run.
+ *
  * --beyond K2 also measures queries at distance K2 above k on each store
  * (format/design.md, "Beyond k": every table probed at each prefix near the
  * query's), beside a store built for K2 from the same fingerprints. */
@@ -34,10 +43,13 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <inttypes.h>
+#include <dirent.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +138,38 @@ static void *query_thread(void *p)
     }
     simstore_query_free(q);
     return NULL;
+}
+
+/* Of this process's mappings of files under `dir` (the store's tables and
+ * document file): resident KiB, and how many of them are mapped by 2 MiB
+ * page-table entries (FilePmdMapped: the page cache holds those files in
+ * 2 MiB folios, which simstore's writers allow by writing whole aligned
+ * 2 MiB pieces; it depends on the kernel and its file system). */
+static void huge_mapped(const char *dir, long *rss, long *pmd)
+{
+    *rss = *pmd = 0;
+    char full[PATH_MAX];
+    if (!realpath(dir, full))
+        return;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[PATH_MAX + 256];
+    int mine = 0;
+    size_t dl = strlen(full);
+    long v;
+    unsigned long from, to;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &from, &to) == 2) { /* a mapping's first line */
+            char *slash = strchr(line, '/');
+            mine = slash && strncmp(slash, full, dl) == 0 && slash[dl] == '/';
+            continue;
+        }
+        if (mine && sscanf(line, "Rss: %ld kB", &v) == 1)
+            *rss += v;
+        else if (mine && sscanf(line, "FilePmdMapped: %ld kB", &v) == 1)
+            *pmd += v;
+    }
+    if (f)
+        fclose(f);
 }
 
 /* The child: open, measure, query; prints one line of results. */
@@ -235,6 +279,11 @@ static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
            "included)\n",
            (double)rss1 / 1024, (double)(rss1 - rss0) / 1024,
            (double)st.block_key_bytes / (1 << 20), (double)rss2 / 1024, nq + nq / 10);
+    long map_rss, map_pmd;
+    huge_mapped(path, &map_rss, &map_pmd);
+    printf("  page tables: %.1f of the %.1f MiB of table and document file pages mapped are "
+           "mapped in 2 MiB pages\n",
+           (double)map_pmd / 1024, (double)map_rss / 1024);
     printf("  median query %.2f us; data.mdb pages checked after all queries: %" PRIu64 "\n",
            lat[nq / 2] * 1e6, simstore_lmdb_pages_checked(s));
     free(lat);
@@ -337,6 +386,44 @@ static double cli_query_once(const char *store, uint64_t fp, int full_walk)
     posix_spawn_file_actions_destroy(&fa);
     free(envp);
     return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t : -1;
+}
+
+/* A copy of store directory `from` at `to`, every file written 64 KiB at a
+ * time: the page cache then holds the copy in small folios, mapped 4 KiB a
+ * page-table entry (as simstore's writers left their files before they
+ * wrote whole aligned 2 MiB pieces, and as any kernel without large folios
+ * for the file system does), the baseline for the 2 MiB mappings. */
+static int copy_small(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    if (!d || mkdir(to, 0755) != 0) {
+        if (d)
+            closedir(d);
+        return -1;
+    }
+    static char buf[64 << 10];
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char a[PATH_MAX], b[PATH_MAX];
+        snprintf(a, sizeof a, "%s/%s", from, e->d_name);
+        snprintf(b, sizeof b, "%s/%s", to, e->d_name);
+        int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ssize_t got;
+        while (in >= 0 && out >= 0 && (got = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)got) != got)
+                rc = -1;
+        if (in < 0 || out < 0)
+            rc = -1;
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+    }
+    closedir(d);
+    return rc;
 }
 
 /* Median of `runs` (at most 21) CLI queries, after 3 (1 when runs < 21)
@@ -455,6 +542,28 @@ int main(int argc, char **argv)
         snprintf(cmd, sizeof cmd, "'%s' --measure '%s' %u %zu %u", self, path, log2n, nq, k);
         if (system(cmd) != 0)
             return 1;
+        if (docs) {
+            /* The same files mapped 4 KiB a page-table entry. */
+            char small[600];
+            snprintf(small, sizeof small, "%s-4k", path);
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", small);
+            if (system(cmd) != 0 || copy_small(path, small) != 0) {
+                fprintf(stderr, "copy %s to %s failed\n", path, small);
+                return 1;
+            }
+            printf("  baseline: the same store copied 64 KiB a write (its page cache in small "
+                   "folios, pages mapped 4 KiB each), the same queries:\n");
+            fflush(stdout);
+            snprintf(cmd, sizeof cmd,
+                     "'%s' --measure '%s' %u %zu %u | grep -E 'query k=|queries "
+                     "with|page tables|steady'",
+                     self, small, log2n, nq, k);
+            if (system(cmd) != 0)
+                return 1;
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", small);
+            if (system(cmd) != 0)
+                return 1;
+        }
         if (cli_path) {
             /* The walk takes seconds at 2^24 and beyond: a median of 3. */
             int walk_runs = docs && log2n >= 24 ? 3 : 21;

@@ -9,8 +9,10 @@
 #include <stdint.h>
 
 /* An output file written to a temporary name beside its final path and
- * published by sims_outfile_commit(). Writes are buffered. After any failure
- * the object only accepts sims_outfile_abort(). */
+ * published by sims_outfile_commit(). Writes are buffered: appended bytes
+ * reach the file in whole 2 MiB pieces at multiples of 2 MiB (the last
+ * piece, and one before each sims_outfile_pwrite, excepted; fileio.c says
+ * why). After any failure the object only accepts sims_outfile_abort(). */
 typedef struct sims_outfile {
     int fd;
     char *tmp_path;

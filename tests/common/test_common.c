@@ -148,6 +148,68 @@ static int count_entries(const char *dir)
     return n;
 }
 
+/* Appended bytes reach the file in whole 2 MiB pieces at multiples of 2 MiB
+ * (so that the page cache can hold it in 2 MiB folios): after each append
+ * the file holds exactly the pieces completed so far, the bytes appended
+ * direct or buffered, small or large; a pwrite writes out what is buffered,
+ * and the pieces after it end at multiples of 2 MiB again. The published
+ * file holds every byte. */
+static void test_common_fileio__writes_whole_aligned_pieces(void **state)
+{
+    (void)state;
+    const size_t piece = (size_t)2 << 20;
+    test_rng rng;
+    test_rng_init(&rng, "fileio_pieces", 0x2F011E);
+    char *dir = test_tmpdir("common");
+    assert_non_null(dir);
+    char *path = test_path(dir, "pieces.bin");
+    size_t total = 9 * piece + 12345;
+    uint8_t *want = malloc(total);
+    assert_non_null(want);
+    for (size_t i = 0; i < total; i++)
+        want[i] = (uint8_t)test_rng_next(&rng);
+    sims_outfile f;
+    assert_int_equal(sims_outfile_open(&f, path), 0);
+    size_t at = 0, flushed = 0, round = 0;
+    while (at < total) {
+        /* Sizes from a byte to over two pieces, some landing on a boundary. */
+        size_t n;
+        switch (round++ % 5) {
+        case 0: n = 1 + (size_t)test_rng_below(&rng, 4096); break;
+        case 1: n = 1 + (size_t)test_rng_below(&rng, piece); break;
+        case 2: n = piece - at % piece; break;
+        case 3: n = piece + (size_t)test_rng_below(&rng, 2 * piece); break;
+        default: n = 2 * piece; break;
+        }
+        n = n < total - at ? n : total - at;
+        assert_int_equal(sims_outfile_write(&f, want + at, n), 0);
+        at += n;
+        assert_int_equal(f.offset, at);
+        size_t whole = at - at % piece;
+        flushed = whole > flushed ? whole : flushed;
+        struct stat st;
+        assert_int_equal(fstat(f.fd, &st), 0);
+        assert_int_equal((size_t)st.st_size, flushed);
+        if (round == 4) { /* the buffered bytes go out, the rest realigns */
+            want[1] ^= 0xFF;
+            assert_int_equal(sims_outfile_pwrite(&f, want + 1, 1, 1), 0);
+            flushed = at;
+            assert_int_equal(fstat(f.fd, &st), 0);
+            assert_int_equal((size_t)st.st_size, flushed);
+        }
+    }
+    assert_int_equal(sims_outfile_commit(&f), 0);
+    sims_map m;
+    assert_int_equal(sims_map_open(path, &m), 0);
+    assert_int_equal(m.size, total);
+    assert_memory_equal(m.data, want, total);
+    sims_map_close(&m);
+    free(want);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
 static void test_common_fileio__commit_publishes_abort_leaves_nothing(void **state)
 {
     (void)state;
@@ -238,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_common_bytes__cursor_never_overruns),
         cmocka_unit_test(test_common_bits__counts_equal_one_by_one),
         cmocka_unit_test(test_common_fileio__commit_publishes_abort_leaves_nothing),
+        cmocka_unit_test(test_common_fileio__writes_whole_aligned_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
