@@ -415,7 +415,7 @@ static int copy_small(const char *from, const char *to)
         while (in >= 0 && out >= 0 && (got = read(in, buf, sizeof buf)) > 0)
             if (write(out, buf, (size_t)got) != got)
                 rc = -1;
-        if (in < 0 || out < 0)
+        if (in < 0 || out < 0 || fsync(out) != 0) /* no writeback during the measure */
             rc = -1;
         if (in >= 0)
             close(in);

@@ -92,20 +92,40 @@ static void usage(FILE *out)
             "                       bounds the queries read and answered at once\n"
             "      --no-verify      skip block checksums and the checks of LMDB's\n"
             "                       pages (trusts the files on disk)\n"
-            "\n"
-            "Fingerprints of texts (default: as the store's documents were made, which\n"
-            "the store records, fingerprint version included; an option given changes\n"
-            "only itself). The lines of a store's boilerplate (build --boilerplate\n"
-            "auto) are removed from query texts; a text that is nothing else is\n"
-            "fingerprinted whole, with a warning:\n" TEXTOPT_HELP "\n"
-            "  -h, --help           show this help\n"
-            "\n"
-            "Exit status: 0 success (with or without matches), 1 failure (a bad query\n"
-            "line is reported as FILE:LINE: message and skipped), 2 usage error.\n");
+            "      --huge-pages     bring the store's files into the page cache in\n"
+            "                       2 MiB pages as they are first read, so that queries\n"
+            "                       then map them 2 MiB at a time (for a store kept in\n"
+            "                       RAM; a store larger than RAM would read 2 MiB for\n"
+            "                       each page it needs)\n"
+            "\n");
+    fprintf(out, "Fingerprints of texts (default: as the store's documents were made, which\n"
+                 "the store records, fingerprint version included; an option given changes\n"
+                 "only itself). The lines of a store's boilerplate (build --boilerplate\n"
+                 "auto) are removed from query texts; a text that is nothing else is\n"
+                 "fingerprinted whole, with a warning:\n" TEXTOPT_HELP "\n"
+                 "  -h, --help           show this help\n"
+                 "\n"
+                 "Exit status: 0 success (with or without matches), 1 failure (a bad query\n"
+                 "line is reported as FILE:LINE: message and skipped), 2 usage error.\n");
 }
 
-enum { OPT_K = 1, OPT_JSON, OPT_META, OPT_FP, OPT_TEXT, OPT_FILE, OPT_QUERIES, OPT_FORMAT,
-       OPT_NOVERIFY, OPT_SKIP_SELF, OPT_END_MARKER, OPT_STRATEGY, OPT_THREADS, OPT_MEMORY };
+enum {
+    OPT_K = 1,
+    OPT_JSON,
+    OPT_META,
+    OPT_FP,
+    OPT_TEXT,
+    OPT_FILE,
+    OPT_QUERIES,
+    OPT_FORMAT,
+    OPT_NOVERIFY,
+    OPT_HUGE_PAGES,
+    OPT_SKIP_SELF,
+    OPT_END_MARKER,
+    OPT_STRATEGY,
+    OPT_THREADS,
+    OPT_MEMORY
+};
 enum { OPT_SIMILARITY = OPT_MEMORY + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
 
 /* --strategy one-by-one: simstore_query_fp per query, as from a pipe. */
@@ -777,6 +797,7 @@ int cmd_query(int argc, char **argv)
         {"queries", required_argument, NULL, OPT_QUERIES},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"no-verify", no_argument, NULL, OPT_NOVERIFY},
+        {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
         {"skip-self", no_argument, NULL, OPT_SKIP_SELF},
         {"end-marker", no_argument, NULL, OPT_END_MARKER},
         {"strategy", required_argument, NULL, OPT_STRATEGY},
@@ -834,6 +855,7 @@ int cmd_query(int argc, char **argv)
         case OPT_NOVERIFY:
             open_flags |= SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB;
             break;
+        case OPT_HUGE_PAGES: open_flags |= SIMSTORE_OPEN_HUGE_PAGES; break;
         case OPT_SKIP_SELF: r.skip_self = 1; break;
         case OPT_END_MARKER: r.end_marker = 1; break;
         case OPT_STRATEGY:

@@ -1214,13 +1214,15 @@ static void store_dealloc(StoreObject *self)
 
 static int open_flags_from_kw(PyObject *kw, unsigned *flags, int *writable)
 {
-    int write = 0, verify = 1, auto_compact = 1;
+    int write = 0, verify = 1, auto_compact = 1, huge_pages = 0;
     if (kw_bool(kw, "write", &write) < 0 || kw_bool(kw, "verify", &verify) < 0 ||
-        kw_bool(kw, "auto_compact", &auto_compact) < 0)
+        kw_bool(kw, "auto_compact", &auto_compact) < 0 ||
+        kw_bool(kw, "huge_pages", &huge_pages) < 0)
         return -1;
     *flags = (write ? SIMSTORE_OPEN_WRITE : 0) |
              (verify ? 0 : SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB) |
-             (auto_compact ? 0 : SIMSTORE_OPEN_NO_AUTO_COMPACT);
+             (auto_compact ? 0 : SIMSTORE_OPEN_NO_AUTO_COMPACT) |
+             (huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0);
     *writable = write;
     return 0;
 }
@@ -1243,11 +1245,14 @@ static PyObject *open_path(PyObject *path, unsigned flags, int writable)
 }
 
 PyDoc_STRVAR(store_open_doc,
-             "Store.open(path, write=False, verify=True, auto_compact=True) -> Store\n\n"
+             "Store.open(path, write=False, verify=True, auto_compact=True,\n"
+             "           huge_pages=False) -> Store\n\n"
              "Open the store at path. write=True takes the writer lock (add, delete,\n"
              "compact); verify=False trusts the disk (no block checksums, no LMDB page\n"
              "checks: `simstore query --no-verify`); auto_compact=False makes a writer\n"
-             "compact only on request. Raises NotFoundError, CorruptError, BusyError, ...");
+             "compact only on request; huge_pages=True brings the store's files into\n"
+             "the page cache 2 MiB at a time as they are first read (`simstore query\n"
+             "--huge-pages`). Raises NotFoundError, CorruptError, BusyError, ...");
 
 static PyObject *store_open(PyObject *cls, PyObject *args, PyObject *kwargs)
 {

@@ -88,13 +88,16 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
     pthread_mutex_init(&srv->metrics.lock, NULL);
     int rc;
     if (o->read_only) {
-        rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &srv->store);
+        rc = simstore_open(path,
+                           SIMSTORE_OPEN_READONLY | (o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0),
+                           &srv->store);
     } else {
         simstore_live_options lo;
         simstore_live_options_init(&lo);
         if (o->memtable_bytes)
             lo.memtable_bytes = o->memtable_bytes;
         lo.threads = o->threads;
+        lo.open_flags = o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0;
         rc = simstore_live_open(path, &lo, &srv->live);
         if (rc == SIMSTORE_OK)
             srv->store = simstore_live_store(srv->live);

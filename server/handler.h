@@ -17,6 +17,7 @@
 
 typedef struct serve_options {
     int read_only;           /* open the store read-only; writes get 403   */
+    int huge_pages;          /* SIMSTORE_OPEN_HUGE_PAGES                    */
     const char *token;       /* bearer token of write routes; NULL: none   */
     size_t max_body_bytes;   /* (SERVE_DEFAULT_MAX_BODY_BYTES)             */
     size_t max_batch;        /* queries or documents in one request        */

@@ -60,6 +60,9 @@ static void usage(FILE *out)
                  "      --max-batch N        most queries or documents in one request\n"
                  "                           (default 10000; 413 above)\n"
                  "      --timeout SECONDS    close connections idle this long (default 30)\n"
+                 "      --huge-pages         bring the store's files into the page cache in\n"
+                 "                           2 MiB pages as they are first read (for a store\n"
+                 "                           kept in RAM: queries then map it 2 MiB at a time)\n"
                  "  -h, --help               this help\n"
                  "\n"
                  "SIGTERM or SIGINT: stop accepting, finish the requests in flight, flush the\n"
@@ -485,7 +488,8 @@ enum {
     OPT_MEMTABLE,
     OPT_MAX_BODY,
     OPT_MAX_BATCH,
-    OPT_TIMEOUT
+    OPT_TIMEOUT,
+    OPT_HUGE_PAGES
 };
 
 int cmd_serve(int argc, char **argv)
@@ -500,6 +504,7 @@ int cmd_serve(int argc, char **argv)
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     serve_options so;
@@ -520,6 +525,7 @@ int cmd_serve(int argc, char **argv)
             break;
         case OPT_TOKEN_FILE: token_file = optarg; break;
         case OPT_READ_ONLY: so.read_only = 1; break;
+        case OPT_HUGE_PAGES: so.huge_pages = 1; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_MEMTABLE:
             if (cli_parse_size(optarg, &v) || v < 4096)

@@ -401,6 +401,16 @@ void sims_map_release(const sims_map *m, size_t offset, size_t len)
         madvise((void *)(uintptr_t)(m->data + start), end - start, MADV_DONTNEED);
 }
 
+void sims_map_advise_huge(const sims_map *m)
+{
+#ifdef MADV_HUGEPAGE
+    if (m->data && m->size)
+        madvise((void *)(uintptr_t)m->data, m->size, MADV_HUGEPAGE);
+#else
+    (void)m;
+#endif
+}
+
 void sims_map_close(sims_map *m)
 {
     if (m->data)

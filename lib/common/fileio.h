@@ -47,6 +47,10 @@ void sims_map_close(sims_map *m);
  * resident set (MADV_DONTNEED on a shared file mapping: the bytes stay in the
  * page cache and fault back in when read again). A hint; never fails. */
 void sims_map_release(const sims_map *m, size_t offset, size_t len);
+/* Ask for 2 MiB page-cache folios, mapped 2 MiB at a time, for the parts of
+ * the file that come into the page cache through this mapping
+ * (MADV_HUGEPAGE). A hint; never fails. */
+void sims_map_advise_huge(const sims_map *m);
 
 /* fsync the directory holding `path` (path itself when it is a directory). */
 int sims_fsync_dir(const char *dir_path);

@@ -77,6 +77,9 @@ typedef struct docfile_reader docfile_reader;
 
 /* Open a file: maps it and checks the header and the section sizes alone. */
 int docfile_open(const char *path, docfile_reader **out);
+/* Ask for the file's pages in 2 MiB folios as they come into the page
+ * cache (sims_map_advise_huge); nothing for a file in memory. */
+void docfile_advise_huge(const docfile_reader *r);
 /* The same over bytes the caller keeps alive (tests, fuzzing); `name`
  * names them in messages. */
 int docfile_open_memory(const uint8_t *data, size_t size, const char *name, docfile_reader **out);

@@ -174,6 +174,11 @@ int docfile_open_memory(const uint8_t *data, size_t size, const char *name, docf
     return SIMSTORE_OK;
 }
 
+void docfile_advise_huge(const docfile_reader *r)
+{
+    sims_map_advise_huge(&r->map);
+}
+
 void docfile_close(docfile_reader *r)
 {
     if (!r)

@@ -618,6 +618,17 @@ SIMSTORE_API void simstore_builder_abort(simstore_builder *b);
  * read-only open walk the whole file at once instead, as before. Either way
  * a damaged byte gives an error or a correct answer. */
 #define SIMSTORE_OPEN_FULL_WALK 16u
+/* Ask the kernel to bring the store's table and document files into the
+ * page cache in 2 MiB folios as this process first reads them
+ * (MADV_HUGEPAGE on their mappings): the first read of a 2 MiB region
+ * reads all of it, and queries then find each region under one TLB entry
+ * instead of 512. For query hosts that keep the store in RAM, after a
+ * reboot or an eviction (a store just built, added to or compacted on the
+ * machine is held so already: its writers write whole aligned 2 MiB
+ * pieces); not for a store larger than RAM read at random, which would
+ * read 2 MiB for each page it needs. A hint: with a kernel or file system
+ * without large folios it changes nothing, and no answer depends on it. */
+#define SIMSTORE_OPEN_HUGE_PAGES 32u
 
 /* Open the store at `path`. Read-only opens work on read-only copies.
  * Errors: SIMSTORE_ENOTFOUND (no store there), SIMSTORE_ECORRUPT,
@@ -1913,8 +1924,9 @@ typedef struct simstore_live_options {
     int background_flush;    /* 1: a thread of the live store flushes when
                                 the limit is passed; 0: the caller calls
                                 simstore_live_flush() (1)                    */
-    unsigned open_flags;     /* SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS and
-                                SIMSTORE_OPEN_TRUST_LMDB, passed on (0)      */
+    unsigned open_flags;     /* SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS,
+                                SIMSTORE_OPEN_TRUST_LMDB and
+                                SIMSTORE_OPEN_HUGE_PAGES, passed on (0)      */
     uint64_t memory_bytes;   /* flushes' and compactions' memory budget
                                 (simstore_build_options) (256 MiB)           */
     unsigned threads;        /* their threads; 0 = every core (0)            */

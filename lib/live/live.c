@@ -1154,9 +1154,9 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
     pthread_mutex_init(&live->flush_mu, NULL);
     pthread_cond_init(&live->flush_cv, NULL);
     pthread_cond_init(&live->room_cv, NULL);
-    unsigned flags =
-        SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT |
-        (live->opt.open_flags & (SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB));
+    unsigned flags = SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT |
+                     (live->opt.open_flags & (SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS |
+                                              SIMSTORE_OPEN_TRUST_LMDB | SIMSTORE_OPEN_HUGE_PAGES));
     int rc = simstore_open(path, flags, &live->s);
     simstore_stats st;
     if (rc == SIMSTORE_OK)

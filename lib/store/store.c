@@ -174,6 +174,12 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
         sims_segment_release(seg);
         return rc;
     }
+    if (s->open_flags & SIMSTORE_OPEN_HUGE_PAGES) {
+        for (uint32_t t = 0; t < seg->table_count; t++)
+            table_reader_advise_huge(seg->tables[t]);
+        if (seg->docs)
+            docfile_advise_huge(seg->docs);
+    }
     *out = seg;
     return SIMSTORE_OK;
 }

@@ -982,6 +982,11 @@ static int reader_open(table_reader *r, unsigned flags)
     return rc;
 }
 
+void table_reader_advise_huge(const table_reader *r)
+{
+    sims_map_advise_huge(&r->map);
+}
+
 void table_reader_close(table_reader *r)
 {
     if (!r)

@@ -142,6 +142,9 @@ typedef struct table_info {
  * SIMSTORE_ECORRUPT; SIMSTORE_EVERSION (format version not 1..3);
  * SIMSTORE_ENOMEM; SIMSTORE_EIO; SIMSTORE_EINVAL (unknown flag). */
 int table_reader_open(const char *path, unsigned flags, table_reader **out);
+/* Ask for the file's pages in 2 MiB folios as they come into the page
+ * cache (sims_map_advise_huge); nothing for a table in memory. */
+void table_reader_advise_huge(const table_reader *r);
 
 /* As table_reader_open on data[0, size), which the caller keeps valid and
  * unchanged until table_reader_close (no copy is made except the keys). */

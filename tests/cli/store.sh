@@ -38,6 +38,10 @@ cp "$T/out" "$T/verified"
 run query "$T/s" --queries "$sample" --no-verify
 expect_status 0
 cmp -s "$T/out" "$T/verified" && ok || fail "--no-verify changed the answers"
+# --huge-pages (the page-cache advice) answers the same.
+run query "$T/s" --queries "$sample" --huge-pages
+expect_status 0
+cmp -s "$T/out" "$T/verified" && ok || fail "--huge-pages changed the answers"
 
 # --skip-self leaves exactly the planted pairs, each seen from both sides.
 run query "$T/s" --queries "$sample" --skip-self

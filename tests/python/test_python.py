@@ -366,6 +366,20 @@ class TestCliParity(Base):
         with self.assertRaises(ValueError):
             simstore.Store.build(self.path("bad"), records, boilerplate="sometimes")
 
+    def test_open_huge_pages(self):
+        # huge_pages=True: the same answers as the CLI's `query --huge-pages`
+        # and as a plain open; an unknown keyword is still refused.
+        path = self.cli_store()
+        with simstore.Store.open(path) as plain, simstore.Store.open(path, huge_pages=True) as huge:
+            for d in DOCS[::15]:
+                want = cli_json("query", path, "--huge-pages", "--text", d["text"], "--json")
+                for s in (plain, huge):
+                    got = s.query(d["text"])
+                    self.assertEqual([(m.id, m.distance) for m in got],
+                                     [(w["id"], w["distance"]) for w in want])
+        with self.assertRaises(TypeError):
+            simstore.Store.open(path, huge_page=True)
+
     def test_documents_keys_replaced(self):
         path = self.cli_store()
         with simstore.Store.open(path) as s:

@@ -121,8 +121,10 @@ def exported(store):
 def test_queries_equal_cli():
     store = sample_store()
     docs = exported(store)
-    for read_only in (False, True):
-        srv = Server(store, *(["--read-only"] if read_only else []))
+    # Live, read-only, and with the huge-page advice (the same answers).
+    for read_only, huge in ((False, False), (True, False), (False, True)):
+        srv = Server(store, *(["--read-only"] if read_only else []),
+                     *(["--huge-pages"] if huge else []))
         try:
             fps = [fp for _, fp in docs]
             for fp in fps:

@@ -12,6 +12,7 @@
 #include "design/design.h"
 #include "testutil.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +335,71 @@ static void test_store_open__errors(void **state)
     test_rmtree(dir);
     free(missing);
     free(file);
+    free(dir);
+}
+
+/* This process's mappings of the table and document files under dir:
+ * how many, and how many carry the huge-page advice ("hg" in VmFlags). */
+static void store_mappings(const char *dir, unsigned *maps, unsigned *advised)
+{
+    char full[PATH_MAX], line[PATH_MAX + 256];
+    assert_non_null(realpath(dir, full));
+    size_t len = strlen(full);
+    *maps = *advised = 0;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    assert_non_null(f);
+    int mine = 0;
+    unsigned long from, to;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &from, &to) == 2) {
+            char *path = strchr(line, '/');
+            size_t pl = path ? strcspn(path, "\n") : 0;
+            mine = path && strncmp(path, full, len) == 0 && path[len] == '/' && pl > 4 &&
+                   (memcmp(path + pl - 4, ".tbl", 4) == 0 || memcmp(path + pl - 4, ".doc", 4) == 0);
+            *maps += (unsigned)mine;
+        } else if (mine && strncmp(line, "VmFlags:", 8) == 0) {
+            *advised += strstr(line, " hg") != NULL;
+        }
+    }
+    fclose(f);
+}
+
+/* SIMSTORE_OPEN_HUGE_PAGES: the same answers, and every table and document
+ * file mapping carries the huge-page advice (without the flag, none does). */
+static void test_store_open__huge_pages_advice(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "store_huge_pages", 0x4D47E5);
+    char *dir = test_tmpdir("huge");
+    char *path = test_path(dir, "s");
+    corpus c = make_corpus(&r, CLUSTERED, 3000, 3);
+    assert_int_equal(build_store(path, &c, 3, 0, 512), 0);
+    struct stat st;
+    int thp = stat("/sys/kernel/mm/transparent_hugepage", &st) == 0;
+    for (int huge = 0; huge < 2; huge++) {
+        simstore *s;
+        assert_int_equal(
+            simstore_open(path, SIMSTORE_OPEN_READONLY | (huge ? SIMSTORE_OPEN_HUGE_PAGES : 0), &s),
+            0);
+        simstore_query *sq;
+        assert_int_equal(simstore_query_new(s, 0, &sq), 0);
+        for (unsigned i = 0; i < 40; i++) {
+            uint64_t q = (i & 1) ? test_rng_next(&r)
+                                 : at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp,
+                                               (unsigned)test_rng_below(&r, 5));
+            check_query(sq, &c, q, 3);
+        }
+        unsigned maps, advised;
+        store_mappings(path, &maps, &advised);
+        assert_true(maps >= 2); /* the tables and the document file */
+        assert_int_equal(advised, huge && thp ? maps : 0);
+        simstore_query_free(sq);
+        simstore_close(s);
+    }
+    free(c.docs);
+    test_rmtree(dir);
+    free(path);
     free(dir);
 }
 
@@ -737,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_store_build__refuses_duplicates_and_leaves_nothing),
         cmocka_unit_test(test_store_build__options_are_checked),
         cmocka_unit_test(test_store_open__errors),
+        cmocka_unit_test(test_store_open__huge_pages_advice),
         cmocka_unit_test(test_store_meta__round_trip),
         cmocka_unit_test(test_store_fponly__answers_fingerprints),
         cmocka_unit_test(test_store_segments__add_is_visible_and_exact),
