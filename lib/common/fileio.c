@@ -24,7 +24,11 @@
  * instead of 512: a store's queries touch a few random pages of each file
  * and would otherwise pay a page walk for most of them. Elsewhere it costs
  * nothing. */
-#define OUTFILE_BUF_BYTES ((size_t)2 << 20)
+#define OUTFILE_PIECE_BYTES ((size_t)2 << 20)
+/* The buffer starts at this and doubles, up to a piece, as the file grows:
+ * the many small files (a live store's flushes, manifests, logs) never
+ * allocate a whole piece. */
+#define OUTFILE_FIRST_BUF_BYTES ((size_t)64 << 10)
 
 /* ---- fault injection (test builds only) ---------------------------------- */
 #if SIMS_FAULT_INJECTION
@@ -229,14 +233,14 @@ int sims_outfile_open(sims_outfile *f, const char *final_path)
     size_t n = strlen(final_path);
     f->final_path = strdup(final_path);
     f->tmp_path = malloc(n + sizeof ".tmp-XXXXXX");
-    f->buf = malloc(OUTFILE_BUF_BYTES);
+    f->buf = malloc(OUTFILE_FIRST_BUF_BYTES);
     if (!f->final_path || !f->tmp_path || !f->buf) {
         outfile_release(f);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory opening %s", final_path);
     }
     memcpy(f->tmp_path, final_path, n);
     memcpy(f->tmp_path + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
-    f->buf_cap = OUTFILE_BUF_BYTES;
+    f->buf_cap = OUTFILE_FIRST_BUF_BYTES;
     f->fd = mkostemp(f->tmp_path, O_CLOEXEC);
     if (f->fd < 0) {
         int rc = sims_fail_errno("create %s", f->tmp_path);
@@ -261,16 +265,34 @@ static int outfile_flush(sims_outfile *f)
     return rc;
 }
 
+/* Room in the buffer for `need` bytes (at most a piece). */
+static int outfile_reserve(sims_outfile *f, size_t need)
+{
+    if (need <= f->buf_cap)
+        return SIMSTORE_OK;
+    size_t cap = f->buf_cap;
+    while (cap < need)
+        cap *= 2;
+    cap = cap < OUTFILE_PIECE_BYTES ? cap : OUTFILE_PIECE_BYTES;
+    uint8_t *b = realloc(f->buf, cap);
+    if (!b)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory writing %s", f->tmp_path);
+    f->buf = b;
+    f->buf_cap = cap;
+    return SIMSTORE_OK;
+}
+
 int sims_outfile_write(sims_outfile *f, const void *data, size_t n)
 {
+    const size_t piece = OUTFILE_PIECE_BYTES;
     const uint8_t *p = (const uint8_t *)data;
     while (n > 0) {
         /* The buffer holds the file's bytes from f->offset - buf_used up to
-         * the next multiple of buf_cap, and is written out when full. */
-        size_t room = f->buf_cap - (size_t)((f->offset - f->buf_used) % f->buf_cap) - f->buf_used;
-        if (f->buf_used == 0 && room == f->buf_cap && n >= f->buf_cap) {
+         * the next multiple of a piece, and is written out when full. */
+        size_t room = piece - (size_t)((f->offset - f->buf_used) % piece) - f->buf_used;
+        if (f->buf_used == 0 && room == piece && n >= piece) {
             /* Whole aligned pieces need no copy. */
-            size_t whole = n - n % f->buf_cap;
+            size_t whole = n - n % piece;
             int rc = sims_write_all(f->fd, p, whole, f->tmp_path);
             if (rc)
                 return rc;
@@ -280,16 +302,16 @@ int sims_outfile_write(sims_outfile *f, const void *data, size_t n)
             continue;
         }
         size_t take = n < room ? n : room;
+        int rc = outfile_reserve(f, f->buf_used + take);
+        if (rc)
+            return rc;
         memcpy(f->buf + f->buf_used, p, take);
         f->buf_used += take;
         f->offset += take;
         p += take;
         n -= take;
-        if (take == room) {
-            int rc = outfile_flush(f);
-            if (rc)
-                return rc;
-        }
+        if (take == room && (rc = outfile_flush(f)) != SIMSTORE_OK)
+            return rc;
     }
     return SIMSTORE_OK;
 }
