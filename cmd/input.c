@@ -100,26 +100,7 @@ static const char *excerpt(const char *s, size_t len, char out[200])
 
 const char *input_check_id(const char *id, size_t len)
 {
-    if (len == 0)
-        return "empty id";
-    if (len > INPUT_MAX_ID_BYTES)
-        return "id longer than 511 bytes";
-    for (size_t i = 0; i < len;) {
-        size_t step = cli_utf8_sequence((const unsigned char *)id + i, len - i);
-        if (step == 0)
-            return "id is not valid UTF-8";
-        i += step;
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)id[i];
-        if (c < 0x20 || c == 0x7F)
-            return "id contains a control character (tab, newline, ...)";
-        /* C1 controls, U+0080..U+009F, are C2 80..C2 9F in UTF-8. */
-        if (c == 0xC2 && i + 1 < len && (unsigned char)id[i + 1] >= 0x80 &&
-            (unsigned char)id[i + 1] <= 0x9F)
-            return "id contains a control character (U+0080..U+009F)";
-    }
-    return NULL;
+    return simstore_id_problem(id, len);
 }
 
 int input_open(input_reader **out, input_format format, const char *path)

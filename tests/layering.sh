@@ -25,11 +25,12 @@ declare -A RULES=(
     [design]="common design"
     [sort]="common sort"
     [docs]="common docs"
-    [store]="common codec text table docfile design sort docs store"
-    [check]="common codec text table docfile design sort docs store check"
-    [scan]="common codec text table docfile design sort docs store scan"
-    [live]="common codec text table docfile design sort docs store live"
-    [shard]="common codec text table docfile design sort docs store shard"
+    [wal]="common wal"
+    [store]="common codec text table docfile design sort docs wal store"
+    [check]="common codec text table docfile design sort docs wal store check"
+    [scan]="common codec text table docfile design sort docs wal store scan"
+    [live]="common codec text table docfile design sort docs wal store live"
+    [shard]="common codec text table docfile design sort docs wal store shard"
 )
 failures=0
 checks=0

@@ -88,6 +88,15 @@ int sims_retry(sims_attempt_fn attempt, void *ctx);
  * sims_retry_or_fail(). */
 int sims_retry_final(int rc);
 
+/* Up to 40 bytes of an id (or any bytes) for a message, control
+ * characters, quotes, backslashes and bytes that are not UTF-8 escaped
+ * (\xHH, \u00HH), so that a message can neither forge lines nor reach a
+ * terminal with control sequences: sims_excerpt(id, len).text. */
+typedef struct sims_excerpt_buf {
+    char text[200];
+} sims_excerpt_buf;
+sims_excerpt_buf sims_excerpt(const void *bytes, size_t len);
+
 /* Every rejection of on-disk bytes goes through SIMS_CORRUPT: it returns
  * SIMSTORE_ECORRUPT with a message naming what is wrong; debug builds append
  * the source location that caught it. */

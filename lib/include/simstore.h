@@ -384,6 +384,18 @@ typedef struct simstore_builder simstore_builder;
 
 /* Largest document id, in bytes (LMDB's key limit). */
 #define SIMSTORE_MAX_ID_BYTES 511
+/* The one rule for a document id a writer may store (builds, adds, the live
+ * store, the server, Python): 1..SIMSTORE_MAX_ID_BYTES bytes of valid UTF-8
+ * (no overlong forms, surrogates or code points above U+10FFFF) holding no
+ * control character (C0 U+0000..U+001F: tab, newline, NUL, ...; DEL U+007F;
+ * C1 U+0080..U+009F). Such an id prints as one field of a TSV line and reads
+ * back unchanged. Returns NULL for an id that follows it, else a short
+ * static phrase saying why not ("empty id", "id is not valid UTF-8", ...).
+ * Cannot fail. Readers and deletes take any id of 1..SIMSTORE_MAX_ID_BYTES
+ * bytes, so that an id an older version stored can still be found and
+ * removed. */
+SIMSTORE_API const char *simstore_id_problem(const char *id, size_t len);
+
 /* Largest metadata value, in bytes. */
 #define SIMSTORE_MAX_META_BYTES (1u << 20)
 /* Largest distance a store can be designed for. */
@@ -878,6 +890,15 @@ typedef struct simstore_stats {
     /* Added with document files (format/store.md, "Document files"; 0 in a
      * store whose documents are all in LMDB). */
     uint64_t document_file_bytes;
+    /* Added with the log's recovery (format/wal.md): the store's live.wal,
+     * read without changing it. While a server runs, pending changes are
+     * ones it holds in memory; after it stopped, ones the next writer
+     * applies first (simstore_live_recover()). */
+    uint64_t wal_bytes;           /* the file's size (0: no log)               */
+    uint64_t wal_pending_records; /* acknowledged changes the store's files do
+                                     not hold yet (after the applied one)     */
+    uint64_t wal_torn_bytes;      /* bytes after the last whole record: a group
+                                     being written, or a torn tail            */
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
@@ -2122,10 +2143,48 @@ typedef struct simstore_live_stats {
     uint64_t compactions;      /* compactions committed since open              */
     uint64_t inserts;          /* changes acknowledged since open               */
     uint64_t deletes;
+    /* Added with the log's recovery. */
+    int failing;               /* changes are refused now: the log could not be
+                                  written (they are taken again once it can be,
+                                  e.g. when the disk has room) or the last
+                                  flush failed and the tables are full; 0 when
+                                  healthy                                    */
+    char failure[256];         /* why, while failing: the failure's message,
+                                  naming the file and the system's reason
+                                  ("... live.wal: write: No space left on
+                                  device"); empty when healthy               */
+    uint64_t torn_bytes;       /* a torn tail the open dropped from the log:
+                                  the bytes of a group whose fsync had not
+                                  returned, none of it acknowledged (0: none) */
+    uint64_t torn_records;     /* whole records among them                      */
+    char torn_name[64];        /* the file in the store directory that keeps
+                                  them ("live.wal.torn-..."; empty: none)      */
 } simstore_live_stats;
 
 /* Fill *out. Cannot fail. */
 SIMSTORE_API void simstore_live_get_stats(simstore_live *live, simstore_live_stats *out);
+
+/* What simstore_live_recover() did. */
+typedef struct simstore_live_recovery {
+    uint64_t applied;      /* logged changes written into the store's files  */
+    uint64_t torn_bytes;   /* as simstore_live_stats: a torn tail set aside   */
+    uint64_t torn_records;
+    char torn_name[64];
+} simstore_live_recovery;
+
+/* Apply the changes a live store (a server) acknowledged and logged in
+ * STORE/live.wal but did not write into the store's files before it
+ * stopped (a crash, a kill, a failed final flush): open the store as a live
+ * store, which replays them, flush them into a segment, trim the log and
+ * close; exactly what the next serve would do at its start. A store whose
+ * log holds nothing to apply is left as it is. Writers (simstore_open()
+ * with SIMSTORE_OPEN_WRITE, and so add, delete, compact and shrink) refuse
+ * a store whose log holds changes to apply (SIMSTORE_EBUSY, saying so):
+ * call this first. out may be NULL.
+ * Errors: those of simstore_live_open() (SIMSTORE_EBUSY: a server or writer
+ * holds the store; SIMSTORE_ECORRUPT: the log is damaged, named with the
+ * byte offset; it is left as it is) and of simstore_live_flush(). */
+SIMSTORE_API int simstore_live_recover(const char *path, simstore_live_recovery *out);
 
 /* ---- Ordered parallel work ---------------------------------------------
  * A pool of threads that processes work items and hands them back in the

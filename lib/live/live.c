@@ -25,7 +25,7 @@
  * it read and the tables it searched always cover every change once. */
 #include "live/change.h"
 #include "live/memtable.h"
-#include "live/wal.h"
+#include "wal/wal.h"
 
 #include "common/error.h"
 #include "store/store_internal.h"
@@ -171,6 +171,8 @@ static void pool_give(simstore_live *live, simstore_query *q)
     pthread_mutex_unlock(&live->pool_mu);
 }
 
+/* An id to look up or delete: any of 1..511 bytes (an older version may
+ * have stored it). */
 static int check_id(const char *id, size_t len)
 {
     if (!id || len == 0 || len > SIMSTORE_MAX_ID_BYTES)
@@ -179,12 +181,22 @@ static int check_id(const char *id, size_t len)
     return SIMSTORE_OK;
 }
 
+/* An id to insert: the id rule. */
+static int check_new_id(const char *id, size_t len)
+{
+    int rc = check_id(id, len);
+    const char *why = rc ? NULL : simstore_id_problem(id, len);
+    if (why)
+        return sims_fail(SIMSTORE_EINVAL, "document id '%s': %s", sims_excerpt(id, len).text, why);
+    return rc;
+}
+
 /* The change of inserting doc, checked as an add's builder checks it. */
 static int doc_change(const simstore_live *live, const simstore_live_doc *doc, sims_change *c)
 {
     if (!doc)
         return sims_fail(SIMSTORE_EINVAL, "no document");
-    int rc = check_id(doc->id, doc->id_len);
+    int rc = check_new_id(doc->id, doc->id_len);
     if (rc)
         return rc;
     size_t meta_len = doc->meta ? doc->meta_len : 0;
@@ -1213,6 +1225,31 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
     }
     *out = live;
     return SIMSTORE_OK;
+}
+
+int simstore_live_recover(const char *path, simstore_live_recovery *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    simstore_live_options o;
+    simstore_live_options_init(&o);
+    o.background_flush = 0;
+    simstore_live *live;
+    int rc = simstore_live_open(path, &o, &live);
+    if (rc)
+        return rc;
+    simstore_live_stats st;
+    simstore_live_get_stats(live, &st);
+    if (st.memtable_changes)
+        rc = simstore_live_flush(live);
+    if (rc == SIMSTORE_OK && out) {
+        out->applied = st.replayed;
+        out->torn_bytes = st.torn_bytes;
+        out->torn_records = st.torn_records;
+        memcpy(out->torn_name, st.torn_name, sizeof out->torn_name);
+    }
+    simstore_live_close(live);
+    return rc;
 }
 
 void simstore_live_get_stats(simstore_live *live, simstore_live_stats *out)

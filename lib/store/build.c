@@ -69,6 +69,8 @@ struct simstore_builder {
     size_t boilerplate_record_len;
     uint64_t wal_applied; /* add: the WAL sequence number its commit applies
                              (sims_builder_set_wal_applied), or 0 */
+    int logged_ids;       /* ids of logged changes: only their length checked
+                             (sims_builder_take_logged_ids) */
 };
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -588,9 +590,16 @@ int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc
         return sims_fail(SIMSTORE_EINVAL, "unknown document flags 0x%x", flags);
     if (b->fp_only)
         return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store takes no documents");
-    if (doc->id_len == 0 || doc->id_len > SIMSTORE_MAX_ID_BYTES)
+    if (!doc->id || doc->id_len == 0 || doc->id_len > SIMSTORE_MAX_ID_BYTES)
         return sims_fail(SIMSTORE_EINVAL, "document id of %zu bytes (1 to %u allowed)",
                          doc->id_len, SIMSTORE_MAX_ID_BYTES);
+    /* A change an older server acknowledged is applied as it was logged
+     * (sims_builder_take_logged_ids); every other document follows the id
+     * rule. */
+    const char *why = b->logged_ids ? NULL : simstore_id_problem(doc->id, doc->id_len);
+    if (why)
+        return sims_fail(SIMSTORE_EINVAL, "document id '%s': %s", sims_excerpt(doc->id, doc->id_len).text,
+                         why);
     size_t meta_len = doc->meta ? doc->meta_len : 0;
     if (meta_len > SIMSTORE_MAX_META_BYTES)
         return sims_fail(SIMSTORE_EINVAL, "metadata of %zu bytes (at most %u allowed)", meta_len,
@@ -1873,6 +1882,11 @@ int simstore_builder_finish(simstore_builder *b)
         pthread_mutex_unlock(&b->store->write_mu);
     builder_free(b);
     return rc;
+}
+
+void sims_builder_take_logged_ids(simstore_builder *b)
+{
+    b->logged_ids = 1;
 }
 
 int sims_builder_set_wal_applied(simstore_builder *b, uint64_t seq)

@@ -232,6 +232,10 @@ int sims_check_doc_sketch(const simstore *s, const sims_doc_record *rec, const c
  * the applied WAL sequence number (the larger of it and the number the
  * store's state holds). SIMSTORE_EINVAL for a build's builder. */
 int sims_builder_set_wal_applied(simstore_builder *b, uint64_t seq);
+/* Make b take ids as a logged change carries them: of 1..511 bytes, not
+ * checked against the id rule (simstore_id_problem), which an older server
+ * did not apply before acknowledging them. */
+void sims_builder_take_logged_ids(simstore_builder *b);
 /* The applied WAL sequence number of the state committed now (0: none).
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO. */
 int sims_store_wal_applied(simstore *s, uint64_t *seq);

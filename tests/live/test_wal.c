@@ -11,7 +11,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
-#include "live/wal.h"
+#include "wal/wal.h"
 #include "simstore.h"
 #include "testutil.h"
 

@@ -3,8 +3,8 @@
  * (one fsync for every record waiting when the previous fsync returned),
  * replayed in order when the log is opened, trimmed by replacing the file.
  * The payload's meaning is the caller's. */
-#ifndef SIMS_LIVE_WAL_H
-#define SIMS_LIVE_WAL_H
+#ifndef SIMS_WAL_WAL_H
+#define SIMS_WAL_WAL_H
 
 #include <stddef.h>
 #include <stdint.h>

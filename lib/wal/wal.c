@@ -7,7 +7,7 @@
  * steps a caller may separate (enqueue, then wait): a serving store numbers
  * its changes in the order it decides them, under its own lock, and waits
  * for the disk outside it. */
-#include "live/wal.h"
+#include "wal/wal.h"
 
 #include "common/bytes.h"
 #include "common/checksum.h"
