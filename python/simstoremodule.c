@@ -188,7 +188,7 @@ static int fp_from_py(PyObject *obj, uint64_t *fp)
         char *end = NULL;
         unsigned long long v = n == 16 ? strtoull(s, &end, 16) : 0;
         if (n != 16 || !end || *end != '\0' || s[0] == '-' || s[0] == '+' || s[0] == ' ') {
-            PyErr_Format(PyExc_ValueError, "a fingerprint string has 16 hex digits, not '%U'", obj);
+            PyErr_Format(PyExc_ValueError, "a fingerprint string has 16 hex digits, not %R", obj);
             return -1;
         }
         *fp = v;
@@ -263,13 +263,17 @@ static int kw_unsigned(PyObject *kw, const char *name, unsigned long long lo, un
         return -1;
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(ix, &overflow);
-    Py_DECREF(ix);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow || x < 0 || (unsigned long long)x < lo || (unsigned long long)x > hi) {
-        PyErr_Format(PyExc_ValueError, "%s must be an integer in %llu..%llu", name, lo, hi);
+    if (x == -1 && PyErr_Occurred()) {
+        Py_DECREF(ix);
         return -1;
     }
+    if (overflow || x < 0 || (unsigned long long)x < lo || (unsigned long long)x > hi) {
+        PyErr_Format(PyExc_ValueError, "%s must be an integer in %llu..%llu, not %R", name, lo, hi,
+                     ix);
+        Py_DECREF(ix);
+        return -1;
+    }
+    Py_DECREF(ix);
     *out = (unsigned long long)x;
     return 0;
 }
@@ -296,6 +300,8 @@ static int kw_bool(PyObject *kw, const char *name, int *out)
     return 0;
 }
 
+/* A number keyword in lo..hi (NaN is outside); absent or None leaves *out.
+ * PyErr_Format has no float conversions: the bounds are formatted here. */
 static int kw_double(PyObject *kw, const char *name, double lo, double hi, double *out)
 {
     PyObject *v = kw_take(kw, name);
@@ -304,13 +310,18 @@ static int kw_double(PyObject *kw, const char *name, double lo, double hi, doubl
         return 0;
     }
     double d = PyFloat_AsDouble(v);
-    Py_DECREF(v);
-    if (d == -1.0 && PyErr_Occurred())
-        return -1;
-    if (!(d >= lo && d <= hi)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a number in %g..%g", name, lo, hi);
+    if (d == -1.0 && PyErr_Occurred()) {
+        Py_DECREF(v);
         return -1;
     }
+    if (!(d >= lo && d <= hi)) {
+        char range[64];
+        snprintf(range, sizeof range, "%g..%g", lo, hi);
+        PyErr_Format(PyExc_ValueError, "%s must be a number in %s, not %R", name, range, v);
+        Py_DECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
     *out = d;
     return 0;
 }
@@ -1844,19 +1855,33 @@ static PyObject *store_compact(StoreObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* The distance of a call: None for the store's k. */
+/* The distance of a call: None for the store's k. Any k in
+ * 0..SIMSTORE_MAX_K is answered (above the store's k by the slower path);
+ * one out of it is RangeError, whichever side of the range, as the
+ * library's error for a k above SIMSTORE_MAX_K. */
 static int k_from_py(StoreObject *self, PyObject *kobj, unsigned *k)
 {
     *k = self->k;
     if (!kobj || kobj == Py_None)
         return 0;
-    long v = PyLong_AsLong(kobj);
-    if (v == -1 && PyErr_Occurred())
+    PyObject *ix = PyNumber_Index(kobj);
+    if (!ix)
         return -1;
-    if (v < 0 || v > 64) {
-        PyErr_Format(PyExc_ValueError, "k must be a distance in 0..%u, not %ld", self->k, v);
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(ix, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(ix);
         return -1;
     }
+    if (overflow || v < 0 || v > SIMSTORE_MAX_K) {
+        raise_code(SIMSTORE_ERANGE,
+                   PyUnicode_FromFormat("k must be a distance in 0..%d (above the store's k, %u, "
+                                        "answered by a slower path), not %R",
+                                        SIMSTORE_MAX_K, self->k, ix));
+        Py_DECREF(ix);
+        return -1;
+    }
+    Py_DECREF(ix);
     *k = (unsigned)v;
     return 0;
 }
@@ -1913,7 +1938,7 @@ PyDoc_STRVAR(store_query_doc,
              "come sorted by distance, then id bytes, exactly as `simstore query` gives\n"
              "them; meta=True also reads each document's metadata. k may exceed the\n"
              "store's k up to 7: as exact, each table probed at every prefix near the\n"
-             "query's (slower); above 7 raises RangeError.");
+             "query's (slower); a k outside 0..7 raises RangeError.");
 
 static PyObject *store_query(StoreObject *self, PyObject *args, PyObject *kwargs)
 {

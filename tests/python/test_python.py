@@ -614,6 +614,43 @@ class TestErrors(Base):
         with self.assertRaises(ValueError):
             s.stats()
 
+    def test_messages(self):
+        # Issue 34 (defect 14): every message says its range, filled in.
+        cases = [
+            (lambda: simstore.fingerprint("a b c", weights="length", lambda_=float("nan")),
+             ValueError, ["lambda_", "0..1000", "nan"]),
+            (lambda: simstore.fingerprint("a b c", weights="length", lambda_=-1.0),
+             ValueError, ["lambda_", "0..1000", "-1.0"]),
+            (lambda: simstore.fingerprints(["a"], threads=-1), ValueError, ["threads", "0..256", "-1"]),
+            (lambda: simstore.Store.build(self.path("bf"), DOCS, boilerplate="auto", boilerplate_fraction=2),
+             ValueError, ["boilerplate_fraction", "1e-06..0.999999", "2"]),
+        ]
+        with self.python_store() as s:
+            self.assertEqual(s.k, 3)
+            for k in (-1, 8, 2**70):
+                for call in (lambda k=k: s.query(0, k=k), lambda k=k: s.query(0, k),
+                             lambda k=k: s.query_batch([0], k=k), lambda k=k: list(s.pairs(k=k)),
+                             lambda k=k: list(s.clusters(k=k)),
+                             lambda k=k: s.query_paragraphs("a b c", k=k)):
+                    # k 4..7 are answered (the slower path): the range is 0..7.
+                    cases.append((call, simstore.RangeError, ["k must be a distance in 0..7", str(k)]))
+            cases.append((lambda: list(s.pairs(min_similarity=float("nan"))), ValueError,
+                          ["min_similarity", "0..1", "nan"]))
+            cases.append((lambda: s.query_paragraphs("a", min_fraction=1.5), ValueError,
+                          ["min_fraction", "0..1", "1.5"]))
+            cases.append((lambda: simstore.distance("0123456789abcde\x1b", 0), ValueError,
+                          ["16 hex digits", "'0123456789abcde\\x1b'"]))
+            for call, cls, parts in cases:
+                with self.assertRaises(cls) as cm:
+                    call()
+                msg = str(cm.exception)
+                for part in parts:
+                    self.assertIn(part, msg)
+                self.assertNotIn("%", msg)
+            for k in range(8):
+                self.assertTrue(all(m.distance <= k for m in s.query(DOCS[0]["text"], k=k)))
+            self.assertEqual(s.query(0, k=None), s.query(0, k=3))
+
 
 class TestThreads(Base):
     def test_threads_equal_sequential(self):
