@@ -148,9 +148,12 @@ static PyObject *id_to_py(const char *id, size_t len, unsigned flags)
     return PyUnicode_DecodeUTF8(id, (Py_ssize_t)len, "surrogateescape");
 }
 
-/* A document id from Python: str (UTF-8), bytes, or int (its decimal form,
- * flagged SIMSTORE_DOC_INTEGER_ID). *hold receives the object owning the
- * bytes. Returns 0, or -1 with an exception. */
+/* A document id from Python: str (UTF-8, lone surrogates as the bytes
+ * surrogateescape gives them, so that an id id_to_py gave is found),
+ * bytes, or int (its decimal form, flagged SIMSTORE_DOC_INTEGER_ID): any
+ * id, as lookups and deletes take it (new ids: new_id_from_py). *hold
+ * receives the object owning the bytes. Returns 0, or -1 with an
+ * exception. */
 static int id_from_py(PyObject *obj, const char **id, size_t *len, unsigned *flags, PyObject **hold)
 {
     *flags = 0;
@@ -174,6 +177,56 @@ static int id_from_py(PyObject *obj, const char **id, size_t *len, unsigned *fla
     *id = PyBytes_AS_STRING(*hold);
     *len = (size_t)PyBytes_GET_SIZE(*hold);
     return 0;
+}
+
+/* An id as a message shows it: its repr (control characters, invalid
+ * UTF-8 and lone surrogates escaped), cut to 40 characters or bytes. */
+static PyObject *id_shown(PyObject *obj)
+{
+    if ((PyUnicode_Check(obj) || PyBytes_Check(obj)) && PyObject_Length(obj) > 40) {
+        PyObject *head = PySequence_GetSlice(obj, 0, 40);
+        PyObject *r = head ? PyObject_Repr(head) : NULL;
+        Py_XDECREF(head);
+        PyObject *shown = r ? PyUnicode_FromFormat("%U...", r) : NULL;
+        Py_XDECREF(r);
+        return shown;
+    }
+    return PyObject_Repr(obj);
+}
+
+/* A document id to store (Store.build, add) from obj, for docs[index]:
+ * id_from_py's forms under the library's one id rule
+ * (simstore_id_problem). A str is encoded without
+ * surrogateescape, so that a lone surrogate makes it invalid UTF-8 rather
+ * than another id. Returns 0, or -1 with an exception:
+ * InvalidArgumentError naming docs[index], the id (escaped) and why. */
+static int new_id_from_py(PyObject *obj, unsigned long long index, const char **id, size_t *len,
+                          unsigned *flags, PyObject **hold)
+{
+    const char *why = NULL;
+    *hold = NULL;
+    if (PyUnicode_Check(obj)) {
+        *flags = 0;
+        *hold = PyUnicode_AsEncodedString(obj, "utf-8", "surrogatepass");
+        if (!*hold)
+            return -1;
+        *id = PyBytes_AS_STRING(*hold);
+        *len = (size_t)PyBytes_GET_SIZE(*hold);
+    }
+    if (!why && !*hold && id_from_py(obj, id, len, flags, hold) < 0)
+        return -1;
+    if (!why)
+        why = simstore_id_problem(*id, *len);
+    if (!why)
+        return 0;
+    Py_CLEAR(*hold);
+    PyObject *shown = id_shown(obj);
+    if (shown) {
+        raise_code(SIMSTORE_EINVAL,
+                   PyUnicode_FromFormat("docs[%llu]: document id %U: %s", index, shown, why));
+        Py_DECREF(shown);
+    }
+    return -1;
 }
 
 /* A fingerprint from an int (or anything with __index__: numpy integers),
@@ -1361,7 +1414,7 @@ static int feed_one(feeder *f, PyObject *item)
     const char *text = NULL;
     size_t len = 0;
     int rc = -1;
-    if (id_from_py(idobj, &doc.id, &doc.id_len, &flags, &idhold) < 0)
+    if (new_id_from_py(idobj, (unsigned long long)index, &doc.id, &doc.id_len, &flags, &idhold) < 0)
         goto done;
     if (metaobj && metaobj != Py_None) {
         metahold = meta_from_py(metaobj);
@@ -1527,11 +1580,16 @@ PyDoc_STRVAR(store_build_doc,
              "Store.build(path, docs, k=3, **options) -> Store\n\n"
              "Build a new store at path from docs and open it (read-only unless\n"
              "write=True). Each document is a tuple (id, text_or_fp) or (id, text_or_fp,\n"
-             "meta), or a dict {\"id\", \"text\" or \"fp\", \"meta\"}: id a str or an int (given\n"
-             "back as an int), text a str or UTF-8 bytes (fingerprinted and sketched with\n"
-             "the store's text options), fp an int or 16 hex digits, meta any JSON value\n"
-             "(stored as compact JSON). With fingerprint_only=True, docs are fingerprints\n"
-             "(ints, or a uint64 buffer).\n\n"
+             "meta), or a dict {\"id\", \"text\" or \"fp\", \"meta\"}: id a str, UTF-8 bytes\n"
+             "(given back as a str) or an int (given back as an int), text a str or\n"
+             "UTF-8 bytes (fingerprinted and sketched with the store's text options), fp\n"
+             "an int or 16 hex digits, meta any JSON value (stored as compact JSON).\n"
+             "With fingerprint_only=True, docs are fingerprints (ints, or a uint64\n"
+             "buffer).\n\n"
+             "Ids follow the tool's one rule: 1..511 bytes of UTF-8 without control\n"
+             "characters (tab, newline, NUL, ESC, DEL, U+0080..U+009F) or lone\n"
+             "surrogates. One that breaks it raises InvalidArgumentError (a ValueError)\n"
+             "naming docs[i], the id and why, and nothing is built.\n\n"
              "Options: k (0..7), tables (0: the cost model), block_bytes, expected,\n"
              "replace (build over an existing store), fingerprint_only, threads,\n"
              "memory_bytes, skip_existing (a repeated id keeps the first), sketch ('auto':\n"
@@ -1714,11 +1772,12 @@ done:
 
 PyDoc_STRVAR(store_add_doc,
              "add(docs, skip_existing=False, threads=0, memory_bytes=0) -> int\n\n"
-             "Add documents (as Store.build takes them) as a new segment, committed at\n"
-             "once; texts are fingerprinted with the store's text options and boilerplate.\n"
-             "An id already stored or repeated is InvalidArgumentError (nothing is added)\n"
-             "unless skip_existing. Needs a store opened with write=True (else\n"
-             "ReadOnlyError). Returns the number of documents now in the store.");
+             "Add documents (as Store.build takes them, ids under its rule)\n"
+             "as a new segment, committed at once; texts are fingerprinted with the\n"
+             "store's text options and boilerplate. An id already stored or repeated is\n"
+             "InvalidArgumentError (nothing is added) unless skip_existing. Needs a store\n"
+             "opened with write=True (else ReadOnlyError). Returns the number of\n"
+             "documents now in the store.");
 
 static PyObject *store_add(StoreObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -1787,8 +1846,9 @@ done:
 PyDoc_STRVAR(store_delete_doc,
              "delete(ids) -> int\n\n"
              "Delete the documents with these ids (one id, or an iterable of ids) in one\n"
-             "commit; ids not stored are skipped. Returns the number deleted. Needs a\n"
-             "store opened with write=True.");
+             "commit; ids not stored are skipped. Any id of 1..511 bytes is looked for\n"
+             "(one an older version stored may break today's id rule). Returns the\n"
+             "number deleted. Needs a store opened with write=True.");
 
 static PyObject *store_delete(StoreObject *self, PyObject *arg)
 {
@@ -2353,7 +2413,8 @@ static int get_cb(void *ctx, const simstore_document *doc)
 
 PyDoc_STRVAR(store_get_doc, "get(id) -> Document or None\n\n"
                             "The document with this id (id, fp, meta, segment, insertion), as\n"
-                            "`simstore get` gives it, or None when there is none.");
+                            "`simstore get` gives it, or None when there is none. Any id of\n"
+                            "1..511 bytes is looked for (as delete()).");
 
 static PyObject *store_get(StoreObject *self, PyObject *idobj)
 {
