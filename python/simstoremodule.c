@@ -107,21 +107,122 @@ static PyObject *meta_to_py(const char *meta, size_t len)
     return v;
 }
 
+/* The deepest nesting of arrays and objects a metadata value may have:
+ * the tool's JSON reader (jansson, 2048 levels) reads a record, itself an
+ * object, around it. */
+#define META_MAX_DEPTH 2047
+
+/* Whether JSON text json.dumps made of obj reads back through the tool's
+ * JSON reader (what `build` and the server read, so export --json ->
+ * build): integers in -2**63..2**63-1, no two keys of an object that are
+ * one string in JSON (1 and "1"), no NUL in a key, at most META_MAX_DEPTH
+ * levels. Run once json.dumps has taken obj: no cycles, only JSON types.
+ * Returns 0, or -1 with an exception (ValueError for a value refused). */
+static int meta_check(PyObject *obj, int depth)
+{
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow) {
+            PyObject *digits = PyLong_Type.tp_repr(obj);
+            if (digits)
+                PyErr_Format(PyExc_ValueError,
+                             "integer %U is outside -2**63..2**63-1, the integers JSON readers "
+                             "of simstore take (store it as a str or a float)",
+                             digits);
+            Py_XDECREF(digits);
+            return -1;
+        }
+        return 0;
+    }
+    int is_dict = PyDict_Check(obj);
+    if (!is_dict && !PyList_Check(obj) && !PyTuple_Check(obj))
+        return 0;
+    if (depth >= META_MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "nested deeper than %d arrays and objects", META_MAX_DEPTH);
+        return -1;
+    }
+    if (!is_dict) {
+        PyObject *seq = PySequence_Fast(obj, "a JSON array");
+        if (!seq)
+            return -1;
+        int rc = 0;
+        for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++)
+            rc = meta_check(PySequence_Fast_GET_ITEM(seq, i), depth + 1);
+        Py_DECREF(seq);
+        return rc;
+    }
+    /* json.dumps writes a key that is not a str as its JSON text (an int's
+     * digits, a float's repr, true, false, null; as _json.c does): only an
+     * object with such a key can have two keys that are one in JSON. */
+    Py_ssize_t pos = 0;
+    PyObject *key = NULL, *val = NULL;
+    int mixed = 0;
+    while (!mixed && PyDict_Next(obj, &pos, &key, &val))
+        mixed = !PyUnicode_Check(key);
+    PyObject *seen = mixed ? PySet_New(NULL) : NULL;
+    if (mixed && !seen)
+        return -1;
+    int rc = 0;
+    pos = 0;
+    while (rc == 0 && PyDict_Next(obj, &pos, &key, &val)) {
+        PyObject *text = NULL;
+        if (PyUnicode_Check(key))
+            text = Py_NewRef(key);
+        else if (PyFloat_Check(key))
+            text = PyFloat_Type.tp_repr(key);
+        else if (key == Py_True || key == Py_False || key == Py_None)
+            text = PyUnicode_FromString(key == Py_True    ? "true"
+                                        : key == Py_False ? "false"
+                                                          : "null");
+        else if (PyLong_Check(key))
+            text = PyLong_Type.tp_repr(key);
+        else
+            text = PyObject_Str(key); /* json.dumps refused it already */
+        if (!text) {
+            rc = -1;
+            break;
+        }
+        Py_ssize_t nul = PyUnicode_FindChar(text, 0, 0, PyUnicode_GET_LENGTH(text), 1);
+        if (nul == -2) {
+            rc = -1;
+        } else if (nul >= 0) {
+            PyErr_Format(PyExc_ValueError, "object key %R holds a NUL character", text);
+            rc = -1;
+        } else if (seen) {
+            int dup = PySet_Contains(seen, text);
+            if (dup > 0)
+                PyErr_Format(PyExc_ValueError, "two keys of one object are the JSON key %R", text);
+            rc = dup != 0 || PySet_Add(seen, text) < 0 ? -1 : 0;
+        }
+        Py_DECREF(text);
+        if (rc == 0)
+            rc = meta_check(val, depth + 1);
+    }
+    Py_XDECREF(seen);
+    return rc;
+}
+
 /* A Python object to compact JSON text (a new bytes object), as the tool
  * stores a record's "meta": json.dumps(obj, separators=(",", ":"),
- * ensure_ascii=False). */
+ * ensure_ascii=False, allow_nan=False), and only JSON that the tool reads
+ * back (meta_check). Raises json.dumps's exceptions, ValueError for a value
+ * the tool would not read, UnicodeEncodeError for a lone surrogate. */
 static PyObject *meta_from_py(PyObject *obj)
 {
     if (ensure_json() < 0)
         return NULL;
     PyObject *args = PyTuple_Pack(1, obj);
-    PyObject *kw = Py_BuildValue("{s:(ss),s:O}", "separators", ",", ":", "ensure_ascii", Py_False);
+    PyObject *kw = Py_BuildValue("{s:(ss),s:O,s:O}", "separators", ",", ":", "ensure_ascii",
+                                 Py_False, "allow_nan", Py_False);
     PyObject *s = (args && kw) ? PyObject_Call(json_dumps_fn, args, kw) : NULL;
     Py_XDECREF(args);
     Py_XDECREF(kw);
     if (!s)
         return NULL;
-    PyObject *b = PyUnicode_AsUTF8String(s);
+    PyObject *b = meta_check(obj, 0) < 0 ? NULL : PyUnicode_AsUTF8String(s);
     Py_DECREF(s);
     return b;
 }
@@ -196,16 +297,25 @@ static PyObject *id_shown(PyObject *obj)
 
 /* A document id to store (Store.build, add) from obj, for docs[index]:
  * id_from_py's forms under the library's one id rule
- * (simstore_id_problem). A str is encoded without
- * surrogateescape, so that a lone surrogate makes it invalid UTF-8 rather
- * than another id. Returns 0, or -1 with an exception:
+ * (simstore_id_problem) and, for an int, 0..2**63-1: the integer ids the
+ * server takes and JSON readers read back (export --json -> build). A str is
+ * encoded without surrogateescape, so that a lone surrogate makes it
+ * invalid UTF-8 rather than another id. Returns 0, or -1 with an exception:
  * InvalidArgumentError naming docs[index], the id (escaped) and why. */
 static int new_id_from_py(PyObject *obj, unsigned long long index, const char **id, size_t *len,
                           unsigned *flags, PyObject **hold)
 {
     const char *why = NULL;
     *hold = NULL;
-    if (PyUnicode_Check(obj)) {
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow || v < 0)
+            why = "an integer id is in 0..2**63-1, as the server takes it (give another "
+                  "number as a str)";
+    } else if (PyUnicode_Check(obj)) {
         *flags = 0;
         *hold = PyUnicode_AsEncodedString(obj, "utf-8", "surrogatepass");
         if (!*hold)
@@ -227,6 +337,72 @@ static int new_id_from_py(PyObject *obj, unsigned long long index, const char **
         Py_DECREF(shown);
     }
     return -1;
+}
+
+/* The exception being raised, taken out of the thread's state (a new
+ * reference; NULL when none), and back. */
+static PyObject *exception_take(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+static void exception_give(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+#endif
+}
+
+/* The exception raised while making docs[index]'s metadata, raised again
+ * naming the document: a ValueError (NaN, an integer JSON readers refuse,
+ * a lone surrogate, a cycle) as InvalidArgumentError, a TypeError (not a
+ * JSON type) as TypeError, each from the original (its __cause__); any
+ * other (MemoryError, RecursionError) as it is. */
+static void meta_error(unsigned long long index, PyObject *idobj)
+{
+    PyObject *cause = exception_take();
+    if (!cause)
+        return;
+    int value = PyErr_GivenExceptionMatches(cause, PyExc_ValueError);
+    if (!value && !PyErr_GivenExceptionMatches(cause, PyExc_TypeError)) {
+        exception_give(cause);
+        return;
+    }
+    PyObject *shown = id_shown(idobj);
+    PyObject *msg =
+        shown ? PyUnicode_FromFormat("docs[%llu] (id %U): metadata: %S", index, shown, cause)
+              : NULL;
+    Py_XDECREF(shown);
+    if (!msg) {
+        Py_DECREF(cause);
+        return;
+    }
+    if (value) {
+        raise_code(SIMSTORE_EINVAL, msg);
+    } else {
+        PyErr_SetObject(PyExc_TypeError, msg);
+        Py_DECREF(msg);
+    }
+    PyObject *exc = exception_take();
+    if (!exc) {
+        Py_DECREF(cause);
+        return;
+    }
+    PyException_SetCause(exc, cause); /* steals cause */
+    exception_give(exc);
 }
 
 /* A fingerprint from an int (or anything with __index__: numpy integers),
@@ -1418,8 +1594,10 @@ static int feed_one(feeder *f, PyObject *item)
         goto done;
     if (metaobj && metaobj != Py_None) {
         metahold = meta_from_py(metaobj);
-        if (!metahold)
+        if (!metahold) {
+            meta_error((unsigned long long)index, idobj);
             goto done;
+        }
         doc.meta = PyBytes_AS_STRING(metahold);
         doc.meta_len = (size_t)PyBytes_GET_SIZE(metahold);
     }
@@ -1581,15 +1759,17 @@ PyDoc_STRVAR(store_build_doc,
              "Build a new store at path from docs and open it (read-only unless\n"
              "write=True). Each document is a tuple (id, text_or_fp) or (id, text_or_fp,\n"
              "meta), or a dict {\"id\", \"text\" or \"fp\", \"meta\"}: id a str, UTF-8 bytes\n"
-             "(given back as a str) or an int (given back as an int), text a str or\n"
-             "UTF-8 bytes (fingerprinted and sketched with the store's text options), fp\n"
-             "an int or 16 hex digits, meta any JSON value (stored as compact JSON).\n"
-             "With fingerprint_only=True, docs are fingerprints (ints, or a uint64\n"
-             "buffer).\n\n"
+             "(given back as a str) or an int in 0..2**63-1 (given back as an int), text a\n"
+             "str or UTF-8 bytes (fingerprinted and sketched with the store's text\n"
+             "options), fp an int or 16 hex digits, meta any JSON value (stored as\n"
+             "compact JSON). With fingerprint_only=True, docs are fingerprints (ints, or\n"
+             "a uint64 buffer).\n\n"
              "Ids follow the tool's one rule: 1..511 bytes of UTF-8 without control\n"
              "characters (tab, newline, NUL, ESC, DEL, U+0080..U+009F) or lone\n"
-             "surrogates. One that breaks it raises InvalidArgumentError (a ValueError)\n"
-             "naming docs[i], the id and why, and nothing is built.\n\n"
+             "surrogates; metadata is what JSON readers read back (no NaN or Infinity,\n"
+             "integers in -2**63..2**63-1). One that breaks them raises\n"
+             "InvalidArgumentError (a ValueError) naming docs[i], the id and why, and\n"
+             "nothing is built.\n\n"
              "Options: k (0..7), tables (0: the cost model), block_bytes, expected,\n"
              "replace (build over an existing store), fingerprint_only, threads,\n"
              "memory_bytes, skip_existing (a repeated id keeps the first), sketch ('auto':\n"
@@ -1772,7 +1952,7 @@ done:
 
 PyDoc_STRVAR(store_add_doc,
              "add(docs, skip_existing=False, threads=0, memory_bytes=0) -> int\n\n"
-             "Add documents (as Store.build takes them, ids under its rule)\n"
+             "Add documents (as Store.build takes them, ids and metadata under its rules)\n"
              "as a new segment, committed at once; texts are fingerprinted with the\n"
              "store's text options and boilerplate. An id already stored or repeated is\n"
              "InvalidArgumentError (nothing is added) unless skip_existing. Needs a store\n"

@@ -792,6 +792,9 @@ BAD_IDS = [
     (b"tab\tbytes", "control character", r"b'tab\tbytes'"),
     ("lone\ud800", "not valid UTF-8", r"'lone\ud800'"),
     ("escaped\udcff", "not valid UTF-8", r"'escaped\udcff'"),  # surrogateescape
+    (-1, "0..2**63-1", "-1"),
+    (2**63, "0..2**63-1", str(2**63)),
+    (2**80, "0..2**63-1", str(2**80)),
 ]
 
 # Ids it takes, and how they come back.
@@ -873,6 +876,99 @@ class TestIds(Base):
                 self.assertEqual(s.delete(bad), 0, repr(bad))
             self.assertIsNone(s.get("escaped\udcff"))  # b'escaped\xff'
             self.assertEqual(s.delete(["a\tb", "a"]), 1)
+
+
+# Metadata json.dumps takes but the tool's JSON cannot carry.
+def deep(n):
+    v = []
+    for _ in range(n - 1):
+        v = [v]
+    return v
+
+
+BAD_META = [
+    (float("nan"), ValueError, "not JSON compliant"),
+    (float("inf"), ValueError, "not JSON compliant"),
+    ({"a": [1, float("-inf")]}, ValueError, "not JSON compliant"),
+    ({float("nan"): 1}, ValueError, "not JSON compliant"),
+    (2**63, ValueError, "2**63"),
+    ({"n": [-2**63 - 1]}, ValueError, str(-2**63 - 1)),
+    ({1: "a", "1": "b"}, ValueError, "'1'"),
+    ({True: 1, "true": 2}, ValueError, "'true'"),
+    ({"a\x00b": 1}, ValueError, "NUL"),
+    ("lone \ud800", ValueError, "surrogates"),
+    ({1, 2}, TypeError, "not JSON serializable"),
+]
+
+GOOD_META = [
+    None, 0, -0.0, 1.5, 1e308, 5e-324, -2**63, 2**63 - 1, True, "",
+    "tab\tnewline\nnul\x00 nel\x85 \u2028 \U0001f600 \"quoted\" \\", [], {}, [None, [1, [2, {}]]],
+    {"b": 1, "a": {"z": [1.25, "x"], "1": 2}}, {1: "int key", "s": "str key"},
+    {"score": 0.9, "tags": ["a", "b"], "n": 12345678901234},
+]
+
+
+class TestMetadata(Base):
+    def test_refuses_what_json_readers_refuse(self):
+        for i, (meta, cls, part) in enumerate(BAD_META):
+            path = self.path(f"bad{i}")
+            docs = [{"id": "ok", "fp": 1}, {"id": "doc-b", "fp": 2, "meta": meta}]
+            with self.assertRaises(cls) as cm:
+                simstore.Store.build(path, docs, sketch="none")
+            if cls is ValueError:
+                self.assertIsInstance(cm.exception, simstore.InvalidArgumentError)
+            msg = str(cm.exception)
+            self.assertTrue(msg.startswith("docs[1] (id 'doc-b'): metadata: "), msg)
+            self.assertIn(part, msg)
+            self.assertIsNotNone(cm.exception.__cause__)
+            self.assertFalse(os.path.exists(path))
+        with simstore.Store.build(self.path("w"), [("a", 1)], sketch="none", write=True) as s:
+            with self.assertRaises(simstore.InvalidArgumentError):
+                s.add([("b", 2, float("nan"))])
+            self.assertIsNone(s.get("b"))
+
+    def test_nesting_limit(self):
+        # The tool reads a record (an object) of at most 2048 levels.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(20000)
+        try:
+            with self.assertRaises(simstore.InvalidArgumentError) as cm:
+                simstore.Store.build(self.path("deep"), [("a", 1, deep(2048))], sketch="none")
+            self.assertIn("2047", str(cm.exception))
+            path = self.path("deepest")
+            simstore.Store.build(path, [("a", 1, deep(2047))], sketch="none").close()
+            back = self.path("deepest.jsonl")
+            with open(back, "w") as f:
+                f.write(cli("export", "--json", path))
+            cli("build", "--sketch", "none", self.path("deepest2"), back)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def test_export_json_build_round_trip(self):
+        docs = [{"id": n if n % 3 == 0 else f"m{n}", "fp": n + 1, "meta": m}
+                for n, m in enumerate(GOOD_META)]
+        docs.append({"id": 2**63 - 1, "fp": 99, "meta": {"big": 2**63 - 1}})
+        path = self.path("meta.store")
+        simstore.Store.build(path, docs, sketch="none").close()
+
+        def strict(name):
+            raise ValueError(f"{name} is not JSON")
+
+        for args in (("export", "--json", path), ("get", "--json", path, *[str(d["id"]) for d in docs])):
+            for line in cli(*args).split("\n")[:-1]:
+                json.loads(line, parse_constant=strict)
+        back = self.path("back.jsonl")
+        with open(back, "w", encoding="utf-8") as f:
+            f.write(cli("export", "--json", path))
+        cli("build", "--sketch", "none", self.path("back.store"), back)
+        with simstore.Store.open(path) as a, simstore.Store.open(self.path("back.store")) as b:
+            for d in docs:
+                x, y = a.get(d["id"]), b.get(d["id"])
+                self.assertEqual((x.id, x.fp, x.meta), (y.id, y.fp, y.meta), d)
+                want = d["meta"]
+                if isinstance(want, dict):
+                    want = json.loads(json.dumps(want))  # keys as JSON has them
+                self.assertEqual(x.meta, want)
 
 
 if __name__ == "__main__":
