@@ -12,12 +12,15 @@
 
 #include "simstore.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 PyMODINIT_FUNC PyInit_simstore(void);
 
@@ -1322,6 +1325,7 @@ typedef struct StoreObject {
     int fingerprint_only;
     int writable;
     PyObject *path;
+    PyObject *recovery; /* a Recovery of what the open applied, or None */
 } StoreObject;
 
 static PyTypeObject StoreType;
@@ -1407,13 +1411,14 @@ static int store_fingerprinter(simstore *s, simstore_fingerprinter **out)
     return err;
 }
 
-static StoreObject *store_new_object(simstore *s, PyObject *path, int writable)
+static StoreObject *store_new_object(simstore *s, PyObject *path, int writable, PyObject *recovery)
 {
     StoreObject *self = PyObject_New(StoreObject, &StoreType);
     if (!self) {
         simstore_close(s);
         return NULL;
     }
+    self->recovery = Py_NewRef(recovery);
     self->s = s;
     pthread_mutex_init(&self->mu, NULL);
     self->busy = 0;
@@ -1449,6 +1454,7 @@ static void store_dealloc(StoreObject *self)
     }
     pthread_mutex_destroy(&self->mu);
     Py_XDECREF(self->path);
+    Py_XDECREF(self->recovery);
     PyObject_Free(self);
 }
 
@@ -1467,6 +1473,86 @@ static int open_flags_from_kw(PyObject *kw, unsigned *flags, int *writable)
     return 0;
 }
 
+/* ---- A stopped server's log ---------------------------------------------- */
+
+static PyObject *recovery_warning; /* simstore.RecoveryWarning */
+static PyTypeObject RecoveryType;
+
+static PyStructSequence_Field recovery_fields[] = {
+    {"applied", "changes a stopped server had acknowledged and logged, now written into the "
+                "store's files"},
+    {"torn_bytes", "bytes of a torn tail of the log (a group whose fsync had not returned: "
+                   "never acknowledged) set aside, 0 for none"},
+    {"torn_records", "whole records among them"},
+    {"torn_name", "the file in the store directory that keeps them, or None"},
+    {NULL, NULL}};
+static PyStructSequence_Desc recovery_desc = {
+    "simstore.Recovery",
+    "What opening a store for writing did with the log (live.wal) of a server that stopped "
+    "without writing its changes into the store: Store.recovery.",
+    recovery_fields, 4};
+
+/* Before a writer opens the store at p (path, as the caller gave it):
+ * apply the changes a live store (a server) acknowledged in p/live.wal but
+ * did not write into the store's files before it stopped, exactly as its
+ * next start would (simstore_live_recover), so that the writer's changes
+ * come after them and no later replay overrides them. A store without a
+ * log was never served live: nothing to apply (and no log is made). Warns
+ * RecoveryWarning when changes were applied or a torn tail set aside.
+ * *recovery receives a Recovery of it, or None. Returns 0, or -1 with an
+ * exception: the library's (BusyError while a server or writer holds the
+ * store; CorruptError for a damaged log, left as it is). */
+static int recover_for_write(PyObject *path, const char *p, PyObject **recovery)
+{
+    *recovery = NULL;
+    char wal[PATH_MAX];
+    int fits = snprintf(wal, sizeof wal, "%s/live.wal", p) < (int)sizeof wal;
+    simstore_live_recovery rec;
+    memset(&rec, 0, sizeof rec);
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    struct stat st;
+    if (!fits || stat(wal, &st) == 0 || errno != ENOENT)
+        err = simstore_live_recover(p, &rec);
+    Py_END_ALLOW_THREADS;
+    if (err) {
+        raise_error(err, "open");
+        return -1;
+    }
+    if (!rec.applied && !rec.torn_bytes) {
+        *recovery = Py_NewRef(Py_None);
+        return 0;
+    }
+    rec.torn_name[sizeof rec.torn_name - 1] = '\0';
+    PyObject *items[4] = {
+        PyLong_FromUnsignedLongLong(rec.applied), PyLong_FromUnsignedLongLong(rec.torn_bytes),
+        PyLong_FromUnsignedLongLong(rec.torn_records),
+        rec.torn_name[0] ? PyUnicode_DecodeFSDefault(rec.torn_name) : Py_NewRef(Py_None)};
+    *recovery = structseq(&RecoveryType, items, 4);
+    if (!*recovery)
+        return -1;
+    PyObject *msg = PyUnicode_FromFormat(
+        "%S: applied %llu change%s that a stopped server had acknowledged and logged in "
+        "live.wal but not written into the store, as its next start would",
+        path, (unsigned long long)rec.applied, rec.applied == 1 ? "" : "s");
+    if (msg && rec.torn_bytes) {
+        PyObject *more = PyUnicode_FromFormat(
+            "%U; set aside a torn tail of the log, %llu bytes (%llu records, never "
+            "acknowledged), as %s",
+            msg, (unsigned long long)rec.torn_bytes, (unsigned long long)rec.torn_records,
+            rec.torn_name[0] ? rec.torn_name : "a file beside it");
+        Py_SETREF(msg, more);
+    }
+    const char *text = msg ? PyUnicode_AsUTF8(msg) : NULL;
+    int rc = text ? PyErr_WarnEx(recovery_warning, text, 1) : -1;
+    Py_XDECREF(msg);
+    if (rc < 0) /* warnings as errors: the changes are applied, the store not opened */
+        Py_CLEAR(*recovery);
+    return rc;
+}
+
+/* Open the store at path; a writer (SIMSTORE_OPEN_WRITE) first applies a
+ * stopped server's log (recover_for_write). */
 static PyObject *open_path(PyObject *path, unsigned flags, int writable)
 {
     PyObject *bytes = NULL;
@@ -1475,13 +1561,23 @@ static PyObject *open_path(PyObject *path, unsigned flags, int writable)
     simstore *s = NULL;
     int err = 0;
     const char *p = PyBytes_AS_STRING(bytes);
+    PyObject *recovery = NULL;
+    if (flags & SIMSTORE_OPEN_WRITE) {
+        if (recover_for_write(path, p, &recovery) < 0) {
+            Py_DECREF(bytes);
+            return NULL;
+        }
+    } else {
+        recovery = Py_NewRef(Py_None);
+    }
     Py_BEGIN_ALLOW_THREADS;
     err = simstore_open(p, flags, &s);
     Py_END_ALLOW_THREADS;
     Py_DECREF(bytes);
-    if (err)
-        return raise_error(err, "open");
-    return (PyObject *)store_new_object(s, path, writable);
+    PyObject *store =
+        err ? raise_error(err, "open") : (PyObject *)store_new_object(s, path, writable, recovery);
+    Py_DECREF(recovery);
+    return store;
 }
 
 PyDoc_STRVAR(store_open_doc,
@@ -1492,7 +1588,13 @@ PyDoc_STRVAR(store_open_doc,
              "checks: `simstore query --no-verify`); auto_compact=False makes a writer\n"
              "compact only on request; huge_pages=True brings the store's files into\n"
              "the page cache 2 MiB at a time as they are first read (`simstore query\n"
-             "--huge-pages`). Raises NotFoundError, CorruptError, BusyError, ...");
+             "--huge-pages`). Raises NotFoundError, CorruptError, BusyError, ...\n\n"
+             "A writer first applies the changes a server acknowledged in the store's\n"
+             "log (live.wal) but had not written into the store when it stopped (a\n"
+             "crash, kill -9), as the server's next start would, so that the writer's\n"
+             "changes come after them: it warns RecoveryWarning saying how many, and\n"
+             "Store.recovery tells (a Recovery, else None). Readers see the store's\n"
+             "files as they are.");
 
 static PyObject *store_open(PyObject *cls, PyObject *args, PyObject *kwargs)
 {
@@ -3146,6 +3248,12 @@ static PyObject *store_get_path(StoreObject *self, void *closure)
     return Py_NewRef(self->path);
 }
 
+static PyObject *store_get_recovery(StoreObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(self->recovery);
+}
+
 static PyObject *store_get_k(StoreObject *self, void *closure)
 {
     (void)closure;
@@ -3188,6 +3296,10 @@ static PyMethodDef store_methods[] = {
 static PyGetSetDef store_getset[] = {
     {"closed", (getter)store_get_closed, NULL, "True once the store is closed", NULL},
     {"path", (getter)store_get_path, NULL, "the path the store was opened at", NULL},
+    {"recovery", (getter)store_get_recovery, NULL,
+     "a Recovery(applied, torn_bytes, torn_records, torn_name) when opening for writing "
+     "applied the changes a stopped server had left in the store's log (live.wal), else None",
+     NULL},
     {"k", (getter)store_get_k, NULL,
      "the distance the store's design answers with one probe a table (the default k; "
      "any k up to 7 is answered)",
@@ -3227,7 +3339,9 @@ PyDoc_STRVAR(module_doc,
              "distance(). Stores: Store.build(), Store.open(), then query(), query_batch(),\n"
              "query_paragraphs(), get(), documents(), pairs(), clusters(), stats(),\n"
              "fingerprint(), add(), delete(), compact(), close(). Errors: Error and one\n"
-             "subclass per library error code (.code). Calls that work release the GIL.");
+             "subclass per library error code (.code). Calls that work release the GIL.\n"
+             "Opening for writing after a server stopped applies its logged changes\n"
+             "first: RecoveryWarning, Store.recovery (a Recovery).");
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "simstore", module_doc, -1, module_methods, NULL, NULL, NULL, NULL};
@@ -3249,6 +3363,7 @@ PyMODINIT_FUNC PyInit_simstore(void)
         PyStructSequence_InitType2(&DocumentType, &document_desc) < 0 ||
         PyStructSequence_InitType2(&ParagraphType, &paragraph_desc) < 0 ||
         PyStructSequence_InitType2(&ParagraphMatchType, &paragraph_match_desc) < 0 ||
+        PyStructSequence_InitType2(&RecoveryType, &recovery_desc) < 0 ||
         PyType_Ready(&StoreType) < 0)
         goto fail;
     error_base = PyErr_NewExceptionWithDoc(
@@ -3286,7 +3401,17 @@ PyMODINIT_FUNC PyInit_simstore(void)
         if (PyModule_AddObjectRef(m, specs[i].name, cls) < 0)
             goto fail;
     }
+    recovery_warning = PyErr_NewExceptionWithDoc(
+        "simstore.RecoveryWarning",
+        "Warned when opening a store for writing first applied the changes a server had "
+        "acknowledged in the store's log (live.wal) but not written into the store before it "
+        "stopped (a crash, kill -9), as the server's next start would; Store.recovery says "
+        "what was done.",
+        PyExc_UserWarning, NULL);
+    if (!recovery_warning || PyModule_AddObjectRef(m, "RecoveryWarning", recovery_warning) < 0)
+        goto fail;
     if (PyModule_AddObjectRef(m, "Store", (PyObject *)&StoreType) < 0 ||
+        PyModule_AddObjectRef(m, "Recovery", (PyObject *)&RecoveryType) < 0 ||
         PyModule_AddObjectRef(m, "Match", (PyObject *)&MatchType) < 0 ||
         PyModule_AddObjectRef(m, "Pair", (PyObject *)&PairType) < 0 ||
         PyModule_AddObjectRef(m, "ClusterMember", (PyObject *)&MemberType) < 0 ||

@@ -10,15 +10,18 @@ grow over 10^5 calls. Run by ctest (tests/python/tests.cmake) with Debian's
 
 numpy-specific checks are skipped when numpy does not import;
 SIMSTORE_TEST_NO_NUMPY=1 hides numpy, to test the module without it."""
+import http.client
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import tracemalloc
 import unittest
+import warnings
 
 if os.environ.get("SIMSTORE_TEST_NO_NUMPY") == "1":
     sys.modules["numpy"] = None  # import numpy fails, here and in the module
@@ -969,6 +972,116 @@ class TestMetadata(Base):
                 if isinstance(want, dict):
                     want = json.loads(json.dumps(want))  # keys as JSON has them
                 self.assertEqual(x.meta, want)
+
+
+class TestRecovery(Base):
+    """A writer after a server that was killed: the server's acknowledged
+    changes are applied first, and a later start of the server keeps the
+    writer's changes (issue 34, defect 2)."""
+
+    def serve(self, path):
+        proc = subprocess.Popen([CLI, "serve", path, "--listen", "127.0.0.1:0", "--log", os.devnull],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = proc.stdout.readline()
+        if "listening on http://127.0.0.1:" not in line:
+            proc.kill()
+            raise AssertionError(f"serve did not start: {line!r} {proc.communicate()[1]!r}")
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(proc.stderr.close)
+        return proc, int(line.split("http://127.0.0.1:")[1].split()[0])
+
+    def request(self, port, method, url, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request(method, url, body=None if body is None else json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        got = json.loads(resp.read() or b"null")
+        conn.close()
+        return resp.status, got
+
+    def test_writer_after_killed_server(self):
+        path = self.path("w.store")
+        simstore.Store.build(path, [{"id": "base", "fp": 1}], sketch="none").close()
+        proc, port = self.serve(path)
+        acked = {}
+        for i in range(20):
+            doc = {"id": f"srv{i}", "fp": hex16(0x9E3779B97F4A7C15 * (i + 1) % 2**64)}
+            st, _ = self.request(port, "POST", "/v1/documents", doc)
+            self.assertEqual(st, 201)
+            acked[doc["id"]] = int(doc["fp"], 16)
+        st, _ = self.request(port, "DELETE", "/v1/documents/base")
+        self.assertEqual(st, 200)
+        proc.kill()  # kill -9: the changes are in the log only
+        proc.wait()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = simstore.Store.open(path, write=True)
+        with s:
+            # Every acknowledged change of the server first...
+            for i, fp in acked.items():
+                self.assertEqual(getattr(s.get(i), "fp", None), fp, i)
+            self.assertIsNone(s.get("base"))
+            self.assertEqual(s.stats()["documents"], 20)
+            # ... then the writer's: replace srv0, delete srv1, add new ones.
+            with self.assertRaises(simstore.InvalidArgumentError):
+                s.add([{"id": "srv0", "fp": 7}])  # stored: the server's
+            self.assertEqual(s.delete(["srv0", "srv1"]), 2)
+            s.add([{"id": "srv0", "fp": 7}, {"id": "py", "fp": 8}])
+            rec = s.recovery
+        self.assertEqual([str(w.message) for w in caught if w.category is simstore.RecoveryWarning],
+                         [f"{path}: applied 21 changes that a stopped server had acknowledged and "
+                          "logged in live.wal but not written into the store, as its next start would"])
+        self.assertEqual(tuple(rec), (21, 0, 0, None))
+        self.assertEqual((rec.applied, rec.torn_bytes), (21, 0))
+        # Nothing left to apply: a second writer opens quietly.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with simstore.Store.open(path, write=True) as s:
+                self.assertIsNone(s.recovery)
+        # A later start of the server keeps the writer's changes.
+        proc, port = self.serve(path)
+        self.assertEqual(self.request(port, "GET", "/v1/documents/srv0")[1]["fp"], hex16(7))
+        self.assertEqual(self.request(port, "GET", "/v1/documents/srv1")[0], 404)
+        self.assertEqual(self.request(port, "GET", "/v1/documents/py")[1]["fp"], hex16(8))
+        self.assertEqual(self.request(port, "GET", "/v1/documents/base")[0], 404)
+        for i, fp in acked.items():
+            if i not in ("srv0", "srv1"):
+                self.assertEqual(self.request(port, "GET", f"/v1/documents/{i}")[1]["fp"], hex16(fp), i)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(), 0)
+        with simstore.Store.open(path) as s:
+            self.assertEqual(s.stats()["documents"], 20)
+            self.assertEqual(s.get("srv0").fp, 7)
+        r = subprocess.run([CLI, "verify", path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_open_while_serving_and_read_only(self):
+        path = self.path("r.store")
+        simstore.Store.build(path, [{"id": "base", "fp": 1}], sketch="none").close()
+        proc, port = self.serve(path)
+        self.assertEqual(self.request(port, "POST", "/v1/documents", {"id": "x", "fp": hex16(2)})[0], 201)
+        # A running server holds the store: no writer, the log untouched.
+        with self.assertRaises(simstore.BusyError):
+            simstore.Store.open(path, write=True)
+        # Readers see what is in the store's files, and change nothing.
+        with simstore.Store.open(path) as s:
+            self.assertIsNone(s.recovery)
+            self.assertIsNone(s.get("x"))
+        proc.kill()
+        proc.wait()
+        with simstore.Store.open(path) as s:
+            self.assertIsNone(s.get("x"))
+        # Once the server is gone, a writer applies its change first; with
+        # warnings as errors the warning is raised, the change applied and
+        # the store left closed (its lock free for the next writer).
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with self.assertRaises(simstore.RecoveryWarning):
+                simstore.Store.open(path, write=True)
+            with simstore.Store.open(path, write=True) as s:
+                self.assertIsNone(s.recovery)
+                self.assertEqual(s.get("x").fp, 2)
 
 
 if __name__ == "__main__":
