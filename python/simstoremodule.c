@@ -3125,6 +3125,15 @@ static PyObject *boilerplate_to_py(const simstore_boilerplate *bp)
                          "min_documents", (unsigned long long)info.min_documents);
 }
 
+/* The write-ahead log's part of stats(), as `stats --json` names it. */
+static PyObject *wal_to_py(const simstore_stats *st)
+{
+    return Py_BuildValue("{s:K,s:K,s:K,s:O}", "bytes", (unsigned long long)st->wal_bytes,
+                         "pending_changes", (unsigned long long)st->wal_pending_records,
+                         "torn_bytes", (unsigned long long)st->wal_torn_bytes, "damaged",
+                         st->wal_damaged ? Py_True : Py_False);
+}
+
 PyDoc_STRVAR(store_stats_doc,
              "stats() -> dict\n\n"
              "Counts and sizes of the store, under the names `simstore stats --json`\n"
@@ -3132,7 +3141,9 @@ PyDoc_STRVAR(store_stats_doc,
              "fingerprints, segments, generation, table_fingerprints, table_bytes,\n"
              "lmdb_bytes (and its parts), block_key_bytes, document_file_bytes,\n"
              "fingerprint_version,\n"
-             "text_options, sketch, sketch_bytes_per_document, paragraphs, boilerplate.");
+             "text_options, sketch, sketch_bytes_per_document, paragraphs, boilerplate,\n"
+             "wal (the write-ahead log a server keeps: bytes, pending_changes (acknowledged,\n"
+             "not yet in the store's files), torn_bytes, damaged).");
 
 static PyObject *store_stats(StoreObject *self, PyObject *unused)
 {
@@ -3185,7 +3196,8 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
               dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||
               PUT_U64(d, "sketch_bytes_per_document", st.sketch_bytes) < 0 ||
               dict_put(d, "paragraphs", paras) < 0 ||
-              dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0;
+              dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0 ||
+              dict_put(d, "wal", wal_to_py(&st)) < 0;
     if (bad)
         Py_CLEAR(d);
     return d;
