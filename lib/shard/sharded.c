@@ -280,8 +280,7 @@ int simstore_sharded_publish(const char *path, unsigned shards)
         simstore_close(s);
         const char *diff;
         if (rc == SIMSTORE_OK && i > 0 && (diff = shared_diff(&m.shared, &facts)) != NULL)
-            rc = sims_fail(SIMSTORE_EINVAL, "%s: its %s differ from those of the first shard", p,
-                           diff);
+            rc = sims_fail(SIMSTORE_EINVAL, "%s: its %s differs from the first shard's", p, diff);
         if (rc == SIMSTORE_OK) {
             m.documents += e->documents;
             m.fingerprints += e->fingerprints;
@@ -360,8 +359,8 @@ int simstore_sharded_open(const char *path, unsigned flags, simstore_sharded **o
         const char *diff;
         rc = shard_facts(sh->shard[i], &facts, NULL);
         if (rc == SIMSTORE_OK && (diff = shared_diff(&sh->manifest.shared, &facts)) != NULL)
-            rc = SIMS_CORRUPT("%s: its %s differ from those %s/%s gives", sh->shard_path[i], diff,
-                              path, SIMSTORE_MANIFEST_NAME);
+            rc = SIMS_CORRUPT("%s: its %s differs from what %s/%s records", sh->shard_path[i],
+                              diff, path, SIMSTORE_MANIFEST_NAME);
     }
     if (rc) {
         simstore_sharded_close(sh);
