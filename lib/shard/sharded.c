@@ -140,8 +140,16 @@ int simstore_sharded_prepare(const char *path, unsigned shards, int replace)
         }
         char p[PATH_MAX];
         if (shard_dir_name(n, &index) && sims_join_path(p, sizeof p, path, n) == 0 &&
-            lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            /* A shard a server held may have changes only in its log. */
+            rc = sims_store_dir_refuse_pending_log(
+                p, "replacing the sharded store",
+                "apply them first (simstore compact on the shard), or remove its live.wal to "
+                "discard them with the store");
+            if (rc)
+                break;
             continue;
+        }
         rc = sims_fail(SIMSTORE_EINVAL,
                        "%s is not a sharded store (it holds '%s'); only a sharded store, or "
                        "the shards of one whose build did not finish, is replaced",

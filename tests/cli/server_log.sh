@@ -142,6 +142,16 @@ expect_status 0
 run build -q --replace "$T/w.store" "$T/in.tsv"
 expect_status 0
 
+# So does build --shards --replace, of a shard a server held.
+"$SIMSTORE" build -q --shards 2 "$T/sh.store" "$T/in.tsv"
+serve "$T/sh.store/shard-0001"
+post '{"id":"S","fp":"3333333333333333"}' >/dev/null
+kill9
+run build -q --shards 2 --replace "$T/sh.store" "$T/in.tsv"
+expect_status 1
+expect_err_has "replacing the sharded store is refused"
+[ -f "$T/sh.store/MANIFEST" ] && ok || fail "the refused replace unpublished the sharded store"
+
 # Defect 3: one flipped bit in the log's tenth record, far from its end:
 # an error naming the offset, the file left as it is, nothing lost.
 rm -rf "$T/w.store"
