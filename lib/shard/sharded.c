@@ -367,8 +367,8 @@ int simstore_sharded_open(const char *path, unsigned flags, simstore_sharded **o
         const char *diff;
         rc = shard_facts(sh->shard[i], &facts, NULL);
         if (rc == SIMSTORE_OK && (diff = shared_diff(&sh->manifest.shared, &facts)) != NULL)
-            rc = SIMS_CORRUPT("%s: its %s differs from what %s/%s records", sh->shard_path[i],
-                              diff, path, SIMSTORE_MANIFEST_NAME);
+            rc = SIMS_CORRUPT("%s: its %s differs from what %s/%s records", sh->shard_path[i], diff,
+                              path, SIMSTORE_MANIFEST_NAME);
     }
     if (rc) {
         simstore_sharded_close(sh);
