@@ -904,8 +904,12 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
 {
     if (mode == MODE_CHECK) {
         for (size_t i = 0; i < count; i++) {
+            /* The result first: apply_doc sets the status push_result takes
+             * (one call with both would read it unset, in whichever order
+             * the compiler evaluates the arguments). */
             unsigned status = 0;
-            if (push_result(results, apply_doc(srv, w, mode, k, &d[i], r, &status), status, r))
+            json_t *out = apply_doc(srv, w, mode, k, &d[i], r, &status);
+            if (push_result(results, out, status, r))
                 return -1;
         }
         return 0;

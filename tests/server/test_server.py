@@ -786,10 +786,29 @@ def test_beyond_store_k():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+def test_batch_check_status():
+    """Defect 8: a batch in mode check answers each document with its status."""
+    store = sample_store()
+    srv = Server(store)
+    try:
+        text = sample_records()[0]["text"]
+        st, got = srv.request("POST", "/v1/documents", {"documents": [
+            {"id": "q1", "text": text}, {"id": "q2", "text": "nothing like any stored text"}],
+            "mode": "check"})
+        check(st == 200 and [r["status"] for r in got["results"]] == [200, 200],
+              "batch check statuses: %r" % [r.get("status") for r in got.get("results", [])])
+        check(got["results"][0]["matches"] and got["results"][1]["matches"] == [],
+              "batch check matches")
+        st, one = srv.request("POST", "/v1/documents", {"id": "q1", "text": text, "mode": "check"})
+        check(st == 200 and one["inserted"] is False and one["matches"], "a single check: 200")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
-         test_ipv6_listen]
+         test_ipv6_listen, test_batch_check_status]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
