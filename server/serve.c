@@ -94,6 +94,49 @@ static int log_open(void)
     return 0;
 }
 
+/* s[0..len) as a field of the access log: control characters (C0, DEL,
+ * C1), bytes that are not UTF-8, '"' and '\' as \xHH, so that a request
+ * line can neither forge a log line nor end its quoted field early, and a
+ * reader can undo the escapes. Writes at most size bytes, NUL-terminated,
+ * ending in "..." when the field does not fit. The one escape of every
+ * request field the log prints (the method and the URI). */
+static const char *log_escape(const char *s, size_t len, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t o = 0;
+    while (p < end) {
+        unsigned c = p[0];
+        size_t keep = 0; /* bytes copied as they are; 0: escape one */
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            keep = 1;
+        } else if (c >= 0x80) {
+            size_t n = cli_utf8_sequence(p, (size_t)(end - p));
+            if (n && !(c == 0xc2 && p[1] < 0xa0)) /* U+0080..U+009F: C2 80..C2 9F */
+                keep = n;
+        }
+        size_t need = keep ? keep : 4;
+        if (o + need + 3 + 1 > size) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (keep) {
+            memcpy(buf + o, p, keep);
+            p += keep;
+        } else {
+            buf[o] = '\\';
+            buf[o + 1] = 'x';
+            buf[o + 2] = hex[c >> 4];
+            buf[o + 3] = hex[c & 15];
+            p++;
+        }
+        o += need;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 /* ---- Requests ----------------------------------------------------------- */
 
 typedef struct request_state request_state;
@@ -167,6 +210,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     atomic_fetch_sub(&st->in_flight, 1);
 }
 
+/* The longest part of a method or URI the access log prints. */
+#define LOG_FIELD_BYTES 256
+
 static void access_log(struct MHD_Connection *c, const char *method, const char *uri,
                        const serve_response *resp, double seconds)
 {
@@ -184,13 +230,13 @@ static void access_log(struct MHD_Connection *c, const char *method, const char 
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    /* The URI as received, escaped: a request line cannot forge log lines. */
-    char esc[4 * 256 + 1];
-    size_t uri_len = strlen(uri);
-    cli_escape(uri, uri_len > 256 ? 256 : uri_len, esc, sizeof esc);
+    /* The request line as received, escaped: it cannot forge log lines. */
+    char method_esc[4 * LOG_FIELD_BYTES + 4], uri_esc[4 * LOG_FIELD_BYTES + 4];
+    log_escape(method, strlen(method), method_esc, sizeof method_esc);
+    log_escape(uri, strlen(uri), uri_esc, sizeof uri_esc);
     pthread_mutex_lock(&log_lock);
     if (log_file) {
-        fprintf(log_file, "%s %s \"%.16s %s\" %u %zu %.3fms %s\n", when, addr, method, esc,
+        fprintf(log_file, "%s %s \"%s %s\" %u %zu %.3fms %s\n", when, addr, method_esc, uri_esc,
                 resp->status, resp->body_len, seconds * 1e3, serve_route_name(resp->route));
         fflush(log_file);
     }

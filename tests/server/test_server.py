@@ -786,6 +786,33 @@ def test_beyond_store_k():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+# ---- Issue 34: no acknowledged write lost, no request that takes the server down
+
+
+def raw_request(port, data, host="127.0.0.1", source=None, timeout=60):
+    """Send bytes as they are; the status and the body (JSON when it parses)."""
+    import socket
+    s = socket.socket()
+    if source:
+        s.bind((source, 0))
+    s.settimeout(timeout)
+    s.connect((host, port))
+    s.sendall(data)
+    reply = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    s.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        return status, body
+
+
 def test_batch_check_status():
     """Defect 8: a batch in mode check answers each document with its status."""
     store = sample_store()
@@ -805,10 +832,37 @@ def test_batch_check_status():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+def test_access_log_escapes():
+    """Defect 12: the access log escapes the method as it escapes the URI:
+    control characters, '"' and '\\' as \\xHH, one line a request."""
+    store = sample_store()
+    srv = Server(store)
+    try:
+        raw_request(srv.port, b'X"\rFAKE\x08\x7f /healthz HTTP/1.1\r\nHost: x\r\n'
+                    b"Connection: close\r\n\r\n")
+        raw_request(srv.port, b'GET /no"where\\\x1b[2J HTTP/1.1\r\nHost: x\r\n'
+                    b"Connection: close\r\n\r\n")
+        st, _ = srv.request("GET", "/healthz")
+        check(st == 200, "healthz after")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+    with open(srv.log, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")[:-1]
+    print(b"\n".join(lines).decode("utf-8", "replace"), flush=True)
+    check(len(lines) == 3, "one log line per request: %d" % len(lines))
+    check(not any(c in data for c in (b"\r", b"\x08", b"\x7f", b"\x1b")),
+          "no control character reaches the log")
+    check(b'"X\\x22\\x0DFAKE\\x08\\x7F /healthz"' in data, "the method escaped")
+    check(b'"GET /no\\x22where\\x5C\\x1B[2J"' in data, "the URI escaped the same way")
+    for line in lines:
+        check(line.count(b'"') == 2, "two quotes a line: %r" % line)
+
+
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
-         test_ipv6_listen, test_batch_check_status]
+         test_ipv6_listen, test_batch_check_status, test_access_log_escapes]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
