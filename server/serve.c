@@ -21,10 +21,13 @@
 #define DEFAULT_LISTEN "127.0.0.1:8077"
 #define DEFAULT_TIMEOUT_SECONDS 30u
 #define MAX_CONNECTIONS 1024u
+/* The smallest --memtable: an empty in-memory table counts about 100 KiB,
+ * so tables much smaller would flush after every change or two. */
+#define MIN_MEMTABLE_BYTES (1u << 20)
 #define DRAIN_SECONDS 30
-/* Every this often the main thread looks whether a flush happened since
- * and, if so, lets the store's policy compact it. */
-#define COMPACT_CHECK_SECONDS 5
+/* How often the main thread looks whether a flush happened since and, if
+ * so, lets the store's policy compact it: soon after each flush. */
+#define COMPACT_CHECK_MS 200
 /* Threads answering writes (writers_start below): they spend their time
  * waiting for the log's fsync, so more of them than cores; writes waiting
  * at once share one fsync. */
@@ -54,8 +57,8 @@ static void usage(FILE *out)
                  "      --log FILE           the access log, one line a request (default:\n"
                  "                           stderr); SIGHUP reopens it\n"
                  "      --memtable SIZE      flush inserts into a new segment past this size\n"
-                 "                           (default 64M); writes wait while a second\n"
-                 "                           table passes it before the first is flushed\n"
+                 "                           (default 64M, at least 1M); writes wait while a\n"
+                 "                           second table passes it before the first is flushed\n"
                  "      --max-body SIZE      largest request body (default 16M; 413 above)\n"
                  "      --max-batch N        most queries or documents in one request\n"
                  "                           (default 10000; 413 above)\n"
@@ -574,10 +577,12 @@ int cmd_serve(int argc, char **argv)
         case OPT_HUGE_PAGES: so.huge_pages = 1; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_MEMTABLE:
-            if (cli_parse_size(optarg, &v) || v < 4096)
+            if (cli_parse_size(optarg, &v) || v < MIN_MEMTABLE_BYTES)
                 return cli_usage_error(CMD,
-                                       "--memtable takes a size of at least 4K (K, M, G: "
-                                       "powers of 1024), not '%s'",
+                                       "--memtable takes a size of at least 1M (K, M, G: "
+                                       "powers of 1024), not '%s': an empty in-memory table "
+                                       "counts about 100K, so a smaller one would flush after "
+                                       "every change or two",
                                        optarg);
             so.memtable_bytes = v;
             break;
@@ -673,7 +678,7 @@ int cmd_serve(int argc, char **argv)
 
     uint64_t flushes_seen = 0;
     for (;;) {
-        struct timespec wait = {COMPACT_CHECK_SECONDS, 0};
+        struct timespec wait = {0, COMPACT_CHECK_MS * 1000000L};
         int sig = sigtimedwait(&set, NULL, &wait);
         if (sig == SIGHUP) {
             if (log_open() != 0)

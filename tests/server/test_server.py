@@ -359,7 +359,9 @@ def words(rng, n):
 
 def test_concurrent_clients():
     store = sample_store()
-    srv = Server(store, "--memtable", "64K")  # small: flushes happen during the run
+    # The smallest table (1M), and metadata of 12 KB a document: flushes
+    # happen during the run (about every 75 inserts).
+    srv = Server(store, "--memtable", "1M")
     errors = []
     inserted = {}
     lock = threading.Lock()
@@ -369,7 +371,8 @@ def test_concurrent_clients():
         for i in range(40):
             doc_id = "w%d-%d" % (t, i)
             text = words(rng, 40)
-            st, got = srv.request("POST", "/v1/documents", {"id": doc_id, "text": text})
+            st, got = srv.request("POST", "/v1/documents", {"id": doc_id, "text": text,
+                                                            "meta": {"pad": "p" * 12000}})
             if st != 201:
                 errors.append((doc_id, st, got))
             else:
@@ -399,6 +402,7 @@ def test_concurrent_clients():
                   "inserted %s found by query" % doc_id)
         st, got = srv.request("GET", "/v1/stats")
         check(got["live"]["inserts"] == 160, "160 inserts acknowledged")
+        check(got["live"]["flushes"] >= 1, "flushes during the run: %d" % got["live"]["flushes"])
     finally:
         check(srv.stop() == 0, "SIGTERM exits 0")
     check(json.loads(run("stats", store, "--json").stdout)["documents"] == 92 + 160,
@@ -569,7 +573,9 @@ def test_ipv6_listen():
 
 def test_kill9_restart():
     store = sample_store()
-    srv = Server(store, "--memtable", "32K")
+    # The smallest table (1M) and 12 KB of metadata a document: flushes
+    # come every 75 inserts or so, and the kill finds segments and a log.
+    srv = Server(store, "--memtable", "1M")
     acked = []
     enough = threading.Event()
     stop = threading.Event()
@@ -581,8 +587,8 @@ def test_kill9_restart():
             doc_id = "k%d-%d" % (t, i)
             i += 1
             try:
-                st, got = srv.request("POST", "/v1/documents", {"id": doc_id,
-                                                                "text": words(rng, 30)})
+                st, got = srv.request("POST", "/v1/documents", {
+                    "id": doc_id, "text": words(rng, 30), "meta": {"pad": "p" * 12000}})
             except (OSError, http.client.HTTPException):
                 return  # the server died under this request: not acknowledged
             if st == 201:
@@ -594,6 +600,8 @@ def test_kill9_restart():
     for th in threads:
         th.start()
     enough.wait()
+    while srv.request("GET", "/v1/stats")[1]["live"]["flushes"] < 1:
+        pass  # the streams go on until a flush has been made
     srv.proc.kill()  # kill -9 while the streams go on
     srv.proc.wait()
     stop.set()
@@ -859,10 +867,33 @@ def test_access_log_escapes():
         check(line.count(b'"') == 2, "two quotes a line: %r" % line)
 
 
+def test_serve_options():
+    """Defect 13: --memtable has a meaningful minimum, and --help says it."""
+    store = sample_store()
+    for args, word in ((["--memtable", "512K"], "at least 1M"),
+                       (["--memtable", "64K"], "at least 1M")):
+        # A bad --listen too, checked after the options: no server starts,
+        # whatever serve accepts.
+        p = run("serve", store, *args, "--listen", "no-port", ok=False)
+        check(p.returncode == 2 and word in p.stderr,
+              "serve %s: usage error naming %r (%d %r)" % (" ".join(args), word, p.returncode,
+                                                          p.stderr))
+    help_text = run("serve", "--help").stdout
+    for option in ("--memtable", "at least 1M"):
+        check(option in help_text, "serve --help documents %s" % option)
+    srv = Server(store, "--memtable", "1M")
+    try:
+        st, got = srv.request("GET", "/healthz")
+        check(st == 200, "a server with the smallest --memtable answers")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
-         test_ipv6_listen, test_batch_check_status, test_access_log_escapes]
+         test_ipv6_listen, test_batch_check_status, test_access_log_escapes,
+         test_serve_options]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
