@@ -1,6 +1,6 @@
 /* handler.c: the server's routes over the public API: parsing and checking
  * requests (JSON through jansson), answering them from a live or read-only
- * store, the metrics /metrics prints. No sockets here: see http.c. */
+ * store, the metrics /metrics prints. No sockets here: see serve.c. */
 #include "handler.h"
 
 #include "cli.h"
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- Metrics ------------------------------------------------------------ */
 
@@ -39,11 +40,14 @@ const char *serve_route_name(serve_route route)
     return route < SERVE_ROUTE_COUNT ? route_names[route] : "other";
 }
 
-/* ---- The server and its per-thread query contexts ------------------------ */
+/* ---- The server, its stores and its per-thread query contexts ------------ */
+
+typedef struct store_gen store_gen;
 
 /* What one request needs for itself: query objects are for one thread at a
  * time, and so is a fingerprinter. Taken from a free list, given back. */
 typedef struct worker {
+    store_gen *gen;          /* the store it queries */
     simstore_live_query *lq; /* live stores */
     simstore_query *q;       /* read-only stores */
     simstore_fingerprinter *fpr;
@@ -51,18 +55,33 @@ typedef struct worker {
     struct worker *next;
 } worker;
 
-struct serve_server {
-    serve_options o;
-    simstore_live *live; /* NULL when read-only */
-    simstore *store;     /* live's store, or the read-only store we own */
+/* One opening of the store: a live server has one for its life; a
+ * read-only one opens another when the path comes to name another store
+ * (build --replace, compact's shrink) and frees the old one once the last
+ * request using it is answered. */
+struct store_gen {
+    simstore *store; /* the live store's, or a read-only store this owns */
     simstore_stats opened;
     size_t sketch_bytes;
+    worker *idle;  /* under the server's lock */
+    unsigned refs; /* under the server's lock: requests using it, + 1 while current */
+};
+
+struct serve_server {
+    serve_options o;
+    char *path;
+    simstore_live *live; /* NULL when read-only */
     pthread_mutex_t lock;
-    worker *idle;
+    store_gen *gen; /* the current one, under lock */
+    /* A read-only store's reopening: one thread at a time; after a failed
+     * one, the next waits a second (the old store answers meanwhile). */
+    pthread_mutex_t reopen_lock;
+    struct timespec reopen_failed_at;
+    int reopen_failing;
     serve_metrics metrics;
 };
 
-static int worker_take(serve_server *srv, worker **out);
+static int worker_take(serve_server *srv, store_gen *g, worker **out);
 static void worker_give_back(serve_server *srv, worker *w);
 
 void serve_options_init(serve_options *o)
@@ -70,6 +89,162 @@ void serve_options_init(serve_options *o)
     memset(o, 0, sizeof *o);
     o->max_body_bytes = SERVE_DEFAULT_MAX_BODY_BYTES;
     o->max_batch = SERVE_DEFAULT_MAX_BATCH;
+}
+
+static void notice(serve_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(serve_server *srv, const char *fmt, ...)
+{
+    if (!srv->o.notice)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    srv->o.notice(srv->o.notice_ctx, line);
+}
+
+static void worker_free(worker *w)
+{
+    if (!w)
+        return;
+    simstore_live_query_free(w->lq);
+    simstore_query_free(w->q);
+    simstore_fingerprinter_free(w->fpr);
+    free(w);
+}
+
+/* Free g's workers, and its store when read-only (a live store's is the
+ * live store's). */
+static void gen_free(serve_server *srv, store_gen *g)
+{
+    if (!g)
+        return;
+    while (g->idle) {
+        worker *w = g->idle;
+        g->idle = w->next;
+        worker_free(w);
+    }
+    if (!srv->live)
+        simstore_close(g->store);
+    free(g);
+}
+
+/* A generation of store (taken: closed on failure). */
+static int gen_new(serve_server *srv, simstore *store, store_gen **out)
+{
+    *out = NULL;
+    store_gen *g = calloc(1, sizeof *g);
+    if (!g) {
+        if (!srv->live)
+            simstore_close(store);
+        return SIMSTORE_ENOMEM;
+    }
+    g->store = store;
+    g->refs = 1;
+    int rc = simstore_get_stats(store, &g->opened);
+    if (rc != SIMSTORE_OK) {
+        gen_free(srv, g);
+        return rc;
+    }
+    simstore_text_options text;
+    simstore_get_text_options(store, &text);
+    g->sketch_bytes = simstore_sketch_bytes(text.sketch);
+    /* The CJK dictionary (friso, about 75 ms) loaded now, and one worker
+     * made, not at the first request (fingerprinters load the dictionary
+     * at their first Han text): that would stall the request and every one
+     * queued behind it on its thread. An error here is left for the
+     * requests to report, as they did before. */
+    if (text.cjk == SIMSTORE_CJK_FRISO)
+        (void)simstore_cjk_segmenter(NULL);
+    worker *w;
+    if (worker_take(srv, g, &w) == SIMSTORE_OK)
+        worker_give_back(srv, w);
+    *out = g;
+    return SIMSTORE_OK;
+}
+
+static store_gen *gen_current(serve_server *srv)
+{
+    pthread_mutex_lock(&srv->lock);
+    store_gen *g = srv->gen;
+    g->refs++;
+    pthread_mutex_unlock(&srv->lock);
+    return g;
+}
+
+static void gen_release(serve_server *srv, store_gen *g)
+{
+    pthread_mutex_lock(&srv->lock);
+    unsigned refs = --g->refs;
+    pthread_mutex_unlock(&srv->lock);
+    if (refs == 0)
+        gen_free(srv, g);
+}
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* The read-only store's path names another store than the current
+ * generation's: open it and make it current, as a new `simstore query`
+ * would; on failure keep the old one (a second before the next try). */
+static void gen_reopen(serve_server *srv)
+{
+    pthread_mutex_lock(&srv->reopen_lock);
+    store_gen *g = gen_current(srv);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (simstore_replaced(g->store) &&
+        (!srv->reopen_failing || seconds_between(&srv->reopen_failed_at, &now) >= 1.0)) {
+        simstore *s = NULL;
+        store_gen *fresh = NULL;
+        int rc = simstore_open(
+            srv->path, SIMSTORE_OPEN_READONLY | (srv->o.huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0),
+            &s);
+        if (rc == SIMSTORE_OK)
+            rc = gen_new(srv, s, &fresh);
+        if (rc == SIMSTORE_OK) {
+            pthread_mutex_lock(&srv->lock);
+            store_gen *old = srv->gen;
+            srv->gen = fresh;
+            pthread_mutex_unlock(&srv->lock);
+            gen_release(srv, old); /* no longer current */
+            srv->reopen_failing = 0;
+            notice(srv, "%s was replaced by another store (%llu %s, %llu %s); answering from it",
+                   srv->path, (unsigned long long)fresh->opened.documents,
+                   CLI_NOUN(fresh->opened.documents, "document"),
+                   (unsigned long long)fresh->opened.segments,
+                   CLI_NOUN(fresh->opened.segments, "segment"));
+        } else {
+            const char *detail = simstore_last_error();
+            if (!srv->reopen_failing)
+                notice(srv,
+                       "%s was replaced by another store, which cannot be opened: %s%s%s; "
+                       "answering from the store opened before until it can",
+                       srv->path, simstore_strerror(rc), detail && *detail ? ": " : "",
+                       detail && *detail ? detail : "");
+            srv->reopen_failing = 1;
+            srv->reopen_failed_at = now;
+        }
+    }
+    gen_release(srv, g);
+    pthread_mutex_unlock(&srv->reopen_lock);
+}
+
+/* The generation a request uses, held until gen_release(): a read-only
+ * server first looks whether the path names another store now (one stat;
+ * before every request, so that a request made after build --replace
+ * returned is answered from the new store). */
+static store_gen *gen_acquire(serve_server *srv)
+{
+    store_gen *g = gen_current(srv);
+    if (srv->live || !simstore_replaced(g->store))
+        return g;
+    gen_release(srv, g);
+    gen_reopen(srv);
+    return gen_current(srv);
 }
 
 int serve_server_open(const char *path, const serve_options *o, serve_server **out)
@@ -80,17 +255,18 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
         return SIMSTORE_ENOMEM;
     srv->o = *o;
     srv->o.token = NULL; /* the caller keeps its string; copied below */
-    if (o->token && !(srv->o.token = strdup(o->token))) {
-        free(srv);
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutex_init(&srv->reopen_lock, NULL);
+    pthread_mutex_init(&srv->metrics.lock, NULL);
+    if ((o->token && !(srv->o.token = strdup(o->token))) || !(srv->path = strdup(path))) {
+        serve_server_close(srv);
         return SIMSTORE_ENOMEM;
     }
-    pthread_mutex_init(&srv->lock, NULL);
-    pthread_mutex_init(&srv->metrics.lock, NULL);
     int rc;
+    simstore *store = NULL;
     if (o->read_only) {
-        rc = simstore_open(path,
-                           SIMSTORE_OPEN_READONLY | (o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0),
-                           &srv->store);
+        rc = simstore_open(
+            path, SIMSTORE_OPEN_READONLY | (o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0), &store);
     } else {
         simstore_live_options lo;
         simstore_live_options_init(&lo);
@@ -100,27 +276,14 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
         lo.open_flags = o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0;
         rc = simstore_live_open(path, &lo, &srv->live);
         if (rc == SIMSTORE_OK)
-            srv->store = simstore_live_store(srv->live);
+            store = simstore_live_store(srv->live);
     }
     if (rc == SIMSTORE_OK)
-        rc = simstore_get_stats(srv->store, &srv->opened);
+        rc = gen_new(srv, store, &srv->gen);
     if (rc != SIMSTORE_OK) {
         serve_server_close(srv);
         return rc;
     }
-    simstore_text_options text;
-    simstore_get_text_options(srv->store, &text);
-    srv->sketch_bytes = simstore_sketch_bytes(text.sketch);
-    /* The CJK dictionary (friso, about 75 ms) loaded now, and one worker
-     * made, not at the first request (fingerprinters load the dictionary
-     * at their first Han text): that would stall the request and every one
-     * queued behind it on its thread. An error here is left for the
-     * requests to report, as they did before. */
-    if (text.cjk == SIMSTORE_CJK_FRISO)
-        (void)simstore_cjk_segmenter(NULL);
-    worker *w;
-    if (worker_take(srv, &w) == SIMSTORE_OK)
-        worker_give_back(srv, w);
     *out = srv;
     return SIMSTORE_OK;
 }
@@ -144,41 +307,28 @@ uint64_t serve_server_flushes(serve_server *srv)
     return ls.flushes;
 }
 
-static void worker_free(worker *w)
-{
-    if (!w)
-        return;
-    simstore_live_query_free(w->lq);
-    simstore_query_free(w->q);
-    simstore_fingerprinter_free(w->fpr);
-    free(w);
-}
-
 void serve_server_close(serve_server *srv)
 {
     if (!srv)
         return;
-    while (srv->idle) {
-        worker *w = srv->idle;
-        srv->idle = w->next;
-        worker_free(w);
-    }
+    if (srv->gen)
+        gen_release(srv, srv->gen); /* no request runs: its last reference */
     if (srv->live)
         simstore_live_close(srv->live);
-    else
-        simstore_close(srv->store);
     pthread_mutex_destroy(&srv->lock);
+    pthread_mutex_destroy(&srv->reopen_lock);
     pthread_mutex_destroy(&srv->metrics.lock);
     free((char *)srv->o.token);
+    free(srv->path);
     free(srv);
 }
 
-static int worker_take(serve_server *srv, worker **out)
+static int worker_take(serve_server *srv, store_gen *g, worker **out)
 {
     pthread_mutex_lock(&srv->lock);
-    worker *w = srv->idle;
+    worker *w = g->idle;
     if (w)
-        srv->idle = w->next;
+        g->idle = w->next;
     pthread_mutex_unlock(&srv->lock);
     if (w) {
         *out = w;
@@ -186,16 +336,17 @@ static int worker_take(serve_server *srv, worker **out)
     }
     if (!(w = calloc(1, sizeof *w)))
         return SIMSTORE_ENOMEM;
+    w->gen = g;
     int rc = srv->live ? simstore_live_query_new(srv->live, SIMSTORE_QUERY_WITH_META, &w->lq)
-                       : simstore_query_new(srv->store, SIMSTORE_QUERY_WITH_META, &w->q);
+                       : simstore_query_new(g->store, SIMSTORE_QUERY_WITH_META, &w->q);
     /* Texts are fingerprinted as the store's documents were: its text
      * options, its boilerplate set, its kind of sketch. */
     simstore_text_options text;
-    simstore_get_text_options(srv->store, &text);
+    simstore_get_text_options(g->store, &text);
     if (rc == SIMSTORE_OK)
         rc = simstore_fingerprinter_new(&text, &w->fpr);
     if (rc == SIMSTORE_OK)
-        rc = simstore_fingerprinter_set_boilerplate(w->fpr, simstore_get_boilerplate(srv->store));
+        rc = simstore_fingerprinter_set_boilerplate(w->fpr, simstore_get_boilerplate(g->store));
     if (rc != SIMSTORE_OK) {
         worker_free(w);
         return rc;
@@ -211,8 +362,8 @@ static void worker_give_back(serve_server *srv, worker *w)
     if (!w)
         return;
     pthread_mutex_lock(&srv->lock);
-    w->next = srv->idle;
-    srv->idle = w;
+    w->next = w->gen->idle;
+    w->gen->idle = w;
     pthread_mutex_unlock(&srv->lock);
 }
 
@@ -275,6 +426,24 @@ static void reply_api_error(reply *r, int rc, const char *what)
                 detail && *detail ? detail : "");
 }
 
+/* A write's library error: as reply_api_error(), but an I/O error is the
+ * live store's log or files failing (a full disk, say), which the client
+ * did not cause and which may pass: 503, with the library's message. */
+static void reply_write_error(reply *r, int rc, const char *what)
+{
+    reply_api_error(r, rc, what);
+    if (rc == SIMSTORE_EIO)
+        r->status = 503;
+}
+
+/* An id as an error message quotes it: control characters and bytes that
+ * are not UTF-8 as \xHH (cli_escape), at most 200 bytes of it. */
+#define MESSAGE_ID_BYTES (4 * 200 + 4)
+static const char *message_id(const char *id, size_t len, char *buf)
+{
+    return cli_escape(id, len, buf, MESSAGE_ID_BYTES);
+}
+
 /* A JSON string of s[0..n), bytes that are not UTF-8 as U+FFFD (stored ids
  * come from files and need not be UTF-8). */
 static json_t *json_text(const char *s, size_t n)
@@ -301,6 +470,12 @@ static json_t *json_text(const char *s, size_t n)
     j = json_stringn(buf, out);
     free(buf);
     return j;
+}
+
+/* The live store's failure message as a JSON string. */
+static json_t *live_failure(const simstore_live_stats *ls)
+{
+    return json_text(ls->failure, strnlen(ls->failure, sizeof ls->failure));
 }
 
 /* A document id as the CLI prints it: integer ids as numbers. */
@@ -390,10 +565,10 @@ static int parse_k_value(reply *r, long long v, unsigned *k)
 }
 
 /* "k" of a JSON body: absent means the store's k. */
-static int json_k(serve_server *srv, reply *r, const json_t *obj, unsigned *k)
+static int json_k(const worker *w, reply *r, const json_t *obj, unsigned *k)
 {
     json_t *j = json_object_get(obj, "k");
-    *k = srv->opened.k;
+    *k = w->gen->opened.k;
     if (!j)
         return 0;
     if (!json_is_integer(j)) {
@@ -486,8 +661,9 @@ static int hex_digit(char c)
 }
 
 /* Decode s[0..n) (%XX, and '+' as a space when plus) into out (n + 1
- * bytes); -1 on a bad escape or a NUL byte. */
-static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *out_len)
+ * bytes, NUL-terminated); -1 on a bad escape or, unless nul_ok, a NUL
+ * byte. */
+static int percent_decode(const char *s, size_t n, int plus, int nul_ok, char *out, size_t *out_len)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -504,7 +680,7 @@ static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *
         } else if (c == '+' && plus) {
             c = ' ';
         }
-        if (c == '\0')
+        if (c == '\0' && !nul_ok)
             return -1;
         out[o++] = c;
     }
@@ -519,7 +695,7 @@ static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *
 static void route_query_get(serve_server *srv, worker *w, const serve_request *req, reply *r)
 {
     uint64_t fp = 0;
-    unsigned k = srv->opened.k;
+    unsigned k = w->gen->opened.k;
     int have_fp = 0, have_k = 0, have_meta = 0, with_meta = 0;
     const char *q = req->query ? req->query : "";
     size_t qlen = req->query ? req->query_len : 0;
@@ -542,14 +718,14 @@ static void route_query_get(serve_server *srv, worker *w, const serve_request *r
         }
         char name[16];
         size_t name_len, value_len;
-        if (eq - pos >= sizeof name || percent_decode(q + pos, eq - pos, 1, buf, &name_len)) {
+        if (eq - pos >= sizeof name || percent_decode(q + pos, eq - pos, 1, 0, buf, &name_len)) {
             reply_error(r, 400, "unknown query parameter '%.*s'",
                         (int)(eq - pos > 64 ? 64 : eq - pos), q + pos);
             goto done;
         }
         memcpy(name, buf, name_len + 1);
         const char *raw = eq < end ? q + eq + 1 : q + end;
-        if (percent_decode(raw, (size_t)(q + end - raw), 1, buf, &value_len)) {
+        if (percent_decode(raw, (size_t)(q + end - raw), 1, 0, buf, &value_len)) {
             reply_error(r, 400, "query parameter '%s': bad percent-escape", name);
             goto done;
         }
@@ -633,11 +809,11 @@ static int batch_answer(void *ctx, size_t i, uint64_t fp, const simstore_match *
 /* Answer fps[0..count) through the batch path, the queries with sketches
  * (text) in one batch and those without (fp) in another: a batch takes
  * sketches for all its queries or none. */
-static int batch_read_only(serve_server *srv, const uint64_t *fps, const uint8_t *sketches,
+static int batch_read_only(const store_gen *g, const uint64_t *fps, const uint8_t *sketches,
                            const unsigned char *sketched, size_t count, unsigned k, json_t *results,
                            int with_meta)
 {
-    size_t sb = srv->sketch_bytes;
+    size_t sb = g->sketch_bytes;
     uint64_t *part_fps = malloc(count * sizeof *part_fps);
     size_t *index = malloc(count * sizeof *index);
     uint8_t *part_sketches = sb ? malloc(count * sb) : NULL;
@@ -661,7 +837,7 @@ static int batch_read_only(serve_server *srv, const uint64_t *fps, const uint8_t
         bo.flags = SIMSTORE_QUERY_WITH_META;
         bo.threads = 1; /* the server's threads already share the cores */
         batch_answers a = {results, index, with_meta};
-        rc = simstore_query_batch_sketches(srv->store, part_fps, with ? part_sketches : NULL, n, k,
+        rc = simstore_query_batch_sketches(g->store, part_fps, with ? part_sketches : NULL, n, k,
                                            &bo, batch_answer, &a);
     }
     free(part_fps);
@@ -677,7 +853,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
     static const char *const item_fields[] = {"fp", "text", "id", NULL};
     unsigned k;
     int with_meta;
-    if (check_fields(r, body, "", fields) || json_k(srv, r, body, &k) ||
+    if (check_fields(r, body, "", fields) || json_k(w, r, body, &k) ||
         json_flag(r, body, "meta", &with_meta))
         return;
     json_t *queries = json_object_get(body, "queries");
@@ -712,11 +888,12 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         return;
     }
     uint64_t *fps = malloc((count ? count : 1) * sizeof *fps);
-    uint8_t *sketches = srv->sketch_bytes ? malloc((count ? count : 1) * srv->sketch_bytes) : NULL;
+    size_t sketch_bytes = w->gen->sketch_bytes;
+    uint8_t *sketches = sketch_bytes ? malloc((count ? count : 1) * sketch_bytes) : NULL;
     unsigned char *sketched = malloc(count ? count : 1);
     fp_source *src = malloc(sizeof *src);
     json_t *results = json_array();
-    if (!fps || (srv->sketch_bytes && !sketches) || !sketched || !src || !results) {
+    if (!fps || (sketch_bytes && !sketches) || !sketched || !src || !results) {
         reply_error(r, 503, "out of memory");
         goto done;
     }
@@ -741,7 +918,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         fps[i] = src->fp;
         sketched[i] = (unsigned char)src->sketched;
         if (src->sketched)
-            memcpy(sketches + i * srv->sketch_bytes, src->sketch, srv->sketch_bytes);
+            memcpy(sketches + i * sketch_bytes, src->sketch, sketch_bytes);
         if (srv->live) {
             /* The memtable is not in the store's tables: query by query. */
             int rc = simstore_live_query_fp(w->lq, src->fp, src->sketched ? src->sketch : NULL, k,
@@ -755,7 +932,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         }
     }
     if (!srv->live && count > 0) {
-        int rc = batch_read_only(srv, fps, sketches, sketched, count, k, results, with_meta);
+        int rc = batch_read_only(w->gen, fps, sketches, sketched, count, k, results, with_meta);
         if (rc != SIMSTORE_OK) {
             reply_api_error(r, rc, "batch query");
             goto done;
@@ -801,8 +978,14 @@ static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, 
         reply_error(r, 400, "%sid must have 1 to %u bytes", where, SIMSTORE_MAX_ID_BYTES);
         return -1;
     }
-    if (memchr(d->doc.id, '\0', d->doc.id_len)) {
-        reply_error(r, 400, "%sid holds a NUL character", where);
+    /* The library's one rule for the ids a writer may store, which the
+     * CLI's inputs apply too: checked here so that a batch with one bad id
+     * is refused whole, naming the document, before any is applied. */
+    const char *problem = simstore_id_problem(d->doc.id, d->doc.id_len);
+    if (problem) {
+        char shown[MESSAGE_ID_BYTES];
+        reply_error(r, 400, "%sid '%s': %s", where, message_id(d->doc.id, d->doc.id_len, shown),
+                    problem);
         return -1;
     }
     if (meta && !json_is_null(meta)) {
@@ -823,7 +1006,7 @@ static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, 
         return -1;
     d->doc.fp = d->src.fp;
     d->doc.sketch = d->src.sketched ? d->src.sketch : NULL;
-    if (srv->sketch_bytes && !d->src.sketched) {
+    if (w->gen->sketch_bytes && !d->src.sketched) {
         reply_error(r, 400,
                     "%sthis store keeps a sketch of every document: give the text, not "
                     "the fp",
@@ -855,7 +1038,10 @@ static json_t *doc_result(doc_mode mode, const doc_in *d, int rc, int inserted,
     }
     if (rc != SIMSTORE_OK) {
         json_decref(out);
-        reply_api_error(r, rc, mode == MODE_CHECK ? "query" : "insert");
+        if (mode == MODE_CHECK)
+            reply_api_error(r, rc, "query");
+        else
+            reply_write_error(r, rc, "insert");
         return NULL;
     }
     *status = inserted ? 201 : 200;
@@ -927,7 +1113,7 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
     }
     int batch_rc = simstore_live_apply_batch(w->lq, changes, count, k, res);
     if (batch_rc != SIMSTORE_OK) {
-        reply_api_error(r, batch_rc, "insert");
+        reply_write_error(r, batch_rc, "insert");
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
@@ -978,7 +1164,7 @@ static void route_documents_post(serve_server *srv, worker *w, const serve_reque
     if (mode != MODE_CHECK && check_write(srv, req, r))
         return;
     unsigned k;
-    if (json_k(srv, r, body, &k))
+    if (json_k(w, r, body, &k))
         return;
     if (!docs) {
         doc_in *d = malloc(sizeof *d);
@@ -1077,7 +1263,7 @@ static void route_document_get(serve_server *srv, worker *w, const char *id, siz
     } else {
         const char *ids[1] = {id};
         size_t lens[1] = {id_len};
-        rc = simstore_get(srv->store, ids, lens, 1, got_one, &g);
+        rc = simstore_get(w->gen->store, ids, lens, 1, got_one, &g);
     }
     if (rc != SIMSTORE_OK) {
         json_decref(g.json);
@@ -1085,7 +1271,8 @@ static void route_document_get(serve_server *srv, worker *w, const char *id, siz
         return;
     }
     if (g.missing) {
-        reply_error(r, 404, "no document has the id '%.200s'", id);
+        char shown[MESSAGE_ID_BYTES];
+        reply_error(r, 404, "no document has the id '%s'", message_id(id, id_len, shown));
         return;
     }
     r->status = 200;
@@ -1097,11 +1284,12 @@ static void route_document_delete(serve_server *srv, const char *id, size_t id_l
 {
     int rc = simstore_live_delete(srv->live, id, id_len);
     if (rc == SIMSTORE_ENOTFOUND) {
-        reply_error(r, 404, "no document has the id '%.200s'", id);
+        char shown[MESSAGE_ID_BYTES];
+        reply_error(r, 404, "no document has the id '%s'", message_id(id, id_len, shown));
         return;
     }
     if (rc != SIMSTORE_OK) {
-        reply_api_error(r, rc, "delete");
+        reply_write_error(r, rc, "delete");
         return;
     }
     r->status = 200;
@@ -1109,10 +1297,10 @@ static void route_document_delete(serve_server *srv, const char *id, size_t id_l
 }
 
 /* GET /v1/stats: what stats --json says, and the live part. */
-static void route_stats(serve_server *srv, reply *r)
+static void route_stats(serve_server *srv, const store_gen *g, reply *r)
 {
     simstore_stats st;
-    int rc = simstore_get_stats(srv->store, &st);
+    int rc = simstore_get_stats(g->store, &st);
     if (rc != SIMSTORE_OK) {
         reply_api_error(r, rc, "stats");
         return;
@@ -1123,7 +1311,7 @@ static void route_stats(serve_server *srv, reply *r)
     FILE *mem = open_memstream(&text, &text_len);
     json_t *o = NULL;
     if (mem) {
-        stats_json(mem, srv->store, &st);
+        stats_json(mem, g->store, &st);
         if (fclose(mem) == 0)
             o = json_loadb(text, text_len, 0, NULL);
     }
@@ -1135,17 +1323,18 @@ static void route_stats(serve_server *srv, reply *r)
         simstore_live_get_stats(srv->live, &ls);
         json_object_set_new(
             o, "live",
-            json_pack("{s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-                      "memtable_documents", (json_int_t)ls.memtable_docs, "memtable_deletes",
-                      (json_int_t)ls.memtable_deletes, "memtable_changes",
-                      (json_int_t)ls.memtable_changes, "memtable_bytes",
-                      (json_int_t)ls.memtable_bytes, "flushing", ls.flushing, "wal_bytes",
-                      (json_int_t)ls.wal_bytes, "wal_records", (json_int_t)ls.wal_records,
-                      "wal_syncs", (json_int_t)ls.wal_syncs, "wal_last_seq",
-                      (json_int_t)ls.wal_last_seq, "wal_applied_seq",
-                      (json_int_t)ls.wal_applied_seq, "replayed", (json_int_t)ls.replayed,
-                      "flushes", (json_int_t)ls.flushes, "compactions", (json_int_t)ls.compactions,
-                      "inserts", (json_int_t)ls.inserts, "deletes", (json_int_t)ls.deletes));
+            json_pack(
+                "{s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
+                "memtable_documents", (json_int_t)ls.memtable_docs, "memtable_deletes",
+                (json_int_t)ls.memtable_deletes, "memtable_changes",
+                (json_int_t)ls.memtable_changes, "memtable_bytes", (json_int_t)ls.memtable_bytes,
+                "flushing", ls.flushing, "wal_bytes", (json_int_t)ls.wal_bytes, "wal_records",
+                (json_int_t)ls.wal_records, "wal_syncs", (json_int_t)ls.wal_syncs, "wal_last_seq",
+                (json_int_t)ls.wal_last_seq, "wal_applied_seq", (json_int_t)ls.wal_applied_seq,
+                "replayed", (json_int_t)ls.replayed, "flushes", (json_int_t)ls.flushes,
+                "compactions", (json_int_t)ls.compactions, "inserts", (json_int_t)ls.inserts,
+                "deletes", (json_int_t)ls.deletes, "failing", ls.failing, "failure",
+                ls.failing ? live_failure(&ls) : json_null()));
     }
     r->status = o ? 200 : 503;
     r->json = o ? o : json_pack("{s:s}", "error", "out of memory");
@@ -1182,7 +1371,7 @@ static void tb_printf(text_buf *b, const char *fmt, ...)
     }
 }
 
-static void route_metrics(serve_server *srv, reply *r)
+static void route_metrics(serve_server *srv, const store_gen *g, reply *r)
 {
     text_buf b = {0};
     serve_metrics *mt = &srv->metrics;
@@ -1224,7 +1413,7 @@ static void route_metrics(serve_server *srv, reply *r)
     }
     pthread_mutex_unlock(&mt->lock);
     simstore_stats st;
-    if (simstore_get_stats(srv->store, &st) == SIMSTORE_OK) {
+    if (simstore_get_stats(g->store, &st) == SIMSTORE_OK) {
         tb_printf(&b,
                   "# HELP simstore_documents Documents in the store's committed state.\n"
                   "# TYPE simstore_documents gauge\nsimstore_documents %llu\n"
@@ -1251,11 +1440,15 @@ static void route_metrics(serve_server *srv, reply *r)
                   "# HELP simstore_inserts_total Inserts acknowledged since start.\n"
                   "# TYPE simstore_inserts_total counter\nsimstore_inserts_total %llu\n"
                   "# HELP simstore_deletes_total Deletes acknowledged since start.\n"
-                  "# TYPE simstore_deletes_total counter\nsimstore_deletes_total %llu\n",
+                  "# TYPE simstore_deletes_total counter\nsimstore_deletes_total %llu\n"
+                  "# HELP simstore_live_failing 1 while the live store refuses changes (its "
+                  "log cannot be written, or a flush failed with the tables full).\n"
+                  "# TYPE simstore_live_failing gauge\nsimstore_live_failing %d\n",
                   (unsigned long long)ls.memtable_docs, (unsigned long long)ls.memtable_bytes,
                   (unsigned long long)ls.wal_bytes, (unsigned long long)ls.wal_syncs,
                   (unsigned long long)ls.flushes, (unsigned long long)ls.compactions,
-                  (unsigned long long)ls.inserts, (unsigned long long)ls.deletes);
+                  (unsigned long long)ls.inserts, (unsigned long long)ls.deletes,
+                  ls.failing ? 1 : 0);
     }
     if (b.failed) {
         free(b.p);
@@ -1349,6 +1542,29 @@ static json_t *parse_body(const serve_request *req, reply *r)
 
 #define DOCUMENTS_PREFIX "/v1/documents/"
 
+/* Whether path[0..len), which may hold NUL bytes, is route. */
+static int path_is(const char *path, size_t len, const char *route)
+{
+    return len == strlen(route) && memcmp(path, route, len) == 0;
+}
+
+/* GET /healthz: ok, or 503 while the live store refuses changes (its log
+ * cannot be written, say on a full disk), so that a supervisor sees it. */
+static void route_healthz(serve_server *srv, reply *r)
+{
+    simstore_live_stats ls = {0};
+    if (srv->live)
+        simstore_live_get_stats(srv->live, &ls);
+    if (ls.failing) {
+        r->status = 503;
+        r->json = json_pack("{s:s,s:o,s:b}", "status", "failing", "error", live_failure(&ls),
+                            "read_only", 0);
+        return;
+    }
+    r->status = 200;
+    r->json = json_pack("{s:s,s:b}", "status", "ok", "read_only", srv->live == NULL);
+}
+
 static void dispatch(serve_server *srv, const serve_request *req, reply *r, serve_route *route)
 {
     const char *method = req->method ? req->method : "";
@@ -1357,61 +1573,66 @@ static void dispatch(serve_server *srv, const serve_request *req, reply *r, serv
     size_t raw_len = req->path_len;
     char *path = malloc(raw_len + 1);
     size_t path_len = 0;
+    store_gen *g = NULL;
     worker *w = NULL;
     json_t *body = NULL;
     if (!path) {
         reply_error(r, 503, "out of memory");
         return;
     }
-    if (percent_decode(req->path ? req->path : "", raw_len, 0, path, &path_len)) {
-        reply_error(r, 400, "the path has a bad percent-escape or a NUL byte");
+    /* NUL bytes (%00) are for the ids of documents an older version
+     * stored: no route's name holds one. */
+    if (percent_decode(req->path ? req->path : "", raw_len, 0, 1, path, &path_len)) {
+        reply_error(r, 400, "the path has a bad percent-escape");
         goto done;
     }
     const char *allowed = NULL;
-    if (strcmp(path, "/v1/query") == 0) {
+    size_t prefix_len = strlen(DOCUMENTS_PREFIX);
+    if (path_is(path, path_len, "/v1/query")) {
         *route = post ? SERVE_ROUTE_QUERY_POST : SERVE_ROUTE_QUERY_GET;
         allowed = get || post ? NULL : "GET, POST";
-    } else if (strcmp(path, "/v1/documents") == 0) {
+    } else if (path_is(path, path_len, "/v1/documents")) {
         *route = SERVE_ROUTE_DOCUMENTS_POST;
         allowed = post ? NULL : "POST";
-    } else if (strncmp(path, DOCUMENTS_PREFIX, strlen(DOCUMENTS_PREFIX)) == 0) {
+    } else if (path_len >= prefix_len && memcmp(path, DOCUMENTS_PREFIX, prefix_len) == 0) {
         *route = del ? SERVE_ROUTE_DOCUMENT_DELETE : SERVE_ROUTE_DOCUMENT_GET;
         allowed = get || del ? NULL : "GET, DELETE";
-    } else if (strcmp(path, "/v1/stats") == 0) {
+    } else if (path_is(path, path_len, "/v1/stats")) {
         *route = SERVE_ROUTE_STATS;
         allowed = get ? NULL : "GET";
-    } else if (strcmp(path, "/healthz") == 0) {
+    } else if (path_is(path, path_len, "/healthz")) {
         *route = SERVE_ROUTE_HEALTHZ;
         allowed = get ? NULL : "GET";
-    } else if (strcmp(path, "/metrics") == 0) {
+    } else if (path_is(path, path_len, "/metrics")) {
         *route = SERVE_ROUTE_METRICS;
         allowed = get ? NULL : "GET";
     } else {
+        char shown[MESSAGE_ID_BYTES];
         *route = SERVE_ROUTE_OTHER;
-        reply_error(r, 404, "no route %.200s (see the README, \"Serve\")", path);
+        reply_error(r, 404, "no route %s (see the README, \"Serve\")",
+                    message_id(path, path_len, shown));
         goto done;
     }
     if (allowed) {
-        reply_error(r, 405, "%s takes %s, not %.32s", path, allowed, method);
+        char shown[4 * 32 + 4];
+        reply_error(r, 405, "%s takes %s, not %s",
+                    *route == SERVE_ROUTE_DOCUMENT_GET ? DOCUMENTS_PREFIX "ID" : path, allowed,
+                    cli_escape(method, strlen(method), shown, sizeof shown));
         goto done;
     }
     if (*route != SERVE_ROUTE_QUERY_GET && req->query && req->query_len) {
-        reply_error(r, 400, "%s takes no query parameters", path);
+        reply_error(r, 400, "%s takes no query parameters",
+                    *route == SERVE_ROUTE_DOCUMENT_GET || *route == SERVE_ROUTE_DOCUMENT_DELETE
+                        ? DOCUMENTS_PREFIX "ID"
+                        : path);
         goto done;
     }
-    switch (*route) {
-    case SERVE_ROUTE_HEALTHZ:
-        r->status = 200;
-        r->json = json_pack("{s:s,s:b}", "status", "ok", "read_only", srv->live == NULL);
+    if (*route == SERVE_ROUTE_HEALTHZ) {
+        route_healthz(srv, r);
         goto done;
-    case SERVE_ROUTE_STATS: route_stats(srv, r); goto done;
-    case SERVE_ROUTE_METRICS: route_metrics(srv, r); goto done;
-    case SERVE_ROUTE_DOCUMENT_DELETE:
-        if (check_write(srv, req, r))
-            goto done;
-        break;
-    default: break;
     }
+    if (*route == SERVE_ROUTE_DOCUMENT_DELETE && check_write(srv, req, r))
+        goto done;
     if (*route == SERVE_ROUTE_QUERY_POST || *route == SERVE_ROUTE_DOCUMENTS_POST) {
         if (req->body_len > srv->o.max_body_bytes) {
             reply_error(r, 413, "the body has %zu bytes, above the limit of %zu", req->body_len,
@@ -1421,13 +1642,25 @@ static void dispatch(serve_server *srv, const serve_request *req, reply *r, serv
         if (!(body = parse_body(req, r)))
             goto done;
     }
-    int rc = worker_take(srv, &w);
+    /* The store to answer from (a read-only server follows its path). */
+    g = gen_acquire(srv);
+    if (*route == SERVE_ROUTE_STATS) {
+        route_stats(srv, g, r);
+        goto done;
+    }
+    if (*route == SERVE_ROUTE_METRICS) {
+        route_metrics(srv, g, r);
+        goto done;
+    }
+    int rc = worker_take(srv, g, &w);
     if (rc != SIMSTORE_OK) {
         reply_api_error(r, rc, "query context");
         goto done;
     }
-    const char *id = path + strlen(DOCUMENTS_PREFIX);
-    size_t id_len = path_len >= strlen(DOCUMENTS_PREFIX) ? path_len - strlen(DOCUMENTS_PREFIX) : 0;
+    const char *id = path + prefix_len;
+    size_t id_len = path_len >= prefix_len ? path_len - prefix_len : 0;
+    /* Gets and deletes take any id of 1..511 bytes, as the library's
+     * readers do: an id stored by an older version may break today's rule. */
     if ((*route == SERVE_ROUTE_DOCUMENT_GET || *route == SERVE_ROUTE_DOCUMENT_DELETE) &&
         (id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)) {
         reply_error(r, 400, "a document id has 1 to %u bytes", SIMSTORE_MAX_ID_BYTES);
@@ -1443,6 +1676,8 @@ static void dispatch(serve_server *srv, const serve_request *req, reply *r, serv
     }
 done:
     worker_give_back(srv, w);
+    if (g)
+        gen_release(srv, g);
     json_decref(body);
     free(path);
 }
@@ -1483,7 +1718,7 @@ static void finish(reply *r, serve_response *out)
 
 void serve_handle(serve_server *srv, const serve_request *req, serve_response *out)
 {
-    reply r = {500, NULL, NULL, 0};
+    reply r = {.status = 500};
     memset(out, 0, sizeof *out);
     out->route = SERVE_ROUTE_OTHER;
     dispatch(srv, req, &r, &out->route);
@@ -1494,7 +1729,7 @@ void serve_handle(serve_server *srv, const serve_request *req, serve_response *o
 
 void serve_too_large(serve_server *srv, serve_response *out)
 {
-    reply r = {500, NULL, NULL, 0};
+    reply r = {.status = 500};
     memset(out, 0, sizeof *out);
     out->route = SERVE_ROUTE_OTHER;
     reply_error(&r, 413, "the body is above the limit of %zu bytes", srv->o.max_body_bytes);

@@ -1,7 +1,7 @@
 /* handler.h: the server's request handling without the network: a store (a
  * live store, or a read-only one), one request in (method, path, query,
  * authorization, body), one response out (status, content type, body), and
- * the counters /metrics prints. http.c feeds it from libmicrohttpd; the fuzz
+ * the counters /metrics prints. serve.c feeds it from libmicrohttpd; the fuzz
  * target tests/fuzz/fuzz_serve_request.c feeds it bytes. */
 #ifndef SIMS_SERVER_HANDLER_H
 #define SIMS_SERVER_HANDLER_H
@@ -23,6 +23,11 @@ typedef struct serve_options {
     size_t max_batch;        /* queries or documents in one request        */
     uint64_t memtable_bytes; /* the live store's flush size; 0: default    */
     unsigned threads;        /* flush and compaction threads; 0: default   */
+    /* Told what an operator should know that no request is answered with
+     * (a read-only store swapped under the server and reopened), one line
+     * without a newline; NULL: nobody. */
+    void (*notice)(void *ctx, const char *line);
+    void *notice_ctx;
 } serve_options;
 
 void serve_options_init(serve_options *o);
@@ -30,7 +35,10 @@ void serve_options_init(serve_options *o);
 typedef struct serve_server serve_server;
 
 /* Open the store at path as options say: a live store, or with read_only a
- * read-only store (no writer lock: the CLI's add and compact keep working).
+ * read-only store (no writer lock: the CLI's add and compact keep working),
+ * which follows the path: when build --replace or compact's shrink swaps
+ * another store in at it, the next request opens that one and answers from
+ * it (o->notice is told).
  * Errors: those of simstore_live_open() or simstore_open(), SIMSTORE_ENOMEM. */
 int serve_server_open(const char *path, const serve_options *o, serve_server **out);
 

@@ -53,7 +53,9 @@ static void usage(FILE *out)
                  "      --token-file FILE    write routes need 'Authorization: Bearer TOKEN',\n"
                  "                           TOKEN the file's first line\n"
                  "      --read-only          open the store read-only: writes get 403, and\n"
-                 "                           the CLI's add, delete and compact keep working\n"
+                 "                           the CLI's add, delete and compact keep working;\n"
+                 "                           when build --replace or compact's shrink swaps\n"
+                 "                           another store in, the next request opens it\n"
                  "      --log FILE           the access log, one line a request (default:\n"
                  "                           stderr); SIGHUP reopens it\n"
                  "      --memtable SIZE      flush inserts into a new segment past this size\n"
@@ -528,6 +530,13 @@ static int read_token(const char *path, char **out)
     return CLI_EXIT_OK;
 }
 
+/* The handler's notices (a read-only store reopened) on stderr. */
+static void print_notice(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "simstore " CMD ": %s\n", line);
+}
+
 enum {
     OPT_LISTEN = 1,
     OPT_THREADS,
@@ -606,6 +615,7 @@ int cmd_serve(int argc, char **argv)
         default: return cli_bad_option(CMD, c, argv, optind);
         }
     }
+    so.notice = print_notice;
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
     const char *path = cli_store_path(argv[optind++]);
