@@ -4,9 +4,11 @@
 #include "handler.h"
 
 #include "cli.h"
+#include "reqjson.h"
 #include "statsjson.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,6 +80,7 @@ struct serve_server {
     pthread_mutex_t reopen_lock;
     struct timespec reopen_failed_at;
     int reopen_failing;
+    reqjson_budget memory; /* bodies and parsed JSON in flight */
     serve_metrics metrics;
 };
 
@@ -255,6 +258,7 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
         return SIMSTORE_ENOMEM;
     srv->o = *o;
     srv->o.token = NULL; /* the caller keeps its string; copied below */
+    srv->memory.limit = o->request_memory_bytes;
     pthread_mutex_init(&srv->lock, NULL);
     pthread_mutex_init(&srv->reopen_lock, NULL);
     pthread_mutex_init(&srv->metrics.lock, NULL);
@@ -323,6 +327,16 @@ void serve_server_close(serve_server *srv)
     free(srv);
 }
 
+int serve_memory_take(serve_server *srv, size_t bytes)
+{
+    return reqjson_budget_take(&srv->memory, bytes);
+}
+
+void serve_memory_give(serve_server *srv, size_t bytes)
+{
+    reqjson_budget_give(&srv->memory, bytes);
+}
+
 static int worker_take(serve_server *srv, store_gen *g, worker **out)
 {
     pthread_mutex_lock(&srv->lock);
@@ -374,7 +388,29 @@ typedef struct reply {
     json_t *json; /* the body, or NULL with text */
     char *text;   /* a text body (metrics) */
     size_t text_len;
+    int retry_after;       /* a Retry-After header's seconds; 0: none */
+    size_t parse_reserved; /* taken from --request-memory for the body's JSON */
 } reply;
+
+/* j as text from malloc, with a newline after it when newline is set
+ * (json_dumps' text comes from jansson's allocator, which need not be
+ * malloc: the fuzz target counts what jansson holds); NULL when out of
+ * memory. */
+static char *dump_json(const json_t *j, size_t flags, int newline, size_t *len)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (!f)
+        return NULL;
+    int bad = json_dumpf(j, f, flags) != 0 || (newline && fputc('\n', f) == EOF);
+    if (fclose(f) != 0 || bad) {
+        free(text);
+        return NULL;
+    }
+    *len = n;
+    return text;
+}
 
 static void reply_error(reply *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -989,13 +1025,12 @@ static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, 
         return -1;
     }
     if (meta && !json_is_null(meta)) {
-        d->meta = json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY);
+        d->meta = dump_json(meta, JSON_COMPACT | JSON_ENCODE_ANY, 0, &d->doc.meta_len);
         if (!d->meta) {
             reply_error(r, 503, "out of memory");
             return -1;
         }
         d->doc.meta = d->meta;
-        d->doc.meta_len = strlen(d->meta);
         if (d->doc.meta_len > SIMSTORE_MAX_META_BYTES) {
             reply_error(r, 400, "%smeta has %zu bytes, above the limit of %u", where,
                         d->doc.meta_len, SIMSTORE_MAX_META_BYTES);
@@ -1413,6 +1448,11 @@ static void route_metrics(serve_server *srv, const store_gen *g, reply *r)
     }
     pthread_mutex_unlock(&mt->lock);
     simstore_stats st;
+    tb_printf(&b,
+              "# HELP simstore_request_memory_bytes Bytes the requests in flight hold in their "
+              "bodies and parsed JSON.\n# TYPE simstore_request_memory_bytes gauge\n"
+              "simstore_request_memory_bytes %llu\n",
+              (unsigned long long)atomic_load(&srv->memory.used));
     if (simstore_get_stats(g->store, &st) == SIMSTORE_OK) {
         tb_printf(&b,
                   "# HELP simstore_documents Documents in the store's committed state.\n"
@@ -1519,14 +1559,58 @@ static int check_write(serve_server *srv, const serve_request *req, reply *r)
 
 /* ---- Dispatch ------------------------------------------------------------- */
 
-static json_t *parse_body(const serve_request *req, reply *r)
+/* 503: the requests in flight hold all the memory --request-memory gives
+ * them; this one may be answered in a moment. */
+static void server_busy(serve_server *srv, reply *r)
+{
+    reply_error(r, 503,
+                "the requests in flight hold the %zu bytes of memory the server gives request "
+                "bodies and their JSON (--request-memory): try again shortly",
+                srv->o.request_memory_bytes);
+    r->retry_after = 1;
+}
+
+/* The body's JSON object. Bounds first, before jansson allocates (a body
+ * of small values costs jansson a hundred times its bytes): the scan
+ * refuses a body that is not an object, nests too deep or whose batch
+ * array (batch_key, of batch_nouns) passes --max-batch, as soon as it sees
+ * it, and bounds what the parse will hold: past SERVE_PARSE_BYTES(--max-body)
+ * the body is refused, and the rest is reserved from --request-memory for
+ * the request's life (given back by serve_handle). */
+static json_t *parse_body(serve_server *srv, const serve_request *req, const char *batch_key,
+                          const char *batch_nouns, reply *r)
 {
     if (req->body_len == 0) {
         reply_error(r, 400, "the request needs a JSON object as its body");
         return NULL;
     }
+    size_t parse_bytes = 0, parse_limit = SERVE_PARSE_BYTES(srv->o.max_body_bytes);
+    switch (reqjson_scan(req->body, req->body_len, batch_key, srv->o.max_batch, &parse_bytes)) {
+    case REQJSON_NOT_OBJECT: reply_error(r, 400, "the body must be a JSON object"); return NULL;
+    case REQJSON_TOO_DEEP:
+        reply_error(r, 400, "the body nests arrays and objects deeper than %d levels",
+                    REQJSON_MAX_DEPTH);
+        return NULL;
+    case REQJSON_BATCH_TOO_LONG:
+        reply_error(r, 413, "%s holds more than %zu %s, above the limit of %zu (--max-batch)",
+                    batch_key, srv->o.max_batch, batch_nouns, srv->o.max_batch);
+        return NULL;
+    default: break;
+    }
+    if (parse_bytes > parse_limit) {
+        reply_error(r, 413,
+                    "the body's JSON would take %zu bytes of memory to parse, above the limit of "
+                    "%zu (twice --max-body and 1 MiB): send fewer or smaller values",
+                    parse_bytes, parse_limit);
+        return NULL;
+    }
+    if (serve_memory_take(srv, parse_bytes) != 0) {
+        server_busy(srv, r);
+        return NULL;
+    }
+    r->parse_reserved = parse_bytes;
     json_error_t err;
-    json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &err);
+    json_t *j = reqjson_load(req->body, req->body_len, &err);
     if (!j) {
         reply_error(r, 400, "malformed JSON at line %d, column %d: %s", err.line, err.column,
                     err.text);
@@ -1639,7 +1723,9 @@ static void dispatch(serve_server *srv, const serve_request *req, reply *r, serv
                         srv->o.max_body_bytes);
             goto done;
         }
-        if (!(body = parse_body(req, r)))
+        body = *route == SERVE_ROUTE_QUERY_POST ? parse_body(srv, req, "queries", "queries", r)
+                                                : parse_body(srv, req, "documents", "documents", r);
+        if (!body)
             goto done;
     }
     /* The store to answer from (a read-only server follows its path). */
@@ -1691,9 +1777,12 @@ static void finish(reply *r, serve_response *out)
         out->body_len = r->text_len;
         return;
     }
-    char *s = r->json ? json_dumps(r->json, JSON_COMPACT) : NULL;
+    /* One line: a response read with curl ends in a newline. */
+    size_t len = 0;
+    char *s = r->json ? dump_json(r->json, JSON_COMPACT, 1, &len) : NULL;
     json_decref(r->json);
     out->content_type = "application/json";
+    out->retry_after = r->retry_after;
     if (!s) {
         static const char oom[] = "{\"error\":\"out of memory\"}";
         out->status = 503;
@@ -1703,18 +1792,15 @@ static void finish(reply *r, serve_response *out)
         out->body_len = out->body ? sizeof oom - 1 : 0;
         return;
     }
-    /* One line: a response read with curl ends in a newline. */
-    size_t len = strlen(s);
-    char *t = realloc(s, len + 2);
-    if (t) {
-        t[len++] = '\n';
-        t[len] = '\0';
-        s = t;
-    }
     out->status = r->status;
     out->body = s;
     out->body_len = len;
 }
+
+/* After a request whose JSON took this much, the memory its values took
+ * (small blocks spread over the allocator's arenas) goes back to the
+ * system: malloc would keep it for the process's life. */
+#define TRIM_AFTER_PARSE_BYTES ((size_t)1 << 20)
 
 void serve_handle(serve_server *srv, const serve_request *req, serve_response *out)
 {
@@ -1725,6 +1811,10 @@ void serve_handle(serve_server *srv, const serve_request *req, serve_response *o
     if (!r.json && !r.text)
         reply_error(&r, 500, "internal error: no answer");
     finish(&r, out);
+    /* The body's values are freed (the answer is text now). */
+    serve_memory_give(srv, r.parse_reserved);
+    if (r.parse_reserved >= TRIM_AFTER_PARSE_BYTES)
+        malloc_trim(0);
 }
 
 void serve_too_large(serve_server *srv, serve_response *out)
@@ -1733,6 +1823,15 @@ void serve_too_large(serve_server *srv, serve_response *out)
     memset(out, 0, sizeof *out);
     out->route = SERVE_ROUTE_OTHER;
     reply_error(&r, 413, "the body is above the limit of %zu bytes", srv->o.max_body_bytes);
+    finish(&r, out);
+}
+
+void serve_busy(serve_server *srv, serve_response *out)
+{
+    reply r = {.status = 500};
+    memset(out, 0, sizeof *out);
+    out->route = SERVE_ROUTE_OTHER;
+    server_busy(srv, &r);
     finish(&r, out);
 }
 

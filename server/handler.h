@@ -14,15 +14,22 @@
 /* The limits a request is held to (413 beyond them). */
 #define SERVE_DEFAULT_MAX_BODY_BYTES (16u << 20)
 #define SERVE_DEFAULT_MAX_BATCH 10000u
+/* The most bytes a request's JSON may take while it is parsed (as
+ * reqjson_scan() bounds it): twice the largest body (a string is held
+ * twice as it is decoded) and 1 MiB for the values around it; 413 above. */
+#define SERVE_PARSE_BYTES(max_body_bytes) (2 * (size_t)(max_body_bytes) + ((size_t)1 << 20))
 
 typedef struct serve_options {
-    int read_only;           /* open the store read-only; writes get 403   */
-    int huge_pages;          /* SIMSTORE_OPEN_HUGE_PAGES                    */
-    const char *token;       /* bearer token of write routes; NULL: none   */
-    size_t max_body_bytes;   /* (SERVE_DEFAULT_MAX_BODY_BYTES)             */
-    size_t max_batch;        /* queries or documents in one request        */
-    uint64_t memtable_bytes; /* the live store's flush size; 0: default    */
-    unsigned threads;        /* flush and compaction threads; 0: default   */
+    int read_only;               /* open the store read-only; writes get 403   */
+    int huge_pages;              /* SIMSTORE_OPEN_HUGE_PAGES                    */
+    const char *token;           /* bearer token of write routes; NULL: none   */
+    size_t max_body_bytes;       /* (SERVE_DEFAULT_MAX_BODY_BYTES)             */
+    size_t max_batch;            /* queries or documents in one request        */
+    uint64_t memtable_bytes;     /* the live store's flush size; 0: default    */
+    unsigned threads;            /* flush and compaction threads; 0: default   */
+    size_t request_memory_bytes; /* what the bodies of the requests in flight
+                                and their parsed JSON may hold together
+                                (serve_memory_take); 0: no limit            */
     /* Told what an operator should know that no request is answered with
      * (a read-only store swapped under the server and reopened), one line
      * without a newline; NULL: nobody. */
@@ -89,6 +96,7 @@ typedef struct serve_response {
     char *body;               /* malloc'ed; serve_response_free()         */
     size_t body_len;
     serve_route route;
+    int retry_after; /* seconds for a Retry-After header; 0: none */
 } serve_response;
 
 /* Answer one request; always fills *out (500 with a JSON error when memory
@@ -98,6 +106,19 @@ void serve_handle(serve_server *srv, const serve_request *req, serve_response *o
 /* A response saying the body passed the limit (413), for the network layer
  * that stops reading it. */
 void serve_too_large(serve_server *srv, serve_response *out);
+
+/* The memory of the requests in flight: their bodies, which the network
+ * layer takes as it receives them, and their parsed JSON, which
+ * serve_handle() takes, held together to o->request_memory_bytes. Take
+ * bytes: 0, or -1 (nothing taken) when that would pass the limit. Give
+ * them back once freed. Thread-safe. */
+int serve_memory_take(serve_server *srv, size_t bytes);
+void serve_memory_give(serve_server *srv, size_t bytes);
+
+/* A response saying the requests in flight hold all the memory they may
+ * (503, to try again shortly), for the network layer that cannot take a
+ * body's bytes. */
+void serve_busy(serve_server *srv, serve_response *out);
 
 void serve_response_free(serve_response *r);
 

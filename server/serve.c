@@ -1,12 +1,14 @@
 /* serve.c: the simstore serve command: options, libmicrohttpd around the
- * request handler (handler.c), the access log, and the signals (SIGTERM
- * drains and flushes, SIGHUP reopens the log). */
+ * request handler (handler.c), the memory of request bodies, the access
+ * log, and the signals (SIGTERM drains and flushes, SIGHUP reopens the
+ * log). */
 #include "cli.h"
 #include "handler.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -21,9 +23,21 @@
 #define DEFAULT_LISTEN "127.0.0.1:8077"
 #define DEFAULT_TIMEOUT_SECONDS 30u
 #define MAX_CONNECTIONS 1024u
+/* The default --request-memory, unless three times --max-body is more. */
+#define DEFAULT_REQUEST_MEMORY_BYTES ((size_t)256 << 20)
 /* The smallest --memtable: an empty in-memory table counts about 100 KiB,
  * so tables much smaller would flush after every change or two. */
 #define MIN_MEMTABLE_BYTES (1u << 20)
+/* After a request whose body took this much, malloc's free memory goes
+ * back to the system. */
+#define TRIM_AFTER_BODY_BYTES ((size_t)1 << 20)
+/* malloc's thresholds, fixed: blocks of 1 MiB and more are mapped on their
+ * own (and unmapped when freed), and a thread's arena gives back free
+ * memory at its top past 1 MiB. glibc would raise both to the largest
+ * block freed so far (up to 32 and 64 MiB), so that after one 16 MiB body
+ * each thread kept that much free memory for the process's life. */
+#define MALLOC_MMAP_THRESHOLD_BYTES (1 << 20)
+#define MALLOC_TRIM_THRESHOLD_BYTES (1 << 20)
 #define DRAIN_SECONDS 30
 /* How often the main thread looks whether a flush happened since and, if
  * so, lets the store's policy compact it: soon after each flush. */
@@ -61,9 +75,14 @@ static void usage(FILE *out)
                  "      --memtable SIZE      flush inserts into a new segment past this size\n"
                  "                           (default 64M, at least 1M); writes wait while a\n"
                  "                           second table passes it before the first is flushed\n"
-                 "      --max-body SIZE      largest request body (default 16M; 413 above)\n"
+                 "      --max-body SIZE      largest request body (default 16M; 413 above); its\n"
+                 "                           JSON may take twice that and 1M while parsed\n"
                  "      --max-batch N        most queries or documents in one request\n"
                  "                           (default 10000; 413 above)\n"
+                 "      --request-memory SIZE  memory the bodies of the requests in flight and\n"
+                 "                           their parsed JSON may hold together (default\n"
+                 "                           256M, or 3 x --max-body + 1M if more; at least\n"
+                 "                           that): 503 and Retry-After past it\n"
                  "      --timeout SECONDS    close connections idle this long (default 30)\n"
                  "      --huge-pages         bring the store's files into the page cache in\n"
                  "                           2 MiB pages as they are first read (for a store\n"
@@ -163,9 +182,11 @@ typedef struct server_state {
 struct request_state {
     char *uri; /* raw, as the request line gave it */
     char *body;
-    size_t body_len, body_cap;
+    size_t body_len, body_cap;   /* body_cap is taken from --request-memory */
+    unsigned long long declared; /* Content-Length; 0: none given */
     int started;
-    int too_large;
+    int too_large; /* past --max-body: the rest is read and dropped, 413 */
+    int no_memory; /* past --request-memory: the rest is read and dropped, 503 */
     struct timespec start;
     /* A write handed to a writer thread: its connection, suspended until
      * the answer is in resp (answered set; the resume orders the two). */
@@ -197,6 +218,42 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return rs;
 }
 
+/* Drop rs's body and give its memory back. */
+static void body_free(server_state *st, request_state *rs)
+{
+    free(rs->body);
+    serve_memory_give(st->srv, rs->body_cap);
+    if (rs->body_cap >= TRIM_AFTER_BODY_BYTES)
+        malloc_trim(0);
+    rs->body = NULL;
+    rs->body_len = rs->body_cap = 0;
+}
+
+/* Room in rs's body for need bytes, taken from --request-memory: doubling,
+ * up to the declared length (or --max-body) and a NUL. 0, or -1 when the
+ * memory is not there (nothing changed). */
+static int body_reserve(server_state *st, request_state *rs, size_t need)
+{
+    if (need <= rs->body_cap)
+        return 0;
+    size_t most = (rs->declared ? (size_t)rs->declared : st->max_body_bytes) + 1;
+    size_t cap = rs->body_cap ? 2 * rs->body_cap : 4096;
+    if (cap > most)
+        cap = most;
+    if (cap < need)
+        cap = need;
+    if (serve_memory_take(st->srv, cap - rs->body_cap) != 0)
+        return -1;
+    char *p = realloc(rs->body, cap);
+    if (!p) {
+        serve_memory_give(st->srv, cap - rs->body_cap);
+        return -1;
+    }
+    rs->body = p;
+    rs->body_cap = cap;
+    return 0;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
@@ -209,7 +266,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (rs->answered)
         serve_response_free(&rs->resp); /* NULL once sent */
     free(rs->uri);
-    free(rs->body);
+    body_free(st, rs);
     free(rs);
     *con_cls = NULL;
     atomic_fetch_sub(&st->in_flight, 1);
@@ -262,6 +319,11 @@ static enum MHD_Result respond(server_state *st, struct MHD_Connection *c, const
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
     if (resp->status == 401)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (resp->retry_after > 0) {
+        char seconds_text[16];
+        snprintf(seconds_text, sizeof seconds_text, "%d", resp->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, seconds_text);
+    }
     enum MHD_Result ok = MHD_queue_response(c, resp->status, r);
     MHD_destroy_response(r);
     serve_record(st->srv, resp->route, resp->status, seconds);
@@ -371,33 +433,47 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO; /* out of memory at the URI: drop the connection */
     if (!rs->started) {
         rs->started = 1;
-        /* A declared length above the limit is refused before its body. */
+        /* A declared length above the limit is refused before its body.
+         * One the memory of the requests in flight has no room for now is
+         * read and dropped, then answered 503: a client sending a large
+         * body reads no answer before it has sent it all. */
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long declared;
-        if (cl && cli_parse_uint(cl, 0, ~0ull, &declared) == 0 && declared > st->max_body_bytes) {
-            serve_response resp;
-            serve_too_large(st->srv, &resp);
-            rs->too_large = 1;
-            return respond(st, c, method, rs, &resp);
+        if (cl && cli_parse_uint(cl, 0, ~0ull, &declared) == 0) {
+            if (declared > st->max_body_bytes) {
+                serve_response resp;
+                serve_too_large(st->srv, &resp);
+                rs->too_large = 1;
+                return respond(st, c, method, rs, &resp);
+            }
+            if (serve_memory_take(st->srv, (size_t)declared + 1) != 0)
+                rs->no_memory = 1;
+            else
+                serve_memory_give(st->srv, (size_t)declared + 1);
+            rs->declared = declared;
         }
         return MHD_YES;
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rs->too_large)
-            return MHD_YES;
+        if (rs->too_large || rs->no_memory)
+            return MHD_YES; /* read and dropped */
         if (rs->body_len + n > st->max_body_bytes) {
             /* Read and drop the rest: the answer is 413. */
             rs->too_large = 1;
-            free(rs->body);
-            rs->body = NULL;
-            rs->body_len = rs->body_cap = 0;
+            body_free(st, rs);
             return MHD_YES;
         }
-        if (cli_grow((void **)&rs->body, &rs->body_cap, rs->body_len + n + 1, 1, 4096))
-            return MHD_NO;
+        /* The body's memory is taken as its bytes come (a client that
+         * declares a length and sends nothing holds none): when it is not
+         * there, the rest is dropped and the answer is 503. */
+        if (body_reserve(st, rs, rs->body_len + n + 1) != 0) {
+            rs->no_memory = 1;
+            body_free(st, rs);
+            return MHD_YES;
+        }
         memcpy(rs->body + rs->body_len, upload_data, n);
         rs->body_len += n;
         return MHD_YES;
@@ -410,6 +486,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     serve_response resp;
     if (rs->too_large) {
         serve_too_large(st->srv, &resp);
+        return respond(st, c, method, rs, &resp);
+    }
+    if (rs->no_memory) {
+        serve_busy(st->srv, &resp);
         return respond(st, c, method, rs, &resp);
     }
     char *q = strchr(rs->uri, '?');
@@ -546,6 +626,7 @@ enum {
     OPT_MEMTABLE,
     OPT_MAX_BODY,
     OPT_MAX_BATCH,
+    OPT_REQUEST_MEMORY,
     OPT_TIMEOUT,
     OPT_HUGE_PAGES
 };
@@ -561,6 +642,7 @@ int cmd_serve(int argc, char **argv)
         {"memtable", required_argument, NULL, OPT_MEMTABLE},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+        {"request-memory", required_argument, NULL, OPT_REQUEST_MEMORY},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
         {"help", no_argument, NULL, 'h'},
@@ -569,6 +651,7 @@ int cmd_serve(int argc, char **argv)
     serve_options_init(&so);
     const char *listen = DEFAULT_LISTEN, *token_file = NULL;
     unsigned threads = 0, timeout = DEFAULT_TIMEOUT_SECONDS;
+    const char *request_memory_arg = NULL;
     unsigned long long v;
     int c;
     log_path = NULL;
@@ -606,6 +689,7 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage_error(CMD, "--max-batch takes 1 to 1000000, not '%s'", optarg);
             so.max_batch = (size_t)v;
             break;
+        case OPT_REQUEST_MEMORY: request_memory_arg = optarg; break;
         case OPT_TIMEOUT:
             if (cli_parse_uint(optarg, 1, 86400, &v))
                 return cli_usage_error(CMD, "--timeout takes 1 to 86400 seconds, not '%s'", optarg);
@@ -614,6 +698,20 @@ int cmd_serve(int argc, char **argv)
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
+    }
+    /* One request may hold its body and its JSON's parse: the budget of
+     * all of them must hold one. */
+    size_t one_request = so.max_body_bytes + SERVE_PARSE_BYTES(so.max_body_bytes);
+    if (request_memory_arg) {
+        if (cli_parse_size(request_memory_arg, &v) || v < one_request || v > SIZE_MAX)
+            return cli_usage_error(CMD,
+                                   "--request-memory takes a size of at least %zuM, three times "
+                                   "--max-body and 1M (what one request may hold), not '%s'",
+                                   (one_request + (1u << 20) - 1) >> 20, request_memory_arg);
+        so.request_memory_bytes = (size_t)v;
+    } else {
+        so.request_memory_bytes =
+            one_request > DEFAULT_REQUEST_MEMORY_BYTES ? one_request : DEFAULT_REQUEST_MEMORY_BYTES;
     }
     so.notice = print_notice;
     if (optind >= argc)
@@ -639,6 +737,8 @@ int cmd_serve(int argc, char **argv)
         free(token);
         return cli_error(CMD, "%s: %s", log_path, strerror(err));
     }
+    mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD_BYTES);
+    mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD_BYTES);
 
     /* The signals are taken by the main thread alone (sigtimedwait below):
      * block them before any thread starts, so every thread inherits it. */

@@ -797,6 +797,15 @@ def test_beyond_store_k():
 # ---- Issue 34: no acknowledged write lost, no request that takes the server down
 
 
+def proc_bytes(pid, field):
+    """A size line of /proc/PID/status (VmHWM, VmRSS), in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no %s in /proc/%d/status" % (field, pid))
+
+
 def raw_request(port, data, host="127.0.0.1", source=None, timeout=60):
     """Send bytes as they are; the status and the body (JSON when it parses)."""
     import socket
@@ -819,6 +828,138 @@ def raw_request(port, data, host="127.0.0.1", source=None, timeout=60):
         return status, json.loads(body)
     except ValueError:
         return status, body
+
+
+def test_memory_bounded():
+    """Defect 4: a 16 MiB body of small JSON values (which jansson would
+    hold in a hundred times its bytes) is refused while parsing, 413 or 400
+    with a JSON error, the process staying within 4 x --max-body of where
+    it was, and its memory comes back after."""
+    store = sample_store()
+    fp = exported(store)[0][1]
+    srv = Server(store)  # --max-body 16M, the default
+    max_body = 16 << 20
+    try:
+        st, _ = srv.request("POST", "/v1/query", {"queries": [{"fp": fp}] * 100})
+        check(st == 200, "a batch before the big bodies")
+        pid = srv.proc.pid
+        base_hwm, base_rss = proc_bytes(pid, "VmHWM"), proc_bytes(pid, "VmRSS")
+        n = 5592300  # "{}," a query: 16 776 913 bytes
+        many = [b"{}"] * n
+        bodies = [
+            ("/v1/query", b'{"queries":[' + b",".join(many) + b"]}", 413, "queries holds more"),
+            ("/v1/documents", b'{"documents":[' + b",".join(many[:n - 1]) + b"]}", 413,
+             "documents holds more"),
+            ("/v1/query", b"[" + b",".join([b"[]"] * n) + b"]", 400, "JSON object"),
+            ("/v1/query", b",".join([b"0"] * 8388000), 400, "JSON object"),
+            # Allowed shapes, values jansson would hold in 1.5 GB: the parse stops.
+            ("/v1/query", b'{"fp":"%s","k":[' % fp.encode() + b",".join([b"[]"] * (n - 10))
+             + b"]}", 413, "memory"),
+            ("/v1/documents", b'{"id":"m","text":"t","meta":[' + b",".join(many[:n - 10])
+             + b"]}", 413, "memory"),
+            ("/v1/query", b'{"fp":"%s","k":' % fp.encode() + b"[" * 100 + b"]" * 100 + b"}",
+             400, "deeper than 64"),
+        ]
+        for path, body, want, word in bodies:
+            check(len(body) <= max_body, "the body fits --max-body")
+            st, got = srv.request("POST", path, raw=body,
+                                  headers={"Content-Type": "application/json"})
+            check(st == want and isinstance(got, dict) and word in got.get("error", ""),
+                  "%s %s...: %d naming %r (got %d %r)" % (path, body[:24], want, word, st,
+                                                         str(got)[:200]))
+        hwm = proc_bytes(pid, "VmHWM")
+        print("VmHWM %.1f MiB before the bodies, %.1f MiB after (bound %.1f MiB)" %
+              (base_hwm / 2**20, hwm / 2**20, (base_hwm + 4 * max_body) / 2**20), flush=True)
+        check(hwm <= base_hwm + 4 * max_body,
+              "VmHWM %d MiB stays within 4 x --max-body of %d MiB" % (hwm >> 20, base_hwm >> 20))
+        # The memory comes back (the body is freed as its request completes,
+        # just after the answer is sent).
+        rss = proc_bytes(pid, "VmRSS")
+        for _ in range(200):
+            if rss <= base_rss + 8 * 2**20:
+                break
+            srv.request("GET", "/healthz")
+            rss = proc_bytes(pid, "VmRSS")
+        print("VmRSS %.1f MiB before, %.1f MiB after" % (base_rss / 2**20, rss / 2**20),
+              flush=True)
+        check(rss <= base_rss + 8 * 2**20, "VmRSS back to %d MiB (was %d MiB before)" %
+              (rss >> 20, base_rss >> 20))
+        # What a client may send is not refused: a batch at --max-batch, and
+        # a text of 15 MiB.
+        st, got = srv.request("POST", "/v1/query", {"queries": [{"fp": fp, "id": i}
+                                                                for i in range(10000)]})
+        check(st == 200 and len(got["results"]) == 10000, "a batch of 10000 queries: %d" % st)
+        text = " ".join(words(random.Random(4), 1) for _ in range(1300000))[:15 << 20]
+        st, got = srv.request("POST", "/v1/query", {"text": text})
+        check(st == 200 and "matches" in got, "a text of 15 MiB: %d" % st)
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def test_request_memory():
+    """Defect 4: the memory all requests in flight hold is bounded
+    (--request-memory): a body that would pass it gets 503 with
+    Retry-After at once, small requests are still answered, and the
+    memory is there again once the holders go."""
+    import socket
+    store = sample_store()
+    fp = exported(store)[0][1]
+    p = run("serve", store, "--max-body", "1M", "--request-memory", "3M", ok=False)
+    check(p.returncode == 2 and "--request-memory" in p.stderr and "4M" in p.stderr,
+          "--request-memory below what one request may hold: usage error (%r)" % p.stderr)
+    srv = Server(store, "--max-body", "1M", "--request-memory", "4M")
+    holders = []
+    try:
+        # Three bodies of 1 MiB, all but their last bytes sent: 3 MiB held.
+        declared = 1 << 20
+        for _ in range(3):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % declared)
+            s.sendall(b'{"text":"' + b"x" * (declared - 100))
+            holders.append(s)
+
+        def held():
+            _, text = srv.request("GET", "/metrics")
+            for line in text.splitlines():
+                if line.startswith("simstore_request_memory_bytes "):
+                    return int(line.split()[1])
+            return -1
+
+        for _ in range(2000):
+            if held() >= 3 * declared:
+                break
+        check(held() >= 3 * declared, "the three bodies are held: %d bytes" % held())
+        big = json.dumps({"text": "word " * 200000}).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        conn.request("POST", "/v1/query", body=big, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        got = json.loads(resp.read())
+        conn.close()
+        check(resp.status == 503 and "--request-memory" in got.get("error", "")
+              and resp.getheader("Retry-After") == "1",
+              "a body past --request-memory: 503 with Retry-After (%d %r)" % (resp.status, got))
+        for _ in range(2000):  # the refused body is freed once its request completes
+            if held() <= 3 * declared + 16:
+                break
+        st, got = srv.request("POST", "/v1/query", {"fp": fp})
+        check(st == 200, "a small query is answered meanwhile (%d %r)" % (st, got))
+        st, got = srv.request("GET", "/healthz")
+        check(st == 200, "healthz is answered meanwhile")
+        for s in holders:
+            s.close()
+        holders = []
+        for _ in range(2000):
+            if held() == 0:
+                break
+        check(held() == 0, "the memory is given back: %d bytes held" % held())
+        st, got = srv.request("POST", "/v1/query", raw=big,
+                              headers={"Content-Type": "application/json"})
+        check(st == 200, "the big body once the holders are gone: %d %r" % (st, str(got)[:200]))
+    finally:
+        for s in holders:
+            s.close()
+        check(srv.stop() == 0, "SIGTERM exits 0")
 
 
 def test_read_only_follows_store():
@@ -1014,10 +1155,12 @@ def test_access_log_escapes():
 
 
 def test_serve_options():
-    """Defect 13: --memtable has a meaningful minimum, and --help says it."""
+    """Defect 13 and the new options: --memtable has a meaningful minimum,
+    every option is a usage error when malformed, --help documents each."""
     store = sample_store()
     for args, word in ((["--memtable", "512K"], "at least 1M"),
-                       (["--memtable", "64K"], "at least 1M")):
+                       (["--memtable", "64K"], "at least 1M"),
+                       (["--request-memory", "1M"], "--request-memory")):
         # A bad --listen too, checked after the options: no server starts,
         # whatever serve accepts.
         p = run("serve", store, *args, "--listen", "no-port", ok=False)
@@ -1025,12 +1168,12 @@ def test_serve_options():
               "serve %s: usage error naming %r (%d %r)" % (" ".join(args), word, p.returncode,
                                                           p.stderr))
     help_text = run("serve", "--help").stdout
-    for option in ("--memtable", "at least 1M"):
+    for option in ("--memtable", "at least 1M", "--request-memory", "--max-body"):
         check(option in help_text, "serve --help documents %s" % option)
-    srv = Server(store, "--memtable", "1M")
+    srv = Server(store, "--memtable", "1M", "--request-memory", "100M")
     try:
         st, got = srv.request("GET", "/healthz")
-        check(st == 200, "a server with the smallest --memtable answers")
+        check(st == 200, "a server with every new option set answers")
     finally:
         check(srv.stop() == 0, "SIGTERM exits 0")
 
@@ -1038,8 +1181,9 @@ def test_serve_options():
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
-         test_ipv6_listen, test_read_only_follows_store, test_document_ids, test_batch_check_status,
-         test_disk_full, test_access_log_escapes, test_serve_options]
+         test_ipv6_listen, test_memory_bounded, test_request_memory, test_read_only_follows_store,
+         test_document_ids, test_batch_check_status, test_disk_full, test_access_log_escapes,
+         test_serve_options]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
