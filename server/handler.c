@@ -31,6 +31,7 @@ typedef struct serve_metrics {
     uint64_t latency_le[SERVE_ROUTE_COUNT][LATENCY_BUCKETS]; /* cumulative at print */
     uint64_t latency_count[SERVE_ROUTE_COUNT];
     double latency_sum[SERVE_ROUTE_COUNT];
+    uint64_t closed[SERVE_CLOSE_REASONS];
 } serve_metrics;
 
 static const char *const route_names[SERVE_ROUTE_COUNT] = {
@@ -1446,6 +1447,13 @@ static void route_metrics(serve_server *srv, const store_gen *g, reply *r)
                   route_names[rt], (unsigned long long)mt->latency_count[rt], route_names[rt],
                   mt->latency_sum[rt], route_names[rt], (unsigned long long)mt->latency_count[rt]);
     }
+    static const char *const close_reasons[SERVE_CLOSE_REASONS] = {"deadline", "room"};
+    tb_printf(&b, "# HELP simstore_http_connections_closed_total Connections the server closed "
+                  "before their request was answered: past their deadline, or to make room for "
+                  "new clients.\n# TYPE simstore_http_connections_closed_total counter\n");
+    for (unsigned i = 0; i < SERVE_CLOSE_REASONS; i++)
+        tb_printf(&b, "simstore_http_connections_closed_total{reason=\"%s\"} %llu\n",
+                  close_reasons[i], (unsigned long long)mt->closed[i]);
     pthread_mutex_unlock(&mt->lock);
     simstore_stats st;
     tb_printf(&b,
@@ -1498,6 +1506,15 @@ static void route_metrics(serve_server *srv, const store_gen *g, reply *r)
     r->status = 200;
     r->text = b.p;
     r->text_len = b.len;
+}
+
+void serve_record_closed(serve_server *srv, serve_close_reason why)
+{
+    if (why >= SERVE_CLOSE_REASONS)
+        return;
+    pthread_mutex_lock(&srv->metrics.lock);
+    srv->metrics.closed[why]++;
+    pthread_mutex_unlock(&srv->metrics.lock);
 }
 
 void serve_record(serve_server *srv, serve_route route, unsigned status, double seconds)

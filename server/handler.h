@@ -125,4 +125,14 @@ void serve_response_free(serve_response *r);
 /* Count a finished request for /metrics: its route, status and latency. */
 void serve_record(serve_server *srv, serve_route route, unsigned status, double seconds);
 
+/* Why the network layer closed a connection before answering it. */
+typedef enum serve_close_reason {
+    SERVE_CLOSED_DEADLINE, /* its request, or the taking of its answer, outlasted the deadline */
+    SERVE_CLOSED_ROOM,     /* idle or unfinished, closed to make room for new clients */
+    SERVE_CLOSE_REASONS
+} serve_close_reason;
+
+/* Count such a closing for /metrics. */
+void serve_record_closed(serve_server *srv, serve_close_reason why);
+
 #endif

@@ -1,7 +1,7 @@
 /* serve.c: the simstore serve command: options, libmicrohttpd around the
- * request handler (handler.c), the memory of request bodies, the access
- * log, and the signals (SIGTERM drains and flushes, SIGHUP reopens the
- * log). */
+ * request handler (handler.c), the connections' deadlines and room for new
+ * clients, the memory of request bodies, the access log, and the signals
+ * (SIGTERM drains and flushes, SIGHUP reopens the log). */
 #include "cli.h"
 #include "handler.h"
 
@@ -13,21 +13,32 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define CMD "serve"
 #define DEFAULT_LISTEN "127.0.0.1:8077"
 #define DEFAULT_TIMEOUT_SECONDS 30u
-#define MAX_CONNECTIONS 1024u
+#define DEFAULT_REQUEST_TIMEOUT_SECONDS 30u
+#define DEFAULT_MAX_CONNECTIONS 1024u
+#define DEFAULT_MAX_CONNECTIONS_PER_IP 128u
 /* The default --request-memory, unless three times --max-body is more. */
 #define DEFAULT_REQUEST_MEMORY_BYTES ((size_t)256 << 20)
 /* The smallest --memtable: an empty in-memory table counts about 100 KiB,
  * so tables much smaller would flush after every change or two. */
 #define MIN_MEMTABLE_BYTES (1u << 20)
+/* A request's deadline grows by a second for each this many bytes of its
+ * body (a client sending 16 MiB at 64 KiB/s still makes it). */
+#define BODY_BYTES_PER_SECOND (64u << 10)
+/* File descriptors kept for the store, its log and its flushes besides
+ * the connections. */
+#define SPARE_FDS 256u
 /* After a request whose body took this much, malloc's free memory goes
  * back to the system. */
 #define TRIM_AFTER_BODY_BYTES ((size_t)1 << 20)
@@ -42,6 +53,8 @@
 /* How often the main thread looks whether a flush happened since and, if
  * so, lets the store's policy compact it: soon after each flush. */
 #define COMPACT_CHECK_MS 200
+/* How often the connections are looked at for their deadlines. */
+#define SWEEP_MS 100
 /* Threads answering writes (writers_start below): they spend their time
  * waiting for the log's fsync, so more of them than cores; writes waiting
  * at once share one fsync. */
@@ -84,6 +97,16 @@ static void usage(FILE *out)
                  "                           256M, or 3 x --max-body + 1M if more; at least\n"
                  "                           that): 503 and Retry-After past it\n"
                  "      --timeout SECONDS    close connections idle this long (default 30)\n"
+                 "      --request-timeout SECONDS  a client has this long to send a request's\n"
+                 "                           head and body, a second more for every 64 KiB of\n"
+                 "                           body, and as long to take its answer; closed past\n"
+                 "                           it, even while it trickles bytes (default 30)\n"
+                 "      --max-connections N  connections at once (default 1024, fewer if the\n"
+                 "                           open-file limit leaves no room); once 7/8 of them\n"
+                 "                           are open, those waiting longest for a request are\n"
+                 "                           closed, so that new clients find room\n"
+                 "      --max-connections-per-ip N  connections at once from one client address\n"
+                 "                           (default 128; 0: no limit); more are refused\n"
                  "      --huge-pages         bring the store's files into the page cache in\n"
                  "                           2 MiB pages as they are first read (for a store\n"
                  "                           kept in RAM: queries then map it 2 MiB at a time)\n"
@@ -161,6 +184,143 @@ static const char *log_escape(const char *s, size_t len, char *buf, size_t size)
     return buf;
 }
 
+/* ---- Connections: deadlines, and room for new clients ------------------------
+ * libmicrohttpd closes a connection idle for --timeout, but one that sends
+ * a header line every few seconds is never idle, and 1,024 of them would
+ * hold every connection the server takes. So every connection is in a
+ * table with what it waits for and since when. A thread of its own closes
+ * (shutdown(); libmicrohttpd then sees the end and closes it) those past
+ * their deadline and, when the table is nearly full, those that have
+ * waited longest for a request, so that new clients always find room. A
+ * connection is removed from the table before libmicrohttpd closes its
+ * socket (NOTIFY_CLOSED), under the table's lock: a shutdown() under the
+ * lock never hits a socket number reused by another connection. */
+
+typedef enum conn_phase {
+    CONN_WAITING,   /* for a request's first line, since the start or the last answer */
+    CONN_RECEIVING, /* for the rest of the request, its head and body */
+    CONN_WORKING,   /* answering it: no deadline */
+    CONN_SENDING    /* for the client to take the answer */
+} conn_phase;
+
+typedef struct conn {
+    int fd;
+    conn_phase phase;
+    struct timespec since;
+    size_t body_bytes; /* received of the request's body */
+    int closing;       /* shut down: libmicrohttpd will close it */
+    struct conn *prev, *next;
+} conn;
+
+typedef struct conn_table {
+    pthread_mutex_t lock;
+    conn *head;
+    unsigned open;    /* connections not closing */
+    unsigned room_at; /* past this many open, the longest waiting are closed */
+    double idle_seconds, request_seconds;
+    pthread_t sweeper;
+    int sweeper_started, stopping;
+    pthread_cond_t stop;
+} conn_table;
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_set_phase(conn_table *t, struct MHD_Connection *c, conn_phase phase)
+{
+    conn *cn = conn_of(c);
+    if (!cn)
+        return;
+    pthread_mutex_lock(&t->lock);
+    cn->phase = phase;
+    clock_gettime(CLOCK_MONOTONIC, &cn->since);
+    cn->body_bytes = 0;
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void conn_received(conn_table *t, struct MHD_Connection *c, size_t bytes)
+{
+    conn *cn = conn_of(c);
+    if (!cn)
+        return;
+    pthread_mutex_lock(&t->lock);
+    cn->body_bytes += bytes;
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* Under t's lock. */
+static void conn_close(conn_table *t, conn *cn)
+{
+    if (cn->fd >= 0)
+        shutdown(cn->fd, SHUT_RDWR);
+    cn->closing = 1;
+    t->open--;
+}
+
+/* How long cn may stay in its phase; < 0: as long as it takes. */
+static double conn_allowance(const conn_table *t, const conn *cn)
+{
+    switch (cn->phase) {
+    case CONN_WAITING: return t->idle_seconds + t->request_seconds;
+    case CONN_RECEIVING: return t->request_seconds + (double)cn->body_bytes / BODY_BYTES_PER_SECOND;
+    case CONN_SENDING: return t->request_seconds;
+    default: return -1;
+    }
+}
+
+static int older_first(const void *a, const void *b)
+{
+    const conn *x = *(conn *const *)a, *y = *(conn *const *)b;
+    if (x->since.tv_sec != y->since.tv_sec)
+        return x->since.tv_sec < y->since.tv_sec ? -1 : 1;
+    return x->since.tv_nsec < y->since.tv_nsec ? -1 : x->since.tv_nsec > y->since.tv_nsec;
+}
+
+/* Close what is past its deadline and, above room_at, what has waited
+ * longest for a request. */
+static void conns_sweep(conn_table *t, serve_server *srv)
+{
+    struct timespec now;
+    unsigned late = 0, made_room = 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&t->lock);
+    for (conn *cn = t->head; cn; cn = cn->next) {
+        double allowed = conn_allowance(t, cn);
+        if (!cn->closing && allowed >= 0 && seconds_between(&cn->since, &now) > allowed) {
+            conn_close(t, cn);
+            late++;
+        }
+    }
+    if (t->open > t->room_at) {
+        conn **waiting = malloc(t->open * sizeof *waiting);
+        size_t n = 0;
+        for (conn *cn = t->head; waiting && cn; cn = cn->next)
+            if (!cn->closing && (cn->phase == CONN_WAITING || cn->phase == CONN_RECEIVING))
+                waiting[n++] = cn;
+        if (waiting)
+            qsort(waiting, n, sizeof *waiting, older_first);
+        for (size_t i = 0; i < n && t->open > t->room_at; i++) {
+            conn_close(t, waiting[i]);
+            made_room++;
+        }
+        free(waiting);
+    }
+    pthread_mutex_unlock(&t->lock);
+    while (late--)
+        serve_record_closed(srv, SERVE_CLOSED_DEADLINE);
+    while (made_room--)
+        serve_record_closed(srv, SERVE_CLOSED_ROOM);
+}
+
 /* ---- Requests ----------------------------------------------------------- */
 
 typedef struct request_state request_state;
@@ -169,6 +329,7 @@ typedef struct server_state {
     serve_server *srv;
     size_t max_body_bytes;
     atomic_uint in_flight;
+    conn_table conns;
     /* Writes waiting for a writer thread (a FIFO), and the writers. */
     pthread_mutex_t write_lock;
     pthread_cond_t write_ready;
@@ -177,6 +338,72 @@ typedef struct server_state {
     pthread_t writers[WRITER_THREADS];
     unsigned writer_count;
 } server_state;
+
+static void *sweeper_main(void *arg)
+{
+    server_state *st = arg;
+    conn_table *t = &st->conns;
+    pthread_mutex_lock(&t->lock);
+    while (!t->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SWEEP_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&t->stop, &t->lock, &until);
+        if (t->stopping)
+            break;
+        pthread_mutex_unlock(&t->lock);
+        conns_sweep(t, st->srv);
+        pthread_mutex_lock(&t->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    server_state *st = cls;
+    conn_table *t = &st->conns;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* Out of memory: the connection goes without a deadline. */
+        conn *cn = calloc(1, sizeof *cn);
+        if (!cn)
+            return;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        cn->fd = ci ? ci->connect_fd : -1;
+        cn->phase = CONN_WAITING;
+        clock_gettime(CLOCK_MONOTONIC, &cn->since);
+        pthread_mutex_lock(&t->lock);
+        cn->next = t->head;
+        if (t->head)
+            t->head->prev = cn;
+        t->head = cn;
+        t->open++;
+        pthread_mutex_unlock(&t->lock);
+        *socket_context = cn;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn *cn = *socket_context;
+        if (!cn)
+            return;
+        pthread_mutex_lock(&t->lock);
+        if (cn->prev)
+            cn->prev->next = cn->next;
+        else
+            t->head = cn->next;
+        if (cn->next)
+            cn->next->prev = cn->prev;
+        if (!cn->closing)
+            t->open--;
+        pthread_mutex_unlock(&t->lock);
+        free(cn);
+        *socket_context = NULL;
+    }
+}
 
 /* One request on a connection, from its URI to its completion. */
 struct request_state {
@@ -202,13 +429,13 @@ static double seconds_since(const struct timespec *t0)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+    return seconds_between(t0, &t);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     server_state *st = cls;
-    (void)c;
+    conn_set_phase(&st->conns, c, CONN_RECEIVING);
     request_state *rs = calloc(1, sizeof *rs);
     if (!rs)
         return NULL;
@@ -259,8 +486,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     server_state *st = cls;
     request_state *rs = *con_cls;
-    (void)c;
     (void)why;
+    conn_set_phase(&st->conns, c, CONN_WAITING);
     if (!rs)
         return;
     if (rs->answered)
@@ -309,6 +536,7 @@ static enum MHD_Result respond(server_state *st, struct MHD_Connection *c, const
                                request_state *rs, serve_response *resp)
 {
     double seconds = seconds_since(&rs->start);
+    conn_set_phase(&st->conns, c, CONN_SENDING);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -458,6 +686,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        conn_received(&st->conns, c, n);
         if (rs->too_large || rs->no_memory)
             return MHD_YES; /* read and dropped */
         if (rs->body_len + n > st->max_body_bytes) {
@@ -492,6 +721,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         serve_busy(st->srv, &resp);
         return respond(st, c, method, rs, &resp);
     }
+    conn_set_phase(&st->conns, c, CONN_WORKING);
     char *q = strchr(rs->uri, '?');
     serve_request req = {
         .method = method,
@@ -617,6 +847,85 @@ static void print_notice(void *ctx, const char *line)
     fprintf(stderr, "simstore " CMD ": %s\n", line);
 }
 
+/* libmicrohttpd's messages on stderr, at most MHD_LINES_PER_SECOND a
+ * second: a flood of refused connections would otherwise write a line
+ * each. */
+#define MHD_LINES_PER_SECOND 5
+static void mhd_log(void *ctx, const char *fmt, va_list ap)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static time_t second;
+    static unsigned lines, dropped;
+    (void)ctx;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t len = strlen(line);
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = '\0';
+    time_t now = time(NULL);
+    pthread_mutex_lock(&lock);
+    if (now != second) {
+        if (dropped)
+            fprintf(stderr, "simstore " CMD ": libmicrohttpd: %u more messages not shown\n",
+                    dropped);
+        second = now;
+        lines = dropped = 0;
+    }
+    if (lines++ < MHD_LINES_PER_SECOND)
+        fprintf(stderr, "simstore " CMD ": libmicrohttpd: %s\n", line);
+    else
+        dropped++;
+    pthread_mutex_unlock(&lock);
+}
+
+/* The connections the open-file limit leaves room for, wanting `want`: the
+ * soft limit is raised to the hard one first (as a server would be started
+ * with `ulimit -n` raised), and SPARE_FDS kept for the store's files. */
+static unsigned fit_connections(unsigned want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)want + SPARE_FDS)
+        return want;
+    unsigned fit = rl.rlim_cur > 2 * SPARE_FDS ? (unsigned)(rl.rlim_cur - SPARE_FDS)
+                                               : (unsigned)(rl.rlim_cur / 2);
+    if (fit == 0)
+        fit = 1;
+    cli_warn(CMD,
+             "the open-file limit (%llu) leaves room for %u connections, not %u; raise it "
+             "(ulimit -n, LimitNOFILE=) to take more",
+             (unsigned long long)rl.rlim_cur, fit, want);
+    return fit;
+}
+
+static int sweeper_start(server_state *st)
+{
+    conn_table *t = &st->conns;
+    if (pthread_create(&t->sweeper, NULL, sweeper_main, st) != 0)
+        return -1;
+    t->sweeper_started = 1;
+    return 0;
+}
+
+static void sweeper_stop(server_state *st)
+{
+    conn_table *t = &st->conns;
+    if (!t->sweeper_started)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->stopping = 1;
+    pthread_cond_signal(&t->stop);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->sweeper, NULL);
+    t->sweeper_started = 0;
+}
+
 enum {
     OPT_LISTEN = 1,
     OPT_THREADS,
@@ -628,6 +937,9 @@ enum {
     OPT_MAX_BATCH,
     OPT_REQUEST_MEMORY,
     OPT_TIMEOUT,
+    OPT_REQUEST_TIMEOUT,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_CONNECTIONS_PER_IP,
     OPT_HUGE_PAGES
 };
 
@@ -644,13 +956,18 @@ int cmd_serve(int argc, char **argv)
         {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
         {"request-memory", required_argument, NULL, OPT_REQUEST_MEMORY},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
         {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     serve_options so;
     serve_options_init(&so);
     const char *listen = DEFAULT_LISTEN, *token_file = NULL;
-    unsigned threads = 0, timeout = DEFAULT_TIMEOUT_SECONDS;
+    unsigned threads = 0, timeout = DEFAULT_TIMEOUT_SECONDS,
+             request_timeout = DEFAULT_REQUEST_TIMEOUT_SECONDS,
+             max_connections = DEFAULT_MAX_CONNECTIONS, max_per_ip = DEFAULT_MAX_CONNECTIONS_PER_IP;
     const char *request_memory_arg = NULL;
     unsigned long long v;
     int c;
@@ -695,6 +1012,26 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage_error(CMD, "--timeout takes 1 to 86400 seconds, not '%s'", optarg);
             timeout = (unsigned)v;
             break;
+        case OPT_REQUEST_TIMEOUT:
+            if (cli_parse_uint(optarg, 1, 86400, &v))
+                return cli_usage_error(CMD, "--request-timeout takes 1 to 86400 seconds, not '%s'",
+                                       optarg);
+            request_timeout = (unsigned)v;
+            break;
+        case OPT_MAX_CONNECTIONS:
+            if (cli_parse_uint(optarg, 2, 1000000, &v))
+                return cli_usage_error(CMD, "--max-connections takes 2 to 1000000, not '%s'",
+                                       optarg);
+            max_connections = (unsigned)v;
+            break;
+        case OPT_MAX_CONNECTIONS_PER_IP:
+            if (cli_parse_uint(optarg, 0, 1000000, &v))
+                return cli_usage_error(CMD,
+                                       "--max-connections-per-ip takes 0 (no limit) to 1000000, "
+                                       "not '%s'",
+                                       optarg);
+            max_per_ip = (unsigned)v;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
@@ -737,6 +1074,7 @@ int cmd_serve(int argc, char **argv)
         free(token);
         return cli_error(CMD, "%s: %s", log_path, strerror(err));
     }
+    max_connections = fit_connections(max_connections);
     mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD_BYTES);
     mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD_BYTES);
 
@@ -754,6 +1092,13 @@ int cmd_serve(int argc, char **argv)
     struct MHD_Daemon *d = NULL;
     server_state st = {0};
     st.max_body_bytes = so.max_body_bytes;
+    conn_table *conns = &st.conns;
+    pthread_mutex_init(&conns->lock, NULL);
+    pthread_cond_init(&conns->stop, NULL);
+    conns->idle_seconds = timeout;
+    conns->request_seconds = request_timeout;
+    /* An eighth of the connections is room kept for new clients. */
+    conns->room_at = max_connections - (max_connections / 8 ? max_connections / 8 : 1);
     int rc = serve_server_open(path, &so, &st.srv);
     free(token);
     so.token = NULL;
@@ -761,17 +1106,20 @@ int cmd_serve(int argc, char **argv)
         status = cli_api_error(CMD, rc, "%s", path);
         goto done;
     }
-    if (writers_start(&st) != 0) {
-        status = cli_error(CMD, "cannot start the writer threads");
+    if (writers_start(&st) != 0 || sweeper_start(&st) != 0) {
+        status = cli_error(CMD, "cannot start the server's threads");
         goto done;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | la.mhd_flags;
-    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_SOCK_ADDR, &la.u.sa,
-                         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
-                         MAX_CONNECTIONS, MHD_OPTION_URI_LOG_CALLBACK, on_uri, &st,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &st, MHD_OPTION_END);
+    /* The logger first: libmicrohttpd's own would print what comes before. */
+    d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, &la.u.sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, max_per_ip, MHD_OPTION_URI_LOG_CALLBACK, on_uri, &st,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &st, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        &st, MHD_OPTION_END);
     if (!d) {
         status = cli_error(CMD, "cannot listen on %s: %s", listen, strerror(errno));
         goto done;
@@ -825,12 +1173,15 @@ int cmd_serve(int argc, char **argv)
 done:
     if (d)
         MHD_stop_daemon(d);
+    sweeper_stop(&st);
     if (st.writer_count)
         writers_stop(&st);
     if (st.writers_initialized) {
         pthread_cond_destroy(&st.write_ready);
         pthread_mutex_destroy(&st.write_lock);
     }
+    pthread_cond_destroy(&conns->stop);
+    pthread_mutex_destroy(&conns->lock);
     serve_server_close(st.srv);
     pthread_mutex_lock(&log_lock);
     if (log_file && log_file != stderr)

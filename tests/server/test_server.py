@@ -794,6 +794,7 @@ def test_beyond_store_k():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+
 # ---- Issue 34: no acknowledged write lost, no request that takes the server down
 
 
@@ -958,6 +959,200 @@ def test_request_memory():
         check(st == 200, "the big body once the holders are gone: %d %r" % (st, str(got)[:200]))
     finally:
         for s in holders:
+            s.close()
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def raise_fd_limit(need):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        return "the open-file limit's hard value is %d, below the %d this test needs" % (hard,
+                                                                                        need)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return None
+
+
+def test_slow_clients():
+    """Defect 5: 1,024 connections that send a header line every few
+    seconds and never finish their request (from 16 loopback addresses, 64
+    each: within the per-address limit), reconnecting whenever the server
+    closes one, do not lock a normal client out: it is answered within a
+    second each time."""
+    import socket
+    import statistics
+    import time
+    why = raise_fd_limit(1024 + 256)
+    if why:
+        print("SKIP test_slow_clients: %s" % why, flush=True)
+        return
+    store = sample_store()
+    srv = Server(store)  # the defaults: 1024 connections, 128 per address
+    slow = [None] * 1024
+
+    def connect(i):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % (2 + i % 16), 0))
+        s.settimeout(10)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        return s
+
+    latencies, failures, reconnects = [], [], 0
+    try:
+        for i in range(len(slow)):
+            try:
+                slow[i] = connect(i)
+            except OSError:
+                pass
+        start = time.monotonic()
+        while time.monotonic() - start < 16:
+            for i, s in enumerate(slow):
+                try:
+                    if s is None:
+                        raise OSError("closed")
+                    s.sendall(b"X-Slow: still here\r\n")
+                except OSError:
+                    reconnects += 1
+                    if s is not None:
+                        s.close()
+                    try:
+                        slow[i] = connect(i)
+                    except OSError:
+                        slow[i] = None
+            t0 = time.monotonic()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+                conn.request("GET", "/healthz")
+                resp = conn.getresponse()
+                resp.read()
+                conn.close()
+                if resp.status != 200:
+                    failures.append(resp.status)
+            except (OSError, http.client.HTTPException) as e:
+                failures.append(repr(e))
+            latencies.append(time.monotonic() - t0)
+            time.sleep(1)
+        held = sum(1 for s in slow if s is not None)
+        print("probes: %d, median %.3f s, slowest %.3f s; %d slow connections held at the end, "
+              "%d reconnects" % (len(latencies), statistics.median(latencies), max(latencies),
+                                 held, reconnects), flush=True)
+        check(not failures, "every probe answered 200 while the slow connections are held: %r"
+              % failures[:3])
+        check(statistics.median(latencies) < 1.0 and max(latencies) < 5.0,
+              "probes answered within a second (median %.3f s, slowest %.3f s)"
+              % (statistics.median(latencies), max(latencies)))
+        st, text = srv.request("GET", "/metrics")
+        check(st == 200 and 'simstore_http_connections_closed_total{reason="room"}' in text,
+              "metrics count the connections closed to make room")
+    finally:
+        for s in slow:
+            if s is not None:
+                s.close()
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def closed_by_server(s, seconds):
+    """Whether the server closes socket s within the given seconds (the
+    socket then reads the end, or a reset)."""
+    import select
+    import time
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        r, _, _ = select.select([s], [], [], 0.5)
+        if r:
+            try:
+                if s.recv(65536) == b"":
+                    return True
+            except OSError:
+                return True
+    return False
+
+
+def closed_among(socks, seconds):
+    """The sockets of socks the server closes within the given seconds."""
+    import select
+    import time
+    closed, end = set(), time.monotonic() + seconds
+    while time.monotonic() < end and len(closed) < len(socks):
+        r, _, _ = select.select([s for s in socks if s not in closed], [], [], 0.2)
+        for s in r:
+            try:
+                if s.recv(65536) == b"":
+                    closed.add(s)
+            except OSError:
+                closed.add(s)
+    return closed
+
+
+def test_request_deadline():
+    """Defect 5: a request's head and body must arrive within
+    --request-timeout even while the client keeps sending bytes; one
+    client address takes at most --max-connections-per-ip connections."""
+    import socket
+    import time
+    store = sample_store()
+    srv = Server(store, "--request-timeout", "2", "--max-connections-per-ip", "4")
+    socks = []
+    try:
+        # A head trickled a line at a time, a body trickled 10 bytes at a time.
+        head = socket.create_connection(("127.0.0.1", srv.port))
+        head.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        body = socket.create_connection(("127.0.0.1", srv.port))
+        body.sendall(b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100000\r\n\r\n{\"text\":\"")
+        socks += [head, body]
+        closed = {"head": None, "body": None}
+        start = time.monotonic()
+        while time.monotonic() - start < 60 and None in closed.values():
+            for name, s in (("head", head), ("body", body)):
+                if closed[name] is not None:
+                    continue
+                try:
+                    s.sendall(b"X-Slow: a\r\n" if name == "head" else b"xxxxxxxxxx")
+                except OSError:
+                    closed[name] = time.monotonic() - start
+                    continue
+                if closed_by_server(s, 0.3):
+                    closed[name] = time.monotonic() - start
+        print("closed after: %r" % closed, flush=True)
+        check(closed["head"] is not None, "a trickled request head is closed at its deadline")
+        check(closed["body"] is not None, "a trickled request body is closed at its deadline")
+        st, text = srv.request("GET", "/metrics")
+        check('simstore_http_connections_closed_total{reason="deadline"} 2' in text,
+              "metrics count the two closed at their deadline")
+        st, _ = srv.request("GET", "/healthz")
+        check(st == 200, "a normal request is answered")
+        # Per address: 4 connections from 127.0.0.3 are taken, 6 more refused.
+        mine = []
+        for _ in range(10):
+            s = socket.socket()
+            s.bind(("127.0.0.3", 0))
+            s.connect(("127.0.0.1", srv.port))
+            mine.append(s)
+            socks.append(s)
+        refused = closed_among(mine, 3)
+        check(len(refused) == 6, "10 connections from one address: %d refused, 6 expected"
+              % len(refused))
+        st, _ = raw_request(srv.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close"
+                            b"\r\n\r\n", source="127.0.0.2")
+        check(st == 200, "another address is answered meanwhile (%d)" % st)
+        for s in mine:
+            s.close()
+        st = 0
+        for _ in range(100):
+            try:
+                st, _ = raw_request(srv.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                                    b"Connection: close\r\n\r\n", source="127.0.0.3")
+            except OSError:
+                st = 0
+            if st == 200:
+                break
+            time.sleep(0.1)
+        check(st == 200, "the address is answered again once its connections close")
+    finally:
+        for s in socks:
             s.close()
         check(srv.stop() == 0, "SIGTERM exits 0")
 
@@ -1160,7 +1355,10 @@ def test_serve_options():
     store = sample_store()
     for args, word in ((["--memtable", "512K"], "at least 1M"),
                        (["--memtable", "64K"], "at least 1M"),
-                       (["--request-memory", "1M"], "--request-memory")):
+                       (["--request-memory", "1M"], "--request-memory"),
+                       (["--request-timeout", "0"], "--request-timeout"),
+                       (["--max-connections", "1"], "--max-connections"),
+                       (["--max-connections-per-ip", "x"], "--max-connections-per-ip")):
         # A bad --listen too, checked after the options: no server starts,
         # whatever serve accepts.
         p = run("serve", store, *args, "--listen", "no-port", ok=False)
@@ -1168,9 +1366,11 @@ def test_serve_options():
               "serve %s: usage error naming %r (%d %r)" % (" ".join(args), word, p.returncode,
                                                           p.stderr))
     help_text = run("serve", "--help").stdout
-    for option in ("--memtable", "at least 1M", "--request-memory", "--max-body"):
+    for option in ("--memtable", "at least 1M", "--request-memory", "--request-timeout",
+                   "--max-connections", "--max-connections-per-ip", "--max-body"):
         check(option in help_text, "serve --help documents %s" % option)
-    srv = Server(store, "--memtable", "1M", "--request-memory", "100M")
+    srv = Server(store, "--memtable", "1M", "--request-timeout", "5", "--max-connections", "64",
+                 "--max-connections-per-ip", "0", "--request-memory", "100M")
     try:
         st, got = srv.request("GET", "/healthz")
         check(st == 200, "a server with every new option set answers")
@@ -1181,9 +1381,9 @@ def test_serve_options():
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
-         test_ipv6_listen, test_memory_bounded, test_request_memory, test_read_only_follows_store,
-         test_document_ids, test_batch_check_status, test_disk_full, test_access_log_escapes,
-         test_serve_options]
+         test_ipv6_listen, test_memory_bounded, test_request_memory, test_slow_clients,
+         test_request_deadline, test_read_only_follows_store, test_document_ids,
+         test_batch_check_status, test_disk_full, test_access_log_escapes, test_serve_options]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]
