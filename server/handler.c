@@ -1,18 +1,21 @@
 /* handler.c: the server's routes over the public API: parsing and checking
  * requests (JSON through jansson), answering them from a live or read-only
- * store, the metrics /metrics prints. No sockets here: see http.c. */
+ * store, the metrics /metrics prints. No sockets here: see serve.c. */
 #include "handler.h"
 
 #include "cli.h"
+#include "reqjson.h"
 #include "statsjson.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- Metrics ------------------------------------------------------------ */
 
@@ -28,6 +31,7 @@ typedef struct serve_metrics {
     uint64_t latency_le[SERVE_ROUTE_COUNT][LATENCY_BUCKETS]; /* cumulative at print */
     uint64_t latency_count[SERVE_ROUTE_COUNT];
     double latency_sum[SERVE_ROUTE_COUNT];
+    uint64_t closed[SERVE_CLOSE_REASONS];
 } serve_metrics;
 
 static const char *const route_names[SERVE_ROUTE_COUNT] = {
@@ -39,11 +43,14 @@ const char *serve_route_name(serve_route route)
     return route < SERVE_ROUTE_COUNT ? route_names[route] : "other";
 }
 
-/* ---- The server and its per-thread query contexts ------------------------ */
+/* ---- The server, its stores and its per-thread query contexts ------------ */
+
+typedef struct store_gen store_gen;
 
 /* What one request needs for itself: query objects are for one thread at a
  * time, and so is a fingerprinter. Taken from a free list, given back. */
 typedef struct worker {
+    store_gen *gen;          /* the store it queries */
     simstore_live_query *lq; /* live stores */
     simstore_query *q;       /* read-only stores */
     simstore_fingerprinter *fpr;
@@ -51,18 +58,34 @@ typedef struct worker {
     struct worker *next;
 } worker;
 
-struct serve_server {
-    serve_options o;
-    simstore_live *live; /* NULL when read-only */
-    simstore *store;     /* live's store, or the read-only store we own */
+/* One opening of the store: a live server has one for its life; a
+ * read-only one opens another when the path comes to name another store
+ * (build --replace, compact's shrink) and frees the old one once the last
+ * request using it is answered. */
+struct store_gen {
+    simstore *store; /* the live store's, or a read-only store this owns */
     simstore_stats opened;
     size_t sketch_bytes;
+    worker *idle;  /* under the server's lock */
+    unsigned refs; /* under the server's lock: requests using it, + 1 while current */
+};
+
+struct serve_server {
+    serve_options o;
+    char *path;
+    simstore_live *live; /* NULL when read-only */
     pthread_mutex_t lock;
-    worker *idle;
+    store_gen *gen; /* the current one, under lock */
+    /* A read-only store's reopening: one thread at a time; after a failed
+     * one, the next waits a second (the old store answers meanwhile). */
+    pthread_mutex_t reopen_lock;
+    struct timespec reopen_failed_at;
+    int reopen_failing;
+    reqjson_budget memory; /* bodies and parsed JSON in flight */
     serve_metrics metrics;
 };
 
-static int worker_take(serve_server *srv, worker **out);
+static int worker_take(serve_server *srv, store_gen *g, worker **out);
 static void worker_give_back(serve_server *srv, worker *w);
 
 void serve_options_init(serve_options *o)
@@ -70,6 +93,162 @@ void serve_options_init(serve_options *o)
     memset(o, 0, sizeof *o);
     o->max_body_bytes = SERVE_DEFAULT_MAX_BODY_BYTES;
     o->max_batch = SERVE_DEFAULT_MAX_BATCH;
+}
+
+static void notice(serve_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(serve_server *srv, const char *fmt, ...)
+{
+    if (!srv->o.notice)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    srv->o.notice(srv->o.notice_ctx, line);
+}
+
+static void worker_free(worker *w)
+{
+    if (!w)
+        return;
+    simstore_live_query_free(w->lq);
+    simstore_query_free(w->q);
+    simstore_fingerprinter_free(w->fpr);
+    free(w);
+}
+
+/* Free g's workers, and its store when read-only (a live store's is the
+ * live store's). */
+static void gen_free(serve_server *srv, store_gen *g)
+{
+    if (!g)
+        return;
+    while (g->idle) {
+        worker *w = g->idle;
+        g->idle = w->next;
+        worker_free(w);
+    }
+    if (!srv->live)
+        simstore_close(g->store);
+    free(g);
+}
+
+/* A generation of store (taken: closed on failure). */
+static int gen_new(serve_server *srv, simstore *store, store_gen **out)
+{
+    *out = NULL;
+    store_gen *g = calloc(1, sizeof *g);
+    if (!g) {
+        if (!srv->live)
+            simstore_close(store);
+        return SIMSTORE_ENOMEM;
+    }
+    g->store = store;
+    g->refs = 1;
+    int rc = simstore_get_stats(store, &g->opened);
+    if (rc != SIMSTORE_OK) {
+        gen_free(srv, g);
+        return rc;
+    }
+    simstore_text_options text;
+    simstore_get_text_options(store, &text);
+    g->sketch_bytes = simstore_sketch_bytes(text.sketch);
+    /* The CJK dictionary (friso, about 75 ms) loaded now, and one worker
+     * made, not at the first request (fingerprinters load the dictionary
+     * at their first Han text): that would stall the request and every one
+     * queued behind it on its thread. An error here is left for the
+     * requests to report, as they did before. */
+    if (text.cjk == SIMSTORE_CJK_FRISO)
+        (void)simstore_cjk_segmenter(NULL);
+    worker *w;
+    if (worker_take(srv, g, &w) == SIMSTORE_OK)
+        worker_give_back(srv, w);
+    *out = g;
+    return SIMSTORE_OK;
+}
+
+static store_gen *gen_current(serve_server *srv)
+{
+    pthread_mutex_lock(&srv->lock);
+    store_gen *g = srv->gen;
+    g->refs++;
+    pthread_mutex_unlock(&srv->lock);
+    return g;
+}
+
+static void gen_release(serve_server *srv, store_gen *g)
+{
+    pthread_mutex_lock(&srv->lock);
+    unsigned refs = --g->refs;
+    pthread_mutex_unlock(&srv->lock);
+    if (refs == 0)
+        gen_free(srv, g);
+}
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* The read-only store's path names another store than the current
+ * generation's: open it and make it current, as a new `simstore query`
+ * would; on failure keep the old one (a second before the next try). */
+static void gen_reopen(serve_server *srv)
+{
+    pthread_mutex_lock(&srv->reopen_lock);
+    store_gen *g = gen_current(srv);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (simstore_replaced(g->store) &&
+        (!srv->reopen_failing || seconds_between(&srv->reopen_failed_at, &now) >= 1.0)) {
+        simstore *s = NULL;
+        store_gen *fresh = NULL;
+        int rc = simstore_open(
+            srv->path, SIMSTORE_OPEN_READONLY | (srv->o.huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0),
+            &s);
+        if (rc == SIMSTORE_OK)
+            rc = gen_new(srv, s, &fresh);
+        if (rc == SIMSTORE_OK) {
+            pthread_mutex_lock(&srv->lock);
+            store_gen *old = srv->gen;
+            srv->gen = fresh;
+            pthread_mutex_unlock(&srv->lock);
+            gen_release(srv, old); /* no longer current */
+            srv->reopen_failing = 0;
+            notice(srv, "%s was replaced by another store (%llu %s, %llu %s); answering from it",
+                   srv->path, (unsigned long long)fresh->opened.documents,
+                   CLI_NOUN(fresh->opened.documents, "document"),
+                   (unsigned long long)fresh->opened.segments,
+                   CLI_NOUN(fresh->opened.segments, "segment"));
+        } else {
+            const char *detail = simstore_last_error();
+            if (!srv->reopen_failing)
+                notice(srv,
+                       "%s was replaced by another store, which cannot be opened: %s%s%s; "
+                       "answering from the store opened before until it can",
+                       srv->path, simstore_strerror(rc), detail && *detail ? ": " : "",
+                       detail && *detail ? detail : "");
+            srv->reopen_failing = 1;
+            srv->reopen_failed_at = now;
+        }
+    }
+    gen_release(srv, g);
+    pthread_mutex_unlock(&srv->reopen_lock);
+}
+
+/* The generation a request uses, held until gen_release(): a read-only
+ * server first looks whether the path names another store now (one stat;
+ * before every request, so that a request made after build --replace
+ * returned is answered from the new store). */
+static store_gen *gen_acquire(serve_server *srv)
+{
+    store_gen *g = gen_current(srv);
+    if (srv->live || !simstore_replaced(g->store))
+        return g;
+    gen_release(srv, g);
+    gen_reopen(srv);
+    return gen_current(srv);
 }
 
 int serve_server_open(const char *path, const serve_options *o, serve_server **out)
@@ -80,17 +259,19 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
         return SIMSTORE_ENOMEM;
     srv->o = *o;
     srv->o.token = NULL; /* the caller keeps its string; copied below */
-    if (o->token && !(srv->o.token = strdup(o->token))) {
-        free(srv);
+    srv->memory.limit = o->request_memory_bytes;
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_mutex_init(&srv->reopen_lock, NULL);
+    pthread_mutex_init(&srv->metrics.lock, NULL);
+    if ((o->token && !(srv->o.token = strdup(o->token))) || !(srv->path = strdup(path))) {
+        serve_server_close(srv);
         return SIMSTORE_ENOMEM;
     }
-    pthread_mutex_init(&srv->lock, NULL);
-    pthread_mutex_init(&srv->metrics.lock, NULL);
     int rc;
+    simstore *store = NULL;
     if (o->read_only) {
-        rc = simstore_open(path,
-                           SIMSTORE_OPEN_READONLY | (o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0),
-                           &srv->store);
+        rc = simstore_open(
+            path, SIMSTORE_OPEN_READONLY | (o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0), &store);
     } else {
         simstore_live_options lo;
         simstore_live_options_init(&lo);
@@ -100,27 +281,14 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
         lo.open_flags = o->huge_pages ? SIMSTORE_OPEN_HUGE_PAGES : 0;
         rc = simstore_live_open(path, &lo, &srv->live);
         if (rc == SIMSTORE_OK)
-            srv->store = simstore_live_store(srv->live);
+            store = simstore_live_store(srv->live);
     }
     if (rc == SIMSTORE_OK)
-        rc = simstore_get_stats(srv->store, &srv->opened);
+        rc = gen_new(srv, store, &srv->gen);
     if (rc != SIMSTORE_OK) {
         serve_server_close(srv);
         return rc;
     }
-    simstore_text_options text;
-    simstore_get_text_options(srv->store, &text);
-    srv->sketch_bytes = simstore_sketch_bytes(text.sketch);
-    /* The CJK dictionary (friso, about 75 ms) loaded now, and one worker
-     * made, not at the first request (fingerprinters load the dictionary
-     * at their first Han text): that would stall the request and every one
-     * queued behind it on its thread. An error here is left for the
-     * requests to report, as they did before. */
-    if (text.cjk == SIMSTORE_CJK_FRISO)
-        (void)simstore_cjk_segmenter(NULL);
-    worker *w;
-    if (worker_take(srv, &w) == SIMSTORE_OK)
-        worker_give_back(srv, w);
     *out = srv;
     return SIMSTORE_OK;
 }
@@ -144,41 +312,38 @@ uint64_t serve_server_flushes(serve_server *srv)
     return ls.flushes;
 }
 
-static void worker_free(worker *w)
-{
-    if (!w)
-        return;
-    simstore_live_query_free(w->lq);
-    simstore_query_free(w->q);
-    simstore_fingerprinter_free(w->fpr);
-    free(w);
-}
-
 void serve_server_close(serve_server *srv)
 {
     if (!srv)
         return;
-    while (srv->idle) {
-        worker *w = srv->idle;
-        srv->idle = w->next;
-        worker_free(w);
-    }
+    if (srv->gen)
+        gen_release(srv, srv->gen); /* no request runs: its last reference */
     if (srv->live)
         simstore_live_close(srv->live);
-    else
-        simstore_close(srv->store);
     pthread_mutex_destroy(&srv->lock);
+    pthread_mutex_destroy(&srv->reopen_lock);
     pthread_mutex_destroy(&srv->metrics.lock);
     free((char *)srv->o.token);
+    free(srv->path);
     free(srv);
 }
 
-static int worker_take(serve_server *srv, worker **out)
+int serve_memory_take(serve_server *srv, size_t bytes)
+{
+    return reqjson_budget_take(&srv->memory, bytes);
+}
+
+void serve_memory_give(serve_server *srv, size_t bytes)
+{
+    reqjson_budget_give(&srv->memory, bytes);
+}
+
+static int worker_take(serve_server *srv, store_gen *g, worker **out)
 {
     pthread_mutex_lock(&srv->lock);
-    worker *w = srv->idle;
+    worker *w = g->idle;
     if (w)
-        srv->idle = w->next;
+        g->idle = w->next;
     pthread_mutex_unlock(&srv->lock);
     if (w) {
         *out = w;
@@ -186,16 +351,17 @@ static int worker_take(serve_server *srv, worker **out)
     }
     if (!(w = calloc(1, sizeof *w)))
         return SIMSTORE_ENOMEM;
+    w->gen = g;
     int rc = srv->live ? simstore_live_query_new(srv->live, SIMSTORE_QUERY_WITH_META, &w->lq)
-                       : simstore_query_new(srv->store, SIMSTORE_QUERY_WITH_META, &w->q);
+                       : simstore_query_new(g->store, SIMSTORE_QUERY_WITH_META, &w->q);
     /* Texts are fingerprinted as the store's documents were: its text
      * options, its boilerplate set, its kind of sketch. */
     simstore_text_options text;
-    simstore_get_text_options(srv->store, &text);
+    simstore_get_text_options(g->store, &text);
     if (rc == SIMSTORE_OK)
         rc = simstore_fingerprinter_new(&text, &w->fpr);
     if (rc == SIMSTORE_OK)
-        rc = simstore_fingerprinter_set_boilerplate(w->fpr, simstore_get_boilerplate(srv->store));
+        rc = simstore_fingerprinter_set_boilerplate(w->fpr, simstore_get_boilerplate(g->store));
     if (rc != SIMSTORE_OK) {
         worker_free(w);
         return rc;
@@ -211,8 +377,8 @@ static void worker_give_back(serve_server *srv, worker *w)
     if (!w)
         return;
     pthread_mutex_lock(&srv->lock);
-    w->next = srv->idle;
-    srv->idle = w;
+    w->next = w->gen->idle;
+    w->gen->idle = w;
     pthread_mutex_unlock(&srv->lock);
 }
 
@@ -223,7 +389,29 @@ typedef struct reply {
     json_t *json; /* the body, or NULL with text */
     char *text;   /* a text body (metrics) */
     size_t text_len;
+    int retry_after;       /* a Retry-After header's seconds; 0: none */
+    size_t parse_reserved; /* taken from --request-memory for the body's JSON */
 } reply;
+
+/* j as text from malloc, with a newline after it when newline is set
+ * (json_dumps' text comes from jansson's allocator, which need not be
+ * malloc: the fuzz target counts what jansson holds); NULL when out of
+ * memory. */
+static char *dump_json(const json_t *j, size_t flags, int newline, size_t *len)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (!f)
+        return NULL;
+    int bad = json_dumpf(j, f, flags) != 0 || (newline && fputc('\n', f) == EOF);
+    if (fclose(f) != 0 || bad) {
+        free(text);
+        return NULL;
+    }
+    *len = n;
+    return text;
+}
 
 static void reply_error(reply *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -275,6 +463,24 @@ static void reply_api_error(reply *r, int rc, const char *what)
                 detail && *detail ? detail : "");
 }
 
+/* A write's library error: as reply_api_error(), but an I/O error is the
+ * live store's log or files failing (a full disk, say), which the client
+ * did not cause and which may pass: 503, with the library's message. */
+static void reply_write_error(reply *r, int rc, const char *what)
+{
+    reply_api_error(r, rc, what);
+    if (rc == SIMSTORE_EIO)
+        r->status = 503;
+}
+
+/* An id as an error message quotes it: control characters and bytes that
+ * are not UTF-8 as \xHH (cli_escape), at most 200 bytes of it. */
+#define MESSAGE_ID_BYTES (4 * 200 + 4)
+static const char *message_id(const char *id, size_t len, char *buf)
+{
+    return cli_escape(id, len, buf, MESSAGE_ID_BYTES);
+}
+
 /* A JSON string of s[0..n), bytes that are not UTF-8 as U+FFFD (stored ids
  * come from files and need not be UTF-8). */
 static json_t *json_text(const char *s, size_t n)
@@ -301,6 +507,12 @@ static json_t *json_text(const char *s, size_t n)
     j = json_stringn(buf, out);
     free(buf);
     return j;
+}
+
+/* The live store's failure message as a JSON string. */
+static json_t *live_failure(const simstore_live_stats *ls)
+{
+    return json_text(ls->failure, strnlen(ls->failure, sizeof ls->failure));
 }
 
 /* A document id as the CLI prints it: integer ids as numbers. */
@@ -390,10 +602,10 @@ static int parse_k_value(reply *r, long long v, unsigned *k)
 }
 
 /* "k" of a JSON body: absent means the store's k. */
-static int json_k(serve_server *srv, reply *r, const json_t *obj, unsigned *k)
+static int json_k(const worker *w, reply *r, const json_t *obj, unsigned *k)
 {
     json_t *j = json_object_get(obj, "k");
-    *k = srv->opened.k;
+    *k = w->gen->opened.k;
     if (!j)
         return 0;
     if (!json_is_integer(j)) {
@@ -486,8 +698,9 @@ static int hex_digit(char c)
 }
 
 /* Decode s[0..n) (%XX, and '+' as a space when plus) into out (n + 1
- * bytes); -1 on a bad escape or a NUL byte. */
-static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *out_len)
+ * bytes, NUL-terminated); -1 on a bad escape or, unless nul_ok, a NUL
+ * byte. */
+static int percent_decode(const char *s, size_t n, int plus, int nul_ok, char *out, size_t *out_len)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -504,7 +717,7 @@ static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *
         } else if (c == '+' && plus) {
             c = ' ';
         }
-        if (c == '\0')
+        if (c == '\0' && !nul_ok)
             return -1;
         out[o++] = c;
     }
@@ -519,7 +732,7 @@ static int percent_decode(const char *s, size_t n, int plus, char *out, size_t *
 static void route_query_get(serve_server *srv, worker *w, const serve_request *req, reply *r)
 {
     uint64_t fp = 0;
-    unsigned k = srv->opened.k;
+    unsigned k = w->gen->opened.k;
     int have_fp = 0, have_k = 0, have_meta = 0, with_meta = 0;
     const char *q = req->query ? req->query : "";
     size_t qlen = req->query ? req->query_len : 0;
@@ -542,14 +755,14 @@ static void route_query_get(serve_server *srv, worker *w, const serve_request *r
         }
         char name[16];
         size_t name_len, value_len;
-        if (eq - pos >= sizeof name || percent_decode(q + pos, eq - pos, 1, buf, &name_len)) {
+        if (eq - pos >= sizeof name || percent_decode(q + pos, eq - pos, 1, 0, buf, &name_len)) {
             reply_error(r, 400, "unknown query parameter '%.*s'",
                         (int)(eq - pos > 64 ? 64 : eq - pos), q + pos);
             goto done;
         }
         memcpy(name, buf, name_len + 1);
         const char *raw = eq < end ? q + eq + 1 : q + end;
-        if (percent_decode(raw, (size_t)(q + end - raw), 1, buf, &value_len)) {
+        if (percent_decode(raw, (size_t)(q + end - raw), 1, 0, buf, &value_len)) {
             reply_error(r, 400, "query parameter '%s': bad percent-escape", name);
             goto done;
         }
@@ -633,11 +846,11 @@ static int batch_answer(void *ctx, size_t i, uint64_t fp, const simstore_match *
 /* Answer fps[0..count) through the batch path, the queries with sketches
  * (text) in one batch and those without (fp) in another: a batch takes
  * sketches for all its queries or none. */
-static int batch_read_only(serve_server *srv, const uint64_t *fps, const uint8_t *sketches,
+static int batch_read_only(const store_gen *g, const uint64_t *fps, const uint8_t *sketches,
                            const unsigned char *sketched, size_t count, unsigned k, json_t *results,
                            int with_meta)
 {
-    size_t sb = srv->sketch_bytes;
+    size_t sb = g->sketch_bytes;
     uint64_t *part_fps = malloc(count * sizeof *part_fps);
     size_t *index = malloc(count * sizeof *index);
     uint8_t *part_sketches = sb ? malloc(count * sb) : NULL;
@@ -661,7 +874,7 @@ static int batch_read_only(serve_server *srv, const uint64_t *fps, const uint8_t
         bo.flags = SIMSTORE_QUERY_WITH_META;
         bo.threads = 1; /* the server's threads already share the cores */
         batch_answers a = {results, index, with_meta};
-        rc = simstore_query_batch_sketches(srv->store, part_fps, with ? part_sketches : NULL, n, k,
+        rc = simstore_query_batch_sketches(g->store, part_fps, with ? part_sketches : NULL, n, k,
                                            &bo, batch_answer, &a);
     }
     free(part_fps);
@@ -677,7 +890,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
     static const char *const item_fields[] = {"fp", "text", "id", NULL};
     unsigned k;
     int with_meta;
-    if (check_fields(r, body, "", fields) || json_k(srv, r, body, &k) ||
+    if (check_fields(r, body, "", fields) || json_k(w, r, body, &k) ||
         json_flag(r, body, "meta", &with_meta))
         return;
     json_t *queries = json_object_get(body, "queries");
@@ -712,11 +925,12 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         return;
     }
     uint64_t *fps = malloc((count ? count : 1) * sizeof *fps);
-    uint8_t *sketches = srv->sketch_bytes ? malloc((count ? count : 1) * srv->sketch_bytes) : NULL;
+    size_t sketch_bytes = w->gen->sketch_bytes;
+    uint8_t *sketches = sketch_bytes ? malloc((count ? count : 1) * sketch_bytes) : NULL;
     unsigned char *sketched = malloc(count ? count : 1);
     fp_source *src = malloc(sizeof *src);
     json_t *results = json_array();
-    if (!fps || (srv->sketch_bytes && !sketches) || !sketched || !src || !results) {
+    if (!fps || (sketch_bytes && !sketches) || !sketched || !src || !results) {
         reply_error(r, 503, "out of memory");
         goto done;
     }
@@ -741,7 +955,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         fps[i] = src->fp;
         sketched[i] = (unsigned char)src->sketched;
         if (src->sketched)
-            memcpy(sketches + i * srv->sketch_bytes, src->sketch, srv->sketch_bytes);
+            memcpy(sketches + i * sketch_bytes, src->sketch, sketch_bytes);
         if (srv->live) {
             /* The memtable is not in the store's tables: query by query. */
             int rc = simstore_live_query_fp(w->lq, src->fp, src->sketched ? src->sketch : NULL, k,
@@ -755,7 +969,7 @@ static void route_query_post(serve_server *srv, worker *w, const json_t *body, r
         }
     }
     if (!srv->live && count > 0) {
-        int rc = batch_read_only(srv, fps, sketches, sketched, count, k, results, with_meta);
+        int rc = batch_read_only(w->gen, fps, sketches, sketched, count, k, results, with_meta);
         if (rc != SIMSTORE_OK) {
             reply_api_error(r, rc, "batch query");
             goto done;
@@ -801,18 +1015,23 @@ static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, 
         reply_error(r, 400, "%sid must have 1 to %u bytes", where, SIMSTORE_MAX_ID_BYTES);
         return -1;
     }
-    if (memchr(d->doc.id, '\0', d->doc.id_len)) {
-        reply_error(r, 400, "%sid holds a NUL character", where);
+    /* The library's one rule for the ids a writer may store, which the
+     * CLI's inputs apply too: checked here so that a batch with one bad id
+     * is refused whole, naming the document, before any is applied. */
+    const char *problem = simstore_id_problem(d->doc.id, d->doc.id_len);
+    if (problem) {
+        char shown[MESSAGE_ID_BYTES];
+        reply_error(r, 400, "%sid '%s': %s", where, message_id(d->doc.id, d->doc.id_len, shown),
+                    problem);
         return -1;
     }
     if (meta && !json_is_null(meta)) {
-        d->meta = json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY);
+        d->meta = dump_json(meta, JSON_COMPACT | JSON_ENCODE_ANY, 0, &d->doc.meta_len);
         if (!d->meta) {
             reply_error(r, 503, "out of memory");
             return -1;
         }
         d->doc.meta = d->meta;
-        d->doc.meta_len = strlen(d->meta);
         if (d->doc.meta_len > SIMSTORE_MAX_META_BYTES) {
             reply_error(r, 400, "%smeta has %zu bytes, above the limit of %u", where,
                         d->doc.meta_len, SIMSTORE_MAX_META_BYTES);
@@ -823,7 +1042,7 @@ static int parse_doc(serve_server *srv, reply *r, worker *w, const char *where, 
         return -1;
     d->doc.fp = d->src.fp;
     d->doc.sketch = d->src.sketched ? d->src.sketch : NULL;
-    if (srv->sketch_bytes && !d->src.sketched) {
+    if (w->gen->sketch_bytes && !d->src.sketched) {
         reply_error(r, 400,
                     "%sthis store keeps a sketch of every document: give the text, not "
                     "the fp",
@@ -855,7 +1074,10 @@ static json_t *doc_result(doc_mode mode, const doc_in *d, int rc, int inserted,
     }
     if (rc != SIMSTORE_OK) {
         json_decref(out);
-        reply_api_error(r, rc, mode == MODE_CHECK ? "query" : "insert");
+        if (mode == MODE_CHECK)
+            reply_api_error(r, rc, "query");
+        else
+            reply_write_error(r, rc, "insert");
         return NULL;
     }
     *status = inserted ? 201 : 200;
@@ -904,8 +1126,12 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
 {
     if (mode == MODE_CHECK) {
         for (size_t i = 0; i < count; i++) {
+            /* The result first: apply_doc sets the status push_result takes
+             * (one call with both would read it unset, in whichever order
+             * the compiler evaluates the arguments). */
             unsigned status = 0;
-            if (push_result(results, apply_doc(srv, w, mode, k, &d[i], r, &status), status, r))
+            json_t *out = apply_doc(srv, w, mode, k, &d[i], r, &status);
+            if (push_result(results, out, status, r))
                 return -1;
         }
         return 0;
@@ -923,7 +1149,7 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
     }
     int batch_rc = simstore_live_apply_batch(w->lq, changes, count, k, res);
     if (batch_rc != SIMSTORE_OK) {
-        reply_api_error(r, batch_rc, "insert");
+        reply_write_error(r, batch_rc, "insert");
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
@@ -974,7 +1200,7 @@ static void route_documents_post(serve_server *srv, worker *w, const serve_reque
     if (mode != MODE_CHECK && check_write(srv, req, r))
         return;
     unsigned k;
-    if (json_k(srv, r, body, &k))
+    if (json_k(w, r, body, &k))
         return;
     if (!docs) {
         doc_in *d = malloc(sizeof *d);
@@ -1073,7 +1299,7 @@ static void route_document_get(serve_server *srv, worker *w, const char *id, siz
     } else {
         const char *ids[1] = {id};
         size_t lens[1] = {id_len};
-        rc = simstore_get(srv->store, ids, lens, 1, got_one, &g);
+        rc = simstore_get(w->gen->store, ids, lens, 1, got_one, &g);
     }
     if (rc != SIMSTORE_OK) {
         json_decref(g.json);
@@ -1081,7 +1307,8 @@ static void route_document_get(serve_server *srv, worker *w, const char *id, siz
         return;
     }
     if (g.missing) {
-        reply_error(r, 404, "no document has the id '%.200s'", id);
+        char shown[MESSAGE_ID_BYTES];
+        reply_error(r, 404, "no document has the id '%s'", message_id(id, id_len, shown));
         return;
     }
     r->status = 200;
@@ -1093,11 +1320,12 @@ static void route_document_delete(serve_server *srv, const char *id, size_t id_l
 {
     int rc = simstore_live_delete(srv->live, id, id_len);
     if (rc == SIMSTORE_ENOTFOUND) {
-        reply_error(r, 404, "no document has the id '%.200s'", id);
+        char shown[MESSAGE_ID_BYTES];
+        reply_error(r, 404, "no document has the id '%s'", message_id(id, id_len, shown));
         return;
     }
     if (rc != SIMSTORE_OK) {
-        reply_api_error(r, rc, "delete");
+        reply_write_error(r, rc, "delete");
         return;
     }
     r->status = 200;
@@ -1105,10 +1333,10 @@ static void route_document_delete(serve_server *srv, const char *id, size_t id_l
 }
 
 /* GET /v1/stats: what stats --json says, and the live part. */
-static void route_stats(serve_server *srv, reply *r)
+static void route_stats(serve_server *srv, const store_gen *g, reply *r)
 {
     simstore_stats st;
-    int rc = simstore_get_stats(srv->store, &st);
+    int rc = simstore_get_stats(g->store, &st);
     if (rc != SIMSTORE_OK) {
         reply_api_error(r, rc, "stats");
         return;
@@ -1119,7 +1347,7 @@ static void route_stats(serve_server *srv, reply *r)
     FILE *mem = open_memstream(&text, &text_len);
     json_t *o = NULL;
     if (mem) {
-        stats_json(mem, srv->store, &st);
+        stats_json(mem, g->store, &st);
         if (fclose(mem) == 0)
             o = json_loadb(text, text_len, 0, NULL);
     }
@@ -1131,17 +1359,18 @@ static void route_stats(serve_server *srv, reply *r)
         simstore_live_get_stats(srv->live, &ls);
         json_object_set_new(
             o, "live",
-            json_pack("{s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-                      "memtable_documents", (json_int_t)ls.memtable_docs, "memtable_deletes",
-                      (json_int_t)ls.memtable_deletes, "memtable_changes",
-                      (json_int_t)ls.memtable_changes, "memtable_bytes",
-                      (json_int_t)ls.memtable_bytes, "flushing", ls.flushing, "wal_bytes",
-                      (json_int_t)ls.wal_bytes, "wal_records", (json_int_t)ls.wal_records,
-                      "wal_syncs", (json_int_t)ls.wal_syncs, "wal_last_seq",
-                      (json_int_t)ls.wal_last_seq, "wal_applied_seq",
-                      (json_int_t)ls.wal_applied_seq, "replayed", (json_int_t)ls.replayed,
-                      "flushes", (json_int_t)ls.flushes, "compactions", (json_int_t)ls.compactions,
-                      "inserts", (json_int_t)ls.inserts, "deletes", (json_int_t)ls.deletes));
+            json_pack(
+                "{s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:o}",
+                "memtable_documents", (json_int_t)ls.memtable_docs, "memtable_deletes",
+                (json_int_t)ls.memtable_deletes, "memtable_changes",
+                (json_int_t)ls.memtable_changes, "memtable_bytes", (json_int_t)ls.memtable_bytes,
+                "flushing", ls.flushing, "wal_bytes", (json_int_t)ls.wal_bytes, "wal_records",
+                (json_int_t)ls.wal_records, "wal_syncs", (json_int_t)ls.wal_syncs, "wal_last_seq",
+                (json_int_t)ls.wal_last_seq, "wal_applied_seq", (json_int_t)ls.wal_applied_seq,
+                "replayed", (json_int_t)ls.replayed, "flushes", (json_int_t)ls.flushes,
+                "compactions", (json_int_t)ls.compactions, "inserts", (json_int_t)ls.inserts,
+                "deletes", (json_int_t)ls.deletes, "failing", ls.failing, "failure",
+                ls.failing ? live_failure(&ls) : json_null()));
     }
     r->status = o ? 200 : 503;
     r->json = o ? o : json_pack("{s:s}", "error", "out of memory");
@@ -1178,7 +1407,7 @@ static void tb_printf(text_buf *b, const char *fmt, ...)
     }
 }
 
-static void route_metrics(serve_server *srv, reply *r)
+static void route_metrics(serve_server *srv, const store_gen *g, reply *r)
 {
     text_buf b = {0};
     serve_metrics *mt = &srv->metrics;
@@ -1218,9 +1447,21 @@ static void route_metrics(serve_server *srv, reply *r)
                   route_names[rt], (unsigned long long)mt->latency_count[rt], route_names[rt],
                   mt->latency_sum[rt], route_names[rt], (unsigned long long)mt->latency_count[rt]);
     }
+    static const char *const close_reasons[SERVE_CLOSE_REASONS] = {"deadline", "room"};
+    tb_printf(&b, "# HELP simstore_http_connections_closed_total Connections the server closed "
+                  "before their request was answered: past their deadline, or to make room for "
+                  "new clients.\n# TYPE simstore_http_connections_closed_total counter\n");
+    for (unsigned i = 0; i < SERVE_CLOSE_REASONS; i++)
+        tb_printf(&b, "simstore_http_connections_closed_total{reason=\"%s\"} %llu\n",
+                  close_reasons[i], (unsigned long long)mt->closed[i]);
     pthread_mutex_unlock(&mt->lock);
     simstore_stats st;
-    if (simstore_get_stats(srv->store, &st) == SIMSTORE_OK) {
+    tb_printf(&b,
+              "# HELP simstore_request_memory_bytes Bytes the requests in flight hold in their "
+              "bodies and parsed JSON.\n# TYPE simstore_request_memory_bytes gauge\n"
+              "simstore_request_memory_bytes %llu\n",
+              (unsigned long long)atomic_load(&srv->memory.used));
+    if (simstore_get_stats(g->store, &st) == SIMSTORE_OK) {
         tb_printf(&b,
                   "# HELP simstore_documents Documents in the store's committed state.\n"
                   "# TYPE simstore_documents gauge\nsimstore_documents %llu\n"
@@ -1247,11 +1488,15 @@ static void route_metrics(serve_server *srv, reply *r)
                   "# HELP simstore_inserts_total Inserts acknowledged since start.\n"
                   "# TYPE simstore_inserts_total counter\nsimstore_inserts_total %llu\n"
                   "# HELP simstore_deletes_total Deletes acknowledged since start.\n"
-                  "# TYPE simstore_deletes_total counter\nsimstore_deletes_total %llu\n",
+                  "# TYPE simstore_deletes_total counter\nsimstore_deletes_total %llu\n"
+                  "# HELP simstore_live_failing 1 while the live store refuses changes (its "
+                  "log cannot be written, or a flush failed with the tables full).\n"
+                  "# TYPE simstore_live_failing gauge\nsimstore_live_failing %d\n",
                   (unsigned long long)ls.memtable_docs, (unsigned long long)ls.memtable_bytes,
                   (unsigned long long)ls.wal_bytes, (unsigned long long)ls.wal_syncs,
                   (unsigned long long)ls.flushes, (unsigned long long)ls.compactions,
-                  (unsigned long long)ls.inserts, (unsigned long long)ls.deletes);
+                  (unsigned long long)ls.inserts, (unsigned long long)ls.deletes,
+                  ls.failing ? 1 : 0);
     }
     if (b.failed) {
         free(b.p);
@@ -1261,6 +1506,15 @@ static void route_metrics(serve_server *srv, reply *r)
     r->status = 200;
     r->text = b.p;
     r->text_len = b.len;
+}
+
+void serve_record_closed(serve_server *srv, serve_close_reason why)
+{
+    if (why >= SERVE_CLOSE_REASONS)
+        return;
+    pthread_mutex_lock(&srv->metrics.lock);
+    srv->metrics.closed[why]++;
+    pthread_mutex_unlock(&srv->metrics.lock);
 }
 
 void serve_record(serve_server *srv, serve_route route, unsigned status, double seconds)
@@ -1322,14 +1576,58 @@ static int check_write(serve_server *srv, const serve_request *req, reply *r)
 
 /* ---- Dispatch ------------------------------------------------------------- */
 
-static json_t *parse_body(const serve_request *req, reply *r)
+/* 503: the requests in flight hold all the memory --request-memory gives
+ * them; this one may be answered in a moment. */
+static void server_busy(serve_server *srv, reply *r)
+{
+    reply_error(r, 503,
+                "the requests in flight hold the %zu bytes of memory the server gives request "
+                "bodies and their JSON (--request-memory): try again shortly",
+                srv->o.request_memory_bytes);
+    r->retry_after = 1;
+}
+
+/* The body's JSON object. Bounds first, before jansson allocates (a body
+ * of small values costs jansson a hundred times its bytes): the scan
+ * refuses a body that is not an object, nests too deep or whose batch
+ * array (batch_key, of batch_nouns) passes --max-batch, as soon as it sees
+ * it, and bounds what the parse will hold: past SERVE_PARSE_BYTES(--max-body)
+ * the body is refused, and the rest is reserved from --request-memory for
+ * the request's life (given back by serve_handle). */
+static json_t *parse_body(serve_server *srv, const serve_request *req, const char *batch_key,
+                          const char *batch_nouns, reply *r)
 {
     if (req->body_len == 0) {
         reply_error(r, 400, "the request needs a JSON object as its body");
         return NULL;
     }
+    size_t parse_bytes = 0, parse_limit = SERVE_PARSE_BYTES(srv->o.max_body_bytes);
+    switch (reqjson_scan(req->body, req->body_len, batch_key, srv->o.max_batch, &parse_bytes)) {
+    case REQJSON_NOT_OBJECT: reply_error(r, 400, "the body must be a JSON object"); return NULL;
+    case REQJSON_TOO_DEEP:
+        reply_error(r, 400, "the body nests arrays and objects deeper than %d levels",
+                    REQJSON_MAX_DEPTH);
+        return NULL;
+    case REQJSON_BATCH_TOO_LONG:
+        reply_error(r, 413, "%s holds more than %zu %s, above the limit of %zu (--max-batch)",
+                    batch_key, srv->o.max_batch, batch_nouns, srv->o.max_batch);
+        return NULL;
+    default: break;
+    }
+    if (parse_bytes > parse_limit) {
+        reply_error(r, 413,
+                    "the body's JSON would take %zu bytes of memory to parse, above the limit of "
+                    "%zu (twice --max-body and 1 MiB): send fewer or smaller values",
+                    parse_bytes, parse_limit);
+        return NULL;
+    }
+    if (serve_memory_take(srv, parse_bytes) != 0) {
+        server_busy(srv, r);
+        return NULL;
+    }
+    r->parse_reserved = parse_bytes;
     json_error_t err;
-    json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &err);
+    json_t *j = reqjson_load(req->body, req->body_len, &err);
     if (!j) {
         reply_error(r, 400, "malformed JSON at line %d, column %d: %s", err.line, err.column,
                     err.text);
@@ -1345,6 +1643,29 @@ static json_t *parse_body(const serve_request *req, reply *r)
 
 #define DOCUMENTS_PREFIX "/v1/documents/"
 
+/* Whether path[0..len), which may hold NUL bytes, is route. */
+static int path_is(const char *path, size_t len, const char *route)
+{
+    return len == strlen(route) && memcmp(path, route, len) == 0;
+}
+
+/* GET /healthz: ok, or 503 while the live store refuses changes (its log
+ * cannot be written, say on a full disk), so that a supervisor sees it. */
+static void route_healthz(serve_server *srv, reply *r)
+{
+    simstore_live_stats ls = {0};
+    if (srv->live)
+        simstore_live_get_stats(srv->live, &ls);
+    if (ls.failing) {
+        r->status = 503;
+        r->json = json_pack("{s:s,s:o,s:b}", "status", "failing", "error", live_failure(&ls),
+                            "read_only", 0);
+        return;
+    }
+    r->status = 200;
+    r->json = json_pack("{s:s,s:b}", "status", "ok", "read_only", srv->live == NULL);
+}
+
 static void dispatch(serve_server *srv, const serve_request *req, reply *r, serve_route *route)
 {
     const char *method = req->method ? req->method : "";
@@ -1353,77 +1674,96 @@ static void dispatch(serve_server *srv, const serve_request *req, reply *r, serv
     size_t raw_len = req->path_len;
     char *path = malloc(raw_len + 1);
     size_t path_len = 0;
+    store_gen *g = NULL;
     worker *w = NULL;
     json_t *body = NULL;
     if (!path) {
         reply_error(r, 503, "out of memory");
         return;
     }
-    if (percent_decode(req->path ? req->path : "", raw_len, 0, path, &path_len)) {
-        reply_error(r, 400, "the path has a bad percent-escape or a NUL byte");
+    /* NUL bytes (%00) are for the ids of documents an older version
+     * stored: no route's name holds one. */
+    if (percent_decode(req->path ? req->path : "", raw_len, 0, 1, path, &path_len)) {
+        reply_error(r, 400, "the path has a bad percent-escape");
         goto done;
     }
     const char *allowed = NULL;
-    if (strcmp(path, "/v1/query") == 0) {
+    size_t prefix_len = strlen(DOCUMENTS_PREFIX);
+    if (path_is(path, path_len, "/v1/query")) {
         *route = post ? SERVE_ROUTE_QUERY_POST : SERVE_ROUTE_QUERY_GET;
         allowed = get || post ? NULL : "GET, POST";
-    } else if (strcmp(path, "/v1/documents") == 0) {
+    } else if (path_is(path, path_len, "/v1/documents")) {
         *route = SERVE_ROUTE_DOCUMENTS_POST;
         allowed = post ? NULL : "POST";
-    } else if (strncmp(path, DOCUMENTS_PREFIX, strlen(DOCUMENTS_PREFIX)) == 0) {
+    } else if (path_len >= prefix_len && memcmp(path, DOCUMENTS_PREFIX, prefix_len) == 0) {
         *route = del ? SERVE_ROUTE_DOCUMENT_DELETE : SERVE_ROUTE_DOCUMENT_GET;
         allowed = get || del ? NULL : "GET, DELETE";
-    } else if (strcmp(path, "/v1/stats") == 0) {
+    } else if (path_is(path, path_len, "/v1/stats")) {
         *route = SERVE_ROUTE_STATS;
         allowed = get ? NULL : "GET";
-    } else if (strcmp(path, "/healthz") == 0) {
+    } else if (path_is(path, path_len, "/healthz")) {
         *route = SERVE_ROUTE_HEALTHZ;
         allowed = get ? NULL : "GET";
-    } else if (strcmp(path, "/metrics") == 0) {
+    } else if (path_is(path, path_len, "/metrics")) {
         *route = SERVE_ROUTE_METRICS;
         allowed = get ? NULL : "GET";
     } else {
+        char shown[MESSAGE_ID_BYTES];
         *route = SERVE_ROUTE_OTHER;
-        reply_error(r, 404, "no route %.200s (see the README, \"Serve\")", path);
+        reply_error(r, 404, "no route %s (see the README, \"Serve\")",
+                    message_id(path, path_len, shown));
         goto done;
     }
     if (allowed) {
-        reply_error(r, 405, "%s takes %s, not %.32s", path, allowed, method);
+        char shown[4 * 32 + 4];
+        reply_error(r, 405, "%s takes %s, not %s",
+                    *route == SERVE_ROUTE_DOCUMENT_GET ? DOCUMENTS_PREFIX "ID" : path, allowed,
+                    cli_escape(method, strlen(method), shown, sizeof shown));
         goto done;
     }
     if (*route != SERVE_ROUTE_QUERY_GET && req->query && req->query_len) {
-        reply_error(r, 400, "%s takes no query parameters", path);
+        reply_error(r, 400, "%s takes no query parameters",
+                    *route == SERVE_ROUTE_DOCUMENT_GET || *route == SERVE_ROUTE_DOCUMENT_DELETE
+                        ? DOCUMENTS_PREFIX "ID"
+                        : path);
         goto done;
     }
-    switch (*route) {
-    case SERVE_ROUTE_HEALTHZ:
-        r->status = 200;
-        r->json = json_pack("{s:s,s:b}", "status", "ok", "read_only", srv->live == NULL);
+    if (*route == SERVE_ROUTE_HEALTHZ) {
+        route_healthz(srv, r);
         goto done;
-    case SERVE_ROUTE_STATS: route_stats(srv, r); goto done;
-    case SERVE_ROUTE_METRICS: route_metrics(srv, r); goto done;
-    case SERVE_ROUTE_DOCUMENT_DELETE:
-        if (check_write(srv, req, r))
-            goto done;
-        break;
-    default: break;
     }
+    if (*route == SERVE_ROUTE_DOCUMENT_DELETE && check_write(srv, req, r))
+        goto done;
     if (*route == SERVE_ROUTE_QUERY_POST || *route == SERVE_ROUTE_DOCUMENTS_POST) {
         if (req->body_len > srv->o.max_body_bytes) {
             reply_error(r, 413, "the body has %zu bytes, above the limit of %zu", req->body_len,
                         srv->o.max_body_bytes);
             goto done;
         }
-        if (!(body = parse_body(req, r)))
+        body = *route == SERVE_ROUTE_QUERY_POST ? parse_body(srv, req, "queries", "queries", r)
+                                                : parse_body(srv, req, "documents", "documents", r);
+        if (!body)
             goto done;
     }
-    int rc = worker_take(srv, &w);
+    /* The store to answer from (a read-only server follows its path). */
+    g = gen_acquire(srv);
+    if (*route == SERVE_ROUTE_STATS) {
+        route_stats(srv, g, r);
+        goto done;
+    }
+    if (*route == SERVE_ROUTE_METRICS) {
+        route_metrics(srv, g, r);
+        goto done;
+    }
+    int rc = worker_take(srv, g, &w);
     if (rc != SIMSTORE_OK) {
         reply_api_error(r, rc, "query context");
         goto done;
     }
-    const char *id = path + strlen(DOCUMENTS_PREFIX);
-    size_t id_len = path_len >= strlen(DOCUMENTS_PREFIX) ? path_len - strlen(DOCUMENTS_PREFIX) : 0;
+    const char *id = path + prefix_len;
+    size_t id_len = path_len >= prefix_len ? path_len - prefix_len : 0;
+    /* Gets and deletes take any id of 1..511 bytes, as the library's
+     * readers do: an id stored by an older version may break today's rule. */
     if ((*route == SERVE_ROUTE_DOCUMENT_GET || *route == SERVE_ROUTE_DOCUMENT_DELETE) &&
         (id_len == 0 || id_len > SIMSTORE_MAX_ID_BYTES)) {
         reply_error(r, 400, "a document id has 1 to %u bytes", SIMSTORE_MAX_ID_BYTES);
@@ -1439,6 +1779,8 @@ static void dispatch(serve_server *srv, const serve_request *req, reply *r, serv
     }
 done:
     worker_give_back(srv, w);
+    if (g)
+        gen_release(srv, g);
     json_decref(body);
     free(path);
 }
@@ -1452,9 +1794,12 @@ static void finish(reply *r, serve_response *out)
         out->body_len = r->text_len;
         return;
     }
-    char *s = r->json ? json_dumps(r->json, JSON_COMPACT) : NULL;
+    /* One line: a response read with curl ends in a newline. */
+    size_t len = 0;
+    char *s = r->json ? dump_json(r->json, JSON_COMPACT, 1, &len) : NULL;
     json_decref(r->json);
     out->content_type = "application/json";
+    out->retry_after = r->retry_after;
     if (!s) {
         static const char oom[] = "{\"error\":\"out of memory\"}";
         out->status = 503;
@@ -1464,36 +1809,46 @@ static void finish(reply *r, serve_response *out)
         out->body_len = out->body ? sizeof oom - 1 : 0;
         return;
     }
-    /* One line: a response read with curl ends in a newline. */
-    size_t len = strlen(s);
-    char *t = realloc(s, len + 2);
-    if (t) {
-        t[len++] = '\n';
-        t[len] = '\0';
-        s = t;
-    }
     out->status = r->status;
     out->body = s;
     out->body_len = len;
 }
 
+/* After a request whose JSON took this much, the memory its values took
+ * (small blocks spread over the allocator's arenas) goes back to the
+ * system: malloc would keep it for the process's life. */
+#define TRIM_AFTER_PARSE_BYTES ((size_t)1 << 20)
+
 void serve_handle(serve_server *srv, const serve_request *req, serve_response *out)
 {
-    reply r = {500, NULL, NULL, 0};
+    reply r = {.status = 500};
     memset(out, 0, sizeof *out);
     out->route = SERVE_ROUTE_OTHER;
     dispatch(srv, req, &r, &out->route);
     if (!r.json && !r.text)
         reply_error(&r, 500, "internal error: no answer");
     finish(&r, out);
+    /* The body's values are freed (the answer is text now). */
+    serve_memory_give(srv, r.parse_reserved);
+    if (r.parse_reserved >= TRIM_AFTER_PARSE_BYTES)
+        malloc_trim(0);
 }
 
 void serve_too_large(serve_server *srv, serve_response *out)
 {
-    reply r = {500, NULL, NULL, 0};
+    reply r = {.status = 500};
     memset(out, 0, sizeof *out);
     out->route = SERVE_ROUTE_OTHER;
     reply_error(&r, 413, "the body is above the limit of %zu bytes", srv->o.max_body_bytes);
+    finish(&r, out);
+}
+
+void serve_busy(serve_server *srv, serve_response *out)
+{
+    reply r = {.status = 500};
+    memset(out, 0, sizeof *out);
+    out->route = SERVE_ROUTE_OTHER;
+    server_busy(srv, &r);
     finish(&r, out);
 }
 

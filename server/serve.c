@@ -1,30 +1,60 @@
 /* serve.c: the simstore serve command: options, libmicrohttpd around the
- * request handler (handler.c), the access log, and the signals (SIGTERM
- * drains and flushes, SIGHUP reopens the log). */
+ * request handler (handler.c), the connections' deadlines and room for new
+ * clients, the memory of request bodies, the access log, and the signals
+ * (SIGTERM drains and flushes, SIGHUP reopens the log). */
 #include "cli.h"
 #include "handler.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define CMD "serve"
 #define DEFAULT_LISTEN "127.0.0.1:8077"
 #define DEFAULT_TIMEOUT_SECONDS 30u
-#define MAX_CONNECTIONS 1024u
+#define DEFAULT_REQUEST_TIMEOUT_SECONDS 30u
+#define DEFAULT_MAX_CONNECTIONS 1024u
+#define DEFAULT_MAX_CONNECTIONS_PER_IP 128u
+/* The default --request-memory, unless three times --max-body is more. */
+#define DEFAULT_REQUEST_MEMORY_BYTES ((size_t)256 << 20)
+/* The smallest --memtable: an empty in-memory table counts about 100 KiB,
+ * so tables much smaller would flush after every change or two. */
+#define MIN_MEMTABLE_BYTES (1u << 20)
+/* A request's deadline grows by a second for each this many bytes of its
+ * body (a client sending 16 MiB at 64 KiB/s still makes it). */
+#define BODY_BYTES_PER_SECOND (64u << 10)
+/* File descriptors kept for the store, its log and its flushes besides
+ * the connections. */
+#define SPARE_FDS 256u
+/* After a request whose body took this much, malloc's free memory goes
+ * back to the system. */
+#define TRIM_AFTER_BODY_BYTES ((size_t)1 << 20)
+/* malloc's thresholds, fixed: blocks of 1 MiB and more are mapped on their
+ * own (and unmapped when freed), and a thread's arena gives back free
+ * memory at its top past 1 MiB. glibc would raise both to the largest
+ * block freed so far (up to 32 and 64 MiB), so that after one 16 MiB body
+ * each thread kept that much free memory for the process's life. */
+#define MALLOC_MMAP_THRESHOLD_BYTES (1 << 20)
+#define MALLOC_TRIM_THRESHOLD_BYTES (1 << 20)
 #define DRAIN_SECONDS 30
-/* Every this often the main thread looks whether a flush happened since
- * and, if so, lets the store's policy compact it. */
-#define COMPACT_CHECK_SECONDS 5
+/* How often the main thread looks whether a flush happened since and, if
+ * so, lets the store's policy compact it: soon after each flush. */
+#define COMPACT_CHECK_MS 200
+/* How often the connections are looked at for their deadlines. */
+#define SWEEP_MS 100
 /* Threads answering writes (writers_start below): they spend their time
  * waiting for the log's fsync, so more of them than cores; writes waiting
  * at once share one fsync. */
@@ -50,16 +80,33 @@ static void usage(FILE *out)
                  "      --token-file FILE    write routes need 'Authorization: Bearer TOKEN',\n"
                  "                           TOKEN the file's first line\n"
                  "      --read-only          open the store read-only: writes get 403, and\n"
-                 "                           the CLI's add, delete and compact keep working\n"
+                 "                           the CLI's add, delete and compact keep working;\n"
+                 "                           when build --replace or compact's shrink swaps\n"
+                 "                           another store in, the next request opens it\n"
                  "      --log FILE           the access log, one line a request (default:\n"
                  "                           stderr); SIGHUP reopens it\n"
                  "      --memtable SIZE      flush inserts into a new segment past this size\n"
-                 "                           (default 64M); writes wait while a second\n"
-                 "                           table passes it before the first is flushed\n"
-                 "      --max-body SIZE      largest request body (default 16M; 413 above)\n"
+                 "                           (default 64M, at least 1M); writes wait while a\n"
+                 "                           second table passes it before the first is flushed\n"
+                 "      --max-body SIZE      largest request body (default 16M; 413 above); its\n"
+                 "                           JSON may take twice that and 1M while parsed\n"
                  "      --max-batch N        most queries or documents in one request\n"
                  "                           (default 10000; 413 above)\n"
+                 "      --request-memory SIZE  memory the bodies of the requests in flight and\n"
+                 "                           their parsed JSON may hold together (default\n"
+                 "                           256M, or 3 x --max-body + 1M if more; at least\n"
+                 "                           that): 503 and Retry-After past it\n"
                  "      --timeout SECONDS    close connections idle this long (default 30)\n"
+                 "      --request-timeout SECONDS  a client has this long to send a request's\n"
+                 "                           head and body, a second more for every 64 KiB of\n"
+                 "                           body, and as long to take its answer; closed past\n"
+                 "                           it, even while it trickles bytes (default 30)\n"
+                 "      --max-connections N  connections at once (default 1024, fewer if the\n"
+                 "                           open-file limit leaves no room); once 7/8 of them\n"
+                 "                           are open, those waiting longest for a request are\n"
+                 "                           closed, so that new clients find room\n"
+                 "      --max-connections-per-ip N  connections at once from one client address\n"
+                 "                           (default 128; 0: no limit); more are refused\n"
                  "      --huge-pages         bring the store's files into the page cache in\n"
                  "                           2 MiB pages as they are first read (for a store\n"
                  "                           kept in RAM: queries then map it 2 MiB at a time)\n"
@@ -94,6 +141,186 @@ static int log_open(void)
     return 0;
 }
 
+/* s[0..len) as a field of the access log: control characters (C0, DEL,
+ * C1), bytes that are not UTF-8, '"' and '\' as \xHH, so that a request
+ * line can neither forge a log line nor end its quoted field early, and a
+ * reader can undo the escapes. Writes at most size bytes, NUL-terminated,
+ * ending in "..." when the field does not fit. The one escape of every
+ * request field the log prints (the method and the URI). */
+static const char *log_escape(const char *s, size_t len, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t o = 0;
+    while (p < end) {
+        unsigned c = p[0];
+        size_t keep = 0; /* bytes copied as they are; 0: escape one */
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            keep = 1;
+        } else if (c >= 0x80) {
+            size_t n = cli_utf8_sequence(p, (size_t)(end - p));
+            if (n && !(c == 0xc2 && p[1] < 0xa0)) /* U+0080..U+009F: C2 80..C2 9F */
+                keep = n;
+        }
+        size_t need = keep ? keep : 4;
+        if (o + need + 3 + 1 > size) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (keep) {
+            memcpy(buf + o, p, keep);
+            p += keep;
+        } else {
+            buf[o] = '\\';
+            buf[o + 1] = 'x';
+            buf[o + 2] = hex[c >> 4];
+            buf[o + 3] = hex[c & 15];
+            p++;
+        }
+        o += need;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* ---- Connections: deadlines, and room for new clients ------------------------
+ * libmicrohttpd closes a connection idle for --timeout, but one that sends
+ * a header line every few seconds is never idle, and 1,024 of them would
+ * hold every connection the server takes. So every connection is in a
+ * table with what it waits for and since when. A thread of its own closes
+ * (shutdown(); libmicrohttpd then sees the end and closes it) those past
+ * their deadline and, when the table is nearly full, those that have
+ * waited longest for a request, so that new clients always find room. A
+ * connection is removed from the table before libmicrohttpd closes its
+ * socket (NOTIFY_CLOSED), under the table's lock: a shutdown() under the
+ * lock never hits a socket number reused by another connection. */
+
+typedef enum conn_phase {
+    CONN_WAITING,   /* for a request's first line, since the start or the last answer */
+    CONN_RECEIVING, /* for the rest of the request, its head and body */
+    CONN_WORKING,   /* answering it: no deadline */
+    CONN_SENDING    /* for the client to take the answer */
+} conn_phase;
+
+typedef struct conn {
+    int fd;
+    conn_phase phase;
+    struct timespec since;
+    size_t body_bytes; /* received of the request's body */
+    int closing;       /* shut down: libmicrohttpd will close it */
+    struct conn *prev, *next;
+} conn;
+
+typedef struct conn_table {
+    pthread_mutex_t lock;
+    conn *head;
+    unsigned open;    /* connections not closing */
+    unsigned room_at; /* past this many open, the longest waiting are closed */
+    double idle_seconds, request_seconds;
+    pthread_t sweeper;
+    int sweeper_started, stopping;
+    pthread_cond_t stop;
+} conn_table;
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_set_phase(conn_table *t, struct MHD_Connection *c, conn_phase phase)
+{
+    conn *cn = conn_of(c);
+    if (!cn)
+        return;
+    pthread_mutex_lock(&t->lock);
+    cn->phase = phase;
+    clock_gettime(CLOCK_MONOTONIC, &cn->since);
+    cn->body_bytes = 0;
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void conn_received(conn_table *t, struct MHD_Connection *c, size_t bytes)
+{
+    conn *cn = conn_of(c);
+    if (!cn)
+        return;
+    pthread_mutex_lock(&t->lock);
+    cn->body_bytes += bytes;
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* Under t's lock. */
+static void conn_close(conn_table *t, conn *cn)
+{
+    if (cn->fd >= 0)
+        shutdown(cn->fd, SHUT_RDWR);
+    cn->closing = 1;
+    t->open--;
+}
+
+/* How long cn may stay in its phase; < 0: as long as it takes. */
+static double conn_allowance(const conn_table *t, const conn *cn)
+{
+    switch (cn->phase) {
+    case CONN_WAITING: return t->idle_seconds + t->request_seconds;
+    case CONN_RECEIVING: return t->request_seconds + (double)cn->body_bytes / BODY_BYTES_PER_SECOND;
+    case CONN_SENDING: return t->request_seconds;
+    default: return -1;
+    }
+}
+
+static int older_first(const void *a, const void *b)
+{
+    const conn *x = *(conn *const *)a, *y = *(conn *const *)b;
+    if (x->since.tv_sec != y->since.tv_sec)
+        return x->since.tv_sec < y->since.tv_sec ? -1 : 1;
+    return x->since.tv_nsec < y->since.tv_nsec ? -1 : x->since.tv_nsec > y->since.tv_nsec;
+}
+
+/* Close what is past its deadline and, above room_at, what has waited
+ * longest for a request. */
+static void conns_sweep(conn_table *t, serve_server *srv)
+{
+    struct timespec now;
+    unsigned late = 0, made_room = 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&t->lock);
+    for (conn *cn = t->head; cn; cn = cn->next) {
+        double allowed = conn_allowance(t, cn);
+        if (!cn->closing && allowed >= 0 && seconds_between(&cn->since, &now) > allowed) {
+            conn_close(t, cn);
+            late++;
+        }
+    }
+    if (t->open > t->room_at) {
+        conn **waiting = malloc(t->open * sizeof *waiting);
+        size_t n = 0;
+        for (conn *cn = t->head; waiting && cn; cn = cn->next)
+            if (!cn->closing && (cn->phase == CONN_WAITING || cn->phase == CONN_RECEIVING))
+                waiting[n++] = cn;
+        if (waiting)
+            qsort(waiting, n, sizeof *waiting, older_first);
+        for (size_t i = 0; i < n && t->open > t->room_at; i++) {
+            conn_close(t, waiting[i]);
+            made_room++;
+        }
+        free(waiting);
+    }
+    pthread_mutex_unlock(&t->lock);
+    while (late--)
+        serve_record_closed(srv, SERVE_CLOSED_DEADLINE);
+    while (made_room--)
+        serve_record_closed(srv, SERVE_CLOSED_ROOM);
+}
+
 /* ---- Requests ----------------------------------------------------------- */
 
 typedef struct request_state request_state;
@@ -102,6 +329,7 @@ typedef struct server_state {
     serve_server *srv;
     size_t max_body_bytes;
     atomic_uint in_flight;
+    conn_table conns;
     /* Writes waiting for a writer thread (a FIFO), and the writers. */
     pthread_mutex_t write_lock;
     pthread_cond_t write_ready;
@@ -111,13 +339,81 @@ typedef struct server_state {
     unsigned writer_count;
 } server_state;
 
+static void *sweeper_main(void *arg)
+{
+    server_state *st = arg;
+    conn_table *t = &st->conns;
+    pthread_mutex_lock(&t->lock);
+    while (!t->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SWEEP_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&t->stop, &t->lock, &until);
+        if (t->stopping)
+            break;
+        pthread_mutex_unlock(&t->lock);
+        conns_sweep(t, st->srv);
+        pthread_mutex_lock(&t->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    server_state *st = cls;
+    conn_table *t = &st->conns;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* Out of memory: the connection goes without a deadline. */
+        conn *cn = calloc(1, sizeof *cn);
+        if (!cn)
+            return;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        cn->fd = ci ? ci->connect_fd : -1;
+        cn->phase = CONN_WAITING;
+        clock_gettime(CLOCK_MONOTONIC, &cn->since);
+        pthread_mutex_lock(&t->lock);
+        cn->next = t->head;
+        if (t->head)
+            t->head->prev = cn;
+        t->head = cn;
+        t->open++;
+        pthread_mutex_unlock(&t->lock);
+        *socket_context = cn;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn *cn = *socket_context;
+        if (!cn)
+            return;
+        pthread_mutex_lock(&t->lock);
+        if (cn->prev)
+            cn->prev->next = cn->next;
+        else
+            t->head = cn->next;
+        if (cn->next)
+            cn->next->prev = cn->prev;
+        if (!cn->closing)
+            t->open--;
+        pthread_mutex_unlock(&t->lock);
+        free(cn);
+        *socket_context = NULL;
+    }
+}
+
 /* One request on a connection, from its URI to its completion. */
 struct request_state {
     char *uri; /* raw, as the request line gave it */
     char *body;
-    size_t body_len, body_cap;
+    size_t body_len, body_cap;   /* body_cap is taken from --request-memory */
+    unsigned long long declared; /* Content-Length; 0: none given */
     int started;
-    int too_large;
+    int too_large; /* past --max-body: the rest is read and dropped, 413 */
+    int no_memory; /* past --request-memory: the rest is read and dropped, 503 */
     struct timespec start;
     /* A write handed to a writer thread: its connection, suspended until
      * the answer is in resp (answered set; the resume orders the two). */
@@ -133,13 +429,13 @@ static double seconds_since(const struct timespec *t0)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+    return seconds_between(t0, &t);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     server_state *st = cls;
-    (void)c;
+    conn_set_phase(&st->conns, c, CONN_RECEIVING);
     request_state *rs = calloc(1, sizeof *rs);
     if (!rs)
         return NULL;
@@ -149,23 +445,62 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return rs;
 }
 
+/* Drop rs's body and give its memory back. */
+static void body_free(server_state *st, request_state *rs)
+{
+    free(rs->body);
+    serve_memory_give(st->srv, rs->body_cap);
+    if (rs->body_cap >= TRIM_AFTER_BODY_BYTES)
+        malloc_trim(0);
+    rs->body = NULL;
+    rs->body_len = rs->body_cap = 0;
+}
+
+/* Room in rs's body for need bytes, taken from --request-memory: doubling,
+ * up to the declared length (or --max-body) and a NUL. 0, or -1 when the
+ * memory is not there (nothing changed). */
+static int body_reserve(server_state *st, request_state *rs, size_t need)
+{
+    if (need <= rs->body_cap)
+        return 0;
+    size_t most = (rs->declared ? (size_t)rs->declared : st->max_body_bytes) + 1;
+    size_t cap = rs->body_cap ? 2 * rs->body_cap : 4096;
+    if (cap > most)
+        cap = most;
+    if (cap < need)
+        cap = need;
+    if (serve_memory_take(st->srv, cap - rs->body_cap) != 0)
+        return -1;
+    char *p = realloc(rs->body, cap);
+    if (!p) {
+        serve_memory_give(st->srv, cap - rs->body_cap);
+        return -1;
+    }
+    rs->body = p;
+    rs->body_cap = cap;
+    return 0;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
     server_state *st = cls;
     request_state *rs = *con_cls;
-    (void)c;
     (void)why;
+    conn_set_phase(&st->conns, c, CONN_WAITING);
     if (!rs)
         return;
     if (rs->answered)
         serve_response_free(&rs->resp); /* NULL once sent */
     free(rs->uri);
-    free(rs->body);
+    body_free(st, rs);
     free(rs);
     *con_cls = NULL;
     atomic_fetch_sub(&st->in_flight, 1);
 }
+
+/* The longest part of a method or URI the access log prints. */
+#define LOG_FIELD_BYTES 256
 
 static void access_log(struct MHD_Connection *c, const char *method, const char *uri,
                        const serve_response *resp, double seconds)
@@ -184,13 +519,13 @@ static void access_log(struct MHD_Connection *c, const char *method, const char 
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    /* The URI as received, escaped: a request line cannot forge log lines. */
-    char esc[4 * 256 + 1];
-    size_t uri_len = strlen(uri);
-    cli_escape(uri, uri_len > 256 ? 256 : uri_len, esc, sizeof esc);
+    /* The request line as received, escaped: it cannot forge log lines. */
+    char method_esc[4 * LOG_FIELD_BYTES + 4], uri_esc[4 * LOG_FIELD_BYTES + 4];
+    log_escape(method, strlen(method), method_esc, sizeof method_esc);
+    log_escape(uri, strlen(uri), uri_esc, sizeof uri_esc);
     pthread_mutex_lock(&log_lock);
     if (log_file) {
-        fprintf(log_file, "%s %s \"%.16s %s\" %u %zu %.3fms %s\n", when, addr, method, esc,
+        fprintf(log_file, "%s %s \"%s %s\" %u %zu %.3fms %s\n", when, addr, method_esc, uri_esc,
                 resp->status, resp->body_len, seconds * 1e3, serve_route_name(resp->route));
         fflush(log_file);
     }
@@ -201,6 +536,7 @@ static enum MHD_Result respond(server_state *st, struct MHD_Connection *c, const
                                request_state *rs, serve_response *resp)
 {
     double seconds = seconds_since(&rs->start);
+    conn_set_phase(&st->conns, c, CONN_SENDING);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -211,6 +547,11 @@ static enum MHD_Result respond(server_state *st, struct MHD_Connection *c, const
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
     if (resp->status == 401)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (resp->retry_after > 0) {
+        char seconds_text[16];
+        snprintf(seconds_text, sizeof seconds_text, "%d", resp->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, seconds_text);
+    }
     enum MHD_Result ok = MHD_queue_response(c, resp->status, r);
     MHD_destroy_response(r);
     serve_record(st->srv, resp->route, resp->status, seconds);
@@ -320,33 +661,48 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO; /* out of memory at the URI: drop the connection */
     if (!rs->started) {
         rs->started = 1;
-        /* A declared length above the limit is refused before its body. */
+        /* A declared length above the limit is refused before its body.
+         * One the memory of the requests in flight has no room for now is
+         * read and dropped, then answered 503: a client sending a large
+         * body reads no answer before it has sent it all. */
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long declared;
-        if (cl && cli_parse_uint(cl, 0, ~0ull, &declared) == 0 && declared > st->max_body_bytes) {
-            serve_response resp;
-            serve_too_large(st->srv, &resp);
-            rs->too_large = 1;
-            return respond(st, c, method, rs, &resp);
+        if (cl && cli_parse_uint(cl, 0, ~0ull, &declared) == 0) {
+            if (declared > st->max_body_bytes) {
+                serve_response resp;
+                serve_too_large(st->srv, &resp);
+                rs->too_large = 1;
+                return respond(st, c, method, rs, &resp);
+            }
+            if (serve_memory_take(st->srv, (size_t)declared + 1) != 0)
+                rs->no_memory = 1;
+            else
+                serve_memory_give(st->srv, (size_t)declared + 1);
+            rs->declared = declared;
         }
         return MHD_YES;
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (rs->too_large)
-            return MHD_YES;
+        conn_received(&st->conns, c, n);
+        if (rs->too_large || rs->no_memory)
+            return MHD_YES; /* read and dropped */
         if (rs->body_len + n > st->max_body_bytes) {
             /* Read and drop the rest: the answer is 413. */
             rs->too_large = 1;
-            free(rs->body);
-            rs->body = NULL;
-            rs->body_len = rs->body_cap = 0;
+            body_free(st, rs);
             return MHD_YES;
         }
-        if (cli_grow((void **)&rs->body, &rs->body_cap, rs->body_len + n + 1, 1, 4096))
-            return MHD_NO;
+        /* The body's memory is taken as its bytes come (a client that
+         * declares a length and sends nothing holds none): when it is not
+         * there, the rest is dropped and the answer is 503. */
+        if (body_reserve(st, rs, rs->body_len + n + 1) != 0) {
+            rs->no_memory = 1;
+            body_free(st, rs);
+            return MHD_YES;
+        }
         memcpy(rs->body + rs->body_len, upload_data, n);
         rs->body_len += n;
         return MHD_YES;
@@ -361,6 +717,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         serve_too_large(st->srv, &resp);
         return respond(st, c, method, rs, &resp);
     }
+    if (rs->no_memory) {
+        serve_busy(st->srv, &resp);
+        return respond(st, c, method, rs, &resp);
+    }
+    conn_set_phase(&st->conns, c, CONN_WORKING);
     char *q = strchr(rs->uri, '?');
     serve_request req = {
         .method = method,
@@ -479,6 +840,92 @@ static int read_token(const char *path, char **out)
     return CLI_EXIT_OK;
 }
 
+/* The handler's notices (a read-only store reopened) on stderr. */
+static void print_notice(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "simstore " CMD ": %s\n", line);
+}
+
+/* libmicrohttpd's messages on stderr, at most MHD_LINES_PER_SECOND a
+ * second: a flood of refused connections would otherwise write a line
+ * each. */
+#define MHD_LINES_PER_SECOND 5
+static void mhd_log(void *ctx, const char *fmt, va_list ap)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static time_t second;
+    static unsigned lines, dropped;
+    (void)ctx;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t len = strlen(line);
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = '\0';
+    time_t now = time(NULL);
+    pthread_mutex_lock(&lock);
+    if (now != second) {
+        if (dropped)
+            fprintf(stderr, "simstore " CMD ": libmicrohttpd: %u more messages not shown\n",
+                    dropped);
+        second = now;
+        lines = dropped = 0;
+    }
+    if (lines++ < MHD_LINES_PER_SECOND)
+        fprintf(stderr, "simstore " CMD ": libmicrohttpd: %s\n", line);
+    else
+        dropped++;
+    pthread_mutex_unlock(&lock);
+}
+
+/* The connections the open-file limit leaves room for, wanting `want`: the
+ * soft limit is raised to the hard one first (as a server would be started
+ * with `ulimit -n` raised), and SPARE_FDS kept for the store's files. */
+static unsigned fit_connections(unsigned want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)want + SPARE_FDS)
+        return want;
+    unsigned fit = rl.rlim_cur > 2 * SPARE_FDS ? (unsigned)(rl.rlim_cur - SPARE_FDS)
+                                               : (unsigned)(rl.rlim_cur / 2);
+    if (fit == 0)
+        fit = 1;
+    cli_warn(CMD,
+             "the open-file limit (%llu) leaves room for %u connections, not %u; raise it "
+             "(ulimit -n, LimitNOFILE=) to take more",
+             (unsigned long long)rl.rlim_cur, fit, want);
+    return fit;
+}
+
+static int sweeper_start(server_state *st)
+{
+    conn_table *t = &st->conns;
+    if (pthread_create(&t->sweeper, NULL, sweeper_main, st) != 0)
+        return -1;
+    t->sweeper_started = 1;
+    return 0;
+}
+
+static void sweeper_stop(server_state *st)
+{
+    conn_table *t = &st->conns;
+    if (!t->sweeper_started)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->stopping = 1;
+    pthread_cond_signal(&t->stop);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->sweeper, NULL);
+    t->sweeper_started = 0;
+}
+
 enum {
     OPT_LISTEN = 1,
     OPT_THREADS,
@@ -488,7 +935,11 @@ enum {
     OPT_MEMTABLE,
     OPT_MAX_BODY,
     OPT_MAX_BATCH,
+    OPT_REQUEST_MEMORY,
     OPT_TIMEOUT,
+    OPT_REQUEST_TIMEOUT,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_CONNECTIONS_PER_IP,
     OPT_HUGE_PAGES
 };
 
@@ -503,14 +954,21 @@ int cmd_serve(int argc, char **argv)
         {"memtable", required_argument, NULL, OPT_MEMTABLE},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+        {"request-memory", required_argument, NULL, OPT_REQUEST_MEMORY},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-ip", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_IP},
         {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     serve_options so;
     serve_options_init(&so);
     const char *listen = DEFAULT_LISTEN, *token_file = NULL;
-    unsigned threads = 0, timeout = DEFAULT_TIMEOUT_SECONDS;
+    unsigned threads = 0, timeout = DEFAULT_TIMEOUT_SECONDS,
+             request_timeout = DEFAULT_REQUEST_TIMEOUT_SECONDS,
+             max_connections = DEFAULT_MAX_CONNECTIONS, max_per_ip = DEFAULT_MAX_CONNECTIONS_PER_IP;
+    const char *request_memory_arg = NULL;
     unsigned long long v;
     int c;
     log_path = NULL;
@@ -528,10 +986,12 @@ int cmd_serve(int argc, char **argv)
         case OPT_HUGE_PAGES: so.huge_pages = 1; break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_MEMTABLE:
-            if (cli_parse_size(optarg, &v) || v < 4096)
+            if (cli_parse_size(optarg, &v) || v < MIN_MEMTABLE_BYTES)
                 return cli_usage_error(CMD,
-                                       "--memtable takes a size of at least 4K (K, M, G: "
-                                       "powers of 1024), not '%s'",
+                                       "--memtable takes a size of at least 1M (K, M, G: "
+                                       "powers of 1024), not '%s': an empty in-memory table "
+                                       "counts about 100K, so a smaller one would flush after "
+                                       "every change or two",
                                        optarg);
             so.memtable_bytes = v;
             break;
@@ -546,15 +1006,51 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage_error(CMD, "--max-batch takes 1 to 1000000, not '%s'", optarg);
             so.max_batch = (size_t)v;
             break;
+        case OPT_REQUEST_MEMORY: request_memory_arg = optarg; break;
         case OPT_TIMEOUT:
             if (cli_parse_uint(optarg, 1, 86400, &v))
                 return cli_usage_error(CMD, "--timeout takes 1 to 86400 seconds, not '%s'", optarg);
             timeout = (unsigned)v;
             break;
+        case OPT_REQUEST_TIMEOUT:
+            if (cli_parse_uint(optarg, 1, 86400, &v))
+                return cli_usage_error(CMD, "--request-timeout takes 1 to 86400 seconds, not '%s'",
+                                       optarg);
+            request_timeout = (unsigned)v;
+            break;
+        case OPT_MAX_CONNECTIONS:
+            if (cli_parse_uint(optarg, 2, 1000000, &v))
+                return cli_usage_error(CMD, "--max-connections takes 2 to 1000000, not '%s'",
+                                       optarg);
+            max_connections = (unsigned)v;
+            break;
+        case OPT_MAX_CONNECTIONS_PER_IP:
+            if (cli_parse_uint(optarg, 0, 1000000, &v))
+                return cli_usage_error(CMD,
+                                       "--max-connections-per-ip takes 0 (no limit) to 1000000, "
+                                       "not '%s'",
+                                       optarg);
+            max_per_ip = (unsigned)v;
+            break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         default: return cli_bad_option(CMD, c, argv, optind);
         }
     }
+    /* One request may hold its body and its JSON's parse: the budget of
+     * all of them must hold one. */
+    size_t one_request = so.max_body_bytes + SERVE_PARSE_BYTES(so.max_body_bytes);
+    if (request_memory_arg) {
+        if (cli_parse_size(request_memory_arg, &v) || v < one_request || v > SIZE_MAX)
+            return cli_usage_error(CMD,
+                                   "--request-memory takes a size of at least %zuM, three times "
+                                   "--max-body and 1M (what one request may hold), not '%s'",
+                                   (one_request + (1u << 20) - 1) >> 20, request_memory_arg);
+        so.request_memory_bytes = (size_t)v;
+    } else {
+        so.request_memory_bytes =
+            one_request > DEFAULT_REQUEST_MEMORY_BYTES ? one_request : DEFAULT_REQUEST_MEMORY_BYTES;
+    }
+    so.notice = print_notice;
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
     const char *path = cli_store_path(argv[optind++]);
@@ -578,6 +1074,9 @@ int cmd_serve(int argc, char **argv)
         free(token);
         return cli_error(CMD, "%s: %s", log_path, strerror(err));
     }
+    max_connections = fit_connections(max_connections);
+    mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD_BYTES);
+    mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD_BYTES);
 
     /* The signals are taken by the main thread alone (sigtimedwait below):
      * block them before any thread starts, so every thread inherits it. */
@@ -593,6 +1092,13 @@ int cmd_serve(int argc, char **argv)
     struct MHD_Daemon *d = NULL;
     server_state st = {0};
     st.max_body_bytes = so.max_body_bytes;
+    conn_table *conns = &st.conns;
+    pthread_mutex_init(&conns->lock, NULL);
+    pthread_cond_init(&conns->stop, NULL);
+    conns->idle_seconds = timeout;
+    conns->request_seconds = request_timeout;
+    /* An eighth of the connections is room kept for new clients. */
+    conns->room_at = max_connections - (max_connections / 8 ? max_connections / 8 : 1);
     int rc = serve_server_open(path, &so, &st.srv);
     free(token);
     so.token = NULL;
@@ -600,17 +1106,20 @@ int cmd_serve(int argc, char **argv)
         status = cli_api_error(CMD, rc, "%s", path);
         goto done;
     }
-    if (writers_start(&st) != 0) {
-        status = cli_error(CMD, "cannot start the writer threads");
+    if (writers_start(&st) != 0 || sweeper_start(&st) != 0) {
+        status = cli_error(CMD, "cannot start the server's threads");
         goto done;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | la.mhd_flags;
-    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_SOCK_ADDR, &la.u.sa,
-                         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
-                         MAX_CONNECTIONS, MHD_OPTION_URI_LOG_CALLBACK, on_uri, &st,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &st, MHD_OPTION_END);
+    /* The logger first: libmicrohttpd's own would print what comes before. */
+    d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, &st, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, &la.u.sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, max_per_ip, MHD_OPTION_URI_LOG_CALLBACK, on_uri, &st,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, &st, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        &st, MHD_OPTION_END);
     if (!d) {
         status = cli_error(CMD, "cannot listen on %s: %s", listen, strerror(errno));
         goto done;
@@ -627,7 +1136,7 @@ int cmd_serve(int argc, char **argv)
 
     uint64_t flushes_seen = 0;
     for (;;) {
-        struct timespec wait = {COMPACT_CHECK_SECONDS, 0};
+        struct timespec wait = {0, COMPACT_CHECK_MS * 1000000L};
         int sig = sigtimedwait(&set, NULL, &wait);
         if (sig == SIGHUP) {
             if (log_open() != 0)
@@ -664,12 +1173,15 @@ int cmd_serve(int argc, char **argv)
 done:
     if (d)
         MHD_stop_daemon(d);
+    sweeper_stop(&st);
     if (st.writer_count)
         writers_stop(&st);
     if (st.writers_initialized) {
         pthread_cond_destroy(&st.write_ready);
         pthread_mutex_destroy(&st.write_lock);
     }
+    pthread_cond_destroy(&conns->stop);
+    pthread_mutex_destroy(&conns->lock);
     serve_server_close(st.srv);
     pthread_mutex_lock(&log_lock);
     if (log_file && log_file != stderr)

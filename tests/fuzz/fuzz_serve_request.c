@@ -4,11 +4,16 @@
  * Input: 1 flags byte (bit 0: the read-only server), then the method, the
  * request target (path and query) and the Authorization header, each ending
  * at a newline, then the body (the rest). Every answer must be a status
- * from 200 to 599 with a body; JSON answers must parse. */
+ * from 200 to 599 with a body; JSON answers must parse. The body is also
+ * parsed alone with jansson's allocations counted: the parse may hold no
+ * more than the bound the server's scan (server/reqjson.c) gives it. */
 #include "handler.h"
+#include "reqjson.h"
 
 #include <ftw.h>
 #include <jansson.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,47 @@ static void cleanup(void)
         nftw(store_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* What jansson holds, counted as reqjson.c's costs count it: malloc's
+ * usable size and its header, for each block. */
+static size_t json_live, json_peak;
+
+static void *counting_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p) {
+        json_live += malloc_usable_size(p) + 8;
+        if (json_live > json_peak)
+            json_peak = json_live;
+    }
+    return p;
+}
+
+static void counting_free(void *p)
+{
+    if (p) {
+        json_live -= malloc_usable_size(p) + 8;
+        free(p);
+    }
+}
+
+/* The scan's bound holds for the parse of body[0..n). */
+static void check_parse_bound(const char *body, size_t n)
+{
+    size_t bound;
+    if (n == 0 || reqjson_scan(body, n, NULL, SIZE_MAX, &bound) != REQJSON_FINE)
+        return;
+    size_t before = json_live;
+    json_peak = json_live;
+    json_error_t err;
+    json_t *j = reqjson_load(body, n, &err);
+    if (json_peak - before > bound) {
+        fprintf(stderr, "fuzz_serve_request: the parse of %zu bytes held %zu, above the bound %zu\n",
+                n, json_peak - before, bound);
+        abort();
+    }
+    json_decref(j);
+}
+
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "fuzz_serve_request: %s: %s: %s\n", what, simstore_strerror(rc),
@@ -59,6 +105,7 @@ static void setup(void)
     }
     snprintf(store_path, sizeof store_path, "%s/s.store", store_dir);
     atexit(cleanup);
+    json_set_alloc_funcs(counting_malloc, counting_free); /* before any jansson value */
     simstore_fingerprinter *fpr;
     simstore_builder *b;
     int rc = simstore_fingerprinter_new(NULL, &fpr);
@@ -143,6 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         serve_record(srv, resp.route, resp.status, 0.001);
         serve_response_free(&resp);
+        check_parse_bound(req.body, req.body_len);
     }
     free(method);
     free(target);

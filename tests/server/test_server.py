@@ -45,13 +45,14 @@ def sample_store():
 
 
 class Server:
-    def __init__(self, store, *args, listen="127.0.0.1:0"):
+    def __init__(self, store, *args, listen="127.0.0.1:0", env=None):
         self.store = store
         self.log = os.path.join(WORK, "access-%d.log" % random.getrandbits(32))
         self.proc = subprocess.Popen(
             [SIMSTORE, "serve", store, "--listen", listen, "--threads", "4", "--log",
              self.log, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, **(env or {})))
         line = self.proc.stdout.readline()
         # The URL's host: "127.0.0.1", "[::1]".
         url_host = listen.rsplit(":", 1)[0]
@@ -81,10 +82,10 @@ class Server:
     def stop(self, sig=signal.SIGTERM):
         self.proc.send_signal(sig)
         rc = self.proc.wait()
+        # What the server said on stderr, for the checks that follow.
+        self.stderr = self.proc.stderr.read()
         if rc != 0 and sig == signal.SIGTERM:
-            # For the check that follows: what the server said on its way out.
-            print("server exit status %d; stderr ends %r" % (rc, self.proc.stderr.read()[-1500:]),
-                  flush=True)
+            print("server exit status %d; stderr ends %r" % (rc, self.stderr[-1500:]), flush=True)
         self.proc.stdout.close()
         self.proc.stderr.close()
         return rc
@@ -359,7 +360,9 @@ def words(rng, n):
 
 def test_concurrent_clients():
     store = sample_store()
-    srv = Server(store, "--memtable", "64K")  # small: flushes happen during the run
+    # The smallest table (1M), and metadata of 12 KB a document: flushes
+    # happen during the run (about every 75 inserts).
+    srv = Server(store, "--memtable", "1M")
     errors = []
     inserted = {}
     lock = threading.Lock()
@@ -369,7 +372,8 @@ def test_concurrent_clients():
         for i in range(40):
             doc_id = "w%d-%d" % (t, i)
             text = words(rng, 40)
-            st, got = srv.request("POST", "/v1/documents", {"id": doc_id, "text": text})
+            st, got = srv.request("POST", "/v1/documents", {"id": doc_id, "text": text,
+                                                            "meta": {"pad": "p" * 12000}})
             if st != 201:
                 errors.append((doc_id, st, got))
             else:
@@ -399,6 +403,7 @@ def test_concurrent_clients():
                   "inserted %s found by query" % doc_id)
         st, got = srv.request("GET", "/v1/stats")
         check(got["live"]["inserts"] == 160, "160 inserts acknowledged")
+        check(got["live"]["flushes"] >= 1, "flushes during the run: %d" % got["live"]["flushes"])
     finally:
         check(srv.stop() == 0, "SIGTERM exits 0")
     check(json.loads(run("stats", store, "--json").stdout)["documents"] == 92 + 160,
@@ -569,7 +574,9 @@ def test_ipv6_listen():
 
 def test_kill9_restart():
     store = sample_store()
-    srv = Server(store, "--memtable", "32K")
+    # The smallest table (1M) and 12 KB of metadata a document: flushes
+    # come every 75 inserts or so, and the kill finds segments and a log.
+    srv = Server(store, "--memtable", "1M")
     acked = []
     enough = threading.Event()
     stop = threading.Event()
@@ -581,8 +588,8 @@ def test_kill9_restart():
             doc_id = "k%d-%d" % (t, i)
             i += 1
             try:
-                st, got = srv.request("POST", "/v1/documents", {"id": doc_id,
-                                                                "text": words(rng, 30)})
+                st, got = srv.request("POST", "/v1/documents", {
+                    "id": doc_id, "text": words(rng, 30), "meta": {"pad": "p" * 12000}})
             except (OSError, http.client.HTTPException):
                 return  # the server died under this request: not acknowledged
             if st == 201:
@@ -594,6 +601,8 @@ def test_kill9_restart():
     for th in threads:
         th.start()
     enough.wait()
+    while srv.request("GET", "/v1/stats")[1]["live"]["flushes"] < 1:
+        pass  # the streams go on until a flush has been made
     srv.proc.kill()  # kill -9 while the streams go on
     srv.proc.wait()
     stop.set()
@@ -786,10 +795,604 @@ def test_beyond_store_k():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+
+# ---- Issue 34: no acknowledged write lost, no request that takes the server down
+
+
+def proc_bytes(pid, field):
+    """A size line of /proc/PID/status (VmHWM, VmRSS), in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no %s in /proc/%d/status" % (field, pid))
+
+
+def raw_request(port, data, host="127.0.0.1", source=None, timeout=60):
+    """Send bytes as they are; the status and the body (JSON when it parses)."""
+    import socket
+    s = socket.socket()
+    if source:
+        s.bind((source, 0))
+    s.settimeout(timeout)
+    s.connect((host, port))
+    s.sendall(data)
+    reply = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    s.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        return status, body
+
+
+def test_memory_bounded():
+    """Defect 4: a 16 MiB body of small JSON values (which jansson would
+    hold in a hundred times its bytes) is refused while parsing, 413 or 400
+    with a JSON error, the process staying within 4 x --max-body of where
+    it was, and its memory comes back after."""
+    store = sample_store()
+    fp = exported(store)[0][1]
+    # --max-body 16M, the default. Under AddressSanitizer freed memory waits
+    # in a quarantine (256 MiB) before it is reused or returned: without one,
+    # the figures are the server's (and ASan's shadow of them).
+    asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=0") if o)
+    srv = Server(store, env={"ASAN_OPTIONS": asan})
+    max_body = 16 << 20
+    try:
+        st, _ = srv.request("POST", "/v1/query", {"queries": [{"fp": fp}] * 100})
+        check(st == 200, "a batch before the big bodies")
+        pid = srv.proc.pid
+        base_hwm, base_rss = proc_bytes(pid, "VmHWM"), proc_bytes(pid, "VmRSS")
+        n = 5592300  # "{}," a query: 16 776 913 bytes
+
+        def many(item, count):
+            return item + (b"," + item) * (count - 1)
+
+        bodies = [
+            ("/v1/query", b'{"queries":[' + many(b"{}", n) + b"]}", 413, "queries holds more"),
+            ("/v1/documents", b'{"documents":[' + many(b"{}", n - 1) + b"]}", 413,
+             "documents holds more"),
+            ("/v1/query", b"[" + many(b"[]", n) + b"]", 400, "JSON object"),
+            ("/v1/query", many(b"0", 8388000), 400, "JSON object"),
+            # Shapes a request may have, with values jansson would hold in
+            # 1.5 GB: refused before the parse.
+            ("/v1/query", b'{"fp":"%s","k":[' % fp.encode() + many(b"[]", n - 10) + b"]}", 413,
+             "memory"),
+            ("/v1/documents", b'{"id":"m","text":"t","meta":[' + many(b"{}", n - 10) + b"]}", 413,
+             "memory"),
+            ("/v1/query", b'{"fp":"%s","k":' % fp.encode() + b"[" * 100 + b"]" * 100 + b"}",
+             400, "deeper than 64"),
+        ]
+        for path, body, want, word in bodies:
+            check(len(body) <= max_body, "the body fits --max-body")
+            st, got = srv.request("POST", path, raw=body,
+                                  headers={"Content-Type": "application/json"})
+            check(st == want and isinstance(got, dict) and word in got.get("error", ""),
+                  "%s %s...: %d naming %r (got %d %r)" % (path, body[:24], want, word, st,
+                                                         str(got)[:200]))
+        hwm = proc_bytes(pid, "VmHWM")
+        print("VmHWM %.1f MiB before the bodies, %.1f MiB after (bound %.1f MiB)" %
+              (base_hwm / 2**20, hwm / 2**20, (base_hwm + 4 * max_body) / 2**20), flush=True)
+        check(hwm <= base_hwm + 4 * max_body,
+              "VmHWM %d MiB stays within 4 x --max-body of %d MiB" % (hwm >> 20, base_hwm >> 20))
+        # The memory comes back (the body is freed as its request completes,
+        # just after the answer is sent).
+        rss = proc_bytes(pid, "VmRSS")
+        for _ in range(200):
+            if rss <= base_rss + 8 * 2**20:
+                break
+            srv.request("GET", "/healthz")
+            rss = proc_bytes(pid, "VmRSS")
+        print("VmRSS %.1f MiB before, %.1f MiB after" % (base_rss / 2**20, rss / 2**20),
+              flush=True)
+        check(rss <= base_rss + 8 * 2**20, "VmRSS back to %d MiB (was %d MiB before)" %
+              (rss >> 20, base_rss >> 20))
+        # What a client may send is not refused: a batch at --max-batch, and
+        # a text of 15 MiB.
+        st, got = srv.request("POST", "/v1/query", {"queries": [{"fp": fp, "id": i}
+                                                                for i in range(10000)]})
+        check(st == 200 and len(got["results"]) == 10000, "a batch of 10000 queries: %d" % st)
+        text = ((words(random.Random(4), 1000) + " ") * 1500)[:15 << 20]
+        st, got = srv.request("POST", "/v1/query", {"text": text})
+        check(st == 200 and "matches" in got, "a text of 15 MiB: %d" % st)
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def test_request_memory():
+    """Defect 4: the memory all requests in flight hold is bounded
+    (--request-memory): a body that would pass it gets 503 with
+    Retry-After at once, small requests are still answered, and the
+    memory is there again once the holders go."""
+    import socket
+    store = sample_store()
+    fp = exported(store)[0][1]
+    p = run("serve", store, "--max-body", "1M", "--request-memory", "3M", ok=False)
+    check(p.returncode == 2 and "--request-memory" in p.stderr and "4M" in p.stderr,
+          "--request-memory below what one request may hold: usage error (%r)" % p.stderr)
+    srv = Server(store, "--max-body", "1M", "--request-memory", "4M")
+    holders = []
+    try:
+        # Three bodies of 1 MiB, all but their last bytes sent: 3 MiB held.
+        declared = 1 << 20
+        for _ in range(3):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % declared)
+            s.sendall(b'{"text":"' + b"x" * (declared - 100))
+            holders.append(s)
+
+        def held():
+            _, text = srv.request("GET", "/metrics")
+            for line in text.splitlines():
+                if line.startswith("simstore_request_memory_bytes "):
+                    return int(line.split()[1])
+            return -1
+
+        for _ in range(2000):
+            if held() >= 3 * declared:
+                break
+        check(held() >= 3 * declared, "the three bodies are held: %d bytes" % held())
+        big = json.dumps({"text": "word " * 200000}).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        conn.request("POST", "/v1/query", body=big, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        got = json.loads(resp.read())
+        conn.close()
+        check(resp.status == 503 and "--request-memory" in got.get("error", "")
+              and resp.getheader("Retry-After") == "1",
+              "a body past --request-memory: 503 with Retry-After (%d %r)" % (resp.status, got))
+        for _ in range(2000):  # the refused body is freed once its request completes
+            if held() <= 3 * declared + 16:
+                break
+        st, got = srv.request("POST", "/v1/query", {"fp": fp})
+        check(st == 200, "a small query is answered meanwhile (%d %r)" % (st, got))
+        st, got = srv.request("GET", "/healthz")
+        check(st == 200, "healthz is answered meanwhile")
+        for s in holders:
+            s.close()
+        holders = []
+        for _ in range(2000):
+            if held() == 0:
+                break
+        check(held() == 0, "the memory is given back: %d bytes held" % held())
+        st, got = srv.request("POST", "/v1/query", raw=big,
+                              headers={"Content-Type": "application/json"})
+        check(st == 200, "the big body once the holders are gone: %d %r" % (st, str(got)[:200]))
+    finally:
+        for s in holders:
+            s.close()
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def raise_fd_limit(need):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        return "the open-file limit's hard value is %d, below the %d this test needs" % (hard,
+                                                                                        need)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return None
+
+
+def test_slow_clients():
+    """Defect 5: 1,024 connections that send a header line every few
+    seconds and never finish their request (from 16 loopback addresses, 64
+    each: within the per-address limit), reconnecting whenever the server
+    closes one, do not lock a normal client out: it is answered within a
+    second each time."""
+    import socket
+    import statistics
+    import time
+    why = raise_fd_limit(1024 + 256)
+    if why:
+        print("SKIP test_slow_clients: %s" % why, flush=True)
+        return
+    store = sample_store()
+    srv = Server(store)  # the defaults: 1024 connections, 128 per address
+    slow = [None] * 1024
+
+    def connect(i):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % (2 + i % 16), 0))
+        s.settimeout(10)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        return s
+
+    latencies, failures, reconnects = [], [], 0
+    try:
+        for i in range(len(slow)):
+            try:
+                slow[i] = connect(i)
+            except OSError:
+                pass
+        start = time.monotonic()
+        while time.monotonic() - start < 16:
+            for i, s in enumerate(slow):
+                try:
+                    if s is None:
+                        raise OSError("closed")
+                    s.sendall(b"X-Slow: still here\r\n")
+                except OSError:
+                    reconnects += 1
+                    if s is not None:
+                        s.close()
+                    try:
+                        slow[i] = connect(i)
+                    except OSError:
+                        slow[i] = None
+            t0 = time.monotonic()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+                conn.request("GET", "/healthz")
+                resp = conn.getresponse()
+                resp.read()
+                conn.close()
+                if resp.status != 200:
+                    failures.append(resp.status)
+            except (OSError, http.client.HTTPException) as e:
+                failures.append(repr(e))
+            latencies.append(time.monotonic() - t0)
+            time.sleep(1)
+        held = sum(1 for s in slow if s is not None)
+        print("probes: %d, median %.3f s, slowest %.3f s; %d slow connections held at the end, "
+              "%d reconnects" % (len(latencies), statistics.median(latencies), max(latencies),
+                                 held, reconnects), flush=True)
+        check(not failures, "every probe answered 200 while the slow connections are held: %r"
+              % failures[:3])
+        check(statistics.median(latencies) < 1.0 and max(latencies) < 5.0,
+              "probes answered within a second (median %.3f s, slowest %.3f s)"
+              % (statistics.median(latencies), max(latencies)))
+        st, text = srv.request("GET", "/metrics")
+        check(st == 200 and 'simstore_http_connections_closed_total{reason="room"}' in text,
+              "metrics count the connections closed to make room")
+    finally:
+        for s in slow:
+            if s is not None:
+                s.close()
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def closed_by_server(s, seconds):
+    """Whether the server closes socket s within the given seconds (the
+    socket then reads the end, or a reset)."""
+    import select
+    import time
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        r, _, _ = select.select([s], [], [], 0.5)
+        if r:
+            try:
+                if s.recv(65536) == b"":
+                    return True
+            except OSError:
+                return True
+    return False
+
+
+def closed_among(socks, seconds):
+    """The sockets of socks the server closes within the given seconds."""
+    import select
+    import time
+    closed, end = set(), time.monotonic() + seconds
+    while time.monotonic() < end and len(closed) < len(socks):
+        r, _, _ = select.select([s for s in socks if s not in closed], [], [], 0.2)
+        for s in r:
+            try:
+                if s.recv(65536) == b"":
+                    closed.add(s)
+            except OSError:
+                closed.add(s)
+    return closed
+
+
+def test_request_deadline():
+    """Defect 5: a request's head and body must arrive within
+    --request-timeout even while the client keeps sending bytes; one
+    client address takes at most --max-connections-per-ip connections."""
+    import socket
+    import time
+    store = sample_store()
+    srv = Server(store, "--request-timeout", "2", "--max-connections-per-ip", "4")
+    socks = []
+    try:
+        # A head trickled a line at a time, a body trickled 10 bytes at a time.
+        head = socket.create_connection(("127.0.0.1", srv.port))
+        head.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        body = socket.create_connection(("127.0.0.1", srv.port))
+        body.sendall(b"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100000\r\n\r\n{\"text\":\"")
+        socks += [head, body]
+        closed = {"head": None, "body": None}
+        start = time.monotonic()
+        while time.monotonic() - start < 60 and None in closed.values():
+            for name, s in (("head", head), ("body", body)):
+                if closed[name] is not None:
+                    continue
+                try:
+                    s.sendall(b"X-Slow: a\r\n" if name == "head" else b"xxxxxxxxxx")
+                except OSError:
+                    closed[name] = time.monotonic() - start
+                    continue
+                if closed_by_server(s, 0.3):
+                    closed[name] = time.monotonic() - start
+        print("closed after: %r" % closed, flush=True)
+        check(closed["head"] is not None, "a trickled request head is closed at its deadline")
+        check(closed["body"] is not None, "a trickled request body is closed at its deadline")
+        st, text = srv.request("GET", "/metrics")
+        check('simstore_http_connections_closed_total{reason="deadline"} 2' in text,
+              "metrics count the two closed at their deadline")
+        st, _ = srv.request("GET", "/healthz")
+        check(st == 200, "a normal request is answered")
+        # Per address: 4 connections from 127.0.0.3 are taken, 6 more refused.
+        mine = []
+        for _ in range(10):
+            s = socket.socket()
+            s.bind(("127.0.0.3", 0))
+            s.connect(("127.0.0.1", srv.port))
+            mine.append(s)
+            socks.append(s)
+        refused = closed_among(mine, 3)
+        check(len(refused) == 6, "10 connections from one address: %d refused, 6 expected"
+              % len(refused))
+        st, _ = raw_request(srv.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close"
+                            b"\r\n\r\n", source="127.0.0.2")
+        check(st == 200, "another address is answered meanwhile (%d)" % st)
+        for s in mine:
+            s.close()
+        st = 0
+        for _ in range(100):
+            try:
+                st, _ = raw_request(srv.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                                    b"Connection: close\r\n\r\n", source="127.0.0.3")
+            except OSError:
+                st = 0
+            if st == 200:
+                break
+            time.sleep(0.1)
+        check(st == 200, "the address is answered again once its connections close")
+    finally:
+        for s in socks:
+            s.close()
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def test_read_only_follows_store():
+    """Defect 6: a read-only server answers from the store the path names
+    now, after compact's shrink and after build --replace, and says so."""
+    store = os.path.join(WORK, "follow.store")
+    tsv = {}
+    for name, line in (("in", "a\t0123456789abcdef\n"), ("new", "n\t1111111111111111\n"),
+                       ("z", "z\t2222222222222222\n")):
+        tsv[name] = os.path.join(WORK, "follow-%s.tsv" % name)
+        with open(tsv[name], "w") as f:
+            f.write(line)
+    run("build", "-q", store, tsv["in"])
+    srv = Server(store, "--read-only")
+
+    def ids(fp):
+        st, got = srv.request("GET", "/v1/query?fp=%s&k=0" % fp)
+        check(st == 200, "query %s: %d" % (fp, st))
+        return [m["id"] for m in got.get("matches", [])]
+
+    try:
+        check(ids("0123456789abcdef") == ["a"], "the store as opened")
+        run("compact", "--shrink", store)  # a new directory swapped in
+        run("add", store, tsv["z"])
+        check(ids("2222222222222222") == ["z"], "after compact --shrink and add: z is found")
+        st, got = srv.request("GET", "/v1/stats")
+        check(got["documents"] == 2, "stats count the store's 2 documents: %r" %
+              got.get("documents"))
+        run("build", "-q", "--replace", store, tsv["new"])
+        check(ids("1111111111111111") == ["n"], "after build --replace: n is found")
+        check(ids("0123456789abcdef") == [], "after build --replace: a is gone")
+        st, got = srv.request("GET", "/v1/stats")
+        check(got["documents"] == 1, "stats count the new store's 1 document")
+        st, got = srv.request("GET", "/v1/documents/n")
+        check(st == 200 and got["fp"] == "1111111111111111", "get reads the new store")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+    check(srv.stderr.count("was replaced by another store") == 2,
+          "the server says it reopened, twice: %r" % srv.stderr)
+
+
+def test_document_ids():
+    """Defect 7: the server refuses, 400 naming the document and the
+    problem, every id the library's rule refuses, in every mode and in
+    batches (none of whose documents is then applied); gets and deletes
+    take any id, and every id it echoes is valid JSON."""
+    store = sample_store()
+    srv = Server(store)
+    try:
+        bad = [("x\nforged\t0000000000000000", "control character"),
+               ("esc\u001b[2J", "control character"), ("nel\u0085", "control character"),
+               ("del\u007f", "control character"), ("tab\there", "control character")]
+        for mode in ("insert", "insert-if-new", "check"):
+            for doc_id, word in bad:
+                st, got = srv.request("POST", "/v1/documents",
+                                      {"id": doc_id, "text": "a text", "mode": mode})
+                check(st == 400 and word in got.get("error", "") and "id" in got["error"],
+                      "%s of id %r: 400 naming %r (got %d %r)" % (mode, doc_id, word, st, got))
+        st, got = srv.request("POST", "/v1/documents", {"documents": [
+            {"id": "fine-1", "text": "the first document of a batch, about herons"},
+            {"id": "fine\u00852", "text": "the second"}]})
+        check(st == 400 and "documents[1]" in got.get("error", "")
+              and "control character" in got["error"],
+              "a batch with a bad id: 400 naming documents[1] (%d %r)" % (st, got))
+        st, _ = srv.request("GET", "/v1/documents/fine-1")
+        check(st == 404, "a batch with a bad id applies none of its documents (%d)" % st)
+        st, got = srv.request("POST", "/v1/documents",
+                              {"id": "caf\u00e9 \u6771\u4eac", "text": "a text with a fine id"})
+        check(st == 201 and got["id"] == "caf\u00e9 \u6771\u4eac", "a UTF-8 id is fine")
+        # Gets and deletes take any id: an older version may have stored it.
+        for raw in ("x%0Aforged", "n%00ul", "%FF%FEbad", "esc%1B%5B2J", "q%22uote"):
+            for method in ("GET", "DELETE"):
+                st, got = srv.request(method, "/v1/documents/" + raw)
+                check(st == 404 and isinstance(got, dict) and "no document" in got.get("error", ""),
+                      "%s %s: 404 with a JSON error (%d %r)" % (method, raw, st, got))
+        # Ids a client gives a query batch come back as valid JSON.
+        st, got = srv.request("POST", "/v1/query", {"queries": [
+            {"fp": "0123456789abcdef", "id": "c\u0001d"}]})
+        check(st == 200 and got["results"][0]["id"] == "c\u0001d", "a query's id echoed")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def test_batch_check_status():
+    """Defect 8: a batch in mode check answers each document with its status."""
+    store = sample_store()
+    srv = Server(store)
+    try:
+        text = sample_records()[0]["text"]
+        st, got = srv.request("POST", "/v1/documents", {"documents": [
+            {"id": "q1", "text": text}, {"id": "q2", "text": "nothing like any stored text"}],
+            "mode": "check"})
+        check(st == 200 and [r["status"] for r in got["results"]] == [200, 200],
+              "batch check statuses: %r" % [r.get("status") for r in got.get("results", [])])
+        check(got["results"][0]["matches"] and got["results"][1]["matches"] == [],
+              "batch check matches")
+        st, one = srv.request("POST", "/v1/documents", {"id": "q1", "text": text, "mode": "check"})
+        check(st == 200 and one["inserted"] is False and one["matches"], "a single check: 200")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
+def test_disk_full():
+    """Defect 11: writes the live store cannot log for want of room answer
+    503 (not 500) with the library's message; /healthz answers 503
+    "failing" while the live store says it is failing, and writes are taken
+    again once there is room (both as the library reports them)."""
+    mnt = os.path.join(WORK, "small")
+    os.mkdir(mnt)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print("SKIP test_disk_full: cannot mount a tmpfs (%s)" % p.stderr.strip(), flush=True)
+        return
+    srv = None
+    try:
+        store = os.path.join(mnt, "w.store")
+        tsv = os.path.join(WORK, "full.tsv")
+        with open(tsv, "w") as f:
+            f.write("a\t0123456789abcdef\n")
+        run("build", "-q", store, tsv)
+        srv = Server(store)
+        st, _ = srv.request("POST", "/v1/documents", {"id": "before", "fp": "1111111111111111"})
+        check(st == 201, "an insert while there is room")
+        fill = os.path.join(mnt, "fill")
+        fd = os.open(fill, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError:
+            pass  # the disk is full
+        os.close(fd)
+        pad = "x" * 5000
+        statuses = []
+        for i in range(5):
+            st, got = srv.request("POST", "/v1/documents",
+                                  {"id": "f%d" % i, "fp": "%016x" % (i + 7), "meta": pad})
+            statuses.append((st, got.get("error", "")))
+        print("writes on a full disk: %r" % statuses[:2], flush=True)
+        check(all(st == 503 for st, _ in statuses), "writes on a full disk: 503, not 500: %r"
+              % [st for st, _ in statuses])
+        st, got = srv.request("DELETE", "/v1/documents/before")
+        check(st in (200, 503), "a delete on a full disk: 200 or 503, not 500 (%d)" % st)
+        st, stats = srv.request("GET", "/v1/stats")
+        if stats["live"]["failing"]:
+            st, got = srv.request("GET", "/healthz")
+            check(st == 503 and got.get("status") == "failing"
+                  and "No space left on device" in got.get("error", ""),
+                  "healthz while failing: 503 naming the reason (%d %r)" % (st, got))
+            check("No space left on device" in statuses[0][1],
+                  "the write's error names the reason: %r" % statuses[0][1])
+            os.remove(fill)
+            st, got = srv.request("POST", "/v1/documents",
+                                  {"id": "after", "fp": "2222222222222222"})
+            check(st == 201, "a write once there is room again: %d %r" % (st, got))
+            st, got = srv.request("GET", "/healthz")
+            check(st == 200 and got.get("status") == "ok", "healthz ok again")
+        else:
+            print("NOTE: the library does not report the live store failing (lib/live fills "
+                  "simstore_live_stats.failing); the 503 of writes is checked alone", flush=True)
+            os.remove(fill)
+    finally:
+        if srv:
+            srv.stop()
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
+def test_access_log_escapes():
+    """Defect 12: the access log escapes the method as it escapes the URI:
+    control characters, '"' and '\\' as \\xHH, one line a request."""
+    store = sample_store()
+    srv = Server(store)
+    try:
+        raw_request(srv.port, b'X"\rFAKE\x08\x7f /healthz HTTP/1.1\r\nHost: x\r\n'
+                    b"Connection: close\r\n\r\n")
+        raw_request(srv.port, b'GET /no"where\\\x1b[2J HTTP/1.1\r\nHost: x\r\n'
+                    b"Connection: close\r\n\r\n")
+        st, _ = srv.request("GET", "/healthz")
+        check(st == 200, "healthz after")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+    with open(srv.log, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")[:-1]
+    print(b"\n".join(lines).decode("utf-8", "replace"), flush=True)
+    check(len(lines) == 3, "one log line per request: %d" % len(lines))
+    check(not any(c in data for c in (b"\r", b"\x08", b"\x7f", b"\x1b")),
+          "no control character reaches the log")
+    check(b'"X\\x22\\x0DFAKE\\x08\\x7F /healthz"' in data, "the method escaped")
+    check(b'"GET /no\\x22where\\x5C\\x1B[2J"' in data, "the URI escaped the same way")
+    for line in lines:
+        check(line.count(b'"') == 2, "two quotes a line: %r" % line)
+
+
+def test_serve_options():
+    """Defect 13 and the new options: --memtable has a meaningful minimum,
+    every option is a usage error when malformed, --help documents each."""
+    store = sample_store()
+    for args, word in ((["--memtable", "512K"], "at least 1M"),
+                       (["--memtable", "64K"], "at least 1M"),
+                       (["--request-memory", "1M"], "--request-memory"),
+                       (["--request-timeout", "0"], "--request-timeout"),
+                       (["--max-connections", "1"], "--max-connections"),
+                       (["--max-connections-per-ip", "x"], "--max-connections-per-ip")):
+        # A bad --listen too, checked after the options: no server starts,
+        # whatever serve accepts.
+        p = run("serve", store, *args, "--listen", "no-port", ok=False)
+        check(p.returncode == 2 and word in p.stderr,
+              "serve %s: usage error naming %r (%d %r)" % (" ".join(args), word, p.returncode,
+                                                          p.stderr))
+    help_text = run("serve", "--help").stdout
+    for option in ("--memtable", "at least 1M", "--request-memory", "--request-timeout",
+                   "--max-connections", "--max-connections-per-ip", "--max-body"):
+        check(option in help_text, "serve --help documents %s" % option)
+    srv = Server(store, "--memtable", "1M", "--request-timeout", "5", "--max-connections", "64",
+                 "--max-connections-per-ip", "0", "--request-memory", "100M")
+    try:
+        st, got = srv.request("GET", "/healthz")
+        check(st == 200, "a server with every new option set answers")
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+
+
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
-         test_ipv6_listen]
+         test_ipv6_listen, test_memory_bounded, test_request_memory, test_slow_clients,
+         test_request_deadline, test_read_only_follows_store, test_document_ids,
+         test_batch_check_status, test_disk_full, test_access_log_escapes, test_serve_options]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]

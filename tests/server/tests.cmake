@@ -7,7 +7,9 @@ if(NOT SIMSTORE_PYTHON3)
 endif()
 foreach(scenario routes_and_errors queries_equal_cli beyond_store_k token_and_read_only
                  concurrent_clients insert_if_new_race kill9_restart sighup_reopens_log
-                 writes_keepalive_and_drain batch_insert_if_new ipv6_listen)
+                 writes_keepalive_and_drain batch_insert_if_new ipv6_listen memory_bounded
+                 request_memory slow_clients request_deadline read_only_follows_store
+                 document_ids batch_check_status disk_full access_log_escapes serve_options)
   add_test(NAME test_server_${scenario}
     COMMAND ${SIMSTORE_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
             $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} test_${scenario})
