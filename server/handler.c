@@ -298,20 +298,6 @@ int serve_server_flush(serve_server *srv)
     return srv->live ? simstore_live_flush(srv->live) : SIMSTORE_OK;
 }
 
-int serve_server_maybe_compact(serve_server *srv)
-{
-    return srv->live ? simstore_live_compact(srv->live, 0) : SIMSTORE_OK;
-}
-
-uint64_t serve_server_flushes(serve_server *srv)
-{
-    if (!srv->live)
-        return 0;
-    simstore_live_stats ls;
-    simstore_live_get_stats(srv->live, &ls);
-    return ls.flushes;
-}
-
 void serve_server_close(serve_server *srv)
 {
     if (!srv)

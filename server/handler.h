@@ -53,13 +53,6 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
  * Errors: those of simstore_live_flush(). */
 int serve_server_flush(serve_server *srv);
 
-/* Compact when the store's policy says so (live stores only; 0 otherwise).
- * Errors: those of simstore_live_compact(). */
-int serve_server_maybe_compact(serve_server *srv);
-
-/* Flushes the live store committed since open (0 when read-only). */
-uint64_t serve_server_flushes(serve_server *srv);
-
 /* Close; no request may be running. NULL allowed. */
 void serve_server_close(serve_server *srv);
 

@@ -30,9 +30,10 @@
 #define DEFAULT_MAX_CONNECTIONS_PER_IP 128u
 /* The default --request-memory, unless three times --max-body is more. */
 #define DEFAULT_REQUEST_MEMORY_BYTES ((size_t)256 << 20)
-/* The smallest --memtable: an empty in-memory table counts about 100 KiB,
- * so tables much smaller would flush after every change or two. */
-#define MIN_MEMTABLE_BYTES (1u << 20)
+/* The smallest --memtable: what the changes add to an empty in-memory
+ * table (whose own ~100 KiB are not counted); 64K holds a few hundred
+ * small documents, so a flush is never a change or two. */
+#define MIN_MEMTABLE_BYTES (64u << 10)
 /* A request's deadline grows by a second for each this many bytes of its
  * body (a client sending 16 MiB at 64 KiB/s still makes it). */
 #define BODY_BYTES_PER_SECOND (64u << 10)
@@ -50,9 +51,6 @@
 #define MALLOC_MMAP_THRESHOLD_BYTES (1 << 20)
 #define MALLOC_TRIM_THRESHOLD_BYTES (1 << 20)
 #define DRAIN_SECONDS 30
-/* How often the main thread looks whether a flush happened since and, if
- * so, lets the store's policy compact it: soon after each flush. */
-#define COMPACT_CHECK_MS 200
 /* How often the connections are looked at for their deadlines. */
 #define SWEEP_MS 100
 /* Threads answering writes (writers_start below): they spend their time
@@ -86,7 +84,7 @@ static void usage(FILE *out)
                  "      --log FILE           the access log, one line a request (default:\n"
                  "                           stderr); SIGHUP reopens it\n"
                  "      --memtable SIZE      flush inserts into a new segment past this size\n"
-                 "                           (default 64M, at least 1M); writes wait while a\n"
+                 "                           (default 64M, at least 64K); writes wait while a\n"
                  "                           second table passes it before the first is flushed\n"
                  "      --max-body SIZE      largest request body (default 16M; 413 above); its\n"
                  "                           JSON may take twice that and 1M while parsed\n"
@@ -988,10 +986,10 @@ int cmd_serve(int argc, char **argv)
         case OPT_MEMTABLE:
             if (cli_parse_size(optarg, &v) || v < MIN_MEMTABLE_BYTES)
                 return cli_usage_error(CMD,
-                                       "--memtable takes a size of at least 1M (K, M, G: "
-                                       "powers of 1024), not '%s': an empty in-memory table "
-                                       "counts about 100K, so a smaller one would flush after "
-                                       "every change or two",
+                                       "--memtable takes a size of at least 64K (K, M, G: "
+                                       "powers of 1024), not '%s': what the changes held in "
+                                       "memory add, so that a flush takes many of them",
+
                                        optarg);
             so.memtable_bytes = v;
             break;
@@ -1078,7 +1076,7 @@ int cmd_serve(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD_BYTES);
     mallopt(M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD_BYTES);
 
-    /* The signals are taken by the main thread alone (sigtimedwait below):
+    /* The signals are taken by the main thread alone (sigwaitinfo below):
      * block them before any thread starts, so every thread inherits it. */
     sigset_t set;
     sigemptyset(&set);
@@ -1134,10 +1132,10 @@ int cmd_serve(int argc, char **argv)
            so.read_only ? ", read-only" : "");
     fflush(stdout);
 
-    uint64_t flushes_seen = 0;
+    /* The live store's flush thread compacts after flushes, by the store's
+     * policy: this thread only waits for signals. */
     for (;;) {
-        struct timespec wait = {0, COMPACT_CHECK_MS * 1000000L};
-        int sig = sigtimedwait(&set, NULL, &wait);
+        int sig = sigwaitinfo(&set, NULL);
         if (sig == SIGHUP) {
             if (log_open() != 0)
                 cli_warn(CMD, "cannot reopen %s: %s; logging on to the old file", log_path,
@@ -1146,16 +1144,6 @@ int cmd_serve(int argc, char **argv)
         }
         if (sig == SIGTERM || sig == SIGINT)
             break;
-        if (sig < 0 && errno == EAGAIN) {
-            /* Flushes make segments: let the store's policy merge them. */
-            uint64_t flushes = serve_server_flushes(st.srv);
-            if (flushes != flushes_seen) {
-                flushes_seen = flushes;
-                rc = serve_server_maybe_compact(st.srv);
-                if (rc != SIMSTORE_OK)
-                    cli_api_error(CMD, rc, "%s: compacting", path);
-            }
-        }
     }
     /* Drain: no new connections; the requests in flight finish. */
     MHD_quiesce_daemon(d);
