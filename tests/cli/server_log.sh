@@ -169,7 +169,8 @@ expect_out_has "damaged record at byte"
 run stats "$T/w.store"
 expect_status 0
 expect_out_has "DAMAGED"
-"$SIMSTORE" serve "$T/w.store" --listen 127.0.0.1:0 --log /dev/null >"$T/out" 2>"$T/err"
+# (bounded: a server that took the damaged log would run on)
+timeout 60 "$SIMSTORE" serve "$T/w.store" --listen 127.0.0.1:0 --log /dev/null >"$T/out" 2>"$T/err"
 status=$?
 expect_status 1
 expect_err_has "live.wal: damaged record at byte"
