@@ -54,6 +54,46 @@ void cli_warn(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+void cli_tsv_id(const char *cmd, const char *id, size_t len)
+{
+    static int warned;
+    const char *why = simstore_id_problem(id, len);
+    if (!why) {
+        fwrite(id, 1, len, stdout);
+        return;
+    }
+    char esc[CLI_ESCAPED_ID_BYTES];
+    cli_escape(id, len, esc, sizeof esc);
+    fputs(esc, stdout);
+    if (!warned) {
+        warned = 1;
+        cli_warn(cmd,
+                 "the store holds a document id that the id rule refuses (%s; stored by an "
+                 "older version): printed escaped, as '%s'",
+                 why, esc);
+    }
+}
+
+int cli_apply_server_log(const char *cmd, const char *path)
+{
+    simstore_live_recovery r;
+    int rc = simstore_live_recover(path, &r);
+    if (rc)
+        return cli_api_error(cmd, rc, "%s: applying the changes its write-ahead log holds", path);
+    if (r.torn_bytes)
+        cli_warn(cmd,
+                 "%s: the write-ahead log ended in a torn write of %llu bytes (%llu %s begun, "
+                 "never acknowledged): cut from the log and kept in %s/%s",
+                 path, (unsigned long long)r.torn_bytes, (unsigned long long)r.torn_records,
+                 r.torn_records == 1 ? "record" : "records", path, r.torn_name);
+    if (r.applied)
+        fprintf(stderr,
+                "simstore %s: %s: first applied %llu %s that a server acknowledged and left in "
+                "its write-ahead log (live.wal) when it stopped\n",
+                cmd, path, (unsigned long long)r.applied, r.applied == 1 ? "change" : "changes");
+    return 0;
+}
+
 /* Does `text` name `what`: hold it bounded by the start, a space or a quote
  * before and the end, ':', a space, a quote or ',' after? */
 static int names(const char *text, const char *what)

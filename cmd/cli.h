@@ -36,6 +36,22 @@ int cli_api_error(const char *cmd, int rc, const char *fmt, ...) CLI_PRINTF(3, 4
 /* Print "simstore CMD: warning: message". */
 void cli_warn(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
+/* A document id as one TSV field: as it is when it follows the id rule
+ * (simstore_id_problem()), else escaped as cli_escape() does (an id an older
+ * version stored with a tab, newline or other control character, or bytes
+ * that are not UTF-8), so that no id can forge a line or a field, or reach
+ * a terminal with control sequences; the first such id of the process is
+ * also told on stderr (as `cmd`'s warning). */
+void cli_tsv_id(const char *cmd, const char *id, size_t len);
+
+/* Before a command changes the store at `path`: apply the changes a server
+ * that stopped (crashed, killed) acknowledged and left in its write-ahead
+ * log (simstore_live_recover()), saying on stderr what was applied and any
+ * torn tail kept aside, so that the command acts on the whole store and the
+ * next serve replays nothing over it. Returns 0, or an exit code after the
+ * error (a server holds the store, the log is damaged). */
+int cli_apply_server_log(const char *cmd, const char *path);
+
 /* s[0..len) made safe to print in a message: C0 control characters, DEL,
  * C1 control characters and bytes that are not UTF-8 become \xHH, so that an
  * id or a name read from input cannot drive a terminal; everything else

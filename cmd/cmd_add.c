@@ -139,7 +139,10 @@ int cmd_add(int argc, char **argv)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
 
     simstore *s;
-    int rc = simstore_open(path, open_flags, &s);
+    int rc = cli_apply_server_log(CMD, path);
+    if (rc)
+        return rc;
+    rc = simstore_open(path, open_flags, &s);
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
     simstore_stats before;

@@ -109,8 +109,10 @@ static void print_id(const clusters_out *o, const char *id, size_t len, unsigned
             fputs(hex, stdout);
     } else if (o->json && !(flags & SIMSTORE_MATCH_INTEGER_ID)) {
         cli_json_string(stdout, id, len);
-    } else {
+    } else if (o->json) {
         fwrite(id, 1, len, stdout);
+    } else {
+        cli_tsv_id(CMD, id, len);
     }
 }
 

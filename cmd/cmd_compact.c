@@ -94,7 +94,10 @@ int cmd_compact(int argc, char **argv)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     simstore *s;
     simstore_stats before, after;
-    int rc = simstore_open(path, SIMSTORE_OPEN_WRITE, &s);
+    int rc = cli_apply_server_log(CMD, path);
+    if (rc)
+        return rc;
+    rc = simstore_open(path, SIMSTORE_OPEN_WRITE, &s);
     if (rc == SIMSTORE_OK)
         rc = simstore_get_stats(s, &before);
     cli_progress prog;

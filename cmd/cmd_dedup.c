@@ -662,6 +662,11 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
 {
     unsigned flags = add ? SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT
                          : SIMSTORE_OPEN_READONLY;
+    if (add) {
+        int e = cli_apply_server_log(CMD, run->store_path);
+        if (e)
+            return e;
+    }
     int rc = simstore_open(run->store_path, flags, &run->store);
     if (rc)
         return cli_api_error(CMD, rc, "%s", run->store_path);

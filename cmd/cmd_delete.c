@@ -178,7 +178,12 @@ int cmd_delete(int argc, char **argv)
         }
     }
     simstore *s;
-    int rc = simstore_open(path, open_flags, &s);
+    int rc = cli_apply_server_log(CMD, path);
+    if (rc) {
+        free_ids(&l);
+        return rc;
+    }
+    rc = simstore_open(path, open_flags, &s);
     if (rc) {
         free_ids(&l);
         return cli_api_error(CMD, rc, "%s", path);

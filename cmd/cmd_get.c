@@ -96,7 +96,7 @@ static int print_got(void *ctx, const simstore_document *d)
         }
         fputs("}\n", stdout);
     } else {
-        fwrite(d->id, 1, d->id_len, stdout);
+        cli_tsv_id(p->cmd, d->id, d->id_len);
         printf("\t%s\t%llu\t", hex, (unsigned long long)d->segment);
         if (d->meta)
             fwrite(d->meta, 1, d->meta_len, stdout);
@@ -130,7 +130,7 @@ static int print_exported(void *ctx, const simstore_document *d)
         }
         fputs("}\n", stdout);
     } else {
-        fwrite(d->id, 1, d->id_len, stdout);
+        cli_tsv_id(p->cmd, d->id, d->id_len);
         printf("\t%s\n", hex);
     }
     return ferror(stdout) ? SIMSTORE_EIO : 0;

@@ -335,7 +335,7 @@ static void print_entry_id(const store *s, const entry *e, int json)
     if (json)
         cli_json_string(stdout, s->ids + e->id_offset, e->id_len);
     else
-        fwrite(s->ids + e->id_offset, 1, e->id_len, stdout);
+        cli_tsv_id(CMD, s->ids + e->id_offset, e->id_len);
 }
 
 typedef struct lines_opts {
@@ -410,8 +410,10 @@ static void print_pair_id(const char *id, size_t len, unsigned flags, uint64_t f
         printf(json ? "\"%s\"" : "%s", hex);
     } else if (json && !(flags & SIMSTORE_MATCH_INTEGER_ID)) {
         cli_json_string(stdout, id, len);
-    } else {
+    } else if (json) {
         fwrite(id, 1, len, stdout);
+    } else {
+        cli_tsv_id(CMD, id, len);
     }
 }
 

@@ -335,10 +335,10 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
             }
             fputs(per_query ? "}" : "}\n", stdout);
         } else {
-            fwrite(qid, 1, qid_len, stdout);
+            cli_tsv_id(CMD, qid, qid_len);
             putchar('\t');
             if (m[i].id)
-                fwrite(m[i].id, 1, m[i].id_len, stdout);
+                cli_tsv_id(CMD, m[i].id, m[i].id_len);
             else
                 putchar('-');
             printf("\t%s\t%u", hex, m[i].distance);
@@ -414,9 +414,9 @@ static void print_paragraph_matches(const query_run *r, const char *qid, size_t 
             }
             fputs(per_query ? "}" : "}\n", stdout);
         } else {
-            fwrite(qid, 1, qid_len, stdout);
+            cli_tsv_id(CMD, qid, qid_len);
             putchar('\t');
-            fwrite(m[i].id, 1, m[i].id_len, stdout);
+            cli_tsv_id(CMD, m[i].id, m[i].id_len);
             printf("\t%zu\t%zu\t%.4f\n", m[i].shared, m[i].of, m[i].fraction);
         }
     }

@@ -24,8 +24,10 @@ static void usage(FILE *out)
                  "records, mapping, other and free pages), the block keys an open store\n"
                  "keeps in RAM, how its texts are fingerprinted (the fingerprint version\n"
                  "and the text options), the sketch each document keeps, with its bytes\n"
-                 "per document, and the boilerplate lines removed from its texts (none, or\n"
-                 "how many, and from how many documents).\n"
+                 "per document, the boilerplate lines removed from its texts (none, or\n"
+                 "how many, and from how many documents), and the write-ahead log a server\n"
+                 "keeps (its bytes, and the changes it acknowledged that the store's files\n"
+                 "do not hold yet).\n"
                  "\n"
                  "      --json           one JSON object instead\n"
                  "  -h, --help           show this help\n"
@@ -34,6 +36,32 @@ static void usage(FILE *out)
                  "over its shards, and a line per shard follows.\n"
                  "\n"
                  "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+/* The write-ahead log's line: what a server acknowledged that the store's
+ * files do not hold yet. */
+static void print_wal(const simstore_stats *st)
+{
+    if (st->wal_damaged)
+        printf("write-ahead log: %llu bytes, DAMAGED (simstore verify says where; writers and "
+               "serve refuse the store)\n",
+               (unsigned long long)st->wal_bytes);
+    else if (!st->wal_bytes)
+        printf("write-ahead log: none\n");
+    else {
+        printf("write-ahead log: %llu bytes, %llu pending %s", (unsigned long long)st->wal_bytes,
+               (unsigned long long)st->wal_pending_records,
+               CLI_NOUN(st->wal_pending_records, "change"));
+        if (st->wal_pending_records)
+            printf(" (acknowledged by a server, not yet in the store's files: a running server "
+                   "holds them in memory; after one stopped, the next serve, add, delete or "
+                   "compact applies them)");
+        if (st->wal_torn_bytes)
+            printf(", %llu bytes after the last whole record (a write in flight, or a torn "
+                   "tail the next open keeps aside)",
+                   (unsigned long long)st->wal_torn_bytes);
+        printf("\n");
+    }
 }
 
 /* Each shard: its name, counts and design. */
@@ -203,6 +231,7 @@ int cmd_stats(int argc, char **argv)
     printf("boilerplate: %s\n", boiler_desc);
     textopt_describe_paragraphs(&st, desc, sizeof desc);
     printf("paragraph index: %s\n", desc);
+    print_wal(&st);
     simstore_close(s);
     return CLI_EXIT_OK;
 }

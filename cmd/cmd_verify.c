@@ -67,6 +67,7 @@ static const char *kind_name(simstore_problem_kind k)
     case SIMSTORE_PROBLEM_FPS_WITHOUT_DOC: return "fps_without_doc";
     case SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE: return "fps_without_table";
     case SIMSTORE_PROBLEM_COUNTS: return "counts";
+    case SIMSTORE_PROBLEM_LOG: return "log";
     }
     return "other";
 }
@@ -116,14 +117,16 @@ static void print_summary(const printer *pr_, const char *path, unsigned flags,
                ",\"quick\":%s,\"table_files\":%" PRIu64 ",\"blocks\":%" PRIu64
                ",\"fingerprints\":%" PRIu64 ",\"documents\":%" PRIu64 ",\"fps_entries\":%" PRIu64
                ",\"lmdb_pages\":%" PRIu64 ",\"dead_fingerprints\":%" PRIu64
-               ",\"sets_by_digest\":%s,\"paragraph_entries\":%" PRIu64 "}}\n",
+               ",\"sets_by_digest\":%s,\"paragraph_entries\":%" PRIu64 ",\"log_records\":%" PRIu64
+               ",\"log_pending\":%" PRIu64 ",\"attempts\":%u}}\n",
                sum.store == 2 ? "sharded"
                : sum.store    ? "store"
                               : "table",
                sum.errors ? "false" : "true", sum.errors, sum.warnings,
                (flags & SIMSTORE_VERIFY_QUICK) ? "true" : "false", sum.table_files, sum.blocks,
                sum.fingerprints, sum.documents, sum.fps_entries, sum.lmdb_pages,
-               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false", sum.paragraph_entries);
+               sum.dead_fingerprints, sum.sets_by_digest ? "true" : "false", sum.paragraph_entries,
+               sum.log_records, sum.log_pending, sum.attempts);
     } else {
         printf("verify %s: %s: %" PRIu64 " %s, %" PRIu64 " %s (%s%" PRIu64 " %s, %" PRIu64
                " %s, %" PRIu64 " %s decoded",
@@ -141,6 +144,11 @@ static void print_summary(const printer *pr_, const char *path, unsigned flags,
         if (sum.paragraph_entries)
             printf(", %" PRIu64 " %s", sum.paragraph_entries,
                    cli_plural(sum.paragraph_entries, "paragraph entry", "paragraph entries"));
+        if (sum.log_records)
+            printf(", %" PRIu64 " %s (%" PRIu64 " pending)", sum.log_records,
+                   cli_plural(sum.log_records, "log record", "log records"), sum.log_pending);
+        if (sum.attempts > 1)
+            printf(", checked %u times: a writer committed meanwhile", sum.attempts);
         printf(")\n");
     }
 }

@@ -170,8 +170,10 @@ static void print_id(const pgraph *g, uint32_t x, int json)
     const pnode *n = &g->nodes[x];
     if (json && !(n->flags & SIMSTORE_MATCH_INTEGER_ID))
         cli_json_string(stdout, g->ids + n->id_off, n->id_len);
-    else
+    else if (json)
         fwrite(g->ids + n->id_off, 1, n->id_len, stdout);
+    else
+        cli_tsv_id("clusters", g->ids + n->id_off, n->id_len);
 }
 
 static int cmp_edge(const void *x, const void *y)

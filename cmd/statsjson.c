@@ -33,5 +33,9 @@ void stats_json(FILE *out, simstore *s, const simstore_stats *st)
     textopt_json_paragraphs(out, st);
     fprintf(out, ",\"boilerplate\":");
     boiler_json(out, simstore_get_boilerplate(s));
-    fprintf(out, "}");
+    fprintf(out,
+            ",\"wal\":{\"bytes\":%llu,\"pending_changes\":%llu,\"torn_bytes\":%llu,"
+            "\"damaged\":%s}}",
+            (unsigned long long)st->wal_bytes, (unsigned long long)st->wal_pending_records,
+            (unsigned long long)st->wal_torn_bytes, st->wal_damaged ? "true" : "false");
 }

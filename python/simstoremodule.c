@@ -12,12 +12,15 @@
 
 #include "simstore.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 PyMODINIT_FUNC PyInit_simstore(void);
 
@@ -107,21 +110,122 @@ static PyObject *meta_to_py(const char *meta, size_t len)
     return v;
 }
 
+/* The deepest nesting of arrays and objects a metadata value may have:
+ * the tool's JSON reader (jansson, 2048 levels) reads a record, itself an
+ * object, around it. */
+#define META_MAX_DEPTH 2047
+
+/* Whether JSON text json.dumps made of obj reads back through the tool's
+ * JSON reader (what `build` and the server read, so export --json ->
+ * build): integers in -2**63..2**63-1, no two keys of an object that are
+ * one string in JSON (1 and "1"), no NUL in a key, at most META_MAX_DEPTH
+ * levels. Run once json.dumps has taken obj: no cycles, only JSON types.
+ * Returns 0, or -1 with an exception (ValueError for a value refused). */
+static int meta_check(PyObject *obj, int depth)
+{
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow) {
+            PyObject *digits = PyLong_Type.tp_repr(obj);
+            if (digits)
+                PyErr_Format(PyExc_ValueError,
+                             "integer %U is outside -2**63..2**63-1, the integers JSON readers "
+                             "of simstore take (store it as a str or a float)",
+                             digits);
+            Py_XDECREF(digits);
+            return -1;
+        }
+        return 0;
+    }
+    int is_dict = PyDict_Check(obj);
+    if (!is_dict && !PyList_Check(obj) && !PyTuple_Check(obj))
+        return 0;
+    if (depth >= META_MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "nested deeper than %d arrays and objects", META_MAX_DEPTH);
+        return -1;
+    }
+    if (!is_dict) {
+        PyObject *seq = PySequence_Fast(obj, "a JSON array");
+        if (!seq)
+            return -1;
+        int rc = 0;
+        for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++)
+            rc = meta_check(PySequence_Fast_GET_ITEM(seq, i), depth + 1);
+        Py_DECREF(seq);
+        return rc;
+    }
+    /* json.dumps writes a key that is not a str as its JSON text (an int's
+     * digits, a float's repr, true, false, null; as _json.c does): only an
+     * object with such a key can have two keys that are one in JSON. */
+    Py_ssize_t pos = 0;
+    PyObject *key = NULL, *val = NULL;
+    int mixed = 0;
+    while (!mixed && PyDict_Next(obj, &pos, &key, &val))
+        mixed = !PyUnicode_Check(key);
+    PyObject *seen = mixed ? PySet_New(NULL) : NULL;
+    if (mixed && !seen)
+        return -1;
+    int rc = 0;
+    pos = 0;
+    while (rc == 0 && PyDict_Next(obj, &pos, &key, &val)) {
+        PyObject *text = NULL;
+        if (PyUnicode_Check(key))
+            text = Py_NewRef(key);
+        else if (PyFloat_Check(key))
+            text = PyFloat_Type.tp_repr(key);
+        else if (key == Py_True || key == Py_False || key == Py_None)
+            text = PyUnicode_FromString(key == Py_True    ? "true"
+                                        : key == Py_False ? "false"
+                                                          : "null");
+        else if (PyLong_Check(key))
+            text = PyLong_Type.tp_repr(key);
+        else
+            text = PyObject_Str(key); /* json.dumps refused it already */
+        if (!text) {
+            rc = -1;
+            break;
+        }
+        Py_ssize_t nul = PyUnicode_FindChar(text, 0, 0, PyUnicode_GET_LENGTH(text), 1);
+        if (nul == -2) {
+            rc = -1;
+        } else if (nul >= 0) {
+            PyErr_Format(PyExc_ValueError, "object key %R holds a NUL character", text);
+            rc = -1;
+        } else if (seen) {
+            int dup = PySet_Contains(seen, text);
+            if (dup > 0)
+                PyErr_Format(PyExc_ValueError, "two keys of one object are the JSON key %R", text);
+            rc = dup != 0 || PySet_Add(seen, text) < 0 ? -1 : 0;
+        }
+        Py_DECREF(text);
+        if (rc == 0)
+            rc = meta_check(val, depth + 1);
+    }
+    Py_XDECREF(seen);
+    return rc;
+}
+
 /* A Python object to compact JSON text (a new bytes object), as the tool
  * stores a record's "meta": json.dumps(obj, separators=(",", ":"),
- * ensure_ascii=False). */
+ * ensure_ascii=False, allow_nan=False), and only JSON that the tool reads
+ * back (meta_check). Raises json.dumps's exceptions, ValueError for a value
+ * the tool would not read, UnicodeEncodeError for a lone surrogate. */
 static PyObject *meta_from_py(PyObject *obj)
 {
     if (ensure_json() < 0)
         return NULL;
     PyObject *args = PyTuple_Pack(1, obj);
-    PyObject *kw = Py_BuildValue("{s:(ss),s:O}", "separators", ",", ":", "ensure_ascii", Py_False);
+    PyObject *kw = Py_BuildValue("{s:(ss),s:O,s:O}", "separators", ",", ":", "ensure_ascii",
+                                 Py_False, "allow_nan", Py_False);
     PyObject *s = (args && kw) ? PyObject_Call(json_dumps_fn, args, kw) : NULL;
     Py_XDECREF(args);
     Py_XDECREF(kw);
     if (!s)
         return NULL;
-    PyObject *b = PyUnicode_AsUTF8String(s);
+    PyObject *b = meta_check(obj, 0) < 0 ? NULL : PyUnicode_AsUTF8String(s);
     Py_DECREF(s);
     return b;
 }
@@ -148,9 +252,12 @@ static PyObject *id_to_py(const char *id, size_t len, unsigned flags)
     return PyUnicode_DecodeUTF8(id, (Py_ssize_t)len, "surrogateescape");
 }
 
-/* A document id from Python: str (UTF-8), bytes, or int (its decimal form,
- * flagged SIMSTORE_DOC_INTEGER_ID). *hold receives the object owning the
- * bytes. Returns 0, or -1 with an exception. */
+/* A document id from Python: str (UTF-8, lone surrogates as the bytes
+ * surrogateescape gives them, so that an id id_to_py gave is found),
+ * bytes, or int (its decimal form, flagged SIMSTORE_DOC_INTEGER_ID): any
+ * id, as lookups and deletes take it (new ids: new_id_from_py). *hold
+ * receives the object owning the bytes. Returns 0, or -1 with an
+ * exception. */
 static int id_from_py(PyObject *obj, const char **id, size_t *len, unsigned *flags, PyObject **hold)
 {
     *flags = 0;
@@ -176,6 +283,131 @@ static int id_from_py(PyObject *obj, const char **id, size_t *len, unsigned *fla
     return 0;
 }
 
+/* An id as a message shows it: its repr (control characters, invalid
+ * UTF-8 and lone surrogates escaped), cut to 40 characters or bytes. */
+static PyObject *id_shown(PyObject *obj)
+{
+    if ((PyUnicode_Check(obj) || PyBytes_Check(obj)) && PyObject_Length(obj) > 40) {
+        PyObject *head = PySequence_GetSlice(obj, 0, 40);
+        PyObject *r = head ? PyObject_Repr(head) : NULL;
+        Py_XDECREF(head);
+        PyObject *shown = r ? PyUnicode_FromFormat("%U...", r) : NULL;
+        Py_XDECREF(r);
+        return shown;
+    }
+    return PyObject_Repr(obj);
+}
+
+/* A document id to store (Store.build, add) from obj, for docs[index]:
+ * id_from_py's forms under the library's one id rule
+ * (simstore_id_problem) and, for an int, 0..2**63-1: the integer ids the
+ * server takes and JSON readers read back (export --json -> build). A str is
+ * encoded without surrogateescape, so that a lone surrogate makes it
+ * invalid UTF-8 rather than another id. Returns 0, or -1 with an exception:
+ * InvalidArgumentError naming docs[index], the id (escaped) and why. */
+static int new_id_from_py(PyObject *obj, unsigned long long index, const char **id, size_t *len,
+                          unsigned *flags, PyObject **hold)
+{
+    const char *why = NULL;
+    *hold = NULL;
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow || v < 0)
+            why = "an integer id is in 0..2**63-1, as the server takes it (give another "
+                  "number as a str)";
+    } else if (PyUnicode_Check(obj)) {
+        *flags = 0;
+        *hold = PyUnicode_AsEncodedString(obj, "utf-8", "surrogatepass");
+        if (!*hold)
+            return -1;
+        *id = PyBytes_AS_STRING(*hold);
+        *len = (size_t)PyBytes_GET_SIZE(*hold);
+    }
+    if (!why && !*hold && id_from_py(obj, id, len, flags, hold) < 0)
+        return -1;
+    if (!why)
+        why = simstore_id_problem(*id, *len);
+    if (!why)
+        return 0;
+    Py_CLEAR(*hold);
+    PyObject *shown = id_shown(obj);
+    if (shown) {
+        raise_code(SIMSTORE_EINVAL,
+                   PyUnicode_FromFormat("docs[%llu]: document id %U: %s", index, shown, why));
+        Py_DECREF(shown);
+    }
+    return -1;
+}
+
+/* The exception being raised, taken out of the thread's state (a new
+ * reference; NULL when none), and back. */
+static PyObject *exception_take(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+static void exception_give(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+#endif
+}
+
+/* The exception raised while making docs[index]'s metadata, raised again
+ * naming the document: a ValueError (NaN, an integer JSON readers refuse,
+ * a lone surrogate, a cycle) as InvalidArgumentError, a TypeError (not a
+ * JSON type) as TypeError, each from the original (its __cause__); any
+ * other (MemoryError, RecursionError) as it is. */
+static void meta_error(unsigned long long index, PyObject *idobj)
+{
+    PyObject *cause = exception_take();
+    if (!cause)
+        return;
+    int value = PyErr_GivenExceptionMatches(cause, PyExc_ValueError);
+    if (!value && !PyErr_GivenExceptionMatches(cause, PyExc_TypeError)) {
+        exception_give(cause);
+        return;
+    }
+    PyObject *shown = id_shown(idobj);
+    PyObject *msg =
+        shown ? PyUnicode_FromFormat("docs[%llu] (id %U): metadata: %S", index, shown, cause)
+              : NULL;
+    Py_XDECREF(shown);
+    if (!msg) {
+        Py_DECREF(cause);
+        return;
+    }
+    if (value) {
+        raise_code(SIMSTORE_EINVAL, msg);
+    } else {
+        PyErr_SetObject(PyExc_TypeError, msg);
+        Py_DECREF(msg);
+    }
+    PyObject *exc = exception_take();
+    if (!exc) {
+        Py_DECREF(cause);
+        return;
+    }
+    PyException_SetCause(exc, cause); /* steals cause */
+    exception_give(exc);
+}
+
 /* A fingerprint from an int (or anything with __index__: numpy integers),
  * or a string of 16 hex digits. Returns 0, or -1 with an exception. */
 static int fp_from_py(PyObject *obj, uint64_t *fp)
@@ -188,7 +420,7 @@ static int fp_from_py(PyObject *obj, uint64_t *fp)
         char *end = NULL;
         unsigned long long v = n == 16 ? strtoull(s, &end, 16) : 0;
         if (n != 16 || !end || *end != '\0' || s[0] == '-' || s[0] == '+' || s[0] == ' ') {
-            PyErr_Format(PyExc_ValueError, "a fingerprint string has 16 hex digits, not '%U'", obj);
+            PyErr_Format(PyExc_ValueError, "a fingerprint string has 16 hex digits, not %R", obj);
             return -1;
         }
         *fp = v;
@@ -263,13 +495,17 @@ static int kw_unsigned(PyObject *kw, const char *name, unsigned long long lo, un
         return -1;
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(ix, &overflow);
-    Py_DECREF(ix);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow || x < 0 || (unsigned long long)x < lo || (unsigned long long)x > hi) {
-        PyErr_Format(PyExc_ValueError, "%s must be an integer in %llu..%llu", name, lo, hi);
+    if (x == -1 && PyErr_Occurred()) {
+        Py_DECREF(ix);
         return -1;
     }
+    if (overflow || x < 0 || (unsigned long long)x < lo || (unsigned long long)x > hi) {
+        PyErr_Format(PyExc_ValueError, "%s must be an integer in %llu..%llu, not %R", name, lo, hi,
+                     ix);
+        Py_DECREF(ix);
+        return -1;
+    }
+    Py_DECREF(ix);
     *out = (unsigned long long)x;
     return 0;
 }
@@ -296,6 +532,8 @@ static int kw_bool(PyObject *kw, const char *name, int *out)
     return 0;
 }
 
+/* A number keyword in lo..hi (NaN is outside); absent or None leaves *out.
+ * PyErr_Format has no float conversions: the bounds are formatted here. */
 static int kw_double(PyObject *kw, const char *name, double lo, double hi, double *out)
 {
     PyObject *v = kw_take(kw, name);
@@ -304,13 +542,18 @@ static int kw_double(PyObject *kw, const char *name, double lo, double hi, doubl
         return 0;
     }
     double d = PyFloat_AsDouble(v);
-    Py_DECREF(v);
-    if (d == -1.0 && PyErr_Occurred())
-        return -1;
-    if (!(d >= lo && d <= hi)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a number in %g..%g", name, lo, hi);
+    if (d == -1.0 && PyErr_Occurred()) {
+        Py_DECREF(v);
         return -1;
     }
+    if (!(d >= lo && d <= hi)) {
+        char range[64];
+        snprintf(range, sizeof range, "%g..%g", lo, hi);
+        PyErr_Format(PyExc_ValueError, "%s must be a number in %s, not %R", name, range, v);
+        Py_DECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
     *out = d;
     return 0;
 }
@@ -1082,6 +1325,7 @@ typedef struct StoreObject {
     int fingerprint_only;
     int writable;
     PyObject *path;
+    PyObject *recovery; /* a Recovery of what the open applied, or None */
 } StoreObject;
 
 static PyTypeObject StoreType;
@@ -1167,13 +1411,14 @@ static int store_fingerprinter(simstore *s, simstore_fingerprinter **out)
     return err;
 }
 
-static StoreObject *store_new_object(simstore *s, PyObject *path, int writable)
+static StoreObject *store_new_object(simstore *s, PyObject *path, int writable, PyObject *recovery)
 {
     StoreObject *self = PyObject_New(StoreObject, &StoreType);
     if (!self) {
         simstore_close(s);
         return NULL;
     }
+    self->recovery = Py_NewRef(recovery);
     self->s = s;
     pthread_mutex_init(&self->mu, NULL);
     self->busy = 0;
@@ -1209,6 +1454,7 @@ static void store_dealloc(StoreObject *self)
     }
     pthread_mutex_destroy(&self->mu);
     Py_XDECREF(self->path);
+    Py_XDECREF(self->recovery);
     PyObject_Free(self);
 }
 
@@ -1227,6 +1473,86 @@ static int open_flags_from_kw(PyObject *kw, unsigned *flags, int *writable)
     return 0;
 }
 
+/* ---- A stopped server's log ---------------------------------------------- */
+
+static PyObject *recovery_warning; /* simstore.RecoveryWarning */
+static PyTypeObject RecoveryType;
+
+static PyStructSequence_Field recovery_fields[] = {
+    {"applied", "changes a stopped server had acknowledged and logged, now written into the "
+                "store's files"},
+    {"torn_bytes", "bytes of a torn tail of the log (a group whose fsync had not returned: "
+                   "never acknowledged) set aside, 0 for none"},
+    {"torn_records", "whole records among them"},
+    {"torn_name", "the file in the store directory that keeps them, or None"},
+    {NULL, NULL}};
+static PyStructSequence_Desc recovery_desc = {
+    "simstore.Recovery",
+    "What opening a store for writing did with the log (live.wal) of a server that stopped "
+    "without writing its changes into the store: Store.recovery.",
+    recovery_fields, 4};
+
+/* Before a writer opens the store at p (path, as the caller gave it):
+ * apply the changes a live store (a server) acknowledged in p/live.wal but
+ * did not write into the store's files before it stopped, exactly as its
+ * next start would (simstore_live_recover), so that the writer's changes
+ * come after them and no later replay overrides them. A store without a
+ * log was never served live: nothing to apply (and no log is made). Warns
+ * RecoveryWarning when changes were applied or a torn tail set aside.
+ * *recovery receives a Recovery of it, or None. Returns 0, or -1 with an
+ * exception: the library's (BusyError while a server or writer holds the
+ * store; CorruptError for a damaged log, left as it is). */
+static int recover_for_write(PyObject *path, const char *p, PyObject **recovery)
+{
+    *recovery = NULL;
+    char wal[PATH_MAX];
+    int fits = snprintf(wal, sizeof wal, "%s/live.wal", p) < (int)sizeof wal;
+    simstore_live_recovery rec;
+    memset(&rec, 0, sizeof rec);
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    struct stat st;
+    if (!fits || stat(wal, &st) == 0 || errno != ENOENT)
+        err = simstore_live_recover(p, &rec);
+    Py_END_ALLOW_THREADS;
+    if (err) {
+        raise_error(err, "open");
+        return -1;
+    }
+    if (!rec.applied && !rec.torn_bytes) {
+        *recovery = Py_NewRef(Py_None);
+        return 0;
+    }
+    rec.torn_name[sizeof rec.torn_name - 1] = '\0';
+    PyObject *items[4] = {
+        PyLong_FromUnsignedLongLong(rec.applied), PyLong_FromUnsignedLongLong(rec.torn_bytes),
+        PyLong_FromUnsignedLongLong(rec.torn_records),
+        rec.torn_name[0] ? PyUnicode_DecodeFSDefault(rec.torn_name) : Py_NewRef(Py_None)};
+    *recovery = structseq(&RecoveryType, items, 4);
+    if (!*recovery)
+        return -1;
+    PyObject *msg = PyUnicode_FromFormat(
+        "%S: applied %llu change%s that a stopped server had acknowledged and logged in "
+        "live.wal but not written into the store, as its next start would",
+        path, (unsigned long long)rec.applied, rec.applied == 1 ? "" : "s");
+    if (msg && rec.torn_bytes) {
+        PyObject *more = PyUnicode_FromFormat(
+            "%U; set aside a torn tail of the log, %llu bytes (%llu records, never "
+            "acknowledged), as %s",
+            msg, (unsigned long long)rec.torn_bytes, (unsigned long long)rec.torn_records,
+            rec.torn_name[0] ? rec.torn_name : "a file beside it");
+        Py_SETREF(msg, more);
+    }
+    const char *text = msg ? PyUnicode_AsUTF8(msg) : NULL;
+    int rc = text ? PyErr_WarnEx(recovery_warning, text, 1) : -1;
+    Py_XDECREF(msg);
+    if (rc < 0) /* warnings as errors: the changes are applied, the store not opened */
+        Py_CLEAR(*recovery);
+    return rc;
+}
+
+/* Open the store at path; a writer (SIMSTORE_OPEN_WRITE) first applies a
+ * stopped server's log (recover_for_write). */
 static PyObject *open_path(PyObject *path, unsigned flags, int writable)
 {
     PyObject *bytes = NULL;
@@ -1235,13 +1561,23 @@ static PyObject *open_path(PyObject *path, unsigned flags, int writable)
     simstore *s = NULL;
     int err = 0;
     const char *p = PyBytes_AS_STRING(bytes);
+    PyObject *recovery = NULL;
+    if (flags & SIMSTORE_OPEN_WRITE) {
+        if (recover_for_write(path, p, &recovery) < 0) {
+            Py_DECREF(bytes);
+            return NULL;
+        }
+    } else {
+        recovery = Py_NewRef(Py_None);
+    }
     Py_BEGIN_ALLOW_THREADS;
     err = simstore_open(p, flags, &s);
     Py_END_ALLOW_THREADS;
     Py_DECREF(bytes);
-    if (err)
-        return raise_error(err, "open");
-    return (PyObject *)store_new_object(s, path, writable);
+    PyObject *store =
+        err ? raise_error(err, "open") : (PyObject *)store_new_object(s, path, writable, recovery);
+    Py_DECREF(recovery);
+    return store;
 }
 
 PyDoc_STRVAR(store_open_doc,
@@ -1252,7 +1588,13 @@ PyDoc_STRVAR(store_open_doc,
              "checks: `simstore query --no-verify`); auto_compact=False makes a writer\n"
              "compact only on request; huge_pages=True brings the store's files into\n"
              "the page cache 2 MiB at a time as they are first read (`simstore query\n"
-             "--huge-pages`). Raises NotFoundError, CorruptError, BusyError, ...");
+             "--huge-pages`). Raises NotFoundError, CorruptError, BusyError, ...\n\n"
+             "A writer first applies the changes a server acknowledged in the store's\n"
+             "log (live.wal) but had not written into the store when it stopped (a\n"
+             "crash, kill -9), as the server's next start would, so that the writer's\n"
+             "changes come after them: it warns RecoveryWarning saying how many, and\n"
+             "Store.recovery tells (a Recovery, else None). Readers see the store's\n"
+             "files as they are.");
 
 static PyObject *store_open(PyObject *cls, PyObject *args, PyObject *kwargs)
 {
@@ -1350,12 +1692,14 @@ static int feed_one(feeder *f, PyObject *item)
     const char *text = NULL;
     size_t len = 0;
     int rc = -1;
-    if (id_from_py(idobj, &doc.id, &doc.id_len, &flags, &idhold) < 0)
+    if (new_id_from_py(idobj, (unsigned long long)index, &doc.id, &doc.id_len, &flags, &idhold) < 0)
         goto done;
     if (metaobj && metaobj != Py_None) {
         metahold = meta_from_py(metaobj);
-        if (!metahold)
+        if (!metahold) {
+            meta_error((unsigned long long)index, idobj);
             goto done;
+        }
         doc.meta = PyBytes_AS_STRING(metahold);
         doc.meta_len = (size_t)PyBytes_GET_SIZE(metahold);
     }
@@ -1516,11 +1860,18 @@ PyDoc_STRVAR(store_build_doc,
              "Store.build(path, docs, k=3, **options) -> Store\n\n"
              "Build a new store at path from docs and open it (read-only unless\n"
              "write=True). Each document is a tuple (id, text_or_fp) or (id, text_or_fp,\n"
-             "meta), or a dict {\"id\", \"text\" or \"fp\", \"meta\"}: id a str or an int (given\n"
-             "back as an int), text a str or UTF-8 bytes (fingerprinted and sketched with\n"
-             "the store's text options), fp an int or 16 hex digits, meta any JSON value\n"
-             "(stored as compact JSON). With fingerprint_only=True, docs are fingerprints\n"
-             "(ints, or a uint64 buffer).\n\n"
+             "meta), or a dict {\"id\", \"text\" or \"fp\", \"meta\"}: id a str, UTF-8 bytes\n"
+             "(given back as a str) or an int in 0..2**63-1 (given back as an int), text a\n"
+             "str or UTF-8 bytes (fingerprinted and sketched with the store's text\n"
+             "options), fp an int or 16 hex digits, meta any JSON value (stored as\n"
+             "compact JSON). With fingerprint_only=True, docs are fingerprints (ints, or\n"
+             "a uint64 buffer).\n\n"
+             "Ids follow the tool's one rule: 1..511 bytes of UTF-8 without control\n"
+             "characters (tab, newline, NUL, ESC, DEL, U+0080..U+009F) or lone\n"
+             "surrogates; metadata is what JSON readers read back (no NaN or Infinity,\n"
+             "integers in -2**63..2**63-1). One that breaks them raises\n"
+             "InvalidArgumentError (a ValueError) naming docs[i], the id and why, and\n"
+             "nothing is built.\n\n"
              "Options: k (0..7), tables (0: the cost model), block_bytes, expected,\n"
              "replace (build over an existing store), fingerprint_only, threads,\n"
              "memory_bytes, skip_existing (a repeated id keeps the first), sketch ('auto':\n"
@@ -1703,11 +2054,12 @@ done:
 
 PyDoc_STRVAR(store_add_doc,
              "add(docs, skip_existing=False, threads=0, memory_bytes=0) -> int\n\n"
-             "Add documents (as Store.build takes them) as a new segment, committed at\n"
-             "once; texts are fingerprinted with the store's text options and boilerplate.\n"
-             "An id already stored or repeated is InvalidArgumentError (nothing is added)\n"
-             "unless skip_existing. Needs a store opened with write=True (else\n"
-             "ReadOnlyError). Returns the number of documents now in the store.");
+             "Add documents (as Store.build takes them, ids and metadata under its rules)\n"
+             "as a new segment, committed at once; texts are fingerprinted with the\n"
+             "store's text options and boilerplate. An id already stored or repeated is\n"
+             "InvalidArgumentError (nothing is added) unless skip_existing. Needs a store\n"
+             "opened with write=True (else ReadOnlyError). Returns the number of\n"
+             "documents now in the store.");
 
 static PyObject *store_add(StoreObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -1776,8 +2128,9 @@ done:
 PyDoc_STRVAR(store_delete_doc,
              "delete(ids) -> int\n\n"
              "Delete the documents with these ids (one id, or an iterable of ids) in one\n"
-             "commit; ids not stored are skipped. Returns the number deleted. Needs a\n"
-             "store opened with write=True.");
+             "commit; ids not stored are skipped. Any id of 1..511 bytes is looked for\n"
+             "(one an older version stored may break today's id rule). Returns the\n"
+             "number deleted. Needs a store opened with write=True.");
 
 static PyObject *store_delete(StoreObject *self, PyObject *arg)
 {
@@ -1844,19 +2197,33 @@ static PyObject *store_compact(StoreObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* The distance of a call: None for the store's k. */
+/* The distance of a call: None for the store's k. Any k in
+ * 0..SIMSTORE_MAX_K is answered (above the store's k by the slower path);
+ * one out of it is RangeError, whichever side of the range, as the
+ * library's error for a k above SIMSTORE_MAX_K. */
 static int k_from_py(StoreObject *self, PyObject *kobj, unsigned *k)
 {
     *k = self->k;
     if (!kobj || kobj == Py_None)
         return 0;
-    long v = PyLong_AsLong(kobj);
-    if (v == -1 && PyErr_Occurred())
+    PyObject *ix = PyNumber_Index(kobj);
+    if (!ix)
         return -1;
-    if (v < 0 || v > 64) {
-        PyErr_Format(PyExc_ValueError, "k must be a distance in 0..%u, not %ld", self->k, v);
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(ix, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(ix);
         return -1;
     }
+    if (overflow || v < 0 || v > SIMSTORE_MAX_K) {
+        raise_code(SIMSTORE_ERANGE,
+                   PyUnicode_FromFormat("k must be a distance in 0..%d (above the store's k, %u, "
+                                        "answered by a slower path), not %R",
+                                        SIMSTORE_MAX_K, self->k, ix));
+        Py_DECREF(ix);
+        return -1;
+    }
+    Py_DECREF(ix);
     *k = (unsigned)v;
     return 0;
 }
@@ -1913,7 +2280,7 @@ PyDoc_STRVAR(store_query_doc,
              "come sorted by distance, then id bytes, exactly as `simstore query` gives\n"
              "them; meta=True also reads each document's metadata. k may exceed the\n"
              "store's k up to 7: as exact, each table probed at every prefix near the\n"
-             "query's (slower); above 7 raises RangeError.");
+             "query's (slower); a k outside 0..7 raises RangeError.");
 
 static PyObject *store_query(StoreObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -2328,7 +2695,8 @@ static int get_cb(void *ctx, const simstore_document *doc)
 
 PyDoc_STRVAR(store_get_doc, "get(id) -> Document or None\n\n"
                             "The document with this id (id, fp, meta, segment, insertion), as\n"
-                            "`simstore get` gives it, or None when there is none.");
+                            "`simstore get` gives it, or None when there is none. Any id of\n"
+                            "1..511 bytes is looked for (as delete()).");
 
 static PyObject *store_get(StoreObject *self, PyObject *idobj)
 {
@@ -2757,6 +3125,15 @@ static PyObject *boilerplate_to_py(const simstore_boilerplate *bp)
                          "min_documents", (unsigned long long)info.min_documents);
 }
 
+/* The write-ahead log's part of stats(), as `stats --json` names it. */
+static PyObject *wal_to_py(const simstore_stats *st)
+{
+    return Py_BuildValue("{s:K,s:K,s:K,s:O}", "bytes", (unsigned long long)st->wal_bytes,
+                         "pending_changes", (unsigned long long)st->wal_pending_records,
+                         "torn_bytes", (unsigned long long)st->wal_torn_bytes, "damaged",
+                         st->wal_damaged ? Py_True : Py_False);
+}
+
 PyDoc_STRVAR(store_stats_doc,
              "stats() -> dict\n\n"
              "Counts and sizes of the store, under the names `simstore stats --json`\n"
@@ -2764,7 +3141,9 @@ PyDoc_STRVAR(store_stats_doc,
              "fingerprints, segments, generation, table_fingerprints, table_bytes,\n"
              "lmdb_bytes (and its parts), block_key_bytes, document_file_bytes,\n"
              "fingerprint_version,\n"
-             "text_options, sketch, sketch_bytes_per_document, paragraphs, boilerplate.");
+             "text_options, sketch, sketch_bytes_per_document, paragraphs, boilerplate,\n"
+             "wal (the write-ahead log a server keeps: bytes, pending_changes (acknowledged,\n"
+             "not yet in the store's files), torn_bytes, damaged).");
 
 static PyObject *store_stats(StoreObject *self, PyObject *unused)
 {
@@ -2817,7 +3196,8 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
               dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||
               PUT_U64(d, "sketch_bytes_per_document", st.sketch_bytes) < 0 ||
               dict_put(d, "paragraphs", paras) < 0 ||
-              dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0;
+              dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0 ||
+              dict_put(d, "wal", wal_to_py(&st)) < 0;
     if (bad)
         Py_CLEAR(d);
     return d;
@@ -2880,6 +3260,12 @@ static PyObject *store_get_path(StoreObject *self, void *closure)
     return Py_NewRef(self->path);
 }
 
+static PyObject *store_get_recovery(StoreObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(self->recovery);
+}
+
 static PyObject *store_get_k(StoreObject *self, void *closure)
 {
     (void)closure;
@@ -2922,6 +3308,10 @@ static PyMethodDef store_methods[] = {
 static PyGetSetDef store_getset[] = {
     {"closed", (getter)store_get_closed, NULL, "True once the store is closed", NULL},
     {"path", (getter)store_get_path, NULL, "the path the store was opened at", NULL},
+    {"recovery", (getter)store_get_recovery, NULL,
+     "a Recovery(applied, torn_bytes, torn_records, torn_name) when opening for writing "
+     "applied the changes a stopped server had left in the store's log (live.wal), else None",
+     NULL},
     {"k", (getter)store_get_k, NULL,
      "the distance the store's design answers with one probe a table (the default k; "
      "any k up to 7 is answered)",
@@ -2961,7 +3351,9 @@ PyDoc_STRVAR(module_doc,
              "distance(). Stores: Store.build(), Store.open(), then query(), query_batch(),\n"
              "query_paragraphs(), get(), documents(), pairs(), clusters(), stats(),\n"
              "fingerprint(), add(), delete(), compact(), close(). Errors: Error and one\n"
-             "subclass per library error code (.code). Calls that work release the GIL.");
+             "subclass per library error code (.code). Calls that work release the GIL.\n"
+             "Opening for writing after a server stopped applies its logged changes\n"
+             "first: RecoveryWarning, Store.recovery (a Recovery).");
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "simstore", module_doc, -1, module_methods, NULL, NULL, NULL, NULL};
@@ -2983,6 +3375,7 @@ PyMODINIT_FUNC PyInit_simstore(void)
         PyStructSequence_InitType2(&DocumentType, &document_desc) < 0 ||
         PyStructSequence_InitType2(&ParagraphType, &paragraph_desc) < 0 ||
         PyStructSequence_InitType2(&ParagraphMatchType, &paragraph_match_desc) < 0 ||
+        PyStructSequence_InitType2(&RecoveryType, &recovery_desc) < 0 ||
         PyType_Ready(&StoreType) < 0)
         goto fail;
     error_base = PyErr_NewExceptionWithDoc(
@@ -3020,7 +3413,17 @@ PyMODINIT_FUNC PyInit_simstore(void)
         if (PyModule_AddObjectRef(m, specs[i].name, cls) < 0)
             goto fail;
     }
+    recovery_warning = PyErr_NewExceptionWithDoc(
+        "simstore.RecoveryWarning",
+        "Warned when opening a store for writing first applied the changes a server had "
+        "acknowledged in the store's log (live.wal) but not written into the store before it "
+        "stopped (a crash, kill -9), as the server's next start would; Store.recovery says "
+        "what was done.",
+        PyExc_UserWarning, NULL);
+    if (!recovery_warning || PyModule_AddObjectRef(m, "RecoveryWarning", recovery_warning) < 0)
+        goto fail;
     if (PyModule_AddObjectRef(m, "Store", (PyObject *)&StoreType) < 0 ||
+        PyModule_AddObjectRef(m, "Recovery", (PyObject *)&RecoveryType) < 0 ||
         PyModule_AddObjectRef(m, "Match", (PyObject *)&MatchType) < 0 ||
         PyModule_AddObjectRef(m, "Pair", (PyObject *)&PairType) < 0 ||
         PyModule_AddObjectRef(m, "ClusterMember", (PyObject *)&MemberType) < 0 ||

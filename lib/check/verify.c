@@ -41,6 +41,7 @@ typedef struct vctx {
     simstore_verify_summary *sum;
     unsigned flags;
     int stop_rc;
+    uint64_t txn_id; /* the LMDB snapshot the records were read from (0: none) */
     char first_error[1024];
     uint64_t listed[KIND_COUNT];
     uint64_t unlisted[KIND_COUNT];
@@ -936,7 +937,9 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
         }
         if (tombstone) {
             c->tombstones++;
-            if (!in_file || fd.fingerprint != rec.fp)
+            /* Without the file (its problem told once) there is nothing to
+             * hold a tombstone against. */
+            if (c->dreader && (!in_file || fd.fingerprint != rec.fp))
                 problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, at,
                         "%s (byte offset %" PRId64 "): tombstone of document '%.*s' "
                         "(fingerprint %016" PRIx64 "), which the document file %s",
@@ -1426,6 +1429,48 @@ static int parse_table_file(const char *name, uint64_t *segment, unsigned *table
     return 0;
 }
 
+/* The write-ahead log (format/wal.md): every record checked as a replay
+ * checks it, without changing the file. Damage is an error (no writer or
+ * server will open the store); changes a server acknowledged and the
+ * store's files do not hold yet, and bytes after the last whole record, are
+ * reported as warnings (a server holds them, or the next open applies or
+ * sets them aside). */
+static void check_log(vctx *v, store_ctx *c, int records_ok)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (sims_join_path(path, sizeof path, c->dir, SIMS_STORE_WAL_NAME) != SIMSTORE_OK ||
+        lstat(path, &st) != 0)
+        return;
+    if (!records_ok || !c->have_state) {
+        problem(v, SIMSTORE_PROBLEM_RECORD, 1, path, -1, -1,
+                "%s: not checked: the store's records are not usable", path);
+        return;
+    }
+    sims_store_log log;
+    int rc = sims_log_read(path, c->store_tag, c->state.wal_applied, &log);
+    v->sum->log_records = log.records;
+    v->sum->log_pending = log.pending;
+    if (rc) {
+        problem(v, SIMSTORE_PROBLEM_LOG, 0, path, -1, -1, "%s", detail(rc));
+        return;
+    }
+    if (log.pending)
+        problem(v, SIMSTORE_PROBLEM_LOG, 1, path, -1, -1,
+                "%s: %" PRIu64 " change%s (records %" PRIu64 "..%" PRIu64 ") a server "
+                "acknowledged that the store's files do not hold yet: a running server holds "
+                "them in memory; after one stopped, the next serve, add, delete or compact "
+                "applies them",
+                path, log.pending, log.pending == 1 ? "" : "s", log.first_pending_seq,
+                log.last_pending_seq);
+    if (log.torn_bytes)
+        problem(v, SIMSTORE_PROBLEM_LOG, 1, path, -1, (int64_t)log.torn_offset,
+                "%s (byte offset %" PRIu64 "): %" PRIu64 " bytes after the last whole record: a "
+                "write in flight, or the torn tail of one a crash cut short (never "
+                "acknowledged: the next open keeps it aside)",
+                path, log.torn_offset, log.torn_bytes);
+}
+
 static void check_leftovers(vctx *v, store_ctx *c)
 {
     DIR *d = opendir(c->dir);
@@ -1442,6 +1487,15 @@ static void check_leftovers(vctx *v, store_ctx *c)
             !strcmp(name, "lock.mdb") || !strcmp(name, "writer.lock") ||
             !strcmp(name, SIMS_STORE_WAL_NAME)) /* a live store's log (format/wal.md) */
             continue;
+        if (!strncmp(name, SIMS_STORE_WAL_NAME ".torn-", strlen(SIMS_STORE_WAL_NAME ".torn-"))) {
+            if (sims_join_path(path, sizeof path, c->dir, name) == SIMSTORE_OK)
+                problem(v, SIMSTORE_PROBLEM_LEFTOVER, 1, path, -1, -1,
+                        "%s: the torn tail of the write-ahead log, kept aside when it was cut "
+                        "from the log (bytes of a write that was never acknowledged; remove it "
+                        "once looked at)",
+                        path);
+            continue;
+        }
         if (sims_join_path(path, sizeof path, c->dir, name) != SIMSTORE_OK)
             continue;
         uint64_t seg;
@@ -1571,6 +1625,8 @@ static int verify_store(vctx *v, const char *dir)
         } else {
             c.env_open = 1;
             rc = sims_env_read_begin(&c.env, &c.txn);
+            if (rc == SIMSTORE_OK)
+                v->txn_id = (uint64_t)mdb_txn_id(c.txn);
             if (rc)
                 problem(v, SIMSTORE_PROBLEM_IO, 0, c.mdb_path, -1, -1, "%s: %s", c.mdb_path,
                         detail(rc));
@@ -1653,6 +1709,8 @@ static int verify_store(vctx *v, const char *dir)
         check_tables_standalone(v, &c);
     }
     if (!v->stop_rc)
+        check_log(v, &c, records_ok);
+    if (!v->stop_rc)
         check_leftovers(v, &c);
 
     free_segments(&c);
@@ -1677,6 +1735,109 @@ static int verify_table_file(vctx *v, const char *path)
     return SIMSTORE_OK;
 }
 
+/* Problems held back while an attempt runs: only the last attempt's reach
+ * the caller. */
+typedef struct held_problem {
+    simstore_problem_kind kind;
+    int warning;
+    char *file;
+    int64_t block, offset;
+    char *message;
+} held_problem;
+
+typedef struct held_problems {
+    held_problem *v;
+    size_t n, cap;
+} held_problems;
+
+static int hold_problem(void *ctx, const simstore_problem *p)
+{
+    held_problems *h = (held_problems *)ctx;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        held_problem *g = realloc(h->v, cap * sizeof *g);
+        if (!g)
+            return SIMSTORE_ENOMEM;
+        h->v = g;
+        h->cap = cap;
+    }
+    held_problem *q = &h->v[h->n];
+    q->kind = p->kind;
+    q->warning = p->warning;
+    q->block = p->block;
+    q->offset = p->offset;
+    q->file = p->file ? strdup(p->file) : NULL;
+    q->message = strdup(p->message ? p->message : "");
+    if ((p->file && !q->file) || !q->message) {
+        free(q->file);
+        free(q->message);
+        return SIMSTORE_ENOMEM;
+    }
+    h->n++;
+    return 0;
+}
+
+static void held_free(held_problems *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        free(h->v[i].file);
+        free(h->v[i].message);
+    }
+    free(h->v);
+    memset(h, 0, sizeof *h);
+}
+
+/* Verify the store `dir` into v: again, from a new snapshot, while an
+ * attempt finds errors and a writer has committed since the snapshot it
+ * read (a compaction removes the files of the state it replaced once it
+ * has committed: not damage). The last attempt's problems go to v->fn. */
+static int verify_store_settled(vctx *v, const char *dir)
+{
+    char mdb[PATH_MAX];
+    int rc = sims_join_path(mdb, sizeof mdb, dir, "data.mdb");
+    if (rc)
+        return rc;
+    simstore_verify_summary *out = v->sum;
+    double start = sims_retry_clock();
+    for (unsigned attempt = 0;; attempt++) {
+        held_problems held = {NULL, 0, 0};
+        vctx a;
+        memset(&a, 0, sizeof a);
+        simstore_verify_summary sum;
+        memset(&sum, 0, sizeof sum);
+        a.fn = hold_problem;
+        a.ctx = &held;
+        a.sum = &sum;
+        a.flags = v->flags;
+        rc = verify_store(&a, dir);
+        int moved = a.txn_id && newest_txnid(mdb) > a.txn_id;
+        if (rc == SIMSTORE_OK && a.stop_rc == 0 && sum.errors && moved &&
+            sims_retry_more(attempt + 1, SIMS_READ_ATTEMPTS, start, 1)) {
+            held_free(&held);
+            sims_retry_pause(attempt + 1);
+            continue;
+        }
+        if (rc == SIMSTORE_OK && a.stop_rc)
+            rc = a.stop_rc; /* out of memory holding the problems */
+        /* The last attempt stands: its counts, and its problems to fn. */
+        *out = sum;
+        out->attempts = attempt + 1;
+        memcpy(v->first_error, a.first_error, sizeof v->first_error);
+        memcpy(v->listed, a.listed, sizeof v->listed);
+        memcpy(v->unlisted, a.unlisted, sizeof v->unlisted);
+        memcpy(v->unlisted_errors, a.unlisted_errors, sizeof v->unlisted_errors);
+        for (size_t i = 0; rc == SIMSTORE_OK && i < held.n && !v->stop_rc && v->fn; i++) {
+            const held_problem *q = &held.v[i];
+            simstore_problem p = {q->kind, q->warning, q->file, q->block, q->offset, q->message};
+            int r = v->fn(v->ctx, &p);
+            if (r)
+                v->stop_rc = r;
+        }
+        held_free(&held);
+        return rc;
+    }
+}
+
 int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, void *ctx,
                     simstore_verify_summary *summary)
 {
@@ -1685,6 +1846,7 @@ int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, vo
     memset(&v, 0, sizeof v);
     v.sum = summary ? summary : &local;
     memset(v.sum, 0, sizeof *v.sum);
+    v.sum->attempts = 1;
     v.fn = fn;
     v.ctx = ctx;
     v.flags = flags;
@@ -1702,7 +1864,7 @@ int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, vo
     }
     int rc;
     if (S_ISDIR(st.st_mode))
-        rc = verify_store(&v, path);
+        rc = verify_store_settled(&v, path);
     else if (S_ISREG(st.st_mode))
         rc = verify_table_file(&v, path);
     else

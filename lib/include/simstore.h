@@ -899,6 +899,8 @@ typedef struct simstore_stats {
                                      not hold yet (after the applied one)     */
     uint64_t wal_torn_bytes;      /* bytes after the last whole record: a group
                                      being written, or a torn tail            */
+    int wal_damaged;              /* the log fails its checks (verify says
+                                     where); the counts above are then 0      */
 } simstore_stats;
 
 /* Counts and sizes of an open store. Errors: SIMSTORE_EIO, SIMSTORE_ECORRUPT. */
@@ -1367,7 +1369,10 @@ typedef enum simstore_problem_kind {
                                           or under another fingerprint       */
     SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE,/* an fps fingerprint no live segment
                                           holds                              */
-    SIMSTORE_PROBLEM_COUNTS            /* the state's counts disagree        */
+    SIMSTORE_PROBLEM_COUNTS,           /* the state's counts disagree        */
+    SIMSTORE_PROBLEM_LOG               /* the write-ahead log (live.wal): damage
+                                          (an error); changes not yet in the
+                                          store's files, a torn tail (warnings) */
 } simstore_problem_kind;
 
 /* One problem. The strings are valid only during the callback. */
@@ -1402,6 +1407,13 @@ typedef struct simstore_verify_summary {
     int sets_by_digest;        /* some segment was compared by digest       */
     /* Added with the paragraph index. */
     uint64_t paragraph_entries; /* pfps (paragraph, id) entries checked      */
+    /* Added with the log's checks. */
+    uint64_t log_records;      /* whole records of live.wal checked          */
+    uint64_t log_pending;      /* changes among them the store's files do
+                                  not hold yet                               */
+    unsigned attempts;         /* checks made: more than 1 when a writer
+                                  committed meanwhile and the store was
+                                  checked again in its new state             */
 } simstore_verify_summary;
 
 /* Verify the store directory or table file at `path`.
@@ -1413,7 +1425,10 @@ typedef struct simstore_verify_summary {
  * the first); SIMSTORE_EINVAL (NULL path, unknown flag); SIMSTORE_ENOTFOUND
  * (nothing at path, or neither a directory nor a regular file);
  * SIMSTORE_ENOMEM; or fn's nonzero value. Verify opens the store read-only
- * and never changes it; a writer may keep working meanwhile. */
+ * and never changes it; a writer may keep working meanwhile: a check that
+ * finds errors while a writer has committed since it began (a compaction
+ * removing the files of the state it read) is made again on the new state,
+ * and only the last check's problems reach fn. */
 SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn,
                                  void *ctx, simstore_verify_summary *summary);
 
@@ -1938,10 +1953,11 @@ typedef struct simstore_live simstore_live;
 typedef struct simstore_live_query simstore_live_query;
 
 typedef struct simstore_live_options {
-    uint64_t memtable_bytes; /* flush once the in-memory table holds this
-                                many bytes (changes, ids, index); writes go
-                                on into a second table during the flush, up
-                                to this size again (64 MiB) */
+    uint64_t memtable_bytes; /* flush once the changes in the in-memory
+                                table add this many bytes (changes, ids,
+                                index) to an empty table's (about 100 KiB);
+                                writes go on into a second table during the
+                                flush, up to this size again (64 MiB) */
     int background_flush;    /* 1: a thread of the live store flushes when
                                 the limit is passed; 0: the caller calls
                                 simstore_live_flush() (1)                    */

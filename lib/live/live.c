@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define WAL_NAME SIMS_STORE_WAL_NAME
@@ -59,7 +60,20 @@ struct simstore_live {
     uint64_t flush_commits;
     /* Atomics. */
     _Atomic uint64_t visible_seq;
-    atomic_int broken; /* a change could not be logged or applied  */
+    atomic_int broken; /* a change was logged but could not be applied */
+    /* The log's failures (fail_mu): a group the log could not write is
+     * recovered at once (recover_log): the log cut back to its durable
+     * records, the tables made again from them, and the sequence numbers
+     * after them given again. log_epoch counts recoveries; a writer keeps
+     * the epoch it decided in beside the number it waits for, and
+     * lost_from[e] is the first number recovery e + 1 gave again, so a
+     * waiter of epoch e whose number is at or past it lost its change. */
+    pthread_mutex_t fail_mu;
+    _Atomic uint64_t log_epoch;
+    uint64_t *lost_from;
+    size_t lost_cap;
+    int write_failing; /* the last group the log wrote failed   */
+    char failure[256]; /* why, or why the last flush failed     */
     _Atomic uint64_t flushes, compactions, inserts, deletes;
     _Atomic uint64_t applied_seq; /* the store's applied WAL sequence number */
     uint64_t replayed;
@@ -75,6 +89,7 @@ struct simstore_live {
      * flush_failed tells them its last flush failed. */
     pthread_cond_t room_cv;
     int flush_failed;
+    char flush_failure[256];
     int flush_stop;
     int flush_started;
     pthread_t flush_thread;
@@ -245,7 +260,7 @@ static int memory_full(simstore_live *live)
     pthread_rwlock_rdlock(&live->mem_lock);
     /* An empty table is never full: the flush thread has nothing to freeze. */
     int full = sims_memtable_count(live->active) > 0 &&
-               sims_memtable_bytes(live->active) >= live->opt.memtable_bytes;
+               sims_memtable_fill_bytes(live->active) >= live->opt.memtable_bytes;
     pthread_rwlock_unlock(&live->mem_lock);
     return full;
 }
@@ -284,14 +299,30 @@ static void room_made(simstore_live *live)
     pthread_mutex_unlock(&live->flush_mu);
 }
 
-/* With write_mu held: log change c and apply it to the active table. *seq
- * receives its sequence number (to wait for, after write_mu). */
-static int log_and_apply(simstore_live *live, const sims_change *c, uint64_t *seq)
+/* What a writer waits for before it answers: the sequence number of the
+ * record its answer rests on (0: none), in the log's epoch it was decided
+ * in (see log_epoch). */
+typedef struct live_ticket {
+    uint64_t seq;
+    uint64_t epoch;
+} live_ticket;
+
+/* The ticket of seq, decided now (write_mu held). */
+static live_ticket ticket_of(simstore_live *live, uint64_t seq)
 {
-    *seq = 0;
+    live_ticket t = {seq, atomic_load(&live->log_epoch)};
+    return t;
+}
+
+/* With write_mu held: log change c and apply it to the active table. *t
+ * receives its ticket (to wait for, after write_mu). */
+static int log_and_apply(simstore_live *live, const sims_change *c, live_ticket *t)
+{
+    *t = ticket_of(live, 0);
     if (atomic_load(&live->broken))
-        return sims_fail(SIMSTORE_EIO, "an earlier change could not be logged or applied; open "
-                                       "the live store again");
+        return sims_fail(SIMSTORE_EIO, "an earlier change was logged but could not be applied; "
+                                       "open the live store again");
+    uint64_t seq_value = 0, *seq = &seq_value;
     size_t n = sims_change_size(c);
     uint8_t small[1024];
     uint8_t *payload = n <= sizeof small ? small : malloc(n);
@@ -306,14 +337,12 @@ static int log_and_apply(simstore_live *live, const sims_change *c, uint64_t *se
         rc = sims_wal_enqueue(live->wal, c->type, payload, n, seq);
     if (payload != small)
         free(payload);
-    if (rc) {
-        if (rc == SIMSTORE_EIO)
-            atomic_store(&live->broken, 1);
-        return rc;
-    }
+    if (rc)
+        return rc; /* a failed log refuses changes until recover_log() */
+    *t = ticket_of(live, *seq);
     pthread_rwlock_wrlock(&live->mem_lock);
     rc = sims_memtable_apply(live->active, c, *seq);
-    uint64_t bytes = sims_memtable_bytes(live->active);
+    uint64_t bytes = sims_memtable_fill_bytes(live->active);
     pthread_rwlock_unlock(&live->mem_lock);
     if (rc) {
         /* Logged, not applied: the tables no longer tell the log's story.
@@ -326,19 +355,54 @@ static int log_and_apply(simstore_live *live, const sims_change *c, uint64_t *se
     return SIMSTORE_OK;
 }
 
-/* Wait (write_mu released) for seq to be durable, then make it visible. */
-static int wait_durable(simstore_live *live, uint64_t seq)
+/* Whether the change of ticket t was lost: a recovery since it was decided
+ * gave its sequence number again. */
+static int ticket_lost(simstore_live *live, live_ticket t)
 {
-    if (seq == 0)
-        return SIMSTORE_OK;
-    int rc = sims_wal_wait(live->wal, seq);
+    if (atomic_load(&live->log_epoch) == t.epoch)
+        return 0;
+    pthread_mutex_lock(&live->fail_mu);
+    int lost = t.seq >= live->lost_from[t.epoch];
+    pthread_mutex_unlock(&live->fail_mu);
+    return lost;
+}
+
+/* Note the outcome of a wait for the log: a failure's reason, or that the
+ * log writes again. */
+static void note_log_write(simstore_live *live, int rc)
+{
+    pthread_mutex_lock(&live->fail_mu);
     if (rc) {
-        atomic_store(&live->broken, 1);
+        live->write_failing = 1;
+        snprintf(live->failure, sizeof live->failure, "%s", simstore_last_error());
+    } else if (live->write_failing) {
+        live->write_failing = 0;
+        live->failure[0] = '\0';
+    }
+    pthread_mutex_unlock(&live->fail_mu);
+}
+
+/* Wait (write_mu released) for t's record to be durable, then make it
+ * visible. A failed log answers SIMSTORE_EIO with the system's reason; the
+ * caller, holding no lock, then calls recover_log(). */
+static int wait_durable(simstore_live *live, live_ticket t)
+{
+    if (t.seq == 0)
+        return SIMSTORE_OK;
+    int rc = sims_wal_wait(live->wal, t.seq);
+    if (ticket_lost(live, t))
+        rc = sims_fail(SIMSTORE_EIO, "the change was not logged: %s",
+                       rc ? simstore_last_error() : "the log failed meanwhile");
+    if (rc) {
+        note_log_write(live, rc);
         return rc;
     }
-    raise_visible(live, seq);
+    note_log_write(live, SIMSTORE_OK);
+    raise_visible(live, t.seq);
     return SIMSTORE_OK;
 }
+
+static void recover_log(simstore_live *live);
 
 /* ---- answers ---------------------------------------------------------------- */
 
@@ -574,10 +638,10 @@ static int id_exists(const simstore_live *live, const char *id, size_t len, int 
  * applied), SIMSTORE_EEXIST or SIMSTORE_ENOTFOUND (the rule fails: nothing
  * logged), or an error. */
 static int decide_change(simstore_live *live, simstore_query *sq, const sims_change *c,
-                         uint64_t *wait)
+                         live_ticket *wait)
 {
     int must_exist = c->type == SIMS_CHANGE_DELETE;
-    *wait = 0;
+    *wait = ticket_of(live, 0);
     for (;;) {
         uint64_t commits = read_commits(live);
         int in_store = simstore_query_has_id(sq, c->id, c->id_len, NULL);
@@ -590,7 +654,9 @@ static int decide_change(simstore_live *live, simstore_query *sq, const sims_cha
             pthread_mutex_unlock(&live->write_mu);
             continue;
         }
-        int exists = id_exists(live, c->id, c->id_len, in_store, wait);
+        uint64_t id_seq = 0;
+        int exists = id_exists(live, c->id, c->id_len, in_store, &id_seq);
+        *wait = ticket_of(live, id_seq);
         pthread_rwlock_unlock(&live->mem_lock);
         if (exists != must_exist) {
             pthread_mutex_unlock(&live->write_mu);
@@ -615,10 +681,12 @@ static int change_if(simstore_live *live, const sims_change *c)
     rc = pool_take(live, &sq);
     if (rc != SIMSTORE_OK)
         return rc;
-    uint64_t wait = 0;
+    live_ticket wait;
     rc = decide_change(live, sq, c, &wait);
     pool_give(live, sq);
     int durable = wait_durable(live, wait);
+    if (durable)
+        recover_log(live);
     return durable ? durable : rc;
 }
 
@@ -658,11 +726,11 @@ int simstore_live_delete(simstore_live *live, const char *id, size_t id_len)
  * a refusal). Returns SIMSTORE_OK, SIMSTORE_EEXIST (nothing near, but the
  * id exists: nothing logged), or an error. */
 static int decide_if_new(simstore_live_query *q, const sims_change *c, unsigned k, int *inserted,
-                         uint64_t *wait)
+                         live_ticket *wait)
 {
     simstore_live *live = q->live;
     *inserted = 0;
-    *wait = 0;
+    *wait = ticket_of(live, 0);
     for (;;) {
         uint64_t commits = read_commits(live);
         const simstore_match *sm;
@@ -691,7 +759,7 @@ static int decide_if_new(simstore_live_query *q, const sims_change *c, unsigned 
         if (rc || q->match_len > q->keep_matches || exists) {
             /* No change: the answer rests on every change decided before
              * it, so it is given once they are durable. */
-            *wait = rc ? 0 : sims_wal_last_seq(live->wal);
+            *wait = ticket_of(live, rc ? 0 : sims_wal_last_seq(live->wal));
             pthread_mutex_unlock(&live->write_mu);
             if (rc == SIMSTORE_OK && q->match_len == q->keep_matches)
                 rc = sims_fail(SIMSTORE_EEXIST, "a document with id '%.*s' exists", (int)c->id_len,
@@ -718,12 +786,14 @@ int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc 
         return rc;
     if ((rc = wait_for_room(live)) != SIMSTORE_OK)
         return rc;
-    uint64_t wait = 0;
+    live_ticket wait;
     int made = 0;
     rc = decide_if_new(q, &c, k, &made, &wait);
     int durable = wait_durable(live, wait);
-    if (durable)
+    if (durable) {
+        recover_log(live);
         return durable;
+    }
     if (rc)
         return rc;
     if (made)
@@ -742,11 +812,11 @@ static int refuses_change(int rc)
 
 /* One change of a batch: decided, logged and applied, not yet durable. */
 static int batch_change(simstore_live_query *q, const simstore_live_change *ch, unsigned k,
-                        simstore_live_result *res, uint64_t *wait)
+                        simstore_live_result *res, live_ticket *wait)
 {
     simstore_live *live = q->live;
     sims_change c;
-    *wait = 0;
+    *wait = ticket_of(live, 0);
     int rc = wait_for_room(live);
     if (rc != SIMSTORE_OK)
         return rc;
@@ -785,14 +855,20 @@ int simstore_live_apply_batch(simstore_live_query *q, const simstore_live_change
     q->match_len = q->arena_len = 0;
     q->keep_matches = q->keep_arena = 0;
     q->copy_store = 1;
-    uint64_t wait = 0;
+    live_ticket wait = {0, 0};
     int rc = SIMSTORE_OK;
     size_t done = 0;
     for (; done < count; done++) {
-        uint64_t w = 0;
+        live_ticket w;
         int one = batch_change(q, &changes[done], k, &results[done], &w);
-        if (w > wait)
+        if (w.seq && wait.seq && w.epoch != wait.epoch) {
+            /* The log failed and was recovered during the batch: changes
+             * decided before may be lost. */
+            one = sims_fail(SIMSTORE_EIO, "the log failed during the batch: its changes may not "
+                                          "be logged");
+        } else if (w.seq > wait.seq || (w.seq && !wait.seq)) {
             wait = w;
+        }
         if (one && !refuses_change(one)) {
             rc = one;
             break;
@@ -807,6 +883,8 @@ int simstore_live_apply_batch(simstore_live_query *q, const simstore_live_change
     int durable = wait_durable(live, wait);
     if (durable && rc == SIMSTORE_OK)
         rc = durable;
+    if (rc == SIMSTORE_EIO)
+        recover_log(live);
     q->match_len = q->keep_matches;
     q->keep_matches = q->keep_arena = 0;
     q->copy_store = 0;
@@ -956,6 +1034,9 @@ static int write_table(simstore_live *live, const sims_memtable *t)
     rc = simstore_add_begin(live->s, &o, &b);
     if (rc)
         return rc;
+    /* Ids as they were logged (an older version's log may hold ids the id
+     * rule now refuses: they were acknowledged). */
+    sims_builder_take_logged_ids(b);
     for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
         const sims_mt_doc *d = sims_memtable_doc(t, i);
         if (d->is_delete || sims_memtable_find(t, sims_mt_doc_id(d), d->id_len, ALL_CHANGES) != d)
@@ -981,8 +1062,8 @@ static int flush_once(simstore_live *live, int *flushed)
 {
     *flushed = 0;
     if (atomic_load(&live->broken))
-        return sims_fail(SIMSTORE_EIO, "the live store cannot flush: an earlier change could not "
-                                       "be logged; open it again");
+        return sims_fail(SIMSTORE_EIO, "the live store cannot flush: an earlier change was logged "
+                                       "but could not be applied; open it again");
     sims_memtable *fresh = NULL;
     int rc = sims_memtable_new(live->k, &fresh);
     if (rc)
@@ -1006,8 +1087,9 @@ static int flush_once(simstore_live *live, int *flushed)
         return SIMSTORE_OK;
     *flushed = 1;
     uint64_t last = sims_memtable_last_seq(t);
-    /* Its changes may still be on their way to the disk. */
-    if ((rc = wait_durable(live, last)) != SIMSTORE_OK)
+    /* Its changes may still be on their way to the disk (no recovery of
+     * the log meanwhile: it takes maint_mu). */
+    if ((rc = wait_durable(live, ticket_of(live, last))) != SIMSTORE_OK)
         return rc;
     if ((rc = write_table(live, t)) != SIMSTORE_OK)
         return rc;
@@ -1021,10 +1103,7 @@ static int flush_once(simstore_live *live, int *flushed)
     atomic_store(&live->applied_seq, last);
     /* A crash before the trim leaves records the store has applied: the
      * next open skips them (format/store.md, "The state record"). */
-    rc = sims_wal_trim(live->wal, last);
-    if (rc)
-        atomic_store(&live->broken, 1);
-    return rc;
+    return sims_wal_trim(live->wal, last);
 }
 
 int simstore_live_flush(simstore_live *live)
@@ -1035,6 +1114,8 @@ int simstore_live_flush(simstore_live *live)
     for (int i = 0; i < 2 && flushed && rc == SIMSTORE_OK; i++)
         rc = flush_once(live, &flushed);
     pthread_mutex_unlock(&live->maint_mu);
+    if (rc)
+        recover_log(live);
     return rc;
 }
 
@@ -1052,9 +1133,18 @@ static int needs_flush(simstore_live *live)
 {
     pthread_rwlock_rdlock(&live->mem_lock);
     int need =
-        live->frozen != NULL || sims_memtable_bytes(live->active) >= live->opt.memtable_bytes;
+        live->frozen != NULL || sims_memtable_fill_bytes(live->active) >= live->opt.memtable_bytes;
     pthread_rwlock_unlock(&live->mem_lock);
     return need && !atomic_load(&live->broken);
+}
+
+/* After a flush (no lock held): compact when the store's rule says so
+ * (simstore_maybe_compact). A failure is the next compaction's to retry;
+ * answers never depend on it. */
+static void compact_after_flush(simstore_live *live)
+{
+    if (simstore_live_compact(live, 0) != SIMSTORE_OK)
+        sims_error_clear();
 }
 
 static void *flush_main(void *arg)
@@ -1080,12 +1170,20 @@ static void *flush_main(void *arg)
         int flushed;
         int rc = flush_once(live, &flushed);
         pthread_mutex_unlock(&live->maint_mu);
+        char why[256] = "";
         if (rc) {
+            snprintf(why, sizeof why, "flushing into the store failed: %s", simstore_last_error());
             sims_error_clear();
+            recover_log(live);
             failed = 1;
+        } else if (flushed) {
+            /* Each flush adds a segment: compact when they have piled up
+             * (the store's rule), not on a timer. */
+            compact_after_flush(live);
         }
         pthread_mutex_lock(&live->flush_mu);
         live->flush_failed = failed;
+        snprintf(live->flush_failure, sizeof live->flush_failure, "%s", why);
         pthread_cond_broadcast(&live->room_cv);
     }
     pthread_mutex_unlock(&live->flush_mu);
@@ -1096,7 +1194,9 @@ static void *flush_main(void *arg)
 
 typedef struct replay_ctx {
     simstore_live *live;
+    sims_memtable *table; /* where the records go */
     uint64_t applied;
+    uint64_t replayed;
 } replay_ctx;
 
 static int replay_record(void *ctx, uint64_t seq, unsigned type, const uint8_t *payload, size_t len)
@@ -1112,10 +1212,79 @@ static int replay_record(void *ctx, uint64_t seq, unsigned type, const uint8_t *
         return SIMS_CORRUPT("record %" PRIu64 " of the log holds a sketch of kind %u, the store "
                             "keeps kind %u",
                             seq, c.sketch_kind, (unsigned)r->live->sketch);
-    rc = sims_memtable_apply(r->live->active, &c, seq);
+    rc = sims_memtable_apply(r->table, &c, seq);
     if (rc == SIMSTORE_OK)
-        r->live->replayed++;
+        r->replayed++;
     return rc;
+}
+
+/* After the log failed to write a group (no lock held): cut it back to its
+ * durable records (sims_wal_recover) and make the tables again from the
+ * records after the store's applied one, so that they tell the log's story
+ * once more and changes are taken again (they fail while the disk stays
+ * full, and each failure comes back here). Writers whose records were
+ * dropped learn it from their ticket's epoch (ticket_lost). A log that
+ * cannot be cut back stays broken: every change is refused, and
+ * simstore_live_get_stats() says why. */
+static void recover_log(simstore_live *live)
+{
+    pthread_mutex_lock(&live->maint_mu);
+    pthread_mutex_lock(&live->write_mu);
+    sims_wal_stats ws;
+    sims_wal_get_stats(live->wal, &ws);
+    if (!ws.failed) { /* nothing failed, or another thread recovered */
+        pthread_mutex_unlock(&live->write_mu);
+        pthread_mutex_unlock(&live->maint_mu);
+        return;
+    }
+    sims_memtable *fresh = NULL;
+    int rc = sims_wal_recover(live->wal);
+    if (rc == SIMSTORE_OK)
+        rc = sims_memtable_new(live->k, &fresh);
+    /* The epoch's first number given again: the one after the durable
+     * records (recorded before any change of the new epoch is decided). */
+    uint64_t epoch = atomic_load(&live->log_epoch);
+    if (rc == SIMSTORE_OK) {
+        pthread_mutex_lock(&live->fail_mu);
+        if (epoch >= live->lost_cap) {
+            size_t cap = live->lost_cap ? 2 * live->lost_cap : 8;
+            uint64_t *p = realloc(live->lost_from, cap * sizeof *p);
+            if (p) {
+                live->lost_from = p;
+                live->lost_cap = cap;
+            } else {
+                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory recovering the log");
+            }
+        }
+        if (rc == SIMSTORE_OK)
+            live->lost_from[epoch] = sims_wal_last_seq(live->wal) + 1;
+        pthread_mutex_unlock(&live->fail_mu);
+    }
+    if (rc == SIMSTORE_OK) {
+        replay_ctx r = {live, fresh, atomic_load(&live->applied_seq), 0};
+        rc = sims_wal_each_record(live->wal, replay_record, &r);
+    }
+    if (rc == SIMSTORE_OK) {
+        pthread_rwlock_wrlock(&live->mem_lock);
+        sims_memtable_free(live->active);
+        sims_memtable_free(live->frozen);
+        live->active = fresh;
+        live->frozen = NULL;
+        fresh = NULL;
+        atomic_store(&live->log_epoch, epoch + 1);
+        pthread_rwlock_unlock(&live->mem_lock);
+    } else {
+        /* The tables may hold changes the log does not: refuse changes. */
+        atomic_store(&live->broken, 1);
+        pthread_mutex_lock(&live->fail_mu);
+        snprintf(live->failure, sizeof live->failure, "recovering the log failed: %s",
+                 simstore_last_error());
+        pthread_mutex_unlock(&live->fail_mu);
+    }
+    sims_memtable_free(fresh);
+    pthread_mutex_unlock(&live->write_mu);
+    pthread_mutex_unlock(&live->maint_mu);
+    room_made(live);
 }
 
 void simstore_live_close(simstore_live *live)
@@ -1144,10 +1313,15 @@ void simstore_live_close(simstore_live *live)
     pthread_mutex_destroy(&live->flush_mu);
     pthread_cond_destroy(&live->flush_cv);
     pthread_cond_destroy(&live->room_cv);
+    pthread_mutex_destroy(&live->fail_mu);
+    free(live->lost_from);
     free(live);
 }
 
-int simstore_live_open(const char *path, const simstore_live_options *o, simstore_live **out)
+/* simstore_live_open(); `role` is noted in writer.lock as the holder (NULL:
+ * none, for simstore_live_recover). */
+static int live_open(const char *path, const simstore_live_options *o, const char *role,
+                     simstore_live **out)
 {
     *out = NULL;
     if (!path)
@@ -1166,7 +1340,9 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
     pthread_mutex_init(&live->flush_mu, NULL);
     pthread_cond_init(&live->flush_cv, NULL);
     pthread_cond_init(&live->room_cv, NULL);
-    unsigned flags = SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT |
+    pthread_mutex_init(&live->fail_mu, NULL);
+    /* SIMS_OPEN_LIVE: the log's pending changes are this open's to replay. */
+    unsigned flags = SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT | SIMS_OPEN_LIVE |
                      (live->opt.open_flags & (SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS |
                                               SIMSTORE_OPEN_TRUST_LMDB | SIMSTORE_OPEN_HUGE_PAGES));
     int rc = simstore_open(path, flags, &live->s);
@@ -1176,8 +1352,8 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
     if (rc == SIMSTORE_OK && st.fingerprint_only)
         rc = sims_fail(SIMSTORE_EINVAL,
                        "%s: a fingerprint-only store has no documents to serve live", path);
-    if (rc == SIMSTORE_OK)
-        rc = sims_store_note_holder(live->s, "server");
+    if (rc == SIMSTORE_OK && role)
+        rc = sims_store_note_holder(live->s, role);
     uint64_t applied = 0;
     if (rc == SIMSTORE_OK)
         rc = sims_store_wal_applied(live->s, &applied);
@@ -1192,8 +1368,9 @@ int simstore_live_open(const char *path, const simstore_live_options *o, simstor
         rc = sims_fail(SIMSTORE_EINVAL, "%s: path too long", path);
     if (rc == SIMSTORE_OK) {
         sims_wal_options wo = {sims_store_tag(live->s), live->opt.wal_group_bytes};
-        replay_ctx r = {live, applied};
+        replay_ctx r = {live, live->active, applied, 0};
         rc = sims_wal_open(wal_path, &wo, replay_record, &r, &live->wal);
+        live->replayed = r.replayed;
     }
     if (rc == SIMSTORE_OK) {
         sims_wal_stats ws;
@@ -1231,11 +1408,21 @@ int simstore_live_recover(const char *path, simstore_live_recovery *out)
 {
     if (out)
         memset(out, 0, sizeof *out);
+    if (!path)
+        return sims_fail(SIMSTORE_EINVAL, "no store path");
+    /* No log, or one without records: nothing to apply (and no log made). */
+    char wal_path[PATH_MAX];
+    struct stat fst;
+    if (snprintf(wal_path, sizeof wal_path, "%s/%s", path, WAL_NAME) >= (int)sizeof wal_path)
+        return sims_fail(SIMSTORE_EINVAL, "%s: path too long", path);
+    if (lstat(wal_path, &fst) != 0 ||
+        (S_ISREG(fst.st_mode) && fst.st_size <= SIMS_WAL_HEADER_BYTES))
+        return SIMSTORE_OK;
     simstore_live_options o;
     simstore_live_options_init(&o);
     o.background_flush = 0;
     simstore_live *live;
-    int rc = simstore_live_open(path, &o, &live);
+    int rc = live_open(path, &o, NULL, &live);
     if (rc)
         return rc;
     simstore_live_stats st;
@@ -1250,6 +1437,11 @@ int simstore_live_recover(const char *path, simstore_live_recovery *out)
     }
     simstore_live_close(live);
     return rc;
+}
+
+int simstore_live_open(const char *path, const simstore_live_options *o, simstore_live **out)
+{
+    return live_open(path, o, "server", out);
 }
 
 void simstore_live_get_stats(simstore_live *live, simstore_live_stats *out)
@@ -1279,4 +1471,23 @@ void simstore_live_get_stats(simstore_live *live, simstore_live_stats *out)
     out->compactions = atomic_load(&live->compactions);
     out->inserts = atomic_load(&live->inserts);
     out->deletes = atomic_load(&live->deletes);
+    out->torn_bytes = ws.tail.bytes;
+    out->torn_records = ws.tail.records;
+    memcpy(out->torn_name, ws.tail.aside_name, sizeof out->torn_name);
+    /* Why changes are refused, the most lasting cause first. */
+    pthread_mutex_lock(&live->fail_mu);
+    const char *why = ws.broken                                           ? ws.failure
+                      : atomic_load(&live->broken) || live->write_failing ? live->failure
+                      : ws.failed                                         ? ws.failure
+                                                                          : NULL;
+    if (why)
+        snprintf(out->failure, sizeof out->failure, "%s", why);
+    pthread_mutex_unlock(&live->fail_mu);
+    if (!why && live->flush_started) {
+        pthread_mutex_lock(&live->flush_mu);
+        if (live->flush_failed)
+            snprintf(out->failure, sizeof out->failure, "%s", live->flush_failure);
+        pthread_mutex_unlock(&live->flush_mu);
+    }
+    out->failing = out->failure[0] != '\0';
 }

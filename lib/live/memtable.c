@@ -26,6 +26,7 @@ struct sims_memtable {
     size_t ids;        /* slots used */
     simstore_memindex *ix;
     uint64_t doc_bytes;
+    uint64_t empty_bytes; /* sims_memtable_bytes() of the new table */
     uint64_t inserts, deletes;
 };
 
@@ -44,6 +45,7 @@ int sims_memtable_new(unsigned k, sims_memtable **out)
         sims_memtable_free(m);
         return rc;
     }
+    m->empty_bytes = sims_memtable_bytes(m);
     *out = m;
     return SIMSTORE_OK;
 }
@@ -224,6 +226,12 @@ uint64_t sims_memtable_bytes(const sims_memtable *m)
 {
     return m->doc_bytes + m->cap * sizeof *m->docs + m->slot_count * sizeof *m->slots +
            simstore_memindex_bytes(m->ix);
+}
+
+uint64_t sims_memtable_fill_bytes(const sims_memtable *m)
+{
+    uint64_t bytes = sims_memtable_bytes(m);
+    return bytes > m->empty_bytes ? bytes - m->empty_bytes : 0;
 }
 
 uint64_t sims_memtable_inserts(const sims_memtable *m)

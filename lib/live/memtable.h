@@ -74,6 +74,10 @@ const sims_mt_doc *sims_memtable_doc(const sims_memtable *m, size_t i);
 uint64_t sims_memtable_last_seq(const sims_memtable *m);
 /* Bytes held: changes, the id hash, the fingerprint index. */
 uint64_t sims_memtable_bytes(const sims_memtable *m);
+/* Bytes the changes added to an empty table's (about 100 KiB, mostly the
+ * fingerprint index's buckets): what a flush threshold compares, so that a
+ * small one still holds changes. */
+uint64_t sims_memtable_fill_bytes(const sims_memtable *m);
 /* Ids whose newest change is an insert, and a delete. */
 uint64_t sims_memtable_inserts(const sims_memtable *m);
 uint64_t sims_memtable_deletes(const sims_memtable *m);

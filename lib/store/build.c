@@ -282,6 +282,8 @@ static int is_store_entry_name(const char *name, int *is_table)
     *is_table = sims_segment_file_name(name, &seg, &table);
     return *is_table || strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0 ||
            strcmp(name, "writer.lock") == 0 || strcmp(name, SIMS_STORE_WAL_NAME) == 0 ||
+           strncmp(name, SIMS_STORE_WAL_NAME ".torn-", sizeof SIMS_STORE_WAL_NAME ".torn-" - 1) ==
+               0 ||
            strstr(name, BUILD_SUFFIX) != NULL;
 }
 
@@ -349,7 +351,12 @@ static int check_replaceable(const char *path)
                          "%s is not a simstore store (%s): replace only replaces a store; "
                          "remove it yourself or choose another path",
                          path, what);
-    return SIMSTORE_OK;
+    /* A server's acknowledged changes that only its log holds would go with
+     * the old store: the user decides. */
+    return sims_store_dir_refuse_pending_log(
+        path, "replacing the store",
+        "apply them first (simstore compact), or remove its live.wal to discard them with the "
+        "store");
 }
 
 /* The text options a store records must be ones a fingerprinter accepts

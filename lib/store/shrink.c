@@ -1,13 +1,14 @@
 /* shrink.c: returning data.mdb's free pages to the file system
  * (simstore_shrink): LMDB's compacting copy of the environment and hard
  * links of the live table files in a new build directory, checked, then
- * swapped in for the store as build --replace swaps one (format/store.md,
- * "Shrinking data.mdb"). */
+ * swapped in for the store as build --replace swaps one, with the store's
+ * write-ahead log (format/store.md, "Shrinking data.mdb"). */
 #include "store/store_internal.h"
 
 #include "common/error.h"
 #include "common/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -53,6 +54,32 @@ static int link_segments(const simstore *s, const char *dir, const sims_segment_
     return SIMSTORE_OK;
 }
 
+/* Hard-link the write-ahead log and the torn tails kept beside it into dir:
+ * the rewritten store goes on with the log (its numbering, and anything a
+ * server left that the writer's open has not refused). */
+static int link_logs(const simstore *s, const char *dir)
+{
+    DIR *d = opendir(s->path);
+    if (!d)
+        return sims_fail_errno("open directory %s", s->path);
+    const char *torn = SIMS_STORE_WAL_NAME ".torn-";
+    int rc = SIMSTORE_OK;
+    struct dirent *e;
+    while (rc == SIMSTORE_OK && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, SIMS_STORE_WAL_NAME) != 0 &&
+            strncmp(e->d_name, torn, strlen(torn)) != 0)
+            continue;
+        char from[PATH_MAX], to[PATH_MAX];
+        rc = sims_join_path(from, sizeof from, s->path, e->d_name);
+        if (rc == SIMSTORE_OK)
+            rc = sims_join_path(to, sizeof to, dir, e->d_name);
+        if (rc == SIMSTORE_OK && link(from, to) != 0)
+            rc = sims_fail_errno("link %s to %s", from, to);
+    }
+    closedir(d);
+    return rc;
+}
+
 int simstore_shrink(const char *path, uint64_t *bytes_before, uint64_t *bytes_after)
 {
     if (bytes_before)
@@ -78,6 +105,8 @@ int simstore_shrink(const char *path, uint64_t *bytes_before, uint64_t *bytes_af
         rc = link_segments(s, work, st.segments, st.segment_count);
     if (rc == SIMSTORE_OK)
         rc = link_segments(s, work, st.para_segments, st.para_segment_count);
+    if (rc == SIMSTORE_OK)
+        rc = link_logs(s, work);
     if (rc == SIMSTORE_OK)
         rc = sims_env_copy_compact(&s->env, work);
     if (rc == SIMSTORE_OK)

@@ -489,8 +489,9 @@ int sims_store_busy(const char *dir, int fd)
         note[n] = '\0';
         if (sscanf(note, "%15s %ld", role, &pid) == 2 && strcmp(role, "server") == 0 && pid > 0)
             return sims_fail(SIMSTORE_EBUSY,
-                             "%s: the store is held by a server (pid %ld): it refuses add, "
-                             "delete and compact while the server runs (queries keep working)",
+                             "%s: the store is held by a server (pid %ld): no other command "
+                             "may change or replace it while the server runs (queries keep "
+                             "working); stop the server first",
                              dir, pid);
     }
     return sims_fail(SIMSTORE_EBUSY, "%s: another writer holds the store", dir);
@@ -705,6 +706,10 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
         rc = load_store_record(s);
     if (rc == SIMSTORE_OK && writing)
         rc = sims_store_clean(s);
+    /* A server's acknowledged changes still in its log come first: a writer
+     * acting on the files alone would be overridden by their replay. */
+    if (rc == SIMSTORE_OK && writing && !(flags & SIMS_OPEN_LIVE))
+        rc = sims_store_refuse_pending_log(s, "writing to the store", NULL);
     if (rc) {
         simstore_close(s);
         return rc;
@@ -845,5 +850,17 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
     out->lmdb_other_bytes = u.other_pages * u.page_bytes;
     out->lmdb_free_bytes = u.free_pages * u.page_bytes;
     out->lmdb_tail_bytes = u.tail_pages * u.page_bytes;
+    /* The write-ahead log, read as it is now; damage in it is verify's to
+     * name, the counts only say so. */
+    sims_store_log log;
+    if (sims_store_read_log(s, &log) == SIMSTORE_OK) {
+        out->wal_bytes = log.file_bytes;
+        out->wal_pending_records = log.pending;
+        out->wal_torn_bytes = log.torn_bytes;
+    } else {
+        out->wal_bytes = log.file_bytes;
+        out->wal_damaged = 1;
+        sims_error_clear();
+    }
     return SIMSTORE_OK;
 }

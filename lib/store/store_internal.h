@@ -20,6 +20,42 @@
  * checked by check/, and a name a store holds for build --replace. */
 #define SIMS_STORE_WAL_NAME "live.wal"
 
+/* simstore_open() flag of the live store (lib/live): the write-ahead log's
+ * pending changes are its to replay, so the open does not refuse them. */
+#define SIMS_OPEN_LIVE (1u << 24)
+
+/* What the store's write-ahead log holds (walstate.c), read without
+ * changing it. */
+typedef struct sims_store_log {
+    int exists; /* STORE/live.wal is there               */
+    uint64_t file_bytes;
+    uint64_t first_seq;   /* of its first record                   */
+    uint64_t records;     /* whole valid records                   */
+    uint64_t applied_seq; /* the store's state's applied number    */
+    uint64_t pending;     /* records after it: changes to apply    */
+    uint64_t first_pending_seq, last_pending_seq;
+    uint64_t torn_bytes;  /* after the last whole record           */
+    uint64_t torn_offset; /* where they begin                      */
+} sims_store_log;
+
+/* Read the log at path (none: all zero but applied_seq) of the store with
+ * this tag and applied sequence number: the same errors as below. */
+int sims_log_read(const char *path, uint64_t store_tag, uint64_t applied, sims_store_log *out);
+/* Read STORE/live.wal (none: all zero). Errors: SIMSTORE_ECORRUPT (the log
+ * is damaged, named with its byte offset; it belongs to another store; it
+ * misses records the store has not applied), SIMSTORE_EVERSION,
+ * SIMSTORE_EIO. */
+int sims_store_read_log(simstore *s, sims_store_log *out);
+
+/* SIMSTORE_EBUSY when the log holds changes the store's files do not: the
+ * message names `what` (the refused operation) and says how to apply them
+ * (or `advice`, when not NULL); the errors of sims_store_read_log() in
+ * context. */
+int sims_store_refuse_pending_log(simstore *s, const char *what, const char *advice);
+/* The same for the store directory `dir`, opened read-only here; a log with
+ * records beside a store that cannot be read is refused too. */
+int sims_store_dir_refuse_pending_log(const char *dir, const char *what, const char *advice);
+
 /* One segment: its table files, open. Shared by every snapshot that lists it
  * and freed with the last. */
 typedef struct sims_segment {

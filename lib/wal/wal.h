@@ -1,8 +1,10 @@
 /* wal.h: the write-ahead log of a serving store (format/wal.md): typed,
  * checksummed records appended by many threads and made durable in groups
  * (one fsync for every record waiting when the previous fsync returned),
- * replayed in order when the log is opened, trimmed by replacing the file.
- * The payload's meaning is the caller's. */
+ * replayed in order when the log is opened (a torn tail kept aside, damage
+ * an error), trimmed by replacing the file, cut back to its durable records
+ * after a failed write; read without changing it by whoever only looks. The
+ * payload's meaning is the caller's. */
 #ifndef SIMS_WAL_WAL_H
 #define SIMS_WAL_WAL_H
 
@@ -30,6 +32,34 @@ typedef struct sims_wal_options {
 typedef int (*sims_wal_replay_fn)(void *ctx, uint64_t seq, unsigned type, const uint8_t *payload,
                                   size_t len);
 
+/* What follows a log's last valid record (format/wal.md, "Reading"). */
+typedef struct sims_wal_tail {
+    uint64_t end;        /* offset after the last valid record          */
+    uint64_t next_seq;   /* the sequence number of the next record      */
+    uint64_t bytes;      /* torn bytes after it (0: the file ends there) */
+    uint64_t records;    /* records they began, by their lengths        */
+    char aside_name[64]; /* sims_wal_open: the file keeping them aside,
+                              in the log's directory ("" when none)       */
+} sims_wal_tail;
+
+/* What sims_wal_read() found. */
+typedef struct sims_wal_summary {
+    uint64_t file_bytes;
+    uint64_t first_seq;
+    uint64_t records; /* valid records, first_seq .. tail.next_seq - 1 */
+    sims_wal_tail tail;
+} sims_wal_summary;
+
+/* Read the log at path without changing it (a store's stats and verify, a
+ * writer's check for changes to apply): check its header and records as an
+ * open does, call fn (may be NULL) per valid record, fill *out. A torn tail
+ * is reported in out->tail, not dropped. group_bytes: 0 for the default.
+ * Errors: SIMSTORE_ENOTFOUND/SIMSTORE_EIO (no such file or it cannot be
+ * read), SIMSTORE_ECORRUPT (damage, naming the byte offset; another store's
+ * log), SIMSTORE_EVERSION, or fn's nonzero value. */
+int sims_wal_read(const char *path, uint64_t store_tag, size_t group_bytes, sims_wal_replay_fn fn,
+                  void *ctx, sims_wal_summary *out);
+
 typedef struct sims_wal_stats {
     uint64_t first_seq;   /* of the file's first record                    */
     uint64_t next_seq;    /* the next append's                             */
@@ -37,12 +67,20 @@ typedef struct sims_wal_stats {
     uint64_t file_bytes;  /* header and records                            */
     uint64_t records;     /* in the file                                   */
     uint64_t groups;      /* fsyncs of records since open                  */
-    uint64_t torn_bytes;  /* dropped from the tail at open                 */
+    sims_wal_tail tail;   /* the torn tail the open dropped and kept aside */
+    int failed;           /* a group could not be written: appends fail
+                             until sims_wal_recover()                      */
+    int broken;           /* the file's state is unknown: reopen the log   */
+    char failure[256];    /* why failed or broken ("" otherwise)           */
 } sims_wal_stats;
 
 /* Open the log at `path`, creating an empty one (first_seq 1, published
  * atomically) when none exists, and replay its records through fn (may be
- * NULL). A torn tail (format/wal.md, "Reading") is truncated away.
+ * NULL). A torn tail (format/wal.md, "Reading") is copied to
+ * "<path>.torn-<next sequence number>-<UTC time>" (published atomically),
+ * then cut from the log; sims_wal_get_stats() reports it. A record that
+ * fails its checks with a valid later record behind it is damage, not a
+ * torn tail: SIMSTORE_ECORRUPT, the file left as it is.
  * Errors: SIMSTORE_ECORRUPT (damaged durable bytes, another store's log),
  * SIMSTORE_EVERSION, SIMSTORE_EIO, SIMSTORE_ENOMEM, SIMSTORE_EINVAL (bad
  * options), or fn's nonzero value. */
@@ -53,8 +91,9 @@ int sims_wal_open(const char *path, const sims_wal_options *opt, sims_wal_replay
  * its sequence number. Safe from many threads at once: concurrent appends
  * share fsyncs. Errors: SIMSTORE_EINVAL (type 0, payload over the bound
  * or a record larger than the group bound),
- * SIMSTORE_ENOMEM, SIMSTORE_EIO (the write or fsync failed: this append
- * and every later one fail until the log is opened again). */
+ * SIMSTORE_ENOMEM, SIMSTORE_EIO (the write or fsync of its group failed,
+ * with the system's reason: no record of the group, nor any enqueued after
+ * it, is durable; every append fails until sims_wal_recover()). */
 int sims_wal_append(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq);
 
 /* sims_wal_append() in two steps. Enqueue copies the record into the
@@ -87,6 +126,21 @@ int sims_wal_reset(sims_wal *w, uint64_t first_seq);
 int sims_wal_trim(sims_wal *w, uint64_t applied);
 
 void sims_wal_get_stats(sims_wal *w, sims_wal_stats *out);
+
+/* After a failed group (appends fail with SIMSTORE_EIO): cut the file back
+ * to its durable records, drop the records enqueued since (they were never
+ * acknowledged) and number the next append durable_seq + 1, so that
+ * appends work again once the disk takes them. The caller makes sure no
+ * thread is waiting for, or will wait for, a record enqueued before the
+ * call: their numbers are given again. SIMSTORE_OK when nothing failed.
+ * Errors: SIMSTORE_EIO (the file could not be cut back: the log is broken
+ * and must be opened again). */
+int sims_wal_recover(sims_wal *w);
+
+/* Call fn for each durable record in the file, in order (the log's lock is
+ * held meanwhile: fn must not call the log). Errors: SIMSTORE_EIO (the log
+ * failed), SIMSTORE_ECORRUPT, or fn's nonzero value. */
+int sims_wal_each_record(sims_wal *w, sims_wal_replay_fn fn, void *ctx);
 
 /* Close (NULL is fine). Appends must have returned. */
 void sims_wal_close(sims_wal *w);

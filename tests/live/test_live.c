@@ -8,7 +8,11 @@
  * it; kill -9 and injected crashes (also between a flush's commit
  * and the log's trim) lose no acknowledged change and apply none twice;
  * the CLI's writers refused (EBUSY, naming the server) while read-only
- * commands keep working. */
+ * commands keep working; after a server stopped, writers refuse its log's
+ * changes until simstore_live_recover() applies them, and stats, verify,
+ * shrink and build --replace see them; a failed write of the log (a full
+ * disk) fails its changes with the reason and the log takes changes again
+ * right after; a torn tail kept aside and reported; the id rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +20,7 @@
 #include <cmocka.h>
 
 #include "simstore.h"
+#include "store/store_internal.h"
 #include "testutil.h"
 
 #include <inttypes.h>
@@ -1443,8 +1448,409 @@ static void test_live_lock__cli_writers_refused(void **state)
     free(dir);
 }
 
+/* ---- the log after a server stopped ------------------------------------------ */
+
+static int live_get_fp(simstore_live *live, const char *id, uint64_t *fp)
+{
+    simstore_live_query *q;
+    assert_int_equal(simstore_live_query_new(live, 0, &q), SIMSTORE_OK);
+    simstore_document doc;
+    int rc = simstore_live_get(q, id, strlen(id), &doc);
+    if (rc == 1)
+        *fp = doc.fp;
+    simstore_live_query_free(q);
+    return rc;
+}
+
+static void live_put(simstore_live *live, const char *id, uint64_t fp)
+{
+    simstore_live_doc d = {id, strlen(id), fp, NULL, 0, 0, NULL};
+    assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
+}
+
+/* A live store closed without a flush leaves its changes in the log, as a
+ * killed server does. Every writer refuses the store until they are
+ * applied (naming the log and how); readers' stats and verify report them;
+ * simstore_live_recover() applies them as the next open would, and a
+ * writer's later changes then stand after the next open. */
+static void test_live_log__pending_changes_after_a_stop(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "s");
+    static model m;
+    memset(&m, 0, sizeof m);
+    m.present[1] = 1;
+    m.fp[1] = 0x0123456789abcdefull;
+    build_store(path, 3, &m);
+    simstore_live_options o = small_options(1 << 20, 0);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    live_put(live, "X", 0xaaaaaaaaaaaaaaaaull);
+    live_put(live, "Y", 0xbbbbbbbbbbbbbbbbull);
+    assert_int_equal(simstore_live_delete(live, "d00001", 6), SIMSTORE_OK);
+    simstore_live_close(live);
+
+    /* Readers see the pending changes. */
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), SIMSTORE_OK);
+    simstore_stats st;
+    assert_int_equal(simstore_get_stats(s, &st), SIMSTORE_OK);
+    assert_int_equal(st.wal_pending_records, 3);
+    assert_true(st.wal_bytes > 64);
+    assert_int_equal(st.wal_damaged, 0);
+    assert_int_equal(st.documents, 1);
+    simstore_close(s);
+    simstore_verify_summary vs;
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, &vs), SIMSTORE_OK);
+    assert_int_equal(vs.log_records, 3);
+    assert_int_equal(vs.log_pending, 3);
+    assert_true(vs.warnings >= 1);
+
+    /* Writers refuse, saying why and what to do; nothing changes. */
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), SIMSTORE_EBUSY);
+    assert_non_null(strstr(simstore_last_error(), "live.wal) holds 3 changes"));
+    assert_non_null(strstr(simstore_last_error(), "simstore_live_recover"));
+    assert_int_equal(simstore_shrink(path, NULL, NULL), SIMSTORE_EBUSY);
+    simstore_build_options bo;
+    simstore_build_options_init(&bo);
+    bo.replace = 1;
+    bo.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, &bo, &b), SIMSTORE_EBUSY);
+    assert_non_null(strstr(simstore_last_error(), "replacing the store is refused"));
+
+    /* Applied, as the next serve would; a second call finds nothing. */
+    simstore_live_recovery r;
+    assert_int_equal(simstore_live_recover(path, &r), SIMSTORE_OK);
+    assert_int_equal(r.applied, 3);
+    assert_int_equal(r.torn_bytes, 0);
+    assert_int_equal(simstore_live_recover(path, &r), SIMSTORE_OK);
+    assert_int_equal(r.applied, 0);
+
+    /* A writer's changes now, on top of the server's. */
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), SIMSTORE_OK);
+    assert_int_equal(simstore_get_stats(s, &st), SIMSTORE_OK);
+    assert_int_equal(st.documents, 2);
+    assert_int_equal(st.wal_pending_records, 0);
+    const char *ids[1] = {"Y"};
+    size_t lens[1] = {1};
+    assert_int_equal(simstore_delete(s, ids, lens, 1, NULL, NULL, NULL), SIMSTORE_OK);
+    simstore_close(s);
+    m.present[1] = 0;
+    assert_int_equal(simstore_shrink(path, NULL, NULL), SIMSTORE_OK);
+    struct stat fst;
+    char *wal = test_path(dir, "s/live.wal");
+    assert_int_equal(stat(wal, &fst), 0); /* carried over */
+
+    /* The next open replays nothing: Y stays deleted, X is the server's. */
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    simstore_live_stats ls;
+    simstore_live_get_stats(live, &ls);
+    assert_int_equal(ls.replayed, 0);
+    assert_int_equal(ls.failing, 0);
+    uint64_t fp = 0;
+    assert_int_equal(live_get_fp(live, "X", &fp), 1);
+    assert_true(fp == 0xaaaaaaaaaaaaaaaaull);
+    assert_int_equal(live_get_fp(live, "Y", &fp), 0);
+    assert_int_equal(live_get_fp(live, "d00001", &fp), 0);
+    /* Numbering goes on after the applied changes. */
+    live_put(live, "Z", 0x1111111111111111ull);
+    simstore_live_get_stats(live, &ls);
+    assert_int_equal(ls.wal_last_seq, 4);
+    simstore_live_close(live);
+    assert_int_equal(simstore_live_recover(path, &r), SIMSTORE_OK);
+    assert_int_equal(r.applied, 1);
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, &vs), SIMSTORE_OK);
+    assert_int_equal(vs.log_pending, 0);
+    free(wal);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* A torn tail: bytes of a group whose fsync never returned (here: half a
+ * record) are kept aside in live.wal.torn-*, reported by the open, and
+ * cut; verify warns of both the tail and the file kept aside. */
+static void test_live_log__torn_tail_kept_aside(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "s");
+    static model m;
+    memset(&m, 0, sizeof m);
+    build_store(path, 3, &m);
+    simstore_live_options o = small_options(1 << 20, 0);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    live_put(live, "a", 1);
+    live_put(live, "b", 2);
+    simstore_live_close(live);
+    char *wal = test_path(dir, "s/live.wal");
+    size_t n;
+    uint8_t *bytes = test_read_file(wal, &n);
+    assert_non_null(bytes);
+    /* Append the first 30 bytes of record 2 again, numbered 3. */
+    size_t rec2 = 64 + 24 + (size_t)(bytes[64] | bytes[65] << 8);
+    uint8_t *torn = malloc(n + 30);
+    assert_non_null(torn);
+    memcpy(torn, bytes, n);
+    memcpy(torn + n, bytes + rec2, 30);
+    torn[n + 8] = 3;
+    assert_int_equal(test_write_file(wal, torn, n + 30), 0);
+    simstore_verify_summary vs;
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, &vs), SIMSTORE_OK);
+    assert_int_equal(vs.log_pending, 2);
+    simstore_live_recovery r;
+    assert_int_equal(simstore_live_recover(path, &r), SIMSTORE_OK);
+    assert_int_equal(r.applied, 2);
+    assert_int_equal(r.torn_bytes, 30);
+    assert_int_equal(r.torn_records, 1);
+    assert_non_null(strstr(r.torn_name, "live.wal.torn-3-"));
+    char aside[128];
+    snprintf(aside, sizeof aside, "s/%s", r.torn_name);
+    char *aside_path = test_path(dir, aside);
+    size_t an;
+    uint8_t *kept = test_read_file(aside_path, &an);
+    assert_non_null(kept);
+    assert_int_equal(an, 30);
+    assert_memory_equal(kept, torn + n, 30);
+    assert_int_equal(simstore_verify(path, 0, NULL, NULL, &vs), SIMSTORE_OK);
+    assert_true(vs.warnings >= 1); /* the file kept aside */
+    free(kept);
+    free(aside_path);
+    free(torn);
+    free(bytes);
+    free(wal);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* In a child with SIMSTORE_FAULT making one write or fsync of the log fail
+ * (as a full disk does): the change of the failed group fails with the
+ * reason and is not kept; the live store reports it failing meanwhile and
+ * takes changes again right after; every acknowledged change is there
+ * after a reopen. Exit 0 when all of that held. */
+static int run_fail_child(const char *path)
+{
+    simstore_live_options o = small_options(1 << 20, 0);
+    simstore_live *live;
+    if (simstore_live_open(path, &o, &live) != SIMSTORE_OK)
+        return 3;
+    int failed_at = -1;
+    for (int i = 0; i < 40; i++) {
+        char id[16];
+        doc_id((unsigned)i, id);
+        simstore_live_doc d = {id, strlen(id), mix((uint64_t)i), NULL, 0, 0, NULL};
+        int rc = simstore_live_insert(live, &d);
+        simstore_live_stats st;
+        simstore_live_get_stats(live, &st);
+        if (rc == SIMSTORE_OK) {
+            /* A write that works ends the failure. */
+            if (st.failing || st.failure[0])
+                return 5;
+            continue;
+        }
+        if (rc != SIMSTORE_EIO || failed_at >= 0 ||
+            !strstr(simstore_last_error(), "Input/output error"))
+            return 4;
+        failed_at = i;
+        /* Reported until a write works again. */
+        if (!st.failing || !strstr(st.failure, "Input/output error"))
+            return 9;
+    }
+    if (failed_at < 0)
+        return 6;
+    simstore_live_close(live);
+    simstore_live_options o2 = small_options(1 << 20, 0);
+    if (simstore_live_open(path, &o2, &live) != SIMSTORE_OK)
+        return 7;
+    for (int i = 0; i < 40; i++) {
+        char id[16];
+        doc_id((unsigned)i, id);
+        uint64_t fp = 0;
+        int got = live_get_fp(live, id, &fp);
+        if (got != (i != failed_at) || (got && fp != mix((uint64_t)i)))
+            return 8;
+    }
+    simstore_live_close(live);
+    return 0;
+}
+
+static void test_live_log__write_failure_recovers(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    const char *faults[] = {"write:3", "fsync:9"};
+    for (size_t f = 0; f < 2; f++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%zu", f);
+        char *path = test_path(dir, name);
+        static model m;
+        memset(&m, 0, sizeof m);
+        build_store(path, 3, &m);
+        /* The log exists before the child: its faults count its changes. */
+        simstore_live_options o = small_options(1 << 20, 0);
+        simstore_live *live;
+        assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+        simstore_live_close(live);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            setenv("SIMSTORE_FAULT", faults[f], 1);
+            execl(self_path, self_path, "--fail-child", path, (char *)NULL);
+            _exit(127);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status))
+            fprintf(stderr, "fault %s: child exit %d\n", faults[f], WEXITSTATUS(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(simstore_verify(path, 0, NULL, NULL, NULL), SIMSTORE_OK);
+        free(path);
+    }
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* The id rule: inserts refuse what the CLI refuses; deletes and gets take
+ * any id of 1..511 bytes. A small memtable still holds many changes (its
+ * empty table's bytes are not counted). */
+static void test_live_ids__rule_and_small_memtable(void **state)
+{
+    (void)state;
+    char *dir = live_tmpdir();
+    char *path = test_path(dir, "s");
+    static model m;
+    memset(&m, 0, sizeof m);
+    build_store(path, 3, &m);
+    simstore_live_options o = small_options(4096, 1);
+    simstore_live *live;
+    assert_int_equal(simstore_live_open(path, &o, &live), SIMSTORE_OK);
+    const char *bad[] = {"a\tb",
+                         "x\nforged",
+                         "esc\x1b[2J",
+                         "e\xff"
+                         "f",
+                         "c1\xc2\x85",
+                         "del\x7f"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        simstore_live_doc d = {bad[i], strlen(bad[i]), 5, NULL, 0, 0, NULL};
+        assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_EINVAL);
+        assert_non_null(strstr(simstore_last_error(), "document id"));
+        assert_int_equal(simstore_live_delete(live, bad[i], strlen(bad[i])), SIMSTORE_ENOTFOUND);
+    }
+    simstore_live_doc nul = {"n\0ul", 4, 5, NULL, 0, 0, NULL};
+    assert_int_equal(simstore_live_insert(live, &nul), SIMSTORE_EINVAL);
+    for (unsigned i = 0; i < 200; i++) {
+        char id[16];
+        doc_id(i, id);
+        live_put(live, id, mix(i));
+    }
+    assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
+    simstore_live_stats st;
+    simstore_live_get_stats(live, &st);
+    fprintf(stderr, "200 inserts under a 4 KiB memtable: %llu flushes\n",
+            (unsigned long long)st.flushes);
+    assert_true(st.flushes >= 2 && st.flushes <= 50);
+    simstore_live_close(live);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* The standard output of `simstore ARGS` (NUL-terminated), and its exit
+ * status in *status. */
+static char *cli_output(const char *args, const char *out_path, int *status)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>/dev/null", SIMSTORE_CLI, args, out_path);
+    int st = system(cmd);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    size_t n;
+    char *out = (char *)test_read_file(out_path, &n);
+    assert_non_null(out);
+    out = realloc(out, n + 1);
+    assert_non_null(out);
+    out[n] = '\0';
+    return out;
+}
+
+/* An older version stored ids the id rule refuses (as a server's log still
+ * may hold them: builders take them only from a log). TSV output prints
+ * them escaped, one line each, so none forges a line or a field. */
+static void test_live_ids__tsv_output_escapes_old_ids(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("live-ids");
+    char *path = test_path(dir, "s");
+    char *out_path = test_path(dir, "out");
+    static model m;
+    memset(&m, 0, sizeof m);
+    m.present[1] = 1;
+    m.fp[1] = 0x0123456789abcdefull;
+    build_store(path, 3, &m);
+    simstore *s;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), SIMSTORE_OK);
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    o.memory_bytes = SIMSTORE_MIN_MEMORY_BYTES;
+    simstore_builder *b;
+    assert_int_equal(simstore_add_begin(s, &o, &b), SIMSTORE_OK);
+    sims_builder_take_logged_ids(b);
+    const char *odd[] = {"x\nforged\t0000000000000000", "esc\x1b[2J",
+                         "e\xff"
+                         "f"};
+    for (unsigned i = 0; i < 3; i++) {
+        simstore_doc d = {odd[i], strlen(odd[i]), 0x0123456789abcdefull, NULL, 0, 10 + i};
+        assert_int_equal(simstore_builder_add(b, &d), SIMSTORE_OK);
+    }
+    assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
+    simstore_close(s);
+    /* Without the logged-ids path the builder refuses them. */
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), SIMSTORE_OK);
+    assert_int_equal(simstore_add_begin(s, &o, &b), SIMSTORE_OK);
+    simstore_doc bad = {odd[0], strlen(odd[0]), 1, NULL, 0, 0};
+    assert_int_equal(simstore_builder_add(b, &bad), SIMSTORE_EINVAL);
+    assert_non_null(strstr(simstore_last_error(), "control character"));
+    simstore_builder_abort(b);
+    simstore_close(s);
+
+    const char *cmds[] = {"export", "query", "get", "clusters"};
+    const char *tails[] = {"", " --fp 0123456789abcdef --k 0", " d00001", " --k 0"};
+    for (unsigned c = 0; c < 4; c++) {
+        char args[4200];
+        snprintf(args, sizeof args, "%s '%s'%s", cmds[c], path, tails[c]);
+        int status;
+        char *out = cli_output(args, out_path, &status);
+        /* Lines are whole records: the forged line and ESC never appear. */
+        assert_null(strstr(out, "\nforged"));
+        assert_null(strchr(out, '\x1b'));
+        assert_null(strstr(out, "\xff"));
+        if (c < 2) {
+            assert_int_equal(status, 0);
+            assert_non_null(strstr(out, "x\\x0Aforged\\x090000000000000000"));
+            assert_non_null(strstr(out, "esc\\x1B[2J"));
+            assert_non_null(strstr(out, "e\\xFFf"));
+            unsigned lines = 0;
+            for (const char *p = out; *p; p++)
+                lines += *p == '\n';
+            assert_int_equal(lines, 4);
+        }
+        free(out);
+    }
+    free(out_path);
+    free(path);
+    test_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--fail-child") == 0)
+        return run_fail_child(argv[2]);
     if (argc == 6 && strcmp(argv[1], "--live-child") == 0) {
         run_child(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]));
         return 2;
@@ -1466,6 +1872,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_live_crash__faults),
         cmocka_unit_test(test_live_crash__batches),
         cmocka_unit_test(test_live_lock__cli_writers_refused),
+        cmocka_unit_test(test_live_log__pending_changes_after_a_stop),
+        cmocka_unit_test(test_live_log__torn_tail_kept_aside),
+        cmocka_unit_test(test_live_log__write_failure_recovers),
+        cmocka_unit_test(test_live_ids__rule_and_small_memtable),
+        cmocka_unit_test(test_live_ids__tsv_output_escapes_old_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

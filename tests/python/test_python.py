@@ -10,15 +10,18 @@ grow over 10^5 calls. Run by ctest (tests/python/tests.cmake) with Debian's
 
 numpy-specific checks are skipped when numpy does not import;
 SIMSTORE_TEST_NO_NUMPY=1 hides numpy, to test the module without it."""
+import http.client
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import tracemalloc
 import unittest
+import warnings
 
 if os.environ.get("SIMSTORE_TEST_NO_NUMPY") == "1":
     sys.modules["numpy"] = None  # import numpy fails, here and in the module
@@ -614,6 +617,43 @@ class TestErrors(Base):
         with self.assertRaises(ValueError):
             s.stats()
 
+    def test_messages(self):
+        # Issue 34 (defect 14): every message says its range, filled in.
+        cases = [
+            (lambda: simstore.fingerprint("a b c", weights="length", lambda_=float("nan")),
+             ValueError, ["lambda_", "0..1000", "nan"]),
+            (lambda: simstore.fingerprint("a b c", weights="length", lambda_=-1.0),
+             ValueError, ["lambda_", "0..1000", "-1.0"]),
+            (lambda: simstore.fingerprints(["a"], threads=-1), ValueError, ["threads", "0..256", "-1"]),
+            (lambda: simstore.Store.build(self.path("bf"), DOCS, boilerplate="auto", boilerplate_fraction=2),
+             ValueError, ["boilerplate_fraction", "1e-06..0.999999", "2"]),
+        ]
+        with self.python_store() as s:
+            self.assertEqual(s.k, 3)
+            for k in (-1, 8, 2**70):
+                for call in (lambda k=k: s.query(0, k=k), lambda k=k: s.query(0, k),
+                             lambda k=k: s.query_batch([0], k=k), lambda k=k: list(s.pairs(k=k)),
+                             lambda k=k: list(s.clusters(k=k)),
+                             lambda k=k: s.query_paragraphs("a b c", k=k)):
+                    # k 4..7 are answered (the slower path): the range is 0..7.
+                    cases.append((call, simstore.RangeError, ["k must be a distance in 0..7", str(k)]))
+            cases.append((lambda: list(s.pairs(min_similarity=float("nan"))), ValueError,
+                          ["min_similarity", "0..1", "nan"]))
+            cases.append((lambda: s.query_paragraphs("a", min_fraction=1.5), ValueError,
+                          ["min_fraction", "0..1", "1.5"]))
+            cases.append((lambda: simstore.distance("0123456789abcde\x1b", 0), ValueError,
+                          ["16 hex digits", "'0123456789abcde\\x1b'"]))
+            for call, cls, parts in cases:
+                with self.assertRaises(cls) as cm:
+                    call()
+                msg = str(cm.exception)
+                for part in parts:
+                    self.assertIn(part, msg)
+                self.assertNotIn("%", msg)
+            for k in range(8):
+                self.assertTrue(all(m.distance <= k for m in s.query(DOCS[0]["text"], k=k)))
+            self.assertEqual(s.query(0, k=None), s.query(0, k=3))
+
 
 class TestThreads(Base):
     def test_threads_equal_sequential(self):
@@ -730,6 +770,318 @@ class TestExample(Base):
         path = self.cli_store()
         drop = {m["id"] for m in cli_json("clusters", path, "--json") if not m["kept"]}
         self.assertEqual([d["id"] for d in kept], [d["id"] for d in DOCS if d["id"] not in drop])
+
+
+# Issue 34: what Python writers store must follow the tool's rules, so that
+# every output prints it as one field and reads it back.
+
+# Ids the library's one rule (simstore_id_problem) refuses, with a piece of
+# the reason and how the message shows the id (escaped).
+BAD_IDS = [
+    ("", "empty id", "''"),
+    ("x" * 512, "longer than 511 bytes", "'xxxxxxxx"),
+    ("\u00e9" * 256, "longer than 511 bytes", "'\u00e9\u00e9"),
+    ("c\td", "control character", r"'c\td'"),
+    ("x\nforged\t0000000000000000", "control character", r"'x\nforged\t0000000000000000'"),
+    ("n\x00ul", "control character", r"'n\x00ul'"),
+    ("esc\x1b[2J", "control character", r"'esc\x1b[2J'"),
+    ("cr\r", "control character", r"'cr\r'"),
+    ("del\x7f", "control character", r"'del\x7f'"),
+    ("nel\x85", "U+0080..U+009F", r"'nel\x85'"),
+    ("c1\x9f", "U+0080..U+009F", r"'c1\x9f'"),
+    (b"e\xfff", "not valid UTF-8", r"b'e\xfff'"),
+    (b"overlong\xc0\xaf", "not valid UTF-8", r"b'overlong\xc0\xaf'"),
+    (b"surrogate\xed\xa0\x80", "not valid UTF-8", r"b'surrogate\xed\xa0\x80'"),
+    (b"tab\tbytes", "control character", r"b'tab\tbytes'"),
+    ("lone\ud800", "not valid UTF-8", r"'lone\ud800'"),
+    ("escaped\udcff", "not valid UTF-8", r"'escaped\udcff'"),  # surrogateescape
+    (-1, "0..2**63-1", "-1"),
+    (2**63, "0..2**63-1", str(2**63)),
+    (2**80, "0..2**63-1", str(2**80)),
+]
+
+# Ids it takes, and how they come back.
+GOOD_IDS = [
+    ("\u00e9" * 255 + "a", "\u00e9" * 255 + "a"),  # 511 bytes
+    (b"caf\xc3\xa9", "caf\u00e9"),
+    (" spaces and \u00a0nbsp ", " spaces and \u00a0nbsp "),
+    ("line\u2028separator", "line\u2028separator"),
+    ("\U0001f600", "\U0001f600"),
+    (0, 0),
+    (2**63 - 1, 2**63 - 1),
+    ("-5", "-5"),
+]
+
+
+class TestIds(Base):
+    def check_refused(self, cm, index, bad, why, shown):
+        e = cm.exception
+        self.assertIsInstance(e, ValueError)
+        self.assertEqual(e.code, -7)
+        msg = str(e)
+        self.assertTrue(msg.startswith(f"docs[{index}]: document id {shown}"), msg)
+        self.assertIn(why, msg)
+        self.assertLess(len(msg), 200)
+
+    def test_build_refuses_bad_ids(self):
+        for i, (bad, why, shown) in enumerate(BAD_IDS):
+            path = self.path(f"bad{i}")
+            for docs in ([{"id": bad, "fp": 5}], [("ok", 4), (bad, 5)]):
+                with self.assertRaises(simstore.InvalidArgumentError) as cm:
+                    simstore.Store.build(path, docs, sketch="none")
+                self.check_refused(cm, len(docs) - 1, bad, why, shown)
+                self.assertFalse(os.path.exists(path), repr(bad))
+            # With texts, in a store that keeps sketches, too.
+            with self.assertRaises(simstore.InvalidArgumentError) as cm:
+                simstore.Store.build(path, [(bad, "one two three")])
+            self.check_refused(cm, 0, bad, why, shown)
+
+    def test_add_refuses_bad_ids(self):
+        path = self.python_store(docs=DOCS[:10]).path
+        with simstore.Store.open(path, write=True) as s:
+            for bad, why, shown in BAD_IDS:
+                with self.assertRaises(simstore.InvalidArgumentError) as cm:
+                    s.add([{"id": "fine", "text": "fresh words"}, {"id": bad, "text": "more words"}])
+                self.check_refused(cm, 1, bad, why, shown)
+                self.assertIsNone(s.get("fine"))  # nothing added
+            self.assertEqual(s.stats()["documents"], 10)
+
+    def test_good_ids_round_trip(self):
+        docs = [{"id": i, "fp": n + 1, "meta": {"n": n}} for n, (i, _) in enumerate(GOOD_IDS)]
+        path = self.path("good.store")
+        with simstore.Store.build(path, docs, sketch="none") as s:
+            for n, (_, back) in enumerate(GOOD_IDS):
+                doc = s.get(back)
+                self.assertIsNotNone(doc, repr(back))
+                self.assertEqual((doc.id, doc.fp), (back, n + 1))
+                self.assertIs(type(doc.id), type(back))
+        # Every output prints each id as one field: the TSV export has one
+        # line a document, and it builds the same store.
+        lines = cli("export", path).split("\n")[:-1]  # not splitlines(): U+2028
+        self.assertEqual(len(lines), len(GOOD_IDS))
+        tsv = self.path("back.tsv")
+        with open(tsv, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        cli("build", "--sketch", "none", self.path("back.store"), tsv)
+        with simstore.Store.open(self.path("back.store")) as b:
+            for n, (_, back) in enumerate(GOOD_IDS):
+                self.assertEqual(b.get(str(back)).fp, n + 1)
+
+    def test_lookups_take_any_id(self):
+        # get() and delete() take any id of 1..511 bytes: a store an older
+        # version wrote may hold one the rule refuses now.
+        with simstore.Store.build(self.path("s"), [("a", 1)], sketch="none", write=True) as s:
+            for bad, _, _ in BAD_IDS:
+                # Empty, too long, or a str no stored id reads back as.
+                if bad in ("", "x" * 512, "\u00e9" * 256, "lone\ud800", "escaped\udcff"):
+                    continue
+                self.assertIsNone(s.get(bad), repr(bad))
+                self.assertEqual(s.delete(bad), 0, repr(bad))
+            self.assertIsNone(s.get("escaped\udcff"))  # b'escaped\xff'
+            self.assertEqual(s.delete(["a\tb", "a"]), 1)
+
+
+# Metadata json.dumps takes but the tool's JSON cannot carry.
+def deep(n):
+    v = []
+    for _ in range(n - 1):
+        v = [v]
+    return v
+
+
+BAD_META = [
+    (float("nan"), ValueError, "not JSON compliant"),
+    (float("inf"), ValueError, "not JSON compliant"),
+    ({"a": [1, float("-inf")]}, ValueError, "not JSON compliant"),
+    ({float("nan"): 1}, ValueError, "not JSON compliant"),
+    (2**63, ValueError, "2**63"),
+    ({"n": [-2**63 - 1]}, ValueError, str(-2**63 - 1)),
+    ({1: "a", "1": "b"}, ValueError, "'1'"),
+    ({True: 1, "true": 2}, ValueError, "'true'"),
+    ({"a\x00b": 1}, ValueError, "NUL"),
+    ("lone \ud800", ValueError, "surrogates"),
+    ({1, 2}, TypeError, "not JSON serializable"),
+]
+
+GOOD_META = [
+    None, 0, -0.0, 1.5, 1e308, 5e-324, -2**63, 2**63 - 1, True, "",
+    "tab\tnewline\nnul\x00 nel\x85 \u2028 \U0001f600 \"quoted\" \\", [], {}, [None, [1, [2, {}]]],
+    {"b": 1, "a": {"z": [1.25, "x"], "1": 2}}, {1: "int key", "s": "str key"},
+    {"score": 0.9, "tags": ["a", "b"], "n": 12345678901234},
+]
+
+
+class TestMetadata(Base):
+    def test_refuses_what_json_readers_refuse(self):
+        for i, (meta, cls, part) in enumerate(BAD_META):
+            path = self.path(f"bad{i}")
+            docs = [{"id": "ok", "fp": 1}, {"id": "doc-b", "fp": 2, "meta": meta}]
+            with self.assertRaises(cls) as cm:
+                simstore.Store.build(path, docs, sketch="none")
+            if cls is ValueError:
+                self.assertIsInstance(cm.exception, simstore.InvalidArgumentError)
+            msg = str(cm.exception)
+            self.assertTrue(msg.startswith("docs[1] (id 'doc-b'): metadata: "), msg)
+            self.assertIn(part, msg)
+            self.assertIsNotNone(cm.exception.__cause__)
+            self.assertFalse(os.path.exists(path))
+        with simstore.Store.build(self.path("w"), [("a", 1)], sketch="none", write=True) as s:
+            with self.assertRaises(simstore.InvalidArgumentError):
+                s.add([("b", 2, float("nan"))])
+            self.assertIsNone(s.get("b"))
+
+    def test_nesting_limit(self):
+        # The tool reads a record (an object) of at most 2048 levels.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(20000)
+        try:
+            with self.assertRaises(simstore.InvalidArgumentError) as cm:
+                simstore.Store.build(self.path("deep"), [("a", 1, deep(2048))], sketch="none")
+            self.assertIn("2047", str(cm.exception))
+            path = self.path("deepest")
+            simstore.Store.build(path, [("a", 1, deep(2047))], sketch="none").close()
+            back = self.path("deepest.jsonl")
+            with open(back, "w") as f:
+                f.write(cli("export", "--json", path))
+            cli("build", "--sketch", "none", self.path("deepest2"), back)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def test_export_json_build_round_trip(self):
+        docs = [{"id": n if n % 3 == 0 else f"m{n}", "fp": n + 1, "meta": m}
+                for n, m in enumerate(GOOD_META)]
+        docs.append({"id": 2**63 - 1, "fp": 99, "meta": {"big": 2**63 - 1}})
+        path = self.path("meta.store")
+        simstore.Store.build(path, docs, sketch="none").close()
+
+        def strict(name):
+            raise ValueError(f"{name} is not JSON")
+
+        for args in (("export", "--json", path), ("get", "--json", path, *[str(d["id"]) for d in docs])):
+            for line in cli(*args).split("\n")[:-1]:
+                json.loads(line, parse_constant=strict)
+        back = self.path("back.jsonl")
+        with open(back, "w", encoding="utf-8") as f:
+            f.write(cli("export", "--json", path))
+        cli("build", "--sketch", "none", self.path("back.store"), back)
+        with simstore.Store.open(path) as a, simstore.Store.open(self.path("back.store")) as b:
+            for d in docs:
+                x, y = a.get(d["id"]), b.get(d["id"])
+                self.assertEqual((x.id, x.fp, x.meta), (y.id, y.fp, y.meta), d)
+                want = d["meta"]
+                if isinstance(want, dict):
+                    want = json.loads(json.dumps(want))  # keys as JSON has them
+                self.assertEqual(x.meta, want)
+
+
+class TestRecovery(Base):
+    """A writer after a server that was killed: the server's acknowledged
+    changes are applied first, and a later start of the server keeps the
+    writer's changes (issue 34, defect 2)."""
+
+    def serve(self, path):
+        proc = subprocess.Popen([CLI, "serve", path, "--listen", "127.0.0.1:0", "--log", os.devnull],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = proc.stdout.readline()
+        if "listening on http://127.0.0.1:" not in line:
+            proc.kill()
+            raise AssertionError(f"serve did not start: {line!r} {proc.communicate()[1]!r}")
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(proc.stderr.close)
+        return proc, int(line.split("http://127.0.0.1:")[1].split()[0])
+
+    def request(self, port, method, url, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request(method, url, body=None if body is None else json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        got = json.loads(resp.read() or b"null")
+        conn.close()
+        return resp.status, got
+
+    def test_writer_after_killed_server(self):
+        path = self.path("w.store")
+        simstore.Store.build(path, [{"id": "base", "fp": 1}], sketch="none").close()
+        proc, port = self.serve(path)
+        acked = {}
+        for i in range(20):
+            doc = {"id": f"srv{i}", "fp": hex16(0x9E3779B97F4A7C15 * (i + 1) % 2**64)}
+            st, _ = self.request(port, "POST", "/v1/documents", doc)
+            self.assertEqual(st, 201)
+            acked[doc["id"]] = int(doc["fp"], 16)
+        st, _ = self.request(port, "DELETE", "/v1/documents/base")
+        self.assertEqual(st, 200)
+        proc.kill()  # kill -9: the changes are in the log only
+        proc.wait()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = simstore.Store.open(path, write=True)
+        with s:
+            # Every acknowledged change of the server first...
+            for i, fp in acked.items():
+                self.assertEqual(getattr(s.get(i), "fp", None), fp, i)
+            self.assertIsNone(s.get("base"))
+            self.assertEqual(s.stats()["documents"], 20)
+            # ... then the writer's: replace srv0, delete srv1, add new ones.
+            with self.assertRaises(simstore.InvalidArgumentError):
+                s.add([{"id": "srv0", "fp": 7}])  # stored: the server's
+            self.assertEqual(s.delete(["srv0", "srv1"]), 2)
+            s.add([{"id": "srv0", "fp": 7}, {"id": "py", "fp": 8}])
+            rec = s.recovery
+        self.assertEqual([str(w.message) for w in caught if w.category is simstore.RecoveryWarning],
+                         [f"{path}: applied 21 changes that a stopped server had acknowledged and "
+                          "logged in live.wal but not written into the store, as its next start would"])
+        self.assertEqual(tuple(rec), (21, 0, 0, None))
+        self.assertEqual((rec.applied, rec.torn_bytes), (21, 0))
+        # Nothing left to apply: a second writer opens quietly.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with simstore.Store.open(path, write=True) as s:
+                self.assertIsNone(s.recovery)
+        # A later start of the server keeps the writer's changes.
+        proc, port = self.serve(path)
+        self.assertEqual(self.request(port, "GET", "/v1/documents/srv0")[1]["fp"], hex16(7))
+        self.assertEqual(self.request(port, "GET", "/v1/documents/srv1")[0], 404)
+        self.assertEqual(self.request(port, "GET", "/v1/documents/py")[1]["fp"], hex16(8))
+        self.assertEqual(self.request(port, "GET", "/v1/documents/base")[0], 404)
+        for i, fp in acked.items():
+            if i not in ("srv0", "srv1"):
+                self.assertEqual(self.request(port, "GET", f"/v1/documents/{i}")[1]["fp"], hex16(fp), i)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(), 0)
+        with simstore.Store.open(path) as s:
+            self.assertEqual(s.stats()["documents"], 20)
+            self.assertEqual(s.get("srv0").fp, 7)
+        r = subprocess.run([CLI, "verify", path], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_open_while_serving_and_read_only(self):
+        path = self.path("r.store")
+        simstore.Store.build(path, [{"id": "base", "fp": 1}], sketch="none").close()
+        proc, port = self.serve(path)
+        self.assertEqual(self.request(port, "POST", "/v1/documents", {"id": "x", "fp": hex16(2)})[0], 201)
+        # A running server holds the store: no writer, the log untouched.
+        with self.assertRaises(simstore.BusyError):
+            simstore.Store.open(path, write=True)
+        # Readers see what is in the store's files, and change nothing.
+        with simstore.Store.open(path) as s:
+            self.assertIsNone(s.recovery)
+            self.assertIsNone(s.get("x"))
+        proc.kill()
+        proc.wait()
+        with simstore.Store.open(path) as s:
+            self.assertIsNone(s.get("x"))
+        # Once the server is gone, a writer applies its change first; with
+        # warnings as errors the warning is raised, the change applied and
+        # the store left closed (its lock free for the next writer).
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with self.assertRaises(simstore.RecoveryWarning):
+                simstore.Store.open(path, write=True)
+            with simstore.Store.open(path, write=True) as s:
+                self.assertIsNone(s.recovery)
+                self.assertEqual(s.get("x").fp, 2)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 # the same stores; one ctest per group of test_python.py. Registered only
 # when the module is built (SIMSTORE_PYTHON, cmake/python.cmake).
 if(TARGET simstore_python)
-  foreach(group TestFingerprints TestCliParity TestNumpy TestErrors TestThreads TestRefcount TestExample)
+  foreach(group TestFingerprints TestCliParity TestNumpy TestErrors TestThreads TestRefcount TestExample
+          TestIds TestMetadata TestRecovery)
     add_test(NAME test_python_${group}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_python.py
               $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} ${group})
