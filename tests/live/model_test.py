@@ -442,7 +442,7 @@ class ModelTest:
     # ---- the server --------------------------------------------------------
 
     def start(self, expect_ok=True):
-        memtable = self.rng.choice(["4K", "4K", "8K", "16K", "64K"])
+        memtable = self.rng.choice(["4K", "4K", "4K", "4K", "8K", "1M"])
         srv = Server(self, self.store, memtable)
         if not srv.started():
             if expect_ok:
@@ -753,13 +753,17 @@ class ModelTest:
             what = "%s %r %s%s k=%d" % (kind, key, hexfp(doc.fp), " (text)" if text else "", k)
             return what, [(kind, key, doc, k)], "POST", "/v1/documents", body, False
         # A batch: insert, insert-if-new or check, its documents decided in
-        # order (repeated ids, near-duplicates within the batch).
+        # order (repeated ids, near-duplicates within the batch); a bulk one
+        # (mostly new documents, for flushes) now and then.
+        bulk = kind == "bulk" or rng.random() < 0.3
         mode = rng.choice(["insert", "insert-if-new", "insert-if-new", "check"])
+        if bulk:
+            mode = rng.choice(["insert", "insert-if-new"])
         if mode == "check" and "batch-check" in self.skip:
             mode = "insert-if-new"
         op = {"insert": "insert", "insert-if-new": "iin", "check": "check"}[mode]
         docs = []
-        for _ in range(rng.randint(2, 12)):
+        for _ in range(rng.randint(20, 80) if bulk else rng.randint(2, 12)):
             if docs and rng.random() < 0.1:
                 key, d, _ = docs[rng.randrange(len(docs))]
                 docs.append((key, Doc(self.gen_fp(rng), self.random_meta(rng), d.is_int), None))
@@ -1478,31 +1482,36 @@ class ModelTest:
                 self.mismatch("; ".join(problems[:6]), full=True)
 
     def await_compaction(self, rng):
-        """More than MAX_SEGMENTS segments after flushes: the server's
-        policy compacts them (it looks every few seconds). Reads go on
-        meanwhile, each checked."""
+        """More than MAX_SEGMENTS segments: the server's policy compacts them
+        after its next flush (at once, or when it next looks, every few
+        seconds). Inserts until a flush, then reads, each checked, until
+        the compaction."""
         stats = self.http_stats()
         if stats.get("segments", 0) <= MAX_SEGMENTS:
             return
         seen = stats["live"]["compactions"]
+        flushes = stats["live"]["flushes"]
         self.note("awaiting the server's compaction of %d segments" % stats["segments"])
         deadline = time.monotonic() + POLL_DEADLINE
         while True:
-            if rng.random() < 0.5:
-                self.http_query(rng)
-            else:
-                self.http_get(rng)
             live = self.live_stats()["live"]
             if live["compactions"] > seen:
                 self.counts["server-compactions-seen"] += 1
                 self.note("the server compacted")
                 return
-            time.sleep(0.05)   # the interval of the poll, not a wait for it
+            if live["flushes"] == flushes and not live["flushing"]:
+                self.http_write(rng, "bulk")
+                continue
             if time.monotonic() > deadline:
                 self.checked()
-                self.mismatch("the server did not compact %d segments within %.0f s" %
+                self.mismatch("the server did not compact %d segments within %.0f s of a flush" %
                               (stats["segments"], POLL_DEADLINE))
                 return
+            if rng.random() < 0.5:
+                self.http_query(rng)
+            else:
+                self.http_get(rng)
+            time.sleep(0.05)   # the interval of the poll, not a wait for it
 
     # ---- the run -------------------------------------------------------------
 
@@ -1533,7 +1542,7 @@ class ModelTest:
         del_w = 8 if size < 300 else 16 if size < 500 else 40 if size < 700 else 200
         kinds = ["insert", "iin", "batch", "check", "delete", "get", "query", "stats",
                  "cli-live", "burst", "stop", "compaction"]
-        weights = [12, 12, 6, 3, del_w, 8, 16, 2, 3, 1, 2, 0.15]
+        weights = [12, 12, 8, 3, del_w, 8, 16, 2, 3, 1, 2, 0.15]
         kind = rng.choices(kinds, weights)[0]
         if kind in ("insert", "iin", "check", "delete", "batch"):
             self.http_write(rng, kind)
