@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const CMD = "dump";
 
@@ -84,9 +85,16 @@ int cmd_dump(int argc, char **argv)
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return cli_error(CMD, "%s is a store directory; dump takes one of its table files "
-                              "(%s/sSSSSSSSSSS-tTTT.tbl)", path, path);
+    char probe[4096];
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        /* A store has data.mdb; any other directory is just that. */
+        snprintf(probe, sizeof probe, "%s/data.mdb", path);
+        if (access(probe, F_OK) == 0)
+            return cli_error(CMD, "%s is a store directory; dump takes one of its table files "
+                                  "(%s/sSSSSSSSSSS-tTTT.tbl)", path, path);
+        return cli_error(CMD, "%s is a directory, not a table file; dump takes one table file "
+                              "of a store (STORE/sSSSSSSSSSS-tTTT.tbl)", path);
+    }
 
     simstore_table *t;
     int rc = simstore_table_open(path, &t);

@@ -140,8 +140,16 @@ int simstore_sharded_prepare(const char *path, unsigned shards, int replace)
         }
         char p[PATH_MAX];
         if (shard_dir_name(n, &index) && sims_join_path(p, sizeof p, path, n) == 0 &&
-            lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            /* A shard a server held may have changes only in its log. */
+            rc = sims_store_dir_refuse_pending_log(
+                p, "replacing the sharded store",
+                "apply them first (simstore compact on the shard), or remove its live.wal to "
+                "discard them with the store");
+            if (rc)
+                break;
             continue;
+        }
         rc = sims_fail(SIMSTORE_EINVAL,
                        "%s is not a sharded store (it holds '%s'); only a sharded store, or "
                        "the shards of one whose build did not finish, is replaced",
@@ -280,8 +288,7 @@ int simstore_sharded_publish(const char *path, unsigned shards)
         simstore_close(s);
         const char *diff;
         if (rc == SIMSTORE_OK && i > 0 && (diff = shared_diff(&m.shared, &facts)) != NULL)
-            rc = sims_fail(SIMSTORE_EINVAL, "%s: its %s differ from those of the first shard", p,
-                           diff);
+            rc = sims_fail(SIMSTORE_EINVAL, "%s: its %s differs from the first shard's", p, diff);
         if (rc == SIMSTORE_OK) {
             m.documents += e->documents;
             m.fingerprints += e->fingerprints;
@@ -360,7 +367,7 @@ int simstore_sharded_open(const char *path, unsigned flags, simstore_sharded **o
         const char *diff;
         rc = shard_facts(sh->shard[i], &facts, NULL);
         if (rc == SIMSTORE_OK && (diff = shared_diff(&sh->manifest.shared, &facts)) != NULL)
-            rc = SIMS_CORRUPT("%s: its %s differ from those %s/%s gives", sh->shard_path[i], diff,
+            rc = SIMS_CORRUPT("%s: its %s differs from what %s/%s records", sh->shard_path[i], diff,
                               path, SIMSTORE_MANIFEST_NAME);
     }
     if (rc) {

@@ -18,6 +18,11 @@ expect_status 2
 run dump "$T/s"
 expect_status 1
 expect_err_has "is a store directory"
+# Another directory is not called a store (reliability trial, defect 15).
+mkdir -p "$T/plain"
+run dump "$T/plain"
+expect_status 1
+expect_err_has "is a directory, not a table file"
 run dump "$T/s/s0000000001-t000.tbl" --range 0000000000000000
 expect_status 2
 run dump "$T/s/s0000000001-t000.tbl" --range zz 0000000000000001

@@ -254,6 +254,14 @@ run stats "$T/bad"
 expect_status 1
 expect_err_has "shard-0002"
 
+# A shard of another k: named, with what differs, in plain words.
+"$SIMSTORE" build -q --k 2 "$T/shard-k2" "$SAMPLE" || fail "build the k=2 store"
+mv "$T/shard-k2" "$T/bad/shard-0002"
+run query "$T/bad" --fp 0000000000000000
+expect_status 1
+expect_err_has "$T/bad/shard-0002: its k differs from what $T/bad/MANIFEST records"
+rm -rf "$T/bad/shard-0002"
+
 # A build that did not finish (no manifest) is no sharded store; a rerun
 # succeeds without --replace.
 rm "$T/bad/MANIFEST"

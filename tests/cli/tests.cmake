@@ -73,3 +73,8 @@ if(TARGET simstore_man)
 endif()
 simstore_cli_test(test_cli_completion completion.sh)
 simstore_cli_test(test_cli_docfile_store docfile_store.sh)
+# A killed server's write-ahead log through every command after it (issue
+# 34, defects 1-3): compact and --shrink, add, delete, dedup --add apply it
+# first, build --replace refuses, the next serve puts nothing back, stats
+# and verify report it, a damaged log is an error that keeps the file.
+simstore_cli_test(test_cli_server_log server_log.sh)
