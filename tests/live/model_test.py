@@ -2,7 +2,8 @@
 # model_test.py: a model-based test of the live store through the real
 # binaries. Random operations (HTTP inserts, insert-if-new, checks, batches,
 # deletes, gets, queries, stats; the CLI's add, delete, compact, compact
-# --shrink, dedup --add, query, get, export, stats, verify; SIGTERM stops,
+# --shrink, dedup --add on the stopped store, its query, get, export, stats
+# and verify on the stopped store and beside the server; SIGTERM stops,
 # kill -9 with and without requests in flight, a damaged log, a read-only
 # server beside CLI writers) run against `simstore serve` and the store's
 # directory, and every answer is compared with an in-memory model (id ->
@@ -11,8 +12,8 @@
 # Usage: python3 model_test.py SIMSTORE_BINARY
 # Environment:
 #   SIMSTORE_MODEL_SEED   the seed (default: a random one, printed)
-#   SIMSTORE_MODEL_OPS    operations (default 1500)
-#   SIMSTORE_MODEL_KILLS  kill -9s among them (default 30)
+#   SIMSTORE_MODEL_OPS    operations (default 3000)
+#   SIMSTORE_MODEL_KILLS  kill -9s among them (default 60)
 #   SIMSTORE_MODEL_MAX_MISMATCHES  stop after this many mismatches (default
 #                         1); above 1 the model takes the store's word after
 #                         each one and goes on (for a survey of a broken tree)
@@ -246,8 +247,8 @@ class ModelTest:
     def __init__(self):
         seed = os.environ.get("SIMSTORE_MODEL_SEED", "").strip()
         self.seed = int(seed) if seed else random.SystemRandom().randrange(1, 10**9)
-        self.n_ops = env_int("SIMSTORE_MODEL_OPS", 1500)
-        self.n_kills = env_int("SIMSTORE_MODEL_KILLS", 30)
+        self.n_ops = env_int("SIMSTORE_MODEL_OPS", 3000)
+        self.n_kills = env_int("SIMSTORE_MODEL_KILLS", 60)
         self.max_mismatches = max(1, env_int("SIMSTORE_MODEL_MAX_MISMATCHES", 1))
         self.rng = random.Random(self.seed)
         self.work = tempfile.mkdtemp(prefix="simstore-model-")

@@ -24,10 +24,10 @@ set_tests_properties(test_live PROPERTIES TIMEOUT 900)
 # queries and gets, the CLI's writers and readers, SIGTERM stops, kill -9
 # (also with requests in flight, and before CLI writers), a damaged log and
 # a read-only server beside CLI writers, every answer against an in-memory
-# model answered by brute force. CI size here (SIMSTORE_MODEL_OPS=1500,
-# SIMSTORE_MODEL_KILLS=30, a random seed printed); the long run with
+# model answered by brute force. CI size here (3,000 operations, 60 kills,
+# a random seed printed: about 40 s); the long run with
 # SIMSTORE_MODEL_OPS=10000 SIMSTORE_MODEL_KILLS=200 in the environment, and
-# SIMSTORE_MODEL_SEED=N to repeat a run.
+# SIMSTORE_MODEL_SEED=N to repeat a run (the script's head lists the rest).
 find_program(SIMSTORE_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(NOT SIMSTORE_PYTHON3)
   find_program(SIMSTORE_PYTHON3 NAMES python3 REQUIRED)
