@@ -31,11 +31,12 @@ void stats_json(FILE *out, simstore *s, const simstore_stats *st)
     textopt_json_sketch(out, text.sketch);
     fputc(',', out);
     textopt_json_paragraphs(out, st);
-    fprintf(out, ",\"boilerplate\":");
-    boiler_json(out, simstore_get_boilerplate(s));
     fprintf(out,
             ",\"wal\":{\"bytes\":%llu,\"pending_changes\":%llu,\"torn_bytes\":%llu,"
-            "\"damaged\":%s}}",
+            "\"damaged\":%s}",
             (unsigned long long)st->wal_bytes, (unsigned long long)st->wal_pending_records,
             (unsigned long long)st->wal_torn_bytes, st->wal_damaged ? "true" : "false");
+    fprintf(out, ",\"boilerplate\":");
+    boiler_json(out, simstore_get_boilerplate(s));
+    fprintf(out, "}");
 }

@@ -289,6 +289,22 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
         serve_server_close(srv);
         return rc;
     }
+    if (srv->live) {
+        /* What the open did with the log a stop left (format/wal.md). */
+        simstore_live_stats ls;
+        simstore_live_get_stats(srv->live, &ls);
+        if (ls.replayed)
+            notice(srv,
+                   "%s: replayed %llu %s of its write-ahead log (acknowledged before the server "
+                   "stopped, not yet in the store's files)",
+                   path, (unsigned long long)ls.replayed, CLI_NOUN(ls.replayed, "change"));
+        if (ls.torn_bytes)
+            notice(srv,
+                   "%s: the write-ahead log ended in a torn write of %llu bytes (%llu %s begun, "
+                   "never acknowledged): cut from the log and kept in %s/%s",
+                   path, (unsigned long long)ls.torn_bytes, (unsigned long long)ls.torn_records,
+                   ls.torn_records == 1 ? "record" : "records", path, ls.torn_name);
+    }
     *out = srv;
     return SIMSTORE_OK;
 }
@@ -1835,6 +1851,17 @@ void serve_busy(serve_server *srv, serve_response *out)
     memset(out, 0, sizeof *out);
     out->route = SERVE_ROUTE_OTHER;
     server_busy(srv, &r);
+    finish(&r, out);
+}
+
+void serve_stopping(serve_server *srv, serve_response *out)
+{
+    (void)srv;
+    reply r = {.status = 503};
+    memset(out, 0, sizeof *out);
+    out->route = SERVE_ROUTE_OTHER;
+    reply_error(&r, 503, "the server is stopping: try again once it is back");
+    r.retry_after = 1;
     finish(&r, out);
 }
 

@@ -112,6 +112,9 @@ void serve_memory_give(serve_server *srv, size_t bytes);
  * (503, to try again shortly), for the network layer that cannot take a
  * body's bytes. */
 void serve_busy(serve_server *srv, serve_response *out);
+/* The 503 of a request that arrives while the server stops (SIGTERM): it
+ * finishes the requests it has, answers new ones this. */
+void serve_stopping(serve_server *srv, serve_response *out);
 
 void serve_response_free(serve_response *r);
 

@@ -31,9 +31,9 @@
 /* The default --request-memory, unless three times --max-body is more. */
 #define DEFAULT_REQUEST_MEMORY_BYTES ((size_t)256 << 20)
 /* The smallest --memtable: what the changes add to an empty in-memory
- * table (whose own ~100 KiB are not counted); 64K holds a few hundred
+ * table (whose own ~100 KiB are not counted); 16K holds a hundred or more
  * small documents, so a flush is never a change or two. */
-#define MIN_MEMTABLE_BYTES (64u << 10)
+#define MIN_MEMTABLE_BYTES (16u << 10)
 /* A request's deadline grows by a second for each this many bytes of its
  * body (a client sending 16 MiB at 64 KiB/s still makes it). */
 #define BODY_BYTES_PER_SECOND (64u << 10)
@@ -84,7 +84,7 @@ static void usage(FILE *out)
                  "      --log FILE           the access log, one line a request (default:\n"
                  "                           stderr); SIGHUP reopens it\n"
                  "      --memtable SIZE      flush inserts into a new segment past this size\n"
-                 "                           (default 64M, at least 64K); writes wait while a\n"
+                 "                           (default 64M, at least 16K); writes wait while a\n"
                  "                           second table passes it before the first is flushed\n"
                  "      --max-body SIZE      largest request body (default 16M; 413 above); its\n"
                  "                           JSON may take twice that and 1M while parsed\n"
@@ -110,8 +110,8 @@ static void usage(FILE *out)
                  "                           kept in RAM: queries then map it 2 MiB at a time)\n"
                  "  -h, --help               this help\n"
                  "\n"
-                 "SIGTERM or SIGINT: stop accepting, finish the requests in flight, flush the\n"
-                 "in-memory inserts into the store and exit 0.\n");
+                 "SIGTERM or SIGINT: finish the requests in flight (new ones get 503), flush\n"
+                 "the in-memory inserts into the store and exit 0.\n");
 }
 
 /* ---- The access log --------------------------------------------------------- */
@@ -327,6 +327,7 @@ typedef struct server_state {
     serve_server *srv;
     size_t max_body_bytes;
     atomic_uint in_flight;
+    atomic_int stopping; /* SIGTERM: new requests answered 503 */
     conn_table conns;
     /* Writes waiting for a writer thread (a FIFO), and the writers. */
     pthread_mutex_t write_lock;
@@ -659,6 +660,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO; /* out of memory at the URI: drop the connection */
     if (!rs->started) {
         rs->started = 1;
+        if (atomic_load(&st->stopping)) {
+            serve_response resp;
+            serve_stopping(st->srv, &resp);
+            return respond(st, c, method, rs, &resp);
+        }
         /* A declared length above the limit is refused before its body.
          * One the memory of the requests in flight has no room for now is
          * read and dropped, then answered 503: a client sending a large
@@ -986,7 +992,7 @@ int cmd_serve(int argc, char **argv)
         case OPT_MEMTABLE:
             if (cli_parse_size(optarg, &v) || v < MIN_MEMTABLE_BYTES)
                 return cli_usage_error(CMD,
-                                       "--memtable takes a size of at least 64K (K, M, G: "
+                                       "--memtable takes a size of at least 16K (K, M, G: "
                                        "powers of 1024), not '%s': what the changes held in "
                                        "memory add, so that a flush takes many of them",
 
@@ -1145,8 +1151,12 @@ int cmd_serve(int argc, char **argv)
         if (sig == SIGTERM || sig == SIGINT)
             break;
     }
-    /* Drain: no new connections; the requests in flight finish. */
-    MHD_quiesce_daemon(d);
+    /* Drain: the requests in flight finish; new ones get 503. (Not
+     * MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races a worker
+     * thread's own removal of the listening socket from its epoll set and
+     * aborts the process, "Failed to remove listen FD from epoll set", and
+     * the final flush with it.) */
+    atomic_store(&st.stopping, 1);
     for (int i = 0; i < DRAIN_SECONDS * 100 && atomic_load(&st.in_flight) > 0; i++) {
         struct timespec ten_ms = {0, 10 * 1000 * 1000};
         nanosleep(&ten_ms, NULL);

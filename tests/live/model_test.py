@@ -443,7 +443,7 @@ class ModelTest:
     # ---- the server --------------------------------------------------------
 
     def start(self, expect_ok=True):
-        memtable = self.rng.choice(["4K", "4K", "4K", "4K", "8K", "1M"])
+        memtable = self.rng.choice(["16K", "16K", "16K", "16K", "32K", "1M"])
         srv = Server(self, self.store, memtable)
         if not srv.started():
             if expect_ok:
@@ -1150,7 +1150,7 @@ class ModelTest:
         """serve --read-only beside CLI writers: its answers follow the
         store, also after compact --shrink swaps the store's files (defect 6)."""
         rng = self.rng
-        srv = Server(self, self.store, "4K", read_only=True)
+        srv = Server(self, self.store, "16K", read_only=True)
         self.op("serve --read-only")
         if not srv.started():
             self.mismatch("serve --read-only did not start (exit %d): %s" %

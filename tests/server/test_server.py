@@ -1363,8 +1363,8 @@ def test_serve_options():
     """Defect 13 and the new options: --memtable has a meaningful minimum,
     every option is a usage error when malformed, --help documents each."""
     store = sample_store()
-    for args, word in ((["--memtable", "4K"], "at least 64K"),
-                       (["--memtable", "63K"], "at least 64K"),
+    for args, word in ((["--memtable", "4K"], "at least 16K"),
+                       (["--memtable", "15K"], "at least 16K"),
                        (["--request-memory", "1M"], "--request-memory"),
                        (["--request-timeout", "0"], "--request-timeout"),
                        (["--max-connections", "1"], "--max-connections"),
@@ -1376,7 +1376,7 @@ def test_serve_options():
               "serve %s: usage error naming %r (%d %r)" % (" ".join(args), word, p.returncode,
                                                           p.stderr))
     help_text = run("serve", "--help").stdout
-    for option in ("--memtable", "at least 64K", "--request-memory", "--request-timeout",
+    for option in ("--memtable", "at least 16K", "--request-memory", "--request-timeout",
                    "--max-connections", "--max-connections-per-ip", "--max-body"):
         check(option in help_text, "serve --help documents %s" % option)
     srv = Server(store, "--memtable", "1M", "--request-timeout", "5", "--max-connections", "64",
