@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Segments up to this many fingerprints have their tables' sets compared
  * exactly (8 bytes per fingerprint, twice); larger ones by digest. */
@@ -41,7 +43,6 @@ typedef struct vctx {
     simstore_verify_summary *sum;
     unsigned flags;
     int stop_rc;
-    uint64_t txn_id; /* the LMDB snapshot the records were read from (0: none) */
     char first_error[1024];
     uint64_t listed[KIND_COUNT];
     uint64_t unlisted[KIND_COUNT];
@@ -482,23 +483,26 @@ static void findings_free(findings *f)
     memset(f, 0, sizeof *f);
 }
 
-/* The newest transaction id on the meta pages, or 0. */
+/* The newest transaction id on the meta pages, or 0. Plain reads, which
+ * leave the thread's error message alone (a caller may be returning one). */
 static uint64_t newest_txnid(const char *path)
 {
-    sims_map m;
-    if (sims_map_open(path, &m) != SIMSTORE_OK)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
+    uint8_t first[160], second[8];
     uint64_t id = 0;
-    if (m.size >= 2 * 4096 + 160) {
-        uint32_t psize = le_load32(m.data + 16 + 24);
-        if (psize >= 512 && psize <= 32768 && (uint64_t)psize * 2 <= m.size) {
-            /* MDB_meta.mm_txnid: page header 16 + 24 + two 48-byte records
-             * + mm_last_pg 8 = byte 144 of the page. */
-            uint64_t a = le_load64(m.data + 144), b = le_load64(m.data + psize + 144);
+    if (pread(fd, first, sizeof first, 0) == (ssize_t)sizeof first) {
+        uint32_t psize = le_load32(first + 16 + 24);
+        /* MDB_meta.mm_txnid: page header 16 + 24 + two 48-byte records
+         * + mm_last_pg 8 = byte 144 of the page. */
+        if (psize >= 512 && psize <= 32768 &&
+            pread(fd, second, sizeof second, (off_t)psize + 144) == (ssize_t)sizeof second) {
+            uint64_t a = le_load64(first + 144), b = le_load64(second);
             id = a > b ? a : b;
         }
     }
-    sims_map_close(&m);
+    close(fd);
     return id;
 }
 
@@ -1625,8 +1629,6 @@ static int verify_store(vctx *v, const char *dir)
         } else {
             c.env_open = 1;
             rc = sims_env_read_begin(&c.env, &c.txn);
-            if (rc == SIMSTORE_OK)
-                v->txn_id = (uint64_t)mdb_txn_id(c.txn);
             if (rc)
                 problem(v, SIMSTORE_PROBLEM_IO, 0, c.mdb_path, -1, -1, "%s: %s", c.mdb_path,
                         detail(rc));
@@ -1788,9 +1790,9 @@ static void held_free(held_problems *h)
 }
 
 /* Verify the store `dir` into v: again, from a new snapshot, while an
- * attempt finds errors and a writer has committed since the snapshot it
- * read (a compaction removes the files of the state it replaced once it
- * has committed: not damage). The last attempt's problems go to v->fn. */
+ * attempt finds errors and a writer committed during it (a compaction
+ * removes the files of the state it replaced once it has committed: not
+ * damage). The last attempt's problems go to v->fn. */
 static int verify_store_settled(vctx *v, const char *dir)
 {
     char mdb[PATH_MAX];
@@ -1800,6 +1802,10 @@ static int verify_store_settled(vctx *v, const char *dir)
     simstore_verify_summary *out = v->sum;
     double start = sims_retry_clock();
     for (unsigned attempt = 0;; attempt++) {
+        /* A writer committed during the attempt when the newest
+         * transaction on the meta pages changed across it (damaged meta
+         * pages of a store no writer touches read the same twice). */
+        uint64_t before = newest_txnid(mdb);
         held_problems held = {NULL, 0, 0};
         vctx a;
         memset(&a, 0, sizeof a);
@@ -1810,7 +1816,7 @@ static int verify_store_settled(vctx *v, const char *dir)
         a.sum = &sum;
         a.flags = v->flags;
         rc = verify_store(&a, dir);
-        int moved = a.txn_id && newest_txnid(mdb) > a.txn_id;
+        int moved = newest_txnid(mdb) != before;
         if (rc == SIMSTORE_OK && a.stop_rc == 0 && sum.errors && moved &&
             sims_retry_more(attempt + 1, SIMS_READ_ATTEMPTS, start, 1)) {
             held_free(&held);

@@ -322,7 +322,7 @@ static int log_and_apply(simstore_live *live, const sims_change *c, live_ticket 
     if (atomic_load(&live->broken))
         return sims_fail(SIMSTORE_EIO, "an earlier change was logged but could not be applied; "
                                        "open the live store again");
-    uint64_t seq_value = 0, *seq = &seq_value;
+    uint64_t seq = 0;
     size_t n = sims_change_size(c);
     uint8_t small[1024];
     uint8_t *payload = n <= sizeof small ? small : malloc(n);
@@ -334,14 +334,14 @@ static int log_and_apply(simstore_live *live, const sims_change *c, live_ticket 
     int rc = sims_memtable_reserve(live->active);
     pthread_rwlock_unlock(&live->mem_lock);
     if (rc == SIMSTORE_OK)
-        rc = sims_wal_enqueue(live->wal, c->type, payload, n, seq);
+        rc = sims_wal_enqueue(live->wal, c->type, payload, n, &seq);
     if (payload != small)
         free(payload);
     if (rc)
         return rc; /* a failed log refuses changes until recover_log() */
-    *t = ticket_of(live, *seq);
+    *t = ticket_of(live, seq);
     pthread_rwlock_wrlock(&live->mem_lock);
-    rc = sims_memtable_apply(live->active, c, *seq);
+    rc = sims_memtable_apply(live->active, c, seq);
     uint64_t bytes = sims_memtable_fill_bytes(live->active);
     pthread_rwlock_unlock(&live->mem_lock);
     if (rc) {

@@ -471,6 +471,18 @@ static int can_lead(const sims_wal *w)
     return !w->writing && !w->resetting && !stopped(w) && w->pending_len > 0;
 }
 
+/* One step of waiting on the log (mu held): write the pending group when
+ * no one is writing one, else wait for whoever is. */
+static void lead_or_wait(sims_wal *w)
+{
+    if (can_lead(w)) {
+        w->writing = 1;
+        lead_group(w);
+    } else {
+        pthread_cond_wait(&w->cv, &w->mu);
+    }
+}
+
 int sims_wal_enqueue(sims_wal *w, unsigned type, const void *payload, size_t len, uint64_t *seq)
 {
     *seq = 0;
@@ -484,14 +496,8 @@ int sims_wal_enqueue(sims_wal *w, unsigned type, const void *payload, size_t len
     pthread_mutex_lock(&w->mu);
     /* Room in the group: write the full one out first (or wait for the
      * leader to take it). */
-    while (!stopped(w) && w->pending_len && w->pending_len + n > w->group_bytes) {
-        if (can_lead(w)) {
-            w->writing = 1;
-            lead_group(w);
-        } else {
-            pthread_cond_wait(&w->cv, &w->mu);
-        }
-    }
+    while (!stopped(w) && w->pending_len && w->pending_len + n > w->group_bytes)
+        lead_or_wait(w);
     if (stopped(w)) {
         int rc = stopped_error(w);
         pthread_mutex_unlock(&w->mu);
@@ -525,12 +531,7 @@ int sims_wal_wait(sims_wal *w, uint64_t seq)
     while (!stopped(w) && w->durable_seq < seq) {
         if (seq >= w->next_seq) /* dropped by sims_wal_recover() meanwhile */
             break;
-        if (can_lead(w)) {
-            w->writing = 1;
-            lead_group(w);
-        } else {
-            pthread_cond_wait(&w->cv, &w->mu);
-        }
+        lead_or_wait(w);
     }
     int rc = w->durable_seq >= seq ? SIMSTORE_OK
              : stopped(w)          ? stopped_error(w)
@@ -570,14 +571,8 @@ int sims_wal_reset(sims_wal *w, uint64_t first_seq)
     pthread_mutex_lock(&w->mu);
     /* Records enqueued but not yet written belong to the old log: write
      * them out first (their appenders may not be waiting yet). */
-    while (!stopped(w) && (w->resetting || w->writing || w->pending_len)) {
-        if (can_lead(w)) {
-            w->writing = 1;
-            lead_group(w);
-        } else {
-            pthread_cond_wait(&w->cv, &w->mu);
-        }
-    }
+    while (!stopped(w) && (w->resetting || w->writing || w->pending_len))
+        lead_or_wait(w);
     if (stopped(w)) {
         int rc = stopped_error(w);
         pthread_mutex_unlock(&w->mu);

@@ -12,8 +12,11 @@
 # Usage: python3 model_test.py SIMSTORE_BINARY
 # Environment:
 #   SIMSTORE_MODEL_SEED   the seed (default: a random one, printed)
-#   SIMSTORE_MODEL_OPS    operations (default 3000)
-#   SIMSTORE_MODEL_KILLS  kill -9s among them (default 60)
+#   SIMSTORE_MODEL_OPS    operations (default 3000; 600 when
+#                         SIMSTORE_MODEL_SAMPLED=1, as ctest sets it for a
+#                         sanitizer build, whose processes are ten times
+#                         slower)
+#   SIMSTORE_MODEL_KILLS  kill -9s among them (default 60; 12 sampled)
 #   SIMSTORE_MODEL_MAX_MISMATCHES  stop after this many mismatches (default
 #                         1); above 1 the model takes the store's word after
 #                         each one and goes on (for a survey of a broken tree)
@@ -247,8 +250,9 @@ class ModelTest:
     def __init__(self):
         seed = os.environ.get("SIMSTORE_MODEL_SEED", "").strip()
         self.seed = int(seed) if seed else random.SystemRandom().randrange(1, 10**9)
-        self.n_ops = env_int("SIMSTORE_MODEL_OPS", 3000)
-        self.n_kills = env_int("SIMSTORE_MODEL_KILLS", 60)
+        sampled = os.environ.get("SIMSTORE_MODEL_SAMPLED", "") == "1"
+        self.n_ops = env_int("SIMSTORE_MODEL_OPS", 600 if sampled else 3000)
+        self.n_kills = env_int("SIMSTORE_MODEL_KILLS", 12 if sampled else 60)
         self.max_mismatches = max(1, env_int("SIMSTORE_MODEL_MAX_MISMATCHES", 1))
         self.rng = random.Random(self.seed)
         self.work = tempfile.mkdtemp(prefix="simstore-model-")
