@@ -15,13 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where a document's id and metadata are copied: grown as documents need,
+ * not sized for the largest one a store could hold. */
+typedef struct doc_buf {
+    char *p;
+    size_t cap;
+} doc_buf;
+
 static int record_document(const scan_state *st, const MDB_val *key, const sims_doc_record *r,
-                           char *buf, simstore_document *d);
+                           doc_buf *buf, simstore_document *d);
 
 /* A record of docs as a simstore_document (id and meta copied into buf,
  * NUL-terminated). */
-static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *val, char *buf,
-                       simstore_document *d)
+static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *val,
+                       doc_buf *buf, simstore_document *d)
 {
     sims_doc_record rec;
     int rc = sims_doc_record_decode((const uint8_t *)key->mv_data, key->mv_size,
@@ -35,11 +42,21 @@ static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *
 
 /* The checked record of document `key` as a simstore_document. */
 static int record_document(const scan_state *st, const MDB_val *key, const sims_doc_record *r,
-                           char *buf, simstore_document *d)
+                           doc_buf *db, simstore_document *d)
 {
     sims_doc_record rec = *r;
     if (key->mv_size == 0 || key->mv_size > SIMSTORE_MAX_ID_BYTES)
         return SIMS_CORRUPT("%s: a document id of %zu bytes", st->s->path, key->mv_size);
+    size_t need = key->mv_size + 1 + (rec.meta ? rec.meta_len + 1 : 0);
+    if (need > db->cap) {
+        size_t cap = need < 1024 ? 1024 : need;
+        char *p = realloc(db->p, cap);
+        if (!p)
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory for a document of %zu bytes", need);
+        db->p = p;
+        db->cap = cap;
+    }
+    char *buf = db->p;
     memset(d, 0, sizeof *d);
     memcpy(buf, key->mv_data, key->mv_size);
     buf[key->mv_size] = '\0';
@@ -125,9 +142,8 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
     int rc = scan_state_begin_lookups(s, &st);
     if (rc)
         return rc;
-    char *buf = malloc(SIMSTORE_MAX_ID_BYTES + 1 + SIMSTORE_MAX_META_BYTES + 1);
-    if (!buf)
-        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
+    doc_buf buf = {NULL, 0};
+    char idbuf[SIMSTORE_MAX_ID_BYTES + 1];
     for (size_t i = 0; i < n && rc == 0 && st.snap->docfile; i++) {
         sims_doc_found f;
         simstore_document d;
@@ -136,15 +152,15 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
             break;
         if (f.where == SIMS_DOC_IN_DOCS || f.where == SIMS_DOC_IN_FILE) {
             MDB_val key = {lens[i], (void *)ids[i]};
-            rc = record_document(&st, &key, &f.rec, buf, &d);
+            rc = record_document(&st, &key, &f.rec, &buf, &d);
             if (rc == 0)
                 rc = segment_of(&st, d.fp, &d.segment);
             if (rc == 0 && d.segment == 0)
                 rc = SIMS_CORRUPT("%s: document '%s' has fingerprint %016llx, which no live "
                                   "segment holds",
-                                  s->path, buf, (unsigned long long)d.fp);
+                                  s->path, d.id, (unsigned long long)d.fp);
         } else {
-            missing_document(ids[i], lens[i], buf, &d);
+            missing_document(ids[i], lens[i], idbuf, &d);
         }
         if (rc == 0)
             rc = fn(ctx, &d);
@@ -160,20 +176,20 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
         if (mrc == MDB_NOTFOUND && (rc = sims_check_doc_absent(s, st.txn, ids[i], lens[i])) != 0) {
             break;
         } else if (mrc == MDB_NOTFOUND) {
-            missing_document(ids[i], lens[i], buf, &d);
+            missing_document(ids[i], lens[i], idbuf, &d);
         } else if (mrc) {
             rc = sims_mdb_fail(mrc, "read docs");
             break;
-        } else if ((rc = to_document(&st, &key, &val, buf, &d)) == 0 &&
+        } else if ((rc = to_document(&st, &key, &val, &buf, &d)) == 0 &&
                    (rc = segment_of(&st, d.fp, &d.segment)) == 0 && d.segment == 0) {
             rc = SIMS_CORRUPT("%s: document '%s' has fingerprint %016llx, which no live segment "
                               "holds",
-                              s->path, buf, (unsigned long long)d.fp);
+                              s->path, d.id, (unsigned long long)d.fp);
         }
         if (rc == 0)
             rc = fn(ctx, &d);
     }
-    free(buf);
+    free(buf.p);
     scan_state_end(&st);
     /* A view that went stale after documents went out. */
     return sims_retry_final(rc);
@@ -185,7 +201,7 @@ typedef struct exporter {
     scan_state *st;
     simstore_document_fn fn;
     void *ctx;
-    char *buf;
+    doc_buf buf;
     sims_recsort *order; /* SIMSTORE_EXPORT_BY_INSERTION */
 } exporter;
 
@@ -232,7 +248,7 @@ static int deliver_by_insertion(exporter *e, size_t keep_bytes)
         size_t len = scan_key_get_id(r.key, r.key_len, &pos, id);
         MDB_val key = {len, id}, val = {r.val_len, (void *)r.val};
         simstore_document d;
-        rc = to_document(e->st, &key, &val, e->buf, &d);
+        rc = to_document(e->st, &key, &val, &e->buf, &d);
         if (rc == 0)
             rc = e->fn(e->ctx, &d);
     }
@@ -268,7 +284,7 @@ static int export_file_doc(void *ctx, const uint8_t *id, size_t len, const sims_
         return rc;
     }
     simstore_document d;
-    int rc = record_document(e->st, &key, rec, e->buf, &d);
+    int rc = record_document(e->st, &key, rec, &e->buf, &d);
     return rc ? rc : e->fn(e->ctx, &d);
 }
 
@@ -296,10 +312,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     int rc = scan_state_begin(s, &st);
     if (rc)
         return rc;
-    exporter e = {&st, fn, ctx, NULL, NULL};
-    e.buf = malloc(SIMSTORE_MAX_ID_BYTES + 1 + SIMSTORE_MAX_META_BYTES + 1);
-    if (!e.buf)
-        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a document");
+    exporter e = {&st, fn, ctx, {NULL, 0}, NULL};
     if (rc == 0 && fp_only) {
         rc = export_fps(&e, &o);
         goto done;
@@ -322,7 +335,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     int mrc = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &key, &val, MDB_FIRST);
     while (rc == 0 && mrc == 0) {
         simstore_document d;
-        rc = to_document(&st, &key, &val, e.buf, &d);
+        rc = to_document(&st, &key, &val, &e.buf, &d);
         if (rc == 0)
             rc = e.order ? push_by_insertion(&e, &key, &val, &d) : fn(ctx, &d);
         if (rc == 0)
@@ -336,7 +349,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
         rc = deliver_by_insertion(&e, (size_t)(o.memory_bytes / 2));
 done:
     sims_recsort_free(e.order);
-    free(e.buf);
+    free(e.buf.p);
     scan_state_end(&st);
     return rc;
 }

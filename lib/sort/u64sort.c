@@ -146,7 +146,8 @@ typedef struct run_source {
 struct sims_u64sort {
     uint64_t *run;
     uint64_t *tmp;
-    size_t run_cap;
+    size_t run_cap; /* values run and tmp hold now */
+    size_t run_max; /* values a run may reach before it spills */
     size_t run_len;
     uint64_t pushed;
     char *tmp_dir;
@@ -164,6 +165,9 @@ struct sims_u64sort {
     size_t mem_pos;
 };
 
+/* Values a new sorter's run holds before it first grows. */
+#define RUN_START ((size_t)1 << 16)
+
 int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
 {
     *out = NULL;
@@ -172,9 +176,13 @@ int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
     sims_u64sort *s = calloc(1, sizeof *s);
     if (!s)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sorter");
-    s->run_cap = run_values;
-    s->run = malloc(run_values * sizeof *s->run);
-    s->tmp = malloc(run_values * sizeof *s->tmp);
+    /* The run starts small and doubles up to run_values as values come:
+     * a table of a few hundred values (a live store's flush) costs kilobytes,
+     * not the build's whole sort budget. */
+    s->run_max = run_values;
+    s->run_cap = run_values < RUN_START ? run_values : RUN_START;
+    s->run = malloc(s->run_cap * sizeof *s->run);
+    s->tmp = malloc(s->run_cap * sizeof *s->tmp);
     s->tmp_dir = strdup(tmp_dir ? tmp_dir : ".");
     if (!s->run || !s->tmp || !s->tmp_dir) {
         sims_u64sort_free(s);
@@ -193,6 +201,27 @@ static int add_source(sims_u64sort *s, run_source src)
     s->sources = g;
     s->sources[s->nsources++] = src;
     return SIMSTORE_OK;
+}
+
+/* Doubles the run (up to run_max); 1 when it grew. Where memory is short it
+ * stays as it is and the caller spills a smaller run, which is still
+ * correct. */
+static int grow_run(sims_u64sort *s)
+{
+    if (s->run_cap >= s->run_max)
+        return 0;
+    size_t cap = s->run_cap > s->run_max / 2 ? s->run_max : 2 * s->run_cap;
+    uint64_t *run = realloc(s->run, cap * sizeof *run);
+    if (!run)
+        return 0;
+    s->run = run;
+    uint64_t *tmp = malloc(cap * sizeof *tmp);
+    if (!tmp)
+        return 0; /* run has room to spare; run_cap stays what tmp holds */
+    free(s->tmp);
+    s->tmp = tmp;
+    s->run_cap = cap;
+    return 1;
 }
 
 static int spill_run(sims_u64sort *s)
@@ -229,7 +258,7 @@ int sims_u64sort_push(sims_u64sort *s, const uint64_t *v, size_t n)
         s->run_len += take;
         v += take;
         n -= take;
-        if (s->run_len == s->run_cap) {
+        if (s->run_len == s->run_cap && !grow_run(s)) {
             int rc = spill_run(s);
             if (rc)
                 return rc;

@@ -31,8 +31,9 @@ void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned 
  * once for the code histogram, once to encode). */
 typedef struct sims_u64sort sims_u64sort;
 
-/* run_values: values per in-memory run (memory used is 16 bytes per value:
- * the run and its radix scratch). tmp_dir: where run files go (removed by
+/* run_values: values per in-memory run (memory used is at most 16 bytes per
+ * value: the run and its radix scratch, which start at 64Ki values and double
+ * as values come). tmp_dir: where run files go (removed by
  * sims_u64sort_free). */
 int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out);
 int sims_u64sort_push(sims_u64sort *s, const uint64_t *v, size_t n);

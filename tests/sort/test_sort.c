@@ -139,6 +139,8 @@ static void check_u64sort(size_t n, size_t run_values, int shape, int unique, co
     }
     if (n > run_values)
         assert_true(sims_u64sort_spilled_runs(s) >= n / run_values);
+    if (n < run_values) /* the run grew as it filled, and never spilled */
+        assert_int_equal(sims_u64sort_spilled_runs(s), 0);
     sims_u64sort_free(s);
     free(got);
     free(v);
@@ -154,6 +156,10 @@ static void test_sort_u64sort__in_memory_and_spilled(void **state)
             check_u64sort(1000, 4096, shape, unique, dir);   /* one run, no spill */
             check_u64sort(50000, 1024, shape, unique, dir);  /* ~49 runs */
             check_u64sort(20000, 20000, shape, unique, dir); /* exactly one full run */
+            /* Runs that start at 64Ki values and double: to 2^18 without a
+             * spill, and to a cap that is no power of two before spilling. */
+            check_u64sort(150000, (size_t)1 << 20, shape, unique, dir);
+            check_u64sort(300000, 200000, shape, unique, dir);
         }
     test_rmtree(dir);
     free(dir);
