@@ -3,7 +3,7 @@
 #  1. a -Werror build and every ctest, and a Release -Werror build (compiled
 #     only: the optimiser's warnings);
 #  2. a second -Werror build under AddressSanitizer + UndefinedBehaviorSanitizer,
-#     and every ctest again;
+#     and every ctest again, the long sweeps sampled (SIMSTORE_DENSE=1: all);
 #  3. with clang, the libFuzzer targets built and each run briefly from its
 #     committed corpus (their corpora also replay as ordinary ctests above).
 set -euo pipefail
@@ -13,35 +13,45 @@ jobs=$(nproc 2>/dev/null || echo 2)
 step() { printf '\n==== %s\n' "$*"; }
 
 step "build (-Werror) in build/"
-cmake -S . -B build -DSIMSTORE_WERROR=ON >/dev/null
+cmake -S . -B build -DSIMSTORE_WERROR=ON -DSIMSTORE_BENCH=ON >/dev/null
 cmake --build build -j "$jobs"
 step "tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 step "compile check: Release (optimised, -Werror) in build-release/"
 # Optimised builds see more (maybe-uninitialized and friends): compile only.
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSIMSTORE_WERROR=ON -DBUILD_TESTING=OFF >/dev/null
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSIMSTORE_WERROR=ON -DSIMSTORE_BENCH=ON \
+  -DBUILD_TESTING=OFF >/dev/null
 cmake --build build-release -j "$jobs"
 
 step "build (-Werror, ASan+UBSan) in build-asan/"
 cmake -S . -B build-asan -DSIMSTORE_WERROR=ON -DSIMSTORE_SANITIZE=ON -DSIMSTORE_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
+# Every test runs again under the sanitizers, each long sweep taking a
+# sample of its cases (SIMSTORE_SAMPLED, tests/CMakeLists.txt); the "twin"
+# tests (the same store tests with documents kept in LMDB) run in the first
+# pass only. SIMSTORE_DENSE=1 runs everything at full size in both.
+twins=(-LE twin)
+case "${SIMSTORE_DENSE:-0}" in "" | 0) ;; *) twins=() ;; esac
 step "tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" "${twins[@]}"
 
 if command -v clang >/dev/null 2>&1 && [ -d tests/fuzz ]; then
   step "libFuzzer targets (clang, ASan+UBSan) in build-fuzz/"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DSIMSTORE_FUZZ=ON -DSIMSTORE_BENCH=OFF \
     -DBUILD_TESTING=OFF >/dev/null
   cmake --build build-fuzz -j "$jobs"
+  # Each target briefly (its corpus also replays as a ctest in both passes);
+  # SIMSTORE_FUZZ_SECONDS for longer runs.
+  fuzz_seconds=${SIMSTORE_FUZZ_SECONDS:-10}
   for t in build-fuzz/fuzz/fuzz_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     corpus=tests/fuzz/corpus/${name#fuzz_}
     work=$(mktemp -d)
-    step "fuzz $name for 20 s"
-    "$t" -max_total_time=20 -print_final_stats=1 "$work" "$corpus" 2>&1 | tail -n 12
+    step "fuzz $name for $fuzz_seconds s"
+    "$t" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$work" "$corpus" 2>&1 | tail -n 12
     rm -rf "$work"
   done
 fi

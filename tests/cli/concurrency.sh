@@ -249,8 +249,10 @@ python3 -c "
 import random; r = random.Random(1)
 print(''.join('b%d\t%016x\n' % (i, r.getrandbits(64)) for i in range(20000)), end='')" >"$T/v.tsv"
 "$SIMSTORE" build -q "$T/v.store" "$T/v.tsv" || fail "build v.store"
+rounds=40
+sampled && rounds=12
 (
-    for i in $(seq 1 40); do
+    for i in $(seq 1 "$rounds"); do
         "$SIMSTORE" delete --no-auto-compact "$T/v.store" "b$i" >/dev/null 2>&1
         "$SIMSTORE" compact --no-shrink "$T/v.store" >/dev/null 2>&1
         sleep 0.05

@@ -153,14 +153,18 @@ check_after() {
     fi
 }
 
+# The write and fsync crashes whose state is checked: every fourth
+# (sampled, the sanitizer pass: every eighth).
+every=4
+sampled && every=8
 # sweep NAME IS_BUILD: every fault point as a crash, then as an I/O error.
 sweep() {
     local name=$1 is_build=$2 op n calls summary=""
     for op in write fsync rename mdb_commit mdb_committed; do
         # As a crash at every call, until the command completes; the full
         # checks at every rename and commit point, and (the library test
-        # checks every one) at the first two, every fourth and the last
-        # write and fsync.
+        # checks every one) at the first two, every fourth (or eighth) and
+        # the last write and fsync.
         n=1
         while :; do
             reset_work "$name"
@@ -170,7 +174,7 @@ sweep() {
                 fail "$name $op:$n:crash: exit status $st"
                 break
             fi
-            if [ "$st" = 0 ] || [ "$n" -le 2 ] || [ $((n % 4)) = 0 ] ||
+            if [ "$st" = 0 ] || [ "$n" -le 2 ] || [ $((n % every)) = 0 ] ||
                 { [ "$op" != write ] && [ "$op" != fsync ]; }; then
                 check_after "$name" "$is_build" "$st" "$op:$n:crash"
             fi
@@ -179,7 +183,7 @@ sweep() {
             [ "$n" -gt 200 ] && { fail "$name $op: no end"; break; }
         done
         calls=$((n - 1))
-        if [ "$calls" -gt 2 ] && [ $((calls % 4)) != 0 ] &&
+        if [ "$calls" -gt 2 ] && [ $((calls % every)) != 0 ] &&
             { [ "$op" = write ] || [ "$op" = fsync ]; }; then
             reset_work "$name"
             SIMSTORE_FAULT=$op:$calls:crash run_action
@@ -247,6 +251,8 @@ gen 0 30000 "$((SEED + 3))" >"$T/big.tsv"
 gen 30000 30000 "$((SEED + 4))" >"$T/big2.tsv"
 cat "$T/big.tsv" "$T/big2.tsv" >"$T/all.tsv"
 awk 'NR % 2 == 0 { print $1 }' "$T/big.tsv" >"$T/ids"
+trials=6
+sampled && trials=3
 kills() { # kills NAME IS_BUILD TRIALS
     local name=$1 is_build=$2 i killed=0 st before=0 after=0
     for ((i = 0; i < $3; i++)); do
@@ -275,15 +281,15 @@ kills() { # kills NAME IS_BUILD TRIALS
 }
 action=(build @S@ --replace "${BUILD_OPTS[@]}" "$T/big2.tsv")
 prepare kill-replace 1 "build @S@ --k 3 --cjk bigram -q --memory 16M $T/big.tsv"
-kills kill-replace 1 6
+kills kill-replace 1 "$trials"
 action=(add @S@ -q "${MEM[@]}" "$T/big2.tsv")
 prepare kill-add 0 "build @S@ --k 3 --cjk bigram -q --memory 16M $T/big.tsv"
-kills kill-add 0 6
+kills kill-add 0 "$trials"
 action=(delete @S@ --ids "$T/ids")
 prepare kill-delete 0 "build @S@ --k 3 --cjk bigram -q --memory 16M $T/big.tsv" "add @S@ --no-auto-compact -q --memory 16M $T/big2.tsv"
-kills kill-delete 0 6
+kills kill-delete 0 "$trials"
 action=(compact @S@ --shrink -q "${MEM[@]}")
 prepare kill-shrink 0 "build @S@ --k 3 --cjk bigram -q --memory 16M $T/big.tsv" \
     "add @S@ --no-auto-compact -q --memory 16M $T/big2.tsv" "delete @S@ --no-auto-compact --ids $T/ids"
-kills kill-shrink 0 6
+kills kill-shrink 0 "$trials"
 finish

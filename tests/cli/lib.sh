@@ -8,6 +8,12 @@ trap 'rm -rf "$T"' EXIT
 failures=0
 checks=0
 
+# dense: SIMSTORE_DENSE is set (sweep everything); sampled: SIMSTORE_SAMPLED
+# is set and SIMSTORE_DENSE is not (the sanitizer pass of tests/run.sh takes
+# a smaller sample); as test_dense() and test_sampled() in tests/common.
+dense() { [ -n "${SIMSTORE_DENSE:-}" ] && [ "$SIMSTORE_DENSE" != 0 ]; }
+sampled() { [ -n "${SIMSTORE_SAMPLED:-}" ] && [ "$SIMSTORE_SAMPLED" != 0 ] && ! dense; }
+
 # run ARGS...: run simstore with ARGS, capturing $T/out, $T/err and $status.
 run() {
     "$SIMSTORE" "$@" >"$T/out" 2>"$T/err"

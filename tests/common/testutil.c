@@ -126,6 +126,22 @@ const char *test_source_dir(void)
     return (s && *s) ? s : ".";
 }
 
+static int env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+int test_dense(void)
+{
+    return env_on("SIMSTORE_DENSE");
+}
+
+int test_sampled(void)
+{
+    return env_on("SIMSTORE_SAMPLED") && !test_dense();
+}
+
 void test_text_add(test_text *t, const char *fmt, ...)
 {
     char line[1200];

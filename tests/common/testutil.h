@@ -47,4 +47,13 @@ int test_text_same(const test_text *got, const test_text *want, const char *what
 /* The source tree root ($SIMSTORE_SOURCE_DIR, set by CTest). */
 const char *test_source_dir(void);
 
+/* How much of its space a sweep covers. test_dense(): SIMSTORE_DENSE is set
+ * (and not "0"): sweep everything the test knows how to. test_sampled():
+ * SIMSTORE_SAMPLED is set and SIMSTORE_DENSE is not: the sanitizer pass of
+ * tests/run.sh, where each case costs ten to fifty times as much, takes a
+ * fixed, seeded sample of the cases (every kind of case still met). Neither:
+ * the default size. */
+int test_dense(void);
+int test_sampled(void);
+
 #endif

@@ -56,7 +56,8 @@ grep -q "Library soname: \[libsimstore.so.$major\]" <<<"$dynamic" ||
     fail "the SONAME of libsimstore.so.$version is not libsimstore.so.$major"
 for f in "$libdir/libsimstore.a" "$prefix/include/simstore.h" "$prefix/bin/simstore" \
     "$libdir/cmake/simstore/simstore-config.cmake" \
-    "$libdir/cmake/simstore/simstore-config-version.cmake"; do
+    "$libdir/cmake/simstore/simstore-config-version.cmake" \
+    "$prefix/share/doc/simstore/LICENSE" "$prefix/share/doc/simstore/README.md"; do
     [ -f "$f" ] || fail "not installed: $f"
 done
 for f in "$src"/format/*.md; do

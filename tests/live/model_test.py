@@ -13,9 +13,9 @@
 # Environment:
 #   SIMSTORE_MODEL_SEED   the seed (default: a random one, printed)
 #   SIMSTORE_MODEL_OPS    operations (default 3000; 600 when
-#                         SIMSTORE_MODEL_SAMPLED=1, as ctest sets it for a
-#                         sanitizer build, whose processes are ten times
-#                         slower)
+#                         SIMSTORE_SAMPLED=1 and SIMSTORE_DENSE is not set,
+#                         as ctest sets it for a sanitizer build, whose
+#                         processes are ten times slower)
 #   SIMSTORE_MODEL_KILLS  kill -9s among them (default 60; 12 sampled)
 #   SIMSTORE_MODEL_MAX_MISMATCHES  stop after this many mismatches (default
 #                         1); above 1 the model takes the store's word after
@@ -250,7 +250,8 @@ class ModelTest:
     def __init__(self):
         seed = os.environ.get("SIMSTORE_MODEL_SEED", "").strip()
         self.seed = int(seed) if seed else random.SystemRandom().randrange(1, 10**9)
-        sampled = os.environ.get("SIMSTORE_MODEL_SAMPLED", "") == "1"
+        on = lambda name: os.environ.get(name, "0") not in ("", "0")
+        sampled = on("SIMSTORE_SAMPLED") and not on("SIMSTORE_DENSE")
         self.n_ops = env_int("SIMSTORE_MODEL_OPS", 600 if sampled else 3000)
         self.n_kills = env_int("SIMSTORE_MODEL_KILLS", 12 if sampled else 60)
         self.max_mismatches = max(1, env_int("SIMSTORE_MODEL_MAX_MISMATCHES", 1))

@@ -35,8 +35,5 @@ endif()
 add_test(NAME test_live_model
   COMMAND ${SIMSTORE_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/model_test.py $<TARGET_FILE:simstore_cli>)
 set_tests_properties(test_live_model PROPERTIES TIMEOUT 3600)
-# Under the sanitizers every process is about ten times slower: a sample
-# (600 operations, 12 kills) unless SIMSTORE_MODEL_OPS/KILLS say otherwise.
-if(SIMSTORE_SANITIZE)
-  set_tests_properties(test_live_model PROPERTIES ENVIRONMENT "SIMSTORE_MODEL_SAMPLED=1")
-endif()
+# Under the sanitizers (SIMSTORE_SAMPLED, tests/CMakeLists.txt) a sample:
+# 600 operations, 12 kills, unless SIMSTORE_MODEL_OPS/KILLS say otherwise.

@@ -24,8 +24,7 @@ static const char *const shape_names[] = {"uniform", "clustered", "duplicates"};
 
 static int dense(void)
 {
-    const char *e = getenv("SIMSTORE_DENSE");
-    return e && *e && strcmp(e, "0") != 0;
+    return test_dense();
 }
 
 static uint64_t flip_bits(test_rng *r, uint64_t x, unsigned d)
@@ -298,7 +297,7 @@ static void check_store_shape(enum shape shape, int fp_only, size_t n, unsigned 
     simstore_stats st;
     assert_int_equal(simstore_get_stats(s, &st), 0);
     assert_true(st.segments == 3);
-    size_t nq = dense() ? 5000 : 600;
+    size_t nq = dense() ? 5000 : test_sampled() ? 200 : 600;
     for (unsigned k = 0; k <= design_k; k++) {
         uint64_t *q = make_queries(&r, fps, n, nq, k);
         char what[96];

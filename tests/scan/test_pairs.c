@@ -508,7 +508,7 @@ static void sweep(void **state)
     test_rng r;
     test_rng_init(&r, "pairs sweep", 12);
     char *dir = test_tmpdir("pairs");
-    size_t n = getenv("SIMSTORE_DENSE") ? 3000 : 600;
+    size_t n = test_dense() ? 3000 : test_sampled() ? 250 : 600;
     for (unsigned k = 0; k <= 7; k++) {
         for (int shape = 0; shape < SHAPES; shape++) {
             corpus c = make_corpus(&r, shape, n, k);
@@ -552,10 +552,10 @@ static void test_pairs_beyond_design__sweep(void **state)
     test_rng r;
     test_rng_init(&r, "pairs beyond design", 71);
     char *dir = test_tmpdir("beyond");
-    size_t n = 400;
+    size_t n = test_sampled() ? 200 : 400;
     /* Uniform fingerprints have few pairs within 7 to compare: only with
      * SIMSTORE_DENSE. */
-    for (int shape = getenv("SIMSTORE_DENSE") ? 0 : 1; shape < SHAPES; shape++) {
+    for (int shape = test_dense() ? 0 : 1; shape < SHAPES; shape++) {
         corpus c = make_corpus(&r, shape, n, SIMSTORE_MAX_K);
         simstore *built_for[SIMSTORE_MAX_K + 1] = {NULL};
         char *paths[SIMSTORE_MAX_K + 1 + NDESIGNS] = {NULL};

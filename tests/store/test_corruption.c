@@ -19,7 +19,8 @@
  * SIMSTORE_SWEEP=full samples densely (every byte of every table file and of
  * LMDB page headers, more of page bodies); SIMSTORE_SWEEP=report prints a
  * per-file outcome table without failing (to study LMDB's own behaviour).
- * The default sample keeps the test within a minute.
+ * The default sample keeps the test within a minute; SIMSTORE_SAMPLED (the
+ * sanitizer pass of tests/run.sh) takes a sparser one.
  *
  * The second case sweeps a store with a paragraph index (format/store.md,
  * "Paragraphs": pfps, paragraph segments, paragraph lists in the records),
@@ -685,7 +686,7 @@ static size_t *pick_offsets(const sweep *sw, test_rng *r, const char *name, size
     size_t cap = size + 8192, k = 0;
     size_t *v = malloc(cap * sizeof *v);
     int lmdb = strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0;
-    size_t density = sw->full ? 1 : UNDER_SANITIZER ? 16 : 6;
+    size_t density = sw->full ? 1 : test_sampled() ? 40 : UNDER_SANITIZER ? 16 : 6;
     if (lmdb) {
         size_t page = 4096;
         /* Every byte LMDB's open reads itself: the two meta pages' headers
@@ -878,7 +879,8 @@ static void test_corruption__query_path(void **state)
     memset(&t, 0, sizeof t);
     /* Page headers, node pointers and the first nodes densely; the rest of
      * each page (nodes: keys, ids, records) at a stride. */
-    size_t head = UNDER_SANITIZER ? 32 : 64, stride = sw.full ? 1 : UNDER_SANITIZER ? 127 : 37;
+    size_t head = test_sampled() ? 16 : UNDER_SANITIZER ? 32 : 64;
+    size_t stride = sw.full ? 1 : test_sampled() ? 257 : UNDER_SANITIZER ? 127 : 37;
     damage *cases = calloc(2 * f->size + 1, sizeof *cases);
     assert_non_null(cases);
     size_t nc = 0;
