@@ -16,6 +16,10 @@ shape=${6:-uniform}
 # SIMSTORE_BENCH_MARCH) when the build has it.
 simstore=$build/simstore
 [ -x "$build/bench/simstore" ] && simstore=$build/bench/simstore
+[ -x "$build/bench/gen_fingerprints" ] || {
+    echo "$0: no $build/bench/gen_fingerprints: configure with -DSIMSTORE_BENCH=ON and build" >&2
+    exit 1
+}
 rm -rf "$store"
 echo "scale run: 2^$log2n $shape fingerprints, $tables tables, --memory $memory, $(nproc) cores"
 start=$(date +%s.%N)

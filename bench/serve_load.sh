@@ -64,7 +64,7 @@ command -v wrk > /dev/null || { echo "$0: wrk is not installed (apt-get install 
 simstore=$build/simstore
 [ -x "$build/bench/simstore" ] && simstore=$build/bench/simstore
 for tool in "$simstore" "$build/bench/gen_fingerprints" "$build/bench/bench_serve_baseline"; do
-    [ -x "$tool" ] || { echo "$0: no $tool: build first, or give --build DIR" >&2; exit 1; }
+    [ -x "$tool" ] || { echo "$0: no $tool: configure with -DSIMSTORE_BENCH=ON and build first, or give --build DIR" >&2; exit 1; }
 done
 n=$((1 << log2n))
 mkdir -p "$dir"

@@ -1,7 +1,7 @@
 # install.cmake: what `cmake --install` puts under the prefix (GNUInstallDirs):
 #   lib/libsimstore.so.0.1.0 (+ .so.0, .so links), lib/libsimstore.a,
-#   include/simstore.h, bin/simstore, share/doc/simstore/ (README.md and
-#   format/*.md), lib/pkgconfig/simstore.pc, and lib/cmake/simstore/ for
+#   include/simstore.h, bin/simstore, share/doc/simstore/ (README.md,
+#   LICENSE and format/*.md), lib/pkgconfig/simstore.pc, and lib/cmake/simstore/ for
 #   find_package(simstore): simstore::simstore (the shared library) and
 #   simstore::simstore_static (when lmdb, libxxhash and friso are found
 #   through pkg-config, as a static link needs them).
@@ -26,7 +26,8 @@ if(TARGET simstore_cli)
 endif()
 file(GLOB simstore_format_docs ${PROJECT_SOURCE_DIR}/format/*.md)
 install(FILES ${simstore_format_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/format)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # simstore.pc names the prefix the install goes to (cmake --install --prefix
 # may choose another than the configured one), so it is written at install

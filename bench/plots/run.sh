@@ -18,7 +18,7 @@ out=${4:-$here}
 sizes=${SIZES:-20,23,26}
 queries=${QUERIES:-20000}
 mkdir -p "$data"
-[ -x "$build/bench/bench_faiss" ] || { echo "run.sh: $build/bench/bench_faiss is missing (libfaiss-dev)" >&2; exit 1; }
+[ -x "$build/bench/bench_faiss" ] || { echo "run.sh: $build/bench/bench_faiss is missing (configure with -DSIMSTORE_BENCH=ON; libfaiss-dev)" >&2; exit 1; }
 
 rm -f "$data/query.tsv"
 for lg in ${sizes//,/ }; do
