@@ -27,8 +27,8 @@ static int record_document(const scan_state *st, const MDB_val *key, const sims_
 
 /* A record of docs as a simstore_document (id and meta copied into buf,
  * NUL-terminated). */
-static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *val,
-                       doc_buf *buf, simstore_document *d)
+static int to_document(const scan_state *st, const MDB_val *key, const MDB_val *val, doc_buf *buf,
+                       simstore_document *d)
 {
     sims_doc_record rec;
     int rc = sims_doc_record_decode((const uint8_t *)key->mv_data, key->mv_size,
