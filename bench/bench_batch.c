@@ -138,8 +138,8 @@ static double one_by_one(simstore *s, const uint64_t *q, size_t nq, unsigned k, 
     one_arg args[64];
     double t0 = now();
     for (unsigned i = 0; i < threads; i++) {
-        args[i] = (one_arg){s, q + nq * i / threads, nq * (i + 1) / threads - nq * i / threads, k,
-                            0, 0};
+        args[i] =
+            (one_arg){s, q + nq * i / threads, nq * (i + 1) / threads - nq * i / threads, k, 0, 0};
         pthread_create(&tid[i], NULL, one_by_one_thread, &args[i]);
     }
     *matches = 0;
@@ -212,8 +212,10 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--docs") == 0)
             docs = 1;
         else {
-            fprintf(stderr, "usage: %s [--log2n 26] [--queries N] [--k 3] [--threads 2] "
-                            "[--store PATH] [--dir DIR] [--docs]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--log2n 26] [--queries N] [--k 3] [--threads 2] "
+                    "[--store PATH] [--dir DIR] [--docs]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -272,7 +274,8 @@ int main(int argc, char **argv)
     static const struct {
         simstore_batch_strategy strategy;
         const char *name;
-    } ways[] = {{SIMSTORE_BATCH_AUTO, "auto"}, {SIMSTORE_BATCH_SCAN, "scan"},
+    } ways[] = {{SIMSTORE_BATCH_AUTO, "auto"},
+                {SIMSTORE_BATCH_SCAN, "scan"},
                 {SIMSTORE_BATCH_PROBE, "probe"}};
     snprintf(what, sizeof what, "batch auto, 1 thread");
     double b1 = batch(s, q, nq, k, 1, SIMSTORE_BATCH_AUTO, &m);

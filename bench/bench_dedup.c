@@ -164,8 +164,8 @@ static double fingerprint_seconds(const char *path, unsigned threads, int passes
 
 /* Seconds of `simstore dedup ARGS... path` in process, best of `passes`;
  * the kept records' bytes to *kept_bytes. */
-static double dedup_seconds(char **args, int nargs, const char *path, int passes,
-                            long *kept_bytes, const char *out_path)
+static double dedup_seconds(char **args, int nargs, const char *path, int passes, long *kept_bytes,
+                            const char *out_path)
 {
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
@@ -272,9 +272,9 @@ int main(int argc, char **argv)
     long kept_bytes[2] = {0, 0}, kept_store_bytes[2] = {0, 0}, ignored;
     char *plain_args[2][4] = {{(char *)"--threads", tbuf},
                               {(char *)"--threads", tbuf, (char *)"--k", (char *)"3"}};
-    char *store_args[2][6] = {{(char *)"--threads", tbuf, (char *)"--store", store},
-                              {(char *)"--threads", tbuf, (char *)"--store", store,
-                               (char *)"--k", (char *)"3"}};
+    char *store_args[2][6] = {
+        {(char *)"--threads", tbuf, (char *)"--store", store},
+        {(char *)"--threads", tbuf, (char *)"--store", store, (char *)"--k", (char *)"3"}};
     int nplain[2] = {2, 4}, nstore[2] = {4, 6};
     double fp_s[2] = {1e30, 1e30}, dd_s[2] = {1e30, 1e30}, df_s[2] = {1e30, 1e30},
            ds_s[2] = {1e30, 1e30};
@@ -297,7 +297,8 @@ int main(int argc, char **argv)
         dedup_seconds(store_args[m], nstore[m], plain, 1, &kept_store_bytes[m], out);
         printf(" %s:\n", names[m]);
         printf("  %-40s %7.1f MB/s  (baseline)\n",
-               m == 0 ? "fingerprint + sketch alone (parse + both)" : "fingerprint alone (parse + simhash)",
+               m == 0 ? "fingerprint + sketch alone (parse + both)"
+                      : "fingerprint alone (parse + simhash)",
                mbytes / fp_s[m]);
         printf("  %-40s %7.1f MB/s  %5.1f %% of the baseline; kept %.1f MB\n", "dedup >/dev/null",
                mbytes / dd_s[m], 100.0 * fp_s[m] / dd_s[m], (double)kept_bytes[m] / 1e6);

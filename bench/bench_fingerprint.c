@@ -87,16 +87,17 @@ typedef struct corpus {
 
 static void make_corpus(corpus *c, size_t target_bytes)
 {
-    static const char *const syll[] = {"ba", "ke", "ri", "mo", "tu", "sa", "le", "ni", "po",
-                                       "da", "ve", "gi", "ro", "chu", "str", "an", "el", "or",
-                                       "ul", "é", "ü", "ø", "ñ", "th", "qu", "sh", "ing", "er"};
+    static const char *const syll[] = {
+        "ba",  "ke", "ri", "mo", "tu", "sa", "le", "ni", "po", "da", "ve", "gi", "ro",  "chu",
+        "str", "an", "el", "or", "ul", "é",  "ü",  "ø",  "ñ",  "th", "qu", "sh", "ing", "er"};
     enum { LATIN = 50000, HAN = 20000 };
-    char (*latin)[40] = malloc(sizeof(*latin) * LATIN);
-    char (*han)[16] = malloc(sizeof(*han) * HAN);
+    char(*latin)[40] = malloc(sizeof(*latin) * LATIN);
+    char(*han)[16] = malloc(sizeof(*han) * HAN);
     for (size_t i = 0; i < LATIN; i++) {
         /* Frequent words are short, as in real text. */
-        unsigned n = 1 + (unsigned)(i < 100 ? rng_next() % 2 : i < 5000 ? rng_next() % 3
-                                                                         : 1 + rng_next() % 4);
+        unsigned n = 1 + (unsigned)(i < 100    ? rng_next() % 2
+                                    : i < 5000 ? rng_next() % 3
+                                               : 1 + rng_next() % 4);
         latin[i][0] = '\0';
         for (unsigned k = 0; k < n; k++)
             strcat(latin[i], syll[rng_next() % (sizeof syll / sizeof syll[0])]);
@@ -138,8 +139,14 @@ static void make_corpus(corpus *c, size_t target_bytes)
             c->len += wl;
             since_stop++;
             uint64_t r = rng_next() % 100;
-            const char *sep = cjk ? (r < 8 ? "，" : r < 12 ? "。" : r < 13 ? "。\n\n" : "")
-                                  : (r < 6 ? ", " : r < 10 ? ". " : r < 11 ? ".\n\n" : " ");
+            const char *sep = cjk ? (r < 8    ? "，"
+                                     : r < 12 ? "。"
+                                     : r < 13 ? "。\n\n"
+                                              : "")
+                                  : (r < 6    ? ", "
+                                     : r < 10 ? ". "
+                                     : r < 11 ? ".\n\n"
+                                              : " ");
             if ((cjk && r < 13) || (!cjk && r >= 6 && r < 11))
                 since_stop = 0;
             memcpy(c->bytes + c->len, sep, strlen(sep));
@@ -169,8 +176,7 @@ typedef struct job {
     int sketch; /* fingerprint and sketch in one pass */
 } job;
 
-static int count_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
-                       int cjk)
+static int count_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints, int cjk)
 {
     (void)bytes;
     (void)cjk;
@@ -222,8 +228,8 @@ static double measure(job *j)
     return (double)j->c->len / 1e6 / best;
 }
 
-static double bench_fpr(const corpus *c, unsigned version, unsigned w,
-                        simstore_weighting weighting, simstore_cjk_mode cjk)
+static double bench_fpr(const corpus *c, unsigned version, unsigned w, simstore_weighting weighting,
+                        simstore_cjk_mode cjk)
 {
     simstore_text_options o;
     simstore_text_options_init(&o);
@@ -301,8 +307,8 @@ static void print_defaults(const corpus *c, const char *name)
     v1.cjk = SIMSTORE_CJK_AUTO;
     double a, b;
     bench_alternating(c, &v1, &now, &a, &b);
-    printf("  %-44s %8.1f MB/s  (%.2f x version 1's defaults: %.1f MB/s; target >= 0.75)\n",
-           name, b, b / a, a);
+    printf("  %-44s %8.1f MB/s  (%.2f x version 1's defaults: %.1f MB/s; target >= 0.75)\n", name,
+           b, b / a, a);
 }
 
 /* The first `bytes` bytes of every document (whole UTF-8 sequences). */
@@ -392,14 +398,16 @@ int main(int argc, char **argv)
     printf("bench_fingerprint: corpus %zu documents, %.1f MB (mean %.1f KB; %zu CJK documents, "
            "%.1f MB), seed %llu\n",
            all.docs, (double)all.len / 1e6, (double)all.len / 1024.0 / (double)all.docs,
-           all.cjk_docs, (double)cjk.len / 1e6, (unsigned long long)(argc > 2 ? strtoull(argv[2], NULL, 10) : 1));
+           all.cjk_docs, (double)cjk.len / 1e6,
+           (unsigned long long)(argc > 2 ? strtoull(argv[2], NULL, 10) : 1));
     printf("CJK segmenter: %s\n", segmenter);
     printf("one core; MB/s of text (10^6 bytes), best of several passes\n\n");
 
     struct {
         const char *name;
         const corpus *c;
-    } sets[] = {{"mixed corpus", &all}, {"Latin documents only", &latin}, {"CJK documents only", &cjk}};
+    } sets[] = {
+        {"mixed corpus", &all}, {"Latin documents only", &latin}, {"CJK documents only", &cjk}};
     for (size_t s = 0; s < 3; s++) {
         const corpus *c = sets[s].c;
         job hash = {c, NULL, NULL, 1, 0, 0};
@@ -408,7 +416,8 @@ int main(int argc, char **argv)
         printf("%s (%.1f MB):\n", sets[s].name, (double)c->len / 1e6);
         printf("  %-44s %8.1f MB/s\n", "baseline: XXH3-64 of each document", xxh);
         printf("  %-44s %8.1f MB/s\n",
-               friso ? "baseline: tokenize only (friso)" : "baseline: tokenize only (bigrams)", tok);
+               friso ? "baseline: tokenize only (friso)" : "baseline: tokenize only (bigrams)",
+               tok);
         if (s == 2 && friso)
             printf("  %-44s %8.1f MB/s\n", "baseline: tokenize only (bigrams)",
                    bench_tokenize(c, 0));

@@ -62,8 +62,8 @@ static char *make_corpus(size_t bytes, size_t *len_out, size_t *docs_out)
             /* Skew: small ranks far more often. */
             uint64_t r = rng_next();
             size_t w = (size_t)((r % VOCAB) * ((r >> 32) % 1000) / 1000);
-            len += (size_t)snprintf(buf + len, cap - len, "%s%s", words[w],
-                                    r % 17 == 0 ? ". " : " ");
+            len +=
+                (size_t)snprintf(buf + len, cap - len, "%s%s", words[w], r % 17 == 0 ? ". " : " ");
         }
         len += (size_t)snprintf(buf + len, cap - len,
                                 "\", \"id\": \"doc-%zu\", \"url\": \"https://example.org/%zu\", "

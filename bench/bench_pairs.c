@@ -234,9 +234,11 @@ int main(int argc, char **argv)
         if (!same)
             return 1;
     }
-    printf("baseline all pairs (2^16 sample, %llu pairs, scaled to N): %10.1f s  (pairs %.0fx faster)\n",
+    printf("baseline all pairs (2^16 sample, %llu pairs, scaled to N): %10.1f s  (pairs %.0fx "
+           "faster)\n",
            (unsigned long long)found, t_brute, t_brute / t_pairs);
-    printf("baseline one query per fingerprint (2^16 timed, 1 thread, scaled to N): %8.1f s  (pairs %.1fx faster)\n",
+    printf("baseline one query per fingerprint (2^16 timed, 1 thread, scaled to N): %8.1f s  "
+           "(pairs %.1fx faster)\n",
            t_query, t_query / t_pairs);
     simstore_close(s);
     free(f);

@@ -87,9 +87,7 @@ static uint64_t run(int method, int inverse, const sims_design *d, const byte_lu
             case METHOD_MOVES:
                 y = inverse ? sims_unpermute(&tab->permuter, x) : sims_permute(&tab->permuter, x);
                 break;
-            case METHOD_LUT:
-                y = lut_apply(inverse ? luts[t].inv : luts[t].fwd, x);
-                break;
+            case METHOD_LUT: y = lut_apply(inverse ? luts[t].inv : luts[t].fwd, x); break;
 #if defined(__BMI2__)
             case METHOD_PEXT: {
                 /* The canonical permutation is a stable partition by the
@@ -99,13 +97,11 @@ static uint64_t run(int method, int inverse, const sims_design *d, const byte_lu
                 if (!inverse)
                     y = p == 64 ? x : _pext_u64(x, m) << (64 - p) | _pext_u64(x, ~m);
                 else
-                    y = p == 64 ? x
-                                : _pdep_u64(x >> (64 - p), m) | _pdep_u64(x, ~m);
+                    y = p == 64 ? x : _pdep_u64(x >> (64 - p), m) | _pdep_u64(x, ~m);
                 break;
             }
 #endif
-            default:
-                break;
+            default: break;
             }
             acc += y;
         }

@@ -293,8 +293,9 @@ static int measure(const char *path, unsigned log2n, size_t nq, unsigned k)
 }
 
 /* Brute force: popcount over the whole array, a few queries. */
-static __attribute__((noinline)) double brute_force_us(const uint64_t *fps, size_t n, const uint64_t *qs, size_t nq, unsigned k,
-                             uint64_t *found)
+static __attribute__((noinline)) double brute_force_us(const uint64_t *fps, size_t n,
+                                                       const uint64_t *qs, size_t nq, unsigned k,
+                                                       uint64_t *found)
 {
     double t0 = now();
     volatile uint64_t hits = 0;
@@ -507,7 +508,8 @@ int main(int argc, char **argv)
     if (system(cmd) != 0)
         return 1;
     printf("bench_query: k=%u, %zu queries per size (half hits: stored fingerprints with "
-           "0..%u bits flipped; half random)\n", k, nq, k);
+           "0..%u bits flipped; half random)\n",
+           k, nq, k);
     for (unsigned si = 0; si < nsizes; si++) {
         unsigned log2n = sizes[si];
         size_t n = (size_t)1 << log2n;
@@ -578,7 +580,8 @@ int main(int argc, char **argv)
         uint64_t found;
         double bf = brute_force_us(fps, n, qs, bq, k, &found);
         printf("  brute force popcount scan: %.1f us/query (%.2f G fingerprints/s, %" PRIu64
-               " matches in %zu queries)\n", bf, (double)n / bf / 1e3, found, bq);
+               " matches in %zu queries)\n",
+               bf, (double)n / bf / 1e3, found, bq);
         free(qs);
         if (beyond > k) {
             /* Queries at K2 above the store's k (each table probed at every

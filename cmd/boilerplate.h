@@ -16,24 +16,26 @@
 /* getopt_long values of the options. */
 enum { BOILEROPT_MODE = 0x1200, BOILEROPT_FRACTION, BOILEROPT_MIN_DOCS };
 
-#define BOILER_LONG_OPTIONS                                                    \
-    {"boilerplate", required_argument, NULL, BOILEROPT_MODE},                  \
-        {"boilerplate-fraction", required_argument, NULL, BOILEROPT_FRACTION}, \
-        {"boilerplate-min-docs", required_argument, NULL, BOILEROPT_MIN_DOCS}
+#define BOILER_LONG_OPTIONS                                                                        \
+    {"boilerplate", required_argument, NULL, BOILEROPT_MODE},                                      \
+        {"boilerplate-fraction", required_argument, NULL, BOILEROPT_FRACTION},                     \
+    {                                                                                              \
+        "boilerplate-min-docs", required_argument, NULL, BOILEROPT_MIN_DOCS                        \
+    }
 
-#define BOILER_HELP                                                                \
-    "      --boilerplate auto|none\n"                                              \
-    "                       auto: a first pass over the inputs finds the lines\n"   \
-    "                       (compared by their words, as the text options make\n"   \
-    "                       them) held by more than a fraction of the documents,\n" \
-    "                       and every text is fingerprinted without them; inputs\n" \
-    "                       that cannot be read twice (standard input, pipes)\n"    \
-    "                       are copied to $TMPDIR first (default none)\n"           \
-    "      --boilerplate-fraction F\n"                                             \
-    "                       with auto: lines held by more than this share of the\n" \
-    "                       documents, 0 < F < 1 (default 0.1)\n"                   \
-    "      --boilerplate-min-docs N\n"                                             \
-    "                       with auto: fewer documents than N have no\n"           \
+#define BOILER_HELP                                                                                \
+    "      --boilerplate auto|none\n"                                                              \
+    "                       auto: a first pass over the inputs finds the lines\n"                  \
+    "                       (compared by their words, as the text options make\n"                  \
+    "                       them) held by more than a fraction of the documents,\n"                \
+    "                       and every text is fingerprinted without them; inputs\n"                \
+    "                       that cannot be read twice (standard input, pipes)\n"                   \
+    "                       are copied to $TMPDIR first (default none)\n"                          \
+    "      --boilerplate-fraction F\n"                                                             \
+    "                       with auto: lines held by more than this share of the\n"                \
+    "                       documents, 0 < F < 1 (default 0.1)\n"                                  \
+    "      --boilerplate-min-docs N\n"                                                             \
+    "                       with auto: fewer documents than N have no\n"                           \
     "                       boilerplate (default 100)\n"
 
 typedef struct boiler_opts {

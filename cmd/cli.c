@@ -287,8 +287,8 @@ void cli_print_compaction(const cli_compaction *c)
         return;
     unsigned long long before = c->what.segments_before, after = c->what.segments_after;
     unsigned long long dropped = c->what.fingerprints_dropped;
-    printf("; compacted %llu %s -> %llu, %llu dead %s dropped", before,
-           CLI_NOUN(before, "segment"), after, dropped, CLI_NOUN(dropped, "fingerprint"));
+    printf("; compacted %llu %s -> %llu, %llu dead %s dropped", before, CLI_NOUN(before, "segment"),
+           after, dropped, CLI_NOUN(dropped, "fingerprint"));
 }
 
 int cli_bad_option(const char *cmd, int opt, char **argv, int optind_now)
@@ -454,13 +454,16 @@ int cli_memory_option(const char *cmd, const char *arg, uint64_t *memory_bytes)
 {
     unsigned long long v;
     if (cli_parse_size(arg, &v) || v < SIMSTORE_MIN_MEMORY_BYTES)
-        return cli_usage_error(cmd, "--memory takes a size of at least %lluM (K, M, G, T: "
-                                    "powers of 1024; 512M, 4GiB), not '%s'",
+        return cli_usage_error(cmd,
+                               "--memory takes a size of at least %lluM (K, M, G, T: "
+                               "powers of 1024; 512M, 4GiB), not '%s'",
                                (unsigned long long)(SIMSTORE_MIN_MEMORY_BYTES >> 20), arg);
     uint64_t machine = machine_memory_bytes();
     if (machine && v > machine)
-        return cli_usage_error(cmd, "--memory %s is more than this machine has (%.1f GiB of RAM "
-                                    "and swap)", arg, (double)machine / (double)(1ULL << 30));
+        return cli_usage_error(cmd,
+                               "--memory %s is more than this machine has (%.1f GiB of RAM "
+                               "and swap)",
+                               arg, (double)machine / (double)(1ULL << 30));
     *memory_bytes = v;
     return 0;
 }

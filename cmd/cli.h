@@ -187,16 +187,16 @@ int cli_threads_option(const char *cmd, const char *arg, unsigned *threads);
  * stays valid until the next call. A last line without a newline counts. */
 typedef struct cli_lines {
     cli_stream *stream;
-    const char *name; /* as given; "<stdin>" for "-" */
-    char *line;       /* the current line: into buf, or into joined */
+    const char *name;          /* as given; "<stdin>" for "-" */
+    char *line;                /* the current line: into buf, or into joined */
     unsigned long long lineno; /* lines returned; after -1, the line that broke */
     int is_stdin;
     /* Private to cli.c. */
-    char *buf;        /* bytes read from the stream */
+    char *buf; /* bytes read from the stream */
     size_t buf_len, buf_pos;
-    char *joined;     /* a line that spans reads of buf */
-    size_t cap;       /* of joined */
-    int state;        /* 0 reading, 1 at the end, -1 broken */
+    char *joined; /* a line that spans reads of buf */
+    size_t cap;   /* of joined */
+    int state;    /* 0 reading, 1 at the end, -1 broken */
     const char *error;
 } cli_lines;
 

@@ -45,8 +45,7 @@ static void usage(FILE *out)
             "  -q, --quiet          no progress on stderr\n"
             "  -v, --verbose        report wall time and peak memory on stderr\n"
             "\n"
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
-            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Without --skip-existing an id already in the store, or given twice, is an\n"
@@ -164,8 +163,8 @@ int cmd_add(int argc, char **argv)
     o.progress_ctx = io.progress_ctx = &prog;
     o.source_name = ingest_source_name;
     o.source_ctx = argv + optind;
-    cli_clashes clashes = {CMD, o.skip_existing, ingest_source_name, argv + optind,
-                           cli_progress_done_cb, &prog, 0, 0};
+    cli_clashes clashes = {
+        CMD, o.skip_existing, ingest_source_name, argv + optind, cli_progress_done_cb, &prog, 0, 0};
     o.clash = cli_clash_report;
     o.clash_ctx = &clashes;
     cli_compaction compaction = {0, {0, 0, 0}};
@@ -181,8 +180,8 @@ int cmd_add(int argc, char **argv)
     ingest_result res;
     char failed[PATH_MAX + 32];
     snprintf(failed, sizeof failed, "nothing added to %s", path);
-    int failed_add = ingest_and_finish(b, argv + optind, argc - optind, &io, &res,
-                                       cli_progress_done_cb, failed);
+    int failed_add =
+        ingest_and_finish(b, argv + optind, argc - optind, &io, &res, cli_progress_done_cb, failed);
     if (failed_add) {
         cli_clashes_finish(&clashes, "use --skip-existing to add the other documents");
         simstore_close(s);
@@ -220,9 +219,10 @@ int cmd_add(int argc, char **argv)
     cli_print_compaction(&compaction);
     putchar('\n');
     if (compact_failed[0])
-        return cli_error(CMD, "%s: the add is committed, but the automatic compaction failed "
-                              "(the store stays valid, with more segments; `simstore compact` "
-                              "or the next add tries again): %s",
+        return cli_error(CMD,
+                         "%s: the add is committed, but the automatic compaction failed "
+                         "(the store stays valid, with more segments; `simstore compact` "
+                         "or the next add tries again): %s",
                          path, compact_failed);
     return CLI_EXIT_OK;
 }

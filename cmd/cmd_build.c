@@ -82,24 +82,20 @@ static void usage(FILE *out)
             SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, SIMSTORE_DEFAULT_BLOCK_BYTES,
             simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT), SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
             SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT, BUILD_SHARDS_MAX);
+    fprintf(out, "Resources:\n"
+                 "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
+                 "                       K, M, G, T: powers of 1024); the process uses about\n"
+                 "                       25 MiB more, plus about 3x the size of each JSON\n"
+                 "                       Lines record being read (README: Building at scale)\n"
+                 "      --threads N      worker threads (default: all cores)\n"
+                 "  -q, --quiet          no progress on stderr\n"
+                 "  -v, --verbose        report wall time and peak memory on stderr\n"
+                 "\n");
     fprintf(out,
-            "Resources:\n"
-            "      --memory SIZE    memory budget for sorting, e.g. 512M, 4GiB (default 1G;\n"
-            "                       K, M, G, T: powers of 1024); the process uses about\n"
-            "                       25 MiB more, plus about 3x the size of each JSON\n"
-            "                       Lines record being read (README: Building at scale)\n"
-            "      --threads N      worker threads (default: all cores)\n"
-            "  -q, --quiet          no progress on stderr\n"
-            "  -v, --verbose        report wall time and peak memory on stderr\n"
-            "\n");
-    fprintf(out,
-            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP
-            "\n"
-            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP
-            "\n"
+            "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n"
+            "Fingerprints of JSON Lines texts:\n" TEXTOPT_HELP "\n"
             "Boilerplate (site templates: README, \"Boilerplate\"), recorded in the store\n"
-            "and removed from the texts of later adds and text queries:\n" BOILER_HELP
-            "\n"
+            "and removed from the texts of later adds and text queries:\n" BOILER_HELP "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Document ids are 1..511 bytes without control characters; an id given\n"
@@ -111,8 +107,17 @@ static void usage(FILE *out)
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_K = 1, OPT_TABLES, OPT_EXPECTED, OPT_BLOCK, OPT_FORMAT, OPT_FPONLY, OPT_REPLACE,
-       OPT_MEMORY, OPT_THREADS };
+enum {
+    OPT_K = 1,
+    OPT_TABLES,
+    OPT_EXPECTED,
+    OPT_BLOCK,
+    OPT_FORMAT,
+    OPT_FPONLY,
+    OPT_REPLACE,
+    OPT_MEMORY,
+    OPT_THREADS
+};
 enum { OPT_SKETCH = OPT_THREADS + 1, OPT_PARAGRAPHS, OPT_PARA_MIN, OPT_SHARDS };
 
 /* The default sketch: the measured choice for texts, when every input is
@@ -365,16 +370,19 @@ int cmd_build(int argc, char **argv)
             break;
         case OPT_EXPECTED:
             if (cli_parse_size(optarg, &v) || v == 0)
-                return cli_usage_error(CMD, "--expected takes a positive count (1000000, 1e6, "
-                                            "2^20, 1M), not '%s'", optarg);
+                return cli_usage_error(CMD,
+                                       "--expected takes a positive count (1000000, 1e6, "
+                                       "2^20, 1M), not '%s'",
+                                       optarg);
             o.expected_fps = v;
             break;
         case OPT_BLOCK:
             if (cli_parse_uint(optarg, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, &v) ||
                 !simstore_block_bytes_valid(v))
-                return cli_usage_error(CMD, "--block-bytes takes a power of two from %u to %u, "
-                                            "not '%s'", SIMSTORE_MIN_BLOCK_BYTES,
-                                       SIMSTORE_MAX_BLOCK_BYTES, optarg);
+                return cli_usage_error(CMD,
+                                       "--block-bytes takes a power of two from %u to %u, "
+                                       "not '%s'",
+                                       SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES, optarg);
             o.block_bytes = (unsigned)v;
             break;
         case OPT_FORMAT: {
@@ -467,7 +475,7 @@ int cmd_build(int argc, char **argv)
     io.progress = cli_progress_update;
     io.progress_ctx = &prog;
     cli_clashes clashes = {CMD, 0, ingest_source_name, argv + optind, cli_progress_done_cb, &prog,
-                           0, 0};
+                           0,   0};
     o.clash = cli_clash_report;
     o.clash_ctx = &clashes;
 

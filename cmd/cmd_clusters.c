@@ -16,54 +16,53 @@ static const char *const CMD = "clusters";
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
-            "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
-            "                        [--similarity] [--min-similarity J]\n"
-            "       simstore clusters STORE --paragraphs [--min-fraction F] [--k K]\n"
-            "                        [--keep RULE] [--json]\n"
-            "\n"
-            "Group the store's documents into clusters of near-duplicates (within\n"
-            "Hamming distance K, and by default of estimated Jaccard similarity at\n"
-            "least 0.9 where the store keeps sketches) and choose the one document\n"
-            "each cluster keeps. Prints one line per clustered document:\n"
-            "  CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT]\n"
-            "CLUSTER is the kept document's id, KEPT is 1 for it and 0 for the documents\n"
-            "to drop. Clusters come in the byte order of their CLUSTER, the kept\n"
-            "document first, then the others by id. In a fingerprint-only store the\n"
-            "documents are the fingerprints (16 hex digits). The same store gives the\n"
-            "same bytes on every run and thread count. A summary goes to stderr.\n"
-            "\n"
-            "      --k K            distance, 0..7 (default: 7 with the similarity\n"
-            "                       filter below, else the store's k); above the\n"
-            "                       store's k its fingerprints are joined in memory, 8\n"
-            "                       bytes each plus 16 a thread, when that fits in half\n"
-            "                       of --memory, else through sorted runs in $TMPDIR\n"
-            "                       (--paragraphs probes more)\n"
-            "      --mode components  connected components of the within-K graph: a chain\n"
-            "                       of near-duplicates is one cluster (default)\n"
-            "      --mode star      in keep order, each document not yet taken becomes a\n"
-            "                       centre and takes every document not yet taken within\n"
-            "                       K of it: nobody is farther than K from what it keeps\n"
-            "      --keep first     keep the document inserted first (default)\n"
-            "      --keep min-id    keep the smallest id\n"
-            "      --keep max-meta FIELD, --keep min-meta FIELD\n"
-            "                       keep the largest (smallest) number in the member FIELD\n"
-            "                       of the document's metadata (nested as a.b; a string\n"
-            "                       holding a decimal number counts); documents without\n"
-            "                       one come last. Ties are broken by id\n"
-            "      --singletons     also print each document near no other, as a cluster\n"
-            "                       of its own\n"
-            "      --min-similarity J\n"
-            "                       two documents are near only when within K and their\n"
-            "                       estimated Jaccard similarity (format/sketch.md) is at\n"
-            "                       least J, 0..1 (0: K alone): the graph is then over\n"
-            "                       documents, so two sharing a fingerprint may part.\n"
-            "                       Needs a store that keeps sketches. Default: 0.9\n"
-            "                       with --k 7 on a store that keeps sketches when --k\n"
-            "                       is not given (the near-duplicate setting: README,\n"
-            "                       \"How well it finds near-duplicates\"), else 0\n"
-            "\n");
+    fprintf(out, "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
+                 "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
+                 "                        [--similarity] [--min-similarity J]\n"
+                 "       simstore clusters STORE --paragraphs [--min-fraction F] [--k K]\n"
+                 "                        [--keep RULE] [--json]\n"
+                 "\n"
+                 "Group the store's documents into clusters of near-duplicates (within\n"
+                 "Hamming distance K, and by default of estimated Jaccard similarity at\n"
+                 "least 0.9 where the store keeps sketches) and choose the one document\n"
+                 "each cluster keeps. Prints one line per clustered document:\n"
+                 "  CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT]\n"
+                 "CLUSTER is the kept document's id, KEPT is 1 for it and 0 for the documents\n"
+                 "to drop. Clusters come in the byte order of their CLUSTER, the kept\n"
+                 "document first, then the others by id. In a fingerprint-only store the\n"
+                 "documents are the fingerprints (16 hex digits). The same store gives the\n"
+                 "same bytes on every run and thread count. A summary goes to stderr.\n"
+                 "\n"
+                 "      --k K            distance, 0..7 (default: 7 with the similarity\n"
+                 "                       filter below, else the store's k); above the\n"
+                 "                       store's k its fingerprints are joined in memory, 8\n"
+                 "                       bytes each plus 16 a thread, when that fits in half\n"
+                 "                       of --memory, else through sorted runs in $TMPDIR\n"
+                 "                       (--paragraphs probes more)\n"
+                 "      --mode components  connected components of the within-K graph: a chain\n"
+                 "                       of near-duplicates is one cluster (default)\n"
+                 "      --mode star      in keep order, each document not yet taken becomes a\n"
+                 "                       centre and takes every document not yet taken within\n"
+                 "                       K of it: nobody is farther than K from what it keeps\n"
+                 "      --keep first     keep the document inserted first (default)\n"
+                 "      --keep min-id    keep the smallest id\n"
+                 "      --keep max-meta FIELD, --keep min-meta FIELD\n"
+                 "                       keep the largest (smallest) number in the member FIELD\n"
+                 "                       of the document's metadata (nested as a.b; a string\n"
+                 "                       holding a decimal number counts); documents without\n"
+                 "                       one come last. Ties are broken by id\n"
+                 "      --singletons     also print each document near no other, as a cluster\n"
+                 "                       of its own\n"
+                 "      --min-similarity J\n"
+                 "                       two documents are near only when within K and their\n"
+                 "                       estimated Jaccard similarity (format/sketch.md) is at\n"
+                 "                       least J, 0..1 (0: K alone): the graph is then over\n"
+                 "                       documents, so two sharing a fingerprint may part.\n"
+                 "                       Needs a store that keeps sketches. Default: 0.9\n"
+                 "                       with --k 7 on a store that keeps sketches when --k\n"
+                 "                       is not given (the near-duplicate setting: README,\n"
+                 "                       \"How well it finds near-duplicates\"), else 0\n"
+                 "\n");
     fprintf(out,
             "      --similarity     add each document's estimated similarity to its kept\n"
             "                       document (1 for the kept one; '-', null, unknown)\n"
@@ -87,8 +86,16 @@ static void usage(FILE *out)
             "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-enum { OPT_K = 1, OPT_MODE, OPT_KEEP, OPT_SINGLETONS, OPT_JSON, OPT_THREADS, OPT_MEMORY,
-       OPT_PROGRESS };
+enum {
+    OPT_K = 1,
+    OPT_MODE,
+    OPT_KEEP,
+    OPT_SINGLETONS,
+    OPT_JSON,
+    OPT_THREADS,
+    OPT_MEMORY,
+    OPT_PROGRESS
+};
 enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
 
 typedef struct clusters_out {
@@ -97,8 +104,7 @@ typedef struct clusters_out {
     int similarity; /* --similarity */
 } clusters_out;
 
-static void print_id(const clusters_out *o, const char *id, size_t len, unsigned flags,
-                     uint64_t fp)
+static void print_id(const clusters_out *o, const char *id, size_t len, unsigned flags, uint64_t fp)
 {
     char hex[17];
     if (!id) {
@@ -267,8 +273,7 @@ int cmd_clusters(int argc, char **argv)
     }
     if (rc)
         return cli_api_error(CMD, rc, "%s", path);
-    fprintf(stderr,
-            "clusters: %llu %s in %llu %s, %llu to drop, largest cluster %llu %s\n",
+    fprintf(stderr, "clusters: %llu %s in %llu %s, %llu to drop, largest cluster %llu %s\n",
             (unsigned long long)sum.documents, CLI_NOUN(sum.documents, "document"),
             (unsigned long long)sum.clusters, CLI_NOUN(sum.clusters, "cluster"),
             (unsigned long long)sum.dropped, (unsigned long long)sum.largest,

@@ -115,8 +115,8 @@ static void usage(FILE *out)
             "Fingerprints of the texts:\n" TEXTOPT_HELP "\n"
             "Boilerplate (site templates: README, \"Boilerplate\"): with --store, the\n"
             "store's boilerplate lines are removed from every text; without, these\n"
-            "find them first (256 MiB for the counts, spilled to $TMPDIR beyond):\n"
-            BOILER_HELP "\n"
+            "find them first (256 MiB for the counts, spilled to $TMPDIR beyond):\n" BOILER_HELP
+            "\n"
             "  -h, --help           show this help\n"
             "\n"
             "Errors: a malformed record, a record without text, an id given to an\n"
@@ -138,10 +138,10 @@ enum { OPT_PARAGRAPHS = OPT_SIMILARITY + 1, OPT_MIN_FRACTION, OPT_PARA_MIN, OPT_
 typedef struct kept_ids {
     char *bytes;
     size_t bytes_len, bytes_cap;
-    uint64_t *offs;   /* by kept ordinal: offset << 16 | length */
+    uint64_t *offs; /* by kept ordinal: offset << 16 | length */
     size_t n, offs_cap;
-    uint32_t *slots;  /* ordinal + 1; 0 = empty */
-    size_t nslots;    /* a power of two, at least 2 n */
+    uint32_t *slots; /* ordinal + 1; 0 = empty */
+    size_t nslots;   /* a power of two, at least 2 n */
 } kept_ids;
 
 static uint64_t id_hash(const char *id, size_t len)
@@ -660,8 +660,8 @@ static void near_defaults(dedup_run *run, int k_given, int sketches, unsigned *k
 
 static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt_state *text)
 {
-    unsigned flags = add ? SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT
-                         : SIMSTORE_OPEN_READONLY;
+    unsigned flags =
+        add ? SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT : SIMSTORE_OPEN_READONLY;
     if (add) {
         int e = cli_apply_server_log(CMD, run->store_path);
         if (e)
@@ -675,8 +675,9 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
     if (rc)
         return cli_api_error(CMD, rc, "%s", run->store_path);
     if (st.fingerprint_only)
-        return cli_error(CMD, "%s keeps no documents (a fingerprint-only store): dedup needs "
-                              "document ids",
+        return cli_error(CMD,
+                         "%s keeps no documents (a fingerprint-only store): dedup needs "
+                         "document ids",
                          run->store_path);
     if (!k_given)
         *k = st.k;
@@ -746,8 +747,9 @@ static int commit_added(dedup_run *run, char **paths)
         return cli_api_error(CMD, rc, "nothing added to %s", run->store_path);
     rc = simstore_maybe_compact(run->store, NULL);
     if (rc)
-        return cli_api_error(CMD, rc, "%s: the records are added, but the automatic compaction "
-                                      "failed",
+        return cli_api_error(CMD, rc,
+                             "%s: the records are added, but the automatic compaction "
+                             "failed",
                              run->store_path);
     return 0;
 }

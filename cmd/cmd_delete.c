@@ -12,29 +12,28 @@ static const char *const CMD = "delete";
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: simstore delete STORE (ID... | --ids FILE)\n"
-            "\n"
-            "Remove the documents with these ids from STORE, all in one commit: they\n"
-            "are gone from every answer from then on. Their fingerprints stay in the\n"
-            "table files until a compaction (automatic when more than half of the\n"
-            "tables' fingerprints are dead; or `simstore compact`).\n"
-            "\n"
-            "      --ids FILE       one id per line ('-' for standard input); empty\n"
-            "                       lines are skipped, and so is a UTF-8 byte-order mark\n"
-            "                       at the start\n"
-            "      --no-auto-compact\n"
-            "                       never compact afterwards\n"
-            "      --memory SIZE    memory budget of an automatic compaction, e.g. 512M\n"
-            "                       (default 1G); the process uses about 25 MiB more\n"
-            "      --threads N      its worker threads (default: all cores)\n"
-            "  -h, --help           show this help\n"
-            "\n"
-            "Ids that are not in the store are reported as warnings (control characters\n"
-            "shown as \\xHH). One summary line goes to stdout: deleted N documents from\n"
-            "STORE (M not found)[; compacted S segments -> T, D dead fingerprints\n"
-            "dropped], the last part when the delete compacted the store.\n"
-            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+    fprintf(out, "Usage: simstore delete STORE (ID... | --ids FILE)\n"
+                 "\n"
+                 "Remove the documents with these ids from STORE, all in one commit: they\n"
+                 "are gone from every answer from then on. Their fingerprints stay in the\n"
+                 "table files until a compaction (automatic when more than half of the\n"
+                 "tables' fingerprints are dead; or `simstore compact`).\n"
+                 "\n"
+                 "      --ids FILE       one id per line ('-' for standard input); empty\n"
+                 "                       lines are skipped, and so is a UTF-8 byte-order mark\n"
+                 "                       at the start\n"
+                 "      --no-auto-compact\n"
+                 "                       never compact afterwards\n"
+                 "      --memory SIZE    memory budget of an automatic compaction, e.g. 512M\n"
+                 "                       (default 1G); the process uses about 25 MiB more\n"
+                 "      --threads N      its worker threads (default: all cores)\n"
+                 "  -h, --help           show this help\n"
+                 "\n"
+                 "Ids that are not in the store are reported as warnings (control characters\n"
+                 "shown as \\xHH). One summary line goes to stdout: deleted N documents from\n"
+                 "STORE (M not found)[; compacted S segments -> T, D dead fingerprints\n"
+                 "dropped], the last part when the delete compacted the store.\n"
+                 "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 typedef struct id_list {
@@ -168,8 +167,8 @@ int cmd_delete(int argc, char **argv)
             }
         }
         if (got < 0)
-            status = cli_error(CMD, "%s:%llu: %s", lines.name, lines.lineno,
-                               cli_lines_error(&lines));
+            status =
+                cli_error(CMD, "%s:%llu: %s", lines.name, lines.lineno, cli_lines_error(&lines));
         cli_lines_close(&lines);
         if (status != CLI_EXIT_OK) {
             free_ids(&l);
@@ -216,9 +215,10 @@ int cmd_delete(int argc, char **argv)
     cli_print_compaction(&compaction);
     putchar('\n');
     if (compact_failed[0])
-        return cli_error(CMD, "%s: the delete is committed, but the automatic compaction failed "
-                              "(the store stays valid, with dead fingerprints; `simstore compact` "
-                              "or the next delete tries again): %s",
+        return cli_error(CMD,
+                         "%s: the delete is committed, but the automatic compaction failed "
+                         "(the store stays valid, with dead fingerprints; `simstore compact` "
+                         "or the next delete tries again): %s",
                          path, compact_failed);
     return CLI_EXIT_OK;
 }

@@ -10,16 +10,15 @@ static const char *const CMD = "distance";
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: simstore distance HEX HEX\n"
-            "\n"
-            "Print the Hamming distance (0..64) between two fingerprints, each given\n"
-            "as 16 hexadecimal digits (either case, no 0x) as `simstore fingerprint`\n"
-            "prints them.\n"
-            "\n"
-            "  -h, --help   show this help\n"
-            "\n"
-            "Exit status: 0 success, 2 usage error (including a malformed fingerprint).\n");
+    fprintf(out, "Usage: simstore distance HEX HEX\n"
+                 "\n"
+                 "Print the Hamming distance (0..64) between two fingerprints, each given\n"
+                 "as 16 hexadecimal digits (either case, no 0x) as `simstore fingerprint`\n"
+                 "prints them.\n"
+                 "\n"
+                 "  -h, --help   show this help\n"
+                 "\n"
+                 "Exit status: 0 success, 2 usage error (including a malformed fingerprint).\n");
 }
 
 int cmd_distance(int argc, char **argv)
@@ -38,8 +37,8 @@ int cmd_distance(int argc, char **argv)
         return cli_bad_option(CMD, c, argv, optind);
     }
     if (argc - optind != 2)
-        return cli_usage_error(CMD, "expected two fingerprints, got %d argument%s",
-                               argc - optind, argc - optind == 1 ? "" : "s");
+        return cli_usage_error(CMD, "expected two fingerprints, got %d argument%s", argc - optind,
+                               argc - optind == 1 ? "" : "s");
     uint64_t fp[2];
     for (int i = 0; i < 2; i++)
         if (cli_parse_hex64(argv[optind + i], &fp[i]) != 0)

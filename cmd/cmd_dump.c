@@ -16,26 +16,25 @@ static const char *const CMD = "dump";
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: simstore dump FILE [--block N] [--range LO HI]\n"
-            "\n"
-            "Print the fingerprints of one table file (STORE/sSSSSSSSSSS-tTTT.tbl) in\n"
-            "stored order, one per line:\n"
-            "  PERMUTED<TAB>ORIGINAL\n"
-            "both as 16 hex digits: the value as the table stores it, and the\n"
-            "fingerprint it stands for (the permutation comes from the file's header).\n"
-            "Each block starts with a comment line:\n"
-            "  # block B at byte offset O: C fingerprints, first F, key K,\n"
-            "  #   checksum X, U of S bits used\n"
-            "Every block printed is verified (checksum, codes, order, key, padding).\n"
-            "\n"
-            "      --block N        only block N (0-based)\n"
-            "      --range LO HI    only permuted values in [LO, HI] (16 hex digits each);\n"
-            "                       only the blocks that can hold them are read\n"
-            "  -h, --help           show this help\n"
-            "\n"
-            "Exit status: 0 success, 1 failure (a damaged block is reported with its\n"
-            "number and byte offset; blocks before it are printed), 2 usage error.\n");
+    fprintf(out, "Usage: simstore dump FILE [--block N] [--range LO HI]\n"
+                 "\n"
+                 "Print the fingerprints of one table file (STORE/sSSSSSSSSSS-tTTT.tbl) in\n"
+                 "stored order, one per line:\n"
+                 "  PERMUTED<TAB>ORIGINAL\n"
+                 "both as 16 hex digits: the value as the table stores it, and the\n"
+                 "fingerprint it stands for (the permutation comes from the file's header).\n"
+                 "Each block starts with a comment line:\n"
+                 "  # block B at byte offset O: C fingerprints, first F, key K,\n"
+                 "  #   checksum X, U of S bits used\n"
+                 "Every block printed is verified (checksum, codes, order, key, padding).\n"
+                 "\n"
+                 "      --block N        only block N (0-based)\n"
+                 "      --range LO HI    only permuted values in [LO, HI] (16 hex digits each);\n"
+                 "                       only the blocks that can hold them are read\n"
+                 "  -h, --help           show this help\n"
+                 "\n"
+                 "Exit status: 0 success, 1 failure (a damaged block is reported with its\n"
+                 "number and byte offset; blocks before it are printed), 2 usage error.\n");
 }
 
 int cmd_dump(int argc, char **argv)
@@ -90,10 +89,14 @@ int cmd_dump(int argc, char **argv)
         /* A store has data.mdb; any other directory is just that. */
         snprintf(probe, sizeof probe, "%s/data.mdb", path);
         if (access(probe, F_OK) == 0)
-            return cli_error(CMD, "%s is a store directory; dump takes one of its table files "
-                                  "(%s/sSSSSSSSSSS-tTTT.tbl)", path, path);
-        return cli_error(CMD, "%s is a directory, not a table file; dump takes one table file "
-                              "of a store (STORE/sSSSSSSSSSS-tTTT.tbl)", path);
+            return cli_error(CMD,
+                             "%s is a store directory; dump takes one of its table files "
+                             "(%s/sSSSSSSSSSS-tTTT.tbl)",
+                             path, path);
+        return cli_error(CMD,
+                         "%s is a directory, not a table file; dump takes one table file "
+                         "of a store (STORE/sSSSSSSSSSS-tTTT.tbl)",
+                         path);
     }
 
     simstore_table *t;
@@ -111,8 +114,8 @@ int cmd_dump(int argc, char **argv)
     if (have_block) {
         if (block >= in.blocks) {
             simstore_table_close(t);
-            return cli_error(CMD, "%s: no block %llu (the table has %" PRIu64 " %s)", path,
-                             block, in.blocks, CLI_NOUN(in.blocks, "block"));
+            return cli_error(CMD, "%s: no block %llu (the table has %" PRIu64 " %s)", path, block,
+                             in.blocks, CLI_NOUN(in.blocks, "block"));
         }
         if (block > first)
             first = block;
@@ -124,8 +127,8 @@ int cmd_dump(int argc, char **argv)
            path, in.fingerprints, CLI_NOUN(in.fingerprints, "fingerprint"), in.blocks,
            CLI_NOUN(in.blocks, "block"), in.block_bytes, in.table_index, in.store_tag);
     printf("# permutation: %s\n", in.permutation);
-    uint64_t *values = malloc((in.max_block_fingerprints ? in.max_block_fingerprints : 1) *
-                              sizeof *values);
+    uint64_t *values =
+        malloc((in.max_block_fingerprints ? in.max_block_fingerprints : 1) * sizeof *values);
     if (!values) {
         simstore_table_close(t);
         return cli_error(CMD, "out of memory");

@@ -138,8 +138,8 @@ static void fingerprint_record(run_state *st, const input_record *rec)
     }
     if (st->paragraphs) {
         st->rec = rec;
-        rc = simstore_fingerprint_paragraphs(st->fpr, rec->text, rec->text_len, on_paragraph,
-                                             st, NULL, &flags);
+        rc = simstore_fingerprint_paragraphs(st->fpr, rec->text, rec->text_len, on_paragraph, st,
+                                             NULL, &flags);
     } else {
         uint8_t sketch[SIMSTORE_SKETCH_MAX_BYTES];
         rc = st->sketch_bytes
@@ -166,8 +166,8 @@ static void fingerprint_record(run_state *st, const input_record *rec)
                  (int)rec->id_len, rec->id,
                  st->paragraphs ? "no paragraphs printed" : "fingerprinted whole");
     else if (flags & SIMSTORE_FP_EMPTY)
-        cli_warn(CMD, "%s: document '%.*s' has no words: %s", where(rec, loc),
-                 (int)rec->id_len, rec->id,
+        cli_warn(CMD, "%s: document '%.*s' has no words: %s", where(rec, loc), (int)rec->id_len,
+                 rec->id,
                  st->paragraphs ? "no paragraphs printed" : "fingerprint 0000000000000000");
 }
 
@@ -234,8 +234,8 @@ int cmd_fingerprint(int argc, char **argv)
         case '?':
         case ':': return cli_bad_option(CMD, c, argv, optind);
         default: {
-            int t = textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields,
-                                                   &fields_given);
+            int t =
+                textopt_or_field_or_bad_option(CMD, c, argv, optind, &text, &fields, &fields_given);
             if (t >= 0)
                 return t;
         }
@@ -314,8 +314,7 @@ int cmd_fingerprint(int argc, char **argv)
                 "simstore %s: %llu %s, %llu %s printed, %llu %s of text, %.3f s (%.1f MB/s)%s\n",
                 CMD, st.documents, CLI_NOUN(st.documents, "document"), st.printed,
                 CLI_NOUN(st.printed, "line"), st.bytes, CLI_NOUN(st.bytes, "byte"), secs,
-                secs > 0 ? (double)st.bytes / 1e6 / secs : 0.0,
-                st.failed ? ", with errors" : "");
+                secs > 0 ? (double)st.bytes / 1e6 / secs : 0.0, st.failed ? ", with errors" : "");
     }
     return st.failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

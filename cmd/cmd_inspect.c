@@ -66,7 +66,7 @@ static void usage(FILE *out)
 typedef struct options {
     int json;
     int brief;
-    uint64_t sample; /* 0: exact */
+    uint64_t sample;  /* 0: exact */
     const char *plot; /* --plot: the PNG to draw, or NULL */
 } options;
 
@@ -193,15 +193,16 @@ static void print_chart(const simstore_table_info *in, const simstore_histogram 
             printf("        %2u  %12" PRIu64 "  %5.1f%%  %9u  %6.1f%%  %s\n", j, h->count[j], share,
                    in->code_lengths[j], code_share, bars);
         else
-            printf("        %2u  %12" PRIu64 "  %5.1f%%  %9s  %7s  %s\n", j, h->count[j], share, "-",
-                   "-", bars);
+            printf("        %2u  %12" PRIu64 "  %5.1f%%  %9s  %7s  %s\n", j, h->count[j], share,
+                   "-", "-", bars);
     }
     if (h->blocks_decoded && in->block_bytes)
-        printf("      block fill: %.1f%% of block bits hold values (%.2f bits per "
-               "fingerprint of payload)\n",
-               100.0 * (double)h->payload_bits / ((double)h->blocks_decoded * 8.0 * in->block_bytes),
-               h->differences ? (double)h->payload_bits / (double)(h->differences + h->blocks_decoded)
-                              : 0.0);
+        printf(
+            "      block fill: %.1f%% of block bits hold values (%.2f bits per "
+            "fingerprint of payload)\n",
+            100.0 * (double)h->payload_bits / ((double)h->blocks_decoded * 8.0 * in->block_bytes),
+            h->differences ? (double)h->payload_bits / (double)(h->differences + h->blocks_decoded)
+                           : 0.0);
 }
 
 static void print_table_text(const simstore_table_info *in, const char *design_line, int indent)
@@ -213,8 +214,8 @@ static void print_table_text(const simstore_table_info *in, const char *design_l
     printf("%s  permutation: %s\n", pad, in->permutation);
     printf("%s  prefix bits: %u\n", pad, in->prefix_bits);
     printf("%s  fingerprints: %" PRIu64 "\n", pad, in->fingerprints);
-    printf("%s  blocks: %" PRIu64 " of %u bytes (at most %" PRIu64 " %s in one)\n", pad,
-           in->blocks, in->block_bytes, in->max_block_fingerprints,
+    printf("%s  blocks: %" PRIu64 " of %u bytes (at most %" PRIu64 " %s in one)\n", pad, in->blocks,
+           in->block_bytes, in->max_block_fingerprints,
            CLI_NOUN(in->max_block_fingerprints, "fingerprint"));
     printf("%s  bytes: %" PRIu64 " (blocks from byte offset %" PRIu64 ", index at %" PRIu64
            ", footer at %" PRIu64 ")\n",
@@ -235,8 +236,8 @@ static void print_table_text(const simstore_table_info *in, const char *design_l
                in->key_ram_bytes);
     else
         printf("; in RAM: %" PRIu64 " bytes (block keys, counts, checksums)\n", in->key_ram_bytes);
-    printf("%s  store tag: %016" PRIx64 ", table index %u, format version %u\n", pad,
-           in->store_tag, in->table_index, in->format_version);
+    printf("%s  store tag: %016" PRIx64 ", table index %u, format version %u\n", pad, in->store_tag,
+           in->table_index, in->format_version);
 }
 
 static void print_table_json(const simstore_table_info *in, const char *description,
@@ -269,8 +270,8 @@ static void print_table_json(const simstore_table_info *in, const char *descript
         printf("%s%u", i ? "," : "", in->code_lengths[i]);
     printf("]");
     if (h) {
-        printf(",\"histogram\":{\"exact\":%s,\"blocks_decoded\":%" PRIu64 ",\"differences\":%" PRIu64
-               ",\"payload_bits\":%" PRIu64 ",\"count\":[",
+        printf(",\"histogram\":{\"exact\":%s,\"blocks_decoded\":%" PRIu64
+               ",\"differences\":%" PRIu64 ",\"payload_bits\":%" PRIu64 ",\"count\":[",
                h->exact ? "true" : "false", h->blocks_decoded, h->differences, h->payload_bits);
         for (unsigned i = 0; i < 64; i++)
             printf("%s%" PRIu64, i ? "," : "", h->count[i]);
@@ -374,8 +375,9 @@ static int inspect_store(const char *path, const options *o)
         printf("distinct fingerprints: %" PRIu64 "%s\n", st.fingerprints,
                st.fingerprint_only ? "" : " (with documents)");
         printf("fingerprints in tables: %" PRIu64 " per table (%" PRIu64 " dead)\n", st.table_fps,
-               st.fingerprint_only || st.table_fps < st.fingerprints ? 0
-                                                                      : st.table_fps - st.fingerprints);
+               st.fingerprint_only || st.table_fps < st.fingerprints
+                   ? 0
+                   : st.table_fps - st.fingerprints);
         printf("segments: %" PRIu64 "\n", st.segments);
         printf("generation: %" PRIu64 "\n", st.generation);
         printf("fingerprint version: %u\n", text.version);
@@ -437,7 +439,8 @@ static int inspect_store(const char *path, const options *o)
             simstore_table *tab;
             rc = simstore_open_segment_table(s, i, t, &tab);
             if (rc) {
-                status = cli_api_error(CMD, rc, "%s: segment %" PRIu64 " table %u", path, seg.id, t);
+                status =
+                    cli_api_error(CMD, rc, "%s: segment %" PRIu64 " table %u", path, seg.id, t);
                 break;
             }
             char title[64];

@@ -191,8 +191,7 @@ static int read_input(store *s, const char *path, int *failed)
 
 /* ---- fingerprint lines ------------------------------------------------------ */
 
-static int push_pair(pair **pairs, size_t *npairs, size_t *cap, uint32_t a, uint32_t b,
-                     unsigned d)
+static int push_pair(pair **pairs, size_t *npairs, size_t *cap, uint32_t a, uint32_t b, unsigned d)
 {
     if (*npairs == *cap) {
         size_t c = *cap ? *cap * 2 : 1024;
@@ -309,7 +308,8 @@ static int join_pairs(const store *s, unsigned k, unsigned threads, uint64_t mem
     join_ctx j = {s, by_fp, pairs, npairs, cap, 0};
     int rc = 0;
     for (size_t lo = 0, hi; lo < s->count && rc == 0; lo = hi) {
-        for (hi = lo + 1; hi < s->count && s->entries[by_fp[hi]].fp == s->entries[by_fp[lo]].fp; hi++)
+        for (hi = lo + 1; hi < s->count && s->entries[by_fp[hi]].fp == s->entries[by_fp[lo]].fp;
+             hi++)
             ;
         if (hi - lo > 1)
             rc = push_runs(&j, lo, hi, lo, hi, 0);

@@ -144,29 +144,29 @@ typedef struct query_run {
     unsigned k;
     int json;
     int skip_self;
-    int print_similarity;  /* --similarity */
-    double min_similarity; /* --min-similarity (0: none) */
-    int qid_integer; /* the query's id was a JSON integer */
+    int print_similarity;       /* --similarity */
+    double min_similarity;      /* --min-similarity (0: none) */
+    int qid_integer;            /* the query's id was a JSON integer */
     const input_fields *fields; /* of --queries JSON Lines */
-    int end_marker;  /* end each query's answer: a '.' line, or one JSON record */
-    int flush_each;  /* flush each answer: queries come from a pipe or terminal */
+    int end_marker;             /* end each query's answer: a '.' line, or one JSON record */
+    int flush_each;             /* flush each answer: queries come from a pipe or terminal */
     /* The store, and what reopening it needs (build --replace may swap
      * another store in at its path while queries are read). */
     simstore *s;
     const char *path;
     unsigned open_flags, query_flags;
-    int have_k;                         /* --k given: check it, else the store's k */
-    simstore_text_options *store_text;  /* texts as the store's, with the text
+    int have_k;                        /* --k given: check it, else the store's k */
+    simstore_text_options *store_text; /* texts as the store's, with the text
                                            options given over them: updated at
                                            each open */
-    const textopt_state *given_text;    /* the text options given */
-    int64_t checked_ms;                 /* when follow_store last looked */
-    int strategy;                       /* simstore_batch_strategy, or
+    const textopt_state *given_text;   /* the text options given */
+    int64_t checked_ms;                /* when follow_store last looked */
+    int strategy;                      /* simstore_batch_strategy, or
                                            STRATEGY_ONE_BY_ONE */
-    int paragraphs;                     /* --paragraphs */
-    double min_fraction;                /* --min-fraction */
-    unsigned para_min_words;            /* the store's */
-    uint64_t *para_fps;                 /* the query's paragraph fingerprints */
+    int paragraphs;                    /* --paragraphs */
+    double min_fraction;               /* --min-fraction */
+    unsigned para_min_words;           /* the store's */
+    uint64_t *para_fps;                /* the query's paragraph fingerprints */
     size_t para_cap;
     unsigned threads;
     uint64_t memory_bytes;
@@ -270,8 +270,8 @@ static int follow_store(query_run *r)
     close_store(r);
     int status = open_store(r);
     if (status == CLI_EXIT_OK)
-        fprintf(stderr, "simstore %s: %s was replaced by another store; answering from it\n",
-                CMD, r->path);
+        fprintf(stderr, "simstore %s: %s was replaced by another store; answering from it\n", CMD,
+                r->path);
     return status;
 }
 
@@ -521,7 +521,7 @@ typedef struct query_chunk {
     uint8_t *sketches;   /* sketch_bytes per fingerprint, when the texts are sketched */
     size_t sketches_cap; /* in sketches */
     size_t sketch_bytes; /* 0: queries without sketches */
-    size_t printed;  /* items printed so far */
+    size_t printed;      /* items printed so far */
     const char *file;
     unsigned long long first_line, last_line;
     int write_failed;
@@ -545,8 +545,8 @@ static int chunk_push_query(query_chunk *c, const input_record *rec, uint64_t fp
 {
     if (cli_grow((void **)&c->fps, &c->fps_cap, c->nfps + 1, sizeof *c->fps, 1024) ||
         cli_grow((void **)&c->item_of, &c->item_of_cap, c->nfps + 1, sizeof *c->item_of, 1024) ||
-        (c->sketch_bytes &&
-         cli_grow((void **)&c->sketches, &c->sketches_cap, (c->nfps + 1) * c->sketch_bytes, 1, 1024)) ||
+        (c->sketch_bytes && cli_grow((void **)&c->sketches, &c->sketches_cap,
+                                     (c->nfps + 1) * c->sketch_bytes, 1, 1024)) ||
         chunk_push(c, 0, rec->id_is_integer, rec->id, rec->id_len))
         return -1;
     c->fps[c->nfps] = fp;
@@ -721,8 +721,10 @@ static int run_queries_file(query_run *r, const char *path, int format)
         else if (strcmp(path, "-") == 0)
             return cli_usage_error(CMD, "standard input ('-') needs --format tsv|fp|jsonl");
         else
-            return cli_usage_error(CMD, "%s: cannot tell the format from the name; use --format "
-                                        "tsv|fp|jsonl", path);
+            return cli_usage_error(CMD,
+                                   "%s: cannot tell the format from the name; use --format "
+                                   "tsv|fp|jsonl",
+                                   path);
     }
     if (r->min_similarity > 0 && format != INPUT_JSONL)
         return cli_usage_error(CMD, "--min-similarity needs the queries' texts: TSV and "
@@ -737,7 +739,7 @@ static int run_queries_file(query_run *r, const char *path, int format)
     /* A co-process writing queries into a pipe waits for each answer. */
     struct stat st;
     int regular = strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)
-                                          : stat(path, &st) == 0 && S_ISREG(st.st_mode);
+                                         : stat(path, &st) == 0 && S_ISREG(st.st_mode);
     r->flush_each = !regular;
     /* Paragraph queries go one by one (no batch form yet). A sharded
      * store's batches are answered by every shard and merged. */
@@ -838,10 +840,22 @@ int cmd_query(int argc, char **argv)
             break;
         case OPT_JSON: r.json = 1; break;
         case OPT_META: meta = 1; break;
-        case OPT_FP: fp_arg = optarg; sources++; break;
-        case OPT_TEXT: text_arg = optarg; sources++; break;
-        case OPT_FILE: file_arg = optarg; sources++; break;
-        case OPT_QUERIES: queries_arg = optarg; sources++; break;
+        case OPT_FP:
+            fp_arg = optarg;
+            sources++;
+            break;
+        case OPT_TEXT:
+            text_arg = optarg;
+            sources++;
+            break;
+        case OPT_FILE:
+            file_arg = optarg;
+            sources++;
+            break;
+        case OPT_QUERIES:
+            queries_arg = optarg;
+            sources++;
+            break;
         case OPT_FORMAT:
             if (strcmp(optarg, "tsv") == 0)
                 format = INPUT_ID_FP;
@@ -868,8 +882,10 @@ int cmd_query(int argc, char **argv)
             else if (strcmp(optarg, "one-by-one") == 0)
                 r.strategy = STRATEGY_ONE_BY_ONE;
             else
-                return cli_usage_error(CMD, "--strategy takes auto, scan, probe or one-by-one, "
-                                            "not '%s'", optarg);
+                return cli_usage_error(CMD,
+                                       "--strategy takes auto, scan, probe or one-by-one, "
+                                       "not '%s'",
+                                       optarg);
             break;
         case OPT_THREADS:
             if (cli_threads_option(CMD, optarg, &r.threads))
@@ -878,8 +894,10 @@ int cmd_query(int argc, char **argv)
         case OPT_MEMORY:
             /* Small budgets are allowed (they only make chunks small). */
             if (cli_parse_size(optarg, &v) || v < BATCH_MIN_MEMORY)
-                return cli_usage_error(CMD, "--memory takes a size of at least 64K (K, M, G: "
-                                            "powers of 1024; 256M, 1GiB), not '%s'", optarg);
+                return cli_usage_error(CMD,
+                                       "--memory takes a size of at least 64K (K, M, G: "
+                                       "powers of 1024; 256M, 1GiB), not '%s'",
+                                       optarg);
             r.memory_bytes = v;
             break;
         case OPT_SIMILARITY: r.print_similarity = 1; break;
@@ -948,8 +966,9 @@ int cmd_query(int argc, char **argv)
     textopt_describe(&effective, effective_desc, sizeof effective_desc);
     if (text.given && (text_arg || file_arg || format == INPUT_JSONL) &&
         strcmp(stored_desc, effective_desc) != 0)
-        cli_warn(CMD, "the store's texts were fingerprinted with %s; these options (%s) "
-                      "differ, so near texts may not match",
+        cli_warn(CMD,
+                 "the store's texts were fingerprinted with %s; these options (%s) "
+                 "differ, so near texts may not match",
                  stored_desc, effective_desc);
     int status;
     if (fp_arg) {

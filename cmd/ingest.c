@@ -66,8 +66,11 @@ int ingest_format_of_name(const char *path)
     static const struct {
         const char *ext;
         int format;
-    } names[] = {{".tsv", INGEST_TSV}, {".fp", INGEST_FP},   {".jsonl", INGEST_JSONL},
-                 {".hex", INGEST_HEX}, {".u64", INGEST_U64}};
+    } names[] = {{".tsv", INGEST_TSV},
+                 {".fp", INGEST_FP},
+                 {".jsonl", INGEST_JSONL},
+                 {".hex", INGEST_HEX},
+                 {".u64", INGEST_U64}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (ends_with(path, n, names[i].ext))
             return names[i].format;
@@ -104,7 +107,7 @@ typedef struct ingest_rec {
     size_t sketch_off; /* of the sketch in `out`, + 1; 0: none */
     double note_number;
     unsigned note_flags;
-    size_t keys_off, nkeys; /* line keys (ingest_options.line_keys), in `out` */
+    size_t keys_off, nkeys;   /* line keys (ingest_options.line_keys), in `out` */
     size_t paras_off, nparas; /* paragraph fingerprints (text's paragraph_min_words),
                                  8-aligned in `out` */
     int rc;
@@ -113,10 +116,10 @@ typedef struct ingest_rec {
 
 enum slot_failure {
     FAIL_NONE = 0,
-    FAIL_OPEN,  /* the input could not be opened: "FILE: why" */
-    FAIL_READ,  /* it broke while reading fail_line: "FILE:LINE: why" */
-    FAIL_SIZE,  /* raw values: the length is not a multiple of 8 */
-    FAIL_LINES  /* more lines than a source value can number */
+    FAIL_OPEN, /* the input could not be opened: "FILE: why" */
+    FAIL_READ, /* it broke while reading fail_line: "FILE:LINE: why" */
+    FAIL_SIZE, /* raw values: the length is not a multiple of 8 */
+    FAIL_LINES /* more lines than a source value can number */
 };
 
 typedef struct slot {
@@ -524,7 +527,9 @@ static void parse_record(pipeline *pl, worker_state *w, unsigned worker, slot *s
         parse_hex(s, r, line, len);
         return;
     }
-    input_format in = fmt == INGEST_TSV ? INPUT_ID_FP : fmt == INGEST_FP ? INPUT_FP_ID : INPUT_JSONL;
+    input_format in = fmt == INGEST_TSV  ? INPUT_ID_FP
+                      : fmt == INGEST_FP ? INPUT_FP_ID
+                                         : INPUT_JSONL;
     if (!w->parsers[fmt] && input_parser_new(&w->parsers[fmt], in, pl->fields) != 0) {
         r->kind = REC_FAILED;
         r->rc = SIMSTORE_ENOMEM;
@@ -752,14 +757,15 @@ static int bad_record(ingest_state *st, const char *file, unsigned long long lin
     else
         fprintf(stderr, "simstore %s: %s: %s\n", st->o->cmd, file, what);
     if (st->res->bad >= st->max_errors) {
-        fprintf(stderr, "simstore %s: stopping after %u bad record%s\n", st->o->cmd,
-                st->max_errors, st->max_errors == 1 ? "" : "s");
+        fprintf(stderr, "simstore %s: stopping after %u bad record%s\n", st->o->cmd, st->max_errors,
+                st->max_errors == 1 ? "" : "s");
         return 1;
     }
     return 0;
 }
 
-static int fatal_error(ingest_state *st, const char *file, unsigned long long line, const char *what)
+static int fatal_error(ingest_state *st, const char *file, unsigned long long line,
+                       const char *what)
 {
     if (line)
         fprintf(stderr, "simstore %s: %s:%llu: %s\n", st->o->cmd, file, line, what);
@@ -811,11 +817,8 @@ static int drain_batch(ingest_state *st, const slot *s)
             if (bad_record(st, file, r->line, s->out + r->text_off))
                 return 1;
             continue;
-        case REC_FAILED:
-            return builder_failed(st, r->rc, file, r->line);
-        case REC_FP:
-            e = st->sink->fp(st->sink->ctx, r->fp);
-            break;
+        case REC_FAILED: return builder_failed(st, r->rc, file, r->line);
+        case REC_FP: e = st->sink->fp(st->sink->ctx, r->fp); break;
         default: {
             const char *id = s->out + r->text_off;
             if (r->empty) {
@@ -832,7 +835,8 @@ static int drain_batch(ingest_state *st, const slot *s)
                         st->o->cmd, file, r->line, cli_escape(id, r->text_len, esc, sizeof esc));
             }
             st->res->integer_ids += r->id_integer;
-            simstore_doc d = {id, r->text_len, r->fp, r->has_meta ? s->out + r->meta_off : NULL,
+            simstore_doc d = {id,          r->text_len,
+                              r->fp,       r->has_meta ? s->out + r->meta_off : NULL,
                               r->meta_len, source_file | r->line};
             const uint8_t *sketch =
                 r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
@@ -870,16 +874,11 @@ static int drain_batch(ingest_state *st, const slot *s)
         count_record(st, 1);
     }
     switch (s->failure) {
-    case FAIL_OPEN:
-        return fatal_error(st, file, 0, s->fail_msg);
-    case FAIL_READ:
-        return fatal_error(st, file, s->fail_line, s->fail_msg);
-    case FAIL_SIZE:
-        return fatal_error(st, file, 0, "length is not a multiple of 8 bytes");
-    case FAIL_LINES:
-        return fatal_error(st, file, 0, "too many lines");
-    default:
-        return 0;
+    case FAIL_OPEN: return fatal_error(st, file, 0, s->fail_msg);
+    case FAIL_READ: return fatal_error(st, file, s->fail_line, s->fail_msg);
+    case FAIL_SIZE: return fatal_error(st, file, 0, "length is not a multiple of 8 bytes");
+    case FAIL_LINES: return fatal_error(st, file, 0, "too many lines");
+    default: return 0;
     }
 }
 
@@ -895,8 +894,8 @@ static int check_inputs(const ingest_options *o, char **paths, int npaths, int *
     for (int i = 0; i < npaths; i++) {
         int is_stdin = strcmp(paths[i], "-") == 0;
         int fmt = o->format != INGEST_BY_EXTENSION ? (int)o->format
-                  : is_stdin                        ? -1
-                                                    : ingest_format_of_name(paths[i]);
+                  : is_stdin                       ? -1
+                                                   : ingest_format_of_name(paths[i]);
         if (fmt < 0) {
             fprintf(stderr,
                     is_stdin ? "simstore %s: %s: cannot tell the format of standard input; "

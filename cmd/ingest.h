@@ -63,21 +63,21 @@ typedef int (*ingest_note_fn)(void *ctx, unsigned worker, const simstore_doc *do
                               ingest_note *out);
 
 typedef struct ingest_options {
-    const char *cmd;                /* for messages */
-    ingest_format format;           /* INGEST_BY_EXTENSION: decide per file */
+    const char *cmd;                   /* for messages */
+    ingest_format format;              /* INGEST_BY_EXTENSION: decide per file */
     const simstore_text_options *text; /* for JSON Lines documents; with a
                                        sketch kind, every document is
                                        sketched too, and inputs without
                                        texts (TSV, fingerprint lines) are
                                        refused */
-    const input_fields *fields;     /* JSON Lines members; NULL: the defaults */
-    int fingerprint_only;           /* the store takes bare fingerprints */
-    unsigned max_errors;            /* stop reading after this many bad records */
-    unsigned threads;               /* parsing and fingerprinting threads
+    const input_fields *fields;        /* JSON Lines members; NULL: the defaults */
+    int fingerprint_only;              /* the store takes bare fingerprints */
+    unsigned max_errors;               /* stop reading after this many bad records */
+    unsigned threads;                  /* parsing and fingerprinting threads
                                        (0: every core) */
     simstore_progress_fn progress;
     void *progress_ctx;
-    ingest_note_fn note;            /* NULL: none */
+    ingest_note_fn note; /* NULL: none */
     void *note_ctx;
     /* Boilerplate (README, "Boilerplate"): JSON Lines texts are
      * fingerprinted without the lines of this set (NULL: none); a document
@@ -96,10 +96,10 @@ typedef struct ingest_options {
 } ingest_options;
 
 typedef struct ingest_result {
-    uint64_t records;    /* given to the builder */
-    uint64_t bad;        /* malformed records reported */
-    uint64_t empty_docs; /* documents without words (fingerprint 0, warned) */
-    uint64_t integer_ids; /* documents whose JSON id was an integer */
+    uint64_t records;          /* given to the builder */
+    uint64_t bad;              /* malformed records reported */
+    uint64_t empty_docs;       /* documents without words (fingerprint 0, warned) */
+    uint64_t integer_ids;      /* documents whose JSON id was an integer */
     uint64_t only_boilerplate; /* documents that were only boilerplate (warned) */
 } ingest_result;
 
@@ -113,16 +113,16 @@ typedef struct ingest_record {
     simstore_doc doc;
     const uint8_t *sketch; /* with ingest_options.text's sketch kind, else NULL */
     int id_is_integer;
-    int empty;              /* no words (fingerprint 0; warned about) */
-    const char *line;       /* the record's line as read: from its first byte
+    int empty;        /* no words (fingerprint 0; warned about) */
+    const char *line; /* the record's line as read: from its first byte
                                (after a UTF-8 byte order mark on line 1) to its
                                '\n' inclusive (a CR before it kept; a last line
                                without one gets one) */
     size_t line_len;
-    const char *file;       /* the input's name for messages */
+    const char *file; /* the input's name for messages */
     unsigned long long line_number;
-    ingest_note note;       /* zeros without ingest_options.note */
-    int only_boilerplate;   /* only boilerplate: fingerprinted whole (warned) */
+    ingest_note note;          /* zeros without ingest_options.note */
+    int only_boilerplate;      /* only boilerplate: fingerprinted whole (warned) */
     const uint64_t *line_keys; /* ingest_options.line_keys: the document's
                                   distinct line keys, increasing */
     size_t line_key_count;

@@ -16,12 +16,12 @@
 
 struct input_reader {
     input_format format;
-    char *path;     /* as given */
-    char *name;     /* for messages: "<stdin>", control characters shown as '?' */
-    cli_lines lines; /* JSONL and fingerprint lines */
+    char *path;        /* as given */
+    char *name;        /* for messages: "<stdin>", control characters shown as '?' */
+    cli_lines lines;   /* JSONL and fingerprint lines */
     cli_stream *plain; /* INPUT_PLAIN: the file, opened once (a FIFO can be) */
     int plain_done;
-    char *plain_text; /* INPUT_PLAIN: the file's bytes */
+    char *plain_text;     /* INPUT_PLAIN: the file's bytes */
     input_parser *parser; /* JSONL and fingerprint lines */
     input_fields fields;
     char error[1024];
@@ -39,7 +39,7 @@ struct input_parser {
     jsonscan scanner; /* its buffers, owning the strings when it read the line */
     char *meta;       /* the metadata, compact JSON */
     size_t meta_cap;
-    char id_buf[1100]; /* integer ids, formatted; FILE:LINE ids */
+    char id_buf[1100];                             /* integer ids, formatted; FILE:LINE ids */
     uint8_t sketch_buf[SIMSTORE_SKETCH_MAX_BYTES]; /* "sketch" with "fp" */
     char error[1024];
 };
@@ -124,8 +124,8 @@ int input_open(input_reader **out, input_format format, const char *path)
             *c = '?';
     /* Opened here, once, and kept: open fails for a missing file or a
      * directory (EISDIR), and a FIFO is never opened a second time. */
-    int opened = format != INPUT_PLAIN ? cli_lines_open(&r->lines, path)
-                                       : cli_stream_open(&r->plain, path);
+    int opened =
+        format != INPUT_PLAIN ? cli_lines_open(&r->lines, path) : cli_stream_open(&r->plain, path);
     if (opened != 0) {
         int saved = errno;
         input_close(r);
@@ -234,8 +234,7 @@ int input_fields_apply(const char *cmd, int opt, const char *arg, input_fields *
     case INPUTOPT_TEXT_FIELD:
         if ((why = check_field_name(arg)) != NULL)
             return cli_usage_error(cmd, "--%s: the name '%s' %s",
-                                   opt == INPUTOPT_ID_FIELD ? "id-field" : "text-field", arg,
-                                   why);
+                                   opt == INPUTOPT_ID_FIELD ? "id-field" : "text-field", arg, why);
         if (opt == INPUTOPT_ID_FIELD)
             f->id_field = arg;
         else
@@ -261,14 +260,9 @@ int input_fields_apply(const char *cmd, int opt, const char *arg, input_fields *
         f->meta_fields = arg;
         return 1;
     }
-    case INPUTOPT_STRICT:
-        f->strict = 1;
-        return 1;
-    case INPUTOPT_ID_FROM_LINE:
-        f->id_from_line = 1;
-        return 1;
-    default:
-        return 0;
+    case INPUTOPT_STRICT: f->strict = 1; return 1;
+    case INPUTOPT_ID_FROM_LINE: f->id_from_line = 1; return 1;
+    default: return 0;
     }
 }
 
@@ -416,7 +410,7 @@ int input_json_number(const char *text, size_t len, const char *name, double *va
 
 static int hex_digit(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0'
+    return c >= '0' && c <= '9'   ? c - '0'
            : c >= 'a' && c <= 'f' ? c - 'a' + 10
            : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                   : -1;
@@ -502,10 +496,10 @@ static int parse_jsonl(input_parser *p, const char *line, size_t len, const char
         json_object_foreach(p->root, key, value)
         {
             if (!is_known_member(p, key))
-                return parser_error(p, -1, "unexpected member '%s' (--strict allows only %s, %s%s%s)",
-                                    excerpt(key, strlen(key), shown), f->id_field,
-                                    f->text_field, f->meta_fields ? ", " : " and ",
-                                    f->meta_fields ? p->meta_list : "meta");
+                return parser_error(
+                    p, -1, "unexpected member '%s' (--strict allows only %s, %s%s%s)",
+                    excerpt(key, strlen(key), shown), f->id_field, f->text_field,
+                    f->meta_fields ? ", " : " and ", f->meta_fields ? p->meta_list : "meta");
         }
     }
     json_t *id = get_field(p->root, f->id_field);
@@ -525,14 +519,14 @@ static int parse_jsonl(input_parser *p, const char *line, size_t len, const char
         rec->id = json_string_value(id);
         rec->id_len = json_string_length(id);
     } else if (json_is_integer(id)) {
-        int n = snprintf(p->id_buf, sizeof p->id_buf, "%" JSON_INTEGER_FORMAT,
-                         json_integer_value(id));
+        int n =
+            snprintf(p->id_buf, sizeof p->id_buf, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
         rec->id = p->id_buf;
         rec->id_len = (size_t)n;
         rec->id_is_integer = 1;
     } else {
-        return parser_error(p, -1, "\"%s\" must be a string or an integer, not %s",
-                            f->id_field, json_type_name(id));
+        return parser_error(p, -1, "\"%s\" must be a string or an integer, not %s", f->id_field,
+                            json_type_name(id));
     }
     const char *why = input_check_id(rec->id, rec->id_len);
     if (why)

@@ -51,21 +51,23 @@ enum {
     INPUTOPT_STRICT,
     INPUTOPT_ID_FROM_LINE
 };
-#define INPUT_FIELD_LONG_OPTIONS                                          \
-    {"id-field", required_argument, NULL, INPUTOPT_ID_FIELD},             \
-        {"text-field", required_argument, NULL, INPUTOPT_TEXT_FIELD},     \
-        {"meta-fields", required_argument, NULL, INPUTOPT_META_FIELDS},   \
-        {"strict", no_argument, NULL, INPUTOPT_STRICT},                   \
-        {"id-from-line", no_argument, NULL, INPUTOPT_ID_FROM_LINE}
-#define INPUT_FIELD_HELP                                                          \
-    "      --id-field NAME  JSON Lines: the member holding the id (default id;\n"   \
-    "                       nested names as a.b)\n"                                \
-    "      --text-field NAME\n"                                                   \
-    "                       the member holding the text (default text)\n"          \
-    "      --meta-fields A,B,...\n"                                               \
-    "                       keep these members as the metadata, an object\n"       \
-    "                       (default: the member meta, as it is)\n"                \
-    "      --id-from-line   a record without an id gets FILE:LINE as its id\n"     \
+#define INPUT_FIELD_LONG_OPTIONS                                                                   \
+    {"id-field", required_argument, NULL, INPUTOPT_ID_FIELD},                                      \
+        {"text-field", required_argument, NULL, INPUTOPT_TEXT_FIELD},                              \
+        {"meta-fields", required_argument, NULL, INPUTOPT_META_FIELDS},                            \
+        {"strict", no_argument, NULL, INPUTOPT_STRICT},                                            \
+    {                                                                                              \
+        "id-from-line", no_argument, NULL, INPUTOPT_ID_FROM_LINE                                   \
+    }
+#define INPUT_FIELD_HELP                                                                           \
+    "      --id-field NAME  JSON Lines: the member holding the id (default id;\n"                  \
+    "                       nested names as a.b)\n"                                                \
+    "      --text-field NAME\n"                                                                    \
+    "                       the member holding the text (default text)\n"                          \
+    "      --meta-fields A,B,...\n"                                                                \
+    "                       keep these members as the metadata, an object\n"                       \
+    "                       (default: the member meta, as it is)\n"                                \
+    "      --id-from-line   a record without an id gets FILE:LINE as its id\n"                     \
     "      --strict         refuse records with other members (default: ignore)\n"
 
 /* Apply field option `opt`. Returns 1 when applied, 0 when opt is not a
@@ -83,9 +85,9 @@ typedef struct input_record {
     size_t id_len;
     const char *text; /* INPUT_PLAIN and INPUT_JSONL; may hold NUL bytes */
     size_t text_len;
-    uint64_t fingerprint; /* INPUT_FP_ID and INPUT_ID_FP */
-    const char *meta;     /* compact JSON, NUL-terminated, or NULL */
-    const char *file;     /* the name used in messages ("<stdin>" for "-") */
+    uint64_t fingerprint;    /* INPUT_FP_ID and INPUT_ID_FP */
+    const char *meta;        /* compact JSON, NUL-terminated, or NULL */
+    const char *file;        /* the name used in messages ("<stdin>" for "-") */
     unsigned long long line; /* 1-based; 0 for a whole plain file */
     int id_is_integer;       /* JSON Lines: the id was a JSON integer */
     int has_fp;              /* JSON Lines: "fp" given instead of the text */

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 64       /* jansson allows 2048 */
-#define MAX_MEMBERS 32     /* duplicate names are looked for pairwise */
-#define MAX_INT_DIGITS 18  /* below 2^63: jansson refuses what overflows */
-#define MAX_REAL_BYTES 40  /* with at most 2 exponent digits: far from */
-#define MAX_EXP_DIGITS 2   /* overflowing a double, which jansson refuses */
+#define MAX_DEPTH 64      /* jansson allows 2048 */
+#define MAX_MEMBERS 32    /* duplicate names are looked for pairwise */
+#define MAX_INT_DIGITS 18 /* below 2^63: jansson refuses what overflows */
+#define MAX_REAL_BYTES 40 /* with at most 2 exponent digits: far from */
+#define MAX_EXP_DIGITS 2  /* overflowing a double, which jansson refuses */
 
 enum { V_STRING = 1, V_INTEGER, V_REAL, V_LITERAL, V_CONTAINER };
 
@@ -540,8 +540,7 @@ int jsonscan_read(jsonscan *s, const char *line, size_t len, const char *id_name
         /* Compact output is never longer than the checked input, but for
          * reals: at most 24 bytes each ("%.17g": a sign, 17 digits, a point
          * and an exponent), from at least 3 bytes of input ("1e5", "0.1"). */
-        if (cli_grow((void **)&s->meta, &s->meta_cap, (size_t)(meta_end - meta) * 8 + 48, 1,
-                     4096))
+        if (cli_grow((void **)&s->meta, &s->meta_cap, (size_t)(meta_end - meta) * 8 + 48, 1, 4096))
             return -1;
         cur m = {meta, meta_end, NULL};
         unsigned char *o = (unsigned char *)s->meta;

@@ -28,8 +28,8 @@ void parts_text(FILE *out, const simstore_stats *st)
     fprintf(out, "bytes per %s: %.2f (tables %.2f, ", p.unit, p.total, p.tables);
     if (st->document_file_bytes)
         fprintf(out, "document file %.2f, ", p.docfile);
-    fprintf(out, "LMDB records %.2f, mapping %.2f, other %.2f, free %.2f)\n", p.records,
-            p.mapping, p.other, p.free);
+    fprintf(out, "LMDB records %.2f, mapping %.2f, other %.2f, free %.2f)\n", p.records, p.mapping,
+            p.other, p.free);
 }
 
 void parts_json(FILE *out, const simstore_stats *st)

@@ -57,8 +57,8 @@ void cli_progress_update(void *ctx, const char *phase, uint64_t done, uint64_t t
     if (total) {
         human((double)total, t, sizeof t);
         double eta = done && elapsed > 0 ? elapsed * (double)(total - done) / (double)done : 0;
-        fprintf(stderr, "\r\033[Ksimstore %s: %s %s/%s (%s/s, ETA %.0fs)", p->cmd, phase, d, t,
-                r, eta);
+        fprintf(stderr, "\r\033[Ksimstore %s: %s %s/%s (%s/s, ETA %.0fs)", p->cmd, phase, d, t, r,
+                eta);
     } else if (done) {
         fprintf(stderr, "\r\033[Ksimstore %s: %s %s (%s/s)", p->cmd, phase, d, r);
     } else {

@@ -37,19 +37,17 @@ static const command commands[] = {
 
 static void print_help(FILE *out)
 {
-    fprintf(out,
-            "Usage: simstore [--version] [--help] COMMAND [ARGS...]\n"
-            "\n"
-            "A compressed on-disk store of 64-bit simhash fingerprints answering\n"
-            "exact Hamming-distance queries.\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "Usage: simstore [--version] [--help] COMMAND [ARGS...]\n"
+                 "\n"
+                 "A compressed on-disk store of 64-bit simhash fingerprints answering\n"
+                 "exact Hamming-distance queries.\n"
+                 "\n"
+                 "Commands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out,
-            "\n"
-            "Run 'simstore COMMAND --help' for a command's options.\n"
-            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+    fprintf(out, "\n"
+                 "Run 'simstore COMMAND --help' for a command's options.\n"
+                 "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 /* Every command's output reaches stdout through stdio: a full disk, a
@@ -68,8 +66,7 @@ static int finish_stdout(const char *cmd, int status)
         return status;
     /* An error the command reported itself (status 1 or 2) has been said. */
     if (status == CLI_EXIT_OK)
-        cli_error(cmd, "cannot write standard output: %s",
-                  err ? strerror(err) : "write error");
+        cli_error(cmd, "cannot write standard output: %s", err ? strerror(err) : "write error");
     return status == CLI_EXIT_OK ? CLI_EXIT_FAIL : status;
 }
 

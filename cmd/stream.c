@@ -57,8 +57,8 @@ struct cli_stream {
     pthread_cond_t filled, freed;
     chunk ring[RING_CHUNKS];
     size_t ring_head, ring_count, read_pos;
-    int stop;            /* set by close */
-    int producer_state;  /* RUNNING until the producer has published its end */
+    int stop;           /* set by close */
+    int producer_state; /* RUNNING until the producer has published its end */
     char producer_error[256];
 };
 
@@ -321,8 +321,9 @@ static void produce_gzip(cli_stream *s, source *src)
                 producer_end(s, STATE_ERROR, "out of memory");
             else
                 producer_end(s, STATE_ERROR, "gzip data is corrupt: %s",
-                             z.msg ? z.msg : zrc == Z_NEED_DICT ? "needs a preset dictionary"
-                                                                : "inflate failed");
+                             z.msg                ? z.msg
+                             : zrc == Z_NEED_DICT ? "needs a preset dictionary"
+                                                  : "inflate failed");
             break;
         }
         if (z.avail_out == 0) {
@@ -379,8 +380,7 @@ static void produce_zstd(cli_stream *s, source *src)
             if (ZSTD_getErrorCode(zrc) == ZSTD_error_memory_allocation)
                 producer_end(s, STATE_ERROR, "out of memory");
             else
-                producer_end(s, STATE_ERROR, "zstd data is corrupt: %s",
-                             ZSTD_getErrorName(zrc));
+                producer_end(s, STATE_ERROR, "zstd data is corrupt: %s", ZSTD_getErrorName(zrc));
             break;
         }
         last = zrc;

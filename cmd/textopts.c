@@ -82,13 +82,11 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t)
             return 2;
         }
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
-int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
-                          textopt_state *t)
+int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now, textopt_state *t)
 {
     int applied = textopt_apply(cmd, opt, optarg, t);
     if (applied == 2)

@@ -22,28 +22,30 @@ enum {
 };
 
 /* The long options, for splicing into a command's option table. */
-#define TEXTOPT_LONG_OPTIONS                                        \
-    {"shingle", required_argument, NULL, TEXTOPT_SHINGLE},          \
-        {"weights", required_argument, NULL, TEXTOPT_WEIGHTS},      \
-        {"lambda", required_argument, NULL, TEXTOPT_LAMBDA},        \
-        {"cjk", required_argument, NULL, TEXTOPT_CJK},              \
-        {"fp-version", required_argument, NULL, TEXTOPT_FP_VERSION}, \
-        {"cjk-shingle", required_argument, NULL, TEXTOPT_CJK_SHINGLE}
+#define TEXTOPT_LONG_OPTIONS                                                                       \
+    {"shingle", required_argument, NULL, TEXTOPT_SHINGLE},                                         \
+        {"weights", required_argument, NULL, TEXTOPT_WEIGHTS},                                     \
+        {"lambda", required_argument, NULL, TEXTOPT_LAMBDA},                                       \
+        {"cjk", required_argument, NULL, TEXTOPT_CJK},                                             \
+        {"fp-version", required_argument, NULL, TEXTOPT_FP_VERSION},                               \
+    {                                                                                              \
+        "cjk-shingle", required_argument, NULL, TEXTOPT_CJK_SHINGLE                                \
+    }
 
 /* The help lines describing them. */
-#define TEXTOPT_HELP                                                              \
-    "      --fp-version 1|2 fingerprint algorithm (default 2: NFKC with case\n"     \
-    "                       folding, Han/kana joined across line breaks, CJK\n"     \
-    "                       shingles of their own width; 1: as before)\n"          \
-    "      --shingle W      words per feature, 1..32 (default 3)\n"                 \
-    "      --cjk-shingle C  version 2: tokens per feature starting at a Han or\n"   \
-    "                       kana token, 1..32 (default 2)\n"                        \
-    "      --weights tf|length|log\n"                                               \
-    "                       term frequency (default), Yu, Hu & Zhang's\n"           \
-    "                       tf + lambda*[length >= 4], or (version 2) 1 + ln(tf)\n" \
-    "      --lambda X       lambda for --weights length, 0..1000 (default 1)\n"     \
-    "      --cjk auto|friso|bigram\n"                                               \
-    "                       Han text: character bigrams (default) or friso\n"      \
+#define TEXTOPT_HELP                                                                               \
+    "      --fp-version 1|2 fingerprint algorithm (default 2: NFKC with case\n"                    \
+    "                       folding, Han/kana joined across line breaks, CJK\n"                    \
+    "                       shingles of their own width; 1: as before)\n"                          \
+    "      --shingle W      words per feature, 1..32 (default 3)\n"                                \
+    "      --cjk-shingle C  version 2: tokens per feature starting at a Han or\n"                  \
+    "                       kana token, 1..32 (default 2)\n"                                       \
+    "      --weights tf|length|log\n"                                                              \
+    "                       term frequency (default), Yu, Hu & Zhang's\n"                          \
+    "                       tf + lambda*[length >= 4], or (version 2) 1 + ln(tf)\n"                \
+    "      --lambda X       lambda for --weights length, 0..1000 (default 1)\n"                    \
+    "      --cjk auto|friso|bigram\n"                                                              \
+    "                       Han text: character bigrams (default) or friso\n"                      \
     "                       words (auto: when its dictionary loads)\n"
 
 typedef struct textopt_state {
@@ -62,8 +64,7 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t);
 
 /* The `default:` case of a command's getopt loop: applies a text option, or
  * reports an unknown one. Returns -1 to go on parsing, else the exit code. */
-int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now,
-                          textopt_state *t);
+int textopt_or_bad_option(const char *cmd, int opt, char **argv, int optind_now, textopt_state *t);
 
 /* The `default:` case of a command that reads JSON Lines records: applies a
  * field option (input.h; *fields_given, when not NULL, is set to 1), else a

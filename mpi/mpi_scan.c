@@ -387,11 +387,11 @@ static int range_owner(const uint64_t *split, uint64_t prefix)
 /* What the join's exchange reuses from table to table: the values ordered by
  * destination, the values received, the counts and the requests. */
 typedef struct join_xchg {
-    int *dest;       /* nfps: the rank each value goes to */
-    uint64_t *send;  /* nfps values, grouped by destination rank */
-    uint64_t *mine;  /* the values this rank joins */
+    int *dest;      /* nfps: the rank each value goes to */
+    uint64_t *send; /* nfps values, grouped by destination rank */
+    uint64_t *mine; /* the values this rank joins */
     size_t mine_cap;
-    uint64_t *count; /* 5 * nranks: sent to, received from, their starts, a cursor */
+    uint64_t *count;  /* 5 * nranks: sent to, received from, their starts, a cursor */
     MPI_Request *req; /* 2 * nranks */
 } join_xchg;
 
@@ -473,7 +473,9 @@ static int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t 
     uint64_t *split = must(malloc((size_t)nranks * sizeof *split));
     int *counts = must(malloc((size_t)nranks * 2 * sizeof *counts)), *displs = counts + nranks;
     join_xchg x = {must(malloc((nfps ? nfps : 1) * sizeof *x.dest)),
-                   must(malloc((nfps ? nfps : 1) * sizeof *x.send)), NULL, 0,
+                   must(malloc((nfps ? nfps : 1) * sizeof *x.send)),
+                   NULL,
+                   0,
                    must(malloc((size_t)nranks * 5 * sizeof *x.count)),
                    must(malloc((size_t)nranks * 2 * sizeof *x.req))};
     int failed = 0;
@@ -755,10 +757,10 @@ typedef struct scan_opts {
     int similarity;        /* --similarity */
     double min_similarity; /* --min-similarity */
     int min_similarity_given;
-    int distance_only;     /* pairs by fingerprint: no similarity by default */
-    uint64_t memory;       /* --memory (1G) */
-    int paragraphs;        /* --paragraphs */
-    double min_fraction;   /* --min-fraction */
+    int distance_only;   /* pairs by fingerprint: no similarity by default */
+    uint64_t memory;     /* --memory (1G) */
+    int paragraphs;      /* --paragraphs */
+    double min_fraction; /* --min-fraction */
     int min_fraction_given;
 } scan_opts;
 
@@ -902,9 +904,9 @@ static int common_option(int c, const char *arg, scan_opts *o)
     }
 
 #define COMMON_HELP                                                                                \
-    "      --k K            largest distance, 0..7 (default: 7 on a store that keeps\n"          \
-    "                       sketches when --min-similarity is not 0, else the\n"                  \
-    "                       store's k; as `simstore pairs` and `clusters`)\n"                     \
+    "      --k K            largest distance, 0..7 (default: 7 on a store that keeps\n"            \
+    "                       sketches when --min-similarity is not 0, else the\n"                   \
+    "                       store's k; as `simstore pairs` and `clusters`)\n"                      \
     "      --json           JSON Lines\n"                                                          \
     "      --similarity     add the estimated Jaccard similarity (format/sketch.md)\n"             \
     "      --memory SIZE    each rank's scratch for one prefix group of the join (1G)\n"           \
@@ -1531,40 +1533,41 @@ static void homes_free(homes *h)
 
 static void usage_pairs(FILE *out)
 {
-    fprintf(out,
-            "Usage: mpirun -np R simstore-mpi pairs OUT [--k K] [--by-fingerprint] [--json]\n"
-            "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
-            "                      [--chunk SIZE] [--progress]\n"
-            "       mpirun -np R simstore-mpi pairs OUT --paragraphs [--min-fraction F] [--k K]\n"
-            "                      [--json] [--memory SIZE] [--chunk SIZE] [--progress]\n"
-            "\n"
-            "Print every unordered pair of documents of the sharded store OUT of R\n"
-            "shards within Hamming distance K, rank r reading shard r: exactly what\n"
-            "`simstore pairs` prints for one store of the same documents,\n"
-            "ID_A<TAB>ID_B<TAB>DISTANCE sorted by distance, ID_A, ID_B. The join is\n"
-            "spread over the ranks table by table (each rank joins a range of each\n"
-            "table's prefixes), the documents are paired at the ranks owning their\n"
-            "fingerprints, and rank 0 prints the lines of every rank in order.\n"
-            "\n"
-            "      --by-fingerprint pairs of distinct fingerprints with their document\n"
-            "                       counts, HEX_A<TAB>HEX_B<TAB>DISTANCE<TAB>COUNT_A<TAB>\n"
-            "                       COUNT_B\n"
-            "      --min-similarity J\n"
-            "                       only the pairs whose estimated similarity is at\n"
-            "                       least J, 0..1; needs a store that keeps sketches\n"
-            "                       (default: 0.9 when --k is not given on a store that\n"
-            "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
-            "\n"
-            "With --paragraphs (a store built with --paragraphs), the lines of `simstore\n"
-            "pairs --paragraphs`, ID_A<TAB>ID_B<TAB>SHARED_A<TAB>OF_A<TAB>SHARED_B<TAB>OF_B<TAB>\n"
-            "FRACTION (--min-fraction, default 0.3): the distinct paragraphs go to the\n"
-            "ranks owning them with their documents, are joined as fingerprints are, and\n"
-            "each document pair's shared counts are added up at the rank owning it.\n"
-            "\n"
-            "A fingerprint-only store prints HEX_A<TAB>HEX_B<TAB>DISTANCE (its documents\n"
-            "are its fingerprints), as `simstore pairs` does.\n"
-            "\n"
-            "Not yet: fingerprint lines without a store (--method).\n");
+    fprintf(
+        out,
+        "Usage: mpirun -np R simstore-mpi pairs OUT [--k K] [--by-fingerprint] [--json]\n"
+        "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
+        "                      [--chunk SIZE] [--progress]\n"
+        "       mpirun -np R simstore-mpi pairs OUT --paragraphs [--min-fraction F] [--k K]\n"
+        "                      [--json] [--memory SIZE] [--chunk SIZE] [--progress]\n"
+        "\n"
+        "Print every unordered pair of documents of the sharded store OUT of R\n"
+        "shards within Hamming distance K, rank r reading shard r: exactly what\n"
+        "`simstore pairs` prints for one store of the same documents,\n"
+        "ID_A<TAB>ID_B<TAB>DISTANCE sorted by distance, ID_A, ID_B. The join is\n"
+        "spread over the ranks table by table (each rank joins a range of each\n"
+        "table's prefixes), the documents are paired at the ranks owning their\n"
+        "fingerprints, and rank 0 prints the lines of every rank in order.\n"
+        "\n"
+        "      --by-fingerprint pairs of distinct fingerprints with their document\n"
+        "                       counts, HEX_A<TAB>HEX_B<TAB>DISTANCE<TAB>COUNT_A<TAB>\n"
+        "                       COUNT_B\n"
+        "      --min-similarity J\n"
+        "                       only the pairs whose estimated similarity is at\n"
+        "                       least J, 0..1; needs a store that keeps sketches\n"
+        "                       (default: 0.9 when --k is not given on a store that\n"
+        "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
+        "\n"
+        "With --paragraphs (a store built with --paragraphs), the lines of `simstore\n"
+        "pairs --paragraphs`, ID_A<TAB>ID_B<TAB>SHARED_A<TAB>OF_A<TAB>SHARED_B<TAB>OF_B<TAB>\n"
+        "FRACTION (--min-fraction, default 0.3): the distinct paragraphs go to the\n"
+        "ranks owning them with their documents, are joined as fingerprints are, and\n"
+        "each document pair's shared counts are added up at the rank owning it.\n"
+        "\n"
+        "A fingerprint-only store prints HEX_A<TAB>HEX_B<TAB>DISTANCE (its documents\n"
+        "are its fingerprints), as `simstore pairs` does.\n"
+        "\n"
+        "Not yet: fingerprint lines without a store (--method).\n");
 }
 
 int cmd_mpi_pairs(int argc, char **argv)
@@ -2113,50 +2116,51 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
 
 static void usage_clusters(FILE *out)
 {
-    fprintf(out,
-            "Usage: mpirun -np R simstore-mpi clusters OUT [--keep RULE] [--k K]\n"
-            "                      [--mode components|star] [--singletons] [--json]\n"
-            "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
-            "                      [--chunk SIZE] [--progress]\n"
-            "       mpirun -np R simstore-mpi clusters OUT --paragraphs [--min-fraction F]\n"
-            "                      [--k K] [--keep RULE] [--json]\n"
-            "\n"
-            "Group the documents of the sharded store OUT of R shards into clusters of\n"
-            "near-duplicates, rank r reading shard r: exactly what `simstore clusters`\n"
-            "prints for one store of the same documents,\n"
-            "CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT],\n"
-            "and its summary on stderr. The join is spread over the ranks; components\n"
-            "are found by label propagation with pointer jumping among the ranks that\n"
-            "own the fingerprints (no rank holds the whole graph); a component's kept\n"
-            "document (and its stars) are chosen at the rank owning its label; rank 0\n"
-            "prints.\n"
-            "\n"
-            "      --mode components  connected components of the within-K graph (default)\n"
-            "      --mode star      in keep order, each document not yet taken becomes a\n"
-            "                       centre and takes every document not yet taken within K\n"
-            "      --keep first     keep the document given first (default): the smallest\n"
-            "                       insertion number, which a sharded store built by\n"
-            "                       `simstore build --shards` or `simstore-mpi build` gives\n"
-            "                       as one store of the same input would\n"
-            "      --keep min-id    keep the smallest id\n"
-            "      --keep max-meta FIELD, --keep min-meta FIELD\n"
-            "                       keep the largest (smallest) number in FIELD of the\n"
-            "                       metadata; documents without one come last; ties by id\n"
-            "      --singletons     also print each document near no other\n"
-            "      --min-similarity J\n"
-            "                       two documents are near only when within K and their\n"
-            "                       estimated similarity is at least J (a graph over\n"
-            "                       documents); needs a store that keeps sketches\n"
-            "                       (default: 0.9 when --k is not given on a store that\n"
-            "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
-            "\n"
-            "With --paragraphs (a store built with --paragraphs), the connected\n"
-            "components of the pairs of `pairs --paragraphs` with FRACTION >= F\n"
-            "(--min-fraction, default 0.3), as `simstore clusters --paragraphs` prints\n"
-            "them (the pair's FRACTION with the kept document instead of a distance,\n"
-            "'-' when linked only through others); components over the documents at\n"
-            "their ranks, as above. Components only; not with --singletons or the\n"
-            "similarity options.\n");
+    fprintf(
+        out,
+        "Usage: mpirun -np R simstore-mpi clusters OUT [--keep RULE] [--k K]\n"
+        "                      [--mode components|star] [--singletons] [--json]\n"
+        "                      [--similarity] [--min-similarity J] [--memory SIZE]\n"
+        "                      [--chunk SIZE] [--progress]\n"
+        "       mpirun -np R simstore-mpi clusters OUT --paragraphs [--min-fraction F]\n"
+        "                      [--k K] [--keep RULE] [--json]\n"
+        "\n"
+        "Group the documents of the sharded store OUT of R shards into clusters of\n"
+        "near-duplicates, rank r reading shard r: exactly what `simstore clusters`\n"
+        "prints for one store of the same documents,\n"
+        "CLUSTER<TAB>DOC_ID<TAB>KEPT<TAB>DISTANCE_TO_KEPT[<TAB>SIMILARITY_TO_KEPT],\n"
+        "and its summary on stderr. The join is spread over the ranks; components\n"
+        "are found by label propagation with pointer jumping among the ranks that\n"
+        "own the fingerprints (no rank holds the whole graph); a component's kept\n"
+        "document (and its stars) are chosen at the rank owning its label; rank 0\n"
+        "prints.\n"
+        "\n"
+        "      --mode components  connected components of the within-K graph (default)\n"
+        "      --mode star      in keep order, each document not yet taken becomes a\n"
+        "                       centre and takes every document not yet taken within K\n"
+        "      --keep first     keep the document given first (default): the smallest\n"
+        "                       insertion number, which a sharded store built by\n"
+        "                       `simstore build --shards` or `simstore-mpi build` gives\n"
+        "                       as one store of the same input would\n"
+        "      --keep min-id    keep the smallest id\n"
+        "      --keep max-meta FIELD, --keep min-meta FIELD\n"
+        "                       keep the largest (smallest) number in FIELD of the\n"
+        "                       metadata; documents without one come last; ties by id\n"
+        "      --singletons     also print each document near no other\n"
+        "      --min-similarity J\n"
+        "                       two documents are near only when within K and their\n"
+        "                       estimated similarity is at least J (a graph over\n"
+        "                       documents); needs a store that keeps sketches\n"
+        "                       (default: 0.9 when --k is not given on a store that\n"
+        "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
+        "\n"
+        "With --paragraphs (a store built with --paragraphs), the connected\n"
+        "components of the pairs of `pairs --paragraphs` with FRACTION >= F\n"
+        "(--min-fraction, default 0.3), as `simstore clusters --paragraphs` prints\n"
+        "them (the pair's FRACTION with the kept document instead of a distance,\n"
+        "'-' when linked only through others); components over the documents at\n"
+        "their ranks, as above. Components only; not with --singletons or the\n"
+        "similarity options.\n");
 }
 
 int cmd_mpi_clusters(int argc, char **argv)

@@ -233,7 +233,7 @@ typedef struct build_state {
     simstore_fingerprinter *fpr;
     simstore_sketch_kind sketch;
     size_t sketch_bytes;
-    int fp_only; /* --fingerprint-only: fingerprints travel alone, to shard_of_fp */
+    int fp_only;             /* --fingerprint-only: fingerprints travel alone, to shard_of_fp */
     unsigned para_min_words; /* --paragraphs: texts' paragraphs travel too */
     uint64_t *paras;         /* one text's paragraph fingerprints (aligned) */
     size_t paras_cap;

@@ -3174,30 +3174,30 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
                               (unsigned long long)st.paragraph_table_fps, "table_bytes",
                               (unsigned long long)st.paragraph_table_bytes);
     }
-    int bad = PUT_U64(d, "k", st.k) < 0 || PUT_U64(d, "tables", st.tables) < 0 ||
-              dict_put(d, "design", PyUnicode_FromString(st.design)) < 0 ||
-              PUT_U64(d, "block_bytes", st.block_bytes) < 0 ||
-              dict_put(d, "fingerprint_only", PyBool_FromLong(st.fingerprint_only)) < 0 ||
-              PUT_U64(d, "documents", st.documents) < 0 ||
-              PUT_U64(d, "fingerprints", st.fingerprints) < 0 ||
-              PUT_U64(d, "segments", st.segments) < 0 ||
-              PUT_U64(d, "generation", st.generation) < 0 ||
-              PUT_U64(d, "table_fingerprints", st.table_fps) < 0 ||
-              PUT_U64(d, "table_bytes", st.table_bytes) < 0 ||
-              PUT_U64(d, "lmdb_bytes", st.lmdb_bytes) < 0 ||
-              PUT_U64(d, "lmdb_records_bytes", st.lmdb_records_bytes) < 0 ||
-              PUT_U64(d, "lmdb_mapping_bytes", st.lmdb_mapping_bytes) < 0 ||
-              PUT_U64(d, "lmdb_other_bytes", st.lmdb_other_bytes) < 0 ||
-              PUT_U64(d, "lmdb_free_bytes", st.lmdb_free_bytes) < 0 ||
-              PUT_U64(d, "block_key_bytes", st.block_key_bytes) < 0 ||
-              PUT_U64(d, "document_file_bytes", st.document_file_bytes) < 0 ||
-              PUT_U64(d, "fingerprint_version", to.version ? to.version : 1) < 0 ||
-              dict_put(d, "text_options", text_options_to_py(&to)) < 0 ||
-              dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||
-              PUT_U64(d, "sketch_bytes_per_document", st.sketch_bytes) < 0 ||
-              dict_put(d, "paragraphs", paras) < 0 ||
-              dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0 ||
-              dict_put(d, "wal", wal_to_py(&st)) < 0;
+    int bad =
+        PUT_U64(d, "k", st.k) < 0 || PUT_U64(d, "tables", st.tables) < 0 ||
+        dict_put(d, "design", PyUnicode_FromString(st.design)) < 0 ||
+        PUT_U64(d, "block_bytes", st.block_bytes) < 0 ||
+        dict_put(d, "fingerprint_only", PyBool_FromLong(st.fingerprint_only)) < 0 ||
+        PUT_U64(d, "documents", st.documents) < 0 ||
+        PUT_U64(d, "fingerprints", st.fingerprints) < 0 ||
+        PUT_U64(d, "segments", st.segments) < 0 || PUT_U64(d, "generation", st.generation) < 0 ||
+        PUT_U64(d, "table_fingerprints", st.table_fps) < 0 ||
+        PUT_U64(d, "table_bytes", st.table_bytes) < 0 ||
+        PUT_U64(d, "lmdb_bytes", st.lmdb_bytes) < 0 ||
+        PUT_U64(d, "lmdb_records_bytes", st.lmdb_records_bytes) < 0 ||
+        PUT_U64(d, "lmdb_mapping_bytes", st.lmdb_mapping_bytes) < 0 ||
+        PUT_U64(d, "lmdb_other_bytes", st.lmdb_other_bytes) < 0 ||
+        PUT_U64(d, "lmdb_free_bytes", st.lmdb_free_bytes) < 0 ||
+        PUT_U64(d, "block_key_bytes", st.block_key_bytes) < 0 ||
+        PUT_U64(d, "document_file_bytes", st.document_file_bytes) < 0 ||
+        PUT_U64(d, "fingerprint_version", to.version ? to.version : 1) < 0 ||
+        dict_put(d, "text_options", text_options_to_py(&to)) < 0 ||
+        dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||
+        PUT_U64(d, "sketch_bytes_per_document", st.sketch_bytes) < 0 ||
+        dict_put(d, "paragraphs", paras) < 0 ||
+        dict_put(d, "boilerplate", boilerplate_to_py(simstore_get_boilerplate(self->s))) < 0 ||
+        dict_put(d, "wal", wal_to_py(&st)) < 0;
     if (bad)
         Py_CLEAR(d);
     return d;

@@ -38,8 +38,7 @@ static size_t describe_bits(const uint8_t perm[64], int from, int to, char *buf,
             j--;
         int n;
         if (j == i)
-            n = snprintf(buf + len, len < size ? size - len : 0, "%s%u", len ? " " : "",
-                         perm[i]);
+            n = snprintf(buf + len, len < size ? size - len : 0, "%s%u", len ? " " : "", perm[i]);
         else
             n = snprintf(buf + len, len < size ? size - len : 0, "%s%u..%u", len ? " " : "",
                          perm[i], perm[j]);
@@ -50,8 +49,7 @@ static size_t describe_bits(const uint8_t perm[64], int from, int to, char *buf,
     return len;
 }
 
-void sims_describe_permutation(const uint8_t perm[64], unsigned prefix_bits, char *buf,
-                               size_t size)
+void sims_describe_permutation(const uint8_t perm[64], unsigned prefix_bits, char *buf, size_t size)
 {
     if (size == 0)
         return;
@@ -186,8 +184,7 @@ int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *o
     return rc;
 }
 
-int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table,
-                                simstore_table **out)
+int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table, simstore_table **out)
 {
     if (!out)
         return sims_fail(SIMSTORE_EINVAL, "simstore_open_segment_table: out is NULL");
@@ -284,8 +281,9 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
                          t->path, block, in->block_count);
     uint32_t count = table_reader_block_count(r, block);
     if (values && cap < count)
-        return sims_fail(SIMSTORE_EINVAL, "%s: block %" PRIu64 " holds %" PRIu32
-                         " values, room for %zu", t->path, block, count, cap);
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%s: block %" PRIu64 " holds %" PRIu32 " values, room for %zu", t->path,
+                         block, count, cap);
     /* Checked whatever the reader's flags: inspection never trusts blocks. */
     uint64_t used_bits = 0;
     int rc = table_reader_block_bits(r, block, &used_bits);
@@ -342,8 +340,7 @@ uint64_t simstore_table_unpermute(const simstore_table *t, uint64_t permuted)
                        : sims_unpermute_naive(t->perm, permuted);
 }
 
-int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks,
-                             simstore_histogram *out)
+int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks, simstore_histogram *out)
 {
     memset(out, 0, sizeof *out);
     const table_reader *r = t->reader;

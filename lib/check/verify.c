@@ -120,10 +120,10 @@ typedef struct table_result {
     char path[PATH_MAX];
     table_reader *reader; /* kept open for table 0 (the membership merge) */
     int opened;
-    int blocks_ok;      /* every block decoded */
-    int identity;       /* its permutation is the identity */
-    set_digest digest;  /* of the original (unpermuted) fingerprints */
-    uint64_t *values;   /* exact mode: sorted original fingerprints */
+    int blocks_ok;     /* every block decoded */
+    int identity;      /* its permutation is the identity */
+    set_digest digest; /* of the original (unpermuted) fingerprints */
+    uint64_t *values;  /* exact mode: sorted original fingerprints */
     size_t nvalues;
 } table_result;
 
@@ -238,8 +238,7 @@ static void check_blocks(vctx *v, table_result *t, const sims_permuter *permuter
         if (rc) {
             t->blocks_ok = 0;
             problem(v, SIMSTORE_PROBLEM_BLOCK, 0, t->path, (int64_t)b,
-                    (int64_t)(in->blocks_offset + b * in->params.block_bytes), "%s",
-                    detail(rc));
+                    (int64_t)(in->blocks_offset + b * in->params.block_bytes), "%s", detail(rc));
             continue;
         }
         v->sum->blocks++;
@@ -298,7 +297,7 @@ typedef struct segment_result {
     uint64_t id;
     unsigned ntables;
     table_result *tables;
-    int usable; /* a stream of its fingerprints in order exists (below) */
+    int usable;       /* a stream of its fingerprints in order exists (below) */
     int stream_table; /* which table streams (identity), or -1 for `values` */
     uint64_t *values; /* sorted fingerprints, when no identity table streams */
     size_t nvalues;
@@ -583,7 +582,7 @@ typedef struct store_ctx {
     sims_design *design;
     sims_state_record state;
     int have_state;
-    unsigned sketch; /* the text record's sketch kind (0: none, or no record) */
+    unsigned sketch;      /* the text record's sketch kind (0: none, or no record) */
     segment_result *segs; /* the document segments, then the paragraph ones */
     uint32_t nsegs;
     uint32_t ndoc_segs;      /* of nsegs, the document segments */
@@ -636,8 +635,10 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
     int mrc = mdb_get(c->txn, c->env.meta, &key, &val);
     if (mrc) {
         problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
-                mrc == MDB_NOTFOUND ? "%s: the store record is missing" : "%s: reading the store "
-                "record failed", c->mdb_path);
+                mrc == MDB_NOTFOUND ? "%s: the store record is missing"
+                                    : "%s: reading the store "
+                                      "record failed",
+                c->mdb_path);
         return 0;
     }
     if (walk->store_record_offset != SIMS_LMDB_NONE &&
@@ -699,21 +700,22 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
                     c->mdb_path, tat, tr.paragraph_min_words ? "a" : "no",
                     c->env.pfps ? "there" : "missing");
     } else if (mrc != MDB_NOTFOUND) {
-        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1, "%s: reading the text record: "
-                "%s", c->mdb_path, mdb_strerror(mrc));
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
+                "%s: reading the text record: "
+                "%s",
+                c->mdb_path, mdb_strerror(mrc));
     }
     check_boilerplate_record(v, c);
     MDB_val skey = {5, (void *)"state"}, sval;
     mrc = mdb_get(c->txn, c->env.meta, &skey, &sval);
     if (mrc) {
-        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1,
-                "%s: the state record is %s", c->mdb_path,
-                mrc == MDB_NOTFOUND ? "missing" : "unreadable");
+        problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, -1, "%s: the state record is %s",
+                c->mdb_path, mrc == MDB_NOTFOUND ? "missing" : "unreadable");
         return 0;
     }
     sims_error_clear();
-    rc = sims_state_record_decode((const uint8_t *)sval.mv_data, sval.mv_size,
-                                  c->design->n_tables, &c->state);
+    rc = sims_state_record_decode((const uint8_t *)sval.mv_data, sval.mv_size, c->design->n_tables,
+                                  &c->state);
     if (rc) {
         int64_t sat = mdb_offset(c, sval.mv_data);
         problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, sat,
@@ -844,8 +846,7 @@ static void check_insertion_repeats(vctx *v, store_ctx *c, sims_u64sort *ins)
         problem(v, SIMSTORE_PROBLEM_DOC, 0, c->mdb_path, -1, -1,
                 "%s: %" PRIu64 " documents repeat an earlier document's insertion number "
                 "(the first: generation %" PRIu64 ", position %" PRIu64 ")",
-                c->mdb_path, repeats, first_repeat >> 40,
-                first_repeat & ((UINT64_C(1) << 40) - 1));
+                c->mdb_path, repeats, first_repeat >> 40, first_repeat & ((UINT64_C(1) << 40) - 1));
 }
 
 static sims_u64sort *insertion_sorter(void)
@@ -991,8 +992,8 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
                     mdb_strerror(g));
     }
     if (mrc && mrc != MDB_NOTFOUND)
-        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading docs: %s",
-                c->mdb_path, mdb_strerror(mrc));
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading docs: %s", c->mdb_path,
+                mdb_strerror(mrc));
     check_insertion_repeats(v, c, ins);
     sims_u64sort_free(ins);
     ins = NULL;
@@ -1017,7 +1018,8 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
         if (c->fp_only) {
             problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
                     "%s (byte offset %" PRId64 "): fps entry %016" PRIx64
-                    " in a fingerprint-only store", c->mdb_path, at, fp);
+                    " in a fingerprint-only store",
+                    c->mdb_path, at, fp);
             continue;
         }
         sims_doc_record rec;
@@ -1030,8 +1032,8 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
                     c->mdb_path, at, fp, idl, (const char *)val.mv_data, rec.fp);
     }
     if (mrc && mrc != MDB_NOTFOUND)
-        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading fps: %s",
-                c->mdb_path, mdb_strerror(mrc));
+        problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: reading fps: %s", c->mdb_path,
+                mdb_strerror(mrc));
 done:
     sims_u64sort_free(ins);
     mdb_cursor_close(dc);
@@ -1674,8 +1676,8 @@ static int verify_store(vctx *v, const char *dir)
             mdb_stat(c.txn, c.env.fps, &fs) == 0) {
             if (c.state.doc_count != ds.ms_entries)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
-                        "%s: the state records %" PRIu64 " documents, docs holds %zu",
-                        c.mdb_path, c.state.doc_count, ds.ms_entries);
+                        "%s: the state records %" PRIu64 " documents, docs holds %zu", c.mdb_path,
+                        c.state.doc_count, ds.ms_entries);
             if (fs.ms_entries != ds.ms_entries)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
                         "%s: docs holds %zu documents, fps %zu (fingerprint, id) entries",
@@ -1683,7 +1685,8 @@ static int verify_store(vctx *v, const char *dir)
             if (!c.fp_only && c.state.fp_count > held)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
                         "%s: the state records %" PRIu64 " live fingerprints, its segments hold "
-                        "only %" PRIu64, c.mdb_path, c.state.fp_count, held);
+                        "only %" PRIu64,
+                        c.mdb_path, c.state.fp_count, held);
         }
         if (!(v->flags & SIMSTORE_VERIFY_QUICK) && !v->stop_rc) {
             uint64_t docs_seen = 0, fps_keys = 0;
@@ -1696,11 +1699,13 @@ static int verify_store(vctx *v, const char *dir)
                 check_docfile_changes(v, &c, docs_seen);
             if (!c.fp_only && !c.docfile && fps_keys != c.state.fp_count && !v->stop_rc)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
-                        "%s: the state records %" PRIu64 " distinct fingerprints, fps holds %" PRIu64,
+                        "%s: the state records %" PRIu64
+                        " distinct fingerprints, fps holds %" PRIu64,
                         c.mdb_path, c.state.fp_count, fps_keys);
             if (c.fp_only && complete && distinct != c.state.fp_count && !v->stop_rc)
                 problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
-                        "%s: the state records %" PRIu64 " fingerprints, the segments hold %" PRIu64,
+                        "%s: the state records %" PRIu64
+                        " fingerprints, the segments hold %" PRIu64,
                         c.mdb_path, c.state.fp_count, distinct);
         } else if (c.fp_only && c.state.fp_count != held && !v->stop_rc) {
             problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c.mdb_path, -1, -1,
@@ -1885,8 +1890,8 @@ int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, vo
                      "%s: %" PRIu64 " more problems of this kind (%" PRIu64 " errors), not listed",
                      path, v.unlisted[k], v.unlisted_errors[k]);
             /* A warning when every problem it stands for was one. */
-            simstore_problem p = {(simstore_problem_kind)k, v.unlisted_errors[k] == 0, path, -1,
-                                  -1, msg};
+            simstore_problem p = {
+                (simstore_problem_kind)k, v.unlisted_errors[k] == 0, path, -1, -1, msg};
             int r = v.fn(v.ctx, &p);
             if (r)
                 v.stop_rc = r;

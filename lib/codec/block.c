@@ -20,8 +20,8 @@ uint64_t codec_block_max_count(size_t block_bytes, unsigned min_len, int raw_fir
 
 /* ---- encoder --------------------------------------------------------------- */
 
-void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h,
-                               uint8_t *buf, size_t block_bytes, int raw_first, uint64_t prev)
+void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h, uint8_t *buf,
+                               size_t block_bytes, int raw_first, uint64_t prev)
 {
     memset(buf, 0, block_bytes + BITIO_WRITER_SLACK);
     e->huff = h;
@@ -89,9 +89,8 @@ int codec_block_encoder_put(codec_block_encoder *e, uint64_t v)
     return 1;
 }
 
-int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes,
-                       int raw_first, uint64_t prev, const uint64_t *fps, size_t n,
-                       size_t *used)
+int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes, int raw_first,
+                       uint64_t prev, const uint64_t *fps, size_t n, size_t *used)
 {
     codec_block_encoder e;
     codec_block_encoder_start(&e, h, buf, block_bytes, raw_first, prev);
@@ -112,8 +111,8 @@ int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_b
 /* ---- decoder --------------------------------------------------------------- */
 
 void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
-                              const uint8_t *data, size_t block_bytes, int raw_first,
-                              uint64_t prev, uint64_t count)
+                              const uint8_t *data, size_t block_bytes, int raw_first, uint64_t prev,
+                              uint64_t count)
 {
     s->huff = h;
     s->data = data;

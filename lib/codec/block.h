@@ -58,8 +58,8 @@ typedef struct codec_block_encoder {
  * written as 64 raw bits and `prev` is ignored; otherwise `prev` is the
  * predecessor of the first value (the previous block's key). The encoder
  * borrows `h` and `buf` until the block is done. */
-void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h,
-                               uint8_t *buf, size_t block_bytes, int raw_first, uint64_t prev);
+void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h, uint8_t *buf,
+                               size_t block_bytes, int raw_first, uint64_t prev);
 
 /* Append fingerprint v, which must exceed the previous one (the caller
  * checks). Returns 1 when written, 0 when it does not fit (the block is then
@@ -86,9 +86,8 @@ static inline uint64_t codec_block_encoder_bits(const codec_block_encoder *e)
  * codec_block_encoder_start for buf, raw_first and prev); *used receives how
  * many. Returns SIMSTORE_OK, or SIMSTORE_EINVAL for input that is not strictly
  * increasing (also against prev) or a difference without code. */
-int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes,
-                       int raw_first, uint64_t prev, const uint64_t *fps, size_t n,
-                       size_t *used);
+int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes, int raw_first,
+                       uint64_t prev, const uint64_t *fps, size_t n, size_t *used);
 
 /* ---- decoder --------------------------------------------------------------- */
 
@@ -109,8 +108,8 @@ typedef struct codec_block_decoder {
  * >= SIMSTORE_MIN_BLOCK_BYTES); see codec_block_encoder_start for raw_first and
  * prev. Borrows h and data while decoding. */
 void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
-                              const uint8_t *data, size_t block_bytes, int raw_first,
-                              uint64_t prev, uint64_t count);
+                              const uint8_t *data, size_t block_bytes, int raw_first, uint64_t prev,
+                              uint64_t count);
 
 /* Table format 2: the last of the `count` values is `key` and is not coded
  * in the bits (count - 1 values are). Call right after init. The decoder
@@ -160,8 +159,7 @@ int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key);
  * and not coded (codec_block_decoder_set_last). Returns SIMSTORE_OK or
  * SIMSTORE_ECORRUPT. */
 int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
-                       int raw_first, uint64_t prev, uint64_t count, uint64_t key,
-                       uint64_t *out);
+                       int raw_first, uint64_t prev, uint64_t count, uint64_t key, uint64_t *out);
 int codec_block_decode_implicit(const codec_huff_decoder *h, const uint8_t *data,
                                 size_t block_bytes, int raw_first, uint64_t prev, uint64_t count,
                                 uint64_t key, uint64_t *out);

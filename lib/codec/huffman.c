@@ -92,8 +92,7 @@ int codec_huff_lengths(const uint64_t hist[CODEC_SYMBOLS], unsigned max_bits,
         for (unsigned i = 0; i < npk; i++) {
             packages[i].weight = list[2 * i].weight + list[2 * i + 1].weight;
             for (unsigned s = 0; s < CODEC_SYMBOLS; s++)
-                packages[i].coins[s] =
-                    (uint8_t)(list[2 * i].coins[s] + list[2 * i + 1].coins[s]);
+                packages[i].coins[s] = (uint8_t)(list[2 * i].coins[s] + list[2 * i + 1].coins[s]);
         }
         /* Merge items and packages; on equal weight the item comes first,
          * which keeps the result deterministic. */
@@ -136,8 +135,8 @@ int codec_huff_check_lengths(const uint8_t lengths[CODEC_SYMBOLS])
         return SIMS_CORRUPT("Huffman code with a single symbol must have length 1");
     if (used >= 2 && kraft != CODEC_HUFF_TABLE_SIZE)
         return SIMS_CORRUPT("Huffman code lengths are %s (Kraft sum %u/%u, must be exactly 1)",
-                            kraft > CODEC_HUFF_TABLE_SIZE ? "over-subscribed" : "incomplete",
-                            kraft, CODEC_HUFF_TABLE_SIZE);
+                            kraft > CODEC_HUFF_TABLE_SIZE ? "over-subscribed" : "incomplete", kraft,
+                            CODEC_HUFF_TABLE_SIZE);
     return SIMSTORE_OK;
 }
 

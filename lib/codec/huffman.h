@@ -60,7 +60,7 @@ int codec_huff_encoder_init(codec_huff_encoder *e, const uint8_t lengths[CODEC_S
  * (total <= BITIO_PEEK_BITS) selects the fast path and excludes bad codes. */
 typedef uint32_t codec_huff_entry;
 #define CODEC_ENTRY_INVALID 0xFFu
-#define CODEC_ENTRY_TOTAL(e) ((unsigned)((e) & 0xFFu))
+#define CODEC_ENTRY_TOTAL(e) ((unsigned)((e)&0xFFu))
 #define CODEC_ENTRY_LEN(e) ((unsigned)(((e) >> 8) & 0xFFu))
 #define CODEC_ENTRY_SYM(e) ((unsigned)(((e) >> 16) & 0xFFu))
 #define CODEC_ENTRY_SHIFT(e) ((unsigned)((e) >> 24))

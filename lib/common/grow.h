@@ -29,8 +29,7 @@ static inline int sims_grow(void **p, size_t *cap, size_t need, size_t elem, siz
 }
 
 /* Make room in a byte buffer holding `used` bytes for `extra` more. */
-static inline int sims_grow_bytes(uint8_t **p, size_t *cap, size_t used, size_t extra,
-                                  size_t first)
+static inline int sims_grow_bytes(uint8_t **p, size_t *cap, size_t used, size_t extra, size_t first)
 {
     if (extra <= *cap - used) /* the hot case first: room already */
         return 0;

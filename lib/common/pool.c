@@ -120,7 +120,8 @@ int simstore_ordered_new(unsigned threads, unsigned max_in_flight, simstore_work
     }
     for (unsigned i = 0; i < threads; i++) {
         p->workers[p->nthreads] = (pool_worker){p, p->nthreads};
-        if (pthread_create(&p->threads[p->nthreads], NULL, worker_main, &p->workers[p->nthreads]) != 0)
+        if (pthread_create(&p->threads[p->nthreads], NULL, worker_main, &p->workers[p->nthreads]) !=
+            0)
             break;
         p->nthreads++;
     }
@@ -176,8 +177,7 @@ int simstore_ordered_next(simstore_ordered *p, void **item)
     for (;;) {
         if (p->stopped)
             break;
-        if (p->taken < p->submitted &&
-            p->ring[p->taken % p->max_in_flight].state == ENTRY_DONE) {
+        if (p->taken < p->submitted && p->ring[p->taken % p->max_in_flight].state == ENTRY_DONE) {
             *item = p->ring[p->taken % p->max_in_flight].item;
             p->taken++;
             p->held = 1;

@@ -71,7 +71,6 @@ static uint64_t bit_range(unsigned lo, unsigned size)
     return ones << lo;
 }
 
-
 /* Appending formatter with snprintf's contract: `len` counts what the full
  * text needs even once `buf` is full. */
 typedef struct strbuf {
@@ -121,8 +120,8 @@ typedef struct design_shape {
  * the candidate search probes invalid constructions on purpose and must
  * not leave their messages behind a successful call). */
 #define REJECT(...) (snprintf(why, why_size, __VA_ARGS__), SIMSTORE_EINVAL)
-static int params_check(const sims_design_params *p, unsigned *m1, unsigned *m2,
-                        uint32_t *n_tables, char *why, size_t why_size)
+static int params_check(const sims_design_params *p, unsigned *m1, unsigned *m2, uint32_t *n_tables,
+                        char *why, size_t why_size)
 {
     if (p->k > SIMS_DESIGN_MAX_K)
         return REJECT("design: k = %u exceeds the maximum %d", p->k, SIMS_DESIGN_MAX_K);
@@ -174,8 +173,8 @@ static void perm_from_mask(uint64_t mask, uint8_t perm[64])
             perm[--out] = (uint8_t)src;
 }
 
-static int emit_table(sims_design *out, design_shape *shape, uint64_t prefix_mask,
-                      uint64_t blocks1, uint64_t blocks2)
+static int emit_table(sims_design *out, design_shape *shape, uint64_t prefix_mask, uint64_t blocks1,
+                      uint64_t blocks2)
 {
     unsigned p = sims_popcount64(prefix_mask);
     uint32_t t = shape->n_tables++;
@@ -325,11 +324,11 @@ static size_t candidates_all(unsigned k, sims_design_candidate *list)
             offer(k, 1, r1, 0, best, have);
         /* A level-2 factor is at least k + 1 >= 2, so level 1 can offer at
          * most half the table budget. */
-        for (unsigned r1 = 1;
-             k + r1 <= 64 && binom(k + r1, r1) <= SIMS_DESIGN_MAX_TABLES / 2; r1++) {
+        for (unsigned r1 = 1; k + r1 <= 64 && binom(k + r1, r1) <= SIMS_DESIGN_MAX_TABLES / 2;
+             r1++) {
             uint64_t t1 = binom(k + r1, r1);
-            for (unsigned r2 = 1;
-                 k + r2 <= 64 && t1 * binom(k + r2, r2) <= SIMS_DESIGN_MAX_TABLES; r2++)
+            for (unsigned r2 = 1; k + r2 <= 64 && t1 * binom(k + r2, r2) <= SIMS_DESIGN_MAX_TABLES;
+                 r2++)
                 offer(k, 2, r1, r2, best, have);
         }
     }
@@ -362,8 +361,8 @@ int sims_design_candidates(unsigned k, sims_design_candidate *out, size_t cap, s
     if (copy)
         memcpy(out, list, copy * sizeof *list);
     if (cap < count)
-        return sims_fail(SIMSTORE_EFULL, "design: %zu candidates for k = %u, room for %zu",
-                         count, k, cap);
+        return sims_fail(SIMSTORE_EFULL, "design: %zu candidates for k = %u, room for %zu", count,
+                         k, cap);
     return SIMSTORE_OK;
 }
 
@@ -382,8 +381,8 @@ double sims_design_fps_per_block(uint64_t expected_n, size_t block_bytes)
     return (double)block_bytes * 8.0 / sims_design_bits_per_fp(expected_n);
 }
 
-double sims_design_cost(const sims_design_candidate *c, uint64_t expected_n,
-                        double fps_per_block, const sims_cost_model *model)
+double sims_design_cost(const sims_design_candidate *c, uint64_t expected_n, double fps_per_block,
+                        const sims_cost_model *model)
 {
     const sims_cost_model *m = model ? model : &default_model;
     double n = expected_n < 1 ? 1.0 : (double)expected_n;
@@ -403,8 +402,8 @@ static int check_choice_args(unsigned k, double fps_per_block, const sims_cost_m
     if (!isfinite(fps_per_block) || !(fps_per_block > 0))
         return sims_fail(SIMSTORE_EINVAL, "design: fingerprints per block %g (must be > 0)",
                          fps_per_block);
-    if (!isfinite(m->probe_ns) || m->probe_ns < 0 || !isfinite(m->decode_ns) ||
-        m->decode_ns < 0 || !isfinite(m->space_ns_per_byte) || m->space_ns_per_byte < 0)
+    if (!isfinite(m->probe_ns) || m->probe_ns < 0 || !isfinite(m->decode_ns) || m->decode_ns < 0 ||
+        !isfinite(m->space_ns_per_byte) || m->space_ns_per_byte < 0)
         return sims_fail(SIMSTORE_EINVAL, "design: cost model constants must be finite and >= 0");
     return SIMSTORE_OK;
 }
@@ -511,8 +510,8 @@ int sims_design_explain(unsigned k, uint64_t expected_n, double fps_per_block,
               "space %.1f ns per B/fp, max tables %u\n",
               k, (unsigned long long)expected_n, fps_per_block, m->probe_ns, m->decode_ns,
               m->space_ns_per_byte, m->max_tables ? m->max_tables : SIMS_DESIGN_MAX_TABLES);
-    sb_printf(&sb, "%7s  %-48s %-7s %14s %12s\n", "tables", "construction", "prefix",
-              "cand/query", "cost ns");
+    sb_printf(&sb, "%7s  %-48s %-7s %14s %12s\n", "tables", "construction", "prefix", "cand/query",
+              "cost ns");
     for (size_t i = 0; i < n; i++) {
         char what[64], prefix[16];
         strbuf w = {what, sizeof what, 0};
@@ -795,8 +794,7 @@ int sims_design_decode(const uint8_t *buf, size_t len, sims_design *out)
             return SIMS_CORRUPT("design record: table %u prefix %u bits, the design has %u", t,
                                 prefix_bits, out->tables[t].prefix_bits);
         if (memcmp(perm, out->tables[t].perm, 64) != 0)
-            return SIMS_CORRUPT("design record: table %u permutation differs from the design's",
-                                t);
+            return SIMS_CORRUPT("design record: table %u permutation differs from the design's", t);
     }
     if (cursor_remaining(&c) != 0)
         return SIMS_CORRUPT("design record: %zu bytes after the tables", cursor_remaining(&c));

@@ -49,9 +49,8 @@
 #define SIMS_DESIGN_RECORD_HEADER_BYTES 16
 #define SIMS_DESIGN_RECORD_TABLE_BYTES 66
 #define SIMS_DESIGN_RECORD_TRAILER_BYTES 8
-#define SIMS_DESIGN_RECORD_MAX_BYTES                                         \
-    (SIMS_DESIGN_RECORD_HEADER_BYTES +                                       \
-     SIMS_DESIGN_MAX_TABLES * SIMS_DESIGN_RECORD_TABLE_BYTES +               \
+#define SIMS_DESIGN_RECORD_MAX_BYTES                                                               \
+    (SIMS_DESIGN_RECORD_HEADER_BYTES + SIMS_DESIGN_MAX_TABLES * SIMS_DESIGN_RECORD_TABLE_BYTES +   \
      SIMS_DESIGN_RECORD_TRAILER_BYTES)
 #define SIMS_DESIGN_RECORD_VERSION 1
 /* XXH3-64 seed of the record's checksum: ASCII "SIMDESGN" read as a
@@ -119,7 +118,10 @@ typedef struct sims_cost_model {
  * (AMD EPYC, N = 2^23): 300 ns per probe (the key search and the first,
  * cache-missing touches of a block), 3.2 ns per decoded fingerprint; no
  * space term. */
-#define SIMS_COST_MODEL_DEFAULT {300.0, 3.2, 0.0, 0}
+#define SIMS_COST_MODEL_DEFAULT                                                                    \
+    {                                                                                              \
+        300.0, 3.2, 0.0, 0                                                                         \
+    }
 
 /* ---- Building designs ----------------------------------------------------- */
 
@@ -151,8 +153,8 @@ double sims_design_bits_per_fp(uint64_t expected_n);
 double sims_design_fps_per_block(uint64_t expected_n, size_t block_bytes);
 
 /* Modelled ns per query of candidate c (NULL model = default). */
-double sims_design_cost(const sims_design_candidate *c, uint64_t expected_n,
-                        double fps_per_block, const sims_cost_model *model);
+double sims_design_cost(const sims_design_candidate *c, uint64_t expected_n, double fps_per_block,
+                        const sims_cost_model *model);
 
 /* Choose the candidate of least modelled cost for distance k (ties go to
  * fewer tables), among those with at most model->max_tables tables, and
@@ -184,8 +186,8 @@ int sims_design_explain(unsigned k, uint64_t expected_n, double fps_per_block,
 /* The permuted probe range of query q in table t (t < d->n_tables): every
  * stored x whose prefix bits in this table equal q's permutes into
  * [*lo, *hi]. */
-static inline void sims_design_probe(const sims_design *d, unsigned t, uint64_t q,
-                                     uint64_t *lo, uint64_t *hi)
+static inline void sims_design_probe(const sims_design *d, unsigned t, uint64_t q, uint64_t *lo,
+                                     uint64_t *hi)
 {
     const sims_design_table *tab = &d->tables[t];
     uint64_t pq = sims_permute(&tab->permuter, q);

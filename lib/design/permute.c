@@ -12,8 +12,9 @@ int sims_permuter_init(sims_permuter *p, const uint8_t perm[64])
     uint64_t seen = 0;
     for (unsigned i = 0; i < 64; i++) {
         if (perm[i] > 63)
-            return sims_fail(SIMSTORE_EINVAL, "permutation: output bit %u takes source bit %u (> 63)",
-                             i, (unsigned)perm[i]);
+            return sims_fail(SIMSTORE_EINVAL,
+                             "permutation: output bit %u takes source bit %u (> 63)", i,
+                             (unsigned)perm[i]);
         seen |= UINT64_C(1) << perm[i];
     }
     if (seen != UINT64_MAX)

@@ -20,7 +20,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define MAP_BYTES ((size_t)1 << 40)     /* 1 TiB of address space */
+#define MAP_BYTES ((size_t)1 << 40) /* 1 TiB of address space */
 #define MIN_MAP_BYTES ((size_t)1 << 30)
 #define MAX_MAP_BYTES ((size_t)1 << 46)
 #define MAX_READERS 1022
@@ -307,7 +307,7 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
     mdb_env_set_maxdbs(sh->env, 4);
     mdb_env_set_maxreaders(sh->env, MAX_READERS);
     /* Address space only; fall back to smaller maps where it is limited. */
-    for (sh->map_bytes = MAP_BYTES; ; sh->map_bytes /= 4) {
+    for (sh->map_bytes = MAP_BYTES;; sh->map_bytes /= 4) {
         mdb_env_set_mapsize(sh->env, sh->map_bytes);
         rc = mdb_env_open(sh->env, dir, mdb_flags, 0644);
         if (rc != ENOMEM || sh->map_bytes <= MIN_MAP_BYTES)
@@ -756,9 +756,8 @@ static int env_value(void *ctx, const uint8_t *value, size_t len)
 
 /* The one frame of a lazy check, under the checks' lock: the snapshot
  * loaded, then the check alone (fn NULL) or the check and the read. */
-static int env_lazy(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key,
-                    size_t key_len, int read, sims_lmdb_value_fn fn, void *ctx, int *done,
-                    int *found)
+static int env_lazy(const sims_env *e, MDB_txn *txn, MDB_dbi dbi, const void *key, size_t key_len,
+                    int read, sims_lmdb_value_fn fn, void *ctx, int *done, int *found)
 {
     sims_env_shared *sh = e->shared;
     if (!sh || !sh->lazy)

@@ -33,10 +33,11 @@ typedef struct sims_env {
     int nolock;   /* opened without LMDB's lock file (read-only copy) */
 } sims_env;
 
-#define SIMS_ENV_CREATE 1u   /* create the databases (a new store) */
-#define SIMS_ENV_READONLY 2u /* read-only; falls back to MDB_NOLOCK when the
+#define SIMS_ENV_CREATE 1u /* create the databases (a new store) */
+#define SIMS_ENV_READONLY                                                                          \
+    2u                         /* read-only; falls back to MDB_NOLOCK when the
                                 lock file cannot be opened for writing */
-#define SIMS_ENV_TRUST 4u    /* skip the walk of data.mdb at open (below) */
+#define SIMS_ENV_TRUST 4u      /* skip the walk of data.mdb at open (below) */
 #define SIMS_ENV_PARAGRAPHS 8u /* with SIMS_ENV_CREATE: create `pfps` too */
 /* Instead of the walk at open, check the pages of each read before it
  * (sims_env_check, below). */

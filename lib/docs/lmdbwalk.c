@@ -36,14 +36,14 @@
 
 #define META_MAGIC 0xBEEFC0DEu
 #define META_VERSION 1u
-#define META_AT PAGE_HEADER         /* MDB_meta after the page header */
-#define META_DBS (META_AT + 24)     /* magic, version, address, mapsize */
+#define META_AT PAGE_HEADER     /* MDB_meta after the page header */
+#define META_DBS (META_AT + 24) /* magic, version, address, mapsize */
 #define META_LAST_PG (META_DBS + 2 * DB_RECORD_BYTES)
 #define META_TXNID (META_LAST_PG + 8)
 #define META_END (META_TXNID + 8)
 
 #define P_INVALID UINT64_MAX
-#define MAX_DEPTH 32u     /* LMDB's CURSOR_STACK */
+#define MAX_DEPTH 32u      /* LMDB's CURSOR_STACK */
 #define MAX_KEY_BYTES 511u /* LMDB's default MDB_MAXKEYSIZE */
 #define EVEN(n) (((n) + 1u) & ~(uint64_t)1u)
 
@@ -51,13 +51,17 @@
 
 typedef enum kind { K_FREE, K_MAIN, K_META, K_DOCS, K_FPS, K_DUP, K_HEADER } kind;
 static const char *const kind_names[] = {"free", "main", "meta", "docs", "fps", "fps", NULL};
-static const char *const kind_prefix[] = {
-    "free list: ",     "main database: ", "meta database: ", "docs database: ",
-    "fps database: ",  "fps database, duplicate sub-database: ", ""};
+static const char *const kind_prefix[] = {"free list: ",
+                                          "main database: ",
+                                          "meta database: ",
+                                          "docs database: ",
+                                          "fps database: ",
+                                          "fps database, duplicate sub-database: ",
+                                          ""};
 
 typedef struct tree {
     kind k;
-    uint64_t depth; /* from the record */
+    uint64_t depth;                                 /* from the record */
     uint64_t branch, leaf, overflow, entries, keys; /* walked */
 } tree;
 
@@ -92,10 +96,10 @@ typedef struct walker {
     uint64_t last_pg;
     uint64_t txnid;
     uint64_t meta_pgno; /* the meta page whose snapshot is walked */
-    uint64_t nbits;  /* bitmap size: last_pg + 1 */
-    uint8_t *used;   /* pages reached from the trees */
-    uint8_t *freed;  /* pages listed in the free list */
-    int light;       /* walking the other meta's free list: findings are warnings */
+    uint64_t nbits;     /* bitmap size: last_pg + 1 */
+    uint8_t *used;      /* pages reached from the trees */
+    uint8_t *freed;     /* pages listed in the free list */
+    int light;          /* walking the other meta's free list: findings are warnings */
     uint64_t max_free_key;
     int have_free_key;
     uint32_t *scratch; /* node extents of one page, for the tiling check */
@@ -116,8 +120,8 @@ typedef struct walker {
 } walker;
 
 SIMS_PRINTF(6, 7)
-static void report(walker *w, int warning, kind k, uint64_t pgno, uint64_t in_page,
-                   const char *fmt, ...)
+static void report(walker *w, int warning, kind k, uint64_t pgno, uint64_t in_page, const char *fmt,
+                   ...)
 {
     if (w->stopped)
         return;
@@ -204,8 +208,8 @@ static int claim_page(walker *w, kind k, uint64_t pgno, uint64_t from_pgno, cons
 {
     if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
         report(w, 0, k, from_pgno, SIMS_LMDB_NONE,
-               "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")", what,
-               pgno, (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
+               "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")", what, pgno,
+               (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
         return -1;
     }
     if (bit_get(w->used, pgno)) {
@@ -229,8 +233,7 @@ static const uint8_t *overflow_data(walker *w, tree *t, uint64_t from_pgno, uint
     uint64_t pages = le_load32(p + 12);
     uint64_t need = (PAGE_HEADER - 1 + dsize) / w->psize + 1;
     if (le_load64(p) != pgno) {
-        report(w, 0, t->k, pgno, 0, "overflow page records page number %" PRIu64,
-               le_load64(p));
+        report(w, 0, t->k, pgno, 0, "overflow page records page number %" PRIu64, le_load64(p));
         return NULL;
     }
     if (flags != P_OVERFLOW) {
@@ -290,14 +293,14 @@ static void sort_extents(uint32_t *x, size_t n)
 /* Geometry of the nodes of a (sub-)page occupying base[0, limit): bounds,
  * node extents, exact tiling of [upper, limit). leaf selects leaf node
  * sizes. Returns the node count, or -1 after reporting. */
-static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off,
-                           const uint8_t *base, uint64_t limit, int leaf, const char *what)
+static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off, const uint8_t *base,
+                           uint64_t limit, int leaf, const char *what)
 {
     uint16_t lower = le_load16(base + 12), upper = le_load16(base + 14);
     if (lower < PAGE_HEADER || lower > upper || upper > limit || (lower & 1)) {
         report(w, 0, k, pgno, base_off + 12,
-               "%s: free-space bounds lower %u, upper %u outside %u..%" PRIu64, what, lower,
-               upper, PAGE_HEADER, limit);
+               "%s: free-space bounds lower %u, upper %u outside %u..%" PRIu64, what, lower, upper,
+               PAGE_HEADER, limit);
         return -1;
     }
     uint64_t n = (uint64_t)(lower - PAGE_HEADER) / 2;
@@ -362,8 +365,8 @@ static int key_size_ok(kind k, uint64_t ksize)
     }
 }
 
-static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno,
-                      uint64_t rec_off, tree *out);
+static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno, uint64_t rec_off,
+                      tree *out);
 
 /* A duplicate sub-page (F_DUPDATA without F_SUBDATA) of `size` bytes at
  * node data `sp` (byte offset sp_off in page pgno). Returns its count. */
@@ -393,13 +396,12 @@ static uint64_t walk_subpage(walker *w, uint64_t pgno, uint64_t sp_off, const ui
             return 0;
         }
         if (!key_size_ok(K_DUP, ksize)) {
-            report(w, 0, K_FPS, pgno, sp_off + ptr, "duplicate %" PRId64 " is an id of %" PRIu64
-                   " bytes", i, ksize);
+            report(w, 0, K_FPS, pgno, sp_off + ptr,
+                   "duplicate %" PRId64 " is an id of %" PRIu64 " bytes", i, ksize);
             return 0;
         }
         if (prev && cmp_memn(prev, prev_len, node + NODE_HEADER, ksize) >= 0) {
-            report(w, 0, K_FPS, pgno, sp_off + ptr,
-                   "duplicate ids out of order at %" PRId64, i);
+            report(w, 0, K_FPS, pgno, sp_off + ptr, "duplicate ids out of order at %" PRId64, i);
             return 0;
         }
         prev = node + NODE_HEADER;
@@ -413,14 +415,15 @@ static void check_idl(walker *w, uint64_t pgno, uint64_t off, const uint8_t *v, 
                       uint64_t key)
 {
     if (size < 8 || size % 8) {
-        report(w, 0, K_FREE, pgno, off, "record %" PRIu64 " of %" PRIu64 " bytes is not a page list",
-               key, size);
+        report(w, 0, K_FREE, pgno, off,
+               "record %" PRIu64 " of %" PRIu64 " bytes is not a page list", key, size);
         return;
     }
     uint64_t count = le_load64(v);
     if (count > size / 8 - 1) {
-        report(w, 0, K_FREE, pgno, off, "record %" PRIu64 " lists %" PRIu64 " pages in %" PRIu64
-               " slots", key, count, size / 8 - 1);
+        report(w, 0, K_FREE, pgno, off,
+               "record %" PRIu64 " lists %" PRIu64 " pages in %" PRIu64 " slots", key, count,
+               size / 8 - 1);
         return;
     }
     if (w->light)
@@ -428,8 +431,9 @@ static void check_idl(walker *w, uint64_t pgno, uint64_t off, const uint8_t *v, 
     for (uint64_t i = 1; i <= count; i++) {
         uint64_t fp = le_load64(v + 8 * i);
         if (fp < 2 || fp > w->last_pg) {
-            report(w, 0, K_FREE, pgno, off, "record %" PRIu64 " lists page %" PRIu64
-                   " beyond the last page %" PRIu64, key, fp, w->last_pg);
+            report(w, 0, K_FREE, pgno, off,
+                   "record %" PRIu64 " lists page %" PRIu64 " beyond the last page %" PRIu64, key,
+                   fp, w->last_pg);
             return;
         }
         if (bit_get(w->freed, fp)) {
@@ -520,7 +524,10 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
             break;
         }
         tree sub;
-        walk_tree(w, which == SIMS_LMDB_META ? K_META : which == SIMS_LMDB_DOCS ? K_DOCS : K_FPS,
+        walk_tree(w,
+                  which == SIMS_LMDB_META   ? K_META
+                  : which == SIMS_LMDB_DOCS ? K_DOCS
+                                            : K_FPS,
                   val, pgno, val_off, &sub);
         break;
     }
@@ -529,9 +536,7 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
             w->sum->store_record_offset = val_file_off;
         t->entries++;
         break;
-    case K_DOCS:
-        t->entries++;
-        break;
+    case K_DOCS: t->entries++; break;
     case K_FPS:
         if (!(flags & F_DUPDATA)) {
             if (dsize < 1 || dsize > MAX_KEY_BYTES)
@@ -542,8 +547,8 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
             t->entries += walk_subpage(w, pgno, val_off, val, dsize);
         } else {
             if (dsize != DB_RECORD_BYTES) {
-                report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64
-                       " bytes", dsize);
+                report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64 " bytes",
+                       dsize);
                 return;
             }
             tree sub;
@@ -574,8 +579,8 @@ static void walk_page(walker *w, tree *t, uint64_t pgno, uint64_t level, uint64_
         return;
     }
     if (flags != (leaf ? P_LEAF : P_BRANCH)) {
-        report(w, 0, t->k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64
-               " has flags 0x%x", leaf ? "leaf" : "branch", level, t->depth, flags);
+        report(w, 0, t->k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64 " has flags 0x%x",
+               leaf ? "leaf" : "branch", level, t->depth, flags);
         return;
     }
     int64_t n = check_nodes(w, t->k, pgno, 0, page, w->psize, leaf, leaf ? "leaf" : "branch");
@@ -690,8 +695,7 @@ static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno, 
     walk_page(w, t, root, 1, at == SIMS_LMDB_NONE ? w->meta_pgno : at, NULL, 0, NULL, 0);
     if (w->stopped || w->errors != errors_before)
         return;
-    if (t->branch != branch || t->leaf != leafp || t->overflow != overflow ||
-        t->entries != entries)
+    if (t->branch != branch || t->leaf != leafp || t->overflow != overflow || t->entries != entries)
         report(w, 0, k, at, off,
                "database record counts %" PRIu64 " branch, %" PRIu64 " leaf, %" PRIu64
                " overflow pages and %" PRIu64 " entries; the tree has %" PRIu64 ", %" PRIu64
@@ -757,7 +761,8 @@ static void read_meta(walker *w, uint64_t i, meta_view *m)
     } else if (m->txnid && (m->txnid & 1) != i) {
         /* LMDB writes transaction t's meta to page t % 2. */
         report(w, 0, K_HEADER, i, META_TXNID,
-               "meta page %" PRIu64 " holds transaction %" PRIu64 ", which belongs on page %" PRIu64,
+               "meta page %" PRIu64 " holds transaction %" PRIu64
+               ", which belongs on page %" PRIu64,
                i, m->txnid, m->txnid & 1);
     } else {
         m->valid = 1;
@@ -776,7 +781,8 @@ static void read_meta(walker *w, uint64_t i, meta_view *m)
  * SIMS_ERETRY when a writer rewrote one while it was read. */
 static int walk_metas(walker *w, meta_view m[2])
 {
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || UINTPTR_MAX != UINT64_MAX
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ ||                       \
+    UINTPTR_MAX != UINT64_MAX
     report(w, 0, K_HEADER, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
            "cannot check LMDB files on this platform (needs 64-bit little-endian)");
     return WALK_STOP;
@@ -817,8 +823,7 @@ static int walk_metas(walker *w, meta_view m[2])
         /* Commits went on between the two reads (a reader descheduled
          * there can see page 0 of one and page 1 of a later one): a writer
          * moved on, not damage, when either page holds another id now. */
-        if (le_load64(w->data + META_TXNID) != a ||
-            le_load64(w->data + w->psize + META_TXNID) != b)
+        if (le_load64(w->data + META_TXNID) != a || le_load64(w->data + w->psize + META_TXNID) != b)
             return sims_retry_or_fail(sims_fail(
                 SIMSTORE_ECORRUPT, "data.mdb: the meta pages changed while they were read"));
         report(w, 0, K_HEADER, a > b ? 0 : 1, META_TXNID,
@@ -836,8 +841,8 @@ static void check_newer_last_page(walker *w, const meta_view m[2])
     int newer = m[1].txnid > m[0].txnid;
     if (m[newer].last_pg >= 2 * w->file_pages + 4096)
         report(w, 0, K_HEADER, (uint64_t)newer, META_LAST_PG,
-               "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages",
-               m[newer].last_pg, w->file_pages);
+               "last page %" PRIu64 " is far beyond the file's %" PRIu64 " pages", m[newer].last_pg,
+               w->file_pages);
 }
 
 /* The meta page to walk: transaction txnid's, or the newer one when txnid
@@ -887,15 +892,16 @@ static int walk_snapshot(walker *w, const meta_view *cur)
      * frees the pages it copied. (The first commit of a file frees none.) */
     if (!w->stopped && w->txnid >= 2 && w->max_free_key != w->txnid && !w->errors)
         report(w, 0, K_FREE, cur->pgno, META_TXNID,
-               "meta page says transaction %" PRIu64 ", but its newest free-list record is %s%" PRIu64,
+               "meta page says transaction %" PRIu64
+               ", but its newest free-list record is %s%" PRIu64,
                w->txnid, w->have_free_key ? "" : "absent ", w->have_free_key ? w->max_free_key : 0);
     walk_tree(w, K_MAIN, cur->dbs + DB_RECORD_BYTES, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
     if (!w->stopped && !w->errors) {
         static const char *const names[] = {NULL, NULL, "meta", "docs", "fps"};
         for (int d = SIMS_LMDB_META; d <= SIMS_LMDB_FPS; d++)
             if (!w->seen_db[d])
-                report(w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE,
-                       "the database '%s' is missing", names[d]);
+                report(w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE, "the database '%s' is missing",
+                       names[d]);
     }
     return WALK_ON;
 }
@@ -975,8 +981,7 @@ static int walk_older_snapshot(walker *w, const meta_view *old)
      * old->dbs reads the page as it is now (test_concurrency: a reader
      * opening while a writer commits got a false "damaged" error). */
     uint64_t live_txnid = le_load64(w->data + old->pgno * w->psize + META_TXNID);
-    if (!w->stopped && w->have_free_key && w->max_free_key > old->txnid &&
-        live_txnid == old->txnid)
+    if (!w->stopped && w->have_free_key && w->max_free_key > old->txnid && live_txnid == old->txnid)
         report(w, 0, K_FREE, old->pgno, META_TXNID,
                "meta page says transaction %" PRIu64 ", but its free list holds a record of "
                "transaction %" PRIu64 ": a damaged transaction id",

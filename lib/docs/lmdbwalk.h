@@ -47,10 +47,10 @@
 
 /* One finding. */
 typedef struct sims_lmdb_problem {
-    int warning;        /* 0: the store must not be trusted; 1: harmless    */
-    uint64_t pgno;      /* the page, or SIMS_LMDB_NONE                     */
-    uint64_t offset;    /* byte offset in data.mdb, or SIMS_LMDB_NONE      */
-    const char *db;     /* "free", "main", "meta", "docs", "fps", or NULL  */
+    int warning;         /* 0: the store must not be trusted; 1: harmless    */
+    uint64_t pgno;       /* the page, or SIMS_LMDB_NONE                     */
+    uint64_t offset;     /* byte offset in data.mdb, or SIMS_LMDB_NONE      */
+    const char *db;      /* "free", "main", "meta", "docs", "fps", or NULL  */
     const char *message; /* "page 37 (byte offset 151576): ..."; valid
                             during the callback only */
 } sims_lmdb_problem;
@@ -76,7 +76,7 @@ typedef struct sims_lmdb_db_summary {
 } sims_lmdb_db_summary;
 
 typedef struct sims_lmdb_summary {
-    uint64_t txnid;      /* of the snapshot walked */
+    uint64_t txnid; /* of the snapshot walked */
     uint32_t page_bytes;
     uint64_t file_pages; /* whole pages in the file */
     uint64_t last_pgno;
@@ -84,7 +84,7 @@ typedef struct sims_lmdb_summary {
     uint64_t free_pages; /* listed in the free list */
     uint64_t leaked_pages;
     uint64_t errors, warnings;
-    uint64_t store_record_offset; /* byte offset in the file of the value of
+    uint64_t store_record_offset;                /* byte offset in the file of the value of
                                      meta key "store", or SIMS_LMDB_NONE: lets
                                      a reader of LMDB's map turn value
                                      pointers into file offsets */

@@ -55,9 +55,8 @@ int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *
         cursor_u32(&c, &design_len))
         return SIMS_CORRUPT("store record: truncated (%zu bytes)", len);
     if (version != SIMS_STORE_FORMAT_VERSION)
-        return sims_fail(SIMSTORE_EVERSION,
-                         "store format version %u; this build reads version %u", version,
-                         SIMS_STORE_FORMAT_VERSION);
+        return sims_fail(SIMSTORE_EVERSION, "store format version %u; this build reads version %u",
+                         version, SIMS_STORE_FORMAT_VERSION);
     if (design_len > cursor_remaining(&c) || cursor_remaining(&c) - design_len != 8)
         return SIMS_CORRUPT("store record: length %zu does not match design length %u", len,
                             design_len);

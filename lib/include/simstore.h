@@ -39,7 +39,7 @@ extern "C" {
 #define SIMSTORE_VERSION_MAJOR 0
 #define SIMSTORE_VERSION_MINOR 1
 #define SIMSTORE_VERSION_PATCH 0
-#define SIMSTORE_VERSION_NUMBER \
+#define SIMSTORE_VERSION_NUMBER                                                                    \
     (SIMSTORE_VERSION_MAJOR * 10000 + SIMSTORE_VERSION_MINOR * 100 + SIMSTORE_VERSION_PATCH)
 #define SIMSTORE_VERSION_STRING "0.1.0"
 
@@ -274,8 +274,8 @@ SIMSTORE_API int simstore_fingerprint_text(simstore_fingerprinter *fpr, const ch
  * fps of the others are still written); SIMSTORE_EINVAL (texts, lens or fps
  * NULL with n > 0); SIMSTORE_ENOMEM; SIMSTORE_EIO (no thread started). */
 SIMSTORE_API int simstore_fingerprint_many(const simstore_text_options *o, unsigned threads,
-                                           const char *const *texts, const size_t *lens,
-                                           size_t n, uint64_t *fps, unsigned *flags);
+                                           const char *const *texts, const size_t *lens, size_t n,
+                                           uint64_t *fps, unsigned *flags);
 
 /* One paragraph, as passed to a simstore_paragraph_fn. Paragraphs are the
  * maximal groups of consecutive non-blank lines: lines end at LF (U+000A),
@@ -284,13 +284,13 @@ SIMSTORE_API int simstore_fingerprint_many(const simstore_text_options *o, unsig
  * like a document of its own; paragraphs without tokens are skipped and take
  * no number. */
 typedef struct simstore_paragraph {
-    unsigned long number;  /* 1, 2, ... in text order, over reported paragraphs */
-    size_t offset;         /* first byte of its first line in the text          */
-    size_t length;         /* bytes up to the end of its last line, without the
+    unsigned long number; /* 1, 2, ... in text order, over reported paragraphs */
+    size_t offset;        /* first byte of its first line in the text          */
+    size_t length;        /* bytes up to the end of its last line, without the
                               line's LF                                         */
     uint64_t fingerprint;
-    unsigned flags;        /* SIMSTORE_FP_INVALID_UTF8 when it had ill-formed bytes */
-    uint64_t words;        /* its tokens (format/fingerprint.md, section 4): what
+    unsigned flags; /* SIMSTORE_FP_INVALID_UTF8 when it had ill-formed bytes */
+    uint64_t words; /* its tokens (format/fingerprint.md, section 4): what
                               a store's paragraph_min_words counts */
 } simstore_paragraph;
 
@@ -422,8 +422,7 @@ SIMSTORE_API int simstore_block_bytes_valid(uint64_t block_bytes);
 
 /* Progress of a long operation: `phase` names the step ("reading",
  * "sorting table 2", "writing documents", ...); `total` is 0 when unknown. */
-typedef void (*simstore_progress_fn)(void *ctx, const char *phase, uint64_t done,
-                                     uint64_t total);
+typedef void (*simstore_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
 /* Names the source of a document for messages (e.g. "in.jsonl:17"), from the
  * `source` value given with it. Writes a NUL-terminated string to buf. */
@@ -432,7 +431,7 @@ typedef void (*simstore_source_fn)(void *ctx, uint64_t source, char *buf, size_t
 /* A document whose id clashes: the id is already stored (an add), or an
  * earlier document of the same builder had it. */
 typedef struct simstore_clash {
-    const char *id;        /* id_len bytes, not NUL-terminated; valid only
+    const char *id; /* id_len bytes, not NUL-terminated; valid only
                               during the call                               */
     size_t id_len;
     uint64_t source;       /* the clashing document's simstore_doc.source  */
@@ -449,8 +448,8 @@ typedef void (*simstore_clash_fn)(void *ctx, const simstore_clash *clash);
 /* What a compaction did. */
 typedef struct simstore_compaction {
     uint64_t segments_before;
-    uint64_t segments_after;        /* 1, or 0 when no fingerprint is live  */
-    uint64_t fingerprints_dropped;  /* dead fingerprints dropped, per table */
+    uint64_t segments_after;       /* 1, or 0 when no fingerprint is live  */
+    uint64_t fingerprints_dropped; /* dead fingerprints dropped, per table */
 } simstore_compaction;
 
 /* Called after each compaction that committed (simstore_compact(), and the
@@ -458,30 +457,30 @@ typedef struct simstore_compaction {
 typedef void (*simstore_compacted_fn)(void *ctx, const simstore_compaction *c);
 
 typedef struct simstore_build_options {
-    unsigned k;                /* distance the design is exact for: 0..7 (3)     */
-    unsigned tables;           /* table count; 0 chooses by the cost model (0)   */
-    uint64_t expected_fps;     /* size the automatic design plans for; 0 = the
+    unsigned k;                        /* distance the design is exact for: 0..7 (3)     */
+    unsigned tables;                   /* table count; 0 chooses by the cost model (0)   */
+    uint64_t expected_fps;             /* size the automatic design plans for; 0 = the
                                   distinct fingerprints of this build (0)        */
-    unsigned block_bytes;      /* table block size: see simstore_block_bytes_valid()
+    unsigned block_bytes;              /* table block size: see simstore_block_bytes_valid()
                                   (SIMSTORE_DEFAULT_BLOCK_BYTES)                 */
-    int fingerprint_only;      /* no documents: answers are the fingerprints (0) */
-    int replace;               /* build over an existing store, swapping it
+    int fingerprint_only;              /* no documents: answers are the fingerprints (0) */
+    int replace;                       /* build over an existing store, swapping it
                                   atomically when done (0: existing = EEXIST)    */
     const simstore_text_options *text; /* how the documents' texts are (or
                                   would be) fingerprinted, recorded in the store
                                   for text queries; NULL = the defaults (NULL)   */
-    uint64_t memory_bytes;     /* memory budget for sorting, raised to at least
+    uint64_t memory_bytes;             /* memory budget for sorting, raised to at least
                                   SIMSTORE_MIN_MEMORY_BYTES (1 GiB)              */
-    unsigned threads;          /* worker threads; 0 = every core (0)             */
+    unsigned threads;                  /* worker threads; 0 = every core (0)             */
     simstore_progress_fn progress;
     void *progress_ctx;
     simstore_source_fn source_name;
     void *source_ctx;
-    int skip_existing;         /* a document whose id is already stored, or was
+    int skip_existing;       /* a document whose id is already stored, or was
                                   given to this builder before, is skipped (the
                                   first one given is kept) instead of failing
                                   the finish; see simstore_builder_finish() (0) */
-    simstore_clash_fn clash;   /* receives every clashing id; NULL: none (NULL) */
+    simstore_clash_fn clash; /* receives every clashing id; NULL: none (NULL) */
     void *clash_ctx;
     simstore_compacted_fn compacted; /* told of compactions made with these
                                   options; NULL: not told (NULL)               */
@@ -614,9 +613,9 @@ SIMSTORE_API int simstore_builder_finish(simstore_builder *b);
 SIMSTORE_API void simstore_builder_abort(simstore_builder *b);
 
 #define SIMSTORE_OPEN_READONLY 0u
-#define SIMSTORE_OPEN_WRITE 1u /* take the writer lock: add, delete, compact */
+#define SIMSTORE_OPEN_WRITE 1u                /* take the writer lock: add, delete, compact */
 #define SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS 2u /* trust table blocks (faster) */
-#define SIMSTORE_OPEN_NO_AUTO_COMPACT 4u /* writers: never compact on their own */
+#define SIMSTORE_OPEN_NO_AUTO_COMPACT 4u      /* writers: never compact on their own */
 /* Skip every check of data.mdb's pages (format/store.md, "Trusting
  * LMDB"): for a store whose disk is trusted; a damaged data.mdb may then
  * crash LMDB or give wrong answers. */
@@ -807,8 +806,8 @@ typedef enum simstore_batch_strategy {
 } simstore_batch_strategy;
 
 typedef struct simstore_batch_options {
-    unsigned threads;        /* worker threads; 0 = simstore_default_threads() (0) */
-    uint64_t memory_bytes;   /* working memory: queries are answered in chunks
+    unsigned threads;                 /* worker threads; 0 = simstore_default_threads() (0) */
+    uint64_t memory_bytes;            /* working memory: queries are answered in chunks
                                 whose sorting and bookkeeping take half of it
                                 (about 16 * (2 * threads + 4) bytes a query);
                                 a chunk whose candidates and documents pass
@@ -816,7 +815,7 @@ typedef struct simstore_batch_options {
                                 down to one query, whose answer is held whole
                                 as simstore_query_fp() holds it (256 MiB)       */
     simstore_batch_strategy strategy; /* (SIMSTORE_BATCH_AUTO)                 */
-    unsigned flags;          /* SIMSTORE_QUERY_WITH_META or 0 (0)              */
+    unsigned flags;                   /* SIMSTORE_QUERY_WITH_META or 0 (0)              */
 } simstore_batch_options;
 
 /* Fill *o with the defaults shown above. Set fields after calling it. */
@@ -861,14 +860,14 @@ typedef struct simstore_stats {
     unsigned block_bytes;
     int fingerprint_only;
     uint64_t documents;
-    uint64_t fingerprints;      /* distinct, with at least one document */
+    uint64_t fingerprints; /* distinct, with at least one document */
     uint64_t segments;
     uint64_t generation;
-    uint64_t table_fps;         /* fingerprints held per table, all segments */
-    uint64_t table_bytes;       /* all table files */
-    uint64_t lmdb_bytes;        /* data.mdb */
-    uint64_t block_key_bytes;   /* block keys held in RAM by an open store */
-    char design[160];           /* e.g. "k=3: 1 level (4 blocks choose 1), 4 tables, prefix 16 bits" */
+    uint64_t table_fps;       /* fingerprints held per table, all segments */
+    uint64_t table_bytes;     /* all table files */
+    uint64_t lmdb_bytes;      /* data.mdb */
+    uint64_t block_key_bytes; /* block keys held in RAM by an open store */
+    char design[160]; /* e.g. "k=3: 1 level (4 blocks choose 1), 4 tables, prefix 16 bits" */
     /* Added with sketches. */
     simstore_sketch_kind sketch; /* the sketch every document keeps (NONE)  */
     unsigned sketch_bytes;       /* its bytes in each document record (0)    */
@@ -1081,8 +1080,8 @@ SIMSTORE_API int simstore_fingerprinter_set_boilerplate(simstore_fingerprinter *
                                                         const simstore_boilerplate *bp);
 
 /* The set fpr removes, or NULL. */
-SIMSTORE_API const simstore_boilerplate *simstore_fingerprinter_boilerplate(
-    const simstore_fingerprinter *fpr);
+SIMSTORE_API const simstore_boilerplate *
+simstore_fingerprinter_boilerplate(const simstore_fingerprinter *fpr);
 
 /* The boilerplate set the store recorded when it was built, or NULL when it
  * has none (built without one). Owned by s: valid until simstore_close().
@@ -1210,29 +1209,29 @@ SIMSTORE_API void simstore_table_close(simstore_table *t);
 
 /* A table file's facts, all validated at open. */
 typedef struct simstore_table_info {
-    const char *path;          /* the file; valid until simstore_table_close() */
+    const char *path; /* the file; valid until simstore_table_close() */
     unsigned format_version;
     unsigned block_bytes;
-    unsigned prefix_bits;      /* the leading bits a query probes on        */
-    uint64_t store_tag;        /* the store the file belongs to             */
-    unsigned table_index;      /* its table number in that store's design   */
+    unsigned prefix_bits; /* the leading bits a query probes on        */
+    uint64_t store_tag;   /* the store the file belongs to             */
+    unsigned table_index; /* its table number in that store's design   */
     uint64_t fingerprints;
     uint64_t blocks;
     uint64_t max_block_fingerprints; /* the most any block holds: room enough
                                         for simstore_table_read_block()     */
     uint64_t file_bytes;
-    uint64_t blocks_offset;    /* byte offset of block 0                   */
-    uint64_t index_offset;     /* byte offset of the block index           */
+    uint64_t blocks_offset; /* byte offset of block 0                   */
+    uint64_t index_offset;  /* byte offset of the block index           */
     uint64_t footer_offset;
-    uint64_t key_ram_bytes;    /* the index a reader keeps in memory       */
-    double bits_per_fp;        /* 8 * file_bytes / fingerprints (0 if none) */
-    double floor_bits_per_fp;  /* 64 - log2(fingerprints) + 1.443: the
+    uint64_t key_ram_bytes;   /* the index a reader keeps in memory       */
+    double bits_per_fp;       /* 8 * file_bytes / fingerprints (0 if none) */
+    double floor_bits_per_fp; /* 64 - log2(fingerprints) + 1.443: the
                                   information-theoretic size of a sorted set */
-    uint8_t perm[64];          /* bit i of a permuted value is bit perm[i] of
+    uint8_t perm[64];         /* bit i of a permuted value is bit perm[i] of
                                   the fingerprint (bit 63 most significant) */
-    uint8_t code_lengths[64];  /* Huffman code length of leading-bit position
+    uint8_t code_lengths[64]; /* Huffman code length of leading-bit position
                                   j (0: no code)                           */
-    char permutation[192];     /* perm and prefix in words, e.g. "prefix bits
+    char permutation[192];    /* perm and prefix in words, e.g. "prefix bits
                                   63..48 (16), then 47..0"                 */
 } simstore_table_info;
 
@@ -1278,11 +1277,11 @@ SIMSTORE_API uint64_t simstore_table_unpermute(const simstore_table *t, uint64_t
 /* The histogram of the leading 1-bit position j of consecutive differences
  * (the symbols the Huffman code codes). */
 typedef struct simstore_histogram {
-    uint64_t count[64];      /* differences whose leading 1-bit is j      */
-    uint64_t differences;    /* their sum                                 */
+    uint64_t count[64];   /* differences whose leading 1-bit is j      */
+    uint64_t differences; /* their sum                                 */
     uint64_t blocks_decoded;
-    uint64_t payload_bits;   /* bits the decoded blocks' values occupy    */
-    int exact;               /* every block was decoded                   */
+    uint64_t payload_bits; /* bits the decoded blocks' values occupy    */
+    int exact;             /* every block was decoded                   */
 } simstore_histogram;
 
 /* Decode blocks (verifying each) and count. max_blocks = 0 decodes every
@@ -1341,36 +1340,37 @@ SIMSTORE_API int simstore_describe_table(const simstore *s, unsigned table, char
  * fingerprints, beyond that by an order-independent digest (count, sum and
  * xor of a 64-bit mix of each fingerprint), which misses a difference only
  * by a 2^-64-scale coincidence. */
-#define SIMSTORE_VERIFY_QUICK 1u /* headers, indexes, records and counts only:
+#define SIMSTORE_VERIFY_QUICK                                                                      \
+    1u /* headers, indexes, records and counts only:
                                     no block decoding, no set or document
                                     cross-checks (the LMDB walk still runs) */
 
 /* What one problem is about (stable numbers, for programs and tests). */
 typedef enum simstore_problem_kind {
-    SIMSTORE_PROBLEM_IO = 1,           /* a file could not be read           */
-    SIMSTORE_PROBLEM_MISSING,          /* a file the store needs is missing  */
-    SIMSTORE_PROBLEM_LEFTOVER,         /* (warning) a file the store does not
+    SIMSTORE_PROBLEM_IO = 1,            /* a file could not be read           */
+    SIMSTORE_PROBLEM_MISSING,           /* a file the store needs is missing  */
+    SIMSTORE_PROBLEM_LEFTOVER,          /* (warning) a file the store does not
                                           use: a temporary or stale file     */
-    SIMSTORE_PROBLEM_LMDB,             /* data.mdb's own structure           */
-    SIMSTORE_PROBLEM_RECORD,           /* the store, state, text or design
+    SIMSTORE_PROBLEM_LMDB,              /* data.mdb's own structure           */
+    SIMSTORE_PROBLEM_RECORD,            /* the store, state, text or design
                                           record                             */
-    SIMSTORE_PROBLEM_TABLE,            /* a table file's header, footer or
+    SIMSTORE_PROBLEM_TABLE,             /* a table file's header, footer or
                                           index                              */
-    SIMSTORE_PROBLEM_BLOCK,            /* a table block                      */
-    SIMSTORE_PROBLEM_TABLE_STORE,      /* a table file that does not belong:
+    SIMSTORE_PROBLEM_BLOCK,             /* a table block                      */
+    SIMSTORE_PROBLEM_TABLE_STORE,       /* a table file that does not belong:
                                           store tag, table number, block size,
                                           permutation or count               */
-    SIMSTORE_PROBLEM_TABLE_SET,        /* the tables of a segment hold
+    SIMSTORE_PROBLEM_TABLE_SET,         /* the tables of a segment hold
                                           different fingerprints             */
-    SIMSTORE_PROBLEM_SEGMENT_OVERLAP,  /* a fingerprint held by two segments */
-    SIMSTORE_PROBLEM_DOC,              /* a document record fails its checks */
-    SIMSTORE_PROBLEM_DOC_WITHOUT_FPS,  /* a document missing from fps        */
-    SIMSTORE_PROBLEM_FPS_WITHOUT_DOC,  /* an fps entry without its document,
+    SIMSTORE_PROBLEM_SEGMENT_OVERLAP,   /* a fingerprint held by two segments */
+    SIMSTORE_PROBLEM_DOC,               /* a document record fails its checks */
+    SIMSTORE_PROBLEM_DOC_WITHOUT_FPS,   /* a document missing from fps        */
+    SIMSTORE_PROBLEM_FPS_WITHOUT_DOC,   /* an fps entry without its document,
                                           or under another fingerprint       */
-    SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE,/* an fps fingerprint no live segment
+    SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, /* an fps fingerprint no live segment
                                           holds                              */
-    SIMSTORE_PROBLEM_COUNTS,           /* the state's counts disagree        */
-    SIMSTORE_PROBLEM_LOG               /* the write-ahead log (live.wal): damage
+    SIMSTORE_PROBLEM_COUNTS,            /* the state's counts disagree        */
+    SIMSTORE_PROBLEM_LOG                /* the write-ahead log (live.wal): damage
                                           (an error); changes not yet in the
                                           store's files, a torn tail (warnings) */
 } simstore_problem_kind;
@@ -1378,15 +1378,15 @@ typedef enum simstore_problem_kind {
 /* One problem. The strings are valid only during the callback. */
 typedef struct simstore_problem {
     simstore_problem_kind kind;
-    int warning;          /* 1: harmless to answers (leftover files, LMDB
+    int warning;         /* 1: harmless to answers (leftover files, LMDB
                              pages neither used nor free, dead duplicates, a
                              document without the sketch its store keeps);
                              0: an error                                    */
-    const char *file;     /* the file concerned (path), or NULL             */
-    int64_t block;        /* the table block, or the LMDB page for
+    const char *file;    /* the file concerned (path), or NULL             */
+    int64_t block;       /* the table block, or the LMDB page for
                              SIMSTORE_PROBLEM_LMDB; -1 when none            */
-    int64_t offset;       /* byte offset in the file; -1 when unknown       */
-    const char *message;  /* one line naming what is wrong and where        */
+    int64_t offset;      /* byte offset in the file; -1 when unknown       */
+    const char *message; /* one line naming what is wrong and where        */
 } simstore_problem;
 
 /* Receives each problem; return 0 to go on, nonzero to stop verify (which
@@ -1394,24 +1394,24 @@ typedef struct simstore_problem {
 typedef int (*simstore_problem_fn)(void *ctx, const simstore_problem *p);
 
 typedef struct simstore_verify_summary {
-    int store;                 /* 1: a store directory; 0: one table file   */
+    int store; /* 1: a store directory; 0: one table file   */
     uint64_t errors;
     uint64_t warnings;
-    uint64_t table_files;      /* table files opened                        */
-    uint64_t blocks;           /* blocks decoded                            */
-    uint64_t fingerprints;     /* values decoded, over all tables           */
-    uint64_t documents;        /* docs entries checked                      */
-    uint64_t fps_entries;      /* fps (fingerprint, id) entries checked     */
-    uint64_t lmdb_pages;       /* data.mdb pages walked                     */
+    uint64_t table_files;       /* table files opened                        */
+    uint64_t blocks;            /* blocks decoded                            */
+    uint64_t fingerprints;      /* values decoded, over all tables           */
+    uint64_t documents;         /* docs entries checked                      */
+    uint64_t fps_entries;       /* fps (fingerprint, id) entries checked     */
+    uint64_t lmdb_pages;        /* data.mdb pages walked                     */
     uint64_t dead_fingerprints; /* held by tables, without documents        */
-    int sets_by_digest;        /* some segment was compared by digest       */
+    int sets_by_digest;         /* some segment was compared by digest       */
     /* Added with the paragraph index. */
     uint64_t paragraph_entries; /* pfps (paragraph, id) entries checked      */
     /* Added with the log's checks. */
-    uint64_t log_records;      /* whole records of live.wal checked          */
-    uint64_t log_pending;      /* changes among them the store's files do
+    uint64_t log_records; /* whole records of live.wal checked          */
+    uint64_t log_pending; /* changes among them the store's files do
                                   not hold yet                               */
-    unsigned attempts;         /* checks made: more than 1 when a writer
+    unsigned attempts;    /* checks made: more than 1 when a writer
                                   committed meanwhile and the store was
                                   checked again in its new state             */
 } simstore_verify_summary;
@@ -1447,18 +1447,18 @@ SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_prob
  * transaction: writers go on, but LMDB cannot reuse the pages it holds). */
 
 typedef struct simstore_scan_options {
-    unsigned k;            /* distance, 0..SIMSTORE_MAX_K; SIMSTORE_SCAN_STORE_K
+    unsigned k;                    /* distance, 0..SIMSTORE_MAX_K; SIMSTORE_SCAN_STORE_K
                               for the store's k; SIMSTORE_SCAN_DEFAULT_K (the
                               default): the near-duplicate setting's
                               SIMSTORE_NEAR_K when the scan keeps pairs by
                               similarity, else the store's k. Above the
                               store's k: exact, by a join in memory (see
                               simstore_pairs())                              */
-    unsigned threads;      /* 0 (default): simstore_default_threads()        */
-    uint64_t memory_bytes; /* for sorting pairs and the clusters' tables
+    unsigned threads;              /* 0 (default): simstore_default_threads()        */
+    uint64_t memory_bytes;         /* for sorting pairs and the clusters' tables
                               (spilled beyond it but for stars); 0 (default):
                               1 GiB                                          */
-    const char *tmp_dir;   /* spill files; NULL (default): $TMPDIR or /tmp   */
+    const char *tmp_dir;           /* spill files; NULL (default): $TMPDIR or /tmp   */
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
     /* Added with sketches (format/sketch.md). */
@@ -1500,18 +1500,18 @@ SIMSTORE_API void simstore_scan_options_init(simstore_scan_options *o);
 
 /* One pair. Strings are valid only during the callback. */
 typedef struct simstore_pair {
-    const char *id_a;  /* id_a_len bytes, byte order id_a < id_b; NULL in a
+    const char *id_a; /* id_a_len bytes, byte order id_a < id_b; NULL in a
                           fingerprint-only store or by fingerprint         */
     size_t id_a_len;
     const char *id_b;
     size_t id_b_len;
-    unsigned flags_a;  /* SIMSTORE_MATCH_INTEGER_ID or 0                 */
+    unsigned flags_a; /* SIMSTORE_MATCH_INTEGER_ID or 0                 */
     unsigned flags_b;
-    uint64_t fp_a;     /* the fingerprints of a and b; by fingerprint and in
+    uint64_t fp_a; /* the fingerprints of a and b; by fingerprint and in
                           a fingerprint-only store fp_a <= fp_b             */
     uint64_t fp_b;
     unsigned distance;
-    uint64_t count_a;  /* SIMSTORE_PAIRS_BY_FINGERPRINT: documents holding
+    uint64_t count_a; /* SIMSTORE_PAIRS_BY_FINGERPRINT: documents holding
                           fp_a and fp_b (1 each in a fingerprint-only store);
                           else 0                                            */
     uint64_t count_b;
@@ -1614,8 +1614,8 @@ typedef int (*simstore_fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned d
  * (k out of range, NULL arguments), SIMSTORE_EFULL (a prefix group past its
  * share), SIMSTORE_ENOMEM, SIMSTORE_EIO, or fn's nonzero value. */
 SIMSTORE_API int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
-                                            const simstore_scan_options *o,
-                                            simstore_fp_pair_fn fn, void *ctx);
+                                            const simstore_scan_options *o, simstore_fp_pair_fn fn,
+                                            void *ctx);
 
 /* ---- The join spread over processes ----------------------------------------
  * The pieces of simstore_join_fingerprints() for a program that spreads it
@@ -1695,11 +1695,11 @@ typedef int (*simstore_doc_key_fn)(void *ctx, const char *meta, size_t meta_len,
 
 typedef struct simstore_cluster_options {
     simstore_scan_options scan;
-    simstore_cluster_mode mode;  /* (SIMSTORE_CLUSTER_COMPONENTS)           */
-    simstore_keep_rule keep;     /* (SIMSTORE_KEEP_FIRST); ties: smallest id */
-    simstore_doc_key_fn key;     /* for the key rules                        */
+    simstore_cluster_mode mode; /* (SIMSTORE_CLUSTER_COMPONENTS)           */
+    simstore_keep_rule keep;    /* (SIMSTORE_KEEP_FIRST); ties: smallest id */
+    simstore_doc_key_fn key;    /* for the key rules                        */
     void *key_ctx;
-    int singletons;              /* 1: also report each document in no pair,
+    int singletons; /* 1: also report each document in no pair,
                                     as a cluster of its own (0)              */
 } simstore_cluster_options;
 
@@ -1708,19 +1708,19 @@ SIMSTORE_API void simstore_cluster_options_init(simstore_cluster_options *o);
 
 /* One clustered document. Strings are valid only during the callback. */
 typedef struct simstore_cluster_member {
-    const char *cluster;   /* the kept document's id (NULL in a
+    const char *cluster; /* the kept document's id (NULL in a
                               fingerprint-only store)                      */
     size_t cluster_len;
     unsigned cluster_flags; /* SIMSTORE_MATCH_INTEGER_ID or 0              */
-    const char *id;        /* this document's id (NULL in a fingerprint-only
+    const char *id;         /* this document's id (NULL in a fingerprint-only
                               store)                                        */
     size_t id_len;
     unsigned flags;
     uint64_t fp;
-    uint64_t cluster_fp;   /* the kept document's fingerprint              */
-    int kept;              /* 1 for the cluster's kept document            */
-    unsigned distance;     /* to the kept document                         */
-    double similarity;     /* estimated similarity to the kept document (1
+    uint64_t cluster_fp; /* the kept document's fingerprint              */
+    int kept;            /* 1 for the cluster's kept document            */
+    unsigned distance;   /* to the kept document                         */
+    double similarity;   /* estimated similarity to the kept document (1
                               for the kept one itself);
                               SIMSTORE_SIMILARITY_UNKNOWN when either has no
                               sketch                                        */
@@ -1729,10 +1729,10 @@ typedef struct simstore_cluster_member {
 typedef int (*simstore_cluster_fn)(void *ctx, const simstore_cluster_member *m);
 
 typedef struct simstore_cluster_summary {
-    uint64_t documents;  /* documents reported                            */
+    uint64_t documents; /* documents reported                            */
     uint64_t clusters;
-    uint64_t dropped;    /* documents not kept                            */
-    uint64_t largest;    /* documents in the largest cluster              */
+    uint64_t dropped; /* documents not kept                            */
+    uint64_t largest; /* documents in the largest cluster              */
 } simstore_cluster_summary;
 
 /* The clusters of the store's documents at distance o->scan.k: one call of
@@ -1771,13 +1771,13 @@ typedef struct simstore_document {
     uint64_t fp;
     const char *meta; /* compact JSON, NUL-terminated, or NULL              */
     size_t meta_len;
-    uint64_t insertion; /* insertion number (simstore_match), 0 when unknown */
+    uint64_t insertion;    /* insertion number (simstore_match), 0 when unknown */
     const uint8_t *sketch; /* the document's sketch (format/sketch.md), of the
                               store's kind, or NULL                        */
     size_t sketch_bytes;
-    uint64_t segment;   /* simstore_get: the newest live segment whose tables
+    uint64_t segment;          /* simstore_get: the newest live segment whose tables
                            hold fp; 0 in simstore_export                    */
-    int missing;        /* simstore_get: no document has this id (only id,
+    int missing;               /* simstore_get: no document has this id (only id,
                            id_len are set)                                   */
     const uint8_t *paragraphs; /* a store with a paragraph index: the
                            document's paragraph fingerprints as listed
@@ -2160,20 +2160,20 @@ typedef struct simstore_live_stats {
     uint64_t inserts;          /* changes acknowledged since open               */
     uint64_t deletes;
     /* Added with the log's recovery. */
-    int failing;               /* changes are refused now: the log could not be
+    int failing;           /* changes are refused now: the log could not be
                                   written (they are taken again once it can be,
                                   e.g. when the disk has room) or the last
                                   flush failed and the tables are full; 0 when
                                   healthy                                    */
-    char failure[256];         /* why, while failing: the failure's message,
+    char failure[256];     /* why, while failing: the failure's message,
                                   naming the file and the system's reason
                                   ("... live.wal: write: No space left on
                                   device"); empty when healthy               */
-    uint64_t torn_bytes;       /* a torn tail the open dropped from the log:
+    uint64_t torn_bytes;   /* a torn tail the open dropped from the log:
                                   the bytes of a group whose fsync had not
                                   returned, none of it acknowledged (0: none) */
-    uint64_t torn_records;     /* whole records among them                      */
-    char torn_name[64];        /* the file in the store directory that keeps
+    uint64_t torn_records; /* whole records among them                      */
+    char torn_name[64];    /* the file in the store directory that keeps
                                   them ("live.wal.torn-..."; empty: none)      */
 } simstore_live_stats;
 
@@ -2182,8 +2182,8 @@ SIMSTORE_API void simstore_live_get_stats(simstore_live *live, simstore_live_sta
 
 /* What simstore_live_recover() did. */
 typedef struct simstore_live_recovery {
-    uint64_t applied;      /* logged changes written into the store's files  */
-    uint64_t torn_bytes;   /* as simstore_live_stats: a torn tail set aside   */
+    uint64_t applied;    /* logged changes written into the store's files  */
+    uint64_t torn_bytes; /* as simstore_live_stats: a torn tail set aside   */
     uint64_t torn_records;
     char torn_name[64];
 } simstore_live_recovery;

@@ -76,7 +76,7 @@ struct batch {
     const uint8_t *sketches; /* of every query (sketch_bytes each), or NULL */
     size_t sketch_bytes;     /* of the store's kind; 0: it keeps none */
     unsigned k;
-    unsigned flips; /* beyond the design's k: sims_design_prefix_flips; else 0 */
+    unsigned flips;   /* beyond the design's k: sims_design_prefix_flips; else 0 */
     size_t max_masks; /* prefix masks of the table with the most (1 within k) */
     simstore_batch_strategy strategy;
     unsigned threads;
@@ -374,8 +374,7 @@ static int run_task(worker *w, size_t task)
         uint64_t pq = sims_permute(perm, b->fps[from + i]);
         for (size_t j = 0; j < nmasks; j++) {
             w->keys[i * nmasks + j].a = pq ^ w->masks[j];
-            w->keys[i * nmasks + j].b =
-                (from + i) | (uint64_t)sims_popcount64(w->masks[j]) << 56;
+            w->keys[i * nmasks + j].b = (from + i) | (uint64_t)sims_popcount64(w->masks[j]) << 56;
         }
     }
     n *= nmasks;
@@ -787,7 +786,8 @@ static int check_args(simstore *s, const uint64_t *fps, size_t n, unsigned k,
                       const simstore_batch_options *o, simstore_batch_fn fn)
 {
     if (!s || !fn || (!fps && n > 0))
-        return sims_fail(SIMSTORE_EINVAL, "query_batch: a store, queries and a callback are needed");
+        return sims_fail(SIMSTORE_EINVAL,
+                         "query_batch: a store, queries and a callback are needed");
     if (o->strategy != SIMSTORE_BATCH_AUTO && o->strategy != SIMSTORE_BATCH_PROBE &&
         o->strategy != SIMSTORE_BATCH_SCAN)
         return sims_fail(SIMSTORE_EINVAL, "query_batch: unknown strategy %d", (int)o->strategy);
@@ -835,8 +835,8 @@ int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_
     uint64_t memory = o->memory_bytes ? o->memory_bytes : BATCH_DEFAULT_MEMORY;
     b.answer_memory = memory / 2;
     /* Beyond the design's k a query has max_masks keys per table task. */
-    uint64_t chunk = memory / 2 /
-                     (BATCH_BYTES_PER_QUERY(b.threads) + 32u * b.threads * (b.max_masks - 1));
+    uint64_t chunk =
+        memory / 2 / (BATCH_BYTES_PER_QUERY(b.threads) + 32u * b.threads * (b.max_masks - 1));
     if (chunk < 1)
         chunk = 1;
     if (chunk > n)

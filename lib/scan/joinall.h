@@ -49,8 +49,8 @@ void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapsho
  * particular order, into out[0..*n); cap: at least the segments' fp_count
  * summed. Errors: those of the table cursors, SIMSTORE_ECORRUPT (more
  * values than cap). */
-int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out,
-                            size_t cap, size_t *n);
+int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out, size_t cap,
+                            size_t *n);
 
 /* The same fingerprints appended to a spool (sealed by the caller). */
 int scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out);

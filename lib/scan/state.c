@@ -155,8 +155,8 @@ static int docs_grow(scan_docs *d, size_t id_bytes)
     return 0;
 }
 
-static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record *rec,
-                       int with_meta, scan_docs *d);
+static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record *rec, int with_meta,
+                       scan_docs *d);
 
 /* Append document `id` with its record, checked to hold fp. */
 static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_meta, scan_docs *d)
@@ -168,8 +168,8 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
     MDB_val key = *id, val;
     int rc = mdb_get(st->txn, st->s->env.docs, &key, &val);
     if (rc == MDB_NOTFOUND)
-        return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", path,
-                            (int)id->mv_size, (const char *)id->mv_data);
+        return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", path, (int)id->mv_size,
+                            (const char *)id->mv_data);
     if (rc)
         return sims_mdb_fail(rc, "read docs");
     sims_doc_record rec;
@@ -187,8 +187,8 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
 }
 
 /* Append document `id` with its checked record. */
-static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record *r,
-                       int with_meta, scan_docs *d)
+static int docs_append(scan_state *st, const MDB_val *id, const sims_doc_record *r, int with_meta,
+                       scan_docs *d)
 {
     sims_doc_record rec = *r;
     size_t meta = with_meta && rec.meta ? rec.meta_len : 0;

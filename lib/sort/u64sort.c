@@ -49,7 +49,7 @@ static void radix_from(uint64_t *v, uint64_t *tmp, size_t n, unsigned low)
     /* One counting pass for all digits. The counters are 96 KiB: too much
      * for small thread stacks, negligible beside a run's allocation. */
     unsigned passes = (64 - low + RADIX_BITS - 1) / RADIX_BITS;
-    size_t (*count)[RADIX_SIZE] = calloc(passes, sizeof *count);
+    size_t(*count)[RADIX_SIZE] = calloc(passes, sizeof *count);
     if (!count) {
         qsort(v, n, sizeof *v, cmp_u64); /* sorted whole: also by bits low..63 */
         return;
@@ -186,8 +186,7 @@ int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
     s->tmp_dir = strdup(tmp_dir ? tmp_dir : ".");
     if (!s->run || !s->tmp || !s->tmp_dir) {
         sims_u64sort_free(s);
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sort run of %zu values",
-                         run_values);
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sort run of %zu values", run_values);
     }
     *out = s;
     return SIMSTORE_OK;

@@ -49,10 +49,10 @@
 struct simstore_builder {
     simstore_build_options opt;
     simstore_text_options text; /* opt.text points here */
-    simstore *store;    /* add: the open store (not owned) */
-    char *final_path;   /* build: where the store appears */
-    char *work_dir;     /* build: the temporary directory; add: the store */
-    int work_lock_fd;   /* build: the work directory's writer.lock */
+    simstore *store;            /* add: the open store (not owned) */
+    char *final_path;           /* build: where the store appears */
+    char *work_dir;             /* build: the temporary directory; add: the store */
+    int work_lock_fd;           /* build: the work directory's writer.lock */
     int fp_only;
     simstore_sketch_kind sketch; /* what every document brings (none: nothing) */
     unsigned para_min_words;     /* the store's paragraph index: 0 none */
@@ -60,11 +60,11 @@ struct simstore_builder {
     sims_recsort *docs; /* key: id; value: fp, source, metadata */
     sims_spool *raw;    /* fingerprint-only: every fingerprint added */
     uint64_t added;
-    uint64_t next_position; /* the next document's position (format/store.md,
+    uint64_t next_position;      /* the next document's position (format/store.md,
                                "The document record"): added, unless
                                simstore_builder_set_position moved it on */
-    uint64_t last_position; /* the last document added's (the largest) */
-    int broken; /* an add failed: finish refuses */
+    uint64_t last_position;      /* the last document added's (the largest) */
+    int broken;                  /* an add failed: finish refuses */
     uint8_t *boilerplate_record; /* build: recorded with the store, or NULL */
     size_t boilerplate_record_len;
     uint64_t wal_applied; /* add: the WAL sequence number its commit applies
@@ -374,8 +374,10 @@ static int validate_text_options(const simstore_text_options *t)
                          t->shingle_words, t->cjk_shingle, SIMSTORE_SHINGLE_MAX);
     if ((unsigned)t->weighting > SIMSTORE_WEIGHT_LOG ||
         (t->weighting == SIMSTORE_WEIGHT_LOG && version == 1))
-        return sims_fail(SIMSTORE_EINVAL, "weighting %d is not available with fingerprint "
-                                          "version %u", (int)t->weighting, version);
+        return sims_fail(SIMSTORE_EINVAL,
+                         "weighting %d is not available with fingerprint "
+                         "version %u",
+                         (int)t->weighting, version);
     if (!(t->lambda >= 0 && t->lambda <= SIMSTORE_LAMBDA_MAX) ||
         (unsigned)t->cjk > SIMSTORE_CJK_BIGRAM)
         return sims_fail(SIMSTORE_EINVAL, "lambda %g or CJK mode %d out of range", t->lambda,
@@ -480,8 +482,7 @@ int simstore_builder_set_boilerplate(simstore_builder *b, const simstore_boilerp
 
 /* ---- begin ----------------------------------------------------------------- */
 
-int simstore_build_begin(const char *path, const simstore_build_options *o,
-                         simstore_builder **out)
+int simstore_build_begin(const char *path, const simstore_build_options *o, simstore_builder **out)
 {
     *out = NULL;
     simstore_builder *b;
@@ -598,15 +599,15 @@ int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc
     if (b->fp_only)
         return sims_fail(SIMSTORE_EINVAL, "a fingerprint-only store takes no documents");
     if (!doc->id || doc->id_len == 0 || doc->id_len > SIMSTORE_MAX_ID_BYTES)
-        return sims_fail(SIMSTORE_EINVAL, "document id of %zu bytes (1 to %u allowed)",
-                         doc->id_len, SIMSTORE_MAX_ID_BYTES);
+        return sims_fail(SIMSTORE_EINVAL, "document id of %zu bytes (1 to %u allowed)", doc->id_len,
+                         SIMSTORE_MAX_ID_BYTES);
     /* A change an older server acknowledged is applied as it was logged
      * (sims_builder_take_logged_ids); every other document follows the id
      * rule. */
     const char *why = b->logged_ids ? NULL : simstore_id_problem(doc->id, doc->id_len);
     if (why)
-        return sims_fail(SIMSTORE_EINVAL, "document id '%s': %s", sims_excerpt(doc->id, doc->id_len).text,
-                         why);
+        return sims_fail(SIMSTORE_EINVAL, "document id '%s': %s",
+                         sims_excerpt(doc->id, doc->id_len).text, why);
     size_t meta_len = doc->meta ? doc->meta_len : 0;
     if (meta_len > SIMSTORE_MAX_META_BYTES)
         return sims_fail(SIMSTORE_EINVAL, "metadata of %zu bytes (at most %u allowed)", meta_len,
@@ -685,7 +686,8 @@ int simstore_builder_set_position(simstore_builder *b, uint64_t position)
 int simstore_builder_add_fp(simstore_builder *b, uint64_t fp)
 {
     if (!b->fp_only)
-        return sims_fail(SIMSTORE_EINVAL, "this store keeps documents: add documents, not bare fingerprints");
+        return sims_fail(SIMSTORE_EINVAL,
+                         "this store keeps documents: add documents, not bare fingerprints");
     int rc = sims_spool_append(b->raw, &fp, 1);
     if (rc)
         b->broken = 1;
@@ -700,22 +702,22 @@ int simstore_builder_add_fp(simstore_builder *b, uint64_t fp)
  * releases it. */
 typedef struct finish_state {
     simstore_builder *b;
-    int new_store;         /* a build (else an add to b->store) */
-    sims_recsort *fps;     /* key: fp big-endian, then id */
-    sims_spool *distinct;  /* the new segment's fingerprints, sorted, distinct */
+    int new_store;            /* a build (else an add to b->store) */
+    sims_recsort *fps;        /* key: fp big-endian, then id */
+    sims_spool *distinct;     /* the new segment's fingerprints, sorted, distinct */
     const sims_spool *source; /* what the tables are written from */
-    uint64_t doc_count;    /* documents added */
-    uint64_t new_fps;      /* distinct fingerprints new to the store */
-    uint64_t total_fps;    /* distinct fingerprints of the store after commit */
-    sims_design *design;   /* the store's or the new one (owned when building) */
+    uint64_t doc_count;       /* documents added */
+    uint64_t new_fps;         /* distinct fingerprints new to the store */
+    uint64_t total_fps;       /* distinct fingerprints of the store after commit */
+    sims_design *design;      /* the store's or the new one (owned when building) */
     uint64_t store_tag;
     uint64_t segment_id;
-    uint64_t generation;   /* the commit's: documents' insertion numbers take it */
+    uint64_t generation; /* the commit's: documents' insertion numbers take it */
     sims_state_record old_state;
     int have_old_state;
-    MDB_txn *check_txn; /* add: a read transaction to test existence */
-    sims_snapshot *snap; /* add, fingerprint-only: the segments to test against */
-    uint64_t clashes;   /* documents whose id was stored or given before */
+    MDB_txn *check_txn;    /* add: a read transaction to test existence */
+    sims_snapshot *snap;   /* add, fingerprint-only: the segments to test against */
+    uint64_t clashes;      /* documents whose id was stored or given before */
     uint8_t *store_record; /* build: the store record to commit */
     size_t store_record_len;
     int tables_written; /* the segment's table files may exist */
@@ -727,7 +729,7 @@ typedef struct finish_state {
     uint64_t para_fps;
     uint64_t para_segment_id;
     int para_tables_written;
-    sims_env env;       /* build: the new store's environment */
+    sims_env env; /* build: the new store's environment */
     int env_open;
     /* build: the segment's documents go to its document file (format/store.md,
      * "Document files"), not to docs and fps; fps's records then carry each
@@ -782,8 +784,8 @@ static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t
     uint64_t pq = sims_permute(&d->tables[0].permuter, fp);
     for (uint32_t i = 0; i < snap->segment_count; i++) {
         int found = 0;
-        int rc = table_reader_search(snap->segments[i]->tables[0], pq, pq, pq, 0, found_one,
-                                     &found);
+        int rc =
+            table_reader_search(snap->segments[i]->tables[0], pq, pq, pq, 0, found_one, &found);
         if (rc < 0)
             return rc;
         if (found)
@@ -929,8 +931,8 @@ static int distinct_from_docs(finish_state *f)
             continue; /* the finish fails: only the clashes are still of use */
         be_store64(key, fp);
         memcpy(key + 8, rec.key, rec.key_len);
-        rc = f->docfile ? sims_recsort_push_seq(f->fps, key, 8 + rec.key_len, rec.val,
-                                                rec.val_len, rec.seq)
+        rc = f->docfile ? sims_recsort_push_seq(f->fps, key, 8 + rec.key_len, rec.val, rec.val_len,
+                                                rec.seq)
                         : sims_recsort_push(f->fps, key, 8 + rec.key_len, NULL, 0);
         if (rc == SIMSTORE_OK && (rec.val[16] & SIMS_DOC_FLAG_PARAGRAPHS))
             rc = push_paragraphs(f, &rec, key);
@@ -942,7 +944,8 @@ static int distinct_from_docs(finish_state *f)
     if (rc < 0)
         return rc;
     if (f->clashes && !b->opt.skip_existing)
-        return sims_fail(SIMSTORE_EINVAL, "%" PRIu64 " document id%s given twice or already in the store",
+        return sims_fail(SIMSTORE_EINVAL,
+                         "%" PRIu64 " document id%s given twice or already in the store",
                          f->clashes, f->clashes == 1 ? "" : "s");
     if (f->pfps && (rc = paragraphs_distinct(f)))
         return rc;
@@ -1085,8 +1088,7 @@ typedef struct doc_value {
 static void doc_value_parts(const uint8_t *v, size_t vlen, doc_value *d)
 {
     d->flags = v[16];
-    d->sketch_len =
-        simstore_sketch_bytes((simstore_sketch_kind)SIMS_DOC_SKETCH_KIND(d->flags));
+    d->sketch_len = simstore_sketch_bytes((simstore_sketch_kind)SIMS_DOC_SKETCH_KIND(d->flags));
     d->sketch = d->sketch_len ? v + DOC_VAL_FIXED : NULL;
     d->npara = 0;
     d->paras = NULL;
@@ -1653,8 +1655,8 @@ static int finish_design(finish_state *f)
         return rc;
     uint8_t *design_rec = malloc(sims_design_record_bytes(f->design));
     size_t design_len = 0;
-    rc = design_rec ? sims_design_encode(f->design, design_rec,
-                                         sims_design_record_bytes(f->design), &design_len)
+    rc = design_rec ? sims_design_encode(f->design, design_rec, sims_design_record_bytes(f->design),
+                                         &design_len)
                     : sims_fail(SIMSTORE_ENOMEM, "out of memory");
     if (rc == SIMSTORE_OK) {
         sims_store_record sr = {
@@ -1787,8 +1789,13 @@ static int finish_commit(finish_state *f)
         f->env_open = 1;
     }
     progress(b, "committing", 0, 0);
-    commit_ctx c = {f, f->new_store ? &f->env : &b->store->env, f->new_store, f->store_record,
-                    f->store_record_len, {0}, 0};
+    commit_ctx c = {f,
+                    f->new_store ? &f->env : &b->store->env,
+                    f->new_store,
+                    f->store_record,
+                    f->store_record_len,
+                    {0},
+                    0};
     if (f->new_store)
         encode_text_options(b->opt.text, c.text_record);
     if (f->new_store && !b->fp_only) {

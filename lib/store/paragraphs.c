@@ -314,8 +314,8 @@ static int para_once(void *ctx)
         p->cand_len = 0;
         p->grow_failed = 0;
         for (uint32_t t = 0; t < d->n_tables && rc == SIMSTORE_OK; t++) {
-            size_t nm = sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks,
-                                                 p->mask_cap);
+            size_t nm =
+                sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
             if (nm > p->mask_cap) {
                 if (grow((void **)&p->masks, &p->mask_cap, nm, sizeof *p->masks)) {
                     rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph probes");
@@ -330,8 +330,8 @@ static int para_once(void *ctx)
             for (uint32_t i = 0; i < snap->para_segment_count && rc == SIMSTORE_OK; i++) {
                 const sims_segment *seg = snap->para_segments[i];
                 for (size_t m = 0; m < nm && rc == SIMSTORE_OK; m++) {
-                    rc = table_reader_search(seg->tables[t], lo ^ p->masks[m], hi ^ p->masks[m],
-                                             pq, a->k, collect, p);
+                    rc = table_reader_search(seg->tables[t], lo ^ p->masks[m], hi ^ p->masks[m], pq,
+                                             a->k, collect, p);
                     if (p->grow_failed)
                         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph candidates");
                 }

@@ -48,9 +48,9 @@ struct simstore_query {
     size_t from_file_cap;
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
-    sims_para_buffers *para; /* paragraph queries' (paragraphs.c), or NULL */
+    sims_para_buffers *para;   /* paragraph queries' (paragraphs.c), or NULL */
     const sims_snapshot *snap; /* the state being answered from, while it is */
-    uint64_t *masks;         /* beyond the design's k: a table's prefix masks */
+    uint64_t *masks;           /* beyond the design's k: a table's prefix masks */
     size_t mask_cap;
 };
 
@@ -598,9 +598,9 @@ static int put_docfile_doc(void *ctx, const docfile_doc *d)
     m->insertion = d->insertion;
     q->sketch_offs[i] = 0;
     if (d->sketch) {
-        m->similarity = q->query_sketch ? simstore_sketch_similarity(s->text.sketch,
-                                                                     q->query_sketch, d->sketch)
-                                        : SIMSTORE_SIMILARITY_UNKNOWN;
+        m->similarity = q->query_sketch
+                            ? simstore_sketch_similarity(s->text.sketch, q->query_sketch, d->sketch)
+                            : SIMSTORE_SIMILARITY_UNKNOWN;
         rc = arena_put(q, d->sketch, simstore_sketch_bytes(s->text.sketch), &off);
         if (rc)
             return rc;
@@ -768,8 +768,8 @@ static int answer_once(void *ctx)
             in_txn = 1;
             if ((uint64_t)mdb_txn_id(q->txn) != snap->txn_id) {
                 sims_retry_saw((uint64_t)mdb_txn_id(q->txn));
-                rc = sims_retry_or_fail(sims_fail(
-                    SIMSTORE_EBUSY, "%s kept changing during the query", s->path));
+                rc = sims_retry_or_fail(
+                    sims_fail(SIMSTORE_EBUSY, "%s kept changing during the query", s->path));
             }
         }
     }

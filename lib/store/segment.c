@@ -73,7 +73,8 @@ static int write_one_table(table_job *tj, unsigned t, size_t run_values, uint64_
     /* First pass: the histogram the table's Huffman code is built from. */
     uint64_t hist[64] = {0}, prev = 0, count = 0;
     int have_prev = 0;
-    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0) {
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 &&
+           n > 0) {
         table_histogram_add(hist, &prev, &have_prev, buf, n);
         count += n;
         table_progress(tj, n);
@@ -91,7 +92,8 @@ static int write_one_table(table_job *tj, unsigned t, size_t run_values, uint64_
     if (rc == SIMSTORE_OK)
         rc = table_writer_open(path, &params, hist, &w);
     /* Second pass: encode. */
-    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 && n > 0) {
+    while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 &&
+           n > 0) {
         rc = table_writer_add(w, buf, n);
         table_progress(tj, n);
     }

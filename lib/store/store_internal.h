@@ -104,11 +104,11 @@ struct simstore {
     uint32_t block_bytes;
     uint64_t created_unix;
     sims_design *design;
-    simstore_text_options text; /* from the text record */
+    simstore_text_options text;         /* from the text record */
     simstore_boilerplate *boilerplate;  /* from the boilerplate record, or NULL */
     simstore_build_options maintenance; /* for automatic compaction after deletes */
-    pthread_mutex_t mu;      /* guards `current` and `builder_open` */
-    sims_snapshot *current;  /* the newest snapshot loaded */
+    pthread_mutex_t mu;                 /* guards `current` and `builder_open` */
+    sims_snapshot *current;             /* the newest snapshot loaded */
     int builder_open;
     /* Held (recursively: an add or delete may compact) by each change made
      * through this handle: adds (from finish), deletes, compactions. Each

@@ -158,10 +158,10 @@ static int parse_footer(table_reader *r)
     uint64_t stored = le_load64(f + TBL_F_CHECKSUM);
     uint64_t want = sims_xxh3_64(f, TBL_F_CHECKSUM, TBL_SEED_FOOTER);
     if (stored != want)
-        return SIMS_CORRUPT("footer checksum mismatch at byte offset %" PRIu64, foff + TBL_F_CHECKSUM);
+        return SIMS_CORRUPT("footer checksum mismatch at byte offset %" PRIu64,
+                            foff + TBL_F_CHECKSUM);
     if (le_load64(f + TBL_F_HEADER_CHECKSUM) != in->header_checksum)
-        return SIMS_CORRUPT("footer (byte offset %" PRIu64 ") belongs to another header",
-                            foff);
+        return SIMS_CORRUPT("footer (byte offset %" PRIu64 ") belongs to another header", foff);
     if (le_load64(f + TBL_F_BLOCK_COUNT) != in->block_count ||
         le_load64(f + TBL_F_FP_COUNT) != in->fp_count)
         return SIMS_CORRUPT("footer counts differ from the header's");
@@ -1017,8 +1017,7 @@ static table_reader *reader_alloc(const char *name)
     return r;
 }
 
-int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags,
-                             table_reader **out)
+int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags, table_reader **out)
 {
     *out = NULL;
     table_reader *r = reader_alloc("memory");
@@ -1221,8 +1220,9 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
     if (rc)
         return rc;
     if (cap < count)
-        return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " holds %" PRIu32 " values, room for %zu",
-                         block, count, cap);
+        return sims_fail(SIMSTORE_EINVAL,
+                         "block %" PRIu64 " holds %" PRIu32 " values, room for %zu", block, count,
+                         cap);
     codec_block_decoder dec;
     rc = block_begin_keys(r, block, verify, prev, key, count, &dec);
     if (rc)
@@ -1246,8 +1246,7 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
     return SIMSTORE_OK;
 }
 
-int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
-                       size_t *n)
+int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap, size_t *n)
 {
     return block_decode(r, block, verify_blocks_once(r), out, cap, n, NULL);
 }

@@ -33,11 +33,11 @@
 
 /* What the caller supplies and the reader returns unchanged. */
 typedef struct table_params {
-    uint32_t block_bytes; /* simstore_block_bytes_valid() */
-    uint8_t prefix_bits;  /* <= 64; opaque to this layer */
-    uint8_t perm[64];     /* a permutation of 0..63; opaque to this layer */
-    uint64_t store_tag;   /* identifies the store the file belongs to */
-    uint32_t table_index; /* which of the store's tables this is */
+    uint32_t block_bytes;    /* simstore_block_bytes_valid() */
+    uint8_t prefix_bits;     /* <= 64; opaque to this layer */
+    uint8_t perm[64];        /* a permutation of 0..63; opaque to this layer */
+    uint64_t store_tag;      /* identifies the store the file belongs to */
+    uint32_t table_index;    /* which of the store's tables this is */
     uint32_t format_version; /* to write: 0 for TABLE_FORMAT_VERSION, or 1
                               * or 2 (golden files, compatibility tests); a
                               * reader leaves it 0 (the file's version is
@@ -148,8 +148,7 @@ void table_reader_advise_huge(const table_reader *r);
 
 /* As table_reader_open on data[0, size), which the caller keeps valid and
  * unchanged until table_reader_close (no copy is made except the keys). */
-int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags,
-                             table_reader **out);
+int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags, table_reader **out);
 
 /* Release the reader (and its mapping). NULL is allowed. */
 void table_reader_close(table_reader *r);
@@ -181,8 +180,7 @@ int table_reader_check_index(const table_reader *r);
  * checksum first unless the reader skips checksums, and its count, last
  * value and padding after. Returns SIMSTORE_OK; SIMSTORE_EINVAL (block out of
  * range or cap too small); SIMSTORE_ECORRUPT. */
-int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
-                       size_t *n);
+int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap, size_t *n);
 
 /* Decoding one block a piece at a time (batch scans that need only its
  * values up to some bound): start verifies the checksum before the block's
@@ -229,9 +227,9 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
 typedef struct table_cursor {
     const table_reader *reader;
     uint64_t lo, hi;
-    uint64_t block;  /* block being decoded, or next to start */
+    uint64_t block; /* block being decoded, or next to start */
     uint64_t first_block;
-    int state;       /* 0: start `block`; 1: inside it; 2: done */
+    int state; /* 0: start `block`; 1: inside it; 2: done */
     codec_block_decoder dec;
 } table_cursor;
 

@@ -61,9 +61,9 @@ struct table_writer {
     index_column entries;
     index_column groups;
     uint32_t count_min, count_max;
-    uint8_t *group;    /* versions 2 and 3: the current page group's blocks */
-    size_t group_len;  /* bytes in `group` */
-    uint64_t last_key; /* the key of the last block written */
+    uint8_t *group;          /* versions 2 and 3: the current page group's blocks */
+    size_t group_len;        /* bytes in `group` */
+    uint64_t last_key;       /* the key of the last block written */
     size_t index_mem_values; /* per column, before spilling */
     uint64_t block_count;
 
@@ -96,8 +96,9 @@ static int params_check(const table_params *p)
         return sims_fail(SIMSTORE_EINVAL, "table format version %" PRIu32 " cannot be written",
                          p->format_version);
     if (!simstore_block_bytes_valid(p->block_bytes))
-        return sims_fail(SIMSTORE_EINVAL, "block size %" PRIu32 " is not a power of two in [%u, %u]",
-                         p->block_bytes, SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES);
+        return sims_fail(SIMSTORE_EINVAL,
+                         "block size %" PRIu32 " is not a power of two in [%u, %u]", p->block_bytes,
+                         SIMSTORE_MIN_BLOCK_BYTES, SIMSTORE_MAX_BLOCK_BYTES);
     if (p->prefix_bits > 64)
         return sims_fail(SIMSTORE_EINVAL, "prefix bits %u exceed 64", p->prefix_bits);
     uint64_t seen = 0;
@@ -172,7 +173,8 @@ static int spill_dir(const table_writer *w, char *dir, size_t size)
 {
     const char *path = w->file.final_path;
     const char *slash = strrchr(path, '/');
-    int n = slash ? snprintf(dir, size, "%.*s", (int)(slash - path), path) : snprintf(dir, size, ".");
+    int n =
+        slash ? snprintf(dir, size, "%.*s", (int)(slash - path), path) : snprintf(dir, size, ".");
     if (slash == path)
         n = snprintf(dir, size, "/");
     return n < 0 || (size_t)n >= size ? sims_fail(SIMSTORE_EINVAL, "path too long: %s", path)
@@ -845,8 +847,8 @@ int table_encode_memory_hist(const table_params *p, const uint64_t hist[64], con
     for (unsigned j = 0; j < 64; j++)
         bits += hist[j] * (uint64_t)(w->code_lengths[j] ? w->code_lengths[j] + j : 0);
     uint64_t est_blocks = bits / 8 / p->block_bytes * 21 / 20 + 2;
-    uint64_t est = w->blocks_offset + est_blocks * (p->block_bytes + TBL_INDEX_ENTRY_BYTES) +
-                   TBL_FOOTER_BYTES;
+    uint64_t est =
+        w->blocks_offset + est_blocks * (p->block_bytes + TBL_INDEX_ENTRY_BYTES) + TBL_FOOTER_BYTES;
     if (est < SIZE_MAX / 2 && (w->mem = malloc((size_t)est)) != NULL)
         w->mem_cap = (size_t)est;
     rc = write_leading_space(w);

@@ -31,10 +31,10 @@ __extension__ typedef __int128 sims_i128;
 #define LANE_LIMIT 255u
 
 /* spread[b] has byte k equal to bit k of b. */
-#define SP1(b)                                                                           \
-    ((uint64_t)((b) & 1) | (uint64_t)((b) >> 1 & 1) << 8 | (uint64_t)((b) >> 2 & 1) << 16 | \
-     (uint64_t)((b) >> 3 & 1) << 24 | (uint64_t)((b) >> 4 & 1) << 32 |                     \
-     (uint64_t)((b) >> 5 & 1) << 40 | (uint64_t)((b) >> 6 & 1) << 48 |                     \
+#define SP1(b)                                                                                     \
+    ((uint64_t)((b)&1) | (uint64_t)((b) >> 1 & 1) << 8 | (uint64_t)((b) >> 2 & 1) << 16 |          \
+     (uint64_t)((b) >> 3 & 1) << 24 | (uint64_t)((b) >> 4 & 1) << 32 |                             \
+     (uint64_t)((b) >> 5 & 1) << 40 | (uint64_t)((b) >> 6 & 1) << 48 |                             \
      (uint64_t)((b) >> 7 & 1) << 56)
 #define SP4(b) SP1(b), SP1((b) + 1), SP1((b) + 2), SP1((b) + 3)
 #define SP16(b) SP4(b), SP4((b) + 4), SP4((b) + 8), SP4((b) + 12)
@@ -217,8 +217,7 @@ static unsigned width_of(const sims_features *f, uint64_t token)
     return f->window_cjk[token % SIMS_WINDOW] ? f->cjk_shingle : f->shingle_words;
 }
 
-int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
-                        int cjk)
+int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints, int cjk)
 {
     sims_features *f = ctx;
     if (f->failed)

@@ -67,8 +67,7 @@ void sims_features_set_sketch(sims_features *f, unsigned bin_bits);
 /* Start a document. */
 void sims_features_begin(sims_features *f);
 /* Add the next token (a sims_token_fn; ctx is the sims_features). */
-int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
-                        int cjk);
+int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints, int cjk);
 /* The LOG weight of a feature that occurs tf >= 1 times, in units of 2^-16
  * (format/fingerprint.md, "Weights"). */
 uint64_t sims_log_weight(uint64_t tf);

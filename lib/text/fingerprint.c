@@ -55,13 +55,13 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
         opts = &defaults;
     }
     if (opts->shingle_words < 1 || opts->shingle_words > SIMSTORE_SHINGLE_MAX)
-        return sims_fail(SIMSTORE_EINVAL, "shingle size %u is outside 1..%u",
-                         opts->shingle_words, SIMSTORE_SHINGLE_MAX);
+        return sims_fail(SIMSTORE_EINVAL, "shingle size %u is outside 1..%u", opts->shingle_words,
+                         SIMSTORE_SHINGLE_MAX);
     unsigned version = opts->version ? opts->version : 1;
     if (version > SIMSTORE_FP_VERSION_LATEST)
         return sims_fail(SIMSTORE_EINVAL, "unknown fingerprint version %u (this build knows 1..%u)",
                          version, SIMSTORE_FP_VERSION_LATEST);
-    unsigned cjk_shingle = version == 1 ? opts->shingle_words
+    unsigned cjk_shingle = version == 1        ? opts->shingle_words
                            : opts->cjk_shingle ? opts->cjk_shingle
                                                : SIMSTORE_CJK_SHINGLE_DEFAULT;
     if (cjk_shingle > SIMSTORE_SHINGLE_MAX)
@@ -142,8 +142,8 @@ static int fingerprint_range(simstore_fingerprinter *fpr, const uint8_t *text, s
      * letters, ideographs), so it is tokenized as it is, and normalized and
      * tokenized again only when the tokenizer meets a code point that is
      * not inert. */
-    int rc = sims_tokenize(&fpr->tokenizer, text, len, sims_features_token, &fpr->features,
-                           invalid);
+    int rc =
+        sims_tokenize(&fpr->tokenizer, text, len, sims_features_token, &fpr->features, invalid);
     if (rc == SIMS_TOKENIZE_NOT_INERT) {
         sims_features_begin(&fpr->features);
         rc = sims_normalize(&fpr->normalizer, text, len, &text, &len);
@@ -231,8 +231,8 @@ static int line_is_blank(const uint8_t *p, const uint8_t *end)
 }
 
 int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *text, size_t len,
-                                    simstore_paragraph_fn fn, void *ctx,
-                                    unsigned long *count, unsigned *flags)
+                                    simstore_paragraph_fn fn, void *ctx, unsigned long *count,
+                                    unsigned *flags)
 {
     if (count)
         *count = 0;
@@ -265,8 +265,8 @@ int simstore_fingerprint_paragraphs(simstore_fingerprinter *fpr, const char *tex
         if ((blank || line_end >= end) && para) {
             uint64_t fp, tokens;
             int invalid = 0;
-            int rc = fingerprint_range(fpr, para, (size_t)(para_end - para), &fp, &tokens,
-                                       &invalid);
+            int rc =
+                fingerprint_range(fpr, para, (size_t)(para_end - para), &fp, &tokens, &invalid);
             if (rc)
                 return rc;
             any_invalid |= invalid;

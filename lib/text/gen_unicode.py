@@ -251,6 +251,7 @@ def emit_c(classes, folds, decomps, ccc, pairs):
       f" * Character Database {UNICODE_VERSION}; do not edit. Code point classes and case\n"
       " * folding for the tokenizer, as format/fingerprint.md defines them. */\n")
     w('#include "text/unicode.h"\n\n')
+    w("/* clang-format off */\n")
     w(f"const uint16_t sims_uc_stage1[{len(stage1)}] = {{\n")
     for i in range(0, len(stage1), 16):
         w("    " + ", ".join(str(x) for x in stage1[i:i + 16]) + ",\n")

@@ -43,8 +43,8 @@ static void fingerprint_chunk(void *ctx, void *item, unsigned worker)
 }
 
 int simstore_fingerprint_many(const simstore_text_options *o, unsigned threads,
-                              const char *const *texts, const size_t *lens, size_t n,
-                              uint64_t *fps, unsigned *flags)
+                              const char *const *texts, const size_t *lens, size_t n, uint64_t *fps,
+                              unsigned *flags)
 {
     if (n == 0)
         return SIMSTORE_OK;

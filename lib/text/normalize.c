@@ -125,8 +125,7 @@ static uint32_t compose(uint32_t a, uint32_t b)
                : 0;
 }
 
-void sims_normalize_codepoints(const uint32_t *cp, size_t count, uint32_t *out,
-                               size_t *out_count)
+void sims_normalize_codepoints(const uint32_t *cp, size_t count, uint32_t *out, size_t *out_count)
 {
     size_t n = 0;
     for (size_t i = 0; i < count; i++)
@@ -168,7 +167,6 @@ void sims_normalize_codepoints(const uint32_t *cp, size_t count, uint32_t *out,
     }
     *out_count = kept;
 }
-
 
 /* Append text[from..start) as it is, then the normalization of the
  * well-formed span [start, stop). */

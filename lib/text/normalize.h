@@ -31,7 +31,6 @@ int sims_normalize(sims_normalizer *n, const uint8_t *text, size_t len, const ui
 /* The normalization of the code points cp[0..count) in place into
  * out[0..*out_count) (out needs room for 18 code points per input code
  * point): exposed for the tests. Returns 0. */
-void sims_normalize_codepoints(const uint32_t *cp, size_t count, uint32_t *out,
-                               size_t *out_count);
+void sims_normalize_codepoints(const uint32_t *cp, size_t count, uint32_t *out, size_t *out_count);
 
 #endif

@@ -93,8 +93,8 @@ static int ini_value(const char *line, const char *key, char *out, size_t cap)
 /* The lexicon files friso.lex.ini lists for __LEX_CJK_WORDS__, checked readable
  * (friso prints to stdout rather than failing when one is missing) and then
  * loaded. Returns 0 or -1 with `why` filled in. */
-static int load_cjk_words(friso_t friso, friso_config_t config, const char *lex_dir,
-                          char *why, size_t why_cap)
+static int load_cjk_words(friso_t friso, friso_config_t config, const char *lex_dir, char *why,
+                          size_t why_cap)
 {
     char path[4096];
     snprintf(path, sizeof path, "%sfriso.lex.ini", lex_dir);
@@ -132,8 +132,7 @@ static int load_cjk_words(friso_t friso, friso_config_t config, const char *lex_
             break;
         }
         fclose(lex);
-        friso_dic_load(friso, config, __LEX_CJK_WORDS__, path,
-                       SIMS_FRISO_MAX_LEN * 3);
+        friso_dic_load(friso, config, __LEX_CJK_WORDS__, path, SIMS_FRISO_MAX_LEN * 3);
         files++;
     }
     free(buf);
@@ -149,9 +148,8 @@ static int load_cjk_words(friso_t friso, friso_config_t config, const char *lex_
  * when the ini cannot be read or is not one simstore can use. Always
  * inlined: the optimiser's -Wformat-truncation analysis of the paths and
  * messages built from dir then sees its bound (a 2047-byte lex_dir). */
-static inline __attribute__((always_inline)) int ini_lex_dir(const char *ini, char *dir,
-                                                         size_t dir_cap, char *why,
-                                                         size_t why_cap)
+static inline __attribute__((always_inline)) int
+ini_lex_dir(const char *ini, char *dir, size_t dir_cap, char *why, size_t why_cap)
 {
     FILE *f = fopen(ini, "rb");
     if (!f) {

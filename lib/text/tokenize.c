@@ -14,14 +14,13 @@
 /* ASCII letters and digits, folded; 0 for every other byte (bytes >= 0x80
  * are never ASCII word characters, which ends the fast path). */
 static const uint8_t ascii_word[256] = {
-      0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
-      0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
-      0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
-     48,  49,  50,  51,  52,  53,  54,  55,  56,  57,   0,   0,   0,   0,   0,   0,
-      0,  97,  98,  99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
-    112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122,   0,   0,   0,   0,   0,
-      0,  97,  98,  99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
-    112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   48,  49,  50,  51,  52,  53,  54,  55,  56,
+    57,  0,   0,   0,   0,   0,   0,   0,   97,  98,  99,  100, 101, 102, 103, 104, 105, 106, 107,
+    108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 0,   0,   0,   0,
+    0,   0,   97,  98,  99,  100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113,
+    114, 115, 116, 117, 118, 119, 120, 121, 122, 0,   0,   0,   0,   0,
 };
 
 /* Eight bytes at a time: the bytes of x that are ASCII letters or digits
@@ -53,13 +52,13 @@ void sims_tokenizer_release(sims_tokenizer *t)
     memset(t, 0, sizeof *t);
 }
 
-
 static int end_word(sims_tokenizer *t, sims_token_fn emit, void *ctx)
 {
     if (t->word_len == 0)
         return 0;
     /* Only "at least 4" matters downstream, so saturating is exact. */
-    uint32_t codepoints = t->word_codepoints > UINT32_MAX ? UINT32_MAX : (uint32_t)t->word_codepoints;
+    uint32_t codepoints =
+        t->word_codepoints > UINT32_MAX ? UINT32_MAX : (uint32_t)t->word_codepoints;
     int rc = emit(ctx, t->word, t->word_len, codepoints, 0);
     t->word_len = 0;
     t->word_codepoints = 0;
@@ -152,8 +151,8 @@ static const uint8_t *join_across_break(const uint8_t *p, const uint8_t *end)
     return NULL;
 }
 
-int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token_fn emit,
-                  void *ctx, int *invalid_utf8)
+int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token_fn emit, void *ctx,
+                  int *invalid_utf8)
 {
     const uint8_t *p = text, *end = text + len;
     int rc = 0;
@@ -254,8 +253,7 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
             if (++t->run_codepoints == SIMS_RUN_MAX_CODEPOINTS)
                 rc = end_run(t, emit, ctx);
             break;
-        case SIMS_UC_IGNORE:
-            break;
+        case SIMS_UC_IGNORE: break;
         default:
             if (t->run_kind && t->join_lines && (cls & SIMS_UC_SPACE)) {
                 const uint8_t *joined = join_across_break(p, end);

@@ -47,7 +47,7 @@ void sims_tokenizer_release(sims_tokenizer *t);
  * sequence was replaced (left unchanged otherwise). Returns 0,
  * SIMS_TOKENIZE_NOT_INERT (only with inert_only), or SIMSTORE_ENOMEM (a
  * buffer could not grow, or `emit` said so). */
-int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token_fn emit,
-                  void *ctx, int *invalid_utf8);
+int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token_fn emit, void *ctx,
+                  int *invalid_utf8);
 
 #endif

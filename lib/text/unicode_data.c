@@ -3,6 +3,7 @@
  * folding for the tokenizer, as format/fingerprint.md defines them. */
 #include "text/unicode.h"
 
+/* clang-format off */
 const uint16_t sims_uc_stage1[4352] = {
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
     16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,

@@ -57,8 +57,8 @@ static int build(const char *dir, fixture *f, unsigned from, unsigned to, int ad
     for (unsigned i = from; rc == 0 && i < to; i++) {
         char meta[32];
         int ml = snprintf(meta, sizeof meta, "{\"i\":%u}", i);
-        simstore_doc d = {f->ids[i], strlen(f->ids[i]), f->fps[i], i % 4 ? NULL : meta,
-                          i % 4 ? 0 : (size_t)ml, i};
+        simstore_doc d = {f->ids[i],           strlen(f->ids[i]),      f->fps[i],
+                          i % 4 ? NULL : meta, i % 4 ? 0 : (size_t)ml, i};
         rc = simstore_builder_add(b, &d);
     }
     if (rc == 0)
@@ -375,8 +375,9 @@ static void test_verify__table_set_differs(void **state)
     size_t got_n = 0;
     for (uint64_t b = 0; b < in.blocks; b++) {
         size_t n;
-        assert_int_equal(simstore_table_read_block(t, b, NULL, v + got_n,
-                                                   (size_t)(in.fingerprints - got_n), &n), 0);
+        assert_int_equal(
+            simstore_table_read_block(t, b, NULL, v + got_n, (size_t)(in.fingerprints - got_n), &n),
+            0);
         got_n += n;
     }
     assert_int_equal(got_n, in.fingerprints);
@@ -465,8 +466,10 @@ static void test_verify__counts_and_unheld_fingerprint(void **state)
     MDB_val key = {5, (void *)"state"}, val;
     assert_int_equal(mdb_get(r.txn, r.meta, &key, &val), 0);
     sims_state_record st;
-    assert_int_equal(sims_state_record_decode(val.mv_data, val.mv_size, le_load32(
-                         (const uint8_t *)val.mv_data + 48 + 24), &st), 0);
+    assert_int_equal(sims_state_record_decode(val.mv_data, val.mv_size,
+                                              le_load32((const uint8_t *)val.mv_data + 48 + 24),
+                                              &st),
+                     0);
     st.doc_count += 2; /* the stray document below adds one */
     size_t n = sims_state_record_size(st.segment_count);
     uint8_t *buf = malloc(n);
@@ -478,8 +481,8 @@ static void test_verify__counts_and_unheld_fingerprint(void **state)
     /* A document whose fingerprint no segment holds (fps and docs agree). */
     uint64_t stray = 0x0123456789abcdefULL;
     uint8_t rec[32], fk[8];
-    size_t rl = sims_doc_record_encode((const uint8_t *)"stray", 5, stray, 0, 0, NULL, 0, rec,
-                                       sizeof rec);
+    size_t rl =
+        sims_doc_record_encode((const uint8_t *)"stray", 5, stray, 0, 0, NULL, 0, rec, sizeof rec);
     MDB_val dk = {5, (void *)"stray"}, dv = {rl, rec};
     assert_int_equal(mdb_put(r.txn, r.docs, &dk, &dv, 0), 0);
     be_store64(fk, stray);
@@ -541,7 +544,8 @@ static void test_verify__lmdb_damage(void **state)
     int i = find(&g, SIMSTORE_PROBLEM_LMDB, "tile");
     assert_true(i >= 0);
     assert_int_equal(g.block[i], (int64_t)page);
-    assert_true(g.offset[i] >= (int64_t)(page * 4096) && g.offset[i] < (int64_t)((page + 1) * 4096));
+    assert_true(g.offset[i] >= (int64_t)(page * 4096) &&
+                g.offset[i] < (int64_t)((page + 1) * 4096));
     char want[64];
     snprintf(want, sizeof want, "page %zu", page);
     assert_non_null(strstr(g.msg[i], want));
@@ -670,7 +674,8 @@ static void test_verify__dead_duplicate_after_delete(void **state)
     fixture *f = *state;
     char *dir = copy_store(f, "dead");
     simstore *s;
-    assert_int_equal(simstore_open(dir, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s), 0);
+    assert_int_equal(simstore_open(dir, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s),
+                     0);
     const char *ids[] = {f->ids[12]};
     size_t lens[] = {strlen(f->ids[12])};
     uint64_t deleted = 0;

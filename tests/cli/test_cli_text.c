@@ -43,13 +43,15 @@ static void test_cli_escape__utf8_kept_c1_and_invalid_escaped(void **state)
     (void)state;
     assert_string_equal(ESC("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80"),
                         "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80");
-    assert_string_equal(ESC("\xc2\xa0"), "\xc2\xa0");     /* U+00A0: printable */
-    assert_string_equal(ESC("\xc2\x9b" "1m"), "\\xC2\\x9B1m"); /* U+009B: CSI */
-    assert_string_equal(ESC("\x9b"), "\\x9B");             /* a lone C1 byte */
-    assert_string_equal(ESC("\xc0\xaf"), "\\xC0\\xAF");    /* overlong */
-    assert_string_equal(ESC("\xed\xa0\x80"), "\\xED\\xA0\\x80"); /* surrogate */
+    assert_string_equal(ESC("\xc2\xa0"), "\xc2\xa0"); /* U+00A0: printable */
+    assert_string_equal(ESC("\xc2\x9b"
+                            "1m"),
+                        "\\xC2\\x9B1m");                                  /* U+009B: CSI */
+    assert_string_equal(ESC("\x9b"), "\\x9B");                            /* a lone C1 byte */
+    assert_string_equal(ESC("\xc0\xaf"), "\\xC0\\xAF");                   /* overlong */
+    assert_string_equal(ESC("\xed\xa0\x80"), "\\xED\\xA0\\x80");          /* surrogate */
     assert_string_equal(ESC("\xf4\x90\x80\x80"), "\\xF4\\x90\\x80\\x80"); /* > U+10FFFF */
-    assert_string_equal(ESC("\xe4\xb8"), "\\xE4\\xB8");    /* cut short */
+    assert_string_equal(ESC("\xe4\xb8"), "\\xE4\\xB8");                   /* cut short */
 }
 
 static void test_cli_escape__truncates_whole_pieces(void **state)

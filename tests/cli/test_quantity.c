@@ -51,8 +51,8 @@ static void test_quantity__plain_and_powers(void **state)
 static void test_quantity__suffixes(void **state)
 {
     (void)state;
-    const char *const mib[] = {"64M", "64m", "64Mi", "64mi", "64MiB", "64mib", "64MIB",
-                               "64MB", "64mb", "64Mb"};
+    const char *const mib[] = {"64M",   "64m",   "64Mi", "64mi", "64MiB",
+                               "64mib", "64MIB", "64MB", "64mb", "64Mb"};
     for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++)
         accepts(mib[i], 64ULL << 20);
     accepts("4k", 4096);
@@ -76,11 +76,38 @@ static void test_quantity__suffixes(void **state)
 static void test_quantity__refused(void **state)
 {
     (void)state;
-    const char *const bad[] = {
-        "", "-1", "+1", " 1", "1 ", "M", "1Q", "1MiBB", "1iM", "1Bi", "1MM", "1KM",
-        "0.5", "1.3K", "1.", ".5", "1e", "1e-3", "1e20", "2^", "2^64", "2^-1", "2^3K",
-        "3^2", "18446744073709551616", "16777216T", "1e19K", "0x10", "1,000", "1_000",
-        "1.0000000000000000000001", NULL};
+    const char *const bad[] = {"",
+                               "-1",
+                               "+1",
+                               " 1",
+                               "1 ",
+                               "M",
+                               "1Q",
+                               "1MiBB",
+                               "1iM",
+                               "1Bi",
+                               "1MM",
+                               "1KM",
+                               "0.5",
+                               "1.3K",
+                               "1.",
+                               ".5",
+                               "1e",
+                               "1e-3",
+                               "1e20",
+                               "2^",
+                               "2^64",
+                               "2^-1",
+                               "2^3K",
+                               "3^2",
+                               "18446744073709551616",
+                               "16777216T",
+                               "1e19K",
+                               "0x10",
+                               "1,000",
+                               "1_000",
+                               "1.0000000000000000000001",
+                               NULL};
     for (size_t i = 0; bad[i]; i++)
         refuses(bad[i]);
     uint64_t v;

@@ -132,8 +132,20 @@ static int read_all(cli_stream *s, size_t step, unsigned char **out, size_t *len
 static void test_stream_roundtrip__sizes(void **state)
 {
     (void)state;
-    const size_t sizes[] = {0, 1, 2, 3, 4, 5, 4095, CHUNK - 1, CHUNK, CHUNK + 1,
-                            4 * CHUNK - 1, 4 * CHUNK, 4 * CHUNK + 1, 5 * CHUNK + 7,
+    const size_t sizes[] = {0,
+                            1,
+                            2,
+                            3,
+                            4,
+                            5,
+                            4095,
+                            CHUNK - 1,
+                            CHUNK,
+                            CHUNK + 1,
+                            4 * CHUNK - 1,
+                            4 * CHUNK,
+                            4 * CHUNK + 1,
+                            5 * CHUNK + 7,
                             3 * 1000 * 1000};
     const size_t steps[] = {1, 7, 4096, CHUNK + 3};
     const compress_fn fns[] = {NULL, gzip_bytes, zstd_bytes};
@@ -158,8 +170,8 @@ static void test_stream_roundtrip__sizes(void **state)
                 size_t len;
                 int rc = read_all(s, steps[st], &got, &len);
                 if (rc != 0)
-                    fail_msg("%s, %zu bytes, reads of %zu: %s", cli_stream_kind_name(kinds[k]),
-                             n, steps[st], cli_stream_error(s));
+                    fail_msg("%s, %zu bytes, reads of %zu: %s", cli_stream_kind_name(kinds[k]), n,
+                             steps[st], cli_stream_error(s));
                 assert_int_equal(len, n);
                 assert_memory_equal(got, text, n);
                 assert_string_equal(cli_stream_error(s), "");
@@ -193,8 +205,8 @@ static void test_stream_roundtrip__members(void **state)
             total += parts[i];
             clen += l;
             if (k == 1 && i == 2) { /* a skippable frame, between frames */
-                static const unsigned char skip[12] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0,
-                                                       1, 2, 3, 4};
+                static const unsigned char skip[12] = {0x50, 0x2a, 0x4d, 0x18, 4, 0,
+                                                       0,    0,    1,    2,    3, 4};
                 comp = realloc(comp, clen + sizeof skip);
                 memcpy(comp + clen, skip, sizeof skip);
                 clen += sizeof skip;
@@ -223,8 +235,8 @@ static void test_stream_roundtrip__members(void **state)
         assert_int_equal(read_all(s, 5000, &got, &len), -1);
         assert_int_equal(len, total);
         assert_memory_equal(got, text, total);
-        assert_non_null(strstr(cli_stream_error(s), k == 0 ? "gzip data is corrupt: "
-                                                           : "zstd data is corrupt: "));
+        assert_non_null(strstr(cli_stream_error(s),
+                               k == 0 ? "gzip data is corrupt: " : "zstd data is corrupt: "));
         free(got);
         cli_stream_close(s);
         free(path);
@@ -304,8 +316,7 @@ static void test_stream_corruption__every_byte(void **state)
                     assert_int_equal(len, clen);
                 } else if (rc == 0) {
                     if (len != n || memcmp(got, text, n) != 0)
-                        fail_msg("byte %zu ^ 0x%02x: wrong data without an error", at,
-                                 masks[m]);
+                        fail_msg("byte %zu ^ 0x%02x: wrong data without an error", at, masks[m]);
                 } else {
                     errors++;
                     assert_true(strlen(cli_stream_error(s)) > 0);

@@ -400,7 +400,7 @@ static size_t gen_sorted(test_rng *rng, int shape, uint64_t *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         uint64_t step;
         switch (shape) {
-        case 0: step = 1; break;                                      /* dense */
+        case 0: step = 1; break;                                          /* dense */
         case 1: step = 1 + test_rng_below(rng, (uint64_t)1 << 40); break; /* 2^24-ish table */
         case 2: step = 1 + (test_rng_next(rng) >> (1 + test_rng_below(rng, 63))); break; /* mixed */
         case 3: step = 1 + test_rng_below(rng, 3); break;
@@ -464,7 +464,8 @@ static void test_codec_block__round_trip(void **state)
         if (used < n)
             assert_true(bits + codec_delta_bits(&enc, v[used] - v[used - 1]) > bytes * 8);
         memset(out, 0xA5, (used + 1) * sizeof *out);
-        assert_int_equal(codec_block_decode(&dec, buf, bytes, raw_first, prev, used, v[used - 1], out), 0);
+        assert_int_equal(
+            codec_block_decode(&dec, buf, bytes, raw_first, prev, used, v[used - 1], out), 0);
         assert_memory_equal(out, v, used * sizeof *v);
         assert_true(out[used] == 0xA5A5A5A5A5A5A5A5ULL); /* wrote exactly `used` */
 
@@ -739,7 +740,8 @@ static void test_codec_block__extreme_values(void **state)
 {
     (void)state;
     /* 0, 2^64-1 and differences with 63-bit mantissas (careful path). */
-    uint64_t v[] = {0, 1, 2, (uint64_t)1 << 62, ((uint64_t)1 << 63) + 5, UINT64_MAX - 1, UINT64_MAX};
+    uint64_t v[] = {0,         1, 2, (uint64_t)1 << 62, ((uint64_t)1 << 63) + 5, UINT64_MAX - 1,
+                    UINT64_MAX};
     size_t n = sizeof v / sizeof v[0];
     uint64_t hist[64];
     histogram(v, n, 0, 0, hist);
@@ -868,7 +870,7 @@ static void test_codec_block__rejects_damage(void **state)
     assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "no Huffman code"));
     assert_non_null(strstr(simstore_last_error(), "bit offset 74"));
-    buf[9] &= (uint8_t)~(1u << 2);
+    buf[9] &= (uint8_t) ~(1u << 2);
 
     /* Wrong key, and a count too short for the key. */
     assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key + 1, out), SIMSTORE_ECORRUPT);
@@ -887,7 +889,8 @@ static void test_codec_block__rejects_damage(void **state)
      * decode as "0" = +1 until the bits run out). */
     size_t max = (size_t)codec_block_max_count(256, dec.min_len, 1);
     assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, max, key, out), SIMSTORE_ECORRUPT);
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, max + 1, key, out), SIMSTORE_ECORRUPT);
+    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, max + 1, key, out),
+                     SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "past the end"));
 }
 
@@ -906,10 +909,12 @@ static void test_codec_block__rejects_wrap(void **state)
     uint8_t buf[256 + BITIO_WRITER_SLACK];
     uint64_t v[] = {(uint64_t)3 << 62, ((uint64_t)3 << 62) + ((uint64_t)1 << 62) - 1};
     size_t used;
-    assert_int_equal(codec_block_encode(&enc, buf, 256, 0, ((uint64_t)3 << 62) - 1, v, 2, &used), 0);
+    assert_int_equal(codec_block_encode(&enc, buf, 256, 0, ((uint64_t)3 << 62) - 1, v, 2, &used),
+                     0);
     assert_int_equal(used, 2);
     uint64_t out[2];
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) - 1, 2, v[1], out), 0);
+    assert_int_equal(codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) - 1, 2, v[1], out),
+                     0);
     /* Same bits, a larger predecessor: the second value passes 2^64. */
     assert_int_equal(codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) + 1, 2, v[1], out),
                      SIMSTORE_ECORRUPT);

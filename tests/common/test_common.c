@@ -20,9 +20,9 @@
 static void test_common_error__codes_have_names(void **state)
 {
     (void)state;
-    int codes[] = {SIMSTORE_OK, SIMSTORE_ENOTFOUND, SIMSTORE_ECORRUPT, SIMSTORE_EVERSION,
-                   SIMSTORE_ENOMEM, SIMSTORE_EIO, SIMSTORE_EFULL, SIMSTORE_EINVAL,
-                   SIMSTORE_EBUSY, SIMSTORE_ERANGE, SIMSTORE_EEXIST, SIMSTORE_EREADONLY};
+    int codes[] = {SIMSTORE_OK,     SIMSTORE_ENOTFOUND, SIMSTORE_ECORRUPT, SIMSTORE_EVERSION,
+                   SIMSTORE_ENOMEM, SIMSTORE_EIO,       SIMSTORE_EFULL,    SIMSTORE_EINVAL,
+                   SIMSTORE_EBUSY,  SIMSTORE_ERANGE,    SIMSTORE_EEXIST,   SIMSTORE_EREADONLY};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         const char *s = simstore_strerror(codes[i]);
         assert_non_null(s);

@@ -17,10 +17,10 @@
 #include <time.h>
 
 typedef struct job {
-    uint64_t seq;     /* what the producer put in */
-    uint64_t result;  /* what the worker computed */
-    int processed;    /* times processed */
-    int in_use;       /* set by the producer, cleared by the consumer */
+    uint64_t seq;    /* what the producer put in */
+    uint64_t result; /* what the worker computed */
+    int processed;   /* times processed */
+    int in_use;      /* set by the producer, cleared by the consumer */
     unsigned delay_us;
 } job;
 

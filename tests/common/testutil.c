@@ -18,8 +18,8 @@ void test_rng_init(test_rng *r, const char *what, uint64_t default_seed)
     if (env && *env)
         seed = strtoull(env, NULL, 0);
     r->state = seed;
-    fprintf(stderr, "%s: seed %" PRIu64 " (replay with SIMSTORE_TEST_SEED=%" PRIu64 ")\n",
-            what, seed, seed);
+    fprintf(stderr, "%s: seed %" PRIu64 " (replay with SIMSTORE_TEST_SEED=%" PRIu64 ")\n", what,
+            seed, seed);
 }
 
 uint64_t test_rng_next(test_rng *r)

@@ -233,7 +233,8 @@ static void check_block_proof(const sims_design *d)
         check_table_blocks(d, t, l1, l2);
     if (k == 0)
         return;
-    for (uint64_t touched1 = (UINT64_C(1) << k) - 1; touched1; touched1 = next_subset(touched1, m1)) {
+    for (uint64_t touched1 = (UINT64_C(1) << k) - 1; touched1;
+         touched1 = next_subset(touched1, m1)) {
         int found = 0;
         for (uint32_t t = 0; t < d->n_tables && !found; t++) {
             if (d->tables[t].blocks1 & touched1)
@@ -286,7 +287,8 @@ static void test_design_coverage__k5_to_7_by_construction_and_sampling(void **st
                     if (!(blocks >> j & 1))
                         continue;
                     uint64_t bm = l1[j];
-                    unsigned pick = (unsigned)test_rng_below(&rng, (uint64_t)__builtin_popcountll(bm));
+                    unsigned pick =
+                        (unsigned)test_rng_below(&rng, (uint64_t)__builtin_popcountll(bm));
                     while (pick--)
                         bm &= bm - 1;
                     flips |= bm & -bm;
@@ -469,8 +471,8 @@ static void test_design_build__rejects_invalid_parameters(void **state)
         sims_design_params p;
         const char *word;
     } bad[] = {
-        {{8, 1, 1, 0}, "k = 8"},      {{3, 0, 1, 0}, "levels"},   {{3, 3, 1, 1}, "levels"},
-        {{3, 1, 0, 0}, "r1 = 0"},     {{3, 1, 1, 1}, "r2 = 1"},   {{3, 2, 1, 0}, "r2 = 0"},
+        {{8, 1, 1, 0}, "k = 8"},          {{3, 0, 1, 0}, "levels"},  {{3, 3, 1, 1}, "levels"},
+        {{3, 1, 0, 0}, "r1 = 0"},         {{3, 1, 1, 1}, "r2 = 1"},  {{3, 2, 1, 0}, "r2 = 0"},
         {{3, 1, 62, 0}, "blocks exceed"}, {{3, 1, 10, 0}, "tables"}, {{0, 2, 1, 1}, "level 2"},
         {{7, 2, 2, 1}, "tables"},
     };
@@ -567,8 +569,12 @@ static void test_design_candidates__cap_and_errors(void **state)
 
 static void check_permuter(const sims_permuter *pm, const uint8_t perm[64], test_rng *rng)
 {
-    static const uint64_t special[] = {0, UINT64_MAX, 1, UINT64_C(1) << 63,
-                                       UINT64_C(0x0123456789ABCDEF), UINT64_C(0xAAAAAAAAAAAAAAAA)};
+    static const uint64_t special[] = {0,
+                                       UINT64_MAX,
+                                       1,
+                                       UINT64_C(1) << 63,
+                                       UINT64_C(0x0123456789ABCDEF),
+                                       UINT64_C(0xAAAAAAAAAAAAAAAA)};
     for (unsigned i = 0; i < 64 + 6; i++) {
         uint64_t x = i < 6 ? special[i] : test_rng_next(rng);
         uint64_t y = sims_permute(pm, x);
@@ -833,8 +839,8 @@ static void test_design_exact__end_to_end_small_sets(void **state)
 
 /* ---- the cost model -------------------------------------------------------- */
 
-static unsigned chosen_tables(unsigned k, uint64_t n, size_t block_bytes,
-                              const sims_cost_model *m, sims_design *d)
+static unsigned chosen_tables(unsigned k, uint64_t n, size_t block_bytes, const sims_cost_model *m,
+                              sims_design *d)
 {
     assert_int_equal(sims_design_choose(k, n, sims_design_fps_per_block(n, block_bytes), m, d),
                      SIMSTORE_OK);
@@ -861,9 +867,9 @@ static void test_design_cost__k3_choices(void **state)
         sims_design_describe(d, desc, sizeof desc);
         printf("k=3 N=2^%u: chose %s\n", log2n[i], desc);
     }
-    assert_int_equal(got[2], 4);                 /* 2^23: Manku's 4 tables, p = 16 */
-    assert_true(got[3] > got[2]);                /* more tables at 2^26 ... */
-    assert_true(got[3] >= 10 && got[3] <= 20);   /* ... around 10 */
+    assert_int_equal(got[2], 4);               /* 2^23: Manku's 4 tables, p = 16 */
+    assert_true(got[3] > got[2]);              /* more tables at 2^26 ... */
+    assert_true(got[3] >= 10 && got[3] <= 20); /* ... around 10 */
     assert_int_equal(got[0], 4);
     for (unsigned i = 1; i < 5; i++)
         assert_true(got[i] >= got[i - 1]);
@@ -1003,8 +1009,8 @@ static void test_design_describe__strings(void **state)
     assert_string_equal(buf, "blocks 1: bits 47..32 (p=16)");
     assert_int_equal(sims_design_with_tables(3, 16, d), SIMSTORE_OK);
     sims_design_describe(d, buf, sizeof buf);
-    assert_string_equal(buf,
-                        "k=3: 2 levels (4 blocks choose 1, then 4 choose 1), 16 tables, prefix 28 bits");
+    assert_string_equal(
+        buf, "k=3: 2 levels (4 blocks choose 1, then 4 choose 1), 16 tables, prefix 28 bits");
     sims_design_describe_table(d, 1, buf, sizeof buf);
     assert_string_equal(buf, "blocks 0 | 1: bits 63..48 35..24 (p=28)");
     sims_design_describe_table(d, 5, buf, sizeof buf);
@@ -1043,7 +1049,8 @@ static void test_design_record__round_trip_every_candidate(void **state)
 {
     (void)state;
     sims_design *d = design_new(), *e = design_new();
-    uint8_t *buf = malloc(SIMS_DESIGN_RECORD_MAX_BYTES), *again = malloc(SIMS_DESIGN_RECORD_MAX_BYTES);
+    uint8_t *buf = malloc(SIMS_DESIGN_RECORD_MAX_BYTES),
+            *again = malloc(SIMS_DESIGN_RECORD_MAX_BYTES);
     assert_non_null(buf);
     assert_non_null(again);
     sims_design_candidate c[SIMS_DESIGN_MAX_CANDIDATES];
@@ -1134,7 +1141,8 @@ static void test_design_record__golden_example(void **state)
     assert_int_equal(n, 288);
     sims_design *d = design_new(), *e = design_new();
     assert_int_equal(sims_design_choose(3, UINT64_C(1) << 23,
-                                        sims_design_fps_per_block(UINT64_C(1) << 23, 1024), NULL, d),
+                                        sims_design_fps_per_block(UINT64_C(1) << 23, 1024), NULL,
+                                        d),
                      SIMSTORE_OK);
     size_t len = 0;
     assert_int_equal(sims_design_encode(d, buf, sizeof buf, &len), SIMSTORE_OK);
@@ -1161,7 +1169,8 @@ static void fix_checksum(uint8_t *buf, size_t len)
  * SIMSTORE_EVERSION only for the version byte. */
 static void corruption_sweep(const sims_design *d)
 {
-    uint8_t *rec = malloc(SIMS_DESIGN_RECORD_MAX_BYTES), *bad = malloc(SIMS_DESIGN_RECORD_MAX_BYTES);
+    uint8_t *rec = malloc(SIMS_DESIGN_RECORD_MAX_BYTES),
+            *bad = malloc(SIMS_DESIGN_RECORD_MAX_BYTES);
     assert_non_null(rec);
     assert_non_null(bad);
     sims_design *out = design_new();

@@ -373,13 +373,12 @@ static void test_records_golden__document_record_insertion(void **state)
      * insertion number is written only with its flag. */
     static const uint64_t values[] = {0, 1, (uint64_t)1 << 40, UINT64_MAX};
     for (unsigned flags = 0; flags < 4; flags++) {
-        unsigned f = (flags & 1 ? SIMS_DOC_FLAG_INTEGER_ID : 0) |
-                     (flags & 2 ? SIMS_DOC_FLAG_INSERTION : 0);
+        unsigned f =
+            (flags & 1 ? SIMS_DOC_FLAG_INTEGER_ID : 0) | (flags & 2 ? SIMS_DOC_FLAG_INSERTION : 0);
         for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
             for (size_t ml = 0; ml <= strlen(meta); ml += strlen(meta)) {
                 size_t len = sims_doc_record_encode((const uint8_t *)"id", 2, 42, f, values[v],
-                                                    (const uint8_t *)meta, ml, again,
-                                                    sizeof again);
+                                                    (const uint8_t *)meta, ml, again, sizeof again);
                 assert_int_equal(len, sims_doc_record_size(ml, f));
                 assert_int_equal(sims_doc_record_decode((const uint8_t *)"id", 2, again, len, &r),
                                  0);

@@ -94,11 +94,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (seen != sum.errors + sum.warnings)
         abort();
-    if (rc == SIMSTORE_OK && sum.used_pages + sum.free_pages + sum.leaked_pages != sum.last_pgno + 1)
+    if (rc == SIMSTORE_OK &&
+        sum.used_pages + sum.free_pages + sum.leaked_pages != sum.last_pgno + 1)
         abort();
     sims_lmdb_summary first;
     int rc2 = sims_lmdb_walk(copy, size, 0, NULL, NULL, &first);
-    if (rc != SIMSTORE_ENOMEM && rc2 != SIMSTORE_ENOMEM && (rc == SIMSTORE_OK) != (rc2 == SIMSTORE_OK))
+    if (rc != SIMSTORE_ENOMEM && rc2 != SIMSTORE_ENOMEM &&
+        (rc == SIMSTORE_OK) != (rc2 == SIMSTORE_OK))
         abort();
     /* The meta-page check an opener runs before LMDB is a subset of the walk. */
     int rc3 = sims_lmdb_check_metas(copy, size, NULL, NULL);

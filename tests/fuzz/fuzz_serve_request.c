@@ -75,8 +75,9 @@ static void check_parse_bound(const char *body, size_t n)
     json_error_t err;
     json_t *j = reqjson_load(body, n, &err);
     if (json_peak - before > bound) {
-        fprintf(stderr, "fuzz_serve_request: the parse of %zu bytes held %zu, above the bound %zu\n",
-                n, json_peak - before, bound);
+        fprintf(stderr,
+                "fuzz_serve_request: the parse of %zu bytes held %zu, above the bound %zu\n", n,
+                json_peak - before, bound);
         abort();
     }
     json_decref(j);

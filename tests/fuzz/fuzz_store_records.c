@@ -74,7 +74,8 @@ static void run_state(const uint8_t *rec, size_t size, uint32_t tables)
         abort();
     for (uint32_t i = 0; i < r.segment_count; i++)
         if (r.segments[i].table_count != tables || r.segments[i].id == 0 ||
-            r.segments[i].id >= r.next_segment_id || (i && r.segments[i].id <= r.segments[i - 1].id))
+            r.segments[i].id >= r.next_segment_id ||
+            (i && r.segments[i].id <= r.segments[i - 1].id))
             abort();
     for (uint32_t i = 0; i < r.para_segment_count; i++)
         if (r.para_segments[i].table_count != tables || r.para_segments[i].id == 0 ||
@@ -133,9 +134,9 @@ static void run_doc(const uint8_t *id, size_t id_len, const uint8_t *rec, size_t
         (r.paras && (r.paras < rec || r.paras + 8 * (size_t)r.para_count > rec + size)))
         abort();
     unsigned flags = r.flags | SIMS_DOC_FLAG_SKETCH(r.sketch_kind);
-    size_t n = sims_doc_record_size(r.meta_len,
-                                    flags | (r.para_count ? SIMS_DOC_FLAG_PARAGRAPHS : 0)) +
-               8 * (size_t)r.para_count;
+    size_t n =
+        sims_doc_record_size(r.meta_len, flags | (r.para_count ? SIMS_DOC_FLAG_PARAGRAPHS : 0)) +
+        8 * (size_t)r.para_count;
     uint8_t *again = malloc(n);
     if (!again ||
         sims_doc_record_encode_full(id, id_len, r.fp, flags & ~SIMS_DOC_FLAG_PARAGRAPHS,

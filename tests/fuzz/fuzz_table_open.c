@@ -101,7 +101,8 @@ static void repair_checksums(uint8_t *b, size_t size)
                 if (boff > foff || k >= (foff - boff) / bb)
                     break;
                 uint64_t entry = ioff + 8 * nb + 8 * k + 4;
-                uint32_t c = (uint32_t)sims_xxh3_64(b + boff + k * bb, (size_t)bb, tbl_block_seed(k));
+                uint32_t c =
+                    (uint32_t)sims_xxh3_64(b + boff + k * bb, (size_t)bb, tbl_block_seed(k));
                 le_store32(b + entry, c);
             }
         }

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int write_file(const char *dir, const char *name, const void *a, size_t alen,
-                      const void *b, size_t blen)
+static int write_file(const char *dir, const char *name, const void *a, size_t alen, const void *b,
+                      size_t blen)
 {
     char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -171,10 +171,8 @@ int main(int argc, char **argv)
         unsigned n, add, k;
         int fp_only;
     } stores[] = {
-        {"docs", 60, 0, 3, 0},
-        {"two-segments", 80, 30, 3, 0},
-        {"fponly", 50, 10, 2, 1},
-        {"k0", 10, 0, 0, 0},
+        {"docs", 60, 0, 3, 0},    {"two-segments", 80, 30, 3, 0},
+        {"fponly", 50, 10, 2, 1}, {"k0", 10, 0, 0, 0},
         {"k7", 20, 0, 7, 0},
     };
     for (size_t i = 0; i < sizeof stores / sizeof stores[0]; i++) {

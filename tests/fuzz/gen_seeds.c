@@ -47,14 +47,13 @@ static size_t sort_unique(uint64_t *v, size_t n)
     return m;
 }
 
-static void put(const char *target, const char *name, const uint8_t *a, size_t na,
-                const uint8_t *b, size_t nb)
+static void put(const char *target, const char *name, const uint8_t *a, size_t na, const uint8_t *b,
+                size_t nb)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/%s", corpus, target, name);
     FILE *f = fopen(path, "wb");
-    if (!f || (na && fwrite(a, 1, na, f) != na) || (nb && fwrite(b, 1, nb, f) != nb) ||
-        fclose(f)) {
+    if (!f || (na && fwrite(a, 1, na, f) != na) || (nb && fwrite(b, 1, nb, f) != nb) || fclose(f)) {
         fprintf(stderr, "fuzz_seed_gen: cannot write %s\n", path);
         exit(1);
     }
@@ -271,9 +270,17 @@ static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, si
                             : snprintf(id, sizeof id, "%06zu%.*s", i, (int)(i % 7), "xxxxxxx");
         for (unsigned k = 0; k < sketch_bytes; k++)
             sketch[k] = (uint8_t)rng_next();
-        docfile_doc d = {0,    fp[i], ((uint64_t)1 << 40) | i,     (const uint8_t *)id,
-                         (uint32_t)len, !fixed_ids && i % 3 == 0, NULL, 0,
-                         sketch_bytes ? sketch : NULL, NULL, 0};
+        docfile_doc d = {0,
+                         fp[i],
+                         ((uint64_t)1 << 40) | i,
+                         (const uint8_t *)id,
+                         (uint32_t)len,
+                         !fixed_ids && i % 3 == 0,
+                         NULL,
+                         0,
+                         sketch_bytes ? sketch : NULL,
+                         NULL,
+                         0};
         if (meta_every && i % meta_every == 0) {
             d.meta = (const uint8_t *)"{\"k\":1}";
             d.meta_len = 7;

@@ -3,5 +3,6 @@
 
 int main(void)
 {
-    return simstore_distance(0, 0) == 0 && simstore_version_number() == SIMSTORE_VERSION_NUMBER ? 0 : 1;
+    return simstore_distance(0, 0) == 0 && simstore_version_number() == SIMSTORE_VERSION_NUMBER ? 0
+                                                                                                : 1;
 }

@@ -3,5 +3,7 @@
 
 int main()
 {
-    return simstore_distance(0, ~0ULL) == 64 && simstore_version_number() == SIMSTORE_VERSION_NUMBER ? 0 : 1;
+    return simstore_distance(0, ~0ULL) == 64 && simstore_version_number() == SIMSTORE_VERSION_NUMBER
+               ? 0
+               : 1;
 }

@@ -4,8 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FLOOD(flooded) "The river " flooded " the lower town after three days of rain, and the " \
-    "mayor asked every family near the old bridge to leave before night. Volunteers filled "      \
+#define FLOOD(flooded)                                                                             \
+    "The river " flooded " the lower town after three days of rain, and the "                      \
+    "mayor asked every family near the old bridge to leave before night. Volunteers filled "       \
     "sandbags at the school while the fire brigade moved the elderly to the sports hall."
 
 int main(int argc, char **argv)

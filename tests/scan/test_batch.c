@@ -92,8 +92,8 @@ static int add_docs(simstore_builder *b, enum shape shape, const uint64_t *fps, 
             char id[48], meta[64];
             doc_id(id, sizeof id, shape, i);
             int ml = snprintf(meta, sizeof meta, "{\"n\":%zu}", i);
-            simstore_doc d = {id, strlen(id), fps[i], i % 4 == 1 ? NULL : meta,
-                              i % 4 == 1 ? 0 : (size_t)ml, i};
+            simstore_doc d = {
+                id, strlen(id), fps[i], i % 4 == 1 ? NULL : meta, i % 4 == 1 ? 0 : (size_t)ml, i};
             rc = simstore_builder_add_flags(b, &d, i % 3 == 0 ? SIMSTORE_DOC_INTEGER_ID : 0);
         }
         if (rc) {
@@ -139,9 +139,8 @@ static void make_store(const char *path, enum shape shape, const uint64_t *fps, 
             nd++;
         }
         uint64_t deleted = 0;
-        assert_int_equal(simstore_delete(w, (const char *const *)ids, lens, nd, &deleted, NULL,
-                                         NULL),
-                         0);
+        assert_int_equal(
+            simstore_delete(w, (const char *const *)ids, lens, nd, &deleted, NULL, NULL), 0);
         assert_int_equal(deleted, nd);
         for (size_t i = 0; i < nd; i++)
             free(ids[i]);
@@ -239,9 +238,9 @@ static int compare_answer(void *ctx, size_t index, uint64_t fp, const simstore_m
     return 0;
 }
 
-static void check_batch(simstore *s, const uint64_t *q, size_t n, unsigned k,
-                        const answers *want, simstore_batch_strategy strategy, unsigned threads,
-                        uint64_t memory, unsigned flags, const char *what)
+static void check_batch(simstore *s, const uint64_t *q, size_t n, unsigned k, const answers *want,
+                        simstore_batch_strategy strategy, unsigned threads, uint64_t memory,
+                        unsigned flags, const char *what)
 {
     simstore_batch_options o;
     simstore_batch_options_init(&o);
@@ -420,8 +419,7 @@ static void test_batch_query__empty_store(void **state)
     free(dir);
 }
 
-static int stop_at_five(void *ctx, size_t index, uint64_t fp, const simstore_match *m,
-                        size_t count)
+static int stop_at_five(void *ctx, size_t index, uint64_t fp, const simstore_match *m, size_t count)
 {
     (void)fp;
     (void)m;
@@ -432,8 +430,7 @@ static int stop_at_five(void *ctx, size_t index, uint64_t fp, const simstore_mat
     return index == 5 ? 42 : 0;
 }
 
-static int never_called(void *ctx, size_t index, uint64_t fp, const simstore_match *m,
-                        size_t count)
+static int never_called(void *ctx, size_t index, uint64_t fp, const simstore_match *m, size_t count)
 {
     (void)ctx;
     (void)index;

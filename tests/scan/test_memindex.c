@@ -54,7 +54,9 @@ static void make_set(test_rng *r, enum set_kind kind, unsigned k, uint64_t *fps,
         uint64_t c = centers[test_rng_below(r, 16)];
         switch (kind) {
         case SET_UNIFORM: fps[i] = test_rng_next(r); break;
-        case SET_CLUSTERED: fps[i] = flip_random(r, c, (unsigned)test_rng_below(r, 2 * k + 3)); break;
+        case SET_CLUSTERED:
+            fps[i] = flip_random(r, c, (unsigned)test_rng_below(r, 2 * k + 3));
+            break;
         case SET_DUPLICATES:
             fps[i] = i > 0 && test_rng_below(r, 4) ? fps[test_rng_below(r, i)] : test_rng_next(r);
             break;
@@ -105,10 +107,12 @@ static void check_at(const simstore_memindex *ix, const uint64_t *fps, size_t n,
             int want = simstore_distance(fps[i], queries[q]) <= kq;
             if (c.wrong || c.repeat || want != (seen[i] != 0)) {
                 fprintf(stderr,
-                        "%s: k=%u query %016llx: entry %zu (%016llx) %s (n=%zu, %u tables)\n",
-                        what, kq, (unsigned long long)queries[q], i, (unsigned long long)fps[i],
-                        c.wrong ? "wrong answer" : c.repeat ? "repeated" : "differs", n,
-                        simstore_memindex_tables(ix));
+                        "%s: k=%u query %016llx: entry %zu (%016llx) %s (n=%zu, %u tables)\n", what,
+                        kq, (unsigned long long)queries[q], i, (unsigned long long)fps[i],
+                        c.wrong    ? "wrong answer"
+                        : c.repeat ? "repeated"
+                                   : "differs",
+                        n, simstore_memindex_tables(ix));
                 fail();
             }
         }

@@ -56,18 +56,25 @@ static corpus make_corpus(test_rng *r, int shape, size_t n, unsigned k)
     for (size_t i = 0; i < n; i++) {
         uint64_t fp;
         switch (shape) {
-        case UNIFORM: fp = i % 5 == 0 && i ? flip_bits(r, c.docs[i - 1].fp, k) : test_rng_next(r); break;
+        case UNIFORM:
+            fp = i % 5 == 0 && i ? flip_bits(r, c.docs[i - 1].fp, k) : test_rng_next(r);
+            break;
         case CLUSTERED: /* one table prefix for most, near-duplicate chains */
             fp = (base & 0xFFFFFFFF00000000ULL) | (test_rng_next(r) >> 32);
             if (i % 3 == 0 && i)
                 fp = flip_bits(r, c.docs[i - 1].fp, 1 + (unsigned)test_rng_below(r, k + 1));
             break;
-        case DUPLICATES: fp = i % 4 ? c.docs[test_rng_below(r, i ? i : 1)].fp : flip_bits(r, base, (unsigned)test_rng_below(r, 9)); break;
+        case DUPLICATES:
+            fp = i % 4 ? c.docs[test_rng_below(r, i ? i : 1)].fp
+                       : flip_bits(r, base, (unsigned)test_rng_below(r, 9));
+            break;
         default:
             switch (i % 4) {
             case 0: fp = flip_bits(r, 0, (unsigned)test_rng_below(r, k + 3)); break;
             case 1: fp = flip_bits(r, UINT64_MAX, (unsigned)test_rng_below(r, k + 3)); break;
-            case 2: fp = flip_bits(r, 0xAAAAAAAAAAAAAAAAULL, (unsigned)test_rng_below(r, k + 3)); break;
+            case 2:
+                fp = flip_bits(r, 0xAAAAAAAAAAAAAAAAULL, (unsigned)test_rng_below(r, k + 3));
+                break;
             default: fp = flip_bits(r, base, (unsigned)test_rng_below(r, 12)); break;
             }
         }
@@ -89,8 +96,8 @@ static void add_docs(simstore_builder *b, corpus *c, size_t from, size_t to, uin
         char meta[48] = "";
         if (c->docs[i].len >= 0)
             snprintf(meta, sizeof meta, "{\"len\":%g}", c->docs[i].len);
-        simstore_doc d = {c->docs[i].id, strlen(c->docs[i].id), c->docs[i].fp,
-                          meta[0] ? meta : NULL, strlen(meta), i};
+        simstore_doc d = {c->docs[i].id,         strlen(c->docs[i].id), c->docs[i].fp,
+                          meta[0] ? meta : NULL, strlen(meta),          i};
         assert_int_equal(simstore_builder_add(b, &d), 0);
         c->docs[i].rank = (commit << 40) | (i - from);
     }
@@ -113,7 +120,8 @@ static simstore *make_store_design(const char *path, corpus *c, unsigned k, unsi
     add_docs(b, c, 0, c->n / 2, 1);
     assert_int_equal(simstore_builder_finish(b), 0);
     simstore *s;
-    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s), 0);
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s),
+                     0);
     assert_int_equal(simstore_add_begin(s, &o, &b), 0);
     add_docs(b, c, c->n / 2, c->n, 2);
     assert_int_equal(simstore_builder_finish(b), 0);
@@ -161,8 +169,8 @@ static int pair_line(void *ctx, const simstore_pair *p)
         test_text_add(t, "%s\t%s\t%u\n", p->id_a, p->id_b, p->distance);
     else
         test_text_add(t, "%016llx\t%016llx\t%u\t%llu\t%llu\n", (unsigned long long)p->fp_a,
-                 (unsigned long long)p->fp_b, p->distance, (unsigned long long)p->count_a,
-                 (unsigned long long)p->count_b);
+                      (unsigned long long)p->fp_b, p->distance, (unsigned long long)p->count_a,
+                      (unsigned long long)p->count_b);
     return 0;
 }
 
@@ -258,8 +266,8 @@ static text brute_by_fingerprint(const corpus *c, unsigned k)
             for (size_t j = d == 0 ? i : i + 1; j < w; j++)
                 if (simstore_distance(f[i].fp, f[j].fp) == d && (d > 0 || f[i].count > 1))
                     test_text_add(&t, "%016llx\t%016llx\t%u\t%llu\t%llu\n",
-                             (unsigned long long)f[i].fp, (unsigned long long)f[j].fp, d,
-                             (unsigned long long)f[i].count, (unsigned long long)f[j].count);
+                                  (unsigned long long)f[i].fp, (unsigned long long)f[j].fp, d,
+                                  (unsigned long long)f[i].count, (unsigned long long)f[j].count);
     free(f);
     return t;
 }
@@ -273,7 +281,7 @@ static int member_line(void *ctx, const simstore_cluster_member *m)
         test_text_add(t, "%s\t%s\t%d\t%u\n", m->cluster, m->id, m->kept, m->distance);
     else
         test_text_add(t, "%016llx\t%016llx\t%d\t%u\n", (unsigned long long)m->cluster_fp,
-                 (unsigned long long)m->fp, m->kept, m->distance);
+                      (unsigned long long)m->fp, m->kept, m->distance);
     return 0;
 }
 
@@ -428,7 +436,7 @@ static text brute_clusters(const corpus *c, unsigned k, simstore_cluster_mode mo
     text t = {0};
     for (size_t i = 0; i < nm; i++)
         test_text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
-                 simstore_distance(m[i].d->fp, m[i].kept->fp));
+                      simstore_distance(m[i].d->fp, m[i].kept->fp));
     free(m);
     free(kept);
     free(size);
@@ -448,7 +456,8 @@ static void check_store(simstore *s, const corpus *c, unsigned k, const char *wh
         free(two.buf);
         free(want.buf);
     }
-    text want = brute_by_fingerprint(c, k), got = store_pairs(s, k, 2, SIMSTORE_PAIRS_BY_FINGERPRINT);
+    text want = brute_by_fingerprint(c, k),
+         got = store_pairs(s, k, 2, SIMSTORE_PAIRS_BY_FINGERPRINT);
     text_equal(&got, &want, "by fingerprint");
     free(want.buf);
     free(got.buf);
@@ -617,11 +626,11 @@ static void test_pairs_beyond_design__sweep(void **state)
                 scan_spill_stats stats;
                 g_keep = SIMSTORE_KEEP_MIN_ID;
                 want = brute_clusters(&c, k, SIMSTORE_CLUSTER_COMPONENTS, 1);
-                text mem = components_in(s, k, 2, SIMSTORE_KEEP_MIN_ID, 1, 64u << 20, 0,
-                                         &in_memory, &stats);
+                text mem = components_in(s, k, 2, SIMSTORE_KEEP_MIN_ID, 1, 64u << 20, 0, &in_memory,
+                                         &stats);
                 assert_int_equal(stats.runs, 0);
-                got = components_in(s, k, 2, SIMSTORE_KEEP_MIN_ID, 1, 16u << 20, 1, &spilled,
-                                    &stats);
+                got =
+                    components_in(s, k, 2, SIMSTORE_KEEP_MIN_ID, 1, 16u << 20, 1, &spilled, &stats);
                 assert_int_equal(stats.runs, 1);
                 text_equal(&mem, &want, "components in memory");
                 text_equal(&got, &want, "components spilled");
@@ -835,7 +844,8 @@ static void fingerprint_only_and_empty(void **state)
 
 static int fp_pair_line(void *ctx, uint64_t a, uint64_t b, unsigned d)
 {
-    test_text_add((text *)ctx, "%016llx %016llx %u\n", (unsigned long long)a, (unsigned long long)b, d);
+    test_text_add((text *)ctx, "%016llx %016llx %u\n", (unsigned long long)a, (unsigned long long)b,
+                  d);
     return 0;
 }
 
@@ -883,7 +893,7 @@ static void big_prefix_group(void **state)
                 unsigned d = simstore_distance(u[i], u[j]);
                 if (d <= k)
                     test_text_add(&want, "%016llx %016llx %u\n", (unsigned long long)u[i],
-                             (unsigned long long)u[j], d);
+                                  (unsigned long long)u[j], d);
             }
         text_equal(&got, &want, "join of an array");
         text_equal(&got1, &want, "join of an array, 1 thread");
@@ -1369,7 +1379,7 @@ static text pairs_clusters(simstore *s, const corpus *c, unsigned k, int singlet
     text t = {0};
     for (size_t i = 0; i < nm; i++)
         test_text_add(&t, "%s\t%s\t%d\t%u\n", m[i].kept->id, m[i].d->id, m[i].d == m[i].kept,
-                 simstore_distance(m[i].d->fp, m[i].kept->fp));
+                      simstore_distance(m[i].d->fp, m[i].kept->fp));
     free(u.parent);
     free(u.index_of);
     free(size);

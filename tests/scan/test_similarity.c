@@ -325,7 +325,8 @@ static text brute_pairs(const corpus *c, unsigned k, double j)
     qsort(v, n, sizeof *v, cmp_bpair);
     text t = {0};
     for (size_t i = 0; i < n; i++)
-        test_text_add(&t, "%u\t%s\t%s\t%.17g\n", v[i].d, v[i].a->id, v[i].b->id, sim(v[i].a, v[i].b));
+        test_text_add(&t, "%u\t%s\t%s\t%.17g\n", v[i].d, v[i].a->id, v[i].b->id,
+                      sim(v[i].a, v[i].b));
     free(v);
     return t;
 }
@@ -372,7 +373,7 @@ static void test_similarity_pairs__min_similarity(void **state)
 static int member_line(void *ctx, const simstore_cluster_member *m)
 {
     test_text_add((text *)ctx, "%s\t%s\t%d\t%u\t%.17g\n", m->cluster, m->id, m->kept, m->distance,
-             m->similarity);
+                  m->similarity);
     return 0;
 }
 
@@ -475,7 +476,7 @@ static text brute_clusters(const corpus *c, unsigned k, double j, int star, int 
     for (size_t i = 0; i < m; i++) {
         const sdoc *d = &c->docs[order[i]], *kd = &c->docs[cluster[order[i]]];
         test_text_add(&t, "%s\t%s\t%d\t%u\t%.17g\n", kd->id, d->id, kd == d,
-                 simstore_distance(d->fp, kd->fp), sim(d, kd));
+                      simstore_distance(d->fp, kd->fp), sim(d, kd));
     }
     free(cluster);
     free(order);

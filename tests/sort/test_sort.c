@@ -25,10 +25,12 @@ static void fill(test_rng *r, uint64_t *v, size_t n, int shape)
 {
     for (size_t i = 0; i < n; i++) {
         switch (shape) {
-        case 0: v[i] = test_rng_next(r); break;                     /* uniform */
-        case 1: v[i] = test_rng_below(r, 50); break;                 /* duplicates */
-        case 2: v[i] = 0xABCD000000000000ULL | test_rng_below(r, 1u << 20); break; /* shared prefix */
-        default: v[i] = (i & 1) ? UINT64_MAX - i : i; break;         /* extremes */
+        case 0: v[i] = test_rng_next(r); break;      /* uniform */
+        case 1: v[i] = test_rng_below(r, 50); break; /* duplicates */
+        case 2:
+            v[i] = 0xABCD000000000000ULL | test_rng_below(r, 1u << 20);
+            break;                                           /* shared prefix */
+        default: v[i] = (i & 1) ? UINT64_MAX - i : i; break; /* extremes */
         }
     }
 }

@@ -119,9 +119,9 @@ static int run(const args *a)
             }
         }
         uint64_t deleted = 0;
-        rc = ids && lens ? simstore_delete(s, (const char *const *)ids, lens, n, &deleted, NULL,
-                                           NULL)
-                         : SIMSTORE_ENOMEM;
+        rc = ids && lens
+                 ? simstore_delete(s, (const char *const *)ids, lens, n, &deleted, NULL, NULL)
+                 : SIMSTORE_ENOMEM;
         if (rc)
             status = fail("delete", rc);
         for (size_t j = 0; ids && j < n; j++)

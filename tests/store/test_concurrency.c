@@ -49,8 +49,8 @@
 /* ---- the world: clusters of near-duplicates and filler ---------------------- */
 
 #define CLUSTERS 24
-#define BATCHES 16      /* batch b adds one document per cluster, plus filler */
-#define FILLER 150      /* filler documents per batch */
+#define BATCHES 16 /* batch b adds one document per cluster, plus filler */
+#define FILLER 150 /* filler documents per batch */
 #define K 3
 #define MAX_STATES 40
 #define MAX_OPS 39
@@ -305,8 +305,8 @@ static void check_answer(const world *w, int c, const simstore_match *m, size_t 
             return;
         }
     }
-    violation(res, "cluster %d: answer (batches %#x) is no committed state at or after state %d",
-              c, mask, res->lo);
+    violation(res, "cluster %d: answer (batches %#x) is no committed state at or after state %d", c,
+              mask, res->lo);
 }
 
 static void check_stats(const world *w, simstore *s, reader_result *res)
@@ -796,8 +796,9 @@ static void same_handle_writers(const world *w, const char *path)
     pthread_join(ta, NULL);
     pthread_join(td, NULL);
     simstore_close(s);
-    fprintf(stderr, "one handle, two writing threads: adds %u ok %u busy; deletes+compactions %u ok "
-                    "%u busy\n",
+    fprintf(stderr,
+            "one handle, two writing threads: adds %u ok %u busy; deletes+compactions %u ok "
+            "%u busy\n",
             a.ok, a.busy, d.ok, d.busy);
     if (a.other || d.other)
         fprintf(stderr, "unexpected error: %d %s / %d %s\n", a.other, a.message, d.other,
@@ -827,8 +828,7 @@ static void same_handle_writers(const world *w, const char *path)
             const simstore_match *m;
             size_t n;
             assert_int_equal(simstore_query_fp(q, w->filler_fp[b][i], 0, &m, &n), 0);
-            int fl = b == 0 ? !(i % BATCHES && (d.done_mask & (1u << (i % BATCHES))))
-                            : live;
+            int fl = b == 0 ? !(i % BATCHES && (d.done_mask & (1u << (i % BATCHES)))) : live;
             assert_int_equal(n, (size_t)fl);
             want_docs += (uint64_t)fl;
         }
@@ -991,8 +991,8 @@ static int readonly_reader(const world *w, const char *copy, const char *how)
         fprintf(stderr, "%s: a writer open of the read-only copy succeeded\n", how);
         return 1;
     }
-    fprintf(stderr, "%s: data.mdb not writable (%s); writer open: %s (%s)\n", how,
-            strerror(werr), simstore_strerror(rc), simstore_last_error());
+    fprintf(stderr, "%s: data.mdb not writable (%s); writer open: %s (%s)\n", how, strerror(werr),
+            simstore_strerror(rc), simstore_last_error());
     reader_result res = {0};
     res.lo = w->nops;
     test_rng r = {7};
@@ -1036,8 +1036,7 @@ static int readonly_child(const world *w, const char *copy, const char *how)
                 mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
                 mount(copy, copy, NULL, MS_BIND, NULL) != 0 ||
                 mount(NULL, copy, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0) {
-                fprintf(stderr, "rofs: cannot make a read-only bind mount: %s\n",
-                        strerror(errno));
+                fprintf(stderr, "rofs: cannot make a read-only bind mount: %s\n", strerror(errno));
                 _exit(SKIPPED);
             }
         }
@@ -1080,7 +1079,9 @@ static void test_concurrency_readonly__copy(void **state)
             int verdict = readonly_child(w, copy, hows[h]);
             fprintf(stderr, "read-only copy (%s, %s lock.mdb): %s\n", hows[h],
                     with_lock ? "with" : "without",
-                    verdict == 0 ? "ok" : verdict == SKIPPED ? "skipped" : "FAILED");
+                    verdict == 0         ? "ok"
+                    : verdict == SKIPPED ? "skipped"
+                                         : "FAILED");
             assert_true(verdict == 0 || verdict == SKIPPED);
             ran += verdict == 0;
             chmod(copy, 0755);

@@ -84,17 +84,17 @@ typedef struct file_image {
 } file_image;
 
 typedef struct sweep {
-    char *dir;   /* the store under test */
+    char *dir; /* the store under test */
     doc *docs;
     size_t ndocs;
     uint64_t *queries;
     size_t nqueries;
-    int paragraphs;      /* the store has a paragraph index: the answers also
+    int paragraphs;     /* the store has a paragraph index: the answers also
                             hold one paragraph query per PARA_QUERY_EVERY
                             documents (their own paragraph lists) */
-    answer *want;        /* per query, from the undamaged store (the
+    answer *want;       /* per query, from the undamaged store (the
                             paragraph queries' after the others') */
-    char *inspect_want;  /* canonical inspect summary of the undamaged store */
+    char *inspect_want; /* canonical inspect summary of the undamaged store */
     file_image *files;
     size_t nfiles;
     int report;
@@ -225,8 +225,8 @@ static char *format_answer(const simstore_match *m, size_t n)
             s = realloc(s, cap);
         }
         len += (size_t)snprintf(s + len, cap - len, "%.*s\t%016" PRIx64 "\t%u\n",
-                                (int)(m[i].id ? m[i].id_len : 1), m[i].id ? m[i].id : "-",
-                                m[i].fp, m[i].distance);
+                                (int)(m[i].id ? m[i].id_len : 1), m[i].id ? m[i].id : "-", m[i].fp,
+                                m[i].distance);
     }
     return s;
 }
@@ -336,13 +336,12 @@ static int inspect_summary(const char *dir, char **out)
     char *text = malloc(cap);
     text[0] = '\0';
     if (!rc)
-        len += (size_t)snprintf(text + len, cap - len,
-                                "k=%u tables=%u docs=%" PRIu64 " fps=%" PRIu64 " segs=%" PRIu64
-                                " gen=%" PRIu64 " tfps=%" PRIu64 " tbytes=%" PRIu64 " keys=%" PRIu64
-                                " %s\n",
-                                st.k, st.tables, st.documents, st.fingerprints, st.segments,
-                                st.generation, st.table_fps, st.table_bytes, st.block_key_bytes,
-                                st.design);
+        len += (size_t)snprintf(
+            text + len, cap - len,
+            "k=%u tables=%u docs=%" PRIu64 " fps=%" PRIu64 " segs=%" PRIu64 " gen=%" PRIu64
+            " tfps=%" PRIu64 " tbytes=%" PRIu64 " keys=%" PRIu64 " %s\n",
+            st.k, st.tables, st.documents, st.fingerprints, st.segments, st.generation,
+            st.table_fps, st.table_bytes, st.block_key_bytes, st.design);
     for (uint64_t i = 0; !rc && i < st.segments; i++) {
         simstore_segment_info seg;
         rc = simstore_get_segment(s, i, &seg);
@@ -357,8 +356,8 @@ static int inspect_summary(const char *dir, char **out)
             rc = simstore_table_histogram(tab, 0, &h);
             if (!rc && len + 512 < cap) {
                 len += (size_t)snprintf(text + len, cap - len,
-                                        "seg %" PRIu64 " t%u n=%" PRIu64 " b=%" PRIu64 " %s d=%" PRIu64
-                                        " bits=%" PRIu64 " h=",
+                                        "seg %" PRIu64 " t%u n=%" PRIu64 " b=%" PRIu64
+                                        " %s d=%" PRIu64 " bits=%" PRIu64 " h=",
                                         seg.id, t, in.fingerprints, in.blocks, in.permutation,
                                         h.differences, h.payload_bits);
                 for (unsigned j = 0; j < 64; j++)
@@ -588,7 +587,10 @@ static void run_cases(sweep *sw, const damage *cases, size_t n, int (*out)[OP_CO
             /* The case under way ended the child: blame the operation it
              * was in, or, between operations, the last one that began (the
              * first of the case when none had). */
-            int op = current >= 0 ? current : last >= 0 ? last : sw->query_path ? OP_QUERY : OP_VERIFY;
+            int op = current >= 0     ? current
+                     : last >= 0      ? last
+                     : sw->query_path ? OP_QUERY
+                                      : OP_VERIFY;
             out[cur][op] = hung ? OUT_HANG : OUT_CRASH;
             restore_files(sw, cases[cur].none ? NULL : &sw->files[cases[cur].file]);
             cur++;
@@ -613,9 +615,8 @@ static int judge(const sweep *sw, const char *what, const int out[OP_COUNT], int
             snprintf(why, sizeof why, "%s: %s", op_names[op], out_names[out[op]]);
     if (!why[0] && out[OP_VERIFY] == OUT_OK &&
         (out[OP_QUERY] != OUT_OK || out[OP_INSPECT] != OUT_OK))
-        snprintf(why, sizeof why, "verify found nothing, but %s", out[OP_QUERY] != OUT_OK
-                                                                    ? "query failed"
-                                                                    : "inspect failed");
+        snprintf(why, sizeof why, "verify found nothing, but %s",
+                 out[OP_QUERY] != OUT_OK ? "query failed" : "inspect failed");
     if (!why[0] && table_file && out[OP_VERIFY] == OUT_OK)
         snprintf(why, sizeof why, "verify missed damage to a table file");
     /* Lazy checks read a subset of what the walk at open reads, with the
@@ -680,8 +681,7 @@ static int cmp_size(const void *a, const void *b)
 /* The offsets to damage in a file of `size` bytes. LMDB files get their page
  * headers (first 64 bytes of each 4 KiB page) densely and their bodies
  * sparsely; small files get every byte in full mode. */
-static size_t *pick_offsets(const sweep *sw, test_rng *r, const char *name, size_t size,
-                            size_t *n)
+static size_t *pick_offsets(const sweep *sw, test_rng *r, const char *name, size_t size, size_t *n)
 {
     size_t cap = size + 8192, k = 0;
     size_t *v = malloc(cap * sizeof *v);

@@ -93,13 +93,34 @@ typedef struct scenario {
 #define LEFT_TMPDIR 4u  /* a STORE.tmp-* directory beside the store */
 #define LEFT_OTHER 8u   /* anything else (never expected) */
 
-#define BUILD(f, n) {OP_BUILD, f, n, 1, 0, 1}
-#define ADD(f, n) {OP_ADD, f, n, 1, 0, 1}
-#define ADD_AUTO(f, n) {OP_ADD, f, n, 1, 0, 0}
-#define DEL(f, n, k) {OP_DELETE, f, n, k, 0, 1}
-#define DEL_AUTO(f, n, k) {OP_DELETE, f, n, k, 0, 0}
-#define COMPACT {OP_COMPACT, 0, 0, 1, 0, 1}
-#define REPLACE(f, n) {OP_BUILD, f, n, 1, 1, 1}
+#define BUILD(f, n)                                                                                \
+    {                                                                                              \
+        OP_BUILD, f, n, 1, 0, 1                                                                    \
+    }
+#define ADD(f, n)                                                                                  \
+    {                                                                                              \
+        OP_ADD, f, n, 1, 0, 1                                                                      \
+    }
+#define ADD_AUTO(f, n)                                                                             \
+    {                                                                                              \
+        OP_ADD, f, n, 1, 0, 0                                                                      \
+    }
+#define DEL(f, n, k)                                                                               \
+    {                                                                                              \
+        OP_DELETE, f, n, k, 0, 1                                                                   \
+    }
+#define DEL_AUTO(f, n, k)                                                                          \
+    {                                                                                              \
+        OP_DELETE, f, n, k, 0, 0                                                                   \
+    }
+#define COMPACT                                                                                    \
+    {                                                                                              \
+        OP_COMPACT, 0, 0, 1, 0, 1                                                                  \
+    }
+#define REPLACE(f, n)                                                                              \
+    {                                                                                              \
+        OP_BUILD, f, n, 1, 1, 1                                                                    \
+    }
 
 /* ---- the model ------------------------------------------------------------------ */
 
@@ -229,10 +250,10 @@ static int exists(const char *path)
 /* ---- running the helper ------------------------------------------------------------ */
 
 typedef struct ctx {
-    uint64_t seed;     /* the universe's seed */
-    unsigned threads;  /* for the helper */
-    unsigned tables;   /* for builds; 0: the automatic design */
-    char *root;        /* per scenario: base/, work/ */
+    uint64_t seed;    /* the universe's seed */
+    unsigned threads; /* for the helper */
+    unsigned tables;  /* for builds; 0: the automatic design */
+    char *root;       /* per scenario: base/, work/ */
     char *base_dir, *base_store, *work_dir, *work_store, *log;
 } ctx;
 
@@ -348,8 +369,8 @@ static void run_clean(const ctx *c, const scenario *sc, const op *o, const char 
 typedef struct obs {
     int exists;
     simstore_stats st;
-    uint8_t *live;  /* documents: ids found; fingerprint-only: unused */
-    uint64_t *fps;  /* fingerprint-only: distinct fingerprints found, sorted */
+    uint8_t *live; /* documents: ids found; fingerprint-only: unused */
+    uint64_t *fps; /* fingerprint-only: distinct fingerprints found, sorted */
     size_t nfps;
 } obs;
 
@@ -428,8 +449,7 @@ static int observe(const ctx *c, const scenario *sc, const char *store, obs *ob,
         for (size_t i = 0; i < n; i++) {
             if (m[i].fp != probes[p] || m[i].distance != 0) {
                 snprintf(why, whysz, "query %016llx answered %016llx at %u",
-                         (unsigned long long)probes[p], (unsigned long long)m[i].fp,
-                         m[i].distance);
+                         (unsigned long long)probes[p], (unsigned long long)m[i].fp, m[i].distance);
                 bad = 1;
                 break;
             }
@@ -494,7 +514,8 @@ static void describe_obs(const obs *ob)
         fprintf(stderr, "  observed: no store\n");
         return;
     }
-    fprintf(stderr, "  observed: %llu documents, %llu fingerprints, %llu segments, %llu in tables\n",
+    fprintf(stderr,
+            "  observed: %llu documents, %llu fingerprints, %llu segments, %llu in tables\n",
             (unsigned long long)ob->st.documents, (unsigned long long)ob->st.fingerprints,
             (unsigned long long)ob->st.segments, (unsigned long long)ob->st.table_fps);
 }
@@ -546,7 +567,7 @@ static void xstate_free(xstate *x)
 typedef struct states {
     xstate s[MAX_STATES]; /* before, [mid,] after */
     size_t n;
-    size_t after;         /* index of "after" */
+    size_t after; /* index of "after" */
     int has_mid;
 } states;
 
@@ -572,8 +593,8 @@ static void prepare(const ctx *c, const scenario *sc, states *ss)
     }
     capture(c, sc, c->base_store, model, "before", &ss->s[ss->n++]);
     model_apply(sc, &sc->action, model);
-    int may_compact = (sc->action.kind == OP_ADD || sc->action.kind == OP_DELETE) &&
-                      !sc->action.no_auto;
+    int may_compact =
+        (sc->action.kind == OP_ADD || sc->action.kind == OP_DELETE) && !sc->action.no_auto;
     xstate mid;
     if (may_compact) {
         reset_work(c, 1);
@@ -690,9 +711,9 @@ static void verify_store(const scenario *sc, const char *store, const char *wher
     /* Errors by the return code and the summary: they count every problem,
      * listed or not. */
     if (rc != SIMSTORE_OK || sum.errors) {
-        fprintf(stderr, "%s %s: %s: verify: %s, %llu errors, %u leftovers; first: %s\n",
-                sc->name, trial, where, simstore_strerror(rc), (unsigned long long)sum.errors,
-                v.leftovers, v.first);
+        fprintf(stderr, "%s %s: %s: verify: %s, %llu errors, %u leftovers; first: %s\n", sc->name,
+                trial, where, simstore_strerror(rc), (unsigned long long)sum.errors, v.leftovers,
+                v.first);
         fail();
     }
 }
@@ -869,10 +890,9 @@ static void fault_sweep(ctx *c, const scenario *sc)
                 print_log(c);
                 fail();
             }
-            seen[n] = check_outcome(c, sc, &ss, status,
-                                    status == 0 ? ALLOW_AFTER
-                                                : ALLOW_BEFORE | ALLOW_MID | ALLOW_AFTER,
-                                    trial, &total);
+            seen[n] = check_outcome(
+                c, sc, &ss, status,
+                status == 0 ? ALLOW_AFTER : ALLOW_BEFORE | ALLOW_MID | ALLOW_AFTER, trial, &total);
             if (status == 0)
                 break;
             calls = n;
@@ -1290,8 +1310,7 @@ static void test_crash_kill__random_moments(void **state)
     ctx c;
     ctx_init(&c, "crashkill", &r, 0);
     c.threads = 2;
-    for (size_t i = 0; i < sizeof kill_scenarios / sizeof *kill_scenarios; i++)
-    {
+    for (size_t i = 0; i < sizeof kill_scenarios / sizeof *kill_scenarios; i++) {
         scenario sc = scaled(&kill_scenarios[i]);
         kill_sweep(&c, &sc, &r, 10 / KILL_SCALE + 2);
     }

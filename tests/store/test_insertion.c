@@ -78,8 +78,9 @@ static int give(simstore_builder *b, const char *const *ids, unsigned n, unsigne
     for (unsigned i = 0; i < n; i++) {
         char meta[32];
         int ml = snprintf(meta, sizeof meta, "{\"i\":%u}", first + i);
-        simstore_doc d = {ids[i], strlen(ids[i]), fp_of(first + i), i % 3 ? NULL : meta,
-                          i % 3 ? 0 : (size_t)ml, first + i};
+        simstore_doc d = {
+            ids[i],   strlen(ids[i]), fp_of(first + i), i % 3 ? NULL : meta, i % 3 ? 0 : (size_t)ml,
+            first + i};
         int numeric = ids[i][0] >= '0' && ids[i][0] <= '9';
         int rc = simstore_builder_add_flags(b, &d, numeric ? SIMSTORE_DOC_INTEGER_ID : 0);
         if (rc)
@@ -146,8 +147,8 @@ static void check_store(const char *dir, const expected *e, char order[][32], un
     memcpy(sorted, m, n * sizeof *sorted);
     for (size_t i = 0; i < n; i++) {
         unsigned j = 0;
-        while (j < e->n && (strlen(e->id[j]) != m[i].id_len ||
-                            memcmp(e->id[j], m[i].id, m[i].id_len) != 0))
+        while (j < e->n &&
+               (strlen(e->id[j]) != m[i].id_len || memcmp(e->id[j], m[i].id, m[i].id_len) != 0))
             j++;
         if (j == e->n)
             fail_msg("unexpected answer %.*s", (int)m[i].id_len, m[i].id);
@@ -155,8 +156,8 @@ static void check_store(const char *dir, const expected *e, char order[][32], un
             fail_msg("%s: insertion %016llx, expected %016llx", e->id[j],
                      (unsigned long long)m[i].insertion, (unsigned long long)e->insertion[j]);
         /* The fields around the number in the record are read right. */
-        assert_int_equal(m[i].flags, m[i].id[0] >= '0' && m[i].id[0] <= '9'
-                                         ? SIMSTORE_MATCH_INTEGER_ID : 0);
+        assert_int_equal(m[i].flags,
+                         m[i].id[0] >= '0' && m[i].id[0] <= '9' ? SIMSTORE_MATCH_INTEGER_ID : 0);
         assert_true(simstore_distance(m[i].fp, CENTRE) <= 1);
         if (m[i].meta)
             assert_true(m[i].meta_len > 4 && memcmp(m[i].meta, "{\"i\":", 5) == 0);
@@ -193,7 +194,7 @@ static void test_insertion__orders_build_and_adds(void **state)
     char *tmp = test_tmpdir("insertion");
     char *dir = test_path(tmp, "store");
     expected *e = calloc(1, sizeof *e);
-    char (*order)[32] = calloc(MAX_DOCS, 32);
+    char(*order)[32] = calloc(MAX_DOCS, 32);
     unsigned n;
 
     /* Build: ids given against their sort order (so the LMDB order is not
@@ -221,8 +222,8 @@ static void test_insertion__orders_build_and_adds(void **state)
     expect_doc(e, "e", INSERTION(2, 3));
     expect_doc(e, "f", INSERTION(2, 5));
     check_store(dir, e, order, &n);
-    static const char *const after1[] = {"m", "z", "b", "y", "a", "x", "c", "1234", "w", "d",
-                                         "q", "k", "e", "f"};
+    static const char *const after1[] = {"m",    "z", "b", "y", "a", "x", "c",
+                                         "1234", "w", "d", "q", "k", "e", "f"};
     assert_int_equal(n, 14);
     for (unsigned i = 0; i < n; i++)
         assert_string_equal(order[i], after1[i]);
@@ -246,8 +247,8 @@ static void test_insertion__orders_build_and_adds(void **state)
     expect_doc(e, "0", INSERTION(4, 1));
     expect_doc(e, "b", INSERTION(4, 2));
     check_store(dir, e, order, &n);
-    static const char *const after2[] = {"m", "z", "y", "a", "x", "c", "1234", "w", "d",
-                                         "q", "e", "f", "k", "0", "b"};
+    static const char *const after2[] = {"m", "z", "y", "a", "x", "c", "1234", "w",
+                                         "d", "q", "e", "f", "k", "0", "b"};
     assert_int_equal(n, 15);
     for (unsigned i = 0; i < n; i++)
         assert_string_equal(order[i], after2[i]);
@@ -300,8 +301,8 @@ static void strip_insertion(const char *dir, const char *id)
     MDB_val key = {strlen(id), (void *)id}, val;
     assert_int_equal(mdb_get(r.txn, r.docs, &key, &val), 0);
     sims_doc_record rec;
-    assert_int_equal(sims_doc_record_decode((const uint8_t *)id, strlen(id), val.mv_data,
-                                            val.mv_size, &rec), 0);
+    assert_int_equal(
+        sims_doc_record_decode((const uint8_t *)id, strlen(id), val.mv_data, val.mv_size, &rec), 0);
     assert_true(rec.flags & SIMS_DOC_FLAG_INSERTION);
     uint8_t buf[512];
     unsigned flags = rec.flags & ~SIMS_DOC_FLAG_INSERTION;
@@ -323,7 +324,7 @@ static void test_insertion__records_without_it_still_answer(void **state)
     char *tmp = test_tmpdir("insertion-old");
     char *dir = test_path(tmp, "store");
     expected *e = calloc(1, sizeof *e);
-    char (*order)[32] = calloc(MAX_DOCS, 32);
+    char(*order)[32] = calloc(MAX_DOCS, 32);
     unsigned n;
     static const char *const built[] = {"p", "o", "n", "m"};
     simstore_build_options o = options();
@@ -410,7 +411,7 @@ static void test_insertion__generation_limit_refuses_adds(void **state)
     char *tmp = test_tmpdir("insertion-limit");
     char *dir = test_path(tmp, "store");
     expected *e = calloc(1, sizeof *e);
-    char (*order)[32] = calloc(MAX_DOCS, 32);
+    char(*order)[32] = calloc(MAX_DOCS, 32);
     unsigned n;
     static const char *const built[] = {"a", "b"};
     simstore_build_options o = options();

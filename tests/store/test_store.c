@@ -30,7 +30,8 @@ typedef struct corpus {
 } corpus;
 
 enum shape { UNIFORM, CLUSTERED, DUPLICATES, PREFIX_SHARING, ADVERSARIAL, SHAPE_COUNT };
-static const char *const shape_names[] = {"uniform", "clustered", "duplicates", "prefix", "adversarial"};
+static const char *const shape_names[] = {"uniform", "clustered", "duplicates", "prefix",
+                                          "adversarial"};
 
 /* A fingerprint at exactly distance d from x. */
 static uint64_t at_distance(test_rng *r, uint64_t x, unsigned d)
@@ -53,17 +54,24 @@ static corpus make_corpus(test_rng *r, enum shape shape, size_t n, unsigned k)
             /* Centres with neighbours planted at every distance 0..k+2. */
             if (i % (k + 4) == 0 || i == 0)
                 base = test_rng_next(r);
-            fp = at_distance(r, base, (unsigned)(i % (k + 4)) > k + 2 ? k + 2 : (unsigned)(i % (k + 4)));
+            fp = at_distance(r, base,
+                             (unsigned)(i % (k + 4)) > k + 2 ? k + 2 : (unsigned)(i % (k + 4)));
             break;
-        case DUPLICATES: fp = (i % 7 == 0) ? test_rng_next(r) : c.docs[test_rng_below(r, i ? i : 1)].fp; break;
-        case PREFIX_SHARING: fp = (base & 0xFFFFFFFF00000000ULL) | (test_rng_next(r) & 0xFFFF) << 8; break;
+        case DUPLICATES:
+            fp = (i % 7 == 0) ? test_rng_next(r) : c.docs[test_rng_below(r, i ? i : 1)].fp;
+            break;
+        case PREFIX_SHARING:
+            fp = (base & 0xFFFFFFFF00000000ULL) | (test_rng_next(r) & 0xFFFF) << 8;
+            break;
         default:
             /* Adversarial: the extremes and fingerprints a few bits from them,
              * concentrated in a handful of prefixes. */
             switch (i % 4) {
             case 0: fp = at_distance(r, 0, (unsigned)test_rng_below(r, k + 3)); break;
             case 1: fp = at_distance(r, UINT64_MAX, (unsigned)test_rng_below(r, k + 3)); break;
-            case 2: fp = at_distance(r, 0xAAAAAAAAAAAAAAAAULL, (unsigned)test_rng_below(r, k + 3)); break;
+            case 2:
+                fp = at_distance(r, 0xAAAAAAAAAAAAAAAAULL, (unsigned)test_rng_below(r, k + 3));
+                break;
             default: fp = at_distance(r, base, (unsigned)test_rng_below(r, 64)); break;
             }
         }
@@ -129,8 +137,8 @@ static void check_query(simstore_query *sq, const corpus *c, uint64_t q, unsigne
         fprintf(stderr, "query failed: %s\n", simstore_last_error());
     assert_int_equal(rc, 0);
     if (n != nwant)
-        fprintf(stderr, "query %016llx k=%u: %zu matches, brute force %zu\n",
-                (unsigned long long)q, kq, n, nwant);
+        fprintf(stderr, "query %016llx k=%u: %zu matches, brute force %zu\n", (unsigned long long)q,
+                kq, n, nwant);
     assert_int_equal(n, nwant);
     for (size_t i = 0; i < n; i++) {
         assert_string_equal(m[i].id, want[i].id);
@@ -251,7 +259,8 @@ static void test_store_build__refuses_duplicates_and_leaves_nothing(void **state
     char *path = test_path(dir, "s");
     simstore_builder *b;
     assert_int_equal(simstore_build_begin(path, NULL, &b), 0);
-    simstore_doc d1 = {"a", 1, 1, NULL, 0, 0}, d2 = {"b", 1, 2, NULL, 0, 1}, d3 = {"a", 1, 3, NULL, 0, 2};
+    simstore_doc d1 = {"a", 1, 1, NULL, 0, 0}, d2 = {"b", 1, 2, NULL, 0, 1},
+                 d3 = {"a", 1, 3, NULL, 0, 2};
     assert_int_equal(simstore_builder_add(b, &d1), 0);
     assert_int_equal(simstore_builder_add(b, &d2), 0);
     assert_int_equal(simstore_builder_add(b, &d3), 0);
@@ -464,7 +473,8 @@ static void test_store_fponly__answers_fingerprints(void **state)
     assert_true(st.fingerprint_only);
     assert_int_equal(simstore_query_new(s, 0, &q), 0);
     for (int i = 0; i < 200; i++) {
-        uint64_t qf = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 5));
+        uint64_t qf =
+            at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 5));
         /* Brute force over distinct fingerprints. */
         size_t want = 0;
         for (size_t j = 0; j < c.n; j++) {
@@ -555,7 +565,6 @@ static void test_store_segments__add_is_visible_and_exact(void **state)
     free(dir);
 }
 
-
 typedef struct missing_log {
     int count;
     char last[64];
@@ -612,7 +621,8 @@ static void test_store_delete__gone_at_once_then_compacted(void **state)
     assert_int_equal(simstore_query_new(ro, 0, &rq), 0);
 
     simstore *w;
-    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &w), 0);
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &w),
+                     0);
     missing_log ml = {0, ""};
     assert_int_equal(simstore_delete(w, ids, lens, n, &deleted, note_missing, &ml), 0);
     assert_int_equal(deleted, 500);
@@ -628,7 +638,8 @@ static void test_store_delete__gone_at_once_then_compacted(void **state)
     corpus left = surviving(&c, keep);
     /* The reader opened before the delete answers without the deleted. */
     for (int i = 0; i < 100; i++) {
-        uint64_t q = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
+        uint64_t q =
+            at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
         check_query(rq, &left, q, 3);
     }
     assert_int_equal(before.documents, 1500);
@@ -642,7 +653,8 @@ static void test_store_delete__gone_at_once_then_compacted(void **state)
     assert_int_equal(st.documents, 1500);
     assert_true(st.generation > before.generation);
     for (int i = 0; i < 100; i++) {
-        uint64_t q = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
+        uint64_t q =
+            at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
         check_query(rq, &left, q, 3);
     }
     /* Compacting a compact store changes nothing. */
@@ -707,7 +719,10 @@ static void test_store_policy__segments_and_dead_stay_bounded(void **state)
     assert_int_equal(simstore_query_new(s, 0, &q), 0);
     corpus sofar = {c.docs, 1100};
     for (int i = 0; i < 100; i++)
-        check_query(q, &sofar, at_distance(&r, c.docs[test_rng_below(&r, 1100)].fp, (unsigned)test_rng_below(&r, 4)), 3);
+        check_query(
+            q, &sofar,
+            at_distance(&r, c.docs[test_rng_below(&r, 1100)].fp, (unsigned)test_rng_below(&r, 4)),
+            3);
     simstore_query_free(q);
     simstore_close(s);
     /* Deleting most documents compacts on its own. */
@@ -750,7 +765,8 @@ static void test_store_fponly__segments_compact_exactly(void **state)
         assert_int_equal(simstore_builder_add_fp(b, c.docs[i].fp), 0);
     assert_int_equal(simstore_builder_finish(b), 0);
     simstore *w;
-    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &w), 0);
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &w),
+                     0);
     for (size_t part = 1; part < 3; part++) {
         assert_int_equal(simstore_add_begin(w, NULL, &b), 0);
         /* Overlapping ranges: fingerprints already stored are not stored again. */
@@ -773,7 +789,8 @@ static void test_store_fponly__segments_compact_exactly(void **state)
     simstore_query *q;
     assert_int_equal(simstore_query_new(w, 0, &q), 0);
     for (int i = 0; i < 200; i++) {
-        uint64_t qf = at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
+        uint64_t qf =
+            at_distance(&r, c.docs[test_rng_below(&r, c.n)].fp, (unsigned)test_rng_below(&r, 4));
         size_t want = 0;
         for (size_t j = 0; j < c.n; j++) {
             int dup = 0;

@@ -72,8 +72,8 @@ static size_t sort_unique(uint64_t *v, size_t n)
     return m;
 }
 
-static table_params params(uint32_t block_bytes, uint8_t prefix_bits, int perm_kind,
-                           uint64_t tag, uint32_t index)
+static table_params params(uint32_t block_bytes, uint8_t prefix_bits, int perm_kind, uint64_t tag,
+                           uint32_t index)
 {
     table_params p;
     memset(&p, 0, sizeof p);
@@ -463,8 +463,8 @@ static void v1_error_files(const base_tables *bt)
         free(b);
     }
 
-    error_file("table-err-truncated-header", uniform, 100, "open", "SIMSTORE_ECORRUPT",
-               "truncated", "the first 100 bytes");
+    error_file("table-err-truncated-header", uniform, 100, "open", "SIMSTORE_ECORRUPT", "truncated",
+               "the first 100 bytes");
     error_file("table-err-truncated", uniform, s - 1, "open", "SIMSTORE_ECORRUPT",
                "no footer magic", "the last byte missing");
     error_file("table-err-truncated-blocks", uniform, 256 + 3 * 256 + 17, "open",
@@ -529,8 +529,8 @@ static void v1_error_files(const base_tables *bt)
     b = copy(dense_tbl, sz_dense);
     le_store32(index_entry(b, sz_dense, 0), 1 + (256 * 8 - 64) + 1);
     fix_index(b, sz_dense);
-    error_file("table-err-count-too-big", b, sz_dense, "open", "SIMSTORE_ECORRUPT",
-               "count 1986", "block 0's count above what 256 bytes can hold, index repaired");
+    error_file("table-err-count-too-big", b, sz_dense, "open", "SIMSTORE_ECORRUPT", "count 1986",
+               "block 0's count above what 256 bytes can hold, index repaired");
     free(b);
 
     b = copy(uniform, s);

@@ -68,16 +68,12 @@ static size_t make_set(test_rng *rng, enum shape shape, uint64_t *v, size_t n)
     uint64_t base = test_rng_next(rng);
     for (size_t i = 0; i < n; i++) {
         switch (shape) {
-        case UNIFORM:
-            v[i] = test_rng_next(rng);
-            break;
+        case UNIFORM: v[i] = test_rng_next(rng); break;
         case CLUSTERED: /* a few dense clusters at random places */
             v[i] = ((test_rng_below(rng, 16) * 0x0F0F0F0F0F0F0F0FULL) ^ base) +
                    (test_rng_next(rng) >> (28 + test_rng_below(rng, 30)));
             break;
-        case DENSE:
-            v[i] = (base >> 1) + i;
-            break;
+        case DENSE: v[i] = (base >> 1) + i; break;
         case PREFIX_SHARING: /* groups sharing their top 40 bits */
             v[i] = ((base + test_rng_below(rng, 1 + n / 64)) << 24) | (test_rng_next(rng) >> 40);
             break;
@@ -85,8 +81,10 @@ static size_t make_set(test_rng *rng, enum shape shape, uint64_t *v, size_t n)
         default: {
             uint64_t r = test_rng_below(rng, 4);
             uint64_t off = test_rng_below(rng, n + 1);
-            v[i] = r == 0 ? off : r == 1 ? UINT64_MAX - off : r == 2 ? test_rng_next(rng)
-                                                                     : (uint64_t)1 << 63 ^ off;
+            v[i] = r == 0   ? off
+                   : r == 1 ? UINT64_MAX - off
+                   : r == 2 ? test_rng_next(rng)
+                            : (uint64_t)1 << 63 ^ off;
             break;
         }
         }
@@ -405,9 +403,7 @@ static void test_table_range__matches_sorted_array(void **state)
                 if (test_rng_below(&rng, 2) && lo > 0)
                     lo--;
                 break;
-            case 1: /* a block key, exactly */
-                lo = hi = keys[test_rng_below(&rng, nb)];
-                break;
+            case 1: /* a block key, exactly */ lo = hi = keys[test_rng_below(&rng, nb)]; break;
             case 2: { /* a prefix range, as the store asks */
                 unsigned bits = 1 + (unsigned)test_rng_below(&rng, 30);
                 lo = v[test_rng_below(&rng, n)] & ~(UINT64_MAX >> bits);
@@ -442,7 +438,8 @@ static void test_table_range__matches_sorted_array(void **state)
 
             /* The probe with k = 64 emits the same values. */
             struct collect c = {out, 0, N + 1, 0};
-            assert_int_equal(table_reader_search(r, lo, hi, test_rng_next(&rng), 64, collect_emit, &c), 0);
+            assert_int_equal(
+                table_reader_search(r, lo, hi, test_rng_next(&rng), 64, collect_emit, &c), 0);
             assert_true(c.n == want);
             if (want)
                 assert_memory_equal(out, v + a, want * sizeof *v);
@@ -644,7 +641,8 @@ static void test_table_find_block__matches_linear_search(void **state)
             assert_true(table_reader_find_block(r, x) == want);
         }
         assert_true(table_reader_find_block(r, 0) == 0);
-        assert_true(table_reader_find_block(r, UINT64_MAX) == (keys[nb - 1] == UINT64_MAX ? nb - 1 : nb));
+        assert_true(table_reader_find_block(r, UINT64_MAX) ==
+                    (keys[nb - 1] == UINT64_MAX ? nb - 1 : nb));
         free(keys);
         table_reader_close(r);
         free(buf);
@@ -720,7 +718,8 @@ static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes, 
     uint8_t *buf;
     size_t size;
     assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
-    uint64_t probes[4] = {n ? v[0] : 1, n ? v[n / 2] ^ 5 : 2, n ? v[n - 1] : 3, 0x8000000000000000ULL};
+    uint64_t probes[4] = {n ? v[0] : 1, n ? v[n / 2] ^ 5 : 2, n ? v[n - 1] : 3,
+                          0x8000000000000000ULL};
     uint64_t good;
     assert_int_equal(answer_digest(buf, size, 0, probes, 4, &good), 0);
 
@@ -961,8 +960,8 @@ static void test_table_golden__valid_files_decode(void **state)
     int files = 0;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "table-", 6) || strncmp(e->d_name, "table-err", 9) == 0 ||
-            len < 5 || strcmp(e->d_name + len - 4, ".tbl"))
+        if (strncmp(e->d_name, "table-", 6) || strncmp(e->d_name, "table-err", 9) == 0 || len < 5 ||
+            strcmp(e->d_name + len - 4, ".tbl"))
             continue;
         char base[256];
         snprintf(base, sizeof base, "%.*s", (int)(len - 4), e->d_name);
@@ -1044,8 +1043,8 @@ static void test_table_golden__error_files_fail(void **state)
             assert_null(r);
         }
         if (rc != want || !strstr(simstore_last_error(), msg))
-            fprintf(stderr, "%s: got %d \"%s\", want %s \"%s\"\n", name, rc,
-                    simstore_last_error(), code, msg);
+            fprintf(stderr, "%s: got %d \"%s\", want %s \"%s\"\n", name, rc, simstore_last_error(),
+                    code, msg);
         assert_int_equal(rc, want);
         assert_non_null(strstr(simstore_last_error(), msg));
         /* Messages name the file. */

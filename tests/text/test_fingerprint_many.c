@@ -17,8 +17,8 @@ static void make_texts(size_t n, char ***texts, size_t **lens)
 {
     *texts = calloc(n ? n : 1, sizeof **texts);
     *lens = calloc(n ? n : 1, sizeof **lens);
-    static const char *words[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta",
-                                  "eta", "theta", "iota", "kappa", "中文", "文本"};
+    static const char *words[] = {"alpha", "beta",  "gamma", "delta", "epsilon", "zeta",
+                                  "eta",   "theta", "iota",  "kappa", "中文",    "文本"};
     for (size_t i = 0; i < n; i++) {
         char buf[2048];
         size_t len = 0, count = 3 + (i * 7) % 40;
@@ -52,24 +52,22 @@ static void test_fingerprint_many__same_as_one_by_one(void **state)
         uint64_t *want = calloc(n + 1, sizeof *want);
         unsigned *want_flags = calloc(n + 1, sizeof *want_flags);
         for (size_t i = 0; i < n; i++)
-            assert_int_equal(simstore_fingerprint_text(fpr, texts[i], lens[i], &want[i],
-                                                       &want_flags[i]),
-                             SIMSTORE_OK);
+            assert_int_equal(
+                simstore_fingerprint_text(fpr, texts[i], lens[i], &want[i], &want_flags[i]),
+                SIMSTORE_OK);
         for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
             uint64_t *got = calloc(n + 1, sizeof *got);
             unsigned *got_flags = calloc(n + 1, sizeof *got_flags);
-            assert_int_equal(simstore_fingerprint_many(&o, threads[t],
-                                                       (const char *const *)texts, lens, n, got,
-                                                       got_flags),
+            assert_int_equal(simstore_fingerprint_many(&o, threads[t], (const char *const *)texts,
+                                                       lens, n, got, got_flags),
                              SIMSTORE_OK);
             for (size_t i = 0; i < n; i++)
                 if (got[i] != want[i] || got_flags[i] != want_flags[i])
                     fail_msg("n %zu, threads %u: document %zu differs", n, threads[t], i);
             /* flags may be NULL. */
             memset(got, 0, (n + 1) * sizeof *got);
-            assert_int_equal(simstore_fingerprint_many(&o, threads[t],
-                                                       (const char *const *)texts, lens, n, got,
-                                                       NULL),
+            assert_int_equal(simstore_fingerprint_many(&o, threads[t], (const char *const *)texts,
+                                                       lens, n, got, NULL),
                              SIMSTORE_OK);
             assert_memory_equal(got, want, n * sizeof *got);
             free(got);
@@ -92,8 +90,10 @@ static void test_fingerprint_many__bad_arguments(void **state)
     size_t len = 1;
     const char *text = "x";
     assert_int_equal(simstore_fingerprint_many(NULL, 1, NULL, &len, 1, &fp, NULL), SIMSTORE_EINVAL);
-    assert_int_equal(simstore_fingerprint_many(NULL, 1, &text, NULL, 1, &fp, NULL), SIMSTORE_EINVAL);
-    assert_int_equal(simstore_fingerprint_many(NULL, 1, &text, &len, 1, NULL, NULL), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_fingerprint_many(NULL, 1, &text, NULL, 1, &fp, NULL),
+                     SIMSTORE_EINVAL);
+    assert_int_equal(simstore_fingerprint_many(NULL, 1, &text, &len, 1, NULL, NULL),
+                     SIMSTORE_EINVAL);
     simstore_text_options o;
     simstore_text_options_init(&o);
     o.shingle_words = 0; /* out of range */

@@ -89,14 +89,15 @@ static void expect(input_format format, const char *data, const char *want)
 static void test_input_jsonl__good_records(void **state)
 {
     (void)state;
-    expect(INPUT_JSONL,
-           "{\"id\": \"a\", \"text\": \"hello\"}\n"
-           "{\"text\": \"x\\u0000y\", \"id\": 42}\n"
-           "\n"
-           "   \r\n"
-           "{\"id\": -7, \"text\": \"\", \"meta\": {\"k\": [1, 2], \"s\": \"\\u00e9\"}}\r\n"
-           "{\"id\": \"\\u4e2d\\u6587\", \"text\": \"\\u4e2d\", \"meta\": null}",
-           "a=5@1;42=3@2;-7=0+{\"k\":[1,2],\"s\":\"\xC3\xA9\"}@5;\xE4\xB8\xAD\xE6\x96\x87=3+null@6;");
+    expect(
+        INPUT_JSONL,
+        "{\"id\": \"a\", \"text\": \"hello\"}\n"
+        "{\"text\": \"x\\u0000y\", \"id\": 42}\n"
+        "\n"
+        "   \r\n"
+        "{\"id\": -7, \"text\": \"\", \"meta\": {\"k\": [1, 2], \"s\": \"\\u00e9\"}}\r\n"
+        "{\"id\": \"\\u4e2d\\u6587\", \"text\": \"\\u4e2d\", \"meta\": null}",
+        "a=5@1;42=3@2;-7=0+{\"k\":[1,2],\"s\":\"\xC3\xA9\"}@5;\xE4\xB8\xAD\xE6\x96\x87=3+null@6;");
     /* A byte order mark before the first record is allowed. */
     expect(INPUT_JSONL, "\xEF\xBB\xBF{\"id\":\"b\",\"text\":\"t\"}\n", "b=1@1;");
     /* "fp" instead of the text (as `export --json` writes); the text wins
@@ -158,8 +159,8 @@ static void test_input_jsonl__id_length(void **state)
     char id[513];
     memset(id, 'i', 512);
     id[512] = '\0';
-    snprintf(line, sizeof line, "{\"id\":\"%.511s\",\"text\":\"t\"}\n{\"id\":\"%s\",\"text\":\"t\"}\n",
-             id, id);
+    snprintf(line, sizeof line,
+             "{\"id\":\"%.511s\",\"text\":\"t\"}\n{\"id\":\"%s\",\"text\":\"t\"}\n", id, id);
     char *got = read_all(INPUT_JSONL, line, strlen(line));
     char want[1200];
     snprintf(want, sizeof want, "%.511s=1@1;!:2: id longer than 511 bytes: '%.40s...';", id, id);
@@ -372,9 +373,10 @@ static void ws(gen *g)
 static void bad_in_string(gen *g)
 {
     static const char *const bad[] = {
-        "\\uD800",   "\\uDC00\\uD800", "\\uD83D\\u0041", "\\x",  "\\u12G4", "\\u00",
-        "\x01",      "\x1f",           "\xC0\xAF",      "\xFF", "\xE0\x80\x80",
-        "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE4\xB8", "\xC3", "\\",
+        "\\uD800",          "\\uDC00\\uD800", "\\uD83D\\u0041", "\\x",
+        "\\u12G4",          "\\u00",          "\x01",           "\x1f",
+        "\xC0\xAF",         "\xFF",           "\xE0\x80\x80",   "\xED\xA0\x80",
+        "\xF4\x90\x80\x80", "\xE4\xB8",       "\xC3",           "\\",
     };
     puts_(g, bad[below(g, sizeof bad / sizeof bad[0])]);
 }
@@ -382,10 +384,40 @@ static void bad_in_string(gen *g)
 static void gen_string(gen *g, int long_ok)
 {
     static const char *const pieces[] = {
-        "a", "Z", " ", "0", "/", "'", "~", "\x7F", "\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n",
-        "\\r", "\\t", "\\u0000", "\\u001f", "\\u001F", "\\u007f", "\\u00e9", "\\u00E9", "\\u2028",
-        "\\uFFFF", "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\u0022", "\\u005c", "\\u002F",
-        "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xEF\xBF\xBF", "\xC2\x85",
+        "a",
+        "Z",
+        " ",
+        "0",
+        "/",
+        "'",
+        "~",
+        "\x7F",
+        "\\\"",
+        "\\\\",
+        "\\/",
+        "\\b",
+        "\\f",
+        "\\n",
+        "\\r",
+        "\\t",
+        "\\u0000",
+        "\\u001f",
+        "\\u001F",
+        "\\u007f",
+        "\\u00e9",
+        "\\u00E9",
+        "\\u2028",
+        "\\uFFFF",
+        "\\ud83d\\ude00",
+        "\\uD83D\\uDE00",
+        "\\u0022",
+        "\\u005c",
+        "\\u002F",
+        "\xC3\xA9",
+        "\xE4\xB8\xAD",
+        "\xF0\x9F\x98\x80",
+        "\xEF\xBF\xBF",
+        "\xC2\x85",
     };
     puts_(g, "\"");
     unsigned n = long_ok && below(g, 4) == 0 ? below(g, 300) : below(g, 10);
@@ -403,10 +435,34 @@ static void gen_string(gen *g, int long_ok)
 static void gen_number(gen *g)
 {
     static const char *const numbers[] = {
-        "0", "-0", "7", "-7", "42", "123456789012345678", "-123456789012345678",
-        "1234567890123456789", "9223372036854775807", "9223372036854775808",
-        "-9223372036854775809", "1.5", "-0.0", "0.1", "1e5", "1E+2", "2.5e-3", "1e400",
-        "-1e400", "1e-400", "1.e5", ".5", "1e", "01", "-", "+1", "1.0e+308", "12345678901234567890.5",
+        "0",
+        "-0",
+        "7",
+        "-7",
+        "42",
+        "123456789012345678",
+        "-123456789012345678",
+        "1234567890123456789",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1.5",
+        "-0.0",
+        "0.1",
+        "1e5",
+        "1E+2",
+        "2.5e-3",
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "1.e5",
+        ".5",
+        "1e",
+        "01",
+        "-",
+        "+1",
+        "1.0e+308",
+        "12345678901234567890.5",
     };
     if (below(g, 3) == 0) {
         /* A random real: sign, digits, fraction, exponent. */
@@ -453,8 +509,8 @@ static void gen_name(gen *g, unsigned i)
         return;
     }
     static const char *const names[] = {
-        "\"id\"", "\"text\"", "\"meta\"", "\"url\"", "\"a\"", "\"b\"", "\"\"", "\"i\\u0064\"",
-        "\"\\u0000\"", "\"caf\xC3\xA9\"", "\"a b\"",
+        "\"id\"", "\"text\"",     "\"meta\"",    "\"url\"",         "\"a\"",   "\"b\"",
+        "\"\"",   "\"i\\u0064\"", "\"\\u0000\"", "\"caf\xC3\xA9\"", "\"a b\"",
     };
     puts_(g, names[below(g, sizeof names / sizeof names[0])]);
 }
@@ -498,8 +554,8 @@ static void gen_value(gen *g, int depth)
     else if (k < 4)
         gen_number(g);
     else if (k < 6)
-        puts_(g, (const char *const[]){"true", "false", "null", "nul", "truex"}[below(
-                     g, g->wild ? 5 : 3)]);
+        puts_(g, (const char *const[]){"true", "false", "null", "nul",
+                                       "truex"}[below(g, g->wild ? 5 : 3)]);
     else
         gen_container(g, depth, k == 6);
 }
@@ -601,9 +657,7 @@ static void mutate(gen *g)
     for (unsigned t = 0; t < times && g->n > 0; t++) {
         size_t at = below(g, (unsigned)g->n);
         switch (below(g, 4)) {
-        case 0:
-            g->b[at] = bytes[below(g, sizeof bytes)];
-            break;
+        case 0: g->b[at] = bytes[below(g, sizeof bytes)]; break;
         case 1:
             memmove(g->b + at, g->b + at + 1, g->n - at - 1);
             g->n--;
@@ -613,9 +667,7 @@ static void mutate(gen *g)
             memmove(g->b + at + 1, g->b + at, g->n - at - 1);
             g->b[at] = bytes[below(g, sizeof bytes)];
             break;
-        default:
-            g->n = at;
-            break;
+        default: g->n = at; break;
         }
     }
 }

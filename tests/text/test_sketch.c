@@ -247,8 +247,9 @@ static void test_sketch_densify__lists_equal_offers(void **state)
         size_t m = (size_t)1 << bits;
         sims_sketcher_init(s, bits);
         /* m ln(6/5), about 0.18 m features, fill about m / 6 bins. */
-        size_t sizes[] = {0, 1, 2, m / 16, m / 8, 17 * m / 100, 18 * m / 100, 19 * m / 100,
-                          20 * m / 100, m / 4, m / 2, m, 3 * m, 10 * m};
+        size_t sizes[] = {
+            0,     1,     2, m / 16, m / 8, 17 * m / 100, 18 * m / 100, 19 * m / 100, 20 * m / 100,
+            m / 4, m / 2, m, 3 * m,  10 * m};
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
             for (unsigned trial = 0; trial < 40; trial++) {
                 sims_sketcher_begin(s);

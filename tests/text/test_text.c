@@ -59,8 +59,7 @@ static int collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoi
 }
 
 /* The tokens of text as "a|b|c"; friso when use_friso, else bigrams. */
-static char *tokens_n(const char *text, size_t len, int use_friso, int *invalid,
-                      token_list *info)
+static char *tokens_n(const char *text, size_t len, int use_friso, int *invalid, token_list *info)
 {
     sims_friso_task *task = NULL;
     if (use_friso)
@@ -193,7 +192,9 @@ static void test_text_utf8__truncated(void **state)
 {
     (void)state;
     int invalid = 0;
-    char *t = tokens_n("ab\xE4\xB8" "cd", 6, 0, &invalid, NULL);
+    char *t = tokens_n("ab\xE4\xB8"
+                       "cd",
+                       6, 0, &invalid, NULL);
     assert_string_equal(t, "ab|cd");
     assert_int_equal(invalid, 1);
     free(t);
@@ -207,7 +208,11 @@ static void test_text_utf8__overlong(void **state)
     (void)state;
     int invalid = 0;
     /* C0 AF is an overlong '/'; E0 80 AF and F0 80 80 AF likewise. */
-    char *t = tokens_n("a\xC0\xAF" "b\xE0\x80\xAF" "c\xF0\x80\x80\xAF" "d", 13, 0, &invalid, NULL);
+    char *t = tokens_n("a\xC0\xAF"
+                       "b\xE0\x80\xAF"
+                       "c\xF0\x80\x80\xAF"
+                       "d",
+                       13, 0, &invalid, NULL);
     assert_string_equal(t, "a|b|c|d");
     assert_int_equal(invalid, 1);
     free(t);
@@ -231,8 +236,12 @@ static void test_text_utf8__above_max(void **state)
 {
     (void)state;
     int invalid = 0;
-    char *t = tokens_n("a\xF4\x90\x80\x80" "b\xF5\x80" "c\xFF" "d\xF8\x88\x80\x80\x80" "e", 17, 0,
-                       &invalid, NULL);
+    char *t = tokens_n("a\xF4\x90\x80\x80"
+                       "b\xF5\x80"
+                       "c\xFF"
+                       "d\xF8\x88\x80\x80\x80"
+                       "e",
+                       17, 0, &invalid, NULL);
     assert_string_equal(t, "a|b|c|d|e");
     assert_int_equal(invalid, 1);
     free(t);
@@ -260,7 +269,7 @@ static void test_text_utf8__random_bytes(void **state)
         for (size_t i = 0; i < len; i++) {
             /* Favour the bytes that matter: leads, continuations, ASCII. */
             uint64_t r = test_rng_next(&rng);
-            buf[i] = (char)(r % 4 == 0 ? 0x80 + (r >> 8) % 0x40
+            buf[i] = (char)(r % 4 == 0   ? 0x80 + (r >> 8) % 0x40
                             : r % 4 == 1 ? 0xC0 + (r >> 8) % 0x40
                             : r % 4 == 2 ? 'a' + (r >> 8) % 26
                                          : (r >> 8) & 0xFF);
@@ -409,8 +418,7 @@ static void test_text_tokenize__mixed_scripts(void **state)
     if (friso_available())
         assert_tokens("iPhone手机２０２３年发布", 1, "iphone|手机|2023|年|发布");
     assert_tokens("Москва и Paris, Αθήνα και 北京", 0, "москва|и|paris|αθήνα|και|北京");
-    assert_tokens("مرحبا بالعالم שלום עולם नमस्ते दुनिया", 0,
-                  "مرحبا|بالعالم|שלום|עולם|नमस्ते|दुनिया");
+    assert_tokens("مرحبا بالعالم שלום עולם नमस्ते दुनिया", 0, "مرحبا|بالعالم|שלום|עולם|नमस्ते|दुनिया");
 }
 
 static void test_text_tokenize__emoji(void **state)
@@ -419,16 +427,18 @@ static void test_text_tokenize__emoji(void **state)
     assert_tokens("I \xE2\x9D\xA4\xEF\xB8\x8F pizza \xF0\x9F\x8D\x95 and pasta\xF0\x9F\x8D\x9D!", 0,
                   "i|pizza|and|pasta");
     /* Skin tones and ZWJ sequences are not letters either. */
-    assert_tokens("ok\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBDgo \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x92\xBB", 0,
-                  "ok|go");
+    assert_tokens(
+        "ok\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBDgo \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x92\xBB", 0,
+        "ok|go");
 }
 
 static void test_text_tokenize__ignorables(void **state)
 {
     (void)state;
     /* Soft hyphen, ZWJ, ZWNJ, word joiner, BOM and variation selectors join. */
-    assert_tokens("soft\xC2\xADhyphen zero\xE2\x80\x8Dwidth \xEF\xBB\xBF" "bom wo\xE2\x81\xA0rd", 0,
-                  "softhyphen|zerowidth|bom|word");
+    assert_tokens("soft\xC2\xADhyphen zero\xE2\x80\x8Dwidth \xEF\xBB\xBF"
+                  "bom wo\xE2\x81\xA0rd",
+                  0, "softhyphen|zerowidth|bom|word");
     assert_tokens("中\xEF\xB8\x80国", 0, "中国");
 }
 
@@ -463,11 +473,13 @@ typedef struct vector {
 #define BIGRAM SIMSTORE_CJK_BIGRAM
 static const vector vectors[] = {
     {"", 0, 3, TF, 1, BIGRAM, 0x0000000000000000ULL, SIMSTORE_FP_EMPTY},
-    {"!!! --- ... ??? \xF0\x9F\x98\x80", 0, 3, TF, 1, BIGRAM, 0x0000000000000000ULL, SIMSTORE_FP_EMPTY},
+    {"!!! --- ... ??? \xF0\x9F\x98\x80", 0, 3, TF, 1, BIGRAM, 0x0000000000000000ULL,
+     SIMSTORE_FP_EMPTY},
     {"Hello", 0, 3, TF, 1, BIGRAM, 0x9555e8555c62dcfdULL, 0},
     {"The quick brown fox jumps over the lazy dog.", 0, 3, TF, 1, BIGRAM, 0x5cc1c8efc0c9b905ULL, 0},
     {"The quick brown fox jumps over the lazy dog.", 0, 1, TF, 1, BIGRAM, 0x8212868318d29267ULL, 0},
-    {"The quick brown fox jumps over the lazy dog.", 0, 1, LEN, 0.5, BIGRAM, 0x8612868318d29263ULL, 0},
+    {"The quick brown fox jumps over the lazy dog.", 0, 1, LEN, 0.5, BIGRAM, 0x8612868318d29263ULL,
+     0},
     {"Ærø CAFÉ naïve Straße ΣΊΣΥΦΟΣ σίσυφος", 0, 3, TF, 1, BIGRAM, 0x2a2d252a33101405ULL, 0},
     {"Ærø CAFÉ naïve Straße ΣΊΣΥΦΟΣ σίσυφος", 0, 1, LEN, 0.5, BIGRAM, 0xc4829d00d2053808ULL, 0},
     {"我们是中国人", 0, 3, TF, 1, FRISO, 0xbaa4ca39912ecf47ULL, 0},
@@ -479,12 +491,15 @@ static const vector vectors[] = {
     {"iPhone手机２０２３年发布", 0, 1, LEN, 0.5, FRISO, 0x947e8d4b8e009076ULL, 0},
     {"bad \xC0\xAF bytes \xED\xA0\x80 here \xF4\x90\x80\x80 and \xE4\xB8", 0, 3, TF, 1, BIGRAM,
      0xa3818a0214402810ULL, SIMSTORE_FP_INVALID_UTF8},
-    {"soft\xC2\xADhyphen zero\xE2\x80\x8Dwidth joiner", 0, 3, TF, 1, BIGRAM, 0xfb37cedc998fcc24ULL, 0},
+    {"soft\xC2\xADhyphen zero\xE2\x80\x8Dwidth joiner", 0, 3, TF, 1, BIGRAM, 0xfb37cedc998fcc24ULL,
+     0},
     {"안녕하세요 세계, 반갑습니다", 0, 3, TF, 1, BIGRAM, 0x5a446926b2df8e4eULL, 0},
     {"I \xE2\x9D\xA4\xEF\xB8\x8F pizza \xF0\x9F\x8D\x95 and pasta \xF0\x9F\x8D\x9D!", 0, 3, TF, 1,
      BIGRAM, 0x10838000c840da1dULL, 0},
-    {"the extraordinary cat saw the extraordinary dog", 0, 1, TF, 1, BIGRAM, 0xc22283c29cf334f6ULL, 0},
-    {"the extraordinary cat saw the extraordinary dog", 0, 1, LEN, 3, BIGRAM, 0xe222b4ccdce3a4d2ULL, 0},
+    {"the extraordinary cat saw the extraordinary dog", 0, 1, TF, 1, BIGRAM, 0xc22283c29cf334f6ULL,
+     0},
+    {"the extraordinary cat saw the extraordinary dog", 0, 1, LEN, 3, BIGRAM, 0xe222b4ccdce3a4d2ULL,
+     0},
 };
 
 static void test_text_golden__vectors(void **state)
@@ -561,8 +576,7 @@ typedef struct naive_tokens {
     size_t n, cap;
 } naive_tokens;
 
-static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints,
-                         int cjk)
+static int naive_collect(void *ctx, const uint8_t *bytes, size_t len, uint32_t codepoints, int cjk)
 {
     naive_tokens *t = ctx;
     if (t->n == t->cap) {
@@ -596,7 +610,8 @@ static uint64_t naive_fp(const char *text, size_t len, unsigned w, int length, d
     sims_tokenizer tok;
     sims_tokenizer_init(&tok, NULL);
     int invalid = 0;
-    assert_int_equal(sims_tokenize(&tok, (const uint8_t *)text, len, naive_collect, &t, &invalid), 0);
+    assert_int_equal(sims_tokenize(&tok, (const uint8_t *)text, len, naive_collect, &t, &invalid),
+                     0);
     sims_tokenizer_release(&tok);
     uint64_t fp = 0;
     if (t.n) {
@@ -650,9 +665,9 @@ static uint64_t naive_fp(const char *text, size_t len, unsigned w, int length, d
  * capitalised), Han and kana runs, punctuation, newlines. */
 static size_t random_text(test_rng *rng, char *out, size_t words, unsigned vocab)
 {
-    static const char *const syll[] = {"ka", "to", "re", "mi", "sa", "lo", "ne", "vu", "di",
-                                       "pe", "qu", "ra", "st", "xe", "bo", "é", "ß", "ø",
-                                       "中", "国", "人", "の", "カ"};
+    static const char *const syll[] = {"ka", "to", "re", "mi", "sa", "lo", "ne", "vu",
+                                       "di", "pe", "qu", "ra", "st", "xe", "bo", "é",
+                                       "ß",  "ø",  "中", "国", "人", "の", "カ"};
     static const char *const seps[] = {" ", " ", " ", " ", ", ", ". ", "\n", " - ", "; "};
     size_t n = 0;
     for (size_t i = 0; i < words; i++) {
@@ -690,8 +705,8 @@ static void test_text_fingerprint__matches_naive(void **state)
     }
     for (int trial = 0; trial < 40; trial++) {
         /* Some documents exceed the 64 KiB token buffer, so compaction runs. */
-        size_t words = trial % 8 == 7 ? 30000 + test_rng_below(&rng, 20000)
-                                      : test_rng_below(&rng, 600);
+        size_t words =
+            trial % 8 == 7 ? 30000 + test_rng_below(&rng, 20000) : test_rng_below(&rng, 600);
         size_t len = random_text(&rng, text, words, 50 + (unsigned)test_rng_below(&rng, 3000));
         for (int i = 0; i < 5; i++)
             for (int l = 0; l < 2; l++) {
@@ -740,7 +755,8 @@ static void test_text_properties__layout_and_case_do_not_matter(void **state)
     (void)state;
     simstore_fingerprinter *f = make_fpr(3, TF, 1, SIMSTORE_CJK_AUTO);
     uint64_t a = fp_s(f, "The lighthouse at Carrow Point was lit again on Saturday.");
-    assert_int_equal(fp_s(f, "THE LIGHTHOUSE\nat  Carrow-Point\n\n  was lit AGAIN, on Saturday!!"), a);
+    assert_int_equal(fp_s(f, "THE LIGHTHOUSE\nat  Carrow-Point\n\n  was lit AGAIN, on Saturday!!"),
+                     a);
     assert_int_not_equal(fp_s(f, "The lighthouse at Carrow Point was lit again on Sunday."), a);
     simstore_fingerprinter_free(f);
 }
@@ -836,9 +852,9 @@ static void test_text_length__long_feature_outweighs(void **state)
     assert_int_equal(fp_s(l2, text), ab & lo); /* 3 vs 3: ties are 0 */
     assert_int_equal(fp_s(l5, text), lo);      /* 3 vs 6 */
     /* λ is added once per distinct feature, however often it occurs. */
-    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab ab ab longer longer"), ab); /* 8 vs 2+5 */
+    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab ab ab longer longer"), ab);   /* 8 vs 2+5 */
     assert_int_equal(fp_s(l5, "ab ab ab ab ab ab ab longer longer"), ab & lo); /* 7 vs 7 */
-    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab longer longer"), lo);      /* 6 vs 7 */
+    assert_int_equal(fp_s(l5, "ab ab ab ab ab ab longer longer"), lo);         /* 6 vs 7 */
     /* Length counts code points, not bytes: "éééé" is long, "中国" is not. */
     assert_int_equal(fp_s(l5, "ab ab ab éééé"), xxh("éééé"));
     assert_int_equal(fp_s(l5, "ab ab ab abc"), ab);
@@ -874,20 +890,20 @@ static void test_text_paragraphs__rules(void **state)
                                "\n"
                                " \t \r\n"
                                "Second one.\n"
-                               "\xC2\xA0\xE3\x80\x80\n"     /* NBSP and U+3000: blank */
-                               "* * *\n"                    /* no tokens: skipped */
+                               "\xC2\xA0\xE3\x80\x80\n" /* NBSP and U+3000: blank */
+                               "* * *\n"                /* no tokens: skipped */
                                "\n"
                                "Third,\r\nwith CRLF.\r\n"
-                               "\xFF\n"                      /* ill-formed: not blank */
+                               "\xFF\n" /* ill-formed: not blank */
                                "\n\n";
     simstore_fingerprinter *f = make_fpr(3, TF, 1, BIGRAM);
     para_log log;
     memset(&log, 0, sizeof log);
     unsigned long count = 0;
     unsigned flags = 0;
-    assert_int_equal(simstore_fingerprint_paragraphs(f, text, sizeof text - 1, log_para, &log,
-                                                     &count, &flags),
-                     0);
+    assert_int_equal(
+        simstore_fingerprint_paragraphs(f, text, sizeof text - 1, log_para, &log, &count, &flags),
+        0);
     assert_int_equal(log.count, 3);
     assert_int_equal(count, 3);
     assert_int_equal(flags, SIMSTORE_FP_INVALID_UTF8);
@@ -912,29 +928,28 @@ static void test_text_paragraphs__edges(void **state)
     unsigned flags = 0;
     /* Nothing but blank lines and punctuation: no paragraphs, EMPTY. */
     memset(&log, 0, sizeof log);
-    assert_int_equal(simstore_fingerprint_paragraphs(f, "\n \n--\n\n", 7, log_para, &log, &count,
-                                                     &flags),
-                     0);
+    assert_int_equal(
+        simstore_fingerprint_paragraphs(f, "\n \n--\n\n", 7, log_para, &log, &count, &flags), 0);
     assert_int_equal(count, 0);
     assert_int_equal(log.count, 0);
     assert_int_equal(flags, SIMSTORE_FP_EMPTY);
-    assert_int_equal(simstore_fingerprint_paragraphs(f, NULL, 0, log_para, &log, &count, &flags), 0);
+    assert_int_equal(simstore_fingerprint_paragraphs(f, NULL, 0, log_para, &log, &count, &flags),
+                     0);
     assert_int_equal(flags, SIMSTORE_FP_EMPTY);
     /* One paragraph without a final newline equals the whole document. */
     memset(&log, 0, sizeof log);
     const char *one = "just one paragraph of a few words";
-    assert_int_equal(simstore_fingerprint_paragraphs(f, one, strlen(one), log_para, &log, &count,
-                                                     &flags),
-                     0);
+    assert_int_equal(
+        simstore_fingerprint_paragraphs(f, one, strlen(one), log_para, &log, &count, &flags), 0);
     assert_int_equal(count, 1);
     assert_int_equal(log.p[0].fingerprint, fp_s(f, one));
     /* The callback's nonzero return stops and is returned. */
     memset(&log, 0, sizeof log);
     log.stop_after = 2;
     const char *three = "a b c\n\nd e f\n\ng h i\n";
-    assert_int_equal(simstore_fingerprint_paragraphs(f, three, strlen(three), log_para, &log,
-                                                     &count, &flags),
-                     42);
+    assert_int_equal(
+        simstore_fingerprint_paragraphs(f, three, strlen(three), log_para, &log, &count, &flags),
+        42);
     assert_int_equal(log.count, 2);
     assert_int_equal(count, 2);
     simstore_fingerprinter_free(f);
@@ -965,7 +980,8 @@ static void test_text_big__ten_megabyte_line(void **state)
     para_log log;
     memset(&log, 0, sizeof log);
     unsigned long count;
-    assert_int_equal(simstore_fingerprint_paragraphs(f, text, len, log_para, &log, &count, NULL), 0);
+    assert_int_equal(simstore_fingerprint_paragraphs(f, text, len, log_para, &log, &count, NULL),
+                     0);
     assert_int_equal(count, 1);
     assert_int_equal(log.p[0].fingerprint, whole);
     /* One 10 MB word is one token, one feature. */
@@ -1024,7 +1040,9 @@ typedef struct vector2 {
 static const vector2 vectors2[] = {
     {"The quick brown fox jumps over the lazy dog.", 3, 2, TF, BIGRAM, 0x5cc1c8efc0c9b905ULL},
     {"Ærø CAFÉ naïve Straße ΣΊΣΥΦΟΣ σίσυφος", 3, 2, TF, BIGRAM, 0xd02702a0db0251d7ULL},
-    {"\xEF\xAC\x81" "ne Ｃａｆｅ\xCC\x81 ＡＢＣ ① Ⅻ ½", 1, 2, TF, BIGRAM, 0x648707928f1df358ULL},
+    {"\xEF\xAC\x81"
+     "ne Ｃａｆｅ\xCC\x81 ＡＢＣ ① Ⅻ ½",
+     1, 2, TF, BIGRAM, 0x648707928f1df358ULL},
     {"我们是中国人", 3, 2, TF, FRISO, 0x60783d10123e8464ULL},
     {"我们是中国人", 3, 2, TF, BIGRAM, 0xc059a641416449f8ULL},
     {"我们是\n中国人", 3, 2, TF, BIGRAM, 0xc059a641416449f8ULL},
@@ -1053,8 +1071,8 @@ static void test_text_v2__vectors(void **state)
         if (print)
             print_message("v2 vector %zu: %016llx\n", i + 1, (unsigned long long)fp);
         else if (fp != v->fp)
-            fail_msg("v2 vector %zu: got %016llx, expected %016llx", i + 1,
-                     (unsigned long long)fp, (unsigned long long)v->fp);
+            fail_msg("v2 vector %zu: got %016llx, expected %016llx", i + 1, (unsigned long long)fp,
+                     (unsigned long long)v->fp);
         simstore_fingerprinter_free(f);
     }
     if (skipped)
@@ -1093,19 +1111,19 @@ static void test_text_v2__normalization(void **state)
 {
     (void)state;
     assert_normalizes("plain ascii", "plain ascii");
-    assert_normalizes("Cafe\xCC\x81", "café");                 /* NFD -> NFC */
-    assert_normalizes("\xEF\xAC\x81nance", "finance");         /* ligature */
-    assert_normalizes("ＡＢＣ１２３", "abc123");                  /* full width */
-    assert_normalizes("Straße ẞ", "strasse ss");                /* full folding */
-    assert_normalizes("\xE2\x84\xAB", "å");                     /* Angstrom sign */
+    assert_normalizes("Cafe\xCC\x81", "café");         /* NFD -> NFC */
+    assert_normalizes("\xEF\xAC\x81nance", "finance"); /* ligature */
+    assert_normalizes("ＡＢＣ１２３", "abc123");       /* full width */
+    assert_normalizes("Straße ẞ", "strasse ss");       /* full folding */
+    assert_normalizes("\xE2\x84\xAB", "å");            /* Angstrom sign */
     assert_normalizes("ΣΊΣΥΦΟΣ", "σίσυφοσ");
     assert_normalizes("\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB", "한"); /* jamo compose */
     assert_normalizes("a\xCC\x82\xCC\xA3", "ậ"); /* marks reordered, then composed */
     assert_normalizes("soft\xC2\xADhy\xEF\xB8\x8Fphen", "softhyphen"); /* ignorables go */
-    assert_normalizes("ｶﾀｶﾅ ﾊﾟ", "カタカナ パ");                  /* half-width kana */
-    assert_normalizes("㊥ ⼀ 豈", "中 一 豈");                    /* ideographs */
-    assert_normalizes("中文，（标点）", "中文，（标点）"); /* token-inert: left as is */
-    assert_normalizes("bad \xC0 byte", "bad \xC0 byte");       /* ill-formed: copied */
+    assert_normalizes("ｶﾀｶﾅ ﾊﾟ", "カタカナ パ");                       /* half-width kana */
+    assert_normalizes("㊥ ⼀ 豈", "中 一 豈");                         /* ideographs */
+    assert_normalizes("中文，（标点）", "中文，（标点）");             /* token-inert: left as is */
+    assert_normalizes("bad \xC0 byte", "bad \xC0 byte");               /* ill-formed: copied */
 }
 
 /* The span normalizer (text) against normalizing all code points at once. */
@@ -1113,10 +1131,10 @@ static void test_text_v2__spans_match_whole(void **state)
 {
     (void)state;
     static const uint32_t alphabet[] = {
-        'a', 'E', 'o', ' ', 0xE9, 0x301, 0x323, 0x302, 0x308, 0x327, 0x345, 0x399, 0x1F00,
-        0x1100, 0x1161, 0x11A8, 0xAC00, 0xD55C, 0xFB01, 0xFF21, 0xFF41, 0x2460, 0x212B, 0x1E9E,
-        0xDF, 0xAD, 0x200D, 0xFE0F, 0x4E2D, 0x3099, 0x304B, 0xFF76, 0xFF9E, 0x0CC6, 0x0CD5,
-        0x0B47, 0x0B3E, 0x3000, 0xFF0C, 0x2126, 0x1E0A, 0x0307, 0x0F73, 0x0344};
+        'a',    'E',    'o',    ' ',    0xE9,   0x301,  0x323,  0x302,  0x308,  0x327,  0x345,
+        0x399,  0x1F00, 0x1100, 0x1161, 0x11A8, 0xAC00, 0xD55C, 0xFB01, 0xFF21, 0xFF41, 0x2460,
+        0x212B, 0x1E9E, 0xDF,   0xAD,   0x200D, 0xFE0F, 0x4E2D, 0x3099, 0x304B, 0xFF76, 0xFF9E,
+        0x0CC6, 0x0CD5, 0x0B47, 0x0B3E, 0x3000, 0xFF0C, 0x2126, 0x1E0A, 0x0307, 0x0F73, 0x0344};
     test_rng rng;
     test_rng_init(&rng, "normalizer spans", 29);
     uint32_t cps[64], whole[64 * 19];
@@ -1173,12 +1191,18 @@ static void test_text_v2__variants_identical(void **state)
 {
     (void)state;
     static const char *const variants[][5] = {
-        {"The caf\xC3\xA9 served cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e with a fine ch\xC3\xA2teau wine",
-         "The cafe\xCC\x81 served cre\xCC\x80me bru\xCC\x82le\xCC\x81" "e with a fine cha\xCC\x82teau wine",
-         "The caf\xC3\xA9 served cr\xC3\xA8me br\xC3\xBBl\xC3\xA9" "e with a \xEF\xAC\x81ne ch\xC3\xA2teau wine",
-         "Ｔｈｅ ｃａｆé ｓｅｒｖｅｄ ｃｒèｍｅ ｂｒûｌéｅ ｗｉｔｈ ａ ｆｉｎｅ ｃｈâｔｅａｕ ｗｉｎｅ",
+        {"The caf\xC3\xA9 served cr\xC3\xA8me br\xC3\xBBl\xC3\xA9"
+         "e with a fine ch\xC3\xA2teau wine",
+         "The cafe\xCC\x81 served cre\xCC\x80me bru\xCC\x82le\xCC\x81"
+         "e with a fine cha\xCC\x82teau wine",
+         "The caf\xC3\xA9 served cr\xC3\xA8me br\xC3\xBBl\xC3\xA9"
+         "e with a \xEF\xAC\x81ne ch\xC3\xA2teau wine",
+         "Ｔｈｅ ｃａｆé ｓｅｒｖｅｄ ｃｒèｍｅ ｂｒûｌéｅ ｗｉｔｈ ａ ｆｉｎｅ ｃｈâｔｅａｕ "
+         "ｗｉｎｅ",
          "THE CAFÉ SERVED CRÈME BRÛLÉE WITH A FINE CHÂTEAU WINE"},
-        {"Straße und Maß", "STRASSE UND MASS", "Stra\xE1\xBA\x9E" "e und Ma\xC3\x9F",
+        {"Straße und Maß", "STRASSE UND MASS",
+         "Stra\xE1\xBA\x9E"
+         "e und Ma\xC3\x9F",
          "ＳＴＲＡＳＳＥ ｕｎｄ ｍａß", "strasse und mass"},
     };
     for (size_t set = 0; set < sizeof variants / sizeof variants[0]; set++) {
@@ -1205,8 +1229,8 @@ static void test_text_v2__wrapped_chinese(void **state)
     static const char text[] =
         "研究生命起源是一个古老的问题。我们是中国人，一心一意地学习汉语言文学。"
         "东京タワーに行きました。这座城市的历史非常悠久，吸引了许多游客前来参观访问。";
-    static const char *const breaks[] = {"\n", " \n", "\n  ", "\r\n", "\t\r\n ",
-                                         "\xE3\x80\x80\n", "\xE2\x80\xA8"};
+    static const char *const breaks[] = {
+        "\n", " \n", "\n  ", "\r\n", "\t\r\n ", "\xE3\x80\x80\n", "\xE2\x80\xA8"};
     test_rng rng;
     test_rng_init(&rng, "wrapped chinese", 31);
     static const simstore_cjk_mode modes[] = {BIGRAM, FRISO};
@@ -1241,7 +1265,8 @@ static void test_text_v2__wrapped_chinese(void **state)
             v1_same += fp_s(v1, wrapped) == fp_s(v1, text);
         }
         print_message("cjk %d: version 1 fingerprints %u of %u wrapped copies like the "
-                      "unwrapped text\n", (int)modes[m], v1_same, trials);
+                      "unwrapped text\n",
+                      (int)modes[m], v1_same, trials);
         assert_true(v1_same < trials / 2);
         simstore_fingerprinter_free(v2);
         simstore_fingerprinter_free(v1);
@@ -1394,16 +1419,16 @@ static void test_text_v2__matches_naive(void **state)
     size_t cap = 60000 * 16;
     char *text = malloc(cap);
     for (int trial = 0; trial < 30; trial++) {
-        size_t words = trial % 10 == 9 ? 30000 + test_rng_below(&rng, 20000)
-                                       : test_rng_below(&rng, 600);
+        size_t words =
+            trial % 10 == 9 ? 30000 + test_rng_below(&rng, 20000) : test_rng_below(&rng, 600);
         size_t len = random_text(&rng, text, words, 50 + (unsigned)test_rng_below(&rng, 3000));
         for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
             for (int l = 0; l < 3; l++) {
                 simstore_fingerprinter *f =
                     make_fpr2_lambda(widths[wi][0], widths[wi][1], weightings[l], 2.5, BIGRAM);
                 uint64_t got = fp_n(f, text, len, NULL);
-                uint64_t want = naive_fp2(text, len, widths[wi][0], widths[wi][1],
-                                          weightings[l], 2.5);
+                uint64_t want =
+                    naive_fp2(text, len, widths[wi][0], widths[wi][1], weightings[l], 2.5);
                 if (got != want)
                     fail_msg("trial %d (%zu words), w=%u c=%u weighting %d: got %016llx, "
                              "naive %016llx",
@@ -1619,7 +1644,8 @@ static void test_text_alloc__steady_state(void **state)
                 unsigned long before = allocations;
                 for (int i = 0; i < DOCS; i++) {
                     fp_n(f, docs[i], lens[i], NULL);
-                    simstore_fingerprint_paragraphs(f, docs[i], lens[i], log_para, &log, NULL, NULL);
+                    simstore_fingerprint_paragraphs(f, docs[i], lens[i], log_para, &log, NULL,
+                                                    NULL);
                     log.count = 0;
                 }
                 unsigned long made = allocations - before;
