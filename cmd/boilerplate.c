@@ -88,12 +88,6 @@ void boiler_spool_free(boiler_spool *s)
     memset(s, 0, sizeof *s);
 }
 
-static const char *tmp_dir(void)
-{
-    const char *dir = getenv("TMPDIR");
-    return dir && *dir ? dir : "/tmp";
-}
-
 /* Copy input `path` ('-': standard input) as it is (compressed or not) into
  * an unlinked file of $TMPDIR, kept open as *fd_out. Returns 0, or -1 after
  * printing why. */
@@ -106,10 +100,10 @@ static int spool_one(const char *cmd, const char *path, int *fd_out)
         return -1;
     }
     char tmpl[4096];
-    snprintf(tmpl, sizeof tmpl, "%s/simstore-spool-XXXXXX", tmp_dir());
+    snprintf(tmpl, sizeof tmpl, "%s/simstore-spool-XXXXXX", cli_scratch_dir());
     int fd = mkostemp(tmpl, O_CLOEXEC);
     if (fd < 0) {
-        cli_error(cmd, "%s: cannot copy it to %s to read it twice: %s", name, tmp_dir(),
+        cli_error(cmd, "%s: cannot copy it to %s to read it twice: %s", name, cli_scratch_dir(),
                   strerror(errno));
         if (in != STDIN_FILENO)
             close(in);
@@ -134,8 +128,8 @@ static int spool_one(const char *cmd, const char *path, int *fd_out)
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                cli_error(cmd, "%s: cannot copy it to %s to read it twice: %s", name, tmp_dir(),
-                          strerror(errno));
+                cli_error(cmd, "%s: cannot copy it to %s to read it twice: %s", name,
+                          cli_scratch_dir(), strerror(errno));
                 rc = -1;
                 break;
             }

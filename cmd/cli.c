@@ -74,6 +74,12 @@ void cli_tsv_id(const char *cmd, const char *id, size_t len)
     }
 }
 
+const char *cli_scratch_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
 int cli_apply_server_log(const char *cmd, const char *path)
 {
     simstore_live_recovery r;

@@ -52,6 +52,10 @@ void cli_tsv_id(const char *cmd, const char *id, size_t len);
  * error (a server holds the store, the log is damaged). */
 int cli_apply_server_log(const char *cmd, const char *path);
 
+/* Where the command's own scratch files go: $TMPDIR when set and not empty,
+ * else /tmp (the library's rule for its spills, sims_scratch_dir). */
+const char *cli_scratch_dir(void);
+
 /* s[0..len) made safe to print in a message: C0 control characters, DEL,
  * C1 control characters and bytes that are not UTF-8 become \xHH, so that an
  * id or a name read from input cannot drive a terminal; everything else

@@ -46,9 +46,7 @@ int idcheck_new(idcheck **out)
 
 static FILE *open_partition(void)
 {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
+    const char *dir = cli_scratch_dir();
     char path[4096];
     if (snprintf(path, sizeof path, "%s/simstore-ids-XXXXXX", dir) >= (int)sizeof path) {
         errno = ENAMETOOLONG;

@@ -1,6 +1,8 @@
 /* plot.c: charts drawn by gnuplot run as a child process (plot.h). */
 #include "plot.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,10 +17,7 @@ extern char **environ;
 
 FILE *plot_data_file(char *path, size_t size)
 {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
-    int n = snprintf(path, size, "%s/simstore-plot-XXXXXX", dir);
+    int n = snprintf(path, size, "%s/simstore-plot-XXXXXX", cli_scratch_dir());
     if (n < 0 || (size_t)n >= size) {
         errno = ENAMETOOLONG;
         return NULL;

@@ -851,9 +851,8 @@ static void check_insertion_repeats(vctx *v, store_ctx *c, sims_u64sort *ins)
 
 static sims_u64sort *insertion_sorter(void)
 {
-    const char *dir = getenv("TMPDIR");
     sims_u64sort *s = NULL;
-    if (sims_u64sort_new((size_t)1 << 20, dir && *dir ? dir : "/tmp", &s) != SIMSTORE_OK)
+    if (sims_u64sort_new((size_t)1 << 20, NULL, &s) != SIMSTORE_OK)
         return NULL;
     return s;
 }

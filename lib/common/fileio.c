@@ -121,6 +121,14 @@ int sims_write_all(int fd, const void *data, size_t n, const char *what)
     return SIMSTORE_OK;
 }
 
+const char *sims_scratch_dir(const char *given)
+{
+    if (given && *given)
+        return given;
+    const char *env = getenv("TMPDIR");
+    return env && *env ? env : "/tmp";
+}
+
 int sims_tmpfile_unlinked(const char *dir, const char *stem, int *fd_out)
 {
     char path[PATH_MAX], name[64];

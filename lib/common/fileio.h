@@ -65,6 +65,11 @@ int sims_join_path(char *buf, size_t size, const char *dir, const char *name);
  * Returns 0 when `path` no longer exists afterwards. */
 int sims_remove_tree(const char *path);
 
+/* The one rule for where scratch files go: `given` when it is set and not
+ * empty (an options struct's tmp_dir), else $TMPDIR when set and not empty,
+ * else /tmp. */
+const char *sims_scratch_dir(const char *given);
+
 /* Create an anonymous scratch file in `dir`: "<dir>/<stem>.tmp-XXXXXX",
  * unlinked at once so that nothing outlives the process, even a crash.
  * *fd_out receives the descriptor (O_CLOEXEC). */

@@ -7,6 +7,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/fileio.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,10 +19,7 @@
 
 const char *scan_tmp_dir(const simstore_scan_options *o)
 {
-    const char *dir = o->tmp_dir;
-    if (!dir)
-        dir = getenv("TMPDIR");
-    return dir && *dir ? dir : "/tmp";
+    return sims_scratch_dir(o->tmp_dir);
 }
 
 int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out)

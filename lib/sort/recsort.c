@@ -107,7 +107,7 @@ int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **ou
     if (!s)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sorter");
     s->budget = budget_bytes < MIN_BUDGET ? MIN_BUDGET : budget_bytes;
-    s->tmp_dir = strdup(tmp_dir ? tmp_dir : ".");
+    s->tmp_dir = strdup(sims_scratch_dir(tmp_dir));
     s->arena_cap = 1u << 16;
     s->arena = malloc(s->arena_cap);
     if (!s->tmp_dir || !s->arena) {

@@ -23,7 +23,7 @@ typedef struct sims_rec {
 } sims_rec;
 
 /* budget_bytes: memory for buffered records and their index before a run is
- * spilled (at least 1 MiB is used). */
+ * spilled (at least 1 MiB is used) to tmp_dir (NULL or "": sims_scratch_dir). */
 int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **out);
 int sims_recsort_push(sims_recsort *s, const void *key, uint32_t key_len, const void *val,
                       uint32_t val_len);

@@ -35,7 +35,7 @@ int sims_spool_new(size_t mem_values, const char *tmp_dir, sims_spool **out)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a spool");
     s->fd = -1;
     s->mem_cap = mem_values;
-    s->tmp_dir = strdup(tmp_dir ? tmp_dir : ".");
+    s->tmp_dir = strdup(sims_scratch_dir(tmp_dir));
     if (!s->tmp_dir) {
         free(s);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a spool");

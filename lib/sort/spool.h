@@ -10,7 +10,8 @@
 
 typedef struct sims_spool sims_spool;
 
-/* mem_values: values kept in memory before the rest goes to a file in tmp_dir. */
+/* mem_values: values kept in memory before the rest goes to a file in tmp_dir
+ * (NULL or "": sims_scratch_dir). */
 int sims_spool_new(size_t mem_values, const char *tmp_dir, sims_spool **out);
 int sims_spool_append(sims_spool *s, const uint64_t *v, size_t n);
 /* End of appends (flushes the file part). */

@@ -183,7 +183,7 @@ int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
     s->run_cap = run_values < RUN_START ? run_values : RUN_START;
     s->run = malloc(s->run_cap * sizeof *s->run);
     s->tmp = malloc(s->run_cap * sizeof *s->tmp);
-    s->tmp_dir = strdup(tmp_dir ? tmp_dir : ".");
+    s->tmp_dir = strdup(sims_scratch_dir(tmp_dir));
     if (!s->run || !s->tmp || !s->tmp_dir) {
         sims_u64sort_free(s);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a sort run of %zu values", run_values);

@@ -33,8 +33,8 @@ typedef struct sims_u64sort sims_u64sort;
 
 /* run_values: values per in-memory run (memory used is at most 16 bytes per
  * value: the run and its radix scratch, which start at 64Ki values and double
- * as values come). tmp_dir: where run files go (removed by
- * sims_u64sort_free). */
+ * as values come). tmp_dir: where run files go (NULL or "": sims_scratch_dir;
+ * removed by sims_u64sort_free). */
 int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out);
 int sims_u64sort_push(sims_u64sort *s, const uint64_t *v, size_t n);
 /* End of input: sort the last run. `unique` drops repeated values from the

@@ -6,6 +6,7 @@
 #include "store/store_internal.h"
 
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/grow.h"
 #include "docs/boilerplate_record.h"
 #include "sort/u64sort.h"
@@ -56,11 +57,7 @@ int simstore_boilerplate_counter_new(const simstore_text_options *text,
     uint64_t run_values = memory / 16; /* the run and its radix scratch */
     if (run_values > SIZE_MAX / 16)
         run_values = SIZE_MAX / 16;
-    const char *tmp = o->tmp_dir;
-    if (!tmp || !*tmp)
-        tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
+    const char *tmp = sims_scratch_dir(o->tmp_dir);
     rc = simstore_fingerprinter_new(text, &c->fpr);
     if (rc == SIMSTORE_OK)
         rc = sims_u64sort_new((size_t)run_values, tmp, &c->sort);

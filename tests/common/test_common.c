@@ -290,9 +290,31 @@ static void test_common_bits__counts_equal_one_by_one(void **state)
     assert_int_equal(sims_distance(0, ~(uint64_t)0), 64);
 }
 
+/* One rule for scratch files: the given directory, else $TMPDIR, else /tmp
+ * (an empty string counts as unset in both). */
+static void test_common_fileio__scratch_dir_rule(void **state)
+{
+    (void)state;
+    const char *was = getenv("TMPDIR");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TMPDIR", "/from/env", 1);
+    assert_string_equal(sims_scratch_dir("/given"), "/given");
+    assert_string_equal(sims_scratch_dir(NULL), "/from/env");
+    assert_string_equal(sims_scratch_dir(""), "/from/env");
+    setenv("TMPDIR", "", 1);
+    assert_string_equal(sims_scratch_dir(NULL), "/tmp");
+    unsetenv("TMPDIR");
+    assert_string_equal(sims_scratch_dir(""), "/tmp");
+    assert_string_equal(sims_scratch_dir("/given"), "/given");
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    free(saved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_common_fileio__scratch_dir_rule),
         cmocka_unit_test(test_common_error__codes_have_names),
         cmocka_unit_test(test_common_error__detail_and_context),
         cmocka_unit_test(test_common_error__retry_goes_on_only_while_the_store_moves),
