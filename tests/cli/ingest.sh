@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # ingest.sh: builds and adds at real sizes through the parallel ingest
 # pipeline. For JSON Lines, TSV, fingerprint lines and bare fingerprints,
-# at 10^5 records and at exact multiples (and +-1) of the pipeline's batch
+# at 75,000 records and at exact multiples (and +-1) of the pipeline's batch
 # and ring sizes, `build` and `add` with --threads 1, 2, 3 and 8 must make
 # byte-identical stores (every table's dump, LMDB's docs and fps records)
 # that give identical answers. SIMSTORE_INGEST_N sets the large count (the
-# sanitizer build uses a smaller one).
+# sanitizer build uses a smaller one); the default is the smallest round
+# count past the largest ring edge, 18 batches of 4096 lines + 1 at 8 threads.
 source "$(dirname "$0")/lib.sh"
 
-N=${SIMSTORE_INGEST_N:-100000}
+N=${SIMSTORE_INGEST_N:-75000}
 THREADS="1 2 3 8"
 # Sampled (the sanitizer pass): one thread, an odd count and more threads
 # than cores.
@@ -103,7 +104,7 @@ check_threads() {
 gen_tsv 300 9000000 | awk -F'\t' '{print "q" NR "\t" $2}' >"$T/queries.tsv"
 gen_jsonl 200 | tail -n 100 | sed 's/"id": "doc-/"id": "q-/; s/"id": \([0-9]\)/"id": "q\1/' >"$T/queries.jsonl"
 
-# 1. 10^5 records in each format, build with every thread count.
+# 1. N records in each format, build with every thread count.
 gen_jsonl "$N" >"$T/big.jsonl"
 gen_tsv "$N" >"$T/big.tsv"
 awk -F'\t' '{print $2 "\t" $1}' "$T/big.tsv" >"$T/big.fp"
