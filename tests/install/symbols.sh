@@ -23,14 +23,20 @@ fail() {
 }
 
 # 1. Function declarations start at column 0 with their return type; the
-# name is on the first line.
+# name is on the first line, or at the start of the second.
 decl='^[A-Za-z_][A-Za-z0-9_ ]*[ *]simstore_[a-z0-9_]+\('
 grep -E "$decl" "$header" | grep -vE '^(SIMSTORE_API |typedef |static )' >"$tmp/unmarked" || true
+# ... or the name at the start of a line, under a line that is not SIMSTORE_API's.
+awk '/^simstore_[a-z0-9_]+\(/ && prev !~ /^SIMSTORE_API / { print } { prev = $0 }' "$header" \
+    >>"$tmp/unmarked"
 if [ -s "$tmp/unmarked" ]; then
     fail "simstore.h declares functions without SIMSTORE_API:"
     sed 's/^/    /' "$tmp/unmarked" >&2
 fi
-grep -E '^SIMSTORE_API ' "$header" | grep -oE 'simstore_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/api"
+# A declaration whose name does not fit on the SIMSTORE_API line (a long
+# return type) carries it at the start of the next line.
+awk '/^SIMSTORE_API / { line = $0; if (line !~ /\(/ && (getline next_line) > 0) line = line " " next_line; print line }' \
+    "$header" | grep -oE 'simstore_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/api"
 [ -s "$tmp/api" ] || fail "no SIMSTORE_API declaration found in $header"
 
 # 2. The shared library's dynamic symbol table.
