@@ -1,9 +1,10 @@
 /* handler.c: the server's routes over the public API: parsing and checking
  * requests (JSON through jansson), answering them from a live or read-only
- * store, the metrics /metrics prints. No sockets here: see serve.c. */
+ * store; /metrics from metrics.c's counters. No sockets here: see serve.c. */
 #include "handler.h"
 
 #include "cli.h"
+#include "metrics.h"
 #include "reqjson.h"
 #include "statsjson.h"
 
@@ -17,22 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
-/* ---- Metrics ------------------------------------------------------------ */
-
-static const unsigned metric_statuses[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 500, 503};
-#define STATUS_SLOTS (sizeof metric_statuses / sizeof metric_statuses[0] + 1) /* + other */
-static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                        0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
-#define LATENCY_BUCKETS (sizeof latency_bounds / sizeof latency_bounds[0])
-
-typedef struct serve_metrics {
-    pthread_mutex_t lock;
-    uint64_t requests[SERVE_ROUTE_COUNT][STATUS_SLOTS];
-    uint64_t latency_le[SERVE_ROUTE_COUNT][LATENCY_BUCKETS]; /* cumulative at print */
-    uint64_t latency_count[SERVE_ROUTE_COUNT];
-    double latency_sum[SERVE_ROUTE_COUNT];
-    uint64_t closed[SERVE_CLOSE_REASONS];
-} serve_metrics;
+/* ---- Routes ------------------------------------------------------------- */
 
 static const char *const route_names[SERVE_ROUTE_COUNT] = {
     "query_get", "query_post", "documents_post", "document_get", "document_delete",
@@ -82,7 +68,7 @@ struct serve_server {
     struct timespec reopen_failed_at;
     int reopen_failing;
     reqjson_budget memory; /* bodies and parsed JSON in flight */
-    serve_metrics metrics;
+    serve_metrics *metrics;
 };
 
 static int worker_take(serve_server *srv, store_gen *g, worker **out);
@@ -262,8 +248,8 @@ int serve_server_open(const char *path, const serve_options *o, serve_server **o
     srv->memory.limit = o->request_memory_bytes;
     pthread_mutex_init(&srv->lock, NULL);
     pthread_mutex_init(&srv->reopen_lock, NULL);
-    pthread_mutex_init(&srv->metrics.lock, NULL);
-    if ((o->token && !(srv->o.token = strdup(o->token))) || !(srv->path = strdup(path))) {
+    if ((o->token && !(srv->o.token = strdup(o->token))) || !(srv->path = strdup(path)) ||
+        !(srv->metrics = serve_metrics_new())) {
         serve_server_close(srv);
         return SIMSTORE_ENOMEM;
     }
@@ -324,7 +310,7 @@ void serve_server_close(serve_server *srv)
         simstore_live_close(srv->live);
     pthread_mutex_destroy(&srv->lock);
     pthread_mutex_destroy(&srv->reopen_lock);
-    pthread_mutex_destroy(&srv->metrics.lock);
+    serve_metrics_free(srv->metrics);
     free((char *)srv->o.token);
     free(srv->path);
     free(srv);
@@ -1380,164 +1366,24 @@ static void route_stats(serve_server *srv, const store_gen *g, reply *r)
 
 /* ---- /metrics ------------------------------------------------------------- */
 
-typedef struct text_buf {
-    char *p;
-    size_t len, cap;
-    int failed;
-} text_buf;
-
-static void tb_printf(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb_printf(text_buf *b, const char *fmt, ...)
-{
-    for (int tries = 0; tries < 2 && !b->failed; tries++) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        if (cli_grow((void **)&b->p, &b->cap, b->len + (size_t)n + 1, 1, 4096)) {
-            b->failed = 1;
-            return;
-        }
-    }
-}
-
 static void route_metrics(serve_server *srv, const store_gen *g, reply *r)
 {
-    text_buf b = {0};
-    serve_metrics *mt = &srv->metrics;
-    tb_printf(&b, "# HELP simstore_http_requests_total HTTP requests answered, by route and "
-                  "status.\n# TYPE simstore_http_requests_total counter\n");
-    pthread_mutex_lock(&mt->lock);
-    for (unsigned rt = 0; rt < SERVE_ROUTE_COUNT; rt++)
-        for (unsigned s = 0; s < STATUS_SLOTS; s++) {
-            if (!mt->requests[rt][s])
-                continue;
-            char code[8];
-            if (s < STATUS_SLOTS - 1)
-                snprintf(code, sizeof code, "%u", metric_statuses[s]);
-            else
-                snprintf(code, sizeof code, "other");
-            tb_printf(&b, "simstore_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n",
-                      route_names[rt], code, (unsigned long long)mt->requests[rt][s]);
-        }
-    tb_printf(&b, "# HELP simstore_http_request_duration_seconds Time from a request's first "
-                  "line to its answer, by route.\n"
-                  "# TYPE simstore_http_request_duration_seconds histogram\n");
-    for (unsigned rt = 0; rt < SERVE_ROUTE_COUNT; rt++) {
-        if (!mt->latency_count[rt])
-            continue;
-        uint64_t cumulative = 0;
-        for (unsigned i = 0; i < LATENCY_BUCKETS; i++) {
-            cumulative += mt->latency_le[rt][i];
-            tb_printf(&b,
-                      "simstore_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} "
-                      "%llu\n",
-                      route_names[rt], latency_bounds[i], (unsigned long long)cumulative);
-        }
-        tb_printf(&b,
-                  "simstore_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n"
-                  "simstore_http_request_duration_seconds_sum{route=\"%s\"} %.9f\n"
-                  "simstore_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-                  route_names[rt], (unsigned long long)mt->latency_count[rt], route_names[rt],
-                  mt->latency_sum[rt], route_names[rt], (unsigned long long)mt->latency_count[rt]);
-    }
-    static const char *const close_reasons[SERVE_CLOSE_REASONS] = {"deadline", "room"};
-    tb_printf(&b, "# HELP simstore_http_connections_closed_total Connections the server closed "
-                  "before their request was answered: past their deadline, or to make room for "
-                  "new clients.\n# TYPE simstore_http_connections_closed_total counter\n");
-    for (unsigned i = 0; i < SERVE_CLOSE_REASONS; i++)
-        tb_printf(&b, "simstore_http_connections_closed_total{reason=\"%s\"} %llu\n",
-                  close_reasons[i], (unsigned long long)mt->closed[i]);
-    pthread_mutex_unlock(&mt->lock);
-    simstore_stats st;
-    tb_printf(&b,
-              "# HELP simstore_request_memory_bytes Bytes the requests in flight hold in their "
-              "bodies and parsed JSON.\n# TYPE simstore_request_memory_bytes gauge\n"
-              "simstore_request_memory_bytes %llu\n",
-              (unsigned long long)atomic_load(&srv->memory.used));
-    if (simstore_get_stats(g->store, &st) == SIMSTORE_OK) {
-        tb_printf(&b,
-                  "# HELP simstore_documents Documents in the store's committed state.\n"
-                  "# TYPE simstore_documents gauge\nsimstore_documents %llu\n"
-                  "# HELP simstore_segments Segments of the store.\n"
-                  "# TYPE simstore_segments gauge\nsimstore_segments %llu\n",
-                  (unsigned long long)st.documents, (unsigned long long)st.segments);
-    }
-    if (srv->live) {
-        simstore_live_stats ls;
-        simstore_live_get_stats(srv->live, &ls);
-        tb_printf(&b,
-                  "# HELP simstore_memtable_documents Inserted documents not yet flushed.\n"
-                  "# TYPE simstore_memtable_documents gauge\nsimstore_memtable_documents %llu\n"
-                  "# HELP simstore_memtable_bytes Bytes the in-memory tables hold.\n"
-                  "# TYPE simstore_memtable_bytes gauge\nsimstore_memtable_bytes %llu\n"
-                  "# HELP simstore_wal_bytes The write-ahead log's size.\n"
-                  "# TYPE simstore_wal_bytes gauge\nsimstore_wal_bytes %llu\n"
-                  "# HELP simstore_wal_syncs_total Group fsyncs of the log since start.\n"
-                  "# TYPE simstore_wal_syncs_total counter\nsimstore_wal_syncs_total %llu\n"
-                  "# HELP simstore_flushes_total Flushes committed since start.\n"
-                  "# TYPE simstore_flushes_total counter\nsimstore_flushes_total %llu\n"
-                  "# HELP simstore_compactions_total Compactions committed since start.\n"
-                  "# TYPE simstore_compactions_total counter\nsimstore_compactions_total %llu\n"
-                  "# HELP simstore_inserts_total Inserts acknowledged since start.\n"
-                  "# TYPE simstore_inserts_total counter\nsimstore_inserts_total %llu\n"
-                  "# HELP simstore_deletes_total Deletes acknowledged since start.\n"
-                  "# TYPE simstore_deletes_total counter\nsimstore_deletes_total %llu\n"
-                  "# HELP simstore_live_failing 1 while the live store refuses changes (its "
-                  "log cannot be written, or a flush failed with the tables full).\n"
-                  "# TYPE simstore_live_failing gauge\nsimstore_live_failing %d\n",
-                  (unsigned long long)ls.memtable_docs, (unsigned long long)ls.memtable_bytes,
-                  (unsigned long long)ls.wal_bytes, (unsigned long long)ls.wal_syncs,
-                  (unsigned long long)ls.flushes, (unsigned long long)ls.compactions,
-                  (unsigned long long)ls.inserts, (unsigned long long)ls.deletes,
-                  ls.failing ? 1 : 0);
-    }
-    if (b.failed) {
-        free(b.p);
+    if (serve_metrics_render(srv->metrics, atomic_load(&srv->memory.used), g->store, srv->live,
+                             &r->text, &r->text_len)) {
         reply_error(r, 503, "out of memory");
         return;
     }
     r->status = 200;
-    r->text = b.p;
-    r->text_len = b.len;
 }
 
 void serve_record_closed(serve_server *srv, serve_close_reason why)
 {
-    if (why >= SERVE_CLOSE_REASONS)
-        return;
-    pthread_mutex_lock(&srv->metrics.lock);
-    srv->metrics.closed[why]++;
-    pthread_mutex_unlock(&srv->metrics.lock);
+    serve_metrics_record_closed(srv->metrics, why);
 }
 
 void serve_record(serve_server *srv, serve_route route, unsigned status, double seconds)
 {
-    serve_metrics *mt = &srv->metrics;
-    if (route >= SERVE_ROUTE_COUNT)
-        route = SERVE_ROUTE_OTHER;
-    unsigned slot = STATUS_SLOTS - 1;
-    for (unsigned i = 0; i < STATUS_SLOTS - 1; i++)
-        if (metric_statuses[i] == status)
-            slot = i;
-    unsigned bucket = 0;
-    while (bucket < LATENCY_BUCKETS && seconds > latency_bounds[bucket])
-        bucket++;
-    pthread_mutex_lock(&mt->lock);
-    mt->requests[route][slot]++;
-    if (bucket < LATENCY_BUCKETS)
-        mt->latency_le[route][bucket]++;
-    mt->latency_count[route]++;
-    mt->latency_sum[route] += seconds;
-    pthread_mutex_unlock(&mt->lock);
+    serve_metrics_record(srv->metrics, route, status, seconds);
 }
 
 /* ---- Authorization ---------------------------------------------------------- */

@@ -1,8 +1,9 @@
 /* handler.h: the server's request handling without the network: a store (a
  * live store, or a read-only one), one request in (method, path, query,
  * authorization, body), one response out (status, content type, body), and
- * the counters /metrics prints. serve.c feeds it from libmicrohttpd; the fuzz
- * target tests/fuzz/fuzz_serve_request.c feeds it bytes. */
+ * the counters /metrics prints (kept by metrics.c). serve.c feeds it from
+ * libmicrohttpd; the fuzz target tests/fuzz/fuzz_serve_request.c feeds it
+ * bytes. */
 #ifndef SIMS_SERVER_HANDLER_H
 #define SIMS_SERVER_HANDLER_H
 
