@@ -9,16 +9,15 @@
  * flipped (hits), half random (misses). It prints build time, p50/p99/mean
  * latency, single- and two-thread throughput, the brute-force scan's time per
  * query over the same fingerprints, and bytes on disk per fingerprint for the
- * tables, for LMDB and for the document file separately (a store keeps its
- * documents in a document file unless the environment has
- * SIMSTORE_DOCUMENT_FILES=0: format/store.md, "Document files").
+ * tables, for LMDB and for the document file separately (format/store.md,
+ * "Document files").
  *
  * Opening: the time of simstore_open (read-only) and the pages of data.mdb
  * it checked, with today's lazy checks and with the walk of the whole file
  * (SIMSTORE_OPEN_FULL_WALK, the open before lazy checks), and the whole
  * process of one CLI query (fork/exec `simstore query STORE --fp HEX`, warm
- * page cache, median of 21; the walk median of 3 at 2^24 documents and beyond) both ways (the second with
- * SIMSTORE_OPEN_FULL_WALK=1). The CLI is --cli PATH, or `simstore` beside
+ * page cache, median of 21; the walk median of 3 at 2^24 documents and
+ * beyond) both ways (the second with --full-walk). The CLI is --cli PATH, or `simstore` beside
  * the bench/ folder of this program.
  *
  * Usage: bench_query [--sizes 20,23,26] [--docs-up-to 23] [--queries 200000]
@@ -361,31 +360,21 @@ static double cli_query_once(const char *store, uint64_t fp, int full_walk)
 {
     char hex[17];
     snprintf(hex, sizeof hex, "%016" PRIx64, fp);
-    char cmd_query[] = "query", opt_fp[] = "--fp", walk_env[] = "SIMSTORE_OPEN_FULL_WALK=1";
-    char *argv[] = {(char *)cli_path, cmd_query, (char *)store, opt_fp, hex, NULL};
-    extern char **environ;
-    size_t ne = 0;
-    while (environ[ne])
-        ne++;
-    char **envp = calloc(ne + 2, sizeof *envp);
-    size_t j = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (strncmp(environ[i], "SIMSTORE_OPEN_FULL_WALK=", 24) != 0)
-            envp[j++] = environ[i];
-    if (full_walk)
-        envp[j++] = walk_env;
+    char cmd_query[] = "query", opt_fp[] = "--fp", opt_walk[] = "--full-walk";
+    char *argv[] = {
+        (char *)cli_path, cmd_query, (char *)store, opt_fp, hex, full_walk ? opt_walk : NULL, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     pid_t pid;
     double t0 = now();
-    int rc = posix_spawn(&pid, cli_path, &fa, NULL, argv, envp);
+    extern char **environ;
+    int rc = posix_spawn(&pid, cli_path, &fa, NULL, argv, environ);
     int status = 1;
     if (rc == 0)
         waitpid(pid, &status, 0);
     double t = now() - t0;
     posix_spawn_file_actions_destroy(&fa);
-    free(envp);
     return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t : -1;
 }
 
@@ -572,7 +561,7 @@ int main(int argc, char **argv)
             double lazy = cli_query_ms(path, fps, n, 0, 21);
             double full = cli_query_ms(path, fps, n, 1, walk_runs);
             printf("  CLI query, whole process (warm): %.2f ms (median of 21); %.2f ms with the "
-                   "walk of data.mdb at open (SIMSTORE_OPEN_FULL_WALK=1, median of %d)\n",
+                   "walk of data.mdb at open (query --full-walk, median of %d)\n",
                    lazy, full, walk_runs);
         }
         size_t bq = log2n >= 26 ? 4 : 16;

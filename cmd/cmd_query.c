@@ -92,6 +92,9 @@ static void usage(FILE *out)
             "                       bounds the queries read and answered at once\n"
             "      --no-verify      skip block checksums and the checks of LMDB's\n"
             "                       pages (trusts the files on disk)\n"
+            "      --full-walk      check all of data.mdb's pages at open rather than\n"
+            "                       each query's as it reads them (the same answers;\n"
+            "                       an open that costs the whole file)\n"
             "      --huge-pages     bring the store's files into the page cache in\n"
             "                       2 MiB pages as they are first read, so that queries\n"
             "                       then map them 2 MiB at a time (for a store kept in\n"
@@ -120,6 +123,7 @@ enum {
     OPT_FORMAT,
     OPT_NOVERIFY,
     OPT_HUGE_PAGES,
+    OPT_FULL_WALK,
     OPT_SKIP_SELF,
     OPT_END_MARKER,
     OPT_STRATEGY,
@@ -800,6 +804,7 @@ int cmd_query(int argc, char **argv)
         {"format", required_argument, NULL, OPT_FORMAT},
         {"no-verify", no_argument, NULL, OPT_NOVERIFY},
         {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
+        {"full-walk", no_argument, NULL, OPT_FULL_WALK},
         {"skip-self", no_argument, NULL, OPT_SKIP_SELF},
         {"end-marker", no_argument, NULL, OPT_END_MARKER},
         {"strategy", required_argument, NULL, OPT_STRATEGY},
@@ -870,6 +875,7 @@ int cmd_query(int argc, char **argv)
             open_flags |= SIMSTORE_OPEN_SKIP_BLOCK_CHECKSUMS | SIMSTORE_OPEN_TRUST_LMDB;
             break;
         case OPT_HUGE_PAGES: open_flags |= SIMSTORE_OPEN_HUGE_PAGES; break;
+        case OPT_FULL_WALK: open_flags |= SIMSTORE_OPEN_FULL_WALK; break;
         case OPT_SKIP_SELF: r.skip_self = 1; break;
         case OPT_END_MARKER: r.end_marker = 1; break;
         case OPT_STRATEGY:

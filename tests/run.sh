@@ -28,14 +28,11 @@ step "build (-Werror, ASan+UBSan) in build-asan/"
 cmake -S . -B build-asan -DSIMSTORE_WERROR=ON -DSIMSTORE_SANITIZE=ON -DSIMSTORE_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
 # Every test runs again under the sanitizers, each long sweep taking a
-# sample of its cases (SIMSTORE_SAMPLED, tests/CMakeLists.txt); the "twin"
-# tests (the same store tests with documents kept in LMDB) run in the first
-# pass only. SIMSTORE_DENSE=1 runs everything at full size in both.
-twins=(-LE twin)
-case "${SIMSTORE_DENSE:-0}" in "" | 0) ;; *) twins=() ;; esac
+# sample of its cases (SIMSTORE_SAMPLED, tests/CMakeLists.txt);
+# SIMSTORE_DENSE=1 runs everything at full size in both.
 step "tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" "${twins[@]}"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 if command -v clang >/dev/null 2>&1 && [ -d tests/fuzz ]; then
   step "libFuzzer targets (clang, ASan+UBSan) in build-fuzz/"

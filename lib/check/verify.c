@@ -857,6 +857,19 @@ static sims_u64sort *insertion_sorter(void)
     return s;
 }
 
+/* A document file's document as the fields of a record the checks read. */
+static void file_record(const docfile_doc *d, sims_doc_record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->fp = d->fingerprint;
+    rec->flags = d->id_is_int ? SIMS_DOC_FLAG_INTEGER_ID : 0;
+    rec->insertion = d->insertion;
+    rec->meta = d->meta;
+    rec->meta_len = d->meta ? d->meta_len : 0;
+    rec->para_count = d->paragraph_count;
+    rec->paras = d->paragraphs;
+}
+
 /* docs -> fps and fps -> docs. */
 /* The document an fps or pfps entry lists (fingerprint fp, id val, at byte
  * offset at of data.mdb), decoded into *rec: 0, or -1 when there is none to
@@ -868,6 +881,19 @@ static int entry_document(vctx *v, store_ctx *c, const char *db, uint64_t fp, co
     int idl = val->mv_size > 64 ? 64 : (int)val->mv_size;
     MDB_val dk = *val, dv;
     int g = mdb_get(c->txn, c->env.docs, &dk, &dv);
+    if (g == MDB_NOTFOUND && c->dreader) {
+        /* The document file's, which docs has no entry for. */
+        docfile_doc fd;
+        int f = docfile_find_id(c->dreader, val->mv_data, val->mv_size, &fd);
+        if (f == 1) {
+            file_record(&fd, rec);
+            return 0;
+        }
+        if (f < 0) {
+            problem(v, SIMSTORE_PROBLEM_DOC, 0, c->dpath, -1, -1, "%s", simstore_last_error());
+            return -1;
+        }
+    }
     if (g == MDB_NOTFOUND) {
         problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
                 "%s (byte offset %" PRId64 "): %s entry %016" PRIx64
@@ -880,10 +906,16 @@ static int entry_document(vctx *v, store_ctx *c, const char *db, uint64_t fp, co
                 mdb_strerror(g));
         return -1;
     }
-    return sims_doc_record_decode((const uint8_t *)dk.mv_data, dk.mv_size,
-                                  (const uint8_t *)dv.mv_data, dv.mv_size, rec) == SIMSTORE_OK
-               ? 0
-               : -1;
+    int tombstone = 0;
+    if (sims_doc_entry_decode((const uint8_t *)dk.mv_data, dk.mv_size, (const uint8_t *)dv.mv_data,
+                              dv.mv_size, rec, &tombstone) != SIMSTORE_OK)
+        return -1;
+    if (tombstone)
+        problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
+                "%s (byte offset %" PRId64 "): %s entry %016" PRIx64
+                " lists document '%.*s', which was deleted (docs holds its tombstone)",
+                c->mdb_path, at, db, fp, idl, (const char *)val->mv_data);
+    return tombstone ? -1 : 0;
 }
 
 static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t *fps_keys)
@@ -1046,6 +1078,59 @@ static int note_found(void *ctx, uint64_t value)
     return 1;
 }
 
+/* A live document's listed paragraphs each have their pfps entry. */
+static void check_listed(vctx *v, store_ctx *c, MDB_cursor *pc, const MDB_val *key,
+                         const sims_doc_record *rec, const char *path, int64_t at)
+{
+    int idl = key->mv_size > 64 ? 64 : (int)key->mv_size;
+    for (uint32_t i = 0; i < rec->para_count && !v->stop_rc; i++) {
+        uint8_t fk[8];
+        be_store64(fk, le_load64(rec->paras + 8 * (size_t)i));
+        MDB_val k2 = {8, fk}, v2 = *key;
+        int g = mdb_cursor_get(pc, &k2, &v2, MDB_GET_BOTH);
+        char where[48] = "";
+        if (at >= 0)
+            snprintf(where, sizeof where, " (byte offset %" PRId64 ")", at);
+        if (g == MDB_NOTFOUND)
+            problem(v, SIMSTORE_PROBLEM_DOC_WITHOUT_FPS, 0, path, -1, at,
+                    "%s%s: document '%.*s' lists paragraph %016" PRIx64
+                    ", which the paragraph index lacks",
+                    path, where, idl, (const char *)key->mv_data,
+                    le_load64(rec->paras + 8 * (size_t)i));
+        else if (g)
+            problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
+                    mdb_strerror(g));
+    }
+}
+
+typedef struct para_walk {
+    vctx *v;
+    store_ctx *c;
+    MDB_cursor *pc, *dc;
+} para_walk;
+
+static int listed_in_file(void *ctx, const docfile_doc *d)
+{
+    para_walk *w = (para_walk *)ctx;
+    if (d->paragraph_count == 0 || w->v->stop_rc)
+        return 0;
+    MDB_val key = {d->id_len, (void *)d->id}, val;
+    int g = mdb_cursor_get(w->dc, &key, &val, MDB_SET);
+    if (g == 0)
+        return 0; /* docs's entry takes its place */
+    if (g != MDB_NOTFOUND) {
+        problem(w->v, SIMSTORE_PROBLEM_IO, 0, w->c->mdb_path, -1, -1, "%s: %s", w->c->mdb_path,
+                mdb_strerror(g));
+        return 0;
+    }
+    sims_doc_record rec;
+    file_record(d, &rec);
+    key.mv_size = d->id_len;
+    key.mv_data = (void *)d->id;
+    check_listed(w->v, w->c, w->pc, &key, &rec, w->c->dpath, -1);
+    return 0;
+}
+
 /* The paragraph index (format/store.md, "Paragraphs"): every document's
  * listed paragraphs have their pfps entry, every pfps entry names a document
  * that lists it, and every pfps key is in a paragraph segment's tables. */
@@ -1065,27 +1150,19 @@ static void check_paragraphs(vctx *v, store_ctx *c)
     for (mrc = mdb_cursor_get(dc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
          mrc = mdb_cursor_get(dc, &key, &val, MDB_NEXT)) {
         sims_doc_record rec;
-        if (sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                   (const uint8_t *)val.mv_data, val.mv_size, &rec) != SIMSTORE_OK)
-            continue; /* reported with the documents */
-        int64_t at = mdb_offset(c, val.mv_data);
-        int idl = key.mv_size > 64 ? 64 : (int)key.mv_size;
-        for (uint32_t i = 0; i < rec.para_count && !v->stop_rc; i++) {
-            uint8_t fk[8];
-            memcpy(fk, rec.paras + 8 * (size_t)i, 8);
-            be_store64(fk, le_load64(fk));
-            MDB_val k2 = {8, fk}, v2 = key;
-            int g = mdb_cursor_get(pc, &k2, &v2, MDB_GET_BOTH);
-            if (g == MDB_NOTFOUND)
-                problem(v, SIMSTORE_PROBLEM_DOC_WITHOUT_FPS, 0, c->mdb_path, -1, at,
-                        "%s (byte offset %" PRId64 "): document '%.*s' lists paragraph %016" PRIx64
-                        ", which the paragraph index lacks",
-                        c->mdb_path, at, idl, (const char *)key.mv_data,
-                        le_load64(rec.paras + 8 * (size_t)i));
-            else if (g)
-                problem(v, SIMSTORE_PROBLEM_IO, 0, c->mdb_path, -1, -1, "%s: %s", c->mdb_path,
-                        mdb_strerror(g));
-        }
+        int tombstone = 0;
+        if (sims_doc_entry_decode((const uint8_t *)key.mv_data, key.mv_size,
+                                  (const uint8_t *)val.mv_data, val.mv_size, &rec,
+                                  &tombstone) != SIMSTORE_OK ||
+            tombstone)
+            continue; /* reported with the documents; a tombstone lists none */
+        check_listed(v, c, pc, &key, &rec, c->mdb_path, mdb_offset(c, val.mv_data));
+    }
+    if (c->dreader && !v->stop_rc) {
+        /* The document file's live documents (docs has no entry of their id). */
+        para_walk w = {v, c, pc, dc};
+        if (docfile_each(c->dreader, listed_in_file, &w) != SIMSTORE_OK)
+            problem(v, SIMSTORE_PROBLEM_DOC, 0, c->dpath, -1, -1, "%s", simstore_last_error());
     }
     for (uint32_t i = 0; i < c->state.para_segment_count; i++) {
         char path[PATH_MAX];

@@ -84,6 +84,9 @@ void docfile_advise_huge(const docfile_reader *r);
  * names them in messages. */
 int docfile_open_memory(const uint8_t *data, size_t size, const char *name, docfile_reader **out);
 void docfile_close(docfile_reader *r);
+/* A file of no documents, never closed: what a store without a document
+ * file reads (its documents, all in docs, are then changes to nothing). */
+const docfile_reader *docfile_empty(void);
 
 uint64_t docfile_count(const docfile_reader *r);
 unsigned docfile_sketch_bytes(const docfile_reader *r);

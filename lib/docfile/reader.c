@@ -200,8 +200,18 @@ unsigned docfile_sketch_bytes(const docfile_reader *r)
     return r->sketch_bytes;
 }
 
+const docfile_reader *docfile_empty(void)
+{
+    static const docfile_reader none = {.name = (char *)"no document file"};
+    return &none;
+}
+
 void docfile_sizes_of(const docfile_reader *r, docfile_sizes *out)
 {
+    if (r->size == 0) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     out->total = r->size;
     out->blocks = r->bt - DOCFILE_HEADER_BYTES;
     out->block_table = r->fd - r->bt;

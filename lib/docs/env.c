@@ -281,14 +281,6 @@ static int allocate_lock_file(const char *dir)
     return SIMSTORE_OK; /* other failures (no support): LMDB works as before */
 }
 
-/* SIMSTORE_OPEN_FULL_WALK=1 in the environment: readers walk all of
- * data.mdb at open, as before lazy checks (benchmarks, comparisons). */
-static int full_walk_forced(void)
-{
-    const char *v = getenv("SIMSTORE_OPEN_FULL_WALK");
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, unsigned mdb_flags)
 {
     if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
@@ -340,8 +332,7 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
     /* LMDB has read only its meta pages so far: check the B-trees it will
      * read before open_dbs touches them (lmdbwalk.h): all of them now, or
      * each read's pages before it (lazy; open_dbs checks the first). */
-    sh->lazy = (flags & SIMS_ENV_LAZY) && !(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST)) &&
-               !full_walk_forced();
+    sh->lazy = (flags & SIMS_ENV_LAZY) && !(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST));
     sh->walked = !sh->lazy;
     snprintf(sh->dir, sizeof sh->dir, "%s", dir);
     if (sh->lazy && !sh->lz && (rc = sims_lmdb_lazy_new(&sh->lz)) != SIMSTORE_OK) {

@@ -64,9 +64,8 @@ void sims_env_close(sims_env *e);
  * then MDB_PREV_NODUP or MDB_LAST), and reads only on SIMSTORE_OK.
  * Anything else (a cursor walking a whole database) needs
  * sims_env_full_walk first. Both are free once the file has been walked,
- * and in environments opened without SIMS_ENV_LAZY.
- * SIMSTORE_OPEN_FULL_WALK=1 in the process environment turns
- * SIMS_ENV_LAZY off. sims_env_check returns SIMSTORE_OK,
+ * and in environments opened without SIMS_ENV_LAZY
+ * (SIMSTORE_OPEN_FULL_WALK). sims_env_check returns SIMSTORE_OK,
  * SIMSTORE_ECORRUPT (naming the page and byte offset), SIMS_ERETRY (under
  * sims_retry: a writer moved on), SIMSTORE_ENOMEM or SIMSTORE_EINVAL (a
  * database without checks). */

@@ -625,8 +625,8 @@ SIMSTORE_API void simstore_builder_abort(simstore_builder *b);
  * get or stats, the pages that read touches (format/store.md, "Trusting
  * LMDB"): its cost does not grow with the store. Whole-store scans (pairs,
  * clusters, export) walk the whole file first, as writers do at open. This
- * flag (or SIMSTORE_OPEN_FULL_WALK=1 in the process environment) makes a
- * read-only open walk the whole file at once instead, as before. Either way
+ * flag (`simstore query --full-walk`) makes a read-only open walk the whole
+ * file at once instead. Either way
  * a damaged byte gives an error or a correct answer. */
 #define SIMSTORE_OPEN_FULL_WALK 16u
 /* Ask the kernel to bring the store's table and document files into the

@@ -779,41 +779,8 @@ static int report_with_singletons(merged *m)
         sims_u64sort_free(all);
         return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
     }
-    if (st->snap->docfile) {
-        rc = sims_docs_each_by_id(st->s, st->snap, st->txn, r->so.memory_bytes / 4,
-                                  single_from_file, m);
-        return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
-    }
-    MDB_cursor *cur;
-    int mrc = mdb_cursor_open(st->txn, st->s->env.docs, &cur);
-    if (mrc)
-        return sims_mdb_fail(mrc, "open a cursor on docs");
-    MDB_val key, val;
-    mrc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
-    while (rc == 0 && mrc == 0) {
-        sims_doc_record rec;
-        rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
-        if (rc) {
-            rc = sims_fail_context(rc, "%s: document '%.*s'", st->s->path, (int)key.mv_size,
-                                   (const char *)key.mv_data);
-            break;
-        }
-        if ((rc = sims_check_doc_sketch(st->s, &rec, key.mv_data, key.mv_size)) ||
-            (rc = emit_members_before(m, key.mv_data, key.mv_size, 0, 0)))
-            break;
-        uint32_t node = node_of(r, rec.fp);
-        if (!(node < r->nnodes && r->nodes[node] == rec.fp))
-            rc = report_single(m->p, key.mv_data, key.mv_size,
-                               (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID
-                                                                      : 0,
-                               rec.fp, rec.sketch != NULL);
-        if (rc == 0)
-            mrc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
-    }
-    mdb_cursor_close(cur);
-    if (rc == 0 && mrc != MDB_NOTFOUND)
-        rc = sims_mdb_fail(mrc, "read docs");
+    rc =
+        sims_docs_each_by_id(st->s, st->snap, st->txn, r->so.memory_bytes / 4, single_from_file, m);
     return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
 }
 

@@ -384,36 +384,7 @@ static int visit_live_fp(void *ctx, uint64_t fp, uint64_t count, const uint8_t *
 static int visit_every_fp(scan_spill *sp)
 {
     scan_state *st = sp->st;
-    if (st->snap->docfile)
-        return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, visit_live_fp, sp);
-    MDB_cursor *cur;
-    int mrc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);
-    if (mrc)
-        return sims_mdb_fail(mrc, "open a cursor on fps");
-    MDB_val key, val;
-    int rc = 0;
-    mrc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
-    while (rc == 0 && mrc == 0) {
-        size_t n = 0;
-        if (key.mv_size != 8) {
-            rc = SIMS_CORRUPT("%s: fps key of %zu bytes", st->s->path, key.mv_size);
-            break;
-        }
-        if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES) {
-            rc = SIMS_CORRUPT("%s: fps entry %016llx holds an id of %zu bytes", st->s->path,
-                              (unsigned long long)be_load64(key.mv_data), val.mv_size);
-            break;
-        }
-        if ((mrc = mdb_cursor_count(cur, &n)) != 0)
-            break;
-        rc = visit_fp(sp, be_load64(key.mv_data), n, (const char *)val.mv_data, val.mv_size);
-        if (rc == 0)
-            mrc = mdb_cursor_get(cur, &key, &val, MDB_NEXT_NODUP);
-    }
-    mdb_cursor_close(cur);
-    if (rc)
-        return rc;
-    return mrc == MDB_NOTFOUND ? 0 : sims_mdb_fail(mrc, "read fps");
+    return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, visit_live_fp, sp);
 }
 
 /* Every fingerprint of a fingerprint-only store (for the singletons). */
@@ -521,34 +492,16 @@ static int read_single(scan_spill *sp, const char *id, size_t len, unsigned *fla
                        double *similarity)
 {
     scan_state *st = sp->st;
-    if (st->snap->docfile) {
-        sims_doc_found d;
-        int rc = sims_doc_lookup(st->s, st->snap, st->txn, st->walked, id, len, &d);
-        if (rc)
-            return rc;
-        if (d.where != SIMS_DOC_IN_DOCS && d.where != SIMS_DOC_IN_FILE)
-            return SIMS_CORRUPT("%s: document '%.*s' of a fingerprint's documents is not stored",
-                                st->s->path, (int)len, id);
-        *flags = (d.rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
-        *fp = d.rec.fp;
-        *similarity = d.rec.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
-        return 0;
-    }
-    MDB_val key = {len, (void *)id}, val;
-    int rc = mdb_get(st->txn, st->s->env.docs, &key, &val);
-    if (rc == MDB_NOTFOUND)
-        return SIMS_CORRUPT("%s: document '%.*s' is in fps but not in docs", st->s->path, (int)len,
-                            id);
+    sims_doc_found d;
+    int rc = sims_doc_lookup(st->s, st->snap, st->txn, st->walked, id, len, &d);
     if (rc)
-        return sims_mdb_fail(rc, "read docs");
-    sims_doc_record rec;
-    rc = sims_doc_record_decode((const uint8_t *)id, len, (const uint8_t *)val.mv_data, val.mv_size,
-                                &rec);
-    if (rc)
-        return sims_fail_context(rc, "%s: document '%.*s'", st->s->path, (int)len, id);
-    *flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
-    *fp = rec.fp;
-    *similarity = rec.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
+        return rc;
+    if (d.where != SIMS_DOC_IN_DOCS && d.where != SIMS_DOC_IN_FILE)
+        return SIMS_CORRUPT("%s: document '%.*s' of a fingerprint's documents is not stored",
+                            st->s->path, (int)len, id);
+    *flags = (d.rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    *fp = d.rec.fp;
+    *similarity = d.rec.sketch ? 1.0 : SIMSTORE_SIMILARITY_UNKNOWN;
     return 0;
 }
 

@@ -144,7 +144,7 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
         return rc;
     doc_buf buf = {NULL, 0};
     char idbuf[SIMSTORE_MAX_ID_BYTES + 1];
-    for (size_t i = 0; i < n && rc == 0 && st.snap->docfile; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         sims_doc_found f;
         simstore_document d;
         rc = sims_doc_lookup(s, st.snap, st.txn, 0, ids[i], lens[i], &f);
@@ -161,30 +161,6 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
                                   s->path, d.id, (unsigned long long)d.fp);
         } else {
             missing_document(ids[i], lens[i], idbuf, &d);
-        }
-        if (rc == 0)
-            rc = fn(ctx, &d);
-    }
-    for (size_t i = 0; i < n && rc == 0 && !st.snap->docfile; i++) {
-        MDB_val key = {lens[i], (void *)ids[i]}, val;
-        rc = sims_env_check(&s->env, st.txn, s->env.docs, key.mv_data, key.mv_size,
-                            SIMS_LMDB_READ_GET);
-        if (rc)
-            break;
-        int mrc = mdb_get(st.txn, s->env.docs, &key, &val);
-        simstore_document d;
-        if (mrc == MDB_NOTFOUND && (rc = sims_check_doc_absent(s, st.txn, ids[i], lens[i])) != 0) {
-            break;
-        } else if (mrc == MDB_NOTFOUND) {
-            missing_document(ids[i], lens[i], idbuf, &d);
-        } else if (mrc) {
-            rc = sims_mdb_fail(mrc, "read docs");
-            break;
-        } else if ((rc = to_document(&st, &key, &val, &buf, &d)) == 0 &&
-                   (rc = segment_of(&st, d.fp, &d.segment)) == 0 && d.segment == 0) {
-            rc = SIMS_CORRUPT("%s: document '%s' has fingerprint %016llx, which no live segment "
-                              "holds",
-                              s->path, d.id, (unsigned long long)d.fp);
         }
         if (rc == 0)
             rc = fn(ctx, &d);
@@ -319,32 +295,8 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     }
     if (rc == 0 && (flags & SIMSTORE_EXPORT_BY_INSERTION))
         rc = scan_sorter_new(&o, 2, &e.order);
-    if (rc == 0 && st.snap->docfile) {
+    if (rc == 0)
         rc = sims_docs_each_by_id(s, st.snap, st.txn, o.memory_bytes / 2, export_file_doc, &e);
-        if (rc == 0 && e.order)
-            rc = deliver_by_insertion(&e, (size_t)(o.memory_bytes / 2));
-        goto done;
-    }
-    MDB_cursor *cur = NULL;
-    if (rc == 0) {
-        int mrc = mdb_cursor_open(st.txn, s->env.docs, &cur);
-        if (mrc)
-            rc = sims_mdb_fail(mrc, "open a cursor on docs");
-    }
-    MDB_val key, val;
-    int mrc = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &key, &val, MDB_FIRST);
-    while (rc == 0 && mrc == 0) {
-        simstore_document d;
-        rc = to_document(&st, &key, &val, &e.buf, &d);
-        if (rc == 0)
-            rc = e.order ? push_by_insertion(&e, &key, &val, &d) : fn(ctx, &d);
-        if (rc == 0)
-            mrc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
-    }
-    if (rc == 0 && mrc != MDB_NOTFOUND)
-        rc = sims_mdb_fail(mrc, "read docs");
-    if (cur)
-        mdb_cursor_close(cur);
     if (rc == 0 && e.order)
         rc = deliver_by_insertion(&e, (size_t)(o.memory_bytes / 2));
 done:

@@ -64,53 +64,45 @@ static int read_generation(simstore *s, uint64_t *gen)
     return SIMSTORE_OK;
 }
 
+static int add_document(void *ctx, const uint8_t *id, size_t len, const sims_doc_record *rec)
+{
+    pp_state *p = (pp_state *)ctx;
+    int rc;
+    if (rec->para_count == 0)
+        return SIMSTORE_OK;
+    if ((rc = grow((void **)&p->docs, &p->docs_cap, p->ndocs + 1, sizeof *p->docs)) ||
+        (rc = grow((void **)&p->ids, &p->ids_cap, p->ids_len + len, 1)) ||
+        (rc = grow((void **)&p->paras, &p->paras_cap, p->paras_len + rec->para_count,
+                   sizeof *p->paras)))
+        return rc;
+    pdoc *d = &p->docs[p->ndocs++];
+    d->id_off = p->ids_len;
+    d->id_len = len;
+    d->flags = (rec->flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    d->para_off = p->paras_len;
+    d->npara = rec->para_count;
+    memcpy(p->ids + p->ids_len, id, len);
+    p->ids_len += len;
+    for (uint32_t i = 0; i < rec->para_count; i++)
+        p->paras[p->paras_len++] = le_load64(rec->paras + 8 * (size_t)i);
+    return SIMSTORE_OK;
+}
+
 /* Every document that lists paragraphs, in id order. */
 static int load_documents(simstore *s, pp_state *p)
 {
     MDB_txn *txn;
-    MDB_cursor *cur = NULL;
+    sims_snapshot *snap = NULL;
     int rc = sims_env_full_walk(&s->env); /* a scan of all of docs */
     if (rc)
         return rc;
     rc = sims_env_read_begin(&s->env, &txn);
     if (rc)
         return rc;
-    int m = mdb_cursor_open(txn, s->env.docs, &cur);
-    if (m)
-        rc = sims_mdb_fail(m, "open a cursor");
-    MDB_val key, val;
-    for (m = rc ? MDB_NOTFOUND : mdb_cursor_get(cur, &key, &val, MDB_FIRST); m == 0;
-         m = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-        sims_doc_record rec;
-        rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
-        if (rc) {
-            rc = sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)key.mv_size,
-                                   (const char *)key.mv_data);
-            break;
-        }
-        if (rec.para_count == 0)
-            continue;
-        if ((rc = grow((void **)&p->docs, &p->docs_cap, p->ndocs + 1, sizeof *p->docs)) ||
-            (rc = grow((void **)&p->ids, &p->ids_cap, p->ids_len + key.mv_size, 1)) ||
-            (rc = grow((void **)&p->paras, &p->paras_cap, p->paras_len + rec.para_count,
-                       sizeof *p->paras)))
-            break;
-        pdoc *d = &p->docs[p->ndocs++];
-        d->id_off = p->ids_len;
-        d->id_len = key.mv_size;
-        d->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
-        d->para_off = p->paras_len;
-        d->npara = rec.para_count;
-        memcpy(p->ids + p->ids_len, key.mv_data, key.mv_size);
-        p->ids_len += key.mv_size;
-        for (uint32_t i = 0; i < rec.para_count; i++)
-            p->paras[p->paras_len++] = le_load64(rec.paras + 8 * (size_t)i);
-    }
-    if (rc == SIMSTORE_OK && m != MDB_NOTFOUND)
-        rc = sims_mdb_fail(m, "read docs");
-    if (cur)
-        mdb_cursor_close(cur);
+    rc = sims_store_snapshot(s, txn, &snap);
+    if (rc == SIMSTORE_OK)
+        rc = sims_docs_each_by_id(s, snap, txn, (uint64_t)256 << 20, add_document, p);
+    sims_snapshot_release(snap);
     mdb_txn_abort(txn);
     return rc;
 }

@@ -306,31 +306,7 @@ static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, s
     d->valid = 0;
     d->count = 0;
     d->ids_len = 0;
-    if (st->snap->docfile)
-        return file_docs_read(st, fp, with_meta, d, fn, ctx, visited);
-    uint64_t n = 0;
-    uint8_t kb[8];
-    be_store64(kb, fp);
-    MDB_val key = {8, kb}, val;
-    int rc = mdb_cursor_get(st->fps, &key, &val, MDB_SET_KEY);
-    while (rc == 0) {
-        int e = docs_add(st, fp, &val, with_meta, d);
-        if (e == 0 && fn) {
-            e = fn(ctx, d, &d->docs[0]);
-            d->count = 0;
-            d->ids_len = 0;
-        }
-        if (e)
-            return e;
-        n++;
-        rc = mdb_cursor_get(st->fps, &key, &val, MDB_NEXT_DUP);
-    }
-    if (rc != MDB_NOTFOUND)
-        return sims_mdb_fail(rc, "read fps");
-    if (visited)
-        *visited = n;
-    d->valid = fn == NULL;
-    return 0;
+    return file_docs_read(st, fp, with_meta, d, fn, ctx, visited);
 }
 
 int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)
@@ -371,15 +347,11 @@ static int count_doc(void *ctx, const docfile_doc *d)
 int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
 {
     *count = 0;
-    if (st->snap->docfile) {
-        live_count c = {st, 0};
-        int e = docfile_find_fp(st->snap->docfile, fp, count_doc, &c);
-        if (e || !st->snap->docfile_changed) {
-            *count = c.n;
-            return e;
-        }
-        *count = c.n; /* and fps's, below */
-    }
+    live_count c = {st, 0};
+    int e = docfile_find_fp(st->snap->docfile, fp, count_doc, &c);
+    *count = c.n; /* and fps's, below */
+    if (e || !st->snap->docfile_changed)
+        return e;
     uint8_t kb[8];
     be_store64(kb, fp);
     MDB_val key = {8, kb}, val;
@@ -415,35 +387,8 @@ int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
     /* Documents outnumber fingerprints only when some are shared. */
     if (st->snap->doc_count <= st->snap->fp_count)
         return 0;
-    if (st->snap->docfile) {
-        shared_walk w = {fn, ctx};
-        return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, shared_fp, &w);
-    }
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(st->txn, st->s->env.fps, &cur);
-    if (rc)
-        return sims_mdb_fail(rc, "open a cursor on fps");
-    MDB_val key, val;
-    int e = 0;
-    rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
-    while (rc == 0 && e == 0) {
-        size_t n = 0;
-        if (key.mv_size != 8) {
-            e = SIMS_CORRUPT("%s: fps key of %zu bytes", st->s->path, key.mv_size);
-            break;
-        }
-        rc = mdb_cursor_count(cur, &n);
-        if (rc)
-            break;
-        if (n >= 2)
-            e = fn(ctx, be_load64(key.mv_data), (uint64_t)n);
-        if (e == 0)
-            rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT_NODUP);
-    }
-    mdb_cursor_close(cur);
-    if (e)
-        return e;
-    return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read fps");
+    shared_walk w = {fn, ctx};
+    return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, shared_fp, &w);
 }
 
 /* ---- ids in sort keys ----------------------------------------------------- */

@@ -737,19 +737,13 @@ typedef struct finish_state {
     int docfile;
 } finish_state;
 
+/* An add's id look-up: docs's document, else the store's document file's
+ * unless docs has its tombstone (f->snap, f->check_txn: an add). */
 static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
 {
-    if (f->snap && f->snap->docfile) {
-        /* docs's document, else the file's unless docs has its tombstone. */
-        sims_doc_found d;
-        int rc = sims_doc_lookup(f->b->store, f->snap, f->check_txn, 1, id, len, &d);
-        return rc ? rc : d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE;
-    }
-    MDB_val key = {len, (void *)id}, val;
-    int rc = mdb_get(f->check_txn, f->b->store->env.docs, &key, &val);
-    if (rc == 0)
-        return 1;
-    return rc == MDB_NOTFOUND ? 0 : sims_mdb_fail(rc, "read docs");
+    sims_doc_found d;
+    int rc = sims_doc_lookup(f->b->store, f->snap, f->check_txn, 1, id, len, &d);
+    return rc ? rc : d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE;
 }
 
 /* A document of the store holds fp: fps has it, or a live document of the
@@ -764,8 +758,6 @@ static int fp_exists_lmdb(finish_state *f, uint64_t fp)
         return 1;
     if (rc != MDB_NOTFOUND)
         return sims_mdb_fail(rc, "read fps");
-    if (!f->snap || !f->snap->docfile)
-        return 0;
     return sims_docfile_holds_fp(f->b->store, f->snap->docfile, f->snap->docfile_changed,
                                  f->check_txn, fp);
 }
@@ -1068,8 +1060,6 @@ typedef struct chunk {
     unsigned put_flags;
 } chunk;
 
-/* encode_doc: val is the builder's (fp, source, flags, metadata), encoded
- * as the document record with `insertion`; else val goes in as it is. */
 /* The document record of a builder's value (fp, source, flags, sketch,
  * metadata) with insertion number `insertion`, into buf (cap bytes): its
  * size, or 0 when cap is too small. *need (when not NULL) gets the size. */
@@ -1118,14 +1108,9 @@ static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v
                                        dv.paras, npara, dv.meta, meta_len, buf, cap);
 }
 
-static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen,
-                     int encode_doc, uint64_t insertion)
+static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen)
 {
-    size_t record = vlen;
-    if (encode_doc)
-        encode_doc_value((const uint8_t *)key, klen, (const uint8_t *)val, vlen, 0, NULL, 0,
-                         &record);
-    size_t need = klen + record;
+    size_t need = klen + vlen;
     if (need > ck->cap - ck->used) {
         size_t cap = ck->cap ? ck->cap : CHUNK_BYTES;
         while (cap - ck->used < need)
@@ -1142,14 +1127,9 @@ static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, s
     memcpy(ck->buf + ck->used, key, klen);
     ck->used += klen;
     e->val_off = ck->used;
-    if (encode_doc) {
-        e->val_len = encode_doc_value((const uint8_t *)key, klen, (const uint8_t *)val, vlen,
-                                      insertion, ck->buf + ck->used, ck->cap - ck->used, NULL);
-    } else {
-        e->val_len = vlen;
-        memcpy(ck->buf + ck->used, val, vlen);
-    }
-    ck->used += e->val_len;
+    e->val_len = vlen;
+    memcpy(ck->buf + ck->used, val, vlen);
+    ck->used += vlen;
     return SIMSTORE_OK;
 }
 
@@ -1177,46 +1157,27 @@ static int chunk_flush(sims_env *env, chunk *ck)
     return rc;
 }
 
-/* Stream one sorted record stream into `dbi` by chunks. docs: encode document
- * records (key id, value fp|source|meta) with the insertion numbers of
- * `generation`; else key = 8-byte fp, value = id. */
+/* A new store's paragraph index (the sorted (fp big-endian, id) keys of
+ * `sorter`) into `dbi`, by chunks of their own transactions. */
 static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort *sorter,
-                          MDB_dbi dbi, int docs, uint64_t generation, uint64_t total)
+                          MDB_dbi dbi)
 {
     chunk ck;
     memset(&ck, 0, sizeof ck);
     ck.dbi = dbi;
-    ck.put_flags = docs ? MDB_APPEND : MDB_APPENDDUP;
+    ck.put_flags = MDB_APPENDDUP;
     ck.entries = malloc(CHUNK_RECORDS * sizeof *ck.entries);
     if (!ck.entries)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     int rc = sims_recsort_rewind(sorter);
     sims_rec rec;
     uint64_t done = 0;
-    /* Documents: ids given again were skipped (opt.skip_existing; otherwise
-     * the finish failed before this), and the first given sorts first. */
-    uint8_t prev[SIMSTORE_MAX_ID_BYTES];
-    uint32_t prev_len = 0;
     while (rc == SIMSTORE_OK && (rc = sims_recsort_next(sorter, &rec)) == 1) {
-        if (docs) {
-            if (prev_len == rec.key_len && memcmp(prev, rec.key, prev_len) == 0) {
-                rc = SIMSTORE_OK;
-                continue;
-            }
-            memcpy(prev, rec.key, rec.key_len);
-            prev_len = rec.key_len;
-            /* seq is the document's position (simstore_builder_set_position). */
-            uint64_t insertion;
-            rc = sims_doc_insertion_number(generation, rec.seq, &insertion);
-            if (rc == SIMSTORE_OK)
-                rc = chunk_add(&ck, rec.key, rec.key_len, rec.val, rec.val_len, 1, insertion);
-        } else {
-            rc = chunk_add(&ck, rec.key, 8, rec.key + 8, rec.key_len - 8, 0, 0);
-        }
+        rc = chunk_add(&ck, rec.key, 8, rec.key + 8, rec.key_len - 8);
         if (rc == SIMSTORE_OK && (ck.n == CHUNK_RECORDS || ck.used >= CHUNK_BYTES)) {
             done += ck.n;
             rc = chunk_flush(env, &ck);
-            progress(b, docs ? "writing documents" : "writing fingerprint index", done, total);
+            progress(b, "writing the paragraph index", done, 0);
         }
     }
     if (rc == SIMSTORE_OK)
@@ -1230,8 +1191,8 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
 {
     finish_state *f = c->f;
     simstore_builder *b = f->b;
-    unsigned docs_flags = c->new_store ? MDB_APPEND : MDB_NOOVERWRITE;
-    unsigned fps_flags = c->new_store ? MDB_APPENDDUP : 0;
+    unsigned docs_flags = MDB_NOOVERWRITE; /* an add: a new store's are in its file */
+    unsigned fps_flags = 0;
     int rc = sims_recsort_rewind(b->docs);
     if (rc)
         return rc;
@@ -1258,7 +1219,7 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
         size_t n =
             encode_doc_value(rec.key, rec.key_len, rec.val, rec.val_len, insertion, buf, cap, NULL);
         MDB_val key = {rec.key_len, (void *)rec.key}, val = {n, buf};
-        if (f->clashes && f->snap && f->snap->docfile) {
+        if (f->clashes && f->snap) {
             /* An id the store's document file holds, live (docs has no key
              * of it), was a clash the fingerprint pass skipped. */
             docfile_doc fd;
@@ -1273,7 +1234,7 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
                 continue;
         }
         int m = mdb_put(txn, c->env->docs, &key, &val, docs_flags);
-        if (m == MDB_KEYEXIST && f->snap && f->snap->docfile) {
+        if (m == MDB_KEYEXIST && f->snap) {
             /* A tombstone (the file's document of the id was deleted) gives
              * way to the document added again. LMDB pointed val at the
              * value it found. */
@@ -1586,9 +1547,7 @@ static int finish_begin(finish_state *f)
         f->store_tag = random_tag();
         f->segment_id = 1;
         f->generation = 1;
-        /* Not yet with a paragraph index (whose readers and checks read the
-         * lists from docs). */
-        f->docfile = !b->fp_only && !b->para_min_words && sims_build_document_files();
+        f->docfile = !b->fp_only;
         return check_insertion_limits(f);
     }
     simstore *s = b->store;
@@ -1803,14 +1762,9 @@ static int finish_commit(finish_state *f)
          * the final commit below, which syncs everything these chunks wrote:
          * the chunks need not each wait for the disk. */
         mdb_env_set_flags(f->env.env, MDB_NOSYNC, 1);
-        if (f->docfile)
-            rc = f->doc_count ? write_docfile(f) : SIMSTORE_OK;
-        else
-            rc = load_by_chunks(b, &f->env, b->docs, f->env.docs, 1, f->generation, f->doc_count);
-        if (rc == SIMSTORE_OK && !f->docfile)
-            rc = load_by_chunks(b, &f->env, f->fps, f->env.fps, 0, 0, f->doc_count);
+        rc = f->doc_count ? write_docfile(f) : SIMSTORE_OK;
         if (rc == SIMSTORE_OK && f->pfps)
-            rc = load_by_chunks(b, &f->env, f->pfps, f->env.pfps, 0, 0, 0);
+            rc = load_by_chunks(b, &f->env, f->pfps, f->env.pfps);
         mdb_env_set_flags(f->env.env, MDB_NOSYNC, 0);
         if (rc)
             return rc;

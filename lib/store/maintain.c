@@ -73,6 +73,19 @@ static int delete_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *r
     return rc;
 }
 
+/* A deleted document's paragraph list out of the paragraph index. */
+static int forget_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *rec, const char *id,
+                             size_t len)
+{
+    if (rec->para_count == 0)
+        return SIMSTORE_OK;
+    if (!s->env.pfps)
+        return SIMS_CORRUPT("%s: document '%.*s' lists paragraphs, but the store has no "
+                            "paragraph index",
+                            s->path, (int)len, id);
+    return delete_paragraphs(s, txn, rec, id, len);
+}
+
 /* Whether a document of the store still holds fp (after a delete in
  * txn): fps has it, or a live document of the document file. */
 static int fp_still_held(simstore *s, const docfile_reader *file, MDB_txn *txn, uint64_t fp)
@@ -114,6 +127,8 @@ static int delete_with_file(simstore *s, const docfile_reader *file, MDB_txn *tx
             return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)len, id);
         if (tombstone)
             return 0;
+        if ((rc = forget_paragraphs(s, txn, &rec, id, len)))
+            return rc;
         *fp = rec.fp;
         uint8_t fpkey[8];
         be_store64(fpkey, rec.fp);
@@ -131,6 +146,10 @@ static int delete_with_file(simstore *s, const docfile_reader *file, MDB_txn *tx
     } else if (!in_file) {
         return 0;
     } else {
+        sims_doc_record rec;
+        sims_docfile_record(s, &fd, &rec);
+        if ((rc = forget_paragraphs(s, txn, &rec, id, len)))
+            return rc;
         *fp = fd.fingerprint;
     }
     /* The file's document of id stays out of the store under a tombstone. */
@@ -163,6 +182,7 @@ static int delete_fn(MDB_txn *txn, void *arg)
         sims_state_record_release(&st);
         return rc;
     }
+    const docfile_reader *docs_file = file ? file : docfile_empty();
     c->deleted = 0;
     memset(c->missing, 0, c->n);
     uint64_t fps_gone = 0;
@@ -172,69 +192,17 @@ static int delete_fn(MDB_txn *txn, void *arg)
             c->missing[i] = 1;
             continue;
         }
-        if (file) {
-            uint64_t fp = 0;
-            int done = delete_with_file(s, file, txn, c->ids[i], len, &fp);
-            int held = done == 1 ? fp_still_held(s, file, txn, fp) : 0;
-            if (done < 0 || held < 0) {
-                rc = done < 0 ? done : held;
-                break;
-            }
-            if (done == 0)
-                c->missing[i] = 1;
-            c->deleted += (uint64_t)done;
-            fps_gone += (uint64_t)(done == 1 && !held);
-            continue;
+        uint64_t fp = 0;
+        int done = delete_with_file(s, docs_file, txn, c->ids[i], len, &fp);
+        int held = done == 1 ? fp_still_held(s, docs_file, txn, fp) : 0;
+        if (done < 0 || held < 0) {
+            rc = done < 0 ? done : held;
+            break;
         }
-        MDB_val key = {len, (void *)c->ids[i]}, val;
-        int m = mdb_get(txn, s->env.docs, &key, &val);
-        if (m == MDB_NOTFOUND) {
+        if (done == 0)
             c->missing[i] = 1;
-            continue;
-        }
-        if (m) {
-            rc = sims_mdb_write_status(m, "read docs");
-            break;
-        }
-        sims_doc_record rec;
-        rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
-        if (rc) {
-            rc = sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)len, c->ids[i]);
-            break;
-        }
-        if (rec.para_count && s->env.pfps) {
-            rc = delete_paragraphs(s, txn, &rec, c->ids[i], len);
-            if (rc)
-                break;
-        } else if (rec.para_count) {
-            rc = SIMS_CORRUPT("%s: document '%.*s' lists paragraphs, but the store has no "
-                              "paragraph index",
-                              s->path, (int)len, c->ids[i]);
-            break;
-        }
-        uint8_t fpkey[8];
-        be_store64(fpkey, rec.fp);
-        MDB_val fk = {8, fpkey}, fv = {len, (void *)c->ids[i]};
-        if ((m = mdb_del(txn, s->env.docs, &key, NULL)) != 0 ||
-            ((m = mdb_del(txn, s->env.fps, &fk, &fv)) != 0 && m != MDB_NOTFOUND)) {
-            rc = sims_mdb_write_status(m, "delete a document");
-            break;
-        }
-        if (m == MDB_NOTFOUND) {
-            rc = SIMS_CORRUPT("%s: document '%.*s' is missing from the fingerprint index", s->path,
-                              (int)len, c->ids[i]);
-            break;
-        }
-        MDB_val probe_val;
-        m = mdb_get(txn, s->env.fps, &fk, &probe_val);
-        if (m == MDB_NOTFOUND)
-            fps_gone++;
-        else if (m) {
-            rc = sims_mdb_write_status(m, "read fps");
-            break;
-        }
-        c->deleted++;
+        c->deleted += (uint64_t)done;
+        fps_gone += (uint64_t)(done == 1 && !held);
     }
     if (rc == SIMSTORE_OK && c->deleted > 0) {
         if (st.doc_count < c->deleted || st.fp_count < fps_gone)
@@ -515,8 +483,7 @@ static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *tx
         for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
             uint64_t fp = buf[i];
             cd.nfile = 0;
-            if (snap->docfile)
-                rc = docfile_find_fp(snap->docfile, fp, gather_file, &cd);
+            rc = docfile_find_fp(snap->docfile, fp, gather_file, &cd);
             uint8_t kb[8];
             be_store64(kb, fp);
             MDB_val key = {8, kb}, val;
@@ -549,8 +516,8 @@ static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *tx
     return docfile_writer_commit(cd.w, NULL);
 }
 
-/* The live fingerprints, sorted and distinct, into `out`: the keys of `fps`
- * for a store of documents (with the live ones of its document file); the
+/* The live fingerprints, sorted and distinct, into `out`: those of the
+ * live documents for a store of documents (its document file's and fps's); the
  * union of every segment's table 0 for a fingerprint-only store. */
 static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, uint64_t memory,
                         sims_spool *out)
@@ -558,7 +525,7 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
     uint64_t buf[READ_CHUNK];
     size_t n = 0;
     int rc = SIMSTORE_OK;
-    if (snap->docfile) {
+    if (!(s->store_flags & SIMS_STORE_FLAG_FP_ONLY)) {
         live_out *lo = malloc(sizeof *lo);
         if (!lo)
             return sims_fail(SIMSTORE_ENOMEM, "out of memory");
@@ -570,8 +537,6 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
         free(lo);
         return rc;
     }
-    if (!(s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
-        return collect_keys(s, txn, s->env.fps, out);
     /* Fingerprint-only: decode table 0 of every segment, unpermute, sort. */
     const sims_permuter *perm = &s->design->tables[0].permuter;
     sims_u64sort *sorter;
@@ -651,7 +616,7 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
          * files"). */
         int changed = old.segment_count && (old.segments[0].flags & SIMS_SEGMENT_FLAG_CHANGED);
         int convert = old.segment_count && !(old.segments[0].flags & SIMS_SEGMENT_FLAG_DOCFILE) &&
-                      !s->env.pfps && old.doc_count > 0 && sims_build_document_files();
+                      old.doc_count > 0;
         if ((held == old.fp_count && !para_due && !changed && !convert) ||
             (s->store_flags & SIMS_STORE_FLAG_FP_ONLY))
             goto done;
@@ -665,10 +630,9 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
         rc = collect_live(s, txn, snap, opt.memory_bytes / 4, live);
     if (rc == SIMSTORE_OK)
         rc = sims_spool_seal(live);
-    /* The new segment's documents in its document file: when the store has
-     * one, or a build would write one (format/store.md, "Document files"). */
-    c.docfile = !(s->store_flags & SIMS_STORE_FLAG_FP_ONLY) && !s->env.pfps &&
-                (snap && (snap->docfile || sims_build_document_files()));
+    /* The new segment's documents in its document file (format/store.md,
+     * "Document files"). */
+    c.docfile = !(s->store_flags & SIMS_STORE_FLAG_FP_ONLY);
     c.segment_id = old.next_segment_id;
     if (rc == SIMSTORE_OK && c.docfile && sims_spool_count(live) > 0) {
         char path[PATH_MAX];

@@ -126,30 +126,24 @@ static int record_has_paragraph(const sims_doc_record *rec, uint64_t fp)
     return 0;
 }
 
-static int read_record(simstore *s, MDB_txn *txn, const void *id, size_t id_len, MDB_val *val,
-                       sims_doc_record *rec)
+/* The live document of an id the paragraph index lists (its file's or
+ * docs's): *found's record. */
+static int read_record(simstore *s, const sims_snapshot *snap, MDB_txn *txn, const void *id,
+                       size_t id_len, sims_doc_found *found)
 {
-    MDB_val key = {id_len, (void *)id};
-    int rc = sims_env_check(&s->env, txn, s->env.docs, id, id_len, SIMS_LMDB_READ_GET);
-    if (rc)
-        return rc;
-    rc = mdb_get(txn, s->env.docs, &key, val);
-    if (rc == MDB_NOTFOUND)
-        return SIMS_CORRUPT("%s: the paragraph index lists document '%.*s', which docs lacks",
-                            s->path, (int)id_len, (const char *)id);
-    if (rc)
-        return sims_mdb_fail(rc, "read docs");
-    rc = sims_doc_record_decode((const uint8_t *)id, id_len, (const uint8_t *)val->mv_data,
-                                val->mv_size, rec);
-    return rc ? sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)id_len, (const char *)id)
-              : SIMSTORE_OK;
+    int rc = sims_doc_lookup(s, snap, txn, 0, id, id_len, found);
+    if (rc == SIMSTORE_OK && found->where != SIMS_DOC_IN_DOCS && found->where != SIMS_DOC_IN_FILE)
+        rc = SIMS_CORRUPT("%s: the paragraph index lists document '%.*s', which the store "
+                          "does not hold",
+                          s->path, (int)id_len, (const char *)id);
+    return rc;
 }
 
 /* A pfps entry next to a paragraph fingerprint the tables hold but pfps
  * does not (format/store.md, "Trusting LMDB", as for fps): its document
  * must list its key, or the key was damaged. */
-static int check_neighbour(simstore *s, MDB_txn *txn, int rc, const MDB_val *key,
-                           const MDB_val *val)
+static int check_neighbour(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int rc,
+                           const MDB_val *key, const MDB_val *val)
 {
     if (rc == MDB_NOTFOUND)
         return SIMSTORE_OK;
@@ -158,13 +152,12 @@ static int check_neighbour(simstore *s, MDB_txn *txn, int rc, const MDB_val *key
     if (key->mv_size != 8 || val->mv_size == 0 || val->mv_size > SIMSTORE_MAX_ID_BYTES)
         return SIMS_CORRUPT("%s: pfps entry of a %zu-byte key and a %zu-byte id", s->path,
                             key->mv_size, val->mv_size);
-    MDB_val rv;
-    sims_doc_record rec;
-    rc = read_record(s, txn, val->mv_data, val->mv_size, &rv, &rec);
+    sims_doc_found found;
+    rc = read_record(s, snap, txn, val->mv_data, val->mv_size, &found);
     if (rc)
         return rc;
     uint64_t kfp = be_load64(key->mv_data);
-    if (!record_has_paragraph(&rec, kfp))
+    if (!record_has_paragraph(&found.rec, kfp))
         return SIMS_CORRUPT("%s: pfps key %016llx lists document '%.*s', which has no such "
                             "paragraph (a damaged pfps entry)",
                             s->path, (unsigned long long)kfp, (int)val->mv_size,
@@ -173,8 +166,8 @@ static int check_neighbour(simstore *s, MDB_txn *txn, int rc, const MDB_val *key
 }
 
 /* The documents holding paragraph fingerprint pfp, as hits of query j. */
-static int lookup(simstore *s, MDB_txn *txn, MDB_cursor *cur, sims_para_buffers *p, uint64_t pfp,
-                  uint32_t j)
+static int lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, MDB_cursor *cur,
+                  sims_para_buffers *p, uint64_t pfp, uint32_t j)
 {
     uint8_t kb[8];
     be_store64(kb, pfp);
@@ -191,7 +184,7 @@ static int lookup(simstore *s, MDB_txn *txn, MDB_cursor *cur, sims_para_buffers 
         key.mv_size = 8;
         key.mv_data = kb;
         int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-        rc = check_neighbour(s, txn, after, &key, &val);
+        rc = check_neighbour(s, snap, txn, after, &key, &val);
         if (rc == SIMSTORE_OK && after == 0 && key.mv_size == 8 && be_load64(key.mv_data) <= pfp)
             rc = SIMS_CORRUPT("%s: pfps has no key %016llx, but its key after it is %016llx (a "
                               "damaged branch page)",
@@ -201,7 +194,7 @@ static int lookup(simstore *s, MDB_txn *txn, MDB_cursor *cur, sims_para_buffers 
             return rc;
         int before =
             mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-        rc = check_neighbour(s, txn, before, &key, &val);
+        rc = check_neighbour(s, snap, txn, before, &key, &val);
         if (rc == SIMSTORE_OK && before == 0 && key.mv_size == 8 && be_load64(key.mv_data) >= pfp)
             rc = SIMS_CORRUPT("%s: pfps has no key %016llx, but its key before it is %016llx (a "
                               "damaged branch page)",
@@ -240,17 +233,18 @@ typedef struct para_attempt {
 
 /* One document's hits [from, to) (sorted, one id): checked against its
  * record, counted, and kept as a match when it reaches the fraction. */
-static int make_match(para_attempt *a, MDB_txn *txn, size_t from, size_t to)
+static int make_match(para_attempt *a, const sims_snapshot *snap, MDB_txn *txn, size_t from,
+                      size_t to)
 {
     simstore *s = sims_query_store(a->q);
     sims_para_buffers *p = a->p;
     const hit *h0 = &p->hits[from];
     const char *id = p->arena + h0->id_off;
-    MDB_val val;
-    sims_doc_record rec;
-    int rc = read_record(s, txn, id, h0->id_len, &val, &rec);
+    sims_doc_found found;
+    int rc = read_record(s, snap, txn, id, h0->id_len, &found);
     if (rc)
         return rc;
+    const sims_doc_record rec = found.rec;
     size_t shared = 0;
     for (size_t i = from; i < to; i++) {
         if (!record_has_paragraph(&rec, p->hits[i].pfp))
@@ -344,7 +338,7 @@ static int para_once(void *ctx)
             qsort(p->cand, p->cand_len, sizeof *p->cand, cmp_u64);
         for (size_t i = 0; i < p->cand_len && rc == SIMSTORE_OK; i++)
             if (i == 0 || p->cand[i] != p->cand[i - 1])
-                rc = lookup(s, txn, cur, p, p->cand[i], (uint32_t)j);
+                rc = lookup(s, snap, txn, cur, p, p->cand[i], (uint32_t)j);
     }
     if (rc == SIMSTORE_OK) {
         /* Group the hits by document (the arena holds only ids now). */
@@ -358,7 +352,7 @@ static int para_once(void *ctx)
             while (to < p->hit_len && p->hits[to].id_len == p->hits[from].id_len &&
                    memcmp(p->arena + p->hits[to].id_off, id, p->hits[from].id_len) == 0)
                 to++;
-            rc = make_match(a, txn, from, to); /* may move the arena */
+            rc = make_match(a, snap, txn, from, to); /* may move the arena */
             from = to;
         }
     }

@@ -19,7 +19,7 @@ typedef struct probe {
     table_start at; /* where its search starts */
     simstore_query *q;
     const sims_permuter *permuter; /* of the probe's table */
-    const docfile_reader *docfile; /* the snapshot's, or NULL */
+    const docfile_reader *docfile; /* the snapshot's (docfile_empty() when none) */
 } probe;
 
 struct simstore_query {
@@ -150,7 +150,7 @@ static int collect_probed(void *ctx, uint64_t permuted)
     const probe *p = (const probe *)ctx;
     int rc = add_candidate(p->q, p->permuter, permuted);
     /* Its documents' lookup will start there: let the line come meanwhile. */
-    if (p->docfile && rc == 0)
+    if (rc == 0)
         docfile_prefetch_fp(p->docfile, p->q->cand[p->q->cand_len - 1]);
     return rc;
 }
@@ -527,7 +527,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
             /* The candidates so far will want their document file's block
              * table next: its lines come while the next tables are searched
              * (their directory lines were asked for as each was found). */
-            for (; snap->docfile && !last && hinted < q->cand_len; hinted++)
+            for (; !last && hinted < q->cand_len; hinted++)
                 docfile_prefetch_fp_table(snap->docfile, q->cand[hinted]);
         }
     }
@@ -649,16 +649,11 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
     simstore *s = q->store;
     int fp_only = (s->store_flags & SIMS_STORE_FLAG_FP_ONLY) != 0;
     int with_meta = (q->flags & SIMSTORE_QUERY_WITH_META) && !fp_only;
-    int rc = q->snap && q->snap->docfile ? lookup_docfile(q, fp, with_meta) : SIMSTORE_OK;
+    int rc = fp_only ? SIMSTORE_OK : lookup_docfile(q, fp, with_meta);
+    for (size_t i = 0; i < q->cand_len && fp_only && rc == SIMSTORE_OK; i++)
+        rc = push_match(q, 0, 0, 0, q->cand[i], sims_distance(q->cand[i], fp));
     if (rc)
         return rc;
-    for (size_t i = 0; i < q->cand_len && !(q->snap && q->snap->docfile); i++) {
-        unsigned dist = sims_distance(q->cand[i], fp);
-        rc = fp_only ? push_match(q, 0, 0, 0, q->cand[i], dist)
-                     : lookup_documents(q, q->cand[i], dist);
-        if (rc)
-            return rc;
-    }
     /* LMDB answer cross-check (issue 6): every answer is checked against its
      * checksummed document record, whose fingerprint must match, so that a
      * damaged id in fps (LMDB keeps no checksums) is an error, never a wrong
@@ -759,8 +754,7 @@ static int answer_once(void *ctx)
     }
     int rc = probe_candidates(q, snap, a->fp, a->k);
     /* A document file is part of the snapshot: no LMDB read. */
-    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn &&
-        (!snap->docfile || snap->docfile_changed)) {
+    if (rc == SIMSTORE_OK && q->cand_len > 0 && !fp_only && !in_txn && snap->docfile_changed) {
         /* The documents must come from the state the tables were probed
          * in: if a commit came in between, probe again. */
         rc = begin_txn(q);
@@ -934,40 +928,14 @@ static int has_id_once(void *arg)
         mdb_txn_reset(q->txn);
         return rc;
     }
-    if (snap->docfile) {
-        sims_doc_found d;
-        rc = sims_doc_lookup(s, snap, q->txn, 0, id, id_len, &d);
-        if (rc == SIMSTORE_OK && (d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE)) {
-            if (fp)
-                *fp = d.rec.fp;
-            rc = 1;
-        }
-        sims_snapshot_release(snap);
-        mdb_txn_reset(q->txn);
-        return rc;
+    sims_doc_found d;
+    rc = sims_doc_lookup(s, snap, q->txn, 0, id, id_len, &d);
+    if (rc == SIMSTORE_OK && (d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE)) {
+        if (fp)
+            *fp = d.rec.fp;
+        rc = 1;
     }
     sims_snapshot_release(snap);
-    MDB_val key = {id_len, (void *)id}, val;
-    rc = sims_env_check(&s->env, q->txn, s->env.docs, id, id_len, SIMS_LMDB_READ_GET);
-    int mrc = rc ? 0 : mdb_get(q->txn, s->env.docs, &key, &val);
-    if (rc) {
-        /* the check failed */
-    } else if (mrc == MDB_NOTFOUND) {
-        rc = sims_check_doc_absent(s, q->txn, id, id_len); /* 0: absent */
-    } else if (mrc) {
-        rc = sims_mdb_fail(mrc, "read docs");
-    } else {
-        sims_doc_record rec;
-        rc = sims_doc_record_decode((const uint8_t *)id, id_len, (const uint8_t *)val.mv_data,
-                                    val.mv_size, &rec);
-        if (rc)
-            rc = sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)id_len, id);
-        else {
-            if (fp)
-                *fp = rec.fp;
-            rc = 1;
-        }
-    }
     mdb_txn_reset(q->txn);
     return rc;
 }

@@ -66,12 +66,6 @@ int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment)
     return sims_join_path(buf, size, dir, name);
 }
 
-int sims_build_document_files(void)
-{
-    const char *v = getenv("SIMSTORE_DOCUMENT_FILES");
-    return !(v && strcmp(v, "0") == 0);
-}
-
 int sims_segment_file_name(const char *name, uint64_t *segment, int *table)
 {
     unsigned long long seg;
@@ -372,6 +366,12 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
             snap->docfile = seg->docs;
             snap->docfile_segment = seg->id;
         }
+    }
+    /* No document file (a store built empty, or fingerprint-only): docs
+     * holds every document, as changes to a file of none. */
+    if (rc == SIMSTORE_OK && !snap->docfile) {
+        snap->docfile = docfile_empty();
+        snap->docfile_changed = 1;
     }
     sims_snapshot_release(cur);
     sims_state_record_release(&st);

@@ -83,7 +83,8 @@ typedef struct sims_snapshot {
     uint32_t para_segment_count;
     sims_segment **para_segments;
     /* The store's document file (format/store.md, "Document files"), or
-     * NULL. Unless docfile_changed, it holds every document and docs and
+     * docfile_empty() when it has none (docfile_segment 0, docfile_changed
+     * set: docs holds every document). Unless docfile_changed, it holds every document and docs and
      * fps are empty; with it, docs and fps hold the documents added since
      * and docs the tombstones of the file's documents deleted or replaced
      * (a file document is live iff docs has no key of its id). */
@@ -123,11 +124,6 @@ int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, u
 /* "<dir>/s<segment:10>.doc", the segment's document file (format/store.md,
  * "Document files"); SIMSTORE_EINVAL when too long. */
 int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment);
-/* Whether a build (and a compaction of a store without one) writes its
- * segment's documents to a document file instead of docs and fps: yes,
- * unless the environment sets SIMSTORE_DOCUMENT_FILES=0 (format/store.md,
- * "Document files"). */
-int sims_build_document_files(void);
 /* A directory entry's name is a segment file's: a table file (*table 1) or
  * a document file (*table 0); its segment id in *segment. */
 int sims_segment_file_name(const char *name, uint64_t *segment, int *table);

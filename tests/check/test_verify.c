@@ -16,6 +16,7 @@
 
 #include "common/bytes.h"
 #include "simstore.h"
+#include "changes_store.h"
 #include "docs/lmdbwalk.h"
 #include "docs/records.h"
 #include "table/table.h"
@@ -51,7 +52,7 @@ static int build(const char *dir, fixture *f, unsigned from, unsigned to, int ad
     simstore_builder *b;
     simstore *s = NULL;
     int rc = add ? simstore_open(dir, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s)
-                 : simstore_build_begin(dir, &o, &b);
+                 : test_changes_begin(dir, &o, &s, &b);
     if (rc == 0 && add)
         rc = simstore_add_begin(s, &o, &b);
     for (unsigned i = from; rc == 0 && i < to; i++) {
@@ -938,10 +939,9 @@ static void test_lmdbwalk__agrees_with_lmdb(void **state)
 
 int main(void)
 {
-    /* These stores keep their documents in LMDB, whose records and pages the
-     * tests damage and count (stores with a document file:
-     * tests/cli/docfile_store.sh, test_docfile). */
-    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
+    /* These stores keep their documents as changes in LMDB, whose records
+     * and pages the tests damage and count (test_changes_begin; stores
+     * with a document file: tests/cli/docfile_store.sh, test_docfile). */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verify__clean_store),
         cmocka_unit_test(test_verify__many_warnings_stay_warnings),

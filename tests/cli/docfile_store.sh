@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # docfile_store.sh: stores whose documents are in a document file (what a
 # build writes; format/store.md, "Document files") answer every read byte
-# for byte as the same store with its documents in LMDB (built with
-# SIMSTORE_DOCUMENT_FILES=0): single and batch queries at k = 0..7 (with metadata and
-# similarities), get, export in both orders, pairs, clusters (with
+# for byte as the same store with its documents in LMDB (built empty and
+# the same input added without compaction: changes_store): single and
+# batch queries at k = 0..7 (with metadata and similarities), get, export in both orders, pairs, clusters (with
 # singletons), on the sample (sketches, metadata, JSON-integer ids) and on
 # fingerprint sets that are random, clustered, duplicate-heavy and
 # adversarial. Also: verify passes and finds damage in the file, stats
@@ -43,8 +43,7 @@ awk 'BEGIN {
 build_both() {
     local name=$1
     shift
-    SIMSTORE_DOCUMENT_FILES=0 "$SIMSTORE" build "$T/$name.lmdb" -q "$@" >/dev/null ||
-        fail "build $name in LMDB"
+    changes_store "$T/$name.lmdb" "$@" || fail "build $name in LMDB"
     "$SIMSTORE" build "$T/$name.doc" -q "$@" >/dev/null ||
         fail "build $name with a document file"
     if [ -f "$T/$name.doc/s0000000001.doc" ]; then ok; else fail "$name: no document file"; fi
@@ -133,9 +132,11 @@ reads() {
     same $name pairs --k 4
     same $name clusters --json --singletons
     same $name clusters --k 6 --mode star --threads 2
+    # (Not the generation: the store in LMDB took one commit more.)
+    local lines=3
+    [ -z "$moved" ] || lines=2
     for s in "$T/$name.lmdb" "$T/$name.doc"; do
-        "$SIMSTORE" stats "$s" | grep -E '^(documents|fingerprints|segments|generation):' |
-            head -${moved:+2}${moved:-4}
+        "$SIMSTORE" stats "$s" | grep -E '^(documents|fingerprints|segments):' | head -n $lines
     done >"$T/counts"
     local half=$(($(wc -l <"$T/counts") / 2))
     if [ "$(head -n $half "$T/counts")" = "$(tail -n $half "$T/counts")" ]; then ok; else
@@ -154,7 +155,7 @@ reads() {
 # writes the next one; docs then holds nothing.
 both() {
     local a b
-    SIMSTORE_DOCUMENT_FILES=0 "$SIMSTORE" "$1" "$T/fps.lmdb" "${@:2}" >"$T/a.out" 2>&1
+    "$SIMSTORE" "$1" "$T/fps.lmdb" "${@:2}" >"$T/a.out" 2>&1
     a=$?
     "$SIMSTORE" "$1" "$T/fps.doc" "${@:2}" >"$T/b.out" 2>&1
     b=$?
@@ -191,9 +192,9 @@ both add --no-auto-compact "$T/new.tsv"
 reads fps
 
 # A compaction of a store whose documents are in LMDB moves them into a
-# document file (unless SIMSTORE_DOCUMENT_FILES=0), answering the same.
-cp -r "$T/fps.lmdb" "$T/conv.lmdb"
-cp -r "$T/fps.lmdb" "$T/conv.doc"
+# document file, answering the same.
+changes_store "$T/conv.lmdb" "$T/fps.tsv" || fail "changes_store conv"
+cp -r "$T/conv.lmdb" "$T/conv.doc"
 cp "$T/fps.q" "$T/conv.q"
 "$SIMSTORE" compact "$T/conv.doc" >/dev/null || fail "compact conv"
 if ls "$T/conv.doc"/*.doc >/dev/null 2>&1; then ok; else fail "compact wrote no document file"; fi

@@ -108,7 +108,7 @@ expect_status 1
 
 # stats splits data.mdb by part: the parts add up to the file, records and
 # mapping hold the documents, and a delete frees pages LMDB reuses (a store
-# whose documents stay in LMDB: SIMSTORE_DOCUMENT_FILES=0); with a document
+# whose documents are all changes in LMDB: changes_store); with a document
 # file, it holds them and the total counts it.
 parts_check() { # FILE: the JSON of stats --json; prints records mapping free
     python3 -c '
@@ -129,8 +129,7 @@ r = random.Random(7)
 for i in range(20000):
     print("{\"id\": \"doc-%06d\", \"fp\": \"%016x\", \"meta\": {\"n\": %d}}" % (i, r.getrandbits(64), i))
 ' >"$T/many.jsonl"
-SIMSTORE_DOCUMENT_FILES=0 "$SIMSTORE" build "$T/many" -q --sketch none "$T/many.jsonl" \
-    >/dev/null || fail "build many"
+changes_store "$T/many" "$T/many.jsonl" --sketch none || fail "build many"
 run stats --json "$T/many"
 expect_status 0
 if read -r rec1 map1 free1 < <(parts_check "$T/out") && [ "$rec1" -gt 0 ] && [ "$map1" -gt 0 ]; then ok; else fail "stats parts after build"; fi
@@ -144,7 +143,7 @@ if read -r rec2 map2 free2 < <(parts_check "$T/out") && [ "$free2" -gt "$free1" 
 run inspect --json "$T/many"
 expect_status 0
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["bytes_per_document"]["lmdb_records"] > 0' "$T/out"; then ok; else fail "inspect --json: bytes_per_document"; fi
-SIMSTORE_DOCUMENT_FILES=1 "$SIMSTORE" build "$T/manyd" -q --sketch none "$T/many.jsonl" \
+"$SIMSTORE" build "$T/manyd" -q --sketch none "$T/many.jsonl" \
     >/dev/null || fail "build manyd"
 run stats --json "$T/manyd"
 expect_status 0

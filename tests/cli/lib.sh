@@ -15,6 +15,20 @@ dense() { [ -n "${SIMSTORE_DENSE:-}" ] && [ "$SIMSTORE_DENSE" != 0 ]; }
 sampled() { [ -n "${SIMSTORE_SAMPLED:-}" ] && [ "$SIMSTORE_SAMPLED" != 0 ] && ! dense; }
 
 # run ARGS...: run simstore with ARGS, capturing $T/out, $T/err and $status.
+# changes_store STORE INPUT [BUILD OPTIONS...]: a store whose documents are
+# all changes in LMDB (docs and fps), none yet in a document file: built
+# empty with the options, then INPUT added without compaction
+# (format/store.md, "Document files"). The empty input takes INPUT's
+# extension.
+changes_store() {
+    local store=$1 input=$2
+    shift 2
+    local empty
+    empty=$(mktemp "$T/empty-XXXXXX")
+    mv "$empty" "$empty.${input##*.}"
+    "$SIMSTORE" build "$store" -q "$@" "$empty.${input##*.}" >/dev/null &&
+        "$SIMSTORE" add "$store" -q --no-auto-compact "$input" >/dev/null
+}
 run() {
     "$SIMSTORE" "$@" >"$T/out" 2>"$T/err"
     status=$?

@@ -73,11 +73,12 @@ expect_err_has "standard input ('-') needs --format tsv|fp|jsonl"
 
 # ---- 4. singular counts -------------------------------------------------------------
 printf 'only\t00000000000000ff\n' >"$T/one.tsv"
-# Documents in LMDB (SIMSTORE_DOCUMENT_FILES=0), so that verify counts an fps entry.
-SIMSTORE_DOCUMENT_FILES=0 run build "$T/one" "$T/one.tsv"
+run build "$T/one" "$T/one.tsv"
 expect_status 0
 expect_out_has "built $T/one: 1 document, 1 distinct fingerprint;"
-run verify "$T/one"
+# Documents in LMDB (added, not yet compacted), so that verify counts an fps entry.
+changes_store "$T/onel" "$T/one.tsv" || fail "changes_store one"
+run verify "$T/onel"
 expect_status 0
 expect_out_has ", 1 document, 1 fps entry, "
 printf 'second\t0f000000000000ff\n' >"$T/second.tsv"

@@ -4,14 +4,13 @@
 # lines naming the file, block and byte offset; --quick, --json, --quiet,
 # leftovers as warnings, usage errors (exit 2).
 . "$(dirname "$0")/lib.sh"
-# The stores here keep their documents in LMDB, whose records and pages this
-# script damages (stores with a document file: docfile_store.sh).
-export SIMSTORE_DOCUMENT_FILES=0
+# The store here keeps its documents as changes in LMDB (changes_store),
+# whose records and pages this script damages (document files:
+# docfile_store.sh).
 
 flip() { python3 -c 'import sys; p=sys.argv[1]; o=int(sys.argv[2]); d=bytearray(open(p,"rb").read()); d[o]^=0x40; open(p,"wb").write(d)' "$1" "$2"; }
 printf 'a\t0123456789abcdef\nb\t0123456789abcdee\nc\tfedcba9876543210\nd\t1111111111111111\ne\t2222222222222222\nf\t8000000000000000\ng\t00000000000000ff\nh\t7fffffffffffffff\ni\t0f0f0f0f0f0f0f0f\nj\t1111111111111111\n' >"$T/small.tsv"
-run build "$T/s" "$T/small.tsv"
-expect_status 0
+changes_store "$T/s" "$T/small.tsv" || fail "changes_store small"
 
 run verify --help
 expect_status 0

@@ -50,7 +50,14 @@ static int make_store(const char *path, unsigned n, unsigned add, int fp_only, u
     o.fingerprint_only = fp_only;
     o.memory_bytes = 8u << 20;
     simstore_builder *b;
+    simstore *s = NULL;
     if (simstore_build_begin(path, &o, &b))
+        return -1;
+    /* Documents as changes in LMDB (docs and fps; format/store.md,
+     * "Document files"): built empty, then added. */
+    if (!fp_only && (simstore_builder_finish(b) ||
+                     simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s) ||
+                     simstore_add_begin(s, &o, &b)))
         return -1;
     uint64_t shared = next();
     for (unsigned i = 0; i < n; i++) {
@@ -69,10 +76,12 @@ static int make_store(const char *path, unsigned n, unsigned add, int fp_only, u
     }
     if (simstore_builder_finish(b))
         return -1;
+    simstore_close(s);
+    s = NULL;
     if (!add)
         return 0;
-    simstore *s;
-    if (simstore_open(path, SIMSTORE_OPEN_WRITE, &s) || simstore_add_begin(s, &o, &b))
+    if (simstore_open(path, SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT, &s) ||
+        simstore_add_begin(s, &o, &b))
         return -1;
     for (unsigned i = 0; i < add; i++) {
         char id[32];
@@ -155,9 +164,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
         return 2;
     }
-    /* The seeds are LMDB's records and pages: stores whose documents stay
-     * in LMDB (format/store.md, "Document files"). */
-    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
+    /* The seeds are LMDB's records and pages: stores whose documents are
+     * changes in LMDB (make_store). */
     char tmp[] = "/tmp/simstore-seeds-XXXXXX";
     if (!mkdtemp(tmp))
         return 1;

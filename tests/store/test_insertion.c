@@ -18,6 +18,7 @@
 #include "common/bytes.h"
 #include "docs/records.h"
 #include "simstore.h"
+#include "changes_store.h"
 #include "testutil.h"
 
 #include <lmdb.h>
@@ -319,8 +320,8 @@ static void strip_insertion(const char *dir, const char *id)
 static void test_insertion__records_without_it_still_answer(void **state)
 {
     (void)state;
-    /* Records rewritten in docs as old stores hold them: documents in LMDB. */
-    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
+    /* Records rewritten in docs without insertion numbers: documents added
+     * (changes in LMDB, test_changes_begin). */
     char *tmp = test_tmpdir("insertion-old");
     char *dir = test_path(tmp, "store");
     expected *e = calloc(1, sizeof *e);
@@ -329,15 +330,17 @@ static void test_insertion__records_without_it_still_answer(void **state)
     static const char *const built[] = {"p", "o", "n", "m"};
     simstore_build_options o = options();
     simstore_builder *b;
-    assert_int_equal(simstore_build_begin(dir, &o, &b), 0);
+    simstore *w;
+    assert_int_equal(test_changes_begin(dir, &o, &w, &b), 0);
     assert_int_equal(give(b, built, 4, 0), 0); /* "p" has metadata */
     assert_int_equal(simstore_builder_finish(b), 0);
+    simstore_close(w);
     strip_insertion(dir, "p");
     strip_insertion(dir, "n");
     expect_doc(e, "p", 0);
-    expect_doc(e, "o", INSERTION(1, 1));
+    expect_doc(e, "o", INSERTION(2, 1)); /* generation 2: the empty build was 1 */
     expect_doc(e, "n", 0);
-    expect_doc(e, "m", INSERTION(1, 3));
+    expect_doc(e, "m", INSERTION(2, 3));
     /* Decodes (query cross-check), verifies (in check_store), answers as 0:
      * before every numbered document, the two tied. */
     check_store(dir, e, order, &n);
@@ -349,7 +352,7 @@ static void test_insertion__records_without_it_still_answer(void **state)
     /* Such a store takes adds (numbered after everything) and deletes. */
     static const char *const more[] = {"a"};
     assert_int_equal(add(dir, more, 1, 50, 0), 0);
-    expect_doc(e, "a", INSERTION(2, 0));
+    expect_doc(e, "a", INSERTION(3, 0));
     check_store(dir, e, order, &n);
     assert_string_equal(order[n - 1], "a");
     simstore *s;
@@ -369,7 +372,6 @@ static void test_insertion__records_without_it_still_answer(void **state)
     test_rmtree(tmp);
     free(dir);
     free(tmp);
-    unsetenv("SIMSTORE_DOCUMENT_FILES");
 }
 
 /* Set the state record's generation (its checksum resealed). */

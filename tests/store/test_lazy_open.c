@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "simstore.h"
+#include "changes_store.h"
 #include "testutil.h"
 
 #include <inttypes.h>
@@ -38,7 +39,8 @@ static void build(store_case *c, const char *tmp, const char *name, size_t ndocs
     o.k = 3;
     o.threads = 1;
     simstore_builder *b;
-    assert_int_equal(simstore_build_begin(c->dir, &o, &b), 0);
+    simstore *s;
+    assert_int_equal(test_changes_begin(c->dir, &o, &s, &b), 0);
     for (size_t i = 0; i < ndocs; i++) {
         char id[32];
         char meta[32];
@@ -50,6 +52,7 @@ static void build(store_case *c, const char *tmp, const char *name, size_t ndocs
         assert_int_equal(simstore_builder_add(b, &d), 0);
     }
     assert_int_equal(simstore_builder_finish(b), 0);
+    simstore_close(s);
     char *mdb = test_path(c->dir, "data.mdb");
     struct stat st;
     assert_int_equal(stat(mdb, &st), 0);
@@ -182,8 +185,8 @@ static void test_lazy_open__cost_does_not_grow(void **state)
 int main(void)
 {
     /* The checks of data.mdb's pages are the subject: the stores keep their
-     * documents in LMDB (a document file's open is test_docfile's). */
-    setenv("SIMSTORE_DOCUMENT_FILES", "0", 1);
+     * documents as changes in LMDB (test_changes_begin; a document file's
+     * open is test_docfile's). */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lazy_open__cost_does_not_grow),
     };
