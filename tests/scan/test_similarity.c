@@ -790,7 +790,7 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     free(got.buf);
     free(k_alone.buf);
     /* A similarity alone: candidates within 7; 0: the store's k. */
-    o.k = SIMSTORE_SCAN_DEFAULT_K;
+    o.k = SIMSTORE_NEAR_DEFAULT_K;
     o.min_similarity = 0.5;
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
     assert_int_equal(k, 7);
@@ -805,8 +805,8 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
     assert_int_equal(k, K);
     assert_true(j == 0);
-    o.k = SIMSTORE_SCAN_STORE_K;
-    o.min_similarity = SIMSTORE_SCAN_DEFAULT_SIMILARITY;
+    o.k = SIMSTORE_NEAR_STORE_K;
+    o.min_similarity = SIMSTORE_NEAR_DEFAULT_SIMILARITY;
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
     assert_int_equal(k, K);
     assert_true(j == 0);
