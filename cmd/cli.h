@@ -162,8 +162,6 @@ int cli_min_fraction_option(const char *cmd, const char *arg, double *out);
 /* --paragraph-min-words N: 1..SIMSTORE_PARAGRAPH_MIN_WORDS_MAX into *out;
  * otherwise prints a usage error and returns 2 (the exit code). */
 int cli_paragraph_min_words_option(const char *cmd, const char *arg, unsigned *out);
-/* The default of --min-fraction. */
-#define CLI_DEFAULT_MIN_FRACTION 0.3
 /* Parse a decimal unsigned integer in [min, max]. Returns 0 or -1. */
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out);

@@ -173,7 +173,7 @@ int cmd_clusters(int argc, char **argv)
     int progress = 0, c, rc;
     unsigned long long k = 0;
     int have_k = 0, paragraphs = 0, min_fraction_given = 0, mode_given = 0;
-    double min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    double min_fraction = SIMSTORE_NEAR_FRACTION;
     char why[256];
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -238,13 +238,8 @@ int cmd_clusters(int argc, char **argv)
         return cli_api_error(CMD, rc, "%s", path);
     simstore_stats st;
     rc = simstore_get_stats(s, &st);
-    if (rc == 0 && o.scan.min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
-        simstore_close(s);
-        return cli_error(CMD,
-                         "%s keeps no sketches (built with --sketch none, from "
-                         "fingerprints, or before sketches): --min-similarity needs them",
-                         path);
-    }
+    /* The near-duplicate rule (--k, --min-similarity) is resolved and
+     * checked by the library, as for every client. */
     if (rc == 0 && paragraphs && !st.paragraph_min_words) {
         simstore_close(s);
         return cli_error(CMD,
@@ -253,7 +248,7 @@ int cmd_clusters(int argc, char **argv)
                          path);
     }
     out.fp_only = st.fingerprint_only;
-    o.scan.k = have_k ? (unsigned)k : SIMSTORE_SCAN_DEFAULT_K;
+    o.scan.k = have_k ? (unsigned)k : SIMSTORE_NEAR_DEFAULT_K;
     o.key = cli_meta_key;
     o.key_ctx = (void *)field;
     cli_progress prog;

@@ -24,7 +24,6 @@
 
 static const char *const CMD = "dedup";
 
-#define DEFAULT_K 3
 #define MAX_WORKERS 64 /* ingest.c's thread limit */
 #define MAX_REPORTED 20
 #define BOILERPLATE_MEMORY ((uint64_t)256 << 20) /* the first pass's counts */
@@ -43,7 +42,11 @@ static void usage(FILE *out)
             "fingerprint is within K of a record KEPT before it or of a document in\n"
             "STORE (and, with --min-similarity J, their estimated similarity is at\n"
             "least J); otherwise it is kept (written to stdout). Because only kept\n"
-            "records are remembered, memory grows with the kept ones.\n"
+            "records are remembered, memory grows with the kept ones. This is the\n"
+            "library's one near-duplicate rule (simstore.h, \"The near-duplicate\n"
+            "rule\"), with its defaults: K 7 and J 0.9 unless STORE keeps no sketches;\n"
+            "`pairs`, `clusters`, the server's insert-if-new and Python's\n"
+            "insert_if_new() judge by it too, so they keep the same documents.\n"
             "\n"
             "Kept records are written byte for byte as read (key order, spacing,\n"
             "unknown members and a CR before the newline kept); a last line without a\n"
@@ -109,7 +112,7 @@ static void usage(FILE *out)
             "                       stderr\n"
             "\n"
             "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n",
-            CLI_DEFAULT_MIN_FRACTION, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
+            SIMSTORE_NEAR_FRACTION, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
             SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT);
     fprintf(out,
             "Fingerprints of the texts:\n" TEXTOPT_HELP "\n"
@@ -234,10 +237,9 @@ static void kept_free(kept_ids *k)
 #define NOTE_ID_STORED 2u   /* the record's id is already in STORE */
 
 typedef struct dedup_run {
-    unsigned k;
-    double min_similarity;       /* 0: none */
-    int near_default;            /* neither --k nor --min-similarity (nor --paragraphs):
-                                    the near-duplicate setting where sketches are kept */
+    simstore_near_rule rule;     /* --k, --min-similarity, --min-fraction: resolved
+                                    (simstore_near_rule_resolve) for STORE, or
+                                    without one for a store `build` would make */
     int print_similarity;        /* --similarity */
     simstore_sketch_kind sketch; /* of every record's sketch (none: no sketches) */
     size_t sketch_bytes;         /* of the kept records' sketches (0: not kept) */
@@ -253,7 +255,6 @@ typedef struct dedup_run {
      * and per kept ordinal the record being judged's count of paragraphs
      * it covers and the last of them counted (paragraph number + 1). */
     int paragraphs;
-    double min_fraction;
     simstore_memindex *para_index;
     uint32_t *para_shared, *para_last;
     size_t para_cap;
@@ -276,7 +277,8 @@ static int note_store_paragraphs(const dedup_run *run, simstore_query *q, const 
         return 0;
     const simstore_paragraph_match *m;
     size_t n;
-    int rc = simstore_query_paragraphs(q, paras, nparas, run->k, run->min_fraction, &m, &n);
+    int rc =
+        simstore_query_paragraphs(q, paras, nparas, run->rule.k, run->rule.min_fraction, &m, &n);
     if (rc || !n)
         return rc;
     out->flags |= NOTE_NEAR_STORED;
@@ -310,13 +312,13 @@ static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, const
         return note_store_paragraphs(run, *q, paras, nparas, out);
     const simstore_match *m;
     size_t n;
-    int rc = simstore_query_fp_sketch(*q, doc->fp, sketch, run->k, &m, &n);
+    int rc = simstore_query_fp_sketch(*q, doc->fp, sketch, run->rule.k, &m, &n);
     if (rc)
         return rc;
-    /* Sorted by distance, then id bytes: the first that passes is the
-     * nearest. An unknown similarity (-1) passes no minimum. */
+    /* Sorted by distance, then id bytes: the first the rule passes is the
+     * nearest. */
     for (size_t i = 0; i < n; i++) {
-        if (run->min_similarity > 0 && !(m[i].similarity >= run->min_similarity))
+        if (!simstore_near_duplicate(&run->rule, m[i].distance, m[i].similarity))
             continue;
         out->flags |= NOTE_NEAR_STORED;
         out->value = m[i].distance;
@@ -398,7 +400,7 @@ static int consider_kept(void *ctx, uint64_t fp, uint64_t value, unsigned distan
         (distance > n->best.distance || (distance == n->best.distance && value > n->best.value)))
         return 0;
     double sim = simstore_sketch_similarity(n->run->sketch, n->sketch, kept_sketch(n->run, value));
-    if (!(sim >= n->run->min_similarity))
+    if (!simstore_near_duplicate(&n->run->rule, distance, sim))
         return 0;
     n->found = 1;
     n->best.fp = fp;
@@ -442,7 +444,7 @@ static int kept_paragraphs_best(dedup_run *run, const ingest_record *r, uint64_t
         return SIMSTORE_EINVAL;
     for (size_t i = 0; i < r->paragraph_count; i++) {
         para_count c = {run, (uint32_t)(i + 1)};
-        int rc = simstore_memindex_query(run->para_index, r->paragraphs[i], run->k,
+        int rc = simstore_memindex_query(run->para_index, r->paragraphs[i], run->rule.k,
                                          count_kept_paragraph, &c);
         if (rc)
             return rc;
@@ -538,8 +540,9 @@ static int decide_paragraphs(dedup_run *run, const ingest_record *r)
     int rc = r->paragraph_count ? kept_paragraphs_best(run, r, &ordinal, &shared) : 0;
     if (rc)
         return rc;
-    /* As simstore_query_paragraphs() judges a stored document. */
-    if (shared && (double)shared / (double)r->paragraph_count < run->min_fraction)
+    /* The rule by paragraphs, as simstore_query_paragraphs() judges a
+     * stored document. */
+    if (shared && !simstore_near_duplicate_paragraphs(&run->rule, shared, r->paragraph_count))
         shared = 0;
     int by_store = (r->note.flags & NOTE_NEAR_STORED) != 0 && r->note.value >= shared;
     if (!by_store && !shared)
@@ -573,16 +576,17 @@ static int decide(void *ctx, const ingest_record *r)
     simstore_memindex_match near;
     double near_similarity = SIMSTORE_SIMILARITY_UNKNOWN;
     int found;
-    if (run->min_similarity > 0) {
+    if (run->rule.min_similarity > 0) {
         near_similar ns = {run, r->sketch, 0, {0, 0, 0}, SIMSTORE_SIMILARITY_UNKNOWN};
-        found = simstore_memindex_query(run->index, r->doc.fp, run->k, consider_kept, &ns);
+        found = simstore_memindex_query(run->index, r->doc.fp, run->rule.k, consider_kept, &ns);
         if (found == 0) {
             found = ns.found;
             near = ns.best;
             near_similarity = ns.similarity;
         }
     } else {
-        found = simstore_memindex_nearest(run->index, r->doc.fp, run->k, &near);
+        /* The rule by distance alone: the nearest within k. */
+        found = simstore_memindex_nearest(run->index, r->doc.fp, run->rule.k, &near);
         if (found > 0 && run->sketch_bytes)
             near_similarity =
                 simstore_sketch_similarity(run->sketch, r->sketch, kept_sketch(run, near.value));
@@ -643,22 +647,19 @@ static void check_dropped_ids(dedup_run *run)
     run->errors += repeats;
 }
 
-/* Without --k, the near-duplicate setting (simstore.h, SIMSTORE_NEAR_K), as
- * pairs and clusters resolve it: without --min-similarity either, records
- * sketched with a store's kind (or the default, without a store) are kept
- * apart at similarity 0.9; any similarity filter takes candidates within 7.
- * --k given alone is a distance alone. */
-static void near_defaults(dedup_run *run, int k_given, int sketches, unsigned *k)
+/* The near-duplicate rule's parts not given, from what STORE is (or,
+ * without one, what `build` would make: its default k, records sketched
+ * with `sketch`): simstore_near_rule_resolve(), as every path resolves it.
+ * Its refusal is reported with `what` (STORE, or the options). */
+static int resolve_rule(dedup_run *run, unsigned store_k, simstore_sketch_kind sketch,
+                        const char *what)
 {
-    if (k_given)
-        return;
-    if (run->near_default && sketches)
-        run->min_similarity = SIMSTORE_NEAR_SIMILARITY;
-    if (run->min_similarity > 0)
-        *k = SIMSTORE_NEAR_K;
+    int rc = simstore_near_rule_resolve(&run->rule, store_k, sketch,
+                                        run->paragraphs ? SIMSTORE_NEAR_BY_PARAGRAPHS : 0);
+    return rc ? cli_api_error(CMD, rc, "%s", what) : 0;
 }
 
-static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt_state *text)
+static int open_store(dedup_run *run, int add, textopt_state *text)
 {
     unsigned flags =
         add ? SIMSTORE_OPEN_WRITE | SIMSTORE_OPEN_NO_AUTO_COMPACT : SIMSTORE_OPEN_READONLY;
@@ -679,9 +680,8 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
                          "%s keeps no documents (a fingerprint-only store): dedup needs "
                          "document ids",
                          run->store_path);
-    if (!k_given)
-        *k = st.k;
-    near_defaults(run, k_given, st.sketch != SIMSTORE_SKETCH_NONE, k);
+    if ((rc = resolve_rule(run, st.k, st.sketch, run->store_path)) != 0)
+        return rc;
     if (text->given && add) {
         cli_usage_error(CMD, "--add stores fingerprints made with the store's text options: "
                              "give no text options with it");
@@ -704,17 +704,16 @@ static int open_store(dedup_run *run, int add, unsigned *k, int k_given, textopt
      * records by them. */
     if (!add && !run->paragraphs)
         text->opts.paragraph_min_words = 0;
-    if ((run->min_similarity > 0 || run->print_similarity) &&
-        stored.sketch == SIMSTORE_SKETCH_NONE) {
+    if (run->print_similarity && stored.sketch == SIMSTORE_SKETCH_NONE) {
         cli_error(CMD,
                   "%s keeps no sketches (built with --sketch none, from fingerprints, or "
-                  "before sketches): --min-similarity and --similarity need them",
+                  "before sketches): --similarity needs them",
                   run->store_path);
         return CLI_EXIT_FAIL;
     }
     /* Records are sketched only where a sketch is used: to estimate
      * similarities, or for the documents --add stores. */
-    if (!add && !(run->min_similarity > 0 || run->print_similarity))
+    if (!add && !(run->rule.min_similarity > 0 || run->print_similarity))
         text->opts.sketch = SIMSTORE_SKETCH_NONE;
     return 0;
 }
@@ -831,12 +830,10 @@ int cmd_dedup(int argc, char **argv)
     io.text = &text.opts;
     dedup_run run;
     memset(&run, 0, sizeof run);
-    unsigned k = DEFAULT_K;
-    int k_given = 0, add = 0, verbose = 0, min_fraction_given = 0, sketch_given = 0, c;
-    int min_similarity_given = 0;
+    int add = 0, verbose = 0, min_fraction_given = 0, sketch_given = 0, c;
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_DEFAULT;
     unsigned para_min_words = 0;
-    run.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    simstore_near_rule_init(&run.rule);
     double started = cli_now();
     unsigned long long v;
     opterr = 0;
@@ -845,8 +842,7 @@ int cmd_dedup(int argc, char **argv)
         case OPT_K:
             if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
                 return cli_usage_error(CMD, "--k takes 0..%d, not '%s'", SIMSTORE_MAX_K, optarg);
-            k = (unsigned)v;
-            k_given = 1;
+            run.rule.k = (unsigned)v;
             break;
         case OPT_STORE: run.store_path = cli_store_path(optarg); break;
         case OPT_ADD: add = 1; break;
@@ -856,9 +852,8 @@ int cmd_dedup(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_MIN_SIMILARITY:
-            if (cli_min_similarity_option(CMD, optarg, &run.min_similarity))
+            if (cli_min_similarity_option(CMD, optarg, &run.rule.min_similarity))
                 return CLI_EXIT_USAGE;
-            min_similarity_given = 1;
             break;
         case OPT_SIMILARITY: run.print_similarity = 1; break;
         case OPT_SKETCH:
@@ -868,7 +863,7 @@ int cmd_dedup(int argc, char **argv)
             break;
         case OPT_PARAGRAPHS: run.paragraphs = 1; break;
         case OPT_MIN_FRACTION:
-            if (cli_min_fraction_option(CMD, optarg, &run.min_fraction))
+            if (cli_min_fraction_option(CMD, optarg, &run.rule.min_fraction))
                 return CLI_EXIT_USAGE;
             min_fraction_given = 1;
             break;
@@ -910,22 +905,25 @@ int cmd_dedup(int argc, char **argv)
     if (para_min_words && run.store_path)
         return cli_usage_error(CMD, "--paragraph-min-words: with --store, paragraphs are those "
                                     "of the store's minimum");
-    if (run.paragraphs && (run.min_similarity > 0 || run.print_similarity))
+    if (run.paragraphs && (run.rule.min_similarity > 0 || run.print_similarity))
         return cli_usage_error(CMD, "--paragraphs judges records by their paragraphs: not with "
                                     "--min-similarity or --similarity");
     if (sketch_given && run.store_path)
         return cli_usage_error(CMD, "--sketch with --store: records are sketched as STORE's "
                                     "documents are, with its kind");
-    /* With --store, once its sketch kind is known (open_store). */
-    run.near_default = !k_given && !min_similarity_given && !run.paragraphs;
-    if (!run.store_path)
-        near_defaults(&run, k_given, 1, &k);
-    if (sketch_given && !(run.min_similarity > 0 || run.print_similarity))
-        return cli_usage_error(CMD, "--sketch chooses the sketch --min-similarity and "
-                                    "--similarity estimate with: give one of them");
     if (sketch_given && sketch == SIMSTORE_SKETCH_NONE)
         return cli_usage_error(CMD, "--sketch none: --min-similarity and --similarity need a "
                                     "sketch");
+    /* With --store, once it is open (open_store). */
+    if (!run.store_path) {
+        simstore_build_options built;
+        simstore_build_options_init(&built);
+        if (resolve_rule(&run, built.k, sketch, "the options"))
+            return CLI_EXIT_USAGE;
+    }
+    if (sketch_given && !(run.rule.min_similarity > 0 || run.print_similarity))
+        return cli_usage_error(CMD, "--sketch chooses the sketch --min-similarity and "
+                                    "--similarity estimate with: give one of them");
     if (optind >= argc)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
     if (run.paragraphs && !run.store_path)
@@ -933,10 +931,9 @@ int cmd_dedup(int argc, char **argv)
             para_min_words ? para_min_words : SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT;
 
     int rc = CLI_EXIT_FAIL;
-    if (run.store_path && (rc = open_store(&run, add, &k, k_given, &text)) != 0)
+    if (run.store_path && (rc = open_store(&run, add, &text)) != 0)
         goto out;
     rc = CLI_EXIT_FAIL;
-    run.k = k;
     if (run.store)
         io.boilerplate = simstore_get_boilerplate(run.store);
     if (bo.automatic) {
@@ -948,20 +945,20 @@ int cmd_dedup(int argc, char **argv)
     /* Records are sketched as the store's documents are (the store's kind,
      * from its text options), or, without a store, with the default kind
      * when similarities are asked for. */
-    if (!run.store_path && (run.min_similarity > 0 || run.print_similarity))
+    if (!run.store_path && (run.rule.min_similarity > 0 || run.print_similarity))
         text.opts.sketch = sketch_given ? sketch : SIMSTORE_SKETCH_DEFAULT;
     run.sketch = text.opts.sketch;
-    if (run.min_similarity > 0 || run.print_similarity)
+    if (run.rule.min_similarity > 0 || run.print_similarity)
         run.sketch_bytes = simstore_sketch_bytes(run.sketch); /* kept records' sketches */
     if (idcheck_new(&run.dropped_ids)) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the dropped records' ids");
         goto out;
     }
-    if (simstore_memindex_new(k, 0, &run.index) != SIMSTORE_OK) {
+    if (simstore_memindex_new(run.rule.k, 0, &run.index) != SIMSTORE_OK) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept records' index");
         goto out;
     }
-    if (run.paragraphs && simstore_memindex_new(k, 0, &run.para_index) != SIMSTORE_OK) {
+    if (run.paragraphs && simstore_memindex_new(run.rule.k, 0, &run.para_index) != SIMSTORE_OK) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept paragraphs' index");
         goto out;
     }

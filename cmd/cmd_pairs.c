@@ -396,7 +396,7 @@ typedef struct store_out {
     int json;
     unsigned flags;
     int similarity;        /* --similarity */
-    double min_similarity; /* --min-similarity (0: none; SIMSTORE_SCAN_DEFAULT_SIMILARITY:
+    double min_similarity; /* --min-similarity (0: none; SIMSTORE_NEAR_DEFAULT_SIMILARITY:
                               not given) */
     int paragraphs;        /* --paragraphs */
     double min_fraction;   /* --min-fraction */
@@ -462,17 +462,12 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
     rc = simstore_get_stats(s, &st);
     simstore_scan_options o;
     simstore_scan_options_init(&o);
-    o.k = have_k ? k : SIMSTORE_SCAN_DEFAULT_K;
+    o.k = have_k ? k : SIMSTORE_NEAR_DEFAULT_K;
     o.threads = threads;
     o.memory_bytes = memory;
     o.min_similarity = out->min_similarity;
-    if (rc == 0 && out->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
-        simstore_close(s);
-        return cli_error(CMD,
-                         "%s keeps no sketches (built with --sketch none, from "
-                         "fingerprints, or before sketches): --min-similarity needs them",
-                         path);
-    }
+    /* The near-duplicate rule (--k, --min-similarity) is resolved and
+     * checked by the library, as for every client. */
     if (rc == 0 && out->paragraphs && !st.paragraph_min_words) {
         simstore_close(s);
         return cli_error(CMD,
@@ -518,7 +513,7 @@ int cmd_pairs(int argc, char **argv)
     unsigned long long k = 3;
     int have_k = 0, c, rc, progress = 0, have_method = 0;
     lines_opts lo = {3, 0, 0, 0, 0};
-    store_out out = {0, 0, 0, SIMSTORE_SCAN_DEFAULT_SIMILARITY, 0, CLI_DEFAULT_MIN_FRACTION};
+    store_out out = {0, 0, 0, SIMSTORE_NEAR_DEFAULT_SIMILARITY, 0, SIMSTORE_NEAR_FRACTION};
     int min_fraction_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {

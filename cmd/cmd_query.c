@@ -830,7 +830,7 @@ int cmd_query(int argc, char **argv)
     r.text = &effective;
     r.fields = &fields;
     int have_k = 0, meta = 0, format = -1, sources = 0, min_fraction_given = 0, c;
-    r.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    r.min_fraction = SIMSTORE_NEAR_FRACTION;
     unsigned open_flags = SIMSTORE_OPEN_READONLY;
     const char *fp_arg = NULL, *text_arg = NULL, *file_arg = NULL, *queries_arg = NULL;
     unsigned long long v;

@@ -762,6 +762,7 @@ typedef struct scan_opts {
     int paragraphs;      /* --paragraphs */
     double min_fraction; /* --min-fraction */
     int min_fraction_given;
+    simstore_near_rule rule; /* k and min_similarity once resolved (open_shard) */
 } scan_opts;
 
 /* Rank 0 checks the whole store (manifest, shards, R), then every rank
@@ -772,23 +773,10 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
     char shard[PATH_MAX];
     if (open_my_shard(out, s, st, shard, sizeof shard))
         return 1;
-    /* The shards agree on k and text options (the manifest): rank 0 says. */
-    int usage = 0;
-    if (o->min_similarity > 0 && st->sketch == SIMSTORE_SKETCH_NONE) {
-        if (rank == 0)
-            fprintf(stderr,
-                    "%s: %s keeps no sketches (built with --sketch none, from "
-                    "fingerprints, or before sketches): --min-similarity needs them\n",
-                    cmd_name, out);
-        usage = 1;
-    }
-    if (usage) {
-        simstore_close(*s);
-        *s = NULL;
-        return usage;
-    }
-    /* k and the similarity filter by the library's defaults (simstore.h,
-     * the near-duplicate setting), as `simstore pairs` and `clusters`. */
+    /* k and the similarity filter by the library's near-duplicate rule
+     * (simstore.h), resolved and checked as `simstore pairs` and
+     * `clusters` resolve them; the shards agree on k and text options (the
+     * manifest): rank 0 says what it refuses. */
     simstore_scan_options so;
     simstore_scan_options_init(&so);
     if (o->have_k)
@@ -803,6 +791,10 @@ static int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stat
         *s = NULL;
         return 1;
     }
+    simstore_near_rule_init(&o->rule);
+    o->rule.k = o->k;
+    o->rule.min_similarity = o->min_similarity;
+    o->rule.min_fraction = o->min_fraction;
     return 0;
 }
 
@@ -975,7 +967,7 @@ static void emit_doc_pair(void *ctx, const sdoc *x, const sdoc *y, unsigned d)
 {
     pairs_run *p = (pairs_run *)ctx;
     double sim = simstore_sketch_similarity(p->sketch, x->sketch, y->sketch);
-    if (p->o.min_similarity > 0 && !(sim >= p->o.min_similarity))
+    if (!simstore_near_duplicate(&p->o.rule, d, sim))
         return;
     if (id_cmp(x->id, x->id_len, y->id, y->id_len) > 0) {
         const sdoc *t = x;
@@ -1257,7 +1249,7 @@ static int para_edge_cmp(const void *x, const void *y)
 
 typedef struct para_run {
     int json;
-    double min_fraction;
+    const simstore_near_rule *rule; /* its minimum fraction */
     lines l;
     int want_edges; /* clusters: the pairs as edges at both homes, no lines */
     para_edge *edges;
@@ -1442,10 +1434,12 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
                 of_lo = dv[i].of_b;
             }
         }
+        /* The near-duplicate rule by paragraphs, from either side. */
+        if (!simstore_near_duplicate_paragraphs(pr->rule, shared_lo, of_lo) &&
+            !simstore_near_duplicate_paragraphs(pr->rule, shared_hi, of_hi))
+            continue;
         double fa = (double)shared_lo / (double)of_lo, fb = (double)shared_hi / (double)of_hi;
         double fraction = fa > fb ? fa : fb;
-        if (!(fraction >= pr->min_fraction))
-            continue;
         if (pr->want_edges) { /* to both homes */
             uint64_t bits;
             memcpy(&bits, &fraction, sizeof bits);
@@ -1584,7 +1578,7 @@ int cmd_mpi_pairs(int argc, char **argv)
     pairs_run p;
     memset(&p, 0, sizeof p);
     p.o.memory = (uint64_t)1 << 30;
-    p.o.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    p.o.min_fraction = SIMSTORE_NEAR_FRACTION;
     int c, li = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
@@ -1630,7 +1624,7 @@ int cmd_mpi_pairs(int argc, char **argv)
         para_run pr;
         memset(&pr, 0, sizeof pr);
         pr.json = p.o.json;
-        pr.min_fraction = p.o.min_fraction;
+        pr.rule = &p.o.rule;
         if (lines_open(&pr.l) != 0) {
             say("out of memory");
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -1886,9 +1880,9 @@ static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
  * is not), to the owners of both ends. */
 static void add_doc_edge(void *ctx, const sdoc *x, const sdoc *y, unsigned distance)
 {
-    (void)distance;
     clusters_run *c = (clusters_run *)ctx;
-    if (!(simstore_sketch_similarity(c->sketch, x->sketch, y->sketch) >= c->o.min_similarity))
+    if (!simstore_near_duplicate(&c->o.rule, distance,
+                                 simstore_sketch_similarity(c->sketch, x->sketch, y->sketch)))
         return;
     int ox = (int)(x->key >> DOC_KEY_BITS), oy = (int)(y->key >> DOC_KEY_BITS);
     put64(&c->edges[ox], x->key);
@@ -2181,7 +2175,7 @@ int cmd_mpi_clusters(int argc, char **argv)
     simstore_cluster_options keep;
     simstore_cluster_options_init(&keep);
     const char *field = NULL;
-    c.o.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    c.o.min_fraction = SIMSTORE_NEAR_FRACTION;
     int ch, li = 0, mode_given = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
@@ -2236,7 +2230,7 @@ int cmd_mpi_clusters(int argc, char **argv)
         /* The graph of documents sharing paragraphs: its nodes the
          * documents at their homes, its edges the pairs of pairs
          * --paragraphs at both ends. */
-        pr.min_fraction = c.o.min_fraction;
+        pr.rule = &c.o.rule;
         pr.want_edges = 1;
         h.keep_rule = &keep;
         status = paragraph_pairs(s, c.o.k, c.o.memory / 4, &pr, &h);

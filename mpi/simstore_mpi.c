@@ -2170,7 +2170,7 @@ static int cmd_query(int argc, char **argv)
     const char *queries = NULL;
     query_opts o;
     memset(&o, 0, sizeof o);
-    o.min_fraction = CLI_DEFAULT_MIN_FRACTION;
+    o.min_fraction = SIMSTORE_NEAR_FRACTION;
     input_fields fields;
     input_fields_init(&fields);
     int format = -1, have_k = 0, min_fraction_given = 0, c;

@@ -1616,6 +1616,11 @@ static PyObject *store_open(PyObject *cls, PyObject *args, PyObject *kwargs)
 /* Feeding documents to a builder. */
 typedef struct feeder {
     simstore_builder *b;
+    /* insert_if_new(): documents go to this live store's insert-if-new by
+     * rule instead of b, and whether each was inserted to `inserted`. */
+    simstore_live_query *lq;
+    const simstore_near_rule *rule;
+    PyObject *inserted;
     simstore_fingerprinter *fpr; /* NULL for a fingerprint-only store */
     simstore_sketch_kind sketch;
     unsigned para_min_words;
@@ -1714,7 +1719,7 @@ static int feed_one(feeder *f, PyObject *item)
     } else if (fp_from_py(fpobj, &doc.fp) < 0) {
         goto done;
     }
-    int err = 0;
+    int err = 0, inserted = 0;
     size_t nparas = 0;
     Py_BEGIN_ALLOW_THREADS;
     const uint8_t *sketch = NULL;
@@ -1739,9 +1744,17 @@ static int feed_one(feeder *f, PyObject *item)
             f->paras_cap = nparas;
         }
     }
-    if (!err)
+    if (!err && f->lq) {
+        simstore_live_doc ld = {doc.id, doc.id_len, doc.fp, doc.meta, doc.meta_len, flags, sketch};
+        const simstore_match *m;
+        size_t n;
+        err = simstore_live_insert_if_new(f->lq, &ld, f->rule, &inserted, &m, &n);
+    } else if (!err) {
         err = simstore_builder_add_paragraphs(f->b, &doc, flags, sketch, f->paras, nparas);
+    }
     Py_END_ALLOW_THREADS;
+    if (!err && f->lq && PyList_Append(f->inserted, inserted ? Py_True : Py_False) < 0)
+        goto done;
     if (err) {
         char what[64];
         snprintf(what, sizeof what, "docs[%llu]", (unsigned long long)index);
@@ -3333,9 +3346,104 @@ static PyTypeObject StoreType = {
     .tp_getset = store_getset,
 };
 
+/* ---- Insert-if-new: the live store's near-duplicate rule ---------------------- */
+
+PyDoc_STRVAR(insert_if_new_doc,
+             "insert_if_new(path, docs, k=None, min_similarity=None) -> list of bool\n\n"
+             "Open the store at path as a live store, as `simstore serve` does (its\n"
+             "writer lock and its log, live.wal), insert each document of docs in order\n"
+             "unless the store (with the documents inserted before it) holds a\n"
+             "near-duplicate of it, then write the changes into the store and close.\n"
+             "Documents as Store.build() takes them; texts are fingerprinted and\n"
+             "sketched with the store's options. Near-duplicates by the library's one\n"
+             "rule (simstore.h, \"The near-duplicate rule\"), the one `simstore dedup`\n"
+             "and POST /v1/documents with insert-if-new apply: on a store that keeps\n"
+             "sketches, within 7 bits at estimated similarity 0.9 or more; without\n"
+             "sketches, within the store's k. k and min_similarity set its parts (None:\n"
+             "the default; k given alone: by distance alone). Returns, for each\n"
+             "document, whether it was inserted. The store must not be open for\n"
+             "writing elsewhere (a Store opened with write=True, a server).");
+
+static PyObject *py_insert_if_new(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    PyObject *path = NULL, *docs = NULL, *bytes = NULL;
+    if (!PyArg_ParseTuple(args, "OO:insert_if_new", &path, &docs))
+        return NULL;
+    simstore_near_rule rule;
+    simstore_near_rule_init(&rule);
+    unsigned long long k = SIMSTORE_NEAR_DEFAULT_K;
+    PyObject *kw = kw_copy(kwargs);
+    if (!kw || kw_unsigned(kw, "k", 0, SIMSTORE_MAX_K, &k) < 0 ||
+        kw_double(kw, "min_similarity", 0, 1, &rule.min_similarity) < 0 ||
+        kw_done(kw, "insert_if_new") < 0) {
+        Py_XDECREF(kw);
+        return NULL;
+    }
+    Py_DECREF(kw);
+    rule.k = (unsigned)k;
+    if (!PyUnicode_FSConverter(path, &bytes))
+        return NULL;
+    PyObject *it = PyObject_GetIter(docs);
+    if (!it) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    feeder f;
+    memset(&f, 0, sizeof f);
+    f.rule = &rule;
+    f.inserted = PyList_New(0);
+    simstore_live *live = NULL;
+    simstore_text_options to;
+    int err = 0;
+    PyObject *result = NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    err = simstore_live_open(PyBytes_AS_STRING(bytes), NULL, &live);
+    if (!err) {
+        simstore_get_text_options(simstore_live_store(live), &to);
+        err = store_fingerprinter(simstore_live_store(live), &f.fpr);
+    }
+    if (!err)
+        err = simstore_live_query_new(live, 0, &f.lq);
+    Py_END_ALLOW_THREADS;
+    if (err) {
+        raise_error(err, "insert_if_new");
+        goto done;
+    }
+    f.sketch = to.sketch; /* live documents carry no paragraph lists */
+    PyObject *item;
+    int rc = f.inserted ? 0 : -1;
+    while (rc == 0 && (item = PyIter_Next(it)) != NULL) {
+        rc = feed_one(&f, item);
+        Py_DECREF(item);
+    }
+    if (rc == 0 && PyErr_Occurred())
+        rc = -1;
+    /* What was inserted stays (durable in the log) whatever happened: into
+     * the store with it. */
+    Py_BEGIN_ALLOW_THREADS;
+    err = simstore_live_flush(live);
+    Py_END_ALLOW_THREADS;
+    if (rc == 0 && err)
+        raise_error(err, "insert_if_new: flush");
+    else if (rc == 0)
+        result = Py_NewRef(f.inserted);
+done:
+    Py_BEGIN_ALLOW_THREADS;
+    simstore_live_query_free(f.lq);
+    simstore_live_close(live);
+    Py_END_ALLOW_THREADS;
+    simstore_fingerprinter_free(f.fpr);
+    Py_XDECREF(f.inserted);
+    Py_DECREF(it);
+    Py_DECREF(bytes);
+    return result;
+}
+
 /* ---- The module ---------------------------------------------------------------- */
 
 static PyMethodDef module_methods[] = {
+    {"insert_if_new", KWMETHOD(py_insert_if_new), METH_VARARGS | METH_KEYWORDS, insert_if_new_doc},
     {"fingerprint", KWMETHOD(py_fingerprint), METH_VARARGS | METH_KEYWORDS, fingerprint_doc},
     {"fingerprints", KWMETHOD(py_fingerprints), METH_VARARGS | METH_KEYWORDS, fingerprints_doc},
     {"distance", (PyCFunction)py_distance, METH_VARARGS, distance_doc},
@@ -3350,8 +3458,9 @@ PyDoc_STRVAR(module_doc,
              "Texts: fingerprint(), fingerprints(), sketch(), similarity(), paragraphs(),\n"
              "distance(). Stores: Store.build(), Store.open(), then query(), query_batch(),\n"
              "query_paragraphs(), get(), documents(), pairs(), clusters(), stats(),\n"
-             "fingerprint(), add(), delete(), compact(), close(). Errors: Error and one\n"
-             "subclass per library error code (.code). Calls that work release the GIL.\n"
+             "fingerprint(), add(), delete(), compact(), close(); insert_if_new(), as a\n"
+             "server's insert-if-new. Errors: Error and one subclass per library error\n"
+             "code (.code). Calls that work release the GIL.\n"
              "Opening for writing after a server stopped applies its logged changes\n"
              "first: RecoveryWarning, Store.recovery (a Recovery).");
 

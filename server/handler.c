@@ -535,10 +535,14 @@ static json_t *json_meta(const char *meta, size_t len)
     return j ? j : json_text(meta, len);
 }
 
-static json_t *matches_json(const simstore_match *m, size_t n, int with_meta)
+/* The matches as JSON; with a rule (not NULL), only its near-duplicates. */
+static json_t *rule_matches_json(const simstore_match *m, size_t n, int with_meta,
+                                 const simstore_near_rule *rule)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++) {
+        if (rule && !simstore_near_duplicate(rule, m[i].distance, m[i].similarity))
+            continue;
         json_t *o = json_object();
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
@@ -553,6 +557,11 @@ static json_t *matches_json(const simstore_match *m, size_t n, int with_meta)
             json_object_set_new(o, "meta", json_meta(m[i].meta, m[i].meta_len));
     }
     return arr;
+}
+
+static json_t *matches_json(const simstore_match *m, size_t n, int with_meta)
+{
+    return rule_matches_json(m, n, with_meta, NULL);
 }
 
 /* ---- Request checks ------------------------------------------------------- */
@@ -601,6 +610,38 @@ static int json_k(const worker *w, reply *r, const json_t *obj, unsigned *k)
         return -1;
     }
     return parse_k_value(r, (long long)json_integer_value(j), k);
+}
+
+/* The near-duplicate rule of a POST /v1/documents body: "k" and
+ * "min_similarity", each absent for the rule's default, resolved for the
+ * store as the library resolves it (simstore_near_rule_resolve(): the
+ * defaults in one place, and its message for a part it refuses). */
+static int json_near_rule(const worker *w, reply *r, const json_t *obj, simstore_near_rule *rule)
+{
+    simstore_near_rule_init(rule);
+    json_t *j = json_object_get(obj, "k");
+    if (j) {
+        if (!json_is_integer(j)) {
+            reply_error(r, 400, "k must be an integer from 0 to %d", SIMSTORE_MAX_K);
+            return -1;
+        }
+        if (parse_k_value(r, (long long)json_integer_value(j), &rule->k))
+            return -1;
+    }
+    j = json_object_get(obj, "min_similarity");
+    if (j) {
+        double v = json_is_number(j) ? json_number_value(j) : -1;
+        if (!(v >= 0 && v <= 1)) {
+            reply_error(r, 400, "min_similarity must be a number from 0 to 1");
+            return -1;
+        }
+        rule->min_similarity = v;
+    }
+    if (simstore_near_rule_resolve(rule, w->gen->opened.k, w->gen->opened.sketch, 0)) {
+        reply_error(r, 400, "%s", simstore_last_error());
+        return -1;
+    }
+    return 0;
 }
 
 static int json_flag(reply *r, const json_t *obj, const char *name, int *out)
@@ -1046,7 +1087,8 @@ typedef enum doc_mode { MODE_INSERT, MODE_INSERT_IF_NEW, MODE_CHECK } doc_mode;
  * from what the library answered; NULL with r set on a failure of the whole
  * request. */
 static json_t *doc_result(doc_mode mode, const doc_in *d, int rc, int inserted,
-                          const simstore_match *m, size_t n, reply *r, unsigned *status)
+                          const simstore_match *m, size_t n, const simstore_near_rule *rule,
+                          reply *r, unsigned *status)
 {
     json_t *out = json_pack("{s:o,s:o}", "id", json_id(d->doc.id, d->doc.id_len, d->doc.flags),
                             "fp", json_hex(d->doc.fp));
@@ -1070,14 +1112,17 @@ static json_t *doc_result(doc_mode mode, const doc_in *d, int rc, int inserted,
     }
     *status = inserted ? 201 : 200;
     json_object_set_new(out, "inserted", json_boolean(inserted));
+    /* A check answers what insert-if-new would: the rule's near-duplicates
+     * among the matches within its k (insert-if-new's are already). */
     if (mode != MODE_INSERT)
-        json_object_set_new(out, "matches", matches_json(m, n, 0));
+        json_object_set_new(out, "matches",
+                            rule_matches_json(m, n, 0, mode == MODE_CHECK ? rule : NULL));
     return out;
 }
 
 /* Apply one checked document: doc_result()'s answer. */
-static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode, unsigned k, doc_in *d,
-                         reply *r, unsigned *status)
+static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode,
+                         const simstore_near_rule *rule, doc_in *d, reply *r, unsigned *status)
 {
     const simstore_match *m = NULL;
     size_t n = 0;
@@ -1086,11 +1131,11 @@ static json_t *apply_doc(serve_server *srv, worker *w, doc_mode mode, unsigned k
         rc = simstore_live_insert(srv->live, &d->doc);
         inserted = rc == SIMSTORE_OK;
     } else if (mode == MODE_INSERT_IF_NEW) {
-        rc = simstore_live_insert_if_new(w->lq, &d->doc, k, &inserted, &m, &n);
+        rc = simstore_live_insert_if_new(w->lq, &d->doc, rule, &inserted, &m, &n);
     } else {
-        rc = query_one(srv, w, &d->src, k, &m, &n);
+        rc = query_one(srv, w, &d->src, rule->k, &m, &n);
     }
-    return doc_result(mode, d, rc, inserted, m, n, r, status);
+    return doc_result(mode, d, rc, inserted, m, n, rule, r, status);
 }
 
 /* Append one result to results with its "status"; -1 with r set. */
@@ -1109,8 +1154,8 @@ static int push_result(json_t *results, json_t *out, unsigned status, reply *r)
 /* The results of a batch of checked documents: checks one by one (they
  * write nothing); inserts in one simstore_live_apply_batch(), whose records
  * share one durable commit. 0, or -1 with r set. */
-static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, doc_in *d,
-                      size_t count, json_t *results, reply *r)
+static int apply_docs(serve_server *srv, worker *w, doc_mode mode, const simstore_near_rule *rule,
+                      doc_in *d, size_t count, json_t *results, reply *r)
 {
     if (mode == MODE_CHECK) {
         for (size_t i = 0; i < count; i++) {
@@ -1118,7 +1163,7 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
              * (one call with both would read it unset, in whichever order
              * the compiler evaluates the arguments). */
             unsigned status = 0;
-            json_t *out = apply_doc(srv, w, mode, k, &d[i], r, &status);
+            json_t *out = apply_doc(srv, w, mode, rule, &d[i], r, &status);
             if (push_result(results, out, status, r))
                 return -1;
         }
@@ -1135,7 +1180,7 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
         changes[i].op = mode == MODE_INSERT ? SIMSTORE_LIVE_INSERT : SIMSTORE_LIVE_INSERT_IF_NEW;
         changes[i].doc = d[i].doc;
     }
-    int batch_rc = simstore_live_apply_batch(w->lq, changes, count, k, res);
+    int batch_rc = simstore_live_apply_batch(w->lq, changes, count, rule, res);
     if (batch_rc != SIMSTORE_OK) {
         reply_write_error(r, batch_rc, "insert");
         goto done;
@@ -1143,7 +1188,7 @@ static int apply_docs(serve_server *srv, worker *w, doc_mode mode, unsigned k, d
     for (size_t i = 0; i < count; i++) {
         unsigned status = 0;
         json_t *out = doc_result(mode, &d[i], res[i].rc, res[i].applied, res[i].matches,
-                                 res[i].count, r, &status);
+                                 res[i].count, rule, r, &status);
         if (push_result(results, out, status, r))
             goto done;
     }
@@ -1157,14 +1202,15 @@ done:
 /* The bearer token and the read-only switch of write routes: 0 to go on. */
 static int check_write(serve_server *srv, const serve_request *req, reply *r);
 
-/* POST /v1/documents: one {"id", "text"|"fp", "meta", "mode", "k"} or
- * {"documents": [...], "mode", "k"}. */
+/* POST /v1/documents: one {"id", "text"|"fp", "meta", "mode", "k",
+ * "min_similarity"} or {"documents": [...], "mode", "k", "min_similarity"};
+ * insert-if-new and check judge by the near-duplicate rule. */
 static void route_documents_post(serve_server *srv, worker *w, const serve_request *req,
                                  const json_t *body, reply *r)
 {
-    static const char *const fields[] = {"id",   "text", "fp",        "meta",
-                                         "mode", "k",    "documents", NULL};
-    static const char *const batch_fields[] = {"documents", "mode", "k", NULL};
+    static const char *const fields[] = {"id",        "text",           "fp", "meta", "mode", "k",
+                                         "documents", "min_similarity", NULL};
+    static const char *const batch_fields[] = {"documents", "mode", "k", "min_similarity", NULL};
     static const char *const item_fields[] = {"id", "text", "fp", "meta", NULL};
     json_t *docs = json_object_get(body, "documents");
     if (check_fields(r, body, "", docs ? batch_fields : fields))
@@ -1187,8 +1233,8 @@ static void route_documents_post(serve_server *srv, worker *w, const serve_reque
     /* A check only reads: it needs neither the token nor a writable store. */
     if (mode != MODE_CHECK && check_write(srv, req, r))
         return;
-    unsigned k;
-    if (json_k(w, r, body, &k))
+    simstore_near_rule rule;
+    if (json_near_rule(w, r, body, &rule))
         return;
     if (!docs) {
         doc_in *d = malloc(sizeof *d);
@@ -1198,7 +1244,7 @@ static void route_documents_post(serve_server *srv, worker *w, const serve_reque
             return;
         }
         if (parse_doc(srv, r, w, "", body, d) == 0) {
-            json_t *out = apply_doc(srv, w, mode, k, d, r, &status);
+            json_t *out = apply_doc(srv, w, mode, &rule, d, r, &status);
             if (out) {
                 r->status = status;
                 r->json = out;
@@ -1236,7 +1282,7 @@ static void route_documents_post(serve_server *srv, worker *w, const serve_reque
         if (check_fields(r, item, where, item_fields) || parse_doc(srv, r, w, where, item, &d[i]))
             goto done;
     }
-    if (apply_docs(srv, w, mode, k, d, count, results, r))
+    if (apply_docs(srv, w, mode, &rule, d, count, results, r))
         goto done;
     r->status = 200;
     r->json = json_pack("{s:O}", "results", results);

@@ -1447,12 +1447,10 @@ SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_prob
  * transaction: writers go on, but LMDB cannot reuse the pages it holds). */
 
 typedef struct simstore_scan_options {
-    unsigned k;                    /* distance, 0..SIMSTORE_MAX_K; SIMSTORE_SCAN_STORE_K
-                              for the store's k; SIMSTORE_SCAN_DEFAULT_K (the
-                              default): the near-duplicate setting's
-                              SIMSTORE_NEAR_K when the scan keeps pairs by
-                              similarity, else the store's k. Above the
-                              store's k: exact, by a join in memory (see
+    unsigned k;                    /* the near-duplicate rule's k (simstore_near_rule):
+                              0..SIMSTORE_MAX_K, SIMSTORE_NEAR_STORE_K or
+                              SIMSTORE_NEAR_DEFAULT_K (the default). Above
+                              the store's k: exact, by a join in memory (see
                               simstore_pairs())                              */
     unsigned threads;              /* 0 (default): simstore_default_threads()        */
     uint64_t memory_bytes;         /* for sorting pairs and the clusters' tables
@@ -1462,31 +1460,100 @@ typedef struct simstore_scan_options {
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
     /* Added with sketches (format/sketch.md). */
-    double min_similarity; /* 0: every pair within k. In (0, 1]: only pairs
+    double min_similarity; /* the near-duplicate rule's minimum similarity:
+                              0 (every pair within k), (0, 1] (only pairs
                               of documents whose estimated similarity
                               (simstore_pair.similarity) is at least this; a
-                              document without a sketch is in no such pair.
-                              Needs a store that keeps sketches
-                              (SIMSTORE_EINVAL otherwise).
-                              SIMSTORE_SCAN_DEFAULT_SIMILARITY (the default):
-                              SIMSTORE_NEAR_SIMILARITY on a store that keeps
-                              sketches when k is SIMSTORE_SCAN_DEFAULT_K,
-                              else 0                                         */
+                              document without a sketch is in no such pair;
+                              needs a store that keeps sketches) or
+                              SIMSTORE_NEAR_DEFAULT_SIMILARITY (the
+                              default). Resolved as simstore_near_rule_
+                              resolve() resolves a rule                      */
 } simstore_scan_options;
 
-#define SIMSTORE_SCAN_STORE_K 0xFFFFFFFFu
-#define SIMSTORE_SCAN_DEFAULT_K 0xFFFFFFFEu
-#define SIMSTORE_SCAN_DEFAULT_SIMILARITY (-1.0)
+/* ---- The near-duplicate rule ----------------------------------------------
+ * One rule decides "is candidate c a near-duplicate of document d?" for every
+ * path that asks: simstore_pairs() and simstore_clusters(), the live store's
+ * insert-if-new (simstore_live_insert_if_new(), simstore_live_apply_batch()),
+ * and through them `simstore pairs`, `clusters` and `dedup` (alone and with
+ * --store), the server's insert-if-new, the Python module and simstore-mpi.
+ *
+ * c is a near-duplicate of d when their fingerprints are within k bits and,
+ * when min_similarity > 0, the estimated Jaccard similarity of their sketches
+ * (simstore_sketch_similarity()) is at least min_similarity; an unknown
+ * similarity (either has no sketch) is below every minimum:
+ * simstore_near_duplicate(). Judged by paragraphs instead (partial copies:
+ * `dedup --paragraphs`), c is a near-duplicate of d when d covers at least
+ * one of c's paragraphs (a paragraph of d within k of it) and a share of at
+ * least min_fraction of them: simstore_near_duplicate_paragraphs().
+ *
+ * The defaults, resolved in one place (simstore_near_rule_resolve()) from
+ * what the store is: with neither k nor min_similarity given, on a store
+ * that keeps sketches, the near-duplicate setting (README, "How well it
+ * finds near-duplicates"): within SIMSTORE_NEAR_K (7) bits at estimated
+ * similarity SIMSTORE_NEAR_SIMILARITY (0.9) or more. On a store without
+ * sketches, the store's k by distance alone. A k given alone is a rule by
+ * distance alone; a minimum similarity given alone takes candidates within
+ * SIMSTORE_NEAR_K (a minimum of 0: distance alone, within the store's k).
+ * Judged by paragraphs, or between fingerprints (pairs by fingerprint),
+ * there is no similarity: the store's k, and min_fraction
+ * SIMSTORE_NEAR_FRACTION (0.3). */
+typedef struct simstore_near_rule {
+    unsigned k;            /* the largest distance in bits, 0..SIMSTORE_MAX_K;
+                              SIMSTORE_NEAR_STORE_K: the store's k;
+                              SIMSTORE_NEAR_DEFAULT_K (the default)          */
+    double min_similarity; /* 0: by distance alone; (0, 1]: also an estimated
+                              similarity at least this (needs sketches);
+                              SIMSTORE_NEAR_DEFAULT_SIMILARITY (the default) */
+    double min_fraction;   /* by paragraphs: the share of c's paragraphs d
+                              must cover, 0..1; SIMSTORE_NEAR_DEFAULT_FRACTION
+                              (the default)                                  */
+} simstore_near_rule;
 
-/* The near-duplicate setting, the scans' default on a store that keeps
- * sketches (README, "How well it finds near-duplicates"): candidates within
- * SIMSTORE_NEAR_K, kept when their estimated Jaccard similarity is at least
- * SIMSTORE_NEAR_SIMILARITY. A store without sketches is scanned at its own
- * k. A k given alone is a scan by distance alone, as before the setting; a
- * similarity given alone is filtered from candidates within
- * SIMSTORE_NEAR_K. */
+#define SIMSTORE_NEAR_STORE_K 0xFFFFFFFFu
+#define SIMSTORE_NEAR_DEFAULT_K 0xFFFFFFFEu
+#define SIMSTORE_NEAR_DEFAULT_SIMILARITY (-1.0)
+#define SIMSTORE_NEAR_DEFAULT_FRACTION (-1.0)
+/* The defaults the rule resolves to (above). */
 #define SIMSTORE_NEAR_K 7u
 #define SIMSTORE_NEAR_SIMILARITY 0.9
+#define SIMSTORE_NEAR_FRACTION 0.3
+
+/* simstore_near_rule_resolve() flags: how candidates are judged. */
+#define SIMSTORE_NEAR_BY_PARAGRAPHS 1u /* by the paragraphs they share      */
+#define SIMSTORE_NEAR_BY_FINGERPRINT                                                               \
+    2u /* fingerprints, not documents: no
+                                           similarity                        */
+
+/* Fill *rule with the defaults (every part SIMSTORE_NEAR_DEFAULT_*). NULL is
+ * allowed. */
+SIMSTORE_API void simstore_near_rule_init(simstore_near_rule *rule);
+
+/* Resolve the parts of *rule left at their defaults, in place, for a store
+ * of design k store_k (a client without a store: simstore_build_options'
+ * default k) that keeps sketches of kind `sketch` (SIMSTORE_SKETCH_NONE:
+ * none), judging with `flags` (0, SIMSTORE_NEAR_BY_PARAGRAPHS or
+ * SIMSTORE_NEAR_BY_FINGERPRINT), and check the whole: afterwards k is in
+ * 0..SIMSTORE_MAX_K and both minimums in 0..1. The one place the defaults
+ * are decided.
+ * Errors: SIMSTORE_EINVAL (NULL rule, unknown flags, a minimum outside
+ * 0..1, a minimum similarity without sketches, by paragraphs or by
+ * fingerprint), SIMSTORE_ERANGE (k above SIMSTORE_MAX_K); the message
+ * (simstore_last_error()) names the part, as every client reports it. */
+SIMSTORE_API int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
+                                            simstore_sketch_kind sketch, unsigned flags);
+
+/* The resolved rule's answer: 1 when a candidate at `distance` bits whose
+ * estimated similarity is `similarity` (SIMSTORE_SIMILARITY_UNKNOWN: not
+ * known) is a near-duplicate, else 0. */
+SIMSTORE_API int simstore_near_duplicate(const simstore_near_rule *rule, unsigned distance,
+                                         double similarity);
+
+/* The resolved rule's answer by paragraphs: 1 when a document covering
+ * `shared` of a candidate's `of` paragraphs makes it a near-duplicate
+ * (shared > 0 and shared / of >= min_fraction), else 0. */
+SIMSTORE_API int simstore_near_duplicate_paragraphs(const simstore_near_rule *rule, uint64_t shared,
+                                                    uint64_t of);
 
 /* The k and minimum similarity a scan of s with options o uses (o NULL:
  * the defaults), as simstore_pairs() and simstore_clusters() resolve them;
@@ -1592,7 +1659,7 @@ typedef int (*simstore_paragraph_pair_fn)(void *ctx, const simstore_paragraph_pa
  * The same as simstore_query_paragraphs() of each document against the
  * others, read from one committed state. k: up to SIMSTORE_MAX_K (above
  * the store's k each paragraph query probes more, as simstore_query_fp()
- * does), or SIMSTORE_SCAN_STORE_K.
+ * does), or SIMSTORE_NEAR_STORE_K.
  * Memory: every document's id and paragraph list, and 16 bytes per
  * directed pair, held at once.
  * Errors: SIMSTORE_EINVAL (NULL s or fn, no paragraph index, min_fraction
@@ -2046,17 +2113,23 @@ SIMSTORE_API void simstore_live_query_free(simstore_live_query *q);
 SIMSTORE_API int simstore_live_query_fp(simstore_live_query *q, uint64_t fp, const uint8_t *sketch,
                                         unsigned k, const simstore_match **matches, size_t *count);
 
-/* Insert doc only if no document is within distance k of its fingerprint,
- * atomically with respect to every other change: of near-duplicates posted
- * at once, exactly one is inserted. *inserted gets 1 when it was (and
- * *count 0), else 0 with the near-duplicates in *matches (as
- * simstore_live_query_fp() gives them, with doc->sketch as the query's
- * sketch), valid until the next call on q. Returns once the answer is
+/* Insert doc only if no document is a near-duplicate of it by the
+ * near-duplicate rule (simstore_near_rule: rule NULL for the defaults;
+ * resolved for the store, its k and its sketches, by
+ * simstore_near_rule_resolve(): on a store that keeps sketches, within
+ * SIMSTORE_NEAR_K bits at estimated similarity SIMSTORE_NEAR_SIMILARITY or
+ * more, as `simstore dedup`), atomically with respect to every other
+ * change: of near-duplicates posted at once, exactly one is inserted.
+ * *inserted gets 1 when it was (and *count 0), else 0 with the
+ * near-duplicates in *matches (as simstore_live_query_fp() gives them at
+ * the rule's k, with doc->sketch as the query's sketch, those the rule
+ * keeps), valid until the next call on q. Returns once the answer is
  * durable (the insert's record, or the changes the answer saw).
- * Errors: those of simstore_live_insert() (SIMSTORE_EEXIST: no document
- * within k, but one has the id) and simstore_live_query_fp(). */
+ * Errors: those of simstore_live_insert() (SIMSTORE_EEXIST: no
+ * near-duplicate, but a document has the id), simstore_near_rule_resolve()
+ * and simstore_live_query_fp(). */
 SIMSTORE_API int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc,
-                                             unsigned k, int *inserted,
+                                             const simstore_near_rule *rule, int *inserted,
                                              const simstore_match **matches, size_t *count);
 
 /* What simstore_live_apply_batch() does with one change. */
@@ -2076,7 +2149,7 @@ typedef struct simstore_live_change {
 /* What became of one change of a batch. */
 typedef struct simstore_live_result {
     /* SIMSTORE_OK, or the change's own refusal: SIMSTORE_EEXIST (an
-     * insert's id exists; an insert-if-new with nothing within k whose id
+     * insert's id exists; an insert-if-new with no near-duplicate whose id
      * exists), SIMSTORE_ENOTFOUND (a delete of nothing), SIMSTORE_EINVAL (a
      * bad document, as simstore_live_insert() checks it, or an unknown op). */
     int rc;
@@ -2098,7 +2171,8 @@ typedef struct simstore_live_result {
  * batch instead of one per change. Changes of other threads may be decided
  * between two changes of the batch; each change is atomic with respect to
  * them, as the single calls are.
- *   k        the distance of the batch's insert-if-new changes.
+ *   rule     the near-duplicate rule of the batch's insert-if-new changes
+ *            (NULL: the defaults), as simstore_live_insert_if_new().
  *   results  count entries, one per change, filled in.
  * A crash before the call returns leaves, after the next open, the
  * batch's changes up to some point in order (format/wal.md, "Batches"):
@@ -2109,12 +2183,14 @@ typedef struct simstore_live_result {
  * changes before i are answered and durable, unless the log could not be
  * written (then every result has rc SIMSTORE_EIO, none is known durable,
  * and every later change fails until the live store is opened again).
- * Errors: SIMSTORE_ERANGE (k above the store's design, at the first
- * insert-if-new), SIMSTORE_EINVAL (changes or results NULL),
+ * Errors: those of simstore_near_rule_resolve() (before any change);
+ * SIMSTORE_ERANGE (a k simstore_query_fp() refuses for the store, at the
+ * first insert-if-new), SIMSTORE_EINVAL (changes or results NULL),
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_live_apply_batch(simstore_live_query *q,
                                            const simstore_live_change *changes, size_t count,
-                                           unsigned k, simstore_live_result *results);
+                                           const simstore_near_rule *rule,
+                                           simstore_live_result *results);
 
 /* The document with this id, in memory or on disk: 1 with *doc filled (its
  * pointers valid until the next call on q; metadata always; segment and

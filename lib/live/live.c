@@ -718,16 +718,36 @@ int simstore_live_delete(simstore_live *live, const char *id, size_t id_len)
     return rc;
 }
 
-/* Decide the insert c only if nothing is within k of it, on every change
- * (durable or not) and the store, read from one committed state; log and
- * apply it when so (*inserted 1). Else the near-duplicates are q's answer
- * (matches from q->keep_matches on). *wait: the sequence number the
- * answer rests on (the insert's record, or the last change decided before
- * a refusal). Returns SIMSTORE_OK, SIMSTORE_EEXIST (nothing near, but the
- * id exists: nothing logged), or an error. */
-static int decide_if_new(simstore_live_query *q, const sims_change *c, unsigned k, int *inserted,
-                         live_ticket *wait)
+/* Keep only the matches of q's answer (from q->keep_matches on) that the
+ * near-duplicate rule calls near-duplicates: the query found every
+ * document within the rule's k, the rule may ask a similarity too. */
+static void keep_near_duplicates(simstore_live_query *q, const simstore_near_rule *rule)
 {
+    size_t w = q->keep_matches;
+    for (size_t i = q->keep_matches; i < q->match_len; i++) {
+        if (!simstore_near_duplicate(rule, q->matches[i].distance, q->matches[i].similarity))
+            continue;
+        if (w != i) {
+            q->matches[w] = q->matches[i];
+            memcpy(q->offs[w], q->offs[i], sizeof q->offs[0]);
+        }
+        w++;
+    }
+    q->match_len = w;
+}
+
+/* Decide the insert c only if nothing is a near-duplicate of it by the
+ * resolved rule, on every change (durable or not) and the store, read
+ * from one committed state; log and apply it when so (*inserted 1). Else
+ * the near-duplicates are q's answer (matches from q->keep_matches on).
+ * *wait: the sequence number the answer rests on (the insert's record, or
+ * the last change decided before a refusal). Returns SIMSTORE_OK,
+ * SIMSTORE_EEXIST (nothing near, but the id exists: nothing logged), or an
+ * error. */
+static int decide_if_new(simstore_live_query *q, const sims_change *c,
+                         const simstore_near_rule *rule, int *inserted, live_ticket *wait)
+{
+    unsigned k = rule->k;
     simstore_live *live = q->live;
     *inserted = 0;
     *wait = ticket_of(live, 0);
@@ -753,6 +773,8 @@ static int decide_if_new(simstore_live_query *q, const sims_change *c, unsigned 
         /* Decide on every change, durable or not (ALL_CHANGES): a
          * near-duplicate still on its way to the disk counts. */
         rc = make_answer(q, sm, sn, c->fp, c->sketch, k, ALL_CHANGES);
+        if (rc == SIMSTORE_OK)
+            keep_near_duplicates(q, rule);
         uint64_t id_seq = 0;
         int exists = rc == SIMSTORE_OK && id_exists(live, c->id, c->id_len, in_store, &id_seq);
         pthread_rwlock_unlock(&live->mem_lock);
@@ -773,22 +795,39 @@ static int decide_if_new(simstore_live_query *q, const sims_change *c, unsigned 
     }
 }
 
-int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc, unsigned k,
-                                int *inserted, const simstore_match **matches, size_t *count)
+/* The near-duplicate rule of live's insert-if-new: *in (NULL: the
+ * defaults) resolved for the store, its k and sketches. */
+static int live_near_rule(const simstore_live *live, const simstore_near_rule *in,
+                          simstore_near_rule *out)
+{
+    if (in)
+        *out = *in;
+    else
+        simstore_near_rule_init(out);
+    return simstore_near_rule_resolve(out, live->k, live->sketch, 0);
+}
+
+int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc,
+                                const simstore_near_rule *near, int *inserted,
+                                const simstore_match **matches, size_t *count)
 {
     *inserted = 0;
     *matches = NULL;
     *count = 0;
     simstore_live *live = q->live;
+    simstore_near_rule rule;
+    int rc = live_near_rule(live, near, &rule);
+    if (rc)
+        return rc;
     sims_change c;
-    int rc = doc_change(live, doc, &c);
+    rc = doc_change(live, doc, &c);
     if (rc)
         return rc;
     if ((rc = wait_for_room(live)) != SIMSTORE_OK)
         return rc;
     live_ticket wait;
     int made = 0;
-    rc = decide_if_new(q, &c, k, &made, &wait);
+    rc = decide_if_new(q, &c, &rule, &made, &wait);
     int durable = wait_durable(live, wait);
     if (durable) {
         recover_log(live);
@@ -811,8 +850,9 @@ static int refuses_change(int rc)
 }
 
 /* One change of a batch: decided, logged and applied, not yet durable. */
-static int batch_change(simstore_live_query *q, const simstore_live_change *ch, unsigned k,
-                        simstore_live_result *res, live_ticket *wait)
+static int batch_change(simstore_live_query *q, const simstore_live_change *ch,
+                        const simstore_near_rule *rule, simstore_live_result *res,
+                        live_ticket *wait)
 {
     simstore_live *live = q->live;
     sims_change c;
@@ -836,7 +876,7 @@ static int batch_change(simstore_live_query *q, const simstore_live_change *ch, 
     case SIMSTORE_LIVE_INSERT_IF_NEW:
         rc = doc_change(live, &ch->doc, &c);
         if (rc == SIMSTORE_OK)
-            rc = decide_if_new(q, &c, k, &res->applied, wait);
+            rc = decide_if_new(q, &c, rule, &res->applied, wait);
         if (rc == SIMSTORE_OK)
             res->count = q->match_len - q->keep_matches;
         return rc;
@@ -845,13 +885,21 @@ static int batch_change(simstore_live_query *q, const simstore_live_change *ch, 
 }
 
 int simstore_live_apply_batch(simstore_live_query *q, const simstore_live_change *changes,
-                              size_t count, unsigned k, simstore_live_result *results)
+                              size_t count, const simstore_near_rule *near,
+                              simstore_live_result *results)
 {
     simstore_live *live = q->live;
     if (count && (!changes || !results))
         return sims_fail(SIMSTORE_EINVAL, "no changes or no results");
     if (count)
         memset(results, 0, count * sizeof *results);
+    /* A rule refused stops the batch at its first change. */
+    simstore_near_rule rule;
+    int rrc = live_near_rule(live, near, &rule);
+    for (size_t i = 0; rrc && i < count; i++)
+        results[i].rc = rrc;
+    if (rrc)
+        return rrc;
     q->match_len = q->arena_len = 0;
     q->keep_matches = q->keep_arena = 0;
     q->copy_store = 1;
@@ -860,7 +908,7 @@ int simstore_live_apply_batch(simstore_live_query *q, const simstore_live_change
     size_t done = 0;
     for (; done < count; done++) {
         live_ticket w;
-        int one = batch_change(q, &changes[done], k, &results[done], &w);
+        int one = batch_change(q, &changes[done], &rule, &results[done], &w);
         if (w.seq && wait.seq && w.epoch != wait.epoch) {
             /* The log failed and was recovered during the batch: changes
              * decided before may be lost. */

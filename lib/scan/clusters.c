@@ -14,6 +14,7 @@
 #include "scan/pairs.h"
 #include "scan/state.h"
 
+#include "common/bits.h"
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -37,7 +38,8 @@ typedef struct crun {
     scan_state *st;
     const simstore_cluster_options *o;
     simstore_scan_options so;
-    uint64_t *edges; /* live pairs (a, b) */
+    simstore_near_rule rule; /* so's k and minimum similarity */
+    uint64_t *edges;         /* live pairs (a, b) */
     size_t nedges, edge_cap;
     uint64_t *nodes; /* distinct fingerprints in pairs or shared, sorted */
     size_t nnodes, node_cap;
@@ -448,9 +450,9 @@ static int cluster_stars(crun *r, uint32_t *cluster_of)
 
 /* ---- with a minimum similarity: a graph over documents ------------------------ */
 
-static int add_doc_edge(crun *r, uint32_t x, uint32_t y)
+static int add_doc_edge(crun *r, uint32_t x, uint32_t y, unsigned distance)
 {
-    if (!(doc_similarity(r, x, y) >= r->so.min_similarity))
+    if (!simstore_near_duplicate(&r->rule, distance, doc_similarity(r, x, y)))
         return 0; /* an unknown similarity (-1) too */
     int rc =
         grow((void **)&r->doc_edges, &r->doc_edge_cap, r->ndoc_edges + 2, sizeof *r->doc_edges);
@@ -468,14 +470,15 @@ static int collect_doc_edges(crun *r)
     int rc = 0;
     for (size_t e = 0; rc == 0 && e < r->nedges; e += 2) {
         uint32_t a = node_of(r, r->edges[e]), b = node_of(r, r->edges[e + 1]);
+        unsigned d = sims_distance(r->edges[e], r->edges[e + 1]);
         for (uint32_t x = r->first_doc[a]; rc == 0 && x < r->first_doc[a + 1]; x++)
             for (uint32_t y = r->first_doc[b]; rc == 0 && y < r->first_doc[b + 1]; y++)
-                rc = add_doc_edge(r, x, y);
+                rc = add_doc_edge(r, x, y, d);
     }
     for (size_t i = 0; rc == 0 && i < r->nnodes; i++)
         for (uint32_t x = r->first_doc[i]; rc == 0 && x < r->first_doc[i + 1]; x++)
             for (uint32_t y = x + 1; rc == 0 && y < r->first_doc[i + 1]; y++)
-                rc = add_doc_edge(r, x, y);
+                rc = add_doc_edge(r, x, y, 0);
     return rc;
 }
 
@@ -901,9 +904,10 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     crun r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    int rc = scan_options_resolve(s, &o->scan, &r.so);
+    int rc = scan_options_resolve(s, &o->scan, 0, &r.so);
     if (rc)
         return rc;
+    scan_near_rule(&r.so, &r.rule);
     scan_state st;
     rc = scan_state_begin(s, &st);
     if (rc)

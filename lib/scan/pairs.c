@@ -141,6 +141,7 @@ int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort
 typedef struct pairs_run {
     scan_state *st;
     const simstore_scan_options *o;
+    simstore_near_rule rule; /* o's k and minimum similarity */
     unsigned flags;
     sims_recsort *out;
     scan_docs da, db;
@@ -165,8 +166,7 @@ static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_
 {
     double sim = simstore_sketch_similarity(r->st->s->text.sketch, scan_doc_sketch(x, i),
                                             scan_doc_sketch(y, j));
-    /* An unknown similarity (-1) is below every minimum. */
-    if (r->o->min_similarity > 0 && !(sim >= r->o->min_similarity))
+    if (!simstore_near_duplicate(&r->rule, d, sim))
         return 0;
     const scan_doc *p = &x->docs[i], *q = &y->docs[j];
     const char *pid = x->ids + p->off, *qid = y->ids + q->off;
@@ -285,6 +285,7 @@ static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsign
     memset(&r, 0, sizeof r);
     r.st = st;
     r.o = o;
+    scan_near_rule(o, &r.rule);
     r.flags = flags;
     int rc = scan_join_store(st, o, &joined);
     if (rc == 0)
@@ -321,21 +322,13 @@ int simstore_pairs(simstore *s, const simstore_scan_options *opts, unsigned flag
         return sims_fail(SIMSTORE_EINVAL, "simstore_pairs: NULL store or callback");
     if (flags & ~SIMSTORE_PAIRS_BY_FINGERPRINT)
         return sims_fail(SIMSTORE_EINVAL, "simstore_pairs: unknown flags %#x", flags);
-    simstore_scan_options in, o;
-    if (opts)
-        in = *opts;
-    else
-        simstore_scan_options_init(&in);
-    /* Pairs of fingerprints have no similarity: the default asks none. */
-    if ((flags & SIMSTORE_PAIRS_BY_FINGERPRINT) &&
-        in.min_similarity == SIMSTORE_SCAN_DEFAULT_SIMILARITY)
-        in.min_similarity = 0;
-    int rc = scan_options_resolve(s, &in, &o);
+    simstore_scan_options o;
+    /* Pairs of fingerprints have no similarity: the rule's default asks
+     * none, a minimum is refused. */
+    int rc = scan_options_resolve(
+        s, opts, flags & SIMSTORE_PAIRS_BY_FINGERPRINT ? SIMSTORE_NEAR_BY_FINGERPRINT : 0, &o);
     if (rc)
         return rc;
-    if (o.min_similarity > 0 && (flags & SIMSTORE_PAIRS_BY_FINGERPRINT))
-        return sims_fail(SIMSTORE_EINVAL, "pairs by fingerprint have no similarity: a minimum "
-                                          "similarity needs pairs of documents");
     scan_state st;
     rc = scan_state_begin(s, &st);
     if (rc)
@@ -355,7 +348,7 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
     if (k < 1 || k > SIMSTORE_MAX_K)
         return sims_fail(SIMSTORE_EINVAL, "join distance %u outside 1..%u", k, SIMSTORE_MAX_K);
     if (opts && opts->min_similarity != 0 &&
-        opts->min_similarity != SIMSTORE_SCAN_DEFAULT_SIMILARITY)
+        opts->min_similarity != SIMSTORE_NEAR_DEFAULT_SIMILARITY)
         return sims_fail(SIMSTORE_EINVAL, "a join of fingerprints has no similarity: give no "
                                           "minimum similarity");
     simstore_scan_options o;

@@ -160,7 +160,7 @@ static int cmp_upair(const void *x, const void *y)
     return (a->b > b->b) - (a->b < b->b);
 }
 
-static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p, upair **out,
+static int pairs_once(simstore *s, const simstore_near_rule *rule, pp_state *p, upair **out,
                       size_t *nout)
 {
     *out = NULL;
@@ -176,7 +176,7 @@ static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p,
         const pdoc *d = &p->docs[i];
         const simstore_paragraph_match *m;
         size_t count;
-        rc = simstore_query_paragraphs(q, p->paras + d->para_off, d->npara, k, 0, &m, &count);
+        rc = simstore_query_paragraphs(q, p->paras + d->para_off, d->npara, rule->k, 0, &m, &count);
         for (size_t j = 0; j < count && rc == SIMSTORE_OK; j++) {
             uint32_t b;
             if (!find_doc(p, m[j].id, m[j].id_len, &b))
@@ -225,7 +225,8 @@ static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p,
         e->of_b = y->of;
         double fa = (double)x->shared / (double)x->of, fb = (double)y->shared / (double)y->of;
         e->fraction = fa > fb ? fa : fb;
-        if (e->fraction >= min_fraction)
+        if (simstore_near_duplicate_paragraphs(rule, x->shared, x->of) ||
+            simstore_near_duplicate_paragraphs(rule, y->shared, y->of))
             n++;
         i += 2;
     }
@@ -238,8 +239,7 @@ static int pairs_once(simstore *s, unsigned k, double min_fraction, pp_state *p,
 
 typedef struct pp_attempt {
     simstore *s;
-    unsigned k;
-    double min_fraction;
+    simstore_near_rule rule;
     pp_state p;
     upair *pairs;
     size_t npairs;
@@ -251,7 +251,7 @@ static int pp_once(void *ctx)
     pp_free(&a->p);
     free(a->pairs);
     a->pairs = NULL;
-    return pairs_once(a->s, a->k, a->min_fraction, &a->p, &a->pairs, &a->npairs);
+    return pairs_once(a->s, &a->rule, &a->p, &a->pairs, &a->npairs);
 }
 
 int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
@@ -263,10 +263,16 @@ int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
         return sims_fail(SIMSTORE_EINVAL,
                          "%s has no paragraph index (build it with paragraphs to pair them)",
                          s->path);
-    if (!(min_fraction >= 0 && min_fraction <= 1))
-        return sims_fail(SIMSTORE_EINVAL, "minimum fraction %g is outside 0..1", min_fraction);
-    if (k == SIMSTORE_SCAN_STORE_K || k == SIMSTORE_SCAN_DEFAULT_K)
-        k = s->design->params.k;
+    /* The near-duplicate rule by paragraphs: k, the minimum fraction. */
+    simstore_near_rule rule;
+    simstore_near_rule_init(&rule);
+    rule.k = k;
+    rule.min_fraction = min_fraction;
+    int rrc = simstore_near_rule_resolve(&rule, s->design->params.k, s->text.sketch,
+                                         SIMSTORE_NEAR_BY_PARAGRAPHS);
+    if (rrc)
+        return rrc;
+    k = rule.k;
     /* Each paragraph is a query of the paragraph tables: above the
      * design's k, one probing every prefix near it (format/design.md,
      * "Beyond k"). */
@@ -276,8 +282,7 @@ int simstore_paragraph_pairs(simstore *s, unsigned k, double min_fraction,
     pp_attempt a;
     memset(&a, 0, sizeof a);
     a.s = s;
-    a.k = k;
-    a.min_fraction = min_fraction;
+    a.rule = rule;
     int rc = sims_retry(pp_once, &a);
     for (size_t i = 0; i < a.npairs && rc == SIMSTORE_OK; i++) {
         const upair *u = &a.pairs[i];

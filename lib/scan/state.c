@@ -66,36 +66,26 @@ void scan_state_end(scan_state *st)
     st->snap = NULL;
 }
 
-int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
+int scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
                          simstore_scan_options *out)
 {
     if (in)
         *out = *in;
     else
         simstore_scan_options_init(out);
-    unsigned design_k = s->design->params.k;
-    int sketches = s->text.sketch != SIMSTORE_SKETCH_NONE;
-    if (out->min_similarity == SIMSTORE_SCAN_DEFAULT_SIMILARITY)
-        out->min_similarity =
-            sketches && out->k == SIMSTORE_SCAN_DEFAULT_K ? SIMSTORE_NEAR_SIMILARITY : 0;
-    if (out->k == SIMSTORE_SCAN_DEFAULT_K)
-        out->k = out->min_similarity > 0 ? SIMSTORE_NEAR_K : design_k;
-    if (out->k == SIMSTORE_SCAN_STORE_K)
-        out->k = design_k;
-    /* Above design_k the scan joins the fingerprints in memory under a
-     * design for k (pairs.c, join_beyond_design): designs go up to
-     * SIMSTORE_MAX_K. */
-    if (out->k > SIMSTORE_MAX_K)
-        return sims_fail(SIMSTORE_ERANGE, "distance %u is above %u, the largest a scan answers",
-                         out->k, SIMSTORE_MAX_K);
-    if (!(out->min_similarity >= 0 && out->min_similarity <= 1))
-        return sims_fail(SIMSTORE_EINVAL, "minimum similarity %g is outside 0..1",
-                         out->min_similarity);
-    if (out->min_similarity > 0 && !sketches)
-        return sims_fail(SIMSTORE_EINVAL,
-                         "%s keeps no sketches (built with sketch kind none, or before "
-                         "sketches), so it cannot tell similarities",
-                         s->path);
+    /* The near-duplicate rule's k and minimum similarity (simstore.h):
+     * resolved where every client's are. Above design_k the scan joins the
+     * fingerprints in memory under a design for k (pairs.c,
+     * join_beyond_design): designs go up to SIMSTORE_MAX_K. */
+    simstore_near_rule rule;
+    simstore_near_rule_init(&rule);
+    rule.k = out->k;
+    rule.min_similarity = out->min_similarity;
+    int rc = simstore_near_rule_resolve(&rule, s->design->params.k, s->text.sketch, flags);
+    if (rc)
+        return rc;
+    out->k = rule.k;
+    out->min_similarity = rule.min_similarity;
     if (out->threads == 0)
         out->threads = simstore_default_threads();
     if (out->memory_bytes == 0)
@@ -105,13 +95,22 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
     return SIMSTORE_OK;
 }
 
+void scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule)
+{
+    simstore_near_rule_init(rule);
+    rule->k = o->k;
+    rule->min_similarity = o->min_similarity;
+}
+
 void simstore_scan_options_init(simstore_scan_options *o)
 {
     if (!o)
         return;
     memset(o, 0, sizeof *o);
-    o->k = SIMSTORE_SCAN_DEFAULT_K;
-    o->min_similarity = SIMSTORE_SCAN_DEFAULT_SIMILARITY;
+    simstore_near_rule rule;
+    simstore_near_rule_init(&rule);
+    o->k = rule.k;
+    o->min_similarity = rule.min_similarity;
 }
 
 int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o, unsigned *k,
@@ -120,7 +119,7 @@ int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o, uns
     if (!s)
         return sims_fail(SIMSTORE_EINVAL, "simstore_scan_resolve: NULL store");
     simstore_scan_options r;
-    int rc = scan_options_resolve(s, o, &r);
+    int rc = scan_options_resolve(s, o, 0, &r);
     if (rc)
         return rc;
     if (k)

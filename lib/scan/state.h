@@ -32,11 +32,16 @@ int scan_state_begin(simstore *s, scan_state *st);
 int scan_state_begin_lookups(simstore *s, scan_state *st);
 void scan_state_end(scan_state *st);
 
-/* The resolved scan options: k checked (at most SIMSTORE_MAX_K, ERANGE;
- * above the store's design the join runs in memory, pairs.h), the
- * defaults filled in. */
-int scan_options_resolve(const simstore *s, const simstore_scan_options *in,
+/* The resolved scan options: k and the minimum similarity by the
+ * near-duplicate rule (simstore_near_rule_resolve() with flags, for this
+ * store: k at most SIMSTORE_MAX_K, ERANGE; above the store's design the
+ * join runs in memory, pairs.h), the other defaults filled in. */
+int scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
                          simstore_scan_options *out);
+
+/* The near-duplicate rule of resolved options o, for
+ * simstore_near_duplicate(). */
+void scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule);
 
 /* The documents holding one fingerprint, in fps order (id byte order). */
 typedef struct scan_doc {

@@ -67,6 +67,10 @@ static uint64_t flip(test_rng *r, uint64_t fp, unsigned bits)
     return fp;
 }
 
+/* The near-duplicate rule by distance alone, within k bits (k given
+ * alone: simstore_near_rule_resolve() asks no similarity). */
+#define WITHIN(k) (&(simstore_near_rule){(k), 0.0, SIMSTORE_NEAR_DEFAULT_FRACTION})
+
 #define MAX_DOCS 4096
 
 /* What the store should hold: documents by number (id "dNNNNN"). */
@@ -664,7 +668,8 @@ static void *racer_main(void *arg)
     const simstore_match *m;
     size_t n;
     pthread_barrier_wait(&r->go);
-    r->rc[me->index] = simstore_live_insert_if_new(me->q, &d, 3, &r->inserted[me->index], &m, &n);
+    r->rc[me->index] =
+        simstore_live_insert_if_new(me->q, &d, WITHIN(3), &r->inserted[me->index], &m, &n);
     r->matches[me->index] = n;
     return NULL;
 }
@@ -729,13 +734,14 @@ static void test_live_threads__insert_if_new_race(void **state)
     /* Not new: a near-duplicate of a stored document. */
     simstore_live_doc dup = {"dup", 3, m.fp[0] ^ 6, NULL, 0, 0, NULL};
     int inserted;
-    assert_int_equal(simstore_live_insert_if_new(q, &dup, 3, &inserted, &mm, &n), SIMSTORE_OK);
+    assert_int_equal(simstore_live_insert_if_new(q, &dup, WITHIN(3), &inserted, &mm, &n),
+                     SIMSTORE_OK);
     assert_int_equal(inserted, 0);
     assert_int_equal(n, 1);
     assert_int_equal(mm[0].distance, 2);
     /* New but its id is taken. */
     simstore_live_doc taken = {"d00000", 6, ~m.fp[0], NULL, 0, 0, NULL};
-    assert_int_equal(simstore_live_insert_if_new(q, &taken, 3, &inserted, &mm, &n),
+    assert_int_equal(simstore_live_insert_if_new(q, &taken, WITHIN(3), &inserted, &mm, &n),
                      SIMSTORE_EEXIST);
     simstore_live_query_free(q);
     simstore_live_close(r.live);
@@ -787,7 +793,8 @@ static void apply_one(simstore_live *live, simstore_live_query *q, const simstor
         r->rc = simstore_live_delete(live, c->doc.id, c->doc.id_len);
         r->applied = r->rc == SIMSTORE_OK;
     } else {
-        r->rc = simstore_live_insert_if_new(q, &c->doc, k, &r->applied, &r->matches, &r->count);
+        r->rc =
+            simstore_live_insert_if_new(q, &c->doc, WITHIN(k), &r->applied, &r->matches, &r->count);
     }
 }
 
@@ -834,7 +841,8 @@ static void test_live_batch__same_as_one_by_one(void **state)
         }
         simstore_live_stats before, after;
         simstore_live_get_stats(a, &before);
-        assert_int_equal(simstore_live_apply_batch(qa, changes, size, 3, results), SIMSTORE_OK);
+        assert_int_equal(simstore_live_apply_batch(qa, changes, size, WITHIN(3), results),
+                         SIMSTORE_OK);
         simstore_live_get_stats(a, &after);
         /* One commit for the batch (the group bound is 16 MiB). */
         assert_true(after.wal_syncs - before.wal_syncs <= 1);
@@ -883,18 +891,20 @@ static void test_live_batch__same_as_one_by_one(void **state)
     bad[1].op = SIMSTORE_LIVE_INSERT;
     bad[1].doc.id = "y";
     bad[1].doc.id_len = 0;
-    assert_int_equal(simstore_live_apply_batch(qa, bad, 2, 3, results), SIMSTORE_OK);
+    assert_int_equal(simstore_live_apply_batch(qa, bad, 2, WITHIN(3), results), SIMSTORE_OK);
     assert_int_equal(results[0].rc, SIMSTORE_EINVAL);
     assert_int_equal(results[1].rc, SIMSTORE_EINVAL);
     bad[1].op = SIMSTORE_LIVE_INSERT_IF_NEW;
     bad[1].doc.id_len = 1;
     bad[0].op = SIMSTORE_LIVE_INSERT;
     bad[0].doc.fp = 42;
-    assert_int_equal(simstore_live_apply_batch(qa, bad, 2, 8, results), SIMSTORE_ERANGE);
-    assert_int_equal(results[0].rc, SIMSTORE_OK);
-    assert_int_equal(results[0].applied, 1);
+    /* A near-duplicate rule refused stops the batch before its first
+     * change. */
+    assert_int_equal(simstore_live_apply_batch(qa, bad, 2, WITHIN(8), results), SIMSTORE_ERANGE);
+    assert_int_equal(results[0].rc, SIMSTORE_ERANGE);
+    assert_int_equal(results[0].applied, 0);
     assert_int_equal(results[1].rc, SIMSTORE_ERANGE);
-    assert_int_equal(simstore_live_apply_batch(qa, NULL, 0, 3, NULL), SIMSTORE_OK);
+    assert_int_equal(simstore_live_apply_batch(qa, NULL, 0, WITHIN(3), NULL), SIMSTORE_OK);
     simstore_live_query_free(qa);
     simstore_live_query_free(qb);
     simstore_live_close(a);
@@ -952,7 +962,7 @@ static void test_live_memory__bounded_under_batches(void **state)
             changes[i].doc.id_len = strlen(ids[i]);
             changes[i].doc.fp = fps[n];
         }
-        assert_int_equal(simstore_live_apply_batch(q, changes, ROOM_BATCH, 0, results),
+        assert_int_equal(simstore_live_apply_batch(q, changes, ROOM_BATCH, WITHIN(0), results),
                          SIMSTORE_OK);
         for (unsigned i = 0; i < ROOM_BATCH; i++)
             assert_int_equal(results[i].rc, SIMSTORE_OK);
@@ -1024,7 +1034,7 @@ static void test_live_batch__torn_group(void **state)
         changes[i].doc.id_len = strlen(ids[i]);
         changes[i].doc.fp = mix(i);
     }
-    assert_int_equal(simstore_live_apply_batch(q, changes, N, 3, results), SIMSTORE_OK);
+    assert_int_equal(simstore_live_apply_batch(q, changes, N, WITHIN(3), results), SIMSTORE_OK);
     for (unsigned i = 0; i < N; i++)
         assert_int_equal(results[i].applied, 1);
     simstore_live_query_free(q);
@@ -1143,7 +1153,7 @@ static void run_child(const char *path, int fd, unsigned every_flush, unsigned b
                      ? simstore_live_delete(live, c[0].doc.id, c[0].doc.id_len)
                      : simstore_live_insert(live, &c[0].doc);
         else
-            rc = simstore_live_apply_batch(q, c, n, 0, res);
+            rc = simstore_live_apply_batch(q, c, n, WITHIN(0), res);
         for (unsigned j = 0; rc == SIMSTORE_OK && batch > 1 && j < n; j++)
             rc = res[j].rc;
         if (rc != SIMSTORE_OK) {

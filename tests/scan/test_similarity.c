@@ -742,6 +742,78 @@ static void test_similarity_options__stores_without_sketches(void **state)
 
 /* ---- texts, end to end --------------------------------------------------------------- */
 
+/* The near-duplicate rule alone (simstore.h, "The near-duplicate rule"):
+ * its defaults from the store's facts, its refusals, its answer. */
+static simstore_near_rule rule_of(unsigned k, double j)
+{
+    simstore_near_rule r;
+    simstore_near_rule_init(&r);
+    r.k = k;
+    r.min_similarity = j;
+    return r;
+}
+
+static void test_similarity_rule__defaults_and_answer(void **state)
+{
+    (void)state;
+    const unsigned DK = SIMSTORE_NEAR_DEFAULT_K;
+    const double DJ = SIMSTORE_NEAR_DEFAULT_SIMILARITY;
+    const simstore_sketch_kind SK = SIMSTORE_SKETCH_MINHASH256, NONE = SIMSTORE_SKETCH_NONE;
+    simstore_near_rule r = rule_of(DK, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_int_equal(r.k, SIMSTORE_NEAR_K);
+    assert_true(r.min_similarity == SIMSTORE_NEAR_SIMILARITY);
+    assert_true(r.min_fraction == SIMSTORE_NEAR_FRACTION);
+    /* Within 7 at 0.9 or more; an unknown similarity is below it. */
+    assert_true(simstore_near_duplicate(&r, 7, 0.9));
+    assert_false(simstore_near_duplicate(&r, 8, 1.0));
+    assert_false(simstore_near_duplicate(&r, 0, 0.89));
+    assert_false(simstore_near_duplicate(&r, 0, SIMSTORE_SIMILARITY_UNKNOWN));
+    r = rule_of(DK, DJ); /* no sketches: the store's k, distance alone */
+    assert_int_equal(simstore_near_rule_resolve(&r, 4, NONE, 0), SIMSTORE_OK);
+    assert_int_equal(r.k, 4);
+    assert_true(r.min_similarity == 0);
+    assert_true(simstore_near_duplicate(&r, 4, SIMSTORE_SIMILARITY_UNKNOWN));
+    r = rule_of(2, DJ); /* k alone: distance alone */
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.k == 2 && r.min_similarity == 0);
+    r = rule_of(DK, 0.8); /* a similarity alone: candidates within 7 */
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.k == SIMSTORE_NEAR_K && r.min_similarity == 0.8);
+    r = rule_of(DK, 0); /* a minimum of 0: the store's k */
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.k == 3 && r.min_similarity == 0);
+    r = rule_of(SIMSTORE_NEAR_STORE_K, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 5, SK, 0), SIMSTORE_OK);
+    assert_true(r.k == 5 && r.min_similarity == 0);
+    r = rule_of(DK, DJ); /* by paragraphs: the store's k and 0.3 of them */
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_BY_PARAGRAPHS),
+                     SIMSTORE_OK);
+    assert_true(r.k == 3 && r.min_similarity == 0);
+    assert_true(simstore_near_duplicate_paragraphs(&r, 3, 10));
+    assert_false(simstore_near_duplicate_paragraphs(&r, 2, 10));
+    assert_false(simstore_near_duplicate_paragraphs(&r, 0, 10));
+    /* Refusals. */
+    r = rule_of(SIMSTORE_MAX_K + 1, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_ERANGE);
+    r = rule_of(DK, 1.5);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_EINVAL);
+    r = rule_of(DK, 0.9);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, NONE, 0), SIMSTORE_EINVAL);
+    assert_non_null(strstr(simstore_last_error(), "keeps no sketches"));
+    r = rule_of(DK, 0.9);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_BY_FINGERPRINT),
+                     SIMSTORE_EINVAL);
+    r = rule_of(DK, 0.9);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_BY_PARAGRAPHS),
+                     SIMSTORE_EINVAL);
+    r = rule_of(DK, DJ);
+    r.min_fraction = 2;
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 8), SIMSTORE_EINVAL);
+    assert_int_equal(simstore_near_rule_resolve(NULL, 3, SK, 0), SIMSTORE_EINVAL);
+}
+
 /* The scans' defaults (simstore.h, the near-duplicate setting): on a store
  * that keeps sketches, options left at their defaults are k 7 (above this
  * store's design k) and similarity 0.9; a k given alone is a distance
@@ -790,7 +862,7 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     free(got.buf);
     free(k_alone.buf);
     /* A similarity alone: candidates within 7; 0: the store's k. */
-    o.k = SIMSTORE_SCAN_DEFAULT_K;
+    o.k = SIMSTORE_NEAR_DEFAULT_K;
     o.min_similarity = 0.5;
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
     assert_int_equal(k, 7);
@@ -805,8 +877,8 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
     assert_int_equal(k, K);
     assert_true(j == 0);
-    o.k = SIMSTORE_SCAN_STORE_K;
-    o.min_similarity = SIMSTORE_SCAN_DEFAULT_SIMILARITY;
+    o.k = SIMSTORE_NEAR_STORE_K;
+    o.min_similarity = SIMSTORE_NEAR_DEFAULT_SIMILARITY;
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
     assert_int_equal(k, K);
     assert_true(j == 0);
@@ -1080,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_similarity_scan__above_design),
         cmocka_unit_test(test_similarity_options__stores_without_sketches),
         cmocka_unit_test(test_similarity_defaults__near_duplicate_setting),
+        cmocka_unit_test(test_similarity_rule__defaults_and_answer),
         cmocka_unit_test(test_similarity_text__end_to_end),
         cmocka_unit_test(test_similarity_corrupt__sketch_bytes),
     };

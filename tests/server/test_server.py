@@ -1388,12 +1388,121 @@ def test_serve_options():
         check(srv.stop() == 0, "SIGTERM exits 0")
 
 
+# ---- One near-duplicate rule (issue 35, item 3) -------------------------------
+
+NEAR_RULE = os.path.join(SOURCE, "tests", "data", "near_rule.jsonl")
+
+
+def sketch_similarity(a_hex, b_hex):
+    """format/sketch.md's estimate from two 1-bit sketches (hex): max(0, (m - 2 D) / m)."""
+    m = len(a_hex) * 4
+    d = bin(int(a_hex, 16) ^ int(b_hex, 16)).count("1")
+    return max(0.0, (m - 2 * d) / m)
+
+
+def near_rule_oracle(recs):
+    """The rule by brute force (simstore.h, "The near-duplicate rule", its
+    defaults on a store that keeps sketches): in input order, a record is
+    dropped when a kept one is within 7 bits at estimated similarity 0.9 or
+    more. Returns the kept ids and the (distance, similarity) of every pair."""
+    path = os.path.join(WORK, "near_rule.fps")
+    with open(path, "w") as f:
+        f.write(run("fingerprint", "--jsonl", "--sketch", "minhash256", NEAR_RULE).stdout)
+    fps = [line.split("\t") for line in open(path).read().splitlines()]
+    check([r["id"] for r in recs] == [x[1] for x in fps], "fingerprints in input order")
+    kept, pairs = [], []
+    for i, (fp, rid, sk) in enumerate(fps):
+        near = False
+        for j in range(i):
+            d = bin(int(fp, 16) ^ int(fps[j][0], 16)).count("1")
+            sim = sketch_similarity(sk, fps[j][2])
+            pairs.append((d, sim))
+            if fps[j][1] in kept and d <= 7 and sim >= 0.9:
+                near = True
+        if not near:
+            kept.append(rid)
+    return kept, pairs
+
+
+def test_near_rule_same_documents():
+    """The same JSON Lines corpus, sent in order, keeps the same documents
+    through `simstore dedup` (alone and with --store), POST /v1/documents with
+    insert-if-new (one by one and as a batch) on a served empty store built
+    with the same options, and the Python module's insert_if_new."""
+    recs = [json.loads(line) for line in open(NEAR_RULE) if line.strip()]
+    want, pairs = near_rule_oracle(recs)
+    # The corpus tells the rules apart: pairs within the store's k (3) below
+    # the similarity, pairs beyond it but within 7 above it, pairs beyond 7.
+    check(any(d <= 3 and s < 0.9 for d, s in pairs), "corpus: within 3 bits, similarity < 0.9")
+    check(any(d <= 3 and s >= 0.9 for d, s in pairs), "corpus: within 3 bits, similarity >= 0.9")
+    check(any(3 < d <= 7 and s >= 0.9 for d, s in pairs), "corpus: 4..7 bits, similarity >= 0.9")
+    check(any(d > 7 and s >= 0.9 for d, s in pairs), "corpus: beyond 7 bits, similarity >= 0.9")
+    check(0 < len(want) < len(recs), "the rule drops some records and keeps others")
+
+    def kept_of(out):
+        return [json.loads(line)["id"] for line in out.splitlines() if line.strip()]
+
+    got = kept_of(run("dedup", NEAR_RULE).stdout)
+    check(got == want, "dedup keeps the rule's documents: %s" % got)
+    empty_input = os.path.join(WORK, "near_rule_empty.jsonl")
+    open(empty_input, "w").close()
+
+    def empty_store(name):
+        path = os.path.join(WORK, name)
+        run("build", path, empty_input)
+        return path
+
+    got = kept_of(run("dedup", "--store", empty_store("near_rule_dedup.store"), NEAR_RULE).stdout)
+    check(got == want, "dedup --store EMPTY keeps the rule's documents: %s" % got)
+    # The server, one document at a time, then as one batch.
+    srv = Server(empty_store("near_rule_one.store"))
+    try:
+        got = []
+        for r in recs:
+            st, body = srv.request("POST", "/v1/documents",
+                                   {"id": r["id"], "text": r["text"], "mode": "insert-if-new"})
+            check(st in (200, 201), "insert-if-new answers 200 or 201, not %d" % st)
+            if body.get("inserted"):
+                got.append(r["id"])
+        check(got == want, "POST insert-if-new keeps the rule's documents: %s" % got)
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+    srv = Server(empty_store("near_rule_batch.store"))
+    try:
+        st, body = srv.request("POST", "/v1/documents", {
+            "mode": "insert-if-new",
+            "documents": [{"id": r["id"], "text": r["text"]} for r in recs]})
+        got = [res["id"] for res in body.get("results", []) if res.get("inserted")]
+        check(st == 200 and got == want, "a batch insert-if-new keeps the rule's documents: %s"
+              % got)
+    finally:
+        check(srv.stop() == 0, "SIGTERM exits 0")
+    # Python, when the module is on the path (ctest sets PYTHONPATH when it
+    # is built; SIMSTORE_TEST_PYTHON=1 says it must be).
+    try:
+        import simstore
+    except ImportError:
+        check(os.environ.get("SIMSTORE_TEST_PYTHON") != "1", "the Python module imports")
+        print("the Python module is not on the path: its part skipped", flush=True)
+        return
+    path = empty_store("near_rule_python.store")
+    check(hasattr(simstore, "insert_if_new"), "the Python module has insert_if_new")
+    if hasattr(simstore, "insert_if_new"):
+        inserted = simstore.insert_if_new(path, recs)
+        got = [r["id"] for r, ok in zip(recs, inserted) if ok]
+        check(got == want, "simstore.insert_if_new keeps the rule's documents: %s" % got)
+        with simstore.Store.open(path) as s:
+            check(sorted(d.id for d in s.documents()) == sorted(want),
+                  "the Python-filled store holds the kept documents")
+
+
 TESTS = [test_routes_and_errors, test_queries_equal_cli, test_beyond_store_k,
          test_token_and_read_only, test_concurrent_clients, test_insert_if_new_race, test_kill9_restart,
          test_sighup_reopens_log, test_writes_keepalive_and_drain, test_batch_insert_if_new,
          test_ipv6_listen, test_memory_bounded, test_request_memory, test_slow_clients,
          test_request_deadline, test_read_only_follows_store, test_document_ids,
-         test_batch_check_status, test_disk_full, test_access_log_escapes, test_serve_options]
+         test_batch_check_status, test_disk_full, test_access_log_escapes, test_serve_options,
+         test_near_rule_same_documents]
 
 if __name__ == "__main__":
     wanted = sys.argv[3:]

@@ -15,3 +15,18 @@ foreach(scenario routes_and_errors queries_equal_cli beyond_store_k token_and_re
             $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} test_${scenario})
   set_tests_properties(test_server_${scenario} PROPERTIES TIMEOUT 600)
 endforeach()
+# One near-duplicate rule (issue 35, item 3): the same corpus keeps the same
+# documents through dedup, the server's insert-if-new and, when the module is
+# built, Python's insert_if_new (with PYTHONPATH set, it must be there).
+if(TARGET simstore_python)
+  add_test(NAME test_near_rule
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+            $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} test_near_rule_same_documents)
+  set_tests_properties(test_near_rule PROPERTIES TIMEOUT 600
+    ENVIRONMENT "PYTHONPATH=$<TARGET_FILE_DIR:simstore_python>;PYTHONDONTWRITEBYTECODE=1;SIMSTORE_TEST_PYTHON=1")
+else()
+  add_test(NAME test_near_rule
+    COMMAND ${SIMSTORE_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
+            $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} test_near_rule_same_documents)
+  set_tests_properties(test_near_rule PROPERTIES TIMEOUT 600)
+endif()
