@@ -641,7 +641,7 @@ static int load_store_record_once(void *ctx)
                 rc = sims_design_decode(rec.design, rec.design_len, s->design);
         }
         if (rc)
-            rc = sims_fail_context(rc, "%s", s->path);
+            rc = sims_fail_context(rc, "store %s", s->path);
     }
     if (rc == SIMSTORE_OK)
         rc = load_text_record(s, txn);
