@@ -111,7 +111,7 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  * built-in paths (the one from friso's pkg-config, then /etc/friso/friso.ini).
  */
 
-/* Fingerprint algorithm versions (format/fingerprint.md, "Changelog"). */
+/* Fingerprint algorithm versions (format/fingerprint.md, "Versions"). */
 #define SIMSTORE_FP_VERSION_DEFAULT 2
 #define SIMSTORE_FP_VERSION_LATEST 2
 

@@ -12,14 +12,14 @@ expect_status 0
 run query "$T/s" --fp 0123456789abcdef
 expect_status 0
 
-# The store record of format/golden/store-record-incompat-4.bin: incompatible
+# The store record of format/golden/store-record-incompatible-4.bin: incompatible
 # feature bit 2 set (and another store's tag: the features are refused
 # before anything else is compared).
 cp -r "$T/s" "$T/incompat"
 {
     printf 'VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\n'
     printf ' %s\n' "$(printf store | od -An -tx1 | tr -d ' \n')"
-    printf ' %s\n' "$(od -An -tx1 -v "$SRC/format/golden/store-record-incompat-4.bin" | tr -d ' \n')"
+    printf ' %s\n' "$(od -An -tx1 -v "$SRC/format/golden/store-record-incompatible-4.bin" | tr -d ' \n')"
     printf 'DATA=END\n'
 } | mdb_load -s meta "$T/incompat" || fail "mdb_load"
 for cmd in query stats verify; do

@@ -154,9 +154,9 @@ static void test_records_store__versions_and_features(void **state)
     assert_int_equal(sims_store_record_decode(buf, m, &got), SIMSTORE_EVERSION);
     assert_non_null(strstr(simstore_last_error(), "incompatible features 0x4 unknown"));
     assert_non_null(strstr(simstore_last_error(), "written by a newer version"));
-    /* format/golden/store-record-incompat-4.bin is this record. */
+    /* format/golden/store-record-incompatible-4.bin is this record. */
     size_t gn;
-    uint8_t *g = golden("store-record-incompat-4.bin", &gn);
+    uint8_t *g = golden("store-record-incompatible-4.bin", &gn);
     assert_int_equal(gn, m);
     assert_memory_equal(g, buf, m);
     free(g);
