@@ -1,10 +1,9 @@
 /* bench_codec.c: size and speed of the table codec on uniform random keys.
  *
- * For N = 2^20, 2^24 and 2^27 uniform 64-bit keys, table format versions 3
- * (what writers write), 2 and 1 at 512-byte (the store's default) and 1 KiB
- * blocks, and version 3 at 256 and 4096 bytes, it prints one line per
- * configuration: the time a reader takes to open the table (version 3 reads
- * no part of its index; versions 1 and 2 read and check all of it), bits per
+ * For N = 2^20, 2^24 and 2^27 uniform 64-bit keys, tables (format version
+ * 3) of 512-byte (the store's default), 1 KiB, 256-byte and 4 KiB blocks,
+ * it prints one line per configuration: the time a reader takes to open the
+ * table (it reads no part of its index), bits per
  * fingerprint (blocks only, the index, and the whole file with header,
  * index and footer) beside the
  * information-theoretic floor 64 - log2 N + 1.443 and Elias-Fano's
@@ -20,11 +19,10 @@
  *   blk_bpf / file_bpf  bits per fingerprint, blocks only / whole file
  *   blk+fl / file+fl    the same minus the floor (targets at 2^24: blocks
  *                       <= floor + 0.30 at 1 KiB; the file <= floor + 0.6
- *                       at 512 bytes, version 2)
- *   idx_bpf             index bits per fingerprint (version 1: 16 bytes per
- *                       block; version 2: Elias-Fano keys, counts, a
- *                       checksum per 4 KiB page; version 3: the same in
- *                       chunks of 256 blocks, with a top entry per chunk)
+ *                       at 512 bytes)
+ *   idx_bpf             index bits per fingerprint (Elias-Fano keys, counts
+ *                       and a checksum per 4 KiB page in chunks of 256
+ *                       blocks, with a top entry per chunk)
  *   EF                  Elias-Fano bits per fingerprint
  *   enc                 histogram + encode of the whole table into memory,
  *                       M fps/s (best of 2)
@@ -149,9 +147,8 @@ int main(int argc, char **argv)
     int max_log2 = argc > 1 ? atoi(argv[1]) : 27;
     static const int log2s[] = {20, 24, 27};
     static const struct {
-        uint32_t version, block_bytes;
-    } configs[] = {{3, 512},  {2, 512},  {1, 512}, {3, 1024},
-                   {2, 1024}, {1, 1024}, {3, 256}, {3, 4096}};
+        uint32_t block_bytes;
+    } configs[] = {{512}, {1024}, {256}, {4096}};
     printf("bench_codec: uniform random 64-bit keys, one core, in-memory tables\n");
     printf("floor = 64 - log2 N + 1.443 bits/fp; EF = Elias-Fano 2 + ceil(log2(2^64/N))\n");
 
@@ -211,7 +208,6 @@ int main(int argc, char **argv)
             table_params p;
             memset(&p, 0, sizeof p);
             p.block_bytes = block_bytes;
-            p.format_version = configs[bi].version;
             p.prefix_bits = (uint8_t)lg;
             for (unsigned i = 0; i < 64; i++)
                 p.perm[i] = (uint8_t)i;
@@ -284,7 +280,7 @@ int main(int argc, char **argv)
             double idx_bpf = (double)in->index_bytes * 8.0 / (double)n;
             printf("2^%-5d %1u %6u %8.3f %+7.3f %7.3f %8.3f %+7.3f %4.0f %6.0f %6.0f %6.0f %7.0f "
                    "%8.4f %8.0f %9.1f\n",
-                   lg, configs[bi].version, block_bytes, blk_bpf, blk_bpf - floor_bpf, idx_bpf,
+                   lg, in->format_version, block_bytes, blk_bpf, blk_bpf - floor_bpf, idx_bpf,
                    file_bpf, file_bpf - floor_bpf, ef_bpf, n / t_enc / 1e6, n / t_dec / 1e6,
                    n / t_ck / 1e6, n / t_scan / 1e6, (double)in->key_ram_bytes / (double)n,
                    t_probe / probes * 1e9, t_open * 1e6);

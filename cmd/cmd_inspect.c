@@ -230,12 +230,9 @@ static void print_table_text(const simstore_table_info *in, const char *design_l
     printf("%s  index: %" PRIu64 " bytes", pad, index_bytes);
     if (in->fingerprints)
         printf(", %.3f bits per fingerprint", 8.0 * (double)index_bytes / (double)in->fingerprints);
-    if (in->format_version >= 3)
-        printf("; in RAM: %" PRIu64 " bytes (24 per index chunk of 256 blocks, 1 per top "
-               "page: the index stays in the file, each chunk checked on first use)\n",
-               in->key_ram_bytes);
-    else
-        printf("; in RAM: %" PRIu64 " bytes (block keys, counts, checksums)\n", in->key_ram_bytes);
+    printf("; in RAM: %" PRIu64 " bytes (24 per index chunk of 256 blocks, 1 per top "
+           "page: the index stays in the file, each chunk checked on first use)\n",
+           in->key_ram_bytes);
     printf("%s  store tag: %016" PRIx64 ", table index %u, format version %u\n", pad, in->store_tag,
            in->table_index, in->format_version);
 }

@@ -163,9 +163,10 @@ static const char *cjk_name(simstore_cjk_mode m)
     return m == SIMSTORE_CJK_FRISO ? "friso" : m == SIMSTORE_CJK_BIGRAM ? "bigram" : "auto";
 }
 
+/* 0 is the current default version (simstore.h), never version 1. */
 static unsigned version_of(const simstore_text_options *o)
 {
-    return o->version ? o->version : 1;
+    return o->version ? o->version : SIMSTORE_FP_VERSION_DEFAULT;
 }
 
 static unsigned cjk_shingle_of(const simstore_text_options *o)

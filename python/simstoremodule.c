@@ -3114,7 +3114,7 @@ static PyObject *text_options_to_py(const simstore_text_options *o)
     PyObject *d = PyDict_New();
     if (!d)
         return NULL;
-    int bad = PUT_U64(d, "fp_version", o->version ? o->version : 1) < 0 ||
+    int bad = PUT_U64(d, "fp_version", o->version ? o->version : SIMSTORE_FP_VERSION_DEFAULT) < 0 ||
               PUT_U64(d, "shingle", o->shingle_words) < 0 ||
               PUT_U64(d, "cjk_shingle", o->cjk_shingle) < 0 ||
               dict_put(d, "weights", PyUnicode_FromString(weight_names[o->weighting])) < 0 ||
@@ -3204,7 +3204,8 @@ static PyObject *store_stats(StoreObject *self, PyObject *unused)
         PUT_U64(d, "lmdb_free_bytes", st.lmdb_free_bytes) < 0 ||
         PUT_U64(d, "block_key_bytes", st.block_key_bytes) < 0 ||
         PUT_U64(d, "document_file_bytes", st.document_file_bytes) < 0 ||
-        PUT_U64(d, "fingerprint_version", to.version ? to.version : 1) < 0 ||
+        PUT_U64(d, "fingerprint_version", to.version ? to.version : SIMSTORE_FP_VERSION_DEFAULT) <
+            0 ||
         dict_put(d, "text_options", text_options_to_py(&to)) < 0 ||
         dict_put(d, "sketch", PyUnicode_FromString(sk ? sk : "none")) < 0 ||
         PUT_U64(d, "sketch_bytes_per_document", st.sketch_bytes) < 0 ||

@@ -667,7 +667,7 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
     sims_error_clear();
     rc = sims_design_decode(rec.design, rec.design_len, c->design);
     if (rc) {
-        int64_t dat = at < 0 ? -1 : at + 44;
+        int64_t dat = at < 0 ? -1 : at + 60;
         problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, dat,
                 "%s (byte offset %" PRId64 "): design record: %s", c->mdb_path, dat, detail(rc));
         free(c->design);

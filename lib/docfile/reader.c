@@ -75,11 +75,15 @@ static int open_bytes(docfile_reader *r)
                             (unsigned long long)r->size);
     if (memcmp(h, DF_MAGIC, 8) != 0)
         return SIMS_CORRUPT("%s: not a document file (bad magic)", r->name);
+    /* The version before the checksum: another version may lay out (and
+     * checksum) its header otherwise. */
+    if (le_load16(h + 8) != DOCFILE_VERSION)
+        return sims_fail(SIMSTORE_EVERSION,
+                         "%s: document file version %u unknown to this simstore (%s), which "
+                         "reads version %u",
+                         r->name, le_load16(h + 8), SIMSTORE_VERSION_STRING, DOCFILE_VERSION);
     if (le_load64(h + DF_H_CHECKSUM) != sims_xxh3_64(h, DF_H_CHECKSUM, DF_SEED_HEADER))
         return SIMS_CORRUPT("%s: header checksum mismatch", r->name);
-    if (le_load16(h + 8) != DOCFILE_VERSION)
-        return sims_fail(SIMSTORE_EVERSION, "%s: document file version %u (this reader knows %u)",
-                         r->name, le_load16(h + 8), DOCFILE_VERSION);
     r->sketch_bytes = le_load16(h + DF_H_SKETCH);
     r->n = le_load64(h + DF_H_COUNT);
     r->bt = le_load64(h + DF_H_BT);

@@ -6,12 +6,13 @@
 #include "common/error.h"
 #include "common/sketch.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define STORE_MAGIC "SIMSTORE"
 #define STATE_MAGIC "SIMSTATE"
-#define STORE_FIXED_BYTES 44u
+#define STORE_FIXED_BYTES 60u
 #define STATE_FIXED_BYTES 48u
 #define SEGMENT_ENTRY_BYTES 32u
 
@@ -34,7 +35,9 @@ size_t sims_store_record_encode(const sims_store_record *r, uint8_t *buf, size_t
     le_store64(buf + 16, r->store_tag);
     le_store32(buf + 24, r->block_bytes);
     le_store64(buf + 32, r->created_unix);
-    le_store32(buf + 40, r->design_len);
+    le_store64(buf + 40, r->incompat_features);
+    le_store64(buf + 48, r->compat_features);
+    le_store32(buf + 56, r->design_len);
     if (r->design_len)
         memcpy(buf + STORE_FIXED_BYTES, r->design, r->design_len);
     le_store64(buf + n - 8, sims_xxh3_64(buf, n - 8, SIMS_STORE_RECORD_SEED));
@@ -46,23 +49,43 @@ int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *
     sims_cursor c;
     const uint8_t *magic;
     uint32_t version, flags, block_bytes, reserved, design_len;
-    uint64_t tag, created;
+    uint64_t tag, created, incompat, compat;
     cursor_init(&c, buf, len);
     if (cursor_bytes(&c, 8, &magic) || memcmp(magic, STORE_MAGIC, 8) != 0)
         return SIMS_CORRUPT("store record: bad magic");
-    if (cursor_u32(&c, &version) || cursor_u32(&c, &flags) || cursor_u64(&c, &tag) ||
-        cursor_u32(&c, &block_bytes) || cursor_u32(&c, &reserved) || cursor_u64(&c, &created) ||
-        cursor_u32(&c, &design_len))
+    /* The version first: another version may lay the record out otherwise. */
+    if (cursor_u32(&c, &version))
         return SIMS_CORRUPT("store record: truncated (%zu bytes)", len);
-    if (version != SIMS_STORE_FORMAT_VERSION)
-        return sims_fail(SIMSTORE_EVERSION, "store format version %u; this build reads version %u",
-                         version, SIMS_STORE_FORMAT_VERSION);
-    if (design_len > cursor_remaining(&c) || cursor_remaining(&c) - design_len != 8)
-        return SIMS_CORRUPT("store record: length %zu does not match design length %u", len,
-                            design_len);
+    if (version < SIMS_STORE_FORMAT_VERSION)
+        return sims_fail(SIMSTORE_EVERSION,
+                         "store format %u from a pre-release build, unknown to this simstore "
+                         "(%s), which reads format %u: rebuild the store",
+                         version, SIMSTORE_VERSION_STRING, SIMS_STORE_FORMAT_VERSION);
+    if (version > SIMS_STORE_FORMAT_VERSION)
+        return sims_fail(SIMSTORE_EVERSION,
+                         "store format %u unknown to this simstore (%s), which reads format %u: "
+                         "written by a newer version",
+                         version, SIMSTORE_VERSION_STRING, SIMS_STORE_FORMAT_VERSION);
+    if (cursor_u32(&c, &flags) || cursor_u64(&c, &tag) || cursor_u32(&c, &block_bytes) ||
+        cursor_u32(&c, &reserved) || cursor_u64(&c, &created) || cursor_u64(&c, &incompat) ||
+        cursor_u64(&c, &compat) || cursor_u32(&c, &design_len) || cursor_remaining(&c) < 8)
+        return SIMS_CORRUPT("store record: truncated (%zu bytes)", len);
+    /* The checksum is the last 8 bytes whatever features a newer writer
+     * used, so damage is told from a newer store before the features are
+     * read. */
     uint64_t want = sims_xxh3_64(buf, len - 8, SIMS_STORE_RECORD_SEED);
     if (le_load64(buf + len - 8) != want)
         return SIMS_CORRUPT("store record: checksum mismatch");
+    if (incompat & ~SIMS_STORE_INCOMPAT_KNOWN)
+        return sims_fail(SIMSTORE_EVERSION,
+                         "incompatible features 0x%" PRIx64 " unknown to this simstore (%s): "
+                         "written by a newer version",
+                         incompat & ~SIMS_STORE_INCOMPAT_KNOWN, SIMSTORE_VERSION_STRING);
+    /* Unknown compatible features are ignored: a reader that does not know
+     * them reads the store correctly. */
+    if (design_len > cursor_remaining(&c) || cursor_remaining(&c) - design_len != 8)
+        return SIMS_CORRUPT("store record: length %zu does not match design length %u", len,
+                            design_len);
     if (flags & ~SIMS_STORE_FLAG_FP_ONLY)
         return SIMS_CORRUPT("store record: unknown flags 0x%x", flags);
     if (reserved != 0)
@@ -74,6 +97,8 @@ int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *
     out->store_tag = tag;
     out->block_bytes = block_bytes;
     out->created_unix = created;
+    out->incompat_features = incompat;
+    out->compat_features = compat;
     out->design = buf + STORE_FIXED_BYTES;
     out->design_len = design_len;
     return SIMSTORE_OK;

@@ -7,8 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIMS_STORE_FORMAT_VERSION 1u
+#define SIMS_STORE_FORMAT_VERSION 2u
 #define SIMS_STORE_FLAG_FP_ONLY 1u
+
+/* The store record's feature words (format/store.md, "Versions and
+ * features"): a later change to the disk sets a bit instead of changing
+ * the format version. A reader refuses a store with an incompatible
+ * feature it does not know (SIMSTORE_EVERSION) and ignores compatible ones
+ * it does not know. 1.0 defines none in either word. */
+#define SIMS_STORE_INCOMPAT_KNOWN UINT64_C(0)
+#define SIMS_STORE_COMPAT_KNOWN UINT64_C(0)
 
 #define SIMS_STORE_RECORD_SEED 0x53494D53544F5245ULL /* "SIMSTORE" */
 #define SIMS_STATE_RECORD_SEED 0x53494D5354415445ULL /* "SIMSTATE" */
@@ -25,6 +33,8 @@ typedef struct sims_store_record {
     uint64_t store_tag;
     uint32_t block_bytes;
     uint64_t created_unix;
+    uint64_t incompat_features; /* SIMS_STORE_INCOMPAT_KNOWN bits only */
+    uint64_t compat_features;   /* any bits: unknown ones are ignored */
     const uint8_t *design;
     uint32_t design_len;
 } sims_store_record;
@@ -36,7 +46,9 @@ size_t sims_store_record_size(const sims_store_record *r);
 size_t sims_store_record_encode(const sims_store_record *r, uint8_t *buf, size_t cap);
 /* Parse and check a store record. SIMSTORE_ECORRUPT for a bad magic, length,
  * checksum, reserved field or block size; SIMSTORE_EVERSION for a format
- * version other than SIMS_STORE_FORMAT_VERSION. The design bytes are returned
+ * version other than SIMS_STORE_FORMAT_VERSION (checked first) or an
+ * incompatible feature bit outside SIMS_STORE_INCOMPAT_KNOWN (checked after
+ * the checksum), the message naming them. The design bytes are returned
  * unparsed (the design decoder checks them). */
 int sims_store_record_decode(const uint8_t *buf, size_t len, sims_store_record *out);
 

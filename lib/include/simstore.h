@@ -111,7 +111,7 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  * built-in paths (the one from friso's pkg-config, then /etc/friso/friso.ini).
  */
 
-/* Fingerprint algorithm versions (format/fingerprint.md, "Changelog"). */
+/* Fingerprint algorithm versions (format/fingerprint.md, "Versions"). */
 #define SIMSTORE_FP_VERSION_DEFAULT 2
 #define SIMSTORE_FP_VERSION_LATEST 2
 
@@ -175,9 +175,11 @@ typedef struct simstore_text_options {
                                      quality benchmark's measure, README)        */
     /* Fields added with fingerprint version 2 (at the end, so that the
      * fields above keep their offsets). */
-    unsigned version;     /* the algorithm: 1 or 2 (SIMSTORE_FP_VERSION_DEFAULT);
-                             0 is read as 1, for callers that fill the struct
-                             without simstore_text_options_init()           */
+    unsigned version;     /* the algorithm: 1 or 2, both kept (a published
+                             algorithm is a contract); 0 means the current
+                             default, SIMSTORE_FP_VERSION_DEFAULT (2), so a
+                             zero-filled struct never selects version 1:
+                             ask for 1 by name                               */
     unsigned cjk_shingle; /* version 2: tokens per feature starting at a Han
                              or kana token, 1..SIMSTORE_SHINGLE_MAX (2);
                              0 = the default; version 1 ignores it          */

@@ -114,8 +114,10 @@ int sims_manifest_decode(const uint8_t *data, size_t len, sims_manifest *m)
         return SIMS_CORRUPT("not a sharded store manifest (bad magic)");
     uint32_t version = le_load32(data + 8);
     if (version != SIMS_MANIFEST_VERSION)
-        return sims_fail(SIMSTORE_EVERSION, "manifest version %u (this simstore reads %u)",
-                         (unsigned)version, SIMS_MANIFEST_VERSION);
+        return sims_fail(SIMSTORE_EVERSION,
+                         "manifest version %u unknown to this simstore (%s), which reads "
+                         "version %u",
+                         (unsigned)version, SIMSTORE_VERSION_STRING, SIMS_MANIFEST_VERSION);
     if (len < SIMS_MANIFEST_HEADER_BYTES + CHECKSUM_BYTES)
         return SIMS_CORRUPT("manifest truncated: %zu bytes", len);
     if (le_load64(data + len - CHECKSUM_BYTES) != sims_xxh3_64(data, len - CHECKSUM_BYTES, 0))

@@ -9,6 +9,7 @@
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/fpversion.h"
 #include "store/store_internal.h"
 
 #include <dirent.h>
@@ -203,7 +204,7 @@ static int shard_facts(simstore *s, sims_shard_shared *out, sims_shard_entry *en
     out->k = st.k;
     out->fingerprint_only = st.fingerprint_only;
     out->block_bytes = st.block_bytes;
-    out->fp_version = t.version ? t.version : 1;
+    out->fp_version = sims_fp_version(t.version);
     out->shingle_words = t.shingle_words;
     out->cjk_shingle = t.cjk_shingle;
     out->weighting = (unsigned)t.weighting;

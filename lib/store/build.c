@@ -19,6 +19,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/fpversion.h"
 #include "common/sketch.h"
 #include "sort/recsort.h"
 #include "sort/spool.h"
@@ -365,7 +366,7 @@ static int validate_text_options(const simstore_text_options *t)
 {
     if (!t)
         return SIMSTORE_OK;
-    unsigned version = t->version ? t->version : 1;
+    unsigned version = sims_fp_version(t->version);
     if (version > SIMSTORE_FP_VERSION_LATEST)
         return sims_fail(SIMSTORE_EINVAL, "unknown fingerprint version %u", version);
     if (t->shingle_words < 1 || t->shingle_words > SIMSTORE_SHINGLE_MAX ||
@@ -1403,7 +1404,7 @@ static void encode_text_options(const simstore_text_options *given, uint8_t *out
         simstore_text_options_init(&t);
     if (t.cjk == SIMSTORE_CJK_AUTO)
         t.cjk = (simstore_cjk_mode)simstore_cjk_segmenter(NULL);
-    unsigned version = t.version ? t.version : 1;
+    unsigned version = sims_fp_version(t.version);
     sims_text_record r = {
         .shingle_words = t.shingle_words,
         .weighting = (uint32_t)t.weighting,

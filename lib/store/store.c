@@ -563,14 +563,15 @@ static int take_writer_lock(const char *dir, int *fd_out)
 
 static int load_text_record(simstore *s, MDB_txn *txn)
 {
-    /* A store without the record has version 1's defaults. */
+    /* Every store of format 2 has the record (written with the store
+     * record): none is a damaged store, not one of some default version. */
     simstore_text_options_init(&s->text);
-    s->text.version = 1;
-    s->text.cjk_shingle = 0;
     MDB_val val;
     int rc = sims_store_get_record(s, txn, "text", &val);
+    if (rc == 1)
+        return SIMS_CORRUPT("%s: no text record", s->path);
     if (rc)
-        return rc == 1 ? SIMSTORE_OK : rc;
+        return rc;
     sims_text_record tr;
     rc = sims_text_record_decode((const uint8_t *)val.mv_data, val.mv_size, &tr);
     if (rc)
@@ -641,7 +642,7 @@ static int load_store_record_once(void *ctx)
                 rc = sims_design_decode(rec.design, rec.design_len, s->design);
         }
         if (rc)
-            rc = sims_fail_context(rc, "%s", s->path);
+            rc = sims_fail_context(rc, "store %s", s->path);
     }
     if (rc == SIMSTORE_OK)
         rc = load_text_record(s, txn);

@@ -1,4 +1,4 @@
-/* format.h: constants of the table file format, versions 1 to 3 (format/table.md
+/* format.h: constants of the table file format, version 3 (format/table.md
  * is the specification; every number here appears there). Internal to
  * lib/table: the writer and the reader share them. */
 #ifndef SIMS_TABLE_FORMAT_H
@@ -14,20 +14,10 @@
 
 #define TBL_HEADER_BYTES 256u
 #define TBL_FOOTER_BYTES 64u
-#define TBL_INDEX_ENTRY_BYTES 16u /* version 1: 8 (key) + 4 (count) + 4 (block checksum) */
-
-/* Version 2's index: a 16-byte index header, then key low parts, key high
- * bits and counts as u64 words, then a u32 checksum per page group. */
-#define TBL_I2_LOW_BITS 0   /* u8, 0..63 */
-#define TBL_I2_COUNT_BITS 1 /* u8, 0..TBL_MAX_COUNT_BITS */
-#define TBL_I2_RESERVED 2   /* u16, zero */
-#define TBL_I2_COUNT_MIN 4  /* u32 */
-#define TBL_I2_HIGH_WORDS 8 /* u64 */
-#define TBL_I2_HEADER_BYTES 16u
 #define TBL_MAX_COUNT_BITS 32u
 #define TBL_PAGE_BYTES 4096u
 
-/* Version 3's index: the page-group checksums (u32 each, zero-padded to a
+/* The index: the page-group checksums (u32 each, zero-padded to a
  * multiple of 8 bytes), then the block keys and counts in chunks of
  * TBL_V3_CHUNK_BLOCKS blocks, each checksummed on its own, then the top
  * entries (one per chunk: its last key, the fingerprints up to its end, the
@@ -59,7 +49,7 @@
 #define TBL_H_RESERVED1 21 /* 3 bytes, zero */
 #define TBL_H_STORE_TAG 24
 #define TBL_H_TABLE_INDEX 32
-#define TBL_H_FLAGS 36 /* u32, zero in version 1 */
+#define TBL_H_FLAGS 36 /* u32, zero */
 #define TBL_H_FP_COUNT 40
 #define TBL_H_BLOCK_COUNT 48
 #define TBL_H_BLOCKS_OFFSET 56
@@ -80,12 +70,10 @@
 
 /* XXH3-64 seeds: the ASCII of their names read as big-endian numbers. */
 #define TBL_SEED_HEADER UINT64_C(0x53494D5354484452) /* "SIMSTHDR" */
-#define TBL_SEED_INDEX UINT64_C(0x53494D5354494458)  /* "SIMSTIDX" */
 #define TBL_SEED_FOOTER UINT64_C(0x53494D5354465452) /* "SIMSTFTR" */
-#define TBL_SEED_BLOCK UINT64_C(0x53494D5354424C4B)  /* "SIMSTBLK" + block number (v1) */
-#define TBL_SEED_GROUP UINT64_C(0x53494D5354475250)  /* "SIMSTGRP" + group number (v2, v3) */
-#define TBL_SEED_CHUNK UINT64_C(0x53494D535443484B)  /* "SIMSTCHK" + chunk number (v3) */
-#define TBL_SEED_TOP UINT64_C(0x53494D5354544F50)    /* "SIMSTTOP" + top page number (v3) */
+#define TBL_SEED_GROUP UINT64_C(0x53494D5354475250)  /* "SIMSTGRP" + group number */
+#define TBL_SEED_CHUNK UINT64_C(0x53494D535443484B)  /* "SIMSTCHK" + chunk number */
+#define TBL_SEED_TOP UINT64_C(0x53494D5354544F50)    /* "SIMSTTOP" + top page number */
 
 /* Blocks start at max(256, min(block_bytes, 4096)): right after the header
  * for 256-byte blocks, else aligned to the block size up to a page, so no
@@ -96,15 +84,9 @@ static inline uint64_t tbl_blocks_offset(uint64_t block_bytes)
     return a > TBL_HEADER_BYTES ? a : TBL_HEADER_BYTES;
 }
 
-/* The checksum stored for block b: low 32 bits of XXH3-64 over its bytes. */
-static inline uint64_t tbl_block_seed(uint64_t block)
-{
-    return TBL_SEED_BLOCK + block;
-}
-
-/* Version 2: blocks are checksummed by page group, the blocks that lie in
- * one 4 KiB page of the file (block 0 shares page 0 with the header): block
- * b is in group (b + first_slot) / group_blocks. */
+/* Blocks are checksummed by page group, the blocks that lie in one 4 KiB
+ * page of the file (block 0 shares page 0 with the header): block b is in
+ * group (b + first_slot) / group_blocks. */
 static inline uint32_t tbl_group_blocks(uint64_t block_bytes)
 {
     return block_bytes < TBL_PAGE_BYTES ? (uint32_t)(TBL_PAGE_BYTES / block_bytes) : 1u;
@@ -123,7 +105,7 @@ static inline uint64_t tbl_group_count(uint64_t block_count, uint64_t block_byte
                        : 0;
 }
 
-/* Version 3's layout, from the block count. */
+/* The index's layout, from the block count. */
 static inline uint64_t tbl_v3_chunk_count(uint64_t block_count)
 {
     return (block_count + TBL_V3_CHUNK_BLOCKS - 1) / TBL_V3_CHUNK_BLOCKS;
@@ -144,6 +126,36 @@ static inline uint64_t tbl_v3_top_bytes(uint64_t chunks)
 static inline uint64_t tbl_v3_groups_bytes(uint64_t groups)
 {
     return (4 * groups + 7) / 8 * 8;
+}
+
+/* A chunk's block keys in Elias-Fano form (format/table.md, "Block keys"):
+ * key i - base is (high_i << low_bits) | low_i, the low parts packed
+ * low_bits each, the high parts a bit vector with a 1 at high_i + i. The
+ * writer picks the low_bits (0..63) that make the chunk smallest:
+ * n * low_bits + n + (max_key >> low_bits) bits, the smallest on ties. */
+static inline unsigned tbl_key_low_bits(uint64_t n, uint64_t max_key)
+{
+    unsigned best = 0;
+    double best_bits = 0;
+    for (unsigned l = 0; l < 64; l++) {
+        double bits = (double)n * (double)l + (double)n + (double)(max_key >> l);
+        if (l == 0 || bits < best_bits) {
+            best = l;
+            best_bits = bits;
+        }
+    }
+    return best;
+}
+
+/* Words of the packed low parts and of the high bit vector. */
+static inline uint64_t tbl_key_low_words(uint64_t n, unsigned low_bits)
+{
+    return (n * low_bits + 63) / 64;
+}
+
+static inline uint64_t tbl_key_high_words(uint64_t n, unsigned low_bits, uint64_t max_key)
+{
+    return n ? ((max_key >> low_bits) + n - 1) / 64 + 1 : 0;
 }
 
 #endif

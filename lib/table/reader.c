@@ -1,10 +1,8 @@
 /* reader.c: the table reader: maps a file (or borrows a buffer), validates
- * header and footer before trusting any count or offset, and the index:
- * versions 1 and 2 whole at open, kept in RAM in one compact form (keys in
- * Elias-Fano form, counts in fixed-width fields, the checksums of groups of
- * blocks); version 3 in the mapping, each chunk and top page checked on its
- * first use. Serves whole-block decodes, range cursors and the fused
- * Hamming-distance probe. */
+ * header and footer before trusting any count or offset, and leaves the
+ * index in the mapping, each chunk and top page checked on its first use.
+ * Serves whole-block decodes, range cursors and the fused Hamming-distance
+ * probe. */
 #include "table/table.h"
 
 #include "common/bits.h"
@@ -13,7 +11,6 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "table/format.h"
-#include "table/keys.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -26,16 +23,9 @@ struct table_reader {
     size_t size;
     unsigned flags;
     table_info info;
-    table_keys keys;  /* block keys, in RAM */
-    uint64_t *counts; /* count[b] - count_min, count_bits each, in RAM */
-    unsigned count_bits;
-    uint32_t count_min;
-    uint32_t *checksums; /* per checksum group (version 1: per block), in RAM */
     uint64_t group_count;
-    uint32_t group_blocks;   /* blocks per group (version 1: 1) */
+    uint32_t group_blocks;   /* blocks per checksum group */
     uint32_t first_slot;     /* block b is in group (b + first_slot) / group_blocks */
-    uint64_t group_seed;     /* XXH3 seed of group 0 */
-    int implicit_last;       /* version 2: a block's last value is its key, not coded */
     const uint8_t *blocks;   /* data + blocks_offset */
     char *name;              /* path, or "memory", for messages */
     codec_huff_decoder huff; /* read-only after open */
@@ -44,10 +34,9 @@ struct table_reader {
      * blocks, not on every query. */
     _Atomic uint64_t *verified;
     uint64_t max_first, max_other; /* the most values block 0 / another block holds */
-    /* Version 3: the index stays in the mapping (format/table.md, "Block
-     * index, version 3"); a chunk or top page is checked on first use and
-     * its byte set to 1 here, so it is checked once. */
-    int lazy;
+    /* The index stays in the mapping (format/table.md, "Block index"); a
+     * chunk or top page is checked on first use and its byte set to 1 here,
+     * so it is checked once. */
     const uint8_t *index; /* data + index_offset */
     uint64_t chunk_count, top_pages;
     uint64_t chunks_begin, top_at; /* from index_offset: chunk 0, top page 0 */
@@ -88,10 +77,14 @@ static int parse_header(table_reader *r)
     in->format_version = le_load32(h + TBL_H_VERSION);
     /* The version is checked before the checksum: a later version may lay
      * out (and checksum) its header differently. */
-    if (in->format_version < 1 || in->format_version > 3)
+    if (in->format_version != TABLE_FORMAT_VERSION)
         return sims_fail(SIMSTORE_EVERSION,
-                         "table format version %" PRIu32 " (this build reads versions 1 to 3)",
-                         in->format_version);
+                         "table format version %" PRIu32 " unknown to this simstore (%s), which "
+                         "reads version %u only: %s",
+                         in->format_version, SIMSTORE_VERSION_STRING, TABLE_FORMAT_VERSION,
+                         in->format_version < TABLE_FORMAT_VERSION
+                             ? "written by a pre-release build: rebuild the store"
+                             : "written by a newer version");
     in->header_checksum = le_load64(h + TBL_H_CHECKSUM);
     uint64_t want = sims_xxh3_64(h, TBL_H_CHECKSUM, TBL_SEED_HEADER);
     if (in->header_checksum != want)
@@ -182,13 +175,6 @@ static int parse_footer(table_reader *r)
     if (in->index_offset != index_offset)
         return SIMS_CORRUPT("index offset %" PRIu64 " in the footer, expected %" PRIu64,
                             in->index_offset, index_offset);
-    if (in->format_version == 1 && in->index_bytes != nb * TBL_INDEX_ENTRY_BYTES)
-        return SIMS_CORRUPT("index size %" PRIu64 " in the footer, expected %" PRIu64,
-                            in->index_bytes, nb * TBL_INDEX_ENTRY_BYTES);
-    if (in->format_version == 2 && in->index_bytes < TBL_I2_HEADER_BYTES)
-        return SIMS_CORRUPT("index size %" PRIu64 " in the footer, below the %u-byte index "
-                            "header",
-                            in->index_bytes, TBL_I2_HEADER_BYTES);
     if (foff - index_offset != in->index_bytes)
         return SIMS_CORRUPT("file size %" PRIu64 " does not match its layout (expected %" PRIu64
                             "): truncated or extended",
@@ -199,127 +185,7 @@ static int parse_footer(table_reader *r)
     return SIMSTORE_OK;
 }
 
-/* Pack counts[0..nb) into r->counts with the smallest width. */
-static int pack_counts(table_reader *r, const uint32_t *counts, uint64_t nb)
-{
-    uint32_t lo = UINT32_MAX, hi = 0;
-    for (uint64_t b = 0; b < nb; b++) {
-        lo = counts[b] < lo ? counts[b] : lo;
-        hi = counts[b] > hi ? counts[b] : hi;
-    }
-    r->count_min = nb ? lo : 0;
-    r->count_bits = nb && hi > lo ? 64 - (unsigned)__builtin_clzll((uint64_t)(hi - lo)) : 0;
-    r->counts = calloc((size_t)((nb * r->count_bits + 63) / 64 + 1), 8);
-    if (!r->counts)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block counts", nb);
-    for (uint64_t b = 0; b < nb; b++)
-        table_bits_put(r->counts, b * r->count_bits, r->count_bits, counts[b] - r->count_min);
-    return SIMSTORE_OK;
-}
-
-/* Version 1: keys, then (count, checksum) per block; converted to the
- * in-RAM form. */
-static int parse_index_v1(table_reader *r, const uint8_t *index)
-{
-    uint64_t nb = r->info.block_count;
-    uint64_t *keys = malloc((size_t)(nb ? nb : 1) * sizeof *keys);
-    uint32_t *counts = malloc((size_t)(nb ? nb : 1) * sizeof *counts);
-    r->checksums = malloc((size_t)(nb ? nb : 1) * sizeof *r->checksums);
-    int rc = SIMSTORE_OK;
-    if (!keys || !counts || !r->checksums) {
-        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block keys", nb);
-        goto done;
-    }
-    for (uint64_t b = 0; b < nb; b++) {
-        keys[b] = le_load64(index + 8 * b);
-        counts[b] = le_load32(index + 8 * nb + 8 * b);
-        r->checksums[b] = le_load32(index + 8 * nb + 8 * b + 4);
-        if (b && keys[b] <= keys[b - 1]) {
-            rc = SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64 " (index byte offset %" PRIu64
-                              ") cannot follow the previous key with %" PRIu32 " values",
-                              b, keys[b], r->info.index_offset + 8 * b, counts[b]);
-            goto done;
-        }
-    }
-    rc = pack_counts(r, counts, nb);
-    if (!rc) {
-        unsigned l = table_keys_choose_low_bits(nb, nb ? keys[nb - 1] : 0);
-        rc = table_keys_alloc(&r->keys, nb, l, table_keys_high_words(nb, l, nb ? keys[nb - 1] : 0));
-        if (!rc)
-            rc = table_keys_encode(&r->keys, keys);
-    }
-    r->group_count = nb;
-    r->group_blocks = 1;
-    r->first_slot = 0;
-    r->group_seed = TBL_SEED_BLOCK;
-done:
-    free(keys);
-    free(counts);
-    return rc;
-}
-
-/* Version 2: the index header, key low parts, key high bits, counts, group
- * checksums (format/table.md, "Block index"). */
-static int parse_index_v2(table_reader *r, const uint8_t *index)
-{
-    table_info *in = &r->info;
-    uint64_t nb = in->block_count;
-    uint64_t bb = in->params.block_bytes;
-    unsigned low_bits = index[TBL_I2_LOW_BITS];
-    unsigned count_bits = index[TBL_I2_COUNT_BITS];
-    uint64_t high_words = le_load64(index + TBL_I2_HIGH_WORDS);
-    if (low_bits > 63 || count_bits > TBL_MAX_COUNT_BITS ||
-        (index[TBL_I2_RESERVED] | index[TBL_I2_RESERVED + 1]) != 0)
-        return SIMS_CORRUPT("index header (byte offset %" PRIu64 "): key low bits %u (at most 63), "
-                            "count bits %u (at most %u), reserved bytes must be zero",
-                            in->index_offset, low_bits, count_bits, TBL_MAX_COUNT_BITS);
-    uint64_t low_words = table_keys_low_words(nb, low_bits);
-    uint64_t count_words = (nb * count_bits + 63) / 64;
-    uint64_t groups = tbl_group_count(nb, bb);
-    uint64_t room = (in->index_bytes - TBL_I2_HEADER_BYTES) / 8;
-    /* Bounded by the index's size before any sum can overflow. */
-    if (high_words > room || low_words > room || count_words > room || groups > 2 * room ||
-        in->index_bytes !=
-            TBL_I2_HEADER_BYTES + 8 * (low_words + high_words + count_words) + 4 * groups)
-        return SIMS_CORRUPT("index size %" PRIu64 " does not match %" PRIu64 " blocks with %u key "
-                            "low bits, %" PRIu64 " key high words and %u count bits",
-                            in->index_bytes, nb, low_bits, high_words, count_bits);
-    int rc = table_keys_alloc(&r->keys, nb, low_bits, high_words);
-    if (rc)
-        return rc;
-    const uint8_t *p = index + TBL_I2_HEADER_BYTES;
-    for (uint64_t w = 0; w < low_words; w++, p += 8)
-        r->keys.low[w] = le_load64(p);
-    for (uint64_t w = 0; w < high_words; w++, p += 8)
-        r->keys.high[w] = le_load64(p);
-    rc = table_keys_index(&r->keys);
-    if (rc)
-        return sims_fail_context(rc, "block keys (index byte offset %" PRIu64 ")",
-                                 in->index_offset + TBL_I2_HEADER_BYTES);
-    r->count_bits = count_bits;
-    r->count_min = le_load32(index + TBL_I2_COUNT_MIN);
-    r->counts = calloc((size_t)count_words + 1, 8);
-    r->checksums = malloc((size_t)(groups ? groups : 1) * sizeof *r->checksums);
-    if (!r->counts || !r->checksums)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for %" PRIu64 " block counts", nb);
-    const uint8_t *counts_at = p;
-    for (uint64_t w = 0; w < count_words; w++, p += 8)
-        r->counts[w] = le_load64(p);
-    uint64_t used = nb * count_bits;
-    if (used % 64 && r->counts[count_words - 1] >> (used % 64))
-        return SIMS_CORRUPT("nonzero bits after the last block count (index byte offset %" PRIu64
-                            ")",
-                            in->index_offset + (uint64_t)(counts_at - index) + 8 * count_words - 8);
-    for (uint64_t g = 0; g < groups; g++, p += 4)
-        r->checksums[g] = le_load32(p);
-    r->group_count = groups;
-    r->group_blocks = tbl_group_blocks(bb);
-    r->first_slot = tbl_group_first_slot(bb);
-    r->group_seed = TBL_SEED_GROUP;
-    return SIMSTORE_OK;
-}
-
-/* ---- version 3: the index in the mapping, checked piece by piece ------------- */
+/* ---- the index in the mapping, checked piece by piece ------------------------- */
 
 /* Prefix the current message with the table and the index byte offset. */
 static int index_fail(const table_reader *r, uint64_t at, int rc)
@@ -659,7 +525,7 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
     if (!checked) {
         /* The sizes first: everything after reads inside [begin, end). */
         uint64_t words = (end - begin - TBL_C3_HEADER_BYTES - 8) / 8;
-        uint64_t lw = table_keys_low_words(v->n, v->low_bits > 63 ? 63 : v->low_bits);
+        uint64_t lw = tbl_key_low_words(v->n, v->low_bits > 63 ? 63 : v->low_bits);
         uint64_t cw = (v->n * v->count_bits + 63) / 64;
         if (v->low_bits > 63 || v->count_bits > TBL_MAX_COUNT_BITS ||
             (p[TBL_C3_RESERVED] | p[TBL_C3_RESERVED + 1]) != 0 ||
@@ -673,7 +539,7 @@ static int chunk_open(const table_reader *r, uint64_t c, chunk_view *v)
                              c, v->low_bits, v->count_bits, v->high_words, end - begin, v->n));
     }
     v->low = p + TBL_C3_HEADER_BYTES;
-    v->high = v->low + 8 * table_keys_low_words(v->n, v->low_bits);
+    v->high = v->low + 8 * tbl_key_low_words(v->n, v->low_bits);
     v->counts = v->high + 8 * v->high_words;
     if (!checked) {
         uint64_t fps_before = c ? top_field(r, c - 1, TBL_V3_TOP_FP_END) : 0;
@@ -746,9 +612,9 @@ static int v3_find(const table_reader *r, uint64_t x, uint64_t hint, uint64_t *f
     return SIMSTORE_OK;
 }
 
-/* Version 3's open: the layout from the counts; nothing of it is read but
+/* The index at open: the layout from the counts; nothing of it is read but
  * the padding after the group checksums. */
-static int parse_index_v3(table_reader *r)
+static int parse_index_layout(table_reader *r)
 {
     table_info *in = &r->info;
     uint64_t nb = in->block_count;
@@ -757,7 +623,7 @@ static int parse_index_v3(table_reader *r)
     uint64_t gbytes = tbl_v3_groups_bytes(groups), tbytes = tbl_v3_top_bytes(chunks);
     if (in->index_checksum != 0)
         return SIMS_CORRUPT("index checksum %016" PRIx64 " in the footer (byte offset %" PRIu64
-                            "): version 3 writes 0",
+                            "): the writer writes 0",
                             in->index_checksum,
                             in->file_bytes - TBL_FOOTER_BYTES + TBL_F_INDEX_CHECKSUM);
     /* nb is bounded by the file's size, so none of these overflow. */
@@ -771,7 +637,6 @@ static int parse_index_v3(table_reader *r)
     if (!is_zero(r->index + 4 * groups, (size_t)(gbytes - 4 * groups)))
         return SIMS_CORRUPT("padding after the group checksums (byte offset %" PRIu64 ") not zero",
                             in->index_offset + 4 * groups);
-    r->lazy = 1;
     r->chunk_count = chunks;
     r->top_pages = tbl_v3_top_pages(chunks);
     r->chunks_begin = gbytes;
@@ -785,33 +650,23 @@ static int parse_index_v3(table_reader *r)
     r->group_count = groups;
     r->group_blocks = tbl_group_blocks(in->params.block_bytes);
     r->first_slot = tbl_group_first_slot(in->params.block_bytes);
-    r->group_seed = TBL_SEED_GROUP;
     in->key_ram_bytes = 24 * chunks + r->top_pages;
     return SIMSTORE_OK;
 }
 
-/* ---- the index, whatever the version ------------------------------------------ */
+/* ---- keys and counts of blocks ------------------------------------------------ */
 
 static uint32_t count_of(const table_reader *r, uint64_t b)
 {
-    if (r->lazy) {
-        chunk_view v;
-        return chunk_open(r, b / TBL_V3_CHUNK_BLOCKS, &v)
-                   ? 0
-                   : chunk_count_of(&v, b % TBL_V3_CHUNK_BLOCKS);
-    }
-    return r->count_min + (uint32_t)table_bits_get(r->counts, b * r->count_bits, r->count_bits);
+    chunk_view v;
+    return chunk_open(r, b / TBL_V3_CHUNK_BLOCKS, &v) ? 0
+                                                      : chunk_count_of(&v, b % TBL_V3_CHUNK_BLOCKS);
 }
 
 /* Keys b - 1 (any value for b = 0) and b, and count b (b < block_count). */
 static int index_block(const table_reader *r, uint64_t b, uint64_t *prev, uint64_t *key,
                        uint32_t *count)
 {
-    if (!r->lazy) {
-        table_keys_pair(&r->keys, b, prev, key);
-        *count = count_of(r, b);
-        return SIMSTORE_OK;
-    }
     chunk_view v;
     int rc = chunk_open(r, b / TBL_V3_CHUNK_BLOCKS, &v);
     if (rc)
@@ -821,7 +676,7 @@ static int index_block(const table_reader *r, uint64_t b, uint64_t *prev, uint64
     return SIMSTORE_OK;
 }
 
-/* Keys and counts of consecutive blocks: version 3 keeps the chunk open
+/* Keys and counts of consecutive blocks: the walk keeps the chunk open
  * and steps to the next one-bit of its key high bits, instead of a select
  * per block. */
 typedef struct key_walk {
@@ -836,8 +691,6 @@ typedef struct key_walk {
 static int walk_block(const table_reader *r, key_walk *w, uint64_t b, uint64_t *prev, uint64_t *key,
                       uint32_t *count)
 {
-    if (!r->lazy)
-        return index_block(r, b, prev, key, count);
     uint64_t c = b / TBL_V3_CHUNK_BLOCKS, i = b % TBL_V3_CHUNK_BLOCKS;
     if (c == w->chunk) {
         *prev = w->key;
@@ -861,23 +714,19 @@ static int walk_block(const table_reader *r, key_walk *w, uint64_t b, uint64_t *
     return SIMSTORE_OK;
 }
 
-/* Key b (b < block_count); version 3: 0 when its chunk is damaged. */
+/* Key b (b < block_count); 0 when its chunk is damaged. */
 static uint64_t index_key(const table_reader *r, uint64_t b)
 {
-    if (!r->lazy)
-        return table_keys_get(&r->keys, b);
     uint64_t prev, key;
     uint32_t count;
     return index_block(r, b, &prev, &key, &count) ? 0 : key;
 }
 
 /* table_reader_find_block with the keys before and at the block found.
- * Version 3 on damage: block 0 (format/table.md: a scan from there meets
+ * On damage: block 0 (format/table.md: a scan from there meets
  * the damage before it could pass x). */
 static uint64_t index_find(const table_reader *r, uint64_t x, uint64_t *prev, uint64_t *key)
 {
-    if (!r->lazy)
-        return table_keys_find_keys(&r->keys, x, prev, key);
     uint64_t first, at;
     chunk_view v;
     if (v3_find(r, x, UINT64_MAX, &first, prev, key, &v, &at))
@@ -887,17 +736,17 @@ static uint64_t index_find(const table_reader *r, uint64_t x, uint64_t *prev, ui
 
 static uint32_t group_sum(const table_reader *r, uint64_t g)
 {
-    return r->lazy ? le_load32(r->index + 4 * g) : r->checksums[g];
+    return le_load32(r->index + 4 * g);
 }
 
 int table_reader_check_index(const table_reader *r)
 {
-    for (uint64_t pg = 0; r->lazy && pg < r->top_pages; pg++) {
+    for (uint64_t pg = 0; pg < r->top_pages; pg++) {
         int rc = top_check(r, pg);
         if (rc)
             return rc;
     }
-    for (uint64_t c = 0; r->lazy && c < r->chunk_count; c++) {
+    for (uint64_t c = 0; c < r->chunk_count; c++) {
         chunk_view v;
         int rc = chunk_open(r, c, &v);
         if (rc)
@@ -909,54 +758,16 @@ int table_reader_check_index(const table_reader *r)
 static int parse_index(table_reader *r)
 {
     table_info *in = &r->info;
-    uint64_t nb = in->block_count;
-    const uint8_t *index = r->data + in->index_offset;
     if (!is_zero(r->data + TBL_HEADER_BYTES, (size_t)(in->blocks_offset - TBL_HEADER_BYTES)))
         return SIMS_CORRUPT("padding between header and blocks (bytes %u..%" PRIu64 ") not zero",
                             TBL_HEADER_BYTES, in->blocks_offset - 1);
     r->blocks = r->data + in->blocks_offset;
     size_t bb = in->params.block_bytes;
-    /* Versions 2 and 3 do not code a block's last value: one more fits. */
-    r->implicit_last = in->format_version >= 2;
-    uint64_t max_first = codec_block_max_count(bb, r->huff.min_len, 1) + (uint64_t)r->implicit_last;
-    uint64_t max_other = codec_block_max_count(bb, r->huff.min_len, 0) + (uint64_t)r->implicit_last;
-    r->max_first = max_first;
-    r->max_other = max_other;
-    if (in->format_version == 3)
-        return parse_index_v3(r);
-    uint64_t want = sims_xxh3_64(index, (size_t)in->index_bytes, TBL_SEED_INDEX);
-    if (want != in->index_checksum)
-        return SIMS_CORRUPT("index checksum mismatch (index at byte offset %" PRIu64 ")",
-                            in->index_offset);
-    int rc = in->format_version == 1 ? parse_index_v1(r, index) : parse_index_v2(r, index);
-    if (rc)
-        return rc;
-    in->key_ram_bytes = table_keys_ram_bytes(&r->keys) + 8 * ((nb * r->count_bits + 63) / 64 + 1) +
-                        4 * r->group_count;
-    uint64_t total = 0, prev = 0;
-    table_keys_walk walk;
-    table_keys_walk_init(&walk, &r->keys);
-    for (uint64_t b = 0; b < nb; b++) {
-        uint64_t key = table_keys_walk_next(&walk);
-        uint64_t count = count_of(r, b);
-        if (count == 0 || count > (b ? max_other : max_first))
-            return SIMS_CORRUPT("block %" PRIu64 ": count %" PRIu64
-                                " (index at byte offset %" PRIu64 ") outside 1..%" PRIu64,
-                                b, count, in->index_offset, b ? max_other : max_first);
-        /* The values of block b are distinct and above key[b-1] (or >= 0),
-         * so its key exceeds key[b-1] by at least its count. */
-        if (b ? key - prev < count : key < count - 1)
-            return SIMS_CORRUPT("block %" PRIu64 ": key %016" PRIx64
-                                " (index at byte offset %" PRIu64
-                                ") cannot follow the previous key with %" PRIu64 " values",
-                                b, key, in->index_offset, count);
-        prev = key;
-        total += count;
-    }
-    if (total != in->fp_count)
-        return SIMS_CORRUPT("block counts sum to %" PRIu64 ", header says %" PRIu64, total,
-                            in->fp_count);
-    return SIMSTORE_OK;
+    /* A block's last value is its key, which the index holds, not coded:
+     * one more value fits than the code alone would hold. */
+    r->max_first = codec_block_max_count(bb, r->huff.min_len, 1) + 1;
+    r->max_other = codec_block_max_count(bb, r->huff.min_len, 0) + 1;
+    return parse_index_layout(r);
 }
 
 static int reader_open(table_reader *r, unsigned flags)
@@ -969,10 +780,6 @@ static int reader_open(table_reader *r, unsigned flags)
         rc = parse_footer(r);
     if (!rc)
         rc = parse_index(r);
-    /* Versions 1 and 2: the index was read once to check it and copied to
-     * RAM in its compact form; its pages are not read again. */
-    if (!rc && !r->lazy)
-        sims_map_release(&r->map, (size_t)r->info.index_offset, (size_t)r->info.index_bytes);
     if (!rc && !(flags & TABLE_SKIP_BLOCK_CHECKSUMS)) {
         size_t words = (size_t)(r->group_count + 63) / 64;
         r->verified = calloc(words ? words : 1, sizeof *r->verified);
@@ -992,9 +799,6 @@ void table_reader_close(table_reader *r)
     if (!r)
         return;
     sims_map_close(&r->map);
-    table_keys_free(&r->keys);
-    free(r->counts);
-    free(r->checksums);
     free((void *)r->verified);
     free((void *)r->chunk_shape);
     free((void *)r->top_ok);
@@ -1068,9 +872,9 @@ uint64_t table_reader_key(const table_reader *r, uint64_t block)
 
 /* ---- finding blocks ----------------------------------------------------------- */
 
-/* First b with key[b] >= v: the Elias-Fano search (keys.c): a sampled
- * select on the high bits, then the few keys with v's high part; version 3
- * the same inside the chunk its top pages name. */
+/* First b with key[b] >= v: the top pages name the chunk, then the
+ * Elias-Fano search inside it: the zero that ends the high parts below v's,
+ * then the few keys with v's high part. */
 uint64_t table_reader_find_block(const table_reader *r, uint64_t v)
 {
     uint64_t prev, key;
@@ -1120,7 +924,7 @@ static void group_range(const table_reader *r, uint64_t b, uint64_t *first, uint
 }
 
 /* Verify the checksum of block b's group: its blocks' bytes, which lie in
- * one page of the file (version 1: the block alone). */
+ * one page of the file (blocks of 4 KiB and more: the block alone). */
 static int group_verify(const table_reader *r, uint64_t b)
 {
     uint64_t g = group_of(r, b), first, end;
@@ -1128,7 +932,7 @@ static int group_verify(const table_reader *r, uint64_t b)
     size_t bb = r->info.params.block_bytes;
     uint32_t stored = group_sum(r, g);
     uint32_t computed = (uint32_t)sims_xxh3_64(r->blocks + first * bb, (size_t)(end - first) * bb,
-                                               r->group_seed + g);
+                                               TBL_SEED_GROUP + g);
     if (stored != computed) {
         if (r->group_blocks == 1)
             return block_fail(r, b,
@@ -1181,8 +985,7 @@ static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint6
         }
     }
     codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? prev : 0, count);
-    if (r->implicit_last)
-        codec_block_decoder_set_last(dec, key);
+    codec_block_decoder_set_last(dec, key);
     return SIMSTORE_OK;
 }
 
@@ -1194,11 +997,11 @@ static int block_begin(const table_reader *r, uint64_t b, int verify, codec_bloc
     return rc ? rc : block_begin_keys(r, b, verify, prev, key, count, dec);
 }
 
-/* The key a finished decode of block b must end at: versions 2 and 3 gave
- * it to the decoder (the implicit last value), version 1 has it in RAM. */
-static uint64_t finish_key(const table_reader *r, const codec_block_decoder *dec, uint64_t b)
+/* The key a finished decode must end at: the index gave it to the decoder
+ * (the block's implicit last value). */
+static uint64_t finish_key(const codec_block_decoder *dec)
 {
-    return r->implicit_last ? dec->key : index_key(r, b);
+    return dec->key;
 }
 
 /* Verify each group before the first decode of one of its blocks only. */
@@ -1266,7 +1069,7 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
     if (rc)
         return block_fail(r, block, rc);
     if (dec->remaining == 0) {
-        rc = codec_block_decoder_finish(dec, finish_key(r, dec, block));
+        rc = codec_block_decoder_finish(dec, finish_key(dec));
         if (rc)
             return block_fail(r, block, rc);
     }
@@ -1289,7 +1092,7 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
         if (rc)
             return block_fail(r, block, rc);
     } while (k);
-    rc = codec_block_decoder_finish(&dec, finish_key(r, &dec, block));
+    rc = codec_block_decoder_finish(&dec, finish_key(&dec));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -1328,8 +1131,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             uint64_t b = c->block;
             /* Block b holds values above key[b-1]: none in range once
              * key[b-1] >= hi. */
-            if (b >= r->info.block_count ||
-                (b > c->first_block && finish_key(r, &c->dec, b - 1) >= c->hi)) {
+            if (b >= r->info.block_count || (b > c->first_block && finish_key(&c->dec) >= c->hi)) {
                 c->state = CURSOR_DONE;
                 break;
             }
@@ -1346,7 +1148,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
             goto fail;
         }
         if (k == 0) {
-            rc = codec_block_decoder_finish(&c->dec, finish_key(r, &c->dec, c->block));
+            rc = codec_block_decoder_finish(&c->dec, finish_key(&c->dec));
             if (rc) {
                 rc = block_fail(r, c->block, rc);
                 goto fail;
@@ -1386,8 +1188,7 @@ fail:
 #define PREFETCH_MAX_BYTES 8192
 
 /* Where a search of values from lo starts (at->chunk: a hint or
- * UINT64_MAX), and its first block's key. Version 3: w holds the chunk
- * found, open, for the blocks after the first (w->chunk = UINT64_MAX
+ * UINT64_MAX), and its first block's key. w holds the chunk found, open, for the blocks after the first (w->chunk = UINT64_MAX
  * otherwise), and *at the first block's keys and count for the search. */
 static void start_find(const table_reader *r, uint64_t lo, table_start *at, key_walk *w,
                        uint64_t *key)
@@ -1396,9 +1197,7 @@ static void start_find(const table_reader *r, uint64_t lo, table_start *at, key_
     *key = 0;
     w->chunk = UINT64_MAX;
     at->have = 0;
-    if (!r->lazy) {
-        first = index_find(r, lo, &prev, key);
-    } else if (v3_find(r, lo, hint, &first, &prev, key, &w->v, &w->pos)) {
+    if (v3_find(r, lo, hint, &first, &prev, key, &w->v, &w->pos)) {
         first = 0; /* as index_find on damage */
         *key = 0;
     } else if (first < r->info.block_count) {
@@ -1434,12 +1233,6 @@ void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, tabl
     if (bytes > PREFETCH_MAX_BYTES)
         bytes = PREFETCH_MAX_BYTES;
 #if defined(__GNUC__) || defined(__clang__)
-    /* What the search reads besides the blocks: the first block's count and
-     * the key sample it starts from. */
-    if (!r->lazy) {
-        __builtin_prefetch(&r->counts[first * r->count_bits >> 6], 0, 3);
-        table_keys_prefetch_pair(&r->keys, first);
-    }
     for (size_t off = 0; off < bytes; off += 64)
         __builtin_prefetch(p + off, 0, 3);
 #else
@@ -1450,7 +1243,7 @@ void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, tabl
 void table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start *at)
 {
     at->chunk = UINT64_MAX;
-    if (!r->lazy || r->chunk_count == 0)
+    if (r->chunk_count == 0)
         return;
     uint64_t plo = 0, phi = r->top_pages;
     while (plo < phi) { /* as v3_find, over checked pages only */
@@ -1490,7 +1283,7 @@ void table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start
         uint64_t i =
             lo <= base ? 0 : (uint64_t)((double)(lo - base) / ((double)span + 1) * (double)n);
         i = i < n ? i : n - 1;
-        uint64_t lw = table_keys_low_words(n, low_bits), hw = shape >> 32 & 0x7FFFFFFF;
+        uint64_t lw = tbl_key_low_words(n, low_bits), hw = shape >> 32 & 0x7FFFFFFF;
         uint64_t word[3] = {begin + TBL_C3_HEADER_BYTES + i * low_bits / 8,
                             begin + TBL_C3_HEADER_BYTES + 8 * lw +
                                 (i + ((lo - (lo <= base ? lo : base)) >> low_bits)) / 8,
@@ -1559,7 +1352,7 @@ static int search_open(search_state *s)
     uint32_t count;
     int rc;
     const table_start *at = s->at;
-    if (at->have && s->b == at->first && r->lazy) {
+    if (at->have && s->b == at->first) {
         /* The keys table_reader_prefetch found; the walk on from there. */
         uint64_t c = s->b / TBL_V3_CHUNK_BLOCKS;
         rc = chunk_open(r, c, &s->walk.v);

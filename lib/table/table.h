@@ -2,12 +2,10 @@
  * sorted distinct fingerprints into fixed-size Huffman-delta blocks and
  * publishes the file atomically, and a reader that maps a file (or borrows a
  * buffer), validates it, and answers range scans and fused Hamming-distance
- * probes. Versions 1 and 2 keep the whole index in RAM in compact form
- * (block keys in Elias-Fano form, counts, checksums), checked at open;
- * version 3 leaves it in the mapping and checks each chunk of it on first
- * use, so an open costs the same whatever the table's size. All three
- * versions are read; version 3 is written unless
- * table_params.format_version asks for 1 or 2.
+ * probes. The index stays in the mapping and each chunk of it is checked
+ * on first use, so an open costs the same whatever the table's size. One
+ * format version, 3, is read and written; a file of any other version is
+ * refused with SIMSTORE_EVERSION.
  *
  * The table layer knows nothing about LMDB, documents or what the
  * permutation and prefix bits mean: it stores them for the caller.
@@ -28,20 +26,16 @@
 
 #include "codec/block.h"
 
-/* The format version this code writes by default; it reads 1, 2 and 3. */
+/* The format version this code reads and writes (the only one). */
 #define TABLE_FORMAT_VERSION 3u
 
 /* What the caller supplies and the reader returns unchanged. */
 typedef struct table_params {
-    uint32_t block_bytes;    /* simstore_block_bytes_valid() */
-    uint8_t prefix_bits;     /* <= 64; opaque to this layer */
-    uint8_t perm[64];        /* a permutation of 0..63; opaque to this layer */
-    uint64_t store_tag;      /* identifies the store the file belongs to */
-    uint32_t table_index;    /* which of the store's tables this is */
-    uint32_t format_version; /* to write: 0 for TABLE_FORMAT_VERSION, or 1
-                              * or 2 (golden files, compatibility tests); a
-                              * reader leaves it 0 (the file's version is
-                              * table_info.format_version) */
+    uint32_t block_bytes; /* simstore_block_bytes_valid() */
+    uint8_t prefix_bits;  /* <= 64; opaque to this layer */
+    uint8_t perm[64];     /* a permutation of 0..63; opaque to this layer */
+    uint64_t store_tag;   /* identifies the store the file belongs to */
+    uint32_t table_index; /* which of the store's tables this is */
 } table_params;
 
 /* ---- histogram ------------------------------------------------------------ */
@@ -121,13 +115,13 @@ typedef struct table_info {
     uint64_t blocks_offset; /* where block 0 starts */
     uint64_t blocks_bytes;  /* block_count * block_bytes */
     uint64_t index_offset;
-    uint64_t index_bytes;  /* version 1: 16 * block_count; versions 2, 3: format/table.md */
+    uint64_t index_bytes;  /* format/table.md, "Block index" */
     uint64_t footer_bytes; /* 64 */
     uint64_t header_checksum;
-    uint64_t index_checksum; /* version 3: 0 (its chunks and top pages carry their own) */
-    uint64_t key_ram_bytes;  /* the index (keys, counts, checksums) the reader keeps in RAM;
-                              * version 3: 24 bytes per chunk (its header's fields, last
-                              * key and end) and a byte per top page */
+    uint64_t index_checksum; /* 0 (its chunks and top pages carry their own) */
+    uint64_t key_ram_bytes;  /* what the reader keeps of the index in RAM: 24 bytes
+                              * per chunk (its header's fields, last key and end)
+                              * and a byte per top page */
 } table_info;
 
 /* Open flag: do not verify a block's checksum before decoding it (faster;
@@ -135,11 +129,11 @@ typedef struct table_info {
  * never a crash or an out-of-bounds read). */
 #define TABLE_SKIP_BLOCK_CHECKSUMS 1u
 
-/* Map `path` read-only and validate header, footer and (versions 1 and 2)
- * the index (checksums, bounds, key order); blocks, and version 3's index
- * chunks and top pages, are checked on first use. *out receives the
- * reader. Returns SIMSTORE_OK; SIMSTORE_ENOTFOUND (no such file);
- * SIMSTORE_ECORRUPT; SIMSTORE_EVERSION (format version not 1..3);
+/* Map `path` read-only and validate header and footer (checksums, bounds);
+ * blocks, and the index's chunks and top pages, are checked on first use.
+ * *out receives the reader. Returns SIMSTORE_OK; SIMSTORE_ENOTFOUND (no
+ * such file); SIMSTORE_ECORRUPT; SIMSTORE_EVERSION (format version not 3:
+ * the message names the file and the version);
  * SIMSTORE_ENOMEM; SIMSTORE_EIO; SIMSTORE_EINVAL (unknown flag). */
 int table_reader_open(const char *path, unsigned flags, table_reader **out);
 /* Ask for the file's pages in 2 MiB folios as they come into the page
@@ -158,19 +152,18 @@ const table_info *table_reader_info(const table_reader *r);
 
 /* The key of block `block` < block_count: its last (largest) fingerprint;
  * keys strictly increase. Constant time (the keys are kept in Elias-Fano
- * form). Version 3: 0 when the index chunk holding it is damaged (every
+ * form). 0 when the index chunk holding it is damaged (every
  * decode of the block then fails with SIMSTORE_ECORRUPT). */
 uint64_t table_reader_key(const table_reader *r, uint64_t block);
 
 /* The first block whose key is >= v (block_count when there is none): the
- * only block that can hold v. Version 3, when the index it reads is
- * damaged: a block at or before the damage, so that a scan from it meets
+ * only block that can hold v. When the index it reads is damaged: a block at or before the damage, so that a scan from it meets
  * the damage (a decode fails with SIMSTORE_ECORRUPT) before it could pass
  * v: callers need no error path of their own. */
 uint64_t table_reader_find_block(const table_reader *r, uint64_t v);
 
-/* Check the whole index now (version 3: every chunk and top page, as their
- * first use would; versions 1 and 2: nothing left to check after open).
+/* Check the whole index now (every chunk and top page, as their first use
+ * would).
  * Returns SIMSTORE_OK or SIMSTORE_ECORRUPT naming the first damage. For
  * verify and inspection tools. */
 int table_reader_check_index(const table_reader *r);
@@ -194,16 +187,16 @@ int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_d
                             uint64_t *out, size_t cap, size_t *n);
 
 /* Number of fingerprints in block `block` (from the validated index), or 0
- * when block is out of range (version 3: or its index chunk damaged). */
+ * when block is out of range or its index chunk damaged. */
 uint32_t table_reader_block_count(const table_reader *r, uint64_t block);
 
 /* The checksum covering block `block` as the index stores it (not verified
- * here): version 1, the block's; version 2, its page group's. 0 when block
- * is out of range; for inspection tools. */
+ * here): its page group's. 0 when block is out of range; for inspection
+ * tools. */
 uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block);
 
-/* The blocks [*first, *end) that share block `block`'s checksum (version 2:
- * its 4 KiB page group; version 1: the block alone), and whether their
+/* The blocks [*first, *end) that share block `block`'s checksum (its 4 KiB
+ * page group; the block alone for blocks of 4 KiB and more), and whether their
  * checksum holds, whatever the open flags (a group found good is not hashed
  * again by searches). Returns SIMSTORE_OK, SIMSTORE_EINVAL (block out of
  * range) or SIMSTORE_ECORRUPT (the message names the group and its blocks);
@@ -249,7 +242,7 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n);
 /* Where a search of [lo, hi] starts, as table_reader_prefetch() finds it:
  * the first block it reads (table_reader_find_block(r, lo)) and, when
  * `have`, that block's keys and count and where its key lies in its index
- * chunk (version 3), so that the search does not look them up again. */
+ * chunk, so that the search does not look them up again. */
 typedef struct table_start {
     uint64_t first, prev, key, pos;
     uint32_t count;
@@ -258,7 +251,7 @@ typedef struct table_start {
 } table_start;
 
 /* Hint that a search of [lo, hi] follows soon: issue prefetches for the block
- * bytes (at most 8 KiB) and the in-RAM index words that search will read, so that the
+ * bytes (at most 8 KiB) and the index words that search will read, so that the
  * probes of several tables wait on memory in parallel, not one after
  * another, and set *at to where the search starts, to hand to
  * table_reader_search_from() (at->chunk: as table_reader_prefetch_index()
@@ -267,8 +260,8 @@ typedef struct table_start {
  * from there meets the damage). */
 void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at);
 
-/* Hint that table_reader_prefetch(r, lo, ..., at) follows: version 3, when
- * the top pages the search for lo needs are already checked, issue
+/* Hint that table_reader_prefetch(r, lo, ..., at) follows: when the top
+ * pages the search for lo needs are already checked, issue
  * prefetches for the index chunk it will read, from the keys in RAM,
  * without waiting on the file, and note the chunk in at->chunk (which
  * table_reader_prefetch then takes instead of searching again; UINT64_MAX

@@ -10,7 +10,6 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "table/format.h"
-#include "table/keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,16 +51,12 @@ struct table_writer {
     uint64_t fp_count;
     uint64_t last; /* last fingerprint added, valid when fp_count > 0 */
 
-    uint32_t version; /* the format version written: 1, 2 or 3 */
-
-    /* Per block: the key, and count | checksum << 32 (version 1: the index
-     * entry; versions 2 and 3: the count alone); versions 2 and 3 per page
-     * group: its checksum. */
+    /* Per block: the key, and the count; per page group: its checksum. */
     index_column keys;
     index_column entries;
     index_column groups;
     uint32_t count_min, count_max;
-    uint8_t *group;          /* versions 2 and 3: the current page group's blocks */
+    uint8_t *group;          /* the current page group's blocks */
     size_t group_len;        /* bytes in `group` */
     uint64_t last_key;       /* the key of the last block written */
     size_t index_mem_values; /* per column, before spilling */
@@ -92,9 +87,6 @@ void table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev, cons
 
 static int params_check(const table_params *p)
 {
-    if (p->format_version > 3)
-        return sims_fail(SIMSTORE_EINVAL, "table format version %" PRIu32 " cannot be written",
-                         p->format_version);
     if (!simstore_block_bytes_valid(p->block_bytes))
         return sims_fail(SIMSTORE_EINVAL,
                          "block size %" PRIu32 " is not a power of two in [%u, %u]", p->block_bytes,
@@ -239,25 +231,16 @@ static int column_each(const index_column *c, int (*fn)(void *ctx, uint64_t v), 
     return SIMSTORE_OK;
 }
 
-/* Version 2's index sections: bit fields packed LSB-first into u64 words,
- * written little-endian through a buffer, hashed on the way. */
-typedef struct bit_sink {
+/* The group checksums, written through a buffer. */
+typedef struct byte_sink {
     table_writer *w;
-    sims_xxh3_stream *hash;
-    uint64_t acc;   /* pending bits, the low `nbits` */
-    unsigned nbits; /* < 64 */
     uint8_t buf[4096];
     size_t len;
-    /* for the key high bits */
-    unsigned low_bits;
-    uint64_t pos, i, count_min;
-    unsigned count_bits;
-} bit_sink;
+} byte_sink;
 
-static int sink_bytes(bit_sink *s, const uint8_t *p, size_t n)
+static int sink_bytes(byte_sink *s, const uint8_t *p, size_t n)
 {
     if (s->len + n > sizeof s->buf) {
-        sims_xxh3_stream_update(s->hash, s->buf, s->len);
         int rc = sink_write(s->w, s->buf, s->len);
         s->len = 0;
         if (rc)
@@ -268,65 +251,11 @@ static int sink_bytes(bit_sink *s, const uint8_t *p, size_t n)
     return SIMSTORE_OK;
 }
 
-static int sink_flush(bit_sink *s)
+static int sink_flush(byte_sink *s)
 {
-    sims_xxh3_stream_update(s->hash, s->buf, s->len);
     int rc = sink_write(s->w, s->buf, s->len);
     s->len = 0;
     return rc;
-}
-
-static int bits_put(bit_sink *s, uint64_t v, unsigned n) /* n <= 64 */
-{
-    if (n == 0)
-        return SIMSTORE_OK;
-    if (n < 64)
-        v &= ((uint64_t)1 << n) - 1;
-    uint64_t word = s->acc | (s->nbits ? v << s->nbits : v);
-    if (s->nbits + n < 64) {
-        s->acc = word;
-        s->nbits += n;
-        return SIMSTORE_OK;
-    }
-    uint8_t b[8];
-    le_store64(b, word);
-    unsigned used = 64 - s->nbits; /* bits of v in this word */
-    s->acc = used < 64 ? v >> used : 0;
-    s->nbits = n - used;
-    return sink_bytes(s, b, 8);
-}
-
-/* Pad the current word with zero bits. */
-static int bits_align(bit_sink *s)
-{
-    return s->nbits ? bits_put(s, 0, 64 - s->nbits) : SIMSTORE_OK;
-}
-
-static int put_low(void *ctx, uint64_t key)
-{
-    bit_sink *s = ctx;
-    return bits_put(s, key, s->low_bits);
-}
-
-static int put_high(void *ctx, uint64_t key)
-{
-    bit_sink *s = ctx;
-    uint64_t pos = (key >> s->low_bits) + s->i++;
-    int rc = SIMSTORE_OK;
-    while (!rc && pos - s->pos >= 64) {
-        rc = bits_put(s, 0, 64);
-        s->pos += 64;
-    }
-    if (!rc)
-        rc = bits_put(s, (uint64_t)1 << (pos - s->pos), (unsigned)(pos - s->pos) + 1);
-    s->pos = pos + 1;
-    return rc;
-}
-
-static int put_count(void *ctx, uint64_t entry)
-{
-    bit_sink *s = ctx;
-    return bits_put(s, (uint32_t)entry - s->count_min, s->count_bits);
 }
 
 static int put_group(void *ctx, uint64_t checksum)
@@ -334,40 +263,6 @@ static int put_group(void *ctx, uint64_t checksum)
     uint8_t b[4];
     le_store32(b, (uint32_t)checksum);
     return sink_bytes(ctx, b, 4);
-}
-
-/* Append a column to the output as little-endian values, hashing them. */
-static int column_write(table_writer *w, const index_column *c, sims_xxh3_stream *hash)
-{
-    uint8_t buf[8192];
-    uint64_t vals[sizeof buf / 8];
-    for (uint64_t done = 0; done < c->file_values;) {
-        uint64_t want = c->file_values - done;
-        if (want > sizeof vals / 8)
-            want = sizeof vals / 8;
-        size_t bytes = (size_t)want * 8;
-        int rc = sims_pread_all(c->fd, vals, bytes, done * 8, "index spill");
-        if (rc)
-            return rc;
-        for (size_t i = 0; i < want; i++)
-            le_store64(buf + 8 * i, vals[i]);
-        sims_xxh3_stream_update(hash, buf, bytes);
-        rc = sink_write(w, buf, bytes);
-        if (rc)
-            return rc;
-        done += want;
-    }
-    for (size_t i = 0; i < c->len;) {
-        size_t n = c->len - i < sizeof buf / 8 ? c->len - i : sizeof buf / 8;
-        for (size_t j = 0; j < n; j++)
-            le_store64(buf + 8 * j, c->mem[i + j]);
-        sims_xxh3_stream_update(hash, buf, n * 8);
-        int rc = sink_write(w, buf, n * 8);
-        if (rc)
-            return rc;
-        i += n;
-    }
-    return SIMSTORE_OK;
 }
 
 static int writer_create(const table_params *p, const uint64_t hist[64], table_writer **out)
@@ -381,7 +276,6 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     w->file.fd = -1;
     w->keys.fd = w->entries.fd = w->groups.fd = -1;
-    w->version = p->format_version ? p->format_version : TABLE_FORMAT_VERSION;
     w->count_min = UINT32_MAX;
     w->index_mem_values = INDEX_MEM_VALUES;
     w->params = *p;
@@ -394,9 +288,8 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
         return rc;
     }
     w->block = malloc((size_t)p->block_bytes + BITIO_WRITER_SLACK);
-    if (w->version >= 2)
-        w->group = malloc((size_t)p->block_bytes * tbl_group_blocks(p->block_bytes));
-    if (!w->block || (w->version >= 2 && !w->group)) {
+    w->group = malloc((size_t)p->block_bytes * tbl_group_blocks(p->block_bytes));
+    if (!w->block || !w->group) {
         writer_free(w);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     }
@@ -450,7 +343,7 @@ void table_writer_abort(table_writer *w)
 
 /* ---- blocks ----------------------------------------------------------------- */
 
-/* Versions 2 and 3: the checksum of the page group collected so far. */
+/* The checksum of the page group collected so far. */
 static int flush_group(table_writer *w)
 {
     uint64_t g = w->groups.file_values + w->groups.len;
@@ -463,21 +356,15 @@ static int flush_block(table_writer *w)
 {
     uint64_t b = w->block_count;
     size_t bb = w->params.block_bytes;
-    uint32_t checksum = 0;
     int rc = SIMSTORE_OK;
-    if (w->version == 1) {
-        checksum = (uint32_t)sims_xxh3_64(w->block, bb, tbl_block_seed(b));
-    } else {
-        memcpy(w->group + w->group_len, w->block, bb);
-        w->group_len += bb;
-        uint32_t gb = tbl_group_blocks(bb);
-        if ((b + tbl_group_first_slot(bb) + 1) % gb == 0)
-            rc = flush_group(w);
-    }
+    memcpy(w->group + w->group_len, w->block, bb);
+    w->group_len += bb;
+    if ((b + tbl_group_first_slot(bb) + 1) % tbl_group_blocks(bb) == 0)
+        rc = flush_group(w);
     if (rc == SIMSTORE_OK)
         rc = column_push(w, &w->keys, w->enc.prev);
     if (rc == SIMSTORE_OK)
-        rc = column_push(w, &w->entries, (uint64_t)w->enc.count | (uint64_t)checksum << 32);
+        rc = column_push(w, &w->entries, w->enc.count);
     if (rc)
         return rc;
     if (w->enc.count < w->count_min)
@@ -515,23 +402,14 @@ int table_writer_add(table_writer *w, const uint64_t *fps, size_t n)
         if (!w->block_open)
             start_block(w);
         int put = codec_block_encoder_put(&w->enc, v);
-        if (put == 0 && w->version >= 2) {
-            /* Versions 2 and 3: the value that does not fit ends the block as its
-             * key, which the index holds, uncoded. */
+        if (put == 0) {
+            /* The value that does not fit ends the block as its key, which
+             * the index holds, uncoded. */
             codec_block_encoder_put_implicit(&w->enc, v);
             rc = flush_block(w);
             if (rc)
                 goto fail;
             put = 1;
-        } else if (put == 0) {
-            /* Full: the difference to the previous block's key is the same
-             * difference, so the code does not depend on the boundary. An
-             * empty block always has room for one value (<= 74 bits). */
-            rc = flush_block(w);
-            if (rc)
-                goto fail;
-            start_block(w);
-            put = codec_block_encoder_put(&w->enc, v);
         }
         if (put < 0) {
             rc = put;
@@ -552,7 +430,7 @@ static void encode_header(const table_writer *w, uint8_t h[TBL_HEADER_BYTES])
 {
     memset(h, 0, TBL_HEADER_BYTES);
     memcpy(h + TBL_H_MAGIC, TBL_MAGIC, TBL_MAGIC_BYTES);
-    le_store32(h + TBL_H_VERSION, w->version);
+    le_store32(h + TBL_H_VERSION, TABLE_FORMAT_VERSION);
     le_store32(h + TBL_H_HEADER_BYTES, TBL_HEADER_BYTES);
     le_store32(h + TBL_H_BLOCK_BYTES, w->params.block_bytes);
     h[TBL_H_PREFIX_BITS] = w->params.prefix_bits;
@@ -566,7 +444,7 @@ static void encode_header(const table_writer *w, uint8_t h[TBL_HEADER_BYTES])
     le_store64(h + TBL_H_CHECKSUM, sims_xxh3_64(h, TBL_H_CHECKSUM, TBL_SEED_HEADER));
 }
 
-/* ---- version 3's index -------------------------------------------------------- */
+/* ---- the index ---------------------------------------------------------------- */
 
 /* Reads a column's values in order, from its spill file then its buffer. */
 typedef struct column_reader {
@@ -591,13 +469,27 @@ static int column_read(column_reader *cr, uint64_t *out, size_t n)
     return SIMSTORE_OK;
 }
 
-/* A chunk of version 3's index in memory: header, sections, checksum. */
-static int encode_chunk_v3(uint64_t c, const uint64_t *keys, const uint64_t *entries, size_t n,
-                           uint64_t base, uint8_t **buf, size_t *cap, size_t *size)
+/* Set the n <= 64 bits at bit pos of words (LSB-first; they are zero) to v. */
+static void bits_put(uint64_t *words, uint64_t pos, unsigned n, uint64_t v)
+{
+    if (n == 0)
+        return;
+    if (n < 64)
+        v &= ((uint64_t)1 << n) - 1;
+    uint64_t w = pos >> 6;
+    unsigned off = (unsigned)(pos & 63);
+    words[w] |= v << off;
+    if (off + n > 64)
+        words[w + 1] |= v >> (64 - off);
+}
+
+/* A chunk of the index in memory: header, sections, checksum. */
+static int encode_chunk(uint64_t c, const uint64_t *keys, const uint64_t *entries, size_t n,
+                        uint64_t base, uint8_t **buf, size_t *cap, size_t *size)
 {
     uint64_t rel_last = keys[n - 1] - base;
-    unsigned low_bits = table_keys_choose_low_bits(n, rel_last);
-    uint64_t high_words = table_keys_high_words(n, low_bits, rel_last);
+    unsigned low_bits = tbl_key_low_bits(n, rel_last);
+    uint64_t high_words = tbl_key_high_words(n, low_bits, rel_last);
     uint32_t lo = UINT32_MAX, hi = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t k = (uint32_t)entries[i];
@@ -605,7 +497,7 @@ static int encode_chunk_v3(uint64_t c, const uint64_t *keys, const uint64_t *ent
         hi = k > hi ? k : hi;
     }
     unsigned count_bits = hi > lo ? bitio_msb(hi - lo) + 1 : 0;
-    uint64_t low_words = table_keys_low_words(n, low_bits);
+    uint64_t low_words = tbl_key_low_words(n, low_bits);
     uint64_t count_words = ((uint64_t)n * count_bits + 63) / 64;
     uint64_t words = low_words + high_words + count_words;
     size_t bytes = (size_t)(TBL_C3_HEADER_BYTES + 8 * words + 8);
@@ -622,10 +514,10 @@ static int encode_chunk_v3(uint64_t c, const uint64_t *keys, const uint64_t *ent
     uint64_t *low = w, *high = w + low_words, *counts = high + high_words;
     for (size_t i = 0; i < n; i++) {
         uint64_t rel = keys[i] - base;
-        table_bits_put(low, (uint64_t)i * low_bits, low_bits, rel);
+        bits_put(low, (uint64_t)i * low_bits, low_bits, rel);
         uint64_t pos = (low_bits < 64 ? rel >> low_bits : 0) + i;
         high[pos >> 6] |= (uint64_t)1 << (pos & 63);
-        table_bits_put(counts, (uint64_t)i * count_bits, count_bits, (uint32_t)entries[i] - lo);
+        bits_put(counts, (uint64_t)i * count_bits, count_bits, (uint32_t)entries[i] - lo);
     }
     uint8_t *p = *buf;
     memset(p, 0, TBL_C3_HEADER_BYTES);
@@ -641,9 +533,9 @@ static int encode_chunk_v3(uint64_t c, const uint64_t *keys, const uint64_t *ent
     return SIMSTORE_OK;
 }
 
-/* Version 3's index (format/table.md, "Block index, version 3"): the group
- * checksums, the chunks, the top pages; *index_bytes receives its size. */
-static int write_index_v3(table_writer *w, uint64_t *index_bytes)
+/* The index (format/table.md, "Block index"): the group checksums, the
+ * chunks, the top pages; *index_bytes receives its size. */
+static int write_index(table_writer *w, uint64_t *index_bytes)
 {
     uint64_t nb = w->block_count;
     uint64_t chunks = tbl_v3_chunk_count(nb);
@@ -653,14 +545,12 @@ static int write_index_v3(table_writer *w, uint64_t *index_bytes)
     uint64_t *entries = malloc(TBL_V3_CHUNK_BLOCKS * sizeof *entries);
     uint8_t *buf = NULL;
     size_t cap = 0;
-    bit_sink *s = calloc(1, sizeof *s);
-    sims_xxh3_stream *unused = sims_xxh3_stream_new(0);
-    int rc = top && keys && entries && s && unused
+    byte_sink *s = calloc(1, sizeof *s);
+    int rc = top && keys && entries && s
                  ? SIMSTORE_OK
                  : sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
     if (!rc) {
         s->w = w;
-        s->hash = unused;
         rc = column_each(&w->groups, put_group, s);
     }
     uint64_t groups = w->groups.file_values + w->groups.len;
@@ -681,7 +571,7 @@ static int write_index_v3(table_writer *w, uint64_t *index_bytes)
         if (!rc)
             rc = column_read(&er, entries, n);
         if (!rc)
-            rc = encode_chunk_v3(c, keys, entries, n, base, &buf, &cap, &size);
+            rc = encode_chunk(c, keys, entries, n, base, &buf, &cap, &size);
         if (!rc)
             rc = sink_write(w, buf, size);
         for (size_t i = 0; i < n; i++)
@@ -703,7 +593,6 @@ static int write_index_v3(table_writer *w, uint64_t *index_bytes)
     if (!rc)
         rc = sink_write(w, top, (size_t)tbl_v3_top_bytes(chunks));
     *index_bytes = sink_offset(w) - start;
-    sims_xxh3_stream_free(unused);
     free(s);
     free(buf);
     free(entries);
@@ -717,83 +606,21 @@ static int write_trailer(table_writer *w)
 {
     int rc;
     if (w->block_open) {
-        /* Versions 2 and 3: the last value is the block's key, not coded. */
-        if (w->version >= 2)
-            codec_block_encoder_drop_last(&w->enc);
+        /* The last value is the block's key, not coded. */
+        codec_block_encoder_drop_last(&w->enc);
         rc = flush_block(w);
         if (rc)
             return rc;
     }
-    if (w->version >= 2 && w->group_len) {
+    if (w->group_len) {
         rc = flush_group(w);
         if (rc)
             return rc;
     }
     uint64_t nb = w->block_count;
     uint64_t index_offset = sink_offset(w);
-    uint64_t index_bytes = nb * TBL_INDEX_ENTRY_BYTES;
-
-    /* The index is streamed from the columns (and their spill files) with
-     * the checksum computed on the way. Version 1: keys then entries,
-     * little-endian. Version 2: the index header, then the key low parts,
-     * key high bits, counts and group checksums (format/table.md). */
-    sims_xxh3_stream *hash = sims_xxh3_stream_new(TBL_SEED_INDEX);
-    if (!hash)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for the index checksum");
-    if (w->version == 1) {
-        rc = column_write(w, &w->keys, hash);
-        if (rc == SIMSTORE_OK)
-            rc = column_write(w, &w->entries, hash);
-    } else if (w->version == 3) {
-        rc = write_index_v3(w, &index_bytes);
-    } else {
-        bit_sink *s = calloc(1, sizeof *s);
-        rc = s ? SIMSTORE_OK : sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
-        if (!rc) {
-            s->w = w;
-            s->hash = hash;
-            s->low_bits = table_keys_choose_low_bits(nb, w->last_key);
-            s->count_min = nb ? w->count_min : 0;
-            s->count_bits =
-                nb && w->count_max > w->count_min ? bitio_msb(w->count_max - w->count_min) + 1 : 0;
-            uint64_t high_words = table_keys_high_words(nb, s->low_bits, w->last_key);
-            uint8_t ih[TBL_I2_HEADER_BYTES] = {0};
-            ih[TBL_I2_LOW_BITS] = (uint8_t)s->low_bits;
-            ih[TBL_I2_COUNT_BITS] = (uint8_t)s->count_bits;
-            le_store32(ih + TBL_I2_COUNT_MIN, (uint32_t)s->count_min);
-            le_store64(ih + TBL_I2_HIGH_WORDS, high_words);
-            uint64_t groups = w->groups.file_values + w->groups.len;
-            index_bytes = TBL_I2_HEADER_BYTES +
-                          8 * (table_keys_low_words(nb, s->low_bits) + high_words +
-                               (nb * s->count_bits + 63) / 64) +
-                          4 * groups;
-            rc = sink_bytes(s, ih, sizeof ih);
-            if (!rc)
-                rc = column_each(&w->keys, put_low, s);
-            if (!rc)
-                rc = bits_align(s);
-            if (!rc)
-                rc = column_each(&w->keys, put_high, s);
-            if (!rc)
-                rc = bits_align(s);
-            if (!rc)
-                rc = column_each(&w->entries, put_count, s);
-            if (!rc)
-                rc = bits_align(s);
-            if (!rc)
-                rc = column_each(&w->groups, put_group, s);
-            if (!rc)
-                rc = sink_flush(s);
-            if (!rc && sink_offset(w) - index_offset != index_bytes)
-                rc = sims_fail(SIMSTORE_EINVAL,
-                               "internal error: index of %" PRIu64 " bytes, expected %" PRIu64,
-                               sink_offset(w) - index_offset, index_bytes);
-        }
-        free(s);
-    }
-    /* Version 3 checks its index in pieces: the footer's field is zero. */
-    uint64_t index_checksum = w->version == 3 ? 0 : sims_xxh3_stream_digest(hash);
-    sims_xxh3_stream_free(hash);
+    uint64_t index_bytes = 0;
+    rc = write_index(w, &index_bytes);
     if (rc)
         return rc;
 
@@ -809,7 +636,9 @@ static int write_trailer(table_writer *w)
     le_store64(f + TBL_F_BLOCK_COUNT, nb);
     le_store64(f + TBL_F_FP_COUNT, w->fp_count);
     le_store64(f + TBL_F_HEADER_CHECKSUM, le_load64(header + TBL_H_CHECKSUM));
-    le_store64(f + TBL_F_INDEX_CHECKSUM, index_checksum);
+    /* The index's chunks and top pages carry their own checksums: the
+     * footer's field is zero. */
+    le_store64(f + TBL_F_INDEX_CHECKSUM, 0);
     le_store64(f + TBL_F_CHECKSUM, sims_xxh3_64(f, TBL_F_CHECKSUM, TBL_SEED_FOOTER));
     memcpy(f + TBL_F_MAGIC, TBL_FOOTER_MAGIC, TBL_MAGIC_BYTES);
     return sink_write(w, f, sizeof f);
@@ -847,8 +676,7 @@ int table_encode_memory_hist(const table_params *p, const uint64_t hist[64], con
     for (unsigned j = 0; j < 64; j++)
         bits += hist[j] * (uint64_t)(w->code_lengths[j] ? w->code_lengths[j] + j : 0);
     uint64_t est_blocks = bits / 8 / p->block_bytes * 21 / 20 + 2;
-    uint64_t est =
-        w->blocks_offset + est_blocks * (p->block_bytes + TBL_INDEX_ENTRY_BYTES) + TBL_FOOTER_BYTES;
+    uint64_t est = w->blocks_offset + est_blocks * (p->block_bytes + 16) + TBL_FOOTER_BYTES;
     if (est < SIZE_MAX / 2 && (w->mem = malloc((size_t)est)) != NULL)
         w->mem_cap = (size_t)est;
     rc = write_leading_space(w);

@@ -6,6 +6,7 @@
 
 #include "common/checksum.h"
 #include "common/error.h"
+#include "common/fpversion.h"
 #include "common/grow.h"
 #include "text/normalize.h"
 #include "text/segment.h"
@@ -160,7 +161,7 @@ int sims_boiler_new(unsigned version, simstore_cjk_mode cjk, sims_boiler **out)
         }
     }
     /* The fingerprinter's own settings (simstore_fingerprinter_new). */
-    b->version2 = version >= 2;
+    b->version2 = sims_fp_version(version) >= 2;
     sims_tokenizer_init(&b->tokenizer, b->friso);
     b->tokenizer.join_lines = b->version2;
     b->tokenizer.inert_only = b->version2;

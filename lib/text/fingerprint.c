@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "text/boilerplate.h"
+#include "common/fpversion.h"
 #include "common/sketch.h"
 #include "text/features.h"
 #include "text/normalize.h"
@@ -57,7 +58,7 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     if (opts->shingle_words < 1 || opts->shingle_words > SIMSTORE_SHINGLE_MAX)
         return sims_fail(SIMSTORE_EINVAL, "shingle size %u is outside 1..%u", opts->shingle_words,
                          SIMSTORE_SHINGLE_MAX);
-    unsigned version = opts->version ? opts->version : 1;
+    unsigned version = sims_fp_version(opts->version);
     if (version > SIMSTORE_FP_VERSION_LATEST)
         return sims_fail(SIMSTORE_EINVAL, "unknown fingerprint version %u (this build knows 1..%u)",
                          version, SIMSTORE_FP_VERSION_LATEST);

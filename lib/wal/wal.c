@@ -78,12 +78,16 @@ static int check_header(const char *path, const uint8_t *h, size_t size, uint64_
         return SIMS_CORRUPT("%s: %zu bytes, too short for the log's header", path, size);
     if (memcmp(h, WAL_MAGIC, 8) != 0)
         return SIMS_CORRUPT("%s: not a simstore write-ahead log (bad magic)", path);
-    if (le_load64(h + 56) != sims_xxh3_64(h, 56, WAL_HEADER_SEED))
-        return SIMS_CORRUPT("%s: the log's header fails its check", path);
+    /* The version before the checksum: another version may lay out (and
+     * check) its header otherwise. */
     uint32_t version = le_load32(h + 8);
     if (version != SIMS_WAL_VERSION)
-        return sims_fail(SIMSTORE_EVERSION, "%s: log version %" PRIu32 " (this build reads %u)",
-                         path, version, SIMS_WAL_VERSION);
+        return sims_fail(SIMSTORE_EVERSION,
+                         "%s: log version %" PRIu32 " unknown to this simstore (%s), which reads "
+                         "version %u",
+                         path, version, SIMSTORE_VERSION_STRING, SIMS_WAL_VERSION);
+    if (le_load64(h + 56) != sims_xxh3_64(h, 56, WAL_HEADER_SEED))
+        return SIMS_CORRUPT("%s: the log's header fails its check", path);
     for (size_t i = 32; i < 56; i++)
         if (h[i])
             return SIMS_CORRUPT("%s: the log's header has reserved byte %zu set", path, i);

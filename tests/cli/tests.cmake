@@ -13,6 +13,8 @@ simstore_cli_test(test_cli_concurrency concurrency.sh)
 set_tests_properties(test_cli_concurrency PROPERTIES TIMEOUT 600)
 simstore_cli_test(test_cli_inspect inspect.sh)
 simstore_cli_test(test_cli_verify verify.sh)
+# Formats this simstore does not know: refused as such, never as corrupt.
+simstore_cli_test(test_cli_formats formats.sh)
 simstore_cli_test(test_cli_dump dump.sh)
 simstore_cli_test(test_cli_compressed compressed.sh)
 simstore_cli_test(test_cli_corpora corpora.sh)

@@ -107,8 +107,9 @@ static void test_records_golden__store_record(void **state)
     uint8_t *b = golden("store-record.bin", &n);
     sims_store_record r;
     assert_int_equal(sims_store_record_decode(b, n, &r), 0);
-    assert_int_equal(r.format_version, 1);
+    assert_int_equal(r.format_version, 2);
     assert_int_equal(r.flags, 0);
+    assert_true(r.incompat_features == 0 && r.compat_features == 0);
     assert_true(r.store_tag == 0x0123456789abcdefULL);
     assert_int_equal(r.block_bytes, 512);
     assert_true(r.created_unix == 1700000000ULL);
@@ -123,6 +124,74 @@ static void test_records_golden__store_record(void **state)
     reject_damage(b, n, decode_store);
     free(d);
     free(want);
+    free(b);
+}
+
+/* Feature words and versions (format/store.md, "Versions and features"):
+ * a version this build does not know and an unknown incompatible feature
+ * are SIMSTORE_EVERSION naming them, never corruption; an unknown
+ * compatible feature is ignored. */
+static void test_records_store__versions_and_features(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = golden("store-record.bin", &n);
+    sims_store_record r, got;
+    assert_int_equal(sims_store_record_decode(b, n, &r), 0);
+    uint8_t buf[4096];
+
+    sims_store_record x = r;
+    x.compat_features = UINT64_C(0x8000000000000010);
+    size_t m = sims_store_record_encode(&x, buf, sizeof buf);
+    assert_int_equal(m, n);
+    assert_int_equal(sims_store_record_decode(buf, m, &got), 0);
+    assert_true(got.compat_features == x.compat_features);
+    assert_int_equal(decode_store(buf, m), 0);
+
+    x = r;
+    x.incompat_features = 0x4;
+    m = sims_store_record_encode(&x, buf, sizeof buf);
+    assert_int_equal(sims_store_record_decode(buf, m, &got), SIMSTORE_EVERSION);
+    assert_non_null(strstr(simstore_last_error(), "incompatible features 0x4 unknown"));
+    assert_non_null(strstr(simstore_last_error(), "written by a newer version"));
+    /* format/golden/store-record-incompatible-4.bin is this record. */
+    size_t gn;
+    uint8_t *g = golden("store-record-incompatible-4.bin", &gn);
+    assert_int_equal(gn, m);
+    assert_memory_equal(g, buf, m);
+    free(g);
+    /* Damage is still damage: the checksum is checked before the features. */
+    buf[40] ^= 0x01;
+    assert_int_equal(sims_store_record_decode(buf, m, &got), SIMSTORE_ECORRUPT);
+
+    x = r;
+    x.incompat_features = 0x4;
+    x.compat_features = 0x1;
+    m = sims_store_record_encode(&x, buf, sizeof buf);
+    assert_int_equal(sims_store_record_decode(buf, m, &got), SIMSTORE_EVERSION);
+
+    static const struct {
+        uint32_t version;
+        const char *says;
+    } versions[] = {{1, "store format 1 from a pre-release build"},
+                    {0, "store format 0 from a pre-release build"},
+                    {3, "store format 3 unknown to this simstore"},
+                    {UINT32_MAX, "written by a newer version"}};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        x = r;
+        x.format_version = versions[i].version;
+        m = sims_store_record_encode(&x, buf, sizeof buf);
+        assert_int_equal(sims_store_record_decode(buf, m, &got), SIMSTORE_EVERSION);
+        assert_non_null(strstr(simstore_last_error(), versions[i].says));
+    }
+    /* A version-1 record as pre-release builds wrote it (no feature words,
+     * 16 bytes shorter): refused for its version, not its length. */
+    uint8_t v1[4096];
+    memcpy(v1, b, 40);
+    le_store32(v1 + 8, 1);
+    memcpy(v1 + 40, b + 56, n - 56);
+    assert_int_equal(sims_store_record_decode(v1, n - 16, &got), SIMSTORE_EVERSION);
+    assert_non_null(strstr(simstore_last_error(), "rebuild the store"));
     free(b);
 }
 
@@ -744,6 +813,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records_golden__store_record),
+        cmocka_unit_test(test_records_store__versions_and_features),
         cmocka_unit_test(test_records_golden__state_record),
         cmocka_unit_test(test_records_golden__text_record),
         cmocka_unit_test(test_records_golden__text_record_v2),

@@ -3,10 +3,8 @@
  * probes, checking the answers against each other.
  *
  * Input: one mode byte, then the file bytes.
- *   mode bit 0: repair every checksum (header, footer, index, blocks or
- *               the page groups of versions 2 and 3, version 3's chunks and
- *               top pages) before
- *               opening, so mutations reach the checks behind the checksums
+ *   mode bit 0: repair every checksum (header, footer, the page groups of
+ *               blocks, the index's chunks and top pages) before opening, so mutations reach the checks behind the checksums
  *               (a fuzzer cannot forge XXH3);
  *   mode bit 1: open with TABLE_SKIP_BLOCK_CHECKSUMS, so damaged blocks reach
  *               the decoder.
@@ -43,24 +41,9 @@ static void repair_checksums(uint8_t *b, size_t size)
     uint64_t nb = le_load64(b + TBL_H_BLOCK_COUNT);
     uint64_t ioff = le_load64(f + TBL_F_INDEX_OFFSET);
     uint64_t ilen = le_load64(f + TBL_F_INDEX_BYTES);
-    uint32_t version = le_load32(b + TBL_H_VERSION);
-    if (ioff <= foff && ilen <= foff - ioff && version == 2 && simstore_block_bytes_valid(bb)) {
-        /* Version 2: a checksum per page group, at the end of the index. */
-        uint64_t groups = nb <= foff / bb ? tbl_group_count(nb, bb) : 0;
-        uint64_t gb = tbl_group_blocks(bb), slot = tbl_group_first_slot(bb);
-        for (uint64_t g = 0; groups && groups <= ilen / 4 && g < groups; g++) {
-            uint64_t first = g * gb > slot ? g * gb - slot : 0, end = (g + 1) * gb - slot;
-            end = end < nb ? end : nb;
-            if (boff > foff || end > (foff - boff) / bb)
-                break;
-            uint32_t c = (uint32_t)sims_xxh3_64(b + boff + first * bb, (size_t)((end - first) * bb),
-                                                TBL_SEED_GROUP + g);
-            le_store32(b + ioff + ilen - 4 * groups + 4 * g, c);
-        }
-    }
-    if (ioff <= foff && ilen <= foff - ioff && version == 3 && simstore_block_bytes_valid(bb) &&
-        boff <= foff && nb <= (foff - boff) / bb) {
-        /* Version 3: group checksums first in the index, then each chunk's
+    if (ioff <= foff && ilen <= foff - ioff && simstore_block_bytes_valid(bb) && boff <= foff &&
+        nb <= (foff - boff) / bb) {
+        /* Group checksums first in the index, then each chunk's
          * (its end from its top entry), then each top page's. */
         uint64_t groups = tbl_group_count(nb, bb);
         uint64_t gb = tbl_group_blocks(bb), slot = tbl_group_first_slot(bb);
@@ -95,20 +78,7 @@ static void repair_checksums(uint8_t *b, size_t size)
             }
         }
     }
-    if (ioff <= foff && ilen <= foff - ioff) {
-        if (version == 1 && simstore_block_bytes_valid(bb) && nb <= ilen / 16) {
-            for (uint64_t k = 0; k < nb; k++) {
-                if (boff > foff || k >= (foff - boff) / bb)
-                    break;
-                uint64_t entry = ioff + 8 * nb + 8 * k + 4;
-                uint32_t c =
-                    (uint32_t)sims_xxh3_64(b + boff + k * bb, (size_t)bb, tbl_block_seed(k));
-                le_store32(b + entry, c);
-            }
-        }
-        le_store64(f + TBL_F_INDEX_CHECKSUM,
-                   version == 3 ? 0 : sims_xxh3_64(b + ioff, (size_t)ilen, TBL_SEED_INDEX));
-    }
+    le_store64(f + TBL_F_INDEX_CHECKSUM, 0);
     le_store64(f + TBL_F_CHECKSUM, sims_xxh3_64(f, TBL_F_CHECKSUM, TBL_SEED_FOOTER));
 }
 

@@ -61,12 +61,10 @@ static void put(const char *target, const char *name, const uint8_t *a, size_t n
 
 /* One table in open modes 0 (as is), 1 (checksums repaired) and 3 (repaired,
  * block checksums skipped). */
-static void table_seed_version(const char *name, uint32_t version, uint32_t block_bytes,
-                               const uint64_t *v, size_t n)
+static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v, size_t n)
 {
     table_params p;
     memset(&p, 0, sizeof p);
-    p.format_version = version;
     p.block_bytes = block_bytes;
     p.prefix_bits = (uint8_t)(n % 65);
     for (unsigned i = 0; i < 64; i++)
@@ -82,22 +80,10 @@ static void table_seed_version(const char *name, uint32_t version, uint32_t bloc
     static const uint8_t modes[] = {0, 1, 3};
     for (size_t m = 0; m < sizeof modes; m++) {
         char fname[256];
-        snprintf(fname, sizeof fname, "%s%s-mode%u",
-                 version == 1   ? "v1-"
-                 : version == 3 ? "v3-"
-                                : "",
-                 name, modes[m]);
+        snprintf(fname, sizeof fname, "%s-mode%u", name, modes[m]);
         put("table_open", fname, &modes[m], 1, buf, size);
     }
     free(buf);
-}
-
-/* Version 3 (what writers write), and versions 2 and 1 (still read). */
-static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v, size_t n)
-{
-    table_seed_version(name, 3, block_bytes, v, n);
-    table_seed_version(name, 2, block_bytes, v, n);
-    table_seed_version(name, 1, block_bytes, v, n);
 }
 
 static void table_seeds(void)

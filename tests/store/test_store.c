@@ -10,7 +10,12 @@
 
 #include "simstore.h"
 #include "design/design.h"
+#include "common/bytes.h"
+#include "common/checksum.h"
+#include "docs/records.h"
 #include "testutil.h"
+
+#include <lmdb.h>
 
 #include <limits.h>
 #include <stdio.h>
@@ -344,6 +349,88 @@ static void test_store_open__errors(void **state)
     test_rmtree(dir);
     free(missing);
     free(file);
+    free(dir);
+}
+
+/* Rewrite the store record of the store at dir: its format version and
+ * feature words (format/store.md, "Versions and features"). */
+static void set_store_record(const char *dir, uint32_t version, uint64_t incompat, uint64_t compat)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi meta;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 4);
+    mdb_env_set_mapsize(env, (size_t)1 << 30);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+    MDB_val key = {5, (void *)"store"}, val;
+    assert_int_equal(mdb_get(txn, meta, &key, &val), 0);
+    uint8_t *rec = malloc(val.mv_size);
+    memcpy(rec, val.mv_data, val.mv_size);
+    size_t len = val.mv_size;
+    le_store32(rec + 8, version);
+    le_store64(rec + 40, incompat);
+    le_store64(rec + 48, compat);
+    le_store64(rec + len - 8, sims_xxh3_64(rec, len - 8, SIMS_STORE_RECORD_SEED));
+    MDB_val nv = {len, rec};
+    assert_int_equal(mdb_put(txn, meta, &key, &nv, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    free(rec);
+}
+
+/* A store whose record carries an unknown incompatible feature, or a format
+ * version this build does not read, is SIMSTORE_EVERSION naming the store
+ * and the feature bits, never corruption; unknown compatible features are
+ * ignored: the store opens and answers. */
+static void test_store_open__versions_and_features(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("features");
+    char *path = test_path(dir, "s");
+    simstore_builder *b;
+    assert_int_equal(simstore_build_begin(path, NULL, &b), 0);
+    simstore_doc d = {"a", 1, 0x1234, NULL, 0, 0};
+    assert_int_equal(simstore_builder_add(b, &d), 0);
+    assert_int_equal(simstore_builder_finish(b), 0);
+    simstore *s;
+    const simstore_match *m;
+    size_t n;
+
+    set_store_record(path, SIMS_STORE_FORMAT_VERSION, 0, UINT64_C(0x8000000000000001));
+    assert_int_equal(simstore_open(path, 0, &s), 0);
+    simstore_query *q;
+    assert_int_equal(simstore_query_new(s, 0, &q), 0);
+    assert_int_equal(simstore_query_fp(q, 0x1235, 1, &m, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(m[0].id, "a");
+    simstore_query_free(q);
+    simstore_close(s);
+
+    char want[4096];
+    set_store_record(path, SIMS_STORE_FORMAT_VERSION, 0x4, 0x1);
+    assert_int_equal(simstore_open(path, 0, &s), SIMSTORE_EVERSION);
+    snprintf(want, sizeof want,
+             "store %s: incompatible features 0x4 unknown to this simstore (%s): "
+             "written by a newer version",
+             path, SIMSTORE_VERSION_STRING);
+    assert_non_null(strstr(simstore_last_error(), want));
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), SIMSTORE_EVERSION);
+
+    set_store_record(path, 1, 0, 0);
+    assert_int_equal(simstore_open(path, 0, &s), SIMSTORE_EVERSION);
+    assert_non_null(strstr(simstore_last_error(), "store format 1 from a pre-release build"));
+    set_store_record(path, 3, 0, 0);
+    assert_int_equal(simstore_open(path, 0, &s), SIMSTORE_EVERSION);
+    assert_non_null(strstr(simstore_last_error(), "store format 3 unknown to this simstore"));
+
+    set_store_record(path, SIMS_STORE_FORMAT_VERSION, 0, 0);
+    assert_int_equal(simstore_open(path, 0, &s), 0);
+    simstore_close(s);
+    test_rmtree(dir);
+    free(path);
     free(dir);
 }
 
@@ -820,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_store_build__refuses_duplicates_and_leaves_nothing),
         cmocka_unit_test(test_store_build__options_are_checked),
         cmocka_unit_test(test_store_open__errors),
+        cmocka_unit_test(test_store_open__versions_and_features),
         cmocka_unit_test(test_store_open__huge_pages_advice),
         cmocka_unit_test(test_store_meta__round_trip),
         cmocka_unit_test(test_store_fponly__answers_fingerprints),

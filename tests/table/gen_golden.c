@@ -1,11 +1,9 @@
 /* gen_golden.c: writes the table golden files of format/golden/: valid
- * tables with their expected decodes (table-NAME.tbl and .txt in format
- * version 2, table-v1-NAME in version 1, table-v3-NAME in version 3), and
- * golden error files (table-err-*.tbl damage version-1 tables,
- * table-err2-*.tbl version-2 ones, table-err3-*.tbl version-3 ones), each a valid table damaged in one specific way (checksums repaired
- * where needed so that exactly the intended check fires), listed with the
- * expected error in table-errors.txt. The version-1 files are the ones
- * version 1 of the format shipped, byte for byte.
+ * tables with their expected decodes (table-NAME.tbl and .txt, format
+ * version 3), and golden error files (table-err-*.tbl), each a valid table
+ * damaged in one specific way (checksums repaired where needed so that
+ * exactly the intended check fires), listed with the expected error in
+ * table-errors.txt.
  *
  *   table_golden_gen DIR     (re)writes the files into DIR
  *
@@ -17,7 +15,6 @@
 #include "common/checksum.h"
 #include "simstore.h"
 #include "table/format.h"
-#include "table/keys.h"
 #include "table/table.h"
 
 #include <inttypes.h>
@@ -27,7 +24,6 @@
 
 static const char *out_dir;
 static FILE *errors_txt;
-static uint32_t write_version; /* the format version params() asks for */
 
 static void die(const char *what)
 {
@@ -83,7 +79,6 @@ static table_params params(uint32_t block_bytes, uint8_t prefix_bits, int perm_k
         p.perm[i] = (uint8_t)(perm_kind == 0 ? i : perm_kind == 1 ? 63 - i : (i * 37 + 5) % 64);
     p.store_tag = tag;
     p.table_index = index;
-    p.format_version = write_version;
     return p;
 }
 
@@ -164,28 +159,9 @@ static void fix_header(uint8_t *b, size_t size)
     fix_footer(b, size);
 }
 
-static void fix_index(uint8_t *b, size_t size)
-{
-    uint8_t *f = b + footer_off(size);
-    uint64_t off = le_load64(f + TBL_F_INDEX_OFFSET), len = le_load64(f + TBL_F_INDEX_BYTES);
-    le_store64(f + TBL_F_INDEX_CHECKSUM, sims_xxh3_64(b + off, (size_t)len, TBL_SEED_INDEX));
-    fix_footer(b, size);
-}
-
 static uint64_t block_count_of(const uint8_t *b)
 {
     return le_load64(b + TBL_H_BLOCK_COUNT);
-}
-
-static uint8_t *index_entry(uint8_t *b, size_t size, uint64_t block)
-{
-    uint64_t off = le_load64(b + footer_off(size) + TBL_F_INDEX_OFFSET);
-    return b + off + 8 * block_count_of(b) + 8 * block;
-}
-
-static uint8_t *index_key(uint8_t *b, size_t size, uint64_t block)
-{
-    return b + le_load64(b + footer_off(size) + TBL_F_INDEX_OFFSET) + 8 * block;
 }
 
 static uint8_t *block_at(uint8_t *b, uint64_t block)
@@ -193,12 +169,23 @@ static uint8_t *block_at(uint8_t *b, uint64_t block)
     return b + le_load64(b + TBL_H_BLOCKS_OFFSET) + block * le_load32(b + TBL_H_BLOCK_BYTES);
 }
 
-static void fix_block(uint8_t *b, size_t size, uint64_t block)
+static uint8_t *index_of(uint8_t *b, size_t size)
+{
+    return b + le_load64(b + footer_off(size) + TBL_F_INDEX_OFFSET);
+}
+
+/* Repair the checksum of the page group holding `block` (the group
+ * checksums open the index). */
+static void fix_group(uint8_t *b, size_t size, uint64_t block)
 {
     uint32_t bb = le_load32(b + TBL_H_BLOCK_BYTES);
-    uint32_t c = (uint32_t)sims_xxh3_64(block_at(b, block), bb, tbl_block_seed(block));
-    le_store32(index_entry(b, size, block) + 4, c);
-    fix_index(b, size);
+    uint64_t nb = block_count_of(b), gb = tbl_group_blocks(bb), slot = tbl_group_first_slot(bb);
+    uint64_t g = (block + slot) / gb;
+    uint64_t first = g * gb > slot ? g * gb - slot : 0, end = (g + 1) * gb - slot;
+    end = end < nb ? end : nb;
+    uint32_t c = (uint32_t)sims_xxh3_64(block_at(b, first), (size_t)((end - first) * bb),
+                                        TBL_SEED_GROUP + g);
+    le_store32(index_of(b, size) + 4 * g, c);
 }
 
 /* Write a damaged copy and its line in table-errors.txt. */
@@ -221,7 +208,7 @@ static uint8_t *copy(const uint8_t *b, size_t size)
     return c;
 }
 
-/* The tables both versions' error files start from. */
+/* The tables the error files start from. */
 typedef struct base_tables {
     uint8_t *uniform, *dense_tbl, *clustered;
     size_t sz_uni, sz_dense, sz_clu;
@@ -237,10 +224,9 @@ static char *name_of(const char *prefix, const char *name)
     return b;
 }
 
-/* The valid tables, in format version `version`, named table-PREFIXNAME. */
-static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
+/* The valid tables, named table-PREFIXNAME. */
+static void valid_tables(const char *prefix, base_tables *bt)
 {
-    write_version = version;
     size_t sz_empty, sz_one, sz_ex, sz_extreme, sz_uni, sz_dense, sz_clu, sz_unused;
     table_params p;
 
@@ -332,7 +318,8 @@ static void valid_tables(uint32_t version, const char *prefix, base_tables *bt)
     (void)sz_empty;
 }
 
-static void v1_error_files(const base_tables *bt)
+/* Damage to the header, the footer and the blocks. */
+static void error_files(const base_tables *bt)
 {
     const uint8_t *uniform = bt->uniform, *dense_tbl = bt->dense_tbl, *clustered = bt->clustered;
     size_t sz_dense = bt->sz_dense, sz_clu = bt->sz_clu;
@@ -362,8 +349,18 @@ static void v1_error_files(const base_tables *bt)
     b = copy(uniform, s);
     le_store32(b + TBL_H_VERSION, 4);
     fix_header(b, s);
-    error_file("table-err-version", b, s, "open", "SIMSTORE_EVERSION", "version 4",
+    error_file("table-err-version", b, s, "open", "SIMSTORE_EVERSION",
+               "table format version 4 unknown to this simstore",
                "format version 4, checksums repaired");
+    free(b);
+
+    /* A version a pre-release build wrote: refused as unknown, not corrupt. */
+    b = copy(uniform, s);
+    le_store32(b + TBL_H_VERSION, 2);
+    fix_header(b, s);
+    error_file("table-err-version-2", b, s, "open", "SIMSTORE_EVERSION",
+               "table format version 2 unknown to this simstore",
+               "format version 2, checksums repaired");
     free(b);
 
     b = copy(uniform, s);
@@ -509,35 +506,8 @@ static void v1_error_files(const base_tables *bt)
     le_store64(b + TBL_H_FP_COUNT, le_load64(b + TBL_H_FP_COUNT) + 1);
     le_store64(b + footer_off(s) + TBL_F_FP_COUNT, le_load64(b + TBL_H_FP_COUNT));
     fix_header(b, s);
-    error_file("table-err-fp-count", b, s, "open", "SIMSTORE_ECORRUPT", "block counts sum to",
+    error_file("table-err-fp-count", b, s, "scan", "SIMSTORE_ECORRUPT", "last chunk ends at",
                "fingerprint count one too many in header and footer, checksums repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    index_key(b, s, 2)[0] ^= 0x01;
-    error_file("table-err-index-checksum", b, s, "open", "SIMSTORE_ECORRUPT", "index checksum",
-               "one bit of key 2 flipped");
-    free(b);
-
-    b = copy(uniform, s);
-    le_store32(index_entry(b, s, 1), 0);
-    fix_index(b, s);
-    error_file("table-err-count-zero", b, s, "open", "SIMSTORE_ECORRUPT", "count 0",
-               "block 1's count 0, index checksum repaired");
-    free(b);
-
-    b = copy(dense_tbl, sz_dense);
-    le_store32(index_entry(b, sz_dense, 0), 1 + (256 * 8 - 64) + 1);
-    fix_index(b, sz_dense);
-    error_file("table-err-count-too-big", b, sz_dense, "open", "SIMSTORE_ECORRUPT", "count 1986",
-               "block 0's count above what 256 bytes can hold, index repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    memcpy(index_key(b, s, 1), index_key(b, s, 0), 8);
-    fix_index(b, s);
-    error_file("table-err-key-order", b, s, "open", "SIMSTORE_ECORRUPT", "cannot follow",
-               "key 1 equal to key 0, index checksum repaired");
     free(b);
 
     b = copy(clustered, sz_clu);
@@ -549,27 +519,16 @@ static void v1_error_files(const base_tables *bt)
     b = copy(uniform, s);
     block_at(b, 1)[100] ^= 0x10;
     error_file("table-err-block-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
-               "block 1 (byte offset 512): block checksum mismatch", "one bit of block 1 flipped");
+               "block 0 (byte offset 256): block checksum mismatch: group 0 (blocks 0..14",
+               "one bit of block 1 flipped");
     free(b);
-
-    {
-        /* The last key may grow without breaking the key order. */
-        b = copy(uniform, s);
-        uint64_t last = block_count_of(b) - 1;
-        le_store64(index_key(b, s, last), le_load64(index_key(b, s, last)) + 1);
-        fix_index(b, s);
-        error_file("table-err-key-mismatch", b, s, "scan", "SIMSTORE_ECORRUPT",
-                   "differs from the block key",
-                   "last block key one higher than its last value, index checksum repaired");
-        free(b);
-    }
 
     /* Nonzero padding: the dense table's last block is mostly padding. */
     b = copy(dense_tbl, sz_dense);
     {
         uint64_t last = block_count_of(b) - 1;
         block_at(b, last)[255] = 0x80;
-        fix_block(b, sz_dense, last);
+        fix_group(b, sz_dense, last);
     }
     error_file("table-err-block-padding", b, sz_dense, "scan", "SIMSTORE_ECORRUPT",
                "nonzero padding", "last bit of the last block set, checksums repaired");
@@ -577,154 +536,10 @@ static void v1_error_files(const base_tables *bt)
 
     b = copy(dense_tbl, sz_dense);
     block_at(b, 0)[9] |= 0x04; /* bit 74: "1" starts no code of a one-symbol code */
-    fix_block(b, sz_dense, 0);
+    fix_group(b, sz_dense, 0);
     error_file("table-err-bad-code", b, sz_dense, "scan", "SIMSTORE_ECORRUPT",
                "no Huffman code matches the bits at bit offset 74",
                "an invalid code in block 0, checksums repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    {
-        /* Move block 1's bytes to block 2 and back: each block checksum
-         * matches its bytes only at its own block number. */
-        uint32_t bb = 256;
-        uint8_t tmp[256];
-        memcpy(tmp, block_at(b, 1), bb);
-        memcpy(block_at(b, 1), block_at(b, 2), bb);
-        memcpy(block_at(b, 2), tmp, bb);
-        uint8_t e1[8], e2[8];
-        memcpy(e1, index_entry(b, s, 1), 8);
-        memcpy(e2, index_entry(b, s, 2), 8);
-        memcpy(index_entry(b, s, 1) + 4, e2 + 4, 4); /* checksums follow the bytes */
-        memcpy(index_entry(b, s, 2) + 4, e1 + 4, 4);
-        fix_index(b, s);
-    }
-    error_file("table-err-blocks-swapped", b, s, "scan", "SIMSTORE_ECORRUPT",
-               "block 1 (byte offset 512): block checksum mismatch",
-               "blocks 1 and 2 swapped with their checksums, index repaired");
-    free(b);
-}
-
-/* ---- version 2 ------------------------------------------------------------------ */
-
-static uint8_t *index_of(uint8_t *b, size_t size)
-{
-    return b + le_load64(b + footer_off(size) + TBL_F_INDEX_OFFSET);
-}
-
-/* Re-code the keys of a version-2 table with its own key low bits (the high
- * bit vector must keep its length) and repair the index checksum. */
-static void rewrite_keys(uint8_t *b, size_t size, const uint64_t *keys)
-{
-    uint8_t *ix = index_of(b, size);
-    uint64_t nb = block_count_of(b);
-    table_keys k;
-    if (table_keys_alloc(&k, nb, ix[TBL_I2_LOW_BITS], le_load64(ix + TBL_I2_HIGH_WORDS)) ||
-        table_keys_encode(&k, keys))
-        die("rewrite_keys");
-    uint8_t *p = ix + TBL_I2_HEADER_BYTES;
-    for (uint64_t w = 0; w < k.low_words; w++, p += 8)
-        le_store64(p, k.low[w]);
-    for (uint64_t w = 0; w < k.high_words; w++, p += 8)
-        le_store64(p, k.high[w]);
-    table_keys_free(&k);
-    fix_index(b, size);
-}
-
-static uint64_t *keys_of(const uint8_t *b, size_t size)
-{
-    table_reader *r;
-    if (table_reader_open_memory(b, size, 0, &r))
-        die("keys_of");
-    uint64_t nb = table_reader_info(r)->block_count;
-    uint64_t *keys = malloc((size_t)nb * sizeof *keys);
-    for (uint64_t i = 0; i < nb; i++)
-        keys[i] = table_reader_key(r, i);
-    table_reader_close(r);
-    return keys;
-}
-
-static void v2_error_files(const base_tables *bt)
-{
-    const uint8_t *uniform = bt->uniform;
-    size_t s = bt->sz_uni;
-    uint64_t nb = block_count_of(uniform);
-    uint8_t *b;
-
-    b = copy(uniform, s);
-    index_of(b, s)[TBL_I2_LOW_BITS] = 64;
-    fix_index(b, s);
-    error_file("table-err2-low-bits", b, s, "open", "SIMSTORE_ECORRUPT", "key low bits 64",
-               "key low bits 64, index checksum repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    {
-        uint8_t *ix = index_of(b, s);
-        le_store64(ix + TBL_I2_HIGH_WORDS, le_load64(ix + TBL_I2_HIGH_WORDS) + 1);
-    }
-    fix_index(b, s);
-    error_file("table-err2-index-size", b, s, "open", "SIMSTORE_ECORRUPT", "does not match",
-               "one key high word too many, index checksum repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    {
-        uint8_t *ix = index_of(b, s);
-        uint64_t low_words = table_keys_low_words(nb, ix[TBL_I2_LOW_BITS]);
-        /* A one bit more in the first word of the key high bits. */
-        uint8_t *hw = ix + TBL_I2_HEADER_BYTES + 8 * low_words;
-        uint64_t w = le_load64(hw);
-        le_store64(hw, w | ((w + 1) & ~w));
-    }
-    fix_index(b, s);
-    error_file("table-err2-key-high-bits", b, s, "open", "SIMSTORE_ECORRUPT",
-               "keys in the key high bits", "an extra 1 in the key high bits, index repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    le_store32(index_of(b, s) + TBL_I2_COUNT_MIN, 0);
-    fix_index(b, s);
-    error_file("table-err2-count-zero", b, s, "open", "SIMSTORE_ECORRUPT", "count 0",
-               "count_min 0 (the smallest count becomes 0), index checksum repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    {
-        /* Key 2 one above key 1 while block 2 holds more than one value. */
-        uint64_t *keys = keys_of(b, s);
-        keys[2] = keys[1] + 1;
-        rewrite_keys(b, s, keys);
-        free(keys);
-    }
-    error_file("table-err2-key-order", b, s, "open", "SIMSTORE_ECORRUPT", "cannot follow",
-               "key 2 = key 1 + 1 with more values in block 2, index repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    {
-        /* The last block's key lowered to just above the key before plus
-         * its count: the open checks pass, but it no longer exceeds the
-         * block's coded values. */
-        uint64_t *keys = keys_of(b, s);
-        table_reader *r;
-        if (table_reader_open_memory(uniform, s, 0, &r))
-            die("open");
-        keys[nb - 1] = keys[nb - 2] + table_reader_block_count(r, nb - 1);
-        table_reader_close(r);
-        rewrite_keys(b, s, keys);
-        free(keys);
-    }
-    error_file("table-err2-key-below-values", b, s, "scan", "SIMSTORE_ECORRUPT",
-               "does not exceed the value",
-               "the last block key below its block's coded values, index repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    block_at(b, 1)[100] ^= 0x10;
-    error_file("table-err2-group-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
-               "block 0 (byte offset 256): block checksum mismatch: group 0 (blocks 0..14",
-               "one bit of block 1 flipped");
     free(b);
 
     b = copy(uniform, s);
@@ -738,49 +553,27 @@ static void v2_error_files(const base_tables *bt)
         memcpy(block_at(b, 15), block_at(b, 31), gb);
         memcpy(block_at(b, 31), tmp, gb);
         free(tmp);
-        uint8_t *ix = index_of(b, s);
-        uint64_t groups = tbl_group_count(nb, 256);
-        uint8_t *ck = ix + le_load64(b + footer_off(s) + TBL_F_INDEX_BYTES) - 4 * groups;
-        uint8_t c1[4];
+        uint8_t *ck = index_of(b, s), c1[4];
         memcpy(c1, ck + 4, 4);
         memcpy(ck + 4, ck + 8, 4);
         memcpy(ck + 8, c1, 4);
-        fix_index(b, s);
     }
-    error_file("table-err2-groups-swapped", b, s, "scan", "SIMSTORE_ECORRUPT",
-               "block checksum mismatch: group 1",
-               "groups 1 and 2 swapped with their checksums, index repaired");
-    free(b);
-
-    b = copy(bt->dense_tbl, bt->sz_dense);
-    {
-        uint64_t last = block_count_of(b) - 1;
-        block_at(b, last)[255] = 0x80;
-        /* Repair the group checksum of the last block. */
-        uint64_t g = (last + 1) / 16;
-        uint64_t first = g ? g * 16 - 1 : 0;
-        uint32_t c = (uint32_t)sims_xxh3_64(block_at(b, first), (size_t)(last - first + 1) * 256,
-                                            TBL_SEED_GROUP + g);
-        uint8_t *ix = index_of(b, bt->sz_dense);
-        le_store32(ix + le_load64(b + footer_off(bt->sz_dense) + TBL_F_INDEX_BYTES) - 4, c);
-        fix_index(b, bt->sz_dense);
-    }
-    error_file("table-err2-block-padding", b, bt->sz_dense, "scan", "SIMSTORE_ECORRUPT",
-               "nonzero padding", "last bit of the last block set, checksums repaired");
+    error_file("table-err-groups-swapped", b, s, "scan", "SIMSTORE_ECORRUPT",
+               "block checksum mismatch: group 1", "groups 1 and 2 swapped with their checksums");
     free(b);
 }
 
-/* ---- version 3 ------------------------------------------------------------------ */
+/* ---- the index ------------------------------------------------------------------ */
 
-/* Version 3's index layout, from the block count. */
-typedef struct v3_layout {
+/* The index's layout, from the block count. */
+typedef struct index_layout {
     uint8_t *index;
     uint64_t groups, chunks, chunks_begin, top_at;
-} v3_layout;
+} index_layout;
 
-static v3_layout layout_v3(uint8_t *b, size_t size)
+static index_layout layout_of(uint8_t *b, size_t size)
 {
-    v3_layout l;
+    index_layout l;
     uint64_t nb = block_count_of(b);
     l.index = index_of(b, size);
     l.groups = tbl_group_count(nb, le_load32(b + TBL_H_BLOCK_BYTES));
@@ -793,7 +586,7 @@ static v3_layout layout_v3(uint8_t *b, size_t size)
 /* Repair chunk c's checksum (its end from its top entry). */
 static void fix_chunk(uint8_t *b, size_t size, uint64_t c)
 {
-    v3_layout l = layout_v3(b, size);
+    index_layout l = layout_of(b, size);
     uint64_t begin =
         c ? le_load64(l.index + l.top_at + 24 * (c - 1) + TBL_V3_TOP_END) : l.chunks_begin;
     uint64_t end = le_load64(l.index + l.top_at + 24 * c + TBL_V3_TOP_END);
@@ -804,12 +597,13 @@ static void fix_chunk(uint8_t *b, size_t size, uint64_t c)
 /* Repair top page 0's checksum (the table has one top page). */
 static void fix_top(uint8_t *b, size_t size)
 {
-    v3_layout l = layout_v3(b, size);
+    index_layout l = layout_of(b, size);
     size_t bytes = (size_t)(24 * l.chunks);
     le_store64(l.index + l.top_at + bytes, sims_xxh3_64(l.index + l.top_at, bytes, TBL_SEED_TOP));
 }
 
-static void v3_error_files(const base_tables *bt)
+/* Damage to the index: its chunks, top pages and padding. */
+static void index_error_files(const base_tables *bt)
 {
     const uint8_t *uniform = bt->uniform;
     size_t s = bt->sz_uni;
@@ -818,7 +612,7 @@ static void v3_error_files(const base_tables *bt)
     b = copy(uniform, s);
     le_store64(b + footer_off(s) + TBL_F_INDEX_CHECKSUM, 1);
     fix_footer(b, s);
-    error_file("table-err3-index-checksum", b, s, "open", "SIMSTORE_ECORRUPT", "version 3 writes 0",
+    error_file("table-err-index-checksum", b, s, "open", "SIMSTORE_ECORRUPT", "the writer writes 0",
                "the footer's index checksum 1, footer checksum repaired");
     free(b);
 
@@ -827,85 +621,90 @@ static void v3_error_files(const base_tables *bt)
         const uint8_t *t[3] = {uniform, bt->dense_tbl, bt->clustered};
         size_t ts[3] = {s, bt->sz_dense, bt->sz_clu};
         int i = 0;
-        while (i < 3 && layout_v3((uint8_t *)t[i], ts[i]).groups % 2 == 0)
+        while (i < 3 && layout_of((uint8_t *)t[i], ts[i]).groups % 2 == 0)
             i++;
         if (i == 3)
             die("no base table with an odd group count");
         b = copy(t[i], ts[i]);
-        v3_layout l = layout_v3(b, ts[i]);
+        index_layout l = layout_of(b, ts[i]);
         l.index[4 * l.groups] = 1;
-        error_file("table-err3-padding", b, ts[i], "open", "SIMSTORE_ECORRUPT",
+        error_file("table-err-padding", b, ts[i], "open", "SIMSTORE_ECORRUPT",
                    "padding after the group checksums", "a padding byte after the group checksums");
         free(b);
     }
 
     b = copy(uniform, s);
     {
-        v3_layout l = layout_v3(b, s);
+        index_layout l = layout_of(b, s);
         l.index[l.chunks_begin + TBL_C3_HEADER_BYTES + 3] ^= 0x04;
     }
-    error_file("table-err3-chunk-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
+    error_file("table-err-chunk-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
                "chunk 0: checksum mismatch", "one bit of chunk 0's key low parts flipped");
     free(b);
 
     b = copy(uniform, s);
     {
-        v3_layout l = layout_v3(b, s);
+        index_layout l = layout_of(b, s);
         l.index[l.chunks_begin + TBL_C3_LOW_BITS] = 64;
         fix_chunk(b, s, 0);
     }
-    error_file("table-err3-chunk-header", b, s, "scan", "SIMSTORE_ECORRUPT",
+    error_file("table-err-chunk-header", b, s, "scan", "SIMSTORE_ECORRUPT",
                "chunk 0: header (key low bits 64",
                "chunk 0's key low bits 64, chunk checksum repaired");
     free(b);
 
     b = copy(uniform, s);
     {
-        v3_layout l = layout_v3(b, s);
+        index_layout l = layout_of(b, s);
         le_store32(l.index + l.chunks_begin + TBL_C3_COUNT_MIN, 0);
         fix_chunk(b, s, 0);
     }
-    error_file("table-err3-count-zero", b, s, "scan", "SIMSTORE_ECORRUPT", "count 0",
+    error_file("table-err-count-zero", b, s, "scan", "SIMSTORE_ECORRUPT", "count 0",
                "chunk 0's count_min 0 (the smallest count becomes 0), chunk checksum repaired");
+    free(b);
+
+    b = copy(bt->dense_tbl, bt->sz_dense);
+    {
+        index_layout l = layout_of(b, bt->sz_dense);
+        le_store32(l.index + l.chunks_begin + TBL_C3_COUNT_MIN, 1987);
+        fix_chunk(b, bt->sz_dense, 0);
+    }
+    error_file("table-err-count-too-big", b, bt->sz_dense, "scan", "SIMSTORE_ECORRUPT",
+               "block 0: count 2959 outside 1..1986",
+               "chunk 0's count_min 1987: block 0's count above what 256 bytes hold, chunk "
+               "checksum repaired");
     free(b);
 
     b = copy(uniform, s);
     {
-        v3_layout l = layout_v3(b, s);
+        index_layout l = layout_of(b, s);
         l.index[l.top_at + TBL_V3_TOP_FP_END] ^= 0x01;
     }
-    error_file("table-err3-top-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
+    error_file("table-err-top-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
                "top page 0: checksum mismatch",
                "one bit of top entry 0's fingerprint count flipped");
     free(b);
 
     b = copy(uniform, s);
     {
-        v3_layout l = layout_v3(b, s);
+        index_layout l = layout_of(b, s);
         uint8_t *e = l.index + l.top_at + TBL_V3_TOP_FP_END;
         le_store64(e, le_load64(e) + 1);
         fix_top(b, s);
     }
-    error_file("table-err3-top-count", b, s, "scan", "SIMSTORE_ECORRUPT", "last chunk ends at",
+    error_file("table-err-top-count", b, s, "scan", "SIMSTORE_ECORRUPT", "last chunk ends at",
                "top entry 0's fingerprint count one too many, page repaired");
     free(b);
 
     b = copy(uniform, s);
     {
-        v3_layout l = layout_v3(b, s);
+        index_layout l = layout_of(b, s);
         uint8_t *e = l.index + l.top_at + TBL_V3_TOP_LAST_KEY;
         le_store64(e, le_load64(e) - 1);
         fix_top(b, s);
     }
-    error_file("table-err3-top-key", b, s, "scan", "SIMSTORE_ECORRUPT", "its top entry says",
+    error_file("table-err-top-key", b, s, "scan", "SIMSTORE_ECORRUPT", "its top entry says",
                "top entry 0's last key one too small, page repaired");
-    free(b);
-
-    b = copy(uniform, s);
-    block_at(b, 1)[100] ^= 0x10;
-    error_file("table-err3-group-checksum", b, s, "scan", "SIMSTORE_ECORRUPT",
-               "block 0 (byte offset 256): block checksum mismatch: group 0 (blocks 0..14",
-               "one bit of block 1 flipped");
     free(b);
 }
 
@@ -926,16 +725,11 @@ int main(int argc, char **argv)
         return 2;
     }
     out_dir = argv[1];
-    base_tables v1, v2, v3;
-    valid_tables(1, "v1-", &v1);
-    valid_tables(2, "", &v2);
-    valid_tables(3, "v3-", &v3);
-    v1_error_files(&v1);
-    v2_error_files(&v2);
-    v3_error_files(&v3);
+    base_tables bt;
+    valid_tables("", &bt);
+    error_files(&bt);
+    index_error_files(&bt);
     fclose(errors_txt);
-    free_base(&v1);
-    free_base(&v2);
-    free_base(&v3);
+    free_base(&bt);
     return 0;
 }

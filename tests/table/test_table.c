@@ -12,7 +12,6 @@
 #include "common/bytes.h"
 #include "common/checksum.h"
 #include "simstore.h"
-#include "table/keys.h"
 #include "table/table.h"
 #include "testutil.h"
 
@@ -160,12 +159,13 @@ static void check_table(const uint8_t *buf, size_t size, const table_params *p, 
     assert_memory_equal(in->params.perm, p->perm, 64);
     assert_true(in->params.store_tag == p->store_tag);
     assert_int_equal(in->params.table_index, p->table_index);
-    assert_int_equal(in->format_version,
-                     p->format_version ? p->format_version : TABLE_FORMAT_VERSION);
+    assert_int_equal(in->format_version, TABLE_FORMAT_VERSION);
     assert_true(in->file_bytes == size);
     assert_true(in->index_offset == in->blocks_offset + in->block_count * p->block_bytes);
-    /* The index in RAM: keys in Elias-Fano form, counts, checksums. */
-    assert_true(in->key_ram_bytes <= 16 * in->block_count + 64);
+    /* What the reader keeps of the index in RAM: 24 bytes per chunk of 256
+     * blocks and a byte per top page of 128 chunks. */
+    assert_true(in->key_ram_bytes == 24 * ((in->block_count + 255) / 256) +
+                                         (in->block_count + 256 * 128 - 1) / (256 * 128));
 
     uint64_t *out = malloc((n + 1) * sizeof *out);
     size_t got;
@@ -266,13 +266,6 @@ static void test_table_roundtrip__empty_and_one(void **state)
     /* header + gap, no blocks, an empty index (version 3), footer */
     assert_true(size == 1024 + 0 + 64);
     check_table(buf, size, &p, NULL, 0);
-    free(buf);
-    /* Version 2: its index is at least its 16-byte header. */
-    p.format_version = 2;
-    assert_int_equal(table_encode_memory(&p, NULL, 0, &buf, &size), 0);
-    assert_true(size == 1024 + 16 + 64);
-    check_table(buf, size, &p, NULL, 0);
-    p.format_version = 0;
     table_reader *r;
     assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
     assert_true(table_reader_find_block(r, 0) == 0);
@@ -616,10 +609,9 @@ static void test_table_find_block__matches_linear_search(void **state)
     test_rng_init(&rng, "table find_block", 1005);
     enum { N = 40000 };
     uint64_t *v = malloc(N * sizeof *v);
-    for (int shape = 0; shape < 2 * SHAPE_COUNT; shape++) {
-        size_t n = make_set(&rng, (enum shape)(shape % SHAPE_COUNT), v, N);
+    for (int shape = 0; shape < SHAPE_COUNT; shape++) {
+        size_t n = make_set(&rng, (enum shape)shape, v, N);
         table_params p = make_params(256);
-        p.format_version = shape < SHAPE_COUNT ? 3 : 2; /* chunked keys, then in RAM */
         uint8_t *buf;
         size_t size;
         assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
@@ -711,10 +703,9 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
     return rc;
 }
 
-static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes, uint32_t version)
+static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes)
 {
     table_params p = make_params(block_bytes);
-    p.format_version = version;
     uint8_t *buf;
     size_t size;
     assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
@@ -748,10 +739,10 @@ static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes, 
         }
     }
     fprintf(stderr,
-            "corruption sweep, version %u: %zu bytes (%zu values, %u-byte blocks), %zu "
+            "corruption sweep: %zu bytes (%zu values, %u-byte blocks), %zu "
             "flips: %zu detected, %zu undetected (same answer); without block checksums "
             "%zu detected\n",
-            version, size, n, block_bytes, trials, detected, same, skip_errors);
+            size, n, block_bytes, trials, detected, same, skip_errors);
     /* Every byte is covered by a checksum or a must-be-zero rule. */
     assert_true(same == 0);
 
@@ -778,14 +769,12 @@ static void test_table_corruption__every_byte_and_truncation(void **state)
     test_rng rng;
     test_rng_init(&rng, "table corruption", 1006);
     uint64_t v[200];
-    for (uint32_t version = 2; version <= 3; version++) {
-        size_t n = make_set(&rng, UNIFORM, v, 200); /* ~6 blocks of 256 bytes */
-        corruption_sweep(v, n, 256, version);
-        n = make_set(&rng, DENSE, v, 200);
-        corruption_sweep(v, n, 256, version);
-        corruption_sweep(v, 1, 256, version);
-        corruption_sweep(v, 0, 256, version);
-    }
+    size_t n = make_set(&rng, UNIFORM, v, 200); /* ~6 blocks of 256 bytes */
+    corruption_sweep(v, n, 256);
+    n = make_set(&rng, DENSE, v, 200);
+    corruption_sweep(v, n, 256);
+    corruption_sweep(v, 1, 256);
+    corruption_sweep(v, 0, 256);
 }
 
 static void test_table_corruption__skip_checksums_flag(void **state)
@@ -817,66 +806,6 @@ static void test_table_corruption__skip_checksums_flag(void **state)
     }
     assert_int_equal(table_reader_open_memory(buf, size, 0x80, &r), SIMSTORE_EINVAL);
     free(buf);
-}
-
-/* The Elias-Fano keys alone: get, pair and find against the array, on
- * shapes that stress the low-bit choice and the samples. */
-static void test_table_keys__elias_fano_matches_array(void **state)
-{
-    (void)state;
-    test_rng rng;
-    test_rng_init(&rng, "elias-fano keys", 1414);
-    enum { MAXN = 5000 };
-    uint64_t *keys = malloc(MAXN * sizeof *keys);
-    assert_non_null(keys);
-    for (int shape = 0; shape < 6; shape++) {
-        size_t n = shape == 0 ? 1 : shape == 1 ? 2 : (size_t)test_rng_below(&rng, MAXN - 2) + 2;
-        for (size_t i = 0; i < n; i++) {
-            switch (shape) {
-            case 3: keys[i] = 1000 + i; break;          /* dense: L = 0 */
-            case 4: keys[i] = (uint64_t)i << 50; break; /* sparse, high */
-            default: keys[i] = test_rng_next(&rng); break;
-            }
-        }
-        if (shape == 1) {
-            keys[0] = 0;
-            keys[1] = UINT64_MAX;
-        }
-        qsort(keys, n, sizeof *keys, cmp_u64);
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++)
-            if (m == 0 || keys[i] != keys[m - 1])
-                keys[m++] = keys[i];
-        n = m;
-        table_keys k;
-        unsigned l = table_keys_choose_low_bits(n, keys[n - 1]);
-        assert_int_equal(table_keys_alloc(&k, n, l, table_keys_high_words(n, l, keys[n - 1])), 0);
-        assert_int_equal(table_keys_encode(&k, keys), 0);
-        table_keys_walk w;
-        table_keys_walk_init(&w, &k);
-        for (size_t i = 0; i < n; i++) {
-            assert_true(table_keys_get(&k, i) == keys[i]);
-            assert_true(table_keys_walk_next(&w) == keys[i]);
-            uint64_t prev, key;
-            table_keys_pair(&k, i, &prev, &key);
-            assert_true(key == keys[i] && prev == (i ? keys[i - 1] : 0));
-        }
-        for (int t = 0; t < 2000; t++) {
-            uint64_t x = t % 3 == 0 ? test_rng_next(&rng)
-                                    : keys[test_rng_below(&rng, n)] + (uint64_t)(t % 3) - 1;
-            size_t want = 0;
-            while (want < n && keys[want] < x)
-                want++;
-            assert_true(table_keys_find(&k, x) == want);
-            uint64_t prev = 1, key = 1;
-            assert_true(table_keys_find_keys(&k, x, &prev, &key) == want);
-            if (want < n)
-                assert_true(key == keys[want] && prev == (want ? keys[want - 1] : 0));
-        }
-        assert_true(table_keys_find(&k, 0) == 0);
-        table_keys_free(&k);
-    }
-    free(keys);
 }
 
 /* ---- golden files ------------------------------------------------------------------------ */
@@ -911,7 +840,7 @@ static uint64_t *parse_golden_txt(const char *path, table_params *p, uint8_t cod
             continue;
         char *rest = line + used;
         if (!strcmp(key, "format_version"))
-            p->format_version = (uint32_t)strtoul(rest, NULL, 0);
+            assert_int_equal(strtoul(rest, NULL, 0), TABLE_FORMAT_VERSION);
         else if (!strcmp(key, "block_bytes"))
             p->block_bytes = (uint32_t)strtoul(rest, NULL, 0);
         else if (!strcmp(key, "prefix_bits"))
@@ -1004,7 +933,7 @@ static void test_table_golden__valid_files_decode(void **state)
     closedir(d);
     free(dir);
     fprintf(stderr, "golden: %d valid table files decoded\n", files);
-    assert_true(files >= 24); /* versions 1, 2 and 3 */
+    assert_true(files >= 8);
 }
 
 static void test_table_golden__error_files_fail(void **state)
@@ -1061,38 +990,36 @@ static void test_table_golden__error_files_fail(void **state)
 static void test_table_golden__spec_example_bytes(void **state)
 {
     (void)state;
-    /* format/table.md walks through this file byte by byte (version 2). */
+    /* format/table.md walks through this file byte by byte. */
     char *path = golden_path("table-example.tbl");
     size_t size;
     uint8_t *buf = test_read_file(path, &size);
     assert_non_null(buf);
-    assert_true(size == 256 + 256 + 36 + 64);
-    assert_int_equal(buf[8], 2); /* format version */
+    assert_true(size == 256 + 256 + 80 + 64);
+    assert_int_equal(buf[8], 3); /* format version */
     /* Block 0: the raw 5, then code "0" (d = 1); 8 is the key, not coded. */
     assert_int_equal(buf[256], 0x05);
     for (size_t i = 257; i < 512; i++)
         assert_int_equal(buf[i], 0);
     assert_int_equal(buf[64 + 0], 1); /* code length of j = 0 */
     assert_int_equal(buf[64 + 1], 1); /* code length of j = 1 */
-    /* Index: low bits 2, count bits 0, count_min 3, one high word; low
-     * parts 0 (8 & 3), high bits 0b100 (8 >> 2 = 2, plus key number 0). */
-    static const uint8_t index[32] = {2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
-                                      0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0};
-    assert_memory_equal(buf + 512, index, sizeof index);
-    /* The group checksum: low 32 bits of XXH3-64(block 0, "SIMSTGRP" + 0). */
-    assert_true(le_load32(buf + 544) ==
+    /* The group checksum: low 32 bits of XXH3-64(block 0, "SIMSTGRP" + 0),
+     * then 4 bytes of padding. */
+    assert_true(le_load32(buf + 512) ==
                 (uint32_t)sims_xxh3_64(buf + 256, 256, UINT64_C(0x53494D5354475250)));
-    free(buf);
-    free(path);
-    /* The same values in version 1. */
-    path = golden_path("table-v1-example.tbl");
-    buf = test_read_file(path, &size);
-    assert_non_null(buf);
-    assert_true(size == 256 + 256 + 16 + 64);
-    static const uint8_t block[9] = {0x05, 0, 0, 0, 0, 0, 0, 0, 0x02};
-    assert_memory_equal(buf + 256, block, sizeof block);
-    for (size_t i = 256 + 9; i < 512; i++)
-        assert_int_equal(buf[i], 0);
+    assert_true(le_load32(buf + 516) == 0);
+    /* Chunk 0: low bits 2, count bits 0, count_min 3, one high word; low
+     * parts 0 (8 & 3), high bits 0b100 (8 >> 2 = 2, plus key number 0),
+     * then its checksum ("SIMSTCHK" + 0). */
+    static const uint8_t chunk[32] = {2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0};
+    assert_memory_equal(buf + 520, chunk, sizeof chunk);
+    assert_true(le_load64(buf + 552) == sims_xxh3_64(buf + 520, 32, UINT64_C(0x53494D535443484B)));
+    /* The top page: chunk 0's last key 8, 3 fingerprints, its end at index
+     * byte 48, then the page's checksum ("SIMSTTOP" + 0). */
+    assert_true(le_load64(buf + 560) == 8 && le_load64(buf + 568) == 3 &&
+                le_load64(buf + 576) == 48);
+    assert_true(le_load64(buf + 584) == sims_xxh3_64(buf + 560, 24, UINT64_C(0x53494D5354544F50)));
     free(buf);
     free(path);
 }
@@ -1459,7 +1386,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_find_block__matches_linear_search),
         cmocka_unit_test(test_table_corruption__every_byte_and_truncation),
         cmocka_unit_test(test_table_corruption__skip_checksums_flag),
-        cmocka_unit_test(test_table_keys__elias_fano_matches_array),
         cmocka_unit_test(test_table_golden__valid_files_decode),
         cmocka_unit_test(test_table_golden__error_files_fail),
         cmocka_unit_test(test_table_golden__spec_example_bytes),

@@ -1,0 +1,14 @@
+/* fpversion.h: the one rule that turns a simstore_text_options' version
+ * field into a fingerprint version: 0 (a zero-filled struct) is the current
+ * default, SIMSTORE_FP_VERSION_DEFAULT; 1 and 2 are themselves. */
+#ifndef SIMS_COMMON_FPVERSION_H
+#define SIMS_COMMON_FPVERSION_H
+
+#include "simstore.h"
+
+static inline unsigned sims_fp_version(unsigned version)
+{
+    return version ? version : SIMSTORE_FP_VERSION_DEFAULT;
+}
+
+#endif
