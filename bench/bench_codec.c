@@ -29,14 +29,14 @@
  *   dec                 whole-table decode, block by block, block checksums
  *                       skipped (M fps/s, best of 3; target >= 250)
  *   dec+ck              the same, verifying every block checksum
- *   scan_k3             fused table_reader_search over [0, 2^64-1], k = 3
+ *   scan_k3             fused sims_table_reader_search over [0, 2^64-1], k = 3
  *   keyRAM              bytes of the index the reader keeps in RAM per
  *                       fingerprint
- *   probe               table_reader_search with a log2(N)-bit prefix range
+ *   probe               sims_table_reader_search with a log2(N)-bit prefix range
  *                       (about one candidate), checksums on: ns per probe
  *                       (each first touch of a page group or an index chunk
  *                       checks it: most of the time at these N)
- *   open_us             table_reader_open_memory with block checks, best of 3 */
+ *   open_us             sims_table_reader_open_memory with block checks, best of 3 */
 #include "simstore.h"
 #include "table/table.h"
 
@@ -122,12 +122,12 @@ static int count_emit(void *ctx, uint64_t value)
 /* Decode every block; returns seconds and checks the values' XOR. */
 static double decode_all(const table_reader *r, uint64_t *buf, size_t cap, uint64_t want_xor)
 {
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     double t0 = now_sec();
     uint64_t x = 0;
     for (uint64_t b = 0; b < in->block_count; b++) {
         size_t n;
-        if (table_reader_block(r, b, buf, cap, &n)) {
+        if (sims_table_reader_block(r, b, buf, cap, &n)) {
             fprintf(stderr, "decode failed: %s\n", simstore_last_error());
             exit(1);
         }
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
             for (int rep = 0; rep < 2; rep++) {
                 free(file);
                 t0 = now_sec();
-                if (table_encode_memory(&p, v, n, &file, &size)) {
+                if (sims_table_encode_memory(&p, v, n, &file, &size)) {
                     fprintf(stderr, "encode failed: %s\n", simstore_last_error());
                     return 1;
                 }
@@ -231,20 +231,20 @@ int main(int argc, char **argv)
             double t_open = 1e9;
             for (int rep = 0; rep < 3; rep++) {
                 t0 = now_sec();
-                if (table_reader_open_memory(file, size, 0, &r)) {
+                if (sims_table_reader_open_memory(file, size, 0, &r)) {
                     fprintf(stderr, "open failed: %s\n", simstore_last_error());
                     return 1;
                 }
                 double t = now_sec() - t0;
                 t_open = t < t_open ? t : t_open;
-                table_reader_close(r);
+                sims_table_reader_close(r);
             }
-            if (table_reader_open_memory(file, size, TABLE_SKIP_BLOCK_CHECKSUMS, &r) ||
-                table_reader_open_memory(file, size, 0, &rck)) {
+            if (sims_table_reader_open_memory(file, size, TABLE_SKIP_BLOCK_CHECKSUMS, &r) ||
+                sims_table_reader_open_memory(file, size, 0, &rck)) {
                 fprintf(stderr, "open failed: %s\n", simstore_last_error());
                 return 1;
             }
-            const table_info *in = table_reader_info(r);
+            const table_info *in = sims_table_reader_info(r);
             size_t cap = (size_t)block_bytes * 8 + 1;
             uint64_t *buf = malloc(cap * sizeof *buf);
             double t_dec = 1e9, t_ck = 1e9, t_scan = 1e9;
@@ -255,7 +255,7 @@ int main(int argc, char **argv)
                 t_ck = t < t_ck ? t : t_ck;
                 uint64_t acc = 0;
                 t0 = now_sec();
-                table_reader_search(r, 0, UINT64_MAX, rng_next(), 3, count_emit, &acc);
+                sims_table_reader_search(r, 0, UINT64_MAX, rng_next(), 3, count_emit, &acc);
                 t = now_sec() - t0;
                 sink = acc;
                 t_scan = t < t_scan ? t : t_scan;
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < probes; i++) {
                 uint64_t q = rng_next();
                 uint64_t lo = q & ~(UINT64_MAX >> pbits), hi = lo | (UINT64_MAX >> pbits);
-                table_reader_search(rck, lo, hi, q, 3, count_emit, &acc);
+                sims_table_reader_search(rck, lo, hi, q, 3, count_emit, &acc);
             }
             double t_probe = now_sec() - t0;
             sink = acc;
@@ -286,8 +286,8 @@ int main(int argc, char **argv)
                    t_probe / probes * 1e9, t_open * 1e6);
             fflush(stdout);
             free(buf);
-            table_reader_close(r);
-            table_reader_close(rck);
+            sims_table_reader_close(r);
+            sims_table_reader_close(rck);
             free(file);
         }
         free(v);

@@ -206,7 +206,7 @@ int main(int argc, char **argv)
     double t = now();
     qsort(ord, n, sizeof *ord, cmp_order);
     docfile_writer *w;
-    if (docfile_writer_open(doc_path, 0, 0, NULL, &w)) {
+    if (sims_docfile_writer_open(doc_path, 0, 0, NULL, &w)) {
         fprintf(stderr, "%s\n", simstore_last_error());
         return 1;
     }
@@ -224,14 +224,14 @@ int main(int argc, char **argv)
                          NULL,
                          NULL,
                          0};
-        if (docfile_writer_add(w, &d)) {
+        if (sims_docfile_writer_add(w, &d)) {
             fprintf(stderr, "%s\n", simstore_last_error());
-            docfile_writer_abort(w);
+            sims_docfile_writer_abort(w);
             return 1;
         }
     }
     docfile_sizes sz;
-    if (docfile_writer_commit(w, &sz)) {
+    if (sims_docfile_writer_commit(w, &sz)) {
         fprintf(stderr, "%s\n", simstore_last_error());
         return 1;
     }
@@ -241,7 +241,7 @@ int main(int argc, char **argv)
     /* Open both. */
     t = now();
     docfile_reader *r;
-    if (docfile_open(doc_path, &r)) {
+    if (sims_docfile_open(doc_path, &r)) {
         fprintf(stderr, "%s\n", simstore_last_error());
         return 1;
     }
@@ -300,15 +300,15 @@ int main(int argc, char **argv)
                 double a = now();
                 switch (kind) {
                 case 0: /* document file: a stored fingerprint */
-                    docfile_find_fp(r, fps[pick[i]], count_doc, &c);
+                    sims_docfile_find_fp(r, fps[pick[i]], count_doc, &c);
                     break;
                 case 1: /* document file: an absent one */
-                    docfile_find_fp(r, absent[i], count_doc, &c);
+                    sims_docfile_find_fp(r, absent[i], count_doc, &c);
                     break;
                 case 2: { /* document file: by id */
                     docfile_doc d;
                     snprintf(id, sizeof id, "d%08zx", pick[i]);
-                    c = docfile_find_id(r, id, 9, &d) == 1;
+                    c = sims_docfile_find_id(r, id, 9, &d) == 1;
                     break;
                 }
                 case 3: { /* store: simstore_get of one id */
@@ -381,7 +381,7 @@ int main(int argc, char **argv)
                 } else {
                     simstore_query_fp(fq, qs3[i], 3, &m, &got);
                     for (size_t j = 0; j < got; j++)
-                        docfile_find_fp(r, m[j].fp, count_doc, &c);
+                        sims_docfile_find_fp(r, m[j].fp, count_doc, &c);
                 }
                 double t1 = now() - a;
                 if (pass == 1) {
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
 
     simstore_query_free(q);
     simstore_close(s);
-    docfile_close(r);
+    sims_docfile_close(r);
     free(pick);
     free(absent);
     free(lat);

@@ -11,7 +11,7 @@
  * CLUSTERS: `memory` (the path simstore_clusters chooses), `spill` (the
  * spilling path of components forced through its test hook), or `both`
  * (the chosen path, then the spilling one, their outputs compared). */
-#include "scan/clusters.h" /* scan_clusters_force_spill: a measurement hook */
+#include "scan/clusters.h" /* sims_scan_clusters_force_spill: a measurement hook */
 #include "simstore.h"
 
 #include <stdio.h>
@@ -112,13 +112,13 @@ static double time_clusters(simstore *s, const simstore_cluster_options *co, int
     memset(h, 0, sizeof *h);
     h->hash = 0xCBF29CE484222325ULL;
     memset(stats, 0, sizeof *stats);
-    scan_clusters_force_spill(spill);
-    scan_clusters_spill_stats(stats);
+    sims_scan_clusters_force_spill(spill);
+    sims_scan_clusters_spill_stats(stats);
     double t0 = now();
     int rc = simstore_clusters(s, co, count_member, h, sum);
     double t = now() - t0;
-    scan_clusters_force_spill(0);
-    scan_clusters_spill_stats(NULL);
+    sims_scan_clusters_force_spill(0);
+    sims_scan_clusters_spill_stats(NULL);
     if (rc) {
         fprintf(stderr, "clusters: %s\n", simstore_last_error());
         return -1;

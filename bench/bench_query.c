@@ -37,6 +37,7 @@
  * (format/design.md, "Beyond k": every table probed at each prefix near the
  * query's), beside a store built for K2 from the same fingerprints. */
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 #include <errno.h>
 #include <fcntl.h>

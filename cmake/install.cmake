@@ -1,6 +1,7 @@
 # install.cmake: what `cmake --install` puts under the prefix (GNUInstallDirs):
 #   lib/libsimstore.so.0.1.0 (+ .so.0, .so links), lib/libsimstore.a,
-#   include/simstore.h, bin/simstore, share/doc/simstore/ (README.md,
+#   include/simstore.h and include/simstore_unstable.h (no stability
+#   promise: the project's own clients' pieces), bin/simstore, share/doc/simstore/ (README.md,
 #   LICENSE and format/*.md), lib/pkgconfig/simstore.pc, and lib/cmake/simstore/ for
 #   find_package(simstore): simstore::simstore (the shared library) and
 #   simstore::simstore_static (when lmdb, libxxhash and friso are found
@@ -12,7 +13,8 @@ set(simstore_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/simstore)
 if(SIMSTORE_FAULT_INJECTION)
   install(CODE "message(WARNING \"this build has the test-only fault points \"
     \"(SIMSTORE_FAULT_INJECTION=ON, the default with BUILD_TESTING): the installed \"
-    \"library and tool read SIMSTORE_FAULT. Configure with -DBUILD_TESTING=OFF for an install.\")")
+    \"tool reads SIMSTORE_FAULT (the library never does). Configure with \"
+    \"-DBUILD_TESTING=OFF for an install.\")")
 endif()
 
 install(TARGETS simstore_shared EXPORT simstore-shared-targets
@@ -20,6 +22,7 @@ install(TARGETS simstore_shared EXPORT simstore-shared-targets
 install(TARGETS simstore EXPORT simstore-static-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/lib/include/simstore.h
+  ${PROJECT_SOURCE_DIR}/lib/include/simstore_unstable.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET simstore_cli)
   install(TARGETS simstore_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

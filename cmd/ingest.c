@@ -13,6 +13,7 @@
  * A source value packs the input's index (high 20 bits) and line number (low
  * 44 bits). */
 #include "ingest.h"
+#include "simstore_unstable.h"
 
 #include "cli.h"
 #include "input.h"

@@ -33,6 +33,7 @@
 
 #include "cli.h"
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 #include <mpi.h>
 

@@ -41,6 +41,7 @@
 #include "stream.h"
 #include "textopts.h"
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 #include <mpi.h>
 

@@ -102,14 +102,14 @@ static int table_finish(simstore_table *t, table_reader *r, const char *path)
     t->path = strdup(path);
     if (!t->path)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     memcpy(t->perm, in->params.perm, 64);
     /* A lone file may carry any permutation of 0..63; designs' compile into
      * a few moves, others fall back to a bit loop. */
     t->compiled = sims_permuter_init(&t->permuter, t->perm) == SIMSTORE_OK;
     sims_error_clear();
     for (uint64_t b = 0; b < in->block_count; b++) {
-        uint64_t c = table_reader_block_count(r, b);
+        uint64_t c = sims_table_reader_block_count(r, b);
         if (c > t->max_block_count)
             t->max_block_count = c;
     }
@@ -126,11 +126,11 @@ int simstore_table_open(const char *path, simstore_table **out)
     simstore_table *t = calloc(1, sizeof *t);
     if (!t)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    int rc = table_reader_open(path, 0, &t->reader);
+    int rc = sims_table_reader_open(path, 0, &t->reader);
     /* An inspected table's index is checked whole at open, whatever its
      * version (version 3 would check it piece by piece on use). */
     if (rc == SIMSTORE_OK)
-        rc = table_reader_check_index(t->reader);
+        rc = sims_table_reader_check_index(t->reader);
     if (rc == SIMSTORE_OK)
         rc = table_finish(t, t->reader, path);
     if (rc) {
@@ -173,8 +173,8 @@ int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *o
         out->tables = seg->table_count;
         if (seg->docs) {
             docfile_sizes z;
-            docfile_sizes_of(seg->docs, &z);
-            out->docfile_documents = docfile_count(seg->docs);
+            sims_docfile_sizes_of(seg->docs, &z);
+            out->docfile_documents = sims_docfile_count(seg->docs);
             out->docfile_bytes = z.total;
             out->docfile_block_bytes = z.blocks;
             out->docfile_index_bytes = z.block_table + z.fp_dir + z.id_entries + z.id_dir;
@@ -231,7 +231,7 @@ void simstore_table_close(simstore_table *t)
     if (t->seg)
         sims_segment_release(t->seg);
     else
-        table_reader_close(t->reader);
+        sims_table_reader_close(t->reader);
     free(t->path);
     free(t);
 }
@@ -243,7 +243,7 @@ const table_reader *sims_table_reader(const simstore_table *t)
 
 void simstore_table_get_info(const simstore_table *t, simstore_table_info *out)
 {
-    const table_info *in = table_reader_info(t->reader);
+    const table_info *in = sims_table_reader_info(t->reader);
     memset(out, 0, sizeof *out);
     out->path = t->path;
     out->format_version = in->format_version;
@@ -275,18 +275,18 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
     if (n)
         *n = 0;
     const table_reader *r = t->reader;
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     if (block >= in->block_count)
         return sims_fail(SIMSTORE_EINVAL, "%s: block %" PRIu64 " out of range (%" PRIu64 " blocks)",
                          t->path, block, in->block_count);
-    uint32_t count = table_reader_block_count(r, block);
+    uint32_t count = sims_table_reader_block_count(r, block);
     if (values && cap < count)
         return sims_fail(SIMSTORE_EINVAL,
                          "%s: block %" PRIu64 " holds %" PRIu32 " values, room for %zu", t->path,
                          block, count, cap);
     /* Checked whatever the reader's flags: inspection never trusts blocks. */
     uint64_t used_bits = 0;
-    int rc = table_reader_block_bits(r, block, &used_bits);
+    int rc = sims_table_reader_block_bits(r, block, &used_bits);
     if (rc)
         return rc;
     uint64_t first = 0;
@@ -297,14 +297,14 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
         if (!buf) {
             /* Only the first value is wanted: a cursor stops early. */
             table_cursor c;
-            uint64_t lo = block ? table_reader_key(r, block - 1) + 1 : 0;
-            table_cursor_init(&c, r, lo, table_reader_key(r, block));
-            rc = table_cursor_next(&c, one, 1, &got);
+            uint64_t lo = block ? sims_table_reader_key(r, block - 1) + 1 : 0;
+            sims_table_cursor_init(&c, r, lo, sims_table_reader_key(r, block));
+            rc = sims_table_cursor_next(&c, one, 1, &got);
             if (rc)
                 return rc;
             first = got ? one[0] : 0;
         } else {
-            rc = table_reader_block(r, block, buf, cap, &got);
+            rc = sims_table_reader_block(r, block, buf, cap, &got);
             if (rc)
                 return rc;
             first = got ? buf[0] : 0;
@@ -316,9 +316,9 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
         info->block = block;
         info->offset = in->blocks_offset + block * in->params.block_bytes;
         info->fingerprints = count;
-        info->checksum = table_reader_block_checksum(r, block);
+        info->checksum = sims_table_reader_block_checksum(r, block);
         info->first = first;
-        info->key = table_reader_key(r, block);
+        info->key = sims_table_reader_key(r, block);
         info->used_bits = used_bits;
     }
     return SIMSTORE_OK;
@@ -326,7 +326,7 @@ int simstore_table_read_block(const simstore_table *t, uint64_t block, simstore_
 
 uint64_t simstore_table_find_block(const simstore_table *t, uint64_t permuted)
 {
-    return table_reader_find_block(t->reader, permuted);
+    return sims_table_reader_find_block(t->reader, permuted);
 }
 
 uint64_t simstore_table_permute(const simstore_table *t, uint64_t fp)
@@ -344,7 +344,7 @@ int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks, simst
 {
     memset(out, 0, sizeof *out);
     const table_reader *r = t->reader;
-    uint64_t nb = table_reader_info(r)->block_count;
+    uint64_t nb = sims_table_reader_info(r)->block_count;
     uint64_t want = max_blocks == 0 || max_blocks >= nb ? nb : max_blocks;
     out->exact = want == nb;
     uint64_t *buf = malloc((t->max_block_count ? t->max_block_count : 1) * sizeof *buf);
@@ -359,12 +359,12 @@ int simstore_table_histogram(const simstore_table *t, uint64_t max_blocks, simst
             b = nb - 1;
         uint64_t used = 0;
         size_t n = 0;
-        rc = table_reader_block_bits(r, b, &used);
+        rc = sims_table_reader_block_bits(r, b, &used);
         if (rc == SIMSTORE_OK)
-            rc = table_reader_block(r, b, buf, t->max_block_count, &n);
+            rc = sims_table_reader_block(r, b, buf, t->max_block_count, &n);
         if (rc)
             break;
-        uint64_t prev = b ? table_reader_key(r, b - 1) : (n ? buf[0] : 0);
+        uint64_t prev = b ? sims_table_reader_key(r, b - 1) : (n ? buf[0] : 0);
         for (size_t j = b ? 0 : 1; j < n; j++) {
             uint64_t d = buf[j] - prev;
             prev = buf[j];

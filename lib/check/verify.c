@@ -7,8 +7,8 @@
  * of a segment's tables; cross-check docs, fps and the segments; compare the
  * state's counts; list files the store does not use. */
 #include "check/inspect.h"
-#include "docs/boilerplate_record.h"
-#include "docs/lmdbwalk.h"
+#include "lmdb/boilerplate_record.h"
+#include "lmdb/lmdbwalk.h"
 #include "store/store_internal.h"
 #include "sort/u64sort.h"
 
@@ -140,11 +140,11 @@ typedef struct table_expect {
 static int open_table(vctx *v, const char *path, table_reader **out)
 {
     sims_error_clear();
-    int rc = table_reader_open(path, 0, out);
+    int rc = sims_table_reader_open(path, 0, out);
     /* Version 3 leaves its index to first use: verify checks all of it
      * here, as a version-2 open does. */
-    if (rc == SIMSTORE_OK && (rc = table_reader_check_index(*out)) != SIMSTORE_OK) {
-        table_reader_close(*out);
+    if (rc == SIMSTORE_OK && (rc = sims_table_reader_check_index(*out)) != SIMSTORE_OK) {
+        sims_table_reader_close(*out);
         *out = NULL;
     }
     if (rc == SIMSTORE_OK) {
@@ -166,7 +166,7 @@ static int open_table(vctx *v, const char *path, table_reader **out)
 static void check_against_store(vctx *v, const char *path, const table_reader *r,
                                 const table_expect *e)
 {
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     if (in->params.store_tag != e->store_tag)
         problem(v, SIMSTORE_PROBLEM_TABLE_STORE, 0, path, -1, 24,
                 "%s (byte offset 24): belongs to another store (tag %016" PRIx64
@@ -199,11 +199,11 @@ static void check_against_store(vctx *v, const char *path, const table_reader *r
 static void check_blocks(vctx *v, table_result *t, const sims_permuter *permuter, int exact)
 {
     const table_reader *r = t->reader;
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     uint64_t nb = in->block_count, max = 0;
     for (uint64_t b = 0; b < nb; b++)
-        if (table_reader_block_count(r, b) > max)
-            max = table_reader_block_count(r, b);
+        if (sims_table_reader_block_count(r, b) > max)
+            max = sims_table_reader_block_count(r, b);
     uint64_t *buf = malloc((max ? max : 1) * sizeof *buf);
     if (exact && in->fp_count)
         t->values = malloc((size_t)in->fp_count * sizeof *t->values);
@@ -224,7 +224,7 @@ static void check_blocks(vctx *v, table_result *t, const sims_permuter *permuter
             /* A page group's checksum covers several blocks (format 2):
              * a mismatch is one problem, at the group's first block. */
             uint64_t first;
-            int rc = table_reader_check_group(r, b, &first, &group_end);
+            int rc = sims_table_reader_check_group(r, b, &first, &group_end);
             if (rc) {
                 t->blocks_ok = 0;
                 problem(v, SIMSTORE_PROBLEM_BLOCK, 0, t->path, (int64_t)b,
@@ -234,7 +234,7 @@ static void check_blocks(vctx *v, table_result *t, const sims_permuter *permuter
                 continue;
             }
         }
-        int rc = table_reader_block(r, b, buf, (size_t)max, &n);
+        int rc = sims_table_reader_block(r, b, buf, (size_t)max, &n);
         if (rc) {
             t->blocks_ok = 0;
             problem(v, SIMSTORE_PROBLEM_BLOCK, 0, t->path, (int64_t)b,
@@ -277,7 +277,7 @@ static void check_table(vctx *v, table_result *t, const table_expect *e, int exa
     if (open_table(v, t->path, &t->reader))
         return;
     t->opened = 1;
-    const table_info *in = table_reader_info(t->reader);
+    const table_info *in = sims_table_reader_info(t->reader);
     t->identity = 1;
     for (unsigned i = 0; i < 64; i++)
         t->identity &= in->params.perm[i] == i;
@@ -305,7 +305,7 @@ typedef struct segment_result {
 
 static void release_table(table_result *t)
 {
-    table_reader_close(t->reader);
+    sims_table_reader_close(t->reader);
     t->reader = NULL;
     free(t->values);
     t->values = NULL;
@@ -422,7 +422,7 @@ static void stream_advance(vctx *v, seg_stream *st)
     }
     if (st->pos == st->len) {
         size_t n = 0;
-        int rc = table_cursor_next(&st->cursor, st->buf, 256, &n);
+        int rc = sims_table_cursor_next(&st->cursor, st->buf, 256, &n);
         if (rc) {
             /* Decoded cleanly a moment ago: only a file changed under us. */
             problem(v, SIMSTORE_PROBLEM_BLOCK, 0, s->tables[s->stream_table].path, -1, -1, "%s",
@@ -791,7 +791,7 @@ static void check_segments(vctx *v, store_ctx *c, int with_store, uint64_t *ids,
             }
             check_table(v, tr, with_store ? &e : NULL, exact_here);
             if (!with_store && tr->reader &&
-                table_reader_info(tr->reader)->fp_count > EXACT_SET_LIMIT) {
+                sims_table_reader_info(tr->reader)->fp_count > EXACT_SET_LIMIT) {
                 free(tr->values);
                 tr->values = NULL;
             }
@@ -884,7 +884,7 @@ static int entry_document(vctx *v, store_ctx *c, const char *db, uint64_t fp, co
     if (g == MDB_NOTFOUND && c->dreader) {
         /* The document file's, which docs has no entry for. */
         docfile_doc fd;
-        int f = docfile_find_id(c->dreader, val->mv_data, val->mv_size, &fd);
+        int f = sims_docfile_find_id(c->dreader, val->mv_data, val->mv_size, &fd);
         if (f == 1) {
             file_record(&fd, rec);
             return 0;
@@ -966,7 +966,8 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
          * its id out (it must be there, of the same fingerprint), a
          * document may take its place. */
         docfile_doc fd;
-        int in_file = c->dreader ? docfile_find_id(c->dreader, key.mv_data, key.mv_size, &fd) : 0;
+        int in_file =
+            c->dreader ? sims_docfile_find_id(c->dreader, key.mv_data, key.mv_size, &fd) : 0;
         if (in_file < 0) {
             problem(v, SIMSTORE_PROBLEM_DOC, 0, c->dpath, -1, -1, "%s", simstore_last_error());
             continue;
@@ -1161,14 +1162,14 @@ static void check_paragraphs(vctx *v, store_ctx *c)
     if (c->dreader && !v->stop_rc) {
         /* The document file's live documents (docs has no entry of their id). */
         para_walk w = {v, c, pc, dc};
-        if (docfile_each(c->dreader, listed_in_file, &w) != SIMSTORE_OK)
+        if (sims_docfile_each(c->dreader, listed_in_file, &w) != SIMSTORE_OK)
             problem(v, SIMSTORE_PROBLEM_DOC, 0, c->dpath, -1, -1, "%s", simstore_last_error());
     }
     for (uint32_t i = 0; i < c->state.para_segment_count; i++) {
         char path[PATH_MAX];
         if (sims_table_path(path, sizeof path, c->dir, c->state.para_segments[i].id, 0) ==
                 SIMSTORE_OK &&
-            table_reader_open(path, 0, &t0[i]) != SIMSTORE_OK)
+            sims_table_reader_open(path, 0, &t0[i]) != SIMSTORE_OK)
             t0[i] = NULL; /* reported with the segments */
     }
     const sims_permuter *perm = c->design ? &c->design->tables[0].permuter : NULL;
@@ -1197,7 +1198,7 @@ static void check_paragraphs(vctx *v, store_ctx *c)
                     continue;
                 }
                 int hit = 0;
-                if (table_reader_search(t0[i], pq, pq, pq, 0, note_found, &hit) >= 0 && hit)
+                if (sims_table_reader_search(t0[i], pq, pq, pq, 0, note_found, &hit) >= 0 && hit)
                     found = 1;
             }
             if (!found && all_open)
@@ -1226,7 +1227,7 @@ static void check_paragraphs(vctx *v, store_ctx *c)
 done:
     if (t0)
         for (uint32_t i = 0; i < c->state.para_segment_count; i++)
-            table_reader_close(t0[i]);
+            sims_table_reader_close(t0[i]);
     free(t0);
     mdb_cursor_close(dc);
     mdb_cursor_close(pc);
@@ -1236,7 +1237,7 @@ done:
  * overlaps, fps keys no segment holds, dead fingerprints; returns the number
  * of distinct fingerprints the segments hold. */
 /* The document file of a store whose documents are all in one
- * (format/store.md, "Document files"): docfile_verify, its counts against
+ * (format/store.md, "Document files"): sims_docfile_verify, its counts against
  * the state's, docs and fps empty, and its distinct fingerprints exactly
  * its segment's (each found in table 0, as many as the segment holds). */
 typedef struct docfile_walk {
@@ -1268,7 +1269,7 @@ static int walk_docfile_doc(void *ctx, const docfile_doc *d)
         return 0;
     uint64_t p = sims_permute(&w->c->design->tables[0].permuter, d->fingerprint);
     int found = 0;
-    int rc = table_reader_search(w->t0, p, p, p, 0, note_in_table, &found);
+    int rc = sims_table_reader_search(w->t0, p, p, p, 0, note_in_table, &found);
     if (rc < 0)
         return rc;
     if (!found && w->missing++ == 0)
@@ -1298,24 +1299,25 @@ static void check_docfile(vctx *v, store_ctx *c)
     docfile_reader *r = NULL;
     if (sims_docfile_path(c->dpath, sizeof c->dpath, c->dir, e->id) != SIMSTORE_OK)
         return;
-    int rc = docfile_open(path, &r);
+    int rc = sims_docfile_open(path, &r);
     if (rc == SIMSTORE_OK)
-        rc = docfile_verify(r);
+        rc = sims_docfile_verify(r);
     if (rc) {
         problem(v, rc == SIMSTORE_ENOTFOUND ? SIMSTORE_PROBLEM_MISSING : SIMSTORE_PROBLEM_DOC, 0,
                 path, -1, -1, "%s", simstore_last_error());
-        docfile_close(r);
+        sims_docfile_close(r);
         return;
     }
-    if (docfile_sketch_bytes(r) != simstore_sketch_bytes((simstore_sketch_kind)c->sketch))
+    if (sims_docfile_sketch_bytes(r) != simstore_sketch_bytes((simstore_sketch_kind)c->sketch))
         problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1,
                 "%s: keeps sketches of %u bytes, the store's kind takes %zu", path,
-                docfile_sketch_bytes(r), simstore_sketch_bytes((simstore_sketch_kind)c->sketch));
+                sims_docfile_sketch_bytes(r),
+                simstore_sketch_bytes((simstore_sketch_kind)c->sketch));
     MDB_stat ds, fs;
-    if (!c->docfile_changed && docfile_count(r) != c->state.doc_count)
+    if (!c->docfile_changed && sims_docfile_count(r) != c->state.doc_count)
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, path, -1, -1,
                 "%s: holds %" PRIu64 " documents, the state records %" PRIu64, path,
-                docfile_count(r), c->state.doc_count);
+                sims_docfile_count(r), c->state.doc_count);
     if (!c->docfile_changed && mdb_stat(c->txn, c->env.docs, &ds) == 0 &&
         mdb_stat(c->txn, c->env.fps, &fs) == 0 && (ds.ms_entries || fs.ms_entries))
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c->mdb_path, -1, -1,
@@ -1327,7 +1329,7 @@ static void check_docfile(vctx *v, store_ctx *c)
         if (c->segs[i].id == e->id && c->segs[i].ntables && c->segs[i].tables[0].reader)
             t0 = c->segs[i].tables[0].reader;
     docfile_walk w = {v, c, path, t0, 0, 0, 0, 0};
-    rc = docfile_each(r, walk_docfile_doc, &w);
+    rc = sims_docfile_each(r, walk_docfile_doc, &w);
     if (rc)
         problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1, "%s", simstore_last_error());
     else if (w.distinct != e->fp_count || (!c->docfile_changed && w.distinct != c->state.fp_count))
@@ -1384,7 +1386,7 @@ static int live_doc(void *ctx, const docfile_doc *d)
 
 static void check_docfile_changes(vctx *v, store_ctx *c, uint64_t docs_seen)
 {
-    uint64_t held = docfile_count(c->dreader);
+    uint64_t held = sims_docfile_count(c->dreader);
     uint64_t records = docs_seen - c->tombstones;
     uint64_t live = held - c->tombstones - c->superseded + records;
     if (c->tombstones + c->superseded > held || live != c->state.doc_count)
@@ -1399,7 +1401,7 @@ static void check_docfile_changes(vctx *v, store_ctx *c, uint64_t docs_seen)
     w.frc = mdb_cursor_open(c->txn, c->env.fps, &w.fc);
     if (w.frc == 0)
         w.frc = mdb_cursor_get(w.fc, &w.key, &w.val, MDB_FIRST);
-    int rc = w.fc ? docfile_each(c->dreader, live_doc, &w) : SIMSTORE_OK;
+    int rc = w.fc ? sims_docfile_each(c->dreader, live_doc, &w) : SIMSTORE_OK;
     if (w.fc)
         live_fps_before(&w, 0, 1);
     if (w.fc)
@@ -1433,7 +1435,7 @@ static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
             continue;
         }
         if (s->stream_table >= 0)
-            table_cursor_init(&st[i].cursor, s->tables[s->stream_table].reader, 0, UINT64_MAX);
+            sims_table_cursor_init(&st[i].cursor, s->tables[s->stream_table].reader, 0, UINT64_MAX);
         stream_advance(v, &st[i]);
         live++;
     }
@@ -1797,7 +1799,7 @@ static int verify_store(vctx *v, const char *dir)
         check_leftovers(v, &c);
 
     free_segments(&c);
-    docfile_close(c.dreader);
+    sims_docfile_close(c.dreader);
     if (c.txn)
         mdb_txn_abort(c.txn);
     if (c.env_open)

@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-uint64_t codec_block_max_count(size_t block_bytes, unsigned min_len, int raw_first)
+uint64_t sims_codec_block_max_count(size_t block_bytes, unsigned min_len, int raw_first)
 {
     uint64_t bits = (uint64_t)block_bytes * 8;
     if (raw_first) {
@@ -20,8 +20,8 @@ uint64_t codec_block_max_count(size_t block_bytes, unsigned min_len, int raw_fir
 
 /* ---- encoder --------------------------------------------------------------- */
 
-void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h, uint8_t *buf,
-                               size_t block_bytes, int raw_first, uint64_t prev)
+void sims_codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder *h,
+                                    uint8_t *buf, size_t block_bytes, int raw_first, uint64_t prev)
 {
     memset(buf, 0, block_bytes + BITIO_WRITER_SLACK);
     e->huff = h;
@@ -32,13 +32,13 @@ void codec_block_encoder_start(codec_block_encoder *e, const codec_huff_encoder 
     e->raw_first = raw_first ? 1 : 0;
 }
 
-void codec_block_encoder_put_implicit(codec_block_encoder *e, uint64_t v)
+void sims_codec_block_encoder_put_implicit(codec_block_encoder *e, uint64_t v)
 {
     e->prev = v;
     e->count++;
 }
 
-void codec_block_encoder_drop_last(codec_block_encoder *e)
+void sims_codec_block_encoder_drop_last(codec_block_encoder *e)
 {
     /* Zero bits [last_pos, pos): the bitstream is LSB-first, so that is the
      * high bits of the first byte and every byte after it. */
@@ -55,7 +55,7 @@ void codec_block_encoder_drop_last(codec_block_encoder *e)
     e->bits.pos = from;
 }
 
-int codec_block_encoder_put(codec_block_encoder *e, uint64_t v)
+int sims_codec_block_encoder_put(codec_block_encoder *e, uint64_t v)
 {
     uint64_t capacity = (uint64_t)e->bits.size * 8;
     uint64_t start = e->bits.pos;
@@ -89,16 +89,17 @@ int codec_block_encoder_put(codec_block_encoder *e, uint64_t v)
     return 1;
 }
 
-int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes, int raw_first,
-                       uint64_t prev, const uint64_t *fps, size_t n, size_t *used)
+int sims_codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_bytes,
+                            int raw_first, uint64_t prev, const uint64_t *fps, size_t n,
+                            size_t *used)
 {
     codec_block_encoder e;
-    codec_block_encoder_start(&e, h, buf, block_bytes, raw_first, prev);
+    sims_codec_block_encoder_start(&e, h, buf, block_bytes, raw_first, prev);
     *used = 0;
     for (size_t i = 0; i < n; i++) {
         if ((i > 0 || !raw_first) && fps[i] <= e.prev)
             return sims_fail(SIMSTORE_EINVAL, "fingerprints not strictly increasing at %zu", i);
-        int rc = codec_block_encoder_put(&e, fps[i]);
+        int rc = sims_codec_block_encoder_put(&e, fps[i]);
         if (rc < 0)
             return rc;
         if (rc == 0)
@@ -110,9 +111,9 @@ int codec_block_encode(const codec_huff_encoder *h, uint8_t *buf, size_t block_b
 
 /* ---- decoder --------------------------------------------------------------- */
 
-void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
-                              const uint8_t *data, size_t block_bytes, int raw_first, uint64_t prev,
-                              uint64_t count)
+void sims_codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *h,
+                                   const uint8_t *data, size_t block_bytes, int raw_first,
+                                   uint64_t prev, uint64_t count)
 {
     s->huff = h;
     s->data = data;
@@ -125,7 +126,7 @@ void codec_block_decoder_init(codec_block_decoder *s, const codec_huff_decoder *
     s->implicit_last = 0;
 }
 
-void codec_block_decoder_set_last(codec_block_decoder *s, uint64_t key)
+void sims_codec_block_decoder_set_last(codec_block_decoder *s, uint64_t key)
 {
     s->key = key;
     s->implicit_last = 1;
@@ -312,13 +313,13 @@ static inline int decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap,
     return SIMSTORE_OK;
 }
 
-int codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, size_t *n)
+int sims_codec_block_decoder_run(codec_block_decoder *s, uint64_t *out, size_t cap, size_t *n)
 {
     return decoder_run(s, out, cap, UINT64_MAX, n);
 }
 
-int codec_block_decoder_run_to(codec_block_decoder *s, uint64_t *out, size_t cap, uint64_t limit,
-                               size_t *n)
+int sims_codec_block_decoder_run_to(codec_block_decoder *s, uint64_t *out, size_t cap,
+                                    uint64_t limit, size_t *n)
 {
     return decoder_run(s, out, cap, limit, n);
 }
@@ -338,7 +339,7 @@ static size_t coded_todo(const codec_block_decoder *s, size_t cap)
  * there for the windows and the stop counts); it leaves as soon as either
  * stream needs anything else (a stop count, its limit, the tail, a long
  * value or bad bits), and the single decoder finishes each. */
-void codec_block_decoder_run_two(codec_block_run *x, codec_block_run *y)
+void sims_codec_block_decoder_run_two(codec_block_run *x, codec_block_run *y)
 {
     codec_block_decoder *sa = x->dec, *sb = y->dec;
     const uint64_t mask = CODEC_HUFF_TABLE_SIZE - 1;
@@ -425,7 +426,7 @@ void codec_block_decoder_run_two(codec_block_run *x, codec_block_run *y)
     }
 }
 
-int codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key)
+int sims_codec_block_decoder_finish(const codec_block_decoder *s, uint64_t key)
 {
     if (s->remaining)
         return sims_fail(SIMSTORE_EINVAL, "block decoder finished with %" PRIu64 " values left",
@@ -450,31 +451,32 @@ static int decode_whole(const codec_huff_decoder *h, const uint8_t *data, size_t
                         uint64_t *out)
 {
     codec_block_decoder s;
-    codec_block_decoder_init(&s, h, data, block_bytes, raw_first, prev, count);
+    sims_codec_block_decoder_init(&s, h, data, block_bytes, raw_first, prev, count);
     if (implicit)
-        codec_block_decoder_set_last(&s, key);
+        sims_codec_block_decoder_set_last(&s, key);
     size_t n;
     uint64_t done = 0;
     while (done < count) {
-        int rc = codec_block_decoder_run(&s, out + done, (size_t)(count - done), &n);
+        int rc = sims_codec_block_decoder_run(&s, out + done, (size_t)(count - done), &n);
         if (rc)
             return rc;
         if (n == 0)
             break;
         done += n;
     }
-    return codec_block_decoder_finish(&s, key);
+    return sims_codec_block_decoder_finish(&s, key);
 }
 
-int codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
-                       int raw_first, uint64_t prev, uint64_t count, uint64_t key, uint64_t *out)
+int sims_codec_block_decode(const codec_huff_decoder *h, const uint8_t *data, size_t block_bytes,
+                            int raw_first, uint64_t prev, uint64_t count, uint64_t key,
+                            uint64_t *out)
 {
     return decode_whole(h, data, block_bytes, raw_first, prev, count, key, 0, out);
 }
 
-int codec_block_decode_implicit(const codec_huff_decoder *h, const uint8_t *data,
-                                size_t block_bytes, int raw_first, uint64_t prev, uint64_t count,
-                                uint64_t key, uint64_t *out)
+int sims_codec_block_decode_implicit(const codec_huff_decoder *h, const uint8_t *data,
+                                     size_t block_bytes, int raw_first, uint64_t prev,
+                                     uint64_t count, uint64_t key, uint64_t *out)
 {
     return decode_whole(h, data, block_bytes, raw_first, prev, count, key, 1, out);
 }

@@ -24,8 +24,8 @@ typedef struct pm_node {
  * sums at most 2 * 64 * 11 weights, far below 2^64. */
 #define PM_WEIGHT_BITS 44
 
-int codec_huff_lengths(const uint64_t hist[CODEC_SYMBOLS], unsigned max_bits,
-                       uint8_t lengths[CODEC_SYMBOLS])
+int sims_codec_huff_lengths(const uint64_t hist[CODEC_SYMBOLS], unsigned max_bits,
+                            uint8_t lengths[CODEC_SYMBOLS])
 {
     memset(lengths, 0, CODEC_SYMBOLS);
     if (max_bits < 1 || max_bits > CODEC_HUFF_MAX_BITS)
@@ -118,7 +118,7 @@ int codec_huff_lengths(const uint64_t hist[CODEC_SYMBOLS], unsigned max_bits,
 
 /* ---- validity and canonical codes ------------------------------------------ */
 
-int codec_huff_check_lengths(const uint8_t lengths[CODEC_SYMBOLS])
+int sims_codec_huff_check_lengths(const uint8_t lengths[CODEC_SYMBOLS])
 {
     unsigned used = 0;
     uint32_t kraft = 0; /* in units of 2^-CODEC_HUFF_MAX_BITS */
@@ -140,7 +140,7 @@ int codec_huff_check_lengths(const uint8_t lengths[CODEC_SYMBOLS])
     return SIMSTORE_OK;
 }
 
-void codec_huff_canonical(const uint8_t lengths[CODEC_SYMBOLS], uint16_t codes[CODEC_SYMBOLS])
+void sims_codec_huff_canonical(const uint8_t lengths[CODEC_SYMBOLS], uint16_t codes[CODEC_SYMBOLS])
 {
     unsigned count[CODEC_HUFF_MAX_BITS + 1] = {0};
     unsigned next[CODEC_HUFF_MAX_BITS + 1] = {0};
@@ -161,23 +161,23 @@ void codec_huff_canonical(const uint8_t lengths[CODEC_SYMBOLS], uint16_t codes[C
     }
 }
 
-int codec_huff_encoder_init(codec_huff_encoder *e, const uint8_t lengths[CODEC_SYMBOLS])
+int sims_codec_huff_encoder_init(codec_huff_encoder *e, const uint8_t lengths[CODEC_SYMBOLS])
 {
-    int rc = codec_huff_check_lengths(lengths);
+    int rc = sims_codec_huff_check_lengths(lengths);
     if (rc)
         return rc;
-    codec_huff_canonical(lengths, e->code);
+    sims_codec_huff_canonical(lengths, e->code);
     memcpy(e->len, lengths, CODEC_SYMBOLS);
     return SIMSTORE_OK;
 }
 
-int codec_huff_decoder_init(codec_huff_decoder *d, const uint8_t lengths[CODEC_SYMBOLS])
+int sims_codec_huff_decoder_init(codec_huff_decoder *d, const uint8_t lengths[CODEC_SYMBOLS])
 {
-    int rc = codec_huff_check_lengths(lengths);
+    int rc = sims_codec_huff_check_lengths(lengths);
     if (rc)
         return rc;
     uint16_t codes[CODEC_SYMBOLS];
-    codec_huff_canonical(lengths, codes);
+    sims_codec_huff_canonical(lengths, codes);
     for (unsigned i = 0; i < CODEC_HUFF_TABLE_SIZE; i++)
         d->table[i] = CODEC_ENTRY_INVALID;
     memcpy(d->lengths, lengths, CODEC_SYMBOLS);

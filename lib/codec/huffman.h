@@ -23,21 +23,21 @@
  * above 2^44 are scaled down first (nonzero counts stay nonzero).
  * Returns SIMSTORE_OK, or SIMSTORE_EINVAL when more than 2^max_bits symbols
  * are used or max_bits is out of range. */
-int codec_huff_lengths(const uint64_t hist[CODEC_SYMBOLS], unsigned max_bits,
-                       uint8_t lengths[CODEC_SYMBOLS]);
+int sims_codec_huff_lengths(const uint64_t hist[CODEC_SYMBOLS], unsigned max_bits,
+                            uint8_t lengths[CODEC_SYMBOLS]);
 
 /* Check stored code lengths the way a reader must (format/table.md, "Huffman
  * code lengths"): every length <= CODEC_HUFF_MAX_BITS; no used symbol, or
  * exactly one with length 1, or a complete code (Kraft sum exactly 1).
  * Returns SIMSTORE_OK or SIMSTORE_ECORRUPT (SIMS_CORRUPT, naming the symbol or
  * the Kraft sum). */
-int codec_huff_check_lengths(const uint8_t lengths[CODEC_SYMBOLS]);
+int sims_codec_huff_check_lengths(const uint8_t lengths[CODEC_SYMBOLS]);
 
 /* The canonical code for valid lengths: symbols sorted by (length, symbol)
  * get consecutive code values, as in DEFLATE. codes[j] holds the code of
  * symbol j already bit-reversed, i.e. ready to append LSB-first so that its
  * most significant bit enters the stream first. Symbols without code get 0. */
-void codec_huff_canonical(const uint8_t lengths[CODEC_SYMBOLS], uint16_t codes[CODEC_SYMBOLS]);
+void sims_codec_huff_canonical(const uint8_t lengths[CODEC_SYMBOLS], uint16_t codes[CODEC_SYMBOLS]);
 
 /* Encoder table: the stream bits and length of each symbol's code. */
 typedef struct codec_huff_encoder {
@@ -45,9 +45,9 @@ typedef struct codec_huff_encoder {
     uint8_t len[CODEC_SYMBOLS];   /* 0: symbol has no code */
 } codec_huff_encoder;
 
-/* Build the encoder for lengths that passed codec_huff_check_lengths (or came
- * from codec_huff_lengths). Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
-int codec_huff_encoder_init(codec_huff_encoder *e, const uint8_t lengths[CODEC_SYMBOLS]);
+/* Build the encoder for lengths that passed sims_codec_huff_check_lengths (or came
+ * from sims_codec_huff_lengths). Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
+int sims_codec_huff_encoder_init(codec_huff_encoder *e, const uint8_t lengths[CODEC_SYMBOLS]);
 
 /* Decoder table entry for the next CODEC_HUFF_MAX_BITS stream bits:
  *   bits 0..7   total bits the fingerprint occupies (code + mantissa), or
@@ -55,7 +55,7 @@ int codec_huff_encoder_init(codec_huff_encoder *e, const uint8_t lengths[CODEC_S
  *   bits 8..15  code length;
  *   bits 16..23 symbol j (= mantissa length);
  *   bits 24..31 63 - j (the shift that isolates the mantissa and its
- *               leading 1-bit; see codec_block_decoder_run).
+ *               leading 1-bit; see sims_codec_block_decoder_run).
  * The invalid marker is larger than any real total, so one comparison
  * (total <= BITIO_PEEK_BITS) selects the fast path and excludes bad codes. */
 typedef uint32_t codec_huff_entry;
@@ -72,8 +72,8 @@ typedef struct codec_huff_decoder {
     uint8_t min_len;      /* shortest code length; 0 when no symbol is used */
 } codec_huff_decoder;
 
-/* Validate `lengths` (as codec_huff_check_lengths) and build the lookup
+/* Validate `lengths` (as sims_codec_huff_check_lengths) and build the lookup
  * table. Returns SIMSTORE_OK or SIMSTORE_ECORRUPT. */
-int codec_huff_decoder_init(codec_huff_decoder *d, const uint8_t lengths[CODEC_SYMBOLS]);
+int sims_codec_huff_decoder_init(codec_huff_decoder *d, const uint8_t lengths[CODEC_SYMBOLS]);
 
 #endif

@@ -7,6 +7,7 @@
  * claim items in submission order, so work starts in order, and the consumer
  * takes them back strictly in order, whatever order they finish in. */
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 #include "common/error.h"
 

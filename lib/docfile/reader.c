@@ -1,7 +1,7 @@
 /* reader.c: reads a document file (format/docfile.md) without trusting it:
  * the header and section sizes checked at open, then every piece a lookup
  * reads (directory page, block-table page, id-entry page, record block)
- * checked against its checksum and bounded before use; docfile_verify reads
+ * checked against its checksum and bounded before use; sims_docfile_verify reads
  * and cross-checks everything. */
 #include "docfile/docfile.h"
 
@@ -139,7 +139,7 @@ static int reader_new(const char *name, docfile_reader **out)
     return SIMSTORE_OK;
 }
 
-int docfile_open(const char *path, docfile_reader **out)
+int sims_docfile_open(const char *path, docfile_reader **out)
 {
     *out = NULL;
     docfile_reader *r = NULL;
@@ -153,14 +153,15 @@ int docfile_open(const char *path, docfile_reader **out)
         rc = open_bytes(r);
     }
     if (rc) {
-        docfile_close(r);
+        sims_docfile_close(r);
         return rc;
     }
     *out = r;
     return SIMSTORE_OK;
 }
 
-int docfile_open_memory(const uint8_t *data, size_t size, const char *name, docfile_reader **out)
+int sims_docfile_open_memory(const uint8_t *data, size_t size, const char *name,
+                             docfile_reader **out)
 {
     *out = NULL;
     docfile_reader *r = NULL;
@@ -171,19 +172,19 @@ int docfile_open_memory(const uint8_t *data, size_t size, const char *name, docf
     r->size = size;
     rc = open_bytes(r);
     if (rc) {
-        docfile_close(r);
+        sims_docfile_close(r);
         return rc;
     }
     *out = r;
     return SIMSTORE_OK;
 }
 
-void docfile_advise_huge(const docfile_reader *r)
+void sims_docfile_advise_huge(const docfile_reader *r)
 {
     sims_map_advise_huge(&r->map);
 }
 
-void docfile_close(docfile_reader *r)
+void sims_docfile_close(docfile_reader *r)
 {
     if (!r)
         return;
@@ -194,23 +195,23 @@ void docfile_close(docfile_reader *r)
     free(r);
 }
 
-uint64_t docfile_count(const docfile_reader *r)
+uint64_t sims_docfile_count(const docfile_reader *r)
 {
     return r->n;
 }
 
-unsigned docfile_sketch_bytes(const docfile_reader *r)
+unsigned sims_docfile_sketch_bytes(const docfile_reader *r)
 {
     return r->sketch_bytes;
 }
 
-const docfile_reader *docfile_empty(void)
+const docfile_reader *sims_docfile_empty(void)
 {
     static const docfile_reader none = {.name = (char *)"no document file"};
     return &none;
 }
 
-void docfile_sizes_of(const docfile_reader *r, docfile_sizes *out)
+void sims_docfile_sizes_of(const docfile_reader *r, docfile_sizes *out)
 {
     if (r->size == 0) {
         memset(out, 0, sizeof *out);
@@ -639,12 +640,12 @@ static void doc_of(const docfile_reader *r, const dblock *d, uint32_t j, docfile
 
 /* ---- lookups -------------------------------------------------------------------- */
 
-void docfile_prefetch_fp(const docfile_reader *r, uint64_t fp)
+void sims_docfile_prefetch_fp(const docfile_reader *r, uint64_t fp)
 {
 #if defined(__GNUC__) || defined(__clang__)
     if (r->n == 0)
         return;
-    /* The directory lines docfile_find_fp(fp) reads first: its entries x
+    /* The directory lines sims_docfile_find_fp(fp) reads first: its entries x
      * and x + 1, or all of their page while it is unchecked. */
     uint64_t x = df_fp_bucket(fp, r->bf), page = x / DF_DIR_PAGE;
     const uint8_t *p = r->data + r->fd;
@@ -662,7 +663,7 @@ void docfile_prefetch_fp(const docfile_reader *r, uint64_t fp)
 #endif
 }
 
-void docfile_prefetch_fp_table(const docfile_reader *r, uint64_t fp)
+void sims_docfile_prefetch_fp_table(const docfile_reader *r, uint64_t fp)
 {
 #if defined(__GNUC__) || defined(__clang__)
     if (r->n == 0)
@@ -697,8 +698,8 @@ void docfile_prefetch_fp_table(const docfile_reader *r, uint64_t fp)
 #endif
 }
 
-int docfile_find_fp(const docfile_reader *r, uint64_t fp,
-                    int (*each)(void *ctx, const docfile_doc *d), void *ctx)
+int sims_docfile_find_fp(const docfile_reader *r, uint64_t fp,
+                         int (*each)(void *ctx, const docfile_doc *d), void *ctx)
 {
     if (r->n == 0)
         return SIMSTORE_OK;
@@ -743,7 +744,7 @@ int docfile_find_fp(const docfile_reader *r, uint64_t fp,
     return SIMSTORE_OK;
 }
 
-int docfile_get(const docfile_reader *r, uint64_t ordinal, docfile_doc *out)
+int sims_docfile_get(const docfile_reader *r, uint64_t ordinal, docfile_doc *out)
 {
     if (ordinal >= r->n)
         return sims_fail(SIMSTORE_EINVAL, "%s: ordinal %llu of %llu documents", r->name,
@@ -761,11 +762,11 @@ int docfile_get(const docfile_reader *r, uint64_t ordinal, docfile_doc *out)
     return SIMSTORE_OK;
 }
 
-int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile_doc *out)
+int sims_docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile_doc *out)
 {
     if (r->n == 0 || len == 0 || len > DOCFILE_ID_MAX)
         return 0;
-    uint64_t h = docfile_id_hash(id, len), lo, hi;
+    uint64_t h = sims_docfile_id_hash(id, len), lo, hi;
     unsigned want = (unsigned)df_tag(h, r->bi);
     seen s;
     seen_init(&s);
@@ -797,7 +798,8 @@ int docfile_find_id(const docfile_reader *r, const void *id, size_t len, docfile
     return 0;
 }
 
-int docfile_each(const docfile_reader *r, int (*each)(void *ctx, const docfile_doc *d), void *ctx)
+int sims_docfile_each(const docfile_reader *r, int (*each)(void *ctx, const docfile_doc *d),
+                      void *ctx)
 {
     seen s;
     seen_init(&s);
@@ -846,7 +848,7 @@ static int verify_doc(void *ctx, const docfile_doc *d)
     memcpy(s->last_id, d->id, d->id_len);
     s->last_len = d->id_len;
     uint8_t key[13];
-    be_store64(key, docfile_id_hash(d->id, d->id_len));
+    be_store64(key, sims_docfile_id_hash(d->id, d->id_len));
     for (int b = 0; b < 5; b++)
         key[8 + b] = (uint8_t)(d->ordinal >> (8 * (4 - b)));
     return sims_recsort_push(s->keys, key, sizeof key, NULL, 0);
@@ -889,9 +891,9 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
         run_h = h;
         docfile_doc a, b;
         for (size_t i = 0; !rc && i < run_len; i++) {
-            rc = docfile_get(r, run[i], &a);
+            rc = sims_docfile_get(r, run[i], &a);
             if (!rc)
-                rc = docfile_get(r, ord, &b);
+                rc = sims_docfile_get(r, ord, &b);
             if (!rc && id_cmp(a.id, a.id_len, b.id, b.id_len) == 0)
                 rc = SIMS_CORRUPT("%s: documents %llu and %llu have one id", r->name,
                                   (unsigned long long)a.ordinal, (unsigned long long)b.ordinal);
@@ -944,7 +946,7 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
     return rc;
 }
 
-int docfile_verify(const docfile_reader *r)
+int sims_docfile_verify(const docfile_reader *r)
 {
     vstate st;
     memset(&st, 0, sizeof st);
@@ -952,7 +954,7 @@ int docfile_verify(const docfile_reader *r)
     int rc = sims_recsort_new(VERIFY_MEMORY, NULL, &st.keys);
     if (rc)
         return rc;
-    rc = docfile_each(r, verify_doc, &st);
+    rc = sims_docfile_each(r, verify_doc, &st);
     seen s;
     seen_init(&s);
     /* The fingerprint directory against the blocks' first fingerprints. */

@@ -59,8 +59,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return SIMSTORE_OK;
 }
 
-int docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_bytes,
-                        const char *tmp_dir, docfile_writer **out)
+int sims_docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_bytes,
+                             const char *tmp_dir, docfile_writer **out)
 {
     *out = NULL;
     if (sketch_bytes != 0 && sketch_bytes != 16 && sketch_bytes != 32 && sketch_bytes != 64 &&
@@ -78,25 +78,25 @@ int docfile_writer_open(const char *path, unsigned sketch_bytes, size_t memory_b
     if (!rc)
         rc = sims_recsort_new(memory_bytes - memory_bytes / 8, tmp_dir, &w->idents);
     if (rc) {
-        docfile_writer_abort(w);
+        sims_docfile_writer_abort(w);
         return rc;
     }
     w->ids = malloc(DOCFILE_BLOCK_DOCS * DOCFILE_ID_MAX);
     w->sketches = malloc(DOCFILE_BLOCK_DOCS * (sketch_bytes ? sketch_bytes : 1));
     if (!w->ids || !w->sketches) {
-        docfile_writer_abort(w);
+        sims_docfile_writer_abort(w);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     }
     rc = sims_outfile_open(&w->out, path);
     if (rc) {
-        docfile_writer_abort(w);
+        sims_docfile_writer_abort(w);
         return rc;
     }
     w->opened = 1;
     uint8_t zero[DOCFILE_HEADER_BYTES] = {0};
     rc = sims_outfile_write(&w->out, zero, sizeof zero);
     if (rc) {
-        docfile_writer_abort(w);
+        sims_docfile_writer_abort(w);
         return rc;
     }
     w->offset = DOCFILE_HEADER_BYTES;
@@ -248,7 +248,7 @@ static int id_order(uint64_t fp_a, const uint8_t *a, uint32_t la, uint64_t fp_b,
     return la < lb ? -1 : la > lb;
 }
 
-int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
+int sims_docfile_writer_add(docfile_writer *w, const docfile_doc *d)
 {
     if (d->id_len == 0 || d->id_len > DOCFILE_ID_MAX || !d->id)
         return sims_fail(SIMSTORE_EINVAL, "document file: id of %u bytes (1..%u)", d->id_len,
@@ -297,7 +297,7 @@ int docfile_writer_add(docfile_writer *w, const docfile_doc *d)
     if (w->sketch_bytes)
         memcpy(w->sketches + (size_t)j * w->sketch_bytes, d->sketch, w->sketch_bytes);
     uint8_t key[13];
-    be_store64(key, docfile_id_hash(d->id, d->id_len));
+    be_store64(key, sims_docfile_id_hash(d->id, d->id_len));
     for (int b = 0; b < 5; b++)
         key[8 + b] = (uint8_t)(w->n >> (8 * (4 - b)));
     if ((rc = sims_recsort_push(w->idents, key, sizeof key, NULL, 0)))
@@ -405,7 +405,7 @@ static int id_bucket_next(void *ctx, uint64_t *bucket)
     return rc;
 }
 
-int docfile_writer_commit(docfile_writer *w, docfile_sizes *sizes)
+int sims_docfile_writer_commit(docfile_writer *w, docfile_sizes *sizes)
 {
     int rc = flush_block(w);
     if (!rc)
@@ -492,14 +492,14 @@ int docfile_writer_commit(docfile_writer *w, docfile_sizes *sizes)
     rc = sims_outfile_commit(&w->out);
     if (rc)
         goto fail;
-    docfile_writer_abort(w);
+    sims_docfile_writer_abort(w);
     return SIMSTORE_OK;
 fail:
-    docfile_writer_abort(w);
+    sims_docfile_writer_abort(w);
     return rc;
 }
 
-void docfile_writer_abort(docfile_writer *w)
+void sims_docfile_writer_abort(docfile_writer *w)
 {
     if (!w)
         return;
@@ -515,7 +515,7 @@ void docfile_writer_abort(docfile_writer *w)
     free(w);
 }
 
-uint64_t docfile_id_hash(const void *id, size_t len)
+uint64_t sims_docfile_id_hash(const void *id, size_t len)
 {
     return sims_xxh3_64(id, len, DF_SEED_IDHASH);
 }

@@ -239,8 +239,8 @@ static int probe_table(worker *w, const table_reader *r, unsigned t, size_t n, u
          * flipped: its values are those f bits further from the query. */
         uint64_t pq = w->keys[i].a, lo = pq & ~low;
         e.query = KEY_QUERY(w->keys[i].b);
-        int rc = table_reader_search(r, lo, lo | low, pq, b->k - KEY_FLIPS(w->keys[i].b),
-                                     emit_probed, &e);
+        int rc = sims_table_reader_search(r, lo, lo | low, pq, b->k - KEY_FLIPS(w->keys[i].b),
+                                          emit_probed, &e);
         if (rc)
             return rc;
     }
@@ -276,7 +276,7 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
 {
     batch *b = w->run;
     const sims_permuter *perm = &b->design->tables[t].permuter;
-    uint64_t nb = table_reader_info(r)->block_count;
+    uint64_t nb = sims_table_reader_info(r)->block_count;
     uint64_t decoded = UINT64_MAX, first = 0;
     size_t nv = 0; /* values of block `decoded` decoded so far */
     codec_block_decoder dec;
@@ -286,14 +286,14 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
             ;
         /* Ranges ascend, so the first block does too: the previous one
          * stays first while its key is >= lo. */
-        if (first >= nb || table_reader_key(r, first) < lo)
-            first = table_reader_find_block(r, lo);
+        if (first >= nb || sims_table_reader_key(r, first) < lo)
+            first = sims_table_reader_find_block(r, lo);
         for (uint64_t blk = first; blk < nb; blk++) {
             /* Block blk holds values above key[blk - 1]. */
-            if (blk > first && table_reader_key(r, blk - 1) >= hi)
+            if (blk > first && sims_table_reader_key(r, blk - 1) >= hi)
                 break;
             if (blk != decoded) {
-                int rc = table_reader_block_start(r, blk, &dec);
+                int rc = sims_table_reader_block_start(r, blk, &dec);
                 if (rc)
                     return rc;
                 decoded = blk;
@@ -303,8 +303,8 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
              * need more of the block, or not. */
             while (dec.remaining > 0 && (nv == 0 || w->block[nv - 1] <= hi)) {
                 size_t got, room = w->block_cap - nv;
-                int rc = table_reader_block_next(r, blk, &dec, w->block + nv,
-                                                 room < SCAN_STEP ? room : SCAN_STEP, &got);
+                int rc = sims_table_reader_block_next(r, blk, &dec, w->block + nv,
+                                                      room < SCAN_STEP ? room : SCAN_STEP, &got);
                 if (rc)
                     return rc;
                 if (got == 0)
@@ -331,7 +331,7 @@ static int scan_table(worker *w, const table_reader *r, unsigned t, size_t n, ui
  * Merge-scan wins once queries share blocks or the searches dominate. */
 static int choose_scan(const table_reader *r, unsigned prefix_bits, size_t n, size_t groups)
 {
-    const table_info *info = table_reader_info(r);
+    const table_info *info = sims_table_reader_info(r);
     double nb = (double)info->block_count, fps = (double)info->fp_count;
     if (nb < 1)
         return 0;
@@ -351,7 +351,7 @@ static int run_task(worker *w, size_t task)
     const sims_segment *seg = b->snap->segments[task / per_segment];
     unsigned t = (unsigned)(task % per_segment / b->parts), part = (unsigned)(task % b->parts);
     const table_reader *r = seg->tables[t];
-    if (table_reader_info(r)->block_count == 0)
+    if (sims_table_reader_info(r)->block_count == 0)
         return SIMSTORE_OK;
     size_t from = b->m * part / b->parts, to = b->m * (part + 1) / b->parts, n = to - from;
     if (n == 0)

@@ -10,6 +10,7 @@
  * whose sketches' similarity is at least the minimum; it is held in memory
  * (SIMSTORE_EFULL beyond it). */
 #include "scan/clusters.h"
+#include "simstore_unstable.h"
 #include "scan/joinall.h"
 #include "scan/pairs.h"
 #include "scan/state.h"
@@ -57,15 +58,15 @@ typedef struct crun {
     size_t ndoc_edges, doc_edge_cap;
 } crun;
 
-static int g_force_spill;               /* scan_clusters_force_spill */
-static scan_spill_stats *g_spill_stats; /* scan_clusters_spill_stats */
+static int g_force_spill;               /* sims_scan_clusters_force_spill */
+static scan_spill_stats *g_spill_stats; /* sims_scan_clusters_spill_stats */
 
-void scan_clusters_force_spill(int on)
+void sims_scan_clusters_force_spill(int on)
 {
     g_force_spill = on;
 }
 
-void scan_clusters_spill_stats(scan_spill_stats *stats)
+void sims_scan_clusters_spill_stats(scan_spill_stats *stats)
 {
     g_spill_stats = stats;
 }
@@ -106,9 +107,9 @@ static int start_spill(crun *r)
     r->ids = NULL;
     r->first_doc = r->best = NULL;
     r->nnodes = r->node_cap = r->ndocs = r->doc_cap = r->ids_len = r->ids_cap = 0;
-    int rc = scan_spill_new(r->st, r->o, &r->so, &r->spill);
+    int rc = sims_scan_spill_new(r->st, r->o, &r->so, &r->spill);
     for (size_t e = 0; rc == 0 && e < r->nedges; e += 2)
-        rc = scan_spill_edge(r->spill, r->edges[e], r->edges[e + 1]);
+        rc = sims_scan_spill_edge(r->spill, r->edges[e], r->edges[e + 1]);
     free(r->edges);
     r->edges = NULL;
     r->nedges = r->edge_cap = 0;
@@ -165,19 +166,19 @@ static int collect_edges(crun *r, sims_recsort *joined)
     while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
         uint64_t a, b, cb = 1;
         unsigned d;
-        scan_pair_record_decode(&rec, &a, &b, &d);
+        sims_scan_pair_record_decode(&rec, &a, &b, &d);
         if (!r->st->fp_only) {
             if (!have_a || a != last_a) {
-                if ((rc = scan_fp_count(r->st, a, &count_a)))
+                if ((rc = sims_scan_fp_count(r->st, a, &count_a)))
                     break;
                 last_a = a;
                 have_a = 1;
             }
-            if (count_a == 0 || (rc = scan_fp_count(r->st, b, &cb)) || cb == 0)
+            if (count_a == 0 || (rc = sims_scan_fp_count(r->st, b, &cb)) || cb == 0)
                 continue;
         }
         if (r->spill) {
-            rc = scan_spill_edge(r->spill, a, b);
+            rc = sims_scan_spill_edge(r->spill, a, b);
             continue;
         }
         if ((rc = grow((void **)&r->edges, &r->edge_cap, r->nedges + 2, sizeof *r->edges)))
@@ -248,7 +249,8 @@ static uint64_t keep_rank(const simstore_cluster_options *o, uint64_t insertion,
     return v == UINT64_MAX ? UINT64_MAX - 1 : v;
 }
 
-uint64_t scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d, const scan_doc *doc)
+uint64_t sims_scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d,
+                             const scan_doc *doc)
 {
     return keep_rank(o, doc->insertion, doc->meta_len ? d->ids + doc->meta_off : NULL,
                      doc->meta_len);
@@ -328,11 +330,11 @@ static int load_documents(crun *r)
         if (r->st->fp_only) {
             rc = add_doc(r, (uint32_t)i, 0, "", 0, 0, NULL);
         } else {
-            rc = scan_docs_load(r->st, r->nodes[i], with_meta, &r->tmp);
+            rc = sims_scan_docs_load(r->st, r->nodes[i], with_meta, &r->tmp);
             for (size_t j = 0; rc == 0 && j < r->tmp.count; j++) {
                 const scan_doc *d = &r->tmp.docs[j];
-                rc = add_doc(r, (uint32_t)i, scan_keep_rank(r->o, &r->tmp, d), r->tmp.ids + d->off,
-                             d->len, d->flags, scan_doc_sketch(&r->tmp, j));
+                rc = add_doc(r, (uint32_t)i, sims_scan_keep_rank(r->o, &r->tmp, d),
+                             r->tmp.ids + d->off, d->len, d->flags, scan_doc_sketch(&r->tmp, j));
             }
         }
         if (rc == 0 && r->ndocs == r->first_doc[i])
@@ -596,7 +598,7 @@ static int by_member(const void *x, const void *y)
     return id_cmp(r, a, b);
 }
 
-int scan_report(scan_reporter *p, const simstore_cluster_member *m)
+int sims_scan_report(scan_reporter *p, const simstore_cluster_member *m)
 {
     p->sum.documents++;
     if (m->kept) {
@@ -617,7 +619,7 @@ typedef struct reporter {
 
 static int report(reporter *p, const simstore_cluster_member *m)
 {
-    return scan_report(&p->out, m);
+    return sims_scan_report(&p->out, m);
 }
 
 static int report_doc(reporter *p, uint32_t d)
@@ -720,18 +722,18 @@ static int emit_members_before(merged *m, const char *id, size_t len, uint64_t f
     return 0;
 }
 
-int scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
-                    sims_u64sort **out)
+int sims_scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
+                         sims_u64sort **out)
 {
-    int rc = sims_u64sort_new(run_values, scan_tmp_dir(so), out);
+    int rc = sims_u64sort_new(run_values, sims_scan_tmp_dir(so), out);
     for (uint32_t i = 0; rc == 0 && i < st->snap->segment_count; i++) {
         const table_reader *t = st->snap->segments[i]->tables[0];
         const sims_permuter *pm = &st->s->design->tables[0].permuter;
         table_cursor c;
         uint64_t buf[1024];
         size_t n;
-        table_cursor_init(&c, t, 0, UINT64_MAX);
-        while (rc == 0 && (rc = table_cursor_next(&c, buf, 1024, &n)) == 0 && n) {
+        sims_table_cursor_init(&c, t, 0, UINT64_MAX);
+        while (rc == 0 && (rc = sims_table_cursor_next(&c, buf, 1024, &n)) == 0 && n) {
             for (size_t k = 0; k < n; k++)
                 buf[k] = sims_unpermute(pm, buf[k]);
             rc = sims_u64sort_push(*out, buf, n);
@@ -765,7 +767,7 @@ static int report_with_singletons(merged *m)
     if (st->fp_only) {
         /* Every stored fingerprint, in order. */
         sims_u64sort *all = NULL;
-        rc = scan_sorted_fps(st, &r->so, (size_t)(r->so.memory_bytes / 32), &all);
+        rc = sims_scan_sorted_fps(st, &r->so, (size_t)(r->so.memory_bytes / 32), &all);
         uint64_t buf[1024];
         size_t n = 0;
         while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
@@ -809,7 +811,7 @@ static int report_spilled(crun *r, simstore_cluster_fn fn, void *ctx,
                           simstore_cluster_summary *summary)
 {
     scan_reporter p = {fn, ctx, {0, 0, 0, 0}, 0};
-    int rc = scan_spill_report(r->spill, &p, g_spill_stats);
+    int rc = sims_scan_spill_report(r->spill, &p, g_spill_stats);
     if (summary)
         *summary = p.sum;
     return rc;
@@ -819,14 +821,14 @@ static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
                              simstore_cluster_summary *summary)
 {
     sims_recsort *joined = NULL;
-    int rc = scan_join_store(r->st, &r->so, &joined);
+    int rc = sims_scan_join_store(r->st, &r->so, &joined);
     if (rc == 0 && can_spill(r) && g_force_spill)
         rc = start_spill(r);
     if (rc == 0)
         rc = collect_edges(r, joined);
     sims_recsort_free(joined);
     if (rc == 0 && !r->spill && !r->st->fp_only) {
-        rc = scan_each_shared_fp(r->st, note_shared, r);
+        rc = sims_scan_each_shared_fp(r->st, note_shared, r);
         if (rc == STOP_SPILLING && r->spill)
             rc = 0;
     }
@@ -904,18 +906,18 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     crun r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    int rc = scan_options_resolve(s, &o->scan, 0, &r.so);
+    int rc = sims_scan_options_resolve(s, &o->scan, 0, &r.so);
     if (rc)
         return rc;
-    scan_near_rule(&r.so, &r.rule);
+    sims_scan_near_rule(&r.so, &r.rule);
     scan_state st;
-    rc = scan_state_begin(s, &st);
+    rc = sims_scan_state_begin(s, &st);
     if (rc)
         return rc;
     r.st = &st;
     r.sketch_bytes = simstore_sketch_bytes(s->text.sketch);
     rc = clusters_in_state(&r, fn, ctx, summary);
-    scan_state_end(&st);
+    sims_scan_state_end(&st);
     free(r.edges);
     free(r.nodes);
     free(r.docs);
@@ -924,7 +926,7 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     free(r.best);
     free(r.sketches);
     free(r.doc_edges);
-    scan_docs_free(&r.tmp);
-    scan_spill_free(r.spill);
+    sims_scan_docs_free(&r.tmp);
+    sims_scan_spill_free(r.spill);
     return rc;
 }

@@ -15,7 +15,8 @@
 /* A document's place in keep order under o->keep: smaller first, ties by
  * id (by fingerprint in a fingerprint-only store, where every rank is 0).
  * Calls o->key for the key rules (d must hold the metadata). */
-uint64_t scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d, const scan_doc *doc);
+uint64_t sims_scan_keep_rank(const simstore_cluster_options *o, const scan_docs *d,
+                             const scan_doc *doc);
 
 /* The caller's callback and the summary of what it was handed. */
 typedef struct scan_reporter {
@@ -27,19 +28,19 @@ typedef struct scan_reporter {
 
 /* Count m (members come cluster by cluster, each kept document first) and
  * hand it to fn; returns fn's value. */
-int scan_report(scan_reporter *p, const simstore_cluster_member *m);
+int sims_scan_report(scan_reporter *p, const simstore_cluster_member *m);
 
 /* Every fingerprint in the segments of a fingerprint-only store, sorted,
  * once each, in *out (finished: read it with sims_u64sort_read), sorted in
- * runs of run_values values (16 bytes each) spilled to scan_tmp_dir(so).
+ * runs of run_values values (16 bytes each) spilled to sims_scan_tmp_dir(so).
  * The caller frees *out, also on failure. */
-int scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
-                    sims_u64sort **out);
+int sims_scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
+                         sims_u64sort **out);
 
 /* ---- components by spilling (components.c) --------------------------------
  * The connected components of the live edges in bounded memory: every step
  * goes through sorters (sort/recsort.h) of memory_bytes / 4 each, at most
- * three alive at once, spilling to scan_tmp_dir(so). The output is the
+ * three alive at once, spilling to sims_scan_tmp_dir(so). The output is the
  * in-memory path's, byte for byte. */
 typedef struct scan_spill scan_spill;
 
@@ -53,20 +54,20 @@ typedef struct scan_spill_stats {
 
 /* A run over st with the options o (resolved scan options so; both must
  * outlive the run). Errors: SIMSTORE_ENOMEM. */
-int scan_spill_new(scan_state *st, const simstore_cluster_options *o,
-                   const simstore_scan_options *so, scan_spill **out);
+int sims_scan_spill_new(scan_state *st, const simstore_cluster_options *o,
+                        const simstore_scan_options *so, scan_spill **out);
 /* One live edge: distinct fingerprints, each held by a document (both
  * documents alive), in any order, repeats allowed. Errors: those of
  * sims_recsort_push (SIMSTORE_ENOMEM, SIMSTORE_EIO). */
-int scan_spill_edge(scan_spill *sp, uint64_t a, uint64_t b);
+int sims_scan_spill_edge(scan_spill *sp, uint64_t a, uint64_t b);
 /* After the last edge: the components, their documents (the fingerprints
  * shared by several documents in no edge are components of their own; with
  * o->singletons, every other document is a cluster of one), each member
  * handed to p in simstore_clusters' order. Adds to *stats when not NULL.
  * Errors: SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM, or p's
  * callback's nonzero value. */
-int scan_spill_report(scan_spill *sp, scan_reporter *p, scan_spill_stats *stats);
-void scan_spill_free(scan_spill *sp);
+int sims_scan_spill_report(scan_spill *sp, scan_reporter *p, scan_spill_stats *stats);
+void sims_scan_spill_free(scan_spill *sp);
 
 /* For tests: the same rounds over the graph of the n edges (edges[2i],
  * edges[2i + 1]) (distinct ends; any order, repeats allowed), with the
@@ -75,14 +76,14 @@ void scan_spill_free(scan_spill *sp);
  * value stops. Adds to *stats when not NULL. Errors: SIMSTORE_ENOMEM,
  * SIMSTORE_EIO, or fn's value. */
 typedef int (*scan_component_fn)(void *ctx, uint64_t node, uint64_t root);
-int scan_spill_components(const uint64_t *edges, size_t n, const simstore_scan_options *so,
-                          scan_component_fn fn, void *ctx, scan_spill_stats *stats);
+int sims_scan_spill_components(const uint64_t *edges, size_t n, const simstore_scan_options *so,
+                               scan_component_fn fn, void *ctx, scan_spill_stats *stats);
 
 /* For tests only; not thread-safe (set them while no scan runs). Nonzero
  * `on` makes components mode spill whether or not the in-memory graph
  * fits; a non-NULL stats receives the figures of every spilling run from
  * then on (NULL stops). */
-void scan_clusters_force_spill(int on);
-void scan_clusters_spill_stats(scan_spill_stats *stats);
+void sims_scan_clusters_force_spill(int on);
+void sims_scan_clusters_spill_stats(scan_spill_stats *stats);
 
 #endif

@@ -27,7 +27,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 #include "sort/recsort.h"
 #include "sort/u64sort.h"
 
@@ -83,7 +83,7 @@ static int damaged(void)
 
 static int sorter_new(scan_spill *sp, sims_recsort **out)
 {
-    return scan_sorter_new(sp->so, SORTER_SHARE, out);
+    return sims_scan_sorter_new(sp->so, SORTER_SHARE, out);
 }
 
 static int sorter_finish(scan_spill *sp, sims_recsort *s)
@@ -249,7 +249,7 @@ static int label_next(scan_spill *sp)
 
 /* ---- documents ------------------------------------------------------------------------- */
 
-/* An id's place in a key: escaped (scan_key_put_id), or the fingerprint in
+/* An id's place in a key: escaped (sims_scan_key_put_id), or the fingerprint in
  * a fingerprint-only store. */
 static size_t put_id_key(uint8_t *out, const char *id, size_t len, uint64_t fp)
 {
@@ -257,7 +257,7 @@ static size_t put_id_key(uint8_t *out, const char *id, size_t len, uint64_t fp)
         be_store64(out, fp);
         return 8;
     }
-    return scan_key_put_id(out, id, len);
+    return sims_scan_key_put_id(out, id, len);
 }
 
 static int push_doc(scan_spill *sp, uint64_t rank, const char *id, size_t len, uint64_t fp,
@@ -280,7 +280,7 @@ static int push_doc(scan_spill *sp, uint64_t rank, const char *id, size_t len, u
 static int on_doc(void *ctx, const scan_docs *d, const scan_doc *doc)
 {
     scan_spill *sp = (scan_spill *)ctx;
-    return push_doc(sp, scan_keep_rank(sp->o, d, doc), d->ids + doc->off, doc->len, d->fp,
+    return push_doc(sp, sims_scan_keep_rank(sp->o, d, doc), d->ids + doc->off, doc->len, d->fp,
                     doc->flags, scan_doc_sketch(d, (size_t)(doc - d->docs)));
 }
 
@@ -293,7 +293,7 @@ static int attach(scan_spill *sp, uint64_t fp, uint64_t root)
     if (sp->st->fp_only)
         return push_doc(sp, 0, NULL, 0, fp, 0, NULL);
     uint64_t n = 0;
-    int rc = scan_docs_each(sp->st, fp, sp->with_meta, &sp->doc, on_doc, sp, &n);
+    int rc = sims_scan_docs_each(sp->st, fp, sp->with_meta, &sp->doc, on_doc, sp, &n);
     if (rc == 0 && n == 0)
         rc = SIMS_CORRUPT("%s: fingerprint %016llx lost its documents during the scan",
                           sp->st->s->path, (unsigned long long)fp);
@@ -391,7 +391,7 @@ static int visit_every_fp(scan_spill *sp)
 static int visit_every_stored_fp(scan_spill *sp)
 {
     sims_u64sort *all = NULL;
-    int rc = scan_sorted_fps(sp->st, sp->so, (size_t)(sp->so->memory_bytes / 128), &all);
+    int rc = sims_scan_sorted_fps(sp->st, sp->so, (size_t)(sp->so->memory_bytes / 128), &all);
     uint64_t buf[1024];
     size_t n = 0;
     while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n)
@@ -418,7 +418,7 @@ static int attach_documents(scan_spill *sp)
             rc = sp->o->singletons ? visit_every_stored_fp(sp) : 0;
         else
             rc = sp->o->singletons ? visit_every_fp(sp)
-                                   : scan_each_shared_fp(sp->st, visit_shared, sp);
+                                   : sims_scan_each_shared_fp(sp->st, visit_shared, sp);
     }
     return rc ? rc : attach_nodes_before(sp, 0, 1);
 }
@@ -523,14 +523,14 @@ static int deliver(scan_spill *sp, scan_reporter *p)
                 return damaged();
             pos = 8;
         } else {
-            m.cluster_len = scan_key_get_id(rec.key, n, &pos, sp->kept_id);
+            m.cluster_len = sims_scan_key_get_id(rec.key, n, &pos, sp->kept_id);
             sp->kept_id[m.cluster_len] = '\0';
         }
         if (pos >= n)
             return damaged();
         m.kept = rec.key[pos++] == 0;
         if (!sp->st->fp_only) {
-            m.id_len = scan_key_get_id(rec.key, n, &pos, sp->id);
+            m.id_len = sims_scan_key_get_id(rec.key, n, &pos, sp->id);
             sp->id[m.id_len] = '\0';
             if (m.id_len == 0 || m.id_len > SIMSTORE_MAX_ID_BYTES || m.cluster_len == 0 ||
                 m.cluster_len > SIMSTORE_MAX_ID_BYTES)
@@ -554,15 +554,15 @@ static int deliver(scan_spill *sp, scan_reporter *p)
         }
         m.distance = simstore_distance(m.fp, m.cluster_fp);
         if (rc == 0)
-            rc = scan_report(p, &m);
+            rc = sims_scan_report(p, &m);
     }
     return rc == 0 && got < 0 ? got : rc;
 }
 
 /* ---- the run --------------------------------------------------------------------------------- */
 
-int scan_spill_new(scan_state *st, const simstore_cluster_options *o,
-                   const simstore_scan_options *so, scan_spill **out)
+int sims_scan_spill_new(scan_state *st, const simstore_cluster_options *o,
+                        const simstore_scan_options *so, scan_spill **out)
 {
     *out = NULL;
     scan_spill *sp = calloc(1, sizeof *sp);
@@ -575,14 +575,14 @@ int scan_spill_new(scan_state *st, const simstore_cluster_options *o,
     sp->stats.runs = 1;
     int rc = sorter_new(sp, &sp->edges);
     if (rc) {
-        scan_spill_free(sp);
+        sims_scan_spill_free(sp);
         return rc;
     }
     *out = sp;
     return 0;
 }
 
-int scan_spill_edge(scan_spill *sp, uint64_t a, uint64_t b)
+int sims_scan_spill_edge(scan_spill *sp, uint64_t a, uint64_t b)
 {
     sp->stats.edges++;
     return push_both(sp->edges, a, b);
@@ -598,8 +598,8 @@ static void add_stats(const scan_spill *sp, scan_spill_stats *stats)
     }
 }
 
-int scan_spill_components(const uint64_t *edges, size_t n, const simstore_scan_options *so,
-                          scan_component_fn fn, void *ctx, scan_spill_stats *stats)
+int sims_scan_spill_components(const uint64_t *edges, size_t n, const simstore_scan_options *so,
+                               scan_component_fn fn, void *ctx, scan_spill_stats *stats)
 {
     scan_spill *sp = calloc(1, sizeof *sp);
     if (!sp)
@@ -608,7 +608,7 @@ int scan_spill_components(const uint64_t *edges, size_t n, const simstore_scan_o
     sp->stats.runs = 1;
     int rc = sorter_new(sp, &sp->edges);
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = scan_spill_edge(sp, edges[2 * i], edges[2 * i + 1]);
+        rc = sims_scan_spill_edge(sp, edges[2 * i], edges[2 * i + 1]);
     if (rc == 0)
         rc = find_components(sp);
     if (rc == 0)
@@ -622,11 +622,11 @@ int scan_spill_components(const uint64_t *edges, size_t n, const simstore_scan_o
     }
     sorter_drop(sp, &sp->edges);
     add_stats(sp, stats);
-    scan_spill_free(sp);
+    sims_scan_spill_free(sp);
     return rc;
 }
 
-int scan_spill_report(scan_spill *sp, scan_reporter *p, scan_spill_stats *stats)
+int sims_scan_spill_report(scan_spill *sp, scan_reporter *p, scan_spill_stats *stats)
 {
     int rc = find_components(sp);
     if (rc == 0)
@@ -652,13 +652,13 @@ int scan_spill_report(scan_spill *sp, scan_reporter *p, scan_spill_stats *stats)
     return rc;
 }
 
-void scan_spill_free(scan_spill *sp)
+void sims_scan_spill_free(scan_spill *sp)
 {
     if (!sp)
         return;
     sims_recsort_free(sp->edges);
     sims_recsort_free(sp->docs);
     sims_recsort_free(sp->members);
-    scan_docs_free(&sp->doc);
+    sims_scan_docs_free(&sp->doc);
     free(sp);
 }

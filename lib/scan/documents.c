@@ -7,7 +7,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 #include "sort/recsort.h"
 #include "sort/u64sort.h"
 #include "table/table.h"
@@ -100,8 +100,8 @@ static int segment_of(const scan_state *st, uint64_t fp, uint64_t *segment)
     *segment = 0;
     for (uint32_t i = st->snap->segment_count; i-- > 0;) {
         int found = 0;
-        int rc =
-            table_reader_search(st->snap->segments[i]->tables[0], p, p, p, 0, note_found, &found);
+        int rc = sims_table_reader_search(st->snap->segments[i]->tables[0], p, p, p, 0, note_found,
+                                          &found);
         if (rc < 0)
             return rc;
         if (found) {
@@ -139,7 +139,7 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
                              "bytes",
                              i, SIMSTORE_MAX_ID_BYTES);
     scan_state st;
-    int rc = scan_state_begin_lookups(s, &st);
+    int rc = sims_scan_state_begin_lookups(s, &st);
     if (rc)
         return rc;
     doc_buf buf = {NULL, 0};
@@ -166,7 +166,7 @@ int simstore_get(simstore *s, const char *const *ids, const size_t *lens, size_t
             rc = fn(ctx, &d);
     }
     free(buf.p);
-    scan_state_end(&st);
+    sims_scan_state_end(&st);
     /* A view that went stale after documents went out. */
     return sims_retry_final(rc);
 }
@@ -184,7 +184,7 @@ typedef struct exporter {
 static int export_fps(exporter *e, const simstore_scan_options *o)
 {
     sims_u64sort *all = NULL;
-    int rc = scan_sorted_fps(e->st, o, (size_t)(o->memory_bytes / 16), &all);
+    int rc = sims_scan_sorted_fps(e->st, o, (size_t)(o->memory_bytes / 16), &all);
     uint64_t buf[1024];
     size_t n = 0;
     while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
@@ -207,7 +207,7 @@ static int push_by_insertion(exporter *e, const MDB_val *key, const MDB_val *val
 {
     uint8_t k[8 + 2 * SIMSTORE_MAX_ID_BYTES + 2];
     be_store64(k, d->insertion);
-    size_t len = 8 + scan_key_put_id(k + 8, key->mv_data, key->mv_size);
+    size_t len = 8 + sims_scan_key_put_id(k + 8, key->mv_data, key->mv_size);
     if (val->mv_size > UINT32_MAX)
         return SIMS_CORRUPT("%s: a document record of %zu bytes", e->st->s->path, val->mv_size);
     return sims_recsort_push(e->order, k, (uint32_t)len, val->mv_data, (uint32_t)val->mv_size);
@@ -221,7 +221,7 @@ static int deliver_by_insertion(exporter *e, size_t keep_bytes)
     char id[SIMSTORE_MAX_ID_BYTES + 1];
     while (rc == 0 && (got = sims_recsort_next(e->order, &r)) == 1) {
         size_t pos = 8;
-        size_t len = scan_key_get_id(r.key, r.key_len, &pos, id);
+        size_t len = sims_scan_key_get_id(r.key, r.key_len, &pos, id);
         MDB_val key = {len, id}, val = {r.val_len, (void *)r.val};
         simstore_document d;
         rc = to_document(e->st, &key, &val, &e->buf, &d);
@@ -285,7 +285,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     if (o.memory_bytes < ((uint64_t)16 << 20))
         o.memory_bytes = (uint64_t)16 << 20;
     scan_state st;
-    int rc = scan_state_begin(s, &st);
+    int rc = sims_scan_state_begin(s, &st);
     if (rc)
         return rc;
     exporter e = {&st, fn, ctx, {NULL, 0}, NULL};
@@ -294,7 +294,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
         goto done;
     }
     if (rc == 0 && (flags & SIMSTORE_EXPORT_BY_INSERTION))
-        rc = scan_sorter_new(&o, 2, &e.order);
+        rc = sims_scan_sorter_new(&o, 2, &e.order);
     if (rc == 0)
         rc = sims_docs_each_by_id(s, st.snap, st.txn, o.memory_bytes / 2, export_file_doc, &e);
     if (rc == 0 && e.order)
@@ -302,6 +302,6 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
 done:
     sims_recsort_free(e.order);
     free(e.buf.p);
-    scan_state_end(&st);
+    sims_scan_state_end(&st);
     return rc;
 }

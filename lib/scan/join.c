@@ -14,7 +14,7 @@
  * cost k = 3 joins: pairs of 2^23 documents (groups of 128 in a k = 3
  * store's tables) take 2.2 s comparing up to 256 values, 1.8 s splitting
  * above 48; joins above the store's k choose designs whose groups are
- * smaller than either (scan_join_design). */
+ * smaller than either (sims_scan_join_design). */
 #define LEAF_VALUES 48
 /* Values the source hands over per call. */
 #define CHUNK_VALUES 4096
@@ -44,7 +44,7 @@ struct scan_joiner {
     void *emit_ctx;
 };
 
-int scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_joiner **out)
+int sims_scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_joiner **out)
 {
     *out = NULL;
     if (k < 1 || k > d->params.k)
@@ -59,7 +59,7 @@ int scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_join
     return SIMSTORE_OK;
 }
 
-void scan_joiner_free(scan_joiner *j)
+void sims_scan_joiner_free(scan_joiner *j)
 {
     if (!j)
         return;
@@ -372,8 +372,8 @@ static int join_group(scan_joiner *j, const uint64_t *s, size_t n, uint64_t free
 
 /* ---- a table ------------------------------------------------------------ */
 
-int scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ctx,
-                    scan_pair_fn emit, void *emit_ctx)
+int sims_scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ctx,
+                         scan_pair_fn emit, void *emit_ctx)
 {
     const sims_design *d = j->design;
     const sims_design_table *tab = &d->tables[t];
@@ -418,7 +418,7 @@ int scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ct
     return rc;
 }
 
-unsigned scan_parts_for(const sims_design *d, unsigned threads)
+unsigned sims_scan_parts_for(const sims_design *d, unsigned threads)
 {
     unsigned bits = 0, limit = d->min_prefix_bits < 12 ? d->min_prefix_bits : 12;
     while (bits < limit && (1u << bits) < 8u * (threads ? threads : 1))
@@ -426,8 +426,8 @@ unsigned scan_parts_for(const sims_design *d, unsigned threads)
     return 1u << bits;
 }
 
-void scan_part_range(const sims_design *d, unsigned part, unsigned parts, uint64_t *lo,
-                     uint64_t *hi)
+void sims_scan_part_range(const sims_design *d, unsigned part, unsigned parts, uint64_t *lo,
+                          uint64_t *hi)
 {
     (void)d;
     unsigned bits = 0;

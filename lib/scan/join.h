@@ -46,24 +46,24 @@ typedef struct scan_joiner scan_joiner;
  * a hash set of 8..16 bytes a value, and a group past the budget fails
  * with SIMSTORE_EFULL naming its size. Errors: SIMSTORE_EINVAL,
  * SIMSTORE_ENOMEM. */
-int scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_joiner **out);
-void scan_joiner_free(scan_joiner *j);
+int sims_scan_joiner_new(const sims_design *d, unsigned k, uint64_t budget, scan_joiner **out);
+void sims_scan_joiner_free(scan_joiner *j);
 
 /* Join table t over the values src gives (all of t's values in one part of
  * its range: a part must hold whole prefix groups). Returns SIMSTORE_OK,
  * the source's error, emit's nonzero value, SIMSTORE_EFULL (a group past
  * the budget) or SIMSTORE_ENOMEM. */
-int scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ctx,
-                    scan_pair_fn emit, void *emit_ctx);
+int sims_scan_join_table(scan_joiner *j, unsigned t, scan_source_fn src, void *src_ctx,
+                         scan_pair_fn emit, void *emit_ctx);
 
 /* Part `part` of `parts` (a power of two, at most 2^min prefix bits) of a
  * table's permuted range: [*lo, *hi], aligned so that no prefix group of
  * any table of the design straddles two parts. */
-void scan_part_range(const sims_design *d, unsigned part, unsigned parts, uint64_t *lo,
-                     uint64_t *hi);
+void sims_scan_part_range(const sims_design *d, unsigned part, unsigned parts, uint64_t *lo,
+                          uint64_t *hi);
 
 /* The number of parts to cut every table into for `threads` threads: a
  * power of two giving each thread several, within the shortest prefix. */
-unsigned scan_parts_for(const sims_design *d, unsigned threads);
+unsigned sims_scan_parts_for(const sims_design *d, unsigned threads);
 
 #endif

@@ -83,11 +83,11 @@ static void *join_worker_main(void *arg)
             break;
         unsigned t = item / in->parts, part = item % in->parts;
         uint64_t lo, hi;
-        scan_part_range(sh->d, part, in->parts, &lo, &hi);
+        sims_scan_part_range(sh->d, part, in->parts, &lo, &hi);
         void *src = NULL;
         int rc = in->open(in->ctx, t, lo, hi, &src);
         if (rc == 0)
-            rc = scan_join_table(w->joiner, t, in->next, src, collect_pair, w);
+            rc = sims_scan_join_table(w->joiner, t, in->next, src, collect_pair, w);
         if (src)
             in->close(src);
         if (rc == 0 && w->batch_len)
@@ -100,8 +100,8 @@ static void *join_worker_main(void *arg)
     return NULL;
 }
 
-int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t memory,
-                  const scan_join_input *in, sims_recsort *out)
+int sims_scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t memory,
+                       const scan_join_input *in, sims_recsort *out)
 {
     if (k == 0)
         return SIMSTORE_OK; /* tables hold distinct values: no pair at 0 */
@@ -124,7 +124,7 @@ int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t m
         if (!w[i].batch)
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for join threads");
         if (rc == 0)
-            rc = scan_joiner_new(d, k, memory / threads, &w[i].joiner);
+            rc = sims_scan_joiner_new(d, k, memory / threads, &w[i].joiner);
         if (rc == 0) {
             if (pthread_create(&w[i].thread, NULL, join_worker_main, &w[i]) != 0)
                 rc = sims_fail(SIMSTORE_EIO, "cannot start a join thread");
@@ -138,7 +138,7 @@ int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t m
         pthread_join(w[i].thread, NULL);
     if (w) {
         for (unsigned i = 0; i < threads; i++) {
-            scan_joiner_free(w[i].joiner);
+            sims_scan_joiner_free(w[i].joiner);
             free(w[i].batch);
         }
     }
@@ -149,7 +149,7 @@ int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t m
     return sh.rc;
 }
 
-void scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance)
+void sims_scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance)
 {
     *a = be_load64(r->key);
     *b = be_load64(r->key + 8);
@@ -177,7 +177,7 @@ static int seg_fill(seg_head *h)
     if (h->pos < h->len || h->done)
         return 0;
     h->pos = 0;
-    int rc = table_cursor_next(&h->cur, h->buf, SEG_BUF, &h->len);
+    int rc = sims_table_cursor_next(&h->cur, h->buf, SEG_BUF, &h->len);
     if (rc == 0 && h->len == 0)
         h->done = 1;
     return rc;
@@ -194,7 +194,7 @@ static int store_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **ou
         seg_head *h = &s->heads[i];
         h->len = h->pos = 0;
         h->done = 0;
-        table_cursor_init(&h->cur, snap->segments[i]->tables[t], lo, hi);
+        sims_table_cursor_init(&h->cur, snap->segments[i]->tables[t], lo, hi);
     }
     *out = s;
     return 0;
@@ -241,12 +241,12 @@ static void store_close(void *src)
     free(src);
 }
 
-void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
-                      unsigned threads)
+void sims_scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
+                           unsigned threads)
 {
     *in = (scan_join_input){
         store_open, store_next, store_close, (void *)snap,
-        scan_parts_for(s->design, threads ? threads : simstore_default_threads())};
+        sims_scan_parts_for(s->design, threads ? threads : simstore_default_threads())};
 }
 
 /* The distinct fingerprints of the snapshot, unpermuted, a chunk at a time
@@ -295,8 +295,8 @@ static int to_array(void *ctx, const uint64_t *v, size_t n)
     return 0;
 }
 
-int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out, size_t cap,
-                            size_t *n)
+int sims_scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out,
+                                 size_t cap, size_t *n)
 {
     array_sink a = {s, out, cap, 0};
     int rc = distinct_fps(s, snap, to_array, &a);
@@ -309,7 +309,7 @@ static int to_spool(void *ctx, const uint64_t *v, size_t n)
     return sims_spool_append((sims_spool *)ctx, v, n);
 }
 
-int scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out)
+int sims_scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out)
 {
     return distinct_fps(s, snap, to_spool, out);
 }
@@ -364,7 +364,7 @@ static void spool_close(void *src)
     free(s);
 }
 
-void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
+void sims_scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
 {
     *in = (scan_join_input){spool_open, spool_next, spool_close, ctx, 1};
 }
@@ -379,7 +379,7 @@ void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx)
  * Measured with pairs --k 5 and --k 7 at 2^21 and 2^23 (2026-11-29). */
 static const sims_cost_model JOIN_MODEL = {24.0, 0.69, 0.0, 0};
 
-int scan_join_design(unsigned k, uint64_t n, sims_design *d)
+int sims_scan_join_design(unsigned k, uint64_t n, sims_design *d)
 {
     return sims_design_choose(k, n, 1.0, &JOIN_MODEL, d);
 }
@@ -387,13 +387,13 @@ int scan_join_design(unsigned k, uint64_t n, sims_design *d)
 /* ---- an array ------------------------------------------------------------- */
 
 typedef struct array_src {
-    scan_values values; /* first: the source scan_values_next reads */
+    scan_values values; /* first: the source sims_scan_values_next reads */
     uint64_t *v;        /* the permuted copy it reads, owned */
     scan_array_ctx *owner;
 } array_src;
 
-void scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fps, size_t n,
-                     int distinct)
+void sims_scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fps, size_t n,
+                          int distinct)
 {
     memset(a, 0, sizeof *a);
     a->d = d;
@@ -403,7 +403,7 @@ void scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fp
     pthread_mutex_init(&a->mu, NULL);
 }
 
-void scan_array_release(scan_array_ctx *a)
+void sims_scan_array_release(scan_array_ctx *a)
 {
     for (unsigned i = 0; i < a->nspare; i++)
         free(a->spare[i]);
@@ -466,7 +466,7 @@ static int array_open(void *ctx, unsigned t, uint64_t lo, uint64_t hi, void **ou
     return 0;
 }
 
-int scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n)
+int sims_scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n)
 {
     scan_values *s = (scan_values *)src;
     size_t m = s->n - s->pos < cap ? s->n - s->pos : cap;
@@ -483,7 +483,7 @@ static void array_close(void *src)
     free(s);
 }
 
-void scan_array_input(scan_join_input *in, scan_array_ctx *ctx)
+void sims_scan_array_input(scan_join_input *in, scan_array_ctx *ctx)
 {
-    *in = (scan_join_input){array_open, scan_values_next, array_close, ctx, 1};
+    *in = (scan_join_input){array_open, sims_scan_values_next, array_close, ctx, 1};
 }

@@ -19,41 +19,41 @@ typedef struct scan_join_input {
     scan_source_fn next;
     void (*close)(void *src);
     void *ctx;
-    unsigned parts; /* parts per table (scan_parts_for), 1 for none */
+    unsigned parts; /* parts per table (sims_scan_parts_for), 1 for none */
 } scan_join_input;
 
 /* The design a self-join of n distinct fingerprints at distance k uses
  * (pairs and clusters above the store's k, simstore_join_fingerprints,
  * the join plan of simstore-mpi): the one minimising a join's cost, not a
  * query's (JOIN_MODEL in joinall.c). */
-int scan_join_design(unsigned k, uint64_t n, sims_design *d);
+int sims_scan_join_design(unsigned k, uint64_t n, sims_design *d);
 
 /* Join every table of d at distance k (1..d's k) on `threads` threads (0:
  * every core) and push each pair once into `out` as a pair record (below):
  * the sorted stream is then every pair of distinct values within k, by
  * (a, b), whatever the thread count. memory: the bytes the threads' prefix
  * groups may hold together (0: no limit; join.h, budget). */
-int scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t memory,
-                  const scan_join_input *in, sims_recsort *out);
+int sims_scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint64_t memory,
+                       const scan_join_input *in, sims_recsort *out);
 
 /* The pair record: key = a, b (8 bytes each, big-endian: byte order is
  * numeric order), value = the distance (1 byte). */
-void scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance);
+void sims_scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance);
 
 /* The input of a store snapshot: table t of every segment, merged. */
-void scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
-                      unsigned threads);
+void sims_scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,
+                           unsigned threads);
 
 /* The distinct fingerprints of a snapshot: table 0 of every segment merged
  * (dead ones included, as the tables hold them), repeats dropped, in no
  * particular order, into out[0..*n); cap: at least the segments' fp_count
  * summed. Errors: those of the table cursors, SIMSTORE_ECORRUPT (more
  * values than cap). */
-int scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out, size_t cap,
-                            size_t *n);
+int sims_scan_store_distinct_fps(const simstore *s, const sims_snapshot *snap, uint64_t *out,
+                                 size_t cap, size_t *n);
 
 /* The same fingerprints appended to a spool (sealed by the caller). */
-int scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out);
+int sims_scan_store_distinct_spool(const simstore *s, const sims_snapshot *snap, sims_spool *out);
 
 /* The input of a spool of fingerprints (any order, no repeats), permuted
  * and sorted per table by the thread that joins it through a spilling
@@ -65,7 +65,7 @@ typedef struct scan_spool_ctx {
     size_t run_values;
     const char *tmp_dir;
 } scan_spool_ctx;
-void scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx);
+void sims_scan_spool_input(scan_join_input *in, scan_spool_ctx *ctx);
 
 /* The input of fps[0..n) (any order; repeats allowed unless `distinct`),
  * permuted and sorted per table by the thread that joins it (n * 16 bytes
@@ -84,11 +84,11 @@ typedef struct scan_array_ctx {
     uint64_t *spare[SCAN_ARRAY_SPARE];
     unsigned nspare;
 } scan_array_ctx;
-void scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fps, size_t n,
-                     int distinct);
-/* Free the spare copies (after scan_join_all). */
-void scan_array_release(scan_array_ctx *a);
-void scan_array_input(scan_join_input *in, scan_array_ctx *ctx);
+void sims_scan_array_init(scan_array_ctx *a, const sims_design *d, const uint64_t *fps, size_t n,
+                          int distinct);
+/* Free the spare copies (after sims_scan_join_all). */
+void sims_scan_array_release(scan_array_ctx *a);
+void sims_scan_array_input(scan_join_input *in, scan_array_ctx *ctx);
 
 /* A source (scan_source_fn) of sorted values in memory: v[pos..n), handed
  * over in order. */
@@ -96,6 +96,6 @@ typedef struct scan_values {
     const uint64_t *v;
     size_t n, pos;
 } scan_values;
-int scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n);
+int sims_scan_values_next(void *src, uint64_t *out, size_t cap, size_t *n);
 
 #endif

@@ -3,6 +3,7 @@
  * would use, each table's permutation and prefix width, and the join of one
  * table over a sorted array holding whole prefix groups. */
 #include "scan/join.h"
+#include "simstore_unstable.h"
 #include "scan/joinall.h"
 
 #include "common/error.h"
@@ -26,7 +27,7 @@ int simstore_join_plan_new(unsigned k, uint64_t n, simstore_join_plan **out)
     if (!p)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
     p->k = k;
-    int rc = scan_join_design(k, n, &p->design);
+    int rc = sims_scan_join_design(k, n, &p->design);
     if (rc) {
         free(p);
         return rc;
@@ -82,11 +83,11 @@ int simstore_join_plan_table(const simstore_join_plan *p, unsigned t, const uint
         if (permuted[i] < permuted[i - 1])
             return sims_fail(SIMSTORE_EINVAL, "table %u: values out of order at %zu", t, i);
     scan_joiner *j;
-    int rc = scan_joiner_new(&p->design, p->k, memory_bytes, &j);
+    int rc = sims_scan_joiner_new(&p->design, p->k, memory_bytes, &j);
     if (rc)
         return rc;
     scan_values src = {permuted, n, 0};
-    rc = scan_join_table(j, t, scan_values_next, &src, fn, ctx);
-    scan_joiner_free(j);
+    rc = sims_scan_join_table(j, t, sims_scan_values_next, &src, fn, ctx);
+    sims_scan_joiner_free(j);
     return rc;
 }

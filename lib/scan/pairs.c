@@ -17,14 +17,14 @@
 /* A key: distance, then two escaped ids of up to 511 bytes each. */
 #define KEY_MAX (1 + 2 * (2 * SIMSTORE_MAX_ID_BYTES + 2))
 
-const char *scan_tmp_dir(const simstore_scan_options *o)
+const char *sims_scan_tmp_dir(const simstore_scan_options *o)
 {
     return sims_scratch_dir(o->tmp_dir);
 }
 
-int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out)
+int sims_scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out)
 {
-    return sims_recsort_new((size_t)(o->memory_bytes / share), scan_tmp_dir(o), out);
+    return sims_recsort_new((size_t)(o->memory_bytes / share), sims_scan_tmp_dir(o), out);
 }
 
 /* Bytes the join of n fingerprints in memory holds on `threads` threads:
@@ -58,7 +58,7 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
     sims_design *d = malloc(sizeof *d);
     if (!d)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
-    int rc = scan_join_design(o->k, n_max, d);
+    int rc = sims_scan_join_design(o->k, n_max, d);
     unsigned threads = 1; /* the join's threads: at most one a table */
     if (rc == 0 && o->threads > 1)
         threads = o->threads < d->n_tables ? o->threads : d->n_tables;
@@ -75,11 +75,11 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for %llu fingerprints",
                            (unsigned long long)n_max);
         if (rc == 0)
-            rc = scan_store_distinct_fps(st->s, snap, fps, (size_t)n_max, &n);
+            rc = sims_scan_store_distinct_fps(st->s, snap, fps, (size_t)n_max, &n);
     } else if (rc == 0) {
-        rc = sims_spool_new(SPOOL_MEM_VALUES, scan_tmp_dir(o), &spool);
+        rc = sims_spool_new(SPOOL_MEM_VALUES, sims_scan_tmp_dir(o), &spool);
         if (rc == 0)
-            rc = scan_store_distinct_spool(st->s, snap, spool);
+            rc = sims_scan_store_distinct_spool(st->s, snap, spool);
         if (rc == 0)
             rc = sims_spool_seal(spool);
         if (rc == 0)
@@ -88,7 +88,7 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
     if (rc == 0 && o->progress)
         o->progress(o->progress_ctx, "reading fingerprints", n_max, n_max);
     if (rc == 0 && n < n_max)
-        rc = scan_join_design(o->k, n, d);
+        rc = sims_scan_join_design(o->k, n, d);
     if (rc == 0) {
         if (threads > d->n_tables)
             threads = d->n_tables;
@@ -96,17 +96,17 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
             o->progress(o->progress_ctx, "joining tables", 0, d->n_tables);
         scan_join_input in;
         scan_array_ctx actx;
-        scan_array_init(&actx, d, fps, n, 1); /* distinct: scan_store_distinct_* */
+        sims_scan_array_init(&actx, d, fps, n, 1); /* distinct: scan_store_distinct_* */
         /* Each thread's sorter: its share of the half, 16 bytes a value. */
         uint64_t run = o->memory_bytes / 2 / threads / 16;
         scan_spool_ctx sctx = {d, spool, (size_t)(run > SPOOL_MEM_VALUES ? run : SPOOL_MEM_VALUES),
-                               scan_tmp_dir(o)};
+                               sims_scan_tmp_dir(o)};
         if (in_memory)
-            scan_array_input(&in, &actx);
+            sims_scan_array_input(&in, &actx);
         else
-            scan_spool_input(&in, &sctx);
-        rc = scan_join_all(d, o->k, threads, o->memory_bytes / 4, &in, out);
-        scan_array_release(&actx);
+            sims_scan_spool_input(&in, &sctx);
+        rc = sims_scan_join_all(d, o->k, threads, o->memory_bytes / 4, &in, out);
+        sims_scan_array_release(&actx);
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
     }
@@ -116,9 +116,9 @@ static int join_beyond_design(scan_state *st, const simstore_scan_options *o, si
     return rc;
 }
 
-int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined)
+int sims_scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined)
 {
-    int rc = scan_sorter_new(o, 4, joined);
+    int rc = sims_scan_sorter_new(o, 4, joined);
     if (rc)
         return rc;
     const sims_design *d = st->s->design;
@@ -126,10 +126,10 @@ int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort
         rc = join_beyond_design(st, o, *joined);
     } else {
         scan_join_input in;
-        scan_store_input(&in, st->s, st->snap, o->threads);
+        sims_scan_store_input(&in, st->s, st->snap, o->threads);
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", 0, d->n_tables);
-        rc = scan_join_all(d, o->k, o->threads, o->memory_bytes / 4, &in, *joined);
+        rc = sims_scan_join_all(d, o->k, o->threads, o->memory_bytes / 4, &in, *joined);
         if (o->progress)
             o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
     }
@@ -185,8 +185,8 @@ static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_
     }
     size_t len = 0;
     r->key[len++] = (uint8_t)d;
-    len += scan_key_put_id(r->key + len, pid, p->len);
-    len += scan_key_put_id(r->key + len, qid, q->len);
+    len += sims_scan_key_put_id(r->key + len, pid, p->len);
+    len += sims_scan_key_put_id(r->key + len, qid, q->len);
     uint8_t val[26];
     val[0] = (uint8_t)p->flags;
     val[1] = (uint8_t)q->flags;
@@ -204,7 +204,7 @@ static int push_shared(void *ctx, uint64_t fp, uint64_t count)
     pairs_run *r = (pairs_run *)ctx;
     if (r->flags & SIMSTORE_PAIRS_BY_FINGERPRINT)
         return push_fp_pair(r, fp, fp, 0, count, count);
-    int rc = scan_docs_load(r->st, fp, 0, &r->da);
+    int rc = sims_scan_docs_load(r->st, fp, 0, &r->da);
     for (size_t i = 0; rc == 0 && i < r->da.count; i++)
         for (size_t j = i + 1; rc == 0 && j < r->da.count; j++)
             rc = push_doc_pair(r, &r->da, i, &r->da, j, 0);
@@ -221,17 +221,17 @@ static int push_joined(pairs_run *r, uint64_t a, uint64_t b, unsigned d)
     int rc;
     if (r->flags & SIMSTORE_PAIRS_BY_FINGERPRINT) {
         uint64_t ca, cb;
-        if ((rc = scan_fp_count(r->st, a, &ca)) || (rc = scan_fp_count(r->st, b, &cb)))
+        if ((rc = sims_scan_fp_count(r->st, a, &ca)) || (rc = sims_scan_fp_count(r->st, b, &cb)))
             return rc;
         return ca && cb ? push_fp_pair(r, a, b, d, ca, cb) : 0;
     }
     if (!r->da.valid || r->da.fp != a) {
-        if ((rc = scan_docs_load(r->st, a, 0, &r->da)))
+        if ((rc = sims_scan_docs_load(r->st, a, 0, &r->da)))
             return rc;
     }
     if (r->da.count == 0)
         return 0;
-    if ((rc = scan_docs_load(r->st, b, 0, &r->db)))
+    if ((rc = sims_scan_docs_load(r->st, b, 0, &r->db)))
         return rc;
     for (size_t i = 0; rc == 0 && i < r->da.count; i++)
         for (size_t j = 0; rc == 0 && j < r->db.count; j++)
@@ -258,8 +258,8 @@ static int deliver(pairs_run *r, simstore_pair_fn fn, void *ctx)
             }
         } else {
             size_t pos = 1;
-            p.id_a_len = scan_key_get_id(rec.key, rec.key_len, &pos, ida);
-            p.id_b_len = scan_key_get_id(rec.key, rec.key_len, &pos, idb);
+            p.id_a_len = sims_scan_key_get_id(rec.key, rec.key_len, &pos, ida);
+            p.id_b_len = sims_scan_key_get_id(rec.key, rec.key_len, &pos, idb);
             ida[p.id_a_len] = idb[p.id_b_len] = '\0';
             p.id_a = ida;
             p.id_b = idb;
@@ -285,13 +285,13 @@ static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsign
     memset(&r, 0, sizeof r);
     r.st = st;
     r.o = o;
-    scan_near_rule(o, &r.rule);
+    sims_scan_near_rule(o, &r.rule);
     r.flags = flags;
-    int rc = scan_join_store(st, o, &joined);
+    int rc = sims_scan_join_store(st, o, &joined);
     if (rc == 0)
-        rc = scan_sorter_new(o, 4, &r.out);
+        rc = sims_scan_sorter_new(o, 4, &r.out);
     if (rc == 0 && !st->fp_only)
-        rc = scan_each_shared_fp(st, push_shared, &r);
+        rc = sims_scan_each_shared_fp(st, push_shared, &r);
     if (rc == 0 && o->progress)
         o->progress(o->progress_ctx, "reading documents", 0, sims_recsort_count(joined));
     sims_rec rec;
@@ -299,7 +299,7 @@ static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsign
     while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
         uint64_t a, b;
         unsigned d;
-        scan_pair_record_decode(&rec, &a, &b, &d);
+        sims_scan_pair_record_decode(&rec, &a, &b, &d);
         rc = push_joined(&r, a, b, d);
     }
     if (rc == 0 && got < 0)
@@ -310,8 +310,8 @@ static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsign
     if (rc == 0)
         rc = deliver(&r, fn, ctx);
     sims_recsort_free(r.out);
-    scan_docs_free(&r.da);
-    scan_docs_free(&r.db);
+    sims_scan_docs_free(&r.da);
+    sims_scan_docs_free(&r.db);
     return rc;
 }
 
@@ -325,16 +325,16 @@ int simstore_pairs(simstore *s, const simstore_scan_options *opts, unsigned flag
     simstore_scan_options o;
     /* Pairs of fingerprints have no similarity: the rule's default asks
      * none, a minimum is refused. */
-    int rc = scan_options_resolve(
+    int rc = sims_scan_options_resolve(
         s, opts, flags & SIMSTORE_PAIRS_BY_FINGERPRINT ? SIMSTORE_NEAR_BY_FINGERPRINT : 0, &o);
     if (rc)
         return rc;
     scan_state st;
-    rc = scan_state_begin(s, &st);
+    rc = sims_scan_state_begin(s, &st);
     if (rc)
         return rc;
     rc = pairs_in_state(&st, &o, flags, fn, ctx);
-    scan_state_end(&st);
+    sims_scan_state_end(&st);
     return rc;
 }
 
@@ -363,17 +363,17 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
     sims_design *d = malloc(sizeof *d);
     if (!d)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a design");
-    int rc = scan_join_design(k, n, d);
+    int rc = sims_scan_join_design(k, n, d);
     sims_recsort *joined = NULL;
     if (rc == 0)
-        rc = scan_sorter_new(&o, 2, &joined);
+        rc = sims_scan_sorter_new(&o, 2, &joined);
     if (rc == 0) {
         scan_array_ctx actx;
-        scan_array_init(&actx, d, fps, n, 0); /* repeats allowed: sorted whole */
+        sims_scan_array_init(&actx, d, fps, n, 0); /* repeats allowed: sorted whole */
         scan_join_input in;
-        scan_array_input(&in, &actx);
-        rc = scan_join_all(d, k, o.threads, o.memory_bytes / 4, &in, joined);
-        scan_array_release(&actx);
+        sims_scan_array_input(&in, &actx);
+        rc = sims_scan_join_all(d, k, o.threads, o.memory_bytes / 4, &in, joined);
+        sims_scan_array_release(&actx);
     }
     if (rc == 0)
         rc = sims_recsort_finish(joined, (size_t)(o.memory_bytes / 2));
@@ -382,7 +382,7 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
     while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
         uint64_t a, b;
         unsigned dist;
-        scan_pair_record_decode(&rec, &a, &b, &dist);
+        sims_scan_pair_record_decode(&rec, &a, &b, &dist);
         rc = fn(ctx, a, b, dist);
     }
     if (rc == 0 && got < 0)

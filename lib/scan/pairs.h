@@ -7,11 +7,11 @@
 #include "sort/recsort.h"
 
 /* Where a scan's spill files go: o->tmp_dir, else $TMPDIR, else /tmp. */
-const char *scan_tmp_dir(const simstore_scan_options *o);
+const char *sims_scan_tmp_dir(const simstore_scan_options *o);
 
 /* A record sorter with 1/share of o->memory_bytes, spilling to
- * scan_tmp_dir(o). */
-int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out);
+ * sims_scan_tmp_dir(o). */
+int sims_scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out);
 
 /* Join the state's tables at o->k into *joined (finished: read it with
  * sims_recsort_next; pair records of joinall.h), dead fingerprints
@@ -19,6 +19,6 @@ int scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort
  * are joined in memory under a design for o->k instead (the same pairs),
  * within half of o->memory_bytes (SIMSTORE_EFULL, saying what it needs,
  * when they do not fit). The caller frees *joined, also on failure. */
-int scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined);
+int sims_scan_join_store(scan_state *st, const simstore_scan_options *o, sims_recsort **joined);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,20 +24,20 @@ static int state_attempt(void *ctx)
     return rc;
 }
 
-int scan_state_begin(simstore *s, scan_state *st)
+int sims_scan_state_begin(simstore *s, scan_state *st)
 {
     /* Scans read whole databases: walk all of data.mdb first, unless the
      * open did (format/store.md, "Trusting LMDB"). */
     memset(st, 0, sizeof *st);
     int rc = sims_env_full_walk(&s->env);
     if (rc == SIMSTORE_OK)
-        rc = scan_state_begin_lookups(s, st);
+        rc = sims_scan_state_begin_lookups(s, st);
     if (rc == SIMSTORE_OK)
         st->walked = 1;
     return rc;
 }
 
-int scan_state_begin_lookups(simstore *s, scan_state *st)
+int sims_scan_state_begin_lookups(simstore *s, scan_state *st)
 {
     memset(st, 0, sizeof *st);
     st->s = s;
@@ -49,11 +49,11 @@ int scan_state_begin_lookups(simstore *s, scan_state *st)
             rc = sims_mdb_fail(mrc, "open a cursor on fps");
     }
     if (rc)
-        scan_state_end(st);
+        sims_scan_state_end(st);
     return rc;
 }
 
-void scan_state_end(scan_state *st)
+void sims_scan_state_end(scan_state *st)
 {
     if (st->fps)
         mdb_cursor_close(st->fps);
@@ -66,8 +66,8 @@ void scan_state_end(scan_state *st)
     st->snap = NULL;
 }
 
-int scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
-                         simstore_scan_options *out)
+int sims_scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
+                              simstore_scan_options *out)
 {
     if (in)
         *out = *in;
@@ -95,7 +95,7 @@ int scan_options_resolve(const simstore *s, const simstore_scan_options *in, uns
     return SIMSTORE_OK;
 }
 
-void scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule)
+void sims_scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule)
 {
     simstore_near_rule_init(rule);
     rule->k = o->k;
@@ -119,7 +119,7 @@ int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o, uns
     if (!s)
         return sims_fail(SIMSTORE_EINVAL, "simstore_scan_resolve: NULL store");
     simstore_scan_options r;
-    int rc = scan_options_resolve(s, o, 0, &r);
+    int rc = sims_scan_options_resolve(s, o, 0, &r);
     if (rc)
         return rc;
     if (k)
@@ -285,7 +285,7 @@ static int file_docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs 
         if (f.m && f.m != MDB_NOTFOUND)
             return sims_mdb_fail(f.m, "read fps");
     }
-    int e = docfile_find_fp(st->snap->docfile, fp, file_doc, &f);
+    int e = sims_docfile_find_fp(st->snap->docfile, fp, file_doc, &f);
     if (e == 0)
         e = fps_docs_before(&f, NULL, 0);
     if (e)
@@ -308,19 +308,19 @@ static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, s
     return file_docs_read(st, fp, with_meta, d, fn, ctx, visited);
 }
 
-int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)
+int sims_scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)
 {
     return docs_read(st, fp, with_meta, d, NULL, NULL, NULL);
 }
 
-int scan_docs_each(scan_state *st, uint64_t fp, int with_meta, scan_docs *scratch, scan_doc_fn fn,
-                   void *ctx, uint64_t *visited)
+int sims_scan_docs_each(scan_state *st, uint64_t fp, int with_meta, scan_docs *scratch,
+                        scan_doc_fn fn, void *ctx, uint64_t *visited)
 {
     *visited = 0;
     return docs_read(st, fp, with_meta, scratch, fn, ctx, visited);
 }
 
-void scan_docs_free(scan_docs *d)
+void sims_scan_docs_free(scan_docs *d)
 {
     free(d->docs);
     free(d->ids);
@@ -343,11 +343,11 @@ static int count_doc(void *ctx, const docfile_doc *d)
     return 0;
 }
 
-int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
+int sims_scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
 {
     *count = 0;
     live_count c = {st, 0};
-    int e = docfile_find_fp(st->snap->docfile, fp, count_doc, &c);
+    int e = sims_docfile_find_fp(st->snap->docfile, fp, count_doc, &c);
     *count = c.n; /* and fps's, below */
     if (e || !st->snap->docfile_changed)
         return e;
@@ -367,7 +367,7 @@ int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count)
     return 0;
 }
 
-/* Fingerprints with two documents or more (scan_each_shared_fp). */
+/* Fingerprints with two documents or more (sims_scan_each_shared_fp). */
 typedef struct shared_walk {
     scan_shared_fn fn;
     void *ctx;
@@ -381,7 +381,7 @@ static int shared_fp(void *ctx, uint64_t fp, uint64_t count, const uint8_t *id, 
     return count >= 2 ? w->fn(w->ctx, fp, count) : 0;
 }
 
-int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
+int sims_scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
 {
     /* Documents outnumber fingerprints only when some are shared. */
     if (st->snap->doc_count <= st->snap->fp_count)
@@ -392,7 +392,7 @@ int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx)
 
 /* ---- ids in sort keys ----------------------------------------------------- */
 
-size_t scan_key_put_id(uint8_t *out, const char *id, size_t len)
+size_t sims_scan_key_put_id(uint8_t *out, const char *id, size_t len)
 {
     size_t w = 0;
     for (size_t i = 0; i < len; i++) {
@@ -405,7 +405,7 @@ size_t scan_key_put_id(uint8_t *out, const char *id, size_t len)
     return w;
 }
 
-size_t scan_key_get_id(const uint8_t *key, size_t n, size_t *pos, char *out)
+size_t sims_scan_key_get_id(const uint8_t *key, size_t n, size_t *pos, char *out)
 {
     size_t p = *pos, len = 0;
     while (p < n) {

@@ -21,27 +21,27 @@ typedef struct scan_state {
     MDB_cursor *fps; /* NULL in a fingerprint-only store */
     sims_snapshot *snap;
     int fp_only;
-    int walked; /* data.mdb walked (scan_state_begin): reads need no check */
+    int walked; /* data.mdb walked (sims_scan_state_begin): reads need no check */
 } scan_state;
 
 /* Begin: a read transaction and the snapshot it sees (read again while
  * writers remove the files of the state it saw). */
-int scan_state_begin(simstore *s, scan_state *st);
+int sims_scan_state_begin(simstore *s, scan_state *st);
 /* The same for a reader of single keys that checks each read first
  * (sims_env_check): no walk of data.mdb. */
-int scan_state_begin_lookups(simstore *s, scan_state *st);
-void scan_state_end(scan_state *st);
+int sims_scan_state_begin_lookups(simstore *s, scan_state *st);
+void sims_scan_state_end(scan_state *st);
 
 /* The resolved scan options: k and the minimum similarity by the
  * near-duplicate rule (simstore_near_rule_resolve() with flags, for this
  * store: k at most SIMSTORE_MAX_K, ERANGE; above the store's design the
  * join runs in memory, pairs.h), the other defaults filled in. */
-int scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
-                         simstore_scan_options *out);
+int sims_scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
+                              simstore_scan_options *out);
 
 /* The near-duplicate rule of resolved options o, for
  * simstore_near_duplicate(). */
-void scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule);
+void sims_scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule);
 
 /* The documents holding one fingerprint, in fps order (id byte order). */
 typedef struct scan_doc {
@@ -69,7 +69,7 @@ typedef struct scan_docs {
  * when with_meta), checked to hold fp and a sketch of the store's kind. A
  * fingerprint without documents (dead) gives count 0. Errors:
  * SIMSTORE_ECORRUPT, SIMSTORE_EIO, SIMSTORE_ENOMEM. */
-int scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d);
+int sims_scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d);
 
 /* Document i's sketch in d, or NULL when it has none. */
 static inline const uint8_t *scan_doc_sketch(const scan_docs *d, size_t i)
@@ -77,30 +77,30 @@ static inline const uint8_t *scan_doc_sketch(const scan_docs *d, size_t i)
     size_t off = d->docs[i].sketch_off;
     return off ? (const uint8_t *)d->ids + off - 1 : NULL;
 }
-void scan_docs_free(scan_docs *d);
+void sims_scan_docs_free(scan_docs *d);
 
 /* The same documents one at a time, for a fingerprint that may have more
  * than memory holds: each is read into scratch (which then holds it alone,
  * as scratch->docs[0]) and handed to fn, which must not use st's fps
- * cursor (scan_docs_load, scan_fp_count). *visited: the documents fn saw.
- * Errors: those of scan_docs_load, or fn's nonzero value. */
+ * cursor (sims_scan_docs_load, sims_scan_fp_count). *visited: the documents fn saw.
+ * Errors: those of sims_scan_docs_load, or fn's nonzero value. */
 typedef int (*scan_doc_fn)(void *ctx, const scan_docs *d, const scan_doc *doc);
-int scan_docs_each(scan_state *st, uint64_t fp, int with_meta, scan_docs *scratch, scan_doc_fn fn,
-                   void *ctx, uint64_t *visited);
+int sims_scan_docs_each(scan_state *st, uint64_t fp, int with_meta, scan_docs *scratch,
+                        scan_doc_fn fn, void *ctx, uint64_t *visited);
 
 /* Documents holding fp (0 when none). */
-int scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count);
+int sims_scan_fp_count(scan_state *st, uint64_t fp, uint64_t *count);
 
 /* Visit every fingerprint held by two documents or more, in order. */
 typedef int (*scan_shared_fn)(void *ctx, uint64_t fp, uint64_t count);
-int scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx);
+int sims_scan_each_shared_fp(scan_state *st, scan_shared_fn fn, void *ctx);
 
 /* Ids inside sort keys: each 0x00 byte becomes 0x00 0x01 and the id ends
  * with 0x00 0x00, so that keys compare as the ids do in byte order (a
  * shorter id first when it is a prefix of the other). */
-size_t scan_key_put_id(uint8_t *out, const char *id, size_t len);
+size_t sims_scan_key_put_id(uint8_t *out, const char *id, size_t len);
 /* Decode one such id at key[*pos..n) into out (capacity cap >= n); returns
  * its length and moves *pos past it. */
-size_t scan_key_get_id(const uint8_t *key, size_t n, size_t *pos, char *out);
+size_t sims_scan_key_get_id(const uint8_t *key, size_t n, size_t *pos, char *out);
 
 #endif

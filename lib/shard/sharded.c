@@ -4,6 +4,7 @@
  * manifest, queries asked of every shard and merged in the order one store
  * gives, stats summed. */
 #include "shard/manifest.h"
+#include "simstore_unstable.h"
 
 #include "common/bytes.h"
 #include "common/checksum.h"

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/grow.h"
-#include "docs/boilerplate_record.h"
+#include "lmdb/boilerplate_record.h"
 #include "sort/u64sort.h"
 #include "text/boilerplate.h"
 

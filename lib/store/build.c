@@ -777,8 +777,8 @@ static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t
     uint64_t pq = sims_permute(&d->tables[0].permuter, fp);
     for (uint32_t i = 0; i < snap->segment_count; i++) {
         int found = 0;
-        int rc =
-            table_reader_search(snap->segments[i]->tables[0], pq, pq, pq, 0, found_one, &found);
+        int rc = sims_table_reader_search(snap->segments[i]->tables[0], pq, pq, pq, 0, found_one,
+                                          &found);
         if (rc < 0)
             return rc;
         if (found)
@@ -1225,7 +1225,7 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
              * of it), was a clash the fingerprint pass skipped. */
             docfile_doc fd;
             MDB_val old;
-            int in_file = docfile_find_id(f->snap->docfile, rec.key, rec.key_len, &fd);
+            int in_file = sims_docfile_find_id(f->snap->docfile, rec.key, rec.key_len, &fd);
             int in_docs = in_file == 1 ? mdb_get(txn, c->env->docs, &key, &old) : 0;
             if (in_file < 0) {
                 rc = in_file;
@@ -1700,8 +1700,8 @@ static int write_docfile(finish_state *f)
     docfile_writer *w = NULL;
     int rc = sims_docfile_path(path, sizeof path, b->work_dir, f->segment_id);
     if (rc == SIMSTORE_OK)
-        rc = docfile_writer_open(path, (unsigned)simstore_sketch_bytes(b->sketch),
-                                 (size_t)(b->opt.memory_bytes / 4), b->work_dir, &w);
+        rc = sims_docfile_writer_open(path, (unsigned)simstore_sketch_bytes(b->sketch),
+                                      (size_t)(b->opt.memory_bytes / 4), b->work_dir, &w);
     if (rc == SIMSTORE_OK)
         rc = sims_recsort_rewind(f->fps);
     sims_rec rec;
@@ -1724,15 +1724,15 @@ static int write_docfile(finish_state *f)
                          dv.sketch,
                          dv.paras,
                          dv.npara};
-        rc = docfile_writer_add(w, &d);
+        rc = sims_docfile_writer_add(w, &d);
         if (rc == SIMSTORE_OK && ++done % PROGRESS_EVERY == 0)
             progress(b, "writing documents", done, f->doc_count);
     }
     if (rc < 0) {
-        docfile_writer_abort(w);
+        sims_docfile_writer_abort(w);
         return rc;
     }
-    return docfile_writer_commit(w, NULL);
+    return sims_docfile_writer_commit(w, NULL);
 }
 
 /* Phase 5: the documents and the new state, in one LMDB commit (a new

@@ -102,7 +102,7 @@ int sims_docfile_holds_fp(simstore *s, const docfile_reader *file, int changed, 
                           uint64_t fp)
 {
     holds_probe p = {s, changed, txn};
-    int rc = docfile_find_fp(file, fp, note_live, &p);
+    int rc = sims_docfile_find_fp(file, fp, note_live, &p);
     return rc < 0 ? rc : rc == 1;
 }
 
@@ -124,7 +124,7 @@ int sims_doc_lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int wa
             return SIMSTORE_OK;
         }
     }
-    int found = docfile_find_id(snap->docfile, id, len, &out->file);
+    int found = sims_docfile_find_id(snap->docfile, id, len, &out->file);
     if (found < 0)
         return found;
     if (found) {
@@ -151,7 +151,7 @@ int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
     MDB_cursor *cur = NULL;
     int rc = sims_recsort_new(budget, NULL, &b.sorter);
     if (rc == SIMSTORE_OK)
-        rc = docfile_each(r, push_id, &b);
+        rc = sims_docfile_each(r, push_id, &b);
     if (rc == SIMSTORE_OK)
         rc = sims_recsort_finish(b.sorter, budget / 2);
     int m = MDB_NOTFOUND;
@@ -172,7 +172,7 @@ int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
         sims_doc_record dr;
         if (c < 0) { /* the file's, not in docs: live */
             docfile_doc d;
-            rc = rec.val_len == 8 ? docfile_get(r, le_load64(rec.val), &d)
+            rc = rec.val_len == 8 ? sims_docfile_get(r, le_load64(rec.val), &d)
                                   : sims_fail(SIMSTORE_EIO, "internal: an id record of %u bytes",
                                               (unsigned)rec.val_len);
             if (rc == SIMSTORE_OK &&
@@ -322,7 +322,7 @@ int sims_docs_each_fp(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int 
         rc = m ? sims_mdb_fail(m, "open a cursor on fps") : fps_at(&f, MDB_FIRST);
     }
     if (rc == SIMSTORE_OK)
-        rc = docfile_each(snap->docfile, merge_doc, &f);
+        rc = sims_docfile_each(snap->docfile, merge_doc, &f);
     if (rc == SIMSTORE_OK && f.have_run)
         rc = flush_run(&f, 0);
     f.have_run = 0;

@@ -114,7 +114,7 @@ static int delete_with_file(simstore *s, const docfile_reader *file, MDB_txn *tx
     if (m && m != MDB_NOTFOUND)
         return sims_mdb_write_status(m, "read docs");
     docfile_doc fd;
-    int in_file = docfile_find_id(file, id, len, &fd);
+    int in_file = sims_docfile_find_id(file, id, len, &fd);
     if (in_file < 0)
         return in_file;
     int rc;
@@ -176,13 +176,13 @@ static int delete_fn(MDB_txn *txn, void *arg)
             char path[PATH_MAX];
             rc = sims_docfile_path(path, sizeof path, s->path, st.segments[i].id);
             if (rc == SIMSTORE_OK)
-                rc = docfile_open(path, &file);
+                rc = sims_docfile_open(path, &file);
         }
     if (rc) {
         sims_state_record_release(&st);
         return rc;
     }
-    const docfile_reader *docs_file = file ? file : docfile_empty();
+    const docfile_reader *docs_file = file ? file : sims_docfile_empty();
     c->deleted = 0;
     memset(c->missing, 0, c->n);
     uint64_t fps_gone = 0;
@@ -217,7 +217,7 @@ static int delete_fn(MDB_txn *txn, void *arg)
             rc = sims_put_state(txn, s->env.meta, &st);
         }
     }
-    docfile_close(file);
+    sims_docfile_close(file);
     sims_state_record_release(&st);
     return rc;
 }
@@ -421,7 +421,7 @@ static int write_doc(compact_docs *cd, const docfile_doc *d)
                             "store needs (rebuild the store from its documents)",
                             cd->s->path, (int)d->id_len, (const char *)d->id);
     cd->written++;
-    return docfile_writer_add(cd->w, d);
+    return sims_docfile_writer_add(cd->w, d);
 }
 
 /* docs's document `id` of fingerprint fp, to the file. */
@@ -470,8 +470,8 @@ static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *tx
 {
     compact_docs cd = {s, snap, txn, NULL, NULL, 0, 0, 0};
     MDB_cursor *cur = NULL;
-    int rc = docfile_writer_open(path, (unsigned)simstore_sketch_bytes(s->text.sketch),
-                                 (size_t)(memory / 4), s->path, &cd.w);
+    int rc = sims_docfile_writer_open(path, (unsigned)simstore_sketch_bytes(s->text.sketch),
+                                      (size_t)(memory / 4), s->path, &cd.w);
     int m = rc ? 0 : mdb_cursor_open(txn, s->env.fps, &cur);
     if (m)
         rc = sims_mdb_fail(m, "open a cursor on fps");
@@ -483,7 +483,7 @@ static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *tx
         for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
             uint64_t fp = buf[i];
             cd.nfile = 0;
-            rc = docfile_find_fp(snap->docfile, fp, gather_file, &cd);
+            rc = sims_docfile_find_fp(snap->docfile, fp, gather_file, &cd);
             uint8_t kb[8];
             be_store64(kb, fp);
             MDB_val key = {8, kb}, val;
@@ -509,11 +509,11 @@ static int compact_documents(simstore *s, const sims_snapshot *snap, MDB_txn *tx
         mdb_cursor_close(cur);
     free(cd.file);
     if (rc) {
-        docfile_writer_abort(cd.w);
+        sims_docfile_writer_abort(cd.w);
         return rc;
     }
     *count = cd.written;
-    return docfile_writer_commit(cd.w, NULL);
+    return sims_docfile_writer_commit(cd.w, NULL);
 }
 
 /* The live fingerprints, sorted and distinct, into `out`: those of the
@@ -545,8 +545,8 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
         return rc;
     for (uint32_t i = 0; i < snap->segment_count && rc == SIMSTORE_OK; i++) {
         table_cursor cur;
-        rc = table_cursor_init(&cur, snap->segments[i]->tables[0], 0, UINT64_MAX);
-        while (rc == SIMSTORE_OK && (rc = table_cursor_next(&cur, buf, READ_CHUNK, &n)) == 0 &&
+        rc = sims_table_cursor_init(&cur, snap->segments[i]->tables[0], 0, UINT64_MAX);
+        while (rc == SIMSTORE_OK && (rc = sims_table_cursor_next(&cur, buf, READ_CHUNK, &n)) == 0 &&
                n > 0) {
             for (size_t j = 0; j < n; j++)
                 buf[j] = sims_unpermute(perm, buf[j]);

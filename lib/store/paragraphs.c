@@ -6,6 +6,7 @@
  * `pfps`, and every answer is checked against its document record, whose
  * paragraph list must hold the paragraph fingerprint `pfps` gave. */
 #include "store/store_internal.h"
+#include "simstore_unstable.h"
 
 #include "common/bytes.h"
 #include "common/error.h"
@@ -324,8 +325,8 @@ static int para_once(void *ctx)
             for (uint32_t i = 0; i < snap->para_segment_count && rc == SIMSTORE_OK; i++) {
                 const sims_segment *seg = snap->para_segments[i];
                 for (size_t m = 0; m < nm && rc == SIMSTORE_OK; m++) {
-                    rc = table_reader_search(seg->tables[t], lo ^ p->masks[m], hi ^ p->masks[m], pq,
-                                             a->k, collect, p);
+                    rc = sims_table_reader_search(seg->tables[t], lo ^ p->masks[m],
+                                                  hi ^ p->masks[m], pq, a->k, collect, p);
                     if (p->grow_failed)
                         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph candidates");
                 }

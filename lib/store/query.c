@@ -19,7 +19,7 @@ typedef struct probe {
     table_start at; /* where its search starts */
     simstore_query *q;
     const sims_permuter *permuter; /* of the probe's table */
-    const docfile_reader *docfile; /* the snapshot's (docfile_empty() when none) */
+    const docfile_reader *docfile; /* the snapshot's (sims_docfile_empty() when none) */
 } probe;
 
 struct simstore_query {
@@ -151,7 +151,7 @@ static int collect_probed(void *ctx, uint64_t permuted)
     int rc = add_candidate(p->q, p->permuter, permuted);
     /* Its documents' lookup will start there: let the line come meanwhile. */
     if (rc == 0)
-        docfile_prefetch_fp(p->docfile, p->q->cand[p->q->cand_len - 1]);
+        sims_docfile_prefetch_fp(p->docfile, p->q->cand[p->q->cand_len - 1]);
     return rc;
 }
 
@@ -458,8 +458,8 @@ static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t f
         for (uint32_t i = 0; i < snap->segment_count; i++) {
             const table_reader *r = snap->segments[i]->tables[t];
             for (size_t j = 0; j < n; j++) {
-                int rc = table_reader_search(r, lo ^ q->masks[j], hi ^ q->masks[j], pq, k,
-                                             collect_candidate, q);
+                int rc = sims_table_reader_search(r, lo ^ q->masks[j], hi ^ q->masks[j], pq, k,
+                                                  collect_candidate, q);
                 if (q->grow_failed)
                     return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
                 if (rc)
@@ -487,7 +487,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
         for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
             probe *p = &q->probes[nprobe];
             sims_design_probe(d, t, fp, &p->lo, &p->hi);
-            table_reader_prefetch_index(seg->tables[t], p->lo, &p->at);
+            sims_table_reader_prefetch_index(seg->tables[t], p->lo, &p->at);
         }
     }
     nprobe = 0;
@@ -495,7 +495,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
         const sims_segment *seg = snap->segments[i];
         for (uint32_t t = 0; t < seg->table_count; t++, nprobe++) {
             probe *p = &q->probes[nprobe];
-            table_reader_prefetch(seg->tables[t], p->lo, p->hi, &p->at);
+            sims_table_reader_prefetch(seg->tables[t], p->lo, p->hi, &p->at);
         }
     }
     /* Then the searches two at a time, their blocks decoded in one loop. */
@@ -516,9 +516,10 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
             int last = i + 1 == snap->segment_count && t + 1 == seg->table_count;
             if (held < 2 && !last)
                 continue;
-            int rc = held == 2 ? table_reader_search_two(&tp[0], &tp[1])
-                               : table_reader_search_from(tp[0].r, &tp[0].at, tp[0].lo, tp[0].hi,
-                                                          tp[0].q, k, collect_probed, tp[0].ctx);
+            int rc = held == 2
+                         ? sims_table_reader_search_two(&tp[0], &tp[1])
+                         : sims_table_reader_search_from(tp[0].r, &tp[0].at, tp[0].lo, tp[0].hi,
+                                                         tp[0].q, k, collect_probed, tp[0].ctx);
             held = 0;
             if (q->grow_failed)
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
@@ -528,7 +529,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
              * table next: its lines come while the next tables are searched
              * (their directory lines were asked for as each was found). */
             for (; !last && hinted < q->cand_len; hinted++)
-                docfile_prefetch_fp_table(snap->docfile, q->cand[hinted]);
+                sims_docfile_prefetch_fp_table(snap->docfile, q->cand[hinted]);
         }
     }
     return SIMSTORE_OK;
@@ -630,7 +631,7 @@ static int lookup_docfile(simstore_query *q, uint64_t fp, int with_meta)
         unsigned dist = sims_distance(q->cand[i], fp);
         docfile_sink sink = {q, q->cand[i], dist, with_meta};
         size_t before = q->match_len;
-        int rc = docfile_find_fp(snap->docfile, q->cand[i], put_docfile_doc, &sink);
+        int rc = sims_docfile_find_fp(snap->docfile, q->cand[i], put_docfile_doc, &sink);
         if (rc == SIMSTORE_OK && snap->docfile_changed)
             rc = lookup_documents(q, q->cand[i], dist);
         if (rc)

@@ -75,7 +75,7 @@ static int write_one_table(table_job *tj, unsigned t, size_t run_values, uint64_
     int have_prev = 0;
     while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 &&
            n > 0) {
-        table_histogram_add(hist, &prev, &have_prev, buf, n);
+        sims_table_histogram_add(hist, &prev, &have_prev, buf, n);
         count += n;
         table_progress(tj, n);
     }
@@ -90,20 +90,20 @@ static int write_one_table(table_job *tj, unsigned t, size_t run_values, uint64_
     params.store_tag = job->store_tag;
     params.table_index = t;
     if (rc == SIMSTORE_OK)
-        rc = table_writer_open(path, &params, hist, &w);
+        rc = sims_table_writer_open(path, &params, hist, &w);
     /* Second pass: encode. */
     while (rc == SIMSTORE_OK && (rc = sims_u64sort_read(sorter, buf, READ_CHUNK, &n)) == 0 &&
            n > 0) {
-        rc = table_writer_add(w, buf, n);
+        rc = sims_table_writer_add(w, buf, n);
         table_progress(tj, n);
     }
     if (rc == SIMSTORE_OK) {
-        rc = table_writer_finish(w);
+        rc = sims_table_writer_finish(w);
         w = NULL;
     }
     if (rc)
         rc = sims_fail_context(rc, "table %u", t);
-    table_writer_abort(w);
+    sims_table_writer_abort(w);
     sims_u64sort_free(sorter);
     free(buf);
     return rc;

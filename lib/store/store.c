@@ -2,6 +2,7 @@
  * interrupted writers, snapshots of the committed segments, and stats; the
  * build options' defaults and the memory budget rules writers share. */
 #include "store/store_internal.h"
+#include "simstore_unstable.h"
 
 #include "common/error.h"
 #include "common/fileio.h"
@@ -94,8 +95,8 @@ void sims_segment_release(sims_segment *seg)
     if (!seg || atomic_fetch_sub(&seg->refs, 1) != 1)
         return;
     for (uint32_t t = 0; t < seg->table_count; t++)
-        table_reader_close(seg->tables[t]);
-    docfile_close(seg->docs);
+        sims_table_reader_close(seg->tables[t]);
+    sims_docfile_close(seg->docs);
     free(seg->tables);
     free(seg);
 }
@@ -124,13 +125,13 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
     for (uint32_t t = 0; t < e->table_count && rc == SIMSTORE_OK; t++) {
         rc = sims_table_path(path, sizeof path, dir, e->id, t);
         if (rc == SIMSTORE_OK)
-            rc = table_reader_open(path, flags, &seg->tables[t]);
+            rc = sims_table_reader_open(path, flags, &seg->tables[t]);
         if (rc) {
             rc = sims_fail_context(rc, "%s", path);
             break;
         }
         seg->table_count = t + 1;
-        const table_info *info = table_reader_info(seg->tables[t]);
+        const table_info *info = sims_table_reader_info(seg->tables[t]);
         const sims_design_table *dt = &s->design->tables[t];
         if (info->params.store_tag != s->store_tag)
             rc = SIMS_CORRUPT("%s: belongs to another store (tag %016" PRIx64 ", store %016" PRIx64
@@ -157,11 +158,11 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
         if (rc == SIMSTORE_OK)
             rc = sims_docfile_path(path, sizeof path, dir, e->id);
         if (rc == SIMSTORE_OK)
-            rc = docfile_open(path, &seg->docs);
+            rc = sims_docfile_open(path, &seg->docs);
         if (rc == SIMSTORE_OK &&
-            docfile_sketch_bytes(seg->docs) != simstore_sketch_bytes(s->text.sketch))
+            sims_docfile_sketch_bytes(seg->docs) != simstore_sketch_bytes(s->text.sketch))
             rc = SIMS_CORRUPT("%s: keeps sketches of %u bytes, the store's kind takes %zu", path,
-                              docfile_sketch_bytes(seg->docs),
+                              sims_docfile_sketch_bytes(seg->docs),
                               simstore_sketch_bytes(s->text.sketch));
     }
     if (rc) {
@@ -170,9 +171,9 @@ int sims_segment_open(const simstore *s, const char *dir, const sims_segment_ent
     }
     if (s->open_flags & SIMSTORE_OPEN_HUGE_PAGES) {
         for (uint32_t t = 0; t < seg->table_count; t++)
-            table_reader_advise_huge(seg->tables[t]);
+            sims_table_reader_advise_huge(seg->tables[t]);
         if (seg->docs)
-            docfile_advise_huge(seg->docs);
+            sims_docfile_advise_huge(seg->docs);
     }
     *out = seg;
     return SIMSTORE_OK;
@@ -359,10 +360,10 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
                                "%s: segments %" PRIu64 " and %" PRIu64 " both have a document "
                                "file, which this version does not read",
                                s->path, snap->docfile_segment, seg->id);
-            else if (!snap->docfile_changed && docfile_count(seg->docs) != st.doc_count)
+            else if (!snap->docfile_changed && sims_docfile_count(seg->docs) != st.doc_count)
                 rc = SIMS_CORRUPT("%s: the document file of segment %" PRIu64 " holds %" PRIu64
                                   " documents, the state says %" PRIu64,
-                                  s->path, seg->id, docfile_count(seg->docs), st.doc_count);
+                                  s->path, seg->id, sims_docfile_count(seg->docs), st.doc_count);
             snap->docfile = seg->docs;
             snap->docfile_segment = seg->id;
         }
@@ -370,7 +371,7 @@ int sims_store_snapshot(simstore *s, MDB_txn *txn, sims_snapshot **out)
     /* No document file (a store built empty, or fingerprint-only): docs
      * holds every document, as changes to a file of none. */
     if (rc == SIMSTORE_OK && !snap->docfile) {
-        snap->docfile = docfile_empty();
+        snap->docfile = sims_docfile_empty();
         snap->docfile_changed = 1;
     }
     sims_snapshot_release(cur);
@@ -782,13 +783,13 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
         const sims_segment *seg = snap->segments[i];
         out->table_fps += seg->fp_count;
         for (uint32_t t = 0; t < seg->table_count; t++) {
-            const table_info *info = table_reader_info(seg->tables[t]);
+            const table_info *info = sims_table_reader_info(seg->tables[t]);
             out->table_bytes += info->file_bytes;
             out->block_key_bytes += info->key_ram_bytes;
         }
         if (seg->docs) {
             docfile_sizes z;
-            docfile_sizes_of(seg->docs, &z);
+            sims_docfile_sizes_of(seg->docs, &z);
             out->document_file_bytes += z.total;
         }
     }
@@ -801,7 +802,7 @@ int simstore_get_stats(simstore *s, simstore_stats *out)
         const sims_segment *seg = snap->para_segments[i];
         out->paragraph_table_fps += seg->fp_count;
         for (uint32_t t = 0; t < seg->table_count; t++)
-            out->paragraph_table_bytes += table_reader_info(seg->tables[t])->file_bytes;
+            out->paragraph_table_bytes += sims_table_reader_info(seg->tables[t])->file_bytes;
     }
     if (s->env.pfps) {
         MDB_txn *txn;

@@ -6,8 +6,8 @@
 #include "simstore.h"
 #include "design/design.h"
 #include "docfile/docfile.h"
-#include "docs/env.h"
-#include "docs/records.h"
+#include "lmdb/env.h"
+#include "lmdb/records.h"
 #include "sort/spool.h"
 #include "table/table.h"
 
@@ -83,7 +83,7 @@ typedef struct sims_snapshot {
     uint32_t para_segment_count;
     sims_segment **para_segments;
     /* The store's document file (format/store.md, "Document files"), or
-     * docfile_empty() when it has none (docfile_segment 0, docfile_changed
+     * sims_docfile_empty() when it has none (docfile_segment 0, docfile_changed
      * set: docs holds every document). Unless docfile_changed, it holds every document and docs and
      * fps are empty; with it, docs and fps hold the documents added since
      * and docs the tombstones of the file's documents deleted or replaced

@@ -130,7 +130,7 @@ static int parse_header(table_reader *r)
                             in->blocks_offset, TBL_H_BLOCKS_OFFSET,
                             tbl_blocks_offset(p->block_bytes), p->block_bytes);
     memcpy(in->code_lengths, h + TBL_H_CODE_LENGTHS, 64);
-    int rc = codec_huff_decoder_init(&r->huff, in->code_lengths);
+    int rc = sims_codec_huff_decoder_init(&r->huff, in->code_lengths);
     if (rc)
         return sims_fail_context(rc, "code lengths at byte offset %u", TBL_H_CODE_LENGTHS);
     in->header_bytes = TBL_HEADER_BYTES;
@@ -722,7 +722,7 @@ static uint64_t index_key(const table_reader *r, uint64_t b)
     return index_block(r, b, &prev, &key, &count) ? 0 : key;
 }
 
-/* table_reader_find_block with the keys before and at the block found.
+/* sims_table_reader_find_block with the keys before and at the block found.
  * On damage: block 0 (format/table.md: a scan from there meets
  * the damage before it could pass x). */
 static uint64_t index_find(const table_reader *r, uint64_t x, uint64_t *prev, uint64_t *key)
@@ -739,7 +739,7 @@ static uint32_t group_sum(const table_reader *r, uint64_t g)
     return le_load32(r->index + 4 * g);
 }
 
-int table_reader_check_index(const table_reader *r)
+int sims_table_reader_check_index(const table_reader *r)
 {
     for (uint64_t pg = 0; pg < r->top_pages; pg++) {
         int rc = top_check(r, pg);
@@ -765,8 +765,8 @@ static int parse_index(table_reader *r)
     size_t bb = in->params.block_bytes;
     /* A block's last value is its key, which the index holds, not coded:
      * one more value fits than the code alone would hold. */
-    r->max_first = codec_block_max_count(bb, r->huff.min_len, 1) + 1;
-    r->max_other = codec_block_max_count(bb, r->huff.min_len, 0) + 1;
+    r->max_first = sims_codec_block_max_count(bb, r->huff.min_len, 1) + 1;
+    r->max_other = sims_codec_block_max_count(bb, r->huff.min_len, 0) + 1;
     return parse_index_layout(r);
 }
 
@@ -789,12 +789,12 @@ static int reader_open(table_reader *r, unsigned flags)
     return rc;
 }
 
-void table_reader_advise_huge(const table_reader *r)
+void sims_table_reader_advise_huge(const table_reader *r)
 {
     sims_map_advise_huge(&r->map);
 }
 
-void table_reader_close(table_reader *r)
+void sims_table_reader_close(table_reader *r)
 {
     if (!r)
         return;
@@ -821,7 +821,8 @@ static table_reader *reader_alloc(const char *name)
     return r;
 }
 
-int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags, table_reader **out)
+int sims_table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags,
+                                  table_reader **out)
 {
     *out = NULL;
     table_reader *r = reader_alloc("memory");
@@ -831,14 +832,14 @@ int table_reader_open_memory(const uint8_t *data, size_t size, unsigned flags, t
     r->size = size;
     int rc = reader_open(r, flags);
     if (rc) {
-        table_reader_close(r);
+        sims_table_reader_close(r);
         return sims_fail_context(rc, "table in memory");
     }
     *out = r;
     return SIMSTORE_OK;
 }
 
-int table_reader_open(const char *path, unsigned flags, table_reader **out)
+int sims_table_reader_open(const char *path, unsigned flags, table_reader **out)
 {
     *out = NULL;
     table_reader *r = reader_alloc(path);
@@ -853,19 +854,19 @@ int table_reader_open(const char *path, unsigned flags, table_reader **out)
             rc = sims_fail_context(rc, "table %s", path);
     }
     if (rc) {
-        table_reader_close(r);
+        sims_table_reader_close(r);
         return rc;
     }
     *out = r;
     return SIMSTORE_OK;
 }
 
-const table_info *table_reader_info(const table_reader *r)
+const table_info *sims_table_reader_info(const table_reader *r)
 {
     return &r->info;
 }
 
-uint64_t table_reader_key(const table_reader *r, uint64_t block)
+uint64_t sims_table_reader_key(const table_reader *r, uint64_t block)
 {
     return block < r->info.block_count ? index_key(r, block) : 0;
 }
@@ -875,7 +876,7 @@ uint64_t table_reader_key(const table_reader *r, uint64_t block)
 /* First b with key[b] >= v: the top pages name the chunk, then the
  * Elias-Fano search inside it: the zero that ends the high parts below v's,
  * then the few keys with v's high part. */
-uint64_t table_reader_find_block(const table_reader *r, uint64_t v)
+uint64_t sims_table_reader_find_block(const table_reader *r, uint64_t v)
 {
     uint64_t prev, key;
     return index_find(r, v, &prev, &key);
@@ -895,7 +896,7 @@ static int block_fail(const table_reader *r, uint64_t b, int rc)
                              b, block_offset(r, b));
 }
 
-uint32_t table_reader_block_count(const table_reader *r, uint64_t block)
+uint32_t sims_table_reader_block_count(const table_reader *r, uint64_t block)
 {
     return block < r->info.block_count ? count_of(r, block) : 0;
 }
@@ -905,7 +906,7 @@ static uint64_t group_of(const table_reader *r, uint64_t b)
     return (b + r->first_slot) / r->group_blocks;
 }
 
-uint32_t table_reader_block_checksum(const table_reader *r, uint64_t block)
+uint32_t sims_table_reader_block_checksum(const table_reader *r, uint64_t block)
 {
     return block < r->info.block_count ? group_sum(r, group_of(r, block)) : 0;
 }
@@ -948,7 +949,8 @@ static int group_verify(const table_reader *r, uint64_t b)
     return SIMSTORE_OK;
 }
 
-int table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first, uint64_t *end)
+int sims_table_reader_check_group(const table_reader *r, uint64_t block, uint64_t *first,
+                                  uint64_t *end)
 {
     if (block >= r->info.block_count)
         return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
@@ -984,8 +986,8 @@ static int block_begin_keys(const table_reader *r, uint64_t b, int verify, uint6
                 atomic_fetch_or_explicit(&r->verified[g >> 6], bit, memory_order_relaxed);
         }
     }
-    codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? prev : 0, count);
-    codec_block_decoder_set_last(dec, key);
+    sims_codec_block_decoder_init(dec, &r->huff, data, bb, b == 0, b ? prev : 0, count);
+    sims_codec_block_decoder_set_last(dec, key);
     return SIMSTORE_OK;
 }
 
@@ -1033,14 +1035,14 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
     size_t got = 0, k;
     /* One run normally decodes the whole block (cap >= count). */
     while (got < count) {
-        rc = codec_block_decoder_run(&dec, out + got, cap - got, &k);
+        rc = sims_codec_block_decoder_run(&dec, out + got, cap - got, &k);
         if (rc)
             return block_fail(r, block, rc);
         if (k == 0)
             break;
         got += k;
     }
-    rc = codec_block_decoder_finish(&dec, key);
+    rc = sims_codec_block_decoder_finish(&dec, key);
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -1049,12 +1051,13 @@ static int block_decode(const table_reader *r, uint64_t block, int verify, uint6
     return SIMSTORE_OK;
 }
 
-int table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap, size_t *n)
+int sims_table_reader_block(const table_reader *r, uint64_t block, uint64_t *out, size_t cap,
+                            size_t *n)
 {
     return block_decode(r, block, verify_blocks_once(r), out, cap, n, NULL);
 }
 
-int table_reader_block_start(const table_reader *r, uint64_t block, codec_block_decoder *dec)
+int sims_table_reader_block_start(const table_reader *r, uint64_t block, codec_block_decoder *dec)
 {
     if (block >= r->info.block_count)
         return sims_fail(SIMSTORE_EINVAL, "block %" PRIu64 " out of range (%" PRIu64 " blocks)",
@@ -1062,21 +1065,21 @@ int table_reader_block_start(const table_reader *r, uint64_t block, codec_block_
     return block_begin(r, block, verify_blocks_once(r), dec);
 }
 
-int table_reader_block_next(const table_reader *r, uint64_t block, codec_block_decoder *dec,
-                            uint64_t *out, size_t cap, size_t *n)
+int sims_table_reader_block_next(const table_reader *r, uint64_t block, codec_block_decoder *dec,
+                                 uint64_t *out, size_t cap, size_t *n)
 {
-    int rc = codec_block_decoder_run(dec, out, cap, n);
+    int rc = sims_codec_block_decoder_run(dec, out, cap, n);
     if (rc)
         return block_fail(r, block, rc);
     if (dec->remaining == 0) {
-        rc = codec_block_decoder_finish(dec, finish_key(dec));
+        rc = sims_codec_block_decoder_finish(dec, finish_key(dec));
         if (rc)
             return block_fail(r, block, rc);
     }
     return SIMSTORE_OK;
 }
 
-int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *used_bits)
+int sims_table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *used_bits)
 {
     uint64_t buf[SEARCH_CHUNK];
     if (block >= r->info.block_count)
@@ -1088,11 +1091,11 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
         return rc;
     size_t k;
     do {
-        rc = codec_block_decoder_run(&dec, buf, SEARCH_CHUNK, &k);
+        rc = sims_codec_block_decoder_run(&dec, buf, SEARCH_CHUNK, &k);
         if (rc)
             return block_fail(r, block, rc);
     } while (k);
-    rc = codec_block_decoder_finish(&dec, finish_key(&dec));
+    rc = sims_codec_block_decoder_finish(&dec, finish_key(&dec));
     if (rc)
         return block_fail(r, block, rc);
     if (used_bits)
@@ -1100,27 +1103,27 @@ int table_reader_block_bits(const table_reader *r, uint64_t block, uint64_t *use
     return SIMSTORE_OK;
 }
 
-int table_reader_check_block(const table_reader *r, uint64_t block)
+int sims_table_reader_check_block(const table_reader *r, uint64_t block)
 {
-    return table_reader_block_bits(r, block, NULL);
+    return sims_table_reader_block_bits(r, block, NULL);
 }
 
 /* ---- cursor ------------------------------------------------------------------- */
 
 enum { CURSOR_START = 0, CURSOR_INSIDE = 1, CURSOR_DONE = 2 };
 
-int table_cursor_init(table_cursor *c, const table_reader *r, uint64_t lo, uint64_t hi)
+int sims_table_cursor_init(table_cursor *c, const table_reader *r, uint64_t lo, uint64_t hi)
 {
     memset(c, 0, sizeof *c);
     c->reader = r;
     c->lo = lo;
     c->hi = hi;
     c->state = lo > hi ? CURSOR_DONE : CURSOR_START;
-    c->block = c->first_block = lo > hi ? 0 : table_reader_find_block(r, lo);
+    c->block = c->first_block = lo > hi ? 0 : sims_table_reader_find_block(r, lo);
     return SIMSTORE_OK;
 }
 
-int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
+int sims_table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
 {
     const table_reader *r = c->reader;
     size_t got = 0;
@@ -1142,13 +1145,13 @@ int table_cursor_next(table_cursor *c, uint64_t *out, size_t cap, size_t *n)
         }
         uint64_t *p = out + got;
         size_t k;
-        rc = codec_block_decoder_run(&c->dec, p, cap - got, &k);
+        rc = sims_codec_block_decoder_run(&c->dec, p, cap - got, &k);
         if (rc) {
             rc = block_fail(r, c->block, rc);
             goto fail;
         }
         if (k == 0) {
-            rc = codec_block_decoder_finish(&c->dec, finish_key(&c->dec));
+            rc = sims_codec_block_decoder_finish(&c->dec, finish_key(&c->dec));
             if (rc) {
                 rc = block_fail(r, c->block, rc);
                 goto fail;
@@ -1209,7 +1212,7 @@ static void start_find(const table_reader *r, uint64_t lo, table_start *at, key_
     at->first = first;
 }
 
-void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at)
+void sims_table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, table_start *at)
 {
     uint64_t nb = r->info.block_count, key;
     key_walk w;
@@ -1240,7 +1243,7 @@ void table_reader_prefetch(const table_reader *r, uint64_t lo, uint64_t hi, tabl
 #endif
 }
 
-void table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start *at)
+void sims_table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_start *at)
 {
     at->chunk = UINT64_MAX;
     if (r->chunk_count == 0)
@@ -1353,7 +1356,7 @@ static int search_open(search_state *s)
     int rc;
     const table_start *at = s->at;
     if (at->have && s->b == at->first) {
-        /* The keys table_reader_prefetch found; the walk on from there. */
+        /* The keys sims_table_reader_prefetch found; the walk on from there. */
         uint64_t c = s->b / TBL_V3_CHUNK_BLOCKS;
         rc = chunk_open(r, c, &s->walk.v);
         s->walk.chunk = c;
@@ -1377,7 +1380,7 @@ static int search_open(search_state *s)
  * and move to the next block. */
 static int search_close(search_state *s)
 {
-    int rc = codec_block_decoder_finish(&s->dec, s->key);
+    int rc = sims_codec_block_decoder_finish(&s->dec, s->key);
     if (rc)
         return block_fail(s->r, s->b, rc);
     s->open = 0;
@@ -1440,16 +1443,16 @@ static int search_run(search_state *s)
         }
         size_t m;
         int over = 0;
-        int rc = codec_block_decoder_run_to(&s->dec, s->buf, SEARCH_CHUNK, s->hi, &m);
+        int rc = sims_codec_block_decoder_run_to(&s->dec, s->buf, SEARCH_CHUNK, s->hi, &m);
         rc = search_step(s, rc, m, &over);
         if (rc || over)
             return rc;
     }
 }
 
-int table_reader_search_from(const table_reader *r, const table_start *at, uint64_t lo, uint64_t hi,
-                             uint64_t q, unsigned k, int (*emit)(void *ctx, uint64_t value),
-                             void *ctx)
+int sims_table_reader_search_from(const table_reader *r, const table_start *at, uint64_t lo,
+                                  uint64_t hi, uint64_t q, unsigned k,
+                                  int (*emit)(void *ctx, uint64_t value), void *ctx)
 {
     if (lo > hi)
         return SIMSTORE_OK;
@@ -1458,8 +1461,8 @@ int table_reader_search_from(const table_reader *r, const table_start *at, uint6
     return search_run(&s);
 }
 
-int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q, unsigned k,
-                        int (*emit)(void *ctx, uint64_t value), void *ctx)
+int sims_table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q,
+                             unsigned k, int (*emit)(void *ctx, uint64_t value), void *ctx)
 {
     if (lo > hi)
         return SIMSTORE_OK;
@@ -1468,10 +1471,10 @@ int table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_
     uint64_t key;
     at.chunk = UINT64_MAX;
     start_find(r, lo, &at, &w, &key);
-    return table_reader_search_from(r, &at, lo, hi, q, k, emit, ctx);
+    return sims_table_reader_search_from(r, &at, lo, hi, q, k, emit, ctx);
 }
 
-int table_reader_search_two(const table_probe *x, const table_probe *y)
+int sims_table_reader_search_two(const table_probe *x, const table_probe *y)
 {
     search_state a, b;
     search_init(&a, x->r, &x->at, x->lo, x->hi, x->q, x->k, x->emit, x->ctx);
@@ -1494,7 +1497,7 @@ int table_reader_search_two(const table_probe *x, const table_probe *y)
         }
         codec_block_run ra = {&a.dec, a.buf, SEARCH_CHUNK, a.hi, 0, 0};
         codec_block_run rb = {&b.dec, b.buf, SEARCH_CHUNK, b.hi, 0, 0};
-        codec_block_decoder_run_two(&ra, &rb);
+        sims_codec_block_decoder_run_two(&ra, &rb);
         int over = 0;
         rc = search_step(&a, ra.rc, ra.n, &over);
         if (rc)

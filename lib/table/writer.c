@@ -65,8 +65,8 @@ struct table_writer {
     int error; /* sticky: the first error; later calls return it */
 };
 
-void table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev, const uint64_t *fps,
-                         size_t n)
+void sims_table_histogram_add(uint64_t hist[64], uint64_t *prev, int *have_prev,
+                              const uint64_t *fps, size_t n)
 {
     size_t i = 0;
     uint64_t p = *prev;
@@ -280,9 +280,9 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
     w->index_mem_values = INDEX_MEM_VALUES;
     w->params = *p;
     w->blocks_offset = tbl_blocks_offset(p->block_bytes);
-    rc = codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, w->code_lengths);
+    rc = sims_codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, w->code_lengths);
     if (!rc)
-        rc = codec_huff_encoder_init(&w->huff, w->code_lengths);
+        rc = sims_codec_huff_encoder_init(&w->huff, w->code_lengths);
     if (rc) {
         writer_free(w);
         return rc;
@@ -305,8 +305,8 @@ static int write_leading_space(table_writer *w)
     return sink_write(w, zero, (size_t)w->blocks_offset);
 }
 
-int table_writer_open(const char *path, const table_params *p, const uint64_t hist[64],
-                      table_writer **out)
+int sims_table_writer_open(const char *path, const table_params *p, const uint64_t hist[64],
+                           table_writer **out)
 {
     table_writer *w;
     int rc = writer_create(p, hist, &w);
@@ -319,20 +319,20 @@ int table_writer_open(const char *path, const table_params *p, const uint64_t hi
     }
     rc = write_leading_space(w);
     if (rc) {
-        table_writer_abort(w);
+        sims_table_writer_abort(w);
         return rc;
     }
     *out = w;
     return SIMSTORE_OK;
 }
 
-void table_writer_index_buffer(table_writer *w, size_t values)
+void sims_table_writer_index_buffer(table_writer *w, size_t values)
 {
     if (w->block_count == 0 && values > 0)
         w->index_mem_values = values;
 }
 
-void table_writer_abort(table_writer *w)
+void sims_table_writer_abort(table_writer *w)
 {
     if (!w)
         return;
@@ -380,12 +380,12 @@ static int flush_block(table_writer *w)
 static void start_block(table_writer *w)
 {
     int first = w->block_count == 0;
-    codec_block_encoder_start(&w->enc, &w->huff, w->block, w->params.block_bytes, first,
-                              first ? 0 : w->last_key);
+    sims_codec_block_encoder_start(&w->enc, &w->huff, w->block, w->params.block_bytes, first,
+                                   first ? 0 : w->last_key);
     w->block_open = 1;
 }
 
-int table_writer_add(table_writer *w, const uint64_t *fps, size_t n)
+int sims_table_writer_add(table_writer *w, const uint64_t *fps, size_t n)
 {
     if (w->error)
         return w->error;
@@ -401,11 +401,11 @@ int table_writer_add(table_writer *w, const uint64_t *fps, size_t n)
         }
         if (!w->block_open)
             start_block(w);
-        int put = codec_block_encoder_put(&w->enc, v);
+        int put = sims_codec_block_encoder_put(&w->enc, v);
         if (put == 0) {
             /* The value that does not fit ends the block as its key, which
              * the index holds, uncoded. */
-            codec_block_encoder_put_implicit(&w->enc, v);
+            sims_codec_block_encoder_put_implicit(&w->enc, v);
             rc = flush_block(w);
             if (rc)
                 goto fail;
@@ -607,7 +607,7 @@ static int write_trailer(table_writer *w)
     int rc;
     if (w->block_open) {
         /* The last value is the block's key, not coded. */
-        codec_block_encoder_drop_last(&w->enc);
+        sims_codec_block_encoder_drop_last(&w->enc);
         rc = flush_block(w);
         if (rc)
             return rc;
@@ -644,7 +644,7 @@ static int write_trailer(table_writer *w)
     return sink_write(w, f, sizeof f);
 }
 
-int table_writer_finish(table_writer *w)
+int sims_table_writer_finish(table_writer *w)
 {
     int rc = w->error;
     if (!rc)
@@ -654,14 +654,14 @@ int table_writer_finish(table_writer *w)
         writer_free(w);
         return rc;
     }
-    table_writer_abort(w);
+    sims_table_writer_abort(w);
     return rc;
 }
 
 /* ---- memory encoding -------------------------------------------------------- */
 
-int table_encode_memory_hist(const table_params *p, const uint64_t hist[64], const uint64_t *fps,
-                             size_t n, uint8_t **out, size_t *size)
+int sims_table_encode_memory_hist(const table_params *p, const uint64_t hist[64],
+                                  const uint64_t *fps, size_t n, uint8_t **out, size_t *size)
 {
     *out = NULL;
     *size = 0;
@@ -681,7 +681,7 @@ int table_encode_memory_hist(const table_params *p, const uint64_t hist[64], con
         w->mem_cap = (size_t)est;
     rc = write_leading_space(w);
     if (!rc)
-        rc = table_writer_add(w, fps, n);
+        rc = sims_table_writer_add(w, fps, n);
     if (!rc)
         rc = write_trailer(w);
     if (!rc) {
@@ -693,12 +693,12 @@ int table_encode_memory_hist(const table_params *p, const uint64_t hist[64], con
     return rc;
 }
 
-int table_encode_memory(const table_params *p, const uint64_t *fps, size_t n, uint8_t **out,
-                        size_t *size)
+int sims_table_encode_memory(const table_params *p, const uint64_t *fps, size_t n, uint8_t **out,
+                             size_t *size)
 {
     uint64_t hist[64] = {0};
     uint64_t prev = 0;
     int have_prev = 0;
-    table_histogram_add(hist, &prev, &have_prev, fps, n);
-    return table_encode_memory_hist(p, hist, fps, n, out, size);
+    sims_table_histogram_add(hist, &prev, &have_prev, fps, n);
+    return sims_table_encode_memory_hist(p, hist, fps, n, out, size);
 }

@@ -4,6 +4,7 @@
  * fingerprinter of its own; every result goes to its document's index, so
  * the output is the same whatever the thread count. */
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 #include "common/error.h"
 

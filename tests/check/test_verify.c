@@ -17,8 +17,8 @@
 #include "common/bytes.h"
 #include "simstore.h"
 #include "changes_store.h"
-#include "docs/lmdbwalk.h"
-#include "docs/records.h"
+#include "lmdb/lmdbwalk.h"
+#include "lmdb/records.h"
 #include "table/table.h"
 #include "testutil.h"
 
@@ -395,7 +395,7 @@ static void test_verify__table_set_differs(void **state)
     p.table_index = in.table_index;
     uint8_t *bytes;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, v, got_n, &bytes, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, v, got_n, &bytes, &size), 0);
     assert_int_equal(test_write_file(t1, bytes, size), 0);
     free(bytes);
     free(v);
@@ -882,7 +882,7 @@ static void test_inspect__lone_files(void **state)
         v[i] = (uint64_t)i * 0x0123456789ULL + 7;
     uint8_t *bytes;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, v, 100, &bytes, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, v, 100, &bytes, &size), 0);
     char *path = test_path(f->tmp, "odd.tbl");
     assert_int_equal(test_write_file(path, bytes, size), 0);
     free(bytes);

@@ -154,9 +154,9 @@ check_after() {
 }
 
 # The write and fsync crashes whose state is checked: every fourth
-# (sampled, the sanitizer pass: every eighth).
+# (sampled, the sanitizer pass: every twelfth).
 every=4
-sampled && every=8
+sampled && every=12
 # sweep NAME IS_BUILD: every fault point as a crash, then as an I/O error.
 sweep() {
     local name=$1 is_build=$2 op n calls summary=""

@@ -168,12 +168,12 @@ static void test_codec_huffman__empty_histogram(void **state)
     (void)state;
     uint64_t hist[64] = {0};
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     for (unsigned s = 0; s < 64; s++)
         assert_int_equal(len[s], 0);
-    assert_int_equal(codec_huff_check_lengths(len), 0);
+    assert_int_equal(sims_codec_huff_check_lengths(len), 0);
     codec_huff_decoder d;
-    assert_int_equal(codec_huff_decoder_init(&d, len), 0);
+    assert_int_equal(sims_codec_huff_decoder_init(&d, len), 0);
     assert_int_equal(d.min_len, 0);
     for (unsigned i = 0; i < CODEC_HUFF_TABLE_SIZE; i++)
         assert_int_equal(CODEC_ENTRY_TOTAL(d.table[i]), CODEC_ENTRY_INVALID);
@@ -186,13 +186,13 @@ static void test_codec_huffman__one_symbol(void **state)
         uint64_t hist[64] = {0};
         hist[sym] = 12345;
         uint8_t len[64];
-        assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+        assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
         for (unsigned s = 0; s < 64; s++)
             assert_int_equal(len[s], s == sym ? 1 : 0);
         /* Kraft sum 1/2: the one allowed incomplete code. */
         assert_int_equal(kraft_sum(len), CODEC_HUFF_TABLE_SIZE / 2);
         codec_huff_decoder d;
-        assert_int_equal(codec_huff_decoder_init(&d, len), 0);
+        assert_int_equal(sims_codec_huff_decoder_init(&d, len), 0);
         /* Code "0": even indexes decode, odd ones are invalid. */
         assert_int_equal(CODEC_ENTRY_SYM(d.table[0]), sym);
         assert_int_equal(CODEC_ENTRY_LEN(d.table[2]), 1);
@@ -208,12 +208,12 @@ static void test_codec_huffman__two_symbols(void **state)
     hist[3] = 1;
     hist[60] = 1000000;
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     assert_int_equal(len[3], 1);
     assert_int_equal(len[60], 1);
     assert_int_equal(kraft_sum(len), CODEC_HUFF_TABLE_SIZE);
     uint16_t codes[64];
-    codec_huff_canonical(len, codes);
+    sims_codec_huff_canonical(len, codes);
     assert_int_equal(codes[3], 0); /* lower symbol gets the lower code */
     assert_int_equal(codes[60], 1);
 }
@@ -225,24 +225,24 @@ static void test_codec_huffman__all_64_symbols(void **state)
     uint8_t len[64];
     for (unsigned s = 0; s < 64; s++)
         hist[s] = 7;
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     for (unsigned s = 0; s < 64; s++)
         assert_int_equal(len[s], 6);
     /* Exactly 2^6 symbols also fit a 6-bit limit, but not a 5-bit one. */
-    assert_int_equal(codec_huff_lengths(hist, 6, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 6, len), 0);
     assert_int_equal(kraft_sum(len), CODEC_HUFF_TABLE_SIZE);
-    assert_int_equal(codec_huff_lengths(hist, 5, len), SIMSTORE_EINVAL);
-    assert_int_equal(codec_huff_lengths(hist, 0, len), SIMSTORE_EINVAL);
-    assert_int_equal(codec_huff_lengths(hist, 12, len), SIMSTORE_EINVAL);
+    assert_int_equal(sims_codec_huff_lengths(hist, 5, len), SIMSTORE_EINVAL);
+    assert_int_equal(sims_codec_huff_lengths(hist, 0, len), SIMSTORE_EINVAL);
+    assert_int_equal(sims_codec_huff_lengths(hist, 12, len), SIMSTORE_EINVAL);
     /* Geometric weights want lengths up to 63: the limit caps them. */
     for (unsigned s = 0; s < 64; s++)
         hist[s] = (uint64_t)1 << (s < 63 ? s : 62);
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     for (unsigned s = 0; s < 64; s++) {
         assert_true(len[s] >= 1 && len[s] <= 11);
     }
     assert_int_equal(kraft_sum(len), CODEC_HUFF_TABLE_SIZE);
-    assert_int_equal(codec_huff_check_lengths(len), 0);
+    assert_int_equal(sims_codec_huff_check_lengths(len), 0);
 }
 
 static void test_codec_huffman__length_limited_is_optimal(void **state)
@@ -272,7 +272,7 @@ static void test_codec_huffman__length_limited_is_optimal(void **state)
         for (unsigned s = 0; s < 64; s++)
             nsym += hist[s] != 0;
         uint8_t len[64];
-        int rc = codec_huff_lengths(hist, limit, len);
+        int rc = sims_codec_huff_lengths(hist, limit, len);
         if (nsym > (1u << limit)) {
             assert_int_equal(rc, SIMSTORE_EINVAL);
             continue;
@@ -292,7 +292,7 @@ static void test_codec_huffman__length_limited_is_optimal(void **state)
             if (max_depth <= limit)
                 assert_true(got == best);
         }
-        assert_int_equal(codec_huff_check_lengths(len), 0);
+        assert_int_equal(sims_codec_huff_check_lengths(len), 0);
     }
 }
 
@@ -305,7 +305,7 @@ static void test_codec_huffman__huge_counts(void **state)
     hist[2] = 1;
     hist[40] = (uint64_t)1 << 63;
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     assert_true(len[2] > 0);
     assert_int_equal(kraft_sum(len), CODEC_HUFF_TABLE_SIZE);
 }
@@ -317,8 +317,8 @@ static void test_codec_huffman__deterministic(void **state)
     for (unsigned s = 0; s < 64; s++)
         hist[s] = 100 + (s % 3); /* many ties */
     uint8_t a[64], b[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, a), 0);
-    assert_int_equal(codec_huff_lengths(hist, 11, b), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, a), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, b), 0);
     assert_memory_equal(a, b, 64);
 }
 
@@ -330,10 +330,10 @@ static void test_codec_huffman__canonical_codes(void **state)
     uint8_t len[64] = {3, 3, 3, 3, 3, 2, 4, 4};
     static const unsigned want[8] = {2, 3, 4, 5, 6, 0, 14, 15};
     uint16_t codes[64];
-    codec_huff_canonical(len, codes);
+    sims_codec_huff_canonical(len, codes);
     for (unsigned s = 0; s < 8; s++)
         assert_int_equal(bitio_reverse(codes[s], len[s]), want[s]);
-    assert_int_equal(codec_huff_check_lengths(len), 0);
+    assert_int_equal(sims_codec_huff_check_lengths(len), 0);
 }
 
 static void test_codec_huffman__decoder_table(void **state)
@@ -343,11 +343,11 @@ static void test_codec_huffman__decoder_table(void **state)
     for (unsigned s = 0; s < 64; s++)
         hist[s] = 1 + s * s * s;
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     codec_huff_encoder e;
     static codec_huff_decoder d;
-    assert_int_equal(codec_huff_encoder_init(&e, len), 0);
-    assert_int_equal(codec_huff_decoder_init(&d, len), 0);
+    assert_int_equal(sims_codec_huff_encoder_init(&e, len), 0);
+    assert_int_equal(sims_codec_huff_decoder_init(&d, len), 0);
     for (unsigned s = 0; s < 64; s++) {
         for (unsigned hi = 0; hi < (1u << (11 - len[s])); hi++) {
             codec_huff_entry x = d.table[e.code[s] | hi << len[s]];
@@ -367,27 +367,27 @@ static void test_codec_huffman__reader_rejects_bad_lengths(void **state)
     uint8_t len[64] = {0};
     codec_huff_decoder d;
     len[5] = 12; /* too long */
-    assert_int_equal(codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
-    assert_int_equal(codec_huff_decoder_init(&d, len), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_huff_decoder_init(&d, len), SIMSTORE_ECORRUPT);
     memset(len, 0, sizeof len);
     len[0] = 2; /* single symbol, but not length 1 */
-    assert_int_equal(codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
     len[0] = 1;
-    assert_int_equal(codec_huff_check_lengths(len), 0);
+    assert_int_equal(sims_codec_huff_check_lengths(len), 0);
     len[1] = 1;
     len[2] = 2; /* Kraft 5/4: over-subscribed */
-    assert_int_equal(codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "over-subscribed"));
     len[1] = 2; /* 1/2 + 1/4 + 1/4 = 1 */
-    assert_int_equal(codec_huff_check_lengths(len), 0);
+    assert_int_equal(sims_codec_huff_check_lengths(len), 0);
     len[2] = 3; /* 7/8: incomplete */
-    assert_int_equal(codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "incomplete"));
     /* 64 symbols of length 6: complete. */
     memset(len, 6, sizeof len);
-    assert_int_equal(codec_huff_check_lengths(len), 0);
+    assert_int_equal(sims_codec_huff_check_lengths(len), 0);
     len[63] = 11;
-    assert_int_equal(codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_huff_check_lengths(len), SIMSTORE_ECORRUPT);
 }
 
 /* ---- blocks ---------------------------------------------------------------------- */
@@ -448,14 +448,15 @@ static void test_codec_block__round_trip(void **state)
         uint64_t hist[64];
         histogram(v, n, prev, !raw_first, hist);
         uint8_t len[64];
-        assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+        assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
         codec_huff_encoder enc;
-        assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
-        assert_int_equal(codec_huff_decoder_init(&dec, len), 0);
+        assert_int_equal(sims_codec_huff_encoder_init(&enc, len), 0);
+        assert_int_equal(sims_codec_huff_decoder_init(&dec, len), 0);
         size_t used;
-        assert_int_equal(codec_block_encode(&enc, buf, bytes, raw_first, prev, v, n, &used), 0);
+        assert_int_equal(sims_codec_block_encode(&enc, buf, bytes, raw_first, prev, v, n, &used),
+                         0);
         assert_true(used >= 1);
-        assert_true(used <= codec_block_max_count(bytes, dec.min_len, raw_first));
+        assert_true(used <= sims_codec_block_max_count(bytes, dec.min_len, raw_first));
         /* Greedy: the next value, if any, would not have fit. */
         uint64_t bits = raw_first ? 64 : 0;
         for (size_t i = raw_first ? 1 : 0; i < used; i++)
@@ -465,36 +466,36 @@ static void test_codec_block__round_trip(void **state)
             assert_true(bits + codec_delta_bits(&enc, v[used] - v[used - 1]) > bytes * 8);
         memset(out, 0xA5, (used + 1) * sizeof *out);
         assert_int_equal(
-            codec_block_decode(&dec, buf, bytes, raw_first, prev, used, v[used - 1], out), 0);
+            sims_codec_block_decode(&dec, buf, bytes, raw_first, prev, used, v[used - 1], out), 0);
         assert_memory_equal(out, v, used * sizeof *v);
         assert_true(out[used] == 0xA5A5A5A5A5A5A5A5ULL); /* wrote exactly `used` */
 
         /* Resumable: random chunk sizes give the same values. */
         codec_block_decoder s;
-        codec_block_decoder_init(&s, &dec, buf, bytes, raw_first, prev, used);
+        sims_codec_block_decoder_init(&s, &dec, buf, bytes, raw_first, prev, used);
         size_t got = 0, k;
         do {
             size_t cap = 1 + (size_t)test_rng_below(&rng, 300);
-            assert_int_equal(codec_block_decoder_run(&s, out + got, cap, &k), 0);
+            assert_int_equal(sims_codec_block_decoder_run(&s, out + got, cap, &k), 0);
             assert_true(k <= cap);
             got += k;
         } while (k);
         assert_true(got == used);
         assert_memory_equal(out, v, used * sizeof *v);
-        assert_int_equal(codec_block_decoder_finish(&s, v[used - 1]), 0);
+        assert_int_equal(sims_codec_block_decoder_finish(&s, v[used - 1]), 0);
         assert_true(s.pos == bits);
 
         /* Stopping early (run_to): a call that stops short of its cap with
          * values left has just put out a value above its limit, and going on
          * gives the same values. */
-        codec_block_decoder_init(&s, &dec, buf, bytes, raw_first, prev, used);
+        sims_codec_block_decoder_init(&s, &dec, buf, bytes, raw_first, prev, used);
         got = 0;
         do {
             size_t cap = 1 + (size_t)test_rng_below(&rng, 300);
             uint64_t limit = test_rng_below(&rng, 4) == 0
                                  ? UINT64_MAX
                                  : v[test_rng_below(&rng, used)] - test_rng_below(&rng, 2);
-            assert_int_equal(codec_block_decoder_run_to(&s, out + got, cap, limit, &k), 0);
+            assert_int_equal(sims_codec_block_decoder_run_to(&s, out + got, cap, limit, &k), 0);
             assert_true(k <= cap);
             if (k > 0 && k < cap && s.remaining > 0)
                 assert_true(out[got + k - 1] > limit);
@@ -504,7 +505,7 @@ static void test_codec_block__round_trip(void **state)
         } while (k);
         assert_true(got == used);
         assert_memory_equal(out, v, used * sizeof *v);
-        assert_int_equal(codec_block_decoder_finish(&s, v[used - 1]), 0);
+        assert_int_equal(sims_codec_block_decoder_finish(&s, v[used - 1]), 0);
         assert_true(s.pos == bits);
     }
     free(v);
@@ -523,8 +524,8 @@ static uint8_t *garbage_block(test_rng *rng, codec_huff_decoder *dec, size_t *by
     for (unsigned i = 0; i < used_syms; i++)
         hist[test_rng_below(rng, 64)] += 1 + test_rng_below(rng, 1000);
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
-    assert_int_equal(codec_huff_decoder_init(dec, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_decoder_init(dec, len), 0);
     *bytes = (size_t)256 << test_rng_below(rng, 3);
     uint8_t *buf = malloc(*bytes);
     for (size_t i = 0; i < *bytes; i++)
@@ -532,7 +533,7 @@ static uint8_t *garbage_block(test_rng *rng, codec_huff_decoder *dec, size_t *by
     if (test_rng_below(rng, 2))
         memset(buf + test_rng_below(rng, *bytes / 2), 0, *bytes / 2); /* partly zero */
     *raw_first = (int)test_rng_below(rng, 2);
-    *count = 1 + test_rng_below(rng, codec_block_max_count(*bytes, dec->min_len, *raw_first));
+    *count = 1 + test_rng_below(rng, sims_codec_block_max_count(*bytes, dec->min_len, *raw_first));
     return buf;
 }
 
@@ -560,19 +561,19 @@ static void two_block_make(test_rng *rng, two_block *b, int shape)
     uint64_t hist[64];
     histogram(b->v, n, b->prev, !b->raw_first, hist);
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     codec_huff_encoder enc;
-    assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
-    assert_int_equal(codec_huff_decoder_init(&b->dec, len), 0);
+    assert_int_equal(sims_codec_huff_encoder_init(&enc, len), 0);
+    assert_int_equal(sims_codec_huff_decoder_init(&b->dec, len), 0);
     codec_block_encoder e;
-    codec_block_encoder_start(&e, &enc, b->buf, b->bytes, b->raw_first, b->prev);
+    sims_codec_block_encoder_start(&e, &enc, b->buf, b->bytes, b->raw_first, b->prev);
     size_t used = 0;
-    while (used < n && codec_block_encoder_put(&e, b->v[used]) == 1)
+    while (used < n && sims_codec_block_encoder_put(&e, b->v[used]) == 1)
         used++;
     assert_true(used >= 1);
     /* Table format 2 and 3: the last value is the key, not coded. */
     if (b->implicit && (used > 1 || !b->raw_first))
-        codec_block_encoder_drop_last(&e);
+        sims_codec_block_encoder_drop_last(&e);
     else
         b->implicit = 0;
     b->used = used;
@@ -580,9 +581,9 @@ static void two_block_make(test_rng *rng, two_block *b, int shape)
 
 static void two_block_start(const two_block *b, codec_block_decoder *s)
 {
-    codec_block_decoder_init(s, &b->dec, b->buf, b->bytes, b->raw_first, b->prev, b->used);
+    sims_codec_block_decoder_init(s, &b->dec, b->buf, b->bytes, b->raw_first, b->prev, b->used);
     if (b->implicit)
-        codec_block_decoder_set_last(s, b->v[b->used - 1]);
+        sims_codec_block_decoder_set_last(s, b->v[b->used - 1]);
 }
 
 static void test_codec_block__run_two(void **state)
@@ -617,7 +618,7 @@ static void test_codec_block__run_two(void **state)
                         : blk[j].v[test_rng_below(&rng, blk[j].used)] - test_rng_below(&rng, 2);
                 r[j] = (codec_block_run){&s[j], out[j] + got[j], cap, limit, 0, -1};
             }
-            codec_block_decoder_run_two(&r[0], &r[1]);
+            sims_codec_block_decoder_run_two(&r[0], &r[1]);
             for (int j = 0; j < 2; j++) {
                 assert_int_equal(r[j].rc, 0);
                 assert_true(r[j].n <= r[j].cap);
@@ -633,7 +634,7 @@ static void test_codec_block__run_two(void **state)
         for (int j = 0; j < 2; j++) {
             assert_true(got[j] == blk[j].used);
             assert_memory_equal(out[j], blk[j].v, blk[j].used * sizeof(uint64_t));
-            assert_int_equal(codec_block_decoder_finish(&s[j], blk[j].v[blk[j].used - 1]), 0);
+            assert_int_equal(sims_codec_block_decoder_finish(&s[j], blk[j].v[blk[j].used - 1]), 0);
         }
     }
     for (int j = 0; j < 2; j++) {
@@ -667,19 +668,19 @@ static void test_codec_block__run_two_garbage(void **state)
         uint64_t prev = test_rng_next(&rng) >> (8 * test_rng_below(&rng, 2));
         /* The single decoder, the whole block in one call. */
         codec_block_decoder a;
-        codec_block_decoder_init(&a, &dec, buf, bytes, raw_first, prev, count);
+        sims_codec_block_decoder_init(&a, &dec, buf, bytes, raw_first, prev, count);
         size_t n1 = 0;
-        int rc1 = codec_block_decoder_run(&a, want, (size_t)count, &n1);
+        int rc1 = sims_codec_block_decoder_run(&a, want, (size_t)count, &n1);
         /* The same beside the good block. */
         codec_block_decoder b, g;
-        codec_block_decoder_init(&b, &dec, buf, bytes, raw_first, prev, count);
+        sims_codec_block_decoder_init(&b, &dec, buf, bytes, raw_first, prev, count);
         two_block_start(&good, &g);
         codec_block_run rb = {&b, out, (size_t)count, UINT64_MAX, 0, -1};
         codec_block_run rg = {&g, gout, good.used, UINT64_MAX, 0, -1};
         if (iter % 2)
-            codec_block_decoder_run_two(&rb, &rg);
+            sims_codec_block_decoder_run_two(&rb, &rg);
         else
-            codec_block_decoder_run_two(&rg, &rb);
+            sims_codec_block_decoder_run_two(&rg, &rb);
         assert_int_equal(rb.rc, rc1);
         if (rc1 == 0) {
             assert_true(rb.n == n1);
@@ -691,7 +692,7 @@ static void test_codec_block__run_two_garbage(void **state)
         assert_int_equal(rg.rc, 0);
         assert_true(rg.n == good.used);
         assert_memory_equal(gout, good.v, good.used * sizeof *gout);
-        assert_int_equal(codec_block_decoder_finish(&g, good.v[good.used - 1]), 0);
+        assert_int_equal(sims_codec_block_decoder_finish(&g, good.v[good.used - 1]), 0);
         free(buf);
     }
     assert_true(bad > 0);
@@ -711,14 +712,14 @@ static void test_codec_block__run_two_garbage(void **state)
         uint64_t span = other.v[other.used / 2] - other.prev;
         uint64_t prev = UINT64_MAX - span + 1; /* value used/2 lands on 2^64 */
         codec_block_decoder b, g;
-        codec_block_decoder_init(&b, &other.dec, other.buf, other.bytes, 0, prev, other.used);
+        sims_codec_block_decoder_init(&b, &other.dec, other.buf, other.bytes, 0, prev, other.used);
         two_block_start(&good, &g);
         codec_block_run rb = {&b, out, other.used, UINT64_MAX, 0, -1};
         codec_block_run rg = {&g, gout, good.used, UINT64_MAX, 0, -1};
         if (iter % 2)
-            codec_block_decoder_run_two(&rb, &rg);
+            sims_codec_block_decoder_run_two(&rb, &rg);
         else
-            codec_block_decoder_run_two(&rg, &rb);
+            sims_codec_block_decoder_run_two(&rg, &rb);
         assert_int_equal(rb.rc, SIMSTORE_ECORRUPT);
         assert_non_null(strstr(simstore_last_error(), "overflow"));
         assert_int_equal(rg.rc, 0);
@@ -746,17 +747,17 @@ static void test_codec_block__extreme_values(void **state)
     uint64_t hist[64];
     histogram(v, n, 0, 0, hist);
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     codec_huff_encoder enc;
     static codec_huff_decoder dec;
-    assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
-    assert_int_equal(codec_huff_decoder_init(&dec, len), 0);
+    assert_int_equal(sims_codec_huff_encoder_init(&enc, len), 0);
+    assert_int_equal(sims_codec_huff_decoder_init(&dec, len), 0);
     uint8_t buf[256 + BITIO_WRITER_SLACK];
     size_t used;
-    assert_int_equal(codec_block_encode(&enc, buf, 256, 1, 0, v, n, &used), 0);
+    assert_int_equal(sims_codec_block_encode(&enc, buf, 256, 1, 0, v, n, &used), 0);
     assert_int_equal(used, n);
     uint64_t out[8];
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, UINT64_MAX, out), 0);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n, UINT64_MAX, out), 0);
     assert_memory_equal(out, v, sizeof v);
 }
 
@@ -769,49 +770,50 @@ static void test_codec_block__implicit_last(void **state)
     uint64_t hist[64];
     histogram(v, n, 3, 1, hist);
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     codec_huff_encoder enc;
     static codec_huff_decoder dec;
-    assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
-    assert_int_equal(codec_huff_decoder_init(&dec, len), 0);
+    assert_int_equal(sims_codec_huff_encoder_init(&enc, len), 0);
+    assert_int_equal(sims_codec_huff_decoder_init(&dec, len), 0);
     for (int raw_first = 0; raw_first <= 1; raw_first++) {
         uint8_t buf[256 + BITIO_WRITER_SLACK], full[256 + BITIO_WRITER_SLACK];
         size_t used;
         /* The same values with the last one coded, for comparison. */
-        assert_int_equal(codec_block_encode(&enc, full, 256, raw_first, 3, v, n, &used), 0);
+        assert_int_equal(sims_codec_block_encode(&enc, full, 256, raw_first, 3, v, n, &used), 0);
         codec_block_encoder e;
-        codec_block_encoder_start(&e, &enc, buf, 256, raw_first, 3);
+        sims_codec_block_encoder_start(&e, &enc, buf, 256, raw_first, 3);
         for (size_t i = 0; i < n; i++)
-            assert_int_equal(codec_block_encoder_put(&e, v[i]), 1);
+            assert_int_equal(sims_codec_block_encoder_put(&e, v[i]), 1);
         uint64_t with_last = codec_block_encoder_bits(&e);
-        codec_block_encoder_drop_last(&e);
+        sims_codec_block_encoder_drop_last(&e);
         assert_true(codec_block_encoder_bits(&e) < with_last);
         /* Dropping the last value leaves exactly the others' bits. */
         assert_memory_equal(buf, full, (size_t)(codec_block_encoder_bits(&e) / 8));
         for (size_t i = (size_t)((codec_block_encoder_bits(&e) + 7) / 8); i < 256; i++)
             assert_int_equal(buf[i], 0);
         uint64_t out[8];
-        assert_int_equal(codec_block_decode_implicit(&dec, buf, 256, raw_first, 3, n, 1001, out),
-                         0);
+        assert_int_equal(
+            sims_codec_block_decode_implicit(&dec, buf, 256, raw_first, 3, n, 1001, out), 0);
         assert_memory_equal(out, v, sizeof v);
         /* In chunks of one. */
         codec_block_decoder s;
-        codec_block_decoder_init(&s, &dec, buf, 256, raw_first, 3, n);
-        codec_block_decoder_set_last(&s, 1001);
+        sims_codec_block_decoder_init(&s, &dec, buf, 256, raw_first, 3, n);
+        sims_codec_block_decoder_set_last(&s, 1001);
         size_t got = 0, k;
-        while (!codec_block_decoder_run(&s, out + got, 1, &k) && k)
+        while (!sims_codec_block_decoder_run(&s, out + got, 1, &k) && k)
             got += k;
         assert_true(got == n);
         assert_memory_equal(out, v, sizeof v);
-        assert_int_equal(codec_block_decoder_finish(&s, 1001), 0);
+        assert_int_equal(sims_codec_block_decoder_finish(&s, 1001), 0);
         /* A key not above the last coded value is corrupt. */
-        assert_int_equal(codec_block_decode_implicit(&dec, buf, 256, raw_first, 3, n, 1000, out),
-                         SIMSTORE_ECORRUPT);
+        assert_int_equal(
+            sims_codec_block_decode_implicit(&dec, buf, 256, raw_first, 3, n, 1000, out),
+            SIMSTORE_ECORRUPT);
     }
     /* Block 0 holding one value: nothing is coded at all. */
     uint8_t zero[256] = {0};
     uint64_t out[1];
-    assert_int_equal(codec_block_decode_implicit(&dec, zero, 256, 1, 0, 1, 42, out), 0);
+    assert_int_equal(sims_codec_block_decode_implicit(&dec, zero, 256, 1, 0, 1, 42, out), 0);
     assert_true(out[0] == 42);
 }
 
@@ -822,18 +824,21 @@ static void test_codec_block__encoder_rejects(void **state)
     hist[0] = 1;
     hist[5] = 1;
     uint8_t len[64];
-    assert_int_equal(codec_huff_lengths(hist, 11, len), 0);
+    assert_int_equal(sims_codec_huff_lengths(hist, 11, len), 0);
     codec_huff_encoder enc;
-    assert_int_equal(codec_huff_encoder_init(&enc, len), 0);
+    assert_int_equal(sims_codec_huff_encoder_init(&enc, len), 0);
     uint8_t buf[256 + BITIO_WRITER_SLACK];
     size_t used;
     uint64_t unsorted[] = {10, 11, 11};
-    assert_int_equal(codec_block_encode(&enc, buf, 256, 1, 0, unsorted, 3, &used), SIMSTORE_EINVAL);
+    assert_int_equal(sims_codec_block_encode(&enc, buf, 256, 1, 0, unsorted, 3, &used),
+                     SIMSTORE_EINVAL);
     uint64_t nocode[] = {10, 11, 15}; /* difference 4 has symbol 2: no code */
-    assert_int_equal(codec_block_encode(&enc, buf, 256, 1, 0, nocode, 3, &used), SIMSTORE_EINVAL);
+    assert_int_equal(sims_codec_block_encode(&enc, buf, 256, 1, 0, nocode, 3, &used),
+                     SIMSTORE_EINVAL);
     assert_non_null(strstr(simstore_last_error(), "no Huffman code"));
     uint64_t below[] = {5};
-    assert_int_equal(codec_block_encode(&enc, buf, 256, 0, 5, below, 1, &used), SIMSTORE_EINVAL);
+    assert_int_equal(sims_codec_block_encode(&enc, buf, 256, 0, 5, below, 1, &used),
+                     SIMSTORE_EINVAL);
 }
 
 /* One block of dense values (single symbol: code "0"), for damage tests. */
@@ -845,12 +850,12 @@ static size_t dense_block(uint8_t *buf, codec_huff_decoder *dec, uint64_t *key)
     uint64_t hist[64] = {0};
     hist[0] = 99;
     uint8_t len[64];
-    codec_huff_lengths(hist, 11, len);
+    sims_codec_huff_lengths(hist, 11, len);
     codec_huff_encoder enc;
-    codec_huff_encoder_init(&enc, len);
-    codec_huff_decoder_init(dec, len);
+    sims_codec_huff_encoder_init(&enc, len);
+    sims_codec_huff_decoder_init(dec, len);
     size_t used;
-    codec_block_encode(&enc, buf, 256, 1, 0, v, 100, &used);
+    sims_codec_block_encode(&enc, buf, 256, 1, 0, v, 100, &used);
     *key = v[used - 1];
     return used;
 }
@@ -863,33 +868,36 @@ static void test_codec_block__rejects_damage(void **state)
     uint64_t key, out[4096];
     size_t n = dense_block(buf, &dec, &key);
     assert_int_equal(n, 100);
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), 0);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), 0);
 
     /* Bit 64 + 10 set: "1" starts no code of a one-symbol code. */
     buf[9] |= 1u << 2;
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "no Huffman code"));
     assert_non_null(strstr(simstore_last_error(), "bit offset 74"));
     buf[9] &= (uint8_t) ~(1u << 2);
 
     /* Wrong key, and a count too short for the key. */
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key + 1, out), SIMSTORE_ECORRUPT);
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n - 1, key, out), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n, key + 1, out),
+                     SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n - 1, key, out),
+                     SIMSTORE_ECORRUPT);
 
     /* Nonzero padding after the last value. */
     buf[255] = 0x80;
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "padding"));
     buf[255] = 0;
     buf[(64 + 99) / 8] |= (uint8_t)(1u << ((64 + 99) % 8)); /* first padding bit */
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, n, key, out), SIMSTORE_ECORRUPT);
     buf[(64 + 99) / 8] &= (uint8_t) ~(1u << ((64 + 99) % 8));
 
     /* More values than the block holds: runs past the end (all-zero bits
      * decode as "0" = +1 until the bits run out). */
-    size_t max = (size_t)codec_block_max_count(256, dec.min_len, 1);
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, max, key, out), SIMSTORE_ECORRUPT);
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 1, 0, max + 1, key, out),
+    size_t max = (size_t)sims_codec_block_max_count(256, dec.min_len, 1);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, max, key, out),
+                     SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_codec_block_decode(&dec, buf, 256, 1, 0, max + 1, key, out),
                      SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "past the end"));
 }
@@ -901,23 +909,24 @@ static void test_codec_block__rejects_wrap(void **state)
     hist[61] = 1;
     hist[0] = 1;
     uint8_t len[64];
-    codec_huff_lengths(hist, 11, len);
+    sims_codec_huff_lengths(hist, 11, len);
     codec_huff_encoder enc;
     static codec_huff_decoder dec;
-    codec_huff_encoder_init(&enc, len);
-    codec_huff_decoder_init(&dec, len);
+    sims_codec_huff_encoder_init(&enc, len);
+    sims_codec_huff_decoder_init(&dec, len);
     uint8_t buf[256 + BITIO_WRITER_SLACK];
     uint64_t v[] = {(uint64_t)3 << 62, ((uint64_t)3 << 62) + ((uint64_t)1 << 62) - 1};
     size_t used;
-    assert_int_equal(codec_block_encode(&enc, buf, 256, 0, ((uint64_t)3 << 62) - 1, v, 2, &used),
-                     0);
+    assert_int_equal(
+        sims_codec_block_encode(&enc, buf, 256, 0, ((uint64_t)3 << 62) - 1, v, 2, &used), 0);
     assert_int_equal(used, 2);
     uint64_t out[2];
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) - 1, 2, v[1], out),
-                     0);
+    assert_int_equal(
+        sims_codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) - 1, 2, v[1], out), 0);
     /* Same bits, a larger predecessor: the second value passes 2^64. */
-    assert_int_equal(codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) + 1, 2, v[1], out),
-                     SIMSTORE_ECORRUPT);
+    assert_int_equal(
+        sims_codec_block_decode(&dec, buf, 256, 0, ((uint64_t)3 << 62) + 1, 2, v[1], out),
+        SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "overflow"));
 }
 
@@ -937,8 +946,8 @@ static void test_codec_block__garbage_is_bounded(void **state)
         int raw_first;
         uint64_t count;
         uint8_t *buf = garbage_block(&rng, &dec, &bytes, &raw_first, &count);
-        int rc = codec_block_decode(&dec, buf, bytes, raw_first, test_rng_next(&rng) >> 8, count,
-                                    test_rng_next(&rng), out);
+        int rc = sims_codec_block_decode(&dec, buf, bytes, raw_first, test_rng_next(&rng) >> 8,
+                                         count, test_rng_next(&rng), out);
         assert_true(rc == 0 || rc == SIMSTORE_ECORRUPT);
         if (rc)
             bad++;

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -141,7 +141,7 @@ static int write_corpus_in(const corpus *c, const char *path, docfile_sizes *siz
                            size_t memory_bytes, const char *tmp_dir)
 {
     docfile_writer *w;
-    int rc = docfile_writer_open(path, c->sketch_bytes, memory_bytes, tmp_dir, &w);
+    int rc = sims_docfile_writer_open(path, c->sketch_bytes, memory_bytes, tmp_dir, &w);
     if (rc)
         return rc;
     for (size_t i = 0; i < c->n; i++) {
@@ -150,13 +150,13 @@ static int write_corpus_in(const corpus *c, const char *path, docfile_sizes *siz
                          r->id,    r->id_len,    r->is_int,
                          r->meta,  r->meta_len,  c->sketch_bytes ? r->sketch : NULL,
                          r->paras, r->para_count};
-        rc = docfile_writer_add(w, &d);
+        rc = sims_docfile_writer_add(w, &d);
         if (rc) {
-            docfile_writer_abort(w);
+            sims_docfile_writer_abort(w);
             return rc;
         }
     }
-    return docfile_writer_commit(w, sizes);
+    return sims_docfile_writer_commit(w, sizes);
 }
 
 static int write_corpus(const corpus *c, const char *path, docfile_sizes *sizes)
@@ -203,7 +203,7 @@ static int collect_doc(void *ctx, const docfile_doc *d)
 static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int allow_errors)
 {
     int errors = 0;
-    if (docfile_count(r) != c->n) {
+    if (sims_docfile_count(r) != c->n) {
         assert_true(allow_errors);
         return 1;
     }
@@ -215,7 +215,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
         while (j < c->n && c->d[j].fp == c->d[i].fp)
             j++;
         collect k = {.c = c};
-        int rc = docfile_find_fp(r, c->d[i].fp, collect_doc, &k);
+        int rc = sims_docfile_find_fp(r, c->d[i].fp, collect_doc, &k);
         if (rc) {
             assert_true(allow_errors);
             errors = 1;
@@ -239,7 +239,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
             while (lo + cnt < c->n && c->d[lo + cnt].fp == beside[s])
                 cnt++;
             collect b = {.c = c};
-            rc = docfile_find_fp(r, beside[s], collect_doc, &b);
+            rc = sims_docfile_find_fp(r, beside[s], collect_doc, &b);
             if (rc) {
                 assert_true(allow_errors);
                 errors = 1;
@@ -255,7 +255,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
         for (size_t i = 0; i < c->n; i++)
             cnt += c->d[i].fp == fp;
         collect k = {.c = c};
-        int rc = docfile_find_fp(r, fp, collect_doc, &k);
+        int rc = sims_docfile_find_fp(r, fp, collect_doc, &k);
         if (rc) {
             assert_true(allow_errors);
             errors = 1;
@@ -267,7 +267,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
     /* By id, and by ordinal. */
     for (size_t i = 0; i < c->n; i++) {
         docfile_doc d;
-        int rc = docfile_find_id(r, c->d[i].id, c->d[i].id_len, &d);
+        int rc = sims_docfile_find_id(r, c->d[i].id, c->d[i].id_len, &d);
         if (rc < 0) {
             assert_true(allow_errors);
             errors = 1;
@@ -275,7 +275,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
             assert_int_equal(rc, 1);
             assert_true(same_doc(c, i, &d));
         }
-        rc = docfile_get(r, i, &d);
+        rc = sims_docfile_get(r, i, &d);
         if (rc) {
             assert_true(allow_errors);
             errors = 1;
@@ -287,7 +287,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
         char absent[40];
         int len = snprintf(absent, sizeof absent, "absent-%d", t);
         docfile_doc d;
-        int rc = docfile_find_id(r, absent, (size_t)len, &d);
+        int rc = sims_docfile_find_id(r, absent, (size_t)len, &d);
         if (rc < 0) {
             assert_true(allow_errors);
             errors = 1;
@@ -297,7 +297,7 @@ static int check_all(const docfile_reader *r, const corpus *c, test_rng *g, int 
     }
     /* In order. */
     collect all = {.c = c};
-    int rc = docfile_each(r, collect_doc, &all);
+    int rc = sims_docfile_each(r, collect_doc, &all);
     if (rc) {
         assert_true(allow_errors);
         errors = 1;
@@ -318,17 +318,17 @@ static void round_trip(const char *what, size_t n, enum shape shape, unsigned sk
     docfile_sizes ws;
     assert_int_equal(write_corpus(&c, path, &ws), SIMSTORE_OK);
     docfile_reader *r;
-    assert_int_equal(docfile_open(path, &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_open(path, &r), SIMSTORE_OK);
     docfile_sizes rs;
-    docfile_sizes_of(r, &rs);
+    sims_docfile_sizes_of(r, &rs);
     assert_memory_equal(&ws, &rs, sizeof ws);
-    assert_int_equal(docfile_sketch_bytes(r), sketch_bytes);
-    int vrc = docfile_verify(r);
+    assert_int_equal(sims_docfile_sketch_bytes(r), sketch_bytes);
+    int vrc = sims_docfile_verify(r);
     if (vrc)
         fprintf(stderr, "%s\n", simstore_last_error());
     assert_int_equal(vrc, SIMSTORE_OK);
     assert_int_equal(check_all(r, &c, &g, 0), 0);
-    docfile_close(r);
+    sims_docfile_close(r);
     free_corpus(&c);
     free(path);
     test_rmtree(dir);
@@ -396,9 +396,9 @@ static void test_docfile__bounded_memory_same_bytes(void **state)
     assert_int_equal(na, nb);
     assert_memory_equal(ba, bb, na);
     docfile_reader *r;
-    assert_int_equal(docfile_open(b, &r), SIMSTORE_OK);
-    assert_int_equal(docfile_verify(r), SIMSTORE_OK);
-    docfile_close(r);
+    assert_int_equal(sims_docfile_open(b, &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_verify(r), SIMSTORE_OK);
+    sims_docfile_close(r);
     free(ba);
     free(bb);
     free(a);
@@ -428,58 +428,58 @@ static void test_docfile__writer_rejects_bad_input(void **state)
     char *dir = test_tmpdir("docfile");
     char *path = test_path(dir, "w.doc");
     docfile_writer *w;
-    assert_int_equal(docfile_writer_open(path, 24, 0, NULL, &w), SIMSTORE_EINVAL);
-    assert_int_equal(docfile_writer_open(path, 16, 0, NULL, &w), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_open(path, 24, 0, NULL, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_open(path, 16, 0, NULL, &w), SIMSTORE_OK);
     uint8_t sk[16] = {0}, long_id[DOCFILE_ID_MAX + 1];
     memset(long_id, 'a', sizeof long_id);
     docfile_doc d = {0, 10, 1, (const uint8_t *)"b", 1, 0, NULL, 0, sk, NULL, 0};
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_OK);
     d.id = (const uint8_t *)"a"; /* same fingerprint, smaller id */
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.id = (const uint8_t *)"b"; /* the same document again */
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.fingerprint = 9;
     d.id = (const uint8_t *)"c";
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.fingerprint = 11;
     d.id = long_id;
     d.id_len = DOCFILE_ID_MAX + 1;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.id_len = 0;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.id_len = DOCFILE_ID_MAX;
     d.sketch = NULL;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.sketch = sk;
     d.paragraphs = sk; /* a list of 2^20 + 1, and a count without a list */
     d.paragraph_count = DOCFILE_PARAGRAPHS_MAX + 1;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.paragraphs = NULL;
     d.paragraph_count = 2;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL);
     d.paragraph_count = 0;
     d.meta = (const uint8_t *)"{}";
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_EINVAL); /* length 0 */
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_EINVAL); /* length 0 */
     d.meta_len = 2;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_OK);
     /* Nothing at the final path before the commit; abort leaves nothing. */
     assert_int_equal(access(path, F_OK), -1);
-    docfile_writer_abort(w);
+    sims_docfile_writer_abort(w);
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(count_files(dir), 0); /* no temporary file left */
     /* Committed: there, and readable. */
-    assert_int_equal(docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
     d.sketch = NULL;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
-    assert_int_equal(docfile_writer_commit(w, NULL), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_commit(w, NULL), SIMSTORE_OK);
     docfile_reader *r;
-    assert_int_equal(docfile_open(path, &r), SIMSTORE_OK);
-    assert_int_equal(docfile_count(r), 1);
+    assert_int_equal(sims_docfile_open(path, &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_count(r), 1);
     docfile_doc got;
-    assert_int_equal(docfile_find_id(r, long_id, DOCFILE_ID_MAX, &got), 1);
+    assert_int_equal(sims_docfile_find_id(r, long_id, DOCFILE_ID_MAX, &got), 1);
     assert_int_equal(got.meta_len, 2);
     assert_memory_equal(got.meta, "{}", 2);
-    docfile_close(r);
+    sims_docfile_close(r);
     free(path);
     test_rmtree(dir);
     free(dir);
@@ -507,11 +507,11 @@ static void test_docfile__open_reads_only_the_header(void **state)
     memcpy(m, bytes, size);
     assert_int_equal(mprotect(m + page, len - (size_t)page, PROT_NONE), 0);
     docfile_reader *r;
-    assert_int_equal(docfile_open_memory(m, size, "protected", &r), SIMSTORE_OK);
-    assert_int_equal(docfile_count(r), c.n);
+    assert_int_equal(sims_docfile_open_memory(m, size, "protected", &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_count(r), c.n);
     assert_int_equal(mprotect(m, len, PROT_READ), 0);
     assert_int_equal(check_all(r, &c, &g, 0), 0);
-    docfile_close(r);
+    sims_docfile_close(r);
     munmap(m, len);
     free(bytes);
     free(path);
@@ -578,12 +578,12 @@ static void test_docfile__golden(void **state)
     assert_memory_equal(got, want, n_want);
     /* And it reads back as the example. */
     docfile_reader *r;
-    assert_int_equal(docfile_open(gpath, &r), SIMSTORE_OK);
-    assert_int_equal(docfile_verify(r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_open(gpath, &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_verify(r), SIMSTORE_OK);
     test_rng g;
     test_rng_init(&g, "docfile golden", 5);
     assert_int_equal(check_all(r, &c, &g, 0), 0);
-    docfile_close(r);
+    sims_docfile_close(r);
     /* A version this reader does not know, whatever its header's checksum
      * (another version may lay it out otherwise): SIMSTORE_EVERSION naming
      * the file, never corruption. */
@@ -592,7 +592,7 @@ static void test_docfile__golden(void **state)
             continue;
         got[8] = (uint8_t)v;
         assert_int_equal(test_write_file(path, got, n_got), 0);
-        assert_int_equal(docfile_open(path, &r), SIMSTORE_EVERSION);
+        assert_int_equal(sims_docfile_open(path, &r), SIMSTORE_EVERSION);
         assert_non_null(strstr(simstore_last_error(), "document file version"));
         assert_non_null(strstr(simstore_last_error(), "unknown to this simstore"));
         assert_non_null(strstr(simstore_last_error(), path));
@@ -616,17 +616,17 @@ static void test_docfile__verify_sees_past_checksums(void **state)
     char *dir = test_tmpdir("docfile");
     char *path = test_path(dir, "v.doc");
     docfile_writer *w;
-    assert_int_equal(docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_open(path, 0, 0, NULL, &w), SIMSTORE_OK);
     docfile_doc d = {0, 1, 0, (const uint8_t *)"a", 1, 0, NULL, 0, NULL, NULL, 0};
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_OK);
     d.fingerprint = 2;
-    assert_int_equal(docfile_writer_add(w, &d), SIMSTORE_OK);
-    assert_int_equal(docfile_writer_commit(w, NULL), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_add(w, &d), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_writer_commit(w, NULL), SIMSTORE_OK);
     docfile_reader *r;
-    assert_int_equal(docfile_open(path, &r), SIMSTORE_OK);
-    assert_int_equal(docfile_verify(r), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_docfile_open(path, &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_verify(r), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "have one id"));
-    docfile_close(r);
+    sims_docfile_close(r);
 
     /* A fingerprint directory entry moved, its page checksum forged. */
     test_rng g;
@@ -642,10 +642,10 @@ static void test_docfile__verify_sees_past_checksums(void **state)
     uint64_t e = entries < DF_DIR_PAGE ? entries : DF_DIR_PAGE;
     le_store32(page + 4 * x, le_load32(page + 4 * x) + 1);
     le_store64(page + 4 * e, sims_xxh3_64(page, 4 * e, DF_SEED_FPDIR));
-    assert_int_equal(docfile_open_memory(b, size, "forged", &r), SIMSTORE_OK);
-    assert_int_equal(docfile_verify(r), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_docfile_open_memory(b, size, "forged", &r), SIMSTORE_OK);
+    assert_int_equal(sims_docfile_verify(r), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), "fingerprint directory entry 5"));
-    docfile_close(r);
+    sims_docfile_close(r);
     free(b);
     free_corpus(&c);
     free(path);
@@ -682,13 +682,13 @@ static void test_docfile__corruption_sweep(void **state)
             memcpy(buf, orig, size);
             buf[at] ^= flip ? 0x80 : 0x01;
             docfile_reader *r;
-            if (docfile_open_memory(buf, size, "swept", &r) != SIMSTORE_OK)
+            if (sims_docfile_open_memory(buf, size, "swept", &r) != SIMSTORE_OK)
                 continue;
             opened++;
             failed_lookups += (size_t)check_all(r, &c, &g, 1);
-            if (docfile_verify(r) == SIMSTORE_OK)
+            if (sims_docfile_verify(r) == SIMSTORE_OK)
                 verify_passed++;
-            docfile_close(r);
+            sims_docfile_close(r);
         }
     }
     /* Every byte is covered by a checksum: verify finds every flip. */
@@ -697,7 +697,7 @@ static void test_docfile__corruption_sweep(void **state)
     assert_true(failed_lookups > 0);
     for (size_t len = 0; len < size; len++) {
         docfile_reader *r;
-        int rc = docfile_open_memory(orig, len, "truncated", &r);
+        int rc = sims_docfile_open_memory(orig, len, "truncated", &r);
         assert_int_equal(rc, SIMSTORE_ECORRUPT);
     }
     free(buf);

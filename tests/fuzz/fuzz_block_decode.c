@@ -54,17 +54,17 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
         uint64_t hist[64];
         for (unsigned s = 0; s < 64; s++)
             hist[s] = in_byte(data, size, 1 + s);
-        if (codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, lengths))
+        if (sims_codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, lengths))
             abort(); /* at most 64 symbols always fit 11 bits */
-        if (codec_huff_check_lengths(lengths))
+        if (sims_codec_huff_check_lengths(lengths))
             abort(); /* the builder's output must pass the reader's rule */
     }
     codec_huff_decoder *dec = malloc(sizeof *dec);
     if (!dec)
         return;
-    if (codec_huff_decoder_init(dec, lengths) == 0) {
+    if (sims_codec_huff_decoder_init(dec, lengths) == 0) {
         uint64_t prev = in_u64(data, size, 65);
-        uint64_t max = codec_block_max_count(bytes, dec->min_len, raw_first);
+        uint64_t max = sims_codec_block_max_count(bytes, dec->min_len, raw_first);
         uint64_t count = (in_u64(data, size, 73) & 0xFFFFFFFFu) % (max + 2); /* may exceed max */
         uint64_t key = in_u64(data, size, 77);
         size_t chunk = (size_t)in_byte(data, size, 85) + 1;
@@ -75,9 +75,9 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
             if (size > HDR)
                 memcpy(block, data + HDR, size - HDR < bytes ? size - HDR : bytes);
             codec_block_decoder s;
-            codec_block_decoder_init(&s, dec, block, bytes, raw_first, prev, count);
+            sims_codec_block_decoder_init(&s, dec, block, bytes, raw_first, prev, count);
             if (implicit)
-                codec_block_decoder_set_last(&s, key);
+                sims_codec_block_decoder_set_last(&s, key);
             size_t got = 0, k;
             int rc;
             /* An odd chunk size decodes with a limit (run_to): a call that
@@ -86,8 +86,8 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
             uint64_t limit = prev + (key - prev) / 2;
             int limited = (int)(chunk & 1);
             for (;;) {
-                rc = limited ? codec_block_decoder_run_to(&s, out + got, chunk, limit, &k)
-                             : codec_block_decoder_run(&s, out + got, chunk, &k);
+                rc = limited ? sims_codec_block_decoder_run_to(&s, out + got, chunk, limit, &k)
+                             : sims_codec_block_decoder_run(&s, out + got, chunk, &k);
                 if (rc || !k)
                     break;
                 if (limited && k < chunk && s.remaining > 0 && out[got + k - 1] <= limit)
@@ -99,7 +99,7 @@ static void decode_arbitrary(const uint8_t *data, size_t size, unsigned op, int 
             if (!rc) {
                 if (got != count)
                     abort();
-                (void)codec_block_decoder_finish(&s, key);
+                (void)sims_codec_block_decoder_finish(&s, key);
                 if (implicit && got && out[got - 1] != key)
                     abort();
                 /* Values ascend strictly (no wrap went unreported). */
@@ -153,39 +153,40 @@ static void round_trip(const uint8_t *data, size_t size, int raw_first, int impl
     }
     uint8_t lengths[64];
     codec_huff_encoder enc;
-    if (codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, lengths) ||
-        codec_huff_encoder_init(&enc, lengths) || codec_huff_decoder_init(dec, lengths))
+    if (sims_codec_huff_lengths(hist, CODEC_HUFF_MAX_BITS, lengths) ||
+        sims_codec_huff_encoder_init(&enc, lengths) || sims_codec_huff_decoder_init(dec, lengths))
         abort();
     size_t used;
     if (implicit) {
         /* As the version-2 writer: put while the values fit; the first that
          * does not is the implicit last, else the last put is dropped. */
         codec_block_encoder e;
-        codec_block_encoder_start(&e, &enc, block, bytes, raw_first, prev);
+        sims_codec_block_encoder_start(&e, &enc, block, bytes, raw_first, prev);
         used = 0;
         while (used < n) {
-            int rc = codec_block_encoder_put(&e, v[used]);
+            int rc = sims_codec_block_encoder_put(&e, v[used]);
             if (rc < 0)
                 abort();
             if (rc == 0) {
-                codec_block_encoder_put_implicit(&e, v[used]);
+                sims_codec_block_encoder_put_implicit(&e, v[used]);
                 used++;
                 break;
             }
             used++;
             if (used == n)
-                codec_block_encoder_drop_last(&e);
+                sims_codec_block_encoder_drop_last(&e);
         }
-        if (used == 0 || used > codec_block_max_count(bytes, dec->min_len, raw_first) + 1)
+        if (used == 0 || used > sims_codec_block_max_count(bytes, dec->min_len, raw_first) + 1)
             abort();
-        if (codec_block_decode_implicit(dec, block, bytes, raw_first, prev, used, v[used - 1], out))
+        if (sims_codec_block_decode_implicit(dec, block, bytes, raw_first, prev, used, v[used - 1],
+                                             out))
             abort();
     } else {
-        if (codec_block_encode(&enc, block, bytes, raw_first, prev, v, n, &used))
+        if (sims_codec_block_encode(&enc, block, bytes, raw_first, prev, v, n, &used))
             abort();
-        if (used == 0 || used > codec_block_max_count(bytes, dec->min_len, raw_first))
+        if (used == 0 || used > sims_codec_block_max_count(bytes, dec->min_len, raw_first))
             abort();
-        if (codec_block_decode(dec, block, bytes, raw_first, prev, used, v[used - 1], out))
+        if (sims_codec_block_decode(dec, block, bytes, raw_first, prev, used, v[used - 1], out))
             abort();
     }
     if (memcmp(out, v, used * sizeof *v) != 0)

@@ -1,6 +1,6 @@
 /* fuzz_docfile_open.c: libFuzzer target: arbitrary bytes through
- * docfile_open_memory (format/docfile.md), then lookups by fingerprint, by
- * id and by ordinal, the walk in order and docfile_verify, checking the
+ * sims_docfile_open_memory (format/docfile.md), then lookups by fingerprint, by
+ * id and by ordinal, the walk in order and sims_docfile_verify, checking the
  * answers against each other.
  *
  * Input: one mode byte, then the file bytes.
@@ -8,8 +8,8 @@
  *               directory pages, id-entry pages) the bytes imply before
  *               opening, so mutations reach the checks behind them (a fuzzer
  *               cannot forge XXH3).
- * Invariants (abort on violation): when docfile_verify passes, the walk
- * gives docfile_count documents in (fingerprint, id) order, and each
+ * Invariants (abort on violation): when sims_docfile_verify passes, the walk
+ * gives sims_docfile_count documents in (fingerprint, id) order, and each
  * document is found by its fingerprint, by its id and by its ordinal,
  * exactly as the walk gave it. Any lookup may fail; none may crash. */
 #include "common/bytes.h"
@@ -138,12 +138,12 @@ static int walk_one(void *ctx, const docfile_doc *d)
     w->count++;
     /* Found every other way, the same. */
     find f = {d, 0};
-    if (docfile_find_fp(w->r, d->fingerprint, find_one, &f) || !f.seen)
+    if (sims_docfile_find_fp(w->r, d->fingerprint, find_one, &f) || !f.seen)
         abort();
     docfile_doc got;
-    if (docfile_find_id(w->r, d->id, d->id_len, &got) != 1 || !same(&got, d))
+    if (sims_docfile_find_id(w->r, d->id, d->id_len, &got) != 1 || !same(&got, d))
         abort();
-    if (docfile_get(w->r, d->ordinal, &got) || !same(&got, d))
+    if (sims_docfile_get(w->r, d->ordinal, &got) || !same(&got, d))
         abort();
     return 0;
 }
@@ -168,20 +168,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mode & 1)
         repair_checksums(b, size);
     docfile_reader *r;
-    if (docfile_open_memory(b, size, "fuzz", &r) == SIMSTORE_OK) {
+    if (sims_docfile_open_memory(b, size, "fuzz", &r) == SIMSTORE_OK) {
         /* Lookups before anything is checked, then the whole. */
-        uint64_t n = docfile_count(r), c = 0;
-        docfile_find_fp(r, size >= 16 ? le_load64(b + 8) : 0, count_any, &c);
+        uint64_t n = sims_docfile_count(r), c = 0;
+        sims_docfile_find_fp(r, size >= 16 ? le_load64(b + 8) : 0, count_any, &c);
         docfile_doc d;
-        docfile_find_id(r, b, size < 12 ? size : 12, &d);
+        sims_docfile_find_id(r, b, size < 12 ? size : 12, &d);
         if (n)
-            docfile_get(r, n / 2, &d);
-        if (docfile_verify(r) == SIMSTORE_OK) {
+            sims_docfile_get(r, n / 2, &d);
+        if (sims_docfile_verify(r) == SIMSTORE_OK) {
             walk w = {r, 0, 0, 0, {0}, 0};
-            if (docfile_each(r, walk_one, &w) || w.count != n)
+            if (sims_docfile_each(r, walk_one, &w) || w.count != n)
                 abort();
         }
-        docfile_close(r);
+        sims_docfile_close(r);
     }
     free(b);
     return 0;

@@ -19,7 +19,7 @@
  * written by gen_record_seeds.c). */
 #include "simstore.h"
 #include "common/error.h"
-#include "docs/lmdbwalk.h"
+#include "lmdb/lmdbwalk.h"
 
 #include <stdint.h>
 #include <stdlib.h>

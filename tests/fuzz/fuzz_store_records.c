@@ -20,7 +20,7 @@
 #include "common/checksum.h"
 #include "simstore.h"
 #include "design/design.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 
 #include <stdint.h>
 #include <stdlib.h>

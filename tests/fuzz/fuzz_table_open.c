@@ -1,5 +1,5 @@
 /* fuzz_table_open.c: libFuzzer target: arbitrary bytes through
- * table_reader_open_memory, then a full scan, whole-block decodes and range
+ * sims_table_reader_open_memory, then a full scan, whole-block decodes and range
  * probes, checking the answers against each other.
  *
  * Input: one mode byte, then the file bytes.
@@ -98,17 +98,17 @@ static int collect(void *ctx, uint64_t value)
 
 static void exercise(const table_reader *r)
 {
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     uint64_t n = in->fp_count;
     uint64_t *all = malloc((size_t)(n + 1) * sizeof *all);
     if (!all)
         return;
     table_cursor c;
-    table_cursor_init(&c, r, 0, UINT64_MAX);
+    sims_table_cursor_init(&c, r, 0, UINT64_MAX);
     size_t got = 0, k;
     uint64_t chunk[97];
     int rc;
-    while (!(rc = table_cursor_next(&c, chunk, 97, &k)) && k) {
+    while (!(rc = sims_table_cursor_next(&c, chunk, 97, &k)) && k) {
         if (got + k > n)
             abort(); /* more values than the header promises */
         memcpy(all + got, chunk, k * sizeof *chunk);
@@ -128,7 +128,7 @@ static void exercise(const table_reader *r)
     uint64_t *hits = malloc((size_t)(n + 1) * sizeof *hits);
     for (int t = 0; hits && t < 6; t++) {
         uint64_t q =
-            nb ? table_reader_key(r, (uint64_t)t * 7919 % nb) ^ ((uint64_t)1 << (t * 11 % 64))
+            nb ? sims_table_reader_key(r, (uint64_t)t * 7919 % nb) ^ ((uint64_t)1 << (t * 11 % 64))
                : (uint64_t)t;
         if (got && t % 2)
             q = all[(size_t)t * 104729 % got] ^ 3;
@@ -137,7 +137,7 @@ static void exercise(const table_reader *r)
         uint64_t hi = prefix ? lo | (UINT64_MAX >> prefix) : UINT64_MAX;
         unsigned kd = (unsigned)(t % 5) * 3;
         struct collect col = {hits, 0, (size_t)n + 1};
-        rc = table_reader_search(r, lo, hi, q, kd, collect, &col);
+        rc = sims_table_reader_search(r, lo, hi, q, kd, collect, &col);
         if (scan_ok) {
             /* Everything decoded fine once, so the probe must agree. */
             if (rc)
@@ -159,20 +159,20 @@ static void exercise(const table_reader *r)
     /* Whole blocks and block checks, for the first few blocks (buffers of
      * exactly the block's count: the decoder must not write past it). */
     for (uint64_t b = 0; b < nb && b < 8; b++) {
-        size_t cnt = table_reader_block_count(r, b), m;
+        size_t cnt = sims_table_reader_block_count(r, b), m;
         uint64_t *blk = malloc(cnt * sizeof *blk);
         if (!blk)
             break;
-        rc = table_reader_block(r, b, blk, cnt, &m);
+        rc = sims_table_reader_block(r, b, blk, cnt, &m);
         if (!rc && m != cnt)
             abort();
         free(blk);
         uint64_t bits;
-        table_reader_block_bits(r, b, &bits);
+        sims_table_reader_block_bits(r, b, &bits);
     }
-    table_reader_find_block(r, 0);
-    table_reader_find_block(r, UINT64_MAX);
-    if (table_reader_check_index(r) && scan_ok)
+    sims_table_reader_find_block(r, 0);
+    sims_table_reader_find_block(r, UINT64_MAX);
+    if (sims_table_reader_check_index(r) && scan_ok)
         abort(); /* the scan read every chunk and top page and found them good */
     free(all);
 }
@@ -191,9 +191,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mode & 1)
         repair_checksums(buf, size);
     table_reader *r;
-    if (table_reader_open_memory(buf, size, (mode & 2) ? TABLE_SKIP_BLOCK_CHECKSUMS : 0, &r) == 0) {
+    if (sims_table_reader_open_memory(buf, size, (mode & 2) ? TABLE_SKIP_BLOCK_CHECKSUMS : 0, &r) ==
+        0) {
         exercise(r);
-        table_reader_close(r);
+        sims_table_reader_close(r);
     }
     free(buf);
     return 0;

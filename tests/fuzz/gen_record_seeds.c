@@ -5,8 +5,8 @@
  *   gen_record_seeds <source>/tests/fuzz/corpus
  * (writes corpus/store_records/seed-* and corpus/lmdb_walk/seed-*). */
 #include "simstore.h"
-#include "docs/env.h"
-#include "docs/records.h"
+#include "lmdb/env.h"
+#include "lmdb/records.h"
 
 #include <lmdb.h>
 #include <stdio.h>

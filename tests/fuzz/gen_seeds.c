@@ -1,6 +1,6 @@
 /* gen_seeds.c: writes the seed inputs of the table and document file fuzz
  * targets into CORPUS/table_open/, CORPUS/block_decode/ and
- * CORPUS/docfile_open/ (input layouts are described at the top of
+ * CORPUS/sims_docfile_open/ (input layouts are described at the top of
  * fuzz_table_open.c, fuzz_block_decode.c and fuzz_docfile_open.c): valid
  * tables of several shapes and block sizes in each open mode, valid blocks
  * with their code lengths, weights and round-trip words, and valid document
@@ -73,7 +73,7 @@ static void table_seed(const char *name, uint32_t block_bytes, const uint64_t *v
     p.table_index = (uint32_t)n;
     uint8_t *buf;
     size_t size;
-    if (table_encode_memory(&p, v, n, &buf, &size)) {
+    if (sims_table_encode_memory(&p, v, n, &buf, &size)) {
         fprintf(stderr, "fuzz_seed_gen: %s: %s\n", name, simstore_last_error());
         exit(1);
     }
@@ -151,8 +151,8 @@ static void block_seed(const char *name, unsigned mode_bits, size_t block_bytes,
     }
     uint8_t lengths[64];
     codec_huff_encoder enc;
-    if (codec_huff_lengths(whist, CODEC_HUFF_MAX_BITS, lengths) ||
-        codec_huff_encoder_init(&enc, lengths))
+    if (sims_codec_huff_lengths(whist, CODEC_HUFF_MAX_BITS, lengths) ||
+        sims_codec_huff_encoder_init(&enc, lengths))
         exit(1);
     uint8_t *block = malloc(block_bytes + BITIO_WRITER_SLACK);
     size_t used = 0;
@@ -160,20 +160,20 @@ static void block_seed(const char *name, unsigned mode_bits, size_t block_bytes,
         /* Version 2: the first value that does not fit is the block's last,
          * implicit (the decoder gets it as the key). */
         codec_block_encoder e;
-        codec_block_encoder_start(&e, &enc, block, block_bytes, raw_first, prev);
+        sims_codec_block_encoder_start(&e, &enc, block, block_bytes, raw_first, prev);
         while (used < n) {
-            int rc = codec_block_encoder_put(&e, v[used]);
+            int rc = sims_codec_block_encoder_put(&e, v[used]);
             if (rc < 0)
                 exit(1);
             if (rc == 0)
-                codec_block_encoder_put_implicit(&e, v[used]);
+                sims_codec_block_encoder_put_implicit(&e, v[used]);
             used++;
             if (rc == 0)
                 break;
             if (used == n)
-                codec_block_encoder_drop_last(&e);
+                sims_codec_block_encoder_drop_last(&e);
         }
-    } else if (codec_block_encode(&enc, block, block_bytes, raw_first, prev, v, n, &used) ||
+    } else if (sims_codec_block_encode(&enc, block, block_bytes, raw_first, prev, v, n, &used) ||
                !used) {
         exit(1);
     }
@@ -241,13 +241,13 @@ static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, si
                          unsigned sketch_bytes)
 {
     char path[4096], id[32], file[64];
-    snprintf(path, sizeof path, "%s/docfile_open/.seed.tmp", corpus);
+    snprintf(path, sizeof path, "%s/sims_docfile_open/.seed.tmp", corpus);
     uint64_t *fp = malloc(n * sizeof *fp);
     for (size_t i = 0; i < n; i++)
         fp[i] = dups ? 0x1000 + rng_next() % 4 : rng_next();
     qsort(fp, n, sizeof *fp, cmp_u64);
     docfile_writer *w;
-    if (docfile_writer_open(path, sketch_bytes, 0, NULL, &w))
+    if (sims_docfile_writer_open(path, sketch_bytes, 0, NULL, &w))
         exit(1);
     uint8_t sketch[256];
     for (size_t i = 0; i < n; i++) {
@@ -279,10 +279,10 @@ static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, si
             d.paragraphs = paras;
             d.paragraph_count = (uint32_t)(1 + i % 3);
         }
-        if (docfile_writer_add(w, &d))
+        if (sims_docfile_writer_add(w, &d))
             exit(1);
     }
-    if (docfile_writer_commit(w, NULL))
+    if (sims_docfile_writer_commit(w, NULL))
         exit(1);
     free(fp);
     FILE *f = fopen(path, "rb");
@@ -293,7 +293,7 @@ static void docfile_seed(const char *name, size_t n, int dups, int fixed_ids, si
     remove(path);
     for (uint8_t mode = 0; mode < 2; mode++) {
         snprintf(file, sizeof file, "%s-mode%u", name, mode);
-        put("docfile_open", file, &mode, 1, buf, got);
+        put("sims_docfile_open", file, &mode, 1, buf, got);
     }
 }
 

@@ -1,5 +1,6 @@
-/* header_c.c: the public header alone compiles as strict C11. */
+/* header_c.c: the public headers (simstore.h, simstore_unstable.h) alone compile as strict C11. */
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 int main(void)
 {

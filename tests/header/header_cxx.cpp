@@ -1,5 +1,6 @@
-// header_cxx.cpp: the public header alone compiles as strict C++.
+// header_cxx.cpp: the public headers (simstore.h, simstore_unstable.h) alone compile as strict C++.
 #include "simstore.h"
+#include "simstore_unstable.h"
 
 int main()
 {

@@ -54,7 +54,7 @@ major=${version%%.*}
 dynamic=$(readelf -d "$libdir/libsimstore.so.$version")
 grep -q "Library soname: \[libsimstore.so.$major\]" <<<"$dynamic" ||
     fail "the SONAME of libsimstore.so.$version is not libsimstore.so.$major"
-for f in "$libdir/libsimstore.a" "$prefix/include/simstore.h" "$prefix/bin/simstore" \
+for f in "$libdir/libsimstore.a" "$prefix/include/simstore.h" "$prefix/include/simstore_unstable.h" "$prefix/bin/simstore" \
     "$libdir/cmake/simstore/simstore-config.cmake" \
     "$libdir/cmake/simstore/simstore-config-version.cmake" \
     "$prefix/share/doc/simstore/LICENSE" "$prefix/share/doc/simstore/README.md"; do

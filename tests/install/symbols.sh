@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # symbols.sh: the names libsimstore gives the world (lib/README.md, "Names
 # and visibility"):
-#  1. every function simstore.h declares is marked SIMSTORE_API;
+#  1. every function simstore.h and simstore_unstable.h declare is marked SIMSTORE_API;
 #  2. libsimstore.so exports exactly those functions (nm -D --defined-only):
 #     nothing internal leaks, nothing public is missing;
 #  3. every global symbol defined in libsimstore.a starts with simstore_ (and
-#     is then one of those functions), sims_, or a layer's name and _ (a
-#     folder of lib/: codec_, table_, ...): nothing unprefixed that a static
-#     link could clash with.
+#     is then one of those functions) or sims_: nothing unprefixed that a
+#     static link could clash with;
+#  4. neither library carries the test-only fault hooks (SIMSTORE_FAULT).
 # Usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A
 set -euo pipefail
 src=${1:?usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A}
 so=${2:?usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A}
 archive=${3:?usage: symbols.sh SOURCE_DIR LIBSIMSTORE_SO LIBSIMSTORE_A}
-header=$src/lib/include/simstore.h
+headers=("$src/lib/include/simstore.h" "$src/lib/include/simstore_unstable.h")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
@@ -25,9 +25,9 @@ fail() {
 # 1. Function declarations start at column 0 with their return type; the
 # name is on the first line, or at the start of the second.
 decl='^[A-Za-z_][A-Za-z0-9_ ]*[ *]simstore_[a-z0-9_]+\('
-grep -E "$decl" "$header" | grep -vE '^(SIMSTORE_API |typedef |static )' >"$tmp/unmarked" || true
+grep -hE "$decl" "${headers[@]}" | grep -vE '^(SIMSTORE_API |typedef |static )' >"$tmp/unmarked" || true
 # ... or the name at the start of a line, under a line that is not SIMSTORE_API's.
-awk '/^simstore_[a-z0-9_]+\(/ && prev !~ /^SIMSTORE_API / { print } { prev = $0 }' "$header" \
+awk '/^simstore_[a-z0-9_]+\(/ && prev !~ /^SIMSTORE_API / { print } { prev = $0 }' "${headers[@]}" \
     >>"$tmp/unmarked"
 if [ -s "$tmp/unmarked" ]; then
     fail "simstore.h declares functions without SIMSTORE_API:"
@@ -36,8 +36,8 @@ fi
 # A declaration whose name does not fit on the SIMSTORE_API line (a long
 # return type) carries it at the start of the next line.
 awk '/^SIMSTORE_API / { line = $0; if (line !~ /\(/ && (getline next_line) > 0) line = line " " next_line; print line }' \
-    "$header" | grep -oE 'simstore_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/api"
-[ -s "$tmp/api" ] || fail "no SIMSTORE_API declaration found in $header"
+    "${headers[@]}" | grep -oE 'simstore_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/api"
+[ -s "$tmp/api" ] || fail "no SIMSTORE_API declaration found in ${headers[*]}"
 
 # 2. The shared library's dynamic symbol table.
 nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/exported"
@@ -54,12 +54,11 @@ fi
 
 # 3. The static library: external symbols defined by its objects (but the
 # ODR indicators AddressSanitizer adds for instrumented globals).
-layers=$(for d in "$src"/lib/*/CMakeLists.txt; do basename "$(dirname "$d")"; done | paste -sd '|')
 nm -g --defined-only "$archive" | awk 'NF == 3 { print $3 }' | grep -v '^__odr_asan[._]' |
     sort -u >"$tmp/defined"
-grep -vE "^(simstore_|sims_|($layers)_)" "$tmp/defined" >"$tmp/unprefixed" || true
+grep -vE "^(simstore_|sims_)" "$tmp/defined" >"$tmp/unprefixed" || true
 if [ -s "$tmp/unprefixed" ]; then
-    fail "$(basename "$archive") defines global symbols without simstore_, sims_ or a layer prefix ($layers):"
+    fail "$(basename "$archive") defines global symbols without the simstore_ or sims_ prefix:"
     sed 's/^/    /' "$tmp/unprefixed" >&2
 fi
 grep -E '^simstore_' "$tmp/defined" | comm -23 - "$tmp/api" >"$tmp/private_public" || true
@@ -67,6 +66,14 @@ if [ -s "$tmp/private_public" ]; then
     fail "$(basename "$archive") defines simstore_ symbols that are not public API (internal names start with sims_):"
     sed 's/^/    /' "$tmp/private_public" >&2
 fi
+
+# 4. No fault-injection hooks in either library: the code that reads
+# SIMSTORE_FAULT is linked into test programs only (lib/common/fault.c).
+for lib in "$so" "$archive"; do
+    if grep -q 'SIMSTORE_FAULT' "$lib"; then
+        fail "$(basename "$lib") carries the test-only fault hooks (SIMSTORE_FAULT)"
+    fi
+done
 
 if [ "$status" -eq 0 ]; then
     echo "symbols.sh: $(wc -l <"$tmp/exported") public functions exported, $(wc -l <"$tmp/defined") global symbols in $(basename "$archive"), all prefixed"

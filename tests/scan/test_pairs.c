@@ -22,6 +22,7 @@
 
 #include "scan/clusters.h" /* the spilling path's test hooks */
 #include "simstore.h"
+#include "simstore_unstable.h"
 #include "testutil.h"
 
 enum { UNIFORM, CLUSTERED, DUPLICATES, ADVERSARIAL, SHAPES };
@@ -329,12 +330,12 @@ static text components_in(simstore *s, unsigned k, unsigned threads, simstore_ke
                           simstore_cluster_summary *sum, scan_spill_stats *stats)
 {
     memset(stats, 0, sizeof *stats);
-    scan_clusters_force_spill(spill);
-    scan_clusters_spill_stats(stats);
+    sims_scan_clusters_force_spill(spill);
+    sims_scan_clusters_spill_stats(stats);
     text t = store_clusters_in(s, k, threads, SIMSTORE_CLUSTER_COMPONENTS, keep, singletons,
                                memory_bytes, sum);
-    scan_clusters_force_spill(0);
-    scan_clusters_spill_stats(NULL);
+    sims_scan_clusters_force_spill(0);
+    sims_scan_clusters_spill_stats(NULL);
     return t;
 }
 
@@ -1081,7 +1082,7 @@ static uint64_t check_components(const char *what, const uint64_t *edges, size_t
     o.memory_bytes = 16u << 20;
     labels got = {0};
     scan_spill_stats stats = {0};
-    assert_int_equal(scan_spill_components(edges, n, &o, note_label, &got, &stats), 0);
+    assert_int_equal(sims_scan_spill_components(edges, n, &o, note_label, &got, &stats), 0);
     fprintf(stderr, "  %s: %zu nodes, %zu edges, %llu rounds, %llu runs spilled\n", what, m, n,
             (unsigned long long)stats.rounds, (unsigned long long)stats.spilled_runs);
     assert_int_equal(got.n, m);
@@ -1290,9 +1291,9 @@ static void test_clusters_spill__chain(void **state)
         simstore_cluster_options_init(&o);
         o.scan.k = k;
         int seen = 0;
-        scan_clusters_force_spill(1);
+        sims_scan_clusters_force_spill(1);
         int rc = simstore_clusters(s, &o, stop_at_five, &seen, NULL);
-        scan_clusters_force_spill(0);
+        sims_scan_clusters_force_spill(0);
         assert_int_equal(rc, 77);
         assert_int_equal(seen, 5);
         simstore_close(s);

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <lmdb.h>
 
-#include "docs/records.h"
+#include "lmdb/records.h"
 #include "simstore.h"
 #include "testutil.h"
 

@@ -4,11 +4,6 @@
 # at the 16 MiB floor) against the same references and the in-memory path.
 simstore_unit_test(test_pairs scan/test_pairs.c)
 target_link_libraries(test_pairs PRIVATE simstore)
-# test_memindex: the in-memory near-duplicate index against a brute-force
-# scan, k = 0..7, on uniform, clustered, duplicate-heavy and adversarial
-# sets, while it grows past its resize thresholds.
-simstore_unit_test(test_memindex scan/test_memindex.c)
-target_link_libraries(test_memindex PRIVATE simstore_scan)
 # test_batch: simstore_query_batch() against simstore_query_fp() one by one,
 # byte for byte, on several store shapes, every strategy, 1 and 2 threads,
 # chunked; SIMSTORE_DENSE=1 sweeps more queries.

@@ -686,7 +686,7 @@ static size_t *pick_offsets(const sweep *sw, test_rng *r, const char *name, size
     size_t cap = size + 8192, k = 0;
     size_t *v = malloc(cap * sizeof *v);
     int lmdb = strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0;
-    size_t density = sw->full ? 1 : test_sampled() ? 40 : UNDER_SANITIZER ? 16 : 6;
+    size_t density = sw->full ? 1 : test_sampled() ? 64 : UNDER_SANITIZER ? 16 : 6;
     if (lmdb) {
         size_t page = 4096;
         /* Every byte LMDB's open reads itself: the two meta pages' headers

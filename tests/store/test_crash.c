@@ -8,7 +8,7 @@
  *     N = 1, 2, ... until the operation completes without reaching the N-th
  *     call, SIMSTORE_FAULT=OP:N:crash (the process ends there, as in a power
  *     cut) and SIMSTORE_FAULT=OP:N (the call fails with EIO; with
- *     SIMSTORE_SAMPLED, the sanitizer pass, at every third N);
+ *     SIMSTORE_SAMPLED, the sanitizer pass, at every fifth N);
  *   - by SIGKILL at seeded random moments on stores where the operation takes
  *     tens of milliseconds.
  * After each interruption the store must open read-only and hold exactly one
@@ -916,11 +916,11 @@ static void fault_sweep(ctx *c, const scenario *sc)
         /* As an I/O error at each of those calls: a failure must leave the
          * state before; a success (an automatic compaction's failure is not
          * the operation's) the state after its commit. Sampled (the
-         * sanitizer pass): the first and last calls and every third one,
+         * sanitizer pass): the first and last calls and every fifth one,
          * starting from a different call in each fault kind. */
         unsigned errors = 0;
         for (unsigned n = 1; f != FAULT_MDB_COMMITTED && n <= calls; n++) {
-            if (test_sampled() && n > 1 && n < calls && n % 3 != (unsigned)f % 3)
+            if (test_sampled() && n > 1 && n < calls && n % 5 != (unsigned)f % 5)
                 continue;
             snprintf(fault, sizeof fault, "%s:%u", fault_ops[f], n);
             snprintf(trial, sizeof trial, "SIMSTORE_FAULT=%s", fault);

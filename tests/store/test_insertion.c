@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "common/bytes.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 #include "simstore.h"
 #include "changes_store.h"
 #include "testutil.h"

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "simstore.h"
+#include "simstore_unstable.h"
 #include "changes_store.h"
 #include "testutil.h"
 

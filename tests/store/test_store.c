@@ -12,7 +12,7 @@
 #include "design/design.h"
 #include "common/bytes.h"
 #include "common/checksum.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 #include "testutil.h"
 
 #include <lmdb.h>

@@ -88,8 +88,8 @@ static uint8_t *golden(const char *name, const char *description, const table_pa
                        const uint64_t *hist, const uint64_t *v, size_t n, size_t *size)
 {
     uint8_t *buf;
-    int rc = hist ? table_encode_memory_hist(p, hist, v, n, &buf, size)
-                  : table_encode_memory(p, v, n, &buf, size);
+    int rc = hist ? sims_table_encode_memory_hist(p, hist, v, n, &buf, size)
+                  : sims_table_encode_memory(p, v, n, &buf, size);
     if (rc)
         die(name);
     char fname[256];
@@ -97,9 +97,9 @@ static uint8_t *golden(const char *name, const char *description, const table_pa
     write_file(fname, buf, *size);
 
     table_reader *r;
-    if (table_reader_open_memory(buf, *size, 0, &r))
+    if (sims_table_reader_open_memory(buf, *size, 0, &r))
         die("reopen");
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     snprintf(fname, sizeof fname, "%s/%s.txt", out_dir, name);
     FILE *f = fopen(fname, "w");
     if (!f)
@@ -129,12 +129,12 @@ static uint8_t *golden(const char *name, const char *description, const table_pa
     }
     fprintf(f, "block_counts");
     for (uint64_t b = 0; b < in->block_count; b++)
-        fprintf(f, " %" PRIu32, table_reader_block_count(r, b));
+        fprintf(f, " %" PRIu32, sims_table_reader_block_count(r, b));
     fprintf(f, "\nfingerprints %zu\n", n);
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%016" PRIx64 "\n", v[i]);
     fclose(f);
-    table_reader_close(r);
+    sims_table_reader_close(r);
     return buf;
 }
 
@@ -294,7 +294,7 @@ static void valid_tables(const char *prefix, base_tables *bt)
     uint64_t hist_unused[64] = {0};
     uint64_t prev = 0;
     int have_prev = 0;
-    table_histogram_add(hist_unused, &prev, &have_prev, uni, 300);
+    sims_table_histogram_add(hist_unused, &prev, &have_prev, uni, 300);
     for (unsigned j = 0; j < 64; j += 3)
         hist_unused[j] += 1; /* symbols that never occur still get codes */
     p = params(512, 24, 0, 3, 3);
@@ -328,11 +328,12 @@ static void error_files(const base_tables *bt)
     errors_txt = fopen(path, "w");
     if (!errors_txt)
         die(path);
-    fprintf(errors_txt,
-            "# Golden error files: FILE PHASE CODE MESSAGE\n"
-            "# PHASE open: table_reader_open must fail; scan: it opens, and a full range scan\n"
-            "# (table_cursor_next over [0, 2^64-1], checksums on) must fail. CODE is the\n"
-            "# return code; MESSAGE a substring of simstore_last_error().\n");
+    fprintf(
+        errors_txt,
+        "# Golden error files: FILE PHASE CODE MESSAGE\n"
+        "# PHASE open: sims_table_reader_open must fail; scan: it opens, and a full range scan\n"
+        "# (sims_table_cursor_next over [0, 2^64-1], checksums on) must fail. CODE is the\n"
+        "# return code; MESSAGE a substring of simstore_last_error().\n");
 
     uint8_t *b;
     size_t s = bt->sz_uni;

@@ -29,11 +29,11 @@
 /* The block keys as an array (the reader keeps them in Elias-Fano form). */
 static uint64_t *reader_keys(const table_reader *r)
 {
-    uint64_t nb = table_reader_info(r)->block_count;
+    uint64_t nb = sims_table_reader_info(r)->block_count;
     uint64_t *keys = malloc((size_t)(nb + 1) * sizeof *keys);
     assert_non_null(keys);
     for (uint64_t b = 0; b < nb; b++)
-        keys[b] = table_reader_key(r, b);
+        keys[b] = sims_table_reader_key(r, b);
     return keys;
 }
 
@@ -116,12 +116,12 @@ static int scan_range(const table_reader *r, uint64_t lo, uint64_t hi, size_t ca
                       size_t out_cap, size_t *n)
 {
     table_cursor c;
-    int rc = table_cursor_init(&c, r, lo, hi);
+    int rc = sims_table_cursor_init(&c, r, lo, hi);
     *n = 0;
     uint64_t *buf = malloc(cap * sizeof *buf);
     while (!rc) {
         size_t k;
-        rc = table_cursor_next(&c, buf, cap, &k);
+        rc = sims_table_cursor_next(&c, buf, cap, &k);
         if (rc || k == 0)
             break;
         assert_true(k <= cap);
@@ -151,8 +151,8 @@ static void check_table(const uint8_t *buf, size_t size, const table_params *p, 
                         size_t n)
 {
     table_reader *r;
-    assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
-    const table_info *in = table_reader_info(r);
+    assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
+    const table_info *in = sims_table_reader_info(r);
     assert_true(in->fp_count == n);
     assert_int_equal(in->params.block_bytes, p->block_bytes);
     assert_int_equal(in->params.prefix_bits, p->prefix_bits);
@@ -184,23 +184,23 @@ static void check_table(const uint8_t *buf, size_t size, const table_params *p, 
     uint64_t *blk = malloc(65536 * 8 * sizeof *blk);
     for (uint64_t b = 0; b < in->block_count; b++) {
         size_t k;
-        assert_int_equal(table_reader_block(r, b, blk, 65536 * 8, &k), 0);
-        assert_true(k == table_reader_block_count(r, b));
+        assert_int_equal(sims_table_reader_block(r, b, blk, 65536 * 8, &k), 0);
+        assert_true(k == sims_table_reader_block_count(r, b));
         assert_true(k >= 1);
         assert_true(keys[b] == blk[k - 1]);
         assert_memory_equal(blk, v + pos, k * sizeof *v);
         pos += k;
-        assert_int_equal(table_reader_check_block(r, b), 0);
+        assert_int_equal(sims_table_reader_check_block(r, b), 0);
         uint64_t bits;
-        assert_int_equal(table_reader_block_bits(r, b, &bits), 0);
+        assert_int_equal(sims_table_reader_block_bits(r, b, &bits), 0);
         assert_true(bits <= 8ull * p->block_bytes);
     }
     assert_true(pos == n);
-    assert_int_equal(table_reader_block(r, in->block_count, blk, 8, &got), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_reader_block(r, in->block_count, blk, 8, &got), SIMSTORE_EINVAL);
     free(blk);
     free(out);
     free(keys);
-    table_reader_close(r);
+    sims_table_reader_close(r);
 }
 
 /* ---- round trips ---------------------------------------------------------------------- */
@@ -221,33 +221,33 @@ static void test_table_roundtrip__shapes_and_block_boundaries(void **state)
              * the set has the same block boundaries as the whole. */
             uint64_t hist[64] = {0}, prev = 0;
             int have = 0;
-            table_histogram_add(hist, &prev, &have, v, n);
+            sims_table_histogram_add(hist, &prev, &have, v, n);
             uint8_t *buf;
             size_t size;
-            assert_int_equal(table_encode_memory_hist(&p, hist, v, n, &buf, &size), 0);
+            assert_int_equal(sims_table_encode_memory_hist(&p, hist, v, n, &buf, &size), 0);
             table_reader *r;
-            assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
-            uint64_t nb = table_reader_info(r)->block_count;
-            size_t b0 = table_reader_block_count(r, 0);
-            size_t b1 = nb > 1 ? b0 + table_reader_block_count(r, 1) : b0;
-            table_reader_close(r);
+            assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
+            uint64_t nb = sims_table_reader_info(r)->block_count;
+            size_t b0 = sims_table_reader_block_count(r, 0);
+            size_t b1 = nb > 1 ? b0 + sims_table_reader_block_count(r, 1) : b0;
+            sims_table_reader_close(r);
             check_table(buf, size, &p, v, n);
             free(buf);
 
             size_t cuts[] = {0, 1, 2, b0 - 1, b0, b0 + 1, b1 - 1, b1, b1 + 1};
             for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
                 size_t m = cuts[c] <= n ? cuts[c] : n;
-                assert_int_equal(table_encode_memory_hist(&p, hist, v, m, &buf, &size), 0);
+                assert_int_equal(sims_table_encode_memory_hist(&p, hist, v, m, &buf, &size), 0);
                 check_table(buf, size, &p, v, m);
                 table_reader *rr;
-                assert_int_equal(table_reader_open_memory(buf, size, 0, &rr), 0);
-                const table_info *in = table_reader_info(rr);
+                assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &rr), 0);
+                const table_info *in = sims_table_reader_info(rr);
                 /* Boundaries: b0 values fill exactly one block. */
                 if (m == b0 && m)
                     assert_true(in->block_count == 1);
                 if (m == b0 + 1 && m <= n && nb > 1)
                     assert_true(in->block_count == 2);
-                table_reader_close(rr);
+                sims_table_reader_close(rr);
                 free(buf);
             }
             (void)shape_names;
@@ -262,24 +262,24 @@ static void test_table_roundtrip__empty_and_one(void **state)
     table_params p = make_params(1024);
     uint8_t *buf;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, NULL, 0, &buf, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, NULL, 0, &buf, &size), 0);
     /* header + gap, no blocks, an empty index (version 3), footer */
     assert_true(size == 1024 + 0 + 64);
     check_table(buf, size, &p, NULL, 0);
     table_reader *r;
-    assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
-    assert_true(table_reader_find_block(r, 0) == 0);
-    assert_int_equal(table_reader_search(r, 0, UINT64_MAX, 0, 64, NULL, NULL), 0);
-    table_reader_close(r);
+    assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
+    assert_true(sims_table_reader_find_block(r, 0) == 0);
+    assert_int_equal(sims_table_reader_search(r, 0, UINT64_MAX, 0, 64, NULL, NULL), 0);
+    sims_table_reader_close(r);
     free(buf);
 
     uint64_t extremes[] = {0, UINT64_MAX};
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(table_encode_memory(&p, &extremes[i], 1, &buf, &size), 0);
+        assert_int_equal(sims_table_encode_memory(&p, &extremes[i], 1, &buf, &size), 0);
         check_table(buf, size, &p, &extremes[i], 1);
         free(buf);
     }
-    assert_int_equal(table_encode_memory(&p, extremes, 2, &buf, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, extremes, 2, &buf, &size), 0);
     check_table(buf, size, &p, extremes, 2);
     free(buf);
 }
@@ -302,23 +302,23 @@ static void test_table_roundtrip__million_through_files(void **state)
         for (size_t i = 0; i < n;) {
             size_t k = 1 + (size_t)test_rng_below(&rng, 50000);
             k = k < n - i ? k : n - i;
-            table_histogram_add(hist, &prev, &have, v + i, k);
+            sims_table_histogram_add(hist, &prev, &have, v + i, k);
             i += k;
         }
         char *path = test_path(dir, "t.tbl");
         table_writer *w;
-        assert_int_equal(table_writer_open(path, &p, hist, &w), 0);
+        assert_int_equal(sims_table_writer_open(path, &p, hist, &w), 0);
         /* Every other shape spills its index through a tiny buffer: the file
          * must come out the same. */
         if (shape % 2)
-            table_writer_index_buffer(w, 7);
+            sims_table_writer_index_buffer(w, 7);
         for (size_t i = 0; i < n;) {
             size_t k = (size_t)test_rng_below(&rng, 70000);
             k = k < n - i ? k : n - i;
-            assert_int_equal(table_writer_add(w, v + i, k), 0);
+            assert_int_equal(sims_table_writer_add(w, v + i, k), 0);
             i += k;
         }
-        assert_int_equal(table_writer_finish(w), 0);
+        assert_int_equal(sims_table_writer_finish(w), 0);
 
         /* The file equals the in-memory encoding byte for byte. */
         size_t fsize;
@@ -326,21 +326,21 @@ static void test_table_roundtrip__million_through_files(void **state)
         assert_non_null(file);
         uint8_t *mem;
         size_t msize;
-        assert_int_equal(table_encode_memory(&p, v, n, &mem, &msize), 0);
+        assert_int_equal(sims_table_encode_memory(&p, v, n, &mem, &msize), 0);
         assert_true(fsize == msize);
         assert_memory_equal(file, mem, msize);
         free(mem);
         free(file);
 
         table_reader *r;
-        assert_int_equal(table_reader_open(path, 0, &r), 0);
+        assert_int_equal(sims_table_reader_open(path, 0, &r), 0);
         uint64_t *out = malloc((n + 1) * sizeof *out);
         size_t got;
         assert_int_equal(scan_range(r, 0, UINT64_MAX, 100000, out, n + 1, &got), 0);
         assert_true(got == n);
         assert_memory_equal(out, v, n * sizeof *v);
         free(out);
-        table_reader_close(r);
+        sims_table_reader_close(r);
         unlink(path);
         free(path);
         /* Spill files are unlinked at creation: nothing is left behind. */
@@ -382,11 +382,11 @@ static void test_table_range__matches_sorted_array(void **state)
         table_params p = make_params(256u << (shape % 3));
         uint8_t *buf;
         size_t size;
-        assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+        assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
         table_reader *r;
-        assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
+        assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
         uint64_t *keys = reader_keys(r);
-        uint64_t nb = table_reader_info(r)->block_count;
+        uint64_t nb = sims_table_reader_info(r)->block_count;
         for (int q = 0; q < 400; q++) {
             uint64_t lo, hi;
             switch (q % 5) {
@@ -432,13 +432,13 @@ static void test_table_range__matches_sorted_array(void **state)
             /* The probe with k = 64 emits the same values. */
             struct collect c = {out, 0, N + 1, 0};
             assert_int_equal(
-                table_reader_search(r, lo, hi, test_rng_next(&rng), 64, collect_emit, &c), 0);
+                sims_table_reader_search(r, lo, hi, test_rng_next(&rng), 64, collect_emit, &c), 0);
             assert_true(c.n == want);
             if (want)
                 assert_memory_equal(out, v + a, want * sizeof *v);
         }
         free(keys);
-        table_reader_close(r);
+        sims_table_reader_close(r);
         free(buf);
     }
     free(v);
@@ -459,9 +459,9 @@ static void test_table_search__matches_brute_force(void **state)
         table_params p = make_params(1024);
         uint8_t *buf;
         size_t size;
-        assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+        assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
         table_reader *r;
-        assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
+        assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
         for (int t = 0; t < 300; t++) {
             /* Queries near stored values (so matches exist), or random. */
             uint64_t q = v[test_rng_below(&rng, n)];
@@ -479,18 +479,18 @@ static void test_table_search__matches_brute_force(void **state)
                 if (v[i] >= lo && v[i] <= hi && simstore_distance(v[i], q) <= k)
                     want[nw++] = v[i];
             struct collect c = {got, 0, N, 0};
-            assert_int_equal(table_reader_search(r, lo, hi, q, k, collect_emit, &c), 0);
+            assert_int_equal(sims_table_reader_search(r, lo, hi, q, k, collect_emit, &c), 0);
             assert_true(c.n == nw);
             if (nw)
                 assert_memory_equal(got, want, nw * sizeof *want);
             /* emit's nonzero result stops the scan and comes back. */
             if (nw >= 2) {
                 struct collect s = {got, 0, N, 2};
-                assert_int_equal(table_reader_search(r, lo, hi, q, k, collect_emit, &s), 7);
+                assert_int_equal(sims_table_reader_search(r, lo, hi, q, k, collect_emit, &s), 7);
                 assert_true(s.n == 2);
             }
         }
-        table_reader_close(r);
+        sims_table_reader_close(r);
         free(buf);
     }
     free(v);
@@ -499,18 +499,18 @@ static void test_table_search__matches_brute_force(void **state)
 }
 
 /* Where a search of [lo, hi] starts: as a query finds it
- * (table_reader_prefetch, the first block's keys carried to the search), or
+ * (sims_table_reader_prefetch, the first block's keys carried to the search), or
  * the first block alone. */
 static table_start start_of(const table_reader *r, uint64_t lo, uint64_t hi, unsigned prefetch)
 {
-    table_start at = {table_reader_find_block(r, lo), 0, 0, 0, 0, 0, UINT64_MAX};
+    table_start at = {sims_table_reader_find_block(r, lo), 0, 0, 0, 0, 0, UINT64_MAX};
     if (prefetch) {
         /* Twice in three: the index hint first, as a query gives it. */
         if (prefetch % 3)
-            table_reader_prefetch_index(r, lo, &at);
-        table_reader_prefetch(r, lo, hi, &at);
+            sims_table_reader_prefetch_index(r, lo, &at);
+        sims_table_reader_prefetch(r, lo, hi, &at);
         if (lo <= hi)
-            assert_true(at.first == table_reader_find_block(r, lo));
+            assert_true(at.first == sims_table_reader_find_block(r, lo));
     }
     return at;
 }
@@ -539,8 +539,8 @@ static void test_table_search_two__matches_brute_force(void **state)
             n[j] = make_set(&rng, (enum shape)((round + 2 * j) % SHAPE_COUNT), v[j], N);
             table_params p = make_params(sizes[test_rng_below(&rng, 4)]);
             size_t size;
-            assert_int_equal(table_encode_memory(&p, v[j], n[j], &buf[j], &size), 0);
-            assert_int_equal(table_reader_open_memory(buf[j], size, 0, &r[j]), 0);
+            assert_int_equal(sims_table_encode_memory(&p, v[j], n[j], &buf[j], &size), 0);
+            assert_int_equal(sims_table_reader_open_memory(buf[j], size, 0, &r[j]), 0);
         }
         for (int t = 0; t < 300; t++) {
             struct collect c[2];
@@ -568,7 +568,7 @@ static void test_table_search_two__matches_brute_force(void **state)
                     r[j], start_of(r[j], lo, hi, (unsigned)(t + j) % 4), lo, hi, q, k, collect_emit,
                     &c[j]};
             }
-            assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 0);
+            assert_int_equal(sims_table_reader_search_two(&tp[0], &tp[1]), 0);
             for (int j = 0; j < 2; j++) {
                 assert_true(c[j].n == nw[j]);
                 if (nw[j])
@@ -580,18 +580,18 @@ static void test_table_search_two__matches_brute_force(void **state)
                 c[j] = (struct collect){got[j], 0, N, 0};
             if (nw[1] >= 2) {
                 c[1].stop_after = 2;
-                assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 7);
+                assert_int_equal(sims_table_reader_search_two(&tp[0], &tp[1]), 7);
                 assert_true(c[0].n == nw[0] && c[1].n == 2);
                 if (nw[0] >= 1) {
                     c[0] = (struct collect){got[0], 0, N, 1};
                     c[1] = (struct collect){got[1], 0, N, 2};
-                    assert_int_equal(table_reader_search_two(&tp[0], &tp[1]), 7);
+                    assert_int_equal(sims_table_reader_search_two(&tp[0], &tp[1]), 7);
                     assert_true(c[0].n == 1);
                 }
             }
         }
         for (int j = 0; j < 2; j++) {
-            table_reader_close(r[j]);
+            sims_table_reader_close(r[j]);
             free(buf[j]);
         }
     }
@@ -614,11 +614,11 @@ static void test_table_find_block__matches_linear_search(void **state)
         table_params p = make_params(256);
         uint8_t *buf;
         size_t size;
-        assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+        assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
         table_reader *r;
-        assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
+        assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
         uint64_t *keys = reader_keys(r);
-        uint64_t nb = table_reader_info(r)->block_count;
+        uint64_t nb = sims_table_reader_info(r)->block_count;
         for (int t = 0; t < 3000; t++) {
             uint64_t x;
             switch (t % 4) {
@@ -630,13 +630,13 @@ static void test_table_find_block__matches_linear_search(void **state)
             uint64_t want = 0;
             while (want < nb && keys[want] < x)
                 want++;
-            assert_true(table_reader_find_block(r, x) == want);
+            assert_true(sims_table_reader_find_block(r, x) == want);
         }
-        assert_true(table_reader_find_block(r, 0) == 0);
-        assert_true(table_reader_find_block(r, UINT64_MAX) ==
+        assert_true(sims_table_reader_find_block(r, 0) == 0);
+        assert_true(sims_table_reader_find_block(r, UINT64_MAX) ==
                     (keys[nb - 1] == UINT64_MAX ? nb - 1 : nb));
         free(keys);
-        table_reader_close(r);
+        sims_table_reader_close(r);
         free(buf);
     }
     free(v);
@@ -651,22 +651,22 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
                          size_t np, uint64_t *digest)
 {
     table_reader *r;
-    int rc = table_reader_open_memory(buf, size, flags, &r);
+    int rc = sims_table_reader_open_memory(buf, size, flags, &r);
     if (rc)
         return rc;
     uint64_t h = 1469598103934665603ULL;
     table_cursor c;
-    table_cursor_init(&c, r, 0, UINT64_MAX);
+    sims_table_cursor_init(&c, r, 0, UINT64_MAX);
     uint64_t out[64];
     size_t k;
-    while (!(rc = table_cursor_next(&c, out, 64, &k)) && k)
+    while (!(rc = sims_table_cursor_next(&c, out, 64, &k)) && k)
         for (size_t i = 0; i < k; i++)
             h = (h ^ out[i]) * 1099511628211ULL;
     for (size_t i = 0; !rc && i < np; i++) {
         uint64_t lo = probes[i] & ~(UINT64_MAX >> 6), hi = lo | (UINT64_MAX >> 6);
         uint64_t got[4096];
         struct collect col = {got, 0, 4096, 0};
-        rc = table_reader_search(r, lo, hi, probes[i], 20, collect_emit, &col);
+        rc = sims_table_reader_search(r, lo, hi, probes[i], 20, collect_emit, &col);
         for (size_t j = 0; j < col.n; j++)
             h = (h ^ got[j]) * 1099511628211ULL;
         h = (h ^ col.n) * 1099511628211ULL;
@@ -681,11 +681,11 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
             uint64_t q = probes[i + j], lo = q & ~(UINT64_MAX >> 6), hi = lo | (UINT64_MAX >> 6);
             one[j] = (struct collect){got[0][j], 0, 4096, 0};
             two[j] = (struct collect){got[1][j], 0, 4096, 0};
-            single[j] = table_reader_search(r, lo, hi, q, 20, collect_emit, &one[j]);
+            single[j] = sims_table_reader_search(r, lo, hi, q, 20, collect_emit, &one[j]);
             tp[j] = (table_probe){
                 r, start_of(r, lo, hi, j == 0 ? 1 : 3), lo, hi, q, 20, collect_emit, &two[j]};
         }
-        int both = table_reader_search_two(&tp[0], &tp[1]);
+        int both = sims_table_reader_search_two(&tp[0], &tp[1]);
         assert_int_equal(both, single[0] ? single[0] : single[1]);
         for (int j = 0; !both && j < 2; j++) {
             assert_true(one[j].n == two[j].n);
@@ -694,11 +694,11 @@ static int answer_digest(const uint8_t *buf, size_t size, unsigned flags, const 
         }
         rc = both;
     }
-    const table_info *in = table_reader_info(r);
+    const table_info *in = sims_table_reader_info(r);
     h = (h ^ in->params.store_tag ^ in->params.table_index ^ in->params.prefix_bits) * 31;
     for (unsigned i = 0; i < 64; i++)
         h = (h ^ in->params.perm[i]) * 31;
-    table_reader_close(r);
+    sims_table_reader_close(r);
     *digest = h;
     return rc;
 }
@@ -708,7 +708,7 @@ static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes)
     table_params p = make_params(block_bytes);
     uint8_t *buf;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
     uint64_t probes[4] = {n ? v[0] : 1, n ? v[n / 2] ^ 5 : 2, n ? v[n - 1] : 3,
                           0x8000000000000000ULL};
     uint64_t good;
@@ -750,14 +750,14 @@ static void corruption_sweep(const uint64_t *v, size_t n, uint32_t block_bytes)
     for (size_t len = 0; len < size; len++) {
         table_reader *r;
         memcpy(copy, buf, len);
-        int rc = table_reader_open_memory(copy, len, 0, &r);
+        int rc = sims_table_reader_open_memory(copy, len, 0, &r);
         assert_int_equal(rc, SIMSTORE_ECORRUPT);
     }
     uint8_t *longer = malloc(size + 1);
     memcpy(longer, buf, size);
     longer[size] = 0;
     table_reader *r;
-    assert_int_equal(table_reader_open_memory(longer, size + 1, 0, &r), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_table_reader_open_memory(longer, size + 1, 0, &r), SIMSTORE_ECORRUPT);
     free(longer);
     free(copy);
     free(buf);
@@ -787,7 +787,7 @@ static void test_table_corruption__skip_checksums_flag(void **state)
     table_params p = make_params(256);
     uint8_t *buf;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
     table_reader *r;
     /* Random damage inside blocks: checked readers fail, unchecked readers
      * may return anything but must not crash or loop. */
@@ -804,7 +804,7 @@ static void test_table_corruption__skip_checksums_flag(void **state)
         assert_true(rc == 0 || rc == SIMSTORE_ECORRUPT);
         free(copy);
     }
-    assert_int_equal(table_reader_open_memory(buf, size, 0x80, &r), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_reader_open_memory(buf, size, 0x80, &r), SIMSTORE_EINVAL);
     free(buf);
 }
 
@@ -910,17 +910,17 @@ static void test_table_golden__valid_files_decode(void **state)
         assert_true(size == file_bytes);
         check_table(buf, size, &p, v, n);
         table_reader *r;
-        assert_int_equal(table_reader_open(tbl_path, 0, &r), 0);
-        assert_memory_equal(table_reader_info(r)->code_lengths, code_lengths, 64);
-        assert_true(table_reader_info(r)->block_count == block_count);
-        table_reader_close(r);
+        assert_int_equal(sims_table_reader_open(tbl_path, 0, &r), 0);
+        assert_memory_equal(sims_table_reader_info(r)->code_lengths, code_lengths, 64);
+        assert_true(sims_table_reader_info(r)->block_count == block_count);
+        sims_table_reader_close(r);
         /* The encoder still produces these exact bytes: the format is frozen. */
         uint8_t *again;
         size_t again_size;
         if (has_hist)
-            assert_int_equal(table_encode_memory_hist(&p, hist, v, n, &again, &again_size), 0);
+            assert_int_equal(sims_table_encode_memory_hist(&p, hist, v, n, &again, &again_size), 0);
         else
-            assert_int_equal(table_encode_memory(&p, v, n, &again, &again_size), 0);
+            assert_int_equal(sims_table_encode_memory(&p, v, n, &again, &again_size), 0);
         assert_true(again_size == size);
         assert_memory_equal(again, buf, size);
         free(again);
@@ -958,16 +958,16 @@ static void test_table_golden__error_files_fail(void **state)
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
         table_reader *r = NULL;
-        int rc = table_reader_open(path, 0, &r);
+        int rc = sims_table_reader_open(path, 0, &r);
         if (!strcmp(phase, "scan")) {
             assert_int_equal(rc, 0);
             uint64_t out[1024];
             size_t k;
             table_cursor c;
-            table_cursor_init(&c, r, 0, UINT64_MAX);
-            while (!(rc = table_cursor_next(&c, out, 1024, &k)) && k)
+            sims_table_cursor_init(&c, r, 0, UINT64_MAX);
+            while (!(rc = sims_table_cursor_next(&c, out, 1024, &k)) && k)
                 ;
-            table_reader_close(r);
+            sims_table_reader_close(r);
         } else {
             assert_null(r);
         }
@@ -1051,50 +1051,50 @@ static void test_table_writer__rejects_bad_input(void **state)
     /* Unsorted, duplicate: EINVAL, sticky; finish fails and publishes nothing. */
     uint64_t bad[][3] = {{10, 18, 12}, {10, 18, 18}};
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(table_writer_open(path, &p, hist, &w), 0);
-        assert_int_equal(table_writer_add(w, bad[i], 2), 0);
-        assert_int_equal(table_writer_add(w, bad[i] + 2, 1), SIMSTORE_EINVAL);
+        assert_int_equal(sims_table_writer_open(path, &p, hist, &w), 0);
+        assert_int_equal(sims_table_writer_add(w, bad[i], 2), 0);
+        assert_int_equal(sims_table_writer_add(w, bad[i] + 2, 1), SIMSTORE_EINVAL);
         assert_non_null(strstr(simstore_last_error(), "not strictly increasing"));
-        assert_int_equal(table_writer_add(w, bad[i], 0), SIMSTORE_EINVAL);
-        assert_int_equal(table_writer_finish(w), SIMSTORE_EINVAL);
+        assert_int_equal(sims_table_writer_add(w, bad[i], 0), SIMSTORE_EINVAL);
+        assert_int_equal(sims_table_writer_finish(w), SIMSTORE_EINVAL);
         assert_int_equal(dir_entries(dir), 0);
     }
     /* A difference whose symbol had count 0: 18 - 10 = 8 has symbol 3, but
      * 19 - 18 = 1 has symbol 0, which the histogram lacks. */
-    assert_int_equal(table_writer_open(path, &p, hist, &w), 0);
+    assert_int_equal(sims_table_writer_open(path, &p, hist, &w), 0);
     uint64_t nocode[] = {10, 18, 19};
-    assert_int_equal(table_writer_add(w, nocode, 3), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_add(w, nocode, 3), SIMSTORE_EINVAL);
     assert_non_null(strstr(simstore_last_error(), "no Huffman code"));
-    table_writer_abort(w);
+    sims_table_writer_abort(w);
     assert_int_equal(dir_entries(dir), 0);
 
     /* Bad parameters. */
     table_params q = p;
     q.block_bytes = 128;
-    assert_int_equal(table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
     q.block_bytes = 3000;
-    assert_int_equal(table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
     q.block_bytes = 131072;
-    assert_int_equal(table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
     q = p;
     q.prefix_bits = 65;
-    assert_int_equal(table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
     q = p;
     q.perm[5] = q.perm[6];
-    assert_int_equal(table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
     q.perm[5] = 64;
-    assert_int_equal(table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_writer_open(path, &q, hist, &w), SIMSTORE_EINVAL);
     uint8_t *buf;
     size_t size;
-    assert_int_equal(table_encode_memory(&q, nocode, 3, &buf, &size), SIMSTORE_EINVAL);
-    assert_int_equal(table_encode_memory(&p, bad[1], 3, &buf, &size), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_encode_memory(&q, nocode, 3, &buf, &size), SIMSTORE_EINVAL);
+    assert_int_equal(sims_table_encode_memory(&p, bad[1], 3, &buf, &size), SIMSTORE_EINVAL);
     assert_int_equal(dir_entries(dir), 0);
 
     /* Missing directory: the error names the path. */
     char *nodir = test_path(dir, "no/such/dir.tbl");
-    assert_int_not_equal(table_writer_open(nodir, &p, hist, &w), 0);
+    assert_int_not_equal(sims_table_writer_open(nodir, &p, hist, &w), 0);
     free(nodir);
-    table_writer_abort(NULL);
+    sims_table_writer_abort(NULL);
     test_rmtree(dir);
     free(path);
     free(dir);
@@ -1111,25 +1111,25 @@ static void test_table_writer__atomic_publish(void **state)
         v[i] = i * 0x9E3779B97F4AULL;
     uint64_t hist[64] = {0}, prev = 0;
     int have = 0;
-    table_histogram_add(hist, &prev, &have, v, 5000);
+    sims_table_histogram_add(hist, &prev, &have, v, 5000);
 
     /* Abort midway: nothing visible, no temporary left. */
     table_writer *w;
-    assert_int_equal(table_writer_open(path, &p, hist, &w), 0);
-    assert_int_equal(table_writer_add(w, v, 2500), 0);
+    assert_int_equal(sims_table_writer_open(path, &p, hist, &w), 0);
+    assert_int_equal(sims_table_writer_add(w, v, 2500), 0);
     assert_int_equal(dir_entries(dir), 1); /* the temporary file */
-    table_writer_abort(w);
+    sims_table_writer_abort(w);
     assert_int_equal(dir_entries(dir), 0);
 
     /* Finish: exactly the final file. */
-    assert_int_equal(table_writer_open(path, &p, hist, &w), 0);
-    assert_int_equal(table_writer_add(w, v, 5000), 0);
-    assert_int_equal(table_writer_finish(w), 0);
+    assert_int_equal(sims_table_writer_open(path, &p, hist, &w), 0);
+    assert_int_equal(sims_table_writer_add(w, v, 5000), 0);
+    assert_int_equal(sims_table_writer_finish(w), 0);
     assert_int_equal(dir_entries(dir), 1);
     table_reader *r;
-    assert_int_equal(table_reader_open(path, 0, &r), 0);
-    assert_true(table_reader_info(r)->fp_count == 5000);
-    table_reader_close(r);
+    assert_int_equal(sims_table_reader_open(path, 0, &r), 0);
+    assert_true(sims_table_reader_info(r)->fp_count == 5000);
+    sims_table_reader_close(r);
 
     /* A failed finish (injected fsync/rename failure, in a child process so
      * the fault point starts fresh) leaves the old file untouched and no
@@ -1148,12 +1148,12 @@ static void test_table_writer__atomic_publish(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0); /* the child saw its finish fail */
         assert_int_equal(dir_entries(dir), 1);
-        assert_int_equal(table_reader_open(path, 0, &r), 0);
-        assert_true(table_reader_info(r)->fp_count == 5000);
-        table_reader_close(r);
+        assert_int_equal(sims_table_reader_open(path, 0, &r), 0);
+        assert_true(sims_table_reader_info(r)->fp_count == 5000);
+        sims_table_reader_close(r);
     }
-    table_reader_open(path, 0, &r);
-    table_reader_close(r);
+    sims_table_reader_open(path, 0, &r);
+    sims_table_reader_close(r);
     test_rmtree(dir);
     free(path);
     free(dir);
@@ -1169,15 +1169,15 @@ static int fault_child(const char *path)
         v[i] = i;
     uint64_t hist[64] = {0}, prev = 0;
     int have = 0;
-    table_histogram_add(hist, &prev, &have, v, 100);
+    sims_table_histogram_add(hist, &prev, &have, v, 100);
     table_writer *w;
-    int rc = table_writer_open(path, &p, hist, &w);
+    int rc = sims_table_writer_open(path, &p, hist, &w);
     if (rc == 0)
-        rc = table_writer_add(w, v, 100);
+        rc = sims_table_writer_add(w, v, 100);
     if (rc == 0)
-        rc = table_writer_finish(w);
+        rc = sims_table_writer_finish(w);
     else
-        table_writer_abort(w);
+        sims_table_writer_abort(w);
     return rc != 0 ? 0 : 1;
 }
 
@@ -1189,13 +1189,13 @@ static void test_table_reader__open_errors(void **state)
     char *dir = test_tmpdir("tabler");
     char *path = test_path(dir, "missing.tbl");
     table_reader *r = (table_reader *)1;
-    assert_int_equal(table_reader_open(path, 0, &r), SIMSTORE_ENOTFOUND);
+    assert_int_equal(sims_table_reader_open(path, 0, &r), SIMSTORE_ENOTFOUND);
     assert_null(r);
     assert_int_equal(test_write_file(path, "", 0), 0);
-    assert_int_equal(table_reader_open(path, 0, &r), SIMSTORE_ECORRUPT);
+    assert_int_equal(sims_table_reader_open(path, 0, &r), SIMSTORE_ECORRUPT);
     assert_non_null(strstr(simstore_last_error(), path));
-    assert_int_equal(table_reader_open(dir, 0, &r), SIMSTORE_EINVAL); /* a directory */
-    table_reader_close(NULL);
+    assert_int_equal(sims_table_reader_open(dir, 0, &r), SIMSTORE_EINVAL); /* a directory */
+    sims_table_reader_close(NULL);
     test_rmtree(dir);
     free(path);
     free(dir);
@@ -1221,7 +1221,7 @@ static void *search_thread(void *arg)
         for (size_t i = 0; i < a->n; i++)
             want += a->v[i] >= lo && a->v[i] <= hi && simstore_distance(a->v[i], q) <= 3;
         struct collect c = {got, 0, 512, 0};
-        if (table_reader_search(a->r, lo, hi, q, 3, collect_emit, &c) || c.n != want)
+        if (sims_table_reader_search(a->r, lo, hi, q, 3, collect_emit, &c) || c.n != want)
             a->failures++;
     }
     return NULL;
@@ -1234,7 +1234,7 @@ static void *search_thread(void *arg)
  * two top pages of 128 chunks. Decodes, lookups and searches match the
  * values; the open reads no byte of the blocks or the index (they are
  * mapped PROT_NONE while it runs); any damaged byte of the index is found
- * by table_reader_check_index, and a search over damage fails or answers
+ * by sims_table_reader_check_index, and a search over damage fails or answers
  * right. */
 static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
 {
@@ -1247,7 +1247,7 @@ static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
     table_params p = make_params(256);
     uint8_t *buf;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
 
     /* The open, with everything between the first page and the footer's
      * unreadable but the 4 bytes of padding after the group checksums. */
@@ -1267,8 +1267,8 @@ static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
                               (footer_page - pad_page - 1) * (size_t)pg, PROT_NONE),
                      0);
     table_reader *r;
-    assert_int_equal(table_reader_open_memory(m, size, 0, &r), 0);
-    const table_info *in = table_reader_info(r);
+    assert_int_equal(sims_table_reader_open_memory(m, size, 0, &r), 0);
+    const table_info *in = sims_table_reader_info(r);
     assert_true(in->format_version == 3);
     assert_true(in->block_count == nb && nb > 128 * 256); /* two top pages */
     /* In RAM: 24 bytes per chunk (its header's fields once checked, its
@@ -1277,21 +1277,21 @@ static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
     assert_int_equal(mprotect(m, mapped, PROT_READ), 0);
 
     check_table(m, size, &p, v, n);
-    assert_int_equal(table_reader_check_index(r), 0);
+    assert_int_equal(sims_table_reader_check_index(r), 0);
     uint64_t *keys = reader_keys(r);
     for (int t = 0; t < 20000; t++) {
         uint64_t x = t % 3 == 0   ? test_rng_next(&rng)
                      : t % 3 == 1 ? keys[test_rng_below(&rng, nb)]
                                   : keys[test_rng_below(&rng, nb)] + 1;
-        assert_true(table_reader_find_block(r, x) == lower_bound(keys, (size_t)nb, x));
+        assert_true(sims_table_reader_find_block(r, x) == lower_bound(keys, (size_t)nb, x));
     }
     /* Every chunk boundary's keys, and searches straddling them. */
     for (uint64_t b = 255; b + 1 < nb; b += 256) {
-        assert_true(table_reader_key(r, b) == keys[b]);
+        assert_true(sims_table_reader_key(r, b) == keys[b]);
         uint64_t lo = keys[b] - 3, hi = keys[b + 1] + 3, q = keys[b];
         uint64_t got[64];
         struct collect col = {got, 0, 64, 0};
-        assert_int_equal(table_reader_search(r, lo, hi, q, 64, collect_emit, &col), 0);
+        assert_int_equal(sims_table_reader_search(r, lo, hi, q, 64, collect_emit, &col), 0);
         size_t want = 0;
         for (size_t i = 0; i < n; i++)
             want += v[i] >= lo && v[i] <= hi;
@@ -1299,7 +1299,7 @@ static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
             assert_true(col.n == want);
         assert_true(col.n >= 2);
     }
-    table_reader_close(r);
+    sims_table_reader_close(r);
 
     /* Damage: every byte of the top pages and chunk 0's header and
      * checksum, and a sample of the rest of the index. */
@@ -1316,10 +1316,10 @@ static void test_table_v3__chunks_top_pages_and_lazy_checks(void **state)
         uint8_t keep = buf[index_offset + off];
         buf[index_offset + off] ^= (uint8_t)(1u << test_rng_below(&rng, 8));
         table_reader *d;
-        int rc = table_reader_open_memory(buf, size, 0, &d);
+        int rc = sims_table_reader_open_memory(buf, size, 0, &d);
         if (rc == 0) {
-            assert_int_equal(table_reader_check_index(d), SIMSTORE_ECORRUPT);
-            table_reader_close(d);
+            assert_int_equal(sims_table_reader_check_index(d), SIMSTORE_ECORRUPT);
+            sims_table_reader_close(d);
             if (tried % 64 == 0) {
                 uint64_t dg;
                 rc = answer_digest(buf, size, 0, probes, 3, &dg);
@@ -1353,9 +1353,9 @@ static void test_table_reader__concurrent_searches(void **state)
     table_params p = make_params(1024);
     uint8_t *buf;
     size_t size;
-    assert_int_equal(table_encode_memory(&p, v, n, &buf, &size), 0);
+    assert_int_equal(sims_table_encode_memory(&p, v, n, &buf, &size), 0);
     table_reader *r;
-    assert_int_equal(table_reader_open_memory(buf, size, 0, &r), 0);
+    assert_int_equal(sims_table_reader_open_memory(buf, size, 0, &r), 0);
     pthread_t th[4];
     struct thread_arg args[4];
     for (int i = 0; i < 4; i++) {
@@ -1366,7 +1366,7 @@ static void test_table_reader__concurrent_searches(void **state)
         pthread_join(th[i], NULL);
         assert_int_equal(args[i].failures, 0);
     }
-    table_reader_close(r);
+    sims_table_reader_close(r);
     free(buf);
     free(v);
 }

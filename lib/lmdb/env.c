@@ -1,7 +1,7 @@
 /* env.c: the LMDB environment of a store. */
-#include "docs/env.h"
+#include "lmdb/env.h"
 
-#include "docs/lmdbwalk.h"
+#include "lmdb/lmdbwalk.h"
 
 #include "common/checksum.h"
 #include "common/error.h"

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "docs/lmdbwalk.h"
+#include "lmdb/lmdbwalk.h"
 #include "common/bytes.h"
 #include "testutil.h"
 

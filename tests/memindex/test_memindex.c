@@ -1,4 +1,4 @@
-/* test_memindex.c: lib/scan/memindex.c (simstore_memindex_*) against a
+/* test_memindex.c: lib/memindex/memindex.c (simstore_memindex_*) against a
  * brute-force scan: every query's answers equal the entries within k, each
  * once, on uniform, clustered, duplicate-heavy and adversarial sets for
  * k = 0..7, checked while the index grows past its resize thresholds, and

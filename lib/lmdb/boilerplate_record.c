@@ -1,5 +1,5 @@
 /* boilerplate_record.c: the boilerplate record of format/store.md. */
-#include "docs/boilerplate_record.h"
+#include "lmdb/boilerplate_record.h"
 
 #include "common/bytes.h"
 #include "common/checksum.h"

@@ -13,7 +13,7 @@
 #ifndef SIMS_STORE_ENV_H
 #define SIMS_STORE_ENV_H
 
-#include "docs/lmdbwalk.h"
+#include "lmdb/lmdbwalk.h"
 
 #include <lmdb.h>
 #include <stddef.h>

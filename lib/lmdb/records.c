@@ -1,5 +1,5 @@
 /* records.c: the store, state and document records of format/store.md. */
-#include "docs/records.h"
+#include "lmdb/records.h"
 
 #include "common/bytes.h"
 #include "common/checksum.h"

@@ -2,7 +2,7 @@
  * LMDB 0.9's (mdb.c: MDB_page, MDB_node, MDB_db, MDB_meta) on 64-bit
  * little-endian hosts; it is read through le_load* helpers, never by casting
  * structs over the file. */
-#include "docs/lmdbwalk.h"
+#include "lmdb/lmdbwalk.h"
 
 #include "common/bytes.h"
 #include "common/error.h"

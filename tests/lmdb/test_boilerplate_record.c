@@ -11,7 +11,7 @@
 
 #include "common/bytes.h"
 #include "common/checksum.h"
-#include "docs/boilerplate_record.h"
+#include "lmdb/boilerplate_record.h"
 #include "simstore.h"
 #include "testutil.h"
 

@@ -10,7 +10,7 @@
 
 #include "simstore.h"
 #include "design/design.h"
-#include "docs/records.h"
+#include "lmdb/records.h"
 #include "common/sketch.h"
 #include "common/bytes.h"
 #include "common/checksum.h"
