@@ -1,4 +1,4 @@
-/* mpi_scan.c: `simstore-mpi pairs OUT` and `simstore-mpi clusters OUT` over
+/* scan.c: `simstore-mpi pairs OUT` and `simstore-mpi clusters OUT` over
  * a sharded store, rank r reading shard r, printing what `simstore pairs`
  * and `simstore clusters` print for one store of the same documents.
  *
