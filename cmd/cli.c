@@ -2,6 +2,7 @@
  * the simstore commands. */
 #include "cli.h"
 #include "input.h"
+#include "optcheck.h"
 #include "quantity.h"
 
 #include <errno.h>
@@ -368,15 +369,9 @@ void cli_format_similarity(double similarity, int json, char buf[32])
 
 int cli_min_similarity_option(const char *cmd, const char *arg, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || errno || !(v >= 0 && v <= 1))
-        return cli_usage_error(cmd,
-                               "--min-similarity takes a number from 0 to 1 (0: no "
-                               "filter), not '%s'",
-                               arg);
-    *out = v;
+    char why[256];
+    if (cli_min_similarity_problem(arg, out, why, sizeof why))
+        return cli_usage_error(cmd, "%s", why);
     return 0;
 }
 
@@ -402,12 +397,9 @@ int cli_paragraph_min_words_option(const char *cmd, const char *arg, unsigned *o
 
 int cli_min_fraction_option(const char *cmd, const char *arg, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || errno || !(v >= 0 && v <= 1))
-        return cli_usage_error(cmd, "--min-fraction takes a number from 0 to 1, not '%s'", arg);
-    *out = v;
+    char why[256];
+    if (cli_min_fraction_problem(arg, out, why, sizeof why))
+        return cli_usage_error(cmd, "%s", why);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "ingest.h"
+#include "optcheck.h"
 #include "progress.h"
 #include "textopts.h"
 
@@ -438,9 +439,9 @@ int cmd_build(int argc, char **argv)
     }
     if (textopt_finish(CMD, &text) || boiler_finish(CMD, &bo))
         return CLI_EXIT_USAGE;
-    if (bo.automatic && o.fingerprint_only)
-        return cli_usage_error(CMD, "--boilerplate auto needs texts: a fingerprint-only store "
-                                    "has none");
+    const char *refused = cli_build_boilerplate_problem(bo.automatic, o.fingerprint_only);
+    if (refused)
+        return cli_usage_error(CMD, "%s", refused);
     if (optind >= argc)
         return cli_usage_error(CMD, "missing STORE");
     const char *path = cli_store_path(argv[optind++]);
@@ -448,20 +449,16 @@ int cmd_build(int argc, char **argv)
         return cli_usage_error(CMD, "missing INPUT (use '-' for standard input)");
     io.fingerprint_only = o.fingerprint_only;
     io.threads = o.threads;
-    if (o.fingerprint_only && sketch_given && sketch != SIMSTORE_SKETCH_NONE)
-        return cli_usage_error(CMD,
-                               "--fingerprint-only keeps no documents, so no sketches: "
-                               "not with --sketch %s",
-                               simstore_sketch_name(sketch));
+    char why[256];
+    if (cli_build_sketch_problem(o.fingerprint_only, sketch_given, sketch, why, sizeof why))
+        return cli_usage_error(CMD, "%s", why);
     if (!sketch_given)
         sketch = o.fingerprint_only ? SIMSTORE_SKETCH_NONE
                                     : default_sketch(&io, argv + optind, argc - optind);
     text.opts.sketch = sketch;
-    if (para_min_words && !paragraphs)
-        return cli_usage_error(CMD, "--paragraph-min-words goes with --paragraphs");
-    if (paragraphs && o.fingerprint_only)
-        return cli_usage_error(CMD, "--fingerprint-only keeps no documents, so no paragraphs: "
-                                    "not with --paragraphs");
+    if ((refused = cli_build_paragraphs_problem(paragraphs, para_min_words, o.fingerprint_only)) !=
+        NULL)
+        return cli_usage_error(CMD, "%s", refused);
     if (paragraphs)
         text.opts.paragraph_min_words =
             para_min_words ? para_min_words : SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT;

@@ -1,6 +1,7 @@
 /* cmd_clusters.c: `simstore clusters`: the store's near-duplicate clusters,
  * each with the one document it keeps (simstore_clusters). */
 #include "cli.h"
+#include "optcheck.h"
 #include "commands.h"
 #include "paraclusters.h"
 #include "progress.h"
@@ -223,12 +224,11 @@ int cmd_clusters(int argc, char **argv)
         default: return cli_bad_option(CMD, c, argv, optind);
         }
     }
-    if (min_fraction_given && !paragraphs)
-        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
-    if (paragraphs && (mode_given || o.singletons || out.similarity || o.scan.min_similarity > 0))
-        return cli_usage_error(CMD, "--paragraphs clusters connected components of documents "
-                                    "sharing paragraphs: not with --mode star, --singletons, "
-                                    "--similarity or --min-similarity");
+    const char *refused =
+        cli_clusters_options_problem(min_fraction_given, paragraphs, mode_given, o.singletons,
+                                     out.similarity, o.scan.min_similarity);
+    if (refused)
+        return cli_usage_error(CMD, "%s", refused);
     if (optind != argc - 1)
         return cli_usage_error(CMD, optind >= argc ? "missing STORE" : "one STORE only");
     const char *path = cli_store_path(argv[optind]);
@@ -240,12 +240,10 @@ int cmd_clusters(int argc, char **argv)
     rc = simstore_get_stats(s, &st);
     /* The near-duplicate rule (--k, --min-similarity) is resolved and
      * checked by the library, as for every client. */
-    if (rc == 0 && paragraphs && !st.paragraph_min_words) {
+    const char *lacks = rc == 0 ? cli_store_problem(&st, 0, paragraphs) : NULL;
+    if (lacks) {
         simstore_close(s);
-        return cli_error(CMD,
-                         "%s has no paragraph index (build it with --paragraphs): "
-                         "--paragraphs needs one",
-                         path);
+        return cli_error(CMD, "%s %s", path, lacks);
     }
     out.fp_only = st.fingerprint_only;
     o.scan.k = have_k ? (unsigned)k : SIMSTORE_NEAR_DEFAULT_K;

@@ -3,6 +3,7 @@
  * pair of fingerprint lines (the same join for large inputs, all pairs
  * compared for small ones; the same bytes either way). */
 #include "cli.h"
+#include "optcheck.h"
 #include "commands.h"
 #include "input.h"
 #include "progress.h"
@@ -468,12 +469,10 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
     o.min_similarity = out->min_similarity;
     /* The near-duplicate rule (--k, --min-similarity) is resolved and
      * checked by the library, as for every client. */
-    if (rc == 0 && out->paragraphs && !st.paragraph_min_words) {
+    const char *lacks = rc == 0 ? cli_store_problem(&st, 0, out->paragraphs) : NULL;
+    if (lacks) {
         simstore_close(s);
-        return cli_error(CMD,
-                         "%s has no paragraph index (build it with --paragraphs): "
-                         "--paragraphs needs one",
-                         path);
+        return cli_error(CMD, "%s %s", path, lacks);
     }
     cli_progress prog;
     cli_progress_init(&prog, CMD, progress);
@@ -560,11 +559,10 @@ int cmd_pairs(int argc, char **argv)
         default: return cli_bad_option(CMD, c, argv, optind);
         }
     }
-    if (min_fraction_given && !out.paragraphs)
-        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
-    if (out.paragraphs && (out.flags || out.similarity || out.min_similarity > 0))
-        return cli_usage_error(CMD, "--paragraphs pairs documents by their paragraphs: not with "
-                                    "--by-fingerprint, --similarity or --min-similarity");
+    const char *refused = cli_pairs_options_problem(min_fraction_given, out.paragraphs, out.flags,
+                                                    out.similarity, out.min_similarity);
+    if (refused)
+        return cli_usage_error(CMD, "%s", refused);
     struct stat sb;
     int is_store = optind < argc && stat(argv[optind], &sb) == 0 && S_ISDIR(sb.st_mode);
     if (out.paragraphs && !is_store)

@@ -1,6 +1,7 @@
 /* cmd_query.c: `simstore query`: the stored documents within distance k of a
  * fingerprint, a text, a file, or each line of a queries file. */
 #include "cli.h"
+#include "optcheck.h"
 #include "commands.h"
 #include "ingest.h"
 #include "input.h"
@@ -210,19 +211,10 @@ static int open_store(query_run *r)
             return cli_api_error(CMD, rc, "%s", r->path);
         rc = simstore_get_stats(r->s, &st);
     }
-    if (rc == SIMSTORE_OK && r->min_similarity > 0 && st.sketch == SIMSTORE_SKETCH_NONE) {
-        cli_error(CMD,
-                  "%s keeps no sketches (built with --sketch none, from fingerprints, or "
-                  "before sketches): --min-similarity needs them",
-                  r->path);
-        close_store(r);
-        return CLI_EXIT_FAIL;
-    }
-    if (rc == SIMSTORE_OK && r->paragraphs && st.paragraph_min_words == 0) {
-        cli_error(CMD,
-                  "%s has no paragraph index (build it with --paragraphs): --paragraphs needs "
-                  "one",
-                  r->path);
+    const char *refused =
+        rc == SIMSTORE_OK ? cli_store_problem(&st, r->min_similarity, r->paragraphs) : NULL;
+    if (refused) {
+        cli_error(CMD, "%s %s", r->path, refused);
         close_store(r);
         return CLI_EXIT_FAIL;
     }
@@ -730,12 +722,10 @@ static int run_queries_file(query_run *r, const char *path, int format)
                                    "tsv|fp|jsonl",
                                    path);
     }
-    if (r->min_similarity > 0 && format != INPUT_JSONL)
-        return cli_usage_error(CMD, "--min-similarity needs the queries' texts: TSV and "
-                                    "fingerprint-line queries have none (give JSON Lines)");
-    if (r->paragraphs && format != INPUT_JSONL)
-        return cli_usage_error(CMD, "--paragraphs needs the queries' texts: TSV and "
-                                    "fingerprint-line queries have none (give JSON Lines)");
+    const char *refused =
+        cli_query_format_problem(format == INPUT_JSONL, r->min_similarity, r->paragraphs);
+    if (refused)
+        return cli_usage_error(CMD, "%s", refused);
     input_reader *in;
     if (input_open(&in, (input_format)format, path) != 0)
         return cli_error(CMD, "%s: %s", path, strerror(errno));
@@ -936,16 +926,11 @@ int cmd_query(int argc, char **argv)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (sources != 1)
         return cli_usage_error(CMD, "give exactly one of --fp, --text, --file, --queries");
-    if (meta && !r.json)
-        return cli_usage_error(CMD, "--meta needs --json");
-    if (min_fraction_given && !r.paragraphs)
-        return cli_usage_error(CMD, "--min-fraction goes with --paragraphs");
-    if (r.paragraphs && fp_arg)
-        return cli_usage_error(CMD, "--paragraphs needs the query's text: a fingerprint has no "
-                                    "paragraphs (give --text, --file or JSON Lines --queries)");
-    if (r.paragraphs && (r.print_similarity || r.min_similarity > 0))
-        return cli_usage_error(CMD, "--similarity and --min-similarity are for documents, not "
-                                    "with --paragraphs");
+    const char *refused =
+        cli_query_options_problem(meta, r.json, min_fraction_given, r.paragraphs, fp_arg != NULL,
+                                  r.print_similarity, r.min_similarity);
+    if (refused)
+        return cli_usage_error(CMD, "%s", refused);
     uint64_t fp = 0;
     if (fp_arg && cli_parse_hex64(fp_arg, &fp))
         return cli_usage_error(CMD, "--fp takes 16 hex digits, not '%s'", fp_arg);

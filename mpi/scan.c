@@ -1,4 +1,4 @@
-/* mpi_scan.c: `simstore-mpi pairs OUT` and `simstore-mpi clusters OUT` over
+/* scan.c: `simstore-mpi pairs OUT` and `simstore-mpi clusters OUT` over
  * a sharded store, rank r reading shard r, printing what `simstore pairs`
  * and `simstore clusters` print for one store of the same documents.
  *
@@ -29,9 +29,10 @@
  * each document pair's shared counts at the rank owning the pair
  * (paragraph_pairs); clusters then takes those pairs as edges between the
  * documents at their own ranks. */
-#include "mpikit.h"
+#include "mpi_internal.h"
 
 #include "cli.h"
+#include "optcheck.h"
 #include "simstore.h"
 #include "simstore_unstable.h"
 
@@ -46,111 +47,12 @@
 
 static uint64_t chunk_bytes = (uint64_t)4 << 20;
 
-/* Out of memory in an exchange's bookkeeping: the job cannot go on. */
-static void *must(void *p)
-{
-    if (!p) {
-        say("out of memory");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
-static void put(buf *b, const void *p, size_t n)
-{
-    if (buf_put(b, p, n)) {
-        say("out of memory");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
-static void put64(buf *b, uint64_t v)
-{
-    if (buf_u64(b, v)) {
-        say("out of memory");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
-static void put32(buf *b, uint32_t v)
-{
-    if (buf_u32(b, v)) {
-        say("out of memory");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
 /* The rank owning fingerprint fp's documents and node. */
 static int owner_of(uint64_t fp)
 {
     uint64_t h = fp * UINT64_C(0x9E3779B97F4A7C15);
     h ^= h >> 31;
     return (int)(h % (uint64_t)nranks);
-}
-
-/* out[d] to rank d for every d, in rounds of at most chunk_bytes to each
- * rank; what rank s sent is appended to in[s]. Collective; out is emptied. */
-static void exchange_bufs(buf *out, buf *in)
-{
-    int *sc = must(calloc((size_t)nranks * 4, sizeof *sc));
-    int *rc = sc + nranks, *sd = sc + 2 * nranks, *rd = sc + 3 * nranks;
-    size_t *sent = must(calloc((size_t)nranks, sizeof *sent));
-    for (;;) {
-        int more = 0;
-        buf send = {NULL, 0, 0};
-        for (int d = 0; d < nranks; d++) {
-            size_t left = out[d].len - sent[d];
-            size_t n = left < chunk_bytes ? left : (size_t)chunk_bytes;
-            more |= left > n;
-            sc[d] = (int)n;
-            sd[d] = (int)send.len;
-            put(&send, out[d].data + sent[d], n);
-            sent[d] += n;
-        }
-        MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, MPI_COMM_WORLD);
-        size_t total = 0;
-        for (int s = 0; s < nranks; s++) {
-            rd[s] = (int)total;
-            total += (size_t)rc[s];
-        }
-        char *recv = must(malloc(total ? total : 1));
-        MPI_Alltoallv(send.data, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
-        for (int s = 0; s < nranks; s++)
-            put(&in[s], recv + rd[s], (size_t)rc[s]);
-        free(recv);
-        free(send.data);
-        MPI_Allreduce(MPI_IN_PLACE, &more, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (!more)
-            break;
-    }
-    for (int d = 0; d < nranks; d++) {
-        free(out[d].data);
-        out[d].data = NULL;
-        out[d].len = out[d].cap = 0;
-    }
-    free(sent);
-    free(sc);
-}
-
-/* The sum of v over the ranks. Collective. */
-static uint64_t sum_ranks(uint64_t v)
-{
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    return v;
-}
-
-static buf *bufs_new(void)
-{
-    return must(calloc((size_t)nranks, sizeof(buf)));
-}
-
-static void bufs_free(buf *b)
-{
-    if (!b)
-        return;
-    for (int i = 0; i < nranks; i++)
-        free(b[i].data);
-    free(b);
 }
 
 /* ---- documents at the owners of their fingerprints ------------------------ */
@@ -304,7 +206,7 @@ static int gather_owned(simstore *s, const simstore_cluster_options *keep, int f
             out[i].len = 0;
     }
     o->in = bufs_new();
-    exchange_bufs(out, o->in);
+    exchange_bufs(out, o->in, chunk_bytes);
     bufs_free(out);
     size_t n = 0;
     for (int r = 0; r < nranks; r++)
@@ -396,6 +298,32 @@ typedef struct join_xchg {
     MPI_Request *req; /* 2 * nranks */
 } join_xchg;
 
+/* Each rank's count of values for every rank: to[d] goes to rank d, and
+ * from[s] is what rank s sent this one (one u64 each way, through the one
+ * all-to-all exchange). Collective. */
+static void exchange_counts(const uint64_t *to, uint64_t *from)
+{
+    const char **data = must(malloc((size_t)nranks * sizeof *data));
+    size_t *len = must(malloc((size_t)nranks * 3 * sizeof *len));
+    size_t *at = len + nranks, *got = len + 2 * nranks, total;
+    uint8_t *bytes = must(malloc((size_t)nranks * 8));
+    for (int d = 0; d < nranks; d++) {
+        for (int i = 0; i < 8; i++)
+            bytes[8 * d + i] = (uint8_t)(to[d] >> (8 * i));
+        data[d] = (const char *)bytes + 8 * d;
+        len[d] = 8;
+    }
+    char *recv = exchange_round(data, len, at, got, &total);
+    for (int s = 0; s < nranks; s++) {
+        const char *p = recv + at[s];
+        from[s] = get_u64(&p);
+    }
+    free(recv);
+    free(bytes);
+    free(len);
+    free(data);
+}
+
 /* One table's exchange: each of this rank's nfps permuted values v to the
  * rank whose prefix range holds it (split, shift), straight from x->send
  * into x->mine by point-to-point messages (so no count or offset needs to
@@ -410,7 +338,7 @@ static size_t join_exchange(join_xchg *x, const uint64_t *v, size_t nfps, unsign
     memset(sent_to, 0, (size_t)nranks * sizeof *sent_to);
     for (size_t i = 0; i < nfps; i++)
         sent_to[x->dest[i] = range_owner(split, v[i] >> shift)]++;
-    MPI_Alltoall(sent_to, 1, MPI_UINT64_T, from, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    exchange_counts(sent_to, from);
     uint64_t ns = 0, nr = 0;
     for (int r = 0; r < nranks; r++) {
         sstart[r] = ns;
@@ -691,7 +619,7 @@ static int print_sorted(lines *l)
     free(l->recs.data);
     l->recs.data = NULL;
     l->recs.len = l->recs.cap = 0;
-    exchange_bufs(out, in);
+    exchange_bufs(out, in, chunk_bytes);
     bufs_free(out);
     buf mine = {NULL, 0, 0};
     for (int r = 0; r < nranks; r++)
@@ -826,18 +754,6 @@ enum {
     O_UNSUPPORTED
 };
 
-/* --min-fraction's value, 0..1. Returns 0, or -1 for anything else. */
-static int parse_fraction(const char *arg, double *out)
-{
-    char *end;
-    errno = 0;
-    double f = strtod(arg, &end);
-    if (end == arg || *end != '\0' || errno || !(f >= 0 && f <= 1))
-        return -1;
-    *out = f;
-    return 0;
-}
-
 /* Apply option c shared by both commands. Returns 0, or 2 for a bad
  * value or an option of neither (the caller says so). */
 static int common_option(int c, const char *arg, scan_opts *o)
@@ -853,19 +769,14 @@ static int common_option(int c, const char *arg, scan_opts *o)
     case O_JSON: o->json = 1; return 0;
     case O_PROGRESS: show_progress = 1; return 0;
     case O_SIMILARITY: o->similarity = 1; return 0;
-    case O_MIN_SIMILARITY: {
-        char *end;
-        errno = 0;
-        double j = strtod(arg, &end);
-        if (end == arg || *end != '\0' || errno || !(j >= 0 && j <= 1))
+    case O_MIN_SIMILARITY:
+        if (cli_parse_unit(arg, &o->min_similarity))
             return 2;
-        o->min_similarity = j;
         o->min_similarity_given = 1;
         return 0;
-    }
     case O_THREADS: return cli_parse_uint(arg, 1, 1024, &v) ? 2 : 0;
     case O_MEMORY:
-        if (cli_parse_size(arg, &v) || v < ((uint64_t)16 << 20))
+        if (cli_parse_size(arg, &v) || v < SIMSTORE_MIN_MEMORY_BYTES)
             return 2;
         o->memory = v;
         return 0;
@@ -877,7 +788,7 @@ static int common_option(int c, const char *arg, scan_opts *o)
         return 0;
     case O_PARAGRAPHS: o->paragraphs = 1; return 0;
     case O_MIN_FRACTION:
-        if (parse_fraction(arg, &o->min_fraction))
+        if (cli_parse_unit(arg, &o->min_fraction))
             return 2;
         o->min_fraction_given = 1;
         return 0;
@@ -908,26 +819,15 @@ static int common_option(int c, const char *arg, scan_opts *o)
     "      --progress       rank 0 reports each step on stderr, with the ranks' totals\n"          \
     "  -h, --help           show this help\n"
 
-static int usage_error(int argc, char **argv)
-{
-    if (rank == 0)
-        fprintf(stderr, "%s: bad usage at '%s' (see --help)\n", cmd_name,
-                optind > 0 && optind <= argc ? argv[optind - 1] : "");
-    return 2;
-}
-
-/* After the options of either command: one operand, --min-fraction only
- * with --paragraphs, and `conflict` (NULL: none) refused. Returns 0 or 2
- * (said by rank 0). */
-static int check_options(int argc, char **argv, const scan_opts *o, const char *conflict)
+/* After the options of either command: one operand, and `refused` (NULL:
+ * nothing, else what cmd/optcheck.h's check of the command said). Returns
+ * 0 or 2 (said by rank 0). */
+static int check_options(int argc, char **argv, const char *refused)
 {
     if (argc - optind != 1)
         return usage_error(argc, argv);
-    const char *refused = conflict;
-    if (o->min_fraction_given && !o->paragraphs)
-        refused = "--min-fraction goes with --paragraphs";
-    if (refused && rank == 0)
-        fprintf(stderr, "%s: %s\n", cmd_name, refused);
+    if (refused)
+        rank0_says("%s", refused);
     return refused ? 2 : 0;
 }
 
@@ -935,13 +835,10 @@ static int check_options(int argc, char **argv, const scan_opts *o, const char *
  * the shard closed), else 0. */
 static int lacks_paragraph_index(simstore *s, const simstore_stats *st, const char *out)
 {
-    if (st->paragraph_min_words)
+    const char *refused = cli_store_problem(st, 0, 1);
+    if (!refused)
         return 0;
-    if (rank == 0)
-        fprintf(stderr,
-                "%s: %s has no paragraph index (build it with --paragraphs): --paragraphs "
-                "needs one\n",
-                cmd_name, out);
+    rank0_says("%s %s", out, refused);
     simstore_close(s);
     return 1;
 }
@@ -1055,7 +952,7 @@ static void each_pair(const owned *o, const pairs_acc *pairs, doc_pair_fn fn, fp
         put64(b, f->b);
         put32(b, f->distance);
     }
-    exchange_bufs(out, in);
+    exchange_bufs(out, in, chunk_bytes);
     /* The owner of a sends on (b, d, a, a's document count, then a's
      * documents unless by fingerprint) to the owner of b. */
     for (int r = 0; r < nranks; r++) {
@@ -1075,7 +972,7 @@ static void each_pair(const owned *o, const pairs_acc *pairs, doc_pair_fn fn, fp
         }
         in[r].len = 0;
     }
-    exchange_bufs(out, in);
+    exchange_bufs(out, in, chunk_bytes);
     for (int r = 0; r < nranks; r++) {
         for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
             uint64_t b = get_u64(&q);
@@ -1309,7 +1206,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
         for (int r = 0; r < nranks; r++)
             h.out[r].len = 0;
     }
-    exchange_bufs(h.out, in);
+    exchange_bufs(h.out, in, chunk_bytes);
     free(h.v);
     /* Step 1's holders, by paragraph; the distinct paragraphs. */
     size_t nh = 0;
@@ -1345,7 +1242,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
     }
     free(pairs.v);
     pairs.v = NULL;
-    exchange_bufs(h.out, in);
+    exchange_bufs(h.out, in, chunk_bytes);
     for (int r = 0; r < nranks; r++) {
         for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
             uint64_t p = get_u64(&q), other = get_u64(&q);
@@ -1367,7 +1264,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
         }
         in[r].len = 0;
     }
-    exchange_bufs(h.out, in);
+    exchange_bufs(h.out, in, chunk_bytes);
     /* Each paragraph's near documents: its holders and those received. */
     size_t nn = nh;
     holder *near = must(malloc((nh ? nh : 1) * sizeof *near));
@@ -1401,7 +1298,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
         j = end;
     }
     free(near);
-    exchange_bufs(h.out, in);
+    exchange_bufs(h.out, in, chunk_bytes);
     /* Step 4: the sums of both directions of each pair. */
     size_t nd = 0;
     for (int r = 0; r < nranks; r++)
@@ -1461,7 +1358,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
         put32(b, of_hi);
     }
     free(dv);
-    exchange_bufs(h.out, in);
+    exchange_bufs(h.out, in, chunk_bytes);
     if (pr->want_edges) {
         size_t ne = 0;
         for (int r = 0; r < nranks; r++)
@@ -1493,7 +1390,7 @@ static int paragraph_pairs(simstore *s, unsigned k, uint64_t memory, para_run *p
         }
         in[r].len = 0;
     }
-    exchange_bufs(h.out, in);
+    exchange_bufs(h.out, in, chunk_bytes);
     for (int r = 0; r < nranks; r++)
         for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
             uint64_t hi = get_u64(&q);
@@ -1597,11 +1494,9 @@ int cmd_mpi_pairs(int argc, char **argv)
             return usage_error(argc, argv);
         }
     }
-    int bad = check_options(argc, argv, &p.o,
-                            p.o.paragraphs && (p.by_fp || p.o.similarity || p.o.min_similarity > 0)
-                                ? "--paragraphs pairs documents by their paragraphs: not with "
-                                  "--by-fingerprint, --similarity or --min-similarity"
-                                : NULL);
+    int bad = check_options(argc, argv,
+                            cli_pairs_options_problem(p.o.min_fraction_given, p.o.paragraphs,
+                                                      p.by_fp, p.o.similarity, p.o.min_similarity));
     if (bad)
         return bad;
     if (p.by_fp && p.o.min_similarity > 0) {
@@ -1712,7 +1607,7 @@ typedef void (*kv_fn)(void *ctx, size_t node, uint64_t value);
 
 static void deliver_kv(const graph *g, buf *out, buf *in, kv_fn fn, void *ctx)
 {
-    exchange_bufs(out, in);
+    exchange_bufs(out, in, chunk_bytes);
     for (int r = 0; r < nranks; r++) {
         for (const char *q = in[r].data, *end = q + in[r].len; q < end;) {
             size_t i = key_node(g, get_u64(&q));
@@ -1982,7 +1877,7 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
             send_kv(&g, out, pairs->v[i].b, pairs->v[i].a);
         }
     }
-    exchange_bufs(out, in);
+    exchange_bufs(out, in, chunk_bytes);
     for (int r = 0; r < nranks; r++)
         g.nadj += in[r].len / 16;
     g.adj = must(malloc((g.nadj ? g.nadj : 1) * sizeof *g.adj));
@@ -2044,7 +1939,7 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
         for (uint64_t k = 0; k < degree; k++)
             put64(b, g.adj[g.first_adj[i] + k].other);
     }
-    exchange_bufs(out, in);
+    exchange_bufs(out, in, chunk_bytes);
     size_t n = 0, cap = 0;
     comp_node *m = NULL;
     for (int r = 0; r < nranks; r++)
@@ -2089,7 +1984,7 @@ static void make_clusters(clusters_run *c, const owned *o, const pairs_acc *pair
         }
     }
     buf *kept_in = bufs_new();
-    exchange_bufs(out, kept_in);
+    exchange_bufs(out, kept_in, chunk_bytes);
     free(m);
     for (int r = 0; r < nranks; r++)
         for (const char *q = kept_in[r].data, *end = q + kept_in[r].len; q < end;) {
@@ -2202,12 +2097,10 @@ int cmd_mpi_clusters(int argc, char **argv)
             return usage_error(argc, argv);
         }
     }
-    int bad = check_options(
-        argc, argv, &c.o,
-        c.o.paragraphs && (mode_given || c.singletons || c.o.similarity || c.o.min_similarity > 0)
-            ? "--paragraphs clusters connected components of documents sharing paragraphs: "
-              "not with --mode star, --singletons, --similarity or --min-similarity"
-            : NULL);
+    int bad = check_options(argc, argv,
+                            cli_clusters_options_problem(c.o.min_fraction_given, c.o.paragraphs,
+                                                         mode_given, c.singletons, c.o.similarity,
+                                                         c.o.min_similarity));
     if (bad)
         return bad;
     keep.key = cli_meta_key;
