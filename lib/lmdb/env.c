@@ -72,8 +72,10 @@ static int env_walk(MDB_env *env, const char *dir, sims_lmdb_problem_fn fn, void
 
 struct sims_env_shared {
     sims_env_shared *next;
-    dev_t dev;
+    dev_t dev; /* the directory */
     ino_t ino;
+    dev_t mdb_dev; /* its data.mdb, which the environment holds open */
+    ino_t mdb_ino;
     unsigned refs;
     MDB_env *env;
     MDB_dbi meta, docs, fps, pfps;
@@ -415,9 +417,19 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
     struct stat st;
     if (stat(dir, &st) != 0)
         return sims_fail_errno("%s", dir);
+    /* The same store: the same directory and the same data.mdb. The
+     * directory alone is not enough: one removed (a store replaced by
+     * build --replace) frees its inode number for the next, while an
+     * environment of the old one may still be open here; its data.mdb,
+     * held open, keeps its number. */
+    char mdb_path[PATH_MAX];
+    struct stat ms;
+    int have_mdb = snprintf(mdb_path, sizeof mdb_path, "%s/data.mdb", dir) < (int)sizeof mdb_path &&
+                   stat(mdb_path, &ms) == 0;
     pthread_mutex_lock(&registry_mu);
     for (sims_env_shared *sh = registry; sh; sh = sh->next) {
-        if (sh->dev == st.st_dev && sh->ino == st.st_ino) {
+        if (sh->dev == st.st_dev && sh->ino == st.st_ino && have_mdb && sh->mdb_dev == ms.st_dev &&
+            sh->mdb_ino == ms.st_ino) {
             int rc = SIMSTORE_OK;
             if (!readonly && sh->rdonly_env)
                 rc = sims_fail(SIMSTORE_EREADONLY,
@@ -473,6 +485,12 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
         metas_unmap(sh);
         free(sh);
         return rc;
+    }
+    mdb_filehandle_t fd;
+    struct stat fs;
+    if (mdb_env_get_fd(sh->env, &fd) == 0 && fstat(fd, &fs) == 0) {
+        sh->mdb_dev = fs.st_dev;
+        sh->mdb_ino = fs.st_ino;
     }
     sh->next = registry;
     registry = sh;
