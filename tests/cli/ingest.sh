@@ -12,8 +12,8 @@ source "$(dirname "$0")/lib.sh"
 N=${SIMSTORE_INGEST_N:-75000}
 THREADS="1 2 3 8"
 # Sampled (the sanitizer pass): one thread, an odd count and more threads
-# than cores; SIMSTORE_INGEST_SAMPLED_N records (the ThreadSanitizer build's).
-sampled && THREADS="1 3 8" && N=${SIMSTORE_INGEST_SAMPLED_N:-$N}
+# than cores.
+sampled && THREADS="1 3 8"
 # The pipeline's sizes (cmd/ingest.h): 4096 lines a batch, 2*threads+2 slots.
 BATCH=4096
 command -v mdb_dump >/dev/null || { echo "ingest.sh: mdb_dump (lmdb-utils) is needed" >&2; exit 1; }

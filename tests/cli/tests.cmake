@@ -19,16 +19,11 @@ simstore_cli_test(test_cli_corpora corpora.sh)
 # cmd/stream.c, on gzip and zstd inputs the test makes itself.
 simstore_unit_test(test_cli_stream cli/test_stream.c)
 target_link_libraries(test_cli_stream PRIVATE simstore_cmdkit)
-# The parallel ingest at real sizes; the sanitizer builds use fewer records
-# (ThreadSanitizer's when sampled: a few batches still spread over 3 and 8
-# threads; SIMSTORE_DENSE=1 the full count).
+# The parallel ingest at real sizes; the sanitizer build uses fewer records.
 simstore_cli_test(test_cli_ingest ingest.sh)
 if(SIMSTORE_SANITIZE)
   set_tests_properties(test_cli_ingest PROPERTIES TIMEOUT 1200
     ENVIRONMENT "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_INGEST_N=20000")
-elseif(SIMSTORE_TSAN)
-  set_tests_properties(test_cli_ingest PROPERTIES TIMEOUT 1200
-    ENVIRONMENT "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_INGEST_SAMPLED_N=9000")
 else()
   set_tests_properties(test_cli_ingest PROPERTIES TIMEOUT 900)
 endif()
