@@ -4,7 +4,9 @@
 #     only: the optimiser's warnings);
 #  2. a second -Werror build under AddressSanitizer + UndefinedBehaviorSanitizer,
 #     and every ctest again, the long sweeps sampled (SIMSTORE_DENSE=1: all);
-#  3. with clang, the libFuzzer targets built and each run briefly from its
+#  3. a -Werror build under ThreadSanitizer of what the tests labelled
+#     "threads" run, and those tests, sampled (SIMSTORE_DENSE=1: all);
+#  4. with clang, the libFuzzer targets built and each run briefly from its
 #     committed corpus (their corpora also replay as ordinary ctests above).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,32 @@ cmake --build build-asan -j "$jobs"
 step "tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+# The threaded tests (label "threads", tests/CMakeLists.txt) again under
+# ThreadSanitizer, where the compiler has it (gcc's libtsan2), sampled as
+# above. Every process writes its reports to build-tsan/tsan/ as well, so a
+# race in a process whose exit status a test does not check (a server, a
+# pipeline) still fails the step.
+if echo 'int main(void) { return 0; }' |
+  ${CC:-cc} -x c -fsanitize=thread -o /dev/null - >/dev/null 2>&1; then
+  step "build (-Werror, TSan) in build-tsan/"
+  cmake -S . -B build-tsan -DSIMSTORE_WERROR=ON -DSIMSTORE_TSAN=ON -DSIMSTORE_BENCH=OFF \
+    -DSIMSTORE_PYTHON=OFF -DSIMSTORE_MPI=OFF >/dev/null
+  cmake --build build-tsan -j "$jobs" --target simstore_threads_tests
+  step "threaded tests under TSan"
+  rm -rf build-tsan/tsan && mkdir -p build-tsan/tsan
+  tsan_status=0
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/build-tsan/tsan/report" \
+    ctest --test-dir build-tsan -L threads -j "$jobs" --output-on-failure || tsan_status=$?
+  if compgen -G 'build-tsan/tsan/report.*' >/dev/null; then
+    cat build-tsan/tsan/report.*
+    echo "ThreadSanitizer reported the above (build-tsan/tsan/)" >&2
+    tsan_status=1
+  fi
+  [ "$tsan_status" = 0 ] || exit "$tsan_status"
+else
+  step "ThreadSanitizer pass skipped: ${CC:-cc} cannot link -fsanitize=thread (Debian: libtsan2)"
+fi
 
 if command -v clang >/dev/null 2>&1 && [ -d tests/fuzz ]; then
   step "libFuzzer targets (clang, ASan+UBSan) in build-fuzz/"

@@ -142,6 +142,12 @@ int test_sampled(void)
     return env_on("SIMSTORE_SAMPLED") && !test_dense();
 }
 
+const char *test_sampled_cases(void)
+{
+    const char *cases = getenv("SIMSTORE_SAMPLED_CASES");
+    return test_sampled() && cases && *cases ? cases : NULL;
+}
+
 void test_text_add(test_text *t, const char *fmt, ...)
 {
     char line[1200];

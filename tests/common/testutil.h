@@ -55,5 +55,11 @@ const char *test_source_dir(void);
  * the default size. */
 int test_dense(void);
 int test_sampled(void);
+/* The cmocka pattern of the cases a sampled run keeps
+ * ($SIMSTORE_SAMPLED_CASES, e.g. "test_text_threads__*"), or NULL: all.
+ * NULL unless test_sampled(). The ThreadSanitizer build sets it for the tests
+ * whose threads are in a few of their cases (tests/CMakeLists.txt); a
+ * test's main passes it to cmocka_set_test_filter(). */
+const char *test_sampled_cases(void);
 
 #endif

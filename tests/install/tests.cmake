@@ -16,6 +16,8 @@ add_test(NAME test_symbols
 set(simstore_install_test_cflags "")
 if(SIMSTORE_SANITIZE)
   set(simstore_install_test_cflags "-fsanitize=address,undefined -fno-sanitize-recover=all")
+elseif(SIMSTORE_TSAN)
+  set(simstore_install_test_cflags "-fsanitize=thread")
 endif()
 add_test(NAME test_install
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}

@@ -1888,5 +1888,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_live_ids__rule_and_small_memtable),
         cmocka_unit_test(test_live_ids__tsv_output_escapes_old_ids),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -925,5 +925,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wal_crash__kill_during_appends),
         cmocka_unit_test(test_wal_crash__faults),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

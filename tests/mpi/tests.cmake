@@ -14,6 +14,8 @@ if(TARGET simstore_mpi)
     set_tests_properties(${t} PROPERTIES TIMEOUT 900
       ENVIRONMENT "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
   endforeach()
+  # Not labelled "threads": under ThreadSanitizer, Open MPI's uninstrumented
+  # progress threads would be reported (tests/run.sh's TSan build has no MPI).
   # Open MPI's own allocations stay until exit: LeakSanitizer would report
   # them in sanitizer builds (the library's leaks are checked by the rest).
   if(SIMSTORE_SANITIZE)

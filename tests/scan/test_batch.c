@@ -593,5 +593,9 @@ int main(void)
         cmocka_unit_test(test_batch_query__stop_and_errors),
         cmocka_unit_test(test_batch_query__damaged_block_is_an_error),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

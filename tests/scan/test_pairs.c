@@ -1496,5 +1496,9 @@ int main(void)
         cmocka_unit_test(test_clusters_spill__chain),
         cmocka_unit_test(test_clusters_spill__tiny_budget),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

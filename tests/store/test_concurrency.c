@@ -189,7 +189,9 @@ static void build_options(simstore_build_options *o)
     o->block_bytes = 256;
     o->memory_bytes = 16u << 20;
     o->threads = 2;
-    static simstore_text_options text;
+    /* Per thread: the writer threads call this at once, and a shared static
+     * would be written by all of them (a data race ThreadSanitizer reports). */
+    static _Thread_local simstore_text_options text;
     simstore_text_options_init(&text);
     text.cjk = SIMSTORE_CJK_BIGRAM; /* no texts: spare the friso load */
     o->text = &text;

@@ -1395,5 +1395,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_reader__concurrent_searches),
         cmocka_unit_test(test_table_v3__chunks_top_pages_and_lazy_checks),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

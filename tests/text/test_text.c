@@ -1777,5 +1777,9 @@ int main(void)
         cmocka_unit_test(test_text_alloc__steady_state),
         cmocka_unit_test(test_text_threads__shared_dictionary),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
