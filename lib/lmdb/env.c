@@ -76,6 +76,8 @@ struct sims_env_shared {
     ino_t ino;
     dev_t mdb_dev; /* its data.mdb, which the environment holds open */
     ino_t mdb_ino;
+    pid_t pid; /* the process that opened it: LMDB's environments do not
+                  cross a fork, so a child opens its own */
     unsigned refs;
     MDB_env *env;
     MDB_dbi meta, docs, fps, pfps;
@@ -410,10 +412,19 @@ static int explain_unwritable(const char *dir, int mdb_rc)
     return sims_mdb_fail(mdb_rc, dir);
 }
 
+/* Whether dir is still the directory st describes. */
+static int same_dir(const char *dir, const struct stat *st)
+{
+    struct stat now;
+    return stat(dir, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
 int sims_env_open(sims_env *e, const char *dir, unsigned flags)
 {
     memset(e, 0, sizeof *e);
     int readonly = (flags & SIMS_ENV_READONLY) != 0;
+    unsigned replaced = 0;
+again:;
     struct stat st;
     if (stat(dir, &st) != 0)
         return sims_fail_errno("%s", dir);
@@ -429,7 +440,7 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
     pthread_mutex_lock(&registry_mu);
     for (sims_env_shared *sh = registry; sh; sh = sh->next) {
         if (sh->dev == st.st_dev && sh->ino == st.st_ino && have_mdb && sh->mdb_dev == ms.st_dev &&
-            sh->mdb_ino == ms.st_ino) {
+            sh->mdb_ino == ms.st_ino && sh->pid == getpid()) {
             int rc = SIMSTORE_OK;
             if (!readonly && sh->rdonly_env)
                 rc = sims_fail(SIMSTORE_EREADONLY,
@@ -484,6 +495,13 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
         sims_map_close(&sh->map);
         metas_unmap(sh);
         free(sh);
+        /* The store was replaced (build --replace, a shrink's swap) while
+         * LMDB opened it: its lock file and data.mdb may then be of two
+         * stores, whose read transactions never settle. Open it again. */
+        if (!same_dir(dir, &st) && replaced++ < 8) {
+            sims_error_clear();
+            goto again;
+        }
         return rc;
     }
     mdb_filehandle_t fd;
@@ -492,6 +510,7 @@ int sims_env_open(sims_env *e, const char *dir, unsigned flags)
         sh->mdb_dev = fs.st_dev;
         sh->mdb_ino = fs.st_ino;
     }
+    sh->pid = getpid();
     sh->next = registry;
     registry = sh;
     pthread_mutex_unlock(&registry_mu);

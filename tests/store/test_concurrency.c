@@ -1287,5 +1287,9 @@ int main(void)
         cmocka_unit_test(test_concurrency_replace__open_readers),
         cmocka_unit_test(test_concurrency_readers__killed_leave_no_slots),
     };
+    /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
+    const char *cases = test_sampled_cases();
+    if (cases)
+        cmocka_set_test_filter(cases);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
