@@ -33,7 +33,7 @@ set_tests_properties(test_lazy_open PROPERTIES TIMEOUT 600)
 # crash_op: the helper test_crash runs (and kills) in child processes: one
 # store operation on the deterministic documents of crash_docs.h.
 add_executable(crash_op store/crash_op.c)
-target_link_libraries(crash_op PRIVATE simstore)
+target_link_libraries(crash_op PRIVATE simstore simstore_faults)
 
 # test_crash: interrupted builds, adds, deletes and compactions (injected
 # faults at every write/fsync/rename/commit, and SIGKILL at random moments)
