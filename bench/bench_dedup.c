@@ -118,10 +118,9 @@ static int write_file(const char *path, const void *data, size_t len)
     return rc;
 }
 
-static int count_doc(void *ctx, const simstore_doc *d, int id_is_integer, const uint8_t *sketch)
+static int count_doc(void *ctx, const simstore_doc *d)
 {
-    (void)sketch;
-    *(uint64_t *)ctx += d->fp + (uint64_t)id_is_integer;
+    *(uint64_t *)ctx += d->fp + d->flags;
     return 0;
 }
 
@@ -138,7 +137,7 @@ static double fingerprint_seconds(const char *path, unsigned threads, int passes
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
         uint64_t sum = 0;
-        ingest_sink s = {count_doc, count_fp, &sum, NULL, NULL};
+        ingest_sink s = {count_doc, count_fp, &sum, NULL};
         simstore_text_options text;
         simstore_text_options_init(&text);
         text.sketch = sketch;

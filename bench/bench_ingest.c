@@ -92,12 +92,11 @@ typedef struct counter {
     uint64_t sink;
 } counter;
 
-static int count_doc(void *ctx, const simstore_doc *d, int id_is_integer, const uint8_t *sketch)
+static int count_doc(void *ctx, const simstore_doc *d)
 {
-    (void)sketch;
     counter *c = (counter *)ctx;
     c->docs++;
-    c->sink ^= d->fp + (uint64_t)id_is_integer;
+    c->sink ^= d->fp + d->flags;
     return 0;
 }
 
@@ -114,7 +113,7 @@ static double ingest_mbs(const char *path, unsigned threads, size_t bytes, size_
     double best = 1e30;
     for (int p = 0; p < passes; p++) {
         counter c = {0, 0};
-        ingest_sink s = {count_doc, count_fp, &c, NULL, NULL};
+        ingest_sink s = {count_doc, count_fp, &c, NULL};
         simstore_text_options text;
         simstore_text_options_init(&text);
         ingest_options o;

@@ -1,5 +1,5 @@
 # install.cmake: what `cmake --install` puts under the prefix (GNUInstallDirs):
-#   lib/libsimstore.so.0.1.0 (+ .so.0, .so links), lib/libsimstore.a,
+#   lib/libsimstore.so.1.0.0 (+ .so.1, .so links), lib/libsimstore.a,
 #   include/simstore.h and include/simstore_unstable.h (no stability
 #   promise: the project's own clients' pieces), bin/simstore, share/doc/simstore/ (README.md,
 #   LICENSE and format/*.md), lib/pkgconfig/simstore.pc, and lib/cmake/simstore/ for
@@ -57,10 +57,10 @@ install(EXPORT simstore-static-targets NAMESPACE simstore:: DESTINATION ${simsto
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/simstore-config.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/simstore-config.cmake
   INSTALL_DESTINATION ${simstore_cmake_dir})
-# 0.x: a new minor version may break the API and ABI (README.md, "Use the
-# library"), so only the same MAJOR.MINOR is compatible.
+# Within a major version the API and ABI only grow (README.md, "Use the
+# library"): any version of the same MAJOR at least the one asked for will do.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/simstore-config-version.cmake
-  COMPATIBILITY SameMinorVersion)
+  COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/simstore-config.cmake
   ${PROJECT_BINARY_DIR}/cmake/simstore-config-version.cmake
   DESTINATION ${simstore_cmake_dir})

@@ -228,7 +228,7 @@ int boiler_first_pass(const char *cmd, char **paths, int npaths, ingest_options 
     first.boilerplate = NULL;
     first.note = NULL;
     first.phase = "boilerplate: reading";
-    ingest_sink sink = {NULL, NULL, counter, count_record, NULL};
+    ingest_sink sink = {NULL, NULL, counter, count_record};
     ingest_result res;
     int got = ingest_run(&sink, paths, npaths, &first, &res);
     if (got != 0) {

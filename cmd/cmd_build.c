@@ -178,23 +178,16 @@ typedef struct shard_sink {
 /* Each document keeps its position in the whole input, as one store of it
  * would number it (simstore_builder_set_position): insertion numbers, and
  * `clusters --keep first`, agree with that store's. */
-static int shard_doc_paragraphs(void *ctx, const simstore_doc *doc, int id_is_integer,
-                                const uint8_t *sketch, const uint64_t *paras, size_t n)
+static int shard_doc(void *ctx, const simstore_doc *doc)
 {
     shard_sink *s = (shard_sink *)ctx;
     simstore_builder *b = s->b[simstore_shard_of(doc->id, doc->id_len, s->shards)];
     int rc = simstore_builder_set_position(b, s->position);
     if (rc == 0)
-        rc = simstore_builder_add_paragraphs(b, doc, id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                             sketch, paras, n);
+        rc = simstore_builder_add(b, doc);
     if (rc == 0)
         s->position++;
     return rc;
-}
-
-static int shard_doc(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch)
-{
-    return shard_doc_paragraphs(ctx, doc, id_is_integer, sketch, NULL, 0);
 }
 
 static int shard_fp(void *ctx, uint64_t fp)
@@ -256,7 +249,7 @@ static int build_sharded(const char *path, unsigned shards, simstore_build_optio
     memset(&res, 0, sizeof res);
     if (status == CLI_EXIT_OK) {
         shard_sink ss = {b, shards, 0};
-        ingest_sink sink = {shard_doc, shard_fp, &ss, NULL, shard_doc_paragraphs};
+        ingest_sink sink = {shard_doc, shard_fp, &ss, NULL};
         int got = ingest_run(&sink, inputs, ninputs, io, &res);
         if (got) {
             cli_progress_done(prog);

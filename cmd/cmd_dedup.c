@@ -292,8 +292,7 @@ static int note_store_paragraphs(const dedup_run *run, simstore_query *q, const 
 /* On worker `worker`: the nearest stored document (with --min-similarity:
  * the nearest of those similar enough) and whether the id is stored. The
  * store does not change during the run. */
-static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, const uint8_t *sketch,
-                      const uint64_t *paras, size_t nparas, ingest_note *out)
+static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, ingest_note *out)
 {
     dedup_run *run = (dedup_run *)ctx;
     if (worker >= MAX_WORKERS)
@@ -309,10 +308,10 @@ static int note_store(void *ctx, unsigned worker, const simstore_doc *doc, const
         return has;
     out->flags = has ? NOTE_ID_STORED : 0;
     if (run->paragraphs)
-        return note_store_paragraphs(run, *q, paras, nparas, out);
+        return note_store_paragraphs(run, *q, doc->paragraphs, doc->n_paragraphs, out);
     const simstore_match *m;
     size_t n;
-    int rc = simstore_query_fp_sketch(*q, doc->fp, sketch, run->rule.k, &m, &n);
+    int rc = simstore_query_fp_sketch(*q, doc->fp, doc->sketch, run->rule.k, &m, &n);
     if (rc)
         return rc;
     /* Sorted by distance, then id bytes: the first the rule passes is the
@@ -366,7 +365,7 @@ static int write_removed_paragraphs(dedup_run *run, const ingest_record *r, cons
 {
     if (!run->removed)
         return 0;
-    size_t of = r->paragraph_count;
+    size_t of = r->doc.n_paragraphs;
     if (fwrite(r->doc.id, 1, r->doc.id_len, run->removed) != r->doc.id_len ||
         putc('\t', run->removed) == EOF || fwrite(kept, 1, kept_len, run->removed) != kept_len ||
         fprintf(run->removed, "\t%llu\t%zu\t%.4f\n", (unsigned long long)shared, of,
@@ -440,11 +439,11 @@ static int kept_paragraphs_best(dedup_run *run, const ingest_record *r, uint64_t
 {
     *shared = 0;
     run->ntouched = 0;
-    if (r->paragraph_count > UINT32_MAX - 1)
+    if (r->doc.n_paragraphs > UINT32_MAX - 1)
         return SIMSTORE_EINVAL;
-    for (size_t i = 0; i < r->paragraph_count; i++) {
+    for (size_t i = 0; i < r->doc.n_paragraphs; i++) {
         para_count c = {run, (uint32_t)(i + 1)};
-        int rc = simstore_memindex_query(run->para_index, r->paragraphs[i], run->rule.k,
+        int rc = simstore_memindex_query(run->para_index, r->doc.paragraphs[i], run->rule.k,
                                          count_kept_paragraph, &c);
         if (rc)
             return rc;
@@ -480,8 +479,8 @@ static int keep_paragraphs(dedup_run *run, const ingest_record *r, uint64_t ordi
         memset(run->para_last + run->para_cap, 0, (cap - run->para_cap) * sizeof *run->para_last);
         run->para_cap = cap;
     }
-    for (size_t i = 0; i < r->paragraph_count; i++) {
-        int rc = simstore_memindex_add(run->para_index, r->paragraphs[i], ordinal);
+    for (size_t i = 0; i < r->doc.n_paragraphs; i++) {
+        int rc = simstore_memindex_add(run->para_index, r->doc.paragraphs[i], ordinal);
         if (rc)
             return rc;
     }
@@ -495,7 +494,8 @@ static int keep_record(dedup_run *run, const ingest_record *r)
         if (cli_grow((void **)&run->kept_sketches, &run->kept_sketches_cap,
                      (run->ids.n + 1) * run->sketch_bytes, 1, 64 * run->sketch_bytes))
             return SIMSTORE_ENOMEM;
-        memcpy(run->kept_sketches + run->ids.n * run->sketch_bytes, r->sketch, run->sketch_bytes);
+        memcpy(run->kept_sketches + run->ids.n * run->sketch_bytes, r->doc.sketch,
+               run->sketch_bytes);
     }
     int rc = run->paragraphs ? keep_paragraphs(run, r, run->ids.n)
                              : simstore_memindex_add(run->index, r->doc.fp, run->ids.n);
@@ -509,9 +509,7 @@ static int keep_record(dedup_run *run, const ingest_record *r)
     if (run->builder) {
         /* A store with a paragraph index gets the kept documents'
          * paragraphs too (ingest made them with the store's minimum). */
-        rc = simstore_builder_add_paragraphs(run->builder, &r->doc,
-                                             r->id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                             r->sketch, r->paragraphs, r->paragraph_count);
+        rc = simstore_builder_add(run->builder, &r->doc);
         if (rc) {
             run->failed = 1;
             return rc;
@@ -537,12 +535,12 @@ static int note_dropped(dedup_run *run, const ingest_record *r)
 static int decide_paragraphs(dedup_run *run, const ingest_record *r)
 {
     uint64_t ordinal = 0, shared = 0;
-    int rc = r->paragraph_count ? kept_paragraphs_best(run, r, &ordinal, &shared) : 0;
+    int rc = r->doc.n_paragraphs ? kept_paragraphs_best(run, r, &ordinal, &shared) : 0;
     if (rc)
         return rc;
     /* The rule by paragraphs, as simstore_query_paragraphs() judges a
      * stored document. */
-    if (shared && !simstore_near_duplicate_paragraphs(&run->rule, shared, r->paragraph_count))
+    if (shared && !simstore_near_duplicate_paragraphs(&run->rule, shared, r->doc.n_paragraphs))
         shared = 0;
     int by_store = (r->note.flags & NOTE_NEAR_STORED) != 0 && r->note.value >= shared;
     if (!by_store && !shared)
@@ -577,7 +575,7 @@ static int decide(void *ctx, const ingest_record *r)
     double near_similarity = SIMSTORE_SIMILARITY_UNKNOWN;
     int found;
     if (run->rule.min_similarity > 0) {
-        near_similar ns = {run, r->sketch, 0, {0, 0, 0}, SIMSTORE_SIMILARITY_UNKNOWN};
+        near_similar ns = {run, r->doc.sketch, 0, {0, 0, 0}, SIMSTORE_SIMILARITY_UNKNOWN};
         found = simstore_memindex_query(run->index, r->doc.fp, run->rule.k, consider_kept, &ns);
         if (found == 0) {
             found = ns.found;
@@ -588,8 +586,8 @@ static int decide(void *ctx, const ingest_record *r)
         /* The rule by distance alone: the nearest within k. */
         found = simstore_memindex_nearest(run->index, r->doc.fp, run->rule.k, &near);
         if (found > 0 && run->sketch_bytes)
-            near_similarity =
-                simstore_sketch_similarity(run->sketch, r->sketch, kept_sketch(run, near.value));
+            near_similarity = simstore_sketch_similarity(run->sketch, r->doc.sketch,
+                                                         kept_sketch(run, near.value));
     }
     if (found < 0)
         return found;
@@ -763,7 +761,7 @@ static int run_dedup(dedup_run *run, char **paths, int npaths, ingest_options *i
     if (!buffered)
         setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     buffered = 1;
-    ingest_sink sink = {NULL, NULL, run, decide, NULL};
+    ingest_sink sink = {NULL, NULL, run, decide};
     if (run->store) {
         io->note = note_store;
         io->note_ctx = run;

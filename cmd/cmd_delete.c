@@ -190,7 +190,12 @@ int cmd_delete(int argc, char **argv)
     cli_compaction compaction = {0, {0, 0, 0}};
     o.compacted = cli_note_compaction;
     o.compacted_ctx = &compaction;
-    simstore_set_maintenance_options(s, &o);
+    rc = simstore_set_maintenance_options(s, &o);
+    if (rc) {
+        free_ids(&l);
+        simstore_close(s);
+        return cli_api_error(CMD, rc, "%s", path);
+    }
     uint64_t deleted = 0;
     size_t missing = 0;
     rc = simstore_delete(s, (const char *const *)l.ids, l.lens, l.n, &deleted, report_missing,

@@ -439,6 +439,16 @@ static void parse_hex(slot *s, ingest_rec *r, const char *line, size_t len)
     set_bad(s, r, msg);
 }
 
+/* The parts of a record's document after its source: flags, sketch and
+ * paragraph fingerprints, from the slot's output buffer. */
+static void rec_doc_parts(const slot *s, const ingest_rec *r, simstore_doc *d)
+{
+    d->flags = r->id_integer ? SIMSTORE_DOC_INTEGER_ID : 0;
+    d->sketch = r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
+    d->paragraphs = r->nparas ? (const uint64_t *)(const void *)(s->out + r->paras_off) : NULL;
+    d->n_paragraphs = r->nparas;
+}
+
 /* Let the pipeline's note function look at a parsed document (on this
  * worker) and keep what it says with the record. */
 static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
@@ -446,11 +456,9 @@ static void note_record(pipeline *pl, unsigned worker, slot *s, ingest_rec *r,
 {
     simstore_doc d = {rec->id, rec->id_len, r->fp, rec->meta, rec->meta ? strlen(rec->meta) : 0,
                       r->line};
+    rec_doc_parts(s, r, &d);
     ingest_note n = {0, 0, NULL, 0, 0};
-    const uint8_t *sketch = r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
-    const uint64_t *paras =
-        r->nparas ? (const uint64_t *)(const void *)(s->out + r->paras_off) : NULL;
-    int e = pl->note(pl->note_ctx, worker, &d, sketch, paras, r->nparas, &n);
+    int e = pl->note(pl->note_ctx, worker, &d, &n);
     if (e) {
         r->kind = REC_FAILED;
         r->rc = e;
@@ -839,12 +847,9 @@ static int drain_batch(ingest_state *st, const slot *s)
             simstore_doc d = {id,          r->text_len,
                               r->fp,       r->has_meta ? s->out + r->meta_off : NULL,
                               r->meta_len, source_file | r->line};
-            const uint8_t *sketch =
-                r->sketch_off ? (const uint8_t *)s->out + r->sketch_off - 1 : NULL;
+            rec_doc_parts(s, r, &d);
             if (st->sink->record) {
                 ingest_record ir = {d,
-                                    sketch,
-                                    r->id_integer,
                                     r->empty,
                                     s->in + r->raw_off,
                                     r->raw_len,
@@ -855,18 +860,11 @@ static int drain_batch(ingest_state *st, const slot *s)
                                      r->note_number},
                                     r->only_boilerplate,
                                     (const uint64_t *)(const void *)(s->out + r->keys_off),
-                                    r->nkeys,
-                                    (const uint64_t *)(const void *)(s->out + r->paras_off),
-                                    r->nparas};
+                                    r->nkeys};
                 e = st->sink->record(st->sink->ctx, &ir);
                 break;
             }
-            if (st->sink->doc_paragraphs)
-                e = st->sink->doc_paragraphs(
-                    st->sink->ctx, &d, r->id_integer, sketch,
-                    (const uint64_t *)(const void *)(s->out + r->paras_off), r->nparas);
-            else
-                e = st->sink->doc(st->sink->ctx, &d, r->id_integer, sketch);
+            e = st->sink->doc(st->sink->ctx, &d);
             break;
         }
         }
@@ -1036,18 +1034,9 @@ out:
     return rc;
 }
 
-static int builder_doc(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch)
+static int builder_doc(void *ctx, const simstore_doc *doc)
 {
-    return simstore_builder_add_sketch((simstore_builder *)ctx, doc,
-                                       id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch);
-}
-
-static int builder_doc_paragraphs(void *ctx, const simstore_doc *doc, int id_is_integer,
-                                  const uint8_t *sketch, const uint64_t *paras, size_t n)
-{
-    return simstore_builder_add_paragraphs((simstore_builder *)ctx, doc,
-                                           id_is_integer ? SIMSTORE_DOC_INTEGER_ID : 0, sketch,
-                                           paras, n);
+    return simstore_builder_add((simstore_builder *)ctx, doc);
 }
 
 static int builder_fp(void *ctx, uint64_t fp)
@@ -1058,7 +1047,7 @@ static int builder_fp(void *ctx, uint64_t fp)
 int ingest_inputs(simstore_builder *b, char **paths, int npaths, const ingest_options *o,
                   ingest_result *res)
 {
-    ingest_sink sink = {builder_doc, builder_fp, b, NULL, builder_doc_paragraphs};
+    ingest_sink sink = {builder_doc, builder_fp, b, NULL};
     return ingest_run(&sink, paths, npaths, o, res);
 }
 

@@ -54,12 +54,10 @@ typedef struct ingest_note {
 
 /* Called on worker thread `worker` (0..threads-1, each with its own state)
  * for every document parsed, before it is handed on: lookups that may run
- * in parallel (`dedup` asks its store there). paras[0..nparas) are its
- * paragraph fingerprints (ingest_record.paragraphs; NULL, 0 without).
+ * in parallel (`dedup` asks its store there). doc is as ingest_record.doc.
  * Returns 0, or a simstore error code that fails the ingest at this
  * record. */
 typedef int (*ingest_note_fn)(void *ctx, unsigned worker, const simstore_doc *doc,
-                              const uint8_t *sketch, const uint64_t *paras, size_t nparas,
                               ingest_note *out);
 
 typedef struct ingest_options {
@@ -110,9 +108,11 @@ typedef struct ingest_result {
 /* One document as `dedup` sees it: the record, its line as read and what
  * the worker noted. Everything is valid only during the call. */
 typedef struct ingest_record {
+    /* The document, with its flags (SIMSTORE_DOC_INTEGER_ID), its sketch
+     * (with ingest_options.text's sketch kind, else NULL) and, with
+     * ingest_options.text's paragraph_min_words, its paragraph
+     * fingerprints in text order (simstore_paragraph_fingerprints). */
     simstore_doc doc;
-    const uint8_t *sketch; /* with ingest_options.text's sketch kind, else NULL */
-    int id_is_integer;
     int empty;        /* no words (fingerprint 0; warned about) */
     const char *line; /* the record's line as read: from its first byte
                                (after a UTF-8 byte order mark on line 1) to its
@@ -126,23 +126,15 @@ typedef struct ingest_record {
     const uint64_t *line_keys; /* ingest_options.line_keys: the document's
                                   distinct line keys, increasing */
     size_t line_key_count;
-    const uint64_t *paragraphs; /* ingest_options.text's paragraph_min_words:
-                                   the document's paragraph fingerprints, in
-                                   text order (simstore_paragraph_fingerprints) */
-    size_t paragraph_count;
 } ingest_record;
 
 typedef struct ingest_sink {
-    /* sketch: the document's (ingest_options.text's kind), or NULL. */
-    int (*doc)(void *ctx, const simstore_doc *doc, int id_is_integer, const uint8_t *sketch);
+    /* Documents, as ingest_record.doc. */
+    int (*doc)(void *ctx, const simstore_doc *doc);
     int (*fp)(void *ctx, uint64_t fp); /* bare fingerprints (.hex, .u64) */
     void *ctx;
     /* When set, documents go here instead of to doc. */
     int (*record)(void *ctx, const ingest_record *rec);
-    /* When set (and record is not), documents go here instead of to doc,
-     * with their paragraph fingerprints (ingest_record.paragraphs). */
-    int (*doc_paragraphs)(void *ctx, const simstore_doc *doc, int id_is_integer,
-                          const uint8_t *sketch, const uint64_t *paras, size_t n);
 } ingest_sink;
 
 /* Read, parse and fingerprint every path ("-" is standard input) on

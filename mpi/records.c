@@ -69,7 +69,8 @@ static int add_record(build_state *st, const char **pp, uint64_t local_first, ui
 {
     const char *p = *pp;
     uint8_t flags = (uint8_t)*p++;
-    simstore_doc d;
+    simstore_doc d = {0};
+    d.flags = (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0;
     d.fp = get_u64(&p);
     d.source = get_u64(&p);
     uint64_t position = global_first + (get_u64(&p) - local_first);
@@ -79,9 +80,8 @@ static int add_record(build_state *st, const char **pp, uint64_t local_first, ui
     p += d.id_len;
     d.meta = d.meta_len ? p : NULL;
     p += d.meta_len;
-    const uint8_t *sketch = NULL;
     if (flags & 2) {
-        sketch = (const uint8_t *)p;
+        d.sketch = (const uint8_t *)p;
         p += st->sketch_bytes;
     }
     size_t nparas = (flags & 4) ? get_u32(&p) : 0;
@@ -91,17 +91,14 @@ static int add_record(build_state *st, const char **pp, uint64_t local_first, ui
     }
     for (size_t i = 0; i < nparas; i++)
         st->paras[i] = get_u64(&p);
+    d.paragraphs = st->paras;
+    d.n_paragraphs = nparas;
     *pp = p;
     int rc;
     if (st->fp_only)
         rc = simstore_builder_add_fp(st->b, d.fp);
     else if ((rc = simstore_builder_set_position(st->b, position)) == 0)
-        rc = st->para_min_words
-                 ? simstore_builder_add_paragraphs(st->b, &d,
-                                                   (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                                   sketch, st->paras, nparas)
-                 : simstore_builder_add_sketch(st->b, &d, (flags & 1) ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                               sketch);
+        rc = simstore_builder_add(st->b, &d);
     if (rc) {
         say("adding a document: %s: %s", simstore_strerror(rc), simstore_last_error());
         return -1;

@@ -1750,7 +1750,11 @@ static int feed_one(feeder *f, PyObject *item)
         size_t n;
         err = simstore_live_insert_if_new(f->lq, &ld, f->rule, &inserted, &m, &n);
     } else if (!err) {
-        err = simstore_builder_add_paragraphs(f->b, &doc, flags, sketch, f->paras, nparas);
+        doc.flags = flags;
+        doc.sketch = sketch;
+        doc.paragraphs = f->paras;
+        doc.n_paragraphs = nparas;
+        err = simstore_builder_add(f->b, &doc);
     }
     Py_END_ALLOW_THREADS;
     if (!err && f->lq && PyList_Append(f->inserted, inserted ? Py_True : Py_False) < 0)

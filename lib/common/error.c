@@ -67,6 +67,16 @@ int sims_fail(int code, const char *fmt, ...)
     return code;
 }
 
+int sims_check_options_size(size_t got, size_t want, const char *type)
+{
+    if (got == want)
+        return SIMSTORE_OK;
+    return sims_fail(SIMSTORE_EINVAL,
+                     "%s of size %zu: this library's is %zu bytes (fill it with %s_init() "
+                     "first, then set its fields)",
+                     type, got, want, type);
+}
+
 int sims_fail_errno(const char *fmt, ...)
 {
     int saved = errno;

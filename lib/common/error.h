@@ -30,6 +30,14 @@ int sims_fail_context(int code, const char *fmt, ...) SIMS_PRINTF(2, 3);
 /* Clear the detail message. */
 void sims_error_clear(void);
 
+/* The size check of an options struct (simstore.h, "Options structs"):
+ * SIMSTORE_OK when `got` is `want`, else SIMSTORE_EINVAL with a message
+ * naming `type` and its _init. SIMS_CHECK_OPTIONS(o, name) checks a
+ * pointer that may be NULL (the defaults). */
+int sims_check_options_size(size_t got, size_t want, const char *type);
+#define SIMS_CHECK_OPTIONS(o, name)                                                                \
+    ((o) ? sims_check_options_size((o)->size, sizeof *(o), #name) : SIMSTORE_OK)
+
 /* ---- "the store changed under this read: read again" ------------------------
  * A reader's view of a store (an LMDB read transaction, the segment files its
  * state names, the meta page it pins) can go stale while it is used: a writer

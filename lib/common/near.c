@@ -12,6 +12,7 @@ void simstore_near_rule_init(simstore_near_rule *rule)
     if (!rule)
         return;
     memset(rule, 0, sizeof *rule);
+    rule->size = sizeof *rule;
     rule->k = SIMSTORE_NEAR_DEFAULT_K;
     rule->min_similarity = SIMSTORE_NEAR_DEFAULT_SIMILARITY;
     rule->min_fraction = SIMSTORE_NEAR_DEFAULT_FRACTION;
@@ -22,6 +23,9 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
 {
     if (!rule)
         return sims_fail(SIMSTORE_EINVAL, "simstore_near_rule_resolve: NULL rule");
+    int rc = SIMS_CHECK_OPTIONS(rule, simstore_near_rule);
+    if (rc)
+        return rc;
     if (flags & ~(SIMSTORE_NEAR_BY_PARAGRAPHS | SIMSTORE_NEAR_BY_FINGERPRINT))
         return sims_fail(SIMSTORE_EINVAL, "simstore_near_rule_resolve: unknown flags %#x", flags);
     int k_default = rule->k == SIMSTORE_NEAR_DEFAULT_K;

@@ -36,12 +36,12 @@ extern "C" {
 
 /* ---- Versions ------------------------------------------------------------ */
 
-#define SIMSTORE_VERSION_MAJOR 0
-#define SIMSTORE_VERSION_MINOR 1
+#define SIMSTORE_VERSION_MAJOR 1
+#define SIMSTORE_VERSION_MINOR 0
 #define SIMSTORE_VERSION_PATCH 0
 #define SIMSTORE_VERSION_NUMBER                                                                    \
     (SIMSTORE_VERSION_MAJOR * 10000 + SIMSTORE_VERSION_MINOR * 100 + SIMSTORE_VERSION_PATCH)
-#define SIMSTORE_VERSION_STRING "0.1.0"
+#define SIMSTORE_VERSION_STRING "1.0.0"
 
 /* The library's version, as SIMSTORE_VERSION_NUMBER was when it was built. */
 SIMSTORE_API unsigned simstore_version_number(void);
@@ -166,7 +166,17 @@ typedef enum simstore_sketch_kind {
  * sketch (a query by fingerprint, a store without sketches). */
 #define SIMSTORE_SIMILARITY_UNKNOWN (-1.0)
 
+/* Options structs. Every options struct (simstore_text_options,
+ * simstore_build_options, simstore_batch_options,
+ * simstore_boilerplate_options, simstore_scan_options, simstore_near_rule,
+ * simstore_cluster_options, simstore_live_options) begins with its size and
+ * has an _init function that fills it with the defaults and sets the size:
+ * call it first, then set the fields you want. A call given a struct whose
+ * size is not one this library knows (a struct not filled by its _init, or
+ * made for another version of this header) fails with SIMSTORE_EINVAL and
+ * says so, instead of reading fields that are not there. */
 typedef struct simstore_text_options {
+    size_t size; /* sizeof(simstore_text_options), set by simstore_text_options_init() */
     unsigned shingle_words;       /* w: 1..SIMSTORE_SHINGLE_MAX (3)               */
     simstore_weighting weighting; /* (SIMSTORE_WEIGHT_TF)                        */
     double lambda;                /* λ for SIMSTORE_WEIGHT_LENGTH: 0..1000 (1.0);
@@ -459,6 +469,7 @@ typedef struct simstore_compaction {
 typedef void (*simstore_compacted_fn)(void *ctx, const simstore_compaction *c);
 
 typedef struct simstore_build_options {
+    size_t size; /* sizeof(simstore_build_options), set by simstore_build_options_init() */
     unsigned k;                        /* distance the design is exact for: 0..7 (3)     */
     unsigned tables;                   /* table count; 0 chooses by the cost model (0)   */
     uint64_t expected_fps;             /* size the automatic design plans for; 0 = the
@@ -494,7 +505,20 @@ SIMSTORE_API void simstore_build_options_init(simstore_build_options *o);
 
 /* One document for a builder. id: 1..SIMSTORE_MAX_ID_BYTES bytes; meta:
  * NULL or up to SIMSTORE_MAX_META_BYTES bytes (JSON text by convention);
- * source: an opaque value passed back to source_name() in messages. */
+ * source: an opaque value passed back to source_name() in messages. The
+ * fields after source may stay zero (a struct initialised with the first
+ * six fields only is a document with none of them):
+ *   flags: SIMSTORE_DOC_INTEGER_ID or 0;
+ *   sketch: NULL, or simstore_sketch_bytes(kind) bytes (copied) of the
+ *     store's sketch kind (simstore_get_text_options(), or the build's text
+ *     options), made from the document's text with those options
+ *     (simstore_fingerprint_sketch). Every document of a store that keeps
+ *     sketches has one; a store that keeps none takes none;
+ *   paragraphs, n_paragraphs: the document's paragraph fingerprints
+ *     (simstore_paragraph_fingerprints with the store's
+ *     paragraph_min_words: n_paragraphs of them, in text order; copied),
+ *     for a store with a paragraph index (format/store.md, "Paragraphs");
+ *     a document given none has no paragraphs in the index. */
 typedef struct simstore_doc {
     const char *id;
     size_t id_len;
@@ -502,12 +526,16 @@ typedef struct simstore_doc {
     const char *meta;
     size_t meta_len;
     uint64_t source;
+    unsigned flags;
+    const uint8_t *sketch;
+    const uint64_t *paragraphs;
+    size_t n_paragraphs;
 } simstore_doc;
 
-/* Flags of simstore_builder_add_flags: the id is the decimal form of an
- * integer the input gave as a number (a JSON integer); it is stored with the
- * document, and matches report it (SIMSTORE_MATCH_INTEGER_ID) so output can
- * give it back as a number. */
+/* simstore_doc.flags: the id is the decimal form of an integer the input
+ * gave as a number (a JSON integer); it is stored with the document, and
+ * matches report it (SIMSTORE_MATCH_INTEGER_ID) so output can give it back
+ * as a number. */
 #define SIMSTORE_DOC_INTEGER_ID 1u
 
 /* Start building a new store at `path` (a directory that must not exist,
@@ -531,40 +559,13 @@ SIMSTORE_API int simstore_add_begin(simstore *s, const simstore_build_options *o
                                     simstore_builder **out);
 
 /* Add one document (documents may come in any order). Ids are checked for
- * length here; duplicates are found at finish. A store that keeps sketches
- * (its text options' sketch) takes documents with simstore_builder_add_sketch
- * only.
- * Errors: SIMSTORE_EINVAL (empty or oversized id or metadata; a document
- * given to a fingerprint-only builder, or without a sketch to a store that
- * keeps them), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
+ * length here; duplicates are found at finish.
+ * Errors: SIMSTORE_EINVAL (empty or oversized id or metadata; an unknown
+ * flag; a document given to a fingerprint-only builder; a sketch given to a
+ * store that keeps none, or none given to one that keeps them; paragraphs
+ * given to a store without a paragraph index, or more than
+ * SIMSTORE_MAX_PARAGRAPHS of them), SIMSTORE_EIO, SIMSTORE_ENOMEM. */
 SIMSTORE_API int simstore_builder_add(simstore_builder *b, const simstore_doc *doc);
-
-/* simstore_builder_add with flags (SIMSTORE_DOC_INTEGER_ID or 0); the same
- * errors, and SIMSTORE_EINVAL for an unknown flag. */
-SIMSTORE_API int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc,
-                                            unsigned flags);
-
-/* simstore_builder_add_flags with the document's sketch: `sketch` holds
- * simstore_sketch_bytes(kind) bytes (copied) of the store's sketch kind
- * (simstore_get_text_options(), or the build's text options), made from the
- * document's text with those options (simstore_fingerprint_sketch). Every
- * document of a store that keeps sketches has one; NULL is allowed (and
- * needed) only for a store that keeps none. The same errors, and
- * SIMSTORE_EINVAL for a sketch given to a store that keeps none, or none
- * given to one that keeps them. */
-SIMSTORE_API int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc,
-                                             unsigned flags, const uint8_t *sketch);
-
-/* simstore_builder_add_sketch with the document's paragraph fingerprints
- * (simstore_paragraph_fingerprints with the store's paragraph_min_words:
- * n of them, in text order; copied), for a store with a paragraph index
- * (format/store.md, "Paragraphs"). A document given without them (n = 0,
- * or through the calls above) has no paragraphs in the index. The same
- * errors, and SIMSTORE_EINVAL for paragraphs given to a store without a
- * paragraph index, or more than SIMSTORE_MAX_PARAGRAPHS of them. */
-SIMSTORE_API int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc,
-                                                 unsigned flags, const uint8_t *sketch,
-                                                 const uint64_t *paragraphs, size_t n);
 #define SIMSTORE_MAX_PARAGRAPHS (1u << 20)
 
 /* Set the position of the next document added: it takes `position`, the
@@ -796,6 +797,7 @@ typedef enum simstore_batch_strategy {
 } simstore_batch_strategy;
 
 typedef struct simstore_batch_options {
+    size_t size; /* sizeof(simstore_batch_options), set by simstore_batch_options_init() */
     unsigned threads;                 /* worker threads; 0 = simstore_default_threads() (0) */
     uint64_t memory_bytes;            /* working memory: queries are answered in chunks
                                 whose sorting and bookkeeping take half of it
@@ -936,6 +938,8 @@ typedef struct simstore_boilerplate simstore_boilerplate;
 typedef struct simstore_boilerplate_counter simstore_boilerplate_counter;
 
 typedef struct simstore_boilerplate_options {
+    size_t
+        size; /* sizeof(simstore_boilerplate_options), set by simstore_boilerplate_options_init() */
     double fraction;        /* a line is boilerplate when more than this share
                                of the documents hold it: 0 < f < 1, used in
                                millionths, round(f * 10^6) in 1..999999 (0.1) */
@@ -1120,8 +1124,9 @@ SIMSTORE_API int simstore_delete(simstore *s, const char *const *ids, const size
 /* The resources (memory_bytes, threads, progress of o; NULL: the defaults)
  * the automatic compaction after simstore_delete() may use on this handle,
  * and whom it tells (compacted). o is copied. Adds use their builder's
- * options instead. */
-SIMSTORE_API void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o);
+ * options instead. Errors: SIMSTORE_EINVAL (o not filled by
+ * simstore_build_options_init()). */
+SIMSTORE_API int simstore_set_maintenance_options(simstore *s, const simstore_build_options *o);
 
 /* Rewrite every segment into one that holds only live fingerprints; remove
  * the old files after the commit. A store of one segment without dead
@@ -1437,6 +1442,7 @@ SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_prob
  * transaction: writers go on, but LMDB cannot reuse the pages it holds). */
 
 typedef struct simstore_scan_options {
+    size_t size; /* sizeof(simstore_scan_options), set by simstore_scan_options_init() */
     unsigned k;                    /* the near-duplicate rule's k (simstore_near_rule):
                               0..SIMSTORE_MAX_K, SIMSTORE_NEAR_STORE_K or
                               SIMSTORE_NEAR_DEFAULT_K (the default). Above
@@ -1489,6 +1495,7 @@ typedef struct simstore_scan_options {
  * there is no similarity: the store's k, and min_fraction
  * SIMSTORE_NEAR_FRACTION (0.3). */
 typedef struct simstore_near_rule {
+    size_t size;           /* sizeof(simstore_near_rule), set by simstore_near_rule_init() */
     unsigned k;            /* the largest distance in bits, 0..SIMSTORE_MAX_K;
                               SIMSTORE_NEAR_STORE_K: the store's k;
                               SIMSTORE_NEAR_DEFAULT_K (the default)          */
@@ -1697,6 +1704,7 @@ typedef enum simstore_keep_rule {
 typedef int (*simstore_doc_key_fn)(void *ctx, const char *meta, size_t meta_len, double *key);
 
 typedef struct simstore_cluster_options {
+    size_t size; /* sizeof(simstore_cluster_options), set by simstore_cluster_options_init() */
     simstore_scan_options scan;
     simstore_cluster_mode mode; /* (SIMSTORE_CLUSTER_COMPONENTS)           */
     simstore_keep_rule keep;    /* (SIMSTORE_KEEP_FIRST); ties: smallest id */
@@ -1784,7 +1792,7 @@ typedef struct simstore_document {
                            id_len are set)                                   */
     const uint8_t *paragraphs; /* a store with a paragraph index: the
                            document's paragraph fingerprints as listed
-                           (simstore_builder_add_paragraphs), text order,
+                           (simstore_doc.paragraphs), text order,
                            paragraph_count 8-byte little-endian values, not
                            aligned; NULL when none. Valid during the call  */
     size_t paragraph_count;
@@ -1945,6 +1953,7 @@ typedef struct simstore_live simstore_live;
 typedef struct simstore_live_query simstore_live_query;
 
 typedef struct simstore_live_options {
+    size_t size; /* sizeof(simstore_live_options), set by simstore_live_options_init() */
     uint64_t memtable_bytes; /* flush once the changes in the in-memory
                                 table add this many bytes (changes, ids,
                                 index) to an empty table's (about 100 KiB);

@@ -121,6 +121,7 @@ struct simstore_live_query {
 void simstore_live_options_init(simstore_live_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->memtable_bytes = (uint64_t)64 << 20;
     o->background_flush = 1;
     o->memory_bytes = (uint64_t)256 << 20;
@@ -1091,9 +1092,9 @@ static int write_table(simstore_live *live, const sims_memtable *t)
             continue;
         simstore_doc doc = {sims_mt_doc_id(d),   d->id_len,   d->fp,
                             sims_mt_doc_meta(d), d->meta_len, d->seq};
-        rc = simstore_builder_add_sketch(
-            b, &doc, d->flags & SIMS_CHANGE_FLAG_INTEGER_ID ? SIMSTORE_DOC_INTEGER_ID : 0,
-            sims_mt_doc_sketch(d));
+        doc.flags = d->flags & SIMS_CHANGE_FLAG_INTEGER_ID ? SIMSTORE_DOC_INTEGER_ID : 0;
+        doc.sketch = sims_mt_doc_sketch(d);
+        rc = simstore_builder_add(b, &doc);
     }
     if (rc == SIMSTORE_OK)
         rc = sims_builder_set_wal_applied(b, sims_memtable_last_seq(t));
@@ -1374,6 +1375,8 @@ static int live_open(const char *path, const simstore_live_options *o, const cha
     *out = NULL;
     if (!path)
         return sims_fail(SIMSTORE_EINVAL, "no store path");
+    if (SIMS_CHECK_OPTIONS(o, simstore_live_options))
+        return SIMSTORE_EINVAL;
     simstore_live *live = calloc(1, sizeof *live);
     if (!live)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");

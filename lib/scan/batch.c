@@ -108,6 +108,7 @@ struct batch {
 void simstore_batch_options_init(simstore_batch_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->threads = 0;
     o->memory_bytes = BATCH_DEFAULT_MEMORY;
     o->strategy = SIMSTORE_BATCH_AUTO;
@@ -806,6 +807,8 @@ int simstore_query_batch_sketches(simstore *s, const uint64_t *fps, const uint8_
                                   size_t n, unsigned k, const simstore_batch_options *o,
                                   simstore_batch_fn fn, void *ctx)
 {
+    if (SIMS_CHECK_OPTIONS(o, simstore_batch_options))
+        return SIMSTORE_EINVAL;
     simstore_batch_options defaults;
     if (!o) {
         simstore_batch_options_init(&defaults);

@@ -876,6 +876,7 @@ void simstore_cluster_options_init(simstore_cluster_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     simstore_scan_options_init(&o->scan);
     o->mode = SIMSTORE_CLUSTER_COMPONENTS;
     o->keep = SIMSTORE_KEEP_FIRST;
@@ -888,6 +889,9 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
         memset(summary, 0, sizeof *summary);
     if (!s || !fn)
         return sims_fail(SIMSTORE_EINVAL, "simstore_clusters: NULL store or callback");
+    if (SIMS_CHECK_OPTIONS(o, simstore_cluster_options) ||
+        SIMS_CHECK_OPTIONS(o ? &o->scan : NULL, simstore_scan_options))
+        return SIMSTORE_EINVAL;
     simstore_cluster_options dflt;
     if (!o) {
         simstore_cluster_options_init(&dflt);

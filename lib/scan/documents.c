@@ -275,6 +275,8 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
     if (fp_only && (flags & SIMSTORE_EXPORT_BY_INSERTION))
         return sims_fail(SIMSTORE_EINVAL,
                          "%s holds fingerprints only: they have no insertion order", s->path);
+    if (SIMS_CHECK_OPTIONS(opts, simstore_scan_options))
+        return SIMSTORE_EINVAL;
     simstore_scan_options o;
     if (opts)
         o = *opts;

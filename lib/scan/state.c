@@ -69,6 +69,8 @@ void sims_scan_state_end(scan_state *st)
 int sims_scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
                               simstore_scan_options *out)
 {
+    if (SIMS_CHECK_OPTIONS(in, simstore_scan_options))
+        return SIMSTORE_EINVAL;
     if (in)
         *out = *in;
     else
@@ -107,6 +109,7 @@ void simstore_scan_options_init(simstore_scan_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     simstore_near_rule rule;
     simstore_near_rule_init(&rule);
     o->k = rule.k;

@@ -587,6 +587,8 @@ int simstore_sharded_query_batch(simstore_sharded *sh, const uint64_t *fps, cons
 {
     if (!sh || !fn || (!fps && n > 0))
         return sims_fail(SIMSTORE_EINVAL, "simstore_sharded_query_batch: NULL argument");
+    if (SIMS_CHECK_OPTIONS(o, simstore_batch_options))
+        return SIMSTORE_EINVAL;
     unsigned r = sh->manifest.shards;
     shard_answers *a = calloc(r, sizeof *a);
     simstore_match *merged = NULL;

@@ -39,6 +39,9 @@ int simstore_boilerplate_counter_new(const simstore_text_options *text,
     if (!out)
         return sims_fail(SIMSTORE_EINVAL, "simstore_boilerplate_counter_new: out is NULL");
     *out = NULL;
+    if (SIMS_CHECK_OPTIONS(text, simstore_text_options) ||
+        SIMS_CHECK_OPTIONS(o, simstore_boilerplate_options))
+        return SIMSTORE_EINVAL;
     simstore_boilerplate_options defaults;
     if (!o) {
         simstore_boilerplate_options_init(&defaults);

@@ -412,6 +412,9 @@ static int check_options(const simstore_build_options *o)
 
 static int builder_new(const simstore_build_options *o, simstore_builder **out)
 {
+    if (SIMS_CHECK_OPTIONS(o, simstore_build_options) ||
+        SIMS_CHECK_OPTIONS(o ? o->text : NULL, simstore_text_options))
+        return SIMSTORE_EINVAL;
     simstore_builder *b = calloc(1, sizeof *b);
     if (!b)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a builder");
@@ -568,25 +571,12 @@ int simstore_add_begin(simstore *s, const simstore_build_options *o, simstore_bu
 
 int simstore_builder_add(simstore_builder *b, const simstore_doc *doc)
 {
-    return simstore_builder_add_flags(b, doc, 0);
-}
-
-int simstore_builder_add_flags(simstore_builder *b, const simstore_doc *doc, unsigned flags)
-{
-    return simstore_builder_add_sketch(b, doc, flags, NULL);
-}
-
-int simstore_builder_add_sketch(simstore_builder *b, const simstore_doc *doc, unsigned flags,
-                                const uint8_t *sketch)
-{
-    return simstore_builder_add_paragraphs(b, doc, flags, sketch, NULL, 0);
-}
-
-int simstore_builder_add_paragraphs(simstore_builder *b, const simstore_doc *doc, unsigned flags,
-                                    const uint8_t *sketch, const uint64_t *paragraphs, size_t n)
-{
+    unsigned flags = doc->flags;
+    const uint8_t *sketch = doc->sketch;
+    const uint64_t *paragraphs = doc->paragraphs;
+    size_t n = doc->n_paragraphs;
     if (n && !paragraphs)
-        return sims_fail(SIMSTORE_EINVAL, "simstore_builder_add_paragraphs: NULL paragraphs");
+        return sims_fail(SIMSTORE_EINVAL, "simstore_builder_add: NULL paragraphs");
     if (n && !b->para_min_words)
         return sims_fail(SIMSTORE_EINVAL,
                          "document '%.*s' comes with paragraphs: this store has no paragraph "

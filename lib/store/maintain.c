@@ -563,7 +563,9 @@ static int collect_live(simstore *s, MDB_txn *txn, const sims_snapshot *snap, ui
 
 int simstore_compact(simstore *s, const simstore_build_options *o)
 {
-    int rc = need_writer(s);
+    int rc = SIMS_CHECK_OPTIONS(o, simstore_build_options);
+    if (rc == SIMSTORE_OK)
+        rc = need_writer(s);
     if (rc)
         return rc;
     simstore_build_options opt;
@@ -737,6 +739,8 @@ done:
  * segments are live. */
 static int compact_if_due(simstore *s, const simstore_build_options *o, int count_segments)
 {
+    if (SIMS_CHECK_OPTIONS(o, simstore_build_options))
+        return SIMSTORE_EINVAL;
     double share;
     uint32_t segments;
     pthread_mutex_lock(&s->write_mu); /* the policy reads the state it acts on */

@@ -23,6 +23,7 @@
 void simstore_build_options_init(simstore_build_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->k = 3;
     o->block_bytes = SIMSTORE_DEFAULT_BLOCK_BYTES;
     o->memory_bytes = (uint64_t)1 << 30;
@@ -689,6 +690,7 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
     s->dir_dev = st.st_dev;
     s->dir_ino = st.st_ino;
     s->lock_fd = -1;
+    simstore_build_options_init(&s->maintenance);
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutexattr_t recursive;
     pthread_mutexattr_init(&recursive);
@@ -733,12 +735,15 @@ int simstore_open(const char *path, unsigned flags, simstore **out)
     return SIMSTORE_OK;
 }
 
-void simstore_set_maintenance_options(simstore *s, const simstore_build_options *o)
+int simstore_set_maintenance_options(simstore *s, const simstore_build_options *o)
 {
+    if (SIMS_CHECK_OPTIONS(o, simstore_build_options))
+        return SIMSTORE_EINVAL;
     if (o)
         s->maintenance = *o;
     else
         simstore_build_options_init(&s->maintenance);
+    return SIMSTORE_OK;
 }
 
 uint64_t simstore_lmdb_pages_checked(const simstore *s)

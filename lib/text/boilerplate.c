@@ -39,6 +39,7 @@ void simstore_boilerplate_options_init(simstore_boilerplate_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->fraction = SIMSTORE_BOILERPLATE_FRACTION_DEFAULT;
     o->min_documents = SIMSTORE_BOILERPLATE_MIN_DOCUMENTS_DEFAULT;
     o->memory_bytes = (uint64_t)64 << 20;

@@ -32,6 +32,7 @@ void simstore_text_options_init(simstore_text_options *opts)
     if (!opts)
         return;
     memset(opts, 0, sizeof *opts);
+    opts->size = sizeof *opts;
     opts->shingle_words = SIMSTORE_SHINGLE_DEFAULT;
     opts->weighting = SIMSTORE_WEIGHT_TF;
     opts->lambda = SIMSTORE_LAMBDA_DEFAULT;
@@ -51,6 +52,8 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     if (!out)
         return sims_fail(SIMSTORE_EINVAL, "simstore_fingerprinter_new: out is NULL");
     *out = NULL;
+    if (SIMS_CHECK_OPTIONS(opts, simstore_text_options))
+        return SIMSTORE_EINVAL;
     if (!opts) {
         simstore_text_options_init(&defaults);
         opts = &defaults;

@@ -47,6 +47,8 @@ int simstore_fingerprint_many(const simstore_text_options *o, unsigned threads,
                               const char *const *texts, const size_t *lens, size_t n, uint64_t *fps,
                               unsigned *flags)
 {
+    if (SIMS_CHECK_OPTIONS(o, simstore_text_options))
+        return SIMSTORE_EINVAL;
     if (n == 0)
         return SIMSTORE_OK;
     if (!texts || !lens || !fps)

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 run --version
-expect_status 0; expect_out_has "simstore 0.1.0 (library 0.1.0)"; expect_out_has "CJK segmenter: "
+expect_status 0; expect_out_has "simstore 1.0.0 (library 1.0.0)"; expect_out_has "CJK segmenter: "
 if [ -r /usr/share/friso/dict/UTF-8/friso.lex.ini ] && [ -z "${SIMSTORE_FRISO_INI:-}" ]; then
     expect_out_has "CJK segmenter: friso 1.6.4 (complex mode), dictionary /usr/share/friso/dict/UTF-8/"
 fi

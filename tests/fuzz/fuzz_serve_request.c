@@ -118,8 +118,9 @@ static void setup(void)
         char id[16];
         snprintf(id, sizeof id, "%zu", i + 1);
         simstore_doc doc = {id, strlen(id), 0, "{\"n\":1}", 7, 0};
+        doc.flags = SIMSTORE_DOC_INTEGER_ID;
         if ((rc = simstore_fingerprint_text(fpr, texts[i], strlen(texts[i]), &doc.fp, NULL)) ||
-            (rc = simstore_builder_add_flags(b, &doc, SIMSTORE_DOC_INTEGER_ID)))
+            (rc = simstore_builder_add(b, &doc)))
             die("add", rc);
     }
     if ((rc = simstore_builder_finish(b)))

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     if (!err)
         err = simstore_build_begin(path, NULL, &b);
     for (int i = 0; i < 3 && !err; i++) {
-        simstore_doc doc = {ids[i], strlen(ids[i]), 0, NULL, 0, 0};
+        simstore_doc doc = {.id = ids[i], .id_len = strlen(ids[i])};
         err = simstore_fingerprint_text(fpr, texts[i], strlen(texts[i]), &doc.fp, NULL);
         if (!err)
             err = simstore_builder_add(b, &doc);

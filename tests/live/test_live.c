@@ -69,7 +69,8 @@ static uint64_t flip(test_rng *r, uint64_t fp, unsigned bits)
 
 /* The near-duplicate rule by distance alone, within k bits (k given
  * alone: simstore_near_rule_resolve() asks no similarity). */
-#define WITHIN(k) (&(simstore_near_rule){(k), 0.0, SIMSTORE_NEAR_DEFAULT_FRACTION})
+#define WITHIN(k)                                                                                  \
+    (&(simstore_near_rule){sizeof(simstore_near_rule), (k), 0.0, SIMSTORE_NEAR_DEFAULT_FRACTION})
 
 #define MAX_DOCS 4096
 
@@ -113,9 +114,8 @@ static void build_store(const char *path, unsigned k, const model *m)
                           m->has_meta[n] ? meta : NULL,
                           m->has_meta[n] ? strlen(meta) : 0,
                           n};
-        assert_int_equal(
-            simstore_builder_add_flags(b, &d, m->integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0),
-            SIMSTORE_OK);
+        d.flags = m->integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0;
+        assert_int_equal(simstore_builder_add(b, &d), SIMSTORE_OK);
     }
     assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
 }
@@ -209,8 +209,8 @@ static void ref_insert(simstore *ref, const model *m, unsigned n)
     simstore_doc d = {
         id, strlen(id), m->fp[n], m->has_meta[n] ? meta : NULL, m->has_meta[n] ? strlen(meta) : 0,
         n};
-    assert_int_equal(simstore_builder_add_flags(b, &d, m->integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0),
-                     SIMSTORE_OK);
+    d.flags = m->integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0;
+    assert_int_equal(simstore_builder_add(b, &d), SIMSTORE_OK);
     assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
 }
 
@@ -415,7 +415,8 @@ static void test_live_exact__sketches(void **state)
     simstore_builder *b;
     assert_int_equal(simstore_build_begin(path, &o, &b), SIMSTORE_OK);
     simstore_doc d0 = {"a", 1, fps[0], NULL, 0, 0};
-    assert_int_equal(simstore_builder_add_sketch(b, &d0, 0, sk[0]), SIMSTORE_OK);
+    d0.sketch = sk[0];
+    assert_int_equal(simstore_builder_add(b, &d0), SIMSTORE_OK);
     assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
 
     simstore_live_options lo = small_options(1 << 20, 0);

@@ -94,7 +94,8 @@ static int add_docs(simstore_builder *b, enum shape shape, const uint64_t *fps, 
             int ml = snprintf(meta, sizeof meta, "{\"n\":%zu}", i);
             simstore_doc d = {
                 id, strlen(id), fps[i], i % 4 == 1 ? NULL : meta, i % 4 == 1 ? 0 : (size_t)ml, i};
-            rc = simstore_builder_add_flags(b, &d, i % 3 == 0 ? SIMSTORE_DOC_INTEGER_ID : 0);
+            d.flags = i % 3 == 0 ? SIMSTORE_DOC_INTEGER_ID : 0;
+            rc = simstore_builder_add(b, &d);
         }
         if (rc) {
             simstore_builder_abort(b);

@@ -97,7 +97,8 @@ static void add_docs(simstore_builder *b, corpus *c, size_t from, size_t to, uin
 {
     for (size_t i = from; i < to; i++) {
         simstore_doc d = {c->docs[i].id, strlen(c->docs[i].id), c->docs[i].fp, NULL, 0, i};
-        assert_int_equal(simstore_builder_add_sketch(b, &d, 0, c->docs[i].sketch), 0);
+        d.sketch = c->docs[i].sketch;
+        assert_int_equal(simstore_builder_add(b, &d), 0);
         c->docs[i].rank = (commit << 40) | (i - from);
     }
 }
@@ -641,7 +642,8 @@ static void test_similarity_options__stores_without_sketches(void **state)
     assert_int_equal(simstore_build_begin(path, &o, &b), 0);
     /* A store without sketches takes none. */
     simstore_doc d0 = {c.docs[0].id, strlen(c.docs[0].id), c.docs[0].fp, NULL, 0, 0};
-    assert_int_equal(simstore_builder_add_sketch(b, &d0, 0, c.docs[0].sketch), SIMSTORE_EINVAL);
+    d0.sketch = c.docs[0].sketch;
+    assert_int_equal(simstore_builder_add(b, &d0), SIMSTORE_EINVAL);
     for (size_t i = 0; i < c.n; i++) {
         simstore_doc d = {c.docs[i].id, strlen(c.docs[i].id), c.docs[i].fp, NULL, 0, i};
         assert_int_equal(simstore_builder_add(b, &d), 0);
@@ -722,9 +724,10 @@ static void test_similarity_options__stores_without_sketches(void **state)
     char *path3 = test_path(tmp, "s3");
     o = build_options(&topts, KIND);
     assert_int_equal(simstore_build_begin(path3, &o, &b), 0);
+    d0.sketch = NULL; /* a store that keeps sketches takes no document without one */
     assert_int_equal(simstore_builder_add(b, &d0), SIMSTORE_EINVAL);
-    assert_int_equal(simstore_builder_add_sketch(b, &d0, 0, NULL), SIMSTORE_EINVAL);
-    assert_int_equal(simstore_builder_add_sketch(b, &d0, 0, c.docs[0].sketch), 0);
+    d0.sketch = c.docs[0].sketch;
+    assert_int_equal(simstore_builder_add(b, &d0), 0);
     simstore_builder_abort(b);
     o.fingerprint_only = 1;
     assert_int_equal(simstore_build_begin(path3, &o, &b), SIMSTORE_EINVAL);
@@ -939,7 +942,8 @@ static void test_similarity_text__end_to_end(void **state)
                                                      sketches[i], NULL),
                          0);
         simstore_doc d = {id, strlen(id), fps[i], NULL, 0, i};
-        assert_int_equal(simstore_builder_add_sketch(b, &d, 0, sketches[i]), 0);
+        d.sketch = sketches[i];
+        assert_int_equal(simstore_builder_add(b, &d), 0);
     }
     assert_int_equal(simstore_builder_finish(b), 0);
     simstore_fingerprinter_free(fpr);

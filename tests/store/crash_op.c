@@ -57,9 +57,11 @@ static int feed(simstore_builder *b, const args *a, int fp_only, int paragraphs)
             simstore_doc d = {id, strlen(id), cdoc_fp(a->seed, i), NULL, 0, i};
             uint64_t paras[CDOC_PARAGRAPHS];
             cdoc_paragraphs(a->seed, i, paras);
-            rc = paragraphs
-                     ? simstore_builder_add_paragraphs(b, &d, 0, NULL, paras, CDOC_PARAGRAPHS)
-                     : simstore_builder_add(b, &d);
+            if (paragraphs) {
+                d.paragraphs = paras;
+                d.n_paragraphs = CDOC_PARAGRAPHS;
+            }
+            rc = simstore_builder_add(b, &d);
         }
         if (rc) {
             simstore_builder_abort(b);

@@ -261,7 +261,7 @@ static void test_clash_compacted__reported_by_compact_add_and_delete(void **stat
     assert_int_equal(log.last.fingerprints_dropped, 0);
 
     /* A delete of most documents: compacted through the maintenance options. */
-    simstore_set_maintenance_options(w, &o);
+    assert_int_equal(simstore_set_maintenance_options(w, &o), SIMSTORE_OK);
     const char *ids[] = {"d0", "d1", "d2", "d3", "d4", "d5"};
     size_t lens[] = {2, 2, 2, 2, 2, 2};
     uint64_t deleted;

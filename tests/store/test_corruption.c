@@ -131,9 +131,9 @@ static int add_docs(simstore_builder *b, const doc *docs, size_t from, size_t to
             m = meta;
         }
         simstore_doc d = {docs[i].id, strlen(docs[i].id), docs[i].fp, m, mlen, i};
-        int rc = docs[i].npara
-                     ? simstore_builder_add_paragraphs(b, &d, 0, NULL, docs[i].paras, docs[i].npara)
-                     : simstore_builder_add(b, &d);
+        d.paragraphs = docs[i].paras;
+        d.n_paragraphs = docs[i].npara;
+        int rc = simstore_builder_add(b, &d);
         if (rc)
             return rc;
     }

@@ -83,7 +83,8 @@ static int give(simstore_builder *b, const char *const *ids, unsigned n, unsigne
             ids[i],   strlen(ids[i]), fp_of(first + i), i % 3 ? NULL : meta, i % 3 ? 0 : (size_t)ml,
             first + i};
         int numeric = ids[i][0] >= '0' && ids[i][0] <= '9';
-        int rc = simstore_builder_add_flags(b, &d, numeric ? SIMSTORE_DOC_INTEGER_ID : 0);
+        d.flags = numeric ? SIMSTORE_DOC_INTEGER_ID : 0;
+        int rc = simstore_builder_add(b, &d);
         if (rc)
             return rc;
     }

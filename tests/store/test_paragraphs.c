@@ -104,7 +104,9 @@ static void build_planted(const char *path, simstore_fingerprinter *fpr, const p
         size_t n = paragraphs_of(fpr, text, t.paragraph_min_words, fps, 16);
         simstore_doc d = {docs[i].id, strlen(docs[i].id), 0, NULL, 0, i};
         assert_int_equal(simstore_fingerprint_text(fpr, text, strlen(text), &d.fp, NULL), 0);
-        assert_int_equal(simstore_builder_add_paragraphs(b, &d, 0, NULL, fps, n), 0);
+        d.paragraphs = fps;
+        d.n_paragraphs = n;
+        assert_int_equal(simstore_builder_add(b, &d), 0);
         free(text);
     }
     assert_int_equal(simstore_builder_finish(b), 0);
@@ -244,7 +246,9 @@ static void test_paragraphs_planted__partial_copies(void **state)
         size_t n = paragraphs_of(fpr, text, 8, fps, 16);
         simstore_doc d = {"page2", 5, 0, "{\"copy\":true}", 13, 0};
         assert_int_equal(simstore_fingerprint_text(fpr, text, strlen(text), &d.fp, NULL), 0);
-        assert_int_equal(simstore_builder_add_paragraphs(b, &d, 0, NULL, fps, n), 0);
+        d.paragraphs = fps;
+        d.n_paragraphs = n;
+        assert_int_equal(simstore_builder_add(b, &d), 0);
         free(text);
     }
     assert_int_equal(simstore_builder_finish(b), 0);
@@ -316,7 +320,10 @@ static void test_paragraphs_errors__no_index(void **state)
     assert_int_equal(simstore_build_begin(path, NULL, &b), 0);
     simstore_doc d = {"a", 1, 42, NULL, 0, 0};
     uint64_t p = 7;
-    assert_int_equal(simstore_builder_add_paragraphs(b, &d, 0, NULL, &p, 1), SIMSTORE_EINVAL);
+    d.paragraphs = &p;
+    d.n_paragraphs = 1;
+    assert_int_equal(simstore_builder_add(b, &d), SIMSTORE_EINVAL);
+    d.n_paragraphs = 0;
     assert_int_equal(simstore_builder_add(b, &d), 0);
     assert_int_equal(simstore_builder_finish(b), 0);
     simstore *s;
@@ -369,7 +376,9 @@ static void test_paragraphs_segments__bounded_by_compaction(void **state)
     assert_int_equal(simstore_build_begin(path, &o, &b), 0);
     uint64_t p0 = 0x1111;
     simstore_doc d = {"d00", 3, 42, NULL, 0, 0};
-    assert_int_equal(simstore_builder_add_paragraphs(b, &d, 0, NULL, &p0, 1), 0);
+    d.paragraphs = &p0;
+    d.n_paragraphs = 1;
+    assert_int_equal(simstore_builder_add(b, &d), 0);
     assert_int_equal(simstore_builder_finish(b), 0);
     simstore *s;
     assert_int_equal(simstore_open(path, SIMSTORE_OPEN_WRITE, &s), 0);
@@ -379,7 +388,9 @@ static void test_paragraphs_segments__bounded_by_compaction(void **state)
         uint64_t p[2] = {0x1111, 0x5555000000000000ULL * i + i};
         simstore_doc e = {id, 3, 42, NULL, 0, i};
         assert_int_equal(simstore_add_begin(s, NULL, &b), 0);
-        assert_int_equal(simstore_builder_add_paragraphs(b, &e, 0, NULL, p, 2), 0);
+        e.paragraphs = p;
+        e.n_paragraphs = 2;
+        assert_int_equal(simstore_builder_add(b, &e), 0);
         assert_int_equal(simstore_builder_finish(b), 0);
         simstore_stats st;
         assert_int_equal(simstore_get_stats(s, &st), 0);
@@ -568,8 +579,9 @@ static void add_docs(simstore_builder *b, odoc *docs, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++) {
         simstore_doc d = {docs[i].id, strlen(docs[i].id), docs[i].paras[0] ^ 0x5555, NULL, 0, i};
-        assert_int_equal(simstore_builder_add_paragraphs(b, &d, 0, NULL, docs[i].paras, docs[i].n),
-                         0);
+        d.paragraphs = docs[i].paras;
+        d.n_paragraphs = docs[i].n;
+        assert_int_equal(simstore_builder_add(b, &d), 0);
         docs[i].live = 1;
     }
 }

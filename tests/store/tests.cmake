@@ -83,3 +83,8 @@ target_link_libraries(test_boilerplate PRIVATE simstore_check)
 # compact-shrink.
 simstore_unit_test(test_shrink store/test_shrink.c)
 target_link_libraries(test_shrink PRIVATE simstore_store)
+
+# test_options: every call taking an options struct refuses one its _init
+# did not fill (simstore.h, "Options structs").
+simstore_unit_test(test_options store/test_options.c)
+target_link_libraries(test_options PRIVATE simstore_live)
