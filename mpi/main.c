@@ -12,8 +12,10 @@
  *                        its shard, rank 0 merges and prints what
  *                        `simstore query` prints for one store;
  *   pairs OUT, clusters OUT
- *                        scan.c: the join spread over the ranks, output
- *                        sorted across them and printed by rank 0.
+ *                        pairs.c, clusters.c (scan.c and its phases,
+ *                        scan_internal.h): the join spread over the
+ *                        ranks, output sorted across them and printed by
+ *                        rank 0.
  *
  * A client of the public API and of cmd/'s helpers (simstore_cmdkit),
  * whose option checks it shares. A rank that fails says so ("rank N:
