@@ -34,15 +34,26 @@
 int rank, nranks;
 const char *cmd_name = "simstore-mpi";
 
+/* A message on stderr, "simstore-mpi CMD: ...", naming this rank when
+ * with_rank ("simstore-mpi CMD: rank N: ..."). */
+__attribute__((format(printf, 2, 0))) static void message(int with_rank, const char *fmt,
+                                                          va_list ap)
+{
+    char text[2048];
+    vsnprintf(text, sizeof text, fmt, ap);
+    if (with_rank)
+        fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
+    else
+        fprintf(stderr, "%s: %s\n", cmd_name, text);
+}
+
 /* A message of this rank on stderr: "simstore-mpi CMD: rank N: ...". */
 void say(const char *fmt, ...)
 {
-    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    message(1, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
 }
 
 int show_progress;
@@ -51,12 +62,10 @@ void progress(const char *fmt, ...)
 {
     if (!show_progress || rank != 0)
         return;
-    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    message(0, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", cmd_name, text);
 }
 
 /* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
@@ -89,12 +98,10 @@ void rank0_says(const char *fmt, ...)
 {
     if (rank != 0)
         return;
-    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    message(0, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", cmd_name, text);
 }
 
 int usage_error(int argc, char **argv)
