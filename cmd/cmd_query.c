@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "ingest.h"
 #include "input.h"
+#include "matchjson.h"
 #include "textopts.h"
 
 #include <errno.h>
@@ -271,46 +272,12 @@ static int follow_store(query_run *r)
     return status;
 }
 
-static void json_query_id(const query_run *r, const char *qid, size_t qid_len)
-{
-    if (r->qid_integer)
-        fwrite(qid, 1, qid_len, stdout);
-    else
-        cli_json_string(stdout, qid, qid_len);
-}
-
-/* The start of one JSON match up to its "id" value (null without an id):
- * an element of the per-query array, or a line of its own naming the
- * query. */
-static void json_match_start(const query_run *r, int per_query, int *listed, const char *qid,
-                             size_t qid_len, const char *id, size_t id_len, unsigned flags)
-{
-    if (per_query) {
-        fputs((*listed)++ ? ",{\"id\":" : "{\"id\":", stdout);
-    } else {
-        fputs("{\"query\":", stdout);
-        json_query_id(r, qid, qid_len);
-        fputs(",\"id\":", stdout);
-    }
-    if (id && (flags & SIMSTORE_MATCH_INTEGER_ID))
-        fwrite(id, 1, id_len, stdout);
-    else if (id)
-        cli_json_string(stdout, id, id_len);
-    else
-        fputs("null", stdout);
-}
-
 static void print_matches(const query_run *r, const char *qid, size_t qid_len,
                           const simstore_match *m, size_t n)
 {
     char hex[17];
-    /* --json --end-marker: one record per query, its matches in an array. */
-    int per_query = r->json && r->end_marker, listed = 0;
-    if (per_query) {
-        fputs("{\"query\":", stdout);
-        json_query_id(r, qid, qid_len);
-        fputs(",\"matches\":[", stdout);
-    }
+    cli_answer a = {qid, qid_len, r->qid_integer, r->json, r->end_marker, 0};
+    cli_answer_start(&a);
     char sim[32];
     for (size_t i = 0; i < n; i++) {
         if (r->skip_self && m[i].id && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
@@ -318,35 +285,24 @@ static void print_matches(const query_run *r, const char *qid, size_t qid_len,
         /* An unknown similarity (-1) passes no minimum. */
         if (r->min_similarity > 0 && !(m[i].similarity >= r->min_similarity))
             continue;
-        cli_format_hex64(m[i].fp, hex);
-        cli_format_similarity(m[i].similarity, r->json, sim);
         if (r->json) {
-            json_match_start(r, per_query, &listed, qid, qid_len, m[i].id, m[i].id_len, m[i].flags);
-            printf(",\"fp\":\"%s\",\"distance\":%u", hex, m[i].distance);
-            if (r->print_similarity)
-                printf(",\"similarity\":%s", sim);
-            if (m[i].meta) {
-                fputs(",\"meta\":", stdout);
-                fwrite(m[i].meta, 1, m[i].meta_len, stdout);
-            }
-            fputs(per_query ? "}" : "}\n", stdout);
-        } else {
-            cli_tsv_id(CMD, qid, qid_len);
-            putchar('\t');
-            if (m[i].id)
-                cli_tsv_id(CMD, m[i].id, m[i].id_len);
-            else
-                putchar('-');
-            printf("\t%s\t%u", hex, m[i].distance);
-            if (r->print_similarity)
-                printf("\t%s", sim);
-            putchar('\n');
+            cli_answer_json_match(&a, &m[i], r->print_similarity);
+            continue;
         }
+        cli_format_hex64(m[i].fp, hex);
+        cli_format_similarity(m[i].similarity, 0, sim);
+        cli_tsv_id(CMD, qid, qid_len);
+        putchar('\t');
+        if (m[i].id)
+            cli_tsv_id(CMD, m[i].id, m[i].id_len);
+        else
+            putchar('-');
+        printf("\t%s\t%u", hex, m[i].distance);
+        if (r->print_similarity)
+            printf("\t%s", sim);
+        putchar('\n');
     }
-    if (per_query)
-        fputs("]}\n", stdout);
-    else if (r->end_marker)
-        fputs(".\n", stdout);
+    cli_answer_end(&a);
 }
 
 /* The fingerprinter of text queries: the store's text options (with those
@@ -391,35 +347,21 @@ static void warn_only_boilerplate(const char *file, unsigned long long line, con
 static void print_paragraph_matches(const query_run *r, const char *qid, size_t qid_len,
                                     const simstore_paragraph_match *m, size_t n)
 {
-    int per_query = r->json && r->end_marker, listed = 0;
-    if (per_query) {
-        fputs("{\"query\":", stdout);
-        json_query_id(r, qid, qid_len);
-        fputs(",\"matches\":[", stdout);
-    }
+    cli_answer a = {qid, qid_len, r->qid_integer, r->json, r->end_marker, 0};
+    cli_answer_start(&a);
     for (size_t i = 0; i < n; i++) {
         if (r->skip_self && m[i].id_len == qid_len && memcmp(m[i].id, qid, qid_len) == 0)
             continue;
         if (r->json) {
-            json_match_start(r, per_query, &listed, qid, qid_len, m[i].id, m[i].id_len, m[i].flags);
-            printf(",\"shared\":%zu,\"of\":%zu,\"fraction\":%.4f", m[i].shared, m[i].of,
-                   m[i].fraction);
-            if (m[i].meta) {
-                fputs(",\"meta\":", stdout);
-                fwrite(m[i].meta, 1, m[i].meta_len, stdout);
-            }
-            fputs(per_query ? "}" : "}\n", stdout);
-        } else {
-            cli_tsv_id(CMD, qid, qid_len);
-            putchar('\t');
-            cli_tsv_id(CMD, m[i].id, m[i].id_len);
-            printf("\t%zu\t%zu\t%.4f\n", m[i].shared, m[i].of, m[i].fraction);
+            cli_answer_json_paragraph_match(&a, &m[i]);
+            continue;
         }
+        cli_tsv_id(CMD, qid, qid_len);
+        putchar('\t');
+        cli_tsv_id(CMD, m[i].id, m[i].id_len);
+        printf("\t%zu\t%zu\t%.4f\n", m[i].shared, m[i].of, m[i].fraction);
     }
-    if (per_query)
-        fputs("]}\n", stdout);
-    else if (r->end_marker)
-        fputs(".\n", stdout);
+    cli_answer_end(&a);
 }
 
 static int run_one_paragraphs(query_run *r, const char *qid, size_t qid_len, const char *text,

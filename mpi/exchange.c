@@ -3,6 +3,8 @@
  * and lines through (exchange_round; exchange_bufs in bounded rounds). */
 #include "mpi_internal.h"
 
+#include "cli.h"
+
 #include <mpi.h>
 
 #include <limits.h>
@@ -12,16 +14,8 @@
 
 int buf_put(buf *b, const void *p, size_t n)
 {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n)
-            cap *= 2;
-        char *g = realloc(b->data, cap);
-        if (!g)
-            return -1;
-        b->data = g;
-        b->cap = cap;
-    }
+    if (cli_grow((void **)&b->data, &b->cap, b->len + n, 1, 4096))
+        return -1;
     if (n)
         memcpy(b->data + b->len, p, n);
     b->len += n;

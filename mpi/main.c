@@ -12,8 +12,10 @@
  *                        its shard, rank 0 merges and prints what
  *                        `simstore query` prints for one store;
  *   pairs OUT, clusters OUT
- *                        scan.c: the join spread over the ranks, output
- *                        sorted across them and printed by rank 0.
+ *                        pairs.c, clusters.c (scan.c and its phases,
+ *                        scan_internal.h): the join spread over the
+ *                        ranks, output sorted across them and printed by
+ *                        rank 0.
  *
  * A client of the public API and of cmd/'s helpers (simstore_cmdkit),
  * whose option checks it shares. A rank that fails says so ("rank N:
@@ -32,15 +34,26 @@
 int rank, nranks;
 const char *cmd_name = "simstore-mpi";
 
+/* A message on stderr, "simstore-mpi CMD: ...", naming this rank when
+ * with_rank ("simstore-mpi CMD: rank N: ..."). */
+__attribute__((format(printf, 2, 0))) static void message(int with_rank, const char *fmt,
+                                                          va_list ap)
+{
+    char text[2048];
+    vsnprintf(text, sizeof text, fmt, ap);
+    if (with_rank)
+        fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
+    else
+        fprintf(stderr, "%s: %s\n", cmd_name, text);
+}
+
 /* A message of this rank on stderr: "simstore-mpi CMD: rank N: ...". */
 void say(const char *fmt, ...)
 {
-    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    message(1, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: rank %d: %s\n", cmd_name, rank, text);
 }
 
 int show_progress;
@@ -49,12 +62,10 @@ void progress(const char *fmt, ...)
 {
     if (!show_progress || rank != 0)
         return;
-    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    message(0, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", cmd_name, text);
 }
 
 /* Every rank's status (0 ok): rank 0 names the failed ones. Returns 0 when
@@ -87,12 +98,10 @@ void rank0_says(const char *fmt, ...)
 {
     if (rank != 0)
         return;
-    char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    message(0, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", cmd_name, text);
 }
 
 int usage_error(int argc, char **argv)

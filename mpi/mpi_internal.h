@@ -1,7 +1,8 @@
 /* mpi_internal.h: what simstore-mpi's files share: this rank and the job's
  * size, messages naming the rank, the agreement on failures (main.c); byte
  * buffers and the one all-to-all exchange (exchange.c); the inputs split
- * across the ranks (split.c); the commands (build.c, query.c, scan.c). */
+ * across the ranks (split.c); the commands (build.c, query.c, pairs.c,
+ * clusters.c: scan_internal.h). */
 #ifndef SIMSTORE_MPI_INTERNAL_H
 #define SIMSTORE_MPI_INTERNAL_H
 
@@ -263,9 +264,9 @@ int find_boilerplate(build_state *st, reader *rd, const boiler_opts *bo,
 
 /* ---- the commands -------------------------------------------------------- */
 
-/* `simstore-mpi build` (build.c), `query` (query.c), `pairs` and
- * `clusters` (scan.c). Each returns the exit status, the same on every
- * rank. */
+/* `simstore-mpi build` (build.c), `query` (query.c), `pairs` (pairs.c)
+ * and `clusters` (clusters.c). Each returns the exit status, the same on
+ * every rank. */
 int cmd_mpi_build(int argc, char **argv);
 int cmd_mpi_query(int argc, char **argv);
 int cmd_mpi_pairs(int argc, char **argv);

@@ -8,6 +8,7 @@
 #include "mpi_internal.h"
 
 #include "cli.h"
+#include "matchjson.h"
 #include "optcheck.h"
 
 #include <mpi.h>
@@ -143,52 +144,6 @@ static int collect_paragraphs(buf *b, const simstore_paragraph_match *m, size_t 
     return 0;
 }
 
-static void json_query_id(const query_item *q)
-{
-    if (q->qid_integer)
-        fwrite(q->text, 1, q->len, stdout);
-    else
-        cli_json_string(stdout, q->text, q->len);
-}
-
-/* The start of one JSON match up to its "id" value (null without an id):
- * an element of the per-query array (--end-marker), or a line of its own
- * naming the query; as cmd/cmd_query.c writes it. */
-static void json_match_start(const query_item *q, int per_query, int *listed, const char *id,
-                             size_t id_len, unsigned flags)
-{
-    if (per_query) {
-        fputs((*listed)++ ? ",{\"id\":" : "{\"id\":", stdout);
-    } else {
-        fputs("{\"query\":", stdout);
-        json_query_id(q);
-        fputs(",\"id\":", stdout);
-    }
-    if (id && (flags & SIMSTORE_MATCH_INTEGER_ID))
-        fwrite(id, 1, id_len, stdout);
-    else if (id)
-        cli_json_string(stdout, id, id_len);
-    else
-        fputs("null", stdout);
-}
-
-static void answer_start(const query_opts *o, const query_item *q)
-{
-    if (o->json && o->end_marker) {
-        fputs("{\"query\":", stdout);
-        json_query_id(q);
-        fputs(",\"matches\":[", stdout);
-    }
-}
-
-static void answer_end(const query_opts *o)
-{
-    if (o->json && o->end_marker)
-        fputs("]}\n", stdout);
-    else if (o->end_marker)
-        fputs(".\n", stdout);
-}
-
 /* An answer record's id and metadata (each u32 length, UINT32_MAX for none,
  * then the bytes) from *cur, advanced past them. */
 static void get_id_meta(const char **cur, const char **id, size_t *id_len, const char **meta,
@@ -207,13 +162,50 @@ static void get_id_meta(const char **cur, const char **id, size_t *id_len, const
     }
 }
 
-/* With --json: a match's ',"meta":...' when it has metadata. */
-static void print_json_meta(const char *meta, size_t meta_len)
+/* One answer record (collect's) from *cur into the zeroed match at x. */
+static void get_match(const char **cur, void *x)
 {
-    if (meta) {
-        fputs(",\"meta\":", stdout);
-        fwrite(meta, 1, meta_len, stdout);
+    simstore_match *m = x;
+    m->distance = (uint8_t)(*cur)[0];
+    m->flags = (uint8_t)(*cur)[1];
+    *cur += 2;
+    m->fp = get_u64(cur);
+    m->similarity = bits_double(get_u64(cur));
+    get_id_meta(cur, &m->id, &m->id_len, &m->meta, &m->meta_len);
+}
+
+/* One answer record (collect_paragraphs') from *cur into the zeroed
+ * paragraph match at x. */
+static void get_paragraph_match(const char **cur, void *x)
+{
+    simstore_paragraph_match *m = x;
+    m->flags = (uint8_t)(*cur)[0];
+    *cur += 1;
+    m->shared = (size_t)get_u64(cur);
+    m->of = (size_t)get_u64(cur);
+    m->fraction = bits_double(get_u64(cur));
+    m->fp = get_u64(cur);
+    get_id_meta(cur, &m->id, &m->id_len, &m->meta, &m->meta_len);
+}
+
+/* Rank 0: one query's answer records from every rank's answer buffer
+ * (cursors advanced), each read by get into *m (of *cap elements of size
+ * bytes, grown): *n of them. Returns 0, or -1 out of memory. */
+static int gather_matches(const char **cur, void **m, size_t *cap, size_t size,
+                          void (*get)(const char **cur, void *x), size_t *n)
+{
+    *n = 0;
+    for (int r = 0; r < nranks; r++) {
+        uint32_t count = get_u32(&cur[r]);
+        for (uint32_t i = 0; i < count; i++) {
+            if (cli_grow(m, cap, *n + 1, size, 64))
+                return -1;
+            void *x = (char *)*m + (*n)++ * size;
+            memset(x, 0, size);
+            get(&cur[r], x);
+        }
     }
+    return 0;
 }
 
 static int is_self(const query_opts *o, const query_item *q, const char *id, size_t id_len)
@@ -223,29 +215,18 @@ static int is_self(const query_opts *o, const query_item *q, const char *id, siz
 
 /* Rank 0: one query's matches from every rank's answer buffer (cursors
  * advanced), merged into one store's order, printed as `simstore query`
- * prints them. Returns 0, or -1 out of memory. */
+ * prints them (the JSON by cmd/matchjson.h). Returns 0, or -1 out of
+ * memory. */
 static int print_merged(const query_opts *o, const query_item *q, const char **cur,
                         simstore_match **m, size_t *cap)
 {
-    size_t n = 0;
-    for (int r = 0; r < nranks; r++) {
-        uint32_t count = get_u32(&cur[r]);
-        for (uint32_t i = 0; i < count; i++) {
-            if (cli_grow((void **)m, cap, n + 1, sizeof **m, 64))
-                return -1;
-            simstore_match *x = &(*m)[n++];
-            memset(x, 0, sizeof *x);
-            x->distance = (uint8_t)*cur[r]++;
-            x->flags = (uint8_t)*cur[r]++;
-            x->fp = get_u64(&cur[r]);
-            x->similarity = bits_double(get_u64(&cur[r]));
-            get_id_meta(&cur[r], &x->id, &x->id_len, &x->meta, &x->meta_len);
-        }
-    }
+    size_t n;
+    if (gather_matches(cur, (void **)m, cap, sizeof **m, get_match, &n))
+        return -1;
     simstore_sort_matches(*m, n);
-    int per_query = o->json && o->end_marker, listed = 0;
     char hex[17], sim[32];
-    answer_start(o, q);
+    cli_answer a = {q->text, q->len, q->qid_integer, o->json, o->end_marker, 0};
+    cli_answer_start(&a);
     for (size_t i = 0; i < n; i++) {
         const simstore_match *x = &(*m)[i];
         if (is_self(o, q, x->id, x->id_len))
@@ -253,29 +234,24 @@ static int print_merged(const query_opts *o, const query_item *q, const char **c
         /* An unknown similarity (-1) passes no minimum. */
         if (o->min_similarity > 0 && !(x->similarity >= o->min_similarity))
             continue;
-        cli_format_hex64(x->fp, hex);
-        cli_format_similarity(x->similarity, o->json, sim);
         if (o->json) {
-            json_match_start(q, per_query, &listed, x->id, x->id_len, x->flags);
-            printf(",\"fp\":\"%s\",\"distance\":%u", hex, x->distance);
-            if (o->similarity)
-                printf(",\"similarity\":%s", sim);
-            print_json_meta(x->meta, x->meta_len);
-            fputs(per_query ? "}" : "}\n", stdout);
-        } else {
-            fwrite(q->text, 1, q->len, stdout);
-            putchar('\t');
-            if (x->id)
-                fwrite(x->id, 1, x->id_len, stdout);
-            else
-                putchar('-');
-            printf("\t%s\t%u", hex, x->distance);
-            if (o->similarity)
-                printf("\t%s", sim);
-            putchar('\n');
+            cli_answer_json_match(&a, x, o->similarity);
+            continue;
         }
+        cli_format_hex64(x->fp, hex);
+        cli_format_similarity(x->similarity, 0, sim);
+        fwrite(q->text, 1, q->len, stdout);
+        putchar('\t');
+        if (x->id)
+            fwrite(x->id, 1, x->id_len, stdout);
+        else
+            putchar('-');
+        printf("\t%s\t%u", hex, x->distance);
+        if (o->similarity)
+            printf("\t%s", sim);
+        putchar('\n');
     }
-    answer_end(o);
+    cli_answer_end(&a);
     return 0;
 }
 
@@ -284,42 +260,26 @@ static int print_merged(const query_opts *o, const query_item *q, const char **c
 static int print_merged_paragraphs(const query_opts *o, const query_item *q, const char **cur,
                                    simstore_paragraph_match **m, size_t *cap)
 {
-    size_t n = 0;
-    for (int r = 0; r < nranks; r++) {
-        uint32_t count = get_u32(&cur[r]);
-        for (uint32_t i = 0; i < count; i++) {
-            if (cli_grow((void **)m, cap, n + 1, sizeof **m, 64))
-                return -1;
-            simstore_paragraph_match *x = &(*m)[n++];
-            memset(x, 0, sizeof *x);
-            x->flags = (uint8_t)*cur[r]++;
-            x->shared = (size_t)get_u64(&cur[r]);
-            x->of = (size_t)get_u64(&cur[r]);
-            x->fraction = bits_double(get_u64(&cur[r]));
-            x->fp = get_u64(&cur[r]);
-            get_id_meta(&cur[r], &x->id, &x->id_len, &x->meta, &x->meta_len);
-        }
-    }
+    size_t n;
+    if (gather_matches(cur, (void **)m, cap, sizeof **m, get_paragraph_match, &n))
+        return -1;
     sort_items(*m, n, sizeof **m, simstore_paragraph_match_cmp);
-    int per_query = o->json && o->end_marker, listed = 0;
-    answer_start(o, q);
+    cli_answer a = {q->text, q->len, q->qid_integer, o->json, o->end_marker, 0};
+    cli_answer_start(&a);
     for (size_t i = 0; i < n; i++) {
         const simstore_paragraph_match *x = &(*m)[i];
         if (is_self(o, q, x->id, x->id_len))
             continue;
         if (o->json) {
-            json_match_start(q, per_query, &listed, x->id, x->id_len, x->flags);
-            printf(",\"shared\":%zu,\"of\":%zu,\"fraction\":%.4f", x->shared, x->of, x->fraction);
-            print_json_meta(x->meta, x->meta_len);
-            fputs(per_query ? "}" : "}\n", stdout);
-        } else {
-            fwrite(q->text, 1, q->len, stdout);
-            putchar('\t');
-            fwrite(x->id, 1, x->id_len, stdout);
-            printf("\t%zu\t%zu\t%.4f\n", x->shared, x->of, x->fraction);
+            cli_answer_json_paragraph_match(&a, x);
+            continue;
         }
+        fwrite(q->text, 1, q->len, stdout);
+        putchar('\t');
+        fwrite(x->id, 1, x->id_len, stdout);
+        printf("\t%zu\t%zu\t%.4f\n", x->shared, x->of, x->fraction);
     }
-    answer_end(o);
+    cli_answer_end(&a);
     return 0;
 }
 
