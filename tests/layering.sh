@@ -8,8 +8,9 @@
 #   - cmd/ includes only the public headers (simstore.h, simstore_unstable.h)
 #     and its own headers;
 #   - server/ and mpi/ include only the public headers and cmd/'s helpers;
-#   - python/ (the Python module) includes only the public header and its own
-#     headers (<Python.h> is its outside dependency).
+#   - python/ (the Python package's C core, python/_simstore/) includes only
+#     the public header and its own headers (<Python.h> is its outside
+#     dependency).
 # Usage: layering.sh SOURCE_DIR
 set -u
 SRC=${1:?usage: layering.sh SOURCE_DIR}
@@ -70,10 +71,11 @@ for dir in lib/*/; do
 done
 
 # Clients: the public header (and but python/, simstore_unstable.h), their
-# own headers, and (server/, mpi/) cmd/'s.
+# own headers (beside them), and (server/, mpi/) cmd/'s. Their sources are
+# in the directory or one below it (python/_simstore/).
 for dir in cmd server mpi python; do
     [ -d "$dir" ] || continue
-    for f in "$dir"/*.c "$dir"/*.h; do
+    for f in "$dir"/*.c "$dir"/*.h "$dir"/*/*.c "$dir"/*/*.h; do
         [ -e "$f" ] || continue
         checks=$((checks + 1))
         while IFS=: read -r line inc; do
@@ -82,7 +84,7 @@ for dir in cmd server mpi python; do
             # unstable pieces (simstore_unstable.h); users of simstore.h
             # alone are what python/ shows.
             [ "$inc" = simstore_unstable.h ] && [ "$dir" != python ] && continue
-            [ -e "$dir/$inc" ] && continue
+            [ -e "$(dirname "$f")/$inc" ] && continue
             if [ "$dir" = server ] || [ "$dir" = mpi ]; then
                 [ -e "cmd/$inc" ] && continue
             fi

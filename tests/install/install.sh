@@ -11,12 +11,12 @@
 #    against libsimstore.a alone, and through find_package(simstore) with
 #    simstore::simstore and simstore::simstore_static; each program runs and
 #    prints example.expected; the shared ones load the installed library;
-#  - the Python module, when the build has one, is installed under the
+#  - the Python package, when the build has one, is installed under the
 #    prefix and answers a query from there.
 # Usage: install.sh BUILD_DIR SOURCE_DIR VERSION
 # Environment: CC (default cc); SIMSTORE_EXAMPLE_CFLAGS, added to every
 # compile and link (the sanitizer flags of an instrumented build);
-# SIMSTORE_PYTHON3, the Python module's interpreter (with the module).
+# SIMSTORE_PYTHON3, the Python package's interpreter (with the package).
 set -euo pipefail
 build=${1:?usage: install.sh BUILD_DIR SOURCE_DIR VERSION}
 src=${2:?usage: install.sh BUILD_DIR SOURCE_DIR VERSION}
@@ -75,27 +75,32 @@ if [ -f "$build/man/simstore.1" ]; then
     done
 fi
 
-# The Python module, when the build made one (SIMSTORE_PYTHON): installed
-# into Python's packages under the prefix, self-contained (libsimstore
-# linked in), and importable from there by the interpreter it was built for.
-# (No python/ in builds without the module: find would fail the pipeline.)
+# The Python package, when the build made one (SIMSTORE_PYTHON): installed
+# whole (its .py files and the extension _simstore, self-contained:
+# libsimstore linked in) into Python's packages under the prefix, and
+# importable from there by the interpreter it was built for.
+# (No python/ in builds without the package: find would fail the pipeline.)
 built_module=
-if [ -d "$build/python" ]; then
-    built_module=$(find "$build/python" -maxdepth 1 -name 'simstore*.so' | head -n 1)
+if [ -d "$build/python/simstore" ]; then
+    built_module=$(find "$build/python/simstore" -maxdepth 1 -name '_simstore*.so' | head -n 1)
 fi
 if [ -n "$built_module" ]; then
-    step "the Python module"
-    module=$(find "$prefix" -name "$(basename "$built_module")" -path '*-packages/*')
-    [ -n "$module" ] || fail "the Python module $(basename "$built_module") is not installed under $prefix"
-    python=${SIMSTORE_PYTHON3:?the Python module is built: SIMSTORE_PYTHON3 names its interpreter}
+    step "the Python package"
+    module=$(find "$prefix" -name "$(basename "$built_module")" -path '*-packages/simstore/*')
+    [ -n "$module" ] || fail "the Python extension $(basename "$built_module") is not installed under $prefix"
+    package=$(dirname "$module")
+    for f in "$src"/python/simstore/*.py; do
+        [ -f "$package/$(basename "$f")" ] || fail "not installed: $package/$(basename "$f")"
+    done
+    python=${SIMSTORE_PYTHON3:?the Python package is built: SIMSTORE_PYTHON3 names its interpreter}
     deps=$(ldd "$module")
-    ! grep -q libsimstore <<<"$deps" || fail "the installed Python module needs libsimstore.so"
-    got=$(cd "$tmp" && PYTHONPATH=$(dirname "$module") "$python" -c '
+    ! grep -q libsimstore <<<"$deps" || fail "the installed Python extension needs libsimstore.so"
+    got=$(cd "$tmp" && PYTHONPATH=$(dirname "$package") "$python" -c '
 import simstore
 with simstore.Store.build("py.store", [("a", "one two three four"), ("b", "one two three four")]) as s:
-    print(simstore.__file__, [m.id for m in s.query("one two three four")])
-') || fail "importing the installed Python module failed"
-    [ "$got" = "$module ['a', 'b']" ] || fail "the installed Python module: '$got'"
+    print(simstore.__file__, simstore._simstore.__file__, [m.id for m in s.query("one two three four")])
+') || fail "importing the installed Python package failed"
+    [ "$got" = "$package/__init__.py $module ['a', 'b']" ] || fail "the installed Python package: '$got'"
 fi
 
 step "the README's example is tests/install/example.c"

@@ -11,7 +11,7 @@ add_test(NAME test_symbols
 # (shared and static) and find_package(simstore) (simstore::simstore and
 # simstore::simstore_static), each run and its output checked. Instrumented
 # builds install instrumented libraries: the example is compiled the same way.
-# With the Python module (SIMSTORE_PYTHON), the installed module is imported
+# With the Python package (SIMSTORE_PYTHON), the installed package is imported
 # by its interpreter (SIMSTORE_PYTHON3) and answers a query.
 set(simstore_install_test_cflags "")
 if(SIMSTORE_SANITIZE)

@@ -23,7 +23,7 @@ if(TARGET simstore_python)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
             $<TARGET_FILE:simstore_cli> ${PROJECT_SOURCE_DIR} test_near_rule_same_documents)
   set_tests_properties(test_near_rule PROPERTIES TIMEOUT 600
-    ENVIRONMENT "PYTHONPATH=$<TARGET_FILE_DIR:simstore_python>;PYTHONDONTWRITEBYTECODE=1;SIMSTORE_TEST_PYTHON=1")
+    ENVIRONMENT "PYTHONPATH=${SIMSTORE_PYTHON_PATH};PYTHONDONTWRITEBYTECODE=1;SIMSTORE_TEST_PYTHON=1")
 else()
   add_test(NAME test_near_rule
     COMMAND ${SIMSTORE_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_server.py
