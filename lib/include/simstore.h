@@ -176,8 +176,8 @@ typedef enum simstore_sketch_kind {
  * made for another version of this header) fails with SIMSTORE_EINVAL and
  * says so, instead of reading fields that are not there. */
 typedef struct simstore_text_options {
-    size_t size; /* sizeof(simstore_text_options), set by simstore_text_options_init() */
-    unsigned shingle_words;       /* w: 1..SIMSTORE_SHINGLE_MAX (3)               */
+    size_t size;            /* sizeof(simstore_text_options), set by simstore_text_options_init() */
+    unsigned shingle_words; /* w: 1..SIMSTORE_SHINGLE_MAX (3)               */
     simstore_weighting weighting; /* (SIMSTORE_WEIGHT_TF)                        */
     double lambda;                /* λ for SIMSTORE_WEIGHT_LENGTH: 0..1000 (1.0);
                                      used as round(λ·65536)/65536                  */
@@ -469,9 +469,9 @@ typedef struct simstore_compaction {
 typedef void (*simstore_compacted_fn)(void *ctx, const simstore_compaction *c);
 
 typedef struct simstore_build_options {
-    size_t size; /* sizeof(simstore_build_options), set by simstore_build_options_init() */
-    unsigned k;                        /* distance the design is exact for: 0..7 (3)     */
-    unsigned tables;                   /* table count; 0 chooses by the cost model (0)   */
+    size_t size;     /* sizeof(simstore_build_options), set by simstore_build_options_init() */
+    unsigned k;      /* distance the design is exact for: 0..7 (3)     */
+    unsigned tables; /* table count; 0 chooses by the cost model (0)   */
     uint64_t expected_fps;             /* size the automatic design plans for; 0 = the
                                   distinct fingerprints of this build (0)        */
     unsigned block_bytes;              /* table block size: see simstore_block_bytes_valid()
@@ -797,8 +797,8 @@ typedef enum simstore_batch_strategy {
 } simstore_batch_strategy;
 
 typedef struct simstore_batch_options {
-    size_t size; /* sizeof(simstore_batch_options), set by simstore_batch_options_init() */
-    unsigned threads;                 /* worker threads; 0 = simstore_default_threads() (0) */
+    size_t size;      /* sizeof(simstore_batch_options), set by simstore_batch_options_init() */
+    unsigned threads; /* worker threads; 0 = simstore_default_threads() (0) */
     uint64_t memory_bytes;            /* working memory: queries are answered in chunks
                                 whose sorting and bookkeeping take half of it
                                 (about 16 * (2 * threads + 4) bytes a query);
@@ -1442,17 +1442,17 @@ SIMSTORE_API int simstore_verify(const char *path, unsigned flags, simstore_prob
  * transaction: writers go on, but LMDB cannot reuse the pages it holds). */
 
 typedef struct simstore_scan_options {
-    size_t size; /* sizeof(simstore_scan_options), set by simstore_scan_options_init() */
-    unsigned k;                    /* the near-duplicate rule's k (simstore_near_rule):
+    size_t size;           /* sizeof(simstore_scan_options), set by simstore_scan_options_init() */
+    unsigned k;            /* the near-duplicate rule's k (simstore_near_rule):
                               0..SIMSTORE_MAX_K, SIMSTORE_NEAR_STORE_K or
                               SIMSTORE_NEAR_DEFAULT_K (the default). Above
                               the store's k: exact, by a join in memory (see
                               simstore_pairs())                              */
-    unsigned threads;              /* 0 (default): simstore_default_threads()        */
-    uint64_t memory_bytes;         /* for sorting pairs and the clusters' tables
+    unsigned threads;      /* 0 (default): simstore_default_threads()        */
+    uint64_t memory_bytes; /* for sorting pairs and the clusters' tables
                               (spilled beyond it but for stars); 0 (default):
                               1 GiB                                          */
-    const char *tmp_dir;           /* spill files; NULL (default): $TMPDIR or /tmp   */
+    const char *tmp_dir;   /* spill files; NULL (default): $TMPDIR or /tmp   */
     simstore_progress_fn progress; /* may be NULL                           */
     void *progress_ctx;
     /* Added with sketches (format/sketch.md). */
