@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""test_python.py: the Python module `simstore` (python/simstoremodule.c)
-against the simstore command on the same stores: every call, answers equal
-to `simstore query --json`, `pairs`, `clusters`, `get` and `stats`, errors
-as exceptions, threads sharing one store, and reference counts that do not
-grow over 10^5 calls. Run by ctest (tests/python/tests.cmake) with Debian's
-/usr/bin/python3 and PYTHONPATH naming the built module:
+"""test_python.py: the Python module `simstore` (python/simstore/, over its C
+core python/_simstore/) against the simstore command on the same stores:
+every call, answers equal to `simstore query --json`, `pairs`, `clusters`,
+`get` and `stats`, errors as exceptions, threads sharing one store, and
+reference counts that do not grow over 10^5 calls. Run by ctest
+(tests/python/tests.cmake) with Debian's /usr/bin/python3 and PYTHONPATH
+naming the built module:
 
     test_python.py SIMSTORE_CLI SOURCE_DIR [unittest names...]
 
