@@ -154,7 +154,7 @@ check_after() {
 }
 
 # The write and fsync crashes whose state is checked: every fourth
-# (sampled, the sanitizer pass: every twelfth).
+# (sampled, the sanitizer pass: every twelfth, of those run).
 every=4
 sampled && every=12
 # sweep NAME IS_BUILD: every fault point as a crash, then as an I/O error.
@@ -165,8 +165,17 @@ sweep() {
         # checks at every rename and commit point, and (the library test
         # checks every one) at the first two, every fourth (or eighth) and
         # the last write and fsync.
+        # Sampled: the write and fsync crashes themselves at the first two
+        # and every third call only, the last found by stepping back from
+        # the first sampled call the command completed at.
         n=1
+        calls=0
         while :; do
+            if sampled && [ "$n" -gt 2 ] && [ $((n % 3)) != 0 ] &&
+                { [ "$op" = write ] || [ "$op" = fsync ]; }; then
+                n=$((n + 1))
+                continue
+            fi
             reset_work "$name"
             SIMSTORE_FAULT=$op:$n:crash run_action
             local st=$?
@@ -179,10 +188,17 @@ sweep() {
                 check_after "$name" "$is_build" "$st" "$op:$n:crash"
             fi
             [ "$st" = 0 ] && break
+            calls=$n
             n=$((n + 1))
             [ "$n" -gt 200 ] && { fail "$name $op: no end"; break; }
         done
-        calls=$((n - 1))
+        for ((n = n - 1; n > calls; n--)); do
+            reset_work "$name"
+            SIMSTORE_FAULT=$op:$n:crash run_action
+            st=$?
+            [ "$st" = 86 ] && { calls=$n; break; }
+            [ "$st" = 0 ] || { fail "$name $op:$n:crash: exit status $st"; break; }
+        done
         if [ "$calls" -gt 2 ] && [ $((calls % every)) != 0 ] &&
             { [ "$op" = write ] || [ "$op" = fsync ]; }; then
             reset_work "$name"

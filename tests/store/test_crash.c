@@ -7,10 +7,12 @@
  *     mdb_commit, and mdb_committed just past the commit point) and
  *     N = 1, 2, ... until the operation completes without reaching the N-th
  *     call, SIMSTORE_FAULT=OP:N:crash (the process ends there, as in a power
- *     cut) and SIMSTORE_FAULT=OP:N (the call fails with EIO; with
- *     SIMSTORE_SAMPLED, the sanitizer pass, at every fifth N);
+ *     cut) and SIMSTORE_FAULT=OP:N (the call fails with EIO); with
+ *     SIMSTORE_SAMPLED, the sanitizer pass, crashes at every third N and
+ *     errors at every fifth (the first and last calls and the named points
+ *     always);
  *   - by SIGKILL at seeded random moments on stores where the operation takes
- *     tens of milliseconds.
+ *     tens of milliseconds (sampled: four moments an operation).
  * After each interruption the store must open read-only and hold exactly one
  * committed state: the one before the operation or the one after it (for
  * operations that compact on their own, also the state between the commit
@@ -863,6 +865,36 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether the scenario names fault op f's n-th call among its points. */
+static int names_call(const scenario *sc, int f, unsigned n)
+{
+    for (size_t p = 0; p < sizeof sc->points / sizeof *sc->points && sc->points[p].fault; p++)
+        if (sc->points[p].n == n && strcmp(sc->points[p].fault, fault_ops[f]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The operation with a crash at fault op f's n-th call, its outcome checked
+ * into *seen: 1 if it crashed there, 0 if it completed without reaching it. */
+static int crash_at(ctx *c, const scenario *sc, const states *ss, int f, unsigned n, int has_store,
+                    outcome *seen, tally *total)
+{
+    char fault[64], trial[96];
+    snprintf(fault, sizeof fault, "%s:%u:crash", fault_ops[f], n);
+    snprintf(trial, sizeof trial, "SIMSTORE_FAULT=%s", fault);
+    reset_work(c, has_store);
+    int status = wait_op(spawn_op(c, sc, &sc->action, c->work_store, fault, NULL));
+    if (status != FAULT_CRASH_STATUS && status != 0) {
+        fprintf(stderr, "\n%s %s: exit status %d\n", sc->name, trial, status);
+        print_log(c);
+        fail();
+    }
+    *seen = check_outcome(c, sc, ss, status,
+                          status == 0 ? ALLOW_AFTER : ALLOW_BEFORE | ALLOW_MID | ALLOW_AFTER, trial,
+                          total);
+    return status != 0;
+}
+
 static void fault_sweep(ctx *c, const scenario *sc)
 {
     uint64_t started = now_ns();
@@ -878,24 +910,25 @@ static void fault_sweep(ctx *c, const scenario *sc)
     for (int f = 0; f < N_FAULT_OPS; f++) {
         unsigned calls = 0;
         char fault[64], trial[96];
-        /* As a crash, until the operation completes without reaching it. */
-        for (unsigned n = 1;; n++) {
+        /* As a crash, until the operation completes without reaching it.
+         * Sampled (the sanitizer pass): the first call, every third, the
+         * calls the scenario names, and the last, found by stepping back
+         * from the first sampled N the operation completed at. */
+        unsigned done_at = 0;
+        for (unsigned n = 1; !done_at; n++) {
             assert_true(n < MAX_CALLS);
-            snprintf(fault, sizeof fault, "%s:%u:crash", fault_ops[f], n);
-            snprintf(trial, sizeof trial, "SIMSTORE_FAULT=%s", fault);
-            reset_work(c, has_store);
-            int status = wait_op(spawn_op(c, sc, &sc->action, c->work_store, fault, NULL));
-            if (status != FAULT_CRASH_STATUS && status != 0) {
-                fprintf(stderr, "\n%s %s: exit status %d\n", sc->name, trial, status);
-                print_log(c);
-                fail();
-            }
-            seen[n] = check_outcome(
-                c, sc, &ss, status,
-                status == 0 ? ALLOW_AFTER : ALLOW_BEFORE | ALLOW_MID | ALLOW_AFTER, trial, &total);
-            if (status == 0)
+            if (test_sampled() && n > 1 && n % 3 != (unsigned)f % 3 && !names_call(sc, f, n))
+                continue;
+            if (crash_at(c, sc, &ss, f, n, has_store, &seen[n], &total))
+                calls = n;
+            else
+                done_at = n;
+        }
+        for (unsigned n = done_at - 1; n > calls; n--) {
+            if (crash_at(c, sc, &ss, f, n, has_store, &seen[n], &total)) {
+                calls = n;
                 break;
-            calls = n;
+            }
         }
         /* The windows this scenario names were reached, with the leftovers
          * they must leave (and the next writer removed, as checked above). */
@@ -1312,7 +1345,7 @@ static void test_crash_kill__random_moments(void **state)
     c.threads = 2;
     for (size_t i = 0; i < sizeof kill_scenarios / sizeof *kill_scenarios; i++) {
         scenario sc = scaled(&kill_scenarios[i]);
-        kill_sweep(&c, &sc, &r, 10 / KILL_SCALE + 2);
+        kill_sweep(&c, &sc, &r, test_sampled() ? 4 : 10 / KILL_SCALE + 2);
     }
     ctx_free(&c);
 }

@@ -16,9 +16,13 @@ target_link_libraries(test_paragraphs PRIVATE simstore_check simstore_scan)
 simstore_unit_test(test_corruption store/test_corruption.c)
 target_link_libraries(test_corruption PRIVATE simstore_check)
 set_tests_properties(test_corruption PROPERTIES TIMEOUT 1800 ENVIRONMENT
-  "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_TEST_FILTER=test_corruption__sweep*")
-# test_corruption_query_path: the same program's query-path sweep of data.mdb
-# (lazy checks against the walk at open), as a test of its own.
+  "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_TEST_FILTER=test_corruption__sweep")
+# The same program's other two sweeps, each a test of its own so that ctest -j
+# runs the three side by side: the store with a paragraph index, and the
+# query-path sweep of data.mdb (lazy checks against the walk at open).
+add_test(NAME test_corruption_paragraphs COMMAND test_corruption)
+set_tests_properties(test_corruption_paragraphs PROPERTIES TIMEOUT 1800 ENVIRONMENT
+  "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_TEST_FILTER=test_corruption__sweep_paragraphs")
 add_test(NAME test_corruption_query_path COMMAND test_corruption)
 set_tests_properties(test_corruption_query_path PROPERTIES TIMEOUT 1800 ENVIRONMENT
   "SIMSTORE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SIMSTORE_TEST_FILTER=test_corruption__query_path")
