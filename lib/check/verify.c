@@ -49,6 +49,14 @@ typedef struct vctx {
     uint64_t unlisted_errors[KIND_COUNT];
 } vctx;
 
+/* Give p to the caller's fn; its nonzero return stops the checks. */
+static void emit(vctx *v, const simstore_problem *p)
+{
+    int rc = v->fn(v->ctx, p);
+    if (rc)
+        v->stop_rc = rc;
+}
+
 SIMS_PRINTF(7, 8)
 static int problem(vctx *v, simstore_problem_kind kind, int warning, const char *file,
                    int64_t block, int64_t offset, const char *fmt, ...)
@@ -77,9 +85,7 @@ static int problem(vctx *v, simstore_problem_kind kind, int warning, const char 
     v->listed[k]++;
     if (v->fn) {
         simstore_problem p = {kind, warning, file, block, offset, msg};
-        int rc = v->fn(v->ctx, &p);
-        if (rc)
-            v->stop_rc = rc;
+        emit(v, &p);
     }
     return v->stop_rc;
 }
@@ -113,6 +119,22 @@ static void digest_add(set_digest *d, uint64_t fp)
     d->count++;
     d->sum += m;
     d->xor ^= m;
+}
+
+/* The distinct values of a run in order, counted as they pass. */
+typedef struct distinct_run {
+    uint64_t n, last;
+    int have;
+} distinct_run;
+
+/* Count x when it differs from the value before it; 1 when it did. */
+static int distinct_add(distinct_run *d, uint64_t x)
+{
+    int fresh = !d->have || x != d->last;
+    d->n += (uint64_t)fresh;
+    d->last = x;
+    d->have = 1;
+    return fresh;
 }
 
 /* One table of a segment, as checked. */
@@ -441,45 +463,56 @@ static void stream_advance(vctx *v, seg_stream *st)
 
 /* ---- the store ------------------------------------------------------------------ */
 
-typedef struct lmdb_finding {
+/* Problems held back: an attempt's (only the last attempt's reach the
+ * caller), and an LMDB walk's. */
+typedef struct held_problem {
+    simstore_problem_kind kind;
     int warning;
-    uint64_t pgno, offset;
+    char *file;
+    int64_t block, offset;
     char *message;
-} lmdb_finding;
+} held_problem;
 
-typedef struct findings {
-    lmdb_finding *v;
+typedef struct held_problems {
+    held_problem *v;
     size_t n, cap;
-} findings;
+} held_problems;
 
-static int collect_lmdb(void *ctx, const sims_lmdb_problem *p)
+static int hold_problem(void *ctx, const simstore_problem *p)
 {
-    findings *f = (findings *)ctx;
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        lmdb_finding *g = realloc(f->v, cap * sizeof *g);
+    held_problems *h = (held_problems *)ctx;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        held_problem *g = realloc(h->v, cap * sizeof *g);
         if (!g)
             return SIMSTORE_ENOMEM;
-        f->v = g;
-        f->cap = cap;
+        h->v = g;
+        h->cap = cap;
     }
-    lmdb_finding *x = &f->v[f->n];
-    x->message = strdup(p->message);
-    if (!x->message)
+    held_problem *q = &h->v[h->n];
+    q->kind = p->kind;
+    q->warning = p->warning;
+    q->block = p->block;
+    q->offset = p->offset;
+    q->file = p->file ? strdup(p->file) : NULL;
+    q->message = strdup(p->message ? p->message : "");
+    if ((p->file && !q->file) || !q->message) {
+        free(q->file);
+        free(q->message);
         return SIMSTORE_ENOMEM;
-    x->warning = p->warning;
-    x->pgno = p->pgno;
-    x->offset = p->offset;
-    f->n++;
+    }
+    h->n++;
     return 0;
 }
 
-static void findings_free(findings *f)
+static void held_free(held_problems *h)
 {
-    for (size_t i = 0; i < f->n; i++)
-        free(f->v[i].message);
-    free(f->v);
-    memset(f, 0, sizeof *f);
+    for (size_t i = 0; i < h->n; i++) {
+        free(h->v[i].file);
+        free(h->v[i].message);
+    }
+    free(h->v);
+    memset(h, 0, sizeof *h);
 }
 
 /* The newest transaction id on the meta pages, or 0. Plain reads, which
@@ -508,9 +541,22 @@ static uint64_t newest_txnid(const char *path)
 typedef struct lmdb_walk_ctx {
     const char *mdb_path;
     sims_lmdb_summary *sum;
-    findings f;     /* the last walk's */
-    int map_failed; /* the file could not be mapped: the result says why */
+    held_problems f; /* the last walk's findings */
+    int map_failed;  /* the file could not be mapped: the result says why */
 } lmdb_walk_ctx;
+
+/* A finding of the LMDB walk, held as a problem of data.mdb. */
+static int collect_lmdb(void *ctx, const sims_lmdb_problem *p)
+{
+    lmdb_walk_ctx *w = (lmdb_walk_ctx *)ctx;
+    simstore_problem q = {SIMSTORE_PROBLEM_LMDB,
+                          p->warning,
+                          w->mdb_path,
+                          p->pgno == SIMS_LMDB_NONE ? -1 : (int64_t)p->pgno,
+                          p->offset == SIMS_LMDB_NONE ? -1 : (int64_t)p->offset,
+                          p->message};
+    return hold_problem(&w->f, &q);
+}
 
 /* One walk of data.mdb's newest snapshot. A writer committing during the
  * walk can make pages we read inconsistent: a walk that finds errors while
@@ -519,7 +565,7 @@ typedef struct lmdb_walk_ctx {
 static int walk_lmdb_once(void *ctx)
 {
     lmdb_walk_ctx *w = (lmdb_walk_ctx *)ctx;
-    findings_free(&w->f);
+    held_free(&w->f);
     uint64_t before = newest_txnid(w->mdb_path);
     sims_map map;
     int rc = sims_map_open(w->mdb_path, &map);
@@ -527,7 +573,7 @@ static int walk_lmdb_once(void *ctx)
         w->map_failed = 1;
         return rc;
     }
-    rc = sims_lmdb_walk(map.data, map.size, 0, collect_lmdb, &w->f, w->sum);
+    rc = sims_lmdb_walk(map.data, map.size, 0, collect_lmdb, w, w->sum);
     sims_map_close(&map);
     if (rc == SIMSTORE_ENOMEM)
         return rc;
@@ -554,11 +600,9 @@ static int walk_lmdb(vctx *v, const char *dir, char *mdb_path, sims_lmdb_summary
     }
     (void)dir;
     for (size_t i = 0; i < w.f.n; i++)
-        problem(v, SIMSTORE_PROBLEM_LMDB, w.f.v[i].warning, mdb_path,
-                w.f.v[i].pgno == SIMS_LMDB_NONE ? -1 : (int64_t)w.f.v[i].pgno,
-                w.f.v[i].offset == SIMS_LMDB_NONE ? -1 : (int64_t)w.f.v[i].offset, "%s",
-                w.f.v[i].message);
-    findings_free(&w.f);
+        problem(v, w.f.v[i].kind, w.f.v[i].warning, w.f.v[i].file, w.f.v[i].block, w.f.v[i].offset,
+                "%s", w.f.v[i].message);
+    held_free(&w.f);
     if (rc == SIMSTORE_ENOMEM) {
         problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s: out of memory walking it",
                 mdb_path);
@@ -784,12 +828,9 @@ static void check_segments(vctx *v, store_ctx *c, int with_store, uint64_t *ids,
             table_expect e = {c->store_tag, c->block_bytes, t,
                               c->design && t < c->design->n_tables ? &c->design->tables[t] : NULL,
                               fp_count};
-            int exact_here = exact;
-            if (!with_store) {
-                /* Without a store, size the comparison by the file itself. */
-                exact_here = 1;
-            }
-            check_table(v, tr, with_store ? &e : NULL, exact_here);
+            /* Without a store, exact is 1: the comparison is sized by the
+             * file itself (below). */
+            check_table(v, tr, with_store ? &e : NULL, exact);
             if (!with_store && tr->reader &&
                 sims_table_reader_info(tr->reader)->fp_count > EXACT_SET_LIMIT) {
                 free(tr->values);
@@ -1029,8 +1070,7 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
     check_insertion_repeats(v, c, ins);
     sims_u64sort_free(ins);
     ins = NULL;
-    uint64_t last_key = 0;
-    int have_key = 0;
+    distinct_run keys = {0, 0, 0};
     for (mrc = mdb_cursor_get(fc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
          mrc = mdb_cursor_get(fc, &key, &val, MDB_NEXT)) {
         v->sum->fps_entries++;
@@ -1042,10 +1082,7 @@ static void check_documents(vctx *v, store_ctx *c, uint64_t *docs_seen, uint64_t
             continue;
         }
         uint64_t fp = be_load64(key.mv_data);
-        if (!have_key || fp != last_key)
-            (*fps_keys)++;
-        last_key = fp;
-        have_key = 1;
+        *fps_keys += (uint64_t)distinct_add(&keys, fp);
         int idl = val.mv_size > 64 ? 64 : (int)val.mv_size;
         if (c->fp_only) {
             problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_DOC, 0, c->mdb_path, -1, at,
@@ -1077,6 +1114,14 @@ static int note_found(void *ctx, uint64_t value)
     (void)value;
     *(int *)ctx = 1;
     return 1;
+}
+
+/* Whether table t holds the (permuted) value p: 1, 0, or a negative error. */
+static int table_holds(const table_reader *t, uint64_t p)
+{
+    int found = 0;
+    int rc = sims_table_reader_search(t, p, p, p, 0, note_found, &found);
+    return rc < 0 ? rc : found;
 }
 
 /* A live document's listed paragraphs each have their pfps entry. */
@@ -1173,8 +1218,7 @@ static void check_paragraphs(vctx *v, store_ctx *c)
             t0[i] = NULL; /* reported with the segments */
     }
     const sims_permuter *perm = c->design ? &c->design->tables[0].permuter : NULL;
-    uint64_t last = 0;
-    int have_last = 0;
+    distinct_run keys = {0, 0, 0};
     for (mrc = mdb_cursor_get(pc, &key, &val, MDB_FIRST); mrc == 0 && !v->stop_rc;
          mrc = mdb_cursor_get(pc, &key, &val, MDB_NEXT)) {
         v->sum->paragraph_entries++;
@@ -1188,7 +1232,7 @@ static void check_paragraphs(vctx *v, store_ctx *c)
         }
         uint64_t fp = be_load64(key.mv_data);
         int idl = val.mv_size > 64 ? 64 : (int)val.mv_size;
-        if ((!have_last || fp != last) && perm) {
+        if (distinct_add(&keys, fp) && perm) {
             /* A live paragraph fingerprint must be in some paragraph segment. */
             int found = 0, all_open = 1;
             uint64_t pq = sims_permute(perm, fp);
@@ -1197,9 +1241,7 @@ static void check_paragraphs(vctx *v, store_ctx *c)
                     all_open = 0;
                     continue;
                 }
-                int hit = 0;
-                if (sims_table_reader_search(t0[i], pq, pq, pq, 0, note_found, &hit) >= 0 && hit)
-                    found = 1;
+                found = table_holds(t0[i], pq) > 0;
             }
             if (!found && all_open)
                 problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, 0, c->mdb_path, -1, at,
@@ -1207,8 +1249,6 @@ static void check_paragraphs(vctx *v, store_ctx *c)
                         " is in no paragraph segment's tables: paragraph queries cannot find it",
                         c->mdb_path, at, fp);
         }
-        last = fp;
-        have_last = 1;
         sims_doc_record rec;
         if (entry_document(v, c, "pfps", fp, &val, at, &rec))
             continue;
@@ -1245,33 +1285,21 @@ typedef struct docfile_walk {
     store_ctx *c;
     const char *path;
     const table_reader *t0;
-    uint64_t distinct, last, missing;
-    int have_last;
+    distinct_run fps;
+    uint64_t missing;
 } docfile_walk;
-
-static int note_in_table(void *ctx, uint64_t value)
-{
-    (void)value;
-    *(int *)ctx = 1;
-    return 1;
-}
 
 static int walk_docfile_doc(void *ctx, const docfile_doc *d)
 {
     docfile_walk *w = (docfile_walk *)ctx;
     w->v->sum->documents++;
-    if (w->have_last && d->fingerprint == w->last)
+    if (!distinct_add(&w->fps, d->fingerprint))
         return 0;
-    w->have_last = 1;
-    w->last = d->fingerprint;
-    w->distinct++;
     if (!w->t0)
         return 0;
-    uint64_t p = sims_permute(&w->c->design->tables[0].permuter, d->fingerprint);
-    int found = 0;
-    int rc = sims_table_reader_search(w->t0, p, p, p, 0, note_in_table, &found);
-    if (rc < 0)
-        return rc;
+    int found = table_holds(w->t0, sims_permute(&w->c->design->tables[0].permuter, d->fingerprint));
+    if (found < 0)
+        return found;
     if (!found && w->missing++ == 0)
         problem(w->v, SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, 0, w->path, -1, -1,
                 "%s: fingerprint %016" PRIx64 " of document '%.*s' is not in its segment's "
@@ -1328,15 +1356,15 @@ static void check_docfile(vctx *v, store_ctx *c)
     for (uint32_t i = 0; i < c->nsegs; i++)
         if (c->segs[i].id == e->id && c->segs[i].ntables && c->segs[i].tables[0].reader)
             t0 = c->segs[i].tables[0].reader;
-    docfile_walk w = {v, c, path, t0, 0, 0, 0, 0};
+    docfile_walk w = {v, c, path, t0, {0, 0, 0}, 0};
     rc = sims_docfile_each(r, walk_docfile_doc, &w);
     if (rc)
         problem(v, SIMSTORE_PROBLEM_DOC, 0, path, -1, -1, "%s", simstore_last_error());
-    else if (w.distinct != e->fp_count || (!c->docfile_changed && w.distinct != c->state.fp_count))
+    else if (w.fps.n != e->fp_count || (!c->docfile_changed && w.fps.n != c->state.fp_count))
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, path, -1, -1,
                 "%s: holds %" PRIu64 " distinct fingerprints, the segment's tables hold %" PRIu64
                 "%s",
-                path, w.distinct, e->fp_count,
+                path, w.fps.n, e->fp_count,
                 c->docfile_changed ? "" : " (the state records them all live)");
     c->dreader = r;
 }
@@ -1349,18 +1377,14 @@ typedef struct live_walk {
     MDB_cursor *fc;
     int frc;
     MDB_val key, val;
-    uint64_t distinct, last;
-    int have_last, failed;
+    distinct_run fps;
+    int failed;
 } live_walk;
 
 static void live_fps_before(live_walk *w, uint64_t fp, int all)
 {
     while (w->frc == 0 && w->key.mv_size == 8 && (all || be_load64(w->key.mv_data) < fp)) {
-        uint64_t k = be_load64(w->key.mv_data);
-        if (!w->have_last || k != w->last)
-            w->distinct++;
-        w->last = k;
-        w->have_last = 1;
+        distinct_add(&w->fps, be_load64(w->key.mv_data));
         w->frc = mdb_cursor_get(w->fc, &w->key, &w->val, MDB_NEXT_NODUP);
     }
 }
@@ -1377,10 +1401,7 @@ static int live_doc(void *ctx, const docfile_doc *d)
         return 1;
     }
     live_fps_before(w, d->fingerprint, 0);
-    if (!w->have_last || d->fingerprint != w->last)
-        w->distinct++;
-    w->last = d->fingerprint;
-    w->have_last = 1;
+    distinct_add(&w->fps, d->fingerprint);
     return 0;
 }
 
@@ -1409,11 +1430,11 @@ static void check_docfile_changes(vctx *v, store_ctx *c, uint64_t docs_seen)
     if (rc || w.failed)
         problem(v, SIMSTORE_PROBLEM_IO, 0, c->dpath, -1, -1, "%s: reading the live documents",
                 c->dpath);
-    else if (w.distinct != c->state.fp_count)
+    else if (w.fps.n != c->state.fp_count)
         problem(v, SIMSTORE_PROBLEM_COUNTS, 0, c->mdb_path, -1, -1,
                 "%s: the state records %" PRIu64 " distinct fingerprints, the store's live "
                 "documents hold %" PRIu64,
-                c->mdb_path, c->state.fp_count, w.distinct);
+                c->mdb_path, c->state.fp_count, w.fps.n);
 }
 
 static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
@@ -1820,58 +1841,6 @@ static int verify_table_file(vctx *v, const char *path)
     return SIMSTORE_OK;
 }
 
-/* Problems held back while an attempt runs: only the last attempt's reach
- * the caller. */
-typedef struct held_problem {
-    simstore_problem_kind kind;
-    int warning;
-    char *file;
-    int64_t block, offset;
-    char *message;
-} held_problem;
-
-typedef struct held_problems {
-    held_problem *v;
-    size_t n, cap;
-} held_problems;
-
-static int hold_problem(void *ctx, const simstore_problem *p)
-{
-    held_problems *h = (held_problems *)ctx;
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        held_problem *g = realloc(h->v, cap * sizeof *g);
-        if (!g)
-            return SIMSTORE_ENOMEM;
-        h->v = g;
-        h->cap = cap;
-    }
-    held_problem *q = &h->v[h->n];
-    q->kind = p->kind;
-    q->warning = p->warning;
-    q->block = p->block;
-    q->offset = p->offset;
-    q->file = p->file ? strdup(p->file) : NULL;
-    q->message = strdup(p->message ? p->message : "");
-    if ((p->file && !q->file) || !q->message) {
-        free(q->file);
-        free(q->message);
-        return SIMSTORE_ENOMEM;
-    }
-    h->n++;
-    return 0;
-}
-
-static void held_free(held_problems *h)
-{
-    for (size_t i = 0; i < h->n; i++) {
-        free(h->v[i].file);
-        free(h->v[i].message);
-    }
-    free(h->v);
-    memset(h, 0, sizeof *h);
-}
-
 /* Verify the store `dir` into v: again, from a new snapshot, while an
  * attempt finds errors and a writer committed during it (a compaction
  * removes the files of the state it replaced once it has committed: not
@@ -1918,9 +1887,7 @@ static int verify_store_settled(vctx *v, const char *dir)
         for (size_t i = 0; rc == SIMSTORE_OK && i < held.n && !v->stop_rc && v->fn; i++) {
             const held_problem *q = &held.v[i];
             simstore_problem p = {q->kind, q->warning, q->file, q->block, q->offset, q->message};
-            int r = v->fn(v->ctx, &p);
-            if (r)
-                v->stop_rc = r;
+            emit(v, &p);
         }
         held_free(&held);
         return rc;
@@ -1970,9 +1937,7 @@ int simstore_verify(const char *path, unsigned flags, simstore_problem_fn fn, vo
             /* A warning when every problem it stands for was one. */
             simstore_problem p = {
                 (simstore_problem_kind)k, v.unlisted_errors[k] == 0, path, -1, -1, msg};
-            int r = v.fn(v.ctx, &p);
-            if (r)
-                v.stop_rc = r;
+            emit(&v, &p);
         }
     if (v.stop_rc)
         return v.stop_rc;

@@ -297,22 +297,18 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
         if (arc)
             return arc;
     }
-    int rc = mdb_env_create(&sh->env);
-    if (rc)
-        return sims_mdb_fail(rc, "create LMDB environment");
-    mdb_env_set_maxdbs(sh->env, 4);
-    mdb_env_set_maxreaders(sh->env, MAX_READERS);
+    int rc;
     /* Address space only; fall back to smaller maps where it is limited. */
     for (sh->map_bytes = MAP_BYTES;; sh->map_bytes /= 4) {
+        if ((rc = mdb_env_create(&sh->env)) != 0)
+            return sims_mdb_fail(rc, "create LMDB environment");
+        mdb_env_set_maxdbs(sh->env, 4);
+        mdb_env_set_maxreaders(sh->env, MAX_READERS);
         mdb_env_set_mapsize(sh->env, sh->map_bytes);
         rc = mdb_env_open(sh->env, dir, mdb_flags, 0644);
         if (rc != ENOMEM || sh->map_bytes <= MIN_MAP_BYTES)
             break;
         mdb_env_close(sh->env);
-        if ((rc = mdb_env_create(&sh->env)) != 0)
-            return sims_mdb_fail(rc, "create LMDB environment");
-        mdb_env_set_maxdbs(sh->env, 4);
-        mdb_env_set_maxreaders(sh->env, MAX_READERS);
     }
     if (rc) {
         mdb_env_close(sh->env);
@@ -412,6 +408,17 @@ static int explain_unwritable(const char *dir, int mdb_rc)
     return sims_mdb_fail(mdb_rc, dir);
 }
 
+/* Free what a shared environment holds besides its LMDB environment. */
+static void shared_free(sims_env_shared *sh)
+{
+    pthread_mutex_destroy(&sh->resize_mu);
+    pthread_mutex_destroy(&sh->lazy_mu);
+    sims_lmdb_lazy_free(sh->lz);
+    sims_map_close(&sh->map);
+    metas_unmap(sh);
+    free(sh);
+}
+
 /* Whether dir is still the directory st describes. */
 static int same_dir(const char *dir, const struct stat *st)
 {
@@ -489,12 +496,7 @@ again:;
         rc = sims_mdb_fail(rc, dir);
     if (rc) {
         pthread_mutex_unlock(&registry_mu);
-        pthread_mutex_destroy(&sh->resize_mu);
-        pthread_mutex_destroy(&sh->lazy_mu);
-        sims_lmdb_lazy_free(sh->lz);
-        sims_map_close(&sh->map);
-        metas_unmap(sh);
-        free(sh);
+        shared_free(sh);
         /* The store was replaced (build --replace, a shrink's swap) while
          * LMDB opened it: its lock file and data.mdb may then be of two
          * stores, whose read transactions never settle. Open it again. */
@@ -534,12 +536,7 @@ void sims_env_close(sims_env *e)
             }
         }
         mdb_env_close(sh->env);
-        pthread_mutex_destroy(&sh->resize_mu);
-        pthread_mutex_destroy(&sh->lazy_mu);
-        sims_lmdb_lazy_free(sh->lz);
-        sims_map_close(&sh->map);
-        metas_unmap(sh);
-        free(sh);
+        shared_free(sh);
     }
     pthread_mutex_unlock(&registry_mu);
 }

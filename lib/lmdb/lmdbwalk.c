@@ -202,16 +202,35 @@ static int cmp_keys(kind k, const uint8_t *a, size_t alen, const uint8_t *b, siz
     return cmp_memn(a, alen, b, blen);
 }
 
+/* A node's data size (lo | hi << 16), and where page's node i starts. */
+static uint64_t node_dsize(const uint8_t *node)
+{
+    return (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+}
+
+static uint16_t node_ptr(const uint8_t *page, uint64_t i)
+{
+    return le_load16(page + PAGE_HEADER + 2 * i);
+}
+
+/* Whether page pgno, named as `what` by page from_pgno, lies outside the
+ * data pages: reported when it does. */
+static int page_outside(walker *w, kind k, uint64_t pgno, uint64_t from_pgno, const char *what)
+{
+    if (pgno >= 2 && pgno < w->file_pages && pgno <= w->last_pg)
+        return 0;
+    report(w, 0, k, from_pgno, SIMS_LMDB_NONE,
+           "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")", what, pgno,
+           (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
+    return 1;
+}
+
 /* Claim page pgno for a tree: inside the file, not beyond the last page, not
  * reached before. Returns 0 when the page may be read. */
 static int claim_page(walker *w, kind k, uint64_t pgno, uint64_t from_pgno, const char *what)
 {
-    if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
-        report(w, 0, k, from_pgno, SIMS_LMDB_NONE,
-               "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")", what, pgno,
-               (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
+    if (page_outside(w, k, pgno, from_pgno, what))
         return -1;
-    }
     if (bit_get(w->used, pgno)) {
         report(w, 0, k, from_pgno, SIMS_LMDB_NONE,
                "%s page %" PRIu64 " is reached twice (a cycle or a shared page)", what, pgno);
@@ -222,31 +241,41 @@ static int claim_page(walker *w, kind k, uint64_t pgno, uint64_t from_pgno, cons
     return 0;
 }
 
+/* The first page of the overflow run at pgno holding dsize bytes: its own
+ * number, its type, a run that fits the file. Returns the run's length in
+ * pages, or 0 after reporting. */
+static uint64_t check_overflow(walker *w, kind k, uint64_t pgno, uint64_t dsize)
+{
+    const uint8_t *p = page_at(w, pgno);
+    uint64_t pages = le_load32(p + 12);
+    uint64_t need = (PAGE_HEADER - 1 + dsize) / w->psize + 1;
+    if (le_load64(p) != pgno) {
+        report(w, 0, k, pgno, 0, "overflow page records page number %" PRIu64, le_load64(p));
+        return 0;
+    }
+    if (le_load16(p + 10) != P_OVERFLOW) {
+        report(w, 0, k, pgno, 10, "overflow page has flags 0x%x", le_load16(p + 10));
+        return 0;
+    }
+    if (pages < need || pages > w->file_pages - pgno || pgno + pages - 1 > w->last_pg) {
+        report(w, 0, k, pgno, 12,
+               "overflow run of %" PRIu64 " pages (needs %" PRIu64 " for %" PRIu64
+               " bytes) does not fit the file",
+               pages, need, dsize);
+        return 0;
+    }
+    return pages;
+}
+
 /* Overflow run of a F_BIGDATA node: returns its data, or NULL. */
 static const uint8_t *overflow_data(walker *w, tree *t, uint64_t from_pgno, uint64_t pgno,
                                     uint64_t dsize)
 {
     if (claim_page(w, t->k, pgno, from_pgno, "overflow"))
         return NULL;
-    const uint8_t *p = page_at(w, pgno);
-    uint16_t flags = le_load16(p + 10);
-    uint64_t pages = le_load32(p + 12);
-    uint64_t need = (PAGE_HEADER - 1 + dsize) / w->psize + 1;
-    if (le_load64(p) != pgno) {
-        report(w, 0, t->k, pgno, 0, "overflow page records page number %" PRIu64, le_load64(p));
+    uint64_t pages = check_overflow(w, t->k, pgno, dsize);
+    if (!pages)
         return NULL;
-    }
-    if (flags != P_OVERFLOW) {
-        report(w, 0, t->k, pgno, 10, "overflow page has flags 0x%x", flags);
-        return NULL;
-    }
-    if (pages < need || pages > w->file_pages - pgno || pgno + pages - 1 > w->last_pg) {
-        report(w, 0, t->k, pgno, 12,
-               "overflow run of %" PRIu64 " pages (needs %" PRIu64 " for %" PRIu64
-               " bytes) does not fit the file",
-               pages, need, dsize);
-        return NULL;
-    }
     for (uint64_t i = 1; i < pages; i++) {
         if (bit_get(w->used, pgno + i)) {
             report(w, 0, t->k, pgno, 12, "overflow run overlaps page %" PRIu64, pgno + i);
@@ -256,7 +285,7 @@ static const uint8_t *overflow_data(walker *w, tree *t, uint64_t from_pgno, uint
         w->pages_seen++;
     }
     t->overflow += pages;
-    return p + PAGE_HEADER;
+    return page_at(w, pgno) + PAGE_HEADER;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -309,7 +338,7 @@ static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off, 
         return -1;
     }
     for (uint64_t i = 0; i < n; i++) {
-        uint16_t ptr = le_load16(base + PAGE_HEADER + 2 * i);
+        uint16_t ptr = node_ptr(base, i);
         if (ptr < upper || (ptr & 1) || (uint64_t)ptr + NODE_HEADER > limit) {
             report(w, 0, k, pgno, base_off + PAGE_HEADER + 2 * i,
                    "%s: node %" PRIu64 " at offset %u is outside the node area %u..%" PRIu64, what,
@@ -320,9 +349,7 @@ static int64_t check_nodes(walker *w, kind k, uint64_t pgno, uint64_t base_off, 
         uint64_t ksize = le_load16(node + 6);
         uint64_t size = NODE_HEADER + ksize;
         if (leaf)
-            size += (le_load16(node + 4) & F_BIGDATA)
-                        ? 8
-                        : ((uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16);
+            size += (le_load16(node + 4) & F_BIGDATA) ? 8 : node_dsize(node);
         size = EVEN(size);
         if (size > limit - ptr) {
             report(w, 0, k, pgno, base_off + ptr,
@@ -388,7 +415,7 @@ static uint64_t walk_subpage(walker *w, uint64_t pgno, uint64_t sp_off, const ui
     const uint8_t *prev = NULL;
     uint64_t prev_len = 0;
     for (int64_t i = 0; i < n; i++) {
-        uint16_t ptr = le_load16(sp + PAGE_HEADER + 2 * (uint64_t)i);
+        uint16_t ptr = node_ptr(sp, (uint64_t)i);
         const uint8_t *node = sp + ptr;
         uint64_t ksize = le_load16(node + 6);
         if (le_load16(node + 4) != 0 || le_load16(node) != 0 || le_load16(node + 2) != 0) {
@@ -444,20 +471,21 @@ static void check_idl(walker *w, uint64_t pgno, uint64_t off, const uint8_t *v, 
     }
 }
 
-/* One leaf node of tree t. */
-static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *page, uint16_t ptr,
-                           int64_t i)
+/* The rules of leaf node i (at ptr of page pgno) of a tree of kind k that
+ * need nothing outside the page: its flags for the database, an fps id's
+ * size, a duplicate sub-page (walked here: *count gets its duplicates, else
+ * 1), a duplicate sub-database record's size, a duplicate's empty data.
+ * Overflow runs and duplicate sub-databases are the caller's to follow.
+ * Returns -1 when the node is neither to be counted nor followed. */
+static int leaf_rules(walker *w, kind k, uint64_t pgno, const uint8_t *page, uint16_t ptr,
+                      int64_t i, uint64_t *count)
 {
     const uint8_t *node = page + ptr;
     uint16_t flags = le_load16(node + 4);
     uint64_t ksize = le_load16(node + 6);
-    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
-    const uint8_t *key = node + NODE_HEADER;
-    const uint8_t *val = key + ksize;
-    uint64_t val_off = ptr + NODE_HEADER + ksize;
-    uint64_t val_file_off = pgno * w->psize + val_off;
+    uint64_t dsize = node_dsize(node);
     unsigned allowed;
-    switch (t->k) {
+    switch (k) {
     case K_FREE:
     case K_META:
     case K_DOCS: allowed = F_BIGDATA; break;
@@ -465,11 +493,43 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
     case K_FPS: allowed = F_DUPDATA | F_SUBDATA; break;
     default: allowed = 0; break;
     }
-    if ((flags & ~allowed) || (t->k == K_MAIN && flags != F_SUBDATA) ||
-        (t->k == K_FPS && flags == F_SUBDATA)) {
-        report(w, 0, t->k, pgno, ptr + 4u, "node %" PRId64 " has flags 0x%x", i, flags);
-        return;
+    *count = 1;
+    if ((flags & ~allowed) || (k == K_MAIN && flags != F_SUBDATA) ||
+        (k == K_FPS && flags == F_SUBDATA)) {
+        report(w, 0, k, pgno, ptr + 4u, "node %" PRId64 " has flags 0x%x", i, flags);
+        return -1;
     }
+    if (k == K_FPS && !(flags & F_DUPDATA)) {
+        if (dsize < 1 || dsize > MAX_KEY_BYTES)
+            report(w, 0, K_FPS, pgno, ptr, "node %" PRId64 " holds an id of %" PRIu64 " bytes", i,
+                   dsize);
+    } else if (k == K_FPS && !(flags & F_SUBDATA)) {
+        *count =
+            walk_subpage(w, pgno, ptr + NODE_HEADER + ksize, node + NODE_HEADER + ksize, dsize);
+    } else if (k == K_FPS && dsize != DB_RECORD_BYTES) {
+        report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64 " bytes", dsize);
+        return -1;
+    } else if (k == K_DUP && dsize) {
+        report(w, 0, k, pgno, ptr, "duplicate %" PRId64 " has flags or data", i);
+    }
+    return 0;
+}
+
+/* One leaf node of tree t. */
+static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *page, uint16_t ptr,
+                           int64_t i)
+{
+    const uint8_t *node = page + ptr;
+    uint16_t flags = le_load16(node + 4);
+    uint64_t ksize = le_load16(node + 6);
+    uint64_t dsize = node_dsize(node);
+    const uint8_t *key = node + NODE_HEADER;
+    const uint8_t *val = key + ksize;
+    uint64_t val_off = ptr + NODE_HEADER + ksize;
+    uint64_t val_file_off = pgno * w->psize + val_off;
+    uint64_t count;
+    if (leaf_rules(w, t->k, pgno, page, ptr, i, &count))
+        return;
     if (flags & F_BIGDATA) {
         uint64_t ov = le_load64(val);
         val = overflow_data(w, t, pgno, ov, dsize);
@@ -536,115 +596,134 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
             w->sum->store_record_offset = val_file_off;
         t->entries++;
         break;
-    case K_DOCS: t->entries++; break;
     case K_FPS:
-        if (!(flags & F_DUPDATA)) {
-            if (dsize < 1 || dsize > MAX_KEY_BYTES)
-                report(w, 0, K_FPS, pgno, ptr, "node %" PRId64 " holds an id of %" PRIu64 " bytes",
-                       i, dsize);
-            t->entries++;
-        } else if (!(flags & F_SUBDATA)) {
-            t->entries += walk_subpage(w, pgno, val_off, val, dsize);
-        } else {
-            if (dsize != DB_RECORD_BYTES) {
-                report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64 " bytes",
-                       dsize);
-                return;
-            }
+        if ((flags & (F_DUPDATA | F_SUBDATA)) == (F_DUPDATA | F_SUBDATA)) {
             tree sub;
             walk_tree(w, K_DUP, val, pgno, val_off, &sub);
-            t->entries += sub.entries;
+            count = sub.entries;
         }
+        t->entries += count;
         break;
-    default:
-        if (flags || dsize)
-            report(w, 0, t->k, pgno, ptr, "duplicate %" PRId64 " has flags or data", i);
-        t->entries++;
-        break;
+    default: t->entries += count; break; /* docs, and a duplicate: one */
     }
 }
 
-/* Walk the subtree at pgno (level 1 = root) with keys in [lo, hi) (NULL:
- * unbounded). */
+/* Keys bounding a subtree: [lo, hi), NULL for no bound. */
+typedef struct key_range {
+    const uint8_t *lo, *hi;
+    uint64_t lo_len, hi_len;
+} key_range;
+
+/* A tree page's header at `level` (1: the root) of a tree of the given
+ * depth: its own number, its type for the level, its nodes (check_nodes).
+ * Returns the node count, or -1 after reporting. */
+static int64_t check_page_head(walker *w, kind k, uint64_t pgno, uint64_t level, uint64_t depth)
+{
+    const uint8_t *page = page_at(w, pgno);
+    uint16_t flags = le_load16(page + 10);
+    int leaf = level == depth;
+    if (le_load64(page) != pgno) {
+        report(w, 0, k, pgno, 0, "page records page number %" PRIu64, le_load64(page));
+        return -1;
+    }
+    if (flags != (leaf ? P_LEAF : P_BRANCH)) {
+        report(w, 0, k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64 " has flags 0x%x",
+               leaf ? "leaf" : "branch", level, depth, flags);
+        return -1;
+    }
+    return check_nodes(w, k, pgno, 0, page, w->psize, leaf, leaf ? "leaf" : "branch");
+}
+
+/* The n keys of page pgno: sizes, strictly increasing, inside r. A branch
+ * page's first key is not used by LMDB (it may hold anything) and is
+ * skipped. With `rules`, each leaf node's leaf_rules in the same pass.
+ * Returns 0, or -1 after reporting. */
+static int check_keys(walker *w, kind k, uint64_t pgno, int64_t n, int leaf, const key_range *r,
+                      int rules)
+{
+    const uint8_t *page = page_at(w, pgno);
+    const uint8_t *prev = NULL;
+    uint64_t prev_len = 0;
+    for (int64_t i = leaf ? 0 : 1; i < n; i++) {
+        uint16_t ptr = node_ptr(page, (uint64_t)i);
+        const uint8_t *key = page + ptr + NODE_HEADER;
+        uint64_t ksize = le_load16(page + ptr + 6);
+        if (!key_size_ok(k, ksize)) {
+            report(w, 0, k, pgno, ptr + 6u, "key %" PRId64 " of %" PRIu64 " bytes", i, ksize);
+            return -1;
+        }
+        if ((prev && cmp_keys(k, prev, prev_len, key, ksize) >= 0) ||
+            (!prev && r->lo && cmp_keys(k, r->lo, r->lo_len, key, ksize) > 0) ||
+            (r->hi && cmp_keys(k, key, ksize, r->hi, r->hi_len) >= 0)) {
+            report(w, 0, k, pgno, ptr + NODE_HEADER, "key %" PRId64 " is out of order (against %s)",
+                   i,
+                   prev && cmp_keys(k, prev, prev_len, key, ksize) >= 0
+                       ? "the key before it"
+                       : "the parent page's separators");
+            return -1;
+        }
+        if (rules && leaf) {
+            uint64_t errors = w->errors, count;
+            leaf_rules(w, k, pgno, page, ptr, i, &count);
+            if (w->errors != errors)
+                return -1;
+        }
+        prev = key;
+        prev_len = ksize;
+    }
+    return 0;
+}
+
+/* Node i of a branch page of n nodes whose keys lie in r: its child's page
+ * number, and the child's keys' range in *c. */
+static uint64_t branch_child(const uint8_t *page, int64_t n, int64_t i, const key_range *r,
+                             key_range *c)
+{
+    const uint8_t *node = page + node_ptr(page, (uint64_t)i);
+    *c = *r;
+    if (i > 0) {
+        c->lo = node + NODE_HEADER;
+        c->lo_len = le_load16(node + 6);
+    }
+    if (i + 1 < n) {
+        const uint8_t *next = page + node_ptr(page, (uint64_t)i + 1);
+        c->hi = next + NODE_HEADER;
+        c->hi_len = le_load16(next + 6);
+    }
+    return node_dsize(node) | (uint64_t)le_load16(node + 4) << 32;
+}
+
+/* Walk the subtree at pgno (level 1 = root) with keys in r. */
 static void walk_page(walker *w, tree *t, uint64_t pgno, uint64_t level, uint64_t from_pgno,
-                      const uint8_t *lo, uint64_t lo_len, const uint8_t *hi, uint64_t hi_len)
+                      const key_range *r)
 {
     if (w->stopped || claim_page(w, t->k, pgno, from_pgno, level == 1 ? "root" : "child"))
         return;
-    const uint8_t *page = page_at(w, pgno);
-    uint16_t flags = le_load16(page + 10);
     int leaf = level == t->depth;
-    if (le_load64(page) != pgno) {
-        report(w, 0, t->k, pgno, 0, "page records page number %" PRIu64, le_load64(page));
-        return;
-    }
-    if (flags != (leaf ? P_LEAF : P_BRANCH)) {
-        report(w, 0, t->k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64 " has flags 0x%x",
-               leaf ? "leaf" : "branch", level, t->depth, flags);
-        return;
-    }
-    int64_t n = check_nodes(w, t->k, pgno, 0, page, w->psize, leaf, leaf ? "leaf" : "branch");
+    int64_t n = check_page_head(w, t->k, pgno, level, t->depth);
     if (n < 0)
         return;
     if (leaf)
         t->leaf++;
     else
         t->branch++;
-    /* Keys: strictly increasing, inside [lo, hi). A branch page's first key
-     * is not used by LMDB (it may hold anything) and is skipped. */
-    const uint8_t *prev = NULL;
-    uint64_t prev_len = 0;
-    for (int64_t i = leaf ? 0 : 1; i < n; i++) {
-        uint16_t ptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
-        const uint8_t *key = page + ptr + NODE_HEADER;
-        uint64_t ksize = le_load16(page + ptr + 6);
-        if (!key_size_ok(t->k == K_DUP ? K_DUP : t->k, ksize)) {
-            report(w, 0, t->k, pgno, ptr + 6u, "key %" PRId64 " of %" PRIu64 " bytes", i, ksize);
-            return;
-        }
-        if ((prev && cmp_keys(t->k, prev, prev_len, key, ksize) >= 0) ||
-            (!prev && lo && cmp_keys(t->k, lo, lo_len, key, ksize) > 0) ||
-            (hi && cmp_keys(t->k, key, ksize, hi, hi_len) >= 0)) {
-            report(w, 0, t->k, pgno, ptr + NODE_HEADER,
-                   "key %" PRId64 " is out of order (against %s)", i,
-                   prev && cmp_keys(t->k, prev, prev_len, key, ksize) >= 0
-                       ? "the key before it"
-                       : "the parent page's separators");
-            return;
-        }
-        prev = key;
-        prev_len = ksize;
-    }
+    if (check_keys(w, t->k, pgno, n, leaf, r, 0))
+        return;
+    const uint8_t *page = page_at(w, pgno);
     for (int64_t i = 0; i < n && !w->stopped; i++) {
-        uint16_t ptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
-        const uint8_t *node = page + ptr;
         if (leaf) {
-            walk_leaf_node(w, t, pgno, page, ptr, i);
+            walk_leaf_node(w, t, pgno, page, node_ptr(page, (uint64_t)i), i);
             t->keys++;
             continue;
         }
         if (level >= t->depth || level >= MAX_DEPTH)
             return;
-        uint64_t child = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16 |
-                         (uint64_t)le_load16(node + 4) << 32;
-        const uint8_t *clo = lo, *chi = hi;
-        uint64_t clo_len = lo_len, chi_len = hi_len;
-        if (i > 0) {
-            clo = node + NODE_HEADER;
-            clo_len = le_load16(node + 6);
-        }
-        if (i + 1 < n) {
-            uint16_t nptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)(i + 1));
-            chi = page + nptr + NODE_HEADER;
-            chi_len = le_load16(page + nptr + 6);
-        }
-        walk_page(w, t, child, level + 1, pgno, clo, clo_len, chi, chi_len);
+        key_range c;
+        uint64_t child = branch_child(page, n, i, r, &c);
+        walk_page(w, t, child, level + 1, pgno, &c);
     }
 }
 
-/* Walk the tree of database record rec (48 bytes at byte rec_off of page
- * rec_pgno; rec_pgno SIMS_LMDB_NONE for the meta page's records) and check
- * the record's counts against what was found. */
 /* The header of database record rec (at byte rec_off of page rec_pgno):
  * flags for kind k, an empty tree's zero counts, the depth. Returns 1 with
  * *root and *depth for a tree with pages, 0 for an empty one, -1 after
@@ -679,6 +758,9 @@ static int check_record(walker *w, kind k, const uint8_t *rec, uint64_t at, uint
     return 1;
 }
 
+/* Walk the tree of database record rec (48 bytes at byte rec_off of page
+ * rec_pgno; rec_pgno SIMS_LMDB_NONE for the meta page's records) and check
+ * the record's counts against what was found. */
 static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno, uint64_t rec_off,
                       tree *t)
 {
@@ -692,7 +774,8 @@ static void walk_tree(walker *w, kind k, const uint8_t *rec, uint64_t rec_pgno, 
         return;
     t->depth = depth;
     uint64_t errors_before = w->errors;
-    walk_page(w, t, root, 1, at == SIMS_LMDB_NONE ? w->meta_pgno : at, NULL, 0, NULL, 0);
+    key_range all = {NULL, NULL, 0, 0};
+    walk_page(w, t, root, 1, at == SIMS_LMDB_NONE ? w->meta_pgno : at, &all);
     if (w->stopped || w->errors != errors_before)
         return;
     if (t->branch != branch || t->leaf != leafp || t->overflow != overflow || t->entries != entries)
@@ -1013,8 +1096,35 @@ static int walk_result(walker *w, int rc)
     return SIMSTORE_OK;
 }
 
+/* What a walk goes through: the meta pages only, everything, or what the
+ * lazy checks load (no page accounting: they see a snapshot's pages only
+ * as its reads reach them). */
+enum { PHASES_METAS, PHASES_ALL, PHASES_LAZY };
+
+/* The phases of a walk of transaction txnid's snapshot (0: the newest),
+ * m[*pick] its meta page. WALK_STOP, WALK_ON or an error code. */
+static int walk_phases(walker *w, uint64_t txnid, int phases, meta_view m[2], int *pick)
+{
+    memset(m, 0, 2 * sizeof *m);
+    *pick = 0;
+    int rc = walk_metas(w, m);
+    if (rc == WALK_ON && phases == PHASES_METAS) {
+        check_newer_last_page(w, m);
+        rc = WALK_STOP;
+    }
+    if (rc == WALK_ON)
+        rc = pick_meta(m, txnid, pick);
+    if (rc == WALK_ON)
+        rc = walk_snapshot(w, &m[*pick]);
+    if (rc == WALK_ON && phases == PHASES_ALL)
+        account_pages(w);
+    if (rc == WALK_ON)
+        rc = walk_older_snapshot(w, &m[*pick ^ 1]);
+    return rc;
+}
+
 static int walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,
-                void *ctx, sims_lmdb_summary *summary, int metas_only)
+                void *ctx, sims_lmdb_summary *summary, int phases)
 {
     walker w;
     memset(&w, 0, sizeof w);
@@ -1027,33 +1137,20 @@ static int walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_pr
     memset(w.sum, 0, sizeof *w.sum);
     w.sum->store_record_offset = SIMS_LMDB_NONE;
     meta_view m[2];
-    memset(m, 0, sizeof m);
-    int pick = 0;
-    int rc = walk_metas(&w, m);
-    if (rc == WALK_ON && metas_only) {
-        check_newer_last_page(&w, m);
-        rc = WALK_STOP;
-    }
-    if (rc == WALK_ON)
-        rc = pick_meta(m, txnid, &pick);
-    if (rc == WALK_ON)
-        rc = walk_snapshot(&w, &m[pick]);
-    if (rc == WALK_ON) {
-        account_pages(&w);
-        rc = walk_older_snapshot(&w, &m[pick ^ 1]);
-    }
+    int pick;
+    int rc = walk_phases(&w, txnid, phases, m, &pick);
     return walk_result(&w, rc == WALK_STOP ? SIMSTORE_OK : rc);
 }
 
 int sims_lmdb_walk(const uint8_t *data, uint64_t size, uint64_t txnid, sims_lmdb_problem_fn fn,
                    void *ctx, sims_lmdb_summary *summary)
 {
-    return walk(data, size, txnid, fn, ctx, summary, 0);
+    return walk(data, size, txnid, fn, ctx, summary, PHASES_ALL);
 }
 
 int sims_lmdb_check_metas(const uint8_t *data, uint64_t size, sims_lmdb_problem_fn fn, void *ctx)
 {
-    return walk(data, size, 0, fn, ctx, NULL, 1);
+    return walk(data, size, 0, fn, ctx, NULL, PHASES_METAS);
 }
 
 /* ---- checking what LMDB will read (sims_lmdb_lazy) ------------------------------- */
@@ -1081,10 +1178,9 @@ struct sims_lmdb_lazy {
 typedef struct lz_level {
     uint64_t pgno;
     const uint8_t *page;
-    int64_t n;   /* nodes */
-    int64_t idx; /* the node taken (leaf: the lower bound of the key) */
-    const uint8_t *lo, *hi;
-    uint64_t lo_len, hi_len;
+    int64_t n;      /* nodes */
+    int64_t idx;    /* the node taken (leaf: the lower bound of the key) */
+    key_range keys; /* the page's keys' bounds */
 } lz_level;
 
 typedef struct lz_path {
@@ -1162,58 +1258,18 @@ static int lz_failed(sims_lmdb_lazy *lz)
     return sims_fail(lz->fail_rc, "%s", lz->fail_msg);
 }
 
-/* One leaf node's rules for tree kind k, without following it anywhere
- * (overflow runs and duplicate sub-databases are checked when read). A
- * duplicate sub-page lies inside the page and is checked here. */
-static int lz_leaf_node(walker *w, kind k, uint64_t pgno, const uint8_t *page, uint16_t ptr,
-                        int64_t i)
-{
-    const uint8_t *node = page + ptr;
-    uint16_t flags = le_load16(node + 4);
-    uint64_t ksize = le_load16(node + 6);
-    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
-    unsigned allowed = k == K_META || k == K_DOCS ? F_BIGDATA
-                       : k == K_FPS               ? F_DUPDATA | F_SUBDATA
-                                                  : 0;
-    if ((flags & ~allowed) || (k == K_FPS && flags == F_SUBDATA)) {
-        report(w, 0, k, pgno, ptr + 4u, "node %" PRId64 " has flags 0x%x", i, flags);
-        return -1;
-    }
-    uint64_t errors = w->errors;
-    if (k == K_FPS) {
-        if (!(flags & F_DUPDATA)) {
-            if (dsize < 1 || dsize > MAX_KEY_BYTES)
-                report(w, 0, K_FPS, pgno, ptr, "node %" PRId64 " holds an id of %" PRIu64 " bytes",
-                       i, dsize);
-        } else if (!(flags & F_SUBDATA)) {
-            walk_subpage(w, pgno, ptr + NODE_HEADER + ksize, node + NODE_HEADER + ksize, dsize);
-        } else if (dsize != DB_RECORD_BYTES) {
-            report(w, 0, K_FPS, pgno, ptr, "duplicate sub-database record of %" PRIu64 " bytes",
-                   dsize);
-        }
-    } else if (k == K_DUP && (flags || dsize)) {
-        report(w, 0, k, pgno, ptr, "duplicate %" PRId64 " has flags or data", i);
-    }
-    return w->errors != errors ? -1 : 0;
-}
-
 /* Check page pgno, named by `owner`, at `level` (1: root) of a tree of
- * kind k and the given depth, keys in [lo, hi): what walk_page checks of one
- * page, unless this snapshot has checked it already from the same owner.
- * Fills *out. */
+ * kind k and the given depth, keys in r: what walk_page checks of one page,
+ * with each leaf node's leaf_rules (overflow runs and duplicate
+ * sub-databases are checked when read), unless this snapshot has checked it
+ * already from the same owner. Fills *out. */
 static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, uint64_t owner,
-                    uint64_t level, const uint8_t *lo, uint64_t lo_len, const uint8_t *hi,
-                    uint64_t hi_len, lz_level *out)
+                    uint64_t level, const key_range *r, lz_level *out)
 {
     walker *w = &lz->w;
     uint64_t from = owner >> 16;
-    if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
-        report(w, 0, k, from, SIMS_LMDB_NONE,
-               "%s page number %" PRIu64 " is outside the data pages (2..%" PRIu64 ")",
-               level == 1 ? "root" : "child", pgno,
-               (w->file_pages - 1 < w->last_pg ? w->file_pages - 1 : w->last_pg));
+    if (page_outside(w, k, pgno, from, level == 1 ? "root" : "child"))
         return -1;
-    }
     const uint8_t *page = page_at(w, pgno);
     /* A page of a path is usually cold: ask for its header while the
      * owner table is read. */
@@ -1221,10 +1277,7 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
     memset(out, 0, sizeof *out);
     out->pgno = pgno;
     out->page = page;
-    out->lo = lo;
-    out->lo_len = lo_len;
-    out->hi = hi;
-    out->hi_len = hi_len;
+    out->keys = *r;
     if (bit_get(w->used, pgno)) {
         uint64_t was;
         if (!lz_owner_get(lz, pgno, &was) || was != owner) {
@@ -1245,44 +1298,9 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
                "page is in use and also listed free (a writer would overwrite it)");
         return -1;
     }
-    int leaf = level == depth;
-    uint16_t flags = le_load16(page + 10);
-    if (le_load64(page) != pgno) {
-        report(w, 0, k, pgno, 0, "page records page number %" PRIu64, le_load64(page));
+    int64_t n = check_page_head(w, k, pgno, level, depth);
+    if (n < 0 || check_keys(w, k, pgno, n, level == depth, r, 1))
         return -1;
-    }
-    if (flags != (leaf ? P_LEAF : P_BRANCH)) {
-        report(w, 0, k, pgno, 10, "%s page at depth %" PRIu64 " of %" PRIu64 " has flags 0x%x",
-               leaf ? "leaf" : "branch", level, depth, flags);
-        return -1;
-    }
-    int64_t n = check_nodes(w, k, pgno, 0, page, w->psize, leaf, leaf ? "leaf" : "branch");
-    if (n < 0)
-        return -1;
-    const uint8_t *prev = NULL;
-    uint64_t prev_len = 0;
-    for (int64_t i = leaf ? 0 : 1; i < n; i++) {
-        uint16_t ptr = le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
-        const uint8_t *key = page + ptr + NODE_HEADER;
-        uint64_t ksize = le_load16(page + ptr + 6);
-        if (!key_size_ok(k, ksize)) {
-            report(w, 0, k, pgno, ptr + 6u, "key %" PRId64 " of %" PRIu64 " bytes", i, ksize);
-            return -1;
-        }
-        if ((prev && cmp_memn(prev, prev_len, key, ksize) >= 0) ||
-            (!prev && lo && cmp_memn(lo, lo_len, key, ksize) > 0) ||
-            (hi && cmp_memn(key, ksize, hi, hi_len) >= 0)) {
-            report(
-                w, 0, k, pgno, ptr + NODE_HEADER, "key %" PRId64 " is out of order (against %s)", i,
-                prev && cmp_memn(prev, prev_len, key, ksize) >= 0 ? "the key before it"
-                                                                  : "the parent page's separators");
-            return -1;
-        }
-        if (leaf && lz_leaf_node(w, k, pgno, page, ptr, i))
-            return -1;
-        prev = key;
-        prev_len = ksize;
-    }
     int rc = lz_owner_put(lz, pgno, owner);
     if (rc)
         return rc;
@@ -1294,29 +1312,17 @@ static int lz_visit(sims_lmdb_lazy *lz, kind k, uint64_t depth, uint64_t pgno, u
 
 static const uint8_t *lz_node(const lz_level *l, int64_t i)
 {
-    return l->page + le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)i);
+    return l->page + node_ptr(l->page, (uint64_t)i);
 }
 
 /* The child of node idx of branch level lv[at], into lv[at + 1]. */
 static int lz_child(sims_lmdb_lazy *lz, lz_path *p, uint64_t at)
 {
     lz_level *l = &p->lv[at];
-    const uint8_t *node = lz_node(l, l->idx);
-    uint64_t child = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16 |
-                     (uint64_t)le_load16(node + 4) << 32;
-    const uint8_t *clo = l->lo, *chi = l->hi;
-    uint64_t clo_len = l->lo_len, chi_len = l->hi_len;
-    if (l->idx > 0) {
-        clo = node + NODE_HEADER;
-        clo_len = le_load16(node + 6);
-    }
-    if (l->idx + 1 < l->n) {
-        const uint8_t *next = lz_node(l, l->idx + 1);
-        chi = next + NODE_HEADER;
-        chi_len = le_load16(next + 6);
-    }
-    return lz_visit(lz, p->k, p->depth, child, l->pgno << 16 | (uint64_t)l->idx, at + 2, clo,
-                    clo_len, chi, chi_len, &p->lv[at + 1]);
+    key_range c;
+    uint64_t child = branch_child(l->page, l->n, l->idx, &l->keys, &c);
+    return lz_visit(lz, p->k, p->depth, child, l->pgno << 16 | (uint64_t)l->idx, at + 2, &c,
+                    &p->lv[at + 1]);
 }
 
 /* The root of the tree of record rec (named by owner). 1: p->lv[0] holds
@@ -1331,7 +1337,8 @@ static int lz_root(sims_lmdb_lazy *lz, kind k, const uint8_t *rec, uint64_t rec_
     if (r <= 0)
         return r;
     p->depth = depth;
-    return lz_visit(lz, k, depth, root, owner, 1, NULL, 0, NULL, 0, &p->lv[0]) ? -1 : 1;
+    key_range all = {NULL, NULL, 0, 0};
+    return lz_visit(lz, k, depth, root, owner, 1, &all, &p->lv[0]) ? -1 : 1;
 }
 
 /* Down from the root to the leaf LMDB's search for key reaches: at a
@@ -1424,6 +1431,17 @@ static int lz_whole(sims_lmdb_lazy *lz, lz_path *p, uint64_t at)
     return 0;
 }
 
+/* The root of the duplicate sub-database of the leaf node at the path's
+ * position (F_DUPDATA | F_SUBDATA) into *sub, named by that node: as
+ * lz_root. */
+static int lz_sub_root(sims_lmdb_lazy *lz, const lz_path *p, lz_path *sub)
+{
+    const lz_level *l = &p->lv[p->depth - 1];
+    uint16_t ptr = node_ptr(l->page, (uint64_t)l->idx);
+    uint64_t at = ptr + NODE_HEADER + le_load16(l->page + ptr + 6);
+    return lz_root(lz, K_DUP, l->page + at, l->pgno, at, l->pgno << 16 | (uint64_t)l->idx, sub);
+}
+
 /* The duplicates of the fps-like leaf node at the path's position: nothing
  * more for one id or a sub-page (checked with the leaf); for a
  * sub-database, its first (which 0) or last (1) leaf's path, or all of it
@@ -1431,14 +1449,10 @@ static int lz_whole(sims_lmdb_lazy *lz, lz_path *p, uint64_t at)
 static int lz_dups(sims_lmdb_lazy *lz, const lz_path *p, int which)
 {
     const lz_level *l = &p->lv[p->depth - 1];
-    const uint8_t *node = lz_node(l, l->idx);
-    uint16_t ptr = le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)l->idx);
-    if ((le_load16(node + 4) & (F_DUPDATA | F_SUBDATA)) != (F_DUPDATA | F_SUBDATA))
+    if ((le_load16(lz_node(l, l->idx) + 4) & (F_DUPDATA | F_SUBDATA)) != (F_DUPDATA | F_SUBDATA))
         return 0;
-    uint64_t ksize = le_load16(node + 6);
     lz_path sub;
-    int r = lz_root(lz, K_DUP, node + NODE_HEADER + ksize, l->pgno, ptr + NODE_HEADER + ksize,
-                    l->pgno << 16 | (uint64_t)l->idx, &sub);
+    int r = lz_sub_root(lz, p, &sub);
     if (r <= 0)
         return r;
     return which == 2 ? lz_whole(lz, &sub, 0) : lz_edge(lz, &sub, 0, which);
@@ -1453,7 +1467,7 @@ static int lz_overflow(sims_lmdb_lazy *lz, const lz_path *p)
     const uint8_t *node = lz_node(l, l->idx);
     if (!(le_load16(node + 4) & F_BIGDATA))
         return 0;
-    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    uint64_t dsize = node_dsize(node);
     uint64_t pgno = le_load64(node + NODE_HEADER + le_load16(node + 6));
     uint64_t owner = l->pgno << 16 | (uint64_t)l->idx, was;
     if (pgno < 2 || pgno >= w->file_pages || pgno > w->last_pg) {
@@ -1468,24 +1482,9 @@ static int lz_overflow(sims_lmdb_lazy *lz, const lz_path *p)
                "overflow page %" PRIu64 " is reached twice (a cycle or a shared page)", pgno);
         return -1;
     }
-    const uint8_t *page = page_at(w, pgno);
-    uint64_t pages = le_load32(page + 12);
-    uint64_t need = (PAGE_HEADER - 1 + dsize) / w->psize + 1;
-    if (le_load64(page) != pgno) {
-        report(w, 0, p->k, pgno, 0, "overflow page records page number %" PRIu64, le_load64(page));
+    uint64_t pages = check_overflow(w, p->k, pgno, dsize);
+    if (!pages)
         return -1;
-    }
-    if (le_load16(page + 10) != P_OVERFLOW) {
-        report(w, 0, p->k, pgno, 10, "overflow page has flags 0x%x", le_load16(page + 10));
-        return -1;
-    }
-    if (pages < need || pages > w->file_pages - pgno || pgno + pages - 1 > w->last_pg) {
-        report(w, 0, p->k, pgno, 12,
-               "overflow run of %" PRIu64 " pages (needs %" PRIu64 " for %" PRIu64
-               " bytes) does not fit the file",
-               pages, need, dsize);
-        return -1;
-    }
     for (uint64_t i = 0; i < pages; i++) {
         if (bit_get(w->used, pgno + i) || bit_get(w->freed, pgno + i)) {
             report(w, 0, p->k, pgno, 12, "overflow run overlaps page %" PRIu64 ", %s", pgno + i,
@@ -1562,15 +1561,8 @@ int sims_lmdb_lazy_snapshot(sims_lmdb_lazy *lz, const uint8_t *data, uint64_t si
     memset(&lz->sum, 0, sizeof lz->sum);
     w->shallow = 1;
     meta_view m[2];
-    memset(m, 0, sizeof m);
-    int pick = 0;
-    int rc = walk_metas(w, m);
-    if (rc == WALK_ON)
-        rc = pick_meta(m, txnid, &pick);
-    if (rc == WALK_ON)
-        rc = walk_snapshot(w, &m[pick]);
-    if (rc == WALK_ON)
-        rc = walk_older_snapshot(w, &m[pick ^ 1]);
+    int pick;
+    int rc = walk_phases(w, txnid, PHASES_LAZY, m, &pick);
     if (rc < 0) {
         lz_reset(lz); /* a writer moved on, or no memory: load again next time */
         return rc;
@@ -1596,7 +1588,7 @@ static int lz_emit_value(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_f
 {
     const lz_level *l = &p->lv[p->depth - 1];
     const uint8_t *node = lz_node(l, l->idx);
-    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    uint64_t dsize = node_dsize(node);
     const uint8_t *data = node + NODE_HEADER + le_load16(node + 6);
     if (le_load16(node + 4) & F_BIGDATA)
         data = page_at(&lz->w, le_load64(data)) + PAGE_HEADER;
@@ -1608,7 +1600,7 @@ static int lz_emit_value(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_f
 static int lz_emit_keys(const uint8_t *page, int64_t n, sims_lmdb_value_fn fn, void *ctx)
 {
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t *node = page + le_load16(page + PAGE_HEADER + 2 * (uint64_t)i);
+        const uint8_t *node = page + node_ptr(page, (uint64_t)i);
         int rc = fn(ctx, node + NODE_HEADER, le_load16(node + 6));
         if (rc)
             return rc;
@@ -1626,16 +1618,14 @@ static int lz_emit_dups(sims_lmdb_lazy *lz, const lz_path *p, sims_lmdb_value_fn
     const uint8_t *node = lz_node(l, l->idx);
     uint16_t flags = le_load16(node + 4);
     uint64_t ksize = le_load16(node + 6);
-    uint64_t dsize = (uint64_t)le_load16(node) | (uint64_t)le_load16(node + 2) << 16;
+    uint64_t dsize = node_dsize(node);
     const uint8_t *data = node + NODE_HEADER + ksize;
     if (!(flags & F_DUPDATA))
         return fn(ctx, data, (size_t)dsize);
     if (!(flags & F_SUBDATA))
         return lz_emit_keys(data, (int64_t)(le_load16(data + 12) - PAGE_HEADER) / 2, fn, ctx);
-    uint16_t ptr = le_load16(l->page + PAGE_HEADER + 2 * (uint64_t)l->idx);
     lz_path sub;
-    int r = lz_root(lz, K_DUP, data, l->pgno, ptr + NODE_HEADER + ksize,
-                    l->pgno << 16 | (uint64_t)l->idx, &sub);
+    int r = lz_sub_root(lz, p, &sub);
     if (r <= 0)
         return r < 0 ? lz_stopped(lz) : 0;
     if (lz_edge(lz, &sub, 0, 0))
