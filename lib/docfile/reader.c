@@ -10,6 +10,7 @@
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "docfile/layout.h"
 #include "sort/recsort.h"
 
@@ -898,16 +899,8 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
                 rc = SIMS_CORRUPT("%s: documents %llu and %llu have one id", r->name,
                                   (unsigned long long)a.ordinal, (unsigned long long)b.ordinal);
         }
-        if (!rc && run_len == run_cap) {
-            size_t cap = run_cap ? 2 * run_cap : 4;
-            uint64_t *q = realloc(run, cap * sizeof *q);
-            if (!q)
-                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory verifying %s", r->name);
-            else {
-                run = q;
-                run_cap = cap;
-            }
-        }
+        if (!rc && sims_grow((void **)&run, &run_cap, run_len + 1, sizeof *run, 4))
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory verifying %s", r->name);
         if (!rc)
             run[run_len++] = ord;
     }

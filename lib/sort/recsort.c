@@ -9,6 +9,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -202,24 +203,9 @@ int sims_recsort_push_seq(sims_recsort *s, const void *key, uint32_t key_len, co
         if (rc)
             return rc;
     }
-    if (len > s->arena_cap - s->arena_used) {
-        size_t cap = s->arena_cap;
-        while (cap - s->arena_used < len)
-            cap *= 2;
-        uint8_t *g = realloc(s->arena, cap);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory buffering records");
-        s->arena = g;
-        s->arena_cap = cap;
-    }
-    if (s->index_len == s->index_cap) {
-        size_t cap = s->index_cap ? s->index_cap * 2 : 4096;
-        rec_index *g = realloc(s->index, cap * sizeof *g);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory buffering records");
-        s->index = g;
-        s->index_cap = cap;
-    }
+    if (sims_grow_bytes(&s->arena, &s->arena_cap, s->arena_used, len, 1u << 16) ||
+        sims_grow((void **)&s->index, &s->index_cap, s->index_len + 1, sizeof *s->index, 4096))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory buffering records");
     uint8_t *p = s->arena + s->arena_used;
     s->count++;
     memcpy(p, &key_len, 4);

@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/fpversion.h"
+#include "common/grow.h"
 #include "common/sketch.h"
 #include "sort/recsort.h"
 #include "sort/spool.h"
@@ -777,12 +778,6 @@ static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* A kept document's distinct paragraph fingerprints into f->pfps, as
  * (fp big-endian, id) keys; key holds the id at key + 8 already. */
 static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
@@ -796,7 +791,7 @@ static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < n; i++)
         fps[i] = le_load64(p + 4 + 8 * (size_t)i);
-    qsort(fps, n, sizeof *fps, cmp_u64);
+    qsort(fps, n, sizeof *fps, sims_cmp_u64);
     int rc = SIMSTORE_OK;
     for (uint32_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
         if (i && fps[i] == fps[i - 1])
@@ -808,6 +803,39 @@ static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
     return rc;
 }
 
+/* The distinct fingerprints of sorted's (fp big-endian, id) keys into out;
+ * with `check` (an add) only those no document of the store holds. */
+static int keys_distinct(finish_state *f, sims_recsort *sorted, int check, sims_spool *out)
+{
+    sims_rec rec;
+    uint64_t last = 0, buf[READ_CHUNK];
+    int have_last = 0, rc;
+    size_t nbuf = 0;
+    while ((rc = sims_recsort_next(sorted, &rec)) == 1) {
+        uint64_t fp = be_load64(rec.key);
+        if (have_last && fp == last)
+            continue;
+        last = fp;
+        have_last = 1;
+        if (check) {
+            int ex = fp_exists_lmdb(f, fp);
+            if (ex < 0)
+                return ex;
+            if (ex)
+                continue;
+        }
+        buf[nbuf++] = fp;
+        if (nbuf == READ_CHUNK) {
+            if ((rc = sims_spool_append(out, buf, nbuf)))
+                return rc;
+            nbuf = 0;
+        }
+    }
+    if (rc < 0)
+        return rc;
+    return sims_spool_append(out, buf, nbuf);
+}
+
 /* The distinct paragraph fingerprints of f->pfps (sorted) into
  * f->pdistinct. They are not checked against the store: a paragraph
  * segment may repeat another's (readers drop repeats, compaction keeps one). */
@@ -815,28 +843,8 @@ static int paragraphs_distinct(finish_state *f)
 {
     size_t keep = (size_t)(f->b->opt.memory_bytes / 16);
     int rc = sims_recsort_finish(f->pfps, keep);
-    if (rc)
-        return rc;
-    sims_rec rec;
-    uint64_t last = 0, buf[READ_CHUNK];
-    int have_last = 0;
-    size_t nbuf = 0;
-    while ((rc = sims_recsort_next(f->pfps, &rec)) == 1) {
-        uint64_t fp = be_load64(rec.key);
-        if (have_last && fp == last)
-            continue;
-        last = fp;
-        have_last = 1;
-        buf[nbuf++] = fp;
-        if (nbuf == READ_CHUNK) {
-            if ((rc = sims_spool_append(f->pdistinct, buf, nbuf)))
-                return rc;
-            nbuf = 0;
-        }
-    }
-    if (rc < 0)
-        return rc;
-    rc = sims_spool_append(f->pdistinct, buf, nbuf);
+    if (rc == SIMSTORE_OK)
+        rc = keys_distinct(f, f->pfps, 0, f->pdistinct);
     if (rc == SIMSTORE_OK)
         rc = sims_spool_seal(f->pdistinct);
     if (rc == SIMSTORE_OK)
@@ -935,33 +943,7 @@ static int distinct_from_docs(finish_state *f)
     rc = sims_recsort_finish(f->fps, keep);
     if (rc)
         return rc;
-    uint64_t last = 0;
-    int have_last = 0;
-    uint64_t buf[READ_CHUNK];
-    size_t nbuf = 0;
-    while ((rc = sims_recsort_next(f->fps, &rec)) == 1) {
-        uint64_t fp = be_load64(rec.key);
-        if (have_last && fp == last)
-            continue;
-        last = fp;
-        have_last = 1;
-        if (f->check_txn) {
-            int ex = fp_exists_lmdb(f, fp);
-            if (ex < 0)
-                return ex;
-            if (ex)
-                continue;
-        }
-        buf[nbuf++] = fp;
-        if (nbuf == READ_CHUNK) {
-            if ((rc = sims_spool_append(f->distinct, buf, nbuf)))
-                return rc;
-            nbuf = 0;
-        }
-    }
-    if (rc < 0)
-        return rc;
-    return sims_spool_append(f->distinct, buf, nbuf);
+    return keys_distinct(f, f->fps, f->check_txn != NULL, f->distinct);
 }
 
 /* Fingerprint-only mode: sort the raw fingerprints, dropping repeats and
@@ -1102,16 +1084,8 @@ static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v
 static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen)
 {
     size_t need = klen + vlen;
-    if (need > ck->cap - ck->used) {
-        size_t cap = ck->cap ? ck->cap : CHUNK_BYTES;
-        while (cap - ck->used < need)
-            cap *= 2;
-        uint8_t *g = realloc(ck->buf, cap);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-        ck->buf = g;
-        ck->cap = cap;
-    }
+    if (sims_grow_bytes(&ck->buf, &ck->cap, ck->used, need, CHUNK_BYTES))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     chunk_entry *e = &ck->entries[ck->n++];
     e->key_off = ck->used;
     e->key_len = klen;
@@ -1629,24 +1603,19 @@ static int finish_design(finish_state *f)
     return rc;
 }
 
-/* Phase 4b: the paragraph segment's table files (the store's design over
- * this commit's distinct paragraph fingerprints), the id after the document
- * segment's. */
-static int finish_write_paragraph_tables(finish_state *f)
+/* One segment's table files: the store's design over `distinct`. */
+static int finish_write_segment(finish_state *f, uint64_t segment_id, const sims_spool *distinct,
+                                uint64_t *fp_count)
 {
     simstore_builder *b = f->b;
-    if (f->para_fps == 0)
-        return SIMSTORE_OK;
-    f->para_segment_id = f->segment_id + 1;
-    f->para_tables_written = 1;
     sims_segment_job job = {
         .design = f->design,
         .store_tag = f->store_tag,
         .block_bytes = b->opt.block_bytes,
         .dir = b->work_dir,
-        .segment_id = f->para_segment_id,
-        .distinct = f->pdistinct,
-        .fp_count = &f->para_fps,
+        .segment_id = segment_id,
+        .distinct = distinct,
+        .fp_count = fp_count,
         .threads = b->threads,
         .memory_bytes = b->opt.memory_bytes / 2,
         .progress = b->opt.progress,
@@ -1655,28 +1624,22 @@ static int finish_write_paragraph_tables(finish_state *f)
     return sims_segment_write(&job);
 }
 
-/* Phase 4: the segment's table files, unreferenced until the commit. */
+/* Phase 4: the segment's table files, unreferenced until the commit; first
+ * the paragraph segment's (this commit's distinct paragraph fingerprints),
+ * the id after the document segment's. */
 static int finish_write_tables(finish_state *f)
 {
-    simstore_builder *b = f->b;
-    int rc = finish_write_paragraph_tables(f);
-    if (rc || f->new_fps == 0)
-        return rc;
+    if (f->para_fps > 0) {
+        f->para_segment_id = f->segment_id + 1;
+        f->para_tables_written = 1;
+        int rc = finish_write_segment(f, f->para_segment_id, f->pdistinct, &f->para_fps);
+        if (rc)
+            return rc;
+    }
+    if (f->new_fps == 0)
+        return SIMSTORE_OK;
     f->tables_written = 1;
-    sims_segment_job job = {
-        .design = f->design,
-        .store_tag = f->store_tag,
-        .block_bytes = b->opt.block_bytes,
-        .dir = b->work_dir,
-        .segment_id = f->segment_id,
-        .distinct = f->source,
-        .fp_count = &f->new_fps,
-        .threads = b->threads,
-        .memory_bytes = b->opt.memory_bytes / 2,
-        .progress = b->opt.progress,
-        .progress_ctx = b->opt.progress_ctx,
-    };
-    return sims_segment_write(&job);
+    return finish_write_segment(f, f->segment_id, f->source, &f->new_fps);
 }
 
 /* A new store's documents into its segment's document file, from fps's
