@@ -140,17 +140,23 @@ static int reader_new(const char *name, docfile_reader **out)
     return SIMSTORE_OK;
 }
 
-int sims_docfile_open(const char *path, docfile_reader **out)
+/* A reader of the file at path, mapped, or (path NULL) of data[0..size). */
+static int reader_open(const char *name, const char *path, const uint8_t *data, size_t size,
+                       docfile_reader **out)
 {
     *out = NULL;
     docfile_reader *r = NULL;
-    int rc = reader_new(path, &r);
+    int rc = reader_new(name, &r);
     if (rc)
         return rc;
-    rc = sims_map_open(path, &r->map);
+    if (path) {
+        rc = sims_map_open(path, &r->map);
+        data = r->map.data;
+        size = r->map.size;
+    }
     if (!rc) {
-        r->data = r->map.data;
-        r->size = r->map.size;
+        r->data = data;
+        r->size = size;
         rc = open_bytes(r);
     }
     if (rc) {
@@ -161,23 +167,15 @@ int sims_docfile_open(const char *path, docfile_reader **out)
     return SIMSTORE_OK;
 }
 
+int sims_docfile_open(const char *path, docfile_reader **out)
+{
+    return reader_open(path, path, NULL, 0, out);
+}
+
 int sims_docfile_open_memory(const uint8_t *data, size_t size, const char *name,
                              docfile_reader **out)
 {
-    *out = NULL;
-    docfile_reader *r = NULL;
-    int rc = reader_new(name, &r);
-    if (rc)
-        return rc;
-    r->data = data;
-    r->size = size;
-    rc = open_bytes(r);
-    if (rc) {
-        sims_docfile_close(r);
-        return rc;
-    }
-    *out = r;
-    return SIMSTORE_OK;
+    return reader_open(name, NULL, data, size, out);
 }
 
 void sims_docfile_advise_huge(const docfile_reader *r)
