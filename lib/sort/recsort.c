@@ -119,16 +119,6 @@ int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **ou
     return SIMSTORE_OK;
 }
 
-static int add_source(sims_recsort *s, rec_source src)
-{
-    rec_source *g = realloc(s->sources, (s->nsources + 1) * sizeof *g);
-    if (!g)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for sort runs");
-    s->sources = g;
-    s->sources[s->nsources++] = src;
-    return SIMSTORE_OK;
-}
-
 static void sort_run(sims_recsort *s)
 {
     if (s->index_len > 1)
@@ -170,7 +160,7 @@ static int spill_run(sims_recsort *s)
         rc = sims_write_all(fd, wbuf, used, "sort run");
     if (rc == SIMSTORE_OK) {
         rec_source src = {.fd = fd, .file_size = size};
-        rc = add_source(s, src);
+        rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
     }
     if (rc == SIMSTORE_OK) {
         fd = -1;
@@ -294,7 +284,7 @@ int sims_recsort_finish(sims_recsort *s, size_t keep_bytes)
     sort_run(s);
     if (s->index_len > 0) {
         rec_source src = {.fd = -1};
-        int rc = add_source(s, src);
+        int rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
         if (rc)
             return rc;
     } else {

@@ -186,16 +186,6 @@ int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
     return SIMSTORE_OK;
 }
 
-static int add_source(sims_u64sort *s, run_source src)
-{
-    run_source *g = realloc(s->sources, (s->nsources + 1) * sizeof *g);
-    if (!g)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for sort runs");
-    s->sources = g;
-    s->sources[s->nsources++] = src;
-    return SIMSTORE_OK;
-}
-
 /* Doubles the run (up to run_max); 1 when it grew. Where memory is short it
  * stays as it is and the caller spills a smaller run, which is still
  * correct. */
@@ -227,7 +217,7 @@ static int spill_run(sims_u64sort *s)
     rc = sims_write_all(fd, s->run, s->run_len * sizeof *s->run, "sort run");
     if (rc == SIMSTORE_OK) {
         run_source src = {.fd = fd, .length = s->run_len};
-        rc = add_source(s, src);
+        rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
     }
     if (rc != SIMSTORE_OK) {
         close(fd);
@@ -288,7 +278,7 @@ int sims_u64sort_finish(sims_u64sort *s, int unique)
      * array becomes the file runs' read buffers. */
     if (s->run_len > 0) {
         run_source src = {.fd = -1, .length = s->run_len, .mem = s->run};
-        int rc = add_source(s, src);
+        int rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
         if (rc)
             return rc;
     }

@@ -1152,6 +1152,35 @@ static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort
     return rc;
 }
 
+/* sorted's (fp big-endian, id) keys, from the start, into dbi as fp -> id;
+ * progress as `phase` (NULL: none) of total. */
+static int put_fp_keys(const simstore_builder *b, MDB_txn *txn, MDB_dbi dbi, sims_recsort *sorted,
+                       unsigned flags, const char *what, const char *phase, uint64_t total)
+{
+    int rc = sims_recsort_rewind(sorted);
+    if (rc)
+        return rc;
+    sims_rec rec;
+    uint64_t done = 0;
+    while ((rc = sims_recsort_next(sorted, &rec)) == 1) {
+        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
+        rc = sims_mdb_write_status(mdb_put(txn, dbi, &key, &val, flags), what);
+        if (rc)
+            return rc;
+        if (phase && ++done % PROGRESS_EVERY == 0)
+            progress(b, phase, done, total);
+    }
+    return rc < 0 ? rc : SIMSTORE_OK;
+}
+
+/* A new store's record of meta under name. */
+static int put_meta(MDB_txn *txn, MDB_dbi meta, const char *name, const void *data, size_t len,
+                    const char *what)
+{
+    MDB_val key = {strlen(name), (void *)name}, val = {len, (void *)data};
+    return sims_mdb_write_status(mdb_put(txn, meta, &key, &val, MDB_NOOVERWRITE), what);
+}
+
 static int put_documents(commit_ctx *c, MDB_txn *txn)
 {
     finish_state *f = c->f;
@@ -1226,32 +1255,12 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
     free(buf);
     if (rc < 0)
         return rc;
-    rc = sims_recsort_rewind(f->fps);
-    if (rc)
+    rc = put_fp_keys(b, txn, c->env->fps, f->fps, fps_flags, "write a fingerprint",
+                     "writing fingerprint index", f->doc_count);
+    if (rc || !f->pfps)
         return rc;
-    done = 0;
-    while ((rc = sims_recsort_next(f->fps, &rec)) == 1) {
-        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->fps, &key, &val, fps_flags),
-                                   "write a fingerprint");
-        if (rc)
-            return rc;
-        if (++done % PROGRESS_EVERY == 0)
-            progress(b, "writing fingerprint index", done, f->doc_count);
-    }
-    if (rc < 0 || !f->pfps)
-        return rc < 0 ? rc : SIMSTORE_OK;
-    rc = sims_recsort_rewind(f->pfps);
-    if (rc)
-        return rc;
-    while ((rc = sims_recsort_next(f->pfps, &rec)) == 1) {
-        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->pfps, &key, &val, fps_flags),
-                                   "write a paragraph fingerprint");
-        if (rc)
-            return rc;
-    }
-    return rc < 0 ? rc : SIMSTORE_OK;
+    return put_fp_keys(b, txn, c->env->pfps, f->pfps, fps_flags, "write a paragraph fingerprint",
+                       NULL, 0);
 }
 
 static int commit_fn(MDB_txn *txn, void *ctx)
@@ -1263,24 +1272,16 @@ static int commit_fn(MDB_txn *txn, void *ctx)
     memset(&st, 0, sizeof st);
     sims_segment_entry *segs = NULL;
     if (c->new_store) {
-        MDB_val key = {5, (void *)"store"}, val = {c->store_record_len, (void *)c->store_record};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &key, &val, MDB_NOOVERWRITE),
-                                   "write the store record");
+        rc = put_meta(txn, c->env->meta, "store", c->store_record, c->store_record_len,
+                      "write the store record");
+        if (rc == SIMSTORE_OK)
+            rc = put_meta(txn, c->env->meta, "text", c->text_record, SIMS_TEXT_RECORD_BYTES,
+                          "write the text record");
+        if (rc == SIMSTORE_OK && f->b->boilerplate_record)
+            rc = put_meta(txn, c->env->meta, "boilerplate", f->b->boilerplate_record,
+                          f->b->boilerplate_record_len, "write the boilerplate record");
         if (rc)
             return rc;
-        MDB_val tkey = {4, (void *)"text"}, tval = {SIMS_TEXT_RECORD_BYTES, c->text_record};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &tkey, &tval, MDB_NOOVERWRITE),
-                                   "write the text record");
-        if (rc)
-            return rc;
-        if (f->b->boilerplate_record) {
-            MDB_val bkey = {11, (void *)"boilerplate"};
-            MDB_val bval = {f->b->boilerplate_record_len, f->b->boilerplate_record};
-            rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &bkey, &bval, MDB_NOOVERWRITE),
-                                       "write the boilerplate record");
-            if (rc)
-                return rc;
-        }
         st.next_segment_id = 1;
     } else {
         /* Re-read inside the transaction: it is what this commit replaces. */
