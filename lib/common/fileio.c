@@ -369,22 +369,6 @@ int sims_map_open(const char *path, sims_map *m)
     return rc;
 }
 
-void sims_map_release(const sims_map *m, size_t offset, size_t len)
-{
-    if (!m->data || offset >= m->size)
-        return;
-    if (len > m->size - offset)
-        len = m->size - offset;
-    long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
-        return;
-    size_t p = (size_t)page;
-    size_t start = (offset + p - 1) / p * p;
-    size_t end = (offset + len) / p * p;
-    if (end > start)
-        madvise((void *)(uintptr_t)(m->data + start), end - start, MADV_DONTNEED);
-}
-
 void sims_map_advise_huge(const sims_map *m)
 {
 #ifdef MADV_HUGEPAGE

@@ -43,10 +43,6 @@ typedef struct sims_map {
 
 int sims_map_open(const char *path, sims_map *m);
 void sims_map_close(sims_map *m);
-/* Drop the whole pages inside [offset, offset + len) from this process's
- * resident set (MADV_DONTNEED on a shared file mapping: the bytes stay in the
- * page cache and fault back in when read again). A hint; never fails. */
-void sims_map_release(const sims_map *m, size_t offset, size_t len);
 /* Ask for 2 MiB page-cache folios, mapped 2 MiB at a time, for the parts of
  * the file that come into the page cache through this mapping
  * (MADV_HUGEPAGE). A hint; never fails. */

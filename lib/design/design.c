@@ -408,10 +408,13 @@ static int check_choice_args(unsigned k, double fps_per_block, const sims_cost_m
     return SIMSTORE_OK;
 }
 
-static void list_counts(strbuf *sb, const sims_design_candidate *list, size_t n)
+/* The candidates' table counts, "1, 2, ...", into buf. */
+static void counts_text(char *buf, size_t size, const sims_design_candidate *list, size_t n)
 {
+    strbuf sb = {buf, size, 0};
     for (size_t i = 0; i < n; i++)
-        sb_printf(sb, "%s%u", i ? ", " : "", (unsigned)list[i].n_tables);
+        sb_printf(&sb, "%s%u", i ? ", " : "", (unsigned)list[i].n_tables);
+    sb_result(&sb);
 }
 
 /* Index of the cheapest candidate within the table limit, or -1. Strict
@@ -446,9 +449,7 @@ int sims_design_choose(unsigned k, uint64_t expected_n, double fps_per_block,
     long pick = choose_index(list, n, expected_n, fps_per_block, m);
     if (pick < 0) {
         char counts[512];
-        strbuf sb = {counts, sizeof counts, 0};
-        list_counts(&sb, list, n);
-        sb_result(&sb);
+        counts_text(counts, sizeof counts, list, n);
         return sims_fail(SIMSTORE_EINVAL,
                          "design: no design for k = %u within %u tables; available: %s", k,
                          (unsigned)m->max_tables, counts);
@@ -467,9 +468,7 @@ int sims_design_with_tables(unsigned k, unsigned tables, sims_design *out)
         if (list[i].n_tables == tables)
             return sims_design_build(&list[i].params, out);
     char counts[512];
-    strbuf sb = {counts, sizeof counts, 0};
-    list_counts(&sb, list, n);
-    sb_result(&sb);
+    counts_text(counts, sizeof counts, list, n);
     return sims_fail(SIMSTORE_EINVAL,
                      "no table design for k = %u with %u tables; available table counts: %s", k,
                      tables, counts);

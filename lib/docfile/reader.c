@@ -10,6 +10,7 @@
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "docfile/layout.h"
 #include "sort/recsort.h"
 
@@ -139,17 +140,23 @@ static int reader_new(const char *name, docfile_reader **out)
     return SIMSTORE_OK;
 }
 
-int sims_docfile_open(const char *path, docfile_reader **out)
+/* A reader of the file at path, mapped, or (path NULL) of data[0..size). */
+static int reader_open(const char *name, const char *path, const uint8_t *data, size_t size,
+                       docfile_reader **out)
 {
     *out = NULL;
     docfile_reader *r = NULL;
-    int rc = reader_new(path, &r);
+    int rc = reader_new(name, &r);
     if (rc)
         return rc;
-    rc = sims_map_open(path, &r->map);
+    if (path) {
+        rc = sims_map_open(path, &r->map);
+        data = r->map.data;
+        size = r->map.size;
+    }
     if (!rc) {
-        r->data = r->map.data;
-        r->size = r->map.size;
+        r->data = data;
+        r->size = size;
         rc = open_bytes(r);
     }
     if (rc) {
@@ -160,23 +167,15 @@ int sims_docfile_open(const char *path, docfile_reader **out)
     return SIMSTORE_OK;
 }
 
+int sims_docfile_open(const char *path, docfile_reader **out)
+{
+    return reader_open(path, path, NULL, 0, out);
+}
+
 int sims_docfile_open_memory(const uint8_t *data, size_t size, const char *name,
                              docfile_reader **out)
 {
-    *out = NULL;
-    docfile_reader *r = NULL;
-    int rc = reader_new(name, &r);
-    if (rc)
-        return rc;
-    r->data = data;
-    r->size = size;
-    rc = open_bytes(r);
-    if (rc) {
-        sims_docfile_close(r);
-        return rc;
-    }
-    *out = r;
-    return SIMSTORE_OK;
+    return reader_open(name, NULL, data, size, out);
 }
 
 void sims_docfile_advise_huge(const docfile_reader *r)
@@ -898,16 +897,8 @@ static int verify_ids(const docfile_reader *r, seen *s, sims_recsort *keys)
                 rc = SIMS_CORRUPT("%s: documents %llu and %llu have one id", r->name,
                                   (unsigned long long)a.ordinal, (unsigned long long)b.ordinal);
         }
-        if (!rc && run_len == run_cap) {
-            size_t cap = run_cap ? 2 * run_cap : 4;
-            uint64_t *q = realloc(run, cap * sizeof *q);
-            if (!q)
-                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory verifying %s", r->name);
-            else {
-                run = q;
-                run_cap = cap;
-            }
-        }
+        if (!rc && sims_grow((void **)&run, &run_cap, run_len + 1, sizeof *run, 4))
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory verifying %s", r->name);
         if (!rc)
             run[run_len++] = ord;
     }

@@ -28,6 +28,7 @@
 #include "wal/wal.h"
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "store/store_internal.h"
 #include "simstore.h"
 
@@ -172,16 +173,11 @@ static int pool_take(simstore_live *live, simstore_query **out)
 static void pool_give(simstore_live *live, simstore_query *q)
 {
     pthread_mutex_lock(&live->pool_mu);
-    if (live->pool_len == live->pool_cap) {
-        size_t cap = live->pool_cap ? 2 * live->pool_cap : 8;
-        simstore_query **p = realloc(live->pool, cap * sizeof *p);
-        if (!p) {
-            pthread_mutex_unlock(&live->pool_mu);
-            simstore_query_free(q);
-            return;
-        }
-        live->pool = p;
-        live->pool_cap = cap;
+    if (sims_grow((void **)&live->pool, &live->pool_cap, live->pool_len + 1, sizeof *live->pool,
+                  8)) {
+        pthread_mutex_unlock(&live->pool_mu);
+        simstore_query_free(q);
+        return;
     }
     live->pool[live->pool_len++] = q;
     pthread_mutex_unlock(&live->pool_mu);
@@ -407,37 +403,19 @@ static void recover_log(simstore_live *live);
 
 /* ---- answers ---------------------------------------------------------------- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* Copy bytes into q's arena: offset + 1 to *off. */
 static int arena_put(simstore_live_query *q, const void *data, size_t len, size_t *off)
 {
-    if (grow((void **)&q->arena, &q->arena_cap, q->arena_len + len + 1, 1))
+    if (sims_arena_put(&q->arena, &q->arena_cap, &q->arena_len, data, len, off))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for an answer");
-    memcpy(q->arena + q->arena_len, data, len);
-    q->arena[q->arena_len + len] = '\0';
-    *off = q->arena_len + 1;
-    q->arena_len += len + 1;
+    ++*off;
     return SIMSTORE_OK;
 }
 
 static simstore_match *push_match(simstore_live_query *q)
 {
-    if (grow((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches) ||
-        grow((void **)&q->offs, &q->offs_cap, q->match_len + 1, sizeof *q->offs))
+    if (sims_grow16((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches) ||
+        sims_grow16((void **)&q->offs, &q->offs_cap, q->match_len + 1, sizeof *q->offs))
         return NULL;
     memset(q->offs[q->match_len], 0, sizeof q->offs[0]);
     simstore_match *m = &q->matches[q->match_len++];
@@ -1295,16 +1273,9 @@ static void recover_log(simstore_live *live)
     uint64_t epoch = atomic_load(&live->log_epoch);
     if (rc == SIMSTORE_OK) {
         pthread_mutex_lock(&live->fail_mu);
-        if (epoch >= live->lost_cap) {
-            size_t cap = live->lost_cap ? 2 * live->lost_cap : 8;
-            uint64_t *p = realloc(live->lost_from, cap * sizeof *p);
-            if (p) {
-                live->lost_from = p;
-                live->lost_cap = cap;
-            } else {
-                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory recovering the log");
-            }
-        }
+        if (sims_grow((void **)&live->lost_from, &live->lost_cap, epoch + 1,
+                      sizeof *live->lost_from, 8))
+            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory recovering the log");
         if (rc == SIMSTORE_OK)
             live->lost_from[epoch] = sims_wal_last_seq(live->wal) + 1;
         pthread_mutex_unlock(&live->fail_mu);

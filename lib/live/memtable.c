@@ -8,6 +8,7 @@
 
 #include "common/checksum.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "simstore.h"
 
 #include <malloc.h>
@@ -102,14 +103,8 @@ static int grow_slots(sims_memtable *m)
 
 int sims_memtable_reserve(sims_memtable *m)
 {
-    if (m->count == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        sims_mt_doc **docs = realloc(m->docs, cap * sizeof *docs);
-        if (!docs)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory growing a memtable");
-        m->docs = docs;
-        m->cap = cap;
-    }
+    if (sims_grow((void **)&m->docs, &m->cap, m->count + 1, sizeof *m->docs, 256))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory growing a memtable");
     if (2 * (m->ids + 1) > m->slot_count)
         return grow_slots(m);
     return SIMSTORE_OK;

@@ -115,16 +115,11 @@ void simstore_batch_options_init(simstore_batch_options *o)
     o->flags = 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    return sims_grow(p, cap, need, elem, 16);
-}
-
 /* Room for need pairs in *v and in its radix buffer *tmp (same capacity). */
 static int grow_pairs(pair **v, pair **tmp, size_t *cap, size_t need)
 {
     size_t old = *cap;
-    if (grow((void **)v, cap, need, sizeof **v))
+    if (sims_grow16((void **)v, cap, need, sizeof **v))
         return -1;
     if (*cap != old || !*tmp) {
         pair *t = (pair *)realloc(*tmp, *cap * sizeof *t);
@@ -209,7 +204,7 @@ static int push_candidate(worker *w, uint64_t fp, uint64_t query)
         (w->cand_len + 1) * sizeof *w->cand > w->limit)
         return CHUNK_SPLIT;
     if (w->cand_len == w->cand_cap &&
-        grow((void **)&w->cand, &w->cand_cap, w->cand_len + 1, sizeof *w->cand))
+        sims_grow16((void **)&w->cand, &w->cand_cap, w->cand_len + 1, sizeof *w->cand))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch candidates");
     w->cand[w->cand_len++] = (pair){fp, query};
     return SIMSTORE_OK;
@@ -363,7 +358,7 @@ static int run_task(worker *w, size_t task)
      * empty one first): format/design.md, "Beyond k". */
     size_t nmasks = sims_design_prefix_masks(prefix_bits, b->flips, w->masks, w->mask_cap);
     if (nmasks > w->mask_cap) {
-        if (grow((void **)&w->masks, &w->mask_cap, nmasks, sizeof *w->masks))
+        if (sims_grow16((void **)&w->masks, &w->mask_cap, nmasks, sizeof *w->masks))
             return sims_fail(SIMSTORE_ENOMEM, "out of memory for a batch");
         sims_design_prefix_masks(prefix_bits, b->flips, w->masks, w->mask_cap);
     }
@@ -416,13 +411,11 @@ static int arena_copy(worker *w, const char *data, size_t n, const char **offset
         *offset_out = NULL;
         return SIMSTORE_OK;
     }
-    if (grow((void **)&w->arena, &w->arena_cap, w->arena_len + n + 1, 1))
+    size_t off;
+    if (sims_arena_put(&w->arena, &w->arena_cap, &w->arena_len, data, n, &off))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
-    memcpy(w->arena + w->arena_len, data, n);
-    w->arena[w->arena_len + n] = '\0';
     /* An offset + 1 until the arena stops moving (NULL stays NULL). */
-    *offset_out = (const char *)(uintptr_t)(w->arena_len + 1);
-    w->arena_len += n + 1;
+    *offset_out = (const char *)(uintptr_t)(off + 1);
     return SIMSTORE_OK;
 }
 
@@ -444,7 +437,7 @@ static int resolve_share(worker *w)
             (w->docs_len + n) * sizeof *w->docs + w->arena_len > w->limit)
             rc = CHUNK_SPLIT;
         if (rc == SIMSTORE_OK &&
-            grow((void **)&w->docs, &w->docs_cap, w->docs_len + n, sizeof *w->docs))
+            sims_grow16((void **)&w->docs, &w->docs_cap, w->docs_len + n, sizeof *w->docs))
             rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
         for (size_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
             simstore_match *d = &w->docs[w->docs_len];
@@ -544,9 +537,9 @@ static int gather_candidates(batch *b)
         if (b->cand[i].a != b->cand[keep - 1].a || b->cand[i].b != b->cand[keep - 1].b)
             b->cand[keep++] = b->cand[i];
     b->cand_len = keep;
-    if (grow((void **)&b->ufp_of_cand, &b->ufp_of_cand_cap, keep ? keep : 1,
-             sizeof *b->ufp_of_cand) ||
-        grow((void **)&b->ufp, &b->ufp_cap, keep ? keep : 1, sizeof *b->ufp))
+    if (sims_grow16((void **)&b->ufp_of_cand, &b->ufp_of_cand_cap, keep ? keep : 1,
+                    sizeof *b->ufp_of_cand) ||
+        sims_grow16((void **)&b->ufp, &b->ufp_cap, keep ? keep : 1, sizeof *b->ufp))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch candidates");
     b->ufp_len = 0;
     for (size_t i = 0; i < keep; i++) {
@@ -562,7 +555,7 @@ static int gather_candidates(batch *b)
 static int resolve_documents(batch *b)
 {
     size_t u = b->ufp_len;
-    if (grow((void **)&b->fp_docs, &b->fp_docs_cap, u ? u : 1, sizeof *b->fp_docs))
+    if (sims_grow16((void **)&b->fp_docs, &b->fp_docs_cap, u ? u : 1, sizeof *b->fp_docs))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
     free(b->fp_doc_count);
     b->fp_doc_count = (uint32_t *)malloc(b->fp_docs_cap * sizeof *b->fp_doc_count);
@@ -584,9 +577,10 @@ static int resolve_documents(batch *b)
  * stable counting sort). */
 static int group_by_query(batch *b)
 {
-    if (grow((void **)&b->query_start, &b->query_start_cap, b->m + 1, sizeof *b->query_start) ||
-        grow((void **)&b->by_query, &b->by_query_cap, b->cand_len ? b->cand_len : 1,
-             sizeof *b->by_query))
+    if (sims_grow16((void **)&b->query_start, &b->query_start_cap, b->m + 1,
+                    sizeof *b->query_start) ||
+        sims_grow16((void **)&b->by_query, &b->by_query_cap, b->cand_len ? b->cand_len : 1,
+                    sizeof *b->by_query))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
     memset(b->query_start, 0, (b->m + 1) * sizeof *b->query_start);
     for (size_t i = 0; i < b->cand_len; i++)
@@ -612,7 +606,7 @@ static int deliver(batch *b, size_t base, simstore_batch_fn fn, void *ctx)
         for (size_t j = b->query_start[i]; j < b->query_start[i + 1]; j++) {
             size_t u = b->ufp_of_cand[b->by_query[j]];
             size_t docs = b->fp_only ? 1 : b->fp_doc_count[u];
-            if (grow((void **)&b->answer, &b->answer_cap, n + docs, sizeof *b->answer))
+            if (sims_grow16((void **)&b->answer, &b->answer_cap, n + docs, sizeof *b->answer))
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for batch results");
             unsigned dist = sims_distance(b->ufp[u], q);
             if (b->fp_only) {

@@ -368,88 +368,6 @@ static uint32_t uf_find(uint32_t *parent, uint32_t x)
     return x;
 }
 
-/* cluster_of[node] = the kept document of its cluster. */
-static int cluster_components(crun *r, uint32_t *cluster_of)
-{
-    uint32_t *parent = malloc((r->nnodes ? r->nnodes : 1) * sizeof *parent);
-    if (!parent)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
-    for (size_t i = 0; i < r->nnodes; i++)
-        parent[i] = (uint32_t)i;
-    for (size_t e = 0; e < r->nedges; e += 2) {
-        uint32_t x = uf_find(parent, node_of(r, r->edges[e]));
-        uint32_t y = uf_find(parent, node_of(r, r->edges[e + 1]));
-        if (x != y)
-            parent[x > y ? x : y] = x < y ? x : y;
-    }
-    /* Each root's kept document: the best over its nodes. */
-    for (size_t i = 0; i < r->nnodes; i++)
-        cluster_of[i] = UINT32_MAX;
-    for (size_t i = 0; i < r->nnodes; i++) {
-        uint32_t root = uf_find(parent, (uint32_t)i);
-        if (cluster_of[root] == UINT32_MAX || keeps_before(r, r->best[i], cluster_of[root]))
-            cluster_of[root] = r->best[i];
-    }
-    for (size_t i = 0; i < r->nnodes; i++)
-        cluster_of[i] = cluster_of[uf_find(parent, (uint32_t)i)];
-    free(parent);
-    return 0;
-}
-
-static const crun *g_order_run; /* qsort has no context argument */
-
-static int by_best(const void *x, const void *y)
-{
-    uint32_t a = g_order_run->best[*(const uint32_t *)x],
-             b = g_order_run->best[*(const uint32_t *)y];
-    return keeps_before(g_order_run, a, b) ? -1 : keeps_before(g_order_run, b, a) ? 1 : 0;
-}
-
-static int cluster_stars(crun *r, uint32_t *cluster_of)
-{
-    size_t n = r->nnodes;
-    uint32_t *deg = calloc(n + 1, sizeof *deg);
-    uint32_t *adj = malloc((r->nedges ? r->nedges : 1) * sizeof *adj);
-    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    if (!deg || !adj || !order) {
-        free(deg);
-        free(adj);
-        free(order);
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
-    }
-    for (size_t e = 0; e < r->nedges; e++)
-        deg[node_of(r, r->edges[e]) + 1]++;
-    for (size_t i = 0; i < n; i++)
-        deg[i + 1] += deg[i];
-    for (size_t e = 0; e < r->nedges; e += 2) {
-        uint32_t a = node_of(r, r->edges[e]), b = node_of(r, r->edges[e + 1]);
-        adj[deg[a]++] = b;
-        adj[deg[b]++] = a;
-    }
-    for (size_t i = n; i > 0; i--) /* deg[i] is now where node i's list ends */
-        deg[i] = deg[i - 1];
-    deg[0] = 0;
-    for (size_t i = 0; i < n; i++) {
-        order[i] = (uint32_t)i;
-        cluster_of[i] = UINT32_MAX;
-    }
-    g_order_run = r;
-    qsort(order, n, sizeof *order, by_best);
-    for (size_t k = 0; k < n; k++) {
-        uint32_t c = order[k];
-        if (cluster_of[c] != UINT32_MAX)
-            continue;
-        cluster_of[c] = r->best[c];
-        for (uint32_t e = deg[c]; e < deg[c + 1]; e++)
-            if (cluster_of[adj[e]] == UINT32_MAX)
-                cluster_of[adj[e]] = r->best[c];
-    }
-    free(deg);
-    free(adj);
-    free(order);
-    return 0;
-}
-
 /* ---- with a minimum similarity: a graph over documents ------------------------ */
 
 static int add_doc_edge(crun *r, uint32_t x, uint32_t y, unsigned distance)
@@ -484,49 +402,73 @@ static int collect_doc_edges(crun *r)
     return rc;
 }
 
-static int docs_components(crun *r)
+/* The graph a clustering runs on: the fingerprints (nodes, r->edges), or
+ * with a minimum similarity the documents (r->doc_edges). */
+typedef struct cgraph {
+    const crun *r;
+    int docs;     /* the vertices are documents */
+    size_t n;     /* vertices */
+    size_t nends; /* edge ends: two an edge */
+} cgraph;
+
+/* The vertex at edge end e. */
+static uint32_t end_at(const cgraph *g, size_t e)
 {
-    size_t n = r->ndocs;
-    uint32_t *parent = malloc((n ? n : 1) * sizeof *parent);
-    uint32_t *kept = malloc((n ? n : 1) * sizeof *kept);
-    if (!parent || !kept) {
-        free(parent);
-        free(kept);
+    return g->docs ? g->r->doc_edges[e] : node_of(g->r, g->r->edges[e]);
+}
+
+/* The document a vertex would keep: itself, or its fingerprint's best. */
+static uint32_t kept_of(const cgraph *g, uint32_t v)
+{
+    return g->docs ? v : g->r->best[v];
+}
+
+/* cluster_of[vertex] = the kept document of its connected component. */
+static int cluster_components(const cgraph *g, uint32_t *cluster_of)
+{
+    const crun *r = g->r;
+    uint32_t *parent = malloc((g->n ? g->n : 1) * sizeof *parent);
+    if (!parent)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
-    }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < g->n; i++) {
         parent[i] = (uint32_t)i;
-        kept[i] = UINT32_MAX;
+        cluster_of[i] = UINT32_MAX;
     }
-    for (size_t e = 0; e < r->ndoc_edges; e += 2) {
-        uint32_t x = uf_find(parent, r->doc_edges[e]);
-        uint32_t y = uf_find(parent, r->doc_edges[e + 1]);
+    for (size_t e = 0; e < g->nends; e += 2) {
+        uint32_t x = uf_find(parent, end_at(g, e));
+        uint32_t y = uf_find(parent, end_at(g, e + 1));
         if (x != y)
             parent[x > y ? x : y] = x < y ? x : y;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t root = uf_find(parent, (uint32_t)i);
-        if (kept[root] == UINT32_MAX || keeps_before(r, (uint32_t)i, kept[root]))
-            kept[root] = (uint32_t)i;
+    /* Each root's kept document: the best over its vertices. */
+    for (size_t i = 0; i < g->n; i++) {
+        uint32_t root = uf_find(parent, (uint32_t)i), k = kept_of(g, (uint32_t)i);
+        if (cluster_of[root] == UINT32_MAX || keeps_before(r, k, cluster_of[root]))
+            cluster_of[root] = k;
     }
-    for (size_t i = 0; i < n; i++)
-        r->docs[i].cluster = kept[uf_find(parent, (uint32_t)i)];
+    for (size_t i = 0; i < g->n; i++)
+        cluster_of[i] = cluster_of[uf_find(parent, (uint32_t)i)];
     free(parent);
-    free(kept);
     return 0;
 }
 
-static int by_keep(const void *x, const void *y)
+static const cgraph *g_order_graph; /* qsort has no context argument */
+
+static int by_kept(const void *x, const void *y)
 {
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return keeps_before(g_order_run, a, b) ? -1 : keeps_before(g_order_run, b, a) ? 1 : 0;
+    uint32_t a = kept_of(g_order_graph, *(const uint32_t *)x),
+             b = kept_of(g_order_graph, *(const uint32_t *)y);
+    const crun *r = g_order_graph->r;
+    return keeps_before(r, a, b) ? -1 : keeps_before(r, b, a) ? 1 : 0;
 }
 
-static int docs_stars(crun *r)
+/* cluster_of[vertex] = the kept document of its star: vertices in keeping
+ * order each take their unclaimed neighbours. */
+static int cluster_stars(const cgraph *g, uint32_t *cluster_of)
 {
-    size_t n = r->ndocs, ne = r->ndoc_edges;
+    size_t n = g->n;
     uint32_t *deg = calloc(n + 1, sizeof *deg);
-    uint32_t *adj = malloc((ne ? ne : 1) * sizeof *adj);
+    uint32_t *adj = malloc((g->nends ? g->nends : 1) * sizeof *adj);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
     if (!deg || !adj || !order) {
         free(deg);
@@ -534,32 +476,32 @@ static int docs_stars(crun *r)
         free(order);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
     }
-    for (size_t e = 0; e < ne; e++)
-        deg[r->doc_edges[e] + 1]++;
+    for (size_t e = 0; e < g->nends; e++)
+        deg[end_at(g, e) + 1]++;
     for (size_t i = 0; i < n; i++)
         deg[i + 1] += deg[i];
-    for (size_t e = 0; e < ne; e += 2) {
-        uint32_t a = r->doc_edges[e], b = r->doc_edges[e + 1];
+    for (size_t e = 0; e < g->nends; e += 2) {
+        uint32_t a = end_at(g, e), b = end_at(g, e + 1);
         adj[deg[a]++] = b;
         adj[deg[b]++] = a;
     }
-    for (size_t i = n; i > 0; i--) /* deg[i] is now where document i's list ends */
+    for (size_t i = n; i > 0; i--) /* deg[i] is now where vertex i's list ends */
         deg[i] = deg[i - 1];
     deg[0] = 0;
     for (size_t i = 0; i < n; i++) {
         order[i] = (uint32_t)i;
-        r->docs[i].cluster = UINT32_MAX;
+        cluster_of[i] = UINT32_MAX;
     }
-    g_order_run = r;
-    qsort(order, n, sizeof *order, by_keep);
+    g_order_graph = g;
+    qsort(order, n, sizeof *order, by_kept);
     for (size_t k = 0; k < n; k++) {
         uint32_t c = order[k];
-        if (r->docs[c].cluster != UINT32_MAX)
+        if (cluster_of[c] != UINT32_MAX)
             continue;
-        r->docs[c].cluster = c;
+        cluster_of[c] = kept_of(g, c);
         for (uint32_t e = deg[c]; e < deg[c + 1]; e++)
-            if (r->docs[adj[e]].cluster == UINT32_MAX)
-                r->docs[adj[e]].cluster = c;
+            if (cluster_of[adj[e]] == UINT32_MAX)
+                cluster_of[adj[e]] = kept_of(g, c);
     }
     free(deg);
     free(adj);
@@ -847,24 +789,22 @@ static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
         return rc;
     if (r->spill)
         return report_spilled(r, fn, ctx, summary);
-    if (r->so.min_similarity > 0) {
-        /* Documents, not fingerprints, are the nodes. */
+    /* With a minimum similarity documents, not fingerprints, are the nodes. */
+    int docs = r->so.min_similarity > 0;
+    if (docs)
         rc = collect_doc_edges(r);
-        if (rc == 0)
-            rc = r->o->mode == SIMSTORE_CLUSTER_STAR ? docs_stars(r) : docs_components(r);
-        return rc ? rc : report_all(r, fn, ctx, summary);
-    }
+    cgraph g = {r, docs, docs ? r->ndocs : r->nnodes, docs ? r->ndoc_edges : r->nedges};
     uint32_t *cluster_of = NULL;
     if (rc == 0) {
-        cluster_of = malloc((r->nnodes ? r->nnodes : 1) * sizeof *cluster_of);
+        cluster_of = malloc((g.n ? g.n : 1) * sizeof *cluster_of);
         rc = cluster_of ? 0 : sims_fail(SIMSTORE_ENOMEM, "out of memory for clusters");
     }
     if (rc == 0)
-        rc = r->o->mode == SIMSTORE_CLUSTER_STAR ? cluster_stars(r, cluster_of)
-                                                 : cluster_components(r, cluster_of);
+        rc = r->o->mode == SIMSTORE_CLUSTER_STAR ? cluster_stars(&g, cluster_of)
+                                                 : cluster_components(&g, cluster_of);
     if (rc == 0) {
         for (size_t i = 0; i < r->ndocs; i++)
-            r->docs[i].cluster = cluster_of[r->docs[i].node];
+            r->docs[i].cluster = cluster_of[docs ? i : r->docs[i].node];
         rc = report_all(r, fn, ctx, summary);
     }
     free(cluster_of);

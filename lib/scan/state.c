@@ -4,6 +4,7 @@
 
 #include "common/bytes.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "lmdb/records.h"
 
 #include <stdlib.h>
@@ -136,24 +137,9 @@ int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o, uns
 
 static int docs_grow(scan_docs *d, size_t id_bytes)
 {
-    if (d->count == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 16;
-        scan_doc *g = realloc(d->docs, cap * sizeof *g);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for documents");
-        d->docs = g;
-        d->cap = cap;
-    }
-    if (id_bytes > d->ids_cap - d->ids_len) {
-        size_t cap = d->ids_cap ? d->ids_cap : 4096;
-        while (cap - d->ids_len < id_bytes)
-            cap *= 2;
-        char *g = realloc(d->ids, cap);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for documents");
-        d->ids = g;
-        d->ids_cap = cap;
-    }
+    if (sims_grow((void **)&d->docs, &d->cap, d->count + 1, sizeof *d->docs, 16) ||
+        sims_grow_bytes((uint8_t **)&d->ids, &d->ids_cap, d->ids_len, id_bytes, 4096))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for documents");
     return 0;
 }
 

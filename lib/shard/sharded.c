@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/fpversion.h"
+#include "common/grow.h"
 #include "store/store_internal.h"
 
 #include <dirent.h>
@@ -489,16 +490,8 @@ int simstore_sharded_query_fp(simstore_sharded_query *q, uint64_t fp, const uint
         int rc = simstore_query_fp_sketch(q->q[i], fp, sketch, k, &m, &n);
         if (rc)
             return sims_fail_context(rc, "shard %s", q->sh->shard_path[i]);
-        if (len + n > q->cap) {
-            size_t cap = q->cap ? q->cap : 16;
-            while (cap < len + n)
-                cap *= 2;
-            simstore_match *g = realloc(q->merged, cap * sizeof *g);
-            if (!g)
-                return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-            q->merged = g;
-            q->cap = cap;
-        }
+        if (sims_grow((void **)&q->merged, &q->cap, len + n, sizeof *q->merged, 16))
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
         if (n)
             memcpy(q->merged + len, m, n * sizeof *m);
         len += n;
@@ -537,16 +530,8 @@ typedef struct packed_match {
 
 static int answers_put(shard_answers *a, const void *p, size_t n)
 {
-    if (a->len + n > a->cap) {
-        size_t cap = a->cap ? a->cap : 4096;
-        while (cap < a->len + n)
-            cap *= 2;
-        uint8_t *g = realloc(a->data, cap);
-        if (!g)
-            return -1;
-        a->data = g;
-        a->cap = cap;
-    }
+    if (sims_grow_bytes(&a->data, &a->cap, a->len, n, 4096))
+        return -1;
     if (n)
         memcpy(a->data + a->len, p, n);
     a->len += n;
@@ -614,15 +599,9 @@ int simstore_sharded_query_batch(simstore_sharded *sh, const uint64_t *fps, cons
         for (unsigned i = 0; i < r && rc == SIMSTORE_OK; i++) {
             const uint8_t *p = a[i].data + a[i].start[q], *end = a[i].data + a[i].start[q + 1];
             while (p < end) {
-                if (len == cap) {
-                    size_t c = cap ? 2 * cap : 64;
-                    simstore_match *g = realloc(merged, c * sizeof *g);
-                    if (!g) {
-                        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
-                        break;
-                    }
-                    merged = g;
-                    cap = c;
+                if (sims_grow((void **)&merged, &cap, len + 1, sizeof *merged, 64)) {
+                    rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
+                    break;
                 }
                 packed_match pm;
                 memcpy(&pm, p, sizeof pm);
@@ -678,16 +657,8 @@ int simstore_sharded_query_paragraphs(simstore_sharded_query *q, const uint64_t 
         int rc = simstore_query_paragraphs(q->q[i], fps, n, k, min_fraction, &m, &got);
         if (rc)
             return sims_fail_context(rc, "shard %s", q->sh->shard_path[i]);
-        if (len + got > q->para_cap) {
-            size_t cap = q->para_cap ? q->para_cap : 16;
-            while (cap < len + got)
-                cap *= 2;
-            simstore_paragraph_match *g = realloc(q->para, cap * sizeof *g);
-            if (!g)
-                return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-            q->para = g;
-            q->para_cap = cap;
-        }
+        if (sims_grow((void **)&q->para, &q->para_cap, len + got, sizeof *q->para, 16))
+            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
         if (got)
             memcpy(q->para + len, m, got * sizeof *m);
         len += got;

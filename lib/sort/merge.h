@@ -1,11 +1,28 @@
 /* merge.h: the k-way merge the spilling sorters share (u64sort.c, recsort.c):
- * a binary min-heap of run indexes, ordered by each run's current head and
- * compared through `less`. Header-inline, so a sorter that passes a static
- * comparison gets it inlined in its merge loop. Run files themselves go
+ * the array of runs, and a binary min-heap of run indexes, ordered by each
+ * run's current head and compared through `less`. Header-inline, so a
+ * sorter that passes a static comparison gets it inlined in its merge loop. Run files themselves go
  * through lib/common's scratch-file helpers (sims_tmpfile_unlinked,
  * sims_write_all, sims_pread_all). */
 #ifndef SIMS_SORT_MERGE_H
 #define SIMS_SORT_MERGE_H
+
+#include "common/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Append the run *src (elem bytes) to the array *runs of *n. */
+static inline int sims_merge_add_run(void **runs, unsigned *n, const void *src, size_t elem)
+{
+    char *g = (char *)realloc(*runs, (*n + 1) * elem);
+    if (!g)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for sort runs");
+    memcpy(g + *n * elem, src, elem);
+    *runs = g;
+    ++*n;
+    return SIMSTORE_OK;
+}
 
 /* Nonzero when run a's head sorts before run b's. */
 typedef int (*sims_merge_less_fn)(const void *ctx, unsigned a, unsigned b);

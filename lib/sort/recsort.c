@@ -9,6 +9,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,16 +119,6 @@ int sims_recsort_new(size_t budget_bytes, const char *tmp_dir, sims_recsort **ou
     return SIMSTORE_OK;
 }
 
-static int add_source(sims_recsort *s, rec_source src)
-{
-    rec_source *g = realloc(s->sources, (s->nsources + 1) * sizeof *g);
-    if (!g)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for sort runs");
-    s->sources = g;
-    s->sources[s->nsources++] = src;
-    return SIMSTORE_OK;
-}
-
 static void sort_run(sims_recsort *s)
 {
     if (s->index_len > 1)
@@ -169,7 +160,7 @@ static int spill_run(sims_recsort *s)
         rc = sims_write_all(fd, wbuf, used, "sort run");
     if (rc == SIMSTORE_OK) {
         rec_source src = {.fd = fd, .file_size = size};
-        rc = add_source(s, src);
+        rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
     }
     if (rc == SIMSTORE_OK) {
         fd = -1;
@@ -202,24 +193,9 @@ int sims_recsort_push_seq(sims_recsort *s, const void *key, uint32_t key_len, co
         if (rc)
             return rc;
     }
-    if (len > s->arena_cap - s->arena_used) {
-        size_t cap = s->arena_cap;
-        while (cap - s->arena_used < len)
-            cap *= 2;
-        uint8_t *g = realloc(s->arena, cap);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory buffering records");
-        s->arena = g;
-        s->arena_cap = cap;
-    }
-    if (s->index_len == s->index_cap) {
-        size_t cap = s->index_cap ? s->index_cap * 2 : 4096;
-        rec_index *g = realloc(s->index, cap * sizeof *g);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory buffering records");
-        s->index = g;
-        s->index_cap = cap;
-    }
+    if (sims_grow_bytes(&s->arena, &s->arena_cap, s->arena_used, len, 1u << 16) ||
+        sims_grow((void **)&s->index, &s->index_cap, s->index_len + 1, sizeof *s->index, 4096))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory buffering records");
     uint8_t *p = s->arena + s->arena_used;
     s->count++;
     memcpy(p, &key_len, 4);
@@ -308,7 +284,7 @@ int sims_recsort_finish(sims_recsort *s, size_t keep_bytes)
     sort_run(s);
     if (s->index_len > 0) {
         rec_source src = {.fd = -1};
-        int rc = add_source(s, src);
+        int rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
         if (rc)
             return rc;
     } else {

@@ -6,6 +6,7 @@
 #include "sort/merge.h"
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/fileio.h"
 
 #include <errno.h>
@@ -17,12 +18,6 @@
 
 #define RADIX_BITS 11
 #define RADIX_SIZE (1u << RADIX_BITS)
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
 
 /* Sort v[0..n) by bits low..63 by insertion: for a few values. */
 static void insertion_from(uint64_t *v, size_t n, unsigned low)
@@ -51,7 +46,7 @@ static void radix_from(uint64_t *v, uint64_t *tmp, size_t n, unsigned low)
     unsigned passes = (64 - low + RADIX_BITS - 1) / RADIX_BITS;
     size_t(*count)[RADIX_SIZE] = calloc(passes, sizeof *count);
     if (!count) {
-        qsort(v, n, sizeof *v, cmp_u64); /* sorted whole: also by bits low..63 */
+        qsort(v, n, sizeof *v, sims_cmp_u64); /* sorted whole: also by bits low..63 */
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -122,7 +117,7 @@ void sims_radix_sort_u64_grouped(uint64_t *v, uint64_t *tmp, size_t n, unsigned 
             continue;
         }
         if (m > SMALL_GROUP) {
-            qsort(v + lo, m, sizeof *v, cmp_u64);
+            qsort(v + lo, m, sizeof *v, sims_cmp_u64);
             continue;
         }
         insertion_from(v + lo, m, 0);
@@ -149,7 +144,6 @@ struct sims_u64sort {
     size_t run_cap; /* values run and tmp hold now */
     size_t run_max; /* values a run may reach before it spills */
     size_t run_len;
-    uint64_t pushed;
     char *tmp_dir;
     run_source *sources;
     unsigned nsources;
@@ -192,16 +186,6 @@ int sims_u64sort_new(size_t run_values, const char *tmp_dir, sims_u64sort **out)
     return SIMSTORE_OK;
 }
 
-static int add_source(sims_u64sort *s, run_source src)
-{
-    run_source *g = realloc(s->sources, (s->nsources + 1) * sizeof *g);
-    if (!g)
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for sort runs");
-    s->sources = g;
-    s->sources[s->nsources++] = src;
-    return SIMSTORE_OK;
-}
-
 /* Doubles the run (up to run_max); 1 when it grew. Where memory is short it
  * stays as it is and the caller spills a smaller run, which is still
  * correct. */
@@ -233,7 +217,7 @@ static int spill_run(sims_u64sort *s)
     rc = sims_write_all(fd, s->run, s->run_len * sizeof *s->run, "sort run");
     if (rc == SIMSTORE_OK) {
         run_source src = {.fd = fd, .length = s->run_len};
-        rc = add_source(s, src);
+        rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
     }
     if (rc != SIMSTORE_OK) {
         close(fd);
@@ -248,7 +232,6 @@ int sims_u64sort_push(sims_u64sort *s, const uint64_t *v, size_t n)
 {
     if (s->finished)
         return sims_fail(SIMSTORE_EINVAL, "push after finish");
-    s->pushed += n;
     while (n > 0) {
         size_t take = s->run_cap - s->run_len;
         if (take > n)
@@ -295,7 +278,7 @@ int sims_u64sort_finish(sims_u64sort *s, int unique)
      * array becomes the file runs' read buffers. */
     if (s->run_len > 0) {
         run_source src = {.fd = -1, .length = s->run_len, .mem = s->run};
-        int rc = add_source(s, src);
+        int rc = sims_merge_add_run((void **)&s->sources, &s->nsources, &src, sizeof src);
         if (rc)
             return rc;
     }
@@ -407,11 +390,6 @@ int sims_u64sort_read(sims_u64sort *s, uint64_t *out, size_t cap, size_t *n)
     }
     *n = w;
     return SIMSTORE_OK;
-}
-
-uint64_t sims_u64sort_pushed(const sims_u64sort *s)
-{
-    return s->pushed;
 }
 
 unsigned sims_u64sort_spilled_runs(const sims_u64sort *s)

@@ -44,8 +44,6 @@ int sims_u64sort_finish(sims_u64sort *s, int unique);
 int sims_u64sort_rewind(sims_u64sort *s);
 /* Up to cap values into out; *n == 0 at the end. */
 int sims_u64sort_read(sims_u64sort *s, uint64_t *out, size_t cap, size_t *n);
-/* Values pushed so far. */
-uint64_t sims_u64sort_pushed(const sims_u64sort *s);
 /* Number of runs spilled to disk (0 when everything stayed in memory). */
 unsigned sims_u64sort_spilled_runs(const sims_u64sort *s);
 void sims_u64sort_free(sims_u64sort *s);

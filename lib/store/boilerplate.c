@@ -92,12 +92,6 @@ uint64_t simstore_boilerplate_counter_documents(const simstore_boilerplate_count
     return c ? c->documents : 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int simstore_boilerplate_counter_add_keys(simstore_boilerplate_counter *c, const uint64_t *keys,
                                           size_t n)
 {
@@ -113,7 +107,7 @@ int simstore_boilerplate_counter_add_keys(simstore_boilerplate_counter *c, const
         if (sims_grow((void **)&c->scratch, &c->scratch_cap, n, sizeof *c->scratch, 256))
             return sims_fail(SIMSTORE_ENOMEM, "out of memory for line keys");
         memcpy(c->scratch, keys, n * sizeof *keys);
-        qsort(c->scratch, n, sizeof *c->scratch, cmp_u64);
+        qsort(c->scratch, n, sizeof *c->scratch, sims_cmp_u64);
         size_t w = 0;
         for (size_t i = 0; i < n; i++)
             if (w == 0 || c->scratch[i] != c->scratch[w - 1])

@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/fpversion.h"
+#include "common/grow.h"
 #include "common/sketch.h"
 #include "sort/recsort.h"
 #include "sort/spool.h"
@@ -777,12 +778,6 @@ static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* A kept document's distinct paragraph fingerprints into f->pfps, as
  * (fp big-endian, id) keys; key holds the id at key + 8 already. */
 static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
@@ -796,7 +791,7 @@ static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < n; i++)
         fps[i] = le_load64(p + 4 + 8 * (size_t)i);
-    qsort(fps, n, sizeof *fps, cmp_u64);
+    qsort(fps, n, sizeof *fps, sims_cmp_u64);
     int rc = SIMSTORE_OK;
     for (uint32_t i = 0; i < n && rc == SIMSTORE_OK; i++) {
         if (i && fps[i] == fps[i - 1])
@@ -808,6 +803,39 @@ static int push_paragraphs(finish_state *f, const sims_rec *rec, uint8_t *key)
     return rc;
 }
 
+/* The distinct fingerprints of sorted's (fp big-endian, id) keys into out;
+ * with `check` (an add) only those no document of the store holds. */
+static int keys_distinct(finish_state *f, sims_recsort *sorted, int check, sims_spool *out)
+{
+    sims_rec rec;
+    uint64_t last = 0, buf[READ_CHUNK];
+    int have_last = 0, rc;
+    size_t nbuf = 0;
+    while ((rc = sims_recsort_next(sorted, &rec)) == 1) {
+        uint64_t fp = be_load64(rec.key);
+        if (have_last && fp == last)
+            continue;
+        last = fp;
+        have_last = 1;
+        if (check) {
+            int ex = fp_exists_lmdb(f, fp);
+            if (ex < 0)
+                return ex;
+            if (ex)
+                continue;
+        }
+        buf[nbuf++] = fp;
+        if (nbuf == READ_CHUNK) {
+            if ((rc = sims_spool_append(out, buf, nbuf)))
+                return rc;
+            nbuf = 0;
+        }
+    }
+    if (rc < 0)
+        return rc;
+    return sims_spool_append(out, buf, nbuf);
+}
+
 /* The distinct paragraph fingerprints of f->pfps (sorted) into
  * f->pdistinct. They are not checked against the store: a paragraph
  * segment may repeat another's (readers drop repeats, compaction keeps one). */
@@ -815,28 +843,8 @@ static int paragraphs_distinct(finish_state *f)
 {
     size_t keep = (size_t)(f->b->opt.memory_bytes / 16);
     int rc = sims_recsort_finish(f->pfps, keep);
-    if (rc)
-        return rc;
-    sims_rec rec;
-    uint64_t last = 0, buf[READ_CHUNK];
-    int have_last = 0;
-    size_t nbuf = 0;
-    while ((rc = sims_recsort_next(f->pfps, &rec)) == 1) {
-        uint64_t fp = be_load64(rec.key);
-        if (have_last && fp == last)
-            continue;
-        last = fp;
-        have_last = 1;
-        buf[nbuf++] = fp;
-        if (nbuf == READ_CHUNK) {
-            if ((rc = sims_spool_append(f->pdistinct, buf, nbuf)))
-                return rc;
-            nbuf = 0;
-        }
-    }
-    if (rc < 0)
-        return rc;
-    rc = sims_spool_append(f->pdistinct, buf, nbuf);
+    if (rc == SIMSTORE_OK)
+        rc = keys_distinct(f, f->pfps, 0, f->pdistinct);
     if (rc == SIMSTORE_OK)
         rc = sims_spool_seal(f->pdistinct);
     if (rc == SIMSTORE_OK)
@@ -935,33 +943,7 @@ static int distinct_from_docs(finish_state *f)
     rc = sims_recsort_finish(f->fps, keep);
     if (rc)
         return rc;
-    uint64_t last = 0;
-    int have_last = 0;
-    uint64_t buf[READ_CHUNK];
-    size_t nbuf = 0;
-    while ((rc = sims_recsort_next(f->fps, &rec)) == 1) {
-        uint64_t fp = be_load64(rec.key);
-        if (have_last && fp == last)
-            continue;
-        last = fp;
-        have_last = 1;
-        if (f->check_txn) {
-            int ex = fp_exists_lmdb(f, fp);
-            if (ex < 0)
-                return ex;
-            if (ex)
-                continue;
-        }
-        buf[nbuf++] = fp;
-        if (nbuf == READ_CHUNK) {
-            if ((rc = sims_spool_append(f->distinct, buf, nbuf)))
-                return rc;
-            nbuf = 0;
-        }
-    }
-    if (rc < 0)
-        return rc;
-    return sims_spool_append(f->distinct, buf, nbuf);
+    return keys_distinct(f, f->fps, f->check_txn != NULL, f->distinct);
 }
 
 /* Fingerprint-only mode: sort the raw fingerprints, dropping repeats and
@@ -1102,16 +1084,8 @@ static size_t encode_doc_value(const uint8_t *key, size_t klen, const uint8_t *v
 static int chunk_add(chunk *ck, const void *key, size_t klen, const void *val, size_t vlen)
 {
     size_t need = klen + vlen;
-    if (need > ck->cap - ck->used) {
-        size_t cap = ck->cap ? ck->cap : CHUNK_BYTES;
-        while (cap - ck->used < need)
-            cap *= 2;
-        uint8_t *g = realloc(ck->buf, cap);
-        if (!g)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory");
-        ck->buf = g;
-        ck->cap = cap;
-    }
+    if (sims_grow_bytes(&ck->buf, &ck->cap, ck->used, need, CHUNK_BYTES))
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     chunk_entry *e = &ck->entries[ck->n++];
     e->key_off = ck->used;
     e->key_len = klen;
@@ -1176,6 +1150,35 @@ static int load_by_chunks(const simstore_builder *b, sims_env *env, sims_recsort
     free(ck.buf);
     free(ck.entries);
     return rc;
+}
+
+/* sorted's (fp big-endian, id) keys, from the start, into dbi as fp -> id;
+ * progress as `phase` (NULL: none) of total. */
+static int put_fp_keys(const simstore_builder *b, MDB_txn *txn, MDB_dbi dbi, sims_recsort *sorted,
+                       unsigned flags, const char *what, const char *phase, uint64_t total)
+{
+    int rc = sims_recsort_rewind(sorted);
+    if (rc)
+        return rc;
+    sims_rec rec;
+    uint64_t done = 0;
+    while ((rc = sims_recsort_next(sorted, &rec)) == 1) {
+        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
+        rc = sims_mdb_write_status(mdb_put(txn, dbi, &key, &val, flags), what);
+        if (rc)
+            return rc;
+        if (phase && ++done % PROGRESS_EVERY == 0)
+            progress(b, phase, done, total);
+    }
+    return rc < 0 ? rc : SIMSTORE_OK;
+}
+
+/* A new store's record of meta under name. */
+static int put_meta(MDB_txn *txn, MDB_dbi meta, const char *name, const void *data, size_t len,
+                    const char *what)
+{
+    MDB_val key = {strlen(name), (void *)name}, val = {len, (void *)data};
+    return sims_mdb_write_status(mdb_put(txn, meta, &key, &val, MDB_NOOVERWRITE), what);
 }
 
 static int put_documents(commit_ctx *c, MDB_txn *txn)
@@ -1252,32 +1255,12 @@ static int put_documents(commit_ctx *c, MDB_txn *txn)
     free(buf);
     if (rc < 0)
         return rc;
-    rc = sims_recsort_rewind(f->fps);
-    if (rc)
+    rc = put_fp_keys(b, txn, c->env->fps, f->fps, fps_flags, "write a fingerprint",
+                     "writing fingerprint index", f->doc_count);
+    if (rc || !f->pfps)
         return rc;
-    done = 0;
-    while ((rc = sims_recsort_next(f->fps, &rec)) == 1) {
-        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->fps, &key, &val, fps_flags),
-                                   "write a fingerprint");
-        if (rc)
-            return rc;
-        if (++done % PROGRESS_EVERY == 0)
-            progress(b, "writing fingerprint index", done, f->doc_count);
-    }
-    if (rc < 0 || !f->pfps)
-        return rc < 0 ? rc : SIMSTORE_OK;
-    rc = sims_recsort_rewind(f->pfps);
-    if (rc)
-        return rc;
-    while ((rc = sims_recsort_next(f->pfps, &rec)) == 1) {
-        MDB_val key = {8, (void *)rec.key}, val = {rec.key_len - 8, (void *)(rec.key + 8)};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->pfps, &key, &val, fps_flags),
-                                   "write a paragraph fingerprint");
-        if (rc)
-            return rc;
-    }
-    return rc < 0 ? rc : SIMSTORE_OK;
+    return put_fp_keys(b, txn, c->env->pfps, f->pfps, fps_flags, "write a paragraph fingerprint",
+                       NULL, 0);
 }
 
 static int commit_fn(MDB_txn *txn, void *ctx)
@@ -1289,24 +1272,16 @@ static int commit_fn(MDB_txn *txn, void *ctx)
     memset(&st, 0, sizeof st);
     sims_segment_entry *segs = NULL;
     if (c->new_store) {
-        MDB_val key = {5, (void *)"store"}, val = {c->store_record_len, (void *)c->store_record};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &key, &val, MDB_NOOVERWRITE),
-                                   "write the store record");
+        rc = put_meta(txn, c->env->meta, "store", c->store_record, c->store_record_len,
+                      "write the store record");
+        if (rc == SIMSTORE_OK)
+            rc = put_meta(txn, c->env->meta, "text", c->text_record, SIMS_TEXT_RECORD_BYTES,
+                          "write the text record");
+        if (rc == SIMSTORE_OK && f->b->boilerplate_record)
+            rc = put_meta(txn, c->env->meta, "boilerplate", f->b->boilerplate_record,
+                          f->b->boilerplate_record_len, "write the boilerplate record");
         if (rc)
             return rc;
-        MDB_val tkey = {4, (void *)"text"}, tval = {SIMS_TEXT_RECORD_BYTES, c->text_record};
-        rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &tkey, &tval, MDB_NOOVERWRITE),
-                                   "write the text record");
-        if (rc)
-            return rc;
-        if (f->b->boilerplate_record) {
-            MDB_val bkey = {11, (void *)"boilerplate"};
-            MDB_val bval = {f->b->boilerplate_record_len, f->b->boilerplate_record};
-            rc = sims_mdb_write_status(mdb_put(txn, c->env->meta, &bkey, &bval, MDB_NOOVERWRITE),
-                                       "write the boilerplate record");
-            if (rc)
-                return rc;
-        }
         st.next_segment_id = 1;
     } else {
         /* Re-read inside the transaction: it is what this commit replaces. */
@@ -1629,24 +1604,19 @@ static int finish_design(finish_state *f)
     return rc;
 }
 
-/* Phase 4b: the paragraph segment's table files (the store's design over
- * this commit's distinct paragraph fingerprints), the id after the document
- * segment's. */
-static int finish_write_paragraph_tables(finish_state *f)
+/* One segment's table files: the store's design over `distinct`. */
+static int finish_write_segment(finish_state *f, uint64_t segment_id, const sims_spool *distinct,
+                                uint64_t *fp_count)
 {
     simstore_builder *b = f->b;
-    if (f->para_fps == 0)
-        return SIMSTORE_OK;
-    f->para_segment_id = f->segment_id + 1;
-    f->para_tables_written = 1;
     sims_segment_job job = {
         .design = f->design,
         .store_tag = f->store_tag,
         .block_bytes = b->opt.block_bytes,
         .dir = b->work_dir,
-        .segment_id = f->para_segment_id,
-        .distinct = f->pdistinct,
-        .fp_count = &f->para_fps,
+        .segment_id = segment_id,
+        .distinct = distinct,
+        .fp_count = fp_count,
         .threads = b->threads,
         .memory_bytes = b->opt.memory_bytes / 2,
         .progress = b->opt.progress,
@@ -1655,28 +1625,22 @@ static int finish_write_paragraph_tables(finish_state *f)
     return sims_segment_write(&job);
 }
 
-/* Phase 4: the segment's table files, unreferenced until the commit. */
+/* Phase 4: the segment's table files, unreferenced until the commit; first
+ * the paragraph segment's (this commit's distinct paragraph fingerprints),
+ * the id after the document segment's. */
 static int finish_write_tables(finish_state *f)
 {
-    simstore_builder *b = f->b;
-    int rc = finish_write_paragraph_tables(f);
-    if (rc || f->new_fps == 0)
-        return rc;
+    if (f->para_fps > 0) {
+        f->para_segment_id = f->segment_id + 1;
+        f->para_tables_written = 1;
+        int rc = finish_write_segment(f, f->para_segment_id, f->pdistinct, &f->para_fps);
+        if (rc)
+            return rc;
+    }
+    if (f->new_fps == 0)
+        return SIMSTORE_OK;
     f->tables_written = 1;
-    sims_segment_job job = {
-        .design = f->design,
-        .store_tag = f->store_tag,
-        .block_bytes = b->opt.block_bytes,
-        .dir = b->work_dir,
-        .segment_id = f->segment_id,
-        .distinct = f->source,
-        .fp_count = &f->new_fps,
-        .threads = b->threads,
-        .memory_bytes = b->opt.memory_bytes / 2,
-        .progress = b->opt.progress,
-        .progress_ctx = b->opt.progress_ctx,
-    };
-    return sims_segment_write(&job);
+    return finish_write_segment(f, f->segment_id, f->source, &f->new_fps);
 }
 
 /* A new store's documents into its segment's document file, from fps's

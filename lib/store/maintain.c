@@ -36,12 +36,6 @@ typedef struct delete_ctx {
     uint64_t deleted;
 } delete_ctx;
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Remove a document's entries from the paragraph index: one per distinct
  * paragraph fingerprint its record lists (format/store.md, "Paragraphs").
  * The list is copied first: it borrows a page of docs. */
@@ -53,7 +47,7 @@ static int delete_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *r
         return sims_fail(SIMSTORE_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < rec->para_count; i++)
         fps[i] = le_load64(rec->paras + 8 * (size_t)i);
-    qsort(fps, rec->para_count, sizeof *fps, cmp_u64);
+    qsort(fps, rec->para_count, sizeof *fps, sims_cmp_u64);
     int rc = SIMSTORE_OK;
     for (uint32_t i = 0; i < rec->para_count && rc == SIMSTORE_OK; i++) {
         if (i && fps[i] == fps[i - 1])
@@ -658,19 +652,19 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
         goto done;
     c.old_generation = old.generation;
     c.fp_count = sims_spool_count(live);
+    sims_segment_job job = {
+        .design = s->design,
+        .store_tag = s->store_tag,
+        .block_bytes = s->block_bytes,
+        .dir = s->path,
+        .segment_id = c.segment_id,
+        .distinct = live,
+        .threads = threads,
+        .memory_bytes = opt.memory_bytes / 2,
+        .progress = opt.progress,
+        .progress_ctx = opt.progress_ctx,
+    };
     if (c.fp_count > 0) {
-        sims_segment_job job = {
-            .design = s->design,
-            .store_tag = s->store_tag,
-            .block_bytes = s->block_bytes,
-            .dir = s->path,
-            .segment_id = c.segment_id,
-            .distinct = live,
-            .threads = threads,
-            .memory_bytes = opt.memory_bytes / 2,
-            .progress = opt.progress,
-            .progress_ctx = opt.progress_ctx,
-        };
         written = 1;
         rc = sims_segment_write(&job);
         if (rc)
@@ -678,18 +672,8 @@ int simstore_compact(simstore *s, const simstore_build_options *o)
     }
     c.para_fp_count = plive ? sims_spool_count(plive) : 0;
     if (c.para_fp_count > 0) {
-        sims_segment_job job = {
-            .design = s->design,
-            .store_tag = s->store_tag,
-            .block_bytes = s->block_bytes,
-            .dir = s->path,
-            .segment_id = c.segment_id + 1,
-            .distinct = plive,
-            .threads = threads,
-            .memory_bytes = opt.memory_bytes / 2,
-            .progress = opt.progress,
-            .progress_ctx = opt.progress_ctx,
-        };
+        job.segment_id = c.segment_id + 1; /* the paragraph segment */
+        job.distinct = plive;
         para_written = 1;
         rc = sims_segment_write(&job);
         if (rc)

@@ -59,17 +59,6 @@ void sims_para_buffers_free(sims_para_buffers *p)
     free(p);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    return sims_grow(p, cap, need, elem, 16);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmp_ids(const char *a, size_t alen, const char *b, size_t blen)
 {
     int c = memcmp(a, b, alen < blen ? alen : blen);
@@ -99,7 +88,7 @@ static int collect(void *ctx, uint64_t permuted)
 {
     sims_para_buffers *p = (sims_para_buffers *)ctx;
     if (p->cand_len == p->cand_cap &&
-        grow((void **)&p->cand, &p->cand_cap, p->cand_len + 1, sizeof *p->cand)) {
+        sims_grow16((void **)&p->cand, &p->cand_cap, p->cand_len + 1, sizeof *p->cand)) {
         p->grow_failed = 1;
         return 1;
     }
@@ -109,12 +98,8 @@ static int collect(void *ctx, uint64_t permuted)
 
 static int arena_put(sims_para_buffers *p, const void *data, size_t n, size_t *off)
 {
-    if (grow((void **)&p->arena, &p->arena_cap, p->arena_len + n + 1, 1))
+    if (sims_arena_put(&p->arena, &p->arena_cap, &p->arena_len, data, n, off))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph results");
-    memcpy(p->arena + p->arena_len, data, n);
-    p->arena[p->arena_len + n] = '\0';
-    *off = p->arena_len;
-    p->arena_len += n + 1;
     return SIMSTORE_OK;
 }
 
@@ -207,7 +192,7 @@ static int lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, MDB_curs
         if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES)
             return SIMS_CORRUPT("%s: pfps entry %016llx holds an id of %zu bytes", s->path,
                                 (unsigned long long)pfp, val.mv_size);
-        if (grow((void **)&p->hits, &p->hit_cap, p->hit_len + 1, sizeof *p->hits))
+        if (sims_grow16((void **)&p->hits, &p->hit_cap, p->hit_len + 1, sizeof *p->hits))
             return sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph results");
         hit *h = &p->hits[p->hit_len];
         int e = arena_put(p, val.mv_data, val.mv_size, &h->id_off);
@@ -257,7 +242,7 @@ static int make_match(para_attempt *a, const sims_snapshot *snap, MDB_txn *txn, 
     }
     if ((double)shared / (double)a->of < a->min_fraction)
         return SIMSTORE_OK;
-    if (grow((void **)&p->matches, &p->match_cap, p->match_len + 1, sizeof *p->matches))
+    if (sims_grow16((void **)&p->matches, &p->match_cap, p->match_len + 1, sizeof *p->matches))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph results");
     simstore_paragraph_match *m = &p->matches[p->match_len++];
     memset(m, 0, sizeof *m);
@@ -312,7 +297,7 @@ static int para_once(void *ctx)
             size_t nm =
                 sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
             if (nm > p->mask_cap) {
-                if (grow((void **)&p->masks, &p->mask_cap, nm, sizeof *p->masks)) {
+                if (sims_grow16((void **)&p->masks, &p->mask_cap, nm, sizeof *p->masks)) {
                     rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph probes");
                     break;
                 }
@@ -336,7 +321,7 @@ static int para_once(void *ctx)
             break;
         /* Found by several tables, and by several segments: once each. */
         if (p->cand_len > 1)
-            qsort(p->cand, p->cand_len, sizeof *p->cand, cmp_u64);
+            qsort(p->cand, p->cand_len, sizeof *p->cand, sims_cmp_u64);
         for (size_t i = 0; i < p->cand_len && rc == SIMSTORE_OK; i++)
             if (i == 0 || p->cand[i] != p->cand[i - 1])
                 rc = lookup(s, snap, txn, cur, p, p->cand[i], (uint32_t)j);
@@ -389,12 +374,12 @@ int simstore_query_paragraphs(simstore_query *q, const uint64_t *fps, size_t n, 
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a paragraph query");
     sims_para_buffers *p = *slot;
     /* Repeated query paragraphs are probed once and counted each. */
-    if (grow((void **)&p->qfps, &p->q_cap, n, sizeof *p->qfps))
+    if (sims_grow16((void **)&p->qfps, &p->q_cap, n, sizeof *p->qfps))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a paragraph query");
-    if (grow((void **)&p->qmult, &p->qmult_cap, n, sizeof *p->qmult))
+    if (sims_grow16((void **)&p->qmult, &p->qmult_cap, n, sizeof *p->qmult))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a paragraph query");
     memcpy(p->qfps, fps, n * sizeof *fps);
-    qsort(p->qfps, n, sizeof *p->qfps, cmp_u64);
+    qsort(p->qfps, n, sizeof *p->qfps, sims_cmp_u64);
     size_t nq = 0;
     for (size_t i = 0; i < n; i++) {
         if (nq && p->qfps[nq - 1] == p->qfps[i]) {

@@ -122,15 +122,10 @@ void simstore_query_free(simstore_query *q)
     free(q);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    return sims_grow(p, cap, need, elem, 16);
-}
-
 static int add_candidate(simstore_query *q, const sims_permuter *permuter, uint64_t permuted)
 {
     if (q->cand_len == q->cand_cap &&
-        grow((void **)&q->cand, &q->cand_cap, q->cand_len + 1, sizeof *q->cand)) {
+        sims_grow16((void **)&q->cand, &q->cand_cap, q->cand_len + 1, sizeof *q->cand)) {
         q->grow_failed = 1;
         return 1;
     }
@@ -155,12 +150,6 @@ static int collect_probed(void *ctx, uint64_t permuted)
     return rc;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int sims_match_cmp(const void *a, const void *b)
 {
     const simstore_match *x = (const simstore_match *)a, *y = (const simstore_match *)b;
@@ -181,19 +170,16 @@ int sims_match_cmp(const void *a, const void *b)
 static int arena_put(simstore_query *q, const void *data, size_t n, size_t *off)
 {
     *off = q->arena_len; /* set on failure too: callers' offsets are never undefined */
-    if (grow((void **)&q->arena, &q->arena_cap, q->arena_len + n + 1, 1))
+    if (sims_arena_put(&q->arena, &q->arena_cap, &q->arena_len, data, n, off))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-    memcpy(q->arena + q->arena_len, data, n);
-    q->arena[q->arena_len + n] = '\0';
-    q->arena_len += n + 1;
     return SIMSTORE_OK;
 }
 
 static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_id, uint64_t fp,
                       unsigned distance)
 {
-    if (grow((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches) ||
-        grow((void **)&q->from_file, &q->from_file_cap, q->match_len + 1, 1))
+    if (sims_grow16((void **)&q->matches, &q->match_cap, q->match_len + 1, sizeof *q->matches) ||
+        sims_grow16((void **)&q->from_file, &q->from_file_cap, q->match_len + 1, 1))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
     q->from_file[q->match_len] = 0;
     simstore_match *m = &q->matches[q->match_len++];
@@ -447,7 +433,7 @@ static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t f
         unsigned p = d->tables[t].prefix_bits;
         size_t n = sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
         if (n > q->mask_cap) {
-            if (grow((void **)&q->masks, &q->mask_cap, n, sizeof *q->masks))
+            if (sims_grow16((void **)&q->masks, &q->mask_cap, n, sizeof *q->masks))
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
             sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
         }
@@ -475,7 +461,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
 {
     const sims_design *d = q->store->design;
     size_t need = (size_t)snap->segment_count * d->n_tables;
-    if (grow((void **)&q->probes, &q->probe_cap, need ? need : 1, sizeof *q->probes))
+    if (sims_grow16((void **)&q->probes, &q->probe_cap, need ? need : 1, sizeof *q->probes))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
     /* Every probe's index chunk and blocks are cold in a large store: ask
      * for all the chunks, then (finding each probe's first block in its
@@ -550,7 +536,7 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
     /* A fingerprint is found by every table whose prefix it shares with the
      * query: keep one of each. */
     if (q->cand_len > 1) {
-        sort_small(q->cand, q->cand_len, sizeof *q->cand, cmp_u64);
+        sort_small(q->cand, q->cand_len, sizeof *q->cand, sims_cmp_u64);
         size_t w = 1;
         for (size_t i = 1; i < q->cand_len; i++)
             if (q->cand[i] != q->cand[w - 1])
@@ -591,8 +577,8 @@ static int put_docfile_doc(void *ctx, const docfile_doc *d)
     size_t i = q->match_len - 1;
     q->from_file[i] = 1;
     if ((k->with_meta &&
-         grow((void **)&q->meta_offs, &q->meta_cap, q->match_len, sizeof *q->meta_offs)) ||
-        grow((void **)&q->sketch_offs, &q->sketch_cap, q->match_len, sizeof *q->sketch_offs))
+         sims_grow16((void **)&q->meta_offs, &q->meta_cap, q->match_len, sizeof *q->meta_offs)) ||
+        sims_grow16((void **)&q->sketch_offs, &q->sketch_cap, q->match_len, sizeof *q->sketch_offs))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
     simstore_match *m = &q->matches[i];
     m->flags = d->id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0;
@@ -659,11 +645,11 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
      * checksummed document record, whose fingerprint must match, so that a
      * damaged id in fps (LMDB keeps no checksums) is an error, never a wrong
      * answer. One lookup per match; matches are rare. */
-    if (with_meta && grow((void **)&q->meta_offs, &q->meta_cap, q->match_len ? q->match_len : 1,
-                          sizeof *q->meta_offs))
+    if (with_meta && sims_grow16((void **)&q->meta_offs, &q->meta_cap,
+                                 q->match_len ? q->match_len : 1, sizeof *q->meta_offs))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-    if (!fp_only && grow((void **)&q->sketch_offs, &q->sketch_cap, q->match_len ? q->match_len : 1,
-                         sizeof *q->sketch_offs))
+    if (!fp_only && sims_grow16((void **)&q->sketch_offs, &q->sketch_cap,
+                                q->match_len ? q->match_len : 1, sizeof *q->sketch_offs))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
     if (!fp_only) {
         for (size_t i = 0; i < q->match_len; i++) {
@@ -999,7 +985,7 @@ int sims_query_fp_documents(simstore_query *q, uint64_t fp, const simstore_match
     q->match_len = 0;
     q->arena_len = 0;
     q->cand_len = 0;
-    if (grow((void **)&q->cand, &q->cand_cap, 1, sizeof *q->cand))
+    if (sims_grow16((void **)&q->cand, &q->cand_cap, 1, sizeof *q->cand))
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
     q->cand[q->cand_len++] = fp;
     q->query_sketch = NULL;

@@ -45,12 +45,6 @@ void simstore_boilerplate_options_init(simstore_boilerplate_options *o)
     o->memory_bytes = (uint64_t)64 << 20;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sort v[0..n) and drop repeats; returns the count left. */
 static size_t sort_unique(uint64_t *v, size_t n)
 {
@@ -59,7 +53,7 @@ static size_t sort_unique(uint64_t *v, size_t n)
         sorted = v[i - 1] < v[i];
     if (sorted)
         return n;
-    qsort(v, n, sizeof *v, cmp_u64);
+    qsort(v, n, sizeof *v, sims_cmp_u64);
     size_t w = 0;
     for (size_t i = 0; i < n; i++)
         if (w == 0 || v[i] != v[w - 1])

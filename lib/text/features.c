@@ -13,6 +13,8 @@
  */
 #include "text/features.h"
 
+#include "common/grow.h"
+
 #include "simstore.h"
 
 #include <stdlib.h>
@@ -237,22 +239,9 @@ int sims_features_token(void *ctx, const uint8_t *bytes, size_t len, uint32_t co
         for (uint64_t t = first; t < f->tokens; t++)
             f->window_start[t % SIMS_WINDOW] -= from;
     }
-    if (len + 1 > f->text_cap - f->text_len) {
-        size_t cap = f->text_cap ? f->text_cap : 4096;
-        while (cap - f->text_len < len + 1) {
-            if (cap > SIZE_MAX / 2) {
-                f->failed = 1;
-                return SIMSTORE_ENOMEM;
-            }
-            cap *= 2;
-        }
-        uint8_t *grown = realloc(f->text, cap);
-        if (!grown) {
-            f->failed = 1;
-            return SIMSTORE_ENOMEM;
-        }
-        f->text = grown;
-        f->text_cap = cap;
+    if (sims_grow_bytes(&f->text, &f->text_cap, f->text_len, len + 1, 4096)) {
+        f->failed = 1;
+        return SIMSTORE_ENOMEM;
     }
     if (f->tokens > 0)
         f->text[f->text_len++] = ' ';

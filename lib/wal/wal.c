@@ -13,6 +13,7 @@
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "simstore.h"
 
 #include <errno.h>
@@ -400,21 +401,6 @@ int sims_wal_open(const char *path, const sims_wal_options *opt, sims_wal_replay
 
 /* ---- append ----------------------------------------------------------------- */
 
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need)
-        n *= 2;
-    uint8_t *p = realloc(*buf, n);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
 /* The file's state is no longer known (mu held): nothing more is written
  * to it; the log must be opened again. */
 static void break_log(sims_wal *w)
@@ -507,7 +493,7 @@ int sims_wal_enqueue(sims_wal *w, unsigned type, const void *payload, size_t len
         pthread_mutex_unlock(&w->mu);
         return rc;
     }
-    if (reserve(&w->pending, &w->pending_cap, w->pending_len + n)) {
+    if (sims_grow_bytes(&w->pending, &w->pending_cap, w->pending_len, n, 4096)) {
         pthread_mutex_unlock(&w->mu);
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a log record");
     }
