@@ -55,23 +55,26 @@ void cli_warn(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *cli_put_tsv_id(FILE *f, const char *id, size_t len, char *esc)
+{
+    const char *why = simstore_id_problem(id, len);
+    if (!why) {
+        fwrite(id, 1, len, f);
+        return NULL;
+    }
+    cli_escape(id, len, esc, CLI_ESCAPED_ID_BYTES);
+    fputs(esc, f);
+    return why;
+}
+
 void cli_tsv_id(const char *cmd, const char *id, size_t len)
 {
     static int warned;
-    const char *why = simstore_id_problem(id, len);
-    if (!why) {
-        fwrite(id, 1, len, stdout);
-        return;
-    }
     char esc[CLI_ESCAPED_ID_BYTES];
-    cli_escape(id, len, esc, sizeof esc);
-    fputs(esc, stdout);
-    if (!warned) {
+    const char *why = cli_put_tsv_id(stdout, id, len, esc);
+    if (why && !warned) {
         warned = 1;
-        cli_warn(cmd,
-                 "the store holds a document id that the id rule refuses (%s; stored by an "
-                 "older version): printed escaped, as '%s'",
-                 why, esc);
+        cli_warn(cmd, CLI_ESCAPED_ID_WARNING, why, esc);
     }
 }
 

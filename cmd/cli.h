@@ -43,6 +43,14 @@ void cli_warn(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
  * a terminal with control sequences; the first such id of the process is
  * also told on stderr (as `cmd`'s warning). */
 void cli_tsv_id(const char *cmd, const char *id, size_t len);
+/* cli_tsv_id's field written to f, without the warning: returns NULL when
+ * the id was written as it is, else the id rule's complaint, with the
+ * escaped id left in esc (CLI_ESCAPED_ID_BYTES) for the caller to tell. */
+const char *cli_put_tsv_id(FILE *f, const char *id, size_t len, char *esc);
+/* The warning told once for such ids: printf(CLI_ESCAPED_ID_WARNING, why, esc). */
+#define CLI_ESCAPED_ID_WARNING                                                                     \
+    "the store holds a document id that the id rule refuses (%s; stored by an older version): "    \
+    "printed escaped, as '%s'"
 
 /* Before a command changes the store at `path`: apply the changes a server
  * that stopped (crashed, killed) acknowledged and left in its write-ahead

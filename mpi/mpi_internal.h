@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* ---- main.c: the job, messages, agreement --------------------------------- */
@@ -23,6 +24,10 @@ extern const char *cmd_name; /* "simstore-mpi COMMAND", for messages */
 
 /* A message of this rank on stderr: "simstore-mpi CMD: rank N: ...". */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A document id as one TSV field, as simstore prints it (cli_tsv_id): as it
+ * is, or escaped when it breaks the id rule, the first such id of the rank
+ * told on stderr (output.c). */
+void print_tsv_id(FILE *f, const char *id, size_t len);
 
 /* A message of rank 0 on stderr, "simstore-mpi CMD: ...", and nothing on
  * the other ranks (which decided alike): a usage error or a refusal. */

@@ -64,9 +64,22 @@ void line_done(lines *l)
     l->key_len = 0;
 }
 
+void print_tsv_id(FILE *f, const char *id, size_t len)
+{
+    static int warned;
+    char esc[CLI_ESCAPED_ID_BYTES];
+    const char *why = cli_put_tsv_id(f, id, len, esc);
+    if (why && !warned) {
+        warned = 1;
+        say("warning: " CLI_ESCAPED_ID_WARNING, why, esc);
+    }
+}
+
 void print_id(FILE *f, const char *id, size_t len, unsigned flags, int json)
 {
-    if (json && !(flags & SIMSTORE_MATCH_INTEGER_ID))
+    if (!json)
+        print_tsv_id(f, id, len);
+    else if (!(flags & SIMSTORE_MATCH_INTEGER_ID))
         cli_json_string(f, id, len);
     else
         fwrite(id, 1, len, f);

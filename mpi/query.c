@@ -240,10 +240,10 @@ static int print_merged(const query_opts *o, const query_item *q, const char **c
         }
         cli_format_hex64(x->fp, hex);
         cli_format_similarity(x->similarity, 0, sim);
-        fwrite(q->text, 1, q->len, stdout);
+        print_tsv_id(stdout, q->text, q->len);
         putchar('\t');
         if (x->id)
-            fwrite(x->id, 1, x->id_len, stdout);
+            print_tsv_id(stdout, x->id, x->id_len);
         else
             putchar('-');
         printf("\t%s\t%u", hex, x->distance);
@@ -274,9 +274,9 @@ static int print_merged_paragraphs(const query_opts *o, const query_item *q, con
             cli_answer_json_paragraph_match(&a, x);
             continue;
         }
-        fwrite(q->text, 1, q->len, stdout);
+        print_tsv_id(stdout, q->text, q->len);
         putchar('\t');
-        fwrite(x->id, 1, x->id_len, stdout);
+        print_tsv_id(stdout, x->id, x->id_len);
         printf("\t%zu\t%zu\t%.4f\n", x->shared, x->of, x->fraction);
     }
     cli_answer_end(&a);

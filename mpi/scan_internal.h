@@ -223,8 +223,8 @@ void key_u64(lines *l, uint64_t v);
 /* The line written to l->f since the last one, with l->key, as a record. */
 void line_done(lines *l);
 
-/* An id in a line: as it is, or with json a JSON string unless an integer
- * id (SIMSTORE_MATCH_INTEGER_ID in flags). */
+/* An id in a line: a TSV field (print_tsv_id), or with json a JSON string
+ * unless an integer id (SIMSTORE_MATCH_INTEGER_ID in flags). */
 void print_id(FILE *f, const char *id, size_t len, unsigned flags, int json);
 
 /* Sort every rank's records into one order and print their lines on rank

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "simstore.h"
+#include "shard/manifest.h"
 #include "store/store_internal.h"
 #include "testutil.h"
 
@@ -1772,12 +1773,12 @@ static void test_live_ids__rule_and_small_memtable(void **state)
     free(dir);
 }
 
-/* The standard output of `simstore ARGS` (NUL-terminated), and its exit
- * status in *status. */
-static char *cli_output(const char *args, const char *out_path, int *status)
+/* The standard output of `PROGRAM ARGS` (NUL-terminated; PROGRAM a shell
+ * command), and its exit status in *status. */
+static char *run_output(const char *program, const char *args, const char *out_path, int *status)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>/dev/null", SIMSTORE_CLI, args, out_path);
+    snprintf(cmd, sizeof cmd, "%s %s >'%s' 2>/dev/null", program, args, out_path);
     int st = system(cmd);
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     size_t n;
@@ -1788,6 +1789,72 @@ static char *cli_output(const char *args, const char *out_path, int *status)
     out[n] = '\0';
     return out;
 }
+
+#ifdef SIMSTORE_MPI_CLI
+/* simstore-mpi's TSV output escapes such ids as simstore's does: a
+ * one-shard store (simstore build --shards 1) whose shard is given the odd
+ * ids through the logged-ids path, its manifest's counts updated to match. */
+static void mpi_output_escapes_old_ids(const char *dir, const char *const *odd,
+                                       const char *out_path)
+{
+    char *input = test_path(dir, "in.tsv");
+    char *sharded = test_path(dir, "sharded");
+    char *queries = test_path(dir, "q.tsv");
+    FILE *f = fopen(input, "w");
+    assert_non_null(f);
+    fputs("d1\t0123456789abcdef\n", f);
+    fclose(f);
+    f = fopen(queries, "w");
+    assert_non_null(f);
+    fputs("q1\t0123456789abcdef\n", f);
+    fclose(f);
+    char args[4200];
+    int status;
+    snprintf(args, sizeof args, "build --shards 1 --k 3 -q '%s' '%s'", sharded, input);
+    free(run_output("'" SIMSTORE_CLI "'", args, out_path, &status));
+    assert_int_equal(status, 0);
+    sims_manifest m;
+    assert_int_equal(sims_manifest_read(sharded, &m), SIMSTORE_OK);
+    char *shard = test_path(sharded, m.entry[0].name);
+    simstore *s;
+    assert_int_equal(simstore_open(shard, SIMSTORE_OPEN_WRITE, &s), SIMSTORE_OK);
+    simstore_build_options o;
+    simstore_build_options_init(&o);
+    simstore_builder *b;
+    assert_int_equal(simstore_add_begin(s, &o, &b), SIMSTORE_OK);
+    sims_builder_take_logged_ids(b);
+    for (unsigned i = 0; i < 3; i++) {
+        simstore_doc d = {odd[i], strlen(odd[i]), 0x0123456789abcdefull, NULL, 0, 10 + i};
+        assert_int_equal(simstore_builder_add(b, &d), SIMSTORE_OK);
+    }
+    assert_int_equal(simstore_builder_finish(b), SIMSTORE_OK);
+    simstore_close(s);
+    m.entry[0].documents += 3;
+    m.documents += 3;
+    assert_int_equal(sims_manifest_write(sharded, &m), SIMSTORE_OK);
+    sims_manifest_free(&m);
+    const char *cmds[] = {"query", "pairs", "clusters"};
+    for (unsigned c = 0; c < 3; c++) {
+        snprintf(args, sizeof args, "%s '%s' --k 0%s%s%s", cmds[c], sharded,
+                 c == 0 ? " --queries '" : "", c == 0 ? queries : "", c == 0 ? "'" : "");
+        char *out = run_output(SIMSTORE_MPIEXEC " --allow-run-as-root --oversubscribe -np 1 "
+                                                "'" SIMSTORE_MPI_CLI "'",
+                               args, out_path, &status);
+        assert_int_equal(status, 0);
+        assert_null(strstr(out, "\nforged"));
+        assert_null(strchr(out, '\x1b'));
+        assert_null(strstr(out, "\xff"));
+        assert_non_null(strstr(out, "x\\x0Aforged\\x090000000000000000"));
+        assert_non_null(strstr(out, "esc\\x1B[2J"));
+        assert_non_null(strstr(out, "e\\xFFf"));
+        free(out);
+    }
+    free(shard);
+    free(queries);
+    free(sharded);
+    free(input);
+}
+#endif
 
 /* An older version stored ids the id rule refuses (as a server's log still
  * may hold them: builders take them only from a log). TSV output prints
@@ -1835,7 +1902,7 @@ static void test_live_ids__tsv_output_escapes_old_ids(void **state)
         char args[4200];
         snprintf(args, sizeof args, "%s '%s'%s", cmds[c], path, tails[c]);
         int status;
-        char *out = cli_output(args, out_path, &status);
+        char *out = run_output("'" SIMSTORE_CLI "'", args, out_path, &status);
         /* Lines are whole records: the forged line and ESC never appear. */
         assert_null(strstr(out, "\nforged"));
         assert_null(strchr(out, '\x1b'));
@@ -1852,6 +1919,9 @@ static void test_live_ids__tsv_output_escapes_old_ids(void **state)
         }
         free(out);
     }
+#ifdef SIMSTORE_MPI_CLI
+    mpi_output_escapes_old_ids(dir, odd, out_path);
+#endif
     free(out_path);
     free(path);
     test_rmtree(dir);

@@ -17,6 +17,13 @@ simstore_unit_test(test_live live/test_live.c)
 target_link_libraries(test_live PRIVATE simstore_live simstore_check Threads::Threads)
 target_compile_definitions(test_live PRIVATE SIMSTORE_CLI="$<TARGET_FILE:simstore_cli>")
 add_dependencies(test_live simstore_cli)
+# simstore-mpi's TSV output escapes such ids too, where it is built.
+if(TARGET simstore_mpi)
+  target_compile_definitions(test_live PRIVATE SIMSTORE_MPI_CLI="$<TARGET_FILE:simstore_mpi>"
+    SIMSTORE_MPIEXEC="${MPIEXEC_EXECUTABLE}")
+  target_link_libraries(test_live PRIVATE simstore_shard)
+  add_dependencies(test_live simstore_mpi)
+endif()
 set_tests_properties(test_live PROPERTIES TIMEOUT 900)
 
 # test_live_model: tests/live/model_test.py, a model-based test of the live

@@ -8,6 +8,9 @@ MPI_BIN=${2:?usage: $(basename "$0") SIMSTORE SIMSTORE_MPI MPIEXEC}
 MPIEXEC=${3:-mpirun}
 SAMPLE=$SRC/tests/data/sample.jsonl
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+# Open MPI's session directory inside the test's own (ctest -j runs several
+# of these scripts at once; each gets a directory tree of its own).
+export OMPI_MCA_orte_tmpdir_base=$T
 mpi() {
     local np=$1
     shift
