@@ -250,7 +250,7 @@ import random; r = random.Random(1)
 print(''.join('b%d\t%016x\n' % (i, r.getrandbits(64)) for i in range(20000)), end='')" >"$T/v.tsv"
 "$SIMSTORE" build -q "$T/v.store" "$T/v.tsv" || fail "build v.store"
 rounds=40
-sampled && rounds=12
+sampled && rounds=8
 (
     for i in $(seq 1 "$rounds"); do
         "$SIMSTORE" delete --no-auto-compact "$T/v.store" "b$i" >/dev/null 2>&1

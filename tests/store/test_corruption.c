@@ -706,11 +706,12 @@ static size_t *pick_offsets(const sweep *sw, test_rng *r, const char *name, size
     } else {
         for (size_t o = 0; o < size; o += density)
             v[k++] = o;
-        /* The footer and index matter most: always every byte there; when
-         * sampled, of the table files only in each segment's table 0 (the
-         * others' are read by the same code), every fifth byte in the rest. */
+        /* The footer and index matter most: every byte there, of the table
+         * files in each segment's table 0 (the others' are read by the same
+         * code: every third byte, sampled every eighth; in full mode every
+         * byte of every file). */
         int other_table = strstr(name, ".tbl") && !strstr(name, "-t000.");
-        size_t tail = test_sampled() && !sw->full && other_table ? 5 : 1;
+        size_t tail = sw->full || !other_table ? 1 : test_sampled() ? 8 : 3;
         for (size_t o = size > 96 ? size - 96 : 0; o < size; o += tail)
             v[k++] = o;
     }

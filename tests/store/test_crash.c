@@ -8,8 +8,8 @@
  *     N = 1, 2, ... until the operation completes without reaching the N-th
  *     call, SIMSTORE_FAULT=OP:N:crash (the process ends there, as in a power
  *     cut) and SIMSTORE_FAULT=OP:N (the call fails with EIO); with
- *     SIMSTORE_SAMPLED, the sanitizer pass, crashes at every third N and
- *     errors at every fifth (the first and last calls and the named points
+ *     SIMSTORE_SAMPLED, the sanitizer pass, crashes at every fourth N and
+ *     errors at every seventh (the first and last calls and the named points
  *     always);
  *   - by SIGKILL at seeded random moments on stores where the operation takes
  *     tens of milliseconds (sampled: four moments an operation).
@@ -911,13 +911,13 @@ static void fault_sweep(ctx *c, const scenario *sc)
         unsigned calls = 0;
         char fault[64], trial[96];
         /* As a crash, until the operation completes without reaching it.
-         * Sampled (the sanitizer pass): the first call, every third, the
+         * Sampled (the sanitizer pass): the first call, every fourth, the
          * calls the scenario names, and the last, found by stepping back
          * from the first sampled N the operation completed at. */
         unsigned done_at = 0;
         for (unsigned n = 1; !done_at; n++) {
             assert_true(n < MAX_CALLS);
-            if (test_sampled() && n > 1 && n % 3 != (unsigned)f % 3 && !names_call(sc, f, n))
+            if (test_sampled() && n > 1 && n % 4 != (unsigned)f % 4 && !names_call(sc, f, n))
                 continue;
             if (crash_at(c, sc, &ss, f, n, has_store, &seen[n], &total))
                 calls = n;
@@ -949,11 +949,11 @@ static void fault_sweep(ctx *c, const scenario *sc)
         /* As an I/O error at each of those calls: a failure must leave the
          * state before; a success (an automatic compaction's failure is not
          * the operation's) the state after its commit. Sampled (the
-         * sanitizer pass): the first and last calls and every fifth one,
+         * sanitizer pass): the first and last calls and every seventh one,
          * starting from a different call in each fault kind. */
         unsigned errors = 0;
         for (unsigned n = 1; f != FAULT_MDB_COMMITTED && n <= calls; n++) {
-            if (test_sampled() && n > 1 && n < calls && n % 5 != (unsigned)f % 5)
+            if (test_sampled() && n > 1 && n < calls && n % 7 != (unsigned)f % 7)
                 continue;
             snprintf(fault, sizeof fault, "%s:%u", fault_ops[f], n);
             snprintf(trial, sizeof trial, "SIMSTORE_FAULT=%s", fault);
