@@ -285,6 +285,27 @@ static int allocate_lock_file(const char *dir)
     return SIMSTORE_OK; /* other failures (no support): LMDB works as before */
 }
 
+/* The largest map of MAP_BYTES, MAP_BYTES / 4, ... MIN_MAP_BYTES that the
+ * address space has room for now, probed before mdb_env_open rather than
+ * learnt from its failure: a first opener whose mdb_env_open fails after it
+ * has set up lock.mdb leaves the transaction id there at 0, and a process
+ * that opened the store meanwhile does not set it again. Its reads would then
+ * never settle, and a writer there would commit under an old transaction id
+ * (seen under ThreadSanitizer, whose address space has little room for a
+ * 1 TiB map; a limit on address space, ulimit -v, does the same). */
+static size_t map_bytes_room(void)
+{
+    size_t bytes = MAP_BYTES;
+    for (; bytes > MIN_MAP_BYTES; bytes /= 4) {
+        void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            munmap(p, bytes);
+            break;
+        }
+    }
+    return bytes;
+}
+
 static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, unsigned mdb_flags)
 {
     if (!(flags & (SIMS_ENV_CREATE | SIMS_ENV_TRUST))) {
@@ -299,7 +320,7 @@ static int env_try_open(sims_env_shared *sh, const char *dir, unsigned flags, un
     }
     int rc;
     /* Address space only; fall back to smaller maps where it is limited. */
-    for (sh->map_bytes = MAP_BYTES;; sh->map_bytes /= 4) {
+    for (sh->map_bytes = map_bytes_room();; sh->map_bytes /= 4) {
         if ((rc = mdb_env_create(&sh->env)) != 0)
             return sims_mdb_fail(rc, "create LMDB environment");
         mdb_env_set_maxdbs(sh->env, 4);
@@ -506,6 +527,16 @@ again:;
         }
         return rc;
     }
+    /* Swapped while LMDB opened it, but without a failure: the lock file
+     * may still be the old store's, which no other process has open, and
+     * LMDB then set it up from the new data.mdb. Its reads would settle,
+     * then never see a writer's commit. Open it again. */
+    if (!same_dir(dir, &st) && replaced++ < 8) {
+        pthread_mutex_unlock(&registry_mu);
+        mdb_env_close(sh->env);
+        shared_free(sh);
+        goto again;
+    }
     mdb_filehandle_t fd;
     struct stat fs;
     if (mdb_env_get_fd(sh->env, &fd) == 0 && fstat(fd, &fs) == 0) {
@@ -649,13 +680,25 @@ static int env_walk_once(void *arg)
     return rc;
 }
 
+/* The name of the data.mdb that env has open: /proc/self/fd/N, so that the
+ * checks read LMDB's file even when another store has been swapped in at
+ * dir since (build --replace, a shrink); dir/data.mdb without /proc. */
+static int env_data_path(MDB_env *env, const char *dir, char path[PATH_MAX])
+{
+    mdb_filehandle_t fd;
+    if (mdb_env_get_fd(env, &fd) == 0 && snprintf(path, PATH_MAX, "/proc/self/fd/%d", fd) > 0 &&
+        access(path, R_OK) == 0)
+        return SIMSTORE_OK;
+    return sims_join_path(path, PATH_MAX, dir, "data.mdb");
+}
+
 /* Walk data.mdb from a new transaction, again while writers overwrite the
  * meta page the walk pinned (sims_retry). */
 static int env_walk(MDB_env *env, const char *dir, sims_lmdb_problem_fn fn, void *ctx,
                     sims_lmdb_summary *summary)
 {
     char path[PATH_MAX];
-    int rc = sims_join_path(path, sizeof path, dir, "data.mdb");
+    int rc = env_data_path(env, dir, path);
     if (rc)
         return rc;
     env_walk_ctx w = {env, path, fn, ctx, summary};
@@ -673,7 +716,7 @@ static int lazy_load_locked(sims_env_shared *sh, MDB_txn *txn)
         if (!sh->map.data || (mdb_env_get_fd(sh->env, &fd) == 0 && fstat(fd, &st) == 0 &&
                               (uint64_t)st.st_size != (uint64_t)sh->map.size)) {
             char path[PATH_MAX];
-            int rc = sims_join_path(path, sizeof path, sh->dir, "data.mdb");
+            int rc = env_data_path(sh->env, sh->dir, path);
             sims_map_close(&sh->map);
             memset(&sh->map, 0, sizeof sh->map);
             if (rc == SIMSTORE_OK)

@@ -19,7 +19,9 @@
  *    root, and for root by dropping to user nobody and by a read-only bind
  *    mount in a private mount namespace (each where the system allows it).
  *  - replace__open_readers: a handle opened before build --replace keeps
- *    answering from the store it opened. */
+ *    answering from the store it opened.
+ *  - readers__open_with_little_address_space: processes that open the store
+ *    at once under ulimit -v all read its state. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,9 +44,22 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* Sanitizers reserve more address space than a process under ulimit -v has. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
 
 /* ---- the world: clusters of near-duplicates and filler ---------------------- */
 
@@ -1278,6 +1293,97 @@ static void test_concurrency_readers__killed_leave_no_slots(void **state)
     free(w);
 }
 
+/* ---- opening with little address space ------------------------------------------------ */
+
+#define OPENERS 6
+#define OPENS 100
+
+/* Opens the store and queries it OPENS times; with a limit on its address
+ * space that a 1 TiB map exceeds when `limited`. */
+static void opener(const char *path, uint64_t fp, size_t want, int go_fd, int limited)
+{
+    if (limited) {
+        struct rlimit lim = {(rlim_t)300 << 30, (rlim_t)300 << 30};
+        if (setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(3);
+    }
+    char byte;
+    if (read(go_fd, &byte, 1) < 0)
+        _exit(2);
+    for (int i = 0; i < OPENS; i++) {
+        simstore *s;
+        simstore_query *q = NULL;
+        const simstore_match *m;
+        size_t n = 0;
+        int rc = simstore_open(path, SIMSTORE_OPEN_READONLY, &s);
+        if (rc == SIMSTORE_OK && (rc = simstore_query_new(s, 0, &q)) == SIMSTORE_OK)
+            rc = simstore_query_fp(q, fp, K, &m, &n);
+        if (rc || n != want) {
+            fprintf(stderr, "opener%s, open %d: %zu of %zu documents: %s\n",
+                    limited ? " with a limit" : "", i, n, want, rc ? simstore_last_error() : "");
+            _exit(1);
+        }
+        simstore_query_free(q);
+        simstore_close(s);
+    }
+    _exit(0);
+}
+
+/* Processes open the store at the same time, in rounds, under a limit on
+ * address space (ulimit -v) that LMDB's first map size exceeds: every open
+ * reads the store's state. An opener that learnt the map size from
+ * mdb_env_open's failure left lock.mdb's transaction id at 0 for the others,
+ * whose reads then never settled (five runs in six failed so). Sanitized
+ * builds cannot run under such a limit: there the openers take none. */
+static void test_concurrency_readers__open_with_little_address_space(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "concurrency address space", 0xA5A5);
+    world *w = malloc(sizeof *w);
+    assert_non_null(w);
+    world_init(w, &r);
+    char *dir = test_tmpdir("aspace");
+    char *path = test_path(dir, "s");
+    assert_int_equal(build_base(path, w, 0), 0);
+    simstore *s;
+    simstore_query *q;
+    const simstore_match *m;
+    size_t want;
+    assert_int_equal(simstore_open(path, SIMSTORE_OPEN_READONLY, &s), 0);
+    assert_int_equal(simstore_query_new(s, 0, &q), 0);
+    assert_int_equal(simstore_query_fp(q, w->centre[0], K, &m, &want), 0);
+    assert_true(want > 0);
+    simstore_query_free(q);
+    simstore_close(s); /* no environment open here: the openers race for lock.mdb */
+    for (int round = 0; round < 4; round++) {
+        int go[2];
+        assert_int_equal(pipe(go), 0);
+        pid_t pids[OPENERS];
+        for (int i = 0; i < OPENERS; i++) {
+            fflush(stderr);
+            pids[i] = fork();
+            assert_true(pids[i] >= 0);
+            if (pids[i] == 0) {
+                close(go[1]);
+                opener(path, w->centre[0], want, go[0], !SANITIZED);
+            }
+        }
+        close(go[0]);
+        close(go[1]); /* go */
+        for (int i = 0; i < OPENERS; i++) {
+            int st;
+            assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+            assert_true(WIFEXITED(st));
+            assert_int_equal(WEXITSTATUS(st), 0);
+        }
+    }
+    test_rmtree(dir);
+    free(path);
+    free(dir);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1286,6 +1392,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_readonly__copy),
         cmocka_unit_test(test_concurrency_replace__open_readers),
         cmocka_unit_test(test_concurrency_readers__killed_leave_no_slots),
+        cmocka_unit_test(test_concurrency_readers__open_with_little_address_space),
     };
     /* Sampled (the ThreadSanitizer pass): the cases tests/CMakeLists.txt names. */
     const char *cases = test_sampled_cases();
