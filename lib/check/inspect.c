@@ -142,14 +142,17 @@ int simstore_table_open(const char *path, simstore_table **out)
 }
 
 /* The segment at a position: the document segments, then the paragraph
- * segments. */
-static sims_segment *segment_at(const sims_snapshot *snap, uint64_t segment, int *para)
+ * segments; NULL (SIMSTORE_ENOTFOUND in *rc, message set) past them. */
+static sims_segment *segment_at(const simstore *s, const sims_snapshot *snap, uint64_t segment,
+                                int *para, int *rc)
 {
     *para = segment >= snap->segment_count;
     if (segment < snap->segment_count)
         return snap->segments[segment];
     if (segment - snap->segment_count < snap->para_segment_count)
         return snap->para_segments[segment - snap->segment_count];
+    *rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)", s->path,
+                    segment, snap->segment_count + snap->para_segment_count);
     return NULL;
 }
 
@@ -162,11 +165,8 @@ int simstore_get_segment(simstore *s, uint64_t segment, simstore_segment_info *o
     int rc = sims_read_snapshot(s, &snap);
     if (rc)
         return rc;
-    const sims_segment *seg = segment_at(snap, segment, &out->paragraphs);
-    if (!seg) {
-        rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)", s->path,
-                       segment, snap->segment_count + snap->para_segment_count);
-    } else {
+    const sims_segment *seg = segment_at(s, snap, segment, &out->paragraphs, &rc);
+    if (seg) {
         out->id = seg->id;
         out->fingerprints = seg->fp_count;
         out->created_unix = seg->created_unix;
@@ -200,13 +200,10 @@ int simstore_open_segment_table(simstore *s, uint64_t segment, unsigned table, s
         return rc;
     simstore_table *t = NULL;
     int para;
-    sims_segment *seg = segment_at(snap, segment, &para);
-    if (!seg) {
-        rc = sims_fail(SIMSTORE_ENOTFOUND, "%s: no segment %" PRIu64 " (the store has %u)", s->path,
-                       segment, snap->segment_count + snap->para_segment_count);
-    } else if (!(t = calloc(1, sizeof *t))) {
+    sims_segment *seg = segment_at(s, snap, segment, &para, &rc);
+    if (seg && !(t = calloc(1, sizeof *t))) {
         rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
-    } else {
+    } else if (seg) {
         atomic_fetch_add(&seg->refs, 1);
         t->seg = seg;
         char path[PATH_MAX];
@@ -234,11 +231,6 @@ void simstore_table_close(simstore_table *t)
         sims_table_reader_close(t->reader);
     free(t->path);
     free(t);
-}
-
-const table_reader *sims_table_reader(const simstore_table *t)
-{
-    return t->reader;
 }
 
 void simstore_table_get_info(const simstore_table *t, simstore_table_info *out)

@@ -1,11 +1,9 @@
 /* inspect.h: helpers shared by inspect.c and verify.c: permutations in words
- * and applied bit by bit (for any permutation a lone table file may carry),
- * and the reader behind a public table handle. */
+ * and applied bit by bit (for any permutation a lone table file may carry). */
 #ifndef SIMS_STORE_INSPECT_H
 #define SIMS_STORE_INSPECT_H
 
 #include "simstore.h"
-#include "table/table.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,8 +18,5 @@ void sims_describe_permutation(const uint8_t perm[64], unsigned prefix_bits, cha
  * time (sims_permute() is the fast path for design permutations). */
 uint64_t sims_permute_naive(const uint8_t perm[64], uint64_t x);
 uint64_t sims_unpermute_naive(const uint8_t perm[64], uint64_t y);
-
-/* The reader behind a table handle; valid until simstore_table_close(). */
-const table_reader *sims_table_reader(const simstore_table *t);
 
 #endif

@@ -15,6 +15,7 @@
 #include "common/bytes.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -481,14 +482,8 @@ typedef struct held_problems {
 static int hold_problem(void *ctx, const simstore_problem *p)
 {
     held_problems *h = (held_problems *)ctx;
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        held_problem *g = realloc(h->v, cap * sizeof *g);
-        if (!g)
-            return SIMSTORE_ENOMEM;
-        h->v = g;
-        h->cap = cap;
-    }
+    if (sims_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v, 64))
+        return SIMSTORE_ENOMEM;
     held_problem *q = &h->v[h->n];
     q->kind = p->kind;
     q->warning = p->warning;
@@ -587,7 +582,7 @@ static int walk_lmdb_once(void *ctx)
 
 /* Walk data.mdb (again while a writer moves it on: sims_retry). Returns 1
  * when the B-trees are sound. */
-static int walk_lmdb(vctx *v, const char *dir, char *mdb_path, sims_lmdb_summary *sum)
+static int walk_lmdb(vctx *v, char *mdb_path, sims_lmdb_summary *sum)
 {
     lmdb_walk_ctx w;
     memset(&w, 0, sizeof w);
@@ -598,7 +593,6 @@ static int walk_lmdb(vctx *v, const char *dir, char *mdb_path, sims_lmdb_summary
         problem(v, SIMSTORE_PROBLEM_IO, 0, mdb_path, -1, -1, "%s", detail(rc));
         return 0;
     }
-    (void)dir;
     for (size_t i = 0; i < w.f.n; i++)
         problem(v, w.f.v[i].kind, w.f.v[i].warning, w.f.v[i].file, w.f.v[i].block, w.f.v[i].offset,
                 "%s", w.f.v[i].message);
@@ -898,19 +892,6 @@ static sims_u64sort *insertion_sorter(void)
     return s;
 }
 
-/* A document file's document as the fields of a record the checks read. */
-static void file_record(const docfile_doc *d, sims_doc_record *rec)
-{
-    memset(rec, 0, sizeof *rec);
-    rec->fp = d->fingerprint;
-    rec->flags = d->id_is_int ? SIMS_DOC_FLAG_INTEGER_ID : 0;
-    rec->insertion = d->insertion;
-    rec->meta = d->meta;
-    rec->meta_len = d->meta ? d->meta_len : 0;
-    rec->para_count = d->paragraph_count;
-    rec->paras = d->paragraphs;
-}
-
 /* docs -> fps and fps -> docs. */
 /* The document an fps or pfps entry lists (fingerprint fp, id val, at byte
  * offset at of data.mdb), decoded into *rec: 0, or -1 when there is none to
@@ -927,7 +908,7 @@ static int entry_document(vctx *v, store_ctx *c, const char *db, uint64_t fp, co
         docfile_doc fd;
         int f = sims_docfile_find_id(c->dreader, val->mv_data, val->mv_size, &fd);
         if (f == 1) {
-            file_record(&fd, rec);
+            sims_docfile_record(NULL, &fd, rec);
             return 0;
         }
         if (f < 0) {
@@ -1109,21 +1090,6 @@ done:
     mdb_cursor_close(fc);
 }
 
-static int note_found(void *ctx, uint64_t value)
-{
-    (void)value;
-    *(int *)ctx = 1;
-    return 1;
-}
-
-/* Whether table t holds the (permuted) value p: 1, 0, or a negative error. */
-static int table_holds(const table_reader *t, uint64_t p)
-{
-    int found = 0;
-    int rc = sims_table_reader_search(t, p, p, p, 0, note_found, &found);
-    return rc < 0 ? rc : found;
-}
-
 /* A live document's listed paragraphs each have their pfps entry. */
 static void check_listed(vctx *v, store_ctx *c, MDB_cursor *pc, const MDB_val *key,
                          const sims_doc_record *rec, const char *path, int64_t at)
@@ -1170,7 +1136,7 @@ static int listed_in_file(void *ctx, const docfile_doc *d)
         return 0;
     }
     sims_doc_record rec;
-    file_record(d, &rec);
+    sims_docfile_record(NULL, d, &rec);
     key.mv_size = d->id_len;
     key.mv_data = (void *)d->id;
     check_listed(w->v, w->c, w->pc, &key, &rec, w->c->dpath, -1);
@@ -1241,7 +1207,7 @@ static void check_paragraphs(vctx *v, store_ctx *c)
                     all_open = 0;
                     continue;
                 }
-                found = table_holds(t0[i], pq) > 0;
+                found = sims_table_reader_holds(t0[i], pq) > 0;
             }
             if (!found && all_open)
                 problem(v, SIMSTORE_PROBLEM_FPS_WITHOUT_TABLE, 0, c->mdb_path, -1, at,
@@ -1297,7 +1263,8 @@ static int walk_docfile_doc(void *ctx, const docfile_doc *d)
         return 0;
     if (!w->t0)
         return 0;
-    int found = table_holds(w->t0, sims_permute(&w->c->design->tables[0].permuter, d->fingerprint));
+    int found = sims_table_reader_holds(
+        w->t0, sims_permute(&w->c->design->tables[0].permuter, d->fingerprint));
     if (found < 0)
         return found;
     if (!found && w->missing++ == 0)
@@ -1520,20 +1487,6 @@ static uint64_t check_membership(vctx *v, store_ctx *c, int *complete)
     return distinct;
 }
 
-static int parse_table_file(const char *name, uint64_t *segment, unsigned *table)
-{
-    unsigned long long seg;
-    unsigned t;
-    int end = 0;
-    if (strlen(name) == 20 && sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &t, &end) == 2 &&
-        end == 20) {
-        *segment = seg;
-        *table = t;
-        return 1;
-    }
-    return 0;
-}
-
 /* The write-ahead log (format/wal.md): every record checked as a replay
  * checks it, without changing the file. Damage is an error (no writer or
  * server will open the store); changes a server acknowledged and the
@@ -1605,8 +1558,8 @@ static void check_leftovers(vctx *v, store_ctx *c)
             continue;
         uint64_t seg;
         unsigned t;
-        int is_table;
-        if (sims_segment_file_name(name, &seg, &is_table) && !is_table) {
+        int kind = sims_segment_file_name(name, &seg, &t);
+        if (kind == SIMS_SEGMENT_DOC_FILE) {
             int known = 0;
             for (uint32_t i = 0; c->have_state && i < c->state.segment_count; i++)
                 if (c->state.segments[i].id == seg &&
@@ -1618,7 +1571,7 @@ static void check_leftovers(vctx *v, store_ctx *c)
                         "does not name (left by an interrupted writer; the next writer removes "
                         "it)",
                         path, seg);
-        } else if (parse_table_file(name, &seg, &t)) {
+        } else if (kind == SIMS_SEGMENT_TABLE_FILE) {
             int known = 0;
             for (uint32_t i = 0; i < c->nsegs; i++)
                 if (c->segs[i].id == seg && t < c->segs[i].ntables)
@@ -1640,45 +1593,53 @@ static void check_leftovers(vctx *v, store_ctx *c)
     closedir(d);
 }
 
-/* Without usable records: every table file in the directory on its own,
- * grouped into segments by name. */
-static void check_tables_standalone(vctx *v, store_ctx *c)
+/* The table files in `dir`, grouped into segments by name: their ids and
+ * table counts (one past the highest table), into *ids and *counts (the
+ * caller frees them). Returns how many segments; *any says whether there
+ * is a table file at all. */
+static uint32_t table_segments(const char *dir, uint64_t **ids, unsigned **counts, int *any)
 {
-    DIR *d = opendir(c->dir);
+    *ids = NULL;
+    *counts = NULL;
+    *any = 0;
+    DIR *d = opendir(dir);
     if (!d)
-        return;
-    uint64_t *ids = NULL;
-    unsigned *counts = NULL;
-    uint32_t n = 0, cap = 0;
+        return 0;
+    uint32_t n = 0;
+    size_t icap = 0, ccap = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         uint64_t seg;
         unsigned t;
-        if (!parse_table_file(e->d_name, &seg, &t))
+        if (sims_segment_file_name(e->d_name, &seg, &t) != SIMS_SEGMENT_TABLE_FILE)
             continue;
+        *any = 1;
         uint32_t i = 0;
-        while (i < n && ids[i] != seg)
+        while (i < n && (*ids)[i] != seg)
             i++;
         if (i == n) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 8;
-                uint64_t *gi = realloc(ids, cap * sizeof *ids);
-                unsigned *gc = gi ? realloc(counts, cap * sizeof *counts) : NULL;
-                if (gi)
-                    ids = gi;
-                if (gc)
-                    counts = gc;
-                if (!gi || !gc)
-                    break;
-            }
-            ids[n] = seg;
-            counts[n] = 0;
+            if (sims_grow((void **)ids, &icap, n + 1, sizeof **ids, 8) ||
+                sims_grow((void **)counts, &ccap, n + 1, sizeof **counts, 8))
+                break;
+            (*ids)[n] = seg;
+            (*counts)[n] = 0;
             n++;
         }
-        if (t + 1 > counts[i])
-            counts[i] = t + 1;
+        if (t + 1 > (*counts)[i])
+            (*counts)[i] = t + 1;
     }
     closedir(d);
+    return n;
+}
+
+/* Without usable records: every table file in the directory on its own,
+ * grouped into segments by name. */
+static void check_tables_standalone(vctx *v, store_ctx *c)
+{
+    uint64_t *ids;
+    unsigned *counts;
+    int any;
+    uint32_t n = table_segments(c->dir, &ids, &counts, &any);
     if (n)
         problem(v, SIMSTORE_PROBLEM_RECORD, 1, c->mdb_path, -1, -1,
                 "%s: the store's records are not usable: checking the %u segment(s) of table "
@@ -1701,15 +1662,12 @@ static int verify_store(vctx *v, const char *dir)
     struct stat st;
     if (stat(c.mdb_path, &st) != 0) {
         /* Not a store at all, unless table files say it was one. */
-        DIR *d = opendir(dir);
-        int tables = 0;
-        struct dirent *e;
-        uint64_t seg;
-        unsigned t;
-        while (d && (e = readdir(d)))
-            tables |= parse_table_file(e->d_name, &seg, &t);
-        if (d)
-            closedir(d);
+        uint64_t *ids;
+        unsigned *counts;
+        int tables;
+        table_segments(dir, &ids, &counts, &tables);
+        free(ids);
+        free(counts);
         if (!tables)
             return sims_fail(SIMSTORE_ENOTFOUND, "%s: not a store (no data.mdb)", dir);
         problem(v, SIMSTORE_PROBLEM_MISSING, 0, c.mdb_path, -1, -1, "%s: missing", c.mdb_path);
@@ -1719,7 +1677,7 @@ static int verify_store(vctx *v, const char *dir)
     }
 
     sims_lmdb_summary walk;
-    int lmdb_ok = walk_lmdb(v, dir, c.mdb_path, &walk);
+    int lmdb_ok = walk_lmdb(v, c.mdb_path, &walk);
     int records_ok = 0;
     if (lmdb_ok && !v->stop_rc) {
         sims_error_clear();

@@ -128,23 +128,29 @@ int sims_fsync_dir(const char *dir_path)
     return rc;
 }
 
-int sims_fsync_parent(const char *path)
+int sims_parent_dir(char *dir, size_t size, const char *path)
 {
-    char dir[PATH_MAX];
     size_t n = strlen(path);
-    if (n >= sizeof dir)
+    if (n >= size)
         return sims_fail(SIMSTORE_EINVAL, "path too long: %s", path);
     memcpy(dir, path, n + 1);
     while (n > 1 && dir[n - 1] == '/')
         dir[--n] = '\0';
     char *slash = strrchr(dir, '/');
     if (!slash)
-        return sims_fsync_dir(".");
-    if (slash == dir)
+        memcpy(dir, ".", 2);
+    else if (slash == dir)
         slash[1] = '\0';
     else
         *slash = '\0';
-    return sims_fsync_dir(dir);
+    return SIMSTORE_OK;
+}
+
+int sims_fsync_parent(const char *path)
+{
+    char dir[PATH_MAX];
+    int rc = sims_parent_dir(dir, sizeof dir, path);
+    return rc ? rc : sims_fsync_dir(dir);
 }
 
 int sims_join_path(char *buf, size_t size, const char *dir, const char *name)

@@ -50,6 +50,10 @@ void sims_map_advise_huge(const sims_map *m);
 
 /* fsync the directory holding `path` (path itself when it is a directory). */
 int sims_fsync_dir(const char *dir_path);
+/* The directory holding `path` into dir[size] ("." for a bare name, "/"
+ * for a name in the root; trailing slashes of path ignored);
+ * SIMSTORE_EINVAL when it does not fit. */
+int sims_parent_dir(char *dir, size_t size, const char *path);
 /* fsync the parent directory of `path`. */
 int sims_fsync_parent(const char *path);
 

@@ -58,6 +58,10 @@ static const char *const kind_prefix[] = {"free list: ",
                                           "fps database: ",
                                           "fps database, duplicate sub-database: ",
                                           ""};
+/* The named databases (SIMS_LMDB_META on) by their keys in the main
+ * database, and the kind of tree each is; pfps follows the rules of fps. */
+static const char *const db_names[SIMS_LMDB_DB_COUNT] = {NULL, NULL, "meta", "docs", "fps", "pfps"};
+static const kind db_kinds[SIMS_LMDB_DB_COUNT] = {K_FREE, K_MAIN, K_META, K_DOCS, K_FPS, K_FPS};
 
 typedef struct tree {
     kind k;
@@ -554,14 +558,9 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
     }
     case K_MAIN: {
         int which = -1;
-        if (ksize == 4 && memcmp(key, "meta", 4) == 0)
-            which = SIMS_LMDB_META;
-        else if (ksize == 4 && memcmp(key, "docs", 4) == 0)
-            which = SIMS_LMDB_DOCS;
-        else if (ksize == 3 && memcmp(key, "fps", 3) == 0)
-            which = SIMS_LMDB_FPS;
-        else if (ksize == 4 && memcmp(key, "pfps", 4) == 0)
-            which = SIMS_LMDB_PFPS; /* the paragraph index: the rules of fps */
+        for (int d = SIMS_LMDB_META; d < SIMS_LMDB_DB_COUNT; d++)
+            if (ksize == strlen(db_names[d]) && memcmp(key, db_names[d], ksize) == 0)
+                which = d;
         if (which < 0) {
             report(w, 0, K_MAIN, pgno, ptr + NODE_HEADER, "unexpected database '%.*s'",
                    (int)(ksize < 64 ? ksize : 64), (const char *)key);
@@ -584,11 +583,7 @@ static void walk_leaf_node(walker *w, tree *t, uint64_t pgno, const uint8_t *pag
             break;
         }
         tree sub;
-        walk_tree(w,
-                  which == SIMS_LMDB_META   ? K_META
-                  : which == SIMS_LMDB_DOCS ? K_DOCS
-                                            : K_FPS,
-                  val, pgno, val_off, &sub);
+        walk_tree(w, db_kinds[which], val, pgno, val_off, &sub);
         break;
     }
     case K_META:
@@ -980,11 +975,10 @@ static int walk_snapshot(walker *w, const meta_view *cur)
                w->txnid, w->have_free_key ? "" : "absent ", w->have_free_key ? w->max_free_key : 0);
     walk_tree(w, K_MAIN, cur->dbs + DB_RECORD_BYTES, SIMS_LMDB_NONE, SIMS_LMDB_NONE, &t);
     if (!w->stopped && !w->errors) {
-        static const char *const names[] = {NULL, NULL, "meta", "docs", "fps"};
         for (int d = SIMS_LMDB_META; d <= SIMS_LMDB_FPS; d++)
             if (!w->seen_db[d])
                 report(w, 0, K_MAIN, SIMS_LMDB_NONE, SIMS_LMDB_NONE, "the database '%s' is missing",
-                       names[d]);
+                       db_names[d]);
     }
     return WALK_ON;
 }
@@ -1659,7 +1653,7 @@ int sims_lmdb_lazy_read(sims_lmdb_lazy *lz, int db, const void *key, size_t key_
         return lz_failed(lz);
     if (db < SIMS_LMDB_META || db >= SIMS_LMDB_DB_COUNT || !lz->w.named[db].present)
         return SIMSTORE_OK; /* LMDB finds no such database: nothing to read */
-    kind k = db == SIMS_LMDB_META ? K_META : db == SIMS_LMDB_DOCS ? K_DOCS : K_FPS;
+    kind k = db_kinds[db];
     const named_db *nd = &lz->w.named[db];
     lz_path p;
     int r = lz_root(lz, k, nd->rec, nd->pgno, nd->off, nd->pgno << 16 | nd->index, &p);

@@ -91,26 +91,6 @@ static void source_name(const simstore_builder *b, uint64_t source, char *buf, s
         snprintf(buf, size, "document #%" PRIu64, source + 1);
 }
 
-static char *dir_of(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return NULL;
-    size_t n = strlen(copy);
-    while (n > 1 && copy[n - 1] == '/')
-        copy[--n] = '\0';
-    char *slash = strrchr(copy, '/');
-    if (!slash) {
-        free(copy);
-        return strdup(".");
-    }
-    if (slash == copy)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    return copy;
-}
-
 /* Temporary build directories (format/store.md, "Temporary build
  * directories"): a build works in "<STORE>.tmp-XXXXXX" (mkdtemp's six
  * letters and digits), which holds the empty marker file BUILD_MARKER from
@@ -203,8 +183,8 @@ static void remove_build_dir(const char *p)
  * died just after mkdtemp) goes by rmdir, which removes nothing else. */
 static void remove_stale_builds(const char *path)
 {
-    char *dir = dir_of(path);
-    if (!dir)
+    char dir[PATH_MAX];
+    if (sims_parent_dir(dir, sizeof dir, path))
         return;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -232,7 +212,6 @@ static void remove_stale_builds(const char *path)
     }
     if (d)
         closedir(d);
-    free(dir);
 }
 
 int sims_build_dir_create(const char *path, char **work_dir, int *lock_fd)
@@ -280,8 +259,8 @@ void sims_build_dir_remove(const char *work_dir)
 static int is_store_entry_name(const char *name, int *is_table)
 {
     uint64_t seg;
-    int table;
-    *is_table = sims_segment_file_name(name, &seg, &table);
+    unsigned table;
+    *is_table = sims_segment_file_name(name, &seg, &table) != 0;
     return *is_table || strcmp(name, "data.mdb") == 0 || strcmp(name, "lock.mdb") == 0 ||
            strcmp(name, "writer.lock") == 0 || strcmp(name, SIMS_STORE_WAL_NAME) == 0 ||
            strncmp(name, SIMS_STORE_WAL_NAME ".torn-", sizeof SIMS_STORE_WAL_NAME ".torn-" - 1) ==
@@ -738,42 +717,15 @@ static int doc_exists(finish_state *f, const uint8_t *id, size_t len)
     return rc ? rc : d.where == SIMS_DOC_IN_DOCS || d.where == SIMS_DOC_IN_FILE;
 }
 
-/* A document of the store holds fp: fps has it, or a live document of the
- * store's document file. */
-static int fp_exists_lmdb(finish_state *f, uint64_t fp)
-{
-    uint8_t k[8];
-    be_store64(k, fp);
-    MDB_val key = {8, k}, val;
-    int rc = mdb_get(f->check_txn, f->b->store->env.fps, &key, &val);
-    if (rc == 0)
-        return 1;
-    if (rc != MDB_NOTFOUND)
-        return sims_mdb_fail(rc, "read fps");
-    return sims_docfile_holds_fp(f->b->store, f->snap->docfile, f->snap->docfile_changed,
-                                 f->check_txn, fp);
-}
-
-static int found_one(void *ctx, uint64_t v)
-{
-    (void)v;
-    *(int *)ctx = 1;
-    return 1;
-}
-
 /* Fingerprint-only stores: is fp in any committed segment's table 0? */
 static int fp_exists_tables(finish_state *f, const sims_snapshot *snap, uint64_t fp)
 {
     const sims_design *d = f->design;
     uint64_t pq = sims_permute(&d->tables[0].permuter, fp);
     for (uint32_t i = 0; i < snap->segment_count; i++) {
-        int found = 0;
-        int rc = sims_table_reader_search(snap->segments[i]->tables[0], pq, pq, pq, 0, found_one,
-                                          &found);
-        if (rc < 0)
-            return rc;
+        int found = sims_table_reader_holds(snap->segments[i]->tables[0], pq);
         if (found)
-            return 1;
+            return found;
     }
     return 0;
 }
@@ -818,7 +770,8 @@ static int keys_distinct(finish_state *f, sims_recsort *sorted, int check, sims_
         last = fp;
         have_last = 1;
         if (check) {
-            int ex = fp_exists_lmdb(f, fp);
+            int ex = sims_store_holds_fp(f->b->store, f->snap->docfile, f->snap->docfile_changed,
+                                         f->check_txn, fp);
             if (ex < 0)
                 return ex;
             if (ex)

@@ -19,7 +19,7 @@ void sims_docfile_record(const simstore *s, const docfile_doc *d, sims_doc_recor
     rec->fp = d->fingerprint;
     rec->flags = SIMS_DOC_FLAG_INSERTION | (d->id_is_int ? SIMS_DOC_FLAG_INTEGER_ID : 0);
     rec->insertion = d->insertion;
-    if (d->sketch) {
+    if (d->sketch && s) {
         rec->sketch_kind = (unsigned)s->text.sketch;
         rec->sketch = d->sketch;
     }
@@ -84,7 +84,7 @@ int sims_docfile_doc_live(simstore *s, int changed, MDB_txn *txn, int walked, co
     return rc ? rc : 0;
 }
 
-/* sims_docfile_holds_fp: stops at the first live document. */
+/* sims_store_holds_fp: stops at the first live document. */
 typedef struct holds_probe {
     simstore *s;
     int changed;
@@ -98,9 +98,17 @@ static int note_live(void *ctx, const docfile_doc *d)
     return live < 0 ? live : live ? 1 : 0;
 }
 
-int sims_docfile_holds_fp(simstore *s, const docfile_reader *file, int changed, MDB_txn *txn,
-                          uint64_t fp)
+int sims_store_holds_fp(simstore *s, const docfile_reader *file, int changed, MDB_txn *txn,
+                        uint64_t fp)
 {
+    uint8_t k[8];
+    be_store64(k, fp);
+    MDB_val key = {8, k}, val;
+    int m = mdb_get(txn, s->env.fps, &key, &val);
+    if (m == 0)
+        return 1;
+    if (m != MDB_NOTFOUND)
+        return sims_mdb_write_status(m, "read fps");
     holds_probe p = {s, changed, txn};
     int rc = sims_docfile_find_fp(file, fp, note_live, &p);
     return rc < 0 ? rc : rc == 1;

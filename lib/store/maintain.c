@@ -80,22 +80,6 @@ static int forget_paragraphs(simstore *s, MDB_txn *txn, const sims_doc_record *r
     return delete_paragraphs(s, txn, rec, id, len);
 }
 
-/* Whether a document of the store still holds fp (after a delete in
- * txn): fps has it, or a live document of the document file. */
-static int fp_still_held(simstore *s, const docfile_reader *file, MDB_txn *txn, uint64_t fp)
-{
-    uint8_t fpkey[8];
-    be_store64(fpkey, fp);
-    MDB_val fk = {8, fpkey}, probe_val;
-    int m = mdb_get(txn, s->env.fps, &fk, &probe_val);
-    if (m == 0)
-        return 1;
-    if (m != MDB_NOTFOUND)
-        return sims_mdb_write_status(m, "read fps");
-    /* docs may hold this delete's tombstones already: always look. */
-    return sims_docfile_holds_fp(s, file, 1, txn, fp);
-}
-
 /* Delete document `id` of a store with a document file: docs's document
  * (replaced by a tombstone when the file also has the id, whose document it
  * had replaced), or the file's (a tombstone). 1 when deleted, 0 when not
@@ -188,7 +172,10 @@ static int delete_fn(MDB_txn *txn, void *arg)
         }
         uint64_t fp = 0;
         int done = delete_with_file(s, docs_file, txn, c->ids[i], len, &fp);
-        int held = done == 1 ? fp_still_held(s, docs_file, txn, fp) : 0;
+        /* Whether a document still holds fp after the delete: docs may hold
+         * this delete's tombstones already, so the file's are always looked
+         * at (changed 1). */
+        int held = done == 1 ? sims_store_holds_fp(s, docs_file, 1, txn, fp) : 0;
         if (done < 0 || held < 0) {
             rc = done < 0 ? done : held;
             break;

@@ -68,7 +68,7 @@ int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment)
     return sims_join_path(buf, size, dir, name);
 }
 
-int sims_segment_file_name(const char *name, uint64_t *segment, int *table)
+int sims_segment_file_name(const char *name, uint64_t *segment, unsigned *table)
 {
     unsigned long long seg;
     unsigned t;
@@ -76,15 +76,15 @@ int sims_segment_file_name(const char *name, uint64_t *segment, int *table)
     size_t len = strlen(name);
     if (len == 20 && sscanf(name, "s%10llu-t%3u.tbl%n", &seg, &t, &end) == 2 && end == 20) {
         *segment = seg;
-        *table = 1;
-        return 1;
+        *table = t;
+        return SIMS_SEGMENT_TABLE_FILE;
     }
     end = 0;
     if (len == 15 && name[0] == 's' && sscanf(name, "s%10llu.doc%n", &seg, &end) == 1 &&
         end == 15) {
         *segment = seg;
         *table = 0;
-        return 1;
+        return SIMS_SEGMENT_DOC_FILE;
     }
     return 0;
 }
@@ -450,9 +450,11 @@ int sims_store_clean(simstore *s)
         const char *name = ent->d_name;
         uint64_t seg;
         int stale = strstr(name, ".tmp-") != NULL;
-        int table;
-        if (!stale && sims_segment_file_name(name, &seg, &table)) {
+        unsigned t;
+        int kind = stale ? 0 : sims_segment_file_name(name, &seg, &t);
+        if (kind) {
             /* A document file only of a segment whose entry names one. */
+            int table = kind == SIMS_SEGMENT_TABLE_FILE;
             stale = 1;
             for (uint32_t i = 0; i < st.segment_count; i++)
                 if (st.segments[i].id == seg &&

@@ -124,9 +124,12 @@ int sims_table_path(char *buf, size_t size, const char *dir, uint64_t segment, u
 /* "<dir>/s<segment:10>.doc", the segment's document file (format/store.md,
  * "Document files"); SIMSTORE_EINVAL when too long. */
 int sims_docfile_path(char *buf, size_t size, const char *dir, uint64_t segment);
-/* A directory entry's name is a segment file's: a table file (*table 1) or
- * a document file (*table 0); its segment id in *segment. */
-int sims_segment_file_name(const char *name, uint64_t *segment, int *table);
+/* Whether a directory entry's name is a segment file's: a table file
+ * (SIMS_SEGMENT_TABLE_FILE, its table in *table) or a document file
+ * (SIMS_SEGMENT_DOC_FILE); 0 for neither. Its segment id in *segment. */
+#define SIMS_SEGMENT_TABLE_FILE 1
+#define SIMS_SEGMENT_DOC_FILE 2
+int sims_segment_file_name(const char *name, uint64_t *segment, unsigned *table);
 
 /* Open the segment's table files and check each against the store (tag,
  * table index, block size, permutation, prefix, fingerprint count). */
@@ -211,7 +214,8 @@ unsigned sims_boilerplate_counter_spilled_runs(const simstore_boilerplate_counte
 int sims_check_doc_absent(simstore *s, MDB_txn *txn, const void *id, size_t id_len);
 
 /* A document of a document file as the record docs would hold for it (its
- * pointers borrow d's; docsource.c). */
+ * pointers borrow d's; docsource.c). Without a store at hand (s NULL:
+ * verify) it has no sketch. */
 void sims_docfile_record(const simstore *s, const docfile_doc *d, sims_doc_record *rec);
 /* A store with a document file and changes in docs (docsource.c): whether
  * document-file document d is live in txn's state (1: docs has no key of
@@ -220,10 +224,11 @@ void sims_docfile_record(const simstore *s, const docfile_doc *d, sims_doc_recor
  * whether docs may hold changes (the snapshot's docfile_changed; a writer
  * that has changed docs in txn passes 1); when 0 every document is live. */
 int sims_docfile_doc_live(simstore *s, int changed, MDB_txn *txn, int walked, const docfile_doc *d);
-/* Whether a live document of `file` holds fp (1 or 0, or an error), as
- * sims_docfile_doc_live judges each in txn (a walked file). */
-int sims_docfile_holds_fp(simstore *s, const docfile_reader *file, int changed, MDB_txn *txn,
-                          uint64_t fp);
+/* Whether a document of the store holds fp in txn (1 or 0, or an error):
+ * fps has it, or a live document of `file` does, as sims_docfile_doc_live
+ * judges each (a walked file). */
+int sims_store_holds_fp(simstore *s, const docfile_reader *file, int changed, MDB_txn *txn,
+                        uint64_t fp);
 /* LMDB's order of ids (docs's keys): memcmp, then the shorter first. */
 int sims_id_cmp(const void *a, size_t alen, const void *b, size_t blen);
 /* Where a document of a store with a document file is. */

@@ -1474,6 +1474,20 @@ int sims_table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, ui
     return sims_table_reader_search_from(r, &at, lo, hi, q, k, emit, ctx);
 }
 
+static int note_found(void *ctx, uint64_t value)
+{
+    (void)value;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+int sims_table_reader_holds(const table_reader *r, uint64_t v)
+{
+    int found = 0;
+    int rc = sims_table_reader_search(r, v, v, v, 0, note_found, &found);
+    return rc < 0 ? rc : found;
+}
+
 int sims_table_reader_search_two(const table_probe *x, const table_probe *y)
 {
     search_state a, b;

@@ -280,6 +280,10 @@ void sims_table_reader_prefetch_index(const table_reader *r, uint64_t lo, table_
 int sims_table_reader_search(const table_reader *r, uint64_t lo, uint64_t hi, uint64_t q,
                              unsigned k, int (*emit)(void *ctx, uint64_t value), void *ctx);
 
+/* Whether the table stores the (permuted) value v: 1, 0, or a negative
+ * error (a search of [v, v]). */
+int sims_table_reader_holds(const table_reader *r, uint64_t v);
+
 /* sims_table_reader_search() starting at *at, which sims_table_reader_prefetch(r, lo,
  * hi, at) set (or at->first = sims_table_reader_find_block(r, lo), at->have = 0). */
 int sims_table_reader_search_from(const table_reader *r, const table_start *at, uint64_t lo,

@@ -9,6 +9,7 @@
 #include "common/checksum.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "table/format.h"
 
 #include <errno.h>
@@ -109,19 +110,10 @@ static int sink_write(table_writer *w, const void *data, size_t n)
 {
     if (!w->to_memory)
         return sims_outfile_write(&w->file, data, n);
-    if (n > w->mem_cap - w->mem_size) {
-        size_t cap = w->mem_cap ? w->mem_cap : 4096;
-        while (cap - w->mem_size < n) {
-            if (cap > SIZE_MAX / 2)
-                return sims_fail(SIMSTORE_ENOMEM, "table too large for memory");
-            cap *= 2;
-        }
-        uint8_t *m = realloc(w->mem, cap);
-        if (!m)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory encoding a table");
-        w->mem = m;
-        w->mem_cap = cap;
-    }
+    if (sims_grow_bytes(&w->mem, &w->mem_cap, w->mem_size, n, 4096))
+        return sims_fail(SIMSTORE_ENOMEM, "%s",
+                         n > SIZE_MAX / 4 - w->mem_size ? "table too large for memory"
+                                                        : "out of memory encoding a table");
     memcpy(w->mem + w->mem_size, data, n);
     w->mem_size += n;
     return SIMSTORE_OK;

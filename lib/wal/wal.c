@@ -257,7 +257,11 @@ int sims_wal_read(const char *path, uint64_t store_tag, size_t group_bytes, sims
 
 /* ---- open ------------------------------------------------------------------- */
 
-static int create_log(const char *path, uint64_t store_tag, uint64_t first_seq)
+/* Publish at `path` a log of store_tag starting at first_seq that holds
+ * records[0, len): whole records, first_seq's first (none: a new log, or a
+ * reset one; a trim keeps the records not yet applied). */
+static int write_log(const char *path, uint64_t store_tag, uint64_t first_seq,
+                     const uint8_t *records, size_t len)
 {
     uint8_t h[SIMS_WAL_HEADER_BYTES];
     encode_header(h, store_tag, first_seq);
@@ -266,6 +270,8 @@ static int create_log(const char *path, uint64_t store_tag, uint64_t first_seq)
     if (rc)
         return rc;
     rc = sims_outfile_write(&f, h, sizeof h);
+    if (rc == SIMSTORE_OK && len)
+        rc = sims_outfile_write(&f, records, len);
     if (rc) {
         sims_outfile_abort(&f);
         return rc;
@@ -356,7 +362,8 @@ int sims_wal_open(const char *path, const sims_wal_options *opt, sims_wal_replay
     struct stat st;
     int rc = SIMSTORE_OK;
     if (lstat(path, &st) != 0) {
-        rc = errno == ENOENT ? create_log(path, w->store_tag, 1) : sims_fail_errno("%s", path);
+        rc = errno == ENOENT ? write_log(path, w->store_tag, 1, NULL, 0)
+                             : sims_fail_errno("%s", path);
     } else if (!S_ISREG(st.st_mode)) {
         rc = sims_fail(SIMSTORE_EINVAL, "%s is not a regular file", path);
     }
@@ -556,6 +563,41 @@ uint64_t sims_wal_last_seq(sims_wal *w)
 
 /* ---- reset ------------------------------------------------------------------ */
 
+/* A rewrite of the log (reset, trim) replaces the file at w->path while
+ * w->resetting keeps groups from being written. Once the new file is
+ * written (rc), open it for appends at `offset` from `whence` and, under
+ * w->mu, put it in the old one's place; on failure the log breaks (the old
+ * file may or may not have been replaced). Returns with w->mu held, for
+ * the caller to set its counters and end_rewrite. */
+static int adopt_rewrite(sims_wal *w, int rc, off_t offset, int whence)
+{
+    int fd = -1;
+    if (rc == SIMSTORE_OK) {
+        fd = open(w->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || lseek(fd, offset, whence) < 0)
+            rc = sims_fail_errno("open %s", w->path);
+    }
+    pthread_mutex_lock(&w->mu);
+    if (rc == SIMSTORE_OK) {
+        close(w->fd);
+        w->fd = fd;
+    } else {
+        if (fd >= 0)
+            close(fd);
+        break_log(w);
+    }
+    return rc;
+}
+
+/* The rewrite is over (w->mu held, released here): wake the waiters. */
+static int end_rewrite(sims_wal *w, int rc)
+{
+    w->resetting = 0;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
 int sims_wal_reset(sims_wal *w, uint64_t first_seq)
 {
     pthread_mutex_lock(&w->mu);
@@ -578,56 +620,20 @@ int sims_wal_reset(sims_wal *w, uint64_t first_seq)
     }
     w->resetting = 1;
     pthread_mutex_unlock(&w->mu);
-    int rc = create_log(w->path, w->store_tag, first_seq);
-    int fd = -1;
+    int rc = write_log(w->path, w->store_tag, first_seq, NULL, 0);
+    rc = adopt_rewrite(w, rc, SIMS_WAL_HEADER_BYTES, SEEK_SET);
     if (rc == SIMSTORE_OK) {
-        fd = open(w->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || lseek(fd, SIMS_WAL_HEADER_BYTES, SEEK_SET) < 0)
-            rc = sims_fail_errno("open %s", w->path);
-    }
-    pthread_mutex_lock(&w->mu);
-    if (rc == SIMSTORE_OK) {
-        close(w->fd);
-        w->fd = fd;
         w->first_seq = first_seq;
         w->next_seq = first_seq;
         w->durable_seq = first_seq - 1;
         w->durable_bytes = SIMS_WAL_HEADER_BYTES;
         w->file_bytes = SIMS_WAL_HEADER_BYTES;
         w->records = 0;
-    } else {
-        if (fd >= 0)
-            close(fd);
-        /* The old file may or may not have been replaced. */
-        break_log(w);
     }
-    w->resetting = 0;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    return rc;
+    return end_rewrite(w, rc);
 }
 
 /* ---- trim ------------------------------------------------------------------- */
-
-/* Publish at w->path a log starting at first_seq that holds tail[0, len):
- * whole records, first_seq's first. */
-static int write_trimmed(sims_wal *w, uint64_t first_seq, const uint8_t *tail, size_t len)
-{
-    uint8_t h[SIMS_WAL_HEADER_BYTES];
-    encode_header(h, w->store_tag, first_seq);
-    sims_outfile f;
-    int rc = sims_outfile_open(&f, w->path);
-    if (rc)
-        return rc;
-    rc = sims_outfile_write(&f, h, sizeof h);
-    if (rc == SIMSTORE_OK && len)
-        rc = sims_outfile_write(&f, tail, len);
-    if (rc) {
-        sims_outfile_abort(&f);
-        return rc;
-    }
-    return sims_outfile_commit(&f);
-}
 
 int sims_wal_trim(sims_wal *w, uint64_t applied)
 {
@@ -675,32 +681,16 @@ int sims_wal_trim(sims_wal *w, uint64_t applied)
     }
     size_t tail_len = (size_t)disk_bytes - keep_from;
     if (rc == SIMSTORE_OK)
-        rc = write_trimmed(w, applied + 1, m.data + keep_from, tail_len);
+        rc = write_log(w->path, w->store_tag, applied + 1, m.data + keep_from, tail_len);
     sims_map_close(&m);
-    int fd = -1;
+    rc = adopt_rewrite(w, rc, 0, SEEK_END);
     if (rc == SIMSTORE_OK) {
-        fd = open(w->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || lseek(fd, 0, SEEK_END) < 0)
-            rc = sims_fail_errno("open %s", w->path);
-    }
-    pthread_mutex_lock(&w->mu);
-    if (rc == SIMSTORE_OK) {
-        close(w->fd);
-        w->fd = fd;
         w->first_seq = applied + 1;
         w->records -= applied + 1 - first;
         w->durable_bytes = SIMS_WAL_HEADER_BYTES + tail_len;
         w->file_bytes = w->durable_bytes + w->pending_len;
-    } else {
-        if (fd >= 0)
-            close(fd);
-        /* The old file may or may not have been replaced. */
-        break_log(w);
     }
-    w->resetting = 0;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    return rc;
+    return end_rewrite(w, rc);
 }
 
 void sims_wal_get_stats(sims_wal *w, sims_wal_stats *out)
