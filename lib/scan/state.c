@@ -161,16 +161,7 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
     if (rc)
         return sims_mdb_fail(rc, "read docs");
     sims_doc_record rec;
-    rc = sims_doc_record_decode((const uint8_t *)id->mv_data, id->mv_size,
-                                (const uint8_t *)val.mv_data, val.mv_size, &rec);
-    if (rc)
-        return sims_fail_context(rc, "%s: document '%.*s'", path, (int)id->mv_size,
-                                 (const char *)id->mv_data);
-    if (rec.fp != fp)
-        return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
-                            path, (int)id->mv_size, (const char *)id->mv_data,
-                            (unsigned long long)rec.fp, (unsigned long long)fp);
-    rc = sims_check_doc_sketch(st->s, &rec, (const char *)id->mv_data, id->mv_size);
+    rc = sims_doc_record_of_fp(st->s, id->mv_data, id->mv_size, val.mv_data, val.mv_size, fp, &rec);
     return rc ? rc : docs_append(st, id, &rec, with_meta, d);
 }
 

@@ -328,6 +328,17 @@ int sims_query_check_k(const simstore *s, unsigned k);
 int sims_match_cmp(const void *a, const void *b);
 /* Sort matches into that order. */
 void sims_sort_matches(simstore_match *m, size_t n);
+/* Matches built while their arena may still move hold, in id, meta and
+ * sketch, an offset into it + 1 (NULL: none): make them pointers into
+ * arena, now final. */
+void sims_matches_point_into(simstore_match *m, size_t n, const char *arena);
+
+/* Decode the record (value[0, len)) of document id, checked to hold
+ * fingerprint fp (as fps lists it) and a sketch of the store's kind, into
+ * *rec: the LMDB answer cross-check of a query and of a scan (issue 6).
+ * SIMSTORE_ECORRUPT (with the document named) otherwise. */
+int sims_doc_record_of_fp(const simstore *s, const void *id, size_t id_len, const void *value,
+                          size_t len, uint64_t fp, sims_doc_record *rec);
 
 /* Begin q's read transaction and take the snapshot of the state it sees
  * (the caller owns one reference). SIMS_ERETRY as sims_store_snapshot();
