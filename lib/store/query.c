@@ -149,14 +149,9 @@ int sims_match_cmp(const void *a, const void *b)
     const simstore_match *x = (const simstore_match *)a, *y = (const simstore_match *)b;
     if (x->distance != y->distance)
         return x->distance < y->distance ? -1 : 1;
-    if (x->id && y->id) {
-        size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
-        int c = memcmp(x->id, y->id, n);
-        if (c)
-            return c;
-        if (x->id_len != y->id_len)
-            return x->id_len < y->id_len ? -1 : 1;
-    }
+    int c = x->id && y->id ? sims_id_cmp(x->id, x->id_len, y->id, y->id_len) : 0;
+    if (c)
+        return c;
     return (x->fp > y->fp) - (x->fp < y->fp);
 }
 
@@ -195,8 +190,9 @@ static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_i
  * damaged key still sits where fp would be: the first key after fp or the
  * last one before it. A key whose document records another fingerprint
  * gives it away; a deletion leaves both neighbours consistent. */
-static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const MDB_val *val)
+static int check_neighbour(void *ctx, int rc, const MDB_val *key, const MDB_val *val)
 {
+    simstore_query *q = (simstore_query *)ctx;
     simstore *s = q->store;
     if (rc == MDB_NOTFOUND)
         return SIMSTORE_OK;
@@ -235,38 +231,38 @@ static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const 
  * from MDB_PREV_NODUP, or at or before it from MDB_SET_RANGE, means the
  * search for fp was sent down the wrong branch (a damaged separator the
  * lazy checks of one path cannot see: format/store.md, "Trusting LMDB"). */
-static int check_side(simstore_query *q, int rc, const MDB_val *key, uint64_t fp, int after)
+static int check_side(const simstore *s, const char *name, int rc, const MDB_val *key, uint64_t fp,
+                      int after)
 {
     if (rc || key->mv_size != 8)
         return SIMSTORE_OK;
     uint64_t kfp = be_load64(key->mv_data);
     if (after ? kfp > fp : kfp < fp)
         return SIMSTORE_OK;
-    return SIMS_CORRUPT("%s: fps has no key %016llx, but its key %s it is %016llx (a damaged "
+    return SIMS_CORRUPT("%s: %s has no key %016llx, but its key %s it is %016llx (a damaged "
                         "branch page)",
-                        q->store->path, (unsigned long long)fp, after ? "after" : "before",
+                        s->path, name, (unsigned long long)fp, after ? "after" : "before",
                         (unsigned long long)kfp);
 }
 
-static int check_missing(simstore_query *q, uint64_t fp)
+int sims_check_fp_absent(simstore *s, MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur, const char *name,
+                         uint64_t fp, sims_neighbour_fn neighbour, void *ctx)
 {
-    simstore *s = q->store;
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
-    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_AROUND);
+    int rc = sims_env_check(&s->env, txn, dbi, keybuf, 8, SIMS_LMDB_READ_AROUND);
     if (rc)
         return rc;
     MDB_val key = {8, keybuf}, val;
-    int after = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_RANGE);
-    rc = check_neighbour(q, after, &key, &val);
+    int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    rc = neighbour(ctx, after, &key, &val);
     if (rc == SIMSTORE_OK)
-        rc = check_side(q, after, &key, fp, 1);
+        rc = check_side(s, name, after, &key, fp, 1);
     if (rc)
         return rc;
-    int before = mdb_cursor_get(q->fps_cursor, &key, &val,
-                                after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-    rc = check_neighbour(q, before, &key, &val);
-    return rc ? rc : check_side(q, before, &key, fp, 0);
+    int before = mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
+    rc = neighbour(ctx, before, &key, &val);
+    return rc ? rc : check_side(s, name, before, &key, fp, 0);
 }
 
 /* One document id of fingerprint fp, as fps lists it: a match. */
@@ -303,7 +299,8 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
         return rc;
     rc = done ? MDB_NOTFOUND : mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
-        return check_missing(q, fp); /* deleted, unless a damaged key */
+        return sims_check_fp_absent(s, q->txn, s->env.fps, q->fps_cursor, "fps", fp,
+                                    check_neighbour, q); /* deleted, unless a damaged key */
     while (rc == 0) {
         int e = put_id(&sink, (const uint8_t *)val.mv_data, val.mv_size);
         if (e)
@@ -805,10 +802,7 @@ static int check_doc_side(simstore *s, int mrc, const MDB_val *key, const MDB_va
         return SIMSTORE_OK;
     if (mrc)
         return sims_mdb_fail(mrc, "read docs");
-    size_t n = key->mv_size < id_len ? key->mv_size : id_len;
-    int c = memcmp(key->mv_data, id, n);
-    if (!c)
-        c = key->mv_size < id_len ? -1 : key->mv_size > id_len;
+    int c = sims_id_cmp(key->mv_data, key->mv_size, id, id_len);
     if (after ? c <= 0 : c >= 0)
         return SIMS_CORRUPT("%s: docs has no document '%.*s', but its key %s it is '%.*s' (a "
                             "damaged branch page)",

@@ -333,6 +333,16 @@ void sims_sort_matches(simstore_match *m, size_t n);
  * arena, now final. */
 void sims_matches_point_into(simstore_match *m, size_t n, const char *arena);
 
+/* A fingerprint fp a table holds but database dbi (fps or pfps, called
+ * `name` in messages) does not: deleted, unless a damaged key or branch
+ * page hides it (format/store.md, "Trusting LMDB"). The keys on either side
+ * of fp, found through cur (on dbi), go to neighbour (a damaged key gives
+ * itself away there: its rc is the cursor's) and must lie on their side of
+ * fp. SIMSTORE_OK, or neighbour's error, or SIMSTORE_ECORRUPT. */
+typedef int (*sims_neighbour_fn)(void *ctx, int rc, const MDB_val *key, const MDB_val *val);
+int sims_check_fp_absent(simstore *s, MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur, const char *name,
+                         uint64_t fp, sims_neighbour_fn neighbour, void *ctx);
+
 /* Decode the record (value[0, len)) of document id, checked to hold
  * fingerprint fp (as fps lists it) and a sketch of the store's kind, into
  * *rec: the LMDB answer cross-check of a query and of a scan (issue 6).
