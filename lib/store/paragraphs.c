@@ -39,10 +39,7 @@ struct sims_para_buffers {
     size_t arena_len, arena_cap;
     simstore_paragraph_match *matches;
     size_t match_len, match_cap;
-    const sims_permuter *permuter;
-    int grow_failed;
-    uint64_t *masks; /* beyond the design's k: a table's prefix masks */
-    size_t mask_cap;
+    sims_prober pr; /* the table being probed, its prefix masks */
 };
 
 void sims_para_buffers_free(sims_para_buffers *p)
@@ -55,7 +52,7 @@ void sims_para_buffers_free(sims_para_buffers *p)
     free(p->hits);
     free(p->arena);
     free(p->matches);
-    free(p->masks);
+    free(p->pr.masks);
     free(p);
 }
 
@@ -83,10 +80,10 @@ static int collect(void *ctx, uint64_t permuted)
     sims_para_buffers *p = (sims_para_buffers *)ctx;
     if (p->cand_len == p->cand_cap &&
         sims_grow16((void **)&p->cand, &p->cand_cap, p->cand_len + 1, sizeof *p->cand)) {
-        p->grow_failed = 1;
+        p->pr.grow_failed = 1;
         return 1;
     }
-    p->cand[p->cand_len++] = sims_unpermute(p->permuter, permuted);
+    p->cand[p->cand_len++] = sims_unpermute(p->pr.permuter, permuted);
     return 0;
 }
 
@@ -273,31 +270,9 @@ static int para_once(void *ctx)
     for (size_t j = 0; j < a->nq && rc == SIMSTORE_OK; j++) {
         uint64_t fp = p->qfps[j];
         p->cand_len = 0;
-        p->grow_failed = 0;
-        for (uint32_t t = 0; t < d->n_tables && rc == SIMSTORE_OK; t++) {
-            size_t nm =
-                sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
-            if (nm > p->mask_cap) {
-                if (sims_grow16((void **)&p->masks, &p->mask_cap, nm, sizeof *p->masks)) {
-                    rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph probes");
-                    break;
-                }
-                sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
-            }
-            uint64_t lo, hi;
-            sims_design_probe(d, t, fp, &lo, &hi);
-            p->permuter = &d->tables[t].permuter;
-            uint64_t pq = sims_permute(p->permuter, fp);
-            for (uint32_t i = 0; i < snap->para_segment_count && rc == SIMSTORE_OK; i++) {
-                const sims_segment *seg = snap->para_segments[i];
-                for (size_t m = 0; m < nm && rc == SIMSTORE_OK; m++) {
-                    rc = sims_table_reader_search(seg->tables[t], lo ^ p->masks[m],
-                                                  hi ^ p->masks[m], pq, a->k, collect, p);
-                    if (p->grow_failed)
-                        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph candidates");
-                }
-            }
-        }
+        p->pr.grow_failed = 0;
+        rc = sims_probe_near(&p->pr, d, snap->para_segments, snap->para_segment_count, fp, a->k,
+                             flips, collect, p, "paragraph");
         if (rc)
             break;
         /* Found by several tables, and by several segments: once each. */

@@ -38,16 +38,13 @@ struct simstore_query {
     char *arena;
     size_t arena_len;
     size_t arena_cap;
-    const sims_permuter *permuter; /* of the table being probed */
-    int grow_failed;
+    sims_prober pr;     /* the table being probed, its prefix masks */
     uint8_t *from_file; /* per match: 1 when read (and attached) from a document file */
     size_t from_file_cap;
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
     sims_para_buffers *para;   /* paragraph queries' (paragraphs.c), or NULL */
     const sims_snapshot *snap; /* the state being answered from, while it is */
-    uint64_t *masks;           /* beyond the design's k: a table's prefix masks */
-    size_t mask_cap;
 };
 
 simstore *sims_query_store(const simstore_query *q)
@@ -108,7 +105,7 @@ void simstore_query_free(simstore_query *q)
         mdb_txn_abort(q->txn);
     sims_para_buffers_free(q->para);
     free(q->probes);
-    free(q->masks);
+    free(q->pr.masks);
     free(q->from_file);
     free(q->cand);
     free(q->matches);
@@ -120,7 +117,7 @@ static int add_candidate(simstore_query *q, const sims_permuter *permuter, uint6
 {
     if (q->cand_len == q->cand_cap &&
         sims_grow16((void **)&q->cand, &q->cand_cap, q->cand_len + 1, sizeof *q->cand)) {
-        q->grow_failed = 1;
+        q->pr.grow_failed = 1;
         return 1;
     }
     q->cand[q->cand_len++] = sims_unpermute(permuter, permuted);
@@ -130,7 +127,7 @@ static int add_candidate(simstore_query *q, const sims_permuter *permuter, uint6
 static int collect_candidate(void *ctx, uint64_t permuted)
 {
     simstore_query *q = (simstore_query *)ctx;
-    return add_candidate(q, q->permuter, permuted);
+    return add_candidate(q, q->pr.permuter, permuted);
 }
 
 /* collect_candidate for one probe of probe_design (ctx: the probe). */
@@ -423,32 +420,32 @@ static void sort_small(void *base, size_t n, size_t size, int (*cmp)(const void 
     }
 }
 
-/* Phase 1 for a distance above the design's k (format/design.md, "Beyond
- * k"): some table's prefix has at most `flips` bits flipped, so every
- * prefix within that many bits of the query's is probed in every table. */
-static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k,
-                        unsigned flips)
+int sims_probe_near(sims_prober *pr, const sims_design *d, sims_segment *const *segs, uint32_t n,
+                    uint64_t fp, unsigned k, unsigned flips, int (*emit)(void *ctx, uint64_t value),
+                    void *ctx, const char *what)
 {
-    const sims_design *d = q->store->design;
+    /* Above the design's k (format/design.md, "Beyond k"): some table's
+     * prefix has at most `flips` bits flipped, so every prefix within that
+     * many bits of the query's is probed in every table. */
     for (uint32_t t = 0; t < d->n_tables; t++) {
         unsigned p = d->tables[t].prefix_bits;
-        size_t n = sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
-        if (n > q->mask_cap) {
-            if (sims_grow16((void **)&q->masks, &q->mask_cap, n, sizeof *q->masks))
-                return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
-            sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
+        size_t nm = sims_design_prefix_masks(p, flips, pr->masks, pr->mask_cap);
+        if (nm > pr->mask_cap) {
+            if (sims_grow16((void **)&pr->masks, &pr->mask_cap, nm, sizeof *pr->masks))
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory for %s probes", what);
+            sims_design_prefix_masks(p, flips, pr->masks, pr->mask_cap);
         }
         uint64_t lo, hi;
         sims_design_probe(d, t, fp, &lo, &hi);
-        q->permuter = &d->tables[t].permuter;
-        uint64_t pq = sims_permute(q->permuter, fp);
-        for (uint32_t i = 0; i < snap->segment_count; i++) {
-            const table_reader *r = snap->segments[i]->tables[t];
-            for (size_t j = 0; j < n; j++) {
-                int rc = sims_table_reader_search(r, lo ^ q->masks[j], hi ^ q->masks[j], pq, k,
-                                                  collect_candidate, q);
-                if (q->grow_failed)
-                    return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
+        pr->permuter = &d->tables[t].permuter;
+        uint64_t pq = sims_permute(pr->permuter, fp);
+        for (uint32_t i = 0; i < n; i++) {
+            const table_reader *r = segs[i]->tables[t];
+            for (size_t j = 0; j < nm; j++) {
+                int rc = sims_table_reader_search(r, lo ^ pr->masks[j], hi ^ pr->masks[j], pq, k,
+                                                  emit, ctx);
+                if (pr->grow_failed)
+                    return sims_fail(SIMSTORE_ENOMEM, "out of memory for %s candidates", what);
                 if (rc)
                     return rc;
             }
@@ -508,7 +505,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
                          : sims_table_reader_search_from(tp[0].r, &tp[0].at, tp[0].lo, tp[0].hi,
                                                          tp[0].q, k, collect_probed, tp[0].ctx);
             held = 0;
-            if (q->grow_failed)
+            if (q->pr.grow_failed)
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
             if (rc)
                 return rc;
@@ -529,9 +526,12 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
     q->cand_len = 0;
     q->match_len = 0;
     q->arena_len = 0;
-    q->grow_failed = 0;
-    unsigned flips = sims_design_prefix_flips(q->store->design, k);
-    int rc = flips ? probe_beyond(q, snap, fp, k, flips) : probe_design(q, snap, fp, k);
+    q->pr.grow_failed = 0;
+    const sims_design *d = q->store->design;
+    unsigned flips = sims_design_prefix_flips(d, k);
+    int rc = flips ? sims_probe_near(&q->pr, d, snap->segments, snap->segment_count, fp, k, flips,
+                                     collect_candidate, q, "query")
+                   : probe_design(q, snap, fp, k);
     if (rc)
         return rc;
     /* A fingerprint is found by every table whose prefix it shares with the
