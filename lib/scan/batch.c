@@ -455,15 +455,7 @@ static int resolve_share(worker *w)
     }
     if (rc == SIMSTORE_OK) {
         /* The arrays are final: offsets into pointers. */
-        for (size_t i = 0; i < w->docs_len; i++) {
-            simstore_match *d = &w->docs[i];
-            if (d->id)
-                d->id = w->arena + ((uintptr_t)d->id - 1);
-            if (d->meta)
-                d->meta = w->arena + ((uintptr_t)d->meta - 1);
-            if (d->sketch)
-                d->sketch = (const uint8_t *)w->arena + ((uintptr_t)d->sketch - 1);
-        }
+        sims_matches_point_into(w->docs, w->docs_len, w->arena);
         for (size_t u = w->fp_from; u < w->fp_to; u++)
             b->fp_docs[u] = w->docs + first[u - w->fp_from];
     }

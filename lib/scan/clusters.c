@@ -56,6 +56,8 @@ typedef struct crun {
     size_t sketches_len, sketches_cap, sketch_bytes;
     uint32_t *doc_edges; /* with a minimum similarity: pairs of documents */
     size_t ndoc_edges, doc_edge_cap;
+    uint64_t last_a, count_a; /* collect_edge: the last pair's a, its documents */
+    int have_a;
 } crun;
 
 static int g_force_spill;               /* sims_scan_clusters_force_spill */
@@ -156,43 +158,33 @@ static int note_shared(void *ctx, uint64_t fp, uint64_t count)
     return rc == 0 && r->spill ? STOP_SPILLING : rc;
 }
 
-/* The live pairs of the join into edges, their ends into nodes. */
-static int collect_edges(crun *r, sims_recsort *joined)
+/* The live pairs of the join into edges, their ends into nodes: one pair
+ * (sims_scan_pairs_each), skipped when either end has no document. */
+static int collect_edge(void *ctx, uint64_t a, uint64_t b, unsigned d)
 {
-    sims_rec rec;
-    int got, rc = 0;
-    uint64_t last_a = 0, count_a = 0;
-    int have_a = 0;
-    while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
-        uint64_t a, b, cb = 1;
-        unsigned d;
-        sims_scan_pair_record_decode(&rec, &a, &b, &d);
-        if (!r->st->fp_only) {
-            if (!have_a || a != last_a) {
-                if ((rc = sims_scan_fp_count(r->st, a, &count_a)))
-                    break;
-                last_a = a;
-                have_a = 1;
-            }
-            if (count_a == 0 || (rc = sims_scan_fp_count(r->st, b, &cb)) || cb == 0)
-                continue;
+    crun *r = (crun *)ctx;
+    uint64_t cb = 1;
+    int rc = 0;
+    (void)d;
+    if (!r->st->fp_only) {
+        if (!r->have_a || a != r->last_a) {
+            if ((rc = sims_scan_fp_count(r->st, a, &r->count_a)))
+                return rc;
+            r->last_a = a;
+            r->have_a = 1;
         }
-        if (r->spill) {
-            rc = sims_scan_spill_edge(r->spill, a, b);
-            continue;
-        }
-        if ((rc = grow((void **)&r->edges, &r->edge_cap, r->nedges + 2, sizeof *r->edges)))
-            break;
-        r->edges[r->nedges++] = a;
-        r->edges[r->nedges++] = b;
-        if ((rc = add_node(r, a)) || (rc = add_node(r, b)))
-            break;
-        if ((r->nedges & 0xFFFFF) == 0 && (rc = budget_check(r)))
-            break;
+        if (r->count_a == 0 || (rc = sims_scan_fp_count(r->st, b, &cb)) || cb == 0)
+            return rc;
     }
-    if (rc == 0 && got < 0)
-        rc = got;
-    return rc;
+    if (r->spill)
+        return sims_scan_spill_edge(r->spill, a, b);
+    if ((rc = grow((void **)&r->edges, &r->edge_cap, r->nedges + 2, sizeof *r->edges)))
+        return rc;
+    r->edges[r->nedges++] = a;
+    r->edges[r->nedges++] = b;
+    if ((rc = add_node(r, a)) || (rc = add_node(r, b)))
+        return rc;
+    return (r->nedges & 0xFFFFF) == 0 ? budget_check(r) : 0;
 }
 
 static void sort_unique_nodes(crun *r)
@@ -201,14 +193,8 @@ static void sort_unique_nodes(crun *r)
     if (tmp) {
         sims_radix_sort_u64(r->nodes, tmp, r->nnodes);
         free(tmp);
-    } else {
-        for (size_t i = 1; i < r->nnodes; i++) { /* out of memory: insertion sort */
-            uint64_t x = r->nodes[i];
-            size_t p = i;
-            for (; p > 0 && r->nodes[p - 1] > x; p--)
-                r->nodes[p] = r->nodes[p - 1];
-            r->nodes[p] = x;
-        }
+    } else { /* out of memory: in place */
+        qsort(r->nodes, r->nnodes, sizeof *r->nodes, sims_cmp_u64);
     }
     size_t w = 0;
     for (size_t i = 0; i < r->nnodes; i++)
@@ -311,9 +297,7 @@ static int keeps_before(const crun *r, uint32_t x, uint32_t y)
         return a->rank < b->rank;
     if (r->st->fp_only)
         return r->nodes[a->node] < r->nodes[b->node];
-    size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
-    int c = memcmp(r->ids + a->id_off, r->ids + b->id_off, n);
-    return c ? c < 0 : a->id_len < b->id_len;
+    return sims_id_cmp(r->ids + a->id_off, a->id_len, r->ids + b->id_off, b->id_len) < 0;
 }
 
 static int load_documents(crun *r)
@@ -522,9 +506,7 @@ static int id_cmp(const crun *r, uint32_t x, uint32_t y)
         uint64_t fa = r->nodes[a->node], fb = r->nodes[b->node];
         return (fa > fb) - (fa < fb);
     }
-    size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
-    int c = memcmp(r->ids + a->id_off, r->ids + b->id_off, n);
-    return c ? c : (a->id_len > b->id_len) - (a->id_len < b->id_len);
+    return sims_id_cmp(r->ids + a->id_off, a->id_len, r->ids + b->id_off, b->id_len);
 }
 
 static int by_member(const void *x, const void *y)
@@ -638,10 +620,7 @@ static int emit_members_before(merged *m, const char *id, size_t len, uint64_t f
                 uint64_t kf = r->nodes[kept->node];
                 c = (kf > fp) - (kf < fp);
             } else {
-                size_t n = kept->id_len < len ? kept->id_len : len;
-                c = memcmp(r->ids + kept->id_off, id, n);
-                if (c == 0)
-                    c = (kept->id_len > len) - (kept->id_len < len);
+                c = sims_id_cmp(r->ids + kept->id_off, kept->id_len, id, len);
             }
             if (c >= 0)
                 break;
@@ -664,24 +643,48 @@ static int emit_members_before(merged *m, const char *id, size_t len, uint64_t f
     return 0;
 }
 
-int sims_scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
-                         sims_u64sort **out)
+int sims_scan_each_stored_fp(scan_state *st, const simstore_scan_options *so, size_t run_values,
+                             scan_fp_fn fn, void *ctx, uint64_t *spilled_runs)
 {
-    int rc = sims_u64sort_new(run_values, sims_scan_tmp_dir(so), out);
+    sims_u64sort *all = NULL;
+    int rc = sims_u64sort_new(run_values, sims_scan_tmp_dir(so), &all);
+    uint64_t buf[1024];
+    size_t n = 0;
     for (uint32_t i = 0; rc == 0 && i < st->snap->segment_count; i++) {
         const table_reader *t = st->snap->segments[i]->tables[0];
         const sims_permuter *pm = &st->s->design->tables[0].permuter;
         table_cursor c;
-        uint64_t buf[1024];
-        size_t n;
         sims_table_cursor_init(&c, t, 0, UINT64_MAX);
         while (rc == 0 && (rc = sims_table_cursor_next(&c, buf, 1024, &n)) == 0 && n) {
             for (size_t k = 0; k < n; k++)
                 buf[k] = sims_unpermute(pm, buf[k]);
-            rc = sims_u64sort_push(*out, buf, n);
+            rc = sims_u64sort_push(all, buf, n);
         }
     }
-    return rc ? rc : sims_u64sort_finish(*out, 1);
+    if (rc == 0)
+        rc = sims_u64sort_finish(all, 1);
+    while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n)
+        for (size_t k = 0; rc == 0 && k < n; k++)
+            rc = fn(ctx, buf[k]);
+    if (all && spilled_runs)
+        *spilled_runs += sims_u64sort_spilled_runs(all);
+    sims_u64sort_free(all);
+    return rc;
+}
+
+/* One stored fingerprint of a fingerprint-only store, in order
+ * (report_with_singletons). */
+static int single_stored_fp(void *ctx, uint64_t fp)
+{
+    merged *m = (merged *)ctx;
+    crun *r = m->p->r;
+    int rc = emit_members_before(m, NULL, 0, fp, 0);
+    if (rc)
+        return rc;
+    uint32_t node = node_of(r, fp);
+    if (node < r->nnodes && r->nodes[node] == fp)
+        return 0;
+    return report_single(m->p, NULL, 0, 0, fp, 0);
 }
 
 /* One live document of a store with a document file, in id order
@@ -706,28 +709,12 @@ static int report_with_singletons(merged *m)
     crun *r = m->p->r;
     scan_state *st = r->st;
     int rc = 0;
-    if (st->fp_only) {
-        /* Every stored fingerprint, in order. */
-        sims_u64sort *all = NULL;
-        rc = sims_scan_sorted_fps(st, &r->so, (size_t)(r->so.memory_bytes / 32), &all);
-        uint64_t buf[1024];
-        size_t n = 0;
-        while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
-            for (size_t k = 0; rc == 0 && k < n; k++) {
-                uint64_t fp = buf[k];
-                if ((rc = emit_members_before(m, NULL, 0, fp, 0)))
-                    break;
-                uint32_t node = node_of(r, fp);
-                if (node < r->nnodes && r->nodes[node] == fp)
-                    continue;
-                rc = report_single(m->p, NULL, 0, 0, fp, 0);
-            }
-        }
-        sims_u64sort_free(all);
-        return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
-    }
-    rc =
-        sims_docs_each_by_id(st->s, st->snap, st->txn, r->so.memory_bytes / 4, single_from_file, m);
+    if (st->fp_only) /* every stored fingerprint, in order */
+        rc = sims_scan_each_stored_fp(st, &r->so, (size_t)(r->so.memory_bytes / 32),
+                                      single_stored_fp, m, NULL);
+    else
+        rc = sims_docs_each_by_id(st->s, st->snap, st->txn, r->so.memory_bytes / 4,
+                                  single_from_file, m);
     return rc ? rc : emit_members_before(m, NULL, 0, 0, 1);
 }
 
@@ -767,7 +754,7 @@ static int clusters_in_state(crun *r, simstore_cluster_fn fn, void *ctx,
     if (rc == 0 && can_spill(r) && g_force_spill)
         rc = start_spill(r);
     if (rc == 0)
-        rc = collect_edges(r, joined);
+        rc = sims_scan_pairs_each(joined, collect_edge, r);
     sims_recsort_free(joined);
     if (rc == 0 && !r->spill && !r->st->fp_only) {
         rc = sims_scan_each_shared_fp(r->st, note_shared, r);

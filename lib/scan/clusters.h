@@ -7,7 +7,6 @@
 #define SIMS_SCAN_CLUSTERS_H
 
 #include "scan/state.h"
-#include "sort/u64sort.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,12 +29,13 @@ typedef struct scan_reporter {
  * hand it to fn; returns fn's value. */
 int sims_scan_report(scan_reporter *p, const simstore_cluster_member *m);
 
-/* Every fingerprint in the segments of a fingerprint-only store, sorted,
- * once each, in *out (finished: read it with sims_u64sort_read), sorted in
- * runs of run_values values (16 bytes each) spilled to sims_scan_tmp_dir(so).
- * The caller frees *out, also on failure. */
-int sims_scan_sorted_fps(scan_state *st, const simstore_scan_options *so, size_t run_values,
-                         sims_u64sort **out);
+/* Every fingerprint in the segments of a fingerprint-only store, once
+ * each, in increasing order, handed to fn (its nonzero value stops and is
+ * returned); sorted in runs of run_values values (16 bytes each) spilled to
+ * sims_scan_tmp_dir(so), their number added to *spilled_runs when not NULL. */
+typedef int (*scan_fp_fn)(void *ctx, uint64_t fp);
+int sims_scan_each_stored_fp(scan_state *st, const simstore_scan_options *so, size_t run_values,
+                             scan_fp_fn fn, void *ctx, uint64_t *spilled_runs);
 
 /* ---- components by spilling (components.c) --------------------------------
  * The connected components of the live edges in bounded memory: every step

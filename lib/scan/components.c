@@ -29,7 +29,6 @@
 #include "common/error.h"
 #include "lmdb/records.h"
 #include "sort/recsort.h"
-#include "sort/u64sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -387,20 +386,17 @@ static int visit_every_fp(scan_spill *sp)
     return sims_docs_each_fp(st->s, st->snap, st->txn, st->walked, visit_live_fp, sp);
 }
 
+/* One fingerprint of a fingerprint-only store (visit_every_stored_fp). */
+static int visit_stored_fp(void *ctx, uint64_t fp)
+{
+    return visit_fp((scan_spill *)ctx, fp, 1, NULL, 0);
+}
+
 /* Every fingerprint of a fingerprint-only store (for the singletons). */
 static int visit_every_stored_fp(scan_spill *sp)
 {
-    sims_u64sort *all = NULL;
-    int rc = sims_scan_sorted_fps(sp->st, sp->so, (size_t)(sp->so->memory_bytes / 128), &all);
-    uint64_t buf[1024];
-    size_t n = 0;
-    while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n)
-        for (size_t i = 0; rc == 0 && i < n; i++)
-            rc = visit_fp(sp, buf[i], 1, NULL, 0);
-    if (all)
-        sp->stats.spilled_runs += sims_u64sort_spilled_runs(all);
-    sims_u64sort_free(all);
-    return rc;
+    return sims_scan_each_stored_fp(sp->st, sp->so, (size_t)(sp->so->memory_bytes / 128),
+                                    visit_stored_fp, sp, &sp->stats.spilled_runs);
 }
 
 /* The nodes in fingerprint order, merged with the store's fingerprints

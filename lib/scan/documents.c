@@ -9,7 +9,6 @@
 #include "common/error.h"
 #include "lmdb/records.h"
 #include "sort/recsort.h"
-#include "sort/u64sort.h"
 #include "table/table.h"
 
 #include <stdlib.h>
@@ -181,22 +180,14 @@ typedef struct exporter {
     sims_recsort *order; /* SIMSTORE_EXPORT_BY_INSERTION */
 } exporter;
 
-static int export_fps(exporter *e, const simstore_scan_options *o)
+/* One fingerprint of a fingerprint-only store, in order: a document. */
+static int export_fp(void *ctx, uint64_t fp)
 {
-    sims_u64sort *all = NULL;
-    int rc = sims_scan_sorted_fps(e->st, o, (size_t)(o->memory_bytes / 16), &all);
-    uint64_t buf[1024];
-    size_t n = 0;
-    while (rc == 0 && (rc = sims_u64sort_read(all, buf, 1024, &n)) == 0 && n) {
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            simstore_document d;
-            memset(&d, 0, sizeof d);
-            d.fp = buf[i];
-            rc = e->fn(e->ctx, &d);
-        }
-    }
-    sims_u64sort_free(all);
-    return rc;
+    exporter *e = (exporter *)ctx;
+    simstore_document d;
+    memset(&d, 0, sizeof d);
+    d.fp = fp;
+    return e->fn(e->ctx, &d);
 }
 
 /* By insertion: key = insertion number (big-endian) then the escaped id,
@@ -292,7 +283,7 @@ int simstore_export(simstore *s, const simstore_scan_options *opts, unsigned fla
         return rc;
     exporter e = {&st, fn, ctx, {NULL, 0}, NULL};
     if (rc == 0 && fp_only) {
-        rc = export_fps(&e, &o);
+        rc = sims_scan_each_stored_fp(&st, &o, (size_t)(o.memory_bytes / 16), export_fp, &e, NULL);
         goto done;
     }
     if (rc == 0 && (flags & SIMSTORE_EXPORT_BY_INSERTION))

@@ -85,24 +85,32 @@ static int charge(scan_joiner *j, size_t had, size_t want, size_t n)
     return 0;
 }
 
-static int reserve(scan_joiner *j, uint64_t **v, size_t *cap, size_t n)
+/* Room for `need` elements of `size` bytes in *v (*cap of them, doubled
+ * from `first`) for a group of n values, charged to the budget. */
+static int reserve_for(scan_joiner *j, void **v, size_t *cap, size_t need, size_t size,
+                       size_t first, size_t n)
 {
-    if (n <= *cap)
+    if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < n)
+    size_t c = *cap ? *cap : first;
+    while (c < need)
         c *= 2;
-    int rc = charge(j, *cap * sizeof **v, c * sizeof **v, n);
+    int rc = charge(j, *cap * size, c * size, n);
     if (rc)
         return rc;
-    uint64_t *g = realloc(*v, c * sizeof *g);
+    void *g = realloc(*v, c * size);
     if (!g) {
-        j->used -= (c - *cap) * sizeof *g;
+        j->used -= (c - *cap) * size;
         return sims_fail(SIMSTORE_ENOMEM, "out of memory for a prefix group of %zu values", n);
     }
     *v = g;
     *cap = c;
     return 0;
+}
+
+static int reserve(scan_joiner *j, uint64_t **v, size_t *cap, size_t n)
+{
+    return reserve_for(j, (void **)v, cap, n, sizeof **v, 256, n);
 }
 
 /* The differing bits e meet every mask: the pair belongs here. */
@@ -148,23 +156,16 @@ static inline size_t slot_of(uint64_t v, size_t mask)
     return (size_t)((v * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & mask;
 }
 
-static int hash_build(scan_joiner *j, const uint64_t *s, size_t n)
+/* The hash set of s[0..n), in the first *cap_out slots (a power of two). */
+static int hash_build(scan_joiner *j, const uint64_t *s, size_t n, size_t *cap_out)
 {
     size_t cap = 16;
     while (cap < 2 * n)
         cap *= 2;
-    if (cap > j->slot_cap) {
-        int rc = charge(j, j->slot_cap * sizeof *j->slots, cap * sizeof *j->slots, n);
-        if (rc)
-            return rc;
-        uint32_t *g = realloc(j->slots, cap * sizeof *g);
-        if (!g) {
-            j->used -= (cap - j->slot_cap) * sizeof *g;
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for a prefix group of %zu values", n);
-        }
-        j->slots = g;
-        j->slot_cap = cap;
-    }
+    *cap_out = cap;
+    int rc = reserve_for(j, (void **)&j->slots, &j->slot_cap, cap, sizeof *j->slots, 16, n);
+    if (rc)
+        return rc;
     memset(j->slots, 0, cap * sizeof *j->slots);
     for (size_t i = 0; i < n; i++) {
         size_t h = slot_of(s[i], cap - 1);
@@ -215,17 +216,13 @@ static int join_enumerate(scan_joiner *j, const uint64_t *s, size_t n, uint64_t 
 {
     if (n > UINT32_MAX - 1)
         return sims_fail(SIMSTORE_EFULL, "a prefix group of %zu values", n);
-    int rc = hash_build(j, s, n);
+    enum_state st = {s, 0, 0, 0};
+    int rc = hash_build(j, s, n, &st.cap);
     if (rc)
         return rc;
-    enum_state st = {s, 0, 0, 0};
     for (unsigned b = 0; b < 64; b++)
         if (free_bits >> b & 1)
             j->bitpos[st.nbits++] = (uint8_t)b;
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    st.cap = cap;
     for (size_t i = 0; i < n; i++) {
         st.x = s[i];
         rc = enum_flips(j, &st, 0, 0, j->k);

@@ -149,11 +149,13 @@ int sims_scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint6
     return sh.rc;
 }
 
-void sims_scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance)
+int sims_scan_pairs_each(sims_recsort *joined, scan_pair_fn fn, void *ctx)
 {
-    *a = be_load64(r->key);
-    *b = be_load64(r->key + 8);
-    *distance = r->val_len ? r->val[0] : 0;
+    sims_rec r;
+    int got, rc = 0;
+    while (rc == 0 && (got = sims_recsort_next(joined, &r)) == 1)
+        rc = fn(ctx, be_load64(r.key), be_load64(r.key + 8), r.val_len ? r.val[0] : 0);
+    return rc ? rc : got < 0 ? got : 0;
 }
 
 /* ---- a store's segments ------------------------------------------------- */

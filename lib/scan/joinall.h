@@ -37,8 +37,10 @@ int sims_scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint6
                        const scan_join_input *in, sims_recsort *out);
 
 /* The pair record: key = a, b (8 bytes each, big-endian: byte order is
- * numeric order), value = the distance (1 byte). */
-void sims_scan_pair_record_decode(const sims_rec *r, uint64_t *a, uint64_t *b, unsigned *distance);
+ * numeric order), value = the distance (1 byte). Read back from a finished
+ * sorter of them in order, each pair handed to fn: fn's nonzero value
+ * stops and is returned, else the sorter's error or 0. */
+int sims_scan_pairs_each(sims_recsort *joined, scan_pair_fn fn, void *ctx);
 
 /* The input of a store snapshot: table t of every segment, merged. */
 void sims_scan_store_input(scan_join_input *in, const simstore *s, const sims_snapshot *snap,

@@ -170,9 +170,7 @@ static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_
         return 0;
     const scan_doc *p = &x->docs[i], *q = &y->docs[j];
     const char *pid = x->ids + p->off, *qid = y->ids + q->off;
-    size_t n = p->len < q->len ? p->len : q->len;
-    int c = memcmp(pid, qid, n);
-    if (c > 0 || (c == 0 && p->len > q->len)) {
+    if (sims_id_cmp(pid, p->len, qid, q->len) > 0) {
         const scan_doc *td = p;
         p = q;
         q = td;
@@ -214,8 +212,9 @@ static int push_shared(void *ctx, uint64_t fp, uint64_t count)
 
 /* One pair of distinct fingerprints from the join: skipped when either has
  * no document (dead), else its document pairs or its counts. */
-static int push_joined(pairs_run *r, uint64_t a, uint64_t b, unsigned d)
+static int push_joined(void *ctx, uint64_t a, uint64_t b, unsigned d)
 {
+    pairs_run *r = (pairs_run *)ctx;
     if (r->st->fp_only)
         return push_fp_pair(r, a, b, d, 1, 1);
     int rc;
@@ -294,16 +293,8 @@ static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsign
         rc = sims_scan_each_shared_fp(st, push_shared, &r);
     if (rc == 0 && o->progress)
         o->progress(o->progress_ctx, "reading documents", 0, sims_recsort_count(joined));
-    sims_rec rec;
-    int got = 0;
-    while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
-        uint64_t a, b;
-        unsigned d;
-        sims_scan_pair_record_decode(&rec, &a, &b, &d);
-        rc = push_joined(&r, a, b, d);
-    }
-    if (rc == 0 && got < 0)
-        rc = got;
+    if (rc == 0)
+        rc = sims_scan_pairs_each(joined, push_joined, &r);
     sims_recsort_free(joined);
     if (rc == 0)
         rc = sims_recsort_finish(r.out, (size_t)(o->memory_bytes / 4));
@@ -377,16 +368,8 @@ int simstore_join_fingerprints(const uint64_t *fps, size_t n, unsigned k,
     }
     if (rc == 0)
         rc = sims_recsort_finish(joined, (size_t)(o.memory_bytes / 2));
-    sims_rec rec;
-    int got = 0;
-    while (rc == 0 && (got = sims_recsort_next(joined, &rec)) == 1) {
-        uint64_t a, b;
-        unsigned dist;
-        sims_scan_pair_record_decode(&rec, &a, &b, &dist);
-        rc = fn(ctx, a, b, dist);
-    }
-    if (rc == 0 && got < 0)
-        rc = got;
+    if (rc == 0)
+        rc = sims_scan_pairs_each(joined, fn, ctx);
     sims_recsort_free(joined);
     free(d);
     return rc;

@@ -14,7 +14,7 @@ const char *sims_scan_tmp_dir(const simstore_scan_options *o);
 int sims_scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_recsort **out);
 
 /* Join the state's tables at o->k into *joined (finished: read it with
- * sims_recsort_next; pair records of joinall.h), dead fingerprints
+ * sims_scan_pairs_each, joinall.h), dead fingerprints
  * included. With o->k above the store's design, the distinct fingerprints
  * are joined in memory under a design for o->k instead (the same pairs),
  * within half of o->memory_bytes (SIMSTORE_EFULL, saying what it needs,

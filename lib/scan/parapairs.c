@@ -114,10 +114,7 @@ static int find_doc(const pp_state *p, const char *id, size_t len, uint32_t *out
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const pdoc *d = &p->docs[mid];
-        size_t n = d->id_len < len ? d->id_len : len;
-        int c = memcmp(p->ids + d->id_off, id, n);
-        if (c == 0)
-            c = (d->id_len > len) - (d->id_len < len);
+        int c = sims_id_cmp(p->ids + d->id_off, d->id_len, id, len);
         if (c == 0) {
             *out = (uint32_t)mid;
             return 1;

@@ -161,16 +161,7 @@ static int docs_add(scan_state *st, uint64_t fp, const MDB_val *id, int with_met
     if (rc)
         return sims_mdb_fail(rc, "read docs");
     sims_doc_record rec;
-    rc = sims_doc_record_decode((const uint8_t *)id->mv_data, id->mv_size,
-                                (const uint8_t *)val.mv_data, val.mv_size, &rec);
-    if (rc)
-        return sims_fail_context(rc, "%s: document '%.*s'", path, (int)id->mv_size,
-                                 (const char *)id->mv_data);
-    if (rec.fp != fp)
-        return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
-                            path, (int)id->mv_size, (const char *)id->mv_data,
-                            (unsigned long long)rec.fp, (unsigned long long)fp);
-    rc = sims_check_doc_sketch(st->s, &rec, (const char *)id->mv_data, id->mv_size);
+    rc = sims_doc_record_of_fp(st->s, id->mv_data, id->mv_size, val.mv_data, val.mv_size, fp, &rec);
     return rc ? rc : docs_append(st, id, &rec, with_meta, d);
 }
 
@@ -261,9 +252,15 @@ static int file_doc(void *ctx, const docfile_doc *fd)
     return hand_over(f, docs_append(f->st, &id, &rec, f->with_meta, f->d));
 }
 
-static int file_docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, scan_doc_fn fn,
-                          void *ctx, uint64_t *visited)
+/* Read fp's documents into d: all of them (fn NULL), or one at a time,
+ * each handed to fn and then dropped. */
+static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, scan_doc_fn fn,
+                     void *ctx, uint64_t *visited)
 {
+    d->fp = fp;
+    d->valid = 0;
+    d->count = 0;
+    d->ids_len = 0;
     file_read f = {st, fp, d, with_meta, fn, ctx, 0, MDB_NOTFOUND, {0, NULL}, {0, NULL}};
     uint8_t kb[8];
     be_store64(kb, fp);
@@ -283,18 +280,6 @@ static int file_docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs 
         *visited = f.n;
     d->valid = fn == NULL;
     return 0;
-}
-
-/* Read fp's documents into d: all of them (fn NULL), or one at a time,
- * each handed to fn and then dropped. */
-static int docs_read(scan_state *st, uint64_t fp, int with_meta, scan_docs *d, scan_doc_fn fn,
-                     void *ctx, uint64_t *visited)
-{
-    d->fp = fp;
-    d->valid = 0;
-    d->count = 0;
-    d->ids_len = 0;
-    return file_docs_read(st, fp, with_meta, d, fn, ctx, visited);
 }
 
 int sims_scan_docs_load(scan_state *st, uint64_t fp, int with_meta, scan_docs *d)

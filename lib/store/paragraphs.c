@@ -39,10 +39,7 @@ struct sims_para_buffers {
     size_t arena_len, arena_cap;
     simstore_paragraph_match *matches;
     size_t match_len, match_cap;
-    const sims_permuter *permuter;
-    int grow_failed;
-    uint64_t *masks; /* beyond the design's k: a table's prefix masks */
-    size_t mask_cap;
+    sims_prober pr; /* the table being probed, its prefix masks */
 };
 
 void sims_para_buffers_free(sims_para_buffers *p)
@@ -55,20 +52,14 @@ void sims_para_buffers_free(sims_para_buffers *p)
     free(p->hits);
     free(p->arena);
     free(p->matches);
-    free(p->masks);
+    free(p->pr.masks);
     free(p);
-}
-
-static int cmp_ids(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-    return c ? c : (alen > blen) - (alen < blen);
 }
 
 static int cmp_hit(const void *a, const void *b)
 {
     const hit *x = (const hit *)a, *y = (const hit *)b;
-    int c = cmp_ids(x->id, x->id_len, y->id, y->id_len);
+    int c = sims_id_cmp(x->id, x->id_len, y->id, y->id_len);
     if (c)
         return c;
     if (x->query != y->query)
@@ -81,7 +72,7 @@ int simstore_paragraph_match_cmp(const void *a, const void *b)
     const simstore_paragraph_match *x = a, *y = b;
     if (x->shared != y->shared)
         return x->shared > y->shared ? -1 : 1;
-    return cmp_ids(x->id, x->id_len, y->id, y->id_len);
+    return sims_id_cmp(x->id, x->id_len, y->id, y->id_len);
 }
 
 static int collect(void *ctx, uint64_t permuted)
@@ -89,10 +80,10 @@ static int collect(void *ctx, uint64_t permuted)
     sims_para_buffers *p = (sims_para_buffers *)ctx;
     if (p->cand_len == p->cand_cap &&
         sims_grow16((void **)&p->cand, &p->cand_cap, p->cand_len + 1, sizeof *p->cand)) {
-        p->grow_failed = 1;
+        p->pr.grow_failed = 1;
         return 1;
     }
-    p->cand[p->cand_len++] = sims_unpermute(p->permuter, permuted);
+    p->cand[p->cand_len++] = sims_unpermute(p->pr.permuter, permuted);
     return 0;
 }
 
@@ -125,12 +116,20 @@ static int read_record(simstore *s, const sims_snapshot *snap, MDB_txn *txn, con
     return rc;
 }
 
+/* The state a pfps lookup reads (check_neighbour's context). */
+typedef struct pfps_read {
+    simstore *s;
+    const sims_snapshot *snap;
+    MDB_txn *txn;
+} pfps_read;
+
 /* A pfps entry next to a paragraph fingerprint the tables hold but pfps
  * does not (format/store.md, "Trusting LMDB", as for fps): its document
  * must list its key, or the key was damaged. */
-static int check_neighbour(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int rc,
-                           const MDB_val *key, const MDB_val *val)
+static int check_neighbour(void *ctx, int rc, const MDB_val *key, const MDB_val *val)
 {
+    const pfps_read *r = (const pfps_read *)ctx;
+    simstore *s = r->s;
     if (rc == MDB_NOTFOUND)
         return SIMSTORE_OK;
     if (rc)
@@ -139,7 +138,7 @@ static int check_neighbour(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
         return SIMS_CORRUPT("%s: pfps entry of a %zu-byte key and a %zu-byte id", s->path,
                             key->mv_size, val->mv_size);
     sims_doc_found found;
-    rc = read_record(s, snap, txn, val->mv_data, val->mv_size, &found);
+    rc = read_record(s, r->snap, r->txn, val->mv_data, val->mv_size, &found);
     if (rc)
         return rc;
     uint64_t kfp = be_load64(key->mv_data);
@@ -164,29 +163,8 @@ static int lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, MDB_curs
     rc = mdb_cursor_get(cur, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND) {
         /* Dead (its documents deleted), unless a damaged key. */
-        rc = sims_env_check(&s->env, txn, s->env.pfps, kb, 8, SIMS_LMDB_READ_AROUND);
-        if (rc)
-            return rc;
-        key.mv_size = 8;
-        key.mv_data = kb;
-        int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-        rc = check_neighbour(s, snap, txn, after, &key, &val);
-        if (rc == SIMSTORE_OK && after == 0 && key.mv_size == 8 && be_load64(key.mv_data) <= pfp)
-            rc = SIMS_CORRUPT("%s: pfps has no key %016llx, but its key after it is %016llx (a "
-                              "damaged branch page)",
-                              s->path, (unsigned long long)pfp,
-                              (unsigned long long)be_load64(key.mv_data));
-        if (rc)
-            return rc;
-        int before =
-            mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-        rc = check_neighbour(s, snap, txn, before, &key, &val);
-        if (rc == SIMSTORE_OK && before == 0 && key.mv_size == 8 && be_load64(key.mv_data) >= pfp)
-            rc = SIMS_CORRUPT("%s: pfps has no key %016llx, but its key before it is %016llx (a "
-                              "damaged branch page)",
-                              s->path, (unsigned long long)pfp,
-                              (unsigned long long)be_load64(key.mv_data));
-        return rc;
+        pfps_read r = {s, snap, txn};
+        return sims_check_fp_absent(s, txn, s->env.pfps, cur, "pfps", pfp, check_neighbour, &r);
     }
     while (rc == 0) {
         if (val.mv_size == 0 || val.mv_size > SIMSTORE_MAX_ID_BYTES)
@@ -292,31 +270,9 @@ static int para_once(void *ctx)
     for (size_t j = 0; j < a->nq && rc == SIMSTORE_OK; j++) {
         uint64_t fp = p->qfps[j];
         p->cand_len = 0;
-        p->grow_failed = 0;
-        for (uint32_t t = 0; t < d->n_tables && rc == SIMSTORE_OK; t++) {
-            size_t nm =
-                sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
-            if (nm > p->mask_cap) {
-                if (sims_grow16((void **)&p->masks, &p->mask_cap, nm, sizeof *p->masks)) {
-                    rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph probes");
-                    break;
-                }
-                sims_design_prefix_masks(d->tables[t].prefix_bits, flips, p->masks, p->mask_cap);
-            }
-            uint64_t lo, hi;
-            sims_design_probe(d, t, fp, &lo, &hi);
-            p->permuter = &d->tables[t].permuter;
-            uint64_t pq = sims_permute(p->permuter, fp);
-            for (uint32_t i = 0; i < snap->para_segment_count && rc == SIMSTORE_OK; i++) {
-                const sims_segment *seg = snap->para_segments[i];
-                for (size_t m = 0; m < nm && rc == SIMSTORE_OK; m++) {
-                    rc = sims_table_reader_search(seg->tables[t], lo ^ p->masks[m],
-                                                  hi ^ p->masks[m], pq, a->k, collect, p);
-                    if (p->grow_failed)
-                        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for paragraph candidates");
-                }
-            }
-        }
+        p->pr.grow_failed = 0;
+        rc = sims_probe_near(&p->pr, d, snap->para_segments, snap->para_segment_count, fp, a->k,
+                             flips, collect, p, "paragraph");
         if (rc)
             break;
         /* Found by several tables, and by several segments: once each. */

@@ -38,20 +38,13 @@ struct simstore_query {
     char *arena;
     size_t arena_len;
     size_t arena_cap;
-    const sims_permuter *permuter; /* of the table being probed */
-    int grow_failed;
-    size_t *meta_offs; /* per match, with SIMSTORE_QUERY_WITH_META */
-    size_t meta_cap;
-    size_t *sketch_offs; /* per match: its sketch in the arena, + 1; 0: none */
-    size_t sketch_cap;
+    sims_prober pr;     /* the table being probed, its prefix masks */
     uint8_t *from_file; /* per match: 1 when read (and attached) from a document file */
     size_t from_file_cap;
     const uint8_t *query_sketch; /* of the query being answered, or NULL */
     uint8_t query_sketch_buf[SIMSTORE_SKETCH_MAX_BYTES];
     sims_para_buffers *para;   /* paragraph queries' (paragraphs.c), or NULL */
     const sims_snapshot *snap; /* the state being answered from, while it is */
-    uint64_t *masks;           /* beyond the design's k: a table's prefix masks */
-    size_t mask_cap;
 };
 
 simstore *sims_query_store(const simstore_query *q)
@@ -112,9 +105,7 @@ void simstore_query_free(simstore_query *q)
         mdb_txn_abort(q->txn);
     sims_para_buffers_free(q->para);
     free(q->probes);
-    free(q->masks);
-    free(q->meta_offs);
-    free(q->sketch_offs);
+    free(q->pr.masks);
     free(q->from_file);
     free(q->cand);
     free(q->matches);
@@ -126,7 +117,7 @@ static int add_candidate(simstore_query *q, const sims_permuter *permuter, uint6
 {
     if (q->cand_len == q->cand_cap &&
         sims_grow16((void **)&q->cand, &q->cand_cap, q->cand_len + 1, sizeof *q->cand)) {
-        q->grow_failed = 1;
+        q->pr.grow_failed = 1;
         return 1;
     }
     q->cand[q->cand_len++] = sims_unpermute(permuter, permuted);
@@ -136,7 +127,7 @@ static int add_candidate(simstore_query *q, const sims_permuter *permuter, uint6
 static int collect_candidate(void *ctx, uint64_t permuted)
 {
     simstore_query *q = (simstore_query *)ctx;
-    return add_candidate(q, q->permuter, permuted);
+    return add_candidate(q, q->pr.permuter, permuted);
 }
 
 /* collect_candidate for one probe of probe_design (ctx: the probe). */
@@ -155,14 +146,9 @@ int sims_match_cmp(const void *a, const void *b)
     const simstore_match *x = (const simstore_match *)a, *y = (const simstore_match *)b;
     if (x->distance != y->distance)
         return x->distance < y->distance ? -1 : 1;
-    if (x->id && y->id) {
-        size_t n = x->id_len < y->id_len ? x->id_len : y->id_len;
-        int c = memcmp(x->id, y->id, n);
-        if (c)
-            return c;
-        if (x->id_len != y->id_len)
-            return x->id_len < y->id_len ? -1 : 1;
-    }
+    int c = x->id && y->id ? sims_id_cmp(x->id, x->id_len, y->id, y->id_len) : 0;
+    if (c)
+        return c;
     return (x->fp > y->fp) - (x->fp < y->fp);
 }
 
@@ -184,7 +170,8 @@ static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_i
     q->from_file[q->match_len] = 0;
     simstore_match *m = &q->matches[q->match_len++];
     memset(m, 0, sizeof *m);
-    /* Offsets now, pointers once the arena stops moving. */
+    /* Offsets now, pointers once the arena stops moving
+     * (sims_matches_point_into; the metadata and the sketch too). */
     m->id = has_id ? (const char *)(uintptr_t)(id_off + 1) : NULL;
     m->id_len = id_len;
     m->fp = fp;
@@ -200,8 +187,9 @@ static int push_match(simstore_query *q, size_t id_off, size_t id_len, int has_i
  * damaged key still sits where fp would be: the first key after fp or the
  * last one before it. A key whose document records another fingerprint
  * gives it away; a deletion leaves both neighbours consistent. */
-static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const MDB_val *val)
+static int check_neighbour(void *ctx, int rc, const MDB_val *key, const MDB_val *val)
 {
+    simstore_query *q = (simstore_query *)ctx;
     simstore *s = q->store;
     if (rc == MDB_NOTFOUND)
         return SIMSTORE_OK;
@@ -240,38 +228,38 @@ static int check_neighbour(simstore_query *q, int rc, const MDB_val *key, const 
  * from MDB_PREV_NODUP, or at or before it from MDB_SET_RANGE, means the
  * search for fp was sent down the wrong branch (a damaged separator the
  * lazy checks of one path cannot see: format/store.md, "Trusting LMDB"). */
-static int check_side(simstore_query *q, int rc, const MDB_val *key, uint64_t fp, int after)
+static int check_side(const simstore *s, const char *name, int rc, const MDB_val *key, uint64_t fp,
+                      int after)
 {
     if (rc || key->mv_size != 8)
         return SIMSTORE_OK;
     uint64_t kfp = be_load64(key->mv_data);
     if (after ? kfp > fp : kfp < fp)
         return SIMSTORE_OK;
-    return SIMS_CORRUPT("%s: fps has no key %016llx, but its key %s it is %016llx (a damaged "
+    return SIMS_CORRUPT("%s: %s has no key %016llx, but its key %s it is %016llx (a damaged "
                         "branch page)",
-                        q->store->path, (unsigned long long)fp, after ? "after" : "before",
+                        s->path, name, (unsigned long long)fp, after ? "after" : "before",
                         (unsigned long long)kfp);
 }
 
-static int check_missing(simstore_query *q, uint64_t fp)
+int sims_check_fp_absent(simstore *s, MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur, const char *name,
+                         uint64_t fp, sims_neighbour_fn neighbour, void *ctx)
 {
-    simstore *s = q->store;
     uint8_t keybuf[8];
     be_store64(keybuf, fp);
-    int rc = sims_env_check(&s->env, q->txn, s->env.fps, keybuf, 8, SIMS_LMDB_READ_AROUND);
+    int rc = sims_env_check(&s->env, txn, dbi, keybuf, 8, SIMS_LMDB_READ_AROUND);
     if (rc)
         return rc;
     MDB_val key = {8, keybuf}, val;
-    int after = mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_RANGE);
-    rc = check_neighbour(q, after, &key, &val);
+    int after = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    rc = neighbour(ctx, after, &key, &val);
     if (rc == SIMSTORE_OK)
-        rc = check_side(q, after, &key, fp, 1);
+        rc = check_side(s, name, after, &key, fp, 1);
     if (rc)
         return rc;
-    int before = mdb_cursor_get(q->fps_cursor, &key, &val,
-                                after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
-    rc = check_neighbour(q, before, &key, &val);
-    return rc ? rc : check_side(q, before, &key, fp, 0);
+    int before = mdb_cursor_get(cur, &key, &val, after == MDB_NOTFOUND ? MDB_LAST : MDB_PREV_NODUP);
+    rc = neighbour(ctx, before, &key, &val);
+    return rc ? rc : check_side(s, name, before, &key, fp, 0);
 }
 
 /* One document id of fingerprint fp, as fps lists it: a match. */
@@ -308,7 +296,8 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
         return rc;
     rc = done ? MDB_NOTFOUND : mdb_cursor_get(q->fps_cursor, &key, &val, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND)
-        return check_missing(q, fp); /* deleted, unless a damaged key */
+        return sims_check_fp_absent(s, q->txn, s->env.fps, q->fps_cursor, "fps", fp,
+                                    check_neighbour, q); /* deleted, unless a damaged key */
     while (rc == 0) {
         int e = put_id(&sink, (const uint8_t *)val.mv_data, val.mv_size);
         if (e)
@@ -322,24 +311,54 @@ static int lookup_documents(simstore_query *q, uint64_t fp, unsigned distance)
 typedef struct record_sink {
     simstore_query *q;
     simstore_match *m;
-    size_t *meta_off;
-    size_t *sketch_off;
+    int with_meta;
 } record_sink;
 
 static int attach_record(void *ctx, const uint8_t *value, size_t len);
 
+/* A document's fields onto match m, from its record in docs (attach_record)
+ * or its document file (put_docfile_doc): its flags and insertion number;
+ * its sketch (when it has one) copied out, its arena offset + 1 in
+ * m->sketch, and its similarity to the query's estimated; its metadata
+ * (when meta is not NULL: q's flags ask for it) copied out the same way
+ * (sims_matches_point_into makes both pointers). */
+static int attach_fields(simstore_query *q, simstore_match *m, int int_id, uint64_t insertion,
+                         const uint8_t *sketch, const uint8_t *meta, size_t meta_len)
+{
+    simstore *s = q->store;
+    size_t off;
+    m->flags = int_id ? SIMSTORE_MATCH_INTEGER_ID : 0;
+    m->insertion = insertion;
+    if (sketch) {
+        m->similarity = q->query_sketch
+                            ? simstore_sketch_similarity(s->text.sketch, q->query_sketch, sketch)
+                            : SIMSTORE_SIMILARITY_UNKNOWN;
+        /* A record borrows LMDB's page, which the arena cannot move. */
+        int rc = arena_put(q, sketch, simstore_sketch_bytes(s->text.sketch), &off);
+        if (rc)
+            return rc;
+        m->sketch = (const uint8_t *)(uintptr_t)(off + 1);
+    }
+    if (meta) {
+        /* Copied out before the arena moves (match m's id key points into it). */
+        int rc = arena_put(q, meta, meta_len, &off);
+        if (rc)
+            return rc;
+        m->meta_len = meta_len;
+        m->meta = (const char *)(uintptr_t)(off + 1);
+    }
+    return SIMSTORE_OK;
+}
+
 /* Check match m against its document record: its fingerprint, and its
- * sketch's kind against the store's; copy the sketch out (to *sketch_off)
- * and estimate the similarity to the query's; with meta_off, also copy the
- * metadata out. */
-static int attach_meta(simstore_query *q, simstore_match *m, size_t *meta_off, size_t *sketch_off)
+ * sketch's kind against the store's; copy the sketch out (its arena offset
+ * + 1 in m->sketch) and estimate the similarity to the query's; with
+ * with_meta, also copy the metadata out (m->meta, the same way). */
+static int attach_meta(simstore_query *q, simstore_match *m, int with_meta)
 {
     simstore *s = q->store;
     MDB_val key = {m->id_len, (void *)(q->arena + (uintptr_t)m->id - 1)}, val;
-    if (meta_off)
-        *meta_off = 0;
-    *sketch_off = 0;
-    record_sink sink = {q, m, meta_off, sketch_off};
+    record_sink sink = {q, m, with_meta};
     int done, found;
     /* With lazy checks, the record comes from the pages just checked. */
     int rc = sims_env_check_read(&s->env, q->txn, s->env.docs, key.mv_data, key.mv_size,
@@ -361,47 +380,26 @@ static int attach_record(void *ctx, const uint8_t *value, size_t len)
 {
     record_sink *sink = (record_sink *)ctx;
     simstore_query *q = sink->q;
-    simstore *s = q->store;
     simstore_match *m = sink->m;
-    size_t *meta_off = sink->meta_off, *sketch_off = sink->sketch_off;
-    MDB_val key = {m->id_len, (void *)(q->arena + (uintptr_t)m->id - 1)};
-    MDB_val val = {len, (void *)value};
+    const char *id = q->arena + (uintptr_t)m->id - 1;
     sims_doc_record rec;
-    int rc = sims_doc_record_decode((const uint8_t *)key.mv_data, key.mv_size,
-                                    (const uint8_t *)val.mv_data, val.mv_size, &rec);
+    int rc = sims_doc_record_of_fp(q->store, id, m->id_len, value, len, m->fp, &rec);
+    return rc ? rc
+              : attach_fields(q, m, rec.flags & SIMS_DOC_FLAG_INTEGER_ID, rec.insertion, rec.sketch,
+                              sink->with_meta ? rec.meta : NULL, rec.meta_len);
+}
+
+int sims_doc_record_of_fp(const simstore *s, const void *id, size_t id_len, const void *value,
+                          size_t len, uint64_t fp, sims_doc_record *rec)
+{
+    int rc = sims_doc_record_decode((const uint8_t *)id, id_len, (const uint8_t *)value, len, rec);
     if (rc)
-        return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)m->id_len,
-                                 (const char *)key.mv_data);
-    if (rec.fp != m->fp)
+        return sims_fail_context(rc, "%s: document '%.*s'", s->path, (int)id_len, (const char *)id);
+    if (rec->fp != fp)
         return SIMS_CORRUPT("%s: document '%.*s' has fingerprint %016llx in docs, %016llx in fps",
-                            s->path, (int)m->id_len, (const char *)key.mv_data,
-                            (unsigned long long)rec.fp, (unsigned long long)m->fp);
-    m->flags = (rec.flags & SIMS_DOC_FLAG_INTEGER_ID) ? SIMSTORE_MATCH_INTEGER_ID : 0;
-    m->insertion = rec.insertion;
-    rc = sims_check_doc_sketch(s, &rec, (const char *)key.mv_data, key.mv_size);
-    if (rc)
-        return rc;
-    if (rec.sketch) {
-        m->similarity = q->query_sketch ? simstore_sketch_similarity(s->text.sketch,
-                                                                     q->query_sketch, rec.sketch)
-                                        : SIMSTORE_SIMILARITY_UNKNOWN;
-        size_t off;
-        /* The record borrows LMDB's page, which the arena cannot move. */
-        rc = arena_put(q, rec.sketch, simstore_sketch_bytes(s->text.sketch), &off);
-        if (rc)
-            return rc;
-        *sketch_off = off + 1;
-    }
-    if (rec.meta && meta_off) {
-        size_t off;
-        /* The key pointer may move with the arena: copy it out first. */
-        rc = arena_put(q, rec.meta, rec.meta_len, &off);
-        if (rc)
-            return rc;
-        m->meta_len = rec.meta_len;
-        *meta_off = off + 1;
-    }
-    return SIMSTORE_OK;
+                            s->path, (int)id_len, (const char *)id, (unsigned long long)rec->fp,
+                            (unsigned long long)fp);
+    return sims_check_doc_sketch(s, rec, (const char *)id, id_len);
 }
 
 /* Sort small arrays by insertion (the usual case: a handful of candidates
@@ -422,32 +420,32 @@ static void sort_small(void *base, size_t n, size_t size, int (*cmp)(const void 
     }
 }
 
-/* Phase 1 for a distance above the design's k (format/design.md, "Beyond
- * k"): some table's prefix has at most `flips` bits flipped, so every
- * prefix within that many bits of the query's is probed in every table. */
-static int probe_beyond(simstore_query *q, const sims_snapshot *snap, uint64_t fp, unsigned k,
-                        unsigned flips)
+int sims_probe_near(sims_prober *pr, const sims_design *d, sims_segment *const *segs, uint32_t n,
+                    uint64_t fp, unsigned k, unsigned flips, int (*emit)(void *ctx, uint64_t value),
+                    void *ctx, const char *what)
 {
-    const sims_design *d = q->store->design;
+    /* Above the design's k (format/design.md, "Beyond k"): some table's
+     * prefix has at most `flips` bits flipped, so every prefix within that
+     * many bits of the query's is probed in every table. */
     for (uint32_t t = 0; t < d->n_tables; t++) {
         unsigned p = d->tables[t].prefix_bits;
-        size_t n = sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
-        if (n > q->mask_cap) {
-            if (sims_grow16((void **)&q->masks, &q->mask_cap, n, sizeof *q->masks))
-                return sims_fail(SIMSTORE_ENOMEM, "out of memory for query probes");
-            sims_design_prefix_masks(p, flips, q->masks, q->mask_cap);
+        size_t nm = sims_design_prefix_masks(p, flips, pr->masks, pr->mask_cap);
+        if (nm > pr->mask_cap) {
+            if (sims_grow16((void **)&pr->masks, &pr->mask_cap, nm, sizeof *pr->masks))
+                return sims_fail(SIMSTORE_ENOMEM, "out of memory for %s probes", what);
+            sims_design_prefix_masks(p, flips, pr->masks, pr->mask_cap);
         }
         uint64_t lo, hi;
         sims_design_probe(d, t, fp, &lo, &hi);
-        q->permuter = &d->tables[t].permuter;
-        uint64_t pq = sims_permute(q->permuter, fp);
-        for (uint32_t i = 0; i < snap->segment_count; i++) {
-            const table_reader *r = snap->segments[i]->tables[t];
-            for (size_t j = 0; j < n; j++) {
-                int rc = sims_table_reader_search(r, lo ^ q->masks[j], hi ^ q->masks[j], pq, k,
-                                                  collect_candidate, q);
-                if (q->grow_failed)
-                    return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
+        pr->permuter = &d->tables[t].permuter;
+        uint64_t pq = sims_permute(pr->permuter, fp);
+        for (uint32_t i = 0; i < n; i++) {
+            const table_reader *r = segs[i]->tables[t];
+            for (size_t j = 0; j < nm; j++) {
+                int rc = sims_table_reader_search(r, lo ^ pr->masks[j], hi ^ pr->masks[j], pq, k,
+                                                  emit, ctx);
+                if (pr->grow_failed)
+                    return sims_fail(SIMSTORE_ENOMEM, "out of memory for %s candidates", what);
                 if (rc)
                     return rc;
             }
@@ -507,7 +505,7 @@ static int probe_design(simstore_query *q, const sims_snapshot *snap, uint64_t f
                          : sims_table_reader_search_from(tp[0].r, &tp[0].at, tp[0].lo, tp[0].hi,
                                                          tp[0].q, k, collect_probed, tp[0].ctx);
             held = 0;
-            if (q->grow_failed)
+            if (q->pr.grow_failed)
                 return sims_fail(SIMSTORE_ENOMEM, "out of memory for query candidates");
             if (rc)
                 return rc;
@@ -528,9 +526,12 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
     q->cand_len = 0;
     q->match_len = 0;
     q->arena_len = 0;
-    q->grow_failed = 0;
-    unsigned flips = sims_design_prefix_flips(q->store->design, k);
-    int rc = flips ? probe_beyond(q, snap, fp, k, flips) : probe_design(q, snap, fp, k);
+    q->pr.grow_failed = 0;
+    const sims_design *d = q->store->design;
+    unsigned flips = sims_design_prefix_flips(d, k);
+    int rc = flips ? sims_probe_near(&q->pr, d, snap->segments, snap->segment_count, fp, k, flips,
+                                     collect_candidate, q, "query")
+                   : probe_design(q, snap, fp, k);
     if (rc)
         return rc;
     /* A fingerprint is found by every table whose prefix it shares with the
@@ -548,7 +549,6 @@ static int probe_candidates(simstore_query *q, const sims_snapshot *snap, uint64
 
 /* Phase 2: the candidates' documents (inside q->txn for a store of
  * documents), checked, sorted; then the answer's pointers. */
-static int finish_matches(simstore_query *q, int with_meta, int fp_only);
 
 /* One document of a candidate from the document file: a match, with its
  * record's fields attached as attach_record attaches docs' (the file's
@@ -574,36 +574,9 @@ static int put_docfile_doc(void *ctx, const docfile_doc *d)
         rc = push_match(q, off, d->id_len, 1, k->fp, k->distance);
     if (rc)
         return rc;
-    size_t i = q->match_len - 1;
-    q->from_file[i] = 1;
-    if ((k->with_meta &&
-         sims_grow16((void **)&q->meta_offs, &q->meta_cap, q->match_len, sizeof *q->meta_offs)) ||
-        sims_grow16((void **)&q->sketch_offs, &q->sketch_cap, q->match_len, sizeof *q->sketch_offs))
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-    simstore_match *m = &q->matches[i];
-    m->flags = d->id_is_int ? SIMSTORE_MATCH_INTEGER_ID : 0;
-    m->insertion = d->insertion;
-    q->sketch_offs[i] = 0;
-    if (d->sketch) {
-        m->similarity = q->query_sketch
-                            ? simstore_sketch_similarity(s->text.sketch, q->query_sketch, d->sketch)
-                            : SIMSTORE_SIMILARITY_UNKNOWN;
-        rc = arena_put(q, d->sketch, simstore_sketch_bytes(s->text.sketch), &off);
-        if (rc)
-            return rc;
-        q->sketch_offs[i] = off + 1;
-    }
-    if (k->with_meta) {
-        q->meta_offs[i] = 0;
-        if (d->meta) {
-            rc = arena_put(q, d->meta, d->meta_len, &off);
-            if (rc)
-                return rc;
-            m->meta_len = d->meta_len;
-            q->meta_offs[i] = off + 1;
-        }
-    }
-    return SIMSTORE_OK;
+    q->from_file[q->match_len - 1] = 1;
+    return attach_fields(q, &q->matches[q->match_len - 1], d->id_is_int, d->insertion, d->sketch,
+                         k->with_meta ? d->meta : NULL, d->meta_len);
 }
 
 /* The candidates' documents from the store's document file (those docs
@@ -645,37 +618,15 @@ static int resolve_candidates(simstore_query *q, uint64_t fp)
      * checksummed document record, whose fingerprint must match, so that a
      * damaged id in fps (LMDB keeps no checksums) is an error, never a wrong
      * answer. One lookup per match; matches are rare. */
-    if (with_meta && sims_grow16((void **)&q->meta_offs, &q->meta_cap,
-                                 q->match_len ? q->match_len : 1, sizeof *q->meta_offs))
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-    if (!fp_only && sims_grow16((void **)&q->sketch_offs, &q->sketch_cap,
-                                q->match_len ? q->match_len : 1, sizeof *q->sketch_offs))
-        return sims_fail(SIMSTORE_ENOMEM, "out of memory for query results");
-    if (!fp_only) {
-        for (size_t i = 0; i < q->match_len; i++) {
-            if (q->from_file[i])
-                continue; /* attached as it was read */
-            rc = attach_meta(q, &q->matches[i], with_meta ? &q->meta_offs[i] : NULL,
-                             &q->sketch_offs[i]);
-            if (rc)
-                return rc;
-        }
+    for (size_t i = 0; i < q->match_len && !fp_only; i++) {
+        if (q->from_file[i])
+            continue; /* attached as it was read */
+        rc = attach_meta(q, &q->matches[i], with_meta);
+        if (rc)
+            return rc;
     }
-    return finish_matches(q, with_meta, fp_only);
-}
-
-/* The arena is final: offsets become pointers; the matches are sorted. */
-static int finish_matches(simstore_query *q, int with_meta, int fp_only)
-{
-    for (size_t i = 0; i < q->match_len; i++) {
-        simstore_match *m = &q->matches[i];
-        if (m->id)
-            m->id = q->arena + ((uintptr_t)m->id - 1);
-        if (with_meta && q->meta_offs[i])
-            m->meta = q->arena + (q->meta_offs[i] - 1);
-        if (!fp_only && q->sketch_offs[i])
-            m->sketch = (const uint8_t *)q->arena + (q->sketch_offs[i] - 1);
-    }
+    /* The arena is final: offsets become pointers; the matches are sorted. */
+    sims_matches_point_into(q->matches, q->match_len, q->arena);
     sort_small(q->matches, q->match_len, sizeof *q->matches, sims_match_cmp);
     return SIMSTORE_OK;
 }
@@ -851,10 +802,7 @@ static int check_doc_side(simstore *s, int mrc, const MDB_val *key, const MDB_va
         return SIMSTORE_OK;
     if (mrc)
         return sims_mdb_fail(mrc, "read docs");
-    size_t n = key->mv_size < id_len ? key->mv_size : id_len;
-    int c = memcmp(key->mv_data, id, n);
-    if (!c)
-        c = key->mv_size < id_len ? -1 : key->mv_size > id_len;
+    int c = sims_id_cmp(key->mv_data, key->mv_size, id, id_len);
     if (after ? c <= 0 : c >= 0)
         return SIMS_CORRUPT("%s: docs has no document '%.*s', but its key %s it is '%.*s' (a "
                             "damaged branch page)",
@@ -940,6 +888,18 @@ int simstore_query_has_id(simstore_query *q, const char *id, size_t id_len, uint
 void sims_sort_matches(simstore_match *m, size_t n)
 {
     sort_small(m, n, sizeof *m, sims_match_cmp);
+}
+
+void sims_matches_point_into(simstore_match *m, size_t n, const char *arena)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].id)
+            m[i].id = arena + ((uintptr_t)m[i].id - 1);
+        if (m[i].meta)
+            m[i].meta = arena + ((uintptr_t)m[i].meta - 1);
+        if (m[i].sketch)
+            m[i].sketch = (const uint8_t *)arena + ((uintptr_t)m[i].sketch - 1);
+    }
 }
 
 int sims_query_begin_state(simstore_query *q, sims_snapshot **snap)

@@ -333,6 +333,45 @@ int sims_query_check_k(const simstore *s, unsigned k);
 int sims_match_cmp(const void *a, const void *b);
 /* Sort matches into that order. */
 void sims_sort_matches(simstore_match *m, size_t n);
+/* Matches built while their arena may still move hold, in id, meta and
+ * sketch, an offset into it + 1 (NULL: none): make them pointers into
+ * arena, now final. */
+void sims_matches_point_into(simstore_match *m, size_t n, const char *arena);
+
+/* A fingerprint fp a table holds but database dbi (fps or pfps, called
+ * `name` in messages) does not: deleted, unless a damaged key or branch
+ * page hides it (format/store.md, "Trusting LMDB"). The keys on either side
+ * of fp, found through cur (on dbi), go to neighbour (a damaged key gives
+ * itself away there: its rc is the cursor's) and must lie on their side of
+ * fp. SIMSTORE_OK, or neighbour's error, or SIMSTORE_ECORRUPT. */
+typedef int (*sims_neighbour_fn)(void *ctx, int rc, const MDB_val *key, const MDB_val *val);
+int sims_check_fp_absent(simstore *s, MDB_txn *txn, MDB_dbi dbi, MDB_cursor *cur, const char *name,
+                         uint64_t fp, sims_neighbour_fn neighbour, void *ctx);
+
+/* What probing the tables near a fingerprint keeps between probes (a
+ * query's, query.c; a paragraph query's, paragraphs.c). */
+typedef struct sims_prober {
+    const sims_permuter *permuter; /* of the table being probed, for emit */
+    int grow_failed;               /* set by emit when out of memory */
+    uint64_t *masks;               /* beyond the design's k: a table's prefix masks */
+    size_t mask_cap;
+} sims_prober;
+
+/* Probe every table of segs[0..n) (of design d) for the values within k
+ * of fp, at every prefix within flips bits of fp's (flips 0: fp's own),
+ * each to emit(ctx, permuted value) with pr->permuter its table's. `what`
+ * names the query in messages. SIMSTORE_ENOMEM (also when emit set
+ * pr->grow_failed), or a search's error. */
+int sims_probe_near(sims_prober *pr, const sims_design *d, sims_segment *const *segs, uint32_t n,
+                    uint64_t fp, unsigned k, unsigned flips, int (*emit)(void *ctx, uint64_t value),
+                    void *ctx, const char *what);
+
+/* Decode the record (value[0, len)) of document id, checked to hold
+ * fingerprint fp (as fps lists it) and a sketch of the store's kind, into
+ * *rec: the LMDB answer cross-check of a query and of a scan (issue 6).
+ * SIMSTORE_ECORRUPT (with the document named) otherwise. */
+int sims_doc_record_of_fp(const simstore *s, const void *id, size_t id_len, const void *value,
+                          size_t len, uint64_t fp, sims_doc_record *rec);
 
 /* Begin q's read transaction and take the snapshot of the state it sees
  * (the caller owns one reference). SIMS_ERETRY as sims_store_snapshot();
