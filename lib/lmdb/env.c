@@ -511,6 +511,19 @@ again:;
             rc = env_try_open(sh, dir, flags, MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK);
         }
     }
+    /* The store was swapped in while LMDB opened it (build --replace, a
+     * shrink): its lock file and data.mdb may be of two stores. Their reads
+     * never settle; or, where no other process had the old store's lock
+     * file open and LMDB set it up from the new data.mdb, they settle and
+     * never see a writer's commit. Open it again. */
+    if (!same_dir(dir, &st) && replaced++ < 8) {
+        pthread_mutex_unlock(&registry_mu);
+        if (sh->env)
+            mdb_env_close(sh->env);
+        shared_free(sh);
+        sims_error_clear();
+        goto again;
+    }
     if (rc > 0 && !readonly && (rc == EACCES || rc == EROFS || rc == EPERM))
         rc = explain_unwritable(dir, rc);
     else if (rc > 0)
@@ -518,24 +531,7 @@ again:;
     if (rc) {
         pthread_mutex_unlock(&registry_mu);
         shared_free(sh);
-        /* The store was replaced (build --replace, a shrink's swap) while
-         * LMDB opened it: its lock file and data.mdb may then be of two
-         * stores, whose read transactions never settle. Open it again. */
-        if (!same_dir(dir, &st) && replaced++ < 8) {
-            sims_error_clear();
-            goto again;
-        }
         return rc;
-    }
-    /* Swapped while LMDB opened it, but without a failure: the lock file
-     * may still be the old store's, which no other process has open, and
-     * LMDB then set it up from the new data.mdb. Its reads would settle,
-     * then never see a writer's commit. Open it again. */
-    if (!same_dir(dir, &st) && replaced++ < 8) {
-        pthread_mutex_unlock(&registry_mu);
-        mdb_env_close(sh->env);
-        shared_free(sh);
-        goto again;
     }
     mdb_filehandle_t fd;
     struct stat fs;
