@@ -1016,7 +1016,7 @@ done:
 
 /* One document of a POST /v1/documents, checked. */
 typedef struct doc_in {
-    simstore_live_doc doc;
+    simstore_doc doc;
     char id_buf[32]; /* an integer id's digits */
     char *meta;      /* compact JSON, malloc'ed */
     fp_source src;

@@ -1999,29 +1999,17 @@ SIMSTORE_API void simstore_live_close(simstore_live *live);
  * Owned by live. Do not change it (add, delete, compact) directly. */
 SIMSTORE_API simstore *simstore_live_store(simstore_live *live);
 
-/* One document to insert. */
-typedef struct simstore_live_doc {
-    const char *id; /* 1..SIMSTORE_MAX_ID_BYTES bytes */
-    size_t id_len;
-    uint64_t fp;
-    const char *meta; /* NULL or meta_len bytes, up to SIMSTORE_MAX_META_BYTES
-                         (JSON text by convention); meta_len 0: none     */
-    size_t meta_len;
-    unsigned flags;        /* SIMSTORE_DOC_INTEGER_ID or 0                  */
-    const uint8_t *sketch; /* the document's sketch of the store's kind,
-                               needed when the store keeps sketches (made
-                               with simstore_fingerprint_sketch() and the
-                               store's text options); NULL otherwise       */
-} simstore_live_doc;
-
-/* Insert a document; returns once its log record is durable.
+/* Insert a document (simstore_doc, as a builder takes it: its sketch is
+ * needed when the store keeps sketches, and refused when it keeps none;
+ * source is not used; a live store takes no paragraphs); returns once its
+ * log record is durable.
  * Errors: SIMSTORE_EEXIST (a document with this id is stored, or inserted
  * and not deleted since); SIMSTORE_EINVAL (an empty or oversized id or
- * metadata, an unknown flag, a sketch missing or given against the store's
+ * metadata, an unknown flag, paragraphs, a sketch missing or given against the store's
  * kind); SIMSTORE_EIO (the log could not be written: this and every later
  * change fail until the live store is opened again); SIMSTORE_EFULL (both
  * in-memory tables full and nothing flushing them: above); SIMSTORE_ENOMEM. */
-SIMSTORE_API int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc);
+SIMSTORE_API int simstore_live_insert(simstore_live *live, const simstore_doc *doc);
 
 /* Delete the document with this id; returns once its log record is
  * durable. Errors: SIMSTORE_ENOTFOUND (no such document); SIMSTORE_EINVAL
@@ -2062,7 +2050,7 @@ SIMSTORE_API int simstore_live_query_fp(simstore_live_query *q, uint64_t fp, con
  * Errors: those of simstore_live_insert() (SIMSTORE_EEXIST: no
  * near-duplicate, but a document has the id), simstore_near_rule_resolve()
  * and simstore_live_query_fp(). */
-SIMSTORE_API int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc,
+SIMSTORE_API int simstore_live_insert_if_new(simstore_live_query *q, const simstore_doc *doc,
                                              const simstore_near_rule *rule, int *inserted,
                                              const simstore_match **matches, size_t *count);
 
@@ -2077,7 +2065,7 @@ typedef enum simstore_live_op {
 /* One change of a batch. Borrowed for the call. */
 typedef struct simstore_live_change {
     simstore_live_op op;
-    simstore_live_doc doc;
+    simstore_doc doc;
 } simstore_live_change;
 
 /* What became of one change of a batch. */

@@ -204,7 +204,7 @@ static int check_new_id(const char *id, size_t len)
 }
 
 /* The change of inserting doc, checked as an add's builder checks it. */
-static int doc_change(const simstore_live *live, const simstore_live_doc *doc, sims_change *c)
+static int doc_change(const simstore_live *live, const simstore_doc *doc, sims_change *c)
 {
     if (!doc)
         return sims_fail(SIMSTORE_EINVAL, "no document");
@@ -217,6 +217,9 @@ static int doc_change(const simstore_live *live, const simstore_live_doc *doc, s
                          SIMSTORE_MAX_META_BYTES);
     if (doc->flags & ~SIMSTORE_DOC_INTEGER_ID)
         return sims_fail(SIMSTORE_EINVAL, "unknown document flags 0x%x", doc->flags);
+    if (doc->n_paragraphs)
+        return sims_fail(SIMSTORE_EINVAL, "document '%.*s' has paragraphs: a live store takes none",
+                         (int)doc->id_len, doc->id);
     if (live->sketch != SIMSTORE_SKETCH_NONE && !doc->sketch)
         return sims_fail(SIMSTORE_EINVAL,
                          "document '%.*s' has no sketch: this store keeps a %s sketch of every "
@@ -669,7 +672,7 @@ static int change_if(simstore_live *live, const sims_change *c)
     return durable ? durable : rc;
 }
 
-int simstore_live_insert(simstore_live *live, const simstore_live_doc *doc)
+int simstore_live_insert(simstore_live *live, const simstore_doc *doc)
 {
     sims_change c;
     int rc = doc_change(live, doc, &c);
@@ -786,7 +789,7 @@ static int live_near_rule(const simstore_live *live, const simstore_near_rule *i
     return simstore_near_rule_resolve(out, live->k, live->sketch, 0);
 }
 
-int simstore_live_insert_if_new(simstore_live_query *q, const simstore_live_doc *doc,
+int simstore_live_insert_if_new(simstore_live_query *q, const simstore_doc *doc,
                                 const simstore_near_rule *near, int *inserted,
                                 const simstore_match **matches, size_t *count)
 {

@@ -24,18 +24,17 @@ static int add_fp(simstore_builder *b, uint64_t fp)
 static int add_doc(sp_feeder *f, const simstore_doc *doc, unsigned flags, const uint8_t *sketch,
                    size_t nparas, int *inserted)
 {
+    simstore_doc d = *doc;
+    d.flags = flags;
+    d.sketch = sketch;
     if (!f->lq) {
-        simstore_doc d = *doc;
-        d.flags = flags;
-        d.sketch = sketch;
         d.paragraphs = f->paras;
         d.n_paragraphs = nparas;
         return simstore_builder_add(f->b, &d);
     }
-    simstore_live_doc ld = {doc->id, doc->id_len, doc->fp, doc->meta, doc->meta_len, flags, sketch};
     const simstore_match *m;
     size_t n;
-    return simstore_live_insert_if_new(f->lq, &ld, f->rule, inserted, &m, &n);
+    return simstore_live_insert_if_new(f->lq, &d, f->rule, inserted, &m, &n);
 }
 
 /* ---- Feeding ----------------------------------------------------------------- */

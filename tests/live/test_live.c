@@ -263,13 +263,14 @@ static void run_exactness(int clustered, uint64_t seed)
             char id[16], meta[32];
             doc_id(n, id);
             doc_meta(n, meta);
-            simstore_live_doc d = {id,
-                                   strlen(id),
-                                   m.fp[n],
-                                   m.has_meta[n] ? meta : NULL,
-                                   m.has_meta[n] ? strlen(meta) : 0,
-                                   m.integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0,
-                                   NULL};
+            simstore_doc d = {id,
+                              strlen(id),
+                              m.fp[n],
+                              m.has_meta[n] ? meta : NULL,
+                              m.has_meta[n] ? strlen(meta) : 0,
+                              0,
+                              m.integer[n] ? SIMSTORE_DOC_INTEGER_ID : 0,
+                              NULL};
             assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
             assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_EEXIST);
             m.present[n] = 1;
@@ -288,7 +289,7 @@ static void run_exactness(int clustered, uint64_t seed)
                 /* Deleted ids may come back, with another fingerprint. */
                 if (test_rng_below(&rng, 3) == 0) {
                     m.fp[n] = flip(&rng, m.fp[n], 2);
-                    simstore_live_doc d = {id, strlen(id), m.fp[n], NULL, 0, 0, NULL};
+                    simstore_doc d = {id, strlen(id), m.fp[n], NULL, 0, 0, 0, NULL};
                     m.has_meta[n] = 0;
                     m.integer[n] = 0;
                     assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
@@ -423,9 +424,9 @@ static void test_live_exact__sketches(void **state)
     simstore_live_options lo = small_options(1 << 20, 0);
     simstore_live *live;
     assert_int_equal(simstore_live_open(path, &lo, &live), SIMSTORE_OK);
-    simstore_live_doc nos = {"b", 1, fps[1], NULL, 0, 0, NULL};
+    simstore_doc nos = {"b", 1, fps[1], NULL, 0, 0, 0, NULL};
     assert_int_equal(simstore_live_insert(live, &nos), SIMSTORE_EINVAL);
-    simstore_live_doc with = {"b", 1, fps[1], NULL, 0, 0, sk[1]};
+    simstore_doc with = {"b", 1, fps[1], NULL, 0, 0, 0, sk[1]};
     assert_int_equal(simstore_live_insert(live, &with), SIMSTORE_OK);
     simstore_live_query *lq;
     assert_int_equal(simstore_live_query_new(live, 0, &lq), SIMSTORE_OK);
@@ -492,7 +493,7 @@ static void *writer_main(void *arg)
     for (unsigned i = 0; i < PER_WRITER; i++) {
         char id[32];
         snprintf(id, sizeof id, "w%u-%04u", wk->index, i);
-        simstore_live_doc d = {id, strlen(id), writer_fp(wk->index, i), NULL, 0, 0, NULL};
+        simstore_doc d = {id, strlen(id), writer_fp(wk->index, i), NULL, 0, 0, 0, NULL};
         if (simstore_live_insert(c->live, &d) != SIMSTORE_OK) {
             atomic_fetch_add(&c->errors, 1);
             continue;
@@ -666,7 +667,7 @@ static void *racer_main(void *arg)
     char id[32];
     snprintf(id, sizeof id, "r%u-%u", r->round, me->index);
     /* Near-duplicates: each pair within distance 2. */
-    simstore_live_doc d = {id, strlen(id), r->base ^ (1ull << me->index), NULL, 0, 0, NULL};
+    simstore_doc d = {id, strlen(id), r->base ^ (1ull << me->index), NULL, 0, 0, 0, NULL};
     const simstore_match *m;
     size_t n;
     pthread_barrier_wait(&r->go);
@@ -734,7 +735,7 @@ static void test_live_threads__insert_if_new_race(void **state)
         assert_int_equal(n, 1);
     }
     /* Not new: a near-duplicate of a stored document. */
-    simstore_live_doc dup = {"dup", 3, m.fp[0] ^ 6, NULL, 0, 0, NULL};
+    simstore_doc dup = {"dup", 3, m.fp[0] ^ 6, NULL, 0, 0, 0, NULL};
     int inserted;
     assert_int_equal(simstore_live_insert_if_new(q, &dup, WITHIN(3), &inserted, &mm, &n),
                      SIMSTORE_OK);
@@ -742,7 +743,7 @@ static void test_live_threads__insert_if_new_race(void **state)
     assert_int_equal(n, 1);
     assert_int_equal(mm[0].distance, 2);
     /* New but its id is taken. */
-    simstore_live_doc taken = {"d00000", 6, ~m.fp[0], NULL, 0, 0, NULL};
+    simstore_doc taken = {"d00000", 6, ~m.fp[0], NULL, 0, 0, 0, NULL};
     assert_int_equal(simstore_live_insert_if_new(q, &taken, WITHIN(3), &inserted, &mm, &n),
                      SIMSTORE_EEXIST);
     simstore_live_query_free(q);
@@ -1410,7 +1411,7 @@ static void test_live_lock__cli_writers_refused(void **state)
     char want[128];
     snprintf(want, sizeof want, "held by a server (pid %ld)", (long)getpid());
     assert_non_null(strstr(simstore_last_error(), want));
-    simstore_live_doc d = {"y", 1, 0x0f, NULL, 0, 0, NULL};
+    simstore_doc d = {"y", 1, 0x0f, NULL, 0, 0, 0, NULL};
     assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
     assert_int_equal(simstore_live_flush(live), SIMSTORE_OK);
 
@@ -1476,7 +1477,7 @@ static int live_get_fp(simstore_live *live, const char *id, uint64_t *fp)
 
 static void live_put(simstore_live *live, const char *id, uint64_t fp)
 {
-    simstore_live_doc d = {id, strlen(id), fp, NULL, 0, 0, NULL};
+    simstore_doc d = {id, strlen(id), fp, NULL, 0, 0, 0, NULL};
     assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_OK);
 }
 
@@ -1654,7 +1655,7 @@ static int run_fail_child(const char *path)
     for (int i = 0; i < 40; i++) {
         char id[16];
         doc_id((unsigned)i, id);
-        simstore_live_doc d = {id, strlen(id), mix((uint64_t)i), NULL, 0, 0, NULL};
+        simstore_doc d = {id, strlen(id), mix((uint64_t)i), NULL, 0, 0, 0, NULL};
         int rc = simstore_live_insert(live, &d);
         simstore_live_stats st;
         simstore_live_get_stats(live, &st);
@@ -1749,13 +1750,19 @@ static void test_live_ids__rule_and_small_memtable(void **state)
                          "c1\xc2\x85",
                          "del\x7f"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        simstore_live_doc d = {bad[i], strlen(bad[i]), 5, NULL, 0, 0, NULL};
+        simstore_doc d = {bad[i], strlen(bad[i]), 5, NULL, 0, 0, 0, NULL};
         assert_int_equal(simstore_live_insert(live, &d), SIMSTORE_EINVAL);
         assert_non_null(strstr(simstore_last_error(), "document id"));
         assert_int_equal(simstore_live_delete(live, bad[i], strlen(bad[i])), SIMSTORE_ENOTFOUND);
     }
-    simstore_live_doc nul = {"n\0ul", 4, 5, NULL, 0, 0, NULL};
+    simstore_doc nul = {"n\0ul", 4, 5, NULL, 0, 0, 0, NULL};
     assert_int_equal(simstore_live_insert(live, &nul), SIMSTORE_EINVAL);
+    /* The live store's log keeps no paragraphs: a document that brings
+     * some is refused, not stored without them. */
+    const uint64_t para = 7;
+    simstore_doc with_para = {"para", 4, 5, NULL, 0, 0, 0, NULL, &para, 1};
+    assert_int_equal(simstore_live_insert(live, &with_para), SIMSTORE_EINVAL);
+    assert_non_null(strstr(simstore_last_error(), "paragraphs"));
     for (unsigned i = 0; i < 200; i++) {
         char id[16];
         doc_id(i, id);

@@ -206,7 +206,7 @@ static void test_options__store_calls(void **state)
     assert_int_equal(simstore_live_open(path, &lo, &live), SIMSTORE_OK);
     simstore_live_query *q;
     assert_int_equal(simstore_live_query_new(live, 0, &q), SIMSTORE_OK);
-    simstore_live_doc d = {"n", 1, 1, NULL, 0, 0, NULL};
+    simstore_doc d = {"n", 1, 1, NULL, 0, 0, 0, NULL};
     int inserted = 0;
     const simstore_match *m;
     size_t n;
