@@ -1,8 +1,9 @@
 /* writer.c: the table writer: streams strictly increasing fingerprints into
  * fixed-size blocks, then writes the block index, the header's counts and the
  * footer, and publishes the file atomically (or fills a memory buffer). Its
- * memory does not grow with the table: the index entries collect in fixed
- * buffers that spill to unlinked temporary files beside the output. */
+ * memory does not grow with the table: the index entries collect in spools
+ * (sort/spool.h) that continue in unlinked temporary files beside the
+ * output. */
 #include "table/table.h"
 
 #include "common/bytes.h"
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/grow.h"
+#include "sort/spool.h"
 #include "table/format.h"
 
 #include <errno.h>
@@ -21,17 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Index values kept in memory per column before the oldest go to a file. */
+/* Index values kept in memory per column before the rest go to a file. */
 #define INDEX_MEM_VALUES ((size_t)1 << 18)
-
-/* One column of the index (keys, or entries): values in append order, the
- * oldest in an unlinked file once the buffer has filled. */
-typedef struct index_column {
-    uint64_t *mem;
-    size_t len, cap;
-    int fd;
-    uint64_t file_values;
-} index_column;
 
 struct table_writer {
     table_params params;
@@ -52,10 +45,11 @@ struct table_writer {
     uint64_t fp_count;
     uint64_t last; /* last fingerprint added, valid when fp_count > 0 */
 
-    /* Per block: the key, and the count; per page group: its checksum. */
-    index_column keys;
-    index_column entries;
-    index_column groups;
+    /* The index's columns, in append order (made at their first value):
+     * per block, the key and the count; per page group, its checksum. */
+    sims_spool *keys;
+    sims_spool *entries;
+    sims_spool *groups;
     uint32_t count_min, count_max;
     uint8_t *group;          /* the current page group's blocks */
     size_t group_len;        /* bytes in `group` */
@@ -134,20 +128,13 @@ static int sink_pwrite(table_writer *w, const void *data, size_t n, uint64_t off
 
 /* ---- lifecycle -------------------------------------------------------------- */
 
-static void column_free(index_column *c)
-{
-    free(c->mem);
-    if (c->fd >= 0)
-        close(c->fd);
-}
-
 static void writer_free(table_writer *w)
 {
     free(w->block);
     free(w->group);
-    column_free(&w->keys);
-    column_free(&w->entries);
-    column_free(&w->groups);
+    sims_spool_free(w->keys);
+    sims_spool_free(w->entries);
+    sims_spool_free(w->groups);
     free(w->mem);
     free(w);
 }
@@ -165,58 +152,34 @@ static int spill_dir(const table_writer *w, char *dir, size_t size)
                                       : SIMSTORE_OK;
 }
 
-static int column_push(table_writer *w, index_column *c, uint64_t v)
+/* Append v to the column *c, made at its first value: in memory up to
+ * index_mem_values (without limit for a table encoded in memory), then in
+ * an unlinked file in the output's directory. */
+static int column_push(table_writer *w, sims_spool **c, uint64_t v)
 {
-    if (c->len == c->cap) {
-        if (c->cap >= w->index_mem_values && !w->to_memory) {
-            /* Full: move the buffer to the spill file. */
-            if (c->fd < 0) {
-                char dir[PATH_MAX];
-                int rc = spill_dir(w, dir, sizeof dir);
-                if (rc == SIMSTORE_OK)
-                    rc = sims_tmpfile_unlinked(dir, "index", &c->fd);
-                if (rc)
-                    return rc;
-            }
-            int rc = sims_write_all(c->fd, c->mem, c->len * sizeof *c->mem, "index spill");
-            if (rc)
-                return rc;
-            c->file_values += c->len;
-            c->len = 0;
-        } else {
-            size_t cap = c->cap ? c->cap * 2 : 64;
-            if (!w->to_memory && cap > w->index_mem_values)
-                cap = w->index_mem_values;
-            if (cap > SIZE_MAX / 16)
-                return sims_fail(SIMSTORE_ENOMEM, "too many blocks");
-            uint64_t *g = realloc(c->mem, cap * sizeof *g);
-            if (!g)
-                return sims_fail(SIMSTORE_ENOMEM, "out of memory for the block index");
-            c->mem = g;
-            c->cap = cap;
-        }
-    }
-    c->mem[c->len++] = v;
-    return SIMSTORE_OK;
-}
-
-/* Call fn(ctx, v) for each value of the column, in order. */
-static int column_each(const index_column *c, int (*fn)(void *ctx, uint64_t v), void *ctx)
-{
-    uint64_t vals[1024];
-    for (uint64_t done = 0; done < c->file_values;) {
-        uint64_t want = c->file_values - done;
-        if (want > sizeof vals / 8)
-            want = sizeof vals / 8;
-        int rc = sims_pread_all(c->fd, vals, (size_t)want * 8, done * 8, "index spill");
-        for (size_t i = 0; !rc && i < want; i++)
-            rc = fn(ctx, vals[i]);
+    if (!*c) {
+        char dir[PATH_MAX];
+        int rc = w->to_memory ? sims_spool_new(SIZE_MAX, NULL, c) : spill_dir(w, dir, sizeof dir);
+        if (rc == SIMSTORE_OK && !w->to_memory)
+            rc = sims_spool_new(w->index_mem_values, dir, c);
         if (rc)
             return rc;
-        done += want;
     }
-    for (size_t i = 0; i < c->len; i++) {
-        int rc = fn(ctx, c->mem[i]);
+    return sims_spool_append(*c, &v, 1);
+}
+
+static uint64_t column_count(const sims_spool *c)
+{
+    return c ? sims_spool_count(c) : 0;
+}
+
+/* The next n values of a sealed column into out. */
+static int column_read(sims_spool_reader *r, uint64_t *out, size_t n)
+{
+    for (size_t got = 0; n > 0; out += got, n -= got) {
+        int rc = sims_spool_read(r, out, n, &got);
+        if (rc == SIMSTORE_OK && got == 0)
+            rc = sims_fail(SIMSTORE_EIO, "the block index's spool ended early");
         if (rc)
             return rc;
     }
@@ -250,13 +213,6 @@ static int sink_flush(byte_sink *s)
     return rc;
 }
 
-static int put_group(void *ctx, uint64_t checksum)
-{
-    uint8_t b[4];
-    le_store32(b, (uint32_t)checksum);
-    return sink_bytes(ctx, b, 4);
-}
-
 static int writer_create(const table_params *p, const uint64_t hist[64], table_writer **out)
 {
     *out = NULL;
@@ -267,7 +223,6 @@ static int writer_create(const table_params *p, const uint64_t hist[64], table_w
     if (!w)
         return sims_fail(SIMSTORE_ENOMEM, "out of memory creating a table writer");
     w->file.fd = -1;
-    w->keys.fd = w->entries.fd = w->groups.fd = -1;
     w->count_min = UINT32_MAX;
     w->index_mem_values = INDEX_MEM_VALUES;
     w->params = *p;
@@ -338,7 +293,7 @@ void sims_table_writer_abort(table_writer *w)
 /* The checksum of the page group collected so far. */
 static int flush_group(table_writer *w)
 {
-    uint64_t g = w->groups.file_values + w->groups.len;
+    uint64_t g = column_count(w->groups);
     uint32_t checksum = (uint32_t)sims_xxh3_64(w->group, w->group_len, TBL_SEED_GROUP + g);
     w->group_len = 0;
     return column_push(w, &w->groups, checksum);
@@ -438,29 +393,6 @@ static void encode_header(const table_writer *w, uint8_t h[TBL_HEADER_BYTES])
 
 /* ---- the index ---------------------------------------------------------------- */
 
-/* Reads a column's values in order, from its spill file then its buffer. */
-typedef struct column_reader {
-    const index_column *c;
-    uint64_t pos;
-} column_reader;
-
-static int column_read(column_reader *cr, uint64_t *out, size_t n)
-{
-    const index_column *c = cr->c;
-    size_t got = 0;
-    if (cr->pos < c->file_values) {
-        uint64_t left = c->file_values - cr->pos;
-        got = left < n ? (size_t)left : n;
-        int rc = sims_pread_all(c->fd, out, got * 8, cr->pos * 8, "index spill");
-        if (rc)
-            return rc;
-    }
-    size_t from = (size_t)(cr->pos + got - c->file_values);
-    memcpy(out + got, c->mem + from, (n - got) * sizeof *out);
-    cr->pos += n;
-    return SIMSTORE_OK;
-}
-
 /* Set the n <= 64 bits at bit pos of words (LSB-first; they are zero) to v. */
 static void bits_put(uint64_t *words, uint64_t pos, unsigned n, uint64_t v)
 {
@@ -541,27 +473,40 @@ static int write_index(table_writer *w, uint64_t *index_bytes)
     int rc = top && keys && entries && s
                  ? SIMSTORE_OK
                  : sims_fail(SIMSTORE_ENOMEM, "out of memory writing the index");
-    if (!rc) {
+    sims_spool *cols[3] = {w->groups, w->keys, w->entries};
+    sims_spool_reader rd[3] = {{0}};
+    for (unsigned i = 0; i < 3; i++)
+        if (!rc && cols[i] && (rc = sims_spool_seal(cols[i])) == SIMSTORE_OK)
+            sims_spool_reader_init(&rd[i], cols[i]);
+    if (s)
         s->w = w;
-        rc = column_each(&w->groups, put_group, s);
+    uint64_t groups = column_count(w->groups);
+    for (uint64_t done = 0; !rc && done < groups;) {
+        size_t n =
+            (size_t)(groups - done < TBL_V3_CHUNK_BLOCKS ? groups - done : TBL_V3_CHUNK_BLOCKS);
+        rc = column_read(&rd[0], keys, n);
+        for (size_t i = 0; !rc && i < n; i++) {
+            uint8_t b[4];
+            le_store32(b, (uint32_t)keys[i]);
+            rc = sink_bytes(s, b, 4);
+        }
+        done += n;
     }
-    uint64_t groups = w->groups.file_values + w->groups.len;
     if (!rc && groups % 2) {
         static const uint8_t pad[4];
         rc = sink_bytes(s, pad, sizeof pad);
     }
     if (!rc)
         rc = sink_flush(s);
-    column_reader kr = {&w->keys, 0}, er = {&w->entries, 0};
     uint64_t fp_end = 0, base = 0;
     for (uint64_t c = 0; !rc && c < chunks; c++) {
         size_t n = (size_t)(nb - c * TBL_V3_CHUNK_BLOCKS < TBL_V3_CHUNK_BLOCKS
                                 ? nb - c * TBL_V3_CHUNK_BLOCKS
                                 : TBL_V3_CHUNK_BLOCKS);
         size_t size = 0;
-        rc = column_read(&kr, keys, n);
+        rc = column_read(&rd[1], keys, n);
         if (!rc)
-            rc = column_read(&er, entries, n);
+            rc = column_read(&rd[2], entries, n);
         if (!rc)
             rc = encode_chunk(c, keys, entries, n, base, &buf, &cap, &size);
         if (!rc)
