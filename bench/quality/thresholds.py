@@ -162,7 +162,7 @@ def run_corpus(name, a, simstore, features_tool, work):
     feat_path = os.path.join(work, f"{name}.w{WORDS}.features")
     Q.run([features_tool, "--words", str(WORDS), "--features", feat_path, corpus])
     feats = Q.read_features(feat_path, n)
-    truth, _ = Q.jaccard_pairs(feats, FLOOR)
+    truth, wsets = Q.jaccard_pairs(feats, FLOOR)
     del feats
     truth_j = {p: inter / union for p, (inter, union) in truth.items()}
     truth_seconds = time.monotonic() - t0
@@ -172,7 +172,10 @@ def run_corpus(name, a, simstore, features_tool, work):
            "truth_bands": {b: c for b, c in Counter(band_of(j) for j in truth_j.values()).items()},
            "methods": []}
 
+    found_by = {}
+
     def add(method, t, reported, seconds, bytes_per_doc, extra=None):
+        found_by[method] = reported
         e = evaluate(truth_j, reported, t, family)
         res["methods"].append(dict({"name": method, "t": t, "seconds": seconds,
                                     "bytes_per_doc": bytes_per_doc, "eval": e}, **(extra or {})))
@@ -241,7 +244,30 @@ def run_corpus(name, a, simstore, features_tool, work):
                 near_rows.append((name, ids[p[0]], ids[p[1]], f"{j:.4f}", str(t),
                                   "-" if p not in sim_est else str(sim_est[p]), f"{e:.4f}"))
     res["near"] = near
-    del sigs
+
+    # Planted pairs by edit.
+    kinds = defaultdict(list)
+    for e, src, kind, _ in Q.planted(os.path.join(a.corpusdir, f"{name}.docs.tsv"), index_of):
+        p = (min(e, src), max(e, src))
+        if p in truth_j:
+            kinds[kind].append((p, truth_j[p]))
+        else:
+            inter, union = Q.exact_jaccard(wsets, *p)
+            kinds[kind].append((p, inter / union if union else 1.0))
+    res["edits"] = {}
+    for kind, pairs in kinds.items():
+        js = sorted(j for _, j in pairs)
+        row = {"pairs": len(pairs), "median_j": js[len(js) // 2], "at": {}}
+        for t in THRESHOLDS:
+            sim = found_by[f"simstore --min-similarity {t}"]
+            mh = next(v for k, v in found_by.items() if k.startswith(f"MinHash LSH t={t} "))
+            hit = [p for p, j in pairs if j >= t - EPS]
+            row["at"][str(t)] = {
+                "pairs": len(hit),
+                "simstore": sum(p in sim for p in hit) / len(hit) if hit else None,
+                "minhash": sum(p in mh for p in hit) / len(hit) if hit else None}
+        res["edits"][kind] = row
+    del sigs, wsets
 
     # The same for simstore against its sketch's own set (fingerprint
     # version 2 features: word 3-shingles, Han as bigram pairs; quality.py's
@@ -291,41 +317,62 @@ def corpus_report(name, res):
     return lines
 
 
+def share_of(x, n):
+    return f"{x / n:.3f} ({x})" if n else "–"
+
+
 def near_report(results):
     lines = ["| corpus | t | true J | pairs | simstore: not a candidate (d > 7) | simstore: "
-             "estimate < t | simstore: missed (either) | minhash256 theory P(Ĵ < t) | "
-             "MinHash-128: estimate < t | MinHash-128 theory | SE minhash256 / MinHash-128 |",
+             "estimate < t, of candidates | simstore: missed (either) | minhash256 theory "
+             "P(Ĵ < t) | MinHash-128: estimate < t | MinHash-128 theory | SE minhash256 / "
+             "MinHash-128 |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, res in results.items():
         for r in res["near"]:
             n = r["pairs"]
-
-            def share(x):
-                return f"{x / n:.3f} ({x})" if n else "–"
+            cand = n - r["simstore_not_candidate"]
             lines.append(
                 f"| {name} | {r['t']} | [{r['band'][0]:.2f}, {r['band'][1]:.2f}) | {n} | "
-                f"{share(r['simstore_not_candidate'])} | {share(r['simstore_below'])} | "
-                f"{share(r['simstore_not_candidate'] + r['simstore_below'])} | "
-                f"{fmt(r['sketch_p_below'])} | {share(r['minhash_below'])} | "
+                f"{share_of(r['simstore_not_candidate'], n)} | "
+                f"{share_of(r['simstore_below'], cand)} | "
+                f"{share_of(r['simstore_not_candidate'] + r['simstore_below'], n)} | "
+                f"{fmt(r['sketch_p_below'])} | {share_of(r['minhash_below'], n)} | "
                 f"{fmt(r['minhash_p_below'])} | {r['sketch_se']:.4f} / {r['minhash_se']:.4f} |")
     return lines
 
 
 def near_v2_report(results):
     lines = ["| corpus | t | true J (v2 features) | pairs | not a candidate (d > 7) | "
-             "estimate < t | missed (either) | theory P(Ĵ < t) | SE minhash256 |",
+             "estimate < t, of candidates | missed (either) | theory P(Ĵ < t) | SE minhash256 |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, res in results.items():
         for r in res["near_sketch_set"]:
             n = r["pairs"]
-
-            def share(x):
-                return f"{x / n:.3f} ({x})" if n else "–"
+            cand = n - r["simstore_not_candidate"]
             lines.append(
                 f"| {name} | {r['t']} | [{r['band'][0]:.2f}, {r['band'][1]:.2f}) | {n} | "
-                f"{share(r['simstore_not_candidate'])} | {share(r['simstore_below'])} | "
-                f"{share(r['simstore_not_candidate'] + r['simstore_below'])} | "
+                f"{share_of(r['simstore_not_candidate'], n)} | "
+                f"{share_of(r['simstore_below'], cand)} | "
+                f"{share_of(r['simstore_not_candidate'] + r['simstore_below'], n)} | "
                 f"{fmt(r['sketch_p_below'])} | {r['sketch_se']:.4f} |")
+    return lines
+
+
+def edits_report(name, res):
+    """Planted pairs (an edited copy and its source) by edit: how many, their
+    median J, and at each t the recall among those with J >= t of simstore
+    --min-similarity t and of MinHash LSH t."""
+    head = "".join(f" J ≥ {t} | simstore | MinHash |" for t in THRESHOLDS)
+    lines = [f"#### {name}: planted pairs by edit", "",
+             "| edit | pairs | median J |" + head,
+             "|---|---|---|" + "---|---|---|" * len(THRESHOLDS)]
+    for kind, row in sorted(res["edits"].items()):
+        cells = []
+        for t in THRESHOLDS:
+            x = row["at"][str(t)]
+            cells += [str(x["pairs"]), fmt(x["simstore"]), fmt(x["minhash"])]
+        lines.append(f"| {kind} | {row['pairs']} | {fmt(row['median_j'])} | " +
+                     " | ".join(cells) + " |")
     return lines
 
 
@@ -361,7 +408,7 @@ def main():
         res, rows = run_corpus(name, a, simstore, features_tool, work)
         results["corpora"][name] = res
         near_rows += rows
-        report += corpus_report(name, res) + [""]
+        report += corpus_report(name, res) + [""] + edits_report(name, res) + [""]
     report += ["### Decisions near the threshold (true J: word 5-shingles)", ""] + \
         near_report(results["corpora"]) + ["", "### simstore near the threshold of its sketch's "
                                            "own set (true J: fingerprint version 2 features)",
