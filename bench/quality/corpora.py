@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# corpora.py: builds the quality benchmark's corpora from installed Debian packages (licenses, Chinese, templated web pages, short half-template pages) and adds generated edits of known strength; see bench/quality/README.md.
+# corpora.py: builds the quality benchmark's corpora from installed Debian packages (licenses, Chinese, templated web pages, short half-template pages, short templated families, Chinese spaced as HTML renders it) and adds generated edits of known strength; see bench/quality/README.md.
 #
 #   corpora.py OUTDIR [--only NAME,...] [--max-sources N] [--seed S]
 #
@@ -23,12 +23,15 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import edits as E  # noqa: E402
+import templated as T  # noqa: E402
 
 PACKAGES = {
     "licenses": ["base-files"],  # /usr/share/common-licenses; plus every installed copyright file
     "chinese": ["manpages-zh", "debian-reference-zh-cn"],
     "web": ["python3.11-doc", "postgresql-doc-15"],
     "short": ["python3.11-doc"],
+    "templated": ["wamerican"],  # /usr/share/dict/american-english
+    "spaced_chinese": ["manpages-zh", "debian-reference-zh-cn"],
 }
 MAX_CHARS = 40000      # a longer source is cut at a paragraph boundary
 MIN_TOKENS = 30        # shorter sources are left out
@@ -332,10 +335,58 @@ CORPORA = {
     "chinese": ("zh", "han", sources_chinese),
     "web": ("web", "latin", sources_web),
     "short": ("short", "latin", sources_short),
+    "spaced_chinese": ("szh", "han", sources_chinese),
+    "templated": ("tpl", "latin", None),
 }
+# spaced_chinese: the chinese corpus's sources, each with a copy of itself
+# with spaces between adjacent Han characters (all of them, or those of
+# about half its paragraphs) and one edited copy (as chinese's) spaced the
+# same way half the time: HTML renderings that space characters out.
+SPACED_PARAGRAPHS = 0.5
+
+
+def build_templated(outdir, families, seed, name="templated", words=None):
+    """The templated corpus (templated.py): `families` families, a source and
+    its 2 to 4 edited members each."""
+    rng = random.Random(f"{seed}:templated")
+    rows, n = [], 0
+    with open(os.path.join(outdir, f"{name}.jsonl"), "w", encoding="utf-8") as out:
+        for n, (kind, text, members) in enumerate(T.families(rng, families, words), 1):
+            sid = f"tpl{n:05d}"
+            out.write(json.dumps({"id": sid, "text": text}, ensure_ascii=False) + "\n")
+            rows.append((sid, "-", "source", "-", kind))
+            for edit, etext, params in members:
+                eid = f"{sid}.{edit}"
+                out.write(json.dumps({"id": eid, "text": etext}, ensure_ascii=False) + "\n")
+                rows.append((eid, sid, edit, params, kind))
+    write_docs_tsv(outdir, name, rows)
+    return {"sources": n, "documents": len(rows), "candidates": n}
+
+
+def write_docs_tsv(outdir, name, rows):
+    with open(os.path.join(outdir, f"{name}.docs.tsv"), "w", encoding="utf-8") as f:
+        f.write("id\tsource\tedit\tparams\torigin\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+
+
+def spaced_copies(rng, doc, ctx):
+    """spaced_chinese's copies of a source: (kind, text, params)."""
+    whole = rng.random() < 0.5
+    fraction = 1.0 if whole else SPACED_PARAGRAPHS
+    out = [("spaced", E.space_han(rng, doc.text(), fraction), f"paragraphs={fraction}")]
+    kind = rng.choice(KINDS)
+    text, params = E.EDITS[kind](rng, doc, ctx)
+    if rng.random() < 0.5:
+        text = E.space_han(rng, text, fraction)
+        kind, params = kind + "+spaced", f"{params};paragraphs={fraction}"
+    out.append((kind, text, params))
+    return out
 
 
 def build(name, outdir, max_sources, seed):
+    if name == "templated":
+        return build_templated(outdir, max_sources, seed)
     prefix, script, fn = CORPORA[name]
     rng = random.Random(f"{seed}:{name}")
     raw = list(fn(rng) if name == "short" else fn())
@@ -359,15 +410,16 @@ def build(name, outdir, max_sources, seed):
             sid = f"{prefix}{n:05d}"
             out.write(json.dumps({"id": sid, "text": doc.text()}, ensure_ascii=False) + "\n")
             rows.append((sid, "-", "source", "-", origin))
-            for kind in rng.sample(KINDS, COPIES_PER_SOURCE.get(name, 2)):
-                text, params = E.EDITS[kind](rng, doc, ctx)
+            if name == "spaced_chinese":
+                copies = spaced_copies(rng, doc, ctx)
+            else:
+                copies = [(kind,) + E.EDITS[kind](rng, doc, ctx)
+                          for kind in rng.sample(KINDS, COPIES_PER_SOURCE.get(name, 2))]
+            for kind, text, params in copies:
                 eid = f"{sid}.{kind}"
                 out.write(json.dumps({"id": eid, "text": text}, ensure_ascii=False) + "\n")
                 rows.append((eid, sid, kind, params, origin))
-    with open(os.path.join(outdir, f"{name}.docs.tsv"), "w", encoding="utf-8") as f:
-        f.write("id\tsource\tedit\tparams\torigin\n")
-        for r in rows:
-            f.write("\t".join(r) + "\n")
+    write_docs_tsv(outdir, name, rows)
     return {"sources": len(kept), "documents": len(rows), "candidates": len(raw)}
 
 
@@ -383,8 +435,10 @@ def package_versions(names):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
-    ap.add_argument("--only", default=",".join(CORPORA))
-    ap.add_argument("--max-sources", type=int, default=1500)
+    ap.add_argument("--only", default="licenses,chinese,web,short",
+                    help="corpora, of: " + ",".join(CORPORA))
+    ap.add_argument("--max-sources", type=int, default=1500,
+                    help="sources a corpus keeps at most (templated: its families)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     names = a.only.split(",")

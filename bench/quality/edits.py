@@ -270,6 +270,23 @@ def edit_template(rng, doc, ctx):
                (doc.footer + "\n\n" if doc.footer else "") + footer).text(), f"add={size}"
 
 
+# --- Spaced Han (spaced_chinese) ------------------------------------------------------
+_HAN_PAIR = re.compile(r"(?<=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])(?=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
+
+
+def space_han(rng, text, fraction=1.0):
+    """A space between every two adjacent Han characters, as some HTML
+    renderings (letter-spaced or justified text) give them: in every
+    paragraph (fraction 1), else in each paragraph with probability
+    `fraction`."""
+    out = []
+    for para in re.split(r"(\n[ \t]*\n)", text):
+        if para.strip() and (fraction >= 1 or rng.random() < fraction):
+            para = _HAN_PAIR.sub(" ", para)
+        out.append(para)
+    return "".join(out)
+
+
 # --- Copies and mixes ----------------------------------------------------------------
 def edit_exact(rng, doc, ctx):
     return doc.text(), "-"

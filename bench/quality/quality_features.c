@@ -1,13 +1,22 @@
 /* quality_features.c: the shingle sets of the quality benchmark (bench/quality/):
  * for each JSON Lines record, its distinct features under fingerprint version
  * 2 in character-bigram mode (w = 3, c = 2; format/fingerprint.md, section
- * 13) as sorted XXH3-64 hashes, and optionally their 128-permutation MinHash
- * signature. The features are the Jaccard truth of the benchmark and the
- * MinHash baseline's input; lib/text tokenizes, so they are the features
- * `simstore fingerprint --cjk bigram` hashes.
+ * 13) as sorted XXH3-64 hashes, or with --words W its word W-shingles with
+ * every Han or kana character a word, and optionally their N-permutation
+ * MinHash signature. The features are the Jaccard truth of the benchmark and
+ * the MinHash baseline's input; lib/text normalizes and tokenizes, so the
+ * default features are those `simstore fingerprint --cjk bigram` hashes.
  *
  *   quality_features [--features FILE] [--minhash N --signatures FILE]
- *                    [--seed S] CORPUS.jsonl
+ *                    [--seed S] [--words W] CORPUS.jsonl
+ *
+ * --words W (issue 36's truth, bench/quality/thresholds.py): the text
+ * normalized as above (NFKC, case folding), its tokens those of lib/text
+ * except that each Han or kana character is a token of its own (a space is
+ * put after each before tokenizing, so spaced and unspaced Chinese, and
+ * Chinese across line breaks, give the same tokens), and the features every
+ * run of W consecutive tokens joined by one space; a document of fewer than
+ * W tokens has the one feature of all its tokens.
  *
  * Both outputs are little-endian binary, one entry per non-blank input line
  * in input order: --features writes a 32-bit count n and n 64-bit hashes in
@@ -18,6 +27,7 @@
 #include "simstore.h"
 #include "text/normalize.h"
 #include "text/tokenize.h"
+#include "text/unicode.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -121,6 +131,56 @@ static size_t shingle_hashes(const token_list *t, uint64_t **out, size_t *out_ca
     return distinct;
 }
 
+/* Word shingles (--words W): every W consecutive tokens, or all of them when
+ * there are fewer. Returns the number of distinct hashes in *out. */
+static size_t word_shingle_hashes(const token_list *t, size_t w, uint64_t **out, size_t *out_cap,
+                                  char **buf, size_t *buf_cap)
+{
+    size_t n = t->count, used = 0;
+    size_t starts = n >= w ? n - w + 1 : 1;
+    for (size_t i = 0; i < starts; i++) {
+        size_t end = i + w < n ? i + w : n, len = 0;
+        for (size_t j = i; j < end; j++) {
+            size_t tl = t->start[j + 1] - t->start[j];
+            *buf = grow(*buf, buf_cap, len + tl + 1, 1);
+            if (j > i)
+                (*buf)[len++] = ' ';
+            memcpy(*buf + len, t->bytes + t->start[j], tl);
+            len += tl;
+        }
+        *out = grow(*out, out_cap, used + 1, sizeof **out);
+        (*out)[used++] = XXH3_64bits(*buf, len);
+    }
+    qsort(*out, used, sizeof **out, cmp_u64);
+    size_t distinct = 1;
+    for (size_t i = 1; i < used; i++)
+        if ((*out)[i] != (*out)[distinct - 1])
+            (*out)[distinct++] = (*out)[i];
+    return distinct;
+}
+
+/* text[0..len) with a space after every Han or kana code point, into *out:
+ * so that the tokenizer makes each one a token of its own. */
+static size_t space_cjk(const uint8_t *text, size_t len, uint8_t **out, size_t *out_cap)
+{
+    const uint8_t *p = text, *end = text + len;
+    size_t used = 0;
+    *out = grow(*out, out_cap, 2 * len + 1, 1);
+    while (p < end) {
+        size_t n = 1;
+        uint32_t cp = sims_utf8_decode(p, end, &n);
+        if (n == 0)
+            n = 1;
+        memcpy(*out + used, p, n);
+        used += n;
+        unsigned kind = cp < 0x110000 ? sims_uc_class(cp) & SIMS_UC_KIND : SIMS_UC_SEP;
+        if (kind == SIMS_UC_HAN || kind == SIMS_UC_KANA)
+            (*out)[used++] = ' ';
+        p += n;
+    }
+    return used;
+}
+
 static uint64_t splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -155,14 +215,14 @@ static int write_le32(FILE *f, uint32_t v)
 static void usage(void)
 {
     fprintf(stderr, "usage: quality_features [--features FILE] [--minhash N --signatures FILE] "
-                    "[--seed S] CORPUS.jsonl\n");
+                    "[--seed S] [--words W] CORPUS.jsonl\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     const char *features_path = NULL, *signatures_path = NULL, *corpus_path = NULL;
-    unsigned long permutations = 0;
+    unsigned long permutations = 0, words = 0;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--features") && i + 1 < argc)
@@ -171,6 +231,8 @@ int main(int argc, char **argv)
             signatures_path = argv[++i];
         else if (!strcmp(argv[i], "--minhash") && i + 1 < argc)
             permutations = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--words") && i + 1 < argc)
+            words = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else if (argv[i][0] == '-' || corpus_path)
@@ -179,7 +241,7 @@ int main(int argc, char **argv)
             corpus_path = argv[i];
     }
     if (!corpus_path || (!features_path && !signatures_path) ||
-        (signatures_path && (permutations < 1 || permutations > 4096)))
+        (signatures_path && (permutations < 1 || permutations > 4096)) || words > 64)
         usage();
 
     FILE *in = fopen(corpus_path, "rb");
@@ -199,13 +261,15 @@ int main(int argc, char **argv)
 
     sims_tokenizer tok;
     sims_tokenizer_init(&tok, NULL); /* no friso task: Han runs as bigrams */
-    tok.join_lines = 1;
+    tok.join_lines = words == 0; /* --words: every Han or kana character is followed by a space */
     sims_normalizer norm;
     sims_normalizer_init(&norm);
     token_list tokens = {0};
     uint64_t *hashes = NULL;
     size_t hashes_cap = 0, buf_cap = 0;
     char *buf = NULL, *line = NULL;
+    uint8_t *spaced = NULL;
+    size_t spaced_cap = 0;
     size_t line_cap = 0;
     ssize_t line_len;
     unsigned long line_no = 0;
@@ -234,7 +298,13 @@ int main(int argc, char **argv)
         int invalid = 0;
         tokens.count = 0;
         tokens.bytes_len = 0;
-        if (sims_normalize(&norm, (const uint8_t *)text, text_len, &normalized, &normalized_len) ||
+        int failed =
+            sims_normalize(&norm, (const uint8_t *)text, text_len, &normalized, &normalized_len);
+        if (!failed && words) {
+            normalized_len = space_cjk(normalized, normalized_len, &spaced, &spaced_cap);
+            normalized = spaced;
+        }
+        if (failed ||
             sims_tokenize(&tok, normalized, normalized_len, add_token, &tokens, &invalid)) {
             fprintf(stderr, "quality_features: out of memory\n");
             json_decref(rec);
@@ -242,7 +312,10 @@ int main(int argc, char **argv)
             break;
         }
         json_decref(rec);
-        size_t n = tokens.count ? shingle_hashes(&tokens, &hashes, &hashes_cap, &buf, &buf_cap) : 0;
+        size_t n = !tokens.count ? 0
+                   : words
+                       ? word_shingle_hashes(&tokens, words, &hashes, &hashes_cap, &buf, &buf_cap)
+                       : shingle_hashes(&tokens, &hashes, &hashes_cap, &buf, &buf_cap);
         int werr = 0;
         if (feat) {
             werr |= write_le32(feat, (uint32_t)n);
@@ -281,6 +354,7 @@ int main(int argc, char **argv)
     free(tokens.cjk);
     free(hashes);
     free(buf);
+    free(spaced);
     free(line);
     free(perm_a);
     free(perm_b);
