@@ -172,6 +172,20 @@ class TestFingerprints(Base):
         with self.assertRaises(ValueError):
             simstore.fingerprint("x", version=4)
 
+    def test_store_keeps_its_version(self):
+        # A version 2 store answers text queries with version 2, the default
+        # (version 3) store with version 3, whatever the caller's default.
+        plain, spaced = "研究生命起源是一个古老的问题", "研究 生命 起源 是 一个 古老 的 问题"
+        docs = [{"id": "zh", "text": plain}, {"id": "zs", "text": spaced}]
+        with self.python_store("v2.store", docs, version=2, cjk="bigram") as s:
+            self.assertEqual(s.stats()["fingerprint_version"], 2)
+            self.assertEqual(s.fingerprint(spaced),
+                             simstore.fingerprint(spaced, version=2, cjk="bigram"))
+            self.assertEqual([m.id for m in s.query(spaced, 0)], ["zs"])
+        with self.python_store("v3.store", docs, cjk="bigram") as s:
+            self.assertEqual(s.stats()["fingerprint_version"], 3)
+            self.assertEqual([m.id for m in s.query(spaced, 0)], ["zh", "zs"])
+
     def test_errors(self):
         with self.assertRaises(TypeError):
             simstore.fingerprint(12)
