@@ -26,7 +26,7 @@ int textopt_apply(const char *cmd, int opt, const char *arg, textopt_state *t)
     switch (opt) {
     case TEXTOPT_FP_VERSION:
         if (cli_parse_uint(arg, 1, SIMSTORE_FP_VERSION_LATEST, &v) != 0) {
-            cli_usage_error(cmd, "--fp-version: '%s' is not 1 or 2", arg);
+            cli_usage_error(cmd, "--fp-version: '%s' is not 1, 2 or 3", arg);
             return 2;
         }
         t->opts.version = (unsigned)v;
@@ -119,11 +119,11 @@ int textopt_finish(const char *cmd, const textopt_state *t)
         return 2;
     }
     if (t->opts.version == 1 && t->opts.weighting == SIMSTORE_WEIGHT_LOG) {
-        cli_usage_error(cmd, "--weights log needs --fp-version 2");
+        cli_usage_error(cmd, "--weights log needs --fp-version 2 or 3");
         return 2;
     }
     if (t->opts.version == 1 && (t->given_set & 1u << (TEXTOPT_CJK_SHINGLE - TEXTOPT_SHINGLE))) {
-        cli_usage_error(cmd, "--cjk-shingle applies only with --fp-version 2");
+        cli_usage_error(cmd, "--cjk-shingle applies only with --fp-version 2 or 3");
         return 2;
     }
     return 0;

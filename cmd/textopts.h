@@ -34,15 +34,17 @@ enum {
 
 /* The help lines describing them. */
 #define TEXTOPT_HELP                                                                               \
-    "      --fp-version 1|2 fingerprint algorithm (default 2: NFKC with case\n"                    \
-    "                       folding, Han/kana joined across line breaks, CJK\n"                    \
-    "                       shingles of their own width; 1: as before)\n"                          \
+    "      --fp-version 1|2|3\n"                                                                   \
+    "                       fingerprint algorithm (default 3: as 2, and Han/kana\n"                \
+    "                       also joined across spaces; 2: NFKC with case folding,\n"               \
+    "                       Han/kana joined across line breaks, CJK shingles of\n"                 \
+    "                       their own width; 1: as before)\n"                                      \
     "      --shingle W      words per feature, 1..32 (default 3)\n"                                \
-    "      --cjk-shingle C  version 2: tokens per feature starting at a Han or\n"                  \
+    "      --cjk-shingle C  versions 2, 3: tokens per feature starting at a Han or\n"              \
     "                       kana token, 1..32 (default 2)\n"                                       \
     "      --weights tf|length|log\n"                                                              \
     "                       term frequency (default), Yu, Hu & Zhang's\n"                          \
-    "                       tf + lambda*[length >= 4], or (version 2) 1 + ln(tf)\n"                \
+    "                       tf + lambda*[length >= 4], or (2, 3) 1 + ln(tf)\n"                     \
     "      --lambda X       lambda for --weights length, 0..1000 (default 1)\n"                    \
     "      --cjk auto|friso|bigram\n"                                                              \
     "                       Han text: character bigrams (default) or friso\n"                      \
@@ -82,9 +84,9 @@ int textopt_finish(const char *cmd, const textopt_state *t);
  * recorded options), so that a query changes only what it names. */
 void textopt_over(const textopt_state *t, simstore_text_options *base);
 
-/* The options as the command line that gives them, e.g. "--fp-version 2
+/* The options as the command line that gives them, e.g. "--fp-version 3
  * --shingle 3 --cjk-shingle 2 --weights tf --cjk friso" (lambda only with
- * length weighting, the CJK shingle only with version 2). */
+ * length weighting, the CJK shingle only with versions 2 and 3). */
 void textopt_describe(const simstore_text_options *o, char *buf, size_t size);
 
 /* A store's sketch kind in words, e.g. "minhash64 (1-bit one-permutation

@@ -719,6 +719,8 @@ static int check_records(vctx *v, store_ctx *c, const sims_lmdb_summary *walk)
         sims_error_clear();
         rc = sims_text_record_decode((const uint8_t *)tval.mv_data, tval.mv_size, &tr);
         int64_t tat = mdb_offset(c, tval.mv_data);
+        if (rc == SIMSTORE_OK)
+            rc = sims_store_incompat_check(rec.incompat_features, &tr);
         if (rc)
             problem(v, SIMSTORE_PROBLEM_RECORD, 0, c->mdb_path, -1, tat,
                     "%s (byte offset %" PRId64 "): %s", c->mdb_path, tat, detail(rc));

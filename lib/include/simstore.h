@@ -98,10 +98,11 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  * letters and digits form words (case folded), Han runs are cut into words by
  * friso (or character bigrams when its dictionary cannot be loaded), kana runs
  * into bigrams; features are overlapping w-word shingles hashed with XXH3-64
- * (seed 0); weighted bit sums give the bits. Version 2 of the algorithm (the
- * default) first normalizes the text (NFKC with case folding), joins Han and
- * kana across a line break, and shingles CJK tokens with a width of their
- * own; version 1 stays available, and stores record the version they use.
+ * (seed 0); weighted bit sums give the bits. Version 2 of the algorithm
+ * first normalizes the text (NFKC with case folding), joins Han and kana
+ * across a line break, and shingles CJK tokens with a width of their own;
+ * version 3 (the default) also joins them across spaces. Versions 1 and 2
+ * stay available, and stores record the version they use.
  *
  * Threads: a fingerprinter is used by one thread at a time; any number may
  * exist. The friso dictionary is loaded once per process, on first need (a
@@ -112,13 +113,13 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
  */
 
 /* Fingerprint algorithm versions (format/fingerprint.md, "Versions"). */
-#define SIMSTORE_FP_VERSION_DEFAULT 2
-#define SIMSTORE_FP_VERSION_LATEST 2
+#define SIMSTORE_FP_VERSION_DEFAULT 3
+#define SIMSTORE_FP_VERSION_LATEST 3
 
 /* Shingle size: w words per feature (w = 1: single words). */
 #define SIMSTORE_SHINGLE_DEFAULT 3
 #define SIMSTORE_SHINGLE_MAX 32
-/* Version 2: tokens per feature for one starting at a Han or kana token. */
+/* Versions 2 and 3: tokens per feature for one starting at a Han or kana token. */
 #define SIMSTORE_CJK_SHINGLE_DEFAULT 2
 /* λ of the length-aware weighting: default and largest accepted. */
 #define SIMSTORE_LAMBDA_DEFAULT 1.0
@@ -127,7 +128,7 @@ static inline unsigned simstore_distance(uint64_t a, uint64_t b)
 typedef enum simstore_weighting {
     SIMSTORE_WEIGHT_TF = 0,     /* weight = occurrences of the feature         */
     SIMSTORE_WEIGHT_LENGTH = 1, /* Yu, Hu & Zhang: tf + λ·[length >= 4]        */
-    SIMSTORE_WEIGHT_LOG = 2     /* version 2 only: 1 + ln(tf), sublinear, in
+    SIMSTORE_WEIGHT_LOG = 2     /* versions 2, 3: 1 + ln(tf), sublinear, in
                                    exact fixed point (format/fingerprint.md)   */
 } simstore_weighting;
 
@@ -185,13 +186,13 @@ typedef struct simstore_text_options {
                                      quality benchmark's measure, README)        */
     /* Fields added with fingerprint version 2 (at the end, so that the
      * fields above keep their offsets). */
-    unsigned version;     /* the algorithm: 1 or 2, both kept (a published
+    unsigned version;     /* the algorithm: 1, 2 or 3, all kept (a published
                              algorithm is a contract); 0 means the current
-                             default, SIMSTORE_FP_VERSION_DEFAULT (2), so a
-                             zero-filled struct never selects version 1:
-                             ask for 1 by name                               */
-    unsigned cjk_shingle; /* version 2: tokens per feature starting at a Han
-                             or kana token, 1..SIMSTORE_SHINGLE_MAX (2);
+                             default, SIMSTORE_FP_VERSION_DEFAULT (3), so a
+                             zero-filled struct never selects an older
+                             version: ask for 1 or 2 by name                 */
+    unsigned cjk_shingle; /* versions 2 and 3: tokens per feature starting
+                             at a Han or kana token, 1..SIMSTORE_SHINGLE_MAX (2);
                              0 = the default; version 1 ignores it          */
     /* Added with sketches (format/sketch.md). */
     simstore_sketch_kind sketch; /* the sketch a fingerprinter also makes
@@ -209,7 +210,7 @@ typedef struct simstore_text_options {
 #define SIMSTORE_PARAGRAPH_MIN_WORDS_DEFAULT 8u
 #define SIMSTORE_PARAGRAPH_MIN_WORDS_MAX 255u
 
-/* Fill *opts with the defaults above (version 2). Set fields after calling
+/* Fill *opts with the defaults above (version 3). Set fields after calling
  * it, so that fields added later keep their defaults. */
 SIMSTORE_API void simstore_text_options_init(simstore_text_options *opts);
 

@@ -475,7 +475,7 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
     r.paragraph_min_words = buf[23];
     if (r.sketch != 0 && !sims_sketch_kind_valid(r.sketch))
         return SIMS_CORRUPT("text record: unknown sketch kind %u", (unsigned)r.sketch);
-    if (buf[20] != 0 && buf[20] != 2) /* version 1 is only ever 0 */
+    if (buf[20] != 0 && buf[20] != 2 && buf[20] != 3) /* version 1 is only ever 0 */
         return SIMS_CORRUPT("text record: unknown fingerprint version %u", (unsigned)buf[20]);
     if (r.version == 1 ? r.cjk_shingle != 0 : r.cjk_shingle < 1 || r.cjk_shingle > 32)
         return SIMS_CORRUPT("text record: CJK shingle %u with fingerprint version %u",
@@ -486,4 +486,14 @@ int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *ou
         return SIMS_CORRUPT("text record: value out of range");
     *out = r;
     return SIMSTORE_OK;
+}
+
+int sims_store_incompat_check(uint64_t incompat, const sims_text_record *text)
+{
+    if ((incompat & SIMS_STORE_INCOMPAT_FP_V3) == sims_store_incompat_of_version(text->version))
+        return SIMSTORE_OK;
+    return SIMS_CORRUPT("the text record says fingerprint version %u, but the store record %s "
+                        "incompatible feature 0x1 (fingerprint version 3)",
+                        (unsigned)text->version,
+                        incompat & SIMS_STORE_INCOMPAT_FP_V3 ? "carries" : "lacks");
 }

@@ -14,8 +14,12 @@
  * features"): a later change to the disk sets a bit instead of changing
  * the format version. A reader refuses a store with an incompatible
  * feature it does not know (SIMSTORE_EVERSION) and ignores compatible ones
- * it does not know. 1.0 defines none in either word. */
-#define SIMS_STORE_INCOMPAT_KNOWN UINT64_C(0)
+ * it does not know. Incompatible bit 0: the store's texts are fingerprinted
+ * with fingerprint version 3 (its text record says 3), which a reader
+ * knowing versions 1 and 2 only would fingerprint queries and adds with
+ * wrongly. No compatible bit is defined. */
+#define SIMS_STORE_INCOMPAT_FP_V3 UINT64_C(1)
+#define SIMS_STORE_INCOMPAT_KNOWN SIMS_STORE_INCOMPAT_FP_V3
 #define SIMS_STORE_COMPAT_KNOWN UINT64_C(0)
 
 #define SIMS_STORE_RECORD_SEED 0x53494D53544F5245ULL /* "SIMSTORE" */
@@ -112,11 +116,11 @@ void sims_state_record_release(sims_state_record *r);
 
 typedef struct sims_text_record {
     uint32_t shingle_words;       /* 1..32 */
-    uint32_t weighting;           /* 0 tf, 1 length, 2 log (version 2 only) */
+    uint32_t weighting;           /* 0 tf, 1 length, 2 log (versions 2, 3) */
     uint32_t cjk;                 /* 1 friso, 2 bigram (never auto) */
     uint64_t lambda_fixed;        /* round(lambda * 65536) */
-    uint32_t version;             /* fingerprint version: 1 (stored as 0) or 2 */
-    uint32_t cjk_shingle;         /* version 2: 1..32; version 1: 0 */
+    uint32_t version;             /* fingerprint version: 1 (stored as 0), 2, 3 */
+    uint32_t cjk_shingle;         /* versions 2, 3: 1..32; version 1: 0 */
     uint32_t sketch;              /* the sketch kind of every document: 0 none,
                                1..SIMS_SKETCH_KIND_MAX (simstore_sketch_kind) */
     uint32_t paragraph_min_words; /* 0: no paragraph index; else 1..255 */
@@ -124,8 +128,19 @@ typedef struct sims_text_record {
 
 #define SIMS_PARAGRAPH_MIN_WORDS_MAX 255u
 
+/* The incompatible features a store of fingerprint version `version` carries. */
+static inline uint64_t sims_store_incompat_of_version(uint32_t version)
+{
+    return version >= 3 ? SIMS_STORE_INCOMPAT_FP_V3 : 0;
+}
+/* SIMSTORE_ECORRUPT when the store record's incompatible features (known
+ * ones, as decoded) and the text record's version disagree. */
+int sims_store_incompat_check(uint64_t incompat, const sims_text_record *text);
+
 void sims_text_record_encode(const sims_text_record *r, uint8_t buf[SIMS_TEXT_RECORD_BYTES]);
-/* SIMSTORE_ECORRUPT for a bad length, magic, checksum, reserved field or value. */
+/* SIMSTORE_ECORRUPT for a bad length, magic, checksum, reserved field or value.
+ * Version 3 is accepted here; the store's opener checks that the store record
+ * carries SIMS_STORE_INCOMPAT_FP_V3 exactly then (sims_store_incompat_check). */
 int sims_text_record_decode(const uint8_t *buf, size_t len, sims_text_record *out);
 
 /* A document record, the value of `docs` for one id. */

@@ -70,7 +70,7 @@ int sims_manifest_encode(const sims_manifest *m, uint8_t **out, size_t *len)
         return sims_fail(SIMSTORE_ENOMEM, "manifest: out of memory");
     const sims_shard_shared *s = &m->shared;
     memcpy(b, SIMS_MANIFEST_MAGIC, 8);
-    le_store32(b + 8, SIMS_MANIFEST_VERSION);
+    le_store32(b + 8, sims_manifest_version_of(s->fp_version));
     le_store32(b + 12, m->shards);
     le_store32(b + 16, m->assignment);
     b[20] = (uint8_t)s->k;
@@ -113,11 +113,12 @@ int sims_manifest_decode(const uint8_t *data, size_t len, sims_manifest *m)
     if (memcmp(data, SIMS_MANIFEST_MAGIC, 8) != 0)
         return SIMS_CORRUPT("not a sharded store manifest (bad magic)");
     uint32_t version = le_load32(data + 8);
-    if (version != SIMS_MANIFEST_VERSION)
+    if (version != SIMS_MANIFEST_VERSION && version != SIMS_MANIFEST_VERSION_FP3)
         return sims_fail(SIMSTORE_EVERSION,
                          "manifest version %u unknown to this simstore (%s), which reads "
-                         "version %u",
-                         (unsigned)version, SIMSTORE_VERSION_STRING, SIMS_MANIFEST_VERSION);
+                         "versions %u and %u",
+                         (unsigned)version, SIMSTORE_VERSION_STRING, SIMS_MANIFEST_VERSION,
+                         SIMS_MANIFEST_VERSION_FP3);
     if (len < SIMS_MANIFEST_HEADER_BYTES + CHECKSUM_BYTES)
         return SIMS_CORRUPT("manifest truncated: %zu bytes", len);
     if (le_load64(data + len - CHECKSUM_BYTES) != sims_xxh3_64(data, len - CHECKSUM_BYTES, 0))
@@ -166,6 +167,9 @@ int sims_manifest_decode(const uint8_t *data, size_t len, sims_manifest *m)
         return SIMS_CORRUPT("manifest: reserved field not zero");
     if (!shared_valid(s))
         return SIMS_CORRUPT("manifest: a store option is out of range");
+    if (version != sims_manifest_version_of(s->fp_version))
+        return SIMS_CORRUPT("manifest: version %u with fingerprint version %u", (unsigned)version,
+                            (unsigned)s->fp_version);
     /* Each entry takes at least ENTRY_FIXED_BYTES + 1: bound R by the bytes
      * before allocating. */
     if ((uint64_t)shards * (ENTRY_FIXED_BYTES + 1) > cursor_remaining(&c))

@@ -11,6 +11,15 @@
 
 #define SIMS_MANIFEST_MAGIC "SIMSHARD"
 #define SIMS_MANIFEST_VERSION 1u
+/* Version 2 is version 1's layout, written exactly for shards of fingerprint
+ * version 3, so that a reader knowing only version 1 (and fingerprint
+ * versions 1 and 2) refuses it with SIMSTORE_EVERSION rather than calling an
+ * option out of range (format/shards.md). */
+#define SIMS_MANIFEST_VERSION_FP3 2u
+static inline uint32_t sims_manifest_version_of(unsigned fp_version)
+{
+    return fp_version >= 3 ? SIMS_MANIFEST_VERSION_FP3 : SIMS_MANIFEST_VERSION;
+}
 /* The one assignment rule of version 1: shard = XXH3-64(seed 0, id bytes)
  * mod R (fingerprint-only stores: of the fingerprint's 8 little-endian
  * bytes). */

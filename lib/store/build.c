@@ -1543,6 +1543,7 @@ static int finish_design(finish_state *f)
             .store_tag = f->store_tag,
             .block_bytes = b->opt.block_bytes,
             .created_unix = sims_now_unix(),
+            .incompat_features = sims_store_incompat_of_version(sims_fp_version(b->text.version)),
             .design = design_rec,
             .design_len = (uint32_t)design_len,
         };

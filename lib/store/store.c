@@ -565,7 +565,7 @@ static int take_writer_lock(const char *dir, int *fd_out)
     return SIMSTORE_OK;
 }
 
-static int load_text_record(simstore *s, MDB_txn *txn)
+static int load_text_record(simstore *s, MDB_txn *txn, uint64_t incompat)
 {
     /* Every store of format 2 has the record (written with the store
      * record): none is a damaged store, not one of some default version. */
@@ -578,6 +578,8 @@ static int load_text_record(simstore *s, MDB_txn *txn)
         return rc;
     sims_text_record tr;
     rc = sims_text_record_decode((const uint8_t *)val.mv_data, val.mv_size, &tr);
+    if (rc == SIMSTORE_OK)
+        rc = sims_store_incompat_check(incompat, &tr);
     if (rc)
         return sims_fail_context(rc, "%s", s->path);
     s->text.shingle_words = tr.shingle_words;
@@ -628,6 +630,7 @@ static int load_store_record_once(void *ctx)
     if (rc)
         return rc;
     MDB_val val;
+    uint64_t incompat = 0;
     rc = sims_store_get_record(s, txn, "store", &val);
     if (rc == 1) {
         rc = sims_fail(SIMSTORE_ECORRUPT, "%s: not a simstore store (no store record)", s->path);
@@ -639,6 +642,7 @@ static int load_store_record_once(void *ctx)
             s->store_tag = rec.store_tag;
             s->block_bytes = rec.block_bytes;
             s->created_unix = rec.created_unix;
+            incompat = rec.incompat_features;
             s->design = malloc(sizeof *s->design);
             if (!s->design)
                 rc = sims_fail(SIMSTORE_ENOMEM, "out of memory");
@@ -649,7 +653,7 @@ static int load_store_record_once(void *ctx)
             rc = sims_fail_context(rc, "store %s", s->path);
     }
     if (rc == SIMSTORE_OK)
-        rc = load_text_record(s, txn);
+        rc = load_text_record(s, txn, incompat);
     if (rc == SIMSTORE_OK)
         rc = sims_store_load_boilerplate(s, txn);
     mdb_txn_abort(txn);

@@ -159,6 +159,7 @@ int sims_boiler_new(unsigned version, simstore_cjk_mode cjk, sims_boiler **out)
     b->version2 = sims_fp_version(version) >= 2;
     sims_tokenizer_init(&b->tokenizer, b->friso);
     b->tokenizer.join_lines = b->version2;
+    b->tokenizer.join_spaces = sims_fp_version(version) >= 3;
     b->tokenizer.inert_only = b->version2;
     sims_normalizer_init(&b->normalizer);
     *out = b;

@@ -20,7 +20,7 @@ int sims_boilerplate_millionths(double fraction, uint32_t *out);
 
 typedef struct sims_boiler sims_boiler;
 
-/* A keyer for fingerprint version `version` (1 or 2) and the resolved Han
+/* A keyer for fingerprint version `version` (1, 2 or 3) and the resolved Han
  * segmenter `cjk` (SIMSTORE_CJK_FRISO or SIMSTORE_CJK_BIGRAM); no set yet.
  * Errors: SIMSTORE_ENOMEM. */
 int sims_boiler_new(unsigned version, simstore_cjk_mode cjk, sims_boiler **out);

@@ -102,6 +102,7 @@ int simstore_fingerprinter_new(const simstore_text_options *opts, simstore_finge
     }
     sims_tokenizer_init(&fpr->tokenizer, fpr->friso);
     fpr->tokenizer.join_lines = version >= 2;
+    fpr->tokenizer.join_spaces = version >= 3;
     fpr->tokenizer.inert_only = version >= 2;
     sims_normalizer_init(&fpr->normalizer);
     uint64_t lambda_q16 = (uint64_t)llround(opts->lambda * 65536.0);

@@ -121,11 +121,12 @@ static int end_run(sims_tokenizer *t, sims_token_fn emit, void *ctx)
     return rc;
 }
 
-/* Version 2 line joining: p starts White_Space after a Han or kana code
+/* Joining across White_Space: p starts White_Space after a Han or kana code
  * point. When that White_Space holds exactly one line break (LF, CR, CR LF,
- * NEL, LS or PS) and a Han or kana code point follows it, returns where that
- * code point starts (the White_Space is removed); otherwise NULL. */
-static const uint8_t *join_across_break(const uint8_t *p, const uint8_t *end)
+ * NEL, LS or PS; version 2), or at most one (spaces: version 3, `spaces`
+ * set), and a Han or kana code point follows it, returns where that code
+ * point starts (the White_Space is removed); otherwise NULL. */
+static const uint8_t *join_across_space(const uint8_t *p, const uint8_t *end, int spaces)
 {
     unsigned breaks = 0;
     while (p < end) {
@@ -139,7 +140,10 @@ static const uint8_t *join_across_break(const uint8_t *p, const uint8_t *end)
         unsigned cls = sims_uc_class(cp);
         if (!(cls & SIMS_UC_SPACE)) {
             unsigned kind = cls & SIMS_UC_KIND;
-            return breaks == 1 && (kind == SIMS_UC_HAN || kind == SIMS_UC_KANA) ? p : NULL;
+            return (breaks == 1 || (spaces && breaks == 0)) &&
+                           (kind == SIMS_UC_HAN || kind == SIMS_UC_KANA)
+                       ? p
+                       : NULL;
         }
         if (cp == '\r' && end - p > 1 && p[1] == '\n')
             n = 2;
@@ -200,7 +204,7 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
         if (*p < 0x80) {
             /* ASCII separator: spaces, punctuation, controls. */
             if (t->run_kind && t->join_lines && (sims_uc_class(*p) & SIMS_UC_SPACE)) {
-                const uint8_t *joined = join_across_break(p, end);
+                const uint8_t *joined = join_across_space(p, end, t->join_spaces);
                 if (joined) {
                     p = joined;
                     continue;
@@ -256,7 +260,7 @@ int sims_tokenize(sims_tokenizer *t, const uint8_t *text, size_t len, sims_token
         case SIMS_UC_IGNORE: break;
         default:
             if (t->run_kind && t->join_lines && (cls & SIMS_UC_SPACE)) {
-                const uint8_t *joined = join_across_break(p, end);
+                const uint8_t *joined = join_across_space(p, end, t->join_spaces);
                 if (joined) {
                     n = (size_t)(joined - p);
                     break;

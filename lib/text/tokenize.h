@@ -30,6 +30,8 @@ typedef struct sims_tokenizer {
     uint32_t run_codepoints;
     unsigned run_kind; /* SIMS_UC_HAN, SIMS_UC_KANA or 0 */
     int join_lines;    /* version 2: a line break between Han or kana joins */
+    int join_spaces;   /* version 3 (with join_lines): so does White_Space
+                          holding no line break */
     int inert_only;    /* stop at the first code point normalization may
                           change (SIMS_TOKENIZE_NOT_INERT) */
 } sims_tokenizer;
@@ -39,7 +41,8 @@ typedef struct sims_tokenizer {
 #define SIMS_TOKENIZE_NOT_INERT 1
 
 /* Set up with no buffers; `friso` (may be NULL) stays owned by the caller.
- * Version 1 tokens; set join_lines for version 2's line joining. */
+ * Version 1 tokens; set join_lines for version 2's line joining, and also
+ * join_spaces for version 3's. */
 void sims_tokenizer_init(sims_tokenizer *t, sims_friso_task *friso);
 void sims_tokenizer_release(sims_tokenizer *t);
 

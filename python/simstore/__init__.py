@@ -49,7 +49,7 @@ def fingerprint(text, **options):
     """fingerprint(text, **options) -> int
 
     The 64-bit simhash of a text (str, or UTF-8 bytes), as `simstore fingerprint`
-    makes it. Options, as the tool's: version (1 or 2, default 2), shingle (3),
+    makes it. Options, as the tool's: version (1, 2 or 3, default 3), shingle (3),
     cjk_shingle (2), weights ('tf', 'length' or 'log'), lambda (1.0, with
     weights='length'), cjk ('auto', 'friso' or 'bigram')."""
     kw = _args.Keywords("fingerprint", options)

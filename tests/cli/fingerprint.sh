@@ -22,8 +22,10 @@ run fingerprint --shingle 33 /dev/null
 expect_status 2
 run fingerprint --weights idf /dev/null
 expect_status 2; expect_err_has "--weights: 'idf' is not tf, length or log"
-run fingerprint --fp-version 3 /dev/null
-expect_status 2; expect_err_has "--fp-version: '3' is not 1 or 2"
+run fingerprint --fp-version 4 /dev/null
+expect_status 2; expect_err_has "--fp-version: '4' is not 1, 2 or 3"
+run fingerprint --fp-version 0 /dev/null
+expect_status 2
 run fingerprint --cjk-shingle 0 /dev/null
 expect_status 2; expect_err_has "--cjk-shingle: '0' is not a number in 1..32"
 run fingerprint --fp-version 1 --weights log /dev/null
@@ -143,18 +145,31 @@ expect_status 0; expect_all_lines_match "${hexline}big\$"
 
 # CJK: character bigrams by default; friso words on request (auto: when
 # its dictionary loads, else bigrams with a warning). The spec's vectors:
-# version 1 (9, 10) and version 2 (4, 5).
+# version 1 (9, 10), version 2 (4, 5), the same in version 3 (the default).
 printf '我们是中国人' >"$T/zh.txt"
 run fingerprint --fp-version 1 --cjk bigram "$T/zh.txt"
 expect_out "e607871d2ad8e16a	$T/zh.txt"
+run fingerprint --fp-version 2 --cjk bigram "$T/zh.txt"
+expect_out "c059a641416449f8	$T/zh.txt"
 run fingerprint --cjk bigram "$T/zh.txt"
 expect_out "c059a641416449f8	$T/zh.txt"
+# Version 3 (the default) joins Han across spaces; version 2 does not (the
+# spec's version 3 vector 1).
+printf '我 们 是 中 国 人' >"$T/zh-spaced.txt"
+run fingerprint --cjk bigram "$T/zh-spaced.txt"
+expect_out "c059a641416449f8	$T/zh-spaced.txt"
+run fingerprint --fp-version 3 "$T/zh-spaced.txt"
+expect_out "c059a641416449f8	$T/zh-spaced.txt"
+run fingerprint --fp-version 2 --cjk bigram "$T/zh-spaced.txt"
+expect_out "880c0218d0edfd75	$T/zh-spaced.txt"
 # The default: bigrams, without a word about friso.
 run fingerprint "$T/zh.txt"
 expect_status 0; expect_err_empty; expect_out "c059a641416449f8	$T/zh.txt"
 run fingerprint --fp-version 1 "$T/zh.txt"
 expect_status 0; expect_err_empty; expect_out "e607871d2ad8e16a	$T/zh.txt"
 run fingerprint --verbose "$T/zh.txt"
+expect_err_has "simstore fingerprint: options: --fp-version 3 --shingle 3 --cjk-shingle 2 --weights tf --cjk bigram"
+run fingerprint --fp-version 2 --verbose "$T/zh.txt"
 expect_err_has "simstore fingerprint: options: --fp-version 2 --shingle 3 --cjk-shingle 2 --weights tf --cjk bigram"
 if "$SIMSTORE" --version | grep -q "CJK segmenter: friso"; then
     run fingerprint --fp-version 1 --cjk auto "$T/zh.txt"
@@ -163,8 +178,10 @@ if "$SIMSTORE" --version | grep -q "CJK segmenter: friso"; then
     expect_status 0; expect_err_empty; expect_out "60783d10123e8464	$T/zh.txt"
     run fingerprint --cjk friso "$T/zh.txt"
     expect_status 0; expect_err_empty; expect_out "60783d10123e8464	$T/zh.txt"
+    run fingerprint --fp-version 2 --cjk friso "$T/zh.txt"
+    expect_status 0; expect_err_empty; expect_out "60783d10123e8464	$T/zh.txt"
     run fingerprint --cjk auto --verbose "$T/zh.txt"
-    expect_err_has "simstore fingerprint: options: --fp-version 2 --shingle 3 --cjk-shingle 2 --weights tf --cjk auto"
+    expect_err_has "simstore fingerprint: options: --fp-version 3 --shingle 3 --cjk-shingle 2 --weights tf --cjk auto"
     expect_err_has "simstore fingerprint: CJK segmenter: friso 1.6.4"
     expect_err_has "1 document, 1 line printed"
 fi

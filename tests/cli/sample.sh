@@ -6,8 +6,9 @@
 . "$(dirname "$0")/lib.sh"
 
 docs=$(grep -c . "$SRC/tests/data/sample.jsonl")
-# friso with the default fingerprint version (2), and the bigram fallback
-# with version 1; version 2 with bigrams below.
+# friso with fingerprint version 2 (the default when this was written), and
+# the bigram fallback with version 1; versions 2 and 3 (now the default)
+# with bigrams below.
 for cjk in auto bigram; do
     version=2
     [ "$cjk" = bigram ] && version=1
@@ -28,20 +29,22 @@ $(diff "$T/found" "$SRC/tests/data/sample.pairs")"
     cut -f1,2 "$T/out" | LC_ALL=C sort | cmp -s - "$SRC/tests/data/sample.pairs" && ok ||
         fail "--cjk $cjk: unplanted pairs within distance 10"
 done
-# Version 2 with bigrams (CJK shingle 2): one planted Chinese edit lands 6
-# bits from its original (measured; the CJK shingle width's default comes
-# from friso's measurements), so k = 3 finds the planted pairs but that one;
-# at k = 10 exactly the planted pairs, nothing else.
-run fingerprint --cjk bigram --jsonl "$SRC/tests/data/sample.jsonl"
-cp "$T/out" "$T/sample.fp"
-run pairs --k 3 "$T/sample.fp"
-cut -f1,2 "$T/out" | LC_ALL=C sort | comm -23 - "$SRC/tests/data/sample.pairs" >"$T/extra"
-[ -s "$T/extra" ] && fail "version 2 bigrams: unplanted pairs at k = 3: $(cat "$T/extra")" || ok
-[ "$(wc -l <"$T/out")" -ge $(($(wc -l <"$SRC/tests/data/sample.pairs") - 2)) ] && ok ||
-    fail "version 2 bigrams: only $(wc -l <"$T/out") pairs at k = 3"
-run pairs --k 10 "$T/sample.fp"
-cut -f1,2 "$T/out" | LC_ALL=C sort | cmp -s - "$SRC/tests/data/sample.pairs" && ok ||
-    fail "version 2 bigrams: pairs --k 10 differs from the planted pairs"
+# Versions 2 and 3 with bigrams (CJK shingle 2): one planted Chinese edit
+# lands 6 bits from its original (measured; the CJK shingle width's default
+# comes from friso's measurements), so k = 3 finds the planted pairs but
+# that one; at k = 10 exactly the planted pairs, nothing else.
+for version in 2 3; do
+    run fingerprint --cjk bigram --fp-version $version --jsonl "$SRC/tests/data/sample.jsonl"
+    cp "$T/out" "$T/sample.fp"
+    run pairs --k 3 "$T/sample.fp"
+    cut -f1,2 "$T/out" | LC_ALL=C sort | comm -23 - "$SRC/tests/data/sample.pairs" >"$T/extra"
+    [ -s "$T/extra" ] && fail "version $version bigrams: unplanted pairs at k = 3: $(cat "$T/extra")" || ok
+    [ "$(wc -l <"$T/out")" -ge $(($(wc -l <"$SRC/tests/data/sample.pairs") - 2)) ] && ok ||
+        fail "version $version bigrams: only $(wc -l <"$T/out") pairs at k = 3"
+    run pairs --k 10 "$T/sample.fp"
+    cut -f1,2 "$T/out" | LC_ALL=C sort | cmp -s - "$SRC/tests/data/sample.pairs" && ok ||
+        fail "version $version bigrams: pairs --k 10 differs from the planted pairs"
+done
 # The quick start exactly as the README writes it (paths relative to the
 # tree): build with the defaults, then `clusters` with the defaults (the
 # near-duplicate setting: k = 7 and similarity 0.9 on a store that keeps

@@ -281,13 +281,42 @@ for pair in "0 2" "1 4" "3 5" "3 7" "6 7"; do
 done
 # Fingerprint versions: each store records its own, and text queries are
 # fingerprinted with it after any reopen: a version 1 store as version 1
-# forever, a new store (version 2 by default) as version 2. stats and
-# inspect (and --json) show it.
+# forever, a version 2 store as version 2, a new store (version 3 by
+# default) as version 3. stats and inspect (and --json) show it.
 printf '{"id":"nfc","text":"caf\xc3\xa9 cr\xc3\xa8me fine wine list"}\n{"id":"zh","text":"研究生命起源是一个古老的问题"}\n' >"$T/v.jsonl"
 run build "$T/fv1" -q --cjk bigram --fp-version 1 "$T/v.jsonl"
 expect_status 0
-run build "$T/fv2" -q --cjk bigram "$T/v.jsonl"
+run build "$T/fv2" -q --cjk bigram --fp-version 2 "$T/v.jsonl"
 expect_status 0
+run build "$T/fvd" -q --cjk bigram "$T/v.jsonl"
+expect_status 0
+# Spaced Han: in the default store (version 3) a text and its copy with
+# spaces between the characters are one fingerprint; a version 2 store,
+# queried by text with default options, fingerprints the query with version
+# 2 (its own), as `fingerprint --fp-version 2` does: the spaced copy finds
+# itself at distance 0 and not the unspaced text.
+spaced=$(printf '研究 生命 起源 是 一个 古老 的 问题')
+printf '{"id":"zh","text":"研究生命起源是一个古老的问题"}\n{"id":"zs","text":"%s"}\n' "$spaced" >"$T/sp.jsonl"
+run build "$T/fsp2" -q --cjk bigram --fp-version 2 "$T/sp.jsonl"
+expect_status 0
+run build "$T/fspd" -q --cjk bigram "$T/sp.jsonl"
+expect_status 0
+v2spaced=$(printf '%s' "$spaced" | "$SIMSTORE" fingerprint --fp-version 2 --cjk bigram | cut -f1)
+v3spaced=$(printf '%s' "$spaced" | "$SIMSTORE" fingerprint --cjk bigram | cut -f1)
+v2plain=$(printf '研究生命起源是一个古老的问题' | "$SIMSTORE" fingerprint --fp-version 2 --cjk bigram | cut -f1)
+[ "$v2spaced" != "$v3spaced" ] && [ "$v2spaced" != "$v2plain" ] && ok || fail "spaced Han: versions 2 and 3 agree"
+run query "$T/fsp2" --k 0 --text "$spaced"
+expect_status 0; expect_out_lines 1; expect_out_has "	zs	$v2spaced	0"
+run query "$T/fsp2" --k 0 --text "研究生命起源是一个古老的问题"
+expect_status 0; expect_out_lines 1; expect_out_has "	zh	$v2plain	0"
+run query "$T/fspd" --k 0 --text "$spaced"
+expect_status 0; expect_out_lines 2; expect_out_has "	zh	$v3spaced	0"; expect_out_has "	zs	$v3spaced	0"
+run stats "$T/fsp2"
+expect_out_has "fingerprint version: 2"
+run stats "$T/fspd"
+expect_out_has "fingerprint version: 3"
+run stats "$T/fvd" --json
+expect_out_has '"fingerprint_version":3,"text_options":{"fp_version":3,"shingle":3,"cjk_shingle":2,"weights":"tf","lambda":null,"cjk":"bigram"}'
 nfd=$(printf 'CAFE\xcc\x81 cre\xcc\x80me \xef\xac\x81ne wine list')
 wrapped=$(printf '研究生\n命起源是一\n个古老的问题')
 run query "$T/fv2" --k 0 --text "$nfd"
@@ -318,11 +347,16 @@ expect_out_has "fingerprint version: 1"
 expect_out_has "text options: --fp-version 1 --shingle 3 --weights tf --cjk bigram"
 run stats "$T/fv2" --json
 expect_out_has '"fingerprint_version":2,"text_options":{"fp_version":2,"shingle":3,"cjk_shingle":2,"weights":"tf","lambda":null,"cjk":"bigram"}'
-run build "$T/fv3" -q --cjk bigram --cjk-shingle 3 --weights log "$T/v.jsonl"
+run build "$T/fv3" -q --cjk bigram --cjk-shingle 3 --weights log --fp-version 2 "$T/v.jsonl"
 expect_status 0
 run inspect "$T/fv3" --brief
 expect_out_has "fingerprint version: 2"
 expect_out_has "text options: --fp-version 2 --shingle 3 --cjk-shingle 3 --weights log --cjk bigram"
+run build "$T/fv5" -q --cjk bigram --cjk-shingle 3 --weights log "$T/v.jsonl"
+expect_status 0
+run inspect "$T/fv5" --brief
+expect_out_has "fingerprint version: 3"
+expect_out_has "text options: --fp-version 3 --shingle 3 --cjk-shingle 3 --weights log --cjk bigram"
 run inspect "$T/fv1" --brief --json
 expect_out_has '"fingerprint_version":1,"text_options":{"fp_version":1,"shingle":3,"cjk_shingle":null,"weights":"tf","lambda":null,"cjk":"bigram"}'
 run build "$T/fv4" -q --fp-version 1 --weights log "$T/v.jsonl"

@@ -90,6 +90,8 @@ class TestFingerprints(Base):
     def test_equal_to_cli(self):
         for opts, kw in [((), {}),
                          (("--fp-version", "1"), {"version": 1}),
+                         (("--fp-version", "2"), {"version": 2}),
+                         (("--fp-version", "3"), {"fp_version": 3}),
                          (("--shingle", "2", "--cjk-shingle", "1"), {"shingle": 2, "cjk_shingle": 1}),
                          (("--weights", "log"), {"weights": "log"}),
                          (("--weights", "length", "--lambda", "2.5"), {"weights": "length", "lambda_": 2.5}),
@@ -159,6 +161,30 @@ class TestFingerprints(Base):
     def test_distance(self):
         self.assertEqual(simstore.distance(0, 2**64 - 1), 64)
         self.assertEqual(simstore.distance(0b1011, "0000000000000000"), 3)
+
+    def test_spaced_cjk(self):
+        # Version 3 (the default) joins Han across spaces; version 2 does not.
+        plain, spaced = "我们是中国人", "我 们 是 中 国 人"
+        self.assertEqual(simstore.fingerprint(spaced, cjk="bigram"), 0xc059a641416449f8)
+        self.assertEqual(simstore.fingerprint(spaced, cjk="bigram", version=3),
+                         simstore.fingerprint(plain, cjk="bigram", version=3))
+        self.assertEqual(simstore.fingerprint(spaced, cjk="bigram", version=2), 0x880c0218d0edfd75)
+        with self.assertRaises(ValueError):
+            simstore.fingerprint("x", version=4)
+
+    def test_store_keeps_its_version(self):
+        # A version 2 store answers text queries with version 2, the default
+        # (version 3) store with version 3, whatever the caller's default.
+        plain, spaced = "研究生命起源是一个古老的问题", "研究 生命 起源 是 一个 古老 的 问题"
+        docs = [{"id": "zh", "text": plain}, {"id": "zs", "text": spaced}]
+        with self.python_store("v2.store", docs, version=2, cjk="bigram") as s:
+            self.assertEqual(s.stats()["fingerprint_version"], 2)
+            self.assertEqual(s.fingerprint(spaced),
+                             simstore.fingerprint(spaced, version=2, cjk="bigram"))
+            self.assertEqual([m.id for m in s.query(spaced, 0)], ["zs"])
+        with self.python_store("v3.store", docs, cjk="bigram") as s:
+            self.assertEqual(s.stats()["fingerprint_version"], 3)
+            self.assertEqual([m.id for m in s.query(spaced, 0)], ["zh", "zs"])
 
     def test_errors(self):
         with self.assertRaises(TypeError):

@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include "simstore.h"
+#include "common/bytes.h"
+#include "common/checksum.h"
 #include "shard/manifest.h"
 #include "testutil.h"
 
@@ -133,8 +135,33 @@ static void test_manifest_golden__damage(void **state)
     }
     /* A later version is a version error, not corruption. */
     memcpy(b, g, n);
-    b[8] = 2;
+    b[8] = 3;
     assert_int_equal(sims_manifest_decode(b, n, &m), SIMSTORE_EVERSION);
+    /* Version 2 is version 1's layout for shards of fingerprint version 3
+     * (format/shards.md), which a reader of version 1 alone refuses as a
+     * version: the two go together, each without the other is corrupt. */
+    static const struct {
+        uint8_t version, fp_version;
+        int rc;
+    } pairs[] = {{2, 3, SIMSTORE_OK},       {2, 2, SIMSTORE_ECORRUPT}, {2, 1, SIMSTORE_ECORRUPT},
+                 {1, 3, SIMSTORE_ECORRUPT}, {1, 4, SIMSTORE_ECORRUPT}, {2, 4, SIMSTORE_ECORRUPT}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        memcpy(b, g, n);
+        b[8] = pairs[i].version;
+        b[28] = pairs[i].fp_version;
+        le_store64(b + n - 8, sims_xxh3_64(b, n - 8, 0));
+        assert_int_equal(sims_manifest_decode(b, n, &m), pairs[i].rc);
+        if (pairs[i].rc == SIMSTORE_OK) {
+            assert_int_equal(m.shared.fp_version, 3);
+            uint8_t *again;
+            size_t again_len;
+            assert_int_equal(sims_manifest_encode(&m, &again, &again_len), SIMSTORE_OK);
+            assert_int_equal(again_len, n);
+            assert_memory_equal(again, b, n);
+            free(again);
+            sims_manifest_free(&m);
+        }
+    }
     free(b);
     free(g);
 }

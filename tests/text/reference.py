@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # reference.py: a second, deliberately plain implementation of
-# format/fingerprint.md, versions 1 and 2 (character-bigram CJK mode), and of
+# format/fingerprint.md, versions 1, 2 and 3 (character-bigram CJK mode), and of
 # format/sketch.md, written from the specs
 # rather than from lib/text, so that the specs are checked for being complete:
 # `test_text_reference` runs it beside `simstore fingerprint --cjk bigram` and
 # requires identical output. XXH3-64 comes from the system's libxxhash through
 # ctypes; everything else is here.
 #
-#   reference.py [--fp-version 1|2] [--shingle W] [--cjk-shingle C]
+#   reference.py [--fp-version 1|2|3] [--shingle W] [--cjk-shingle C]
 #                [--weights tf|length|log] [--lambda X]
 #                [--boilerplate-fraction F --boilerplate-min-docs M]
 #                [--sketch none|minhash16|minhash32|minhash64|minhash128|minhash256]
@@ -167,9 +167,10 @@ def normalize(cps):
 LINE_BREAKS = {0x0A, 0x0D, 0x85, 0x2028, 0x2029}
 
 
-def join_lines(cps):
+def join_lines(cps, most=1, least=1):
     """Drop White_Space holding exactly one line break (CR LF is one) between
-    two Han or kana code points."""
+    two Han or kana code points (version 2); with least=0, White_Space holding
+    none or one (version 3)."""
     out, i, n = [], 0, len(cps)
     while i < n:
         cp = cps[i]
@@ -180,7 +181,7 @@ def join_lines(cps):
                 if cps[j] in LINE_BREAKS and not (cps[j] == 0x0D and j + 1 < n and cps[j + 1] == 0x0A):
                     breaks += 1
                 j += 1
-            if breaks == 1 and j < n and kind(cps[j]) in ("han", "kana"):
+            if least <= breaks <= most and j < n and kind(cps[j]) in ("han", "kana"):
                 i = j
                 continue
         out.append(cp)
@@ -205,8 +206,8 @@ def tokenize(data: bytes, version=1):
         run_kind = None
 
     cps = list(decode(data))
-    if version == 2:
-        cps = join_lines(normalize(cps))
+    if version >= 2:
+        cps = join_lines(normalize(cps), least=0 if version >= 3 else 1)
     for cp in cps:
         k = kind(cp)
         if k == "word":
@@ -394,7 +395,7 @@ def remove_boilerplate(text: bytes, bset, version):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fp-version", dest="version", type=int, choices=[1, 2], default=2)
+    ap.add_argument("--fp-version", dest="version", type=int, choices=[1, 2, 3], default=3)
     ap.add_argument("--shingle", type=int, default=3)
     ap.add_argument("--cjk-shingle", dest="cjk_shingle", type=int, default=2)
     ap.add_argument("--weights", choices=["tf", "length", "log"], default="tf")

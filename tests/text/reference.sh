@@ -2,7 +2,8 @@
 # reference.sh: `simstore fingerprint --cjk bigram` and tests/text/reference.py
 # (the spec implemented again, in Python) must print the same lines, over the
 # sample corpus, ill-formed bytes and generated texts, for several options of
-# fingerprint versions 1 and 2, the sketches of format/sketch.md, and over a
+# fingerprint versions 1, 2 and 3 (spaced Han and kana among the generated
+# texts), the sketches of format/sketch.md, and over a
 # templated corpus with its boilerplate removed (a store's recorded set
 # against the reference's own).
 # Usage: reference.sh PATH/TO/simstore PATH/TO/python3
@@ -44,6 +45,29 @@ for i in range(40):
                                rnd.randrange(0, 0x80) for _ in range(rnd.randrange(1, 5)))
         data = bytes(b)
     with open(os.path.join(out, f"gen{i:02d}.txt"), "wb") as f:
+        f.write(data)
+# Spaced CJK (version 3 joins Han and kana across White_Space holding at most
+# one line break): single characters and short runs between every kind of
+# White_Space run, line break, ignorable and near-space that is not one.
+cjk = ["中", "国", "人民", "我们是", "々", "〇", "ひ", "らが", "カタ", "ｶﾀ", "ー", "丽", "⼀",
+       "\u4e00\ufe00", "\U00020000", "a", "Ab", "1", "é", "，", "。"]
+gaps = [" ", "  ", "\t", "\u3000", "\u00a0", " \u3000\t ", "\n", " \n ", "\r\n", "\r",
+        "\n\n", "\r\n\r\n", "\n \n", "\u2028", "\u2029", "\u0085", "\u000b\u000c",
+        "\u1680", "\u2000\u200a", "\u202f\u205f", "\u200b", " \u00ad ", "\u00ad",
+        " \u200d", "\u2060 ", "\ufeff", "", "", " ", " ", " \ufe0f "]
+for i in range(24):
+    parts = []
+    for _ in range(rnd.randrange(1, 300)):
+        parts.append(rnd.choice(cjk))
+        parts.append(rnd.choice(gaps))
+    data = "".join(parts).encode("utf-8")
+    if i % 4 == 3:
+        b = bytearray(data)
+        for _ in range(rnd.randrange(1, 6)):
+            pos = rnd.randrange(0, len(b) + 1)
+            b[pos:pos] = bytes([rnd.randrange(0x80, 0x100)])
+        data = bytes(b)
+    with open(os.path.join(out, f"gen-cjk{i:02d}.txt"), "wb") as f:
         f.write(data)
 PYEOF
 
@@ -101,8 +125,12 @@ compare() {
 for opts in "--fp-version 1" "--fp-version 1 --shingle 1" \
             "--fp-version 1 --shingle 2 --weights length --lambda 0.75" \
             "--fp-version 1 --weights length" "--fp-version 1 --shingle 5 --weights length --lambda 7" \
-            "" "--shingle 1" "--cjk-shingle 3 --weights log" "--shingle 2 --cjk-shingle 1" \
-            "--shingle 5 --cjk-shingle 2 --weights length --lambda 7" "--shingle 1 --cjk-shingle 4 --weights log"; do
+            "--fp-version 2" "--fp-version 2 --shingle 1" "--fp-version 2 --cjk-shingle 3 --weights log" \
+            "--fp-version 2 --shingle 2 --cjk-shingle 1" \
+            "--fp-version 2 --shingle 5 --cjk-shingle 2 --weights length --lambda 7" \
+            "--fp-version 2 --shingle 1 --cjk-shingle 4 --weights log" \
+            "" "--fp-version 3 --shingle 1" "--fp-version 3 --cjk-shingle 3 --weights log" \
+            "--fp-version 3 --shingle 2 --cjk-shingle 1 --weights length --lambda 7"; do
     # shellcheck disable=SC2086
     compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
     # shellcheck disable=SC2086
@@ -112,7 +140,8 @@ for opts in "--fp-version 1" "--fp-version 1 --shingle 1" \
 done
 # Boilerplate: a store built with --boilerplate auto records the set; the
 # reference finds it itself from the same corpus.
-for opts in "--fp-version 1" "" "--fp-version 1 --shingle 1" "--shingle 2 --weights log"; do
+for opts in "--fp-version 1" "--fp-version 2" "" "--fp-version 1 --shingle 1" \
+            "--fp-version 2 --shingle 2 --weights log" "--shingle 2 --weights log"; do
     for fraction in 0.1 0.3; do
         rm -rf "$T/store"
         # shellcheck disable=SC2086
@@ -133,9 +162,11 @@ for opts in "--fp-version 1" "" "--fp-version 1 --shingle 1" "--shingle 2 --weig
     done
 done
 # format/sketch.md: the sketches of whole documents, each kind, a few options.
-for opts in "--sketch minhash64" "--sketch minhash16 --fp-version 1" \
-            "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log" \
-            "--sketch minhash128" "--sketch minhash256 --weights log"; do
+for opts in "--sketch minhash64 --fp-version 2" "--sketch minhash16 --fp-version 1" \
+            "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log --fp-version 2" \
+            "--sketch minhash128 --fp-version 2" "--sketch minhash256 --weights log --fp-version 2" \
+            "--sketch minhash64" "--sketch minhash32 --shingle 1 --cjk-shingle 3 --weights log" \
+            "--sketch minhash256 --weights log"; do
     # shellcheck disable=SC2086
     compare "sample ($opts)" $opts --jsonl "$SRC/tests/data/sample.jsonl"
     # shellcheck disable=SC2086

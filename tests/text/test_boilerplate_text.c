@@ -120,6 +120,18 @@ static void test_boilerplate_keys__definition(void **state)
     assert_true(n == 1 && k[0] == key_of_tokens("home about us"));
     free(k);
     simstore_fingerprinter_free(fpr);
+    /* Version 3 keys a line of spaced Han as the unspaced line (section 16:
+     * line keys take the version's tokens); version 2 as separate runs. */
+    fpr = fingerprinter(3);
+    k = keys_of(fpr, "新 闻 中 心\n新闻中心\n新闻\xE3\x80\x80中心", &n);
+    assert_true(n == 1 && k[0] == key_of_tokens("新闻 闻中 中心"));
+    free(k);
+    simstore_fingerprinter_free(fpr);
+    fpr = fingerprinter(2);
+    k = keys_of(fpr, "新 闻 中 心", &n);
+    assert_true(n == 1 && k[0] == key_of_tokens("新 闻 中 心"));
+    free(k);
+    simstore_fingerprinter_free(fpr);
 }
 
 /* The test vectors of format/fingerprint.md, section 15.4. */

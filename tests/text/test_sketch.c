@@ -198,7 +198,7 @@ static void test_sketch_fingerprint__same_pass(void **state)
         "",
         "!!! ---",
     };
-    for (unsigned version = 1; version <= 2; version++) {
+    for (unsigned version = 1; version <= 3; version++) {
         simstore_fingerprinter *plain = new_fpr(SIMSTORE_SKETCH_NONE, SIMSTORE_CJK_BIGRAM, version);
         simstore_fingerprinter *sk =
             new_fpr(SIMSTORE_SKETCH_MINHASH64, SIMSTORE_CJK_BIGRAM, version);
@@ -224,6 +224,50 @@ static void test_sketch_fingerprint__same_pass(void **state)
         }
         simstore_fingerprinter_free(plain);
         simstore_fingerprinter_free(sk);
+    }
+}
+
+/* The sketch's features are the fingerprint's: two texts that differ only
+ * by White_Space between Han (or kana) characters have one fingerprint and
+ * one sketch in version 3, and different ones in version 2, where the space
+ * splits the run (format/fingerprint.md, "Version 3"). */
+static void test_sketch_fingerprint__spaced_cjk(void **state)
+{
+    (void)state;
+    static const char *const pairs[][2] = {
+        {"研究生命起源是一个古老的问题，我们是中国人。",
+         "研究 生命 起源 是 一个 古老 的 问题，我们 是 中国人。"},
+        {"東京タワーに行きました", "東京 タワー に\t行き ました"},
+        {"一心一意地学习汉语言文学", "一 心 一 意 地\xE3\x80\x80学 习 汉 语 言 文 学"},
+    };
+    static const simstore_cjk_mode modes[] = {SIMSTORE_CJK_BIGRAM, SIMSTORE_CJK_FRISO};
+    for (int m = 0; m < 2; m++) {
+        if (modes[m] == SIMSTORE_CJK_FRISO && simstore_cjk_segmenter(NULL) != SIMSTORE_CJK_FRISO)
+            continue;
+        for (unsigned version = 2; version <= 3; version++) {
+            simstore_fingerprinter *f = new_fpr(SIMSTORE_SKETCH_MINHASH64, modes[m], version);
+            for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+                uint64_t a, b;
+                uint8_t sa[64], sb[64];
+                assert_int_equal(
+                    simstore_fingerprint_sketch(f, pairs[i][0], strlen(pairs[i][0]), &a, sa, NULL),
+                    0);
+                assert_int_equal(
+                    simstore_fingerprint_sketch(f, pairs[i][1], strlen(pairs[i][1]), &b, sb, NULL),
+                    0);
+                if (version == 3) {
+                    assert_true(a == b);
+                    assert_memory_equal(sa, sb, 64);
+                } else if (modes[m] == SIMSTORE_CJK_BIGRAM || i == 2) {
+                    /* (friso may cut a run where the space was anyway) */
+                    assert_true(a != b);
+                    assert_memory_not_equal(sa, sb, 64);
+                    assert_true(simstore_sketch_similarity(SIMSTORE_SKETCH_MINHASH64, sa, sb) <
+                                1.0);
+                }
+            }
+            simstore_fingerprinter_free(f);
+        }
     }
 }
 
@@ -603,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_sketch_vectors__format),
         cmocka_unit_test(test_sketch_api__kinds),
         cmocka_unit_test(test_sketch_api__fingerprinter),
+        cmocka_unit_test(test_sketch_fingerprint__spaced_cjk),
         cmocka_unit_test(test_sketch_fingerprint__same_pass),
         cmocka_unit_test(test_sketch_densify__lists_equal_offers),
         cmocka_unit_test(test_sketch_estimator__unbiased),

@@ -1010,7 +1010,7 @@ static simstore_fingerprinter *make_fpr2_lambda(unsigned w, unsigned c,
 {
     simstore_text_options o;
     simstore_text_options_init(&o);
-    assert_int_equal(o.version, 2);
+    o.version = 2; /* named: the default is version 3 since it was published */
     o.shingle_words = w;
     o.cjk_shingle = c;
     o.weighting = weighting;
@@ -1440,6 +1440,190 @@ static void test_text_v2__matches_naive(void **state)
     free(text);
 }
 
+/* ---- version 3 (format/fingerprint.md, "Version 3") ------------------------------ */
+
+static simstore_fingerprinter *make_fpr_v(unsigned version, unsigned w, unsigned c,
+                                          simstore_weighting weighting, simstore_cjk_mode cjk)
+{
+    simstore_text_options o;
+    simstore_text_options_init(&o);
+    o.version = version;
+    o.shingle_words = w;
+    o.cjk_shingle = c;
+    o.weighting = weighting;
+    o.cjk = cjk;
+    simstore_fingerprinter *f = NULL;
+    assert_int_equal(simstore_fingerprinter_new(&o, &f), 0);
+    return f;
+}
+
+typedef struct vector3 {
+    const char *text;
+    uint64_t v2, v3;
+} vector3;
+
+/* format/fingerprint.md, "Test vectors of version 3" (bigram mode, w = 3,
+ * c = 2, TF), with each text's version 2 fingerprint. */
+static const vector3 vectors3[] = {
+    {"我 们 是 中 国 人", 0x880c0218d0edfd75ULL, 0xc059a641416449f8ULL},
+    {"ひ ら が な", 0xb6fe0e7b83e3d536ULL, 0x024004c441ca0b42ULL},
+    {"中国 abc 人民", 0x2002040400096909ULL, 0x2002040400096909ULL},
+    {"我们是\n\n中国人", 0x9419b64985c5c9c1ULL, 0x9419b64985c5c9c1ULL},
+    {"我们是 \n \n中国人", 0x9419b64985c5c9c1ULL, 0x9419b64985c5c9c1ULL},
+    {"我们是\xE3\x80\x80中国人", 0x9419b64985c5c9c1ULL, 0xc059a641416449f8ULL},
+    {"我们是\t \t中国人", 0x9419b64985c5c9c1ULL, 0xc059a641416449f8ULL},
+    {"我们是 \r\n 中国人", 0xc059a641416449f8ULL, 0xc059a641416449f8ULL},
+    {"東京 タワー に\n行き ました", 0x2873fc04c6b0e172ULL, 0x21b354085b1a6552ULL},
+    {"我们是\xE2\x80\x8B中国人", 0x9419b64985c5c9c1ULL, 0x9419b64985c5c9c1ULL},
+    {"我们是 \xC2\xAD 中国人", 0x9419b64985c5c9c1ULL, 0xc059a641416449f8ULL},
+    {"我们是 , 中国人", 0x9419b64985c5c9c1ULL, 0x9419b64985c5c9c1ULL},
+    {"我们是\xC2\xA0\xE2\x80\x83中国人", 0x9419b64985c5c9c1ULL, 0xc059a641416449f8ULL},
+};
+
+static void test_text_v3__vectors(void **state)
+{
+    (void)state;
+    int print = getenv("SIMSTORE_PRINT_VECTORS") != NULL;
+    simstore_fingerprinter *f2 = make_fpr_v(2, 3, 2, TF, BIGRAM);
+    simstore_fingerprinter *f3 = make_fpr_v(3, 3, 2, TF, BIGRAM);
+    for (size_t i = 0; i < sizeof vectors3 / sizeof vectors3[0]; i++) {
+        const vector3 *v = &vectors3[i];
+        uint64_t got2 = fp_s(f2, v->text), got3 = fp_s(f3, v->text);
+        if (print)
+            print_message("v3 vector %zu: %016llx (version 2: %016llx)\n", i + 1,
+                          (unsigned long long)got3, (unsigned long long)got2);
+        else if (got2 != v->v2 || got3 != v->v3)
+            fail_msg("v3 vector %zu: got %016llx (version 2: %016llx), expected %016llx "
+                     "(version 2: %016llx)",
+                     i + 1, (unsigned long long)got3, (unsigned long long)got2,
+                     (unsigned long long)v->v3, (unsigned long long)v->v2);
+    }
+    /* Version 3's own vectors equal to their unspaced texts' (section 14:
+     * vectors 5 and 8). */
+    assert_int_equal(fp_s(f3, "我 们 是 中 国 人"), fp_s(f3, "我们是中国人"));
+    assert_int_equal(fp_s(f3, "ひ ら が な"), fp_s(f3, "ひらがな"));
+    simstore_fingerprinter_free(f2);
+    simstore_fingerprinter_free(f3);
+    /* Every vector of version 2 has no White_Space between two Han or kana
+     * characters outside a single line break: version 3 gives it the same
+     * fingerprint. */
+    int friso = friso_available();
+    for (size_t i = 0; i < sizeof vectors2 / sizeof vectors2[0]; i++) {
+        const vector2 *v = &vectors2[i];
+        if (v->cjk == FRISO && !friso)
+            continue;
+        simstore_fingerprinter *f = make_fpr_v(3, v->w, v->c, v->weighting, v->cjk);
+        if (fp_s(f, v->text) != v->fp)
+            fail_msg("v2 vector %zu under version 3: got %016llx, expected %016llx", i + 1,
+                     (unsigned long long)fp_s(f, v->text), (unsigned long long)v->fp);
+        simstore_fingerprinter_free(f);
+    }
+}
+
+/* The tokens of already normalized text with version 3's joining. */
+static void assert_tokens_v3(const char *text, const char *expected)
+{
+    sims_tokenizer tok;
+    sims_tokenizer_init(&tok, NULL);
+    tok.join_lines = 1;
+    tok.join_spaces = 1;
+    token_list list;
+    memset(&list, 0, sizeof list);
+    int bad = 0;
+    assert_int_equal(sims_tokenize(&tok, (const uint8_t *)text, strlen(text), collect, &list, &bad),
+                     0);
+    sims_tokenizer_release(&tok);
+    const char *got = list.joined ? list.joined : "";
+    if (strcmp(got, expected) != 0)
+        fail_msg("version 3 tokens of \"%s\":\n  got      %s\n  expected %s", text, got, expected);
+    free(list.joined);
+}
+
+static void test_text_v3__tokens(void **state)
+{
+    (void)state;
+    assert_tokens_v3("中 国 人", "中国|国人");
+    assert_tokens_v3("中     国\t\t人", "中国|国人");
+    assert_tokens_v3("中\xE3\x80\x80国 \n 人", "中国|国人");   /* U+3000; one break */
+    assert_tokens_v3("中 \r\n 国\xE2\x80\xA8人", "中国|国人"); /* CR LF; U+2028 */
+    assert_tokens_v3("中\n\n国", "中|国");
+    assert_tokens_v3("中 \n \r\n 国", "中|国");
+    assert_tokens_v3("中 a 国", "中|a|国");
+    assert_tokens_v3("中 , 国", "中|国");
+    assert_tokens_v3("中\xE2\x80\x8B国", "中|国"); /* ZWSP: not White_Space */
+    assert_tokens_v3("ひ ら", "ひら");
+    assert_tokens_v3("中 ひ", "中|ひ"); /* joined, then a change of class */
+    assert_tokens_v3(" 中 国 ", "中国");
+    /* Version 2's tokenizer keeps the space a separator. */
+    assert_tokens("中 国", 0, "中|国");
+}
+
+/* A Chinese or Japanese text with White_Space between its characters (HTML
+ * renderings) fingerprints like the text without it in version 3, in both
+ * segmenters; version 2 does not. A blank line and a word still separate. */
+static void test_text_v3__spaced_chinese(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "研究生命起源是一个古老的问题。我们是中国人，一心一意地学习汉语言文学。"
+        "东京タワーに行きました。这座城市的历史非常悠久，吸引了许多游客前来参观访问。";
+    static const char *const gaps[] = {" ",         "  ",
+                                       "\t",        "\xE3\x80\x80",
+                                       "\xC2\xA0",  " \t\xE3\x80\x80 ",
+                                       "\n",        " \n ",
+                                       "\r\n",      "\xE2\x80\x83\xE2\x80\xAF",
+                                       " \xC2\xAD "};
+    const unsigned ngaps = sizeof gaps / sizeof gaps[0];
+    test_rng rng;
+    test_rng_init(&rng, "spaced chinese", 37);
+    static const simstore_cjk_mode modes[] = {BIGRAM, FRISO};
+    for (int m = 0; m < 2; m++) {
+        if (modes[m] == FRISO && !friso_available())
+            continue;
+        simstore_fingerprinter *v3 = make_fpr_v(3, 3, 2, TF, modes[m]);
+        simstore_fingerprinter *v2 = make_fpr_v(2, 3, 2, TF, modes[m]);
+        uint64_t want = fp_s(v3, text);
+        assert_int_equal(want, fp_s(v2, text)); /* no White_Space: as version 2 */
+        unsigned v2_same = 0, trials = 200;
+        for (unsigned t = 0; t < trials; t++) {
+            char spaced[8192];
+            size_t n = 0;
+            unsigned every = 1 + (unsigned)test_rng_below(&rng, 6);
+            for (const char *p = text; *p;) {
+                size_t k = ((unsigned char)*p >= 0xF0) ? 4 : ((unsigned char)*p >= 0xE0) ? 3 : 1;
+                memcpy(spaced + n, p, k);
+                n += k;
+                p += k;
+                if (*p && test_rng_below(&rng, every) == 0) {
+                    const char *g = gaps[test_rng_below(&rng, ngaps)];
+                    memcpy(spaced + n, g, strlen(g));
+                    n += strlen(g);
+                }
+            }
+            spaced[n] = '\0';
+            uint64_t got = fp_s(v3, spaced);
+            if (got != want)
+                fail_msg("cjk %d: spaced text differs: %016llx, unspaced %016llx\n%s",
+                         (int)modes[m], (unsigned long long)got, (unsigned long long)want, spaced);
+            v2_same += fp_s(v2, spaced) == want;
+        }
+        print_message("cjk %d: version 2 fingerprints %u of %u spaced copies like the "
+                      "unspaced text\n",
+                      (int)modes[m], v2_same, trials);
+        assert_true(v2_same < trials / 2);
+        simstore_fingerprinter_free(v3);
+        simstore_fingerprinter_free(v2);
+    }
+    simstore_fingerprinter *b = make_fpr_v(3, 1, 1, TF, BIGRAM);
+    assert_int_equal(fp_s(b, "中国 人"), fp_s(b, "中国人"));
+    assert_int_equal(fp_s(b, "中国 人"), xxh("中国") & xxh("国人"));
+    assert_int_not_equal(fp_s(b, "中国\n\n人"), fp_s(b, "中国人"));
+    assert_int_not_equal(fp_s(b, "中国 \n\t\n 人"), fp_s(b, "中国人"));
+    assert_int_equal(fp_s(b, "中国 x 人"), fp_s(b, "中国x人"));
+    assert_int_equal(fp_s(b, "ab cd"), fp_s(b, "ab\ncd"));
+    simstore_fingerprinter_free(b);
+}
+
 /* ---- LOG weighting --------------------------------------------------------------- */
 
 static void test_text_log__weights(void **state)
@@ -1508,14 +1692,21 @@ static void test_text_api__options_and_errors(void **state)
     assert_int_equal(o.weighting, SIMSTORE_WEIGHT_TF);
     assert_true(o.lambda == 1.0);
     assert_int_equal(o.cjk, SIMSTORE_CJK_BIGRAM);
-    assert_int_equal(o.version, 2);
+    assert_int_equal(o.version, 3);
+    assert_int_equal(SIMSTORE_FP_VERSION_DEFAULT, 3);
+    assert_int_equal(SIMSTORE_FP_VERSION_LATEST, 3);
     assert_int_equal(o.cjk_shingle, 2);
     {
-        /* Versions and the options only version 2 has. */
+        /* Versions and the options only versions 2 and 3 have. */
         simstore_text_options v = o;
         simstore_fingerprinter *g = NULL;
-        v.version = 3;
+        v.version = 4;
         assert_int_equal(simstore_fingerprinter_new(&v, &g), SIMSTORE_EINVAL);
+        v.version = 3;
+        v.weighting = SIMSTORE_WEIGHT_LOG;
+        assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
+        simstore_fingerprinter_free(g);
+        g = NULL;
         v.version = 1;
         v.weighting = SIMSTORE_WEIGHT_LOG;
         assert_int_equal(simstore_fingerprinter_new(&v, &g), SIMSTORE_EINVAL);
@@ -1524,13 +1715,15 @@ static void test_text_api__options_and_errors(void **state)
         assert_int_equal(simstore_fingerprinter_new(&v, &g), SIMSTORE_EINVAL);
         assert_null(g);
         /* Version 0 (a struct filled without the init function) is the
-         * current default, 2, never 1 silently: CJK shingle 0 is then 2. */
+         * current default, 3, never 1 silently: CJK shingle 0 is then 2,
+         * and Han joins across a space. */
         v = o;
         v.cjk = SIMSTORE_CJK_BIGRAM;
         v.version = 0;
         v.cjk_shingle = 0;
         assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
         assert_int_equal(fp_s(g, "中国人"), xxh("中国 国人"));
+        assert_int_equal(fp_s(g, "中 国人"), xxh("中国 国人"));
         simstore_fingerprinter_free(g);
         /* Version 1, asked for by name, ignores the CJK shingle. */
         v.version = 1;
@@ -1538,11 +1731,13 @@ static void test_text_api__options_and_errors(void **state)
         assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
         assert_int_equal(fp_s(g, "我们是中国人"), 0xe607871d2ad8e16aULL);
         simstore_fingerprinter_free(g);
-        /* Version 2 with CJK shingle 0 takes the default, 2. */
+        /* Version 2 with CJK shingle 0 takes the default, 2; a space
+         * still separates Han there. */
         v.version = 2;
         v.cjk_shingle = 0;
         assert_int_equal(simstore_fingerprinter_new(&v, &g), 0);
         assert_int_equal(fp_s(g, "中国人"), xxh("中国 国人"));
+        assert_int_equal(fp_s(g, "中 国人"), xxh("中 国人"));
         simstore_fingerprinter_free(g);
     }
     simstore_fingerprinter *f = (simstore_fingerprinter *)&o;
@@ -1771,6 +1966,9 @@ int main(void)
         cmocka_unit_test(test_text_v2__cjk_shingles),
         cmocka_unit_test(test_text_v2__ascii_latin_as_v1),
         cmocka_unit_test(test_text_v2__matches_naive),
+        cmocka_unit_test(test_text_v3__vectors),
+        cmocka_unit_test(test_text_v3__tokens),
+        cmocka_unit_test(test_text_v3__spaced_chinese),
         cmocka_unit_test(test_text_log__weights),
         cmocka_unit_test(test_text_log__repeated_phrase),
         cmocka_unit_test(test_text_api__options_and_errors),
