@@ -15,7 +15,7 @@ import argparse
 import os
 import subprocess
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,16 +38,8 @@ def sketches(simstore, corpus, index_of):
 def candidates(sk, r):
     """Every pair (i, j), i < j, whose sketches agree on a whole band of r bits."""
     mask = (1 << r) - 1
-    out = set()
-    for k in range(SKETCH_BITS // r):
-        groups = defaultdict(list)
-        for d, v in enumerate(sk):
-            groups[(v >> (k * r)) & mask].append(d)
-        for g in groups.values():
-            for x in range(len(g)):
-                for y in range(x + 1, len(g)):
-                    out.add((g[x], g[y]))
-    return out
+    return Q.pairs_sharing_keys([(v >> (k * r)) & mask for v in sk]
+                                for k in range(SKETCH_BITS // r))
 
 
 def theory(j, r):

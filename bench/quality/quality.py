@@ -257,18 +257,31 @@ def read_signatures(path, count, permutations):
     return sigs
 
 
-def minhash_lsh(sigs, threshold, bands, rows):
-    """Candidates sharing a band, kept when the estimated Jaccard (the share of
-    equal minima) reaches the threshold."""
+def pairs_sharing_keys(bands):
+    """Every pair (i, j), i < j, of documents that have the same key in one
+    band at least: `bands` yields, per band, the list of the documents' keys."""
     candidates = set()
-    for b in range(bands):
+    for keys in bands:
         buckets = defaultdict(list)
-        for i, s in enumerate(sigs):
-            buckets[s[b * rows:(b + 1) * rows].tobytes()].append(i)
+        for i, key in enumerate(keys):
+            buckets[key].append(i)
         for members in buckets.values():
             for x in range(len(members)):
                 for y in range(x + 1, len(members)):
                     candidates.add((members[x], members[y]))
+    return candidates
+
+
+def lsh_candidates(sigs, bands, rows):
+    """MinHash LSH: pairs whose signatures agree on all rows of a band."""
+    return pairs_sharing_keys([s[b * rows:(b + 1) * rows].tobytes() for s in sigs]
+                              for b in range(bands))
+
+
+def minhash_lsh(sigs, threshold, bands, rows):
+    """Candidates sharing a band, kept when the estimated Jaccard (the share of
+    equal minima) reaches the threshold."""
+    candidates = lsh_candidates(sigs, bands, rows)
     n = len(sigs[0]) if sigs else PERMUTATIONS
     need = threshold * n - 1e-9
     return {(i, j) for i, j in candidates

@@ -59,19 +59,6 @@ def lsh_params(t, permutations=PERMUTATIONS, p=CANDIDATE_P):
     return best
 
 
-def lsh_candidates(sigs, bands, rows):
-    candidates = set()
-    for b in range(bands):
-        buckets = defaultdict(list)
-        for i, s in enumerate(sigs):
-            buckets[s[b * rows:(b + 1) * rows].tobytes()].append(i)
-        for members in buckets.values():
-            for x in range(len(members)):
-                for y in range(x + 1, len(members)):
-                    candidates.add((members[x], members[y]))
-    return candidates
-
-
 def minhash_estimate(sigs, i, j):
     a, b = sigs[i], sigs[j]
     return sum(1 for u, v in zip(a, b) if u == v) / len(a)
@@ -211,7 +198,7 @@ def run_corpus(name, a, simstore, features_tool, work):
     for t in THRESHOLDS:
         bands, rows = lsh_params(t)
         start = time.monotonic()
-        cands = lsh_candidates(sigs, bands, rows)
+        cands = Q.lsh_candidates(sigs, bands, rows)
         need = t * PERMUTATIONS - EPS
         reported = {(i, j) for i, j in cands
                     if sum(1 for u, v in zip(sigs[i], sigs[j]) if u == v) >= need}
@@ -321,6 +308,17 @@ def share_of(x, n):
     return f"{x / n:.3f} ({x})" if n else "–"
 
 
+def near_cells(name, r):
+    """The cells both near-threshold tables share, up to simstore's theory."""
+    n = r["pairs"]
+    cand = n - r["simstore_not_candidate"]
+    return (f"| {name} | {r['t']} | [{r['band'][0]:.2f}, {r['band'][1]:.2f}) | {n} | "
+            f"{share_of(r['simstore_not_candidate'], n)} | "
+            f"{share_of(r['simstore_below'], cand)} | "
+            f"{share_of(r['simstore_not_candidate'] + r['simstore_below'], n)} | "
+            f"{fmt(r['sketch_p_below'])}")
+
+
 def near_report(results):
     lines = ["| corpus | t | true J | pairs | simstore: not a candidate (d > 7) | simstore: "
              "estimate < t, of candidates | simstore: missed (either) | minhash256 theory "
@@ -329,15 +327,9 @@ def near_report(results):
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, res in results.items():
         for r in res["near"]:
-            n = r["pairs"]
-            cand = n - r["simstore_not_candidate"]
-            lines.append(
-                f"| {name} | {r['t']} | [{r['band'][0]:.2f}, {r['band'][1]:.2f}) | {n} | "
-                f"{share_of(r['simstore_not_candidate'], n)} | "
-                f"{share_of(r['simstore_below'], cand)} | "
-                f"{share_of(r['simstore_not_candidate'] + r['simstore_below'], n)} | "
-                f"{fmt(r['sketch_p_below'])} | {share_of(r['minhash_below'], n)} | "
-                f"{fmt(r['minhash_p_below'])} | {r['sketch_se']:.4f} / {r['minhash_se']:.4f} |")
+            lines.append(near_cells(name, r) + f" | {share_of(r['minhash_below'], r['pairs'])} | "
+                         f"{fmt(r['minhash_p_below'])} | {r['sketch_se']:.4f} / "
+                         f"{r['minhash_se']:.4f} |")
     return lines
 
 
@@ -347,14 +339,7 @@ def near_v2_report(results):
              "|---|---|---|---|---|---|---|---|---|"]
     for name, res in results.items():
         for r in res["near_sketch_set"]:
-            n = r["pairs"]
-            cand = n - r["simstore_not_candidate"]
-            lines.append(
-                f"| {name} | {r['t']} | [{r['band'][0]:.2f}, {r['band'][1]:.2f}) | {n} | "
-                f"{share_of(r['simstore_not_candidate'], n)} | "
-                f"{share_of(r['simstore_below'], cand)} | "
-                f"{share_of(r['simstore_not_candidate'] + r['simstore_below'], n)} | "
-                f"{fmt(r['sketch_p_below'])} | {r['sketch_se']:.4f} |")
+            lines.append(near_cells(name, r) + f" | {r['sketch_se']:.4f} |")
     return lines
 
 
