@@ -1,7 +1,9 @@
 /* near.c: the near-duplicate rule (simstore.h, "The near-duplicate rule"):
- * its defaults, resolved here alone from what a store is, and the predicate
- * every path that drops or pairs near-duplicates asks. */
+ * its defaults (bands included), resolved here alone from what a store is,
+ * and the predicates every path that drops or pairs near-duplicates asks. */
+#include "common/bits.h"
 #include "common/error.h"
+#include "common/sketch.h"
 
 #include "simstore.h"
 
@@ -16,6 +18,7 @@ void simstore_near_rule_init(simstore_near_rule *rule)
     rule->k = SIMSTORE_NEAR_DEFAULT_K;
     rule->min_similarity = SIMSTORE_NEAR_DEFAULT_SIMILARITY;
     rule->min_fraction = SIMSTORE_NEAR_DEFAULT_FRACTION;
+    rule->bands = SIMSTORE_NEAR_DEFAULT_BANDS;
 }
 
 int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
@@ -59,7 +62,33 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
         return sims_fail(SIMSTORE_EINVAL,
                          "the store keeps no sketches (built with sketch kind none, from "
                          "fingerprints, or before sketches): a minimum similarity needs them");
+    if (rule->bands != SIMSTORE_NEAR_DEFAULT_BANDS && rule->bands != 0 && rule->bands != 1)
+        return sims_fail(SIMSTORE_EINVAL, "bands %d: give 0 (off) or 1 (on)", rule->bands);
+    if (rule->bands == 1 && !(rule->min_similarity >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY))
+        return sims_fail(SIMSTORE_EINVAL,
+                         "bands need a minimum similarity of at least %g (they are derived "
+                         "from it)",
+                         SIMSTORE_NEAR_BANDS_MIN_SIMILARITY);
+    if (rule->bands == SIMSTORE_NEAR_DEFAULT_BANDS)
+        rule->bands = SIMSTORE_NEAR_BANDS_BY_DEFAULT &&
+                      rule->min_similarity >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY;
+    rule->band_rows = rule->band_count = 0;
+    if (rule->bands)
+        simstore_sketch_bands(sketch, rule->min_similarity, &rule->band_rows, &rule->band_count);
     return SIMSTORE_OK;
+}
+
+int simstore_near_duplicate_sketches(const simstore_near_rule *rule, simstore_sketch_kind kind,
+                                     unsigned distance, const uint8_t *a, const uint8_t *b,
+                                     double *similarity)
+{
+    double sim = simstore_sketch_similarity(kind, a, b);
+    if (similarity)
+        *similarity = sim;
+    if (distance > rule->k && !(rule->band_count && a && b &&
+                                sims_sketch_share_band(a, b, rule->band_rows, rule->band_count)))
+        return 0;
+    return rule->min_similarity <= 0 || sim >= rule->min_similarity;
 }
 
 int simstore_near_duplicate(const simstore_near_rule *rule, unsigned distance, double similarity)

@@ -56,3 +56,68 @@ double simstore_sketch_similarity(simstore_sketch_kind kind, const uint8_t *a, c
      * integer form makes the value the same on every machine. */
     return 2 * differ >= bins ? 0.0 : (double)(bins - 2 * differ) / (double)bins;
 }
+
+/* ---- bands (format/sketch.md 6.2) ----------------------------------------- */
+
+/* The fewest bands of `rows` bins that make a pair whose bins agree with
+ * probability p share one with probability >= 0.99: products in plain
+ * double arithmetic (no pow or log), so every machine derives the same. */
+static unsigned fewest_bands(double p, unsigned rows, unsigned limit)
+{
+    double all = 1; /* p^rows: a band agrees */
+    for (unsigned i = 0; i < rows; i++)
+        all *= p;
+    double miss = 1 - all, none = miss; /* (1 - p^rows)^b: no band agrees */
+    unsigned b = 1;
+    while (none > 0.01 && b <= limit) {
+        none *= miss;
+        b++;
+    }
+    return b;
+}
+
+void simstore_sketch_bands(simstore_sketch_kind kind, double min_similarity, unsigned *rows,
+                           unsigned *count)
+{
+    unsigned r = 0, b = 0, bins_bits = sims_sketch_bin_bits((unsigned)kind);
+    if (bins_bits && min_similarity >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY && min_similarity <= 1) {
+        unsigned bins = 1u << bins_bits;
+        double p = (1 + min_similarity) / 2; /* a bin agrees at J = t (section 5) */
+        for (unsigned cand = 1; cand <= 64 && cand <= bins; cand++) {
+            unsigned need = fewest_bands(p, cand, bins);
+            if ((uint64_t)need * cand <= bins) {
+                r = cand;
+                b = need;
+            }
+        }
+    }
+    if (rows)
+        *rows = r;
+    if (count)
+        *count = b;
+}
+
+uint64_t sims_sketch_band_key(const uint8_t *sketch, unsigned rows, unsigned band)
+{
+    size_t first = (size_t)band * rows; /* bit (bin) number */
+    uint64_t key = 0;
+    unsigned got = 0;
+    while (got < rows) {
+        size_t bit = first + got;
+        unsigned shift = (unsigned)(bit & 7), take = 8 - shift;
+        if (take > rows - got)
+            take = rows - got;
+        uint64_t piece = (uint64_t)(sketch[bit >> 3] >> shift) & ((1u << take) - 1);
+        key |= piece << got;
+        got += take;
+    }
+    return key;
+}
+
+int sims_sketch_share_band(const uint8_t *a, const uint8_t *b, unsigned rows, unsigned count)
+{
+    for (unsigned i = 0; i < count; i++)
+        if (sims_sketch_band_key(a, rows, i) == sims_sketch_band_key(b, rows, i))
+            return 1;
+    return 0;
+}

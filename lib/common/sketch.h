@@ -21,4 +21,13 @@ static inline int sims_sketch_kind_valid(unsigned kind)
     return kind >= 1 && kind <= SIMS_SKETCH_KIND_MAX;
 }
 
+/* Band `band` of a sketch: its bits band * rows .. band * rows + rows - 1
+ * (rows 1..64), bit i of the band as bit i of the key (format/sketch.md
+ * 6.2). The caller keeps band * rows + rows within the sketch's bins. */
+uint64_t sims_sketch_band_key(const uint8_t *sketch, unsigned rows, unsigned band);
+
+/* Whether sketches a and b agree on every bit of one of the first `count`
+ * bands of `rows` bits. */
+int sims_sketch_share_band(const uint8_t *a, const uint8_t *b, unsigned rows, unsigned count);
+
 #endif

@@ -362,6 +362,19 @@ SIMSTORE_API int simstore_sketch_parse(const char *name, simstore_sketch_kind *k
 SIMSTORE_API double simstore_sketch_similarity(simstore_sketch_kind kind, const uint8_t *a,
                                                const uint8_t *b);
 
+/* LSH bands of sketches (format/sketch.md, section 6.2): a pair of
+ * documents whose sketches agree on every bit of one band is a candidate
+ * whatever its fingerprints' distance. Band i is the `rows` bits i * rows
+ * .. (i + 1) * rows - 1 of a sketch (bin order). The shape for a minimum
+ * similarity t: the largest rows (at most 64) for which the fewest bands
+ * that make a pair at estimated similarity t a candidate with probability
+ * at least 0.99 fit in the sketch's bins, and that many bands. No bands
+ * (0, 0) below SIMSTORE_NEAR_BANDS_MIN_SIMILARITY, above 1, or for
+ * SIMSTORE_SKETCH_NONE. Pure: the same shape on every machine. */
+#define SIMSTORE_NEAR_BANDS_MIN_SIMILARITY 0.5
+SIMSTORE_API void simstore_sketch_bands(simstore_sketch_kind kind, double min_similarity,
+                                        unsigned *rows, unsigned *count);
+
 /* The sketch kind fpr makes (its options' sketch). Cannot fail. */
 SIMSTORE_API simstore_sketch_kind simstore_fingerprinter_sketch(const simstore_fingerprinter *fpr);
 
@@ -1466,6 +1479,10 @@ typedef struct simstore_scan_options {
                               SIMSTORE_NEAR_DEFAULT_SIMILARITY (the
                               default). Resolved as simstore_near_rule_
                               resolve() resolves a rule                      */
+    /* Added with bands (format/sketch.md 6.2). */
+    int bands; /* the near-duplicate rule's bands (simstore_near_
+                              rule): SIMSTORE_NEAR_DEFAULT_BANDS (the
+                              default), 0 or 1                               */
 } simstore_scan_options;
 
 /* ---- The near-duplicate rule ----------------------------------------------
@@ -1475,11 +1492,14 @@ typedef struct simstore_scan_options {
  * and through them `simstore pairs`, `clusters` and `dedup` (alone and with
  * --store), the server's insert-if-new, the Python module and simstore-mpi.
  *
- * c is a near-duplicate of d when their fingerprints are within k bits and,
+ * c is a near-duplicate of d when it is a candidate, their fingerprints
+ * within k bits or (with bands) their sketches agreeing on every bit of one
+ * of the rule's bands (simstore_sketch_bands(), format/sketch.md 6.2), and,
  * when min_similarity > 0, the estimated Jaccard similarity of their sketches
  * (simstore_sketch_similarity()) is at least min_similarity; an unknown
  * similarity (either has no sketch) is below every minimum:
- * simstore_near_duplicate(). Judged by paragraphs instead (partial copies:
+ * simstore_near_duplicate_sketches() (simstore_near_duplicate() when the
+ * candidate is known to be within k). Judged by paragraphs instead (partial copies:
  * `dedup --paragraphs`), c is a near-duplicate of d when d covers at least
  * one of c's paragraphs (a paragraph of d within k of it) and a share of at
  * least min_fraction of them: simstore_near_duplicate_paragraphs().
@@ -1506,15 +1526,28 @@ typedef struct simstore_near_rule {
     double min_fraction;   /* by paragraphs: the share of c's paragraphs d
                               must cover, 0..1; SIMSTORE_NEAR_DEFAULT_FRACTION
                               (the default)                                  */
+    /* Added with bands (format/sketch.md 6.2). */
+    int bands;          /* candidates also from the sketches' bands: 1,
+                              0 (within k only) or SIMSTORE_NEAR_DEFAULT_
+                              BANDS (the default: 1 when the rule has a
+                              minimum similarity of at least SIMSTORE_NEAR_
+                              BANDS_MIN_SIMILARITY, else 0)                 */
+    unsigned band_rows; /* resolved from the sketch kind and minimum
+                              similarity (simstore_sketch_bands()): bits a
+                              band; 0 with band_count 0: no bands            */
+    unsigned band_count;
 } simstore_near_rule;
 
 #define SIMSTORE_NEAR_STORE_K 0xFFFFFFFFu
 #define SIMSTORE_NEAR_DEFAULT_K 0xFFFFFFFEu
 #define SIMSTORE_NEAR_DEFAULT_SIMILARITY (-1.0)
 #define SIMSTORE_NEAR_DEFAULT_FRACTION (-1.0)
+#define SIMSTORE_NEAR_DEFAULT_BANDS (-1)
 /* The defaults the rule resolves to (above). */
 #define SIMSTORE_NEAR_K 7u
 #define SIMSTORE_NEAR_SIMILARITY 0.9
+/* Whether the rule's bands are on when not given (SIMSTORE_NEAR_DEFAULT_BANDS). */
+#define SIMSTORE_NEAR_BANDS_BY_DEFAULT 1
 #define SIMSTORE_NEAR_FRACTION 0.3
 
 /* simstore_near_rule_resolve() flags: how candidates are judged. */
@@ -1546,6 +1579,17 @@ SIMSTORE_API int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned s
  * known) is a near-duplicate, else 0. */
 SIMSTORE_API int simstore_near_duplicate(const simstore_near_rule *rule, unsigned distance,
                                          double similarity);
+
+/* The resolved rule's answer for two documents whose fingerprints are
+ * `distance` bits apart, with sketches a and b (NULL: none) of kind `kind`:
+ * 1 when they are candidates (within k, or with the rule's bands sharing
+ * one) and their estimated similarity meets the minimum, else 0.
+ * *similarity (may be NULL) receives the estimate
+ * (simstore_sketch_similarity()). */
+SIMSTORE_API int simstore_near_duplicate_sketches(const simstore_near_rule *rule,
+                                                  simstore_sketch_kind kind, unsigned distance,
+                                                  const uint8_t *a, const uint8_t *b,
+                                                  double *similarity);
 
 /* The resolved rule's answer by paragraphs: 1 when a document covering
  * `shared` of a candidate's `of` paragraphs makes it a near-duplicate

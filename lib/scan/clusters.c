@@ -356,7 +356,8 @@ static uint32_t uf_find(uint32_t *parent, uint32_t x)
 
 static int add_doc_edge(crun *r, uint32_t x, uint32_t y, unsigned distance)
 {
-    if (!simstore_near_duplicate(&r->rule, distance, doc_similarity(r, x, y)))
+    if (!simstore_near_duplicate_sketches(&r->rule, r->st->s->text.sketch, distance,
+                                          doc_sketch(r, x), doc_sketch(r, y), NULL))
         return 0; /* an unknown similarity (-1) too */
     int rc =
         grow((void **)&r->doc_edges, &r->doc_edge_cap, r->ndoc_edges + 2, sizeof *r->doc_edges);
@@ -840,7 +841,7 @@ int simstore_clusters(simstore *s, const simstore_cluster_options *o, simstore_c
     int rc = sims_scan_options_resolve(s, &o->scan, 0, &r.so);
     if (rc)
         return rc;
-    sims_scan_near_rule(&r.so, &r.rule);
+    sims_scan_near_rule(&r.so, s->text.sketch, &r.rule);
     scan_state st;
     rc = sims_scan_state_begin(s, &st);
     if (rc)

@@ -152,9 +152,17 @@ int sims_scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint6
 int sims_scan_pairs_each(sims_recsort *joined, scan_pair_fn fn, void *ctx)
 {
     sims_rec r;
-    int got, rc = 0;
-    while (rc == 0 && (got = sims_recsort_next(joined, &r)) == 1)
-        rc = fn(ctx, be_load64(r.key), be_load64(r.key + 8), r.val_len ? r.val[0] : 0);
+    int got, rc = 0, have = 0;
+    uint64_t last_a = 0, last_b = 0;
+    while (rc == 0 && (got = sims_recsort_next(joined, &r)) == 1) {
+        uint64_t a = be_load64(r.key), b = be_load64(r.key + 8);
+        if (have && a == last_a && b == last_b)
+            continue; /* a band pair found in several bands (bands.h) */
+        have = 1;
+        last_a = a;
+        last_b = b;
+        rc = fn(ctx, a, b, r.val_len ? r.val[0] : 0);
+    }
     return rc ? rc : got < 0 ? got : 0;
 }
 

@@ -39,7 +39,8 @@ int sims_scan_join_all(const sims_design *d, unsigned k, unsigned threads, uint6
 /* The pair record: key = a, b (8 bytes each, big-endian: byte order is
  * numeric order), value = the distance (1 byte). Read back from a finished
  * sorter of them in order, each pair handed to fn: fn's nonzero value
- * stops and is returned, else the sorter's error or 0. */
+ * stops and is returned, else the sorter's error or 0. A pair pushed more
+ * than once (band candidates, bands.h) is handed over once. */
 int sims_scan_pairs_each(sims_recsort *joined, scan_pair_fn fn, void *ctx);
 
 /* The input of a store snapshot: table t of every segment, merged. */

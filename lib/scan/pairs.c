@@ -2,6 +2,7 @@
  * document pairs, or counted fingerprint pairs, in the documented order)
  * and simstore_join_fingerprints (the same join over an array). */
 #include "scan/pairs.h"
+#include "scan/bands.h"
 #include "scan/joinall.h"
 #include "scan/state.h"
 
@@ -134,6 +135,8 @@ int sims_scan_join_store(scan_state *st, const simstore_scan_options *o, sims_re
             o->progress(o->progress_ctx, "joining tables", d->n_tables, d->n_tables);
     }
     if (rc == 0)
+        rc = sims_scan_band_pairs(st, o, *joined);
+    if (rc == 0)
         rc = sims_recsort_finish(*joined, (size_t)(o->memory_bytes / 4));
     return rc;
 }
@@ -164,9 +167,9 @@ static int push_fp_pair(pairs_run *r, uint64_t a, uint64_t b, unsigned d, uint64
 static int push_doc_pair(pairs_run *r, const scan_docs *x, size_t i, const scan_docs *y, size_t j,
                          unsigned d)
 {
-    double sim = simstore_sketch_similarity(r->st->s->text.sketch, scan_doc_sketch(x, i),
-                                            scan_doc_sketch(y, j));
-    if (!simstore_near_duplicate(&r->rule, d, sim))
+    double sim;
+    if (!simstore_near_duplicate_sketches(&r->rule, r->st->s->text.sketch, d, scan_doc_sketch(x, i),
+                                          scan_doc_sketch(y, j), &sim))
         return 0;
     const scan_doc *p = &x->docs[i], *q = &y->docs[j];
     const char *pid = x->ids + p->off, *qid = y->ids + q->off;
@@ -284,7 +287,7 @@ static int pairs_in_state(scan_state *st, const simstore_scan_options *o, unsign
     memset(&r, 0, sizeof r);
     r.st = st;
     r.o = o;
-    sims_scan_near_rule(o, &r.rule);
+    sims_scan_near_rule(o, st->s->text.sketch, &r.rule);
     r.flags = flags;
     int rc = sims_scan_join_store(st, o, &joined);
     if (rc == 0)

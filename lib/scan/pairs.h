@@ -15,7 +15,7 @@ int sims_scan_sorter_new(const simstore_scan_options *o, unsigned share, sims_re
 
 /* Join the state's tables at o->k into *joined (finished: read it with
  * sims_scan_pairs_each, joinall.h), dead fingerprints
- * included. With o->k above the store's design, the distinct fingerprints
+ * included, with the rule's band candidates beyond o->k (bands.h). With o->k above the store's design, the distinct fingerprints
  * are joined in memory under a design for o->k instead (the same pairs),
  * within half of o->memory_bytes (SIMSTORE_EFULL, saying what it needs,
  * when they do not fit). The caller frees *joined, also on failure. */

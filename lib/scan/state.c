@@ -84,11 +84,13 @@ int sims_scan_options_resolve(const simstore *s, const simstore_scan_options *in
     simstore_near_rule_init(&rule);
     rule.k = out->k;
     rule.min_similarity = out->min_similarity;
+    rule.bands = out->bands;
     int rc = simstore_near_rule_resolve(&rule, s->design->params.k, s->text.sketch, flags);
     if (rc)
         return rc;
     out->k = rule.k;
     out->min_similarity = rule.min_similarity;
+    out->bands = rule.bands;
     if (out->threads == 0)
         out->threads = simstore_default_threads();
     if (out->memory_bytes == 0)
@@ -98,11 +100,16 @@ int sims_scan_options_resolve(const simstore *s, const simstore_scan_options *in
     return SIMSTORE_OK;
 }
 
-void sims_scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule)
+void sims_scan_near_rule(const simstore_scan_options *o, simstore_sketch_kind sketch,
+                         simstore_near_rule *rule)
 {
     simstore_near_rule_init(rule);
     rule->k = o->k;
     rule->min_similarity = o->min_similarity;
+    rule->bands = o->bands;
+    rule->band_rows = rule->band_count = 0;
+    if (rule->bands)
+        simstore_sketch_bands(sketch, rule->min_similarity, &rule->band_rows, &rule->band_count);
 }
 
 void simstore_scan_options_init(simstore_scan_options *o)
@@ -115,6 +122,7 @@ void simstore_scan_options_init(simstore_scan_options *o)
     simstore_near_rule_init(&rule);
     o->k = rule.k;
     o->min_similarity = rule.min_similarity;
+    o->bands = rule.bands;
 }
 
 int simstore_scan_resolve(const simstore *s, const simstore_scan_options *o, unsigned *k,

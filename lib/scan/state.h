@@ -39,9 +39,11 @@ void sims_scan_state_end(scan_state *st);
 int sims_scan_options_resolve(const simstore *s, const simstore_scan_options *in, unsigned flags,
                               simstore_scan_options *out);
 
-/* The near-duplicate rule of resolved options o, for
- * simstore_near_duplicate(). */
-void sims_scan_near_rule(const simstore_scan_options *o, simstore_near_rule *rule);
+/* The near-duplicate rule of resolved options o on a store keeping
+ * sketches of kind `sketch` (its bands' shape), for
+ * simstore_near_duplicate_sketches(). */
+void sims_scan_near_rule(const simstore_scan_options *o, simstore_sketch_kind sketch,
+                         simstore_near_rule *rule);
 
 /* The documents holding one fingerprint, in fps order (id byte order). */
 typedef struct scan_doc {
