@@ -637,7 +637,8 @@ static int json_near_rule(const worker *w, reply *r, const json_t *obj, simstore
         }
         rule->min_similarity = v;
     }
-    if (simstore_near_rule_resolve(rule, w->gen->opened.k, w->gen->opened.sketch, 0)) {
+    if (simstore_near_rule_resolve(rule, w->gen->opened.k, w->gen->opened.sketch,
+                                   SIMSTORE_NEAR_WITHOUT_BANDS)) {
         reply_error(r, 400, "%s", simstore_last_error());
         return -1;
     }

@@ -29,7 +29,8 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
     int rc = SIMS_CHECK_OPTIONS(rule, simstore_near_rule);
     if (rc)
         return rc;
-    if (flags & ~(SIMSTORE_NEAR_BY_PARAGRAPHS | SIMSTORE_NEAR_BY_FINGERPRINT))
+    if (flags &
+        ~(SIMSTORE_NEAR_BY_PARAGRAPHS | SIMSTORE_NEAR_BY_FINGERPRINT | SIMSTORE_NEAR_WITHOUT_BANDS))
         return sims_fail(SIMSTORE_EINVAL, "simstore_near_rule_resolve: unknown flags %#x", flags);
     int k_default = rule->k == SIMSTORE_NEAR_DEFAULT_K;
     if (rule->min_similarity == SIMSTORE_NEAR_DEFAULT_SIMILARITY)
@@ -69,6 +70,12 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
                          "bands need a minimum similarity of at least %g (they are derived "
                          "from it)",
                          SIMSTORE_NEAR_BANDS_MIN_SIMILARITY);
+    if (rule->bands == 1 && (flags & SIMSTORE_NEAR_WITHOUT_BANDS))
+        return sims_fail(SIMSTORE_EINVAL, "bands are not taken one document at a time against a "
+                                          "stored store yet (queries, insert-if-new, dedup "
+                                          "--store): give no bands");
+    if (rule->bands == SIMSTORE_NEAR_DEFAULT_BANDS && (flags & SIMSTORE_NEAR_WITHOUT_BANDS))
+        rule->bands = 0;
     if (rule->bands == SIMSTORE_NEAR_DEFAULT_BANDS)
         rule->bands = SIMSTORE_NEAR_BANDS_BY_DEFAULT &&
                       rule->min_similarity >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY;

@@ -1552,6 +1552,11 @@ typedef struct simstore_near_rule {
 
 /* simstore_near_rule_resolve() flags: how candidates are judged. */
 #define SIMSTORE_NEAR_BY_PARAGRAPHS 1u /* by the paragraphs they share      */
+/* Candidates of a stored store one document at a time (a query, the live
+ * store's insert-if-new, `dedup --store`'s answers from the store): the
+ * store keeps no index of its sketches' bands yet, so bands default to off
+ * there and asking for them is refused (issue 36). */
+#define SIMSTORE_NEAR_WITHOUT_BANDS 4u
 #define SIMSTORE_NEAR_BY_FINGERPRINT                                                               \
     2u /* fingerprints, not documents: no
                                            similarity                        */

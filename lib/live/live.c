@@ -786,7 +786,7 @@ static int live_near_rule(const simstore_live *live, const simstore_near_rule *i
         *out = *in;
     else
         simstore_near_rule_init(out);
-    return simstore_near_rule_resolve(out, live->k, live->sketch, 0);
+    return simstore_near_rule_resolve(out, live->k, live->sketch, SIMSTORE_NEAR_WITHOUT_BANDS);
 }
 
 int simstore_live_insert_if_new(simstore_live_query *q, const simstore_doc *doc,
