@@ -5,8 +5,10 @@
  * simstore_sketch_similarity, so they compare exactly); stores of two
  * segments with deleted documents; pairs and clusters at distances above
  * the store's design; documents sharing a fingerprint with
- * different sketches; stores without sketches answering "unknown"; the
- * builder's rules; and damaged sketch bytes in a document record. */
+ * different sketches; the rule's band candidates (format/sketch.md 6.2)
+ * on grouped, far, duplicate-heavy and random corpora, before and after a
+ * compaction; stores without sketches answering "unknown"; the builder's
+ * rules; and damaged sketch bytes in a document record. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,6 +80,43 @@ static corpus make_corpus(test_rng *r, size_t n)
 static double sim(const sdoc *a, const sdoc *b)
 {
     return simstore_sketch_similarity(KIND, a->sketch, b->sketch);
+}
+
+/* The rule a second time (format/sketch.md 6.2): candidates within k or,
+ * with bands (g_bands, for a minimum of 0.5 or more), sketches agreeing on
+ * one band of simstore_sketch_bands()' shape, the band's bits read one by
+ * one here; then a similarity of at least j (0: none asked). */
+static int g_bands = 1;
+
+static int sketch_bit(const uint8_t *s, size_t bit)
+{
+    return (s[bit / 8] >> (bit % 8)) & 1;
+}
+
+static int share_band(const uint8_t *a, const uint8_t *b, double j)
+{
+    static double shape_of = -1;
+    static unsigned rows, count;
+    if (j != shape_of) {
+        simstore_sketch_bands(KIND, j, &rows, &count);
+        shape_of = j;
+    }
+    for (unsigned band = 0; band < count; band++) {
+        unsigned same = 0;
+        while (same < rows && sketch_bit(a, (size_t)band * rows + same) ==
+                                  sketch_bit(b, (size_t)band * rows + same))
+            same++;
+        if (same == rows)
+            return 1;
+    }
+    return 0;
+}
+
+static int near_docs(const sdoc *a, const sdoc *b, unsigned k, double j)
+{
+    int candidate = simstore_distance(a->fp, b->fp) <= k ||
+                    (g_bands && j >= 0.5 && share_band(a->sketch, b->sketch, j));
+    return candidate && (j <= 0 || sim(a, b) >= j);
 }
 
 static simstore_build_options build_options(simstore_text_options *text, simstore_sketch_kind kind)
@@ -314,7 +353,7 @@ static text brute_pairs(const corpus *c, unsigned k, double j)
         for (size_t y = x + 1; y < c->n; y++) {
             const sdoc *a = &c->docs[x], *b = &c->docs[y];
             unsigned d = simstore_distance(a->fp, b->fp);
-            if (a->deleted || b->deleted || d > k || (j > 0 && !(sim(a, b) >= j)))
+            if (a->deleted || b->deleted || !near_docs(a, b, k, j))
                 continue;
             if (strcmp(a->id, b->id) > 0) {
                 const sdoc *t = a;
@@ -425,8 +464,7 @@ static text brute_clusters(const corpus *c, unsigned k, double j, int star, int 
     for (size_t x = 0; x < n; x++)
         for (size_t y = 0; y < n; y++)
             near[x * n + y] = x != y && !c->docs[x].deleted && !c->docs[y].deleted &&
-                              simstore_distance(c->docs[x].fp, c->docs[y].fp) <= k &&
-                              sim(&c->docs[x], &c->docs[y]) >= j;
+                              near_docs(&c->docs[x], &c->docs[y], k, j);
     size_t live = 0;
     for (size_t x = 0; x < n; x++)
         if (!c->docs[x].deleted)
@@ -610,6 +648,178 @@ static void test_similarity_scan__above_design(void **state)
     free(low_path);
     free(high_path);
     free(c.docs);
+}
+
+/* ---- bands (format/sketch.md 6.2) ---------------------------------------------- */
+
+/* Documents whose sketches are close and fingerprints far: copies of a few
+ * sketches with a few bits changed (or none: duplicate-heavy) under random
+ * fingerprints, beside random documents (adversarial for the join: nothing
+ * within k) . */
+static corpus make_far_corpus(test_rng *r, size_t n, unsigned max_flips)
+{
+    corpus c = {calloc(n, sizeof(sdoc)), n};
+    assert_non_null(c.docs);
+    uint8_t base[SKETCH_BYTES];
+    for (size_t i = 0; i < n; i++) {
+        sdoc *d = &c.docs[i];
+        d->fp = test_rng_next(r);
+        if (i % 10 == 0)
+            for (size_t b = 0; b < SKETCH_BYTES; b++)
+                base[b] = (uint8_t)test_rng_next(r);
+        memcpy(d->sketch, base, SKETCH_BYTES);
+        unsigned flips = max_flips ? (unsigned)test_rng_below(r, max_flips + 1) : 0;
+        if (i % 10 == 9) /* a random document */
+            for (size_t b = 0; b < SKETCH_BYTES; b++)
+                d->sketch[b] = (uint8_t)test_rng_next(r);
+        for (unsigned f = 0; f < flips; f++) {
+            unsigned bit = (unsigned)test_rng_below(r, SKETCH_BYTES * 8);
+            d->sketch[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+        snprintf(d->id, sizeof d->id, "f%04zu", (i * 7919) % n);
+    }
+    return c;
+}
+
+/* Whether some line of a pairs text is more than k bits apart. */
+static int has_pair_beyond(const text *t, unsigned k)
+{
+    for (const char *line = t->buf; line && *line;) {
+        if ((unsigned)strtoul(line, NULL, 10) > k)
+            return 1;
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Pairs and clusters with bands equal the brute force of the rule for
+ * thresholds 0.5..0.95, bands on and off, on one and two threads, on
+ * grouped, far (close sketches, random fingerprints), duplicate-heavy
+ * and random corpora; the same after the store is compacted. */
+static void test_similarity_bands__brute_force(void **state)
+{
+    (void)state;
+    test_rng r;
+    test_rng_init(&r, "similarity bands", 1311);
+    static const double minimums[] = {0.5, 0.6, 0.7, 0.8, 0.9, 0.95};
+    for (int kind = 0; kind < 3; kind++) {
+        corpus c = kind == 0   ? make_corpus(&r, 240)
+                   : kind == 1 ? make_far_corpus(&r, 200, 40)
+                               : make_far_corpus(&r, 120, 0); /* duplicate-heavy */
+        char *tmp = test_tmpdir("sim-bands");
+        char *path = test_path(tmp, "s");
+        simstore *s = make_store(path, &c);
+        int beyond = 0;
+        for (int compacted = 0; compacted <= 1; compacted++) {
+            if (compacted)
+                assert_int_equal(simstore_compact(s, NULL), 0);
+            for (size_t i = 0; i < sizeof minimums / sizeof minimums[0]; i++)
+                for (int bands = 0; bands <= 1; bands++) {
+                    g_bands = bands;
+                    text want = brute_pairs(&c, 3, minimums[i]);
+                    text want_clusters = brute_clusters(&c, 3, minimums[i], 0, 0);
+                    beyond |= has_pair_beyond(&want, 3);
+                    for (unsigned threads = 1; threads <= 2; threads++) {
+                        simstore_scan_options o;
+                        simstore_scan_options_init(&o);
+                        o.k = 3;
+                        o.threads = threads;
+                        o.memory_bytes = 16u << 20;
+                        o.min_similarity = minimums[i];
+                        o.bands = bands;
+                        text got = {0};
+                        assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &got), 0);
+                        char what[96];
+                        snprintf(what, sizeof what, "corpus %d pairs at %g, bands %d, %u threads%s",
+                                 kind, minimums[i], bands, threads, compacted ? ", compacted" : "");
+                        text_equal(&got, &want, what);
+                        free(got.buf);
+                        simstore_cluster_options co;
+                        simstore_cluster_options_init(&co);
+                        co.scan = o;
+                        got = (text){0};
+                        assert_int_equal(simstore_clusters(s, &co, member_line, &got, NULL), 0);
+                        text_equal(&got, &want_clusters, what);
+                        free(got.buf);
+                    }
+                    free(want.buf);
+                    free(want_clusters.buf);
+                }
+        }
+        g_bands = 1;
+        assert_true(beyond); /* bands found pairs the join within k cannot */
+        simstore_close(s);
+        test_rmtree(tmp);
+        free(tmp);
+        free(path);
+        free(c.docs);
+    }
+}
+
+/* The band shapes of format/sketch.md 6.2's table, and the rule's parts. */
+static void test_similarity_bands__shape_and_rule(void **state)
+{
+    (void)state;
+    static const struct {
+        double t;
+        unsigned rows, count;
+    } table[] = {{0.5, 12, 144}, {0.6, 15, 129}, {0.7, 19, 99}, {0.75, 22, 85},
+                 {0.8, 26, 69},  {0.85, 33, 59}, {0.9, 45, 44}, {0.95, 64, 21}};
+    const simstore_sketch_kind SK = SIMSTORE_SKETCH_MINHASH256;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        unsigned rows = 0, count = 0;
+        simstore_sketch_bands(SK, table[i].t, &rows, &count);
+        assert_int_equal(rows, table[i].rows);
+        assert_int_equal(count, table[i].count);
+        assert_true(rows * count <= 2048);
+    }
+    unsigned rows = 1, count = 1;
+    simstore_sketch_bands(SK, 0.49, &rows, &count);
+    assert_true(rows == 0 && count == 0);
+    simstore_sketch_bands(SIMSTORE_SKETCH_NONE, 0.9, &rows, &count);
+    assert_true(rows == 0 && count == 0);
+    simstore_sketch_bands(SIMSTORE_SKETCH_MINHASH16, 0.9, &rows, &count);
+    assert_true(rows > 0 && rows * count <= 128);
+    /* Resolved: on by default from 0.5, off below, off without bands. */
+    simstore_near_rule rule;
+    simstore_near_rule_init(&rule);
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_OK);
+    assert_true(rule.bands == 1 && rule.band_rows == 45 && rule.band_count == 44);
+    simstore_near_rule_init(&rule);
+    rule.min_similarity = 0.3;
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_OK);
+    assert_true(rule.bands == 0 && rule.band_count == 0);
+    rule.bands = 1; /* asked below 0.5: refused */
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_EINVAL);
+    simstore_near_rule_init(&rule);
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, SIMSTORE_NEAR_WITHOUT_BANDS),
+                     SIMSTORE_OK);
+    assert_true(rule.bands == 0 && rule.band_count == 0);
+    rule.bands = 1;
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, SIMSTORE_NEAR_WITHOUT_BANDS),
+                     SIMSTORE_EINVAL);
+    simstore_near_rule_init(&rule);
+    rule.bands = 2;
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_EINVAL);
+    /* The answer: identical sketches 20 bits apart are near with bands. */
+    uint8_t a[256], b[256];
+    for (size_t i = 0; i < sizeof a; i++)
+        a[i] = b[i] = (uint8_t)(i * 37);
+    simstore_near_rule_init(&rule);
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_OK);
+    double j = 0;
+    assert_true(simstore_near_duplicate_sketches(&rule, SK, 20, a, b, &j));
+    assert_true(j == 1.0);
+    assert_false(simstore_near_duplicate_sketches(&rule, SK, 20, a, NULL, &j));
+    for (size_t band = 0; band < 44; band++) /* one bit off in every band */
+        b[band * 45 / 8] ^= (uint8_t)(1u << (band * 45 % 8));
+    assert_false(simstore_near_duplicate_sketches(&rule, SK, 20, a, b, &j));
+    assert_true(simstore_near_duplicate_sketches(&rule, SK, 7, a, b, &j)); /* within k */
+    rule.bands = 0;
+    assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_OK);
+    memcpy(b, a, sizeof b);
+    assert_false(simstore_near_duplicate_sketches(&rule, SK, 20, a, b, &j));
 }
 
 /* ---- stores without sketches, and the rules -------------------------------------- */
@@ -1154,6 +1364,8 @@ int main(void)
         cmocka_unit_test(test_similarity_pairs__min_similarity),
         cmocka_unit_test(test_similarity_clusters__min_similarity),
         cmocka_unit_test(test_similarity_scan__above_design),
+        cmocka_unit_test(test_similarity_bands__brute_force),
+        cmocka_unit_test(test_similarity_bands__shape_and_rule),
         cmocka_unit_test(test_similarity_options__stores_without_sketches),
         cmocka_unit_test(test_similarity_defaults__near_duplicate_setting),
         cmocka_unit_test(test_similarity_rule__defaults_and_answer),
