@@ -68,6 +68,13 @@ static inline void be_store64(void *p, uint64_t v)
         b[i] = (uint8_t)(v >> (56 - 8 * i));
 }
 
+static inline void be_store32(void *p, uint32_t v)
+{
+    uint8_t *b = (uint8_t *)p;
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
 static inline uint64_t be_load64(const void *p)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)

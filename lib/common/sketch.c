@@ -83,7 +83,7 @@ void simstore_sketch_bands(simstore_sketch_kind kind, double min_similarity, uns
     if (bins_bits && min_similarity >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY && min_similarity <= 1) {
         unsigned bins = 1u << bins_bits;
         double p = (1 + min_similarity) / 2; /* a bin agrees at J = t (section 5) */
-        for (unsigned cand = 1; cand <= 64 && cand <= bins; cand++) {
+        for (unsigned cand = 1; cand <= 32 && cand <= bins; cand++) {
             unsigned need = fewest_bands(p, cand, bins);
             if ((uint64_t)need * cand <= bins) {
                 r = cand;
@@ -97,17 +97,17 @@ void simstore_sketch_bands(simstore_sketch_kind kind, double min_similarity, uns
         *count = b;
 }
 
-uint64_t sims_sketch_band_key(const uint8_t *sketch, unsigned rows, unsigned band)
+uint32_t sims_sketch_band_key(const uint8_t *sketch, unsigned rows, unsigned band)
 {
     size_t first = (size_t)band * rows; /* bit (bin) number */
-    uint64_t key = 0;
+    uint32_t key = 0;
     unsigned got = 0;
     while (got < rows) {
         size_t bit = first + got;
         unsigned shift = (unsigned)(bit & 7), take = 8 - shift;
         if (take > rows - got)
             take = rows - got;
-        uint64_t piece = (uint64_t)(sketch[bit >> 3] >> shift) & ((1u << take) - 1);
+        uint32_t piece = (uint32_t)(sketch[bit >> 3] >> shift) & ((1u << take) - 1);
         key |= piece << got;
         got += take;
     }

@@ -22,9 +22,9 @@ static inline int sims_sketch_kind_valid(unsigned kind)
 }
 
 /* Band `band` of a sketch: its bits band * rows .. band * rows + rows - 1
- * (rows 1..64), bit i of the band as bit i of the key (format/sketch.md
+ * (rows 1..32), bit i of the band as bit i of the key (format/sketch.md
  * 6.2). The caller keeps band * rows + rows within the sketch's bins. */
-uint64_t sims_sketch_band_key(const uint8_t *sketch, unsigned rows, unsigned band);
+uint32_t sims_sketch_band_key(const uint8_t *sketch, unsigned rows, unsigned band);
 
 /* Whether sketches a and b agree on every bit of one of the first `count`
  * bands of `rows` bits. */

@@ -366,7 +366,7 @@ SIMSTORE_API double simstore_sketch_similarity(simstore_sketch_kind kind, const 
  * documents whose sketches agree on every bit of one band is a candidate
  * whatever its fingerprints' distance. Band i is the `rows` bits i * rows
  * .. (i + 1) * rows - 1 of a sketch (bin order). The shape for a minimum
- * similarity t: the largest rows (at most 64) for which the fewest bands
+ * similarity t: the largest rows (at most 32) for which the fewest bands
  * that make a pair at estimated similarity t a candidate with probability
  * at least 0.99 fit in the sketch's bins, and that many bands. No bands
  * (0, 0) below SIMSTORE_NEAR_BANDS_MIN_SIMILARITY, above 1, or for

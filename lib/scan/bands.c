@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BAND_KEY_BYTES 18 /* band (2), key (8), fingerprint (8): big-endian */
+#define BAND_KEY_BYTES 14 /* band (2), key (4), fingerprint (8): big-endian */
 #define FP_CHUNK 1024
 
 /* Every (band, key, fp) of fp's documents with sketches. */
@@ -25,7 +25,7 @@ static int push_fp_bands(scan_state *st, uint64_t fp, unsigned rows, unsigned co
 {
     int rc = sims_scan_docs_load(st, fp, 0, docs);
     uint8_t key[BAND_KEY_BYTES];
-    be_store64(key + 10, fp);
+    be_store64(key + 6, fp);
     for (size_t i = 0; rc == 0 && i < docs->count; i++) {
         const uint8_t *sk = scan_doc_sketch(docs, i);
         if (!sk)
@@ -33,7 +33,7 @@ static int push_fp_bands(scan_state *st, uint64_t fp, unsigned rows, unsigned co
         for (unsigned b = 0; rc == 0 && b < count; b++) {
             key[0] = (uint8_t)(b >> 8);
             key[1] = (uint8_t)b;
-            be_store64(key + 2, sims_sketch_band_key(sk, rows, b));
+            be_store32(key + 2, sims_sketch_band_key(sk, rows, b));
             rc = sims_recsort_push(out, key, sizeof key, NULL, 0);
         }
     }
@@ -65,7 +65,7 @@ static int read_groups(sims_recsort *bands, unsigned k, sims_recsort *joined)
 {
     uint64_t *group = NULL;
     size_t n = 0, cap = 0;
-    uint8_t head[10];
+    uint8_t head[6];
     sims_rec rec;
     int got, rc = 0;
     while (rc == 0 && (got = sims_recsort_next(bands, &rec)) == 1) {
@@ -73,7 +73,7 @@ static int read_groups(sims_recsort *bands, unsigned k, sims_recsort *joined)
             rc = sims_fail(SIMSTORE_EIO, "band sorter: a record of %u bytes", rec.key_len);
             break;
         }
-        uint64_t fp = be_load64(rec.key + 10);
+        uint64_t fp = be_load64(rec.key + 6);
         if (n && memcmp(head, rec.key, sizeof head) != 0) {
             rc = push_group(group, n, k, joined);
             n = 0;
