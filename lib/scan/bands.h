@@ -12,7 +12,10 @@
  * distinct fingerprints of the state more than o->k apart of which some
  * document of one and some document of the other have sketches agreeing on
  * one band: possibly more than once (sims_scan_pairs_each drops repeats).
- * Without bands, nothing. Memory: two sorters of o->memory_bytes / 4.
+ * Without bands, nothing. Memory: about half of o->memory_bytes (8 bytes a
+ * document with a sketch, 4 a band held, and 16 for a band sorted in
+ * memory, else through a spilling sorter); the documents are read once,
+ * then once more per pass of the bands that fit.
  * Errors: those of the reads and sorters. */
 int sims_scan_band_pairs(scan_state *st, const simstore_scan_options *o, sims_recsort *joined);
 

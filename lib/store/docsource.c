@@ -217,6 +217,58 @@ int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
     return rc;
 }
 
+/* ---- every live document, in no particular order ------------------------ */
+
+typedef struct each_live {
+    simstore *s;
+    const sims_snapshot *snap;
+    MDB_txn *txn;
+    int walked;
+    sims_doc_fn fn;
+    void *ctx;
+} each_live;
+
+static int file_doc_live(void *ctx, const docfile_doc *d)
+{
+    each_live *e = (each_live *)ctx;
+    int live = sims_docfile_doc_live(e->s, e->snap->docfile_changed, e->txn, e->walked, d);
+    if (live <= 0)
+        return live;
+    sims_doc_record rec;
+    sims_docfile_record(e->s, d, &rec);
+    return e->fn(e->ctx, d->id, d->id_len, &rec);
+}
+
+int sims_docs_each_live(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int walked,
+                        sims_doc_fn fn, void *ctx)
+{
+    each_live e = {s, snap, txn, walked, fn, ctx};
+    int rc = sims_docfile_each(snap->docfile, file_doc_live, &e);
+    if (rc || !snap->docfile_changed)
+        return rc;
+    /* docs's documents (its tombstones only hide the file's). */
+    MDB_cursor *cur = NULL;
+    int m = mdb_cursor_open(txn, s->env.docs, &cur);
+    if (m)
+        return sims_mdb_fail(m, "open a cursor on docs");
+    MDB_val key, val;
+    for (m = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == SIMSTORE_OK && m == 0;
+         m = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+        sims_doc_record dr;
+        int tombstone;
+        if (key.mv_size == 0 || key.mv_size > SIMSTORE_MAX_ID_BYTES)
+            rc = SIMS_CORRUPT("%s: a document id of %zu bytes", s->path, key.mv_size);
+        if (rc == SIMSTORE_OK)
+            rc = entry_decode(s, key.mv_data, key.mv_size, &val, &dr, &tombstone);
+        if (rc == SIMSTORE_OK && !tombstone)
+            rc = fn(ctx, (const uint8_t *)key.mv_data, key.mv_size, &dr);
+    }
+    if (rc == SIMSTORE_OK && m != 0 && m != MDB_NOTFOUND)
+        rc = sims_mdb_fail(m, "read docs");
+    mdb_cursor_close(cur);
+    return rc;
+}
+
 /* ---- every live fingerprint in order ----------------------------------- */
 
 typedef struct fp_merge {

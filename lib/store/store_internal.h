@@ -252,6 +252,11 @@ int sims_doc_lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int wa
 typedef int (*sims_doc_fn)(void *ctx, const uint8_t *id, size_t len, const sims_doc_record *rec);
 int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
                          uint64_t memory_bytes, sims_doc_fn fn, void *ctx);
+/* Every live document of snap (with a document file) once, in no
+ * particular order (the file's in its order, then docs's): the cheapest
+ * pass over all of them, for work that does not need an order (bands). */
+int sims_docs_each_live(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int walked,
+                        sims_doc_fn fn, void *ctx);
 /* Every fingerprint with live documents in snap (with a document file), in
  * order: their count and the first one's id (in id order), the file's
  * merged with fps's. */
