@@ -106,8 +106,8 @@ static void emit_member(clusters_run *c, const sdoc *d, const sdoc *kept)
 static void add_doc_edge(void *ctx, const sdoc *x, const sdoc *y, unsigned distance)
 {
     clusters_run *c = (clusters_run *)ctx;
-    if (!simstore_near_duplicate(&c->o.rule, distance,
-                                 simstore_sketch_similarity(c->sketch, x->sketch, y->sketch)))
+    if (!simstore_near_duplicate_sketches(&c->o.rule, c->sketch, distance, x->sketch, y->sketch,
+                                          NULL))
         return;
     int ox = (int)(x->key >> DOC_KEY_BITS), oy = (int)(y->key >> DOC_KEY_BITS);
     put64(&c->edges[ox], x->key);
@@ -358,7 +358,9 @@ static void usage_clusters(FILE *out)
         "                       estimated similarity is at least J (a graph over\n"
         "                       documents); needs a store that keeps sketches\n"
         "                       (default: 0.9 when --k is not given on a store that\n"
-        "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
+        "                       keeps sketches, the near-duplicate setting; else 0);\n"
+        "                       from 0.5 up, documents whose sketches share a band\n"
+        "                       are candidates beyond K too (format/sketch.md 6.2)\n" COMMON_HELP
         "\n"
         "With --paragraphs (a store built with --paragraphs), the connected\n"
         "components of the pairs of `pairs --paragraphs` with FRACTION >= F\n"
@@ -490,6 +492,8 @@ int cmd_mpi_clusters(int argc, char **argv)
             agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
     if (!status && c.o.k > 0 && !c.o.paragraphs)
         status = join_owned(&o, c.o.k, c.o.memory / 4, &pairs);
+    if (!status && !c.o.paragraphs && !st.fingerprint_only)
+        band_pairs(&o, &c.o.rule, c.o.memory / 4, &pairs);
     if (!status && lines_open(&c.l) != 0) {
         say("out of memory");
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -1,6 +1,7 @@
 /* pairs.c: `simstore-mpi pairs OUT`: its options, the lines of document and fingerprint pairs.
  * The documents meet at their fingerprints' owners (owners.c), the
- * distinct fingerprints are joined (join.c), each join pair's documents
+ * distinct fingerprints are joined (join.c), with the rule's bands the
+ * band candidates beyond k added (bands.c), each pair's documents
  * are paired at the owner of one fingerprint (each_pair), and every line,
  * as `simstore pairs` prints it, is sorted across the ranks and printed by
  * rank 0 (output.c). --paragraphs: paragraphs.c. */
@@ -28,8 +29,8 @@ typedef struct pairs_run {
 static void emit_doc_pair(void *ctx, const sdoc *x, const sdoc *y, unsigned d)
 {
     pairs_run *p = (pairs_run *)ctx;
-    double sim = simstore_sketch_similarity(p->sketch, x->sketch, y->sketch);
-    if (!simstore_near_duplicate(&p->o.rule, d, sim))
+    double sim;
+    if (!simstore_near_duplicate_sketches(&p->o.rule, p->sketch, d, x->sketch, y->sketch, &sim))
         return;
     if (id_cmp(x->id, x->id_len, y->id, y->id_len) > 0) {
         const sdoc *t = x;
@@ -106,7 +107,9 @@ static void usage_pairs(FILE *out)
         "                       only the pairs whose estimated similarity is at\n"
         "                       least J, 0..1; needs a store that keeps sketches\n"
         "                       (default: 0.9 when --k is not given on a store that\n"
-        "                       keeps sketches, the near-duplicate setting; else 0)\n" COMMON_HELP
+        "                       keeps sketches, the near-duplicate setting; else 0);\n"
+        "                       from 0.5 up, documents whose sketches share a band\n"
+        "                       are candidates beyond K too (format/sketch.md 6.2)\n" COMMON_HELP
         "\n"
         "With --paragraphs (a store built with --paragraphs), the lines of `simstore\n"
         "pairs --paragraphs`, ID_A<TAB>ID_B<TAB>SHARED_A<TAB>OF_A<TAB>SHARED_B<TAB>OF_B<TAB>\n"
@@ -220,6 +223,8 @@ int cmd_mpi_pairs(int argc, char **argv)
     status = agree(gather_owned(s, &keep, st.fingerprint_only, &o) != 0, "reading the documents");
     if (!status && p.o.k > 0)
         status = join_owned(&o, p.o.k, p.o.memory / 4, &pairs);
+    if (!status && !st.fingerprint_only)
+        band_pairs(&o, &p.o.rule, p.o.memory / 4, &pairs);
     if (!status && lines_open(&p.l) != 0) {
         say("out of memory");
         MPI_Abort(MPI_COMM_WORLD, 1);

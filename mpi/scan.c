@@ -11,6 +11,11 @@
  *    sample of the permuted values, send each value to the rank owning its
  *    prefix (in rounds of at most --chunk bytes), and each joins its
  *    range; a pair comes out of the first table covering it only.
+ *    bands.c: with the rule's bands, each owner sends every distinct
+ *    (band, key, fingerprint) of its documents' sketches to the rank of a
+ *    hash of (band, key), which pairs the distinct fingerprints of each
+ *    (band, key) more than k apart; those pairs, once each, join the
+ *    join's at the owner of a.
  * 3. pairs.c: a fingerprint pair goes to the owner of a, which attaches
  *    a's documents and sends them on to the owner of b, which makes the
  *    document pairs (owners.c, each_pair). clusters.c: the pairs are the
@@ -66,10 +71,20 @@ int open_shard(const char *out, scan_opts *o, simstore **s, simstore_stats *st)
         *s = NULL;
         return 1;
     }
+    /* The rule's bands as the scan resolves them (its default, from the
+     * minimum similarity and the sketch kind): k and the minimum given. */
     simstore_near_rule_init(&o->rule);
     o->rule.k = o->k;
     o->rule.min_similarity = o->min_similarity;
     o->rule.min_fraction = o->min_fraction;
+    rc = simstore_near_rule_resolve(&o->rule, st->k, st->sketch, 0);
+    if (rc) {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s: %s\n", cmd_name, out, simstore_last_error());
+        simstore_close(*s);
+        *s = NULL;
+        return 1;
+    }
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /* scan_internal.h: what the files of `simstore-mpi pairs` and `clusters` share.
  * The options both take and the shard they open (scan.c); documents at
  * their fingerprint's owner and the document pairs made there (owners.c);
- * the distributed join (join.c); output lines, sorted across the ranks and
+ * the distributed join (join.c); the rule's band candidates beyond k
+ * (bands.c); output lines, sorted across the ranks and
  * printed by rank 0 (output.c); pairs of documents sharing paragraphs
  * (paragraphs.c); components by label propagation (components.c). The
  * commands: pairs.c, clusters.c. */
@@ -35,7 +36,8 @@ typedef struct scan_opts {
     int paragraphs;      /* --paragraphs */
     double min_fraction; /* --min-fraction */
     int min_fraction_given;
-    simstore_near_rule rule; /* k and min_similarity once resolved (open_shard) */
+    simstore_near_rule rule; /* k, min_similarity and the bands once resolved
+                                (open_shard) */
 } scan_opts;
 
 /* The options of both commands (O_UNSUPPORTED: not supported yet). */
@@ -181,6 +183,18 @@ int join_distinct(const uint64_t *fps, size_t nfps, unsigned k, uint64_t memory,
 /* join_distinct over the fingerprints this rank owns. */
 int join_owned(const owned *o, unsigned k, uint64_t memory, pairs_acc *pairs);
 
+/* ---- bands.c: the rule's band candidates beyond k ------------------------ */
+
+/* With the resolved rule's bands (rule->bands, band_rows, band_count),
+ * every pair of distinct fingerprints more than rule->k apart of which a
+ * document of each has a sketch agreeing with the other's on one band
+ * (format/sketch.md 6.2), added to pairs once, at the owner of a (a < b):
+ * with the join's pairs (all within k), the candidates each_pair makes
+ * document pairs of. Without bands, nothing. Memory: the bands go in
+ * passes, each within `memory` on every rank (as far as the hash spreads
+ * the keys evenly); the candidates as the join's pairs. Collective. */
+void band_pairs(const owned *o, const simstore_near_rule *rule, uint64_t memory, pairs_acc *pairs);
+
 /* ---- owners.c: the document pairs of the join's pairs --------------------- */
 
 /* Receives a pair of documents within distance (x's and y's pointers
@@ -190,9 +204,10 @@ typedef void (*doc_pair_fn)(void *ctx, const sdoc *x, const sdoc *y, unsigned di
 typedef void (*fp_pair_fn)(void *ctx, uint64_t a, uint64_t b, unsigned distance, uint64_t ca,
                            uint64_t cb);
 
-/* Every pair of documents within the join's distance, at the owner of one
- * of their fingerprints: those sharing a fingerprint, and those of the
- * join's pairs (a's documents travel to the owner of b). With fpfn instead,
+/* Every pair of candidate documents, at the owner of one of their
+ * fingerprints: those sharing a fingerprint, and those of the pairs
+ * (the join's, and band_pairs' beyond k: a's documents travel to the owner
+ * of b), for fn to judge by the rule. With fpfn instead,
  * the pairs of fingerprints (a shared one paired with itself at 0) with
  * their counts. Collective. */
 void each_pair(const owned *o, const pairs_acc *pairs, doc_pair_fn fn, fp_pair_fn fpfn, void *ctx);

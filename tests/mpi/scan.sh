@@ -5,7 +5,8 @@
 # heavy (fingerprints shared by many documents across shards) and chained
 # (long components) fingerprints, and neighbours near each other, with
 # string and integer ids and metadata for the keep rules, components and
-# stars, and texts with sketches for the similarities and the graph over documents. The keep
+# stars, and texts with sketches for the similarities and the graph over documents, and
+# for the near-duplicate rule's band candidates beyond k. The keep
 # rule `first` (the default) is compared on the stores of simstore-mpi
 # build and of `simstore build --shards R`: both number each document by
 # its position in the whole input, as the one store does. Duplicate ids
@@ -136,6 +137,81 @@ for np in 2 3; do
         b=$(mpi "$np" clusters "$T/sample-m$np" --keep min-id $mode 2>"$T/err" | md5sum)
         if [ "$a" = "$b" ]; then ok; else fail "sample np $np: clusters $mode differs"; fi
     done
+done
+
+# Band candidates (format/sketch.md 6.2): with a minimum similarity of 0.5
+# or more (the default 0.9 included), documents whose sketches share a band
+# are candidates at any distance; the ranks find them as the one store does.
+# Texts edited from random bases (a few light edits, or up to a sixth of
+# the words), some copied whole under another id (a fingerprint of two
+# documents): pairs beyond k = 7 occur at the defaults and at 0.5 to 0.8.
+# bands-big: enough documents that a rank's bands at 0.5 take two passes
+# within --memory 16M.
+python3 - "$T" <<'PY'
+import json, random, sys
+t = sys.argv[1]
+r = random.Random(36)
+words = [f"w{i}" for i in range(3000)]
+def corpus(path, bases):
+    with open(path, "w") as f:
+        n = 0
+        for base in range(bases):
+            text = [r.choice(words) for _ in range(r.randrange(60, 200))]
+            f.write(json.dumps({"id": f"b{base}", "text": " ".join(text)}) + "\n")
+            for v in range(5):
+                e = list(text)
+                for _ in range(r.randrange(1, 2 + len(e) // (40 if v < 2 else 6))):
+                    e[r.randrange(len(e))] = r.choice(words)
+                rid = n if n % 3 == 0 else f"v{base}-{v}"
+                n += 1
+                f.write(json.dumps({"id": rid, "text": " ".join(e)}) + "\n")
+                if v == 4 and base % 4 == 0:
+                    f.write(json.dumps({"id": f"c{base}", "text": " ".join(e)}) + "\n")
+corpus(f"{t}/bands.jsonl", 30)
+corpus(f"{t}/bands-big.jsonl", 200)
+PY
+"$SIMSTORE" build -q "$T/bands" "$T/bands.jsonl" >/dev/null || fail "build bands"
+for np in 1 2 3; do
+    sampled && [ "$np" = 1 ] && continue
+    mpi "$np" build -q "$T/bands-m$np" "$T/bands.jsonl" >"$T/out" 2>"$T/err"
+    status=$?
+    expect_status 0
+    rules=("" "--min-similarity 0.5" "--min-similarity 0.7" "--min-similarity 0.8"
+        "--min-similarity 0.95")
+    [ "$np" = 1 ] && rules=("") # one rank: the defaults alone
+    for ms in "${rules[@]}"; do
+        # shellcheck disable=SC2086
+        "$SIMSTORE" pairs "$T/bands" $ms --similarity >"$T/pairs1"
+        # shellcheck disable=SC2086
+        mpi "$np" pairs "$T/bands-m$np" $ms --similarity --chunk 1K >"$T/pairs2" 2>"$T/err"
+        if cmp -s "$T/pairs1" "$T/pairs2"; then ok; else fail "bands np $np: pairs $ms differs"; fi
+        if [ "$ms" != "--min-similarity 0.95" ]; then
+            if [ "$(awk -F'\t' '$3 > 7' "$T/pairs2" | wc -l)" -gt 0 ]; then ok; else
+                fail "bands np $np: pairs $ms: no pair beyond k to compare"; fi
+        fi
+        # shellcheck disable=SC2086
+        a=$("$SIMSTORE" clusters "$T/bands" $ms --similarity 2>"$T/err1" | md5sum)
+        # shellcheck disable=SC2086
+        b=$(mpi "$np" clusters "$T/bands-m$np" $ms --similarity --chunk 1K 2>"$T/err2" | md5sum)
+        if [ "$a" = "$b" ] && cmp -s "$T/err1" "$T/err2"; then
+            ok
+        else
+            fail "bands np $np: clusters $ms differs: $(cat "$T/err2")"
+        fi
+    done
+done
+"$SIMSTORE" build -q "$T/bands-big" "$T/bands-big.jsonl" >/dev/null || fail "build bands-big"
+mpi 2 build -q "$T/bands-big-m2" "$T/bands-big.jsonl" >"$T/out" 2>"$T/err"
+status=$?
+expect_status 0
+for cmd in pairs clusters; do
+    a=$("$SIMSTORE" "$cmd" "$T/bands-big" --min-similarity 0.5 --json 2>"$T/err1" | md5sum)
+    b=$(mpi 2 "$cmd" "$T/bands-big-m2" --min-similarity 0.5 --json --memory 16M --progress \
+        2>"$T/err" | md5sum)
+    if [ "$a" = "$b" ]; then ok; else fail "bands-big np 2: $cmd differs"; fi
+    expect_err_has "simstore-mpi $cmd: bands: 144 of 144 done (12 bits each)"
+    if [ "$(grep -c "bands: [0-9]* of 144 done" "$T/err")" -ge 2 ]; then ok; else
+        fail "bands-big np 2: $cmd: the bands in one pass"; fi
 done
 
 # Fingerprint-only stores (of simstore-mpi build --fingerprint-only and of
