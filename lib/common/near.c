@@ -37,7 +37,10 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
         /* The near-duplicate setting, where it can be told: documents
          * (not fingerprints or paragraphs) with sketches, k not given. */
         rule->min_similarity =
-            !flags && sketch != SIMSTORE_SKETCH_NONE && k_default ? SIMSTORE_NEAR_SIMILARITY : 0;
+            !(flags & (SIMSTORE_NEAR_BY_PARAGRAPHS | SIMSTORE_NEAR_BY_FINGERPRINT)) &&
+                    sketch != SIMSTORE_SKETCH_NONE && k_default
+                ? SIMSTORE_NEAR_SIMILARITY
+                : 0;
     if (rule->min_fraction == SIMSTORE_NEAR_DEFAULT_FRACTION)
         rule->min_fraction = SIMSTORE_NEAR_FRACTION;
     if (k_default)

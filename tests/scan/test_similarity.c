@@ -80,6 +80,36 @@ static double sim(const sdoc *a, const sdoc *b)
     return simstore_sketch_similarity(KIND, a->sketch, b->sketch);
 }
 
+/* Whether a and b agree on every bit of one of the bands of the rule at
+ * minimum j (simstore_sketch_bands(), format/sketch.md 6.2), read bit by
+ * bit. */
+static int share_band(const sdoc *a, const sdoc *b, double j)
+{
+    unsigned rows, count;
+    simstore_sketch_bands(KIND, j, &rows, &count);
+    for (unsigned band = 0; band < count; band++) {
+        unsigned i = 0;
+        for (; i < rows; i++) {
+            size_t bit = (size_t)band * rows + i;
+            if (((a->sketch[bit / 8] ^ b->sketch[bit / 8]) >> (bit % 8)) & 1u)
+                break;
+        }
+        if (i == rows)
+            return 1;
+    }
+    return 0;
+}
+
+/* The near-duplicate rule at k and minimum j with its default bands (on
+ * from j = 0.5): candidates within k or sharing a band, then the minimum. */
+static int near_pair(const sdoc *a, const sdoc *b, unsigned k, double j)
+{
+    if (simstore_distance(a->fp, b->fp) > k &&
+        !(j >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY && share_band(a, b, j)))
+        return 0;
+    return j <= 0 || sim(a, b) >= j;
+}
+
 static simstore_build_options build_options(simstore_text_options *text, simstore_sketch_kind kind)
 {
     simstore_text_options_init(text);
@@ -305,7 +335,8 @@ static int cmp_bpair(const void *x, const void *y)
     return c ? c : strcmp(p->b->id, q->b->id);
 }
 
-/* Live pairs within k whose similarity is at least j (0: all). */
+/* Live pairs by the rule (near_pair: within k or sharing a band, with a
+ * similarity of at least j; 0: all within k). */
 static text brute_pairs(const corpus *c, unsigned k, double j)
 {
     bpair *v = malloc(c->n * c->n / 2 * sizeof *v + sizeof *v);
@@ -314,7 +345,7 @@ static text brute_pairs(const corpus *c, unsigned k, double j)
         for (size_t y = x + 1; y < c->n; y++) {
             const sdoc *a = &c->docs[x], *b = &c->docs[y];
             unsigned d = simstore_distance(a->fp, b->fp);
-            if (a->deleted || b->deleted || d > k || (j > 0 && !(sim(a, b) >= j)))
+            if (a->deleted || b->deleted || !near_pair(a, b, k, j))
                 continue;
             if (strcmp(a->id, b->id) > 0) {
                 const sdoc *t = a;
@@ -414,8 +445,8 @@ static size_t root(size_t *parent, size_t x)
     return x;
 }
 
-/* The clusters over live documents, an edge for each pair within k whose
- * similarity is at least j; kept: first inserted. */
+/* The clusters over live documents, an edge for each pair of the rule
+ * (near_pair); kept: first inserted. */
 static text brute_clusters(const corpus *c, unsigned k, double j, int star, int singletons)
 {
     size_t n = c->n;
@@ -425,8 +456,7 @@ static text brute_clusters(const corpus *c, unsigned k, double j, int star, int 
     for (size_t x = 0; x < n; x++)
         for (size_t y = 0; y < n; y++)
             near[x * n + y] = x != y && !c->docs[x].deleted && !c->docs[y].deleted &&
-                              simstore_distance(c->docs[x].fp, c->docs[y].fp) <= k &&
-                              sim(&c->docs[x], &c->docs[y]) >= j;
+                              near_pair(&c->docs[x], &c->docs[y], k, j);
     size_t live = 0;
     for (size_t x = 0; x < n; x++)
         if (!c->docs[x].deleted)
@@ -796,6 +826,29 @@ static void test_similarity_rule__defaults_and_answer(void **state)
     assert_true(simstore_near_duplicate_paragraphs(&r, 3, 10));
     assert_false(simstore_near_duplicate_paragraphs(&r, 2, 10));
     assert_false(simstore_near_duplicate_paragraphs(&r, 0, 10));
+    /* Bands: on by default in the near-duplicate setting, with the shape of
+     * simstore_sketch_bands(); one document at a time against a store
+     * (SIMSTORE_NEAR_WITHOUT_BANDS) the same k and minimum without them,
+     * and asking for them there is refused. */
+    unsigned rows, count;
+    simstore_sketch_bands(SK, SIMSTORE_NEAR_SIMILARITY, &rows, &count);
+    r = rule_of(DK, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.bands == 1 && r.band_rows == rows && r.band_count == count && count > 0);
+    r = rule_of(DK, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_WITHOUT_BANDS),
+                     SIMSTORE_OK);
+    assert_int_equal(r.k, SIMSTORE_NEAR_K);
+    assert_true(r.min_similarity == SIMSTORE_NEAR_SIMILARITY);
+    assert_true(r.bands == 0 && r.band_rows == 0 && r.band_count == 0);
+    r = rule_of(DK, DJ);
+    r.bands = 1;
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_WITHOUT_BANDS),
+                     SIMSTORE_EINVAL);
+    r = rule_of(DK, DJ);
+    r.bands = 0;
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.bands == 0 && r.band_count == 0 && r.min_similarity == SIMSTORE_NEAR_SIMILARITY);
     /* Refusals. */
     r = rule_of(SIMSTORE_MAX_K + 1, DJ);
     assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_ERANGE);
