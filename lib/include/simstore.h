@@ -1555,7 +1555,9 @@ typedef struct simstore_near_rule {
 /* Candidates of a stored store one document at a time (a query, the live
  * store's insert-if-new, `dedup --store`'s answers from the store): the
  * store keeps no index of its sketches' bands yet, so bands default to off
- * there and asking for them is refused (issue 36). */
+ * there and asking for them is refused (issue 36); k and the minimum
+ * similarity resolve as without the flag. (An in-memory set of sketches can
+ * be banded: simstore_bandindex, as `dedup` without STORE does.) */
 #define SIMSTORE_NEAR_WITHOUT_BANDS 4u
 #define SIMSTORE_NEAR_BY_FINGERPRINT                                                               \
     2u /* fingerprints, not documents: no
@@ -1569,12 +1571,16 @@ SIMSTORE_API void simstore_near_rule_init(simstore_near_rule *rule);
  * of design k store_k (a client without a store: simstore_build_options'
  * default k) that keeps sketches of kind `sketch` (SIMSTORE_SKETCH_NONE:
  * none), judging with `flags` (0, SIMSTORE_NEAR_BY_PARAGRAPHS or
- * SIMSTORE_NEAR_BY_FINGERPRINT), and check the whole: afterwards k is in
- * 0..SIMSTORE_MAX_K and both minimums in 0..1. The one place the defaults
- * are decided.
+ * SIMSTORE_NEAR_BY_FINGERPRINT, either with SIMSTORE_NEAR_WITHOUT_BANDS,
+ * which changes the bands alone), and check the whole: afterwards k is in
+ * 0..SIMSTORE_MAX_K, both minimums in 0..1 and bands 0 or 1 with their
+ * shape. The one place the defaults are decided.
  * Errors: SIMSTORE_EINVAL (NULL rule, unknown flags, a minimum outside
  * 0..1, a minimum similarity without sketches, by paragraphs or by
- * fingerprint), SIMSTORE_ERANGE (k above SIMSTORE_MAX_K); the message
+ * fingerprint, bands other than 0, 1 or the default, bands asked for
+ * without a minimum similarity of SIMSTORE_NEAR_BANDS_MIN_SIMILARITY or
+ * with SIMSTORE_NEAR_WITHOUT_BANDS), SIMSTORE_ERANGE (k above
+ * SIMSTORE_MAX_K); the message
  * (simstore_last_error()) names the part, as every client reports it. */
 SIMSTORE_API int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
                                             simstore_sketch_kind sketch, unsigned flags);
