@@ -15,28 +15,44 @@ $REF templates 300 3 >"$T/t.jsonl"
 "$SIMSTORE" fingerprint --jsonl --sketch minhash256 "$T/t.jsonl" >"$T/fps" 2>/dev/null ||
     fail "fingerprint --sketch"
 
-# check NAME J REF_OPTIONS -- DEDUP_OPTIONS...: dedup == the reference at J.
+# The references, in one process (sketch_ref.dedup at k 7 for each J, with
+# the rule's default bands and without): $T/want-J-BANDS.{out,removed}.
+python3 - "$(dirname "$0")" "$T" <<'PY' || fail "the references"
+import sys
+sys.path.insert(0, sys.argv[1])
+import sketch_ref
+t = sys.argv[2]
+docs = sketch_ref.load(t + "/fps")
+for j in ("0.5", "0.7", "0.8", "0.9", "0.95"):
+    for bands, name in ((None, "default"), (False, "off"), (True, "on")):
+        if bands and float(j) < 0.5:
+            continue
+        sketch_ref.BANDS = bands
+        sketch_ref.dedup(7, float(j), t + "/t.jsonl", docs, "%s/want-%s-%s.out" % (t, j, name),
+                         "%s/want-%s-%s.removed" % (t, j, name))
+PY
+
+# check NAME J BANDS DEDUP_OPTIONS...: dedup == the reference at J with
+# BANDS (default, off, on).
 check() {
-    local name=$1 j=$2 refopts=$3
-    shift 4
-    # shellcheck disable=SC2086
-    $REF dedup $refopts 7 "$j" "$T/t.jsonl" "$T/fps" "$T/want.out" "$T/want.removed"
+    local name=$1 j=$2 bands=$3
+    shift 3
     run dedup --similarity --removed "$T/got.removed" "$@" "$T/t.jsonl"
     expect_status 0
-    if cmp -s "$T/out" "$T/want.out"; then ok; else fail "$name: kept records differ from the rule's"; fi
-    if cmp -s "$T/got.removed" "$T/want.removed"; then ok; else
-        fail "$name: --removed differs from the rule's"; diff "$T/got.removed" "$T/want.removed" | head -5 >&2; fi
+    if cmp -s "$T/out" "$T/want-$j-$bands.out"; then ok; else fail "$name: kept records differ from the rule's"; fi
+    if cmp -s "$T/got.removed" "$T/want-$j-$bands.removed"; then ok; else
+        fail "$name: --removed differs from the rule's"; diff "$T/got.removed" "$T/want-$j-$bands.removed" | head -5 >&2; fi
 }
 
 beyond=0
 for j in 0.5 0.7 0.8 0.9 0.95; do
-    check "J $j" "$j" "" -- --min-similarity "$j" --threads 2
+    check "J $j" "$j" default --min-similarity "$j" --threads 2
     # Records dropped by a kept record more than 7 bits away: the bands
     # found them.
     n=$(awk -F'\t' '$3 > 7' "$T/got.removed" | wc -l)
     beyond=$((beyond + n))
     cp "$T/out" "$T/bands.out"
-    check "J $j --bands off" "$j" "--bands off" -- --min-similarity "$j" --bands off
+    check "J $j --bands off" "$j" off --min-similarity "$j" --bands off
     if awk -F'\t' '$3 > 7 { exit 1 }' "$T/got.removed"; then ok; else fail "J $j --bands off: a record dropped beyond k"; fi
     if [ "$j" = 0.8 ]; then
         if cmp -s "$T/out" "$T/bands.out"; then fail "J 0.8: bands change nothing on this corpus"; else ok; fi
@@ -44,10 +60,10 @@ for j in 0.5 0.7 0.8 0.9 0.95; do
 done
 if [ "$beyond" -gt 20 ]; then ok; else fail "only $beyond records dropped beyond k by bands"; fi
 # The defaults: k 7, J 0.9, bands (on one thread and three).
-check "the defaults" 0.9 "" -- --threads 1
-check "the defaults, 3 threads" 0.9 "" -- --threads 3
-check "--bands on" 0.9 "--bands on" -- --bands on
-check "the defaults, --bands off" 0.9 "--bands off" -- --bands off
+check "the defaults" 0.9 default --threads 1
+check "the defaults, 3 threads" 0.9 default --threads 3
+check "--bands on" 0.9 on --bands on
+check "the defaults, --bands off" 0.9 off --bands off
 # -v states the rule, bands included, and counts the band index's memory.
 run dedup -v "$T/t.jsonl"
 expect_status 0
