@@ -378,6 +378,22 @@ int cli_min_similarity_option(const char *cmd, const char *arg, double *out)
     return 0;
 }
 
+int cli_bands_option(const char *cmd, const char *arg, int *out)
+{
+    char why[256];
+    if (cli_bands_problem(arg, out, why, sizeof why))
+        return cli_usage_error(cmd, "%s", why);
+    return 0;
+}
+
+void cli_format_bands(const simstore_near_rule *rule, char buf[64])
+{
+    if (rule->bands && rule->band_count)
+        snprintf(buf, 64, "on (%u bands of %u bits)", rule->band_count, rule->band_rows);
+    else
+        snprintf(buf, 64, "off");
+}
+
 int cli_sketch_option(const char *cmd, const char *arg, simstore_sketch_kind *out)
 {
     if (simstore_sketch_parse(arg, out))

@@ -149,6 +149,12 @@ void cli_format_similarity(double similarity, int json, char buf[32]);
 /* --min-similarity J: a number from 0 to 1 (0: no filter) into *out;
  * otherwise prints a usage error and returns 2 (the exit code). */
 int cli_min_similarity_option(const char *cmd, const char *arg, double *out);
+/* --bands on|off: 1 or 0 into *out; otherwise prints a usage error and
+ * returns 2 (the exit code). */
+int cli_bands_option(const char *cmd, const char *arg, int *out);
+/* A resolved rule's bands as the commands report them: "on (B bands of R
+ * bits)" or "off". */
+void cli_format_bands(const simstore_near_rule *rule, char buf[64]);
 /* --sketch KIND: none, minhash16 .. minhash256 into *out; a usage error
  * (said, CLI_EXIT_USAGE) otherwise. */
 int cli_sketch_option(const char *cmd, const char *arg, simstore_sketch_kind *out);

@@ -19,7 +19,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "Usage: simstore clusters STORE [--k K] [--mode components|star] [--keep RULE]\n"
                  "                        [--singletons] [--json] [--threads N] [--memory SIZE]\n"
-                 "                        [--similarity] [--min-similarity J]\n"
+                 "                        [--similarity] [--min-similarity J] [--bands on|off]\n"
                  "       simstore clusters STORE --paragraphs [--min-fraction F] [--k K]\n"
                  "                        [--keep RULE] [--json]\n"
                  "\n"
@@ -63,6 +63,12 @@ static void usage(FILE *out)
                  "                       with --k 7 on a store that keeps sketches when --k\n"
                  "                       is not given (the near-duplicate setting: README,\n"
                  "                       \"How well it finds near-duplicates\"), else 0\n"
+                 "      --bands on|off   candidates also from the sketches' LSH bands\n"
+                 "                       (format/sketch.md 6.2): two documents whose sketches\n"
+                 "                       agree on every bit of one band are near when their\n"
+                 "                       similarity is at least J, at any distance; the\n"
+                 "                       bands' shape derives from J. Default: on when J is\n"
+                 "                       0.5 or more; off: within K alone\n"
                  "\n");
     fprintf(out,
             "      --similarity     add each document's estimated similarity to its kept\n"
@@ -98,6 +104,7 @@ enum {
     OPT_PROGRESS
 };
 enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
+enum { OPT_BANDS = OPT_MIN_FRACTION + 1 };
 
 typedef struct clusters_out {
     int json;
@@ -162,6 +169,7 @@ int cmd_clusters(int argc, char **argv)
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
+        {"bands", required_argument, NULL, OPT_BANDS},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"help", no_argument, NULL, 'h'},
@@ -214,6 +222,10 @@ int cmd_clusters(int argc, char **argv)
             if ((rc = cli_min_similarity_option(CMD, optarg, &o.scan.min_similarity)) != 0)
                 return rc;
             break;
+        case OPT_BANDS:
+            if ((rc = cli_bands_option(CMD, optarg, &o.scan.bands)) != 0)
+                return rc;
+            break;
         case OPT_PARAGRAPHS: paragraphs = 1; break;
         case OPT_MIN_FRACTION:
             if ((rc = cli_min_fraction_option(CMD, optarg, &min_fraction)) != 0)
@@ -227,6 +239,9 @@ int cmd_clusters(int argc, char **argv)
     const char *refused =
         cli_clusters_options_problem(min_fraction_given, paragraphs, mode_given, o.singletons,
                                      out.similarity, o.scan.min_similarity);
+    if (!refused)
+        refused =
+            cli_bands_rule_problem(o.scan.bands, have_k, o.scan.min_similarity, paragraphs, 0);
     if (refused)
         return cli_usage_error(CMD, "%s", refused);
     if (optind != argc - 1)
@@ -238,7 +253,7 @@ int cmd_clusters(int argc, char **argv)
         return cli_api_error(CMD, rc, "%s", path);
     simstore_stats st;
     rc = simstore_get_stats(s, &st);
-    /* The near-duplicate rule (--k, --min-similarity) is resolved and
+    /* The near-duplicate rule (--k, --min-similarity, --bands) is resolved and
      * checked by the library, as for every client. */
     const char *lacks = rc == 0 ? cli_store_problem(&st, 0, paragraphs) : NULL;
     if (lacks) {

@@ -3,14 +3,16 @@
  * every core and, with --store, asks the store about each record on the
  * worker that parsed it; this thread then takes the records in input order
  * and keeps or drops each against the kept records (simstore_memindex, and
- * their sketches beside it with --min-similarity; with --paragraphs, an
- * index of the kept records' paragraphs) and the store's answer.
+ * their sketches beside it with --min-similarity, indexed by their bands in
+ * a simstore_bandindex when the rule has bands; with --paragraphs, an index
+ * of the kept records' paragraphs) and the store's answer.
  * Kept records pass through to stdout byte for byte; with --add they go
  * into the store in one commit at the end. */
 #include "boilerplate.h"
 #include "cli.h"
 #include "commands.h"
 #include "idcheck.h"
+#include "optcheck.h"
 #include "ingest.h"
 #include "progress.h"
 #include "textopts.h"
@@ -35,18 +37,21 @@ static void usage(FILE *out)
             "\n"
             "Read JSON Lines documents from the INPUT files ('-' is standard input;\n"
             "gzip and zstd are read as they are), fingerprint them on all cores and\n"
-            "write to stdout, in input order, every record that is not within K of an\n"
-            "earlier kept record or of a document in STORE.\n"
+            "write to stdout, in input order, every record that is not a near-duplicate\n"
+            "of an earlier kept record or of a document in STORE.\n"
             "\n"
             "The rule: records are taken in input order; a record is dropped when its\n"
             "fingerprint is within K of a record KEPT before it or of a document in\n"
-            "STORE (and, with --min-similarity J, their estimated similarity is at\n"
-            "least J); otherwise it is kept (written to stdout). Because only kept\n"
-            "records are remembered, memory grows with the kept ones. This is the\n"
-            "library's one near-duplicate rule (simstore.h, \"The near-duplicate\n"
-            "rule\"), with its defaults: K 7 and J 0.9 unless STORE keeps no sketches;\n"
-            "`pairs`, `clusters`, the server's insert-if-new and Python's\n"
-            "insert_if_new() judge by it too, so they keep the same documents.\n"
+            "STORE, or (with bands: --bands) its sketch agrees with a kept record's on\n"
+            "every bit of one band, and, with --min-similarity J, their estimated\n"
+            "similarity is at least J; otherwise it is kept (written to stdout).\n"
+            "Because only kept records are remembered, memory grows with the kept\n"
+            "ones. This is the library's one near-duplicate rule (simstore.h, \"The\n"
+            "near-duplicate rule\"), with its defaults: K 7, J 0.9 and bands unless\n"
+            "STORE keeps no sketches; `pairs`, `clusters`, the server's insert-if-new\n"
+            "and Python's insert_if_new() judge by it too, so they keep the same\n"
+            "documents. Those answering one document at a time against a store (the\n"
+            "server, insert_if_new(), and dedup with STORE) judge without bands.\n"
             "\n"
             "Kept records are written byte for byte as read (key order, spacing,\n"
             "unknown members and a CR before the newline kept); a last line without a\n"
@@ -63,7 +68,8 @@ static void usage(FILE *out)
             "                       the whole run succeeds; nothing is added otherwise\n"
             "      --min-similarity J\n"
             "                       drop a record only for a kept record or stored\n"
-            "                       document within K whose estimated Jaccard similarity\n"
+            "                       document (within K, or sharing a band) whose\n"
+            "                       estimated Jaccard similarity\n"
             "                       (format/sketch.md) is at least J, 0..1 (0: no\n"
             "                       filter). Default: 0.9 with --k 7 when --k is not\n"
             "                       given (the near-duplicate setting: README, \"How\n"
@@ -79,7 +85,16 @@ static void usage(FILE *out)
             "                       without STORE, the sketch of --min-similarity and\n"
             "                       --similarity: more bytes, a closer estimate\n"
             "                       (README, \"Similarity\"; default %s, the near-\n"
-            "                       duplicate setting's)\n",
+            "                       duplicate setting's)\n"
+            "      --bands on|off   candidates also from the sketches' LSH bands\n"
+            "                       (format/sketch.md 6.2): a kept record whose sketch\n"
+            "                       agrees with the record's on every bit of one band is\n"
+            "                       judged by J at any distance; the bands' shape derives\n"
+            "                       from J (-v reports it). Default: on when J is 0.5 or\n"
+            "                       more, without STORE. With STORE the whole run is\n"
+            "                       without bands (the store keeps no band index and is\n"
+            "                       asked within K; the kept records are judged by the\n"
+            "                       same rule), so --bands on is refused with it\n",
             simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT),
             simstore_sketch_name(SIMSTORE_SKETCH_DEFAULT));
     fprintf(out,
@@ -107,9 +122,9 @@ static void usage(FILE *out)
             "                       count, 1..%u (default %u; with --store, the store's)\n"
             "      --threads N      parsing and fingerprinting threads (default: all\n"
             "                       cores); the output does not depend on it\n"
-            "  -v, --verbose        report records read, kept and dropped, the memory\n"
-            "                       of the kept records' index, time and peak memory on\n"
-            "                       stderr\n"
+            "  -v, --verbose        report the rule (K, J, bands), records read, kept and\n"
+            "                       dropped, the memory of the kept records' index (its\n"
+            "                       bands included), time and peak memory on stderr\n"
             "\n"
             "JSON Lines records (members other than these are ignored):\n" INPUT_FIELD_HELP "\n",
             SIMSTORE_NEAR_FRACTION, SIMSTORE_PARAGRAPH_MIN_WORDS_MAX,
@@ -135,6 +150,7 @@ static void usage(FILE *out)
 enum { OPT_K = 1, OPT_STORE, OPT_ADD, OPT_REMOVED, OPT_THREADS };
 enum { OPT_MIN_SIMILARITY = OPT_THREADS + 1, OPT_SIMILARITY };
 enum { OPT_PARAGRAPHS = OPT_SIMILARITY + 1, OPT_MIN_FRACTION, OPT_PARA_MIN, OPT_SKETCH };
+enum { OPT_BANDS = OPT_SKETCH + 1 };
 
 /* ---- the kept records' ids: an arena and an open-addressing set --------- */
 
@@ -249,6 +265,11 @@ typedef struct dedup_run {
     const char *store_path;
     simstore_query *queries[MAX_WORKERS]; /* one per worker, made on first use */
     simstore_memindex *index;
+    /* The rule's bands (rule.band_count > 0): the kept records' sketches
+     * by band (values: kept ordinals) and their fingerprints by ordinal. */
+    simstore_bandindex *bands;
+    uint64_t *kept_fps;
+    size_t kept_fps_cap;
     kept_ids ids;
     idcheck *dropped_ids; /* checked for repeats at the end */
     /* --paragraphs: the kept records' paragraphs (values: kept ordinals),
@@ -381,9 +402,10 @@ static const uint8_t *kept_sketch(const dedup_run *run, uint64_t ordinal)
     return run->kept_sketches + (size_t)ordinal * run->sketch_bytes;
 }
 
-/* With --min-similarity: the nearest kept record within k whose similarity
- * to the record is at least the minimum (ties: the earliest kept), as
- * simstore_memindex_nearest() chooses among all. */
+/* With --min-similarity: the nearest kept record the rule makes the record
+ * a near-duplicate of (within k, or sharing a band, and similar enough;
+ * ties: the earliest kept), as simstore_memindex_nearest() chooses among
+ * all. */
 typedef struct near_similar {
     const dedup_run *run;
     const uint8_t *sketch;
@@ -398,8 +420,9 @@ static int consider_kept(void *ctx, uint64_t fp, uint64_t value, unsigned distan
     if (n->found &&
         (distance > n->best.distance || (distance == n->best.distance && value > n->best.value)))
         return 0;
-    double sim = simstore_sketch_similarity(n->run->sketch, n->sketch, kept_sketch(n->run, value));
-    if (!simstore_near_duplicate(&n->run->rule, distance, sim))
+    double sim;
+    if (!simstore_near_duplicate_sketches(&n->run->rule, n->run->sketch, distance, n->sketch,
+                                          kept_sketch(n->run, value), &sim))
         return 0;
     n->found = 1;
     n->best.fp = fp;
@@ -407,6 +430,23 @@ static int consider_kept(void *ctx, uint64_t fp, uint64_t value, unsigned distan
     n->best.distance = distance;
     n->similarity = sim;
     return 0;
+}
+
+/* A kept record sharing a band with the record (the band index's answer):
+ * one more candidate when it is beyond k (those within k came from the
+ * fingerprints' index). */
+typedef struct near_band {
+    near_similar *near;
+    uint64_t fp;
+} near_band;
+
+static int consider_band(void *ctx, uint64_t value)
+{
+    const near_band *b = (const near_band *)ctx;
+    const dedup_run *run = b->near->run;
+    uint64_t fp = run->kept_fps[value];
+    unsigned distance = simstore_distance(fp, b->fp);
+    return distance > run->rule.k ? consider_kept(b->near, fp, value, distance) : 0;
 }
 
 /* --paragraphs: one answer of the kept paragraphs' index for paragraph
@@ -501,6 +541,15 @@ static int keep_record(dedup_run *run, const ingest_record *r)
                              : simstore_memindex_add(run->index, r->doc.fp, run->ids.n);
     if (rc)
         return rc;
+    if (run->bands) {
+        if (cli_grow((void **)&run->kept_fps, &run->kept_fps_cap, run->ids.n + 1,
+                     sizeof *run->kept_fps, 1024))
+            return SIMSTORE_ENOMEM;
+        run->kept_fps[run->ids.n] = r->doc.fp;
+        if (r->doc.sketch &&
+            (rc = simstore_bandindex_add(run->bands, r->doc.sketch, run->ids.n)) != 0)
+            return rc;
+    }
     if (kept_add(&run->ids, r->doc.id, r->doc.id_len))
         return SIMSTORE_ENOMEM;
     if (fwrite(r->line, 1, r->line_len, stdout) != r->line_len)
@@ -577,6 +626,10 @@ static int decide(void *ctx, const ingest_record *r)
     if (run->rule.min_similarity > 0) {
         near_similar ns = {run, r->doc.sketch, 0, {0, 0, 0}, SIMSTORE_SIMILARITY_UNKNOWN};
         found = simstore_memindex_query(run->index, r->doc.fp, run->rule.k, consider_kept, &ns);
+        if (found == 0 && run->bands && r->doc.sketch) {
+            near_band nb = {&ns, r->doc.fp};
+            found = simstore_bandindex_query(run->bands, r->doc.sketch, consider_band, &nb);
+        }
         if (found == 0) {
             found = ns.found;
             near = ns.best;
@@ -647,13 +700,16 @@ static void check_dropped_ids(dedup_run *run)
 
 /* The near-duplicate rule's parts not given, from what STORE is (or,
  * without one, what `build` would make: its default k, records sketched
- * with `sketch`): simstore_near_rule_resolve(), as every path resolves it.
+ * with `sketch`): simstore_near_rule_resolve(), as every path resolves it;
+ * with STORE without bands (SIMSTORE_NEAR_WITHOUT_BANDS: the store is asked
+ * one record at a time, and the kept records are judged by the same rule).
  * Its refusal is reported with `what` (STORE, or the options). */
 static int resolve_rule(dedup_run *run, unsigned store_k, simstore_sketch_kind sketch,
                         const char *what)
 {
-    int rc = simstore_near_rule_resolve(&run->rule, store_k, sketch,
-                                        run->paragraphs ? SIMSTORE_NEAR_BY_PARAGRAPHS : 0);
+    unsigned flags = (run->paragraphs ? SIMSTORE_NEAR_BY_PARAGRAPHS : 0) |
+                     (run->store_path ? SIMSTORE_NEAR_WITHOUT_BANDS : 0);
+    int rc = simstore_near_rule_resolve(&run->rule, store_k, sketch, flags);
     return rc ? cli_api_error(CMD, rc, "%s", what) : 0;
 }
 
@@ -718,8 +774,17 @@ static int open_store(dedup_run *run, int add, textopt_state *text)
 
 static void report(const dedup_run *run, double started)
 {
+    char bands[64];
+    cli_format_bands(&run->rule, bands);
+    if (run->paragraphs)
+        fprintf(stderr, "simstore %s: rule: k %u, by paragraphs, min fraction %g\n", CMD,
+                run->rule.k, run->rule.min_fraction);
+    else
+        fprintf(stderr, "simstore %s: rule: k %u, min similarity %g, bands %s\n", CMD, run->rule.k,
+                run->rule.min_similarity, bands);
     uint64_t index_bytes = simstore_memindex_bytes(run->index) + kept_bytes(&run->ids) +
-                           run->kept_sketches_cap +
+                           run->kept_sketches_cap + simstore_bandindex_bytes(run->bands) +
+                           run->kept_fps_cap * sizeof *run->kept_fps +
                            (run->para_index ? simstore_memindex_bytes(run->para_index) : 0) +
                            run->para_cap * (2 * sizeof(uint32_t) + sizeof(uint64_t));
     fprintf(stderr,
@@ -802,6 +867,7 @@ int cmd_dedup(int argc, char **argv)
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"sketch", required_argument, NULL, OPT_SKETCH},
+        {"bands", required_argument, NULL, OPT_BANDS},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"paragraph-min-words", required_argument, NULL, OPT_PARA_MIN},
@@ -828,7 +894,7 @@ int cmd_dedup(int argc, char **argv)
     io.text = &text.opts;
     dedup_run run;
     memset(&run, 0, sizeof run);
-    int add = 0, verbose = 0, min_fraction_given = 0, sketch_given = 0, c;
+    int add = 0, verbose = 0, min_fraction_given = 0, sketch_given = 0, k_given = 0, c;
     simstore_sketch_kind sketch = SIMSTORE_SKETCH_DEFAULT;
     unsigned para_min_words = 0;
     simstore_near_rule_init(&run.rule);
@@ -841,6 +907,7 @@ int cmd_dedup(int argc, char **argv)
             if (cli_parse_uint(optarg, 0, SIMSTORE_MAX_K, &v))
                 return cli_usage_error(CMD, "--k takes 0..%d, not '%s'", SIMSTORE_MAX_K, optarg);
             run.rule.k = (unsigned)v;
+            k_given = 1;
             break;
         case OPT_STORE: run.store_path = cli_store_path(optarg); break;
         case OPT_ADD: add = 1; break;
@@ -858,6 +925,10 @@ int cmd_dedup(int argc, char **argv)
             if (cli_sketch_option(CMD, optarg, &sketch))
                 return CLI_EXIT_USAGE;
             sketch_given = 1;
+            break;
+        case OPT_BANDS:
+            if (cli_bands_option(CMD, optarg, &run.rule.bands))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_PARAGRAPHS: run.paragraphs = 1; break;
         case OPT_MIN_FRACTION:
@@ -906,6 +977,14 @@ int cmd_dedup(int argc, char **argv)
     if (run.paragraphs && (run.rule.min_similarity > 0 || run.print_similarity))
         return cli_usage_error(CMD, "--paragraphs judges records by their paragraphs: not with "
                                     "--min-similarity or --similarity");
+    const char *bands_refused =
+        cli_bands_rule_problem(run.rule.bands, k_given, run.rule.min_similarity, run.paragraphs, 0);
+    if (bands_refused)
+        return cli_usage_error(CMD, "%s", bands_refused);
+    if (run.rule.bands == 1 && run.store_path)
+        return cli_usage_error(CMD, "--bands on with --store: the store keeps no band index, so a "
+                                    "run with STORE is without bands (give --bands off, or "
+                                    "nothing)");
     if (sketch_given && run.store_path)
         return cli_usage_error(CMD, "--sketch with --store: records are sketched as STORE's "
                                     "documents are, with its kind");
@@ -956,6 +1035,12 @@ int cmd_dedup(int argc, char **argv)
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept records' index");
         goto out;
     }
+    if (run.rule.band_count && run.sketch_bytes &&
+        simstore_bandindex_new(run.rule.band_rows, run.rule.band_count, &run.bands) !=
+            SIMSTORE_OK) {
+        cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept records' band index");
+        goto out;
+    }
     if (run.paragraphs && simstore_memindex_new(run.rule.k, 0, &run.para_index) != SIMSTORE_OK) {
         cli_api_error(CMD, SIMSTORE_ENOMEM, "the kept paragraphs' index");
         goto out;
@@ -983,6 +1068,8 @@ out:
         simstore_query_free(run.queries[i]);
     simstore_close(run.store);
     simstore_memindex_free(run.index);
+    simstore_bandindex_free(run.bands);
+    free(run.kept_fps);
     simstore_memindex_free(run.para_index);
     free(run.para_shared);
     free(run.para_last);

@@ -25,6 +25,7 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: simstore pairs STORE [--k K] [--by-fingerprint] [--json] [--threads N]\n"
             "                      [--memory SIZE] [--similarity] [--min-similarity J]\n"
+            "                      [--bands on|off]\n"
             "       simstore pairs STORE --paragraphs [--min-fraction F] [--k K] [--json]\n"
             "       simstore pairs [--k K] [--json] [--method auto|join|brute] [FILE...]\n"
             "\n"
@@ -72,6 +73,13 @@ static void usage(FILE *out)
             "                       with --k 7 on a store that keeps sketches when --k\n"
             "                       is not given (the near-duplicate setting: README,\n"
             "                       \"How well it finds near-duplicates\"), else 0\n"
+            "      --bands on|off   STORE: candidates also from the sketches' LSH bands\n"
+            "                       (format/sketch.md 6.2): two documents whose sketches\n"
+            "                       agree on every bit of one band are judged by J at any\n"
+            "                       distance (so pairs beyond K are printed); the bands'\n"
+            "                       shape derives from J. Default: on when J is 0.5 or\n"
+            "                       more; off: within K alone\n");
+    fprintf(out,
             "      --threads N      threads (default: every core)\n"
             "      --memory SIZE    memory for sorting pairs (default 1G); more spills to\n"
             "                       $TMPDIR\n"
@@ -399,6 +407,7 @@ typedef struct store_out {
     int similarity;        /* --similarity */
     double min_similarity; /* --min-similarity (0: none; SIMSTORE_NEAR_DEFAULT_SIMILARITY:
                               not given) */
+    int bands;             /* --bands: 1, 0 or SIMSTORE_NEAR_DEFAULT_BANDS */
     int paragraphs;        /* --paragraphs */
     double min_fraction;   /* --min-fraction */
 } store_out;
@@ -467,7 +476,8 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
     o.threads = threads;
     o.memory_bytes = memory;
     o.min_similarity = out->min_similarity;
-    /* The near-duplicate rule (--k, --min-similarity) is resolved and
+    o.bands = out->bands;
+    /* The near-duplicate rule (--k, --min-similarity, --bands) is resolved and
      * checked by the library, as for every client. */
     const char *lacks = rc == 0 ? cli_store_problem(&st, 0, out->paragraphs) : NULL;
     if (lacks) {
@@ -491,6 +501,7 @@ static int pairs_of_store(const char *path, int have_k, unsigned k, unsigned thr
 
 enum { OPT_JSON = 1, OPT_BY_FP, OPT_THREADS, OPT_MEMORY, OPT_METHOD, OPT_PROGRESS };
 enum { OPT_SIMILARITY = OPT_PROGRESS + 1, OPT_MIN_SIMILARITY, OPT_PARAGRAPHS, OPT_MIN_FRACTION };
+enum { OPT_BANDS = OPT_MIN_FRACTION + 1 };
 
 int cmd_pairs(int argc, char **argv)
 {
@@ -504,6 +515,7 @@ int cmd_pairs(int argc, char **argv)
         {"progress", no_argument, NULL, OPT_PROGRESS},
         {"similarity", no_argument, NULL, OPT_SIMILARITY},
         {"min-similarity", required_argument, NULL, OPT_MIN_SIMILARITY},
+        {"bands", required_argument, NULL, OPT_BANDS},
         {"paragraphs", no_argument, NULL, OPT_PARAGRAPHS},
         {"min-fraction", required_argument, NULL, OPT_MIN_FRACTION},
         {"help", no_argument, NULL, 'h'},
@@ -512,7 +524,13 @@ int cmd_pairs(int argc, char **argv)
     unsigned long long k = 3;
     int have_k = 0, c, rc, progress = 0, have_method = 0;
     lines_opts lo = {3, 0, 0, 0, 0};
-    store_out out = {0, 0, 0, SIMSTORE_NEAR_DEFAULT_SIMILARITY, 0, SIMSTORE_NEAR_FRACTION};
+    store_out out = {0,
+                     0,
+                     0,
+                     SIMSTORE_NEAR_DEFAULT_SIMILARITY,
+                     SIMSTORE_NEAR_DEFAULT_BANDS,
+                     0,
+                     SIMSTORE_NEAR_FRACTION};
     int min_fraction_given = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -549,6 +567,10 @@ int cmd_pairs(int argc, char **argv)
             if (cli_min_similarity_option(CMD, optarg, &out.min_similarity))
                 return CLI_EXIT_USAGE;
             break;
+        case OPT_BANDS:
+            if (cli_bands_option(CMD, optarg, &out.bands))
+                return CLI_EXIT_USAGE;
+            break;
         case OPT_PARAGRAPHS: out.paragraphs = 1; break;
         case OPT_MIN_FRACTION:
             if (cli_min_fraction_option(CMD, optarg, &out.min_fraction))
@@ -561,6 +583,9 @@ int cmd_pairs(int argc, char **argv)
     }
     const char *refused = cli_pairs_options_problem(min_fraction_given, out.paragraphs, out.flags,
                                                     out.similarity, out.min_similarity);
+    if (!refused)
+        refused = cli_bands_rule_problem(out.bands, have_k, out.min_similarity, out.paragraphs,
+                                         out.flags & SIMSTORE_PAIRS_BY_FINGERPRINT);
     if (refused)
         return cli_usage_error(CMD, "%s", refused);
     struct stat sb;
@@ -586,6 +611,9 @@ int cmd_pairs(int argc, char **argv)
         if (out.similarity || out.min_similarity > 0)
             return cli_usage_error(CMD, "--similarity and --min-similarity need a STORE (that "
                                         "keeps sketches); fingerprint lines have none");
+        if (out.bands != SIMSTORE_NEAR_DEFAULT_BANDS)
+            return cli_usage_error(CMD, "--bands needs a STORE (that keeps sketches); "
+                                        "fingerprint lines have none");
         if (lo.method == 1 && k > SIMSTORE_MAX_K)
             return cli_usage_error(CMD, "--method join: --k at most %d", SIMSTORE_MAX_K);
         lo.k = (unsigned)k;

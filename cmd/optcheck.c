@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 int cli_parse_unit(const char *arg, double *out)
@@ -24,6 +25,38 @@ const char *cli_min_similarity_problem(const char *arg, double *out, char *why, 
     snprintf(why, size, "--min-similarity takes a number from 0 to 1 (0: no filter), not '%s'",
              arg);
     return why;
+}
+
+const char *cli_bands_problem(const char *arg, int *out, char *why, size_t size)
+{
+    if (strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0) {
+        *out = arg[1] == 'n';
+        return NULL;
+    }
+    snprintf(why, size, "--bands takes on or off, not '%s'", arg);
+    return why;
+}
+
+const char *cli_bands_rule_problem(int bands, int k_given, double min_similarity, int paragraphs,
+                                   int by_fingerprint)
+{
+    if (bands == SIMSTORE_NEAR_DEFAULT_BANDS)
+        return NULL;
+    if (paragraphs)
+        return "--bands: judged by their paragraphs, documents have no bands: not with "
+               "--paragraphs";
+    if (by_fingerprint)
+        return "--bands compares documents' sketches: not with --by-fingerprint";
+    if (bands != 1)
+        return NULL;
+    if (min_similarity != SIMSTORE_NEAR_DEFAULT_SIMILARITY &&
+        !(min_similarity >= SIMSTORE_NEAR_BANDS_MIN_SIMILARITY))
+        return "--bands on needs a minimum similarity of at least 0.5 (the bands are derived "
+               "from it): give --min-similarity 0.5 or more";
+    if (min_similarity == SIMSTORE_NEAR_DEFAULT_SIMILARITY && k_given)
+        return "--bands on: --k without --min-similarity is a distance alone; give "
+               "--min-similarity J (0.5 or more) for the bands to derive from";
+    return NULL;
 }
 
 const char *cli_min_fraction_problem(const char *arg, double *out, char *why, size_t size)

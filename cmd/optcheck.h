@@ -19,6 +19,17 @@ int cli_parse_unit(const char *arg, double *out);
 const char *cli_min_similarity_problem(const char *arg, double *out, char *why, size_t size);
 const char *cli_min_fraction_problem(const char *arg, double *out, char *why, size_t size);
 
+/* --bands on|off: 1 or 0 into *out, or what is wrong with arg, written to
+ * why[0..size). */
+const char *cli_bands_problem(const char *arg, int *out, char *why, size_t size);
+/* pairs, clusters, dedup: --bands (bands: SIMSTORE_NEAR_DEFAULT_BANDS when
+ * not given, else 0 or 1) with --paragraphs or --by-fingerprint, or --bands
+ * on with a rule that has no minimum similarity of 0.5 or more to derive
+ * them from (--min-similarity below 0.5, or --k without --min-similarity:
+ * SIMSTORE_NEAR_DEFAULT_SIMILARITY when not given). */
+const char *cli_bands_rule_problem(int bands, int k_given, double min_similarity, int paragraphs,
+                                   int by_fingerprint);
+
 /* build: --paragraph-min-words without --paragraphs, or --paragraphs on a
  * fingerprint-only store. */
 const char *cli_build_paragraphs_problem(int paragraphs, unsigned para_min_words,

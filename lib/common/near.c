@@ -37,7 +37,10 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
         /* The near-duplicate setting, where it can be told: documents
          * (not fingerprints or paragraphs) with sketches, k not given. */
         rule->min_similarity =
-            !flags && sketch != SIMSTORE_SKETCH_NONE && k_default ? SIMSTORE_NEAR_SIMILARITY : 0;
+            !(flags & (SIMSTORE_NEAR_BY_PARAGRAPHS | SIMSTORE_NEAR_BY_FINGERPRINT)) &&
+                    sketch != SIMSTORE_SKETCH_NONE && k_default
+                ? SIMSTORE_NEAR_SIMILARITY
+                : 0;
     if (rule->min_fraction == SIMSTORE_NEAR_DEFAULT_FRACTION)
         rule->min_fraction = SIMSTORE_NEAR_FRACTION;
     if (k_default)
@@ -92,10 +95,12 @@ int simstore_near_duplicate_sketches(const simstore_near_rule *rule, simstore_sk
     double sim = simstore_sketch_similarity(kind, a, b);
     if (similarity)
         *similarity = sim;
-    if (distance > rule->k && !(rule->band_count && a && b &&
-                                sims_sketch_share_band(a, b, rule->band_rows, rule->band_count)))
+    /* The minimum first: it is the cheaper test, and most band candidates
+     * of a low threshold fail it. */
+    if (!(rule->min_similarity <= 0 || sim >= rule->min_similarity))
         return 0;
-    return rule->min_similarity <= 0 || sim >= rule->min_similarity;
+    return distance <= rule->k || (rule->band_count && a && b &&
+                                   sims_sketch_share_band(a, b, rule->band_rows, rule->band_count));
 }
 
 int simstore_near_duplicate(const simstore_near_rule *rule, unsigned distance, double similarity)

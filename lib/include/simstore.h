@@ -1555,7 +1555,9 @@ typedef struct simstore_near_rule {
 /* Candidates of a stored store one document at a time (a query, the live
  * store's insert-if-new, `dedup --store`'s answers from the store): the
  * store keeps no index of its sketches' bands yet, so bands default to off
- * there and asking for them is refused (issue 36). */
+ * there and asking for them is refused (issue 36); k and the minimum
+ * similarity resolve as without the flag. (An in-memory set of sketches can
+ * be banded: simstore_bandindex, as `dedup` without STORE does.) */
 #define SIMSTORE_NEAR_WITHOUT_BANDS 4u
 #define SIMSTORE_NEAR_BY_FINGERPRINT                                                               \
     2u /* fingerprints, not documents: no
@@ -1569,12 +1571,16 @@ SIMSTORE_API void simstore_near_rule_init(simstore_near_rule *rule);
  * of design k store_k (a client without a store: simstore_build_options'
  * default k) that keeps sketches of kind `sketch` (SIMSTORE_SKETCH_NONE:
  * none), judging with `flags` (0, SIMSTORE_NEAR_BY_PARAGRAPHS or
- * SIMSTORE_NEAR_BY_FINGERPRINT), and check the whole: afterwards k is in
- * 0..SIMSTORE_MAX_K and both minimums in 0..1. The one place the defaults
- * are decided.
+ * SIMSTORE_NEAR_BY_FINGERPRINT, either with SIMSTORE_NEAR_WITHOUT_BANDS,
+ * which changes the bands alone), and check the whole: afterwards k is in
+ * 0..SIMSTORE_MAX_K, both minimums in 0..1 and bands 0 or 1 with their
+ * shape. The one place the defaults are decided.
  * Errors: SIMSTORE_EINVAL (NULL rule, unknown flags, a minimum outside
  * 0..1, a minimum similarity without sketches, by paragraphs or by
- * fingerprint), SIMSTORE_ERANGE (k above SIMSTORE_MAX_K); the message
+ * fingerprint, bands other than 0, 1 or the default, bands asked for
+ * without a minimum similarity of SIMSTORE_NEAR_BANDS_MIN_SIMILARITY or
+ * with SIMSTORE_NEAR_WITHOUT_BANDS), SIMSTORE_ERANGE (k above
+ * SIMSTORE_MAX_K); the message
  * (simstore_last_error()) names the part, as every client reports it. */
 SIMSTORE_API int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
                                             simstore_sketch_kind sketch, unsigned flags);
@@ -1964,6 +1970,68 @@ SIMSTORE_API unsigned simstore_memindex_tables(const simstore_memindex *ix);
 /* Bytes the index holds allocated (entries, chains and room for growth);
  * 0 for NULL. */
 SIMSTORE_API uint64_t simstore_memindex_bytes(const simstore_memindex *ix);
+
+/* ---- In-memory band index -------------------------------------------------
+ * An exact index of (sketch, value) entries in RAM that grows one entry at
+ * a time and answers "which entries' sketches agree with this sketch on
+ * every bit of at least one band?": the band candidates of the
+ * near-duplicate rule (simstore_near_rule's band_rows and band_count,
+ * simstore_sketch_bands(), format/sketch.md 6.2), what `simstore dedup`
+ * keeps beside its simstore_memindex of the kept records. Band i of a
+ * sketch is its bits i * rows .. i * rows + rows - 1 (bit j of a sketch is
+ * bit j % 8 of byte j / 8), as simstore_near_duplicate_sketches() and the
+ * scans read them. Each band hashes its keys into chains of its own.
+ * Memory: per slot of its capacity (the count rounded up to a power of
+ * two) the first rows x count bits of the sketch in whole bytes, 8 bytes of
+ * value and 6 bytes per band: at the near-duplicate defaults (minhash256,
+ * J 0.9: 22 bands of 32 bits) 228 bytes a slot, so 228 to 456 bytes an
+ * entry with the room for growth. simstore_bandindex_bytes() tells. A query
+ * allocates only when more than 256 entries answer it.
+ *
+ * Threads: one writer. Queries may run on any number of threads at once,
+ * but not while an add runs. */
+
+typedef struct simstore_bandindex simstore_bandindex;
+
+/* Create an empty index of `count` bands of `rows` bits (rows 1..32, count
+ * at least 1, rows x count at most 65536 bits).
+ *   out  receives the index, owned by the caller, released with
+ *        simstore_bandindex_free(); NULL on failure.
+ * Errors: SIMSTORE_EINVAL (out NULL, a shape outside those limits);
+ * SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_bandindex_new(unsigned rows, unsigned count, simstore_bandindex **out);
+
+/* Release an index; NULL is allowed. */
+SIMSTORE_API void simstore_bandindex_free(simstore_bandindex *x);
+
+/* Add an entry: a sketch of at least rows x count bits (the index copies
+ * those) with the caller's value (a record number, say). Equal sketches or
+ * values may be added any number of times; each is an entry.
+ * Errors: SIMSTORE_EINVAL (x or sketch NULL); SIMSTORE_EFULL (2^32 - 2
+ * entries); SIMSTORE_ENOMEM (growing failed: the index is unchanged and
+ * still valid). */
+SIMSTORE_API int simstore_bandindex_add(simstore_bandindex *x, const uint8_t *sketch,
+                                        uint64_t value);
+
+/* Receives one value. Return 0 to go on, nonzero to stop the query (which
+ * then returns that value). */
+typedef int (*simstore_bandindex_fn)(void *ctx, uint64_t value);
+
+/* Call fn(ctx, value) once for every distinct value of the entries whose
+ * sketch agrees with `sketch` (at least rows x count bits) on every bit of
+ * at least one band, in ascending value order: each value once, however
+ * many bands or entries it shares.
+ * Returns SIMSTORE_OK, fn's nonzero value when it stopped the query, or
+ * SIMSTORE_EINVAL (x, sketch or fn NULL), SIMSTORE_ENOMEM. */
+SIMSTORE_API int simstore_bandindex_query(const simstore_bandindex *x, const uint8_t *sketch,
+                                          simstore_bandindex_fn fn, void *ctx);
+
+/* Entries added; 0 for NULL. */
+SIMSTORE_API uint64_t simstore_bandindex_count(const simstore_bandindex *x);
+
+/* Bytes the index holds allocated (entries, chains and room for growth);
+ * 0 for NULL. */
+SIMSTORE_API uint64_t simstore_bandindex_bytes(const simstore_bandindex *x);
 
 /* ---- Live stores: online writes ------------------------------------------
  * A live store serves one store and changes it without rebuilding: inserts

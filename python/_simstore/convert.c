@@ -327,7 +327,8 @@ int sp_scan_options_from_py(PyObject *d, simstore_scan_options *o)
     simstore_scan_options_init(o);
     if (sp_opt_uint(d, "k", &o->k) < 0 || sp_opt_uint(d, "threads", &o->threads) < 0 ||
         sp_opt_u64(d, "memory_bytes", &o->memory_bytes) < 0 ||
-        sp_opt_double(d, "min_similarity", &o->min_similarity) < 0)
+        sp_opt_double(d, "min_similarity", &o->min_similarity) < 0 ||
+        sp_opt_bool(d, "bands", &o->bands) < 0)
         return -1;
     return 0;
 }

@@ -116,7 +116,10 @@ def insert_if_new(path, docs, *, k=None, min_similarity=None):
     and POST /v1/documents with insert-if-new apply: on a store that keeps
     sketches, within 7 bits at estimated similarity 0.9 or more; without
     sketches, within the store's k. k and min_similarity set its parts (None:
-    the default; k given alone: by distance alone). Returns, for each
+    the default; k given alone: by distance alone). Answered one document at
+    a time against the store, the rule is without bands (the store keeps no
+    band index: pairs() and clusters() take them, and `simstore dedup` without
+    --store among its kept records). Returns, for each
     document, whether it was inserted. The store must not be open for
     writing elsewhere (a Store opened with write=True, a server)."""
     rule = _args.given(k=_args.unsigned("k", k, 0, MAX_K),
@@ -344,30 +347,35 @@ class Store:
         raw = self._core.documents(_args.given(memory_bytes=memory or None), bool(by_insertion))
         return map(_results.document, raw)
 
-    def pairs(self, *, k=None, by_fingerprint=False, min_similarity=None, threads=0,
-              memory_bytes=0):
-        """pairs(k=None, by_fingerprint=False, min_similarity=None, threads=0,
-              memory_bytes=0) -> iterator of Pair
+    def pairs(self, *, k=None, by_fingerprint=False, min_similarity=None, bands=None,
+              threads=0, memory_bytes=0):
+        """pairs(k=None, by_fingerprint=False, min_similarity=None, bands=None,
+              threads=0, memory_bytes=0) -> iterator of Pair
 
-        Every unordered pair of stored documents within distance k (up to 7,
-        above the store's k joined in memory or through sorted runs within
-        memory_bytes) whose estimated similarity is at least min_similarity, each
-        once, by distance, then a, then b. Defaults (None), as the CLI's: on a
-        store that keeps sketches and without k, the near-duplicate setting
-        (k=7, min_similarity=0.9); else the store's k, no similarity filter:
-        `simstore pairs STORE`. Pairs (a, b, distance, fp_a, fp_b, similarity)
-        are gathered with the GIL released, then iterated."""
-        scan = self._scan(k, threads, memory_bytes, min_similarity)
+        Every unordered pair of stored documents that are candidates, within
+        distance k (up to 7, above the store's k joined in memory or through
+        sorted runs within memory_bytes) or with bands sharing one of the
+        sketches' LSH bands (format/sketch.md 6.2, at any distance), whose
+        estimated similarity is at least min_similarity, each once, by
+        distance, then a, then b. Defaults (None), as the CLI's: on a store
+        that keeps sketches and without k, the near-duplicate setting (k=7,
+        min_similarity=0.9); else the store's k, no similarity filter:
+        `simstore pairs STORE`. bands: None (the rule's default: on when
+        min_similarity is 0.5 or more), True (`--bands on`: refused without
+        such a minimum) or False (within k alone). Pairs (a, b, distance,
+        fp_a, fp_b, similarity) are gathered with the GIL released, then
+        iterated."""
+        scan = self._scan(k, threads, memory_bytes, min_similarity, bands)
         return map(_results.make_pair, self._core.pairs(scan, bool(by_fingerprint)))
 
     def clusters(self, *, k=None, mode="components", keep="first", singletons=False,
-                 min_similarity=None, threads=0, memory_bytes=0, key=None):
+                 min_similarity=None, bands=None, threads=0, memory_bytes=0, key=None):
         """clusters(k=None, mode='components', keep='first', singletons=False,
-                 min_similarity=None, threads=0, memory_bytes=0)
+                 min_similarity=None, bands=None, threads=0, memory_bytes=0)
             -> iterator of ClusterMember
 
-        The store's near-duplicate clusters at distance k (and min_similarity;
-        defaults as pairs()), as `simstore clusters`:
+        The store's near-duplicate clusters at distance k (and min_similarity,
+        bands; defaults as pairs()), as `simstore clusters`:
         one ClusterMember (cluster, id, kept, distance, fp, cluster_fp, similarity)
         per clustered document, clusters in the byte order of their kept document's
         id, each kept document first. mode 'components' (connected components) or
@@ -377,7 +385,7 @@ class Store:
         max-meta FIELD` is key=lambda m: m and m.get(FIELD)); singletons=True also
         gives each document near no other as a cluster of its own. The documents to
         drop are the members with kept False."""
-        options = self._scan(k, threads, memory_bytes, min_similarity)
+        options = self._scan(k, threads, memory_bytes, min_similarity, bands)
         mode = _args.choice("mode", mode, _simstore.CLUSTER_MODES)
         keep = _args.choice("keep", keep, _simstore.KEEP_RULES)
         options.update(_args.given(mode=mode, keep=keep, singletons=bool(singletons)))
@@ -412,15 +420,17 @@ class Store:
         """The distance of a query: None for the store's k."""
         return self._core.k if k is None else _args.distance(k, self._core.k)
 
-    def _scan(self, k, threads, memory_bytes, min_similarity):
+    def _scan(self, k, threads, memory_bytes, min_similarity, bands):
         """The scan options of pairs() and clusters(): k=None keeps the scans'
         default (the near-duplicate setting's k on a store that keeps sketches
-        and is filtered by similarity, else the store's k)."""
+        and is filtered by similarity, else the store's k); bands=None the
+        rule's."""
         return _args.given(
             k=None if k is None else _args.distance(k, self._core.k),
             threads=_args.unsigned("threads", threads, 0, _args.THREADS_MAX),
             memory_bytes=_args.unsigned("memory_bytes", memory_bytes, 0, _args.COUNT_MAX) or None,
-            min_similarity=_args.number("min_similarity", min_similarity, 0, 1))
+            min_similarity=_args.number("min_similarity", min_similarity, 0, 1),
+            bands=_args.tristate("bands", bands))
 
     # ---- Writes
 

@@ -54,6 +54,15 @@ def number(name, value, lo, hi):
     return x
 
 
+def tristate(name, value):
+    """A switch with a default: None (not given), True or False, as 1 or 0."""
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be None, True or False, not {type(value).__name__}")
+    return int(value)
+
+
 def choice(name, value, names):
     """The index in names of option `value`, one of them; None: not given."""
     if value is None:

@@ -46,6 +46,8 @@ target_link_libraries(test_quantity PRIVATE simstore_quantity)
 simstore_cli_test(test_cli_scan scan.sh)
 simstore_cli_test(test_cli_dedup dedup.sh)
 simstore_cli_test(test_cli_dedup_paragraphs dedup_paragraphs.sh)
+# dedup with the rule's band candidates against the brute force of the rule.
+simstore_cli_test(test_cli_dedup_bands dedup_bands.sh)
 # query --queries in batches: byte-identical to one by one in every mode.
 simstore_cli_test(test_cli_batch batch.sh)
 # Sharded stores (format/shards.md, issue 16): build --shards, queries

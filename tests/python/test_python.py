@@ -266,13 +266,19 @@ class TestCliParity(Base):
                 for args, kw in [(("--k", "5"), {"k": 5}), (("--k", "3"), {"k": 3}),
                                  (("--k", "1"), {"k": 1}), ((), {}),
                                  (("--min-similarity", "0.5"), {"min_similarity": 0.5}),
-                                 (("--min-similarity", "0"), {"min_similarity": 0})]:
+                                 (("--min-similarity", "0"), {"min_similarity": 0}),
+                                 (("--bands", "off"), {"bands": False}),
+                                 (("--min-similarity", "0.5", "--bands", "on"),
+                                  {"min_similarity": 0.5, "bands": True})]:
                     want = cli_json("pairs", path, "--json", *args)
                     got = [{"a": p.a, "b": p.b, "distance": p.distance} for p in s.pairs(**kw)]
                     self.assertEqual(got, want, args)
                 self.assertEqual(len(list(s.pairs())), 30)  # the sample's planted pairs
                 self.assertEqual(len(list(s.pairs(k=3))), 28)  # one Chinese edit 6 bits off
                 for args, kw in [((), {}), (("--k", "1"), {"k": 1}),
+                                 (("--bands", "off"), {"bands": False}),
+                                 (("--min-similarity", "0.6", "--bands", "on"),
+                                  {"min_similarity": 0.6, "bands": True}),
                                  (("--mode", "star"), {"mode": "star"}),
                                  (("--keep", "min-id"), {"keep": "min_id"}),
                                  (("--singletons",), {"singletons": True})]:
@@ -307,6 +313,43 @@ class TestCliParity(Base):
                 got = s.stats()
                 for key in got:
                     self.assertEqual(got[key], want[key], key)
+
+    def test_bands(self):
+        """pairs() and clusters() take the rule's bands as the tool does: on a
+        corpus with near-duplicates more than 7 bits apart, the defaults (bands
+        on) give the pairs beyond k that bands=False leaves out, each as
+        `pairs --bands on|off` prints it; insert_if_new() judges without bands
+        (one document at a time against a store) whatever the corpus."""
+        near = os.path.join(SRC, "tests", "data", "near_rule.jsonl")
+        path = self.path("near.store")
+        cli("build", path, near)
+        with simstore.Store.open(path) as s:
+            def rows(it):
+                return [{"a": p.a, "b": p.b, "distance": p.distance} for p in it]
+            on, off = rows(s.pairs()), rows(s.pairs(bands=False))
+            self.assertEqual(on, cli_json("pairs", path, "--json"))
+            self.assertEqual(on, rows(s.pairs(bands=True)))
+            self.assertEqual(off, cli_json("pairs", path, "--json", "--bands", "off"))
+            self.assertTrue(all(p["distance"] <= 7 for p in off))
+            self.assertTrue(any(p["distance"] > 7 for p in on))
+            self.assertTrue(all(p in on for p in off))
+            for bands, args in ((None, ()), (False, ("--bands", "off"))):
+                got = [{"cluster": m.cluster, "id": m.id, "kept": m.kept, "distance": m.distance}
+                       for m in s.clusters(bands=bands)]
+                self.assertEqual(got, cli_json("clusters", path, "--json", *args))
+        # insert_if_new: the same documents as dedup --bands off (and dedup
+        # --store), not those of dedup's bands.
+        with open(near, encoding="utf-8") as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+        empty = self.path("empty.jsonl")
+        open(empty, "w").close()
+        cli("build", self.path("live.store"), empty)
+        got = [r["id"] for r, ok in zip(recs, simstore.insert_if_new(self.path("live.store"), recs))
+               if ok]
+        want = [json.loads(line)["id"] for line in cli("dedup", "--bands", "off", near).splitlines()]
+        self.assertEqual(got, want)
+        banded = [json.loads(line)["id"] for line in cli("dedup", near).splitlines()]
+        self.assertNotEqual(banded, want)
 
     def test_query_batch_texts(self):
         import math
@@ -666,6 +709,15 @@ class TestErrors(Base):
                     cases.append((call, simstore.RangeError, ["k must be a distance in 0..7", str(k)]))
             cases.append((lambda: list(s.pairs(min_similarity=float("nan"))), ValueError,
                           ["min_similarity", "0..1", "nan"]))
+            cases.append((lambda: list(s.pairs(bands="on")), TypeError,
+                          ["bands", "None, True or False", "str"]))
+            cases.append((lambda: list(s.clusters(bands=1)), TypeError,
+                          ["bands", "None, True or False", "int"]))
+            # Bands derive from a minimum similarity of 0.5 or more.
+            cases.append((lambda: list(s.pairs(k=3, bands=True)), simstore.Error,
+                          ["bands need a minimum similarity of at least 0.5"]))
+            cases.append((lambda: list(s.clusters(min_similarity=0.3, bands=True)),
+                          simstore.Error, ["bands need a minimum similarity"]))
             cases.append((lambda: s.query_paragraphs("a", min_fraction=1.5), ValueError,
                           ["min_fraction", "0..1", "1.5"]))
             cases.append((lambda: simstore.distance("0123456789abcde\x1b", 0), ValueError,

@@ -344,7 +344,8 @@ static int cmp_bpair(const void *x, const void *y)
     return c ? c : strcmp(p->b->id, q->b->id);
 }
 
-/* Live pairs within k whose similarity is at least j (0: all). */
+/* Live pairs by the rule (near_docs: within k or sharing a band, with a
+ * similarity of at least j; 0: all within k). */
 static text brute_pairs(const corpus *c, unsigned k, double j)
 {
     bpair *v = malloc(c->n * c->n / 2 * sizeof *v + sizeof *v);
@@ -453,8 +454,8 @@ static size_t root(size_t *parent, size_t x)
     return x;
 }
 
-/* The clusters over live documents, an edge for each pair within k whose
- * similarity is at least j; kept: first inserted. */
+/* The clusters over live documents, an edge for each pair of the rule
+ * (near_docs); kept: first inserted. */
 static text brute_clusters(const corpus *c, unsigned k, double j, int star, int singletons)
 {
     size_t n = c->n;
@@ -1006,6 +1007,29 @@ static void test_similarity_rule__defaults_and_answer(void **state)
     assert_true(simstore_near_duplicate_paragraphs(&r, 3, 10));
     assert_false(simstore_near_duplicate_paragraphs(&r, 2, 10));
     assert_false(simstore_near_duplicate_paragraphs(&r, 0, 10));
+    /* Bands: on by default in the near-duplicate setting, with the shape of
+     * simstore_sketch_bands(); one document at a time against a store
+     * (SIMSTORE_NEAR_WITHOUT_BANDS) the same k and minimum without them,
+     * and asking for them there is refused. */
+    unsigned rows, count;
+    simstore_sketch_bands(SK, SIMSTORE_NEAR_SIMILARITY, &rows, &count);
+    r = rule_of(DK, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.bands == 1 && r.band_rows == rows && r.band_count == count && count > 0);
+    r = rule_of(DK, DJ);
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_WITHOUT_BANDS),
+                     SIMSTORE_OK);
+    assert_int_equal(r.k, SIMSTORE_NEAR_K);
+    assert_true(r.min_similarity == SIMSTORE_NEAR_SIMILARITY);
+    assert_true(r.bands == 0 && r.band_rows == 0 && r.band_count == 0);
+    r = rule_of(DK, DJ);
+    r.bands = 1;
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, SIMSTORE_NEAR_WITHOUT_BANDS),
+                     SIMSTORE_EINVAL);
+    r = rule_of(DK, DJ);
+    r.bands = 0;
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.bands == 0 && r.band_count == 0 && r.min_similarity == SIMSTORE_NEAR_SIMILARITY);
     /* Refusals. */
     r = rule_of(SIMSTORE_MAX_K + 1, DJ);
     assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_ERANGE);

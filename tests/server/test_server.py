@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -1403,11 +1404,23 @@ def sketch_similarity(a_hex, b_hex):
     return max(0.0, (m - 2 * d) / m)
 
 
-def near_rule_oracle(recs):
+def share_band(a_hex, b_hex, rows, count):
+    """Whether two sketches (hex) agree on every bit of one of `count` bands of
+    `rows` bits (format/sketch.md 6.2: bit j is bit j % 8 of byte j / 8)."""
+    diff = (int.from_bytes(bytes.fromhex(a_hex), "little") ^
+            int.from_bytes(bytes.fromhex(b_hex), "little"))
+    mask = (1 << rows) - 1
+    return any((diff >> (i * rows)) & mask == 0 for i in range(count))
+
+
+def near_rule_oracle(recs, bands=None):
     """The rule by brute force (simstore.h, "The near-duplicate rule", its
     defaults on a store that keeps sketches): in input order, a record is
-    dropped when a kept one is within 7 bits at estimated similarity 0.9 or
-    more. Returns the kept ids and the (distance, similarity) of every pair."""
+    dropped when a kept one is within 7 bits, or with bands=(rows, count)
+    shares one of those bands, at estimated similarity 0.9 or more. Without
+    bands: the rule one document at a time against a store (the server's
+    insert-if-new, insert_if_new(), dedup --store) applies. Returns the kept
+    ids and the (distance, similarity) of every pair."""
     path = os.path.join(WORK, "near_rule.fps")
     with open(path, "w") as f:
         f.write(run("fingerprint", "--jsonl", "--sketch", "minhash256", NEAR_RULE).stdout)
@@ -1420,7 +1433,8 @@ def near_rule_oracle(recs):
             d = bin(int(fp, 16) ^ int(fps[j][0], 16)).count("1")
             sim = sketch_similarity(sk, fps[j][2])
             pairs.append((d, sim))
-            if fps[j][1] in kept and d <= 7 and sim >= 0.9:
+            candidate = d <= 7 or (bands is not None and share_band(sk, fps[j][2], *bands))
+            if fps[j][1] in kept and candidate and sim >= 0.9:
                 near = True
         if not near:
             kept.append(rid)
@@ -1429,11 +1443,21 @@ def near_rule_oracle(recs):
 
 def test_near_rule_same_documents():
     """The same JSON Lines corpus, sent in order, keeps the same documents
-    through `simstore dedup` (alone and with --store), POST /v1/documents with
-    insert-if-new (one by one and as a batch) on a served empty store built
-    with the same options, and the Python module's insert_if_new."""
+    through `simstore dedup --bands off` and `dedup --store`, POST
+    /v1/documents with insert-if-new (one by one and as a batch) on a served
+    empty store built with the same options, and the Python module's
+    insert_if_new: the rule one document at a time against a store, without
+    bands. `simstore dedup` alone takes the rule's bands too (its defaults:
+    the shape it states with -v) and keeps the brute force's with them."""
     recs = [json.loads(line) for line in open(NEAR_RULE) if line.strip()]
     want, pairs = near_rule_oracle(recs)
+    stated = run("dedup", "-v", NEAR_RULE).stderr
+    shape = re.search(r"rule: k 7, min similarity 0.9, bands on \((\d+) bands of (\d+) bits\)",
+                      stated)
+    check(shape is not None, "dedup -v states the rule with its bands: %s" % stated)
+    bands = (int(shape.group(2)), int(shape.group(1))) if shape else (64, 0)
+    want_bands, _ = near_rule_oracle(recs, bands)
+    check(want_bands != want, "corpus: the bands drop records beyond 7 bits")
     # The corpus tells the rules apart: pairs within the store's k (3) below
     # the similarity, pairs beyond it but within 7 above it, pairs beyond 7.
     check(any(d <= 3 and s < 0.9 for d, s in pairs), "corpus: within 3 bits, similarity < 0.9")
@@ -1446,7 +1470,9 @@ def test_near_rule_same_documents():
         return [json.loads(line)["id"] for line in out.splitlines() if line.strip()]
 
     got = kept_of(run("dedup", NEAR_RULE).stdout)
-    check(got == want, "dedup keeps the rule's documents: %s" % got)
+    check(got == want_bands, "dedup keeps the rule's documents (with bands): %s" % got)
+    got = kept_of(run("dedup", "--bands", "off", NEAR_RULE).stdout)
+    check(got == want, "dedup --bands off keeps the rule's documents: %s" % got)
     empty_input = os.path.join(WORK, "near_rule_empty.jsonl")
     open(empty_input, "w").close()
 
