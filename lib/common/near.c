@@ -43,11 +43,9 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
                 : 0;
     if (rule->min_fraction == SIMSTORE_NEAR_DEFAULT_FRACTION)
         rule->min_fraction = SIMSTORE_NEAR_FRACTION;
-    if (k_default)
-        rule->k = rule->min_similarity > 0 ? SIMSTORE_NEAR_K : store_k;
     if (rule->k == SIMSTORE_NEAR_STORE_K)
         rule->k = store_k;
-    if (rule->k > SIMSTORE_MAX_K)
+    if (!k_default && rule->k > SIMSTORE_MAX_K)
         return sims_fail(SIMSTORE_ERANGE, "distance %u is above %u, the largest there is", rule->k,
                          SIMSTORE_MAX_K);
     if (!(rule->min_similarity >= 0 && rule->min_similarity <= 1))
@@ -85,6 +83,14 @@ int simstore_near_rule_resolve(simstore_near_rule *rule, unsigned store_k,
     rule->band_rows = rule->band_count = 0;
     if (rule->bands)
         simstore_sketch_bands(sketch, rule->min_similarity, &rule->band_rows, &rule->band_count);
+    /* k not given: with bands the store's own (its tables' join: the bands
+     * find what 7 bits would and more, format/sketch.md 6.2), with a
+     * minimum similarity and no bands SIMSTORE_NEAR_K, else the store's. */
+    if (k_default)
+        rule->k = !rule->bands && rule->min_similarity > 0 ? SIMSTORE_NEAR_K : store_k;
+    if (rule->k > SIMSTORE_MAX_K)
+        return sims_fail(SIMSTORE_ERANGE, "the store's distance %u is above %u", rule->k,
+                         SIMSTORE_MAX_K);
     return SIMSTORE_OK;
 }
 

@@ -1507,11 +1507,16 @@ typedef struct simstore_scan_options {
  * The defaults, resolved in one place (simstore_near_rule_resolve()) from
  * what the store is: with neither k nor min_similarity given, on a store
  * that keeps sketches, the near-duplicate setting (README, "How well it
- * finds near-duplicates"): within SIMSTORE_NEAR_K (7) bits at estimated
- * similarity SIMSTORE_NEAR_SIMILARITY (0.9) or more. On a store without
- * sketches, the store's k by distance alone. A k given alone is a rule by
- * distance alone; a minimum similarity given alone takes candidates within
- * SIMSTORE_NEAR_K (a minimum of 0: distance alone, within the store's k).
+ * finds near-duplicates"): estimated similarity SIMSTORE_NEAR_SIMILARITY
+ * (0.9) or more among candidates within the store's k or sharing a band
+ * (bands on by default from a minimum of SIMSTORE_NEAR_BANDS_MIN_SIMILARITY;
+ * the bands find what a larger k would, and more, at the cost of a scan of
+ * the sketches instead of a join beyond the store's design). Without
+ * bands (turned off, below 0.5, or SIMSTORE_NEAR_WITHOUT_BANDS) a minimum
+ * similarity takes candidates within SIMSTORE_NEAR_K (7). On a store
+ * without sketches, the store's k by distance alone. A k given alone is a
+ * rule by distance alone; a minimum similarity given alone takes the
+ * candidates above (a minimum of 0: distance alone, within the store's k).
  * Judged by paragraphs, or between fingerprints (pairs by fingerprint),
  * there is no similarity: the store's k, and min_fraction
  * SIMSTORE_NEAR_FRACTION (0.3). */
@@ -2156,9 +2161,10 @@ SIMSTORE_API int simstore_live_query_fp(simstore_live_query *q, uint64_t fp, con
 /* Insert doc only if no document is a near-duplicate of it by the
  * near-duplicate rule (simstore_near_rule: rule NULL for the defaults;
  * resolved for the store, its k and its sketches, by
- * simstore_near_rule_resolve(): on a store that keeps sketches, within
- * SIMSTORE_NEAR_K bits at estimated similarity SIMSTORE_NEAR_SIMILARITY or
- * more, as `simstore dedup`), atomically with respect to every other
+ * simstore_near_rule_resolve() with SIMSTORE_NEAR_WITHOUT_BANDS: on a
+ * store that keeps sketches, within SIMSTORE_NEAR_K bits at estimated
+ * similarity SIMSTORE_NEAR_SIMILARITY or more, as `simstore dedup --store`
+ * and `dedup --bands off`), atomically with respect to every other
  * change: of near-duplicates posted at once, exactly one is inserted.
  * *inserted gets 1 when it was (and *count 0), else 0 with the
  * near-duplicates in *matches (as simstore_live_query_fp() gives them at

@@ -15,8 +15,9 @@ $REF templates 300 3 >"$T/t.jsonl"
 "$SIMSTORE" fingerprint --jsonl --sketch minhash256 "$T/t.jsonl" >"$T/fps" 2>/dev/null ||
     fail "fingerprint --sketch"
 
-# The references, in one process (sketch_ref.dedup at k 7 for each J, with
-# the rule's default bands and without): $T/want-J-BANDS.{out,removed}.
+# The references, in one process (sketch_ref.dedup for each J: with the
+# rule's bands, the default, at the store's k (3, the build's default);
+# without them at k 7): $T/want-J-BANDS.{out,removed}.
 python3 - "$(dirname "$0")" "$T" <<'PY' || fail "the references"
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -28,7 +29,7 @@ for j in ("0.5", "0.7", "0.8", "0.9", "0.95"):
         if bands and float(j) < 0.5:
             continue
         sketch_ref.BANDS = bands
-        sketch_ref.dedup(7, float(j), t + "/t.jsonl", docs, "%s/want-%s-%s.out" % (t, j, name),
+        sketch_ref.dedup(7 if bands is False else 3, float(j), t + "/t.jsonl", docs, "%s/want-%s-%s.out" % (t, j, name),
                          "%s/want-%s-%s.removed" % (t, j, name))
 PY
 
@@ -59,7 +60,7 @@ for j in 0.5 0.7 0.8 0.9 0.95; do
     fi
 done
 if [ "$beyond" -gt 20 ]; then ok; else fail "only $beyond records dropped beyond k by bands"; fi
-# The defaults: k 7, J 0.9, bands (on one thread and three).
+# The defaults: J 0.9, bands, the build's k 3 (on one thread and three).
 check "the defaults" 0.9 default --threads 1
 check "the defaults, 3 threads" 0.9 default --threads 3
 check "--bands on" 0.9 on --bands on
@@ -67,7 +68,7 @@ check "the defaults, --bands off" 0.9 off --bands off
 # -v states the rule, bands included, and counts the band index's memory.
 run dedup -v "$T/t.jsonl"
 expect_status 0
-expect_err_has "rule: k 7, min similarity 0.9, bands on (22 bands of 32 bits)"
+expect_err_has "rule: k 3, min similarity 0.9, bands on (22 bands of 32 bits)"
 expect_err_has "kept records' index"
 run dedup -v --bands off "$T/t.jsonl"
 expect_err_has "rule: k 7, min similarity 0.9, bands off"
@@ -76,11 +77,13 @@ expect_err_has "rule: k 7, min similarity 0.9, bands off"
 run build "$T/s" -q "$T/t.jsonl"
 expect_status 0
 for b in on off; do
-    $REF pairs --bands $b 7 0.8 "$T/fps" >"$T/want"
+    k=3
+    [ "$b" = off ] && k=7
+    $REF pairs --bands $b $k 0.8 "$T/fps" >"$T/want"
     run pairs "$T/s" --similarity --min-similarity 0.8 --bands $b
     expect_status 0
     if cmp -s "$T/out" "$T/want"; then ok; else fail "pairs --bands $b differs from the rule's"; diff "$T/out" "$T/want" | head -5 >&2; fi
-    $REF clusters --bands $b 7 0.9 "$T/fps" >"$T/want"
+    $REF clusters --bands $b $k 0.9 "$T/fps" >"$T/want"
     run clusters "$T/s" --similarity --bands $b
     expect_status 0
     if cmp -s "$T/out" "$T/want"; then ok; else fail "clusters --bands $b differs from the rule's"; fi

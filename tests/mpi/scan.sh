@@ -179,6 +179,8 @@ for np in 1 2 3; do
     rules=("" "--min-similarity 0.5" "--min-similarity 0.7" "--min-similarity 0.8"
         "--min-similarity 0.95")
     [ "$np" = 1 ] && rules=("") # one rank: the defaults alone
+    # Sampled (the sanitizer pass): the defaults and 0.8.
+    sampled && rules=("" "--min-similarity 0.8")
     for ms in "${rules[@]}"; do
         # shellcheck disable=SC2086
         "$SIMSTORE" pairs "$T/bands" $ms --similarity >"$T/pairs1"

@@ -816,7 +816,7 @@ static void test_similarity_bands__shape_and_rule(void **state)
     for (size_t band = 0; band < 22; band++) /* one bit off in every band */
         b[band * 32 / 8] ^= 1;
     assert_false(simstore_near_duplicate_sketches(&rule, SK, 20, a, b, &j));
-    assert_true(simstore_near_duplicate_sketches(&rule, SK, 7, a, b, &j)); /* within k */
+    assert_true(simstore_near_duplicate_sketches(&rule, SK, 3, a, b, &j)); /* within k */
     rule.bands = 0;
     assert_int_equal(simstore_near_rule_resolve(&rule, 3, SK, 0), SIMSTORE_OK);
     memcpy(b, a, sizeof b);
@@ -974,11 +974,18 @@ static void test_similarity_rule__defaults_and_answer(void **state)
     const double DJ = SIMSTORE_NEAR_DEFAULT_SIMILARITY;
     const simstore_sketch_kind SK = SIMSTORE_SKETCH_MINHASH256, NONE = SIMSTORE_SKETCH_NONE;
     simstore_near_rule r = rule_of(DK, DJ);
+    /* With bands (the default): the store's k at 0.9 or more. */
     assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
-    assert_int_equal(r.k, SIMSTORE_NEAR_K);
+    assert_int_equal(r.k, 3);
+    assert_true(r.bands == 1);
     assert_true(r.min_similarity == SIMSTORE_NEAR_SIMILARITY);
     assert_true(r.min_fraction == SIMSTORE_NEAR_FRACTION);
-    /* Within 7 at 0.9 or more; an unknown similarity is below it. */
+    /* Without them: within 7 at 0.9 or more; an unknown similarity is
+     * below it. */
+    r = rule_of(DK, DJ);
+    r.bands = 0;
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_int_equal(r.k, SIMSTORE_NEAR_K);
     assert_true(simstore_near_duplicate(&r, 7, 0.9));
     assert_false(simstore_near_duplicate(&r, 8, 1.0));
     assert_false(simstore_near_duplicate(&r, 0, 0.89));
@@ -991,9 +998,12 @@ static void test_similarity_rule__defaults_and_answer(void **state)
     r = rule_of(2, DJ); /* k alone: distance alone */
     assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
     assert_true(r.k == 2 && r.min_similarity == 0);
-    r = rule_of(DK, 0.8); /* a similarity alone: candidates within 7 */
+    r = rule_of(DK, 0.8); /* a similarity alone: the store's k and bands */
     assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
-    assert_true(r.k == SIMSTORE_NEAR_K && r.min_similarity == 0.8);
+    assert_true(r.k == 3 && r.min_similarity == 0.8 && r.bands == 1);
+    r = rule_of(DK, 0.4); /* below the bands: candidates within 7 */
+    assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
+    assert_true(r.k == SIMSTORE_NEAR_K && r.min_similarity == 0.4 && r.bands == 0);
     r = rule_of(DK, 0); /* a minimum of 0: the store's k */
     assert_int_equal(simstore_near_rule_resolve(&r, 3, SK, 0), SIMSTORE_OK);
     assert_true(r.k == 3 && r.min_similarity == 0);
@@ -1052,11 +1062,12 @@ static void test_similarity_rule__defaults_and_answer(void **state)
 }
 
 /* The scans' defaults (simstore.h, the near-duplicate setting): on a store
- * that keeps sketches, options left at their defaults are k 7 (above this
- * store's design k) and similarity 0.9; a k given alone is a distance
- * alone; a similarity given alone filters candidates within 7; a
- * similarity of 0 is the store's k unfiltered; pairs by fingerprint ask no
- * similarity. simstore_scan_resolve tells what a scan will use. */
+ * that keeps sketches, options left at their defaults are similarity 0.9
+ * with bands, within the store's k (K here); without bands, k 7; a k given
+ * alone is a distance alone; a similarity given alone (0.5 or more) takes
+ * the store's k and bands; a similarity of 0 is the store's k unfiltered;
+ * pairs by fingerprint ask no similarity. simstore_scan_resolve tells what
+ * a scan will use. */
 static void test_similarity_defaults__near_duplicate_setting(void **state)
 {
     (void)state;
@@ -1069,17 +1080,29 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     unsigned k = 0;
     double j = -2;
     assert_int_equal(simstore_scan_resolve(s, NULL, &k, &j), 0);
-    assert_int_equal(k, SIMSTORE_NEAR_K);
+    assert_int_equal(k, K);
     assert_true(j == SIMSTORE_NEAR_SIMILARITY);
     simstore_scan_options o;
     simstore_scan_options_init(&o);
     o.memory_bytes = 16u << 20;
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
-    assert_int_equal(k, 7);
+    assert_int_equal(k, K);
     assert_true(j == 0.9);
-    text got = {0}, want = brute_pairs(&c, 7, 0.9), k_alone = brute_pairs(&c, 3, 0);
+    text got = {0}, want = brute_pairs(&c, K, 0.9), k_alone = brute_pairs(&c, 3, 0);
     assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &got), 0);
     text_equal(&got, &want, "pairs with the default options");
+    /* Without bands: within 7 at 0.9, as before bands. */
+    o.bands = 0;
+    assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
+    assert_int_equal(k, SIMSTORE_NEAR_K);
+    g_bands = 0;
+    text without = {0}, want_without = brute_pairs(&c, SIMSTORE_NEAR_K, 0.9);
+    g_bands = 1;
+    assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &without), 0);
+    text_equal(&without, &want_without, "pairs with the defaults without bands");
+    free(without.buf);
+    free(want_without.buf);
+    o.bands = SIMSTORE_NEAR_DEFAULT_BANDS;
     /* The setting is not k 3 alone on this corpus, or the test proves little. */
     assert_true(got.len > 0 && (got.len != k_alone.len || memcmp(got.buf, k_alone.buf, got.len)));
     free(got.buf);
@@ -1098,14 +1121,14 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     text_equal(&got, &k_alone, "pairs at k 3 alone");
     free(got.buf);
     free(k_alone.buf);
-    /* A similarity alone: candidates within 7; 0: the store's k. */
+    /* A similarity alone: the store's k and bands; 0: the store's k. */
     o.k = SIMSTORE_NEAR_DEFAULT_K;
     o.min_similarity = 0.5;
     assert_int_equal(simstore_scan_resolve(s, &o, &k, &j), 0);
-    assert_int_equal(k, 7);
+    assert_int_equal(k, K);
     assert_true(j == 0.5);
     got = (text){0};
-    want = brute_pairs(&c, 7, 0.5);
+    want = brute_pairs(&c, K, 0.5);
     assert_int_equal(simstore_pairs(s, &o, 0, pair_line, &got), 0);
     text_equal(&got, &want, "pairs at similarity 0.5 alone");
     free(got.buf);
@@ -1125,13 +1148,14 @@ static void test_similarity_defaults__near_duplicate_setting(void **state)
     size_t pairs = 0;
     assert_int_equal(simstore_pairs(s, &o, SIMSTORE_PAIRS_BY_FINGERPRINT, count_pair, &pairs), 0);
     assert_true(pairs > 0);
-    /* Clusters with the defaults are those at 7 and 0.9. */
+    /* Clusters with the defaults are those at the store's k, 0.9 and bands. */
     simstore_cluster_options co, explicit_co;
     simstore_cluster_options_init(&co);
     co.scan.memory_bytes = 16u << 20;
     explicit_co = co;
-    explicit_co.scan.k = 7;
+    explicit_co.scan.k = K;
     explicit_co.scan.min_similarity = 0.9;
+    explicit_co.scan.bands = 1;
     text a = {0}, b = {0};
     assert_int_equal(simstore_clusters(s, &co, member_line, &a, NULL), 0);
     assert_int_equal(simstore_clusters(s, &explicit_co, member_line, &b, NULL), 0);

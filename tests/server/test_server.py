@@ -1413,11 +1413,12 @@ def share_band(a_hex, b_hex, rows, count):
     return any((diff >> (i * rows)) & mask == 0 for i in range(count))
 
 
-def near_rule_oracle(recs, bands=None):
+def near_rule_oracle(recs, bands=None, k=7):
     """The rule by brute force (simstore.h, "The near-duplicate rule", its
     defaults on a store that keeps sketches): in input order, a record is
-    dropped when a kept one is within 7 bits, or with bands=(rows, count)
-    shares one of those bands, at estimated similarity 0.9 or more. Without
+    dropped when a kept one is within k bits, or with bands=(rows, count)
+    shares one of those bands, at estimated similarity 0.9 or more (with
+    bands k is the store's, 3; without, 7). Without
     bands: the rule one document at a time against a store (the server's
     insert-if-new, insert_if_new(), dedup --store) applies. Returns the kept
     ids and the (distance, similarity) of every pair."""
@@ -1433,7 +1434,7 @@ def near_rule_oracle(recs, bands=None):
             d = bin(int(fp, 16) ^ int(fps[j][0], 16)).count("1")
             sim = sketch_similarity(sk, fps[j][2])
             pairs.append((d, sim))
-            candidate = d <= 7 or (bands is not None and share_band(sk, fps[j][2], *bands))
+            candidate = d <= k or (bands is not None and share_band(sk, fps[j][2], *bands))
             if fps[j][1] in kept and candidate and sim >= 0.9:
                 near = True
         if not near:
@@ -1452,11 +1453,11 @@ def test_near_rule_same_documents():
     recs = [json.loads(line) for line in open(NEAR_RULE) if line.strip()]
     want, pairs = near_rule_oracle(recs)
     stated = run("dedup", "-v", NEAR_RULE).stderr
-    shape = re.search(r"rule: k 7, min similarity 0.9, bands on \((\d+) bands of (\d+) bits\)",
+    shape = re.search(r"rule: k 3, min similarity 0.9, bands on \((\d+) bands of (\d+) bits\)",
                       stated)
     check(shape is not None, "dedup -v states the rule with its bands: %s" % stated)
     bands = (int(shape.group(2)), int(shape.group(1))) if shape else (64, 0)
-    want_bands, _ = near_rule_oracle(recs, bands)
+    want_bands, _ = near_rule_oracle(recs, bands, k=3)
     check(want_bands != want, "corpus: the bands drop records beyond 7 bits")
     # The corpus tells the rules apart: pairs within the store's k (3) below
     # the similarity, pairs beyond it but within 7 above it, pairs beyond 7.
