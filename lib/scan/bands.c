@@ -2,10 +2,12 @@
  * (format/sketch.md 6.2): every pair of distinct fingerprints more than k
  * apart whose documents' sketches agree on one band. One pass over the
  * live documents keeps their fingerprints and, for as many bands as the
- * memory allows, their keys; then each band's (key, document) values are
- * radix-sorted (spilled through a sorter when they do not fit), its groups
- * of equal keys read, and their pairs pushed into the join's pair sorter
- * beside the pairs within k. */
+ * memory allows, their keys; then the scan's threads take the bands in
+ * turn: each band's (key, document) values radix-sorted (through a
+ * spilling sorter on one thread when they do not fit), its groups of equal
+ * keys read, and their pairs pushed into the join's pair sorter beside the
+ * pairs within k (which sorts them: the same output for every thread
+ * count). */
 #include "scan/bands.h"
 #include "scan/pairs.h"
 
@@ -16,6 +18,8 @@
 #include "common/sketch.h"
 #include "sort/u64sort.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +51,8 @@ static int take_doc(void *ctx, const uint8_t *id, size_t len, const sims_doc_rec
     }
     if (b->keys)
         for (unsigned j = 0; j < b->count; j++)
-            b->keys[i * b->count + j] = sims_sketch_band_key(rec->sketch, b->rows, b->first + j);
+            b->keys[(size_t)j * b->limit + i] =
+                sims_sketch_band_key(rec->sketch, b->rows, b->first + j);
     return 0;
 }
 
@@ -58,8 +63,10 @@ static int cmp_u64(const void *x, const void *y)
 }
 
 /* One group of documents sharing a band key: each pair of its distinct
- * fingerprints more than k apart into the join's sorter. */
-static int push_group(uint64_t *fps, size_t n, unsigned k, sims_recsort *joined)
+ * fingerprints more than k apart into the join's sorter (under mu, which
+ * the band workers share). */
+static int push_group(uint64_t *fps, size_t n, unsigned k, sims_recsort *joined,
+                      pthread_mutex_t *mu)
 {
     if (n < 2)
         return 0;
@@ -77,7 +84,9 @@ static int push_group(uint64_t *fps, size_t n, unsigned k, sims_recsort *joined)
             be_store64(key, fps[i]);
             be_store64(key + 8, fps[j]);
             val[0] = (uint8_t)d;
+            pthread_mutex_lock(mu);
             int rc = sims_recsort_push(joined, key, sizeof key, val, sizeof val);
+            pthread_mutex_unlock(mu);
             if (rc)
                 return rc;
         }
@@ -85,39 +94,57 @@ static int push_group(uint64_t *fps, size_t n, unsigned k, sims_recsort *joined)
     return 0;
 }
 
-/* Read sorted (key << 32 | ordinal) values and push each group's pairs. */
+/* Read sorted (key << 32 | ordinal) values and push each group's pairs.
+ * Most keys are held by one document: a run's fingerprints are looked up
+ * (a random read of fps) only once a second document shares its key. */
 typedef struct group_reader {
     const uint64_t *fps;
     unsigned k;
     sims_recsort *joined;
+    pthread_mutex_t *mu;
     uint64_t *group;
     size_t n, cap;
-    uint32_t key;
+    int have;       /* key and first hold the current run */
+    uint32_t key;   /* the current run's key */
+    uint32_t first; /* its first document */
 } group_reader;
 
-static int group_take(group_reader *g, const uint64_t *v, size_t n)
+static int group_add(group_reader *g, uint32_t ordinal)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t key = (uint32_t)(v[i] >> 32);
-        if (g->n && key != g->key) {
-            int rc = push_group(g->group, g->n, g->k, g->joined);
-            if (rc)
-                return rc;
-            g->n = 0;
-        }
-        g->key = key;
-        if (sims_grow((void **)&g->group, &g->cap, g->n + 1, sizeof *g->group, 64) != 0)
-            return sims_fail(SIMSTORE_ENOMEM, "out of memory for a band's documents");
-        g->group[g->n++] = g->fps[(uint32_t)v[i]];
-    }
+    if (sims_grow((void **)&g->group, &g->cap, g->n + 1, sizeof *g->group, 64) != 0)
+        return sims_fail(SIMSTORE_ENOMEM, "out of memory for a band's documents");
+    g->group[g->n++] = g->fps[ordinal];
     return 0;
 }
 
 static int group_end(group_reader *g)
 {
-    int rc = push_group(g->group, g->n, g->k, g->joined);
+    int rc = g->n ? push_group(g->group, g->n, g->k, g->joined, g->mu) : 0;
     g->n = 0;
+    g->have = 0;
     return rc;
+}
+
+static int group_take(group_reader *g, const uint64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t key = (uint32_t)(v[i] >> 32), ordinal = (uint32_t)v[i];
+        int rc = 0;
+        if (g->have && key == g->key) {
+            if (g->n == 0)
+                rc = group_add(g, g->first);
+            if (rc == 0)
+                rc = group_add(g, ordinal);
+        } else {
+            rc = group_end(g);
+            g->have = 1;
+            g->key = key;
+            g->first = ordinal;
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* Band j of this pass: its values sorted in memory when v and tmp are
@@ -126,8 +153,9 @@ static int one_band(band_run *b, unsigned j, uint64_t *v, uint64_t *tmp, size_t 
                     group_reader *g)
 {
     if (v) {
+        const uint32_t *keys = b->keys + (size_t)j * b->limit;
         for (size_t i = 0; i < b->n; i++)
-            v[i] = (uint64_t)b->keys[i * b->count + j] << 32 | i;
+            v[i] = (uint64_t)keys[i] << 32 | i;
         sims_radix_sort_u64_top(v, tmp, b->n, 32);
         int rc = group_take(g, v, b->n);
         return rc ? rc : group_end(g);
@@ -138,7 +166,7 @@ static int one_band(band_run *b, unsigned j, uint64_t *v, uint64_t *tmp, size_t 
     for (size_t i = 0; rc == 0 && i < b->n; i += 1024) {
         size_t m = b->n - i < 1024 ? b->n - i : 1024;
         for (size_t x = 0; x < m; x++)
-            buf[x] = (uint64_t)b->keys[(i + x) * b->count + j] << 32 | (i + x);
+            buf[x] = (uint64_t)b->keys[(size_t)j * b->limit + i + x] << 32 | (i + x);
         rc = sims_u64sort_push(sorter, buf, m);
     }
     if (rc == 0)
@@ -150,6 +178,30 @@ static int one_band(band_run *b, unsigned j, uint64_t *v, uint64_t *tmp, size_t 
         rc = group_end(g);
     sims_u64sort_free(sorter);
     return rc;
+}
+
+/* A thread's share of a pass: bands t, t + threads, ... */
+typedef struct band_worker {
+    band_run *b;
+    unsigned t, threads;
+    uint64_t *v, *tmp; /* its sort arrays (NULL: through a spilling sorter) */
+    size_t run_values;
+    group_reader g;
+    atomic_int *failed;
+    int rc;
+} band_worker;
+
+static void *band_worker_run(void *arg)
+{
+    band_worker *w = (band_worker *)arg;
+    for (unsigned j = w->t; w->rc == 0 && j < w->b->count; j += w->threads) {
+        if (atomic_load(w->failed))
+            break;
+        w->rc = one_band(w->b, j, w->v, w->tmp, w->run_values, &w->g);
+    }
+    if (w->rc)
+        atomic_store(w->failed, 1);
+    return NULL;
 }
 
 int sims_scan_band_pairs(scan_state *st, const simstore_scan_options *o, sims_recsort *joined)
@@ -167,30 +219,51 @@ int sims_scan_band_pairs(scan_state *st, const simstore_scan_options *o, sims_re
     b.collect_fps = 0;
     size_t n = b.limit = b.n;
     /* Memory (half the scan's: the join's sorter holds the rest): the
-     * fingerprints, then per pass each band's keys and, when they fit,
-     * the values and their radix scratch (16 bytes a document). */
+     * fingerprints, then per pass each band's keys and, per thread when
+     * they fit, a band's values and their radix scratch (16 bytes a
+     * document); else one thread through a spilling sorter. */
     uint64_t budget = o->memory_bytes / 2, fixed = (uint64_t)n * 8;
     uint64_t sort_bytes = (uint64_t)n * 16;
-    int in_memory = fixed + sort_bytes + (uint64_t)n * 4 <= budget;
-    uint64_t room = budget > fixed + (in_memory ? sort_bytes : 0)
-                        ? budget - fixed - (in_memory ? sort_bytes : 0)
-                        : 0;
+    unsigned threads = o->threads ? o->threads : 1;
+    if (threads > total)
+        threads = total;
+    if (threads > 64)
+        threads = 64;
+    while (threads > 1 && fixed + threads * sort_bytes + (uint64_t)n * 4 * threads > budget)
+        threads--;
+    int in_memory = fixed + threads * sort_bytes + (uint64_t)n * 4 * threads <= budget;
+    uint64_t sorting = in_memory ? threads * sort_bytes : 0;
+    uint64_t room = budget > fixed + sorting ? budget - fixed - sorting : 0;
     unsigned per_pass = n ? (unsigned)(room / ((uint64_t)n * 4)) : total;
     if (per_pass < 1)
         per_pass = 1;
     if (per_pass > total)
         per_pass = total;
-    uint64_t *v = NULL, *tmp = NULL;
-    if (rc == 0 && in_memory && n) {
-        v = malloc(n * sizeof *v);
-        tmp = malloc(n * sizeof *tmp);
-        if (!v || !tmp)
-            rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a band of %zu documents", n);
-    }
     size_t run_values = (size_t)(budget / 2 / 16);
     if (run_values < ((size_t)1 << 16))
         run_values = (size_t)1 << 16;
-    group_reader g = {b.fps, o->k, joined, NULL, 0, 0, 0};
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    atomic_int failed = 0;
+    band_worker *w = calloc(threads, sizeof *w);
+    if (rc == 0 && !w)
+        rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for the band workers");
+    for (unsigned t = 0; rc == 0 && t < threads; t++) {
+        w[t] = (band_worker){&b,
+                             t,
+                             threads,
+                             NULL,
+                             NULL,
+                             run_values,
+                             (group_reader){b.fps, o->k, joined, &mu, NULL, 0, 0, 0, 0, 0},
+                             &failed,
+                             0};
+        if (in_memory && n) {
+            w[t].v = malloc(n * sizeof *w[t].v);
+            w[t].tmp = malloc(n * sizeof *w[t].tmp);
+            if (!w[t].v || !w[t].tmp)
+                rc = sims_fail(SIMSTORE_ENOMEM, "out of memory for a band of %zu documents", n);
+        }
+    }
     if (rc == 0 && o->progress)
         o->progress(o->progress_ctx, "banding sketches", 0, total);
     for (unsigned first = 0; rc == 0 && n > 1 && first < total; first += per_pass) {
@@ -207,15 +280,30 @@ int sims_scan_band_pairs(scan_state *st, const simstore_scan_options *o, sims_re
         rc = sims_docs_each_live(st->s, st->snap, st->txn, st->walked, take_doc, &b);
         if (rc == 0 && b.n != n)
             rc = sims_fail(SIMSTORE_EIO, "the store's documents changed between band passes");
-        for (unsigned j = 0; rc == 0 && j < b.count; j++) {
-            rc = one_band(&b, j, v, tmp, run_values, &g);
-            if (rc == 0 && o->progress)
-                o->progress(o->progress_ctx, "banding sketches", first + j + 1, total);
-        }
+        if (rc)
+            break;
+        pthread_t tid[64];
+        unsigned started = 1;
+        for (unsigned t = 1; t < threads && t < 64; t++, started++)
+            if (pthread_create(&tid[t], NULL, band_worker_run, &w[t]) != 0)
+                break;
+        for (unsigned t = started; t < threads; t++) /* not started: this thread takes them */
+            band_worker_run(&w[t]);
+        band_worker_run(&w[0]);
+        for (unsigned t = 1; t < started; t++)
+            pthread_join(tid[t], NULL);
+        for (unsigned t = 0; rc == 0 && t < threads; t++)
+            rc = w[t].rc;
+        if (rc == 0 && o->progress)
+            o->progress(o->progress_ctx, "banding sketches", first + b.count, total);
     }
-    free(g.group);
-    free(v);
-    free(tmp);
+    for (unsigned t = 0; w && t < threads; t++) {
+        free(w[t].g.group);
+        free(w[t].v);
+        free(w[t].tmp);
+    }
+    free(w);
+    pthread_mutex_destroy(&mu);
     free(b.keys);
     free(b.fps);
     return rc;
