@@ -142,6 +142,19 @@ int sims_doc_lookup(simstore *s, const sims_snapshot *snap, MDB_txn *txn, int wa
     return SIMSTORE_OK;
 }
 
+/* One entry of docs handed to fn when it is a document (a tombstone only
+ * hides the file's). */
+static int docs_entry_each(const simstore *s, const MDB_val *key, const MDB_val *val,
+                           sims_doc_fn fn, void *ctx)
+{
+    if (key->mv_size == 0 || key->mv_size > SIMSTORE_MAX_ID_BYTES)
+        return SIMS_CORRUPT("%s: a document id of %zu bytes", s->path, key->mv_size);
+    sims_doc_record dr;
+    int tombstone;
+    int rc = entry_decode(s, key->mv_data, key->mv_size, val, &dr, &tombstone);
+    return rc || tombstone ? rc : fn(ctx, (const uint8_t *)key->mv_data, key->mv_size, &dr);
+}
+
 /* ---- every document in id order ---------------------------------------- */
 
 int sims_id_cmp(const void *a, size_t alen, const void *b, size_t blen)
@@ -195,13 +208,7 @@ int sims_docs_each_by_id(simstore *s, const sims_snapshot *snap, MDB_txn *txn,
             continue;
         }
         /* docs's entry: a document, or a tombstone of the file's. */
-        int tombstone;
-        if (key.mv_size == 0 || key.mv_size > SIMSTORE_MAX_ID_BYTES)
-            rc = SIMS_CORRUPT("%s: a document id of %zu bytes", s->path, key.mv_size);
-        if (rc == SIMSTORE_OK)
-            rc = entry_decode(s, key.mv_data, key.mv_size, &val, &dr, &tombstone);
-        if (rc == SIMSTORE_OK && !tombstone)
-            rc = fn(ctx, (const uint8_t *)key.mv_data, key.mv_size, &dr);
+        rc = docs_entry_each(s, &key, &val, fn, ctx);
         if (rc == SIMSTORE_OK && c == 0)
             more = sims_recsort_next(b.sorter, &rec);
         if (rc == SIMSTORE_OK)
@@ -253,16 +260,8 @@ int sims_docs_each_live(simstore *s, const sims_snapshot *snap, MDB_txn *txn, in
         return sims_mdb_fail(m, "open a cursor on docs");
     MDB_val key, val;
     for (m = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == SIMSTORE_OK && m == 0;
-         m = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-        sims_doc_record dr;
-        int tombstone;
-        if (key.mv_size == 0 || key.mv_size > SIMSTORE_MAX_ID_BYTES)
-            rc = SIMS_CORRUPT("%s: a document id of %zu bytes", s->path, key.mv_size);
-        if (rc == SIMSTORE_OK)
-            rc = entry_decode(s, key.mv_data, key.mv_size, &val, &dr, &tombstone);
-        if (rc == SIMSTORE_OK && !tombstone)
-            rc = fn(ctx, (const uint8_t *)key.mv_data, key.mv_size, &dr);
-    }
+         m = mdb_cursor_get(cur, &key, &val, MDB_NEXT))
+        rc = docs_entry_each(s, &key, &val, fn, ctx);
     if (rc == SIMSTORE_OK && m != 0 && m != MDB_NOTFOUND)
         rc = sims_mdb_fail(m, "read docs");
     mdb_cursor_close(cur);
