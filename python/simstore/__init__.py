@@ -113,8 +113,9 @@ def insert_if_new(path, docs, *, k=None, min_similarity=None):
     Documents as Store.build() takes them; texts are fingerprinted and
     sketched with the store's options. Near-duplicates by the library's one
     rule (simstore.h, "The near-duplicate rule"), the one `simstore dedup`
-    and POST /v1/documents with insert-if-new apply: on a store that keeps
-    sketches, within 7 bits at estimated similarity 0.9 or more; without
+    and POST /v1/documents with insert-if-new apply, without bands: on a
+    store that keeps sketches, within 7 bits at estimated similarity 0.9 or
+    more; without
     sketches, within the store's k. k and min_similarity set its parts (None:
     the default; k given alone: by distance alone). Answered one document at
     a time against the store, the rule is without bands (the store keeps no
@@ -358,8 +359,9 @@ class Store:
         sketches' LSH bands (format/sketch.md 6.2, at any distance), whose
         estimated similarity is at least min_similarity, each once, by
         distance, then a, then b. Defaults (None), as the CLI's: on a store
-        that keeps sketches and without k, the near-duplicate setting (k=7,
-        min_similarity=0.9); else the store's k, no similarity filter:
+        that keeps sketches and without k, the near-duplicate setting
+        (min_similarity=0.9 with bands at the store's k; k=7 with
+        bands=False); else the store's k, no similarity filter:
         `simstore pairs STORE`. bands: None (the rule's default: on when
         min_similarity is 0.5 or more), True (`--bands on`: refused without
         such a minimum) or False (within k alone). Pairs (a, b, distance,
